@@ -1,0 +1,27 @@
+# `make run` and `make test` set everything up from this repository's own files on a fresh machine.
+VENV := .venv
+PY := $(VENV)/bin/python
+PIP := $(PY) -m pip --disable-pip-version-check -q
+ARGS ?=
+
+.PHONY: run test venv chromium
+
+run: $(VENV)/.ready
+	$(VENV)/bin/chatterbox-fast serve $(ARGS)
+
+test: $(VENV)/.ready chromium
+	$(VENV)/bin/pytest $(ARGS)
+
+venv: $(VENV)/.ready
+
+$(VENV)/.ready: pyproject.toml requirements/engine-nodeps.txt
+	python3 -m venv $(VENV)
+	$(PIP) install --upgrade "pip>=25"
+	$(PIP) install --no-deps -r requirements/engine-nodeps.txt
+	$(PIP) install -e '.[engine,test]'
+	$(PY) -m pip check >/dev/null || true
+	touch $@
+
+# Debian's Chromium for the browser tests (never a browser download).
+chromium:
+	@command -v chromium >/dev/null || scripts/install-chromium
