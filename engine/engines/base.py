@@ -1,0 +1,67 @@
+"""The interface every speech engine implements. The worker only ever talks to engines through it."""
+
+from __future__ import annotations
+
+import threading
+from abc import ABC, abstractmethod
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+
+class Cancelled(Exception):
+    """Raised by ``synthesize`` when its cancel event was set (checked at least once per token step)."""
+
+
+class EngineError(Exception):
+    """A failure with a stable code the worker reports to the client (for example ``bad_audio``)."""
+
+    def __init__(self, message: str, code: str = "engine_error") -> None:
+        super().__init__(message)
+        self.code = code
+
+
+@dataclass(frozen=True)
+class EngineInfo:
+    name: str  # "chatterbox-turbo", "espeak", ...
+    device: str  # "cuda:0", "cpu"
+    dtype: str  # "bfloat16", "float32"
+    weights: str  # where the weights came from; "random (compute cost only)" for the random-weights mode
+    notes: str = ""
+
+
+class Engine(ABC):
+    """A loaded model on one device. ``synthesize`` is called from one worker thread at a time."""
+
+    sample_rate: int  # the native rate of what ``synthesize`` returns
+    info: EngineInfo
+    conditionals_suffix: str  # file suffix of this engine's cached conditionals, e.g. ".turbo.pt"
+
+    @abstractmethod
+    def warmup(self) -> None:
+        """Run once after loading so the first real request pays no first-call costs."""
+
+    @abstractmethod
+    def default_voice(self) -> Any:
+        """Conditionals of the engine's built-in voice (the voice named "default")."""
+
+    @abstractmethod
+    def prepare_voice(self, wav: np.ndarray, sample_rate: int) -> Any:
+        """Compute a voice's conditionals from a float32 mono reference clip (5-30 s). Called once per voice."""
+
+    @abstractmethod
+    def save_conditionals(self, conds: Any, path: Path) -> None:
+        """Write conditionals to ``path`` (the caller makes the write atomic)."""
+
+    @abstractmethod
+    def load_conditionals(self, path: Path) -> Any:
+        """Read conditionals written by ``save_conditionals``."""
+
+    @abstractmethod
+    def synthesize(self, text: str, voice: Any, cancel: threading.Event) -> np.ndarray:
+        """Speak ``text`` (already normalised, at most one chunk) in ``voice``; float32 mono at ``sample_rate``.
+
+        Raise ``Cancelled`` promptly once ``cancel`` is set. Never keep per-voice state on the shared model.
+        """
