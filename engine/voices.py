@@ -1,0 +1,271 @@
+"""The voice store: predefined and uploaded reference clips in one directory, and their cached conditionals.
+
+Layout of ``root`` (the ``--voices-dir``): one audio file per voice, named ``<name>.<ext>``; beside it the engine's
+cached conditionals ``<name><engine.conditionals_suffix>``. Every write goes to a hidden temp file in the same
+directory, is fsynced and then renamed over its target, so a crash never leaves half a voice; leftover temp files
+are ignored and removed when a store opens the directory. One store (one process) per directory.
+"""
+
+from __future__ import annotations
+
+import io
+import logging
+import os
+import re
+import tempfile
+import threading
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable, Literal
+
+import numpy as np
+import soundfile as sf
+import soxr
+
+from engine.audio_decode import decode_audio
+from engine.engines.base import Engine, EngineError
+
+log = logging.getLogger(__name__)
+
+DEFAULT_VOICE = "default"
+STORE_RATE = 24000  # uploads are kept as 24 kHz mono PCM16 wav
+AUDIO_SUFFIXES = (".wav", ".flac", ".mp3", ".ogg", ".opus", ".m4a", ".webm")  # preference order for one name
+TEMP_PREFIX = ".tmp-"
+_NAME = re.compile(r"[a-z0-9][a-z0-9_-]{0,63}")
+_SILENCE_PEAK = 1e-4  # a clip whose loudest sample is below this carries no voice
+
+
+@dataclass(frozen=True)
+class VoiceInfo:
+    """What a client sees of a voice. ``duration_s``/``created`` (Unix time) are None for the built-in voice."""
+
+    name: str
+    kind: Literal["builtin", "file"]
+    duration_s: float | None
+    created: float | None
+
+
+@dataclass(frozen=True)
+class _Entry:
+    path: Path
+    info: VoiceInfo
+
+
+def sanitize_name(raw: str) -> str:
+    """Return the stored form of an uploaded voice's name (trimmed, lowercased) or raise ``bad_name``.
+
+    Allowed: 1-64 of ``a-z 0-9 - _``, starting with a letter or digit, and not ``default``. Nothing else passes, so
+    ``<root>/<name>.wav`` always stays directly inside ``root``.
+    """
+    name = raw.strip().lower()
+    if not _NAME.fullmatch(name):
+        raise EngineError(
+            f"bad voice name {raw!r}: use 1-64 of a-z, 0-9, '-', '_', starting with a letter or digit", "bad_name"
+        )
+    if name == DEFAULT_VOICE:
+        raise EngineError("'default' is the built-in voice and cannot be replaced", "bad_name")
+    return name
+
+
+class VoiceStore:
+    """Thread-safe voice store. One lock guards the index and memory cache (held briefly); a per-voice lock
+    serialises work on one voice (computing, adding, deleting) while other voices are read or computed."""
+
+    def __init__(
+        self,
+        root: Path,
+        engine: Engine,
+        *,
+        max_upload_bytes: int = 10 * 1024 * 1024,
+        min_seconds: float = 5.0,
+        max_seconds: float = 30.0,
+    ) -> None:
+        self._root = Path(root)
+        self._engine = engine
+        self._max_upload_bytes = max_upload_bytes
+        self._min_seconds = min_seconds
+        self._max_seconds = max_seconds
+        self._lock = threading.Lock()
+        self._voice_locks: dict[str, threading.Lock] = {}
+        self._root.mkdir(parents=True, exist_ok=True)
+        _remove_temp_files(self._root)
+        self._entries = self._scan()
+        self._memory: dict[str, Any] = {DEFAULT_VOICE: engine.default_voice()}
+
+    def list(self) -> list[VoiceInfo]:
+        """Every voice, the built-in one included, sorted by name."""
+        with self._lock:
+            infos = [e.info for e in self._entries.values()]
+        infos.append(VoiceInfo(DEFAULT_VOICE, "builtin", None, None))
+        return sorted(infos, key=lambda info: info.name)
+
+    def conditionals(self, name: str) -> Any:
+        """The voice's conditionals: from memory, else the disk cache, else computed (and then cached on disk)."""
+        with self._lock:
+            if name in self._memory:
+                return self._memory[name]
+            if name not in self._entries:
+                raise EngineError(f"unknown voice {name!r}", "unknown_voice")
+            voice_lock = self._voice_lock(name)
+        with voice_lock:
+            with self._lock:
+                if name in self._memory:  # computed while we waited
+                    return self._memory[name]
+                entry = self._entries.get(name)
+            if entry is None:  # deleted while we waited
+                raise EngineError(f"unknown voice {name!r}", "unknown_voice")
+            conds = self._load_cached(entry.path)
+            if conds is None:
+                conds = self._prepare(entry.path.read_bytes())
+                self._save_cached(entry.path, conds)
+            with self._lock:
+                self._memory[name] = conds
+            return conds
+
+    def add(self, name: str, data: bytes) -> VoiceInfo:
+        """Validate an uploaded clip, store it as a 24 kHz mono PCM16 wav and cache its conditionals."""
+        name = sanitize_name(name)
+        if len(data) > self._max_upload_bytes:
+            raise EngineError(f"the upload is larger than {self._max_upload_bytes} bytes", "too_large")
+        with self._lock:
+            voice_lock = self._voice_lock(name)
+        with voice_lock:
+            path = self._root / f"{name}.wav"
+            with self._lock:
+                taken = name in self._entries
+            if taken or path.exists():
+                raise EngineError(f"a voice named {name!r} already exists", "exists")
+            wav, seconds = self._normalised_wav(data)
+            conds = self._prepare(wav)
+            _atomic_write(path, lambda tmp: tmp.write_bytes(wav))
+            self._save_cached(path, conds)
+            entry = _Entry(path, self._file_info(name, path, seconds))
+            with self._lock:
+                self._entries[name] = entry
+                self._memory[name] = conds
+            return entry.info
+
+    def delete(self, name: str) -> None:
+        """Remove a voice's cached conditionals, then its audio file."""
+        if name == DEFAULT_VOICE:
+            raise EngineError("the built-in voice cannot be deleted", "bad_name")
+        with self._lock:
+            if name not in self._entries:
+                raise EngineError(f"unknown voice {name!r}", "unknown_voice")
+            voice_lock = self._voice_lock(name)
+        with voice_lock:
+            with self._lock:
+                entry = self._entries.get(name)
+            if entry is None:  # deleted while we waited
+                raise EngineError(f"unknown voice {name!r}", "unknown_voice")
+            self._cache_path(entry.path).unlink(missing_ok=True)
+            entry.path.unlink(missing_ok=True)
+            with self._lock:
+                del self._entries[name]
+                self._memory.pop(name, None)
+
+    def _voice_lock(self, name: str) -> threading.Lock:
+        """The lock for one voice name (call with ``self._lock`` held)."""
+        return self._voice_locks.setdefault(name, threading.Lock())
+
+    def _scan(self) -> dict[str, _Entry]:
+        """Index the audio files in ``root``; undecodable ones are skipped (and kept on disk), with a warning."""
+        entries: dict[str, _Entry] = {}
+        rank = {suffix: i for i, suffix in enumerate(AUDIO_SUFFIXES)}
+        paths = [
+            p for p in self._root.iterdir() if p.suffix.lower() in rank and not p.name.startswith(".") and p.is_file()
+        ]
+        for path in sorted(paths, key=lambda p: (p.stem, rank[p.suffix.lower()])):
+            name = path.stem
+            if name == DEFAULT_VOICE or name in entries:
+                log.warning("voice file %s ignored: the name %r is taken", path, name)
+                continue
+            try:
+                samples, rate = decode_audio(path.read_bytes())
+            except (EngineError, OSError) as exc:
+                log.warning("voice file %s ignored: %s", path, exc)
+                continue
+            entries[name] = _Entry(path, self._file_info(name, path, samples.size / rate))
+        return entries
+
+    def _file_info(self, name: str, path: Path, seconds: float) -> VoiceInfo:
+        return VoiceInfo(name, "file", round(seconds, 3), path.stat().st_mtime)
+
+    def _normalised_wav(self, data: bytes) -> tuple[bytes, float]:
+        """Check an upload's audio; return it as 24 kHz mono PCM16 wav bytes, and its duration in seconds."""
+        samples, rate = decode_audio(data, max_seconds=self._max_seconds)  # raises too_long
+        seconds = samples.size / rate
+        if seconds < self._min_seconds:
+            raise EngineError(f"the clip is {seconds:.2f} s; at least {self._min_seconds:g} s needed", "too_short")
+        if float(np.abs(samples).max()) < _SILENCE_PEAK:
+            raise EngineError("the clip is silent", "bad_audio")
+        if rate != STORE_RATE:
+            samples = soxr.resample(samples, rate, STORE_RATE, quality="HQ")
+        out = io.BytesIO()
+        sf.write(out, np.clip(samples, -1.0, 1.0), STORE_RATE, format="WAV", subtype="PCM_16")
+        return out.getvalue(), seconds
+
+    def _prepare(self, audio_file: bytes) -> Any:
+        """Compute conditionals from an audio file's bytes: the same path for uploads and for stored files."""
+        samples, rate = decode_audio(audio_file)
+        return self._engine.prepare_voice(samples, rate)
+
+    def _cache_path(self, audio_path: Path) -> Path:
+        return audio_path.with_name(audio_path.stem + self._engine.conditionals_suffix)
+
+    def _load_cached(self, audio_path: Path) -> Any | None:
+        """Conditionals from the disk cache, or None when absent, older than the audio file, or unreadable."""
+        cache = self._cache_path(audio_path)
+        try:
+            if cache.stat().st_mtime_ns < audio_path.stat().st_mtime_ns:
+                return None
+        except FileNotFoundError:
+            return None
+        try:
+            return self._engine.load_conditionals(cache)
+        except Exception as exc:  # any failure to read a cache means: compute again
+            log.warning("cached conditionals %s unreadable (%s); computing them again", cache, exc)
+            return None
+
+    def _save_cached(self, audio_path: Path, conds: Any) -> None:
+        """Write the disk cache; a failure only costs a recomputation after the next restart."""
+        cache = self._cache_path(audio_path)
+        try:
+            _atomic_write(cache, lambda tmp: self._engine.save_conditionals(conds, tmp))
+        except Exception as exc:
+            log.warning("could not cache conditionals at %s: %s", cache, exc)
+
+
+def _atomic_write(path: Path, write: Callable[[Path], None]) -> None:
+    """Have ``write`` fill a temp file beside ``path``, fsync it, rename it over ``path`` and fsync the directory.
+
+    If anything fails, the temp file is removed and ``path`` is untouched.
+    """
+    fd, name = tempfile.mkstemp(prefix=TEMP_PREFIX, dir=path.parent)
+    os.close(fd)
+    tmp = Path(name)
+    try:
+        write(tmp)
+        with tmp.open("rb+") as f:
+            os.fsync(f.fileno())
+        tmp.chmod(0o644)  # mkstemp creates 0600; stored voices are ordinary readable files
+        os.replace(tmp, path)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
+    _fsync_dir(path.parent)
+
+
+def _fsync_dir(directory: Path) -> None:
+    fd = os.open(directory, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def _remove_temp_files(root: Path) -> None:
+    """Delete temp files a crashed writer left behind."""
+    for leftover in root.glob(TEMP_PREFIX + "*"):
+        log.info("removing leftover temp file %s", leftover)
+        leftover.unlink(missing_ok=True)
