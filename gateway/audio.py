@@ -1,0 +1,280 @@
+"""Streaming resampler and wire encoders for the engine's 24 kHz mono s16le speech (PyAV).
+
+Everything here is incremental: ``encode(pcm24k)`` returns whatever bytes exist so far, ``flush()`` returns the rest
+at the end of an utterance (or stream). No sockets, no event loop.
+"""
+
+from __future__ import annotations
+
+import struct
+from abc import ABC, abstractmethod
+from functools import cache
+
+import av
+import numpy as np
+
+ENGINE_RATE = 24000
+PCM_RATES = (8000, 16000, 24000, 48000)
+
+
+def _frame(samples: np.ndarray, rate: int) -> av.AudioFrame:
+    frame = av.AudioFrame.from_ndarray(samples.reshape(1, -1), format="s16", layout="mono")
+    frame.sample_rate = rate
+    return frame
+
+
+def _frame_bytes(frame: av.AudioFrame) -> bytes:
+    return frame.to_ndarray().tobytes()[: frame.samples * 2]
+
+
+class _Pcm16Input:
+    """Turns a byte stream of s16le into whole samples, carrying an odd trailing byte to the next call."""
+
+    def __init__(self) -> None:
+        self._carry = b""
+
+    def take(self, pcm: bytes) -> np.ndarray:
+        data = self._carry + bytes(pcm)
+        cut = len(data) & ~1
+        self._carry = data[cut:]
+        return np.frombuffer(data[:cut], dtype="<i2")
+
+    def reset(self) -> None:
+        self._carry = b""
+
+
+class Resampler:
+    """Streaming s16 mono resampler (one ``av.AudioResampler`` per stream).
+
+    ``process`` may hold back a few samples (filter delay); ``flush`` returns them at the end of an utterance and
+    readies the resampler for the next one; ``reset`` drops them (barge-in).
+    """
+
+    def __init__(self, out_rate: int, in_rate: int = ENGINE_RATE) -> None:
+        if out_rate <= 0 or in_rate <= 0:
+            raise ValueError(f"bad sample rates {in_rate} -> {out_rate}")
+        self.in_rate = in_rate
+        self.out_rate = out_rate
+        self._input = _Pcm16Input()
+        self._av: av.AudioResampler | None = None
+
+    def _resampler(self) -> av.AudioResampler:
+        if self._av is None:
+            self._av = av.AudioResampler(format="s16", layout="mono", rate=self.out_rate)
+        return self._av
+
+    def process(self, pcm: bytes) -> bytes:
+        """Resample a piece of s16le at ``in_rate``; returns s16le at ``out_rate`` (possibly empty)."""
+        samples = self._input.take(pcm)
+        if self.in_rate == self.out_rate or samples.size == 0:
+            return samples.tobytes()
+        frames = self._resampler().resample(_frame(samples, self.in_rate))
+        return b"".join(_frame_bytes(f) for f in frames)
+
+    def flush(self) -> bytes:
+        """Return the held-back tail and start afresh for the next utterance."""
+        self._input.reset()
+        if self._av is None:
+            return b""
+        frames = self._av.resample(None)
+        self._av = None
+        return b"".join(_frame_bytes(f) for f in frames)
+
+    def reset(self) -> None:
+        """Drop everything held back (barge-in)."""
+        self._input.reset()
+        self._av = None
+
+
+class Encoder(ABC):
+    """Incremental encoder from 24 kHz mono s16le to one wire format."""
+
+    format: str
+    content_type: str
+    sample_rate: int
+
+    @abstractmethod
+    def encode(self, pcm24k: bytes) -> bytes:
+        """Encode a piece of engine audio; returns the bytes that exist so far (possibly empty)."""
+
+    @abstractmethod
+    def flush(self) -> bytes:
+        """End of the utterance: return every byte still held back."""
+
+
+@cache
+def _g711_table(codec: str) -> np.ndarray:
+    """Lookup table from every s16 value (as uint16) to its G.711 byte, built once with FFmpeg's own encoder."""
+    ctx = av.CodecContext.create(codec, "w")
+    ctx.sample_rate = 8000
+    ctx.layout = "mono"
+    ctx.format = "s16"
+    every = np.arange(65536, dtype=np.uint16).view(np.int16)
+    packets = ctx.encode(_frame(every, 8000)) + ctx.encode(None)
+    table = np.frombuffer(b"".join(bytes(p) for p in packets), dtype=np.uint8)
+    assert table.size == 65536
+    return table
+
+
+def g711_encode(pcm: bytes, codec: str) -> bytes:
+    """s16le (8 kHz) to G.711 bytes; ``codec`` is ``pcm_mulaw`` or ``pcm_alaw``."""
+    samples = np.frombuffer(pcm, dtype="<i2").view(np.uint16)
+    return _g711_table(codec)[samples].tobytes()
+
+
+def wav_header(sample_rate: int) -> bytes:
+    """A streaming WAV header (16-bit mono PCM) whose RIFF and data sizes are unknown (0xFFFFFFFF)."""
+    fmt = struct.pack("<HHIIHH", 1, 1, sample_rate, sample_rate * 2, 2, 16)
+    return (
+        b"RIFF" + struct.pack("<I", 0xFFFFFFFF) + b"WAVE"
+        + b"fmt " + struct.pack("<I", len(fmt)) + fmt
+        + b"data" + struct.pack("<I", 0xFFFFFFFF)
+    )
+
+
+class RawEncoder(Encoder):
+    """PCM s16le (optionally behind a streaming WAV header) or G.711 at a fixed rate.
+
+    It can be used again after ``flush``: the next utterance simply continues the stream (the header is sent once).
+    """
+
+    def __init__(self, fmt: str, sample_rate: int, content_type: str, g711: str | None = None,
+                 header: bytes = b"") -> None:
+        self.format = fmt
+        self.sample_rate = sample_rate
+        self.content_type = content_type
+        self._g711 = g711
+        self._header = header
+        self._resampler = Resampler(sample_rate)
+
+    def _out(self, pcm: bytes) -> bytes:
+        body = g711_encode(pcm, self._g711) if self._g711 else pcm
+        if self._header and body:
+            body, self._header = self._header + body, b""
+        return body
+
+    def encode(self, pcm24k: bytes) -> bytes:
+        return self._out(self._resampler.process(pcm24k))
+
+    def flush(self) -> bytes:
+        return self._out(self._resampler.flush())
+
+
+class _GrowingBuffer:
+    """A write-only, non-seekable file for PyAV: containers write into it, the encoder drains it."""
+
+    def __init__(self) -> None:
+        self._data = bytearray()
+
+    def write(self, data: bytes) -> int:
+        self._data += data
+        return len(data)
+
+    def drain(self) -> bytes:
+        out = bytes(self._data)
+        self._data.clear()
+        return out
+
+
+class ContainerEncoder(Encoder):
+    """A compressed format in a streamable container (Ogg/Opus, MP3, ADTS AAC, FLAC) written to memory.
+
+    The container is opened on the first audio and closed by ``flush``; the next ``encode`` starts a new one (a
+    chained Ogg stream, or simply concatenated MP3/ADTS frames).
+    """
+
+    def __init__(self, fmt: str, container: str, codec: str, sample_rate: int, content_type: str,
+                 container_options: dict[str, str] | None = None, codec_options: dict[str, str] | None = None,
+                 bit_rate: int | None = None) -> None:
+        self.format = fmt
+        self.sample_rate = sample_rate
+        self.content_type = content_type
+        self._container_format = container
+        self._codec = codec
+        self._container_options = {"flush_packets": "1", **(container_options or {})}
+        self._codec_options = codec_options or {}
+        self._bit_rate = bit_rate
+        self._input = _Pcm16Input()
+        self._buffer = _GrowingBuffer()
+        self._container: av.container.OutputContainer | None = None
+        self._stream: av.audio.stream.AudioStream | None = None
+
+    def _open(self) -> av.audio.stream.AudioStream:
+        self._container = av.open(self._buffer, "w", format=self._container_format,
+                                  options=self._container_options)
+        stream = self._container.add_stream(self._codec, rate=self.sample_rate, layout="mono")
+        if self._bit_rate:
+            stream.codec_context.bit_rate = self._bit_rate
+        stream.codec_context.options = dict(self._codec_options)
+        self._stream = stream
+        return stream
+
+    def _mux(self, frame: av.AudioFrame | None) -> None:
+        assert self._container is not None and self._stream is not None
+        for packet in self._stream.encode(frame):
+            self._container.mux(packet)
+
+    def encode(self, pcm24k: bytes) -> bytes:
+        samples = self._input.take(pcm24k)
+        if samples.size:
+            if self._stream is None:
+                self._open()
+            # PyAV's encoder resamples to the codec's rate, sample format and frame size itself.
+            self._mux(_frame(samples, ENGINE_RATE))
+        return self._buffer.drain()
+
+    def flush(self) -> bytes:
+        self._input.reset()
+        if self._container is not None:
+            self._mux(None)
+            self._container.close()
+            self._container = self._stream = None
+        return self._buffer.drain()
+
+
+CONTENT_TYPES = {
+    "pcm": "audio/pcm",
+    "wav": "audio/wav",
+    "mulaw": "audio/basic",
+    "alaw": "audio/x-alaw-basic",
+    "opus": "audio/ogg; codecs=opus",
+    "mp3": "audio/mpeg",
+    "aac": "audio/aac",
+    "flac": "audio/flac",
+}
+FORMATS = tuple(CONTENT_TYPES)
+# Accepted names that mean the same thing as a canonical one.
+_ALIASES = {"pcm_s16le": "pcm", "ulaw": "mulaw", "pcmu": "mulaw", "pcma": "alaw"}
+_FIXED_RATES = {"mulaw": 8000, "alaw": 8000, "opus": 48000}
+
+
+def make_encoder(format: str, sample_rate: int | None = None) -> Encoder:
+    """Build an encoder for ``format`` (see ``FORMATS``); ``sample_rate`` None means the format's default.
+
+    pcm/wav/mp3/aac/flac take 8000, 16000, 24000 (default) or 48000 Hz; mulaw/alaw are 8000 only, opus 48000 only.
+    Raises ValueError for an unknown format or an unsupported rate.
+    """
+    fmt = _ALIASES.get(format, format)
+    if fmt not in CONTENT_TYPES:
+        raise ValueError(f"unknown audio format {format!r}; expected one of {', '.join(FORMATS)}")
+    fixed = _FIXED_RATES.get(fmt)
+    rate = sample_rate if sample_rate is not None else (fixed or ENGINE_RATE)
+    allowed = (fixed,) if fixed else PCM_RATES
+    if rate not in allowed:
+        raise ValueError(f"{fmt} supports sample_rate {', '.join(map(str, allowed))}, not {sample_rate!r}")
+    ctype = CONTENT_TYPES[fmt]
+    if fmt == "pcm":
+        return RawEncoder(fmt, rate, ctype)
+    if fmt == "wav":
+        return RawEncoder(fmt, rate, ctype, header=wav_header(rate))
+    if fmt in ("mulaw", "alaw"):
+        return RawEncoder(fmt, rate, ctype, g711="pcm_mulaw" if fmt == "mulaw" else "pcm_alaw")
+    if fmt == "opus":
+        # One Ogg page per 20 ms packet, so pages leave as soon as they exist.
+        return ContainerEncoder(fmt, "ogg", "libopus", rate, ctype, container_options={"page_duration": "20000"},
+                                codec_options={"application": "voip"}, bit_rate=32000)
+    if fmt == "mp3":
+        return ContainerEncoder(fmt, "mp3", "libmp3lame", rate, ctype, bit_rate=64000)
+    if fmt == "aac":
+        return ContainerEncoder(fmt, "adts", "aac", rate, ctype, bit_rate=64000)
+    return ContainerEncoder(fmt, "flac", "flac", rate, ctype)

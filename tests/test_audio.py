@@ -1,0 +1,175 @@
+"""gateway/audio.py: every encoder's output decodes back (with PyAV) to the tone that went in."""
+
+import io
+
+import av
+import numpy as np
+import pytest
+
+from gateway.audio import FORMATS, Resampler, make_encoder, wav_header
+
+RAW_DEMUXERS = {"pcm": "s16le", "mulaw": "mulaw", "alaw": "alaw"}
+
+
+def tone(seconds: float, freq: float = 440.0, rate: int = 24000, amp: int = 10000) -> bytes:
+    t = np.arange(int(seconds * rate)) / rate
+    return (np.sin(2 * np.pi * freq * t) * amp).astype("<i2").tobytes()
+
+
+def decode(fmt: str, data: bytes, rate: int) -> tuple[np.ndarray, int]:
+    """Decode with PyAV to float mono samples and their rate."""
+    if fmt in RAW_DEMUXERS:
+        container = av.open(io.BytesIO(data), format=RAW_DEMUXERS[fmt],
+                            options={"sample_rate": str(rate), "ch_layout": "mono"})
+    else:
+        container = av.open(io.BytesIO(data))
+    frames = [f.to_ndarray().astype(np.float64) for f in container.decode(audio=0)]
+    out_rate = container.streams.audio[0].rate
+    container.close()
+    if not frames:
+        return np.zeros(0), out_rate
+    samples = np.concatenate([f.reshape(f.shape[0], -1)[0] if f.ndim > 1 else f for f in frames])
+    if np.abs(samples).max() <= 1.5:  # float formats
+        samples = samples * 32768
+    return samples, out_rate
+
+
+def peak_freq(samples: np.ndarray, rate: int) -> float:
+    spectrum = np.abs(np.fft.rfft(samples * np.hanning(samples.size)))
+    return float(np.argmax(spectrum)) * rate / samples.size
+
+
+def encode_chunked(enc, pcm: bytes, sizes) -> bytes:
+    out, pos, i = [], 0, 0
+    while pos < len(pcm):
+        n = sizes[i % len(sizes)]
+        out.append(enc.encode(pcm[pos:pos + n]))
+        pos += n
+        i += 1
+    out.append(enc.flush())
+    return b"".join(out)
+
+
+@pytest.mark.parametrize("fmt", FORMATS)
+def test_tone_survives(fmt):
+    enc = make_encoder(fmt, None)
+    data = encode_chunked(enc, tone(1.0), [4800])
+    samples, rate = decode(fmt, data, enc.sample_rate)
+    assert rate == enc.sample_rate
+    duration = samples.size / rate
+    assert 0.98 <= duration <= 1.12, duration  # codecs add priming/padding, never lose audio
+    middle = samples[int(0.2 * rate):int(0.8 * rate)]
+    assert abs(peak_freq(middle, rate) - 440) < 5
+    rms = np.sqrt(np.mean(middle ** 2))
+    assert 0.8 * 7071 < rms < 1.2 * 7071, rms
+
+
+@pytest.mark.parametrize("fmt", ["pcm", "wav", "mp3", "aac", "flac"])
+@pytest.mark.parametrize("rate", [8000, 16000, 48000])
+def test_rates(fmt, rate):
+    enc = make_encoder(fmt, rate)
+    data = encode_chunked(enc, tone(0.5, 1000), [2400])
+    samples, out_rate = decode("pcm" if fmt == "pcm" else fmt, data, rate)
+    assert out_rate == rate
+    # Nothing lost; MP3 without a seekable file has no LAME header to trim its priming, up to ~0.15 s at 8 kHz.
+    assert 0.48 <= samples.size / rate <= 0.7
+    assert abs(peak_freq(samples[int(0.1 * rate):int(0.4 * rate)], rate) - 1000) < 10
+
+
+@pytest.mark.parametrize("fmt", ["pcm", "wav", "mulaw", "alaw", "flac"])
+def test_chunked_equals_one_shot(fmt):
+    pcm = tone(0.7, 300)
+    one = make_encoder(fmt, None)
+    whole = one.encode(pcm) + one.flush()
+    # Odd chunk sizes split samples in half; the encoder must carry the odd byte.
+    chunked = encode_chunked(make_encoder(fmt, None), pcm, [1, 333, 4801, 7, 960])
+    assert chunked == whole
+
+
+@pytest.mark.parametrize("fmt", ["opus", "mp3", "aac"])
+def test_chunked_decodes_like_one_shot(fmt):
+    pcm = tone(0.7, 300)
+    one = make_encoder(fmt, None)
+    whole, rate = decode(fmt, one.encode(pcm) + one.flush(), one.sample_rate)
+    chunked, _ = decode(fmt, encode_chunked(make_encoder(fmt, None), pcm, [1, 333, 4801, 7]), rate)
+    assert whole.size == chunked.size
+    assert np.sqrt(np.mean((whole - chunked) ** 2)) < 0.02 * np.sqrt(np.mean(whole ** 2))
+
+
+def test_opus_pages_leave_early():
+    enc = make_encoder("opus", None)
+    first = enc.encode(tone(0.1))
+    assert first.startswith(b"OggS")
+    assert b"OpusHead" in first
+    assert first.count(b"OggS") >= 3  # head, tags and audio pages within 100 ms of input
+    enc.flush()
+
+
+def test_wav_header_streaming():
+    enc = make_encoder("wav", 16000)
+    data = encode_chunked(enc, tone(0.2), [4800])
+    assert data.startswith(b"RIFF\xff\xff\xff\xffWAVE")
+    assert data[:44] == wav_header(16000)
+    assert data.count(b"RIFF") == 1
+    assert len(data) - 44 == 2 * 3200
+
+
+def test_raw_encoder_continues_after_flush():
+    enc = make_encoder("wav", 24000)
+    first = enc.encode(tone(0.1)) + enc.flush()
+    second = enc.encode(tone(0.1)) + enc.flush()
+    assert first[:4] == b"RIFF" and b"RIFF" not in second
+    assert len(second) == 4800
+
+
+def test_container_encoder_restarts_after_flush():
+    enc = make_encoder("opus", None)
+    first = enc.encode(tone(0.2)) + enc.flush()
+    second = enc.encode(tone(0.2)) + enc.flush()
+    assert second.startswith(b"OggS") and b"OpusHead" in second
+    samples, _ = decode("opus", second, 48000)
+    assert samples.size >= 0.2 * 48000
+    assert first
+
+
+def test_silence_round_trip_mulaw_is_quiet():
+    enc = make_encoder("mulaw", 8000)
+    data = enc.encode(bytes(4800)) + enc.flush()  # 0.1 s
+    assert len(data) == 800
+    samples, _ = decode("mulaw", data, 8000)
+    assert np.abs(samples).max() < 16
+
+
+@pytest.mark.parametrize("fmt,rate", [("ogg", None), ("mulaw", 16000), ("opus", 24000), ("pcm", 44100),
+                                      ("wav", 0), ("alaw", 48000)])
+def test_bad_format_or_rate(fmt, rate):
+    with pytest.raises(ValueError) as err:
+        make_encoder(fmt, rate)
+    assert fmt in str(err.value)
+
+
+def test_content_types():
+    assert make_encoder("opus").content_type.startswith("audio/ogg")
+    assert make_encoder("mp3").content_type == "audio/mpeg"
+    assert make_encoder("pcm_s16le", 16000).format == "pcm"
+    assert make_encoder("mulaw").sample_rate == 8000
+
+
+@pytest.mark.parametrize("out_rate", [8000, 16000, 24000, 48000])
+def test_resampler_streaming_length_and_tone(out_rate):
+    r = Resampler(out_rate)
+    pcm = tone(1.0, 1000)
+    out = b"".join(r.process(pcm[i:i + 961]) for i in range(0, len(pcm), 961)) + r.flush()
+    samples = np.frombuffer(out, dtype="<i2").astype(np.float64)
+    assert abs(samples.size - out_rate) <= 2
+    assert abs(peak_freq(samples, out_rate) - 1000) < 3
+    # Ready for the next utterance after a flush.
+    again = r.process(pcm[:4800]) + r.flush()
+    assert abs(len(again) // 2 - out_rate // 10) <= 2  # 0.1 s
+
+
+def test_resampler_reset_drops_tail():
+    r = Resampler(48000)
+    r.process(tone(0.05))
+    r.reset()
+    assert r.flush() == b""
