@@ -1,0 +1,122 @@
+"""gateway/jitter.py: exact frames, conservation of samples, underrun counting, barge-in."""
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from gateway.jitter import JitterBuffer
+
+FRAME = 160
+
+chunks = st.lists(st.integers(min_value=0, max_value=2000), min_size=1, max_size=30)
+
+
+def samples(n: int, value: int = 1000) -> bytes:
+    return value.to_bytes(2, "little", signed=True) * n
+
+
+def drain(jb: JitterBuffer) -> list[bytes]:
+    out = []
+    while (frame := jb.pop()) is not None:
+        out.append(frame)
+    return out
+
+
+@given(chunks)
+def test_exact_frames_and_conservation(sizes):
+    jb = JitterBuffer(8000, FRAME)
+    out = []
+    for n in sizes:
+        jb.push(samples(n))
+        out += drain(jb)
+    jb.mark_end()
+    out += drain(jb)
+    assert all(len(f) == FRAME * 2 for f in out)
+    total = sum(sizes)
+    assert len(out) * FRAME == total + jb.samples_padded
+    assert jb.samples_padded < FRAME
+    assert b"".join(out)[: total * 2] == samples(total)
+    assert jb.buffered_seconds == 0
+    assert jb.write_position == jb.read_position == len(out) * FRAME
+
+
+@given(chunks, st.integers(min_value=0, max_value=3))
+def test_no_underrun_when_data_keeps_up(sizes, lead_frames):
+    """A producer that always stays ahead of playout never causes an underrun, however ragged its chunks."""
+    jb = JitterBuffer(8000, FRAME)
+    jb.push(samples(FRAME * (lead_frames + 1)))
+    for n in sizes:
+        jb.push(samples(n))
+        while jb.buffered_seconds * 8000 >= FRAME * (lead_frames + 1):
+            assert jb.pop() is not None
+    jb.mark_end()
+    drain(jb)
+    assert jb.pop() is None and jb.pop() is None  # idle after the end: not an underrun
+    assert jb.underruns == 0
+
+
+def test_underrun_counted_once_per_dry_spell():
+    jb = JitterBuffer(8000, FRAME)
+    assert jb.pop() is None  # idle before any audio: not an underrun
+    jb.push(samples(FRAME + 10))
+    assert jb.pop() is not None
+    assert jb.pop() is None and jb.pop() is None
+    assert jb.underruns == 1
+    jb.push(samples(FRAME))
+    assert jb.pop() is not None
+    assert jb.pop() is None
+    assert jb.underruns == 2
+    jb.mark_end()
+    assert jb.pop() is not None  # the padded tail
+    assert jb.pop() is None
+    assert jb.underruns == 2
+
+
+@given(chunks, st.integers(min_value=0, max_value=5))
+def test_clear_empties_at_once(sizes, popped):
+    jb = JitterBuffer(48000, 960)
+    for n in sizes:
+        jb.push(samples(n))
+    for _ in range(popped):
+        jb.pop()
+    before = jb.underruns
+    jb.clear()
+    assert jb.buffered_seconds == 0
+    assert jb.pop() is None
+    assert jb.underruns == before  # silence after a barge-in is not an underrun
+    assert not jb.playing
+    assert jb.samples_in == jb.frames_out * 960 + jb.samples_dropped
+
+
+def test_first_audio_hook_per_utterance():
+    t = [10.0]
+    calls = []
+    jb = JitterBuffer(8000, FRAME, clock=lambda: t[0], on_first_audio=lambda: calls.append(t[0]))
+    jb.push(samples(FRAME * 2))
+    jb.mark_end()
+    jb.pop()
+    assert jb.first_audio_at == 10.0 and calls == [10.0]
+    t[0] = 11.0
+    jb.pop()
+    assert calls == [10.0]
+    assert not jb.playing
+    jb.push(samples(FRAME))  # next utterance
+    jb.pop()
+    assert calls == [10.0, 11.0] and jb.first_audio_at == 11.0
+
+
+def test_queued_utterances_play_back_to_back():
+    jb = JitterBuffer(8000, FRAME)
+    jb.push(samples(FRAME + 1, 1))
+    jb.mark_end()
+    jb.push(samples(FRAME, 2))
+    jb.mark_end()
+    frames = drain(jb)
+    assert frames == [samples(FRAME, 1), samples(1, 1) + bytes((FRAME - 1) * 2), samples(FRAME, 2)]
+    assert jb.underruns == 0
+
+
+def test_odd_bytes_rejected():
+    jb = JitterBuffer(8000, FRAME)
+    with pytest.raises(ValueError):
+        jb.push(b"\x00")
