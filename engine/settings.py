@@ -1,0 +1,23 @@
+"""Engine worker settings. The CLI (gateway/cli.py) fills them from flags and environment variables."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+
+@dataclass
+class EngineSettings:
+    engine: str = "auto"  # auto | chatterbox-turbo | espeak | simulated
+    model_dir: Path | None = None
+    weights: str = "pretrained"  # pretrained | random (compute cost only)
+    device: str = "auto"
+    dtype: str = "auto"
+    tf32: bool = True
+    sdpa: bool = True
+    voices_dir: Path = field(default_factory=lambda: Path("voices"))
+    sim_fixed_s: float = 0.15  # simulated engine: fixed cost per chunk
+    sim_rtf: float = 3.0  # simulated engine: real-time factor
+    first_chunk_words: int = 3
+    max_chunk_chars: int = 300
+    safety_margin_s: float = 0.3

@@ -1,0 +1,267 @@
+"""The engine worker process: one model on one device, many utterances from many gateways.
+
+Each gateway holds one WebSocket to the worker (engine protocol v1, engine/protocol.py). Utterances run as asyncio
+tasks; the planner decides what to generate next, and generation itself runs on a single thread so the device does one
+chunk at a time (chunks of different utterances interleave). Every chunk is joined cleanly and watermarked before it
+leaves this process.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from typing import Any, Awaitable, Callable
+
+import numpy as np
+from websockets.asyncio.server import ServerConnection, serve, unix_serve
+from websockets.exceptions import ConnectionClosed
+
+from engine import protocol
+from engine.cost import CostModel
+from engine.engines.base import Cancelled, Engine, EngineError
+from engine.joins import Joiner, to_int16
+from engine.planner import ChunkPlanner, PlannedChunk, PlannerConfig
+from engine.protocol import ChunkHeader, EngineReady, ProtocolError
+from engine.settings import EngineSettings
+from engine.voices import VoiceStore
+from engine.watermark import Watermarker
+
+log = logging.getLogger("chatterbox_fast.engine")
+MAX_MESSAGE_BYTES = 16 * 1024 * 1024  # voice uploads travel as one binary frame
+MAX_TEXT_CHARS = 20000  # per utterance, a backstop behind the gateway's own limit
+
+Send = Callable[[str | bytes], Awaitable[None]]
+
+
+@dataclass
+class Synthesizer:
+    """Everything that touches the model, run on one thread: synthesis, joins, watermark."""
+
+    engine: Engine
+    watermarker: Watermarker
+    executor: ThreadPoolExecutor = field(default_factory=lambda: ThreadPoolExecutor(1, thread_name_prefix="gen"))
+
+    def chunk(self, text: str, voice: Any, joiner: Joiner, previous: str | None, cancel: threading.Event) -> np.ndarray:
+        if cancel.is_set():
+            raise Cancelled()
+        wav = self.engine.synthesize(text, voice, cancel)
+        wav = joiner.process(wav, self.engine.sample_rate, previous)
+        return self.watermarker.apply(wav, self.engine.sample_rate)
+
+    async def run(self, fn: Callable[..., Any], *args: Any) -> Any:
+        return await asyncio.get_running_loop().run_in_executor(self.executor, fn, *args)
+
+
+class Utterance:
+    """One utterance: text in, planned chunks generated one by one, chunks out."""
+
+    def __init__(self, uid: str, voice: str, worker: "Worker", send: Send) -> None:
+        self.id = uid
+        self.voice = voice
+        self.worker = worker
+        self.send = send
+        self.planner = ChunkPlanner(worker.planner_config, worker.cost_model(voice))
+        self.cancel_event = threading.Event()
+        self.wakeup = asyncio.Event()
+        self.chars = 0
+        self.task: asyncio.Task[None] | None = None
+
+    def append(self, text: str) -> None:
+        self.chars += len(text)
+        if self.chars > MAX_TEXT_CHARS:
+            raise ProtocolError(f"utterance longer than {MAX_TEXT_CHARS} characters", "text_too_long")
+        self.planner.append(text)
+        self.wakeup.set()
+
+    def flush(self) -> None:
+        self.planner.flush()
+        self.wakeup.set()
+
+    def end(self) -> None:
+        self.planner.end()
+        self.wakeup.set()
+
+    def playout(self, played: float) -> None:
+        self.planner.on_playout(float(played), time.monotonic())
+        self.wakeup.set()
+
+    def cancel(self) -> None:
+        self.cancel_event.set()
+        if self.task:
+            self.task.cancel()
+
+    async def run(self) -> None:
+        synth = self.worker.synth
+        started = time.monotonic()
+        try:
+            voice = await synth.run(self.worker.voices.conditionals, self.voice)
+            joiner = Joiner()
+            previous: PlannedChunk | None = None
+            seq, offset, gen_total, first_chunk = 0, 0.0, 0.0, None
+            while True:
+                planned = self.planner.next_chunk(time.monotonic())
+                if planned is None:
+                    if self.planner.finished:
+                        break
+                    await self.wakeup.wait()
+                    self.wakeup.clear()
+                    continue
+                t0 = time.monotonic()
+                wav = await synth.run(
+                    synth.chunk, planned.text, voice, joiner, previous.boundary if previous else None, self.cancel_event
+                )
+                now = time.monotonic()
+                gen_time = now - t0
+                duration = len(wav) / synth.engine.sample_rate
+                self.planner.on_generated(planned, gen_time=gen_time, audio_seconds=duration, now=now)
+                if first_chunk is None:
+                    first_chunk = now - started
+                header = ChunkHeader(self.id, seq, planned.text, round(offset, 4), round(duration, 4), round(gen_time, 4))
+                await self.send(protocol.encode_binary(header.to_message(), to_int16(wav)))
+                seq, offset, gen_total, previous = seq + 1, offset + duration, gen_total + gen_time, planned
+            await self.send(protocol.encode_json({
+                "type": "done", "id": self.id, "chunks": seq, "audio": round(offset, 4),
+                "gen_time": round(gen_total, 4), "first_chunk": round(first_chunk, 4) if first_chunk else None,
+            }))
+        except (Cancelled, asyncio.CancelledError):
+            pass
+        except EngineError as exc:
+            await self._error(exc.code, str(exc))
+        except Exception as exc:  # a failure in one utterance never takes the worker down
+            log.exception("utterance %s failed", self.id)
+            await self._error("engine_error", f"{type(exc).__name__}: {exc}")
+        finally:
+            self.worker.utterances.pop(self.id, None)
+
+    async def _error(self, code: str, message: str) -> None:
+        try:
+            await self.send(protocol.encode_json({"type": "error", "id": self.id, "code": code, "message": message}))
+        except ConnectionClosed:
+            pass
+
+
+class Worker:
+    """Serves engine-protocol connections for one loaded engine."""
+
+    def __init__(self, engine: Engine, voices: VoiceStore, watermarker: Watermarker, settings: EngineSettings) -> None:
+        self.synth = Synthesizer(engine, watermarker)
+        self.voices = voices
+        self.settings = settings
+        self.planner_config = PlannerConfig(
+            first_chunk_min_words=settings.first_chunk_words,
+            max_chars=settings.max_chunk_chars,
+            safety_margin_s=settings.safety_margin_s,
+        )
+        self.utterances: dict[str, Utterance] = {}
+        self._costs: dict[str, CostModel] = {}
+        info = engine.info
+        self.ready = EngineReady(info.name, info.device, info.dtype, info.weights, watermark=True, notes=info.notes)
+
+    def cost_model(self, voice: str) -> CostModel:
+        """Generation cost is learnt per voice (conditionals change the prompt length) across utterances."""
+        return self._costs.setdefault(voice, CostModel())
+
+    async def handle(self, ws: ServerConnection) -> None:
+        """One gateway connection; its utterances are cancelled when it goes away."""
+        mine: set[str] = set()
+        send: Send = ws.send
+        await send(protocol.encode_json(self.ready.to_message()))
+        try:
+            async for frame in ws:
+                try:
+                    await self._dispatch(frame, send, mine)
+                except ProtocolError as exc:
+                    await send(protocol.encode_json({"type": "error", "code": exc.code, "message": str(exc)}))
+        except ConnectionClosed:
+            pass
+        finally:
+            for uid in mine:
+                if (utt := self.utterances.get(uid)) is not None:
+                    utt.cancel()
+
+    async def _dispatch(self, frame: str | bytes, send: Send, mine: set[str]) -> None:
+        if isinstance(frame, bytes):
+            message, payload = protocol.decode_binary(frame)
+            protocol.validate_request(message, binary=True)
+        else:
+            message, payload = protocol.validate_request(protocol.decode_json(frame)), b""
+        kind = message["type"]
+        if kind in ("list_voices", "delete_voice", "add_voice"):
+            asyncio.create_task(self._voice_request(message, payload, send))
+            return
+        uid = message["id"]
+        if kind == "start":
+            if uid in self.utterances:
+                raise ProtocolError(f"utterance {uid!r} already exists", "duplicate_id")
+            utt = Utterance(uid, str(message.get("voice") or "default"), self, send)
+            self.utterances[uid] = utt
+            mine.add(uid)
+            utt.task = asyncio.create_task(utt.run())
+            return
+        utt = self.utterances.get(uid)
+        if utt is None:
+            if kind in ("cancel", "playout"):
+                return  # already finished: nothing to do
+            raise ProtocolError(f"no utterance {uid!r}", "unknown_utterance")
+        if kind == "text":
+            utt.append(message["text"])
+        elif kind == "flush":
+            utt.flush()
+        elif kind == "end":
+            utt.end()
+        elif kind == "cancel":
+            utt.cancel()
+        elif kind == "playout":
+            utt.playout(message["played"])
+
+    async def _voice_request(self, message: dict[str, Any], payload: bytes, send: Send) -> None:
+        reply: dict[str, Any] = {"type": "result", "req": message["req"]}
+        try:
+            if message["type"] == "list_voices":
+                voices = await asyncio.to_thread(self.voices.list)
+                reply["voices"] = [v.to_dict() for v in voices]
+            elif message["type"] == "delete_voice":
+                await asyncio.to_thread(self.voices.delete, message["name"])
+            else:
+                info = await self.synth.run(self.voices.add, message["name"], payload)
+                reply["voice"] = info.to_dict()
+        except EngineError as exc:
+            reply = {"type": "error", "req": message["req"], "code": exc.code, "message": str(exc)}
+        except Exception as exc:
+            log.exception("voice request failed")
+            reply = {"type": "error", "req": message["req"], "code": "engine_error", "message": str(exc)}
+        try:
+            await send(protocol.encode_json(reply))
+        except ConnectionClosed:
+            pass
+
+
+def build_worker(settings: EngineSettings) -> Worker:
+    """Load the watermarker first (no watermark, no start), then the engine, then warm it."""
+    from engine.engines import load_engine
+
+    watermarker = Watermarker()
+    engine = load_engine(settings)
+    t0 = time.monotonic()
+    engine.warmup()
+    log.info("engine %s ready on %s (%s, weights: %s), warm-up %.2f s", engine.info.name, engine.info.device,
+             engine.info.dtype, engine.info.weights, time.monotonic() - t0)
+    voices = VoiceStore(settings.voices_dir, engine)
+    return Worker(engine, voices, watermarker, settings)
+
+
+async def serve_worker(worker: Worker, listen: str, stop: asyncio.Event | None = None) -> None:
+    """Listen on ``HOST:PORT`` or ``unix:/path`` until ``stop`` is set (or forever)."""
+    kwargs: dict[str, Any] = {"max_size": MAX_MESSAGE_BYTES, "ping_interval": 20, "ping_timeout": 60}
+    if listen.startswith("unix:"):
+        server = unix_serve(worker.handle, listen[5:], **kwargs)
+    else:
+        host, _, port = listen.rpartition(":")
+        server = serve(worker.handle, host or "127.0.0.1", int(port), **kwargs)
+    async with server:
+        log.info("engine worker listening on %s (protocol v%d)", listen, protocol.PROTOCOL_VERSION)
+        await (stop.wait() if stop else asyncio.Future())

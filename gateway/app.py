@@ -1,0 +1,90 @@
+"""Assembles the Starlette application: routes, auth, CORS, the page, and the engine's lifecycle."""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+from pathlib import Path
+from typing import AsyncIterator
+
+from starlette.applications import Starlette
+from starlette.middleware import Middleware
+from starlette.middleware.cors import CORSMiddleware
+from starlette.requests import HTTPConnection
+from starlette.routing import Mount, Route, WebSocketRoute
+from starlette.staticfiles import StaticFiles
+from starlette.types import ASGIApp, Receive, Scope, Send
+
+from gateway import http_api
+from gateway.auth import OPEN_PATHS, authorized
+from gateway.engine_client import EngineClient
+from gateway.engine_process import EngineProcess
+from gateway.metrics import Metrics
+from gateway.state import GatewaySettings, GatewayState, SessionRegistry
+from gateway.webrtc import close_all_peers, webrtc_offer
+from gateway.ws import stream_endpoint
+
+log = logging.getLogger("chatterbox_fast.gateway")
+WEB_DIR = Path(__file__).resolve().parent.parent / "web"
+
+
+class ApiKeyMiddleware:
+    """Every HTTP request under /v1 and /metrics needs a key when keys are set. WebSockets check for themselves,
+    so they can answer with an ``error`` event a browser can read."""
+
+    def __init__(self, app: ASGIApp, keys: tuple[str, ...]) -> None:
+        self.app, self.keys = app, keys
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        path = scope.get("path", "")
+        guarded = scope["type"] == "http" and scope.get("method") != "OPTIONS" and (
+            path.startswith("/v1/") or path == "/metrics") and path not in OPEN_PATHS
+        if guarded and not authorized(HTTPConnection(scope), self.keys):
+            response = http_api.error_response(401, "unauthorized", "a valid API key is required",
+                                               {"WWW-Authenticate": "Bearer"})
+            await response(scope, receive, send)
+            return
+        await self.app(scope, receive, send)
+
+
+def create_app(settings: GatewaySettings) -> Starlette:
+    metrics = Metrics()
+    process = None if settings.engine_url else EngineProcess(list(settings.engine_args))
+    engine = EngineClient(settings.engine_url or process.url)  # type: ignore[union-attr]
+    state = GatewayState(settings, engine, metrics, SessionRegistry(settings.max_sessions, metrics), process)
+
+    @contextlib.asynccontextmanager
+    async def lifespan(app: Starlette) -> AsyncIterator[None]:
+        if process is not None:
+            process.start()
+        engine.start_background()
+        log.info("gateway on http://%s:%d/ (engine: %s)", settings.host, settings.port,
+                 settings.engine_url or "embedded worker")
+        yield
+        log.info("shutting down: closing %d sessions", len(state.sessions))
+        await close_all_peers(state)
+        await engine.close()
+        if process is not None:
+            await process.stop()
+
+    routes = [
+        Route("/health", http_api.health),
+        Route("/metrics", http_api.metrics),
+        Route("/v1/tts", http_api.tts, methods=["POST"]),
+        Route("/v1/audio/speech", http_api.openai_speech, methods=["POST"]),
+        Route("/v1/voices", http_api.list_voices, methods=["GET"]),
+        Route("/v1/voices", http_api.add_voice, methods=["POST"]),
+        Route("/v1/voices/{name}", http_api.delete_voice, methods=["DELETE"]),
+        Route("/v1/webrtc/offer", webrtc_offer, methods=["POST"]),
+        WebSocketRoute("/v1/stream", stream_endpoint),
+        Mount("/", StaticFiles(directory=WEB_DIR, html=True), name="web"),
+    ]
+    middleware = [
+        Middleware(CORSMiddleware, allow_origins=["*"], allow_methods=["GET", "POST", "DELETE"],
+                   allow_headers=["authorization", "content-type"]),
+        Middleware(ApiKeyMiddleware, keys=settings.api_keys),
+    ]
+    app = Starlette(routes=routes, middleware=middleware, lifespan=lifespan,
+                    exception_handlers={http_api.ApiError: http_api.api_error_response})
+    app.state.gateway = state
+    return app

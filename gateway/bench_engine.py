@@ -1,0 +1,65 @@
+"""``chatterbox-fast bench engine``: time to first chunk, per-chunk generation time and real-time factor of a worker
+over a fixed set of texts. Prints a table and, last, one JSON line."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import statistics
+
+from gateway.cli import engine_argv
+from gateway.speak import Spoken, speak, worker_client
+
+TEXTS = (
+    "Hello there, thanks for calling.",
+    "Your appointment is confirmed for Tuesday at three in the afternoon. Is there anything else I can help with?",
+    "Well [laugh] that is a very good question, and I am glad you asked it.",
+    "The quarterly report shows steady growth across every region, with the strongest gains in the north. "
+    "Operating costs fell slightly, while customer satisfaction reached its highest level in five years. "
+    "We expect the trend to continue into next year, although supply constraints remain a risk.",
+)
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--runs", type=int, default=3, help="times each text is spoken (after one warm-up)")
+    parser.add_argument("--voice", default="default")
+    parser.add_argument("--engine-url", default=None, help="bench a running worker instead of starting one")
+
+
+def percentile(values: list[float], q: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, round(q * (len(ordered) - 1)))]
+
+
+def summarise(results: list[Spoken], ready: dict) -> dict:
+    firsts = [r.first_chunk_s for r in results if r.first_chunk_s is not None]
+    gens = [g for r in results for g in r.chunk_gen_s]
+    audio, total = sum(r.audio_s for r in results), sum(r.total_s for r in results)
+    return {
+        "bench": "engine", "engine": ready.get("engine"), "device": ready.get("device"), "dtype": ready.get("dtype"),
+        "weights": ready.get("weights"), "utterances": len(results),
+        "first_chunk_p50_s": round(statistics.median(firsts), 4), "first_chunk_p95_s": round(percentile(firsts, 0.95), 4),
+        "chunk_gen_p50_s": round(statistics.median(gens), 4), "chunk_gen_p95_s": round(percentile(gens, 0.95), 4),
+        "chunks_per_utterance": round(len(gens) / len(results), 2),
+        "rtf": round(audio / total, 2) if total else None,
+    }
+
+
+async def _bench(args: argparse.Namespace) -> dict:
+    async with worker_client(engine_argv(args) + ["--log-level", "warning"], args.engine_url) as client:
+        await speak(client, TEXTS[0], args.voice)  # warm-up
+        results = []
+        for _ in range(args.runs):
+            for text in TEXTS:
+                spoken = await speak(client, text, args.voice)
+                results.append(spoken)
+                print(f"first chunk {spoken.first_chunk_s * 1000:7.1f} ms  total {spoken.total_s:6.2f} s  "
+                      f"audio {spoken.audio_s:5.2f} s  rtf {spoken.rtf:6.1f}x  chunks "
+                      f"{[len(t) for t in spoken.chunk_texts]}")
+        return summarise(results, client.ready or {})
+
+
+def run(args: argparse.Namespace) -> int:
+    print(json.dumps(asyncio.run(_bench(args))))
+    return 0

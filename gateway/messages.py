@@ -1,0 +1,99 @@
+"""Client messages (docs/protocol.md), parsed and checked without any I/O."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Any
+
+from engine.protocol import ProtocolError
+
+MAX_MESSAGE_BYTES = 64 * 1024
+WS_FORMATS = {"pcm_s16le": (8000, 16000, 24000, 48000), "mulaw": (8000,)}
+
+
+@dataclass(frozen=True)
+class Config:
+    voice: str | None = None
+    format: str | None = None
+    sample_rate: int | None = None
+
+
+@dataclass(frozen=True)
+class Text:
+    text: str
+
+
+@dataclass(frozen=True)
+class Speak:
+    text: str
+    voice: str | None = None
+
+
+@dataclass(frozen=True)
+class Flush:
+    pass
+
+
+@dataclass(frozen=True)
+class End:
+    pass
+
+
+@dataclass(frozen=True)
+class Cancel:
+    pass
+
+
+Message = Config | Text | Speak | Flush | End | Cancel
+_SIMPLE = {"flush": Flush, "end": End, "cancel": Cancel}
+
+
+def _string(message: dict[str, Any], name: str, *, required: bool) -> str | None:
+    value = message.get(name)
+    if value is None and not required:
+        return None
+    if not isinstance(value, str):
+        raise ProtocolError(f"'{message['type']}' needs a string field {name!r}")
+    return value
+
+
+def parse_message(raw: str | bytes) -> Message:
+    """Parse one client frame; raises ``ProtocolError`` with a stable code for anything malformed."""
+    if isinstance(raw, bytes):
+        raise ProtocolError("binary frames are not accepted; send JSON text messages")
+    if len(raw) > MAX_MESSAGE_BYTES:
+        raise ProtocolError(f"message larger than {MAX_MESSAGE_BYTES} bytes")
+    try:
+        message = json.loads(raw)
+    except json.JSONDecodeError as exc:
+        raise ProtocolError(f"not JSON: {exc.msg}") from None
+    if not isinstance(message, dict) or not isinstance(message.get("type"), str):
+        raise ProtocolError("a message is a JSON object with a string 'type'")
+    kind = message["type"]
+    if kind in _SIMPLE:
+        return _SIMPLE[kind]()
+    if kind == "text":
+        return Text(_string(message, "text", required=True) or "")
+    if kind == "speak":
+        text = _string(message, "text", required=True) or ""
+        if not text.strip():
+            raise ProtocolError("'speak' needs non-empty text")
+        return Speak(text, _string(message, "voice", required=False))
+    if kind == "config":
+        return _parse_config(message)
+    raise ProtocolError(f"unknown message type {kind!r}", "unknown_type")
+
+
+def _parse_config(message: dict[str, Any]) -> Config:
+    fmt = _string(message, "format", required=False)
+    rate = message.get("sample_rate")
+    if fmt is not None and fmt not in WS_FORMATS:
+        raise ProtocolError(f"format must be one of {', '.join(WS_FORMATS)}", "bad_config")
+    if rate is not None:
+        allowed = WS_FORMATS[fmt or "pcm_s16le"]
+        if not isinstance(rate, int) or isinstance(rate, bool) or rate not in allowed:
+            raise ProtocolError(f"sample_rate must be one of {allowed} for {fmt or 'pcm_s16le'}", "bad_config")
+    elif fmt == "mulaw":
+        rate = 8000
+    return Config(_string(message, "voice", required=False), fmt, rate)

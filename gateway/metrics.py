@@ -1,0 +1,28 @@
+"""Prometheus metrics of one gateway (a registry per app, so several apps can live in one process)."""
+
+from __future__ import annotations
+
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
+
+_LATENCY_BUCKETS = (0.01, 0.02, 0.03, 0.05, 0.075, 0.1, 0.15, 0.2, 0.3, 0.4, 0.6, 0.8, 1.0, 1.5, 2.5, 5.0)
+
+
+class Metrics:
+    def __init__(self) -> None:
+        self.registry = CollectorRegistry()
+        r = self.registry
+        self.ttfa = Histogram("cbf_time_to_first_audio_seconds", "From an utterance's first text to its first audio "
+                              "leaving the gateway", ["transport"], buckets=_LATENCY_BUCKETS, registry=r)
+        self.chunk_gen = Histogram("cbf_chunk_generation_seconds", "Engine generation time per chunk",
+                                   buckets=_LATENCY_BUCKETS, registry=r)
+        self.rtf = Histogram("cbf_real_time_factor", "Audio seconds per generation second, per utterance",
+                             buckets=(0.5, 1, 1.5, 2, 3, 4, 6, 10, 20, 50, 100, 1000), registry=r)
+        self.underruns = Counter("cbf_underruns_total", "Times a stream ran dry after first audio", ["transport"],
+                                 registry=r)
+        self.sessions = Gauge("cbf_active_sessions", "Open sessions and streams", ["transport"], registry=r)
+        self.utterances = Counter("cbf_utterances_total", "Utterances finished", ["transport", "outcome"], registry=r)
+        self.errors = Counter("cbf_errors_total", "Errors sent to clients", ["code"], registry=r)
+        self.engine_up = Gauge("cbf_engine_up", "1 when the engine worker is connected and ready", registry=r)
+
+    def render(self) -> bytes:
+        return generate_latest(self.registry)

@@ -1,0 +1,65 @@
+"""Speaking through a worker from a command-line tool (``say``, ``bench engine``): the same worker, planner and
+protocol as ``serve``, with timings taken at this client."""
+
+from __future__ import annotations
+
+import contextlib
+import time
+from dataclasses import dataclass, field
+from typing import AsyncIterator
+
+from gateway.engine_client import Chunk, EngineClient
+from gateway.engine_process import EngineProcess
+
+
+@dataclass
+class Spoken:
+    pcm: bytearray = field(default_factory=bytearray)  # 24 kHz mono s16le
+    first_chunk_s: float | None = None
+    total_s: float = 0.0
+    chunk_gen_s: list[float] = field(default_factory=list)
+    chunk_texts: list[str] = field(default_factory=list)
+
+    @property
+    def audio_s(self) -> float:
+        return len(self.pcm) / 2 / 24000
+
+    @property
+    def rtf(self) -> float:
+        return self.audio_s / self.total_s if self.total_s else 0.0
+
+
+@contextlib.asynccontextmanager
+async def worker_client(engine_args: list[str], url: str | None = None,
+                        timeout: float = 600) -> AsyncIterator[EngineClient]:
+    """A connected engine client: to ``url`` if given, else to a worker process started here."""
+    process = None if url else EngineProcess(engine_args)
+    if process is not None:
+        process.start()
+    client = EngineClient(url or process.url)  # type: ignore[union-attr]
+    client.start_background()
+    try:
+        if not await client.wait_ready(timeout):
+            raise SystemExit(f"the engine worker did not become ready within {timeout:.0f} s")
+        yield client
+    finally:
+        await client.close()
+        if process is not None:
+            await process.stop()
+
+
+async def speak(client: EngineClient, text: str, voice: str = "default") -> Spoken:
+    result = Spoken()
+    started = time.monotonic()
+    utterance = await client.start(voice)
+    await utterance.text(text)
+    await utterance.end()
+    async for event in utterance.events():
+        if isinstance(event, Chunk):
+            if result.first_chunk_s is None:
+                result.first_chunk_s = time.monotonic() - started
+            result.pcm += event.pcm
+            result.chunk_gen_s.append(event.header.gen_time)
+            result.chunk_texts.append(event.header.text)
+    result.total_s = time.monotonic() - started
+    return result

@@ -1,0 +1,60 @@
+"""What the whole gateway shares: settings, the engine client, the session registry, metrics."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from gateway.engine_client import EngineClient
+from gateway.engine_process import EngineProcess
+from gateway.metrics import Metrics
+
+
+@dataclass
+class GatewaySettings:
+    host: str = "0.0.0.0"
+    port: int = 8197
+    api_keys: tuple[str, ...] = ()
+    max_sessions: int = 32
+    max_text_chars: int = 5000
+    max_upload_bytes: int = 10 * 1024 * 1024
+    ice_servers: tuple[str, ...] = ()
+    engine_url: str | None = None  # a remote engine; None starts the embedded worker
+    engine_args: tuple[str, ...] = ()  # flags for the embedded worker
+
+
+class SessionLimitReached(Exception):
+    code = "session_limit"
+
+
+class SessionRegistry:
+    """Counts sessions and streams across transports, within one limit."""
+
+    def __init__(self, limit: int, metrics: Metrics) -> None:
+        self.limit = limit
+        self._metrics = metrics
+        self._active: dict[int, str] = {}
+
+    def __len__(self) -> int:
+        return len(self._active)
+
+    def add(self, owner: Any, transport: str) -> None:
+        if len(self._active) >= self.limit:
+            raise SessionLimitReached(f"the server is at its limit of {self.limit} sessions; retry shortly")
+        self._active[id(owner)] = transport
+        self._metrics.sessions.labels(transport).inc()
+
+    def remove(self, owner: Any) -> None:
+        transport = self._active.pop(id(owner), None)
+        if transport is not None:
+            self._metrics.sessions.labels(transport).dec()
+
+
+@dataclass
+class GatewayState:
+    settings: GatewaySettings
+    engine: EngineClient
+    metrics: Metrics
+    sessions: SessionRegistry
+    process: EngineProcess | None = None
+    peers: set[Any] = field(default_factory=set)  # live RTCPeerConnections, closed on shutdown

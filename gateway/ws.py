@@ -1,0 +1,73 @@
+"""WebSocket /v1/stream: JSON text in, binary audio and JSON events out (docs/protocol.md)."""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from starlette.websockets import WebSocket, WebSocketDisconnect
+
+from gateway.audio import Encoder, make_encoder
+from gateway.auth import authorized
+from gateway.session import Session
+from gateway.state import GatewayState, SessionLimitReached
+
+log = logging.getLogger("chatterbox_fast.gateway")
+_WIRE_FORMATS = {"pcm_s16le": "pcm", "mulaw": "mulaw"}
+
+
+class WebSocketSink:
+    """Encodes each utterance for the socket's configured format and sends it as binary frames."""
+
+    def __init__(self, ws: WebSocket) -> None:
+        self.ws = ws
+        self.format, self.sample_rate = "pcm_s16le", 24000
+        self._encoder: Encoder | None = None
+
+    def configure(self, fmt: str, sample_rate: int) -> None:
+        self.format, self.sample_rate = fmt, sample_rate
+
+    async def begin(self) -> None:
+        self._encoder = make_encoder(_WIRE_FORMATS[self.format], self.sample_rate)
+
+    async def write(self, pcm: bytes) -> None:
+        if self._encoder is not None and (data := self._encoder.encode(pcm)):
+            await self.ws.send_bytes(data)
+
+    async def end(self) -> None:
+        if self._encoder is not None and (data := self._encoder.flush()):
+            await self.ws.send_bytes(data)
+        self._encoder = None
+
+    async def clear(self) -> None:
+        self._encoder = None
+
+
+async def stream_endpoint(ws: WebSocket) -> None:
+    state: GatewayState = ws.app.state.gateway
+    await ws.accept()
+
+    async def send_event(event: dict[str, Any]) -> None:
+        await ws.send_json(event)
+
+    if not authorized(ws, state.settings.api_keys):
+        await send_event({"type": "error", "code": "unauthorized", "message": "a valid API key is required"})
+        await ws.close(4401)
+        return
+    session = Session(state, WebSocketSink(ws), send_event, transport="ws")
+    try:
+        await session.open()
+    except SessionLimitReached as exc:
+        await send_event({"type": "error", "code": exc.code, "message": str(exc)})
+        await ws.close(1013)
+        return
+    try:
+        while True:
+            frame = await ws.receive()
+            if frame["type"] == "websocket.disconnect":
+                break
+            await session.handle_text(frame["text"] if frame.get("text") is not None else frame.get("bytes") or b"")
+    except WebSocketDisconnect:
+        pass
+    finally:
+        await session.close()
