@@ -1,0 +1,81 @@
+# syntax=docker/dockerfile:1.7
+# chatterbox-fast built from source, every release pinned.
+#
+#   docker build -t chatterbox-fast:0.1.0 .                     # GPU image (the default target): Chatterbox-Turbo
+#   docker build --target cpu -t chatterbox-fast:0.1.0-cpu .    # CPU image: the embedded eSpeak engine, no GPU
+#
+# Why a slim Python base and not nvidia/cuda: the torch 2.14.1 and torchaudio 2.11.1 wheels on PyPI are CUDA 13 builds
+# that bring their own CUDA runtime, cuBLAS, cuDNN and NCCL as nvidia-* wheels (pinned in requirements/lock.txt). A
+# cuda-cudnn-runtime base would add a second, unused copy of the same libraries (about 3 GB). The host needs only the
+# NVIDIA driver (>= 580, for CUDA 13) and the NVIDIA Container Toolkit, which mounts the driver's libcuda into the
+# container when compose reserves a GPU for it.
+#
+# Weights are never baked in: Chatterbox-Turbo comes from the Hugging Face cache at HF_HOME (/data/hf, a volume) or a
+# mounted model directory (CBF_MODEL_DIR). Cloned voices live in /data/voices (a volume) so they survive a rebuild.
+
+ARG PYTHON_IMAGE=python:3.11.14-slim-bookworm
+
+FROM ${PYTHON_IMAGE} AS base
+# librosa's numba kernels cache compiled code next to their source unless told otherwise; site-packages is read-only
+# for the service user, so without this the first resample fails with "no locator available".
+ENV PATH=/opt/venv/bin:$PATH \
+    PYTHONUNBUFFERED=1 \
+    PYTHONDONTWRITEBYTECODE=1 \
+    PIP_DISABLE_PIP_VERSION_CHECK=1 \
+    NUMBA_CACHE_DIR=/tmp/numba \
+    HF_HOME=/data/hf \
+    CBF_VOICES_DIR=/data/voices
+RUN groupadd --system --gid 10001 cbf \
+ && useradd --system --uid 10001 --gid cbf --create-home --home-dir /home/cbf cbf \
+ && mkdir -p /data/hf /data/voices /data/models \
+ && chown -R cbf:cbf /data \
+ && python -m venv /opt/venv
+
+WORKDIR /app
+# Dependencies first, in their own layer (rebuilt only when a pin changes), in the Makefile's order:
+# the packages that pin an old torch go in with --no-deps, then what they and the gateway really need.
+COPY pyproject.toml ./
+COPY requirements/ requirements/
+RUN --mount=type=cache,target=/root/.cache/pip \
+    pip install -c requirements/lock.txt --upgrade pip \
+ && pip install --no-deps -c requirements/lock.txt -r requirements/engine-nodeps.txt \
+ && python -c "import tomllib; p = tomllib.load(open('pyproject.toml', 'rb'))['project']; \
+print('\n'.join(p['dependencies'] + p['optional-dependencies']['engine']))" > /tmp/deps.txt \
+ && pip install -c requirements/lock.txt -r /tmp/deps.txt \
+ && rm /tmp/deps.txt
+
+# The project itself, editable like `make venv`, so the gateway finds web/ and docs/ beside its code.
+COPY . .
+RUN pip install --no-deps --no-build-isolation -e .
+# Real audio through the real stack, not only imports: eSpeak speaks, PerTh marks it and finds its mark again.
+RUN <<EOF
+python - <<'PY'
+import threading
+import perth
+from engine.engines.espeak import EspeakEngine
+engine = EspeakEngine()
+wav = engine.synthesize("The image works.", engine.default_voice(), threading.Event())
+marker = perth.PerthImplicitWatermarker()
+score = marker.get_watermark(marker.apply_watermark(wav, sample_rate=24000), sample_rate=24000)
+assert len(wav) > 12000 and score > 0.5, (len(wav), score)
+PY
+EOF
+
+USER cbf
+EXPOSE 8197
+# Healthy only once /health says "ok" (the engine is loaded and warm, the watermarker is on); the start period covers
+# loading and warming the model (and a first download into an empty HF cache).
+HEALTHCHECK --interval=15s --timeout=5s --start-period=180s --retries=3 \
+    CMD python -c "import json, urllib.request; \
+raise SystemExit(json.load(urllib.request.urlopen('http://127.0.0.1:8197/health', timeout=4))['status'] != 'ok')"
+ENTRYPOINT ["chatterbox-fast"]
+CMD ["serve", "--host", "0.0.0.0", "--port", "8197"]
+
+# The same wheels (CUDA builds run on the CPU), speaking with the embedded eSpeak engine: try it anywhere.
+FROM base AS cpu
+ENV CBF_ENGINE=espeak
+
+# The deployment image (last, so a plain `docker build` makes it).
+FROM base AS gpu
+ENV CBF_ENGINE=chatterbox-turbo \
+    NVIDIA_DRIVER_CAPABILITIES=compute,utility
