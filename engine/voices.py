@@ -14,9 +14,10 @@ import os
 import re
 import tempfile
 import threading
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, Literal
+from typing import Any, Callable, Iterator, Literal
 
 import numpy as np
 import soundfile as sf
@@ -104,16 +105,10 @@ class VoiceStore:
         with self._lock:
             if name in self._memory:
                 return self._memory[name]
-            if name not in self._entries:
-                raise EngineError(f"unknown voice {name!r}", "unknown_voice")
-            voice_lock = self._voice_lock(name)
-        with voice_lock:
+        with self._locked_entry(name) as entry:
             with self._lock:
                 if name in self._memory:  # computed while we waited
                     return self._memory[name]
-                entry = self._entries.get(name)
-            if entry is None:  # deleted while we waited
-                raise EngineError(f"unknown voice {name!r}", "unknown_voice")
             conds = self._load_cached(entry.path)
             if conds is None:
                 conds = self._prepare(entry.path.read_bytes())
@@ -149,20 +144,26 @@ class VoiceStore:
         """Remove a voice's cached conditionals, then its audio file."""
         if name == DEFAULT_VOICE:
             raise EngineError("the built-in voice cannot be deleted", "bad_name")
-        with self._lock:
-            if name not in self._entries:
-                raise EngineError(f"unknown voice {name!r}", "unknown_voice")
-            voice_lock = self._voice_lock(name)
-        with voice_lock:
-            with self._lock:
-                entry = self._entries.get(name)
-            if entry is None:  # deleted while we waited
-                raise EngineError(f"unknown voice {name!r}", "unknown_voice")
+        with self._locked_entry(name) as entry:
             self._cache_path(entry.path).unlink(missing_ok=True)
             entry.path.unlink(missing_ok=True)
             with self._lock:
                 del self._entries[name]
                 self._memory.pop(name, None)
+
+    @contextmanager
+    def _locked_entry(self, name: str) -> Iterator[_Entry]:
+        """Hold the voice's own lock and yield its entry; ``unknown_voice`` if there is none (or it just went)."""
+        with self._lock:
+            voice_lock = self._voice_lock(name) if name in self._entries else None
+        if voice_lock is None:
+            raise EngineError(f"unknown voice {name!r}", "unknown_voice")
+        with voice_lock:
+            with self._lock:
+                entry = self._entries.get(name)
+            if entry is None:  # deleted while we waited for the lock
+                raise EngineError(f"unknown voice {name!r}", "unknown_voice")
+            yield entry
 
     def _voice_lock(self, name: str) -> threading.Lock:
         """The lock for one voice name (call with ``self._lock`` held)."""

@@ -34,6 +34,8 @@ class FakeEngine(Engine):
         self.prepare_calls = 0
         self.fail_saves = False  # when set, save_conditionals writes half its file and then raises
         self.reject: EngineError | None = None  # when set, prepare_voice raises it
+        self.gate: threading.Event | None = None  # when set, prepare_voice waits for it (after setting `entered`)
+        self.entered = threading.Event()
         self._count_lock = threading.Lock()
 
     def warmup(self) -> None:
@@ -45,6 +47,9 @@ class FakeEngine(Engine):
     def prepare_voice(self, wav: np.ndarray, sample_rate: int) -> np.ndarray:
         with self._count_lock:
             self.prepare_calls += 1
+        self.entered.set()
+        if self.gate is not None:
+            self.gate.wait()
         if self.reject is not None:
             raise self.reject
         assert wav.dtype == np.float32 and wav.ndim == 1
@@ -311,6 +316,25 @@ def test_concurrent_requests_compute_a_voice_once(root: Path, engine: FakeEngine
     for t in threads:
         t.join()
     assert len(results) == 8 and engine.prepare_calls == 2
+
+
+def test_delete_waits_for_a_computation_in_flight(root: Path, engine: FakeEngine, clip: bytes) -> None:
+    root.mkdir()
+    (root / "sam.wav").write_bytes(clip)
+    store = VoiceStore(root, engine)
+    engine.gate = threading.Event()
+    computing = threading.Thread(target=store.conditionals, args=("sam",))
+    computing.start()
+    engine.entered.wait()
+    deleting = threading.Thread(target=store.delete, args=("sam",))
+    deleting.start()
+    deleting.join(0.2)  # a store without per-voice locks would delete now, and the cache written next would be orphaned
+    engine.gate.set()
+    computing.join()
+    deleting.join()
+    assert visible_files(root) == set()
+    with pytest.raises(EngineError):
+        store.conditionals("sam")
 
 
 def test_corrupt_cache_is_recomputed(root: Path, engine: FakeEngine, clip: bytes) -> None:
