@@ -267,6 +267,6 @@ def _fsync_dir(directory: Path) -> None:
 
 def _remove_temp_files(root: Path) -> None:
     """Delete temp files a crashed writer left behind."""
-    for leftover in root.glob(TEMP_PREFIX + "*"):
+    for leftover in filter(Path.is_file, root.glob(TEMP_PREFIX + "*")):
         log.info("removing leftover temp file %s", leftover)
         leftover.unlink(missing_ok=True)
