@@ -13,7 +13,7 @@ import logging
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from typing import Any, Awaitable, Callable
 
 import numpy as np
@@ -147,8 +147,8 @@ class Utterance:
 class Worker:
     """Serves engine-protocol connections for one loaded engine."""
 
-    def __init__(self, engine: Engine, voices: VoiceStore, watermarker: Watermarker, settings: EngineSettings) -> None:
-        self.synth = Synthesizer(engine, watermarker)
+    def __init__(self, synth: Synthesizer, voices: VoiceStore, settings: EngineSettings) -> None:
+        self.synth = synth
         self.voices = voices
         self.settings = settings
         self.planner_config = PlannerConfig(
@@ -158,7 +158,7 @@ class Worker:
         )
         self.utterances: dict[str, Utterance] = {}
         self._costs: dict[str, CostModel] = {}
-        info = engine.info
+        info = synth.engine.info
         self.ready = EngineReady(info.name, info.device, info.dtype, info.weights, watermark=True, notes=info.notes)
 
     def cost_model(self, voice: str) -> CostModel:
@@ -223,12 +223,12 @@ class Worker:
         try:
             if message["type"] == "list_voices":
                 voices = await asyncio.to_thread(self.voices.list)
-                reply["voices"] = [v.to_dict() for v in voices]
+                reply["voices"] = [asdict(v) for v in voices]
             elif message["type"] == "delete_voice":
                 await asyncio.to_thread(self.voices.delete, message["name"])
             else:
                 info = await self.synth.run(self.voices.add, message["name"], payload)
-                reply["voice"] = info.to_dict()
+                reply["voice"] = asdict(info)
         except EngineError as exc:
             reply = {"type": "error", "req": message["req"], "code": exc.code, "message": str(exc)}
         except Exception as exc:
@@ -248,10 +248,11 @@ def build_worker(settings: EngineSettings) -> Worker:
     engine = load_engine(settings)
     t0 = time.monotonic()
     engine.warmup()
+    synth = Synthesizer(engine, watermarker)
+    synth.chunk("Warming up.", engine.default_voice(), Joiner(), None, threading.Event())  # first calls are slow
     log.info("engine %s ready on %s (%s, weights: %s), warm-up %.2f s", engine.info.name, engine.info.device,
              engine.info.dtype, engine.info.weights, time.monotonic() - t0)
-    voices = VoiceStore(settings.voices_dir, engine)
-    return Worker(engine, voices, watermarker, settings)
+    return Worker(synth, VoiceStore(settings.voices_dir, engine), settings)
 
 
 async def serve_worker(worker: Worker, listen: str, stop: asyncio.Event | None = None) -> None:
