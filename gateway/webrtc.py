@@ -1,0 +1,204 @@
+"""POST /v1/webrtc/offer: one peer connection per session; speech on a paced audio track, control on a data channel.
+
+The server answers with ICE fully gathered (aiortc does not trickle), on the ICE servers from ``--ice-server`` (none
+by default: aiortc's own default is a public STUN server, and one that does not answer costs 5 s per answer).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import logging
+import re
+from typing import Any
+
+from aiortc import RTCConfiguration, RTCIceServer, RTCPeerConnection, RTCRtpSender, RTCSessionDescription
+from aiortc.rtcdatachannel import RTCDataChannel
+from aiortc.sdp import SessionDescription
+from starlette.requests import Request
+from starlette.responses import JSONResponse
+
+from gateway.http_api import ApiError, _field, _json_body
+from gateway.session import Session
+from gateway.state import GatewayState, SessionLimitReached
+from gateway.track import CODEC_RATES, PacedAudioTrack, TrackSink
+
+log = logging.getLogger("chatterbox_fast.gateway")
+SETUP_TIMEOUT_S = 15.0  # a peer that is not connected with a data channel by then is dropped
+_ICE_URL = re.compile(r"^(?P<scheme>stuns?|turns?):(?:(?P<user>[^:@/]+):(?P<password>[^@/]+)@)?(?P<rest>[^@]+)$")
+
+
+def ice_servers(urls: list[str] | tuple[str, ...]) -> list[RTCIceServer]:
+    """``stun:host:port`` and ``turn:user:pass@host:port[?transport=tcp]`` into RTCIceServer entries."""
+    servers = []
+    for url in urls:
+        match = _ICE_URL.match(url.strip())
+        if match is None:
+            raise ValueError(f"bad ICE server {url!r}; expected stun:host:port or turn:user:pass@host:port")
+        servers.append(RTCIceServer(urls=f"{match['scheme']}:{match['rest']}", username=match["user"],
+                                    credential=match["password"]))
+    return servers
+
+
+def offered_codecs(sdp: str) -> list[str]:
+    """The audio codecs of the offer's first audio section, lower-case, in the offer's order.
+
+    Raises ValueError when the SDP does not parse or has no audio section.
+    """
+    try:
+        description = SessionDescription.parse(sdp)
+    except Exception as exc:  # aiortc's parser raises whatever the malformed line provokes
+        raise ValueError(f"the SDP does not parse: {exc}") from None
+    audio = next((m for m in description.media if m.kind == "audio"), None)
+    if audio is None:
+        raise ValueError("the offer has no audio section")
+    return [c.mimeType.split("/", 1)[1].lower() for c in audio.rtp.codecs]
+
+
+async def negotiate(pc: RTCPeerConnection, track: PacedAudioTrack, offer_sdp: str, codec: str | None) -> str:
+    """Answer ``offer_sdp`` on ``pc`` with ``track`` sending; returns the codec in use and sets the track's rate.
+
+    Without ``codec`` the answer keeps the offer's order among the codecs the track can feed (Opus, PCMU, PCMA), so
+    a phone bridge that prefers PCMU gets PCMU. Raises ValueError for an unusable offer.
+    """
+    offered = offered_codecs(offer_sdp)
+    wanted = [codec] if codec else [c for c in offered if c in CODEC_RATES]
+    capabilities = RTCRtpSender.getCapabilities("audio").codecs
+    preferences = [cap for name in wanted for cap in capabilities if cap.mimeType.lower() == f"audio/{name}"]
+    if not preferences or (codec and codec not in offered):
+        raise ValueError(f"the offer has no audio codec the server can send ({codec or 'opus, pcmu, pcma'})")
+    # The transceiver and its preferences must exist before setRemoteDescription fixes the answer's codecs.
+    transceiver = pc.addTransceiver(track, direction="sendonly")
+    transceiver.setCodecPreferences(preferences)
+    try:
+        await pc.setRemoteDescription(RTCSessionDescription(sdp=offer_sdp, type="offer"))
+        await pc.setLocalDescription(await pc.createAnswer())
+    except Exception as exc:  # aiortc raises ValueError, OperationError, InvalidStateError... for bad offers
+        raise ValueError(f"the offer was not accepted: {exc}") from None
+    chosen = offered_codecs(pc.localDescription.sdp)[0]
+    track.set_sample_rate(CODEC_RATES[chosen])
+    return chosen
+
+
+class WebRTCPeer:
+    """One peer connection and its session: data-channel messages in (in order), events out, cleanup once."""
+
+    def __init__(self, state: GatewayState, pc: RTCPeerConnection, track: PacedAudioTrack, voice: str) -> None:
+        self.state = state
+        self.pc = pc
+        self.track = track
+        self.session = Session(state, TrackSink(track), self.send_event, transport="webrtc", voice=voice)
+        self.channel: RTCDataChannel | None = None
+        self._pending: list[str] = []  # events sent before the data channel opened
+        self._inbox: asyncio.Queue[str | bytes] = asyncio.Queue()
+        self._tasks: list[asyncio.Task[None]] = []
+        self._closing: asyncio.Task[None] | None = None
+        self._ready = asyncio.Event()  # connected and a data channel open
+        pc.on("datachannel", self._on_datachannel)
+        pc.on("connectionstatechange", self._on_state)
+
+    async def send_event(self, event: dict[str, Any]) -> None:
+        text = json.dumps(event)
+        if self.channel is not None and self.channel.readyState == "open":
+            self.channel.send(text)
+        else:
+            self._pending.append(text)
+
+    def start(self) -> None:
+        self._tasks = [asyncio.create_task(self._read()), asyncio.create_task(self._watchdog())]
+
+    def _on_datachannel(self, channel: RTCDataChannel) -> None:
+        if self.channel is not None:
+            return  # one control channel per session; others are ignored
+        self.channel = channel
+        channel.on("message", self._inbox.put_nowait)
+
+        def flush_pending() -> None:
+            for text in self._pending:
+                channel.send(text)
+            self._pending.clear()
+            if self.pc.connectionState == "connected":
+                self._ready.set()
+
+        if channel.readyState == "open":
+            flush_pending()
+        else:
+            channel.on("open", flush_pending)
+
+    def _on_state(self) -> None:
+        state = self.pc.connectionState
+        if state == "connected" and self.channel is not None and self.channel.readyState == "open":
+            self._ready.set()
+        elif state in ("failed", "closed"):
+            self.close_soon()
+
+    async def _read(self) -> None:
+        while True:
+            await self.session.handle_text(await self._inbox.get())
+
+    async def _watchdog(self) -> None:
+        try:
+            await asyncio.wait_for(self._ready.wait(), SETUP_TIMEOUT_S)
+        except TimeoutError:
+            log.info("webrtc session %s: no connection and data channel within %.0f s; closing",
+                     self.session.id, SETUP_TIMEOUT_S)
+            self.close_soon()
+
+    def close_soon(self) -> None:
+        if self._closing is None:
+            self._closing = asyncio.create_task(self.close())
+
+    async def close(self) -> None:
+        """Close the session and the peer connection (idempotent)."""
+        self.state.peers.discard(self)
+        for task in self._tasks:
+            task.cancel()
+        self.track.stop()
+        await self.session.close()
+        await self.pc.close()
+
+
+async def webrtc_offer(request: Request) -> JSONResponse:
+    """``{"sdp", "type": "offer", "voice"?, "codec"?}`` → ``{"sdp", "type": "answer", "session", "codec"}``."""
+    state: GatewayState = request.app.state.gateway
+    body = await _json_body(request)
+    sdp = _field(body, "sdp", str, required=True)
+    if _field(body, "type", str, "offer") != "offer":
+        raise ApiError(400, "bad_request", "field 'type' must be 'offer'")
+    voice = _field(body, "voice", str, "default")
+    codec = _field(body, "codec", str)
+    if codec is not None:
+        codec = codec.lower()
+        if codec not in CODEC_RATES:
+            raise ApiError(400, "bad_request", f"field 'codec' must be one of {', '.join(CODEC_RATES)}")
+    try:
+        offered_codecs(sdp)
+    except ValueError as exc:
+        raise ApiError(400, "bad_sdp", str(exc)) from None
+
+    pc = RTCPeerConnection(RTCConfiguration(iceServers=ice_servers(state.settings.ice_servers)))
+    track = PacedAudioTrack()
+    peer = WebRTCPeer(state, pc, track, voice)
+    try:
+        await peer.session.open()
+    except SessionLimitReached as exc:
+        await pc.close()
+        raise ApiError(503, exc.code, str(exc)) from None
+    try:
+        chosen = await negotiate(pc, track, sdp, codec)
+    except ValueError as exc:
+        await peer.close()
+        raise ApiError(400, "bad_sdp", str(exc)) from None
+    state.peers.add(peer)
+    peer.start()
+    return JSONResponse({"sdp": pc.localDescription.sdp, "type": "answer", "session": peer.session.id,
+                         "codec": chosen})
+
+
+async def close_all_peers(state: GatewayState) -> None:
+    """Shutdown: close every live peer connection and its session."""
+    peers = list(state.peers)
+    for peer in peers:
+        with contextlib.suppress(Exception):
+            await peer.close()

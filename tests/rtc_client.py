@@ -1,0 +1,108 @@
+"""A real aiortc listening peer for tests: offers to receive audio (and a data channel), decodes what arrives."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import time
+from dataclasses import dataclass, field
+
+import aioice.ice
+import numpy as np
+from aiortc import RTCConfiguration, RTCPeerConnection, RTCRtpSender, RTCSessionDescription
+from aiortc.mediastreams import MediaStreamError
+
+SPEECH_RMS = 300.0  # a decoded 20 ms frame louder than this carries audio
+
+
+def loopback_only(monkeypatch) -> None:
+    """aioice skips 127.0.0.1 (RFC 8445); two in-process peers need it on a machine without other interfaces."""
+    monkeypatch.setattr(aioice.ice, "get_host_addresses", lambda use_ipv4=True, use_ipv6=True: ["127.0.0.1"])
+
+
+def tone(seconds: float, freq: float = 440.0, amp: int = 8000) -> bytes:
+    t = np.arange(int(seconds * 24000)) / 24000
+    return (np.sin(2 * np.pi * freq * t) * amp).astype("<i2").tobytes()
+
+
+@dataclass
+class Frame:
+    at: float  # time.time() when the decoded frame came out of the receiver
+    rms: float
+    samples: int
+    rate: int
+
+
+@dataclass
+class Listener:
+    """The client side: a peer connection that receives audio and records every decoded frame's energy."""
+
+    pc: RTCPeerConnection
+    channel: object | None = None
+    frames: list[Frame] = field(default_factory=list)
+    events: list[dict] = field(default_factory=list)
+    _reader: asyncio.Task | None = None
+
+    @classmethod
+    def create(cls, codecs: list[str] | None = None, datachannel: bool = True, prefetch: int | None = 0) -> "Listener":
+        """``codecs``: offer only these (e.g. ["pcmu"]); ``prefetch``: the receiver jitter buffer's hold-back in
+        frames (aiortc's default 4 adds 80 ms; 0 measures the server)."""
+        pc = RTCPeerConnection(RTCConfiguration(iceServers=[]))
+        listener = cls(pc)
+        transceiver = pc.addTransceiver("audio", direction="recvonly")
+        if codecs:
+            caps = RTCRtpSender.getCapabilities("audio").codecs
+            transceiver.setCodecPreferences(
+                [c for name in codecs for c in caps if c.mimeType.lower() == f"audio/{name}"])
+        if prefetch is not None:
+            transceiver.receiver._RTCRtpReceiver__jitter_buffer._prefetch = prefetch
+
+        @pc.on("track")
+        def on_track(track) -> None:
+            listener._reader = asyncio.ensure_future(listener._read(track))
+
+        if datachannel:
+            listener.channel = pc.createDataChannel("control")
+            listener.channel.on("message", lambda m: listener.events.append(json.loads(m)))
+        return listener
+
+    async def offer(self) -> str:
+        await self.pc.setLocalDescription(await self.pc.createOffer())
+        return self.pc.localDescription.sdp
+
+    async def accept(self, answer_sdp: str) -> None:
+        await self.pc.setRemoteDescription(RTCSessionDescription(sdp=answer_sdp, type="answer"))
+
+    async def _read(self, track) -> None:
+        with contextlib.suppress(MediaStreamError):
+            while True:
+                frame = await track.recv()
+                pcm = frame.to_ndarray().astype(np.float64)
+                self.frames.append(Frame(time.time(), float(np.sqrt(np.mean(pcm ** 2))), frame.samples,
+                                         frame.sample_rate))
+
+    async def wait_for(self, predicate, timeout: float = 10.0) -> None:
+        deadline = time.monotonic() + timeout
+        while not predicate():
+            if time.monotonic() > deadline:
+                raise TimeoutError("condition not met in time")
+            await asyncio.sleep(0.01)
+
+    def loud(self, since: float = 0.0) -> list[Frame]:
+        return [f for f in self.frames if f.rms > SPEECH_RMS and f.at >= since]
+
+    def gaps_in_speech(self, since: float = 0.0) -> int:
+        """Silent frames between the first and the last loud frame since ``since``: stutter during speech."""
+        frames = [f for f in self.frames if f.at >= since]
+        loud = [i for i, f in enumerate(frames) if f.rms > SPEECH_RMS]
+        if not loud:
+            return 0
+        return sum(1 for f in frames[loud[0]:loud[-1] + 1] if f.rms <= SPEECH_RMS)
+
+    async def close(self) -> None:
+        await self.pc.close()
+        if self._reader is not None:
+            self._reader.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._reader
