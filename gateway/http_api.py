@@ -213,7 +213,8 @@ async def health(request: Request) -> Response:
         "sessions": len(state.sessions),
     }
     if state.process is not None:
-        body["worker"] = {"alive": state.process.alive, "restarts": state.process.restarts,
+        body["worker"] = {"alive": state.process.alive, "pid": state.process.proc and state.process.proc.pid,
+                          "restarts": state.process.restarts,
                           "last_exit": state.process.last_exit}
     return JSONResponse(body, status_code=200 if status == "ok" else 503)
 

@@ -1,0 +1,117 @@
+"""The WebSocket /v1/stream against a real server on 127.0.0.1 with the embedded eSpeak engine."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+from websockets.asyncio.client import ClientConnection, connect
+
+from tests.server import running_server
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory: pytest.TempPathFactory):
+    with running_server("--max-text-chars", "400", voices_dir=tmp_path_factory.mktemp("voices")) as url:
+        yield url.replace("http://", "ws://") + "/v1/stream"
+
+
+async def events_until(ws: ClientConnection, kind: str, timeout: float = 20) -> tuple[list[dict], bytes]:
+    """Collect JSON events and binary audio until an event of ``kind`` arrives."""
+    events, audio = [], bytearray()
+    deadline = time.monotonic() + timeout
+    while True:
+        frame = await asyncio.wait_for(ws.recv(), deadline - time.monotonic())
+        if isinstance(frame, bytes):
+            audio += frame
+            continue
+        event = json.loads(frame)
+        events.append(event)
+        if event["type"] == kind:
+            return events, bytes(audio)
+
+
+def rms(pcm: bytes) -> float:
+    samples = np.frombuffer(pcm, dtype=np.int16).astype(np.float64)
+    return float(np.sqrt(np.mean(samples**2))) if samples.size else 0.0
+
+
+async def test_incremental_text_flush_and_end(server: str) -> None:
+    async with connect(server) as ws:
+        ready = json.loads(await ws.recv())
+        assert ready["type"] == "ready" and ready["engine"]["engine"] == "espeak" and ready["engine"]["watermark"]
+        await ws.send(json.dumps({"type": "config", "format": "pcm_s16le", "sample_rate": 16000}))
+        for token in ["Hello", " there,", " my", " friend.", " How", " are", " you"]:
+            await ws.send(json.dumps({"type": "text", "text": token}))
+        await ws.send(json.dumps({"type": "flush"}))
+        await ws.send(json.dumps({"type": "text", "text": " doing today?"}))
+        await ws.send(json.dumps({"type": "end"}))
+        events, audio = await events_until(ws, "done")
+    chunks = [e for e in events if e["type"] == "chunk"]
+    done = events[-1]
+    assert len(chunks) >= 2
+    assert "Hello" in chunks[0]["text"] and "today" in chunks[-1]["text"]
+    assert [c["seq"] for c in chunks] == list(range(len(chunks)))
+    total = sum(c["duration"] for c in chunks)
+    assert len(audio) / 2 / 16000 == pytest.approx(total, abs=0.05)  # resampled to the configured rate
+    assert rms(audio) > 500  # speech, not silence
+    assert done["chunks"] == len(chunks) and done["ttfa"] > 0 and done["audio_seconds"] == pytest.approx(total, 0.02)
+
+
+async def test_two_utterances_in_a_row_and_mulaw(server: str) -> None:
+    async with connect(server) as ws:
+        await ws.recv()
+        await ws.send(json.dumps({"type": "config", "format": "mulaw"}))
+        await ws.send(json.dumps({"type": "speak", "text": "First one."}))
+        await ws.send(json.dumps({"type": "speak", "text": "And the second one, right after."}))
+        first, audio1 = await events_until(ws, "done")
+        second, audio2 = await events_until(ws, "done")
+    assert first[-1]["utterance"] != second[-1]["utterance"]
+    assert "First" in first[0]["text"] and "second" in " ".join(e.get("text", "") for e in second)
+    for events, audio in ((first, audio1), (second, audio2)):  # mu-law: one byte per sample at 8 kHz
+        assert len(audio) / 8000 == pytest.approx(events[-1]["audio_seconds"], abs=0.05)
+
+
+async def test_cancel_stops_audio_and_the_session_goes_on(server: str) -> None:
+    long_text = " ".join(["This sentence keeps the engine busy for a while."] * 6)
+    async with connect(server) as ws:
+        await ws.recv()
+        await ws.send(json.dumps({"type": "text", "text": long_text}))
+        events, _ = await events_until(ws, "chunk")
+        await ws.send(json.dumps({"type": "cancel"}))
+        events, _ = await events_until(ws, "cancelled")
+        assert not any(e["type"] == "done" for e in events)
+        with pytest.raises(TimeoutError):  # nothing more arrives for the cancelled utterance
+            await asyncio.wait_for(ws.recv(), 1.0)
+        await ws.send(json.dumps({"type": "speak", "text": "Still here."}))
+        events, audio = await events_until(ws, "done")
+        assert rms(audio) > 500
+
+
+@pytest.mark.parametrize(
+    ("frame", "code"),
+    [
+        ("not json", "bad_message"),
+        (b"\x00\x01binary", "bad_message"),
+        (json.dumps([1, 2]), "bad_message"),
+        (json.dumps({"type": "shout"}), "unknown_type"),
+        (json.dumps({"type": "text", "text": 5}), "bad_message"),
+        (json.dumps({"type": "config", "format": "mulaw", "sample_rate": 48000}), "bad_config"),
+        (json.dumps({"type": "text", "text": "x" * 401}), "text_too_long"),
+        (json.dumps({"type": "speak", "text": "Hi there.", "voice": "nobody"}), "unknown_voice"),
+    ],
+)
+async def test_bad_input_gets_an_error_event_and_the_session_survives(server: str, frame: str | bytes,
+                                                                     code: str) -> None:
+    async with connect(server) as ws:
+        await ws.recv()
+        await ws.send(frame)
+        events, _ = await events_until(ws, "error")
+        assert events[-1]["code"] == code and events[-1]["message"]
+        await ws.send(json.dumps({"type": "speak", "text": "Still working.", "voice": "default"}))
+        events, audio = await events_until(ws, "done")
+        assert rms(audio) > 500
