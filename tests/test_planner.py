@@ -1,0 +1,267 @@
+"""engine/planner.py: the buffer-ratchet chunk planner, driven directly with a simulated clock."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from engine.cost import CostModel
+from engine.planner import ChunkPlanner, PlannerConfig, PlannerError
+from engine.text import BoundaryKind, count_words, punc_norm
+from planner_sim import SimEngine, run_planner
+
+TAGS = ["[laugh]", "[sigh]", "[clear throat]"]
+WORDS = ["the", "quick", "brown", "fox", "jumps", "over", "a", "lazy", "dog", "Dr.", "it's", "42", "“quoted”"]
+ENDINGS = ["", "", "", "", ",", ";", ".", "!", "?", "..."]
+LONG = (
+    "Once upon a time, in a quiet village by the sea, there lived an old fisherman. Every morning he rowed out "
+    "before dawn; every evening he came back with his nets full. [sigh] The villagers loved him, and the children "
+    "followed him along the shore, asking for stories about storms and whales and distant islands. He never tired "
+    "of telling them. One winter, a great storm came. "
+) * 3
+
+words = st.builds(lambda w, e: w + e, st.sampled_from(WORDS + TAGS), st.sampled_from(ENDINGS))
+texts = st.lists(words, min_size=1, max_size=120).map(" ".join)
+
+
+def pieces_of(text: str, cuts: list[int]) -> list[str]:
+    """``text`` split at the given positions (as an LLM might deliver it, mid-word included)."""
+    bounds = sorted({0, len(text), *(c % (len(text) + 1) for c in cuts)})
+    return [text[a:b] for a, b in zip(bounds, bounds[1:])]
+
+
+def tag_count(text: str) -> int:
+    return len(re.findall(r"\[[a-z ]+\]", text))
+
+
+def planner_with_buffer(text: str, buffered_s: float, cost: CostModel | None = None) -> ChunkPlanner:
+    """A planner that has delivered a first chunk of ``buffered_s`` seconds of audio at time 0."""
+    planner = ChunkPlanner(PlannerConfig(), cost or CostModel(fixed_s=0.1, per_char_s=0.01))
+    planner.append(text)
+    first = planner.next_chunk(0.0)
+    assert first is not None
+    planner.on_generated(first, gen_time=0.1 + 0.01 * len(first.text), audio_seconds=buffered_s, now=0.0)
+    return planner
+
+
+# Properties over random texts, streamed in random pieces ----------------------------------------------------------
+@settings(max_examples=60, deadline=None)
+@given(texts, st.lists(st.integers(0, 10_000), max_size=40), st.floats(1.2, 6.0), st.floats(0.0, 0.3))
+def test_chunks_cover_the_input_in_order_without_splitting_tags_or_exceeding_the_cap(
+    text: str, cuts: list[int], rtf: float, fixed: float
+) -> None:
+    config = PlannerConfig(max_chars=120)
+    arrivals = [(0.05 * n, piece) for n, piece in enumerate(pieces_of(text, cuts))]
+    chunks = run_planner(SimEngine(fixed, rtf), arrivals, config).chunks
+    assert " ".join(c.source for c in chunks) == " ".join(text.split())
+    assert sum(tag_count(c.source) for c in chunks) == tag_count(text)
+    assert all(len(c.source) <= config.max_chars for c in chunks)
+    assert all(c.text == punc_norm(c.source) for c in chunks)
+    assert [c.seq for c in chunks] == list(range(len(chunks)))
+
+
+@settings(max_examples=60, deadline=None)
+@given(texts, st.lists(st.integers(0, 10_000), max_size=40))
+def test_open_input_is_only_cut_at_complete_boundaries(text: str, cuts: list[int]) -> None:
+    planner = ChunkPlanner(PlannerConfig(), CostModel())
+    sent, now = "", 0.0
+    for piece in pieces_of(text, cuts):
+        planner.append(piece)
+        sent += piece
+        while (planned := planner.next_chunk(now)) is not None:
+            end = sent.index(planned.source) + len(planned.source)
+            assert end < len(sent) and sent[end].isspace(), "cut where the last word might still be incomplete"
+            sent = sent[end:].lstrip()
+            now += 0.5
+            planner.on_generated(planned, gen_time=0.5, audio_seconds=2.0, now=now)
+
+
+@settings(max_examples=60, deadline=None)
+@given(texts)
+def test_first_chunk_is_the_shortest_natural_unit(text: str) -> None:
+    config = PlannerConfig()
+    planner = ChunkPlanner(config, CostModel())
+    planner.append(text)
+    planner.end()
+    first = planner.next_chunk(0.0)
+    assert first is not None
+    words = count_words(first.source)
+    if count_words(text) >= config.first_chunk_min_words:
+        assert config.first_chunk_min_words <= words <= config.first_chunk_max_words
+    else:
+        assert first.source == text.strip()
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.lists(st.floats(0.0, 30.0), min_size=2, max_size=8))
+def test_chunks_grow_with_the_buffer(buffers: list[float]) -> None:
+    lengths = []
+    for buffered in sorted(buffers):
+        planner = planner_with_buffer(LONG, buffered)
+        planned = planner.next_chunk(0.0)
+        assert planned is not None
+        lengths.append(len(planned.source))
+        budget = buffered - planner.config.safety_margin_s
+        assert planned.estimate_s <= budget or count_words(planned.source) <= planner.config.first_chunk_max_words
+    assert lengths == sorted(lengths)
+
+
+# Rules, one at a time ----------------------------------------------------------------------------------------------
+def test_first_chunk_snaps_to_the_earliest_sentence_end_nearby() -> None:
+    planner = ChunkPlanner(PlannerConfig(), CostModel())
+    planner.append("Well, I think so. But the rest of this sentence goes on for a long while yet.")
+    planned = planner.next_chunk(0.0)
+    assert planned is not None and (planned.source, planned.boundary) == ("Well, I think so.", BoundaryKind.SENTENCE)
+
+
+def test_a_later_chunk_takes_the_longest_prefix_that_fits_and_snaps_to_a_sentence() -> None:
+    planner = planner_with_buffer(LONG, buffered_s=3.0)  # budget 2.7 s: up to (2.7 - 0.1) / 0.01 = 260 chars
+    planned = planner.next_chunk(0.0)
+    assert planned is not None and planned.boundary == BoundaryKind.SENTENCE
+    assert 130 <= len(planned.source) <= 260 and planned.estimate_s <= 2.7
+
+
+def test_with_no_buffer_to_spare_the_chunk_is_the_shortest_natural_unit() -> None:
+    planner = planner_with_buffer(LONG, buffered_s=0.35)  # 0.05 s of budget: nothing fits
+    planned = planner.next_chunk(0.0)
+    assert planned is not None and count_words(planned.source) <= planner.config.first_chunk_max_words
+
+
+def test_after_the_buffer_drains_the_next_chunk_is_short_again() -> None:
+    planner = planner_with_buffer(LONG, buffered_s=20.0)
+    assert planner.buffered(25.0) == 0.0  # the listener heard everything; now idle
+    planned = planner.next_chunk(25.0)
+    assert planned is not None and count_words(planned.source) <= planner.config.first_chunk_max_words
+
+
+def test_client_playout_feedback_corrects_the_wall_clock_estimate() -> None:
+    planner = planner_with_buffer(LONG, buffered_s=4.0)
+    assert planner.buffered(3.0) == pytest.approx(1.0)
+    planner.on_playout(0.5, now=3.0)  # the client started late: it has only heard half a second
+    assert planner.buffered(3.0) == pytest.approx(3.5)
+    planned = planner.next_chunk(3.0)
+    assert planned is not None and planned.estimate_s <= 3.5 - planner.config.safety_margin_s
+
+
+def test_open_input_waits_for_more_text_while_the_buffer_allows() -> None:
+    planner = planner_with_buffer("One two three. Four five six ", buffered_s=5.0)
+    assert planner.next_chunk(0.0) is None  # "Four five six" fits with time to spare: wait for a longer chunk
+    assert planner.wake_at is not None and 0.0 < planner.wake_at < 5.0
+    planner.append("seven. Eight")
+    planned = planner.next_chunk(planner.wake_at)
+    assert planned is not None and planned.source == "Four five six seven."
+
+
+def test_open_input_never_cuts_fewer_than_the_minimum_words() -> None:
+    planner = planner_with_buffer("One two three. Four five ", buffered_s=5.0)
+    assert planner.next_chunk(0.0) is None and planner.wake_at is None  # nothing to do until more text comes
+    planner.end()
+    planned = planner.next_chunk(0.0)
+    assert planned is not None and (planned.source, planned.boundary) == ("Four five", BoundaryKind.END)
+
+
+def test_flush_speaks_what_was_sent_and_no_chunk_crosses_it() -> None:
+    planner = planner_with_buffer("Hello there my friend. ", buffered_s=10.0)
+    planner.append("Yes")
+    planner.flush()  # fewer words than a first chunk needs, but the client wants it spoken now
+    planner.append(" and more words follow here")
+    planned = planner.next_chunk(0.0)
+    assert planned is not None and (planned.source, planned.boundary) == ("Yes", BoundaryKind.END)
+    planner.on_generated(planned, gen_time=0.1, audio_seconds=0.3, now=0.1)
+    assert planner.next_chunk(0.1) is None  # "and more ..." is still open and there is time to wait for more
+
+
+def test_text_without_spaces_is_cut_hard_at_the_cap_but_never_inside_a_tag() -> None:
+    config = PlannerConfig(max_chars=50)
+    planner = ChunkPlanner(config, CostModel())
+    planner.append("x" * 45 + "[clear throat]" + "y" * 100)
+    planned = planner.next_chunk(0.0)
+    assert planned is not None and planned.boundary == BoundaryKind.HARD and planned.source == "x" * 45
+
+
+def test_long_words_within_the_cap_do_not_stall_the_planner() -> None:
+    planner = ChunkPlanner(PlannerConfig(max_chars=50), CostModel())
+    planner.append("a" * 30 + " " + "b" * 30 + " " + "c" * 5)  # fewer than 3 words fit in 50 characters
+    planner.end()
+    planned = planner.next_chunk(0.0)
+    assert planned is not None and planned.source == "a" * 30
+
+
+def test_unspeakable_pieces_are_skipped() -> None:
+    planner = ChunkPlanner(PlannerConfig(), CostModel())
+    planner.append('" ')
+    planner.flush()
+    planner.append("Hello there, how are you")
+    planner.end()
+    planned = planner.next_chunk(0.0)
+    assert planned is not None and planned.source == "Hello there, how are you"
+    assert planner.finished
+
+
+def test_schedule_state_is_per_utterance_even_with_a_shared_cost_model() -> None:
+    cost = CostModel()
+    first = run_planner(SimEngine(0.1, 4.0), [(0.0, LONG)], cost_model=cost)
+    assert max(len(c.source) for c in first.chunks) > 150  # the first utterance ratcheted up to long chunks
+    second = run_planner(SimEngine(0.1, 4.0), [(0.0, LONG)], cost_model=cost)
+    assert second.chunks[0].source == first.chunks[0].source  # ...and the second starts small again, from scratch
+    assert cost.observations == len(first.chunks) + len(second.chunks)
+
+
+def test_on_generated_teaches_the_cost_model() -> None:
+    cost = CostModel(fixed_s=0.3, per_char_s=0.02)
+    planner = ChunkPlanner(PlannerConfig(), cost)
+    planner.append("Hello there, how are you today? ")
+    planned = planner.next_chunk(0.0)
+    assert planned is not None
+    planner.on_generated(planned, gen_time=2.0, audio_seconds=2.0, now=2.0)
+    assert cost.observations == 1 and cost.estimate(len(planned.text)) > 1.5
+
+
+def test_finished_once_ended_and_everything_planned() -> None:
+    planner = ChunkPlanner(PlannerConfig(), CostModel())
+    planner.append("Just a few words here.")
+    assert not planner.finished
+    planner.end()
+    planned = planner.next_chunk(0.0)
+    assert planned is not None and planner.finished
+    planner.on_generated(planned, gen_time=0.1, audio_seconds=1.0, now=0.1)
+    assert planner.next_chunk(0.2) is None
+
+
+# Misuse has stable error codes -------------------------------------------------------------------------------------
+def test_misuse_is_reported_with_stable_codes() -> None:
+    planner = ChunkPlanner(PlannerConfig(), CostModel())
+    planner.append("One two three four five six. ")
+    planned = planner.next_chunk(0.0)
+    assert planned is not None
+    with pytest.raises(PlannerError) as outstanding:
+        planner.next_chunk(0.0)
+    assert outstanding.value.code == "chunk_outstanding"
+    with pytest.raises(PlannerError) as bad:
+        planner.on_generated(planned, gen_time=float("nan"), audio_seconds=1.0, now=1.0)
+    assert bad.value.code == "bad_value"
+    planner.on_generated(planned, gen_time=0.1, audio_seconds=1.0, now=1.0)
+    with pytest.raises(PlannerError) as unknown:
+        planner.on_generated(planned, gen_time=0.1, audio_seconds=1.0, now=1.0)
+    assert unknown.value.code == "unknown_chunk"
+    with pytest.raises(PlannerError) as negative:
+        planner.on_playout(-1.0, now=1.0)
+    assert negative.value.code == "bad_value"
+    planner.end()
+    with pytest.raises(PlannerError) as ended:
+        planner.append("more")
+    assert ended.value.code == "ended"
+
+
+@pytest.mark.parametrize(
+    "kwargs",
+    [{"first_chunk_min_words": 0}, {"first_chunk_min_words": 20}, {"max_chars": 0}, {"safety_margin_s": -1.0},
+     {"snap_fraction": 1.5}],
+)
+def test_bad_config_is_rejected(kwargs: dict) -> None:
+    with pytest.raises(PlannerError) as error:
+        PlannerConfig(**kwargs)
+    assert error.value.code == "bad_value"
