@@ -8,13 +8,15 @@ speech edges so nothing clicks, and bring its speech loudness to a common target
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from enum import Enum
 
 import numpy as np
 from scipy.ndimage import minimum_filter1d, uniform_filter1d
 
 
 def _default_pauses() -> dict[str | None, float]:
-    return {None: 0.0, "word": 0.03, "clause": 0.12, "sentence": 0.25}
+    # "hard" is a cut with no natural boundary; "end" is the end of text the client flushed (a new thought follows).
+    return {None: 0.0, "hard": 0.0, "word": 0.03, "clause": 0.12, "sentence": 0.25, "end": 0.25}
 
 
 @dataclass(frozen=True)
@@ -43,12 +45,17 @@ class Joiner:
         self.config = config or JoinConfig()
         self._gain_db: float | None = None
 
-    def process(self, wav: np.ndarray, sample_rate: int, previous_boundary: str | None) -> np.ndarray:
-        """Return the chunk trimmed, preceded by its pause, faded, levelled and limited (float32)."""
+    def process(self, wav: np.ndarray, sample_rate: int, previous_boundary: str | Enum | None) -> np.ndarray:
+        """Return the chunk trimmed, preceded by its pause, faded, levelled and limited (float32).
+
+        ``previous_boundary`` is how the previous chunk's text ended: a name such as "sentence", or an enum member
+        whose name is one (``engine.text.BoundaryKind``), or None for the first chunk.
+        """
         cfg = self.config
-        if previous_boundary not in cfg.pauses:
+        name = previous_boundary.name.lower() if isinstance(previous_boundary, Enum) else previous_boundary
+        if name not in cfg.pauses:
             raise ValueError(f"unknown boundary {previous_boundary!r}; expected one of {sorted(map(str, cfg.pauses))}")
-        pause = np.zeros(int(round(cfg.pauses[previous_boundary] * sample_rate)), dtype=np.float32)
+        pause = np.zeros(int(round(cfg.pauses[name] * sample_rate)), dtype=np.float32)
         wav = np.nan_to_num(np.asarray(wav, dtype=np.float32).reshape(-1))
         frame = max(1, int(round(cfg.frame * sample_rate)))
         level_db = _frame_db(wav, frame)
