@@ -41,19 +41,26 @@ def ice_servers(urls: list[str] | tuple[str, ...]) -> list[RTCIceServer]:
     return servers
 
 
+def _parse(sdp: str) -> SessionDescription:
+    try:
+        return SessionDescription.parse(sdp)
+    except Exception as exc:  # aiortc's parser raises whatever the malformed line provokes
+        raise ValueError(f"the SDP does not parse: {exc}") from None
+
+
 def offered_codecs(sdp: str) -> list[str]:
-    """The audio codecs of the offer's first audio section, lower-case, in the offer's order.
+    """The audio codecs of the first audio section, lower-case, in the SDP's order.
 
     Raises ValueError when the SDP does not parse or has no audio section.
     """
-    try:
-        description = SessionDescription.parse(sdp)
-    except Exception as exc:  # aiortc's parser raises whatever the malformed line provokes
-        raise ValueError(f"the SDP does not parse: {exc}") from None
-    audio = next((m for m in description.media if m.kind == "audio"), None)
+    audio = next((m for m in _parse(sdp).media if m.kind == "audio"), None)
     if audio is None:
         raise ValueError("the offer has no audio section")
     return [c.mimeType.split("/", 1)[1].lower() for c in audio.rtp.codecs]
+
+
+def has_datachannel(sdp: str) -> bool:
+    return any(m.kind == "application" for m in _parse(sdp).media)
 
 
 async def negotiate(pc: RTCPeerConnection, track: PacedAudioTrack, offer_sdp: str, codec: str | None) -> str:
@@ -84,8 +91,10 @@ async def negotiate(pc: RTCPeerConnection, track: PacedAudioTrack, offer_sdp: st
 class WebRTCPeer:
     """One peer connection and its session: data-channel messages in (in order), events out, cleanup once."""
 
-    def __init__(self, state: GatewayState, pc: RTCPeerConnection, track: PacedAudioTrack, voice: str) -> None:
+    def __init__(self, state: GatewayState, pc: RTCPeerConnection, track: PacedAudioTrack, voice: str,
+                 expects_channel: bool) -> None:
         self.state = state
+        self.expects_channel = expects_channel
         self.pc = pc
         self.track = track
         self.session = Session(state, TrackSink(track), self.send_event, transport="webrtc", voice=voice)
@@ -94,7 +103,7 @@ class WebRTCPeer:
         self._inbox: asyncio.Queue[str | bytes] = asyncio.Queue()
         self._tasks: list[asyncio.Task[None]] = []
         self._closing: asyncio.Task[None] | None = None
-        self._ready = asyncio.Event()  # connected and a data channel open
+        self._ready = asyncio.Event()  # connected, and the data channel open if the offer has one
         pc.on("datachannel", self._on_datachannel)
         pc.on("connectionstatechange", self._on_state)
 
@@ -128,7 +137,8 @@ class WebRTCPeer:
 
     def _on_state(self) -> None:
         state = self.pc.connectionState
-        if state == "connected" and self.channel is not None and self.channel.readyState == "open":
+        channel_open = self.channel is not None and self.channel.readyState == "open"
+        if state == "connected" and (channel_open or not self.expects_channel):
             self._ready.set()
         elif state in ("failed", "closed"):
             self.close_soon()
@@ -174,12 +184,13 @@ async def webrtc_offer(request: Request) -> JSONResponse:
             raise ApiError(400, "bad_request", f"field 'codec' must be one of {', '.join(CODEC_RATES)}")
     try:
         offered_codecs(sdp)
+        expects_channel = has_datachannel(sdp)
     except ValueError as exc:
         raise ApiError(400, "bad_sdp", str(exc)) from None
 
     pc = RTCPeerConnection(RTCConfiguration(iceServers=ice_servers(state.settings.ice_servers)))
     track = PacedAudioTrack()
-    peer = WebRTCPeer(state, pc, track, voice)
+    peer = WebRTCPeer(state, pc, track, voice, expects_channel)
     try:
         await peer.session.open()
     except SessionLimitReached as exc:

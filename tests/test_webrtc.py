@@ -1,0 +1,193 @@
+"""POST /v1/webrtc/offer against a real gateway (eSpeak engine) with a real aiortc listener, plus in-process checks
+of the endpoint's error paths."""
+
+import asyncio
+import time
+
+import httpx
+import pytest
+
+from gateway import webrtc
+from gateway.app import create_app
+from gateway.state import GatewaySettings
+from rtc_client import SPEECH_RMS, Listener, loopback_only
+from server import running_server
+
+LONG_TEXT = " ".join(["this sentence keeps the speaker busy for a good while without stopping"] * 6)
+
+
+@pytest.fixture(scope="module")
+def url():
+    with running_server() as base:
+        yield base
+
+
+async def connect(url: str, **body) -> tuple[Listener, dict]:
+    codecs = body.pop("offer_codecs", None)
+    listener = Listener.create(codecs=codecs)
+    async with httpx.AsyncClient() as http:
+        reply = await http.post(url + "/v1/webrtc/offer", json={"sdp": await listener.offer(), "type": "offer",
+                                                                **body})
+    assert reply.status_code == 200, reply.text
+    answer = reply.json()
+    await listener.accept(answer["sdp"])
+    await listener.wait_for(lambda: listener.channel.readyState == "open" and listener.events)
+    assert listener.events[0]["type"] == "ready" and listener.events[0]["session"] == answer["session"]
+    return listener, answer
+
+
+def send(listener: Listener, message: str) -> float:
+    listener.channel.send(message)
+    return time.time()
+
+
+def event(listener: Listener, kind: str) -> dict | None:
+    return next((e for e in listener.events if e["type"] == kind), None)
+
+
+def longest_silence_in_speech(listener: Listener) -> int:
+    frames = listener.frames
+    loud = [i for i, f in enumerate(frames) if f.rms > SPEECH_RMS]
+    longest = run = 0
+    for f in frames[loud[0]:loud[-1] + 1]:
+        run = run + 1 if f.rms <= SPEECH_RMS else 0
+        longest = max(longest, run)
+    return longest
+
+
+async def test_speak_over_data_channel(url):
+    listener, answer = await connect(url)
+    try:
+        assert answer["codec"] == "opus" and answer["type"] == "answer"
+        send(listener, '{"type": "speak", "text": "Hello there, this is the gateway speaking to you now."}')
+        await listener.wait_for(lambda: event(listener, "done") is not None, timeout=30)
+        done = event(listener, "done")
+        assert done["underruns"] == 0
+        assert [e["type"] for e in listener.events].count("chunk") == done["chunks"]
+        loud = listener.loud()
+        assert len(loud) * 0.02 > 0.5 * done["audio_seconds"]
+        assert loud[0].rate == 48000
+        # No stutter: the longest quiet stretch inside the speech is a pause between words, not a gap.
+        assert longest_silence_in_speech(listener) <= 20
+    finally:
+        await listener.close()
+
+
+async def test_pcmu_when_offered_only(url):
+    listener, answer = await connect(url, offer_codecs=["pcmu"])
+    try:
+        assert answer["codec"] == "pcmu"
+        send(listener, '{"type": "speak", "text": "Phone bridge."}')
+        await listener.wait_for(lambda: event(listener, "done") is not None, timeout=30)
+        assert listener.loud() and listener.loud()[0].rate == 8000
+    finally:
+        await listener.close()
+
+
+async def test_cancel_stops_audio_fast(url):
+    listener, _ = await connect(url)
+    try:
+        send(listener, '{"type": "speak", "text": "%s"}' % LONG_TEXT)
+        await listener.wait_for(lambda: len(listener.loud()) >= 25, timeout=30)
+        sent = send(listener, '{"type": "cancel"}')
+        await listener.wait_for(lambda: event(listener, "cancelled") is not None)
+        await asyncio.sleep(0.5)
+        last_loud = listener.loud()[-1].at
+        print(f"cancel -> last loud decoded frame: {1000 * (last_loud - sent):.1f} ms")
+        assert last_loud - sent < 0.100
+        assert event(listener, "done") is None
+    finally:
+        await listener.close()
+
+
+async def test_session_gone_after_close(url):
+    listener, _ = await connect(url)
+    async with httpx.AsyncClient() as http:
+        assert (await http.get(url + "/health")).json()["sessions"] >= 1
+        await listener.close()
+        deadline = time.monotonic() + 5
+        while (await http.get(url + "/health")).json()["sessions"] != 0:
+            assert time.monotonic() < deadline, "session still registered 5 s after the peer closed"
+            await asyncio.sleep(0.1)
+
+
+async def test_malformed_sdp_is_400_and_server_stays_up(url):
+    async with httpx.AsyncClient() as http:
+        reply = await http.post(url + "/v1/webrtc/offer", json={"sdp": "v=0\r\nnonsense", "type": "offer"})
+        assert reply.status_code == 400
+        assert reply.json()["error"]["code"] == "bad_sdp"
+        assert (await http.get(url + "/health")).status_code == 200
+
+
+# In-process: the same endpoint on an app whose engine is never started (offers do not need it).
+
+@pytest.fixture
+def app():
+    return create_app(GatewaySettings(engine_url="ws://127.0.0.1:9/unused", max_sessions=2))
+
+
+async def post(app, body=None, content=None) -> httpx.Response:
+    async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://gw") as http:
+        return await http.post("/v1/webrtc/offer", json=body, content=content)
+
+
+@pytest.mark.parametrize("body,content", [
+    (None, b"not json"),
+    ([1, 2], None),
+    ({"type": "offer"}, None),
+    ({"sdp": 5, "type": "offer"}, None),
+    ({"sdp": "v=0", "type": "answer"}, None),
+    ({"sdp": "garbage", "type": "offer"}, None),
+])
+async def test_bad_requests(app, body, content):
+    reply = await post(app, body, content)
+    assert reply.status_code == 400
+    assert set(reply.json()["error"]) == {"code", "message"}
+    assert len(app.state.gateway.sessions) == 0
+
+
+async def test_unoffered_or_unknown_codec(app):
+    listener = Listener.create(codecs=["pcmu"])
+    try:
+        offer = await listener.offer()
+        for codec, code in (("opus", "bad_sdp"), ("g729", "bad_request")):
+            reply = await post(app, {"sdp": offer, "type": "offer", "codec": codec})
+            assert reply.status_code == 400 and reply.json()["error"]["code"] == code
+        assert len(app.state.gateway.sessions) == 0 and not app.state.gateway.peers
+    finally:
+        await listener.close()
+
+
+async def test_full_server_is_503_with_retry_after(app, monkeypatch):
+    loopback_only(monkeypatch)
+    listeners = [Listener.create() for _ in range(3)]
+    try:
+        replies = [await post(app, {"sdp": await lst.offer(), "type": "offer"}) for lst in listeners]
+        assert [r.status_code for r in replies] == [200, 200, 503]
+        assert replies[2].headers["retry-after"] and replies[2].json()["error"]["code"] == "session_limit"
+    finally:
+        await webrtc.close_all_peers(app.state.gateway)
+        for lst in listeners:
+            await lst.close()
+    assert len(app.state.gateway.sessions) == 0 and not app.state.gateway.peers
+
+
+async def test_unconnected_peer_is_dropped(app, monkeypatch):
+    monkeypatch.setattr(webrtc, "SETUP_TIMEOUT_S", 0.3)
+    listener = Listener.create()
+    try:
+        reply = await post(app, {"sdp": await listener.offer(), "type": "offer"})  # the answer is never applied
+        assert reply.status_code == 200 and len(app.state.gateway.sessions) == 1
+        await listener.wait_for(lambda: len(app.state.gateway.sessions) == 0, timeout=5)
+        assert not app.state.gateway.peers
+    finally:
+        await listener.close()
+
+
+def test_ice_server_urls():
+    stun, turn = webrtc.ice_servers(["stun:stun.example:3478", "turn:alice:s3cret@turn.example:3478?transport=tcp"])
+    assert stun.urls == "stun:stun.example:3478" and stun.username is None
+    assert (turn.urls, turn.username, turn.credential) == ("turn:turn.example:3478?transport=tcp", "alice", "s3cret")
+    assert webrtc.ice_servers([]) == []
+    with pytest.raises(ValueError):
+        webrtc.ice_servers(["http://nope"])
