@@ -1,0 +1,189 @@
+"""HTTP endpoints against a real server on 127.0.0.1 with the embedded eSpeak engine."""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+import signal
+import time
+from pathlib import Path
+
+import av
+import httpx
+import numpy as np
+import openai
+import pytest
+from websockets.asyncio.client import connect
+
+from tests.server import running_server
+
+SENTENCE = "The quick brown fox jumps over the lazy dog, and then it runs away into the forest."
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory: pytest.TempPathFactory):
+    with running_server("--max-text-chars", "600", "--max-upload-bytes", "2000000",
+                        voices_dir=tmp_path_factory.mktemp("voices")) as url:
+        yield url
+
+
+def decode(data: bytes) -> tuple[np.ndarray, int]:
+    with av.open(io.BytesIO(data)) as container:
+        stream = container.streams.audio[0]
+        frames = [f.to_ndarray().reshape(-1, f.samples).mean(axis=0) for f in container.decode(stream)]
+        return np.concatenate(frames).astype(np.float32), stream.rate
+
+
+def tts(server: str, **body) -> httpx.Response:
+    return httpx.post(server + "/v1/tts", json=body, timeout=30)
+
+
+def test_tts_streams_pcm_as_chunks_arrive(server: str) -> None:
+    long_text = " ".join([SENTENCE] * 4)
+    pieces = []
+    with httpx.stream("POST", server + "/v1/tts", json={"text": long_text, "format": "pcm"}, timeout=30) as r:
+        assert r.status_code == 200
+        assert r.headers["x-accel-buffering"] == "no" and r.headers["content-type"].startswith("audio/")
+        pieces = list(r.iter_raw())
+    pcm = np.frombuffer(b"".join(pieces), dtype=np.int16)
+    assert len(pieces) > 1  # streamed, not one buffered body
+    assert pcm.size / 24000 > 8 and np.sqrt(np.mean(pcm.astype(float) ** 2)) > 500
+
+
+@pytest.mark.parametrize(("fmt", "rate"), [("wav", 24000), ("opus", 48000), ("mp3", 24000), ("mulaw", 8000)])
+def test_tts_formats_decode(server: str, fmt: str, rate: int) -> None:
+    r = tts(server, text=SENTENCE, format=fmt)
+    assert r.status_code == 200
+    if fmt == "mulaw":
+        audio, got_rate = r.content, 8000
+        assert len(audio) / 8000 > 3
+        return
+    audio, got_rate = decode(r.content)
+    assert got_rate == rate and audio.size / rate > 3 and np.abs(audio).max() > 0.05
+
+
+def test_openai_client_speech(server: str, tmp_path: Path) -> None:
+    client = openai.OpenAI(base_url=server + "/v1", api_key="unused")
+    out = tmp_path / "speech.mp3"
+    with client.audio.speech.with_streaming_response.create(model="tts-1", voice="alloy", input=SENTENCE) as resp:
+        resp.stream_to_file(out)
+    audio, rate = decode(out.read_bytes())
+    assert audio.size / rate > 3
+    pcm = client.audio.speech.create(model="chatterbox-turbo", voice="default", input="Hello.", response_format="pcm")
+    assert len(pcm.content) / 2 / 24000 > 0.3
+
+
+@pytest.mark.parametrize(
+    ("path", "body", "status", "code"),
+    [
+        ("/v1/tts", b"{not json", 400, "bad_request"),
+        ("/v1/tts", b"[1]", 400, "bad_request"),
+        ("/v1/tts", json.dumps({"voice": "default"}).encode(), 400, "bad_request"),
+        ("/v1/tts", json.dumps({"text": "   "}).encode(), 400, "bad_request"),
+        ("/v1/tts", json.dumps({"text": "x" * 601}).encode(), 413, "text_too_long"),
+        ("/v1/tts", json.dumps({"text": "Hi.", "format": "midi"}).encode(), 400, "bad_request"),
+        ("/v1/tts", json.dumps({"text": "Hi.", "format": "mulaw", "sample_rate": 44100}).encode(), 400, "bad_request"),
+        ("/v1/tts", json.dumps({"text": "Hi.", "voice": "nobody"}).encode(), 404, "unknown_voice"),
+        ("/v1/audio/speech", json.dumps({"model": "tts-1", "input": "Hi.", "speed": 2}).encode(), 400, "bad_request"),
+        ("/v1/audio/speech", json.dumps({"input": "Hi."}).encode(), 400, "bad_request"),
+    ],
+)
+def test_bad_requests_are_clear_json_errors(server: str, path: str, body: bytes, status: int, code: str) -> None:
+    r = httpx.post(server + path, content=body, headers={"content-type": "application/json"}, timeout=10)
+    assert r.status_code == status
+    assert r.json()["error"]["code"] == code and r.json()["error"]["message"]
+    assert httpx.get(server + "/health").json()["status"] == "ok"
+
+
+def test_voice_upload_speak_delete(server: str) -> None:
+    clip = tts(server, text=" ".join([SENTENCE] * 2), format="wav").content  # real speech, > 5 s
+    r = httpx.post(server + "/v1/voices", data={"name": "narrator"}, files={"file": ("n.wav", clip)}, timeout=30)
+    assert r.status_code == 201 and r.json()["voice"]["name"] == "narrator"
+    names = [v["name"] for v in httpx.get(server + "/v1/voices").json()["voices"]]
+    assert names == sorted(names) and "narrator" in names and "default" in names
+    assert tts(server, text="Speaking as the narrator.", voice="narrator").status_code == 200
+    again = httpx.post(server + "/v1/voices", data={"name": "narrator"}, files={"file": ("n.wav", clip)}, timeout=30)
+    assert again.status_code == 409 and again.json()["error"]["code"] == "exists"
+    assert httpx.delete(server + "/v1/voices/narrator").status_code == 204
+    assert httpx.delete(server + "/v1/voices/narrator").json()["error"]["code"] == "unknown_voice"
+
+
+@pytest.mark.parametrize(
+    ("name", "data", "status", "code"),
+    [
+        ("short", "short", 400, "too_short"),
+        ("junk", b"this is not audio at all" * 100, 400, "bad_audio"),
+        ("../escape", "short", 400, "bad_name"),
+        ("big", b"\x00" * 2_100_000, 413, "too_large"),
+    ],
+)
+def test_bad_uploads(server: str, name: str, data: bytes | str, status: int, code: str) -> None:
+    if data == "short":
+        data = tts(server, text="Too short.", format="wav").content
+    r = httpx.post(server + "/v1/voices", data={"name": name}, files={"file": ("x.wav", data)}, timeout=30)
+    assert r.status_code == status and r.json()["error"]["code"] == code
+
+
+def test_disconnect_mid_stream_releases_the_stream(server: str) -> None:
+    with httpx.stream("POST", server + "/v1/tts", json={"text": " ".join([SENTENCE] * 6)}, timeout=30) as r:
+        next(r.iter_raw())
+    deadline = time.monotonic() + 10
+    while httpx.get(server + "/health").json()["sessions"] != 0:
+        assert time.monotonic() < deadline, "the stream was not released after the client went away"
+        time.sleep(0.1)
+
+
+def test_metrics(server: str) -> None:
+    tts(server, text="Counting this one.")
+    text = httpx.get(server + "/metrics").text
+    count = [line for line in text.splitlines()
+             if line.startswith('cbf_time_to_first_audio_seconds_count{transport="http"}')]
+    assert count and float(count[0].split()[-1]) >= 1
+    assert "cbf_underruns_total" in text and "cbf_active_sessions" in text and "cbf_real_time_factor" in text
+
+
+def test_api_keys_and_session_limit() -> None:
+    with running_server("--api-key", "k1,k2", "--max-sessions", "1") as url:
+        assert httpx.get(url + "/health").status_code == 200
+        assert httpx.get(url + "/v1/voices").status_code == 401
+        assert httpx.get(url + "/v1/voices", headers={"authorization": "Bearer wrong"}).status_code == 401
+        assert httpx.get(url + "/v1/voices", headers={"authorization": "Bearer k2"}).status_code == 200
+        assert httpx.get(url + "/v1/voices?api_key=k1").status_code == 200
+        assert httpx.get(url + "/metrics").status_code == 401
+
+        async def check_ws() -> None:
+            ws_url = url.replace("http://", "ws://") + "/v1/stream"
+            async with connect(ws_url) as ws:
+                event = json.loads(await ws.recv())
+                assert event["type"] == "error" and event["code"] == "unauthorized"
+            async with connect(ws_url + "?api_key=k1") as ws:
+                assert json.loads(await ws.recv())["type"] == "ready"
+                full = httpx.post(url + "/v1/tts?api_key=k1", json={"text": "Hello."})
+                assert full.status_code == 503 and full.headers["retry-after"]
+                assert full.json()["error"]["code"] == "session_limit"
+                async with connect(ws_url + "?api_key=k1") as second:
+                    assert json.loads(await second.recv())["code"] == "session_limit"
+
+        import asyncio
+
+        asyncio.run(check_ws())
+
+
+def test_a_killed_worker_is_reported_and_restarted(tmp_path: Path) -> None:
+    with running_server(voices_dir=tmp_path) as url:
+        pid = httpx.get(url + "/health").json()["worker"]["pid"]
+        os.kill(pid, signal.SIGKILL)
+        deadline = time.monotonic() + 5
+        while (h := httpx.get(url + "/health")).status_code == 200:
+            assert time.monotonic() < deadline, "the dead worker was not noticed"
+            time.sleep(0.05)
+        assert h.json()["status"] == "down"
+        r = tts(url, text="Anyone there?")
+        assert r.status_code == 503 and r.json()["error"]["code"] == "engine_unavailable"
+        deadline = time.monotonic() + 60
+        while (h := httpx.get(url + "/health")).status_code != 200:
+            assert time.monotonic() < deadline, "the worker was not restarted"
+            time.sleep(0.2)
+        assert h.json()["worker"]["restarts"] == 1 and h.json()["worker"]["pid"] != pid
+        assert tts(url, text="Back again.").status_code == 200
