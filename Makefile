@@ -14,12 +14,11 @@ test: $(VENV)/.ready chromium
 
 venv: $(VENV)/.ready
 
-$(VENV)/.ready: pyproject.toml requirements/engine-nodeps.txt
+$(VENV)/.ready: pyproject.toml requirements/engine-nodeps.txt requirements/lock.txt
 	python3 -m venv $(VENV)
 	$(PIP) install --upgrade "pip>=25"
-	$(PIP) install --no-deps -r requirements/engine-nodeps.txt
-	$(PIP) install -e '.[engine,test]'
-	$(PY) -m pip check >/dev/null || true
+	$(PIP) install --no-deps -c requirements/lock.txt -r requirements/engine-nodeps.txt
+	$(PIP) install -c requirements/lock.txt -e '.[engine,test]'
 	touch $@
 
 # Debian's Chromium for the browser tests (never a browser download).
