@@ -108,11 +108,12 @@ class WebRTCPeer:
         pc.on("connectionstatechange", self._on_state)
 
     async def send_event(self, event: dict[str, Any]) -> None:
-        text = json.dumps(event)
-        if self.channel is not None and self.channel.readyState == "open":
-            self.channel.send(text)
-        else:
-            self._pending.append(text)
+        """Send on the data channel; held until it opens; dropped when there is none or it has closed."""
+        channel = self.channel
+        if channel is not None and channel.readyState == "open":
+            channel.send(json.dumps(event))
+        elif self.expects_channel and (channel is None or channel.readyState == "connecting"):
+            self._pending.append(json.dumps(event))
 
     def start(self) -> None:
         self._tasks = [asyncio.create_task(self._read()), asyncio.create_task(self._watchdog())]

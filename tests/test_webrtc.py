@@ -184,6 +184,22 @@ async def test_unconnected_peer_is_dropped(app, monkeypatch):
         await listener.close()
 
 
+async def test_audio_only_offer_keeps_its_session(app, monkeypatch):
+    loopback_only(monkeypatch)
+    monkeypatch.setattr(webrtc, "SETUP_TIMEOUT_S", 0.5)
+    listener = Listener.create(datachannel=False)
+    try:
+        reply = await post(app, {"sdp": await listener.offer(), "type": "offer"})
+        await listener.accept(reply.json()["sdp"])
+        await listener.wait_for(lambda: len(listener.frames) >= 5)
+        await asyncio.sleep(0.7)
+        assert len(app.state.gateway.sessions) == 1  # connected without a channel: not dropped
+    finally:
+        await listener.close()
+        await webrtc.close_all_peers(app.state.gateway)
+    assert len(app.state.gateway.sessions) == 0
+
+
 def test_ice_server_urls():
     stun, turn = webrtc.ice_servers(["stun:stun.example:3478", "turn:alice:s3cret@turn.example:3478?transport=tcp"])
     assert stun.urls == "stun:stun.example:3478" and stun.username is None
