@@ -38,6 +38,7 @@ class CostModel:
         self._p = [[(prior_fixed_sd / noise_sd) ** 2, 0.0], [0.0, (prior_per_char_sd / noise_sd) ** 2]]
         self._p_ceiling = self._p[0][0] + self._p[1][1]  # forgetting must not wind the covariance up past the prior
         self._forgetting = forgetting
+        self._noise_sd = noise_sd
         self.observations = 0
 
     @property
@@ -51,6 +52,17 @@ class CostModel:
     def estimate(self, chars: int) -> float:
         """Expected seconds to generate ``chars`` characters (never negative)."""
         return max(0.0, self._theta[0] + self._theta[1] * chars)
+
+    def upper(self, chars: int) -> float:
+        """A cautious estimate: one standard deviation of prediction above ``estimate``.
+
+        Wide while the fit rests on few or similar measurements (a chunk far larger than any measured), close to
+        ``estimate`` plus the noise once it has seen a range of sizes. The planner budgets with this.
+        """
+        x = (1.0, float(chars))
+        p = self._p
+        spread = x[0] * (p[0][0] * x[0] + p[0][1] * x[1]) + x[1] * (p[1][0] * x[0] + p[1][1] * x[1])
+        return self.estimate(chars) + self._noise_sd * math.sqrt(1.0 + max(0.0, spread))
 
     def observe(self, chars: int, seconds: float) -> None:
         """Fold in one measured generation. Non-finite or negative measurements are rejected."""

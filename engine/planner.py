@@ -28,6 +28,9 @@ from engine.cost import CostModel
 from engine.text import Boundary, BoundaryKind, count_words, find_boundaries, punc_norm, safe_cut
 
 
+_ROUNDING_S = 1e-6  # so a chunk that fitted with zero spare at wake_at still fits when asked again at wake_at
+
+
 class PlannerError(ValueError):
     """Misuse of the planner. ``code`` is stable: ``ended``, ``chunk_outstanding``, ``unknown_chunk``, ``bad_value``."""
 
@@ -57,7 +60,7 @@ class PlannedChunk:
     text: str  # normalised with punc_norm: what the engine speaks
     source: str  # the client's text this chunk covers, as sent (stripped of surrounding whitespace)
     boundary: BoundaryKind  # what kind of place the chunk ends at (joins choose their pause from it)
-    estimate_s: float  # the cost model's estimate of its generation time when it was planned
+    estimate_s: float  # the cost model's cautious (upper) estimate of its generation time, as budgeted
 
 
 @dataclass(frozen=True)
@@ -153,13 +156,13 @@ class ChunkPlanner:
         ahead = self.buffered(now)
         if self._clock is None or ahead <= 0:  # nothing playing: first audio (again) as fast as possible
             return self._shortest(candidates)
-        shortest = self._shortest(candidates)
-        if shortest is None:
-            return None
+        quickest = self._quickest(candidates)
+        if quickest is None:  # too few words for a unit: only the end of closed text or the cap can force a cut
+            return self._shortest(candidates)
         budget = ahead - self.config.safety_margin_s
-        fitting = [c for c in candidates if shortest.end <= c.end and c.estimate_s <= budget]
+        fitting = [c for c in candidates if quickest.end <= c.end and c.estimate_s <= budget + _ROUNDING_S]
         if not fitting:
-            return shortest
+            return quickest
         chosen = self._longest(fitting)
         if not self._closed and not self._ended and fitting[-1] is candidates[-1] and self._could_grow(budget):
             spare = budget - chosen.estimate_s
@@ -180,7 +183,7 @@ class ChunkPlanner:
                 cuts.append(Boundary(closed_end, BoundaryKind.END))
         if not cuts and len(window) > cap:
             cuts = [Boundary(safe_cut(window, cap), BoundaryKind.HARD)]
-        return [_Candidate(b.end, b.kind, self.cost_model.estimate(b.end)) for b in cuts]
+        return [_Candidate(b.end, b.kind, self.cost_model.upper(b.end)) for b in cuts]
 
     def _shortest(self, candidates: list[_Candidate]) -> _Candidate | None:
         """The shortest natural unit: at least the minimum words, snapped to the strongest boundary nearby."""
@@ -197,6 +200,11 @@ class ChunkPlanner:
             return candidates[-1]  # too few words, but no more text can come within the cap
         return None
 
+    def _quickest(self, candidates: list[_Candidate]) -> _Candidate | None:
+        """The earliest cut with the minimum words, unsnapped: the smallest chunk worth making while audio plays."""
+        minimum = self.config.first_chunk_min_words
+        return next((c for c in candidates if count_words(self._pending[: c.end]) >= minimum), None)
+
     def _longest(self, fitting: list[_Candidate]) -> _Candidate:
         """The longest fitting cut, snapped back to a stronger boundary if that keeps enough of its length."""
         floor = self.config.snap_fraction * fitting[-1].end
@@ -211,7 +219,7 @@ class ChunkPlanner:
     def _could_grow(self, budget: float) -> bool:
         """Whether more text could make a longer chunk that still fits (open input only)."""
         size = len(self._pending.rstrip())
-        return size < self.config.max_chars and self.cost_model.estimate(size + 1) <= budget
+        return size < self.config.max_chars and self.cost_model.upper(size + 1) <= budget
 
     def _consume(self, end: int) -> None:
         rest = self._pending[end:]
