@@ -24,7 +24,7 @@ def _frame(samples: np.ndarray, rate: int) -> av.AudioFrame:
 
 
 def _frame_bytes(frame: av.AudioFrame) -> bytes:
-    return frame.to_ndarray().tobytes()[: frame.samples * 2]
+    return frame.to_ndarray().tobytes()
 
 
 class _Pcm16Input:

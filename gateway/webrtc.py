@@ -102,7 +102,8 @@ class WebRTCPeer:
         self._pending: list[str] = []  # events sent before the data channel opened
         self._inbox: asyncio.Queue[str | bytes] = asyncio.Queue()
         self._tasks: list[asyncio.Task[None]] = []
-        self._closing: asyncio.Task[None] | None = None
+        self._closing: asyncio.Task[None] | None = None  # holds the close task started by an event
+        self._closed = False
         self._ready = asyncio.Event()  # connected, and the data channel open if the offer has one
         pc.on("datachannel", self._on_datachannel)
         pc.on("connectionstatechange", self._on_state)
@@ -157,11 +158,14 @@ class WebRTCPeer:
             self.close_soon()
 
     def close_soon(self) -> None:
-        if self._closing is None:
+        if not self._closed:
             self._closing = asyncio.create_task(self.close())
 
     async def close(self) -> None:
-        """Close the session and the peer connection (idempotent)."""
+        """Close the session and the peer connection (once)."""
+        if self._closed:
+            return
+        self._closed = True
         self.state.peers.discard(self)
         for task in self._tasks:
             task.cancel()
