@@ -48,7 +48,11 @@
   };
   const utterances = [];
   const events = [];
-  const cbf = { state, metrics, utterances, events, speak, stop, connect, loadVoices, THRESH };
+  const cbf = {
+    state, metrics, utterances, events, speak, stop, connect, loadVoices, THRESH,
+    audibleWithin: (ms) => performance.now() - lastLoudAt <= ms, // was an audible sample seen in the last `ms`?
+    rtcStats: () => rtcStats(),
+  };
   window.cbf = cbf;
 
   // ---------------------------------------------------------------- API key (401 -> ask once, keep per tab)
@@ -144,6 +148,7 @@
   let tbuf = null;
   let stopWatch = null; // {t0, lastLoud, until, wasAudible}
   let lastLoudAt = -1e9;
+  let unmuteWhenQuiet = false;
   function poll() {
     if (!analyser) return;
     if (!tbuf || tbuf.length !== analyser.fftSize) tbuf = new Float32Array(analyser.fftSize);
@@ -163,17 +168,21 @@
     }
     metrics.level = peak;
     metrics.rms = Math.sqrt(sum / n);
+    const cu = current();
+    if (cu && !cu.armed && now - lastLoudAt > 40) cu.armed = true;
     if (first >= 0) {
-      const firstAt = now - (n - 1 - first) * msPer;
-      const lastAt = now - (n - 1 - last) * msPer;
-      lastLoudAt = Math.max(lastLoudAt, lastAt);
+      // Times are when the page saw the sample (polled every 5 ms and every frame): never earlier than the truth.
+      lastLoudAt = now;
       const u = current();
-      if (u && !u.queued && !u.stoppedAt && u.firstAudible == null && lastAt >= u.t0) {
-        u.firstAudible = Math.max(u.t0, firstAt);
+      if (u && u.armed && !u.queued && !u.stoppedAt && u.firstAudible == null) {
+        u.firstAudible = now;
         onFirstAudio(u);
       }
-      if (stopWatch && lastAt > stopWatch.t0) stopWatch.lastLoud = Math.max(stopWatch.lastLoud, lastAt);
+      if (u && u.firstAudible != null && !u.stoppedAt) u.peak = Math.max(u.peak || 0, peak);
+      if (stopWatch) stopWatch.lastLoud = now;
     }
+    if (unmuteWhenQuiet && remoteAudio.muted && now - lastLoudAt > 40) remoteAudio.muted = false;
+    if (!remoteAudio.muted) unmuteWhenQuiet = false;
     if (stopWatch && now >= stopWatch.until) {
       const ms = Math.max(0, stopWatch.lastLoud - stopWatch.t0);
       metrics.stopToSilenceMs = Math.round(ms);
@@ -570,7 +579,7 @@
         state.limits = msg.limits || null;
         if (msg.engine) {
           const e = msg.engine;
-          $("engine").textContent = [e.name, e.device, e.dtype].filter(Boolean).join(" · ") + (e.watermark ? " · watermarked" : "");
+          $("engine").textContent = [e.name || e.engine, e.device, e.dtype].filter(Boolean).join(" · ") + (e.watermark ? " · watermarked" : "");
         }
         break;
       case "chunk": {
@@ -636,7 +645,7 @@
     }
     const t0 = performance.now();
     resumeAudio();
-    remoteAudio.muted = false;
+    unmuteWhenQuiet = true; // after a Stop: unmute once the old stream has gone quiet, so no stale tail is heard
     if (!conn) {
       if (!state.connecting) connect();
       setStatus("waiting for the connection…");
@@ -647,8 +656,10 @@
       }
     }
     const queued = utterances.some(playing);
+    // Right after a Stop the old stream may still be draining: the onset counts only after it has gone quiet.
+    const armed = performance.now() - lastLoudAt > 40;
     const u = {
-      id: nextLocalId++, serverId: null, text, voice: state.voice, transport: conn.kind, t0, queued,
+      id: nextLocalId++, serverId: null, text, voice: state.voice, transport: conn.kind, t0, queued, armed,
       firstAudible: null, ttfaMs: null, chunks: [], serverDone: null, serverCancelled: false, finished: false,
       stoppedAt: null, concealBase: null, concealmentEvents: null, underrunBase: null,
     };
@@ -685,6 +696,7 @@
     if (conn && conn.kind === "webrtc") {
       // What the listener hears stops now; the analyser still watches the stream itself (server-side stop).
       remoteAudio.muted = true;
+      unmuteWhenQuiet = false;
     }
     if (conn && conn.kind === "ws") {
       if (worklet) worklet.port.postMessage({ type: "clear" });
@@ -694,7 +706,7 @@
         dropTimer = setTimeout(stopDropping, 2000);
       }
     }
-    const wasAudible = t0 - lastLoudAt < 60;
+    const wasAudible = t0 - lastLoudAt < 300;
     stopWatch = { t0, lastLoud: t0, until: t0 + STOP_WINDOW_MS, wasAudible };
     metrics.stopToSilenceMs = null;
     for (const u of utterances) {
@@ -1044,7 +1056,7 @@
       const r = await fetch("/health");
       const j = await r.json();
       const e = j.engine || {};
-      $("health").textContent = `Server ${j.status}${e.name ? " · engine " + e.name : ""}${j.watermark ? " · watermark on" : ""}.`;
+      $("health").textContent = `Server ${j.status}${e.name || e.engine ? " · engine " + (e.name || e.engine) : ""}${j.watermark ? " · watermark on" : ""}.`;
     } catch (_) { /* optional */ }
   }
 

@@ -1,0 +1,273 @@
+"""The audition page (web/) in headless Chromium against a real gateway with the embedded eSpeak engine.
+
+Everything is measured inside the page (window.cbf): the onset of audio by an AnalyserNode, WebRTC figures from
+getStats(), the WebSocket path's underruns from the AudioWorklet. Needs Debian's Chromium at /usr/bin/chromium
+(`scripts/install-chromium`); Playwright never downloads a browser here.
+"""
+
+from __future__ import annotations
+
+import io
+import os
+import wave
+from pathlib import Path
+
+import httpx
+import numpy as np
+import pytest
+
+from tests.server import ROOT, running_server
+
+pytestmark = pytest.mark.slow
+
+CHROMIUM = "/usr/bin/chromium"
+CHROMIUM_ARGS = [
+    "--headless=new", "--no-sandbox", "--disable-gpu", "--use-fake-ui-for-media-stream",
+    "--use-fake-device-for-media-stream", "--disable-background-networking", "--disable-component-update",
+    "--disable-sync", "--no-first-run", "--autoplay-policy=no-user-gesture-required",
+    "--disable-features=WebRtcHideLocalIpsWithMdns",
+]
+ARTIFACTS = ROOT / "test-artifacts"
+SENTENCE = "The quick brown fox jumps over the lazy dog, and then it runs far away into the quiet green hills."
+LONG_TEXT = " ".join([SENTENCE] * 4)
+STOP_SILENCE_MS = 200
+
+
+def _sync_playwright():
+    if not os.path.exists(CHROMIUM):
+        pytest.fail(f"Chromium is missing at {CHROMIUM}: install Debian's package with `scripts/install-chromium` "
+                    "(or `make chromium`); do not run `playwright install`.", pytrace=False)
+    try:
+        from playwright.sync_api import sync_playwright
+    except ImportError:
+        pytest.fail("playwright is not installed: `make venv` (the [test] extra).", pytrace=False)
+    return sync_playwright
+
+
+@pytest.fixture(scope="module")
+def browser():
+    sync_playwright = _sync_playwright()
+    with sync_playwright() as p:
+        b = p.chromium.launch(executable_path=CHROMIUM, headless=False, args=CHROMIUM_ARGS)
+        yield b
+        b.close()
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory):
+    with running_server(voices_dir=tmp_path_factory.mktemp("voices")) as url:
+        yield url
+
+
+@pytest.fixture
+def page(browser):
+    context = browser.new_context(viewport={"width": 1280, "height": 900})
+    pg = context.new_page()
+    errors: list[str] = []
+    pg.on("pageerror", lambda e: errors.append(str(e)))
+    yield pg
+    context.close()
+    assert not errors, f"JavaScript errors in the page: {errors}"
+
+
+def open_page(page, url: str, query: str = "") -> None:
+    page.goto(f"{url}/{query}")
+    page.wait_for_function("window.cbf && window.cbf.state.connected", timeout=20_000)
+
+
+def speak_and_wait(page, text: str) -> dict:
+    """Type, press Enter, wait for the first audible sample and for the utterance to finish playing."""
+    page.fill("#text", text)
+    page.focus("#text")
+    page.keyboard.press("Enter")  # Enter speaks
+    page.wait_for_function("cbf.utterances.length && cbf.utterances.at(-1).firstAudible != null", timeout=20_000)
+    page.wait_for_function("cbf.utterances.at(-1).finished", timeout=30_000)
+    return page.evaluate("""() => {
+        const u = cbf.utterances.at(-1);
+        return {ttfa: u.ttfaMs, peak: u.peak, chunks: u.chunks.length, timeline: u.timeline, done: u.serverDone,
+                conceal: u.concealmentEvents, transport: u.transport, failed: !!u.failed};
+    }""")
+
+
+def wav_bytes(seconds: float, rate: int = 24000) -> bytes:
+    """A voiced, speech-like buzz (gliding pitch, harmonics, syllable-rate envelope)."""
+    t = np.arange(int(seconds * rate)) / rate
+    phase = 2 * np.pi * np.cumsum(140 + 20 * np.sin(2 * np.pi * 0.7 * t)) / rate
+    x = sum(np.sin(k * phase) / k for k in range(1, 8)) * (0.5 + 0.5 * np.sin(2 * np.pi * 3 * t) ** 2)
+    pcm = (x / np.abs(x).max() * 0.5 * 32767).astype("<i2")
+    buf = io.BytesIO()
+    with wave.open(buf, "wb") as w:
+        w.setnchannels(1)
+        w.setsampwidth(2)
+        w.setframerate(rate)
+        w.writeframes(pcm.tobytes())
+    return buf.getvalue()
+
+
+def test_webrtc_speech_measured_in_page(page, server):
+    open_page(page, server)
+    assert page.evaluate("cbf.state.transport") == "webrtc", page.evaluate("cbf.state")
+    u = speak_and_wait(page, SENTENCE)
+    assert not u["failed"] and u["transport"] == "webrtc"
+    assert u["peak"] > page.evaluate("cbf.THRESH"), "no audio energy reached the page's analyser"
+    # the time-to-first-audio figure, measured in the page, is shown
+    assert 0 < u["ttfa"] < 10_000
+    assert page.inner_text("#ttfa").strip() == str(round(u["ttfa"]))
+    assert u["done"]["ttfa"] > 0 and page.inner_text("#ttfa-server").strip().isdigit()
+    # getStats(): inbound audio, the codec, and no concealment after the first audio
+    page.evaluate("cbf.rtcStats()")
+    inbound = page.evaluate("cbf.metrics.inbound")
+    assert inbound["packetsReceived"] > 0 and inbound["totalAudioEnergy"] > 0, inbound
+    assert inbound["mimeType"].lower() in ("audio/opus", "audio/pcmu", "audio/pcma"), inbound
+    assert page.inner_text("#codec").strip() not in ("", "–")
+    conceal = [page.evaluate("cbf.utterances.at(-1).concealmentEvents")]
+    if conceal[0] != 0:
+        # One retry, reported: a stall of the shared 2-core host (other processes) can hit one utterance; a
+        # systematic problem (pacing, buffer too small) conceals again.
+        print(f"\nWebRTC: {conceal[0]} concealment events after first audio ({inbound}); speaking once more")
+        speak_and_wait(page, SENTENCE)
+        conceal.append(page.evaluate("cbf.utterances.at(-1).concealmentEvents"))
+        inbound = page.evaluate("cbf.metrics.inbound")
+    assert conceal[-1] == 0, f"concealment events after the first audio, per try: {conceal}; inbound-rtp: {inbound}"
+    assert page.inner_text("#underruns").strip() == "0"
+    assert page.evaluate("cbf.metrics.bufferMs") is not None
+    # the chunk timeline has entries
+    assert u["chunks"] >= 1 and len(u["timeline"]) == u["chunks"]
+    assert page.locator("#tl-list li").count() == u["chunks"]
+    ARTIFACTS.mkdir(exist_ok=True)
+    page.screenshot(path=str(ARTIFACTS / "page.png"), full_page=True)
+    print(f"\nWebRTC: first audio heard in the page after {u['ttfa']:.0f} ms (server ttfa "
+          f"{u['done']['ttfa'] * 1000:.0f} ms), {u['chunks']} chunks, codec {inbound['mimeType']}")
+
+
+def test_websocket_forced_by_toggle(page, server):
+    open_page(page, server)
+    page.select_option("#transport", "ws")
+    page.wait_for_function("cbf.state.connected && cbf.state.transport === 'ws'", timeout=20_000)
+    u = speak_and_wait(page, SENTENCE)
+    assert not u["failed"] and u["transport"] == "ws"
+    assert u["peak"] > page.evaluate("cbf.THRESH")
+    assert 0 < u["ttfa"] < 10_000 and page.inner_text("#ttfa").strip() == str(round(u["ttfa"]))
+    underruns = [page.evaluate("cbf.metrics.underruns")]
+    if underruns[0] != 0:  # one retry, reported, as for WebRTC's concealment above
+        print(f"\nWebSocket: {underruns[0]} underruns in the worklet; speaking once more")
+        speak_and_wait(page, SENTENCE)
+        underruns.append(page.evaluate("cbf.metrics.underruns"))
+    assert underruns[-1] == 0, f"worklet underruns per try: {underruns}; {page.evaluate('cbf.metrics.worklet')}"
+    assert page.inner_text("#codec").startswith("PCM s16le")
+    assert u["chunks"] >= 1 and page.locator("#tl-list li").count() == u["chunks"]
+    page.screenshot(path=str(ARTIFACTS / "page-ws.png"), full_page=True)
+    print(f"\nWebSocket: first audio heard in the page after {u['ttfa']:.0f} ms, {u['chunks']} chunks")
+
+
+def test_auto_falls_back_to_websocket_when_webrtc_hangs(page, server):
+    # A peer connection whose answer never applies: auto mode must give up on WebRTC and use the WebSocket.
+    page.add_init_script("RTCPeerConnection.prototype.setRemoteDescription = () => new Promise(() => {});")
+    open_page(page, server)
+    assert page.evaluate("cbf.state.transport") == "ws"
+    assert "WebRTC connection" in page.evaluate("cbf.state.fallbackReason")
+    assert "fell back" in page.inner_text("#conn-text")
+
+
+@pytest.mark.parametrize("transport", ["webrtc", "ws"])
+def test_stop_silences_at_once(page, server, transport):
+    """Stop mid-sentence: the analyser on the stream (not the muted speaker) must see silence within 200 ms.
+
+    Three stops, judged by their median: one stop on a loaded 2-core machine can land on a jitter-buffer spike."""
+    open_page(page, server, f"?transport={transport}")
+    assert page.evaluate("cbf.state.transport") == transport
+    page.fill("#text", LONG_TEXT)
+    figures = []
+    for _ in range(3):
+        page.click("#speak")
+        page.wait_for_function("cbf.utterances.at(-1).firstAudible != null", timeout=20_000)
+        page.wait_for_timeout(600)  # mid-sentence
+        page.wait_for_function("cbf.audibleWithin(15)", timeout=5_000, polling=5)
+        buffered = page.evaluate("cbf.metrics.bufferMs")
+        page.click("#stop")
+        page.wait_for_function("cbf.metrics.stopToSilenceMs != null", timeout=5_000)
+        ms, was_audible = page.evaluate("[cbf.metrics.stopToSilenceMs, cbf.metrics.stopWasAudible]")
+        assert was_audible, "audio was not playing when Stop was pressed"
+        figures.append((ms, buffered))
+        page.wait_for_function("cbf.events.filter(e => e.type === 'cancelled').length >= %d" % len(figures),
+                               timeout=5_000)
+        page.wait_for_timeout(300)
+    print(f"\n{transport}: silent after Stop (ms, buffer ahead at Stop ms): {figures}")
+    median = sorted(ms for ms, _ in figures)[1]
+    assert median <= STOP_SILENCE_MS, f"audio went on after Stop: {figures} (ms, buffer ahead ms)"
+    # the session goes on: the next utterance plays (nothing of the cancelled ones is left to block it)
+    u = speak_and_wait(page, "Still here.")
+    assert not u["failed"] and u["peak"] > page.evaluate("cbf.THRESH")
+
+
+def test_voice_upload_errors_clone_and_delete(page, server):
+    open_page(page, server)
+    cases = [
+        ("notes.wav", b"this is a text file, not audio\n" * 40),  # a text file renamed .wav
+        ("short.wav", wav_bytes(1.0)),  # a real clip, too short
+    ]
+    for filename, data in cases:
+        expected = httpx.post(f"{server}/v1/voices", data={"name": "probe"},
+                              files={"file": (filename, data, "audio/wav")}).json()["error"]["message"]
+        page.fill("#clone-name", "bad_clip")
+        page.set_input_files("#clone-file", files=[{"name": filename, "mimeType": "audio/wav", "buffer": data}])
+        page.click("#clone")
+        page.wait_for_function("document.getElementById('clone-status').classList.contains('error')",
+                               timeout=10_000)
+        assert page.inner_text("#clone-status").strip() == expected
+        page.evaluate("document.getElementById('clone-status').className = 'status'")
+    # a good clip becomes a voice in the picker; delete needs two presses
+    page.fill("#clone-name", "page_voice")
+    page.set_input_files("#clone-file", files=[{"name": "good.wav", "mimeType": "audio/wav", "buffer": wav_bytes(6)}])
+    page.click("#clone")
+    page.wait_for_function("cbf.state.voice === 'page_voice'", timeout=20_000)
+    assert "page_voice" in page.inner_text("#voice")
+    u = speak_and_wait(page, "A cloned voice speaking.")
+    assert not u["failed"] and u["peak"] > page.evaluate("cbf.THRESH")
+    page.wait_for_function("!cbf.state.speaking", timeout=10_000)
+    page.click("#delete-voice")
+    assert "again" in page.inner_text("#delete-voice")
+    page.click("#delete-voice")
+    page.wait_for_function("!cbf.voices.some(v => v.name === 'page_voice')", timeout=10_000)
+    assert [v["name"] for v in httpx.get(f"{server}/v1/voices").json()["voices"]] == ["default"]
+
+
+def test_api_key_asked_once_and_sent(browser, tmp_path):
+    context = browser.new_context()
+    page = context.new_page()
+    try:
+        with running_server("--api-key", "page-secret", voices_dir=tmp_path) as url:
+            page.goto(url + "/")
+            page.wait_for_selector("#key-form:not([hidden])", timeout=20_000)
+            page.fill("#key-input", "wrong")
+            page.press("#key-input", "Enter")
+            page.wait_for_function("document.getElementById('key-error').textContent.includes('refused')",
+                                   timeout=10_000)
+            page.fill("#key-input", "page-secret")
+            page.press("#key-input", "Enter")
+            page.wait_for_function("window.cbf && cbf.state.connected", timeout=20_000)
+            assert page.evaluate("sessionStorage.getItem('cbf.api_key')") == "page-secret"
+            assert page.is_hidden("#key-form")
+            u = speak_and_wait(page, "Authorised.")
+            assert not u["failed"] and u["peak"] > page.evaluate("cbf.THRESH")
+    finally:
+        context.close()
+
+
+def test_phone_sized_screen_and_keyboard(page, server):
+    page.set_viewport_size({"width": 390, "height": 844})
+    open_page(page, server)
+    width = page.evaluate("document.documentElement.scrollWidth")
+    assert width <= 390, f"the page scrolls sideways on a phone ({width} px)"
+    # every control has a label, and Tab reaches the text box, Speak and Stop in order
+    unlabelled = page.evaluate("""() => [...document.querySelectorAll('input, select, textarea')]
+        .filter(el => !el.labels || !el.labels.length).map(el => el.id)""")
+    assert unlabelled == []
+    order = []
+    page.focus("#voice")
+    for _ in range(6):
+        page.keyboard.press("Tab")
+        order.append(page.evaluate("document.activeElement.id"))
+    assert order.index("text") < order.index("speak") < order.index("stop"), order
+    ARTIFACTS.mkdir(exist_ok=True)
+    page.screenshot(path=str(ARTIFACTS / "page-phone.png"), full_page=True)
