@@ -43,13 +43,14 @@ class PlannerError(ValueError):
 class PlannerConfig:
     first_chunk_min_words: int = 3  # a chunk chosen for speed (first, after a drained buffer, or when nothing fits)
     first_chunk_max_words: int = 6  # ...snaps to the earliest sentence, else clause, end within this many words
+    # (never fewer than first_chunk_min_words: a client may raise the minimum per utterance)
     max_chars: int = 300  # Turbo hallucinates past ~350 characters of input
     safety_margin_s: float = 0.3  # buffered audio to keep in hand when a chunk's generation ends
     snap_fraction: float = 0.5  # a stronger boundary wins if its chunk is at least this share of the longest that fits
 
     def __post_init__(self) -> None:
-        if not 1 <= self.first_chunk_min_words <= self.first_chunk_max_words:
-            raise PlannerError("need 1 <= first_chunk_min_words <= first_chunk_max_words", "bad_value")
+        if self.first_chunk_min_words < 1 or self.first_chunk_max_words < 1:
+            raise PlannerError("first_chunk_min_words and first_chunk_max_words must be >= 1", "bad_value")
         if self.max_chars < 1 or not 0 <= self.safety_margin_s < math.inf or not 0 <= self.snap_fraction <= 1:
             raise PlannerError("max_chars >= 1, a finite safety_margin_s >= 0, snap_fraction in [0, 1]", "bad_value")
 
@@ -190,7 +191,8 @@ class ChunkPlanner:
         config = self.config
         sized = [(c, count_words(self._pending[: c.end])) for c in candidates]
         long_enough = [c for c, words in sized if words >= config.first_chunk_min_words]
-        nearby = [c for c, words in sized if config.first_chunk_min_words <= words <= config.first_chunk_max_words]
+        most = max(config.first_chunk_min_words, config.first_chunk_max_words)
+        nearby = [c for c, words in sized if config.first_chunk_min_words <= words <= most]
         if nearby:
             strongest = max(c.kind for c in nearby)
             return next(c for c in nearby if c.kind == strongest)

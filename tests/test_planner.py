@@ -186,6 +186,13 @@ def test_flush_speaks_what_was_sent_and_no_chunk_crosses_it() -> None:
     assert planner.next_chunk(0.1) is None  # "and more ..." is still open and there is time to wait for more
 
 
+def test_a_client_may_raise_the_first_chunk_minimum_past_the_snap_window() -> None:
+    planner = ChunkPlanner(PlannerConfig(first_chunk_min_words=8), CostModel())
+    planner.append("One two three four five six seven eight. Nine ten eleven twelve. ")
+    planned = planner.next_chunk(0.0)
+    assert planned is not None and planned.source == "One two three four five six seven eight."
+
+
 def test_text_without_spaces_is_cut_hard_at_the_cap_but_never_inside_a_tag() -> None:
     config = PlannerConfig(max_chars=50)
     planner = ChunkPlanner(config, CostModel())
@@ -270,7 +277,7 @@ def test_misuse_is_reported_with_stable_codes() -> None:
 
 @pytest.mark.parametrize(
     "kwargs",
-    [{"first_chunk_min_words": 0}, {"first_chunk_min_words": 20}, {"max_chars": 0}, {"safety_margin_s": -1.0},
+    [{"first_chunk_min_words": 0}, {"first_chunk_max_words": 0}, {"max_chars": 0}, {"safety_margin_s": -1.0},
      {"snap_fraction": 1.5}],
 )
 def test_bad_config_is_rejected(kwargs: dict) -> None:
