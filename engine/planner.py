@@ -189,15 +189,14 @@ class ChunkPlanner:
     def _shortest(self, candidates: list[_Candidate]) -> _Candidate | None:
         """The shortest natural unit: at least the minimum words, snapped to the strongest boundary nearby."""
         config = self.config
-        sized = [(c, count_words(self._pending[: c.end])) for c in candidates]
-        long_enough = [c for c, words in sized if words >= config.first_chunk_min_words]
         most = max(config.first_chunk_min_words, config.first_chunk_max_words)
-        nearby = [c for c, words in sized if config.first_chunk_min_words <= words <= most]
+        nearby = [c for c in candidates if config.first_chunk_min_words <= count_words(self._pending[: c.end]) <= most]
         if nearby:
             strongest = max(c.kind for c in nearby)
             return next(c for c in nearby if c.kind == strongest)
-        if long_enough:
-            return long_enough[0]
+        quickest = self._quickest(candidates)  # the minimum words lie beyond the snap window
+        if quickest is not None:
+            return quickest
         if candidates and (candidates[-1].kind == BoundaryKind.END or len(self._window()) > config.max_chars):
             return candidates[-1]  # too few words, but no more text can come within the cap
         return None
