@@ -195,7 +195,7 @@ def measure_server(url: str, api_key: str | None, voice: str, timeout_s: float) 
             endpoint = choose_endpoint(client, voice)
             pairs = [measure(client, endpoint, name, text, voice) for name, text in UTTERANCES]
     except httpx.HTTPError as exc:
-        raise GateError(f"{url}: {type(exc).__name__}: {exc}") from exc
+        raise GateError(f"{type(exc).__name__}: {exc}") from exc
     return ServerResult(url, endpoint.path, [m for m, _ in pairs]), [pcm for _, pcm in pairs]
 
 
@@ -230,7 +230,7 @@ def evaluate(result: ServerResult, thresholds: Thresholds) -> list[tuple[str, st
     starved = [f"{m.name} ({m.underruns}, {m.starved_s:.2f} s starved)" for m in result.measurements if m.underruns]
     if starved:
         failures.append(("underrun", f"the listener ran out of audio after first audio: {', '.join(starved)}"))
-    unmarked = [f"{m.name} ({m.watermark:.2f})" for m in result.measurements
+    unmarked = [f"{m.name} ({_cell(m.watermark, '.2f')})" for m in result.measurements
                 if m.watermark is None or not m.watermark >= thresholds.min_watermark]
     if unmarked:
         failures.append(("watermark", f"PerTh confidence below {thresholds.min_watermark:g}: {', '.join(unmarked)}"))
