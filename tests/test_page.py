@@ -232,6 +232,28 @@ def test_voice_upload_errors_clone_and_delete(page, server):
     assert [v["name"] for v in httpx.get(f"{server}/v1/voices").json()["voices"]] == ["default"]
 
 
+def test_clone_from_microphone(browser, server):
+    # Chromium's fake capture device plays a beep: enough to check the record -> WAV -> upload path.
+    context = browser.new_context(permissions=["microphone"])
+    page = context.new_page()
+    try:
+        open_page(page, server)
+        page.click("#record")
+        assert page.get_attribute("#record", "aria-pressed") == "true"
+        page.wait_for_timeout(6_000)
+        page.click("#record")
+        page.wait_for_function("/^(recorded|could)/.test(document.getElementById('record-status').textContent)",
+                               timeout=10_000)
+        assert page.inner_text("#record-status").startswith("recorded"), page.inner_text("#record-status")
+        page.fill("#clone-name", "mic_voice")
+        page.click("#clone")
+        page.wait_for_function("cbf.state.voice === 'mic_voice'", timeout=20_000)
+        assert "cloned" in page.inner_text("#clone-status")
+    finally:
+        context.close()
+        httpx.delete(f"{server}/v1/voices/mic_voice")
+
+
 def test_api_key_asked_once_and_sent(browser, tmp_path):
     context = browser.new_context()
     page = context.new_page()
