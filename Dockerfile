@@ -47,7 +47,10 @@ print('\n'.join(p['dependencies'] + p['optional-dependencies']['engine']))" > /t
 # The project itself, editable like `make venv`, so the gateway finds web/ and docs/ beside its code.
 COPY . .
 RUN pip install --no-deps --no-build-isolation -e .
+
+USER cbf
 # Real audio through the real stack, not only imports: eSpeak speaks, PerTh marks it and finds its mark again.
+# (As the service user, so the numba cache it leaves in /tmp/numba stays writable at run time.)
 RUN <<EOF
 python - <<'PY'
 import threading
@@ -61,7 +64,6 @@ assert len(wav) > 12000 and score > 0.5, (len(wav), score)
 PY
 EOF
 
-USER cbf
 EXPOSE 8197
 # Healthy only once /health says "ok" (the engine is loaded and warm, the watermarker is on); the start period covers
 # loading and warming the model (and a first download into an empty HF cache).

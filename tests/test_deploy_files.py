@@ -140,14 +140,10 @@ def test_gpu_is_the_default_target_and_cpu_runs_espeak():
 
 @pytest.mark.parametrize("target", ["cpu", "gpu"])
 def test_runs_as_a_non_root_user(target):
-    user = effective(target, "USER")[-1]
-    assert user not in ("root", "0") and not user.startswith("0:")
+    users = effective(target, "USER")
+    assert users and not any(u in ("root", "0") or u.startswith(("root:", "0:")) for u in users)  # never back to root
     created = " ".join(effective(target, "RUN"))
-    assert re.search(rf"useradd\b.*\b{re.escape(user)}\b", created)
-    # nothing after USER switches back or installs as root
-    after = [ins for stage in lineage(target) for ins in stage.instructions]
-    last_user = max(i for i, ins in enumerate(after) if ins.keyword == "USER")
-    assert not any(ins.keyword == "RUN" for ins in after[last_user:])
+    assert re.search(rf"useradd\b.*\b{re.escape(users[-1])}\b", created)
 
 
 @pytest.mark.parametrize("target", ["cpu", "gpu"])
