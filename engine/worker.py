@@ -24,7 +24,7 @@ from engine import protocol
 from engine.cost import CostModel
 from engine.engines.base import Cancelled, Engine, EngineError
 from engine.joins import Joiner, to_int16
-from engine.planner import ChunkPlanner, PlannedChunk, PlannerConfig
+from engine.planner import ChunkPlanner, PlannedChunk, PlannerConfig, PlannerError
 from engine.protocol import ChunkHeader, EngineReady, ProtocolError
 from engine.settings import EngineSettings
 from engine.voices import VoiceStore
@@ -74,7 +74,10 @@ class Utterance:
         self.chars += len(text)
         if self.chars > MAX_TEXT_CHARS:
             raise ProtocolError(f"utterance longer than {MAX_TEXT_CHARS} characters", "text_too_long")
-        self.planner.append(text)
+        try:
+            self.planner.append(text)
+        except PlannerError as exc:  # text after end
+            raise ProtocolError(str(exc), exc.code) from None
         self.wakeup.set()
 
     def flush(self) -> None:
@@ -107,8 +110,7 @@ class Utterance:
                 if planned is None:
                     if self.planner.finished:
                         break
-                    await self.wakeup.wait()
-                    self.wakeup.clear()
+                    await self._sleep_until_needed()
                     continue
                 t0 = time.monotonic()
                 wav = await synth.run(
@@ -123,6 +125,8 @@ class Utterance:
                 header = ChunkHeader(self.id, seq, planned.text, round(offset, 4), round(duration, 4), round(gen_time, 4))
                 await self.send(protocol.encode_binary(header.to_message(), to_int16(wav)))
                 seq, offset, gen_total, previous = seq + 1, offset + duration, gen_total + gen_time, planned
+            if seq == 0:
+                raise EngineError("the utterance ended without any text to speak", "empty_text")
             await self.send(protocol.encode_json({
                 "type": "done", "id": self.id, "chunks": seq, "audio": round(offset, 4),
                 "gen_time": round(gen_total, 4), "first_chunk": round(first_chunk, 4) if first_chunk else None,
@@ -136,6 +140,15 @@ class Utterance:
             await self._error("engine_error", f"{type(exc).__name__}: {exc}")
         finally:
             self.worker.utterances.pop(self.id, None)
+
+    async def _sleep_until_needed(self) -> None:
+        """Until text, flush, end or playout arrives, or until the planner asked to be asked again."""
+        timeout = None if self.planner.wake_at is None else max(0.0, self.planner.wake_at - time.monotonic())
+        try:
+            await asyncio.wait_for(self.wakeup.wait(), timeout)
+        except TimeoutError:
+            pass
+        self.wakeup.clear()
 
     async def _error(self, code: str, message: str) -> None:
         try:

@@ -1,0 +1,197 @@
+"""The engine worker process end to end (embedded eSpeak engine, or eSpeak behind a simulated GPU delay), through the
+real engine protocol client the gateway uses."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+from typing import Iterator
+
+import numpy as np
+import pytest
+from websockets.asyncio.client import unix_connect
+
+from engine import protocol
+from engine.watermark import Watermarker
+from gateway.engine_client import Chunk, EngineClient, EngineRequestError
+from gateway.speak import speak, worker_client
+
+ROOT = Path(__file__).resolve().parent.parent
+STORY = ("Once upon a time there was a small lighthouse on a rocky shore. Every night its keeper climbed the stairs, "
+         "lit the lamp, and watched the ships pass safely by. One winter the storms came early, and the keeper "
+         "worried that the old lamp would fail. So she spent the autumn repairing every gear, polishing every lens, "
+         "and stocking oil for the long dark months ahead. When the first storm arrived, the light held steady.")
+
+
+@contextlib.contextmanager
+def worker_process(tmp_path: Path, *flags: str) -> Iterator[str]:
+    """``chatterbox-fast engine`` on a Unix socket; yields its URL once it accepts connections."""
+    sock = tmp_path / "engine.sock"
+    proc = subprocess.Popen([sys.executable, "-m", "gateway.cli", "engine", "--listen", f"unix:{sock}",
+                             "--voices-dir", str(tmp_path), "--log-level", "warning", *flags], cwd=ROOT)
+    try:
+        deadline = time.monotonic() + 120
+        while not sock.exists():
+            assert proc.poll() is None and time.monotonic() < deadline, "the worker did not start"
+            time.sleep(0.1)
+        yield f"unix:{sock}"
+    finally:
+        proc.terminate()
+        proc.wait(15)
+
+
+@pytest.fixture(scope="module")
+def espeak_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    with worker_process(tmp_path_factory.mktemp("espeak"), "--engine", "espeak") as url:
+        yield url
+
+
+@pytest.fixture(scope="module")
+def simulated_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """eSpeak behind a simulated GPU delay: 0.1 s per chunk plus generation at twice real time."""
+    with worker_process(tmp_path_factory.mktemp("sim"), "--engine", "simulated", "--sim-fixed", "0.1",
+                        "--sim-rtf", "2") as url:
+        yield url
+
+
+def worker(url: str) -> contextlib.AbstractAsyncContextManager[EngineClient]:
+    return worker_client([], url, timeout=60)
+
+
+def pcm_to_float(pcm: bytes) -> np.ndarray:
+    return np.frombuffer(pcm, dtype=np.int16).astype(np.float32) / 32768
+
+
+async def test_chunks_are_watermarked_and_reported(espeak_url: str) -> None:
+    async with worker(espeak_url) as client:
+        assert client.ready and client.ready["engine"] == "espeak" and client.ready["watermark"] is True
+        spoken = await speak(client, STORY)
+    assert len(spoken.chunk_texts) >= 2
+    assert " ".join(spoken.chunk_texts).split()[-1].startswith("steady")
+    audio = pcm_to_float(bytes(spoken.pcm))
+    marker = Watermarker()
+    assert marker.detect(audio, 24000) >= 0.5
+    # The same speech without the watermark step reads clean: eSpeak straight from the engine, never silence.
+    from engine.engines.espeak import EspeakEngine
+
+    engine = EspeakEngine()
+    clean = engine.synthesize(STORY, engine.default_voice(), threading.Event())
+    assert marker.detect(clean, 24000) < 0.5
+
+
+async def test_planner_chunks_grow_behind_a_slow_engine(simulated_url: str) -> None:
+    """With a simulated GPU model (fixed cost + real-time factor 2), the ratchet makes later chunks longer."""
+    async with worker(simulated_url) as client:
+        assert "simulated" in client.ready["weights"] or "simulated" in client.ready["engine"] + client.ready["notes"]
+        spoken = await speak(client, STORY)
+    sizes = [len(t) for t in spoken.chunk_texts]
+    assert len(sizes) >= 3 and sizes[0] < 60
+    assert max(sizes[1:]) > 2 * sizes[0]
+    assert all(size <= 300 for size in sizes)
+
+
+async def test_cancel_mid_utterance_and_go_on(simulated_url: str) -> None:
+    async with worker(simulated_url) as client:
+        utterance = await client.start("default")
+        await utterance.text(STORY)
+        await utterance.end()
+        events = utterance.events()
+        assert isinstance(await anext(events), Chunk)
+        await utterance.cancel()
+        spoken = await speak(client, "Still alive.")
+        assert spoken.audio_s > 0.3
+
+
+@pytest.mark.parametrize(
+    ("voice", "text", "code"),
+    [("default", "", "empty_text"), ("default", "   ", "empty_text"), ("nobody", "Hello there.", "unknown_voice"),
+     ("default", "x " * 10001, "text_too_long")],
+)
+async def test_bad_utterances_are_clear_errors(espeak_url: str, voice: str, text: str, code: str) -> None:
+    async with worker(espeak_url) as client:
+        utterance = await client.start(voice)
+        if text:
+            await utterance.text(text)
+        await utterance.end()
+        if code == "text_too_long":  # refused at once as a protocol error; the utterance itself goes on
+            await asyncio.sleep(0.2)
+        else:
+            with pytest.raises(EngineRequestError) as info:
+                async for _ in utterance.events():
+                    pass
+            assert info.value.code == code
+        assert (await speak(client, "Still alive.")).audio_s > 0.3
+
+
+async def test_bad_voice_uploads_and_protocol_errors(espeak_url: str) -> None:
+    async with worker(espeak_url) as client:
+        for data, code in ((b"not audio" * 50, "bad_audio"), (bytes(client_short_clip()), "too_short")):
+            with pytest.raises(EngineRequestError) as info:
+                await client.add_voice("someone", data)
+            assert info.value.code == code
+        url = client.url[5:]
+        async with unix_connect(url, uri="ws://localhost" + protocol.ENGINE_PATH) as raw:
+            assert protocol.decode_json(await raw.recv())["type"] == "ready"
+            for frame, code in (("{", "bad_message"), ('{"type": "sing"}', "unknown_type"),
+                                ('{"type": "text", "id": "nope", "text": "x"}', "unknown_utterance"),
+                                (b"\x00\x00\x00\x05{}", "bad_message")):
+                await raw.send(frame)
+                reply = protocol.decode_json(await raw.recv())
+                assert reply["type"] == "error" and reply["code"] == code
+        assert [v["name"] for v in await client.list_voices()] == ["default"]
+        assert (await speak(client, "Still alive.")).audio_s > 0.3
+
+
+def client_short_clip() -> bytes:
+    """Two seconds of eSpeak speech as a WAV file: decodable, but under the 5 s minimum for a voice."""
+    import io
+    import wave
+
+    from engine.engines.espeak import EspeakEngine
+
+    engine = EspeakEngine()
+    wav = engine.synthesize("A short clip.", engine.default_voice(), threading.Event())
+    buf = io.BytesIO()
+    with wave.open(buf, "wb") as out:
+        out.setnchannels(1)
+        out.setsampwidth(2)
+        out.setframerate(24000)
+        out.writeframes((np.clip(wav, -1, 1) * 32767).astype(np.int16).tobytes())
+    return buf.getvalue()
+
+
+def test_say_command_writes_speech_and_prints_timings(tmp_path: Path) -> None:
+    out = tmp_path / "out.wav"
+    result = subprocess.run(
+        [sys.executable, "-m", "gateway.cli", "say", "Hello from the command line.", "--engine", "espeak",
+         "--voices-dir", str(tmp_path), "--out", str(out), "--log-level", "warning"],
+        cwd=ROOT, capture_output=True, text=True, timeout=120,
+    )
+    assert result.returncode == 0, result.stderr
+    assert "time to first chunk" in result.stdout and "real-time factor" in result.stdout
+    import wave
+
+    with wave.open(str(out)) as wav:
+        assert wav.getframerate() == 24000 and wav.getnframes() / 24000 > 1
+
+
+def test_no_watermark_no_start(tmp_path: Path) -> None:
+    """With pkg_resources unimportable, PerTh's implicit watermarker silently becomes None: the worker must refuse."""
+    shadow = tmp_path / "shadow"
+    shadow.mkdir()
+    (shadow / "pkg_resources.py").write_text("raise ImportError('hidden by the test')\n")
+    env = {**os.environ, "PYTHONPATH": f"{shadow}{os.pathsep}{ROOT}"}
+    result = subprocess.run(
+        [sys.executable, "-m", "gateway.cli", "engine", "--engine", "espeak", "--listen", f"unix:{tmp_path}/s.sock",
+         "--voices-dir", str(tmp_path)],
+        cwd=ROOT, capture_output=True, text=True, timeout=120, env=env,
+    )
+    assert result.returncode == 3
+    assert "refusing to start" in result.stderr and "watermark" in result.stderr.lower()
+    assert not (tmp_path / "s.sock").exists()
