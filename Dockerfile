@@ -16,8 +16,8 @@
 ARG PYTHON_IMAGE=python:3.11.14-slim-bookworm
 
 FROM ${PYTHON_IMAGE} AS base
-# librosa's numba kernels cache compiled code next to their source unless told otherwise; site-packages is read-only
-# for the service user, so without this the first resample fails with "no locator available".
+# NUMBA_CACHE_DIR: librosa's numba kernels cache compiled code next to their source by default, and site-packages
+# belongs to root; a fixed, writable cache directory keeps that out of the read-only tree.
 ENV PATH=/opt/venv/bin:$PATH \
     PYTHONUNBUFFERED=1 \
     PYTHONDONTWRITEBYTECODE=1 \
