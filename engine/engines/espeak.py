@@ -19,6 +19,7 @@ import numpy as np
 import soxr
 
 from engine.engines.base import Cancelled, Engine, EngineError, EngineInfo
+from engine.text import tag_spans
 
 ESPEAK_RATE = 22050  # eSpeak NG's native output rate
 _AUDIO_OUTPUT_SYNCHRONOUS = 2
@@ -28,7 +29,6 @@ _POS_CHARACTER = 1
 _PARAM_RATE, _PARAM_PITCH, _PARAM_RANGE = 1, 3, 4
 _BLOCK_MS = 20  # length of each callback block: the cancel check granularity
 
-_TAG = re.compile(r"\[[^\]]*\]")
 _SPACES = re.compile(r"\s+")
 
 # A voice's median pitch below this (Hz) picks the male variant, above it the female one.
@@ -58,8 +58,13 @@ class EspeakVoice:
 
 
 def strip_tags(text: str) -> str:
-    """Drop paralinguistic tags such as ``[laugh]`` so eSpeak does not read them out."""
-    return _SPACES.sub(" ", _TAG.sub(" ", text)).strip()
+    """Drop paralinguistic tags such as ``[laugh]`` (as ``engine.text`` defines them) so eSpeak does not read them."""
+    kept, start = [], 0
+    for tag_start, tag_end in tag_spans(text):
+        kept.append(text[start:tag_start])
+        start = tag_end
+    kept.append(text[start:])
+    return _SPACES.sub(" ", " ".join(kept)).strip()
 
 
 class _Library:
