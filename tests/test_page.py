@@ -160,6 +160,17 @@ def test_websocket_forced_by_toggle(page, server):
     print(f"\nWebSocket: first audio heard in the page after {u['ttfa']:.0f} ms, {u['chunks']} chunks")
 
 
+def test_webrtc_pcmu_chosen_in_page(page, server):
+    open_page(page, server)
+    page.select_option("#codec-pref", "pcmu")
+    page.wait_for_function("cbf.state.connected && cbf.state.transport === 'webrtc'", timeout=20_000)
+    u = speak_and_wait(page, "A telephone codec.")
+    assert not u["failed"] and u["peak"] > page.evaluate("cbf.THRESH")
+    page.evaluate("cbf.rtcStats()")
+    assert page.evaluate("cbf.metrics.inbound.mimeType").lower() == "audio/pcmu"
+    assert page.inner_text("#codec").startswith("PCMU 8 kHz")
+
+
 def test_auto_falls_back_to_websocket_when_webrtc_hangs(page, server):
     # A peer connection whose answer never applies: auto mode must give up on WebRTC and use the WebSocket.
     page.add_init_script("RTCPeerConnection.prototype.setRemoteDescription = () => new Promise(() => {});")

@@ -7,6 +7,7 @@
   const KEY_STORE = "cbf.api_key";
   const VOICE_STORE = "cbf.voice";
   const MODE_STORE = "cbf.transport";
+  const CODEC_STORE = "cbf.codec";
   const THRESH = 0.01; // |sample| at or above this counts as audible (-40 dBFS)
   const WEBRTC_AUTO_TIMEOUT_MS = 4000; // auto mode: fall back to the WebSocket after this
   const WEBRTC_FORCED_TIMEOUT_MS = 10000;
@@ -408,6 +409,8 @@
       });
       const body = { sdp: pc.localDescription.sdp, type: "offer" };
       if (state.voice) body.voice = state.voice;
+      const codecPref = $("codec-pref").value;
+      if (codecPref) body.codec = codecPref;
       const r = await api("/v1/webrtc/offer", {
         method: "POST",
         headers: { "content-type": "application/json" },
@@ -1043,6 +1046,10 @@
   document.addEventListener("keydown", (e) => {
     if (e.key === "Escape" && !$("key-form").contains(e.target)) stop();
   });
+  $("codec-pref").addEventListener("change", () => {
+    sessionStorage.setItem(CODEC_STORE, $("codec-pref").value);
+    if (state.mode !== "ws") connect();
+  });
   $("transport").addEventListener("change", () => {
     sessionStorage.setItem(MODE_STORE, $("transport").value);
     connect();
@@ -1064,6 +1071,8 @@
     const params = new URLSearchParams(location.search);
     const mode = params.get("transport") || sessionStorage.getItem(MODE_STORE);
     if (mode && ["auto", "webrtc", "ws"].includes(mode)) $("transport").value = mode;
+    const codec = params.get("codec") || sessionStorage.getItem(CODEC_STORE);
+    if (codec && ["opus", "pcmu", "pcma"].includes(codec)) $("codec-pref").value = codec;
     state.voice = sessionStorage.getItem(VOICE_STORE) || "";
     health();
     await loadVoices();
