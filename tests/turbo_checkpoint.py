@@ -50,7 +50,7 @@ TINY_ARCH = TurboArch(
         tokenizer_state=128, tokenizer_heads=2, tokenizer_layers=1,
         encoder_heads=2, encoder_linear_units=256, encoder_blocks=1,
         decoder_channels=64, decoder_blocks=1, decoder_mid_blocks=1, decoder_heads=2,
-        vocoder_channels=64,
+        vocoder_channels=64, speaker_channels=32, speaker_growth=8, speaker_bottleneck=2,
     ),
 )
 

@@ -324,7 +324,7 @@ class TurboEngine(Engine):
                 raise Cancelled()
             if bool(torch.all(token == t3.hp.stop_speech_token)):
                 break
-            out = t3.tfmr(inputs_embeds=t3.speech_emb(token), past_key_values=past, use_cache=True)
+            out = t3.tfmr(inputs_embeds=t3.speech_emb(token), cache=past, use_cache=True)
             past = out.past_key_values
             token = _sample(processors, torch.cat(generated, dim=1), t3.speech_head(out[0])[:, -1, :])
             if token is None:

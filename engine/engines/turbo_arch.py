@@ -57,6 +57,9 @@ class S3GenSize:
     decoder_mid_blocks: int = 12
     decoder_heads: int = 8
     vocoder_channels: int = 512
+    speaker_channels: int = 128  # CAM++ x-vector encoder (its 192-wide output is fixed)
+    speaker_growth: int = 32
+    speaker_bottleneck: int = 4
 
 
 @dataclass(frozen=True)
@@ -142,7 +145,10 @@ class SizedS3Gen(S3Gen):
                         n_audio_layer=size.tokenizer_layers)
         )
         self.mel_extractor = mel_spectrogram
-        self.speaker_encoder = CAMPPlus(memory_efficient=False)
+        self.speaker_encoder = CAMPPlus(
+            init_channels=size.speaker_channels, growth_rate=size.speaker_growth, bn_size=size.speaker_bottleneck,
+            memory_efficient=False,  # upstream: activation checkpointing is a training-only option
+        )
         self.meanflow = True
         encoder = UpsampleConformerEncoder(
             output_size=512, attention_heads=size.encoder_heads, linear_units=size.encoder_linear_units,

@@ -1,0 +1,189 @@
+"""The Chatterbox-Turbo engine on a tiny random-weights checkpoint, through the real loading and synthesis code."""
+
+from __future__ import annotations
+
+import threading
+from pathlib import Path
+
+import librosa
+import numpy as np
+import pytest
+
+pytest.importorskip("chatterbox.tts_turbo")
+
+import torch  # noqa: E402
+from chatterbox.models.s3gen import S3Gen  # noqa: E402
+from turbo_checkpoint import write_tiny_checkpoint  # noqa: E402
+
+from engine.engines.base import Cancelled, EngineError  # noqa: E402
+from engine.engines.turbo import (  # noqa: E402
+    RANDOM_WEIGHTS,
+    Sampling,
+    TurboEngine,
+    find_weights,
+    synthetic_reference,
+)
+from engine.engines.turbo_arch import S3GenSize, SizedS3Gen, TurboArch, build_t3  # noqa: E402
+
+pytestmark = pytest.mark.slow
+
+SAMPLES_PER_TOKEN = 960  # 25 speech tokens per second at 24 kHz
+MAX_TOKENS = 20
+
+
+@pytest.fixture(scope="module")
+def checkpoint(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return write_tiny_checkpoint(tmp_path_factory.mktemp("turbo-tiny"))
+
+
+@pytest.fixture(scope="module")
+def engine(checkpoint: Path) -> TurboEngine:
+    loaded = TurboEngine.load(model_dir=checkpoint, device="cpu")
+    loaded.sampling = Sampling(max_tokens=MAX_TOKENS)
+    return loaded
+
+
+@pytest.fixture(scope="module")
+def voices(engine: TurboEngine) -> tuple[object, object]:
+    first = engine.prepare_voice(synthetic_reference(6.0, seed=1), 24000)
+    quiet_16k = 0.3 * librosa.resample(synthetic_reference(7.0, seed=2), orig_sr=24000, target_sr=16000)
+    second = engine.prepare_voice(quiet_16k, 16000)
+    return first, second
+
+
+def _state(model: torch.nn.Module) -> dict[str, torch.Tensor]:
+    return {k: v.clone() for k, v in model.state_dict().items()}
+
+
+def _same_conditionals(a: object, b: object) -> bool:
+    for x, y in [(a.t3.__dict__, b.t3.__dict__), (a.gen, b.gen)]:
+        if x.keys() != y.keys():
+            return False
+        for key in x:
+            if torch.is_tensor(x[key]) != torch.is_tensor(y[key]):
+                return False
+            if torch.is_tensor(x[key]) and not torch.equal(x[key], y[key]):
+                return False
+    return True
+
+
+def test_load_reads_the_checkpoint(engine: TurboEngine, checkpoint: Path) -> None:
+    assert engine.info.name == "chatterbox-turbo"
+    assert engine.info.weights == str(checkpoint)
+    assert (engine.info.device, engine.info.dtype) == ("cpu", "float32")
+    assert engine.sample_rate == 24000 and engine.conditionals_suffix == ".turbo.pt"
+    builtin = engine.load_conditionals(checkpoint / "conds.pt")
+    assert _same_conditionals(engine.default_voice(), builtin)
+
+
+def test_voices_are_separate_objects_and_the_model_is_untouched(engine: TurboEngine, voices: tuple) -> None:
+    first, second = voices
+    assert not torch.equal(first.t3.speaker_emb, second.t3.speaker_emb)
+    assert not torch.equal(first.gen["embedding"], second.gen["embedding"])
+    assert first.t3.cond_prompt_speech_tokens.shape == (1, 150)  # 6 s at 25 tokens/s
+    assert second.t3.cond_prompt_speech_tokens.shape == (1, 175)
+    before = _state(engine.t3), _state(engine.s3gen), _state(engine.ve)
+    default = engine.default_voice()
+    engine.prepare_voice(synthetic_reference(6.0, seed=3), 24000)
+    engine.synthesize("Hi.", first, threading.Event())
+    after = _state(engine.t3), _state(engine.s3gen), _state(engine.ve)
+    for old, new in zip(before, after):
+        assert all(torch.equal(old[k], new[k]) for k in old)
+    assert engine.default_voice() is default
+    assert first.t3.cond_prompt_speech_emb is None  # T3's cached prompt embedding went to a copy
+    assert first.gen["prompt_token"].dtype == torch.long  # S3Gen's in-place casts went to a copy
+
+
+def test_synthesize_returns_24k_float_audio_one_frame_per_token(engine: TurboEngine, voices: tuple) -> None:
+    torch.manual_seed(0)
+    audio = engine.synthesize("Hello there, how are you?", voices[0], threading.Event())
+    assert audio.dtype == np.float32 and audio.ndim == 1
+    assert np.isfinite(audio).all() and np.abs(audio).max() > 0
+    tokens = engine.last_timing.speech_tokens
+    assert 3 < tokens <= MAX_TOKENS + 1 + 3  # sampled tokens (OOV ones dropped) + three silence tokens
+    assert audio.size == tokens * SAMPLES_PER_TOKEN
+
+
+def test_cancel_stops_within_one_token_step(engine: TurboEngine, voices: tuple) -> None:
+    engine.sampling = Sampling(max_tokens=1000)
+    cancel = threading.Event()
+    steps: list[int] = []
+    steps_when_set: list[int] = []
+
+    def set_cancel() -> None:
+        steps_when_set.append(len(steps))
+        cancel.set()
+
+    def on_step(*_: object) -> None:
+        steps.append(1)
+        if len(steps) == 5:
+            threading.Thread(target=set_cancel).start()
+
+    hook = engine.t3.tfmr.register_forward_hook(on_step)
+    try:
+        torch.manual_seed(1)
+        with pytest.raises(Cancelled):
+            engine.synthesize("A long sentence that would take many tokens to speak.", voices[0], cancel)
+    finally:
+        hook.remove()
+        engine.sampling = Sampling(max_tokens=MAX_TOKENS)
+    assert steps_when_set and len(steps) - steps_when_set[0] <= 2
+
+
+def test_a_set_cancel_event_stops_before_any_step(engine: TurboEngine, voices: tuple) -> None:
+    cancel = threading.Event()
+    cancel.set()
+    with pytest.raises(Cancelled):
+        engine.synthesize("Hello.", voices[0], cancel)
+
+
+def test_conditionals_round_trip(engine: TurboEngine, voices: tuple, tmp_path: Path) -> None:
+    path = tmp_path / f"voice{engine.conditionals_suffix}"
+    engine.save_conditionals(voices[1], path)
+    loaded = engine.load_conditionals(path)
+    assert _same_conditionals(voices[1], loaded)
+    outputs = []
+    for voice in (voices[1], loaded):
+        torch.manual_seed(7)
+        outputs.append(engine.synthesize("Same words.", voice, threading.Event()))
+    np.testing.assert_array_equal(outputs[0], outputs[1])
+
+
+def test_short_or_broken_reference_is_bad_audio(engine: TurboEngine) -> None:
+    with pytest.raises(EngineError) as short:
+        engine.prepare_voice(synthetic_reference(3.0), 24000)
+    broken = synthetic_reference(6.0)
+    broken[100] = np.nan
+    with pytest.raises(EngineError) as nan:
+        engine.prepare_voice(broken, 24000)
+    assert short.value.code == nan.value.code == "bad_audio"
+
+
+def test_random_weights_say_so_and_differ(engine: TurboEngine, checkpoint: Path) -> None:
+    random_engine = TurboEngine.load(model_dir=checkpoint, weights="random", device="cpu")
+    assert random_engine.info.weights == RANDOM_WEIGHTS
+    loaded, fresh = engine.t3.speech_head.weight, random_engine.t3.speech_head.weight
+    assert loaded.shape == fresh.shape and not torch.equal(loaded, fresh)
+    voice = random_engine.default_voice()  # no conds.pt read: prepared from the 15 s synthetic clip
+    assert voice.t3.cond_prompt_speech_tokens.shape == (1, 375)
+
+
+def test_find_weights(tmp_path: Path, checkpoint: Path) -> None:
+    assert find_weights(tmp_path) is None
+    assert find_weights(checkpoint) == checkpoint
+
+
+def test_pretrained_without_weights_is_refused(tmp_path: Path) -> None:
+    with pytest.raises(EngineError) as refused:
+        TurboEngine.load(model_dir=tmp_path, device="cpu")
+    assert refused.value.code == "no_weights"
+
+
+def test_full_size_arch_matches_upstream_shapes() -> None:
+    """The sized builders at their defaults give the released model's state-dict keys and shapes."""
+    with torch.device("meta"):
+        ours, upstream = SizedS3Gen(S3GenSize()).state_dict(), S3Gen(meanflow=True).state_dict()
+        t3 = build_t3(TurboArch())
+    assert {k: v.shape for k, v in ours.items()} == {k: v.shape for k, v in upstream.items()}
+    assert t3.hp.llama_config_name == "GPT2_medium" and t3.cfg.n_layer == 24
+    assert sum(p.numel() for p in t3.parameters()) > 400_000_000
