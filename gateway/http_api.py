@@ -43,7 +43,7 @@ def _state(request: Request) -> GatewayState:
     return request.app.state.gateway
 
 
-async def _json_body(request: Request) -> dict[str, Any]:
+async def json_body(request: Request) -> dict[str, Any]:
     raw = await request.body()
     if len(raw) > 1024 * 1024:
         raise ApiError(413, "too_large", "request body over 1 MiB")
@@ -56,7 +56,7 @@ async def _json_body(request: Request) -> dict[str, Any]:
     return body
 
 
-def _field(body: dict[str, Any], name: str, kind: type, default: Any = None, *, required: bool = False) -> Any:
+def body_field(body: dict[str, Any], name: str, kind: type, default: Any = None, *, required: bool = False) -> Any:
     value = body.get(name, default)
     if value is None and not required:
         return default
@@ -123,21 +123,21 @@ async def _finish(utterance: Utterance, token: object, state: GatewayState) -> N
 
 
 async def tts(request: Request) -> Response:
-    state, body = _state(request), await _json_body(request)
-    text = _text(state, _field(body, "text", str, required=True))
-    fmt = _field(body, "format", str, "pcm")
+    state, body = _state(request), await json_body(request)
+    text = _text(state, body_field(body, "text", str, required=True))
+    fmt = body_field(body, "format", str, "pcm")
     if fmt not in TTS_FORMATS:
         raise ApiError(400, "bad_request", f"format must be one of {sorted(TTS_FORMATS)}")
-    rate = _field(body, "sample_rate", int)
-    return await _speech(state, text, _field(body, "voice", str, "default"), fmt, rate, "http")
+    rate = body_field(body, "sample_rate", int)
+    return await _speech(state, text, body_field(body, "voice", str, "default"), fmt, rate, "http")
 
 
 async def openai_speech(request: Request) -> Response:
     """OpenAI's ``POST /v1/audio/speech``; works with the official ``openai`` client."""
-    state, body = _state(request), await _json_body(request)
-    _field(body, "model", str, required=True)
-    text = _text(state, _field(body, "input", str, required=True))
-    fmt = _field(body, "response_format", str, "mp3")
+    state, body = _state(request), await json_body(request)
+    body_field(body, "model", str, required=True)
+    text = _text(state, body_field(body, "input", str, required=True))
+    fmt = body_field(body, "response_format", str, "mp3")
     if fmt not in OPENAI_FORMATS:
         raise ApiError(400, "bad_request", f"response_format must be one of {sorted(OPENAI_FORMATS)}")
     speed = body.get("speed", 1.0)
@@ -145,7 +145,7 @@ async def openai_speech(request: Request) -> Response:
         raise ApiError(400, "bad_request", "only speed 1.0 is supported")
     if body.get("stream_format", "audio") != "audio":
         raise ApiError(400, "bad_request", "only stream_format 'audio' is supported")
-    voice = _field(body, "voice", str, "default")
+    voice = body_field(body, "voice", str, "default")
     if voice in OPENAI_VOICES:
         known = {v["name"] for v in await _voices(state)}
         voice = voice if voice in known else "default"

@@ -22,6 +22,7 @@ from gateway.state import GatewayState, SessionLimitReached
 
 log = logging.getLogger("chatterbox_fast.gateway")
 SendEvent = Callable[[dict[str, Any]], Awaitable[None]]
+PLAYOUT_REPORT_S = 0.2
 
 __all__ = ["AudioSink", "Session", "SessionLimitReached", "UtteranceStats"]
 
@@ -197,6 +198,17 @@ class Session:
             with contextlib.suppress(asyncio.CancelledError):
                 await turn.pump
 
+    async def _report_playout(self, utterance: Utterance) -> None:
+        """Tell the engine how much the listener has really heard, where the sink knows (the paced WebRTC track), so
+        the planner sizes chunks on the true buffer rather than on the wall clock."""
+        played_seconds = getattr(self.sink, "played_seconds", None)
+        if played_seconds is None:
+            return
+        with contextlib.suppress(EngineUnavailable):
+            while not utterance.finished:
+                await utterance.playout(round(played_seconds(), 3))
+                await asyncio.sleep(PLAYOUT_REPORT_S)
+
     async def _pump(self, turn: _Turn, previous: asyncio.Task[None] | None) -> None:
         """Forward one utterance's chunks to the sink, after the utterance before it has been sent."""
         if previous is not None:
@@ -204,13 +216,13 @@ class Session:
                 await asyncio.shield(previous)
         metrics, uid = self.state.metrics, turn.utterance.id
         underruns_before = getattr(self.sink, "underruns", None)
+        feedback: asyncio.Task[None] | None = None
         try:
-            started = False
             async for event in turn.utterance.events():
                 if isinstance(event, Chunk):
-                    if not started:
+                    if feedback is None:
                         await self.sink.begin()
-                        started = True
+                        feedback = asyncio.create_task(self._report_playout(turn.utterance))
                     turn.stats.on_chunk(event, metrics)
                     h = event.header
                     await self.send_event({"type": "chunk", "utterance": uid, "seq": h.seq, "text": h.text,
@@ -228,6 +240,8 @@ class Session:
         except Exception as exc:  # the client went away mid-send, for instance
             log.debug("session %s: utterance %s stopped: %s", self.id, uid, exc)
         finally:
+            if feedback is not None:
+                feedback.cancel()
             if turn in self._turns:
                 self._turns.remove(turn)
             if self._current is turn:

@@ -57,4 +57,4 @@ class GatewayState:
     metrics: Metrics
     sessions: SessionRegistry
     process: EngineProcess | None = None
-    peers: set[Any] = field(default_factory=set)  # live RTCPeerConnections, closed on shutdown
+    peers: set[Any] = field(default_factory=set)  # live WebRTC peers (gateway.webrtc.WebRTCPeer), closed on shutdown

@@ -19,7 +19,7 @@ from aiortc.sdp import SessionDescription
 from starlette.requests import Request
 from starlette.responses import JSONResponse
 
-from gateway.http_api import ApiError, _field, _json_body
+from gateway.http_api import ApiError, body_field, json_body
 from gateway.session import Session
 from gateway.state import GatewayState, SessionLimitReached
 from gateway.track import CODEC_RATES, PacedAudioTrack, TrackSink
@@ -177,12 +177,12 @@ class WebRTCPeer:
 async def webrtc_offer(request: Request) -> JSONResponse:
     """``{"sdp", "type": "offer", "voice"?, "codec"?}`` → ``{"sdp", "type": "answer", "session", "codec"}``."""
     state: GatewayState = request.app.state.gateway
-    body = await _json_body(request)
-    sdp = _field(body, "sdp", str, required=True)
-    if _field(body, "type", str, "offer") != "offer":
+    body = await json_body(request)
+    sdp = body_field(body, "sdp", str, required=True)
+    if body_field(body, "type", str, "offer") != "offer":
         raise ApiError(400, "bad_request", "field 'type' must be 'offer'")
-    voice = _field(body, "voice", str, "default")
-    codec = _field(body, "codec", str)
+    voice = body_field(body, "voice", str, "default")
+    codec = body_field(body, "codec", str)
     if codec is not None:
         codec = codec.lower()
         if codec not in CODEC_RATES:
