@@ -166,6 +166,11 @@ def test_random_weights_say_so_and_differ(engine: TurboEngine, checkpoint: Path)
     assert loaded.shape == fresh.shape and not torch.equal(loaded, fresh)
     voice = random_engine.default_voice()  # no conds.pt read: prepared from the 15 s synthetic clip
     assert voice.t3.cond_prompt_speech_tokens.shape == (1, 375)
+    text = "Hello there, thanks for calling."  # 32 characters: about 2.3 s of speech, 57 tokens
+    torch.manual_seed(3)
+    audio = random_engine.synthesize(text, voice, threading.Event())
+    assert random_engine.token_budget(text) == 57
+    assert audio.size == (1 + 57 + 3) * SAMPLES_PER_TOKEN  # first token + budget + silence: never 1000 tokens
 
 
 def test_find_weights(tmp_path: Path, checkpoint: Path) -> None:

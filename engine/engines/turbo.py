@@ -56,6 +56,7 @@ DEC_COND_LEN = 10 * S3GEN_SR  # reference audio S3Gen sees
 MIN_REFERENCE_S = 5.0
 TARGET_LUFS = -27.0
 HF_PATTERNS = ["*.safetensors", "*.json", "*.txt", "*.pt", "*.model"]
+SPEECH_CHARS_PER_S = 14.0  # English read aloud; random weights stop after this much speech, real ones at EOS
 
 
 @dataclass(frozen=True)
@@ -131,7 +132,7 @@ def _pick_dtype(dtype: str, device: torch.device) -> torch.dtype:
     if dtype == "auto":
         bf16 = device.type == "cuda" and torch.cuda.is_bf16_supported()
         return torch.bfloat16 if bf16 else torch.float32
-    return {"bfloat16": torch.bfloat16, "bf16": torch.bfloat16, "float32": torch.float32, "fp32": torch.float32}[dtype]
+    return {"bfloat16": torch.bfloat16, "float16": torch.float16, "float32": torch.float32}[dtype]
 
 
 def _load_tokenizer(source: Path) -> PreTrainedTokenizerBase:
@@ -166,6 +167,7 @@ class TurboEngine(Engine):
         self.sampling = sampling
         self.device = t3.device
         self.dtype = next(t3.parameters()).dtype
+        self.random_weights = info.weights == RANDOM_WEIGHTS
         self.last_timing: SynthTiming | None = None
         self._builtin = builtin
 
@@ -289,7 +291,7 @@ class TurboEngine(Engine):
         started = time.perf_counter()
         with torch.inference_mode():
             text_tokens = self.tokenizer(text, return_tensors="pt", padding=True, truncation=True).input_ids
-            speech = self._speech_tokens(voice.t3, text_tokens.to(self.device), cancel)
+            speech = self._speech_tokens(voice.t3, text_tokens.to(self.device), self.token_budget(text), cancel)
             speech = speech[speech < SPEECH_VOCAB_SIZE]  # drop out-of-vocabulary (special) tokens
             silence = torch.full((3,), S3GEN_SIL, dtype=torch.long, device=self.device)
             speech = torch.cat([speech, silence])
@@ -302,12 +304,20 @@ class TurboEngine(Engine):
         self.last_timing = SynthTiming(int(speech.numel()), t3_done - started, self._sync_clock() - t3_done)
         return audio.astype(np.float32, copy=False)
 
+    def token_budget(self, text: str) -> int:
+        """Most tokens to sample after the first. Random weights never say EOS: stop them at a real speech length."""
+        if not self.random_weights:
+            return self.sampling.max_tokens
+        return min(self.sampling.max_tokens, max(1, round(len(text) / SPEECH_CHARS_PER_S * 25)))
+
     def _sync_clock(self) -> float:
         if self.device.type == "cuda":
             torch.cuda.synchronize(self.device)
         return time.perf_counter()
 
-    def _speech_tokens(self, voice_t3: T3Cond, text_tokens: torch.Tensor, cancel: threading.Event) -> torch.Tensor:
+    def _speech_tokens(
+        self, voice_t3: T3Cond, text_tokens: torch.Tensor, budget: int, cancel: threading.Event
+    ) -> torch.Tensor:
         """``T3.inference_turbo`` with a cancel check each step; returns the 1-D tokens without the stop token."""
         t3 = self.t3
         # prepare_conditioning caches an embedding on the T3Cond it is given: hand it a copy cast to T3's dtype.
@@ -319,7 +329,7 @@ class TurboEngine(Engine):
         past = out.past_key_values
         token = _sample(processors, start, t3.speech_head(out[0][:, -1:])[:, -1, :])
         generated = [token]
-        for _ in range(self.sampling.max_tokens):
+        for _ in range(budget):
             if cancel.is_set():
                 raise Cancelled()
             if bool(torch.all(token == t3.hp.stop_speech_token)):
