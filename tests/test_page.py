@@ -250,7 +250,7 @@ def test_clone_from_microphone(browser, server):
     try:
         open_page(page, server)
         page.click("#record")
-        assert page.get_attribute("#record", "aria-pressed") == "true"
+        page.wait_for_selector("#record[aria-pressed='true']", timeout=10_000)  # the microphone is open
         page.wait_for_timeout(6_000)
         page.click("#record")
         page.wait_for_function("/^(recorded|could)/.test(document.getElementById('record-status').textContent)",

@@ -274,6 +274,7 @@
     const gen = ++connectGen;
     disconnect();
     state.mode = $("transport").value;
+    $("codec-pref").disabled = state.mode === "ws";
     state.connecting = true;
     state.connected = false;
     state.fallbackReason = null;
@@ -937,7 +938,7 @@
     });
     g.fillStyle = "#93a1b0";
     g.font = "10px sans-serif";
-    g.fillText(`recent: max ${Math.round(max)} ms`, 2, 10);
+    g.fillText(`last ${hs.length} (scale 0–${Math.round(max)} ms)`, 2, 10);
   }
 
   function drawTimeline(u) {
@@ -1001,7 +1002,7 @@
       g.lineWidth = 1;
       g.fillStyle = "#5ed18a";
       g.font = "bold 11px sans-serif";
-      g.fillText(`heard ${Math.round(rel(u.firstAudible))} ms`, Math.min(fx + 4, right - 90), top + 10);
+      g.fillText(`heard ${Math.round(rel(u.firstAudible))} ms`, Math.min(fx + 4, right - 90), h - 6);
     }
     if (u.stoppedAt) {
       const sx = x(rel(u.stoppedAt));
