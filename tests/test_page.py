@@ -20,7 +20,7 @@ from tests.server import ROOT, running_server
 
 pytestmark = pytest.mark.slow
 
-CHROMIUM = "/usr/bin/chromium"
+CHROMIUM = os.environ.get("CBF_CHROMIUM", "/usr/bin/chromium")  # Debian's package; another path for another OS
 CHROMIUM_ARGS = [
     "--headless=new", "--no-sandbox", "--disable-gpu", "--use-fake-ui-for-media-stream",
     "--use-fake-device-for-media-stream", "--disable-background-networking", "--disable-component-update",
@@ -156,6 +156,7 @@ def test_websocket_forced_by_toggle(page, server):
     assert underruns[-1] == 0, f"worklet underruns per try: {underruns}; {page.evaluate('cbf.metrics.worklet')}"
     assert page.inner_text("#codec").startswith("PCM s16le")
     assert u["chunks"] >= 1 and page.locator("#tl-list li").count() == u["chunks"]
+    ARTIFACTS.mkdir(exist_ok=True)
     page.screenshot(path=str(ARTIFACTS / "page-ws.png"), full_page=True)
     print(f"\nWebSocket: first audio heard in the page after {u['ttfa']:.0f} ms, {u['chunks']} chunks")
 
