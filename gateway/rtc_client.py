@@ -1,4 +1,5 @@
-"""A real aiortc listening peer for tests: offers to receive audio (and a data channel), decodes what arrives."""
+"""A listening aiortc peer (the client side): offers to receive audio (and a data channel), decodes what arrives
+and records each decoded frame's arrival time and energy. Used by ``bench gateway`` and the WebRTC tests."""
 
 from __future__ import annotations
 
@@ -8,22 +9,11 @@ import json
 import time
 from dataclasses import dataclass, field
 
-import aioice.ice
 import numpy as np
 from aiortc import RTCConfiguration, RTCPeerConnection, RTCRtpSender, RTCSessionDescription
 from aiortc.mediastreams import MediaStreamError
 
 SPEECH_RMS = 300.0  # a decoded 20 ms frame louder than this carries audio
-
-
-def loopback_only(monkeypatch) -> None:
-    """aioice skips 127.0.0.1 (RFC 8445); two in-process peers need it on a machine without other interfaces."""
-    monkeypatch.setattr(aioice.ice, "get_host_addresses", lambda use_ipv4=True, use_ipv6=True: ["127.0.0.1"])
-
-
-def tone(seconds: float, freq: float = 440.0, amp: int = 8000) -> bytes:
-    t = np.arange(int(seconds * 24000)) / 24000
-    return (np.sin(2 * np.pi * freq * t) * amp).astype("<i2").tobytes()
 
 
 @dataclass

@@ -6,9 +6,10 @@ import time
 import numpy as np
 import pytest
 
+from gateway.rtc_client import SPEECH_RMS, Listener
 from gateway.track import PacedAudioTrack, TrackSink
 from gateway.webrtc import negotiate
-from rtc_client import SPEECH_RMS, Listener, loopback_only, tone
+from rtc_client import loopback_only, tone
 
 
 class FakeTime:

@@ -9,8 +9,9 @@ import pytest
 
 from gateway import webrtc
 from gateway.app import create_app
+from gateway.rtc_client import SPEECH_RMS, Listener
 from gateway.state import GatewaySettings
-from rtc_client import SPEECH_RMS, Listener, loopback_only
+from rtc_client import loopback_only
 from server import running_server
 
 LONG_TEXT = " ".join(["this sentence keeps the speaker busy for a good while without stopping"] * 6)

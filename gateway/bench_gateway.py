@@ -1,0 +1,438 @@
+"""``chatterbox-fast bench gateway``: what clients of one transport get, with N sessions speaking at once.
+
+Each of ``--sessions`` concurrent sessions speaks ``--utterances`` texts one after another, waiting (like a listener)
+until one has played before sending the next, and the bench measures at the client:
+
+- time to first audio: from the text leaving the client to the first audio there. WebRTC: the first decoded 20 ms
+  frame with speech energy (RMS above ``SPEECH_RMS``), with the aiortc receiver's jitter-buffer prefetch set to 0
+  (aiortc's default of 4 frames adds 80 ms that is the test client's, not the server's); WebSocket: the first binary
+  frame; HTTP: the first body byte of ``POST /v1/tts`` (24 kHz PCM). For WebRTC and WebSocket the server's own TTFA
+  (``done.ttfa``: text in to first chunk into the session) is subtracted too, which leaves the transport's share.
+- underruns after first audio. WebRTC: the server's ``done.underruns`` (its jitter buffer ran dry), and gaps in the
+  decoded audio (an utterance's loud span longer than its audio); WebSocket, HTTP: a listener who plays from the first
+  byte at 1x starves (``gateway.gate.count_underruns``).
+- server CPU per stream: CPU seconds of the server process and its descendants (the engine worker), from /proc, over
+  the window in which every session is connected, divided by stream-seconds (sessions x window). Only when the bench
+  started the server itself (without ``--url``).
+
+Without ``--url`` it starts ``chatterbox-fast serve`` on 127.0.0.1 with the engine flags (default ``--engine espeak``).
+Prints a table and, last, one JSON line.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import json
+import logging
+import math
+import os
+import random
+import socket
+import subprocess
+import sys
+import time
+from dataclasses import dataclass
+from typing import Any, Iterator, Protocol
+
+import httpx
+from websockets.asyncio.client import ClientConnection, connect
+from websockets.exceptions import WebSocketException
+
+from gateway.bench_engine import percentile
+from gateway.cli import engine_argv
+from gateway.gate import count_underruns
+from gateway.rtc_client import SPEECH_RMS, Listener
+
+TEXTS = (  # vowel-initial, so the first decoded frame of speech is not a quiet consonant
+    "All right, your table for two is ready now.",
+    "Okay, I have moved your booking to Thursday evening at seven.",
+    "Of course. Your parcel left the warehouse this morning and should arrive tomorrow.",
+    "Excellent, that is all done. Is there anything else I can help you with today?",
+)
+PCM_BYTES_PER_SECOND = 24000 * 2  # /v1/tts and the WebSocket default: 24 kHz s16le mono
+FRAME_S = 0.020
+GAP_TOLERANCE_FRAMES = 2  # codec edges: a decoded loud span may exceed the audio by this much without a gap
+DECODE_TAIL_S = 0.15  # `done` leaves once playout ends; the last frames are decoded just after it
+PAUSE_S = (0.2, 0.4)  # a listener's pause before the next text (random: a random phase of the 20 ms tick)
+UTTERANCE_TIMEOUT_S = 60.0
+TARGET_P50_MS = {"webrtc": 30.0, "ws": 5.0}  # transport share of time to first audio
+TARGET_OPUS_STREAMS = 20  # concurrent Opus streams with zero underruns
+TARGETS = "WebRTC loopback p50 <= 30 ms; WS p50 <= 5 ms; >= 20 concurrent Opus streams with zero underruns"
+
+
+class BenchError(Exception):
+    """A session could not be set up or an utterance failed."""
+
+
+@dataclass
+class Result:
+    """One utterance as a client got it."""
+
+    ttfa_s: float | None  # text sent -> first audio at the client; None when no audio came
+    server_ttfa_s: float | None  # done.ttfa (WebRTC, WebSocket)
+    audio_s: float
+    server_underruns: int | None  # done.underruns (WebRTC)
+    client_underruns: int  # WebRTC: 1 when the decoded audio has a gap; else the simulated listener's
+    starved_s: float  # WebRTC: length of the decoded gaps; else the simulated listener's wait
+
+
+class Client(Protocol):
+    async def connect(self) -> None: ...
+
+    async def speak(self, text: str) -> Result: ...
+
+    async def close(self) -> None: ...
+
+
+def _headers(api_key: str | None) -> dict[str, str]:
+    return {"Authorization": f"Bearer {api_key}"} if api_key else {}
+
+
+async def _listened(first_audio_at: float, result: Result) -> None:
+    """Wait until a listener who started at ``first_audio_at`` (perf_counter) has heard the utterance, then pause."""
+    end = first_audio_at + result.audio_s + result.starved_s
+    await asyncio.sleep(max(0.0, end - time.perf_counter()) + random.uniform(*PAUSE_S))
+
+
+class WebRTCClient:
+    """A listening aiortc peer; text over its data channel, speech on its audio track."""
+
+    def __init__(self, url: str, api_key: str | None, voice: str, codec: str) -> None:
+        self.url, self.api_key, self.voice, self.codec = url, api_key, voice, codec
+        self.listener = Listener.create(codecs=[codec], prefetch=0)
+
+    async def connect(self) -> None:
+        async with httpx.AsyncClient(headers=_headers(self.api_key), timeout=30) as http:
+            reply = await http.post(self.url + "/v1/webrtc/offer", json={
+                "sdp": await self.listener.offer(), "type": "offer", "voice": self.voice, "codec": self.codec})
+        if reply.status_code != 200:
+            raise BenchError(f"POST /v1/webrtc/offer answered HTTP {reply.status_code}: {reply.text[:200]}")
+        await self.listener.accept(reply.json()["sdp"])
+        channel = self.listener.channel
+        await self.listener.wait_for(lambda: channel.readyState == "open" and bool(self.listener.events), 30)
+
+    async def speak(self, text: str) -> Result:
+        listener, seen = self.listener, len(self.listener.events)
+        sent = time.time()
+        listener.channel.send(json.dumps({"type": "speak", "text": text}))
+        await listener.wait_for(lambda: any(e["type"] in ("done", "error") for e in listener.events[seen:]),
+                                UTTERANCE_TIMEOUT_S)
+        end = next(e for e in listener.events[seen:] if e["type"] in ("done", "error"))
+        if end["type"] == "error":
+            raise BenchError(f"{end['code']}: {end['message']}")
+        await asyncio.sleep(DECODE_TAIL_S)
+        frames = [f for f in listener.frames if f.at >= sent]
+        loud = [i for i, f in enumerate(frames) if f.rms > SPEECH_RMS]
+        audio_s = float(end["audio_seconds"])
+        gap_frames = 0
+        if loud:
+            expected = math.ceil(audio_s / FRAME_S - 1e-9)
+            gap_frames = max(0, loud[-1] - loud[0] + 1 - expected - GAP_TOLERANCE_FRAMES)
+        await asyncio.sleep(random.uniform(*PAUSE_S))  # `done` comes once the utterance has played out
+        return Result(ttfa_s=frames[loud[0]].at - sent if loud else None, server_ttfa_s=end.get("ttfa"),
+                      audio_s=audio_s, server_underruns=end.get("underruns"), client_underruns=int(gap_frames > 0),
+                      starved_s=gap_frames * FRAME_S)
+
+    async def close(self) -> None:
+        await self.listener.close()
+
+
+class WebSocketClient:
+    """``/v1/stream``: JSON text in, 24 kHz PCM binary frames and events out."""
+
+    def __init__(self, url: str, api_key: str | None, voice: str) -> None:
+        self.url = url.replace("http", "ws", 1) + "/v1/stream"
+        self.api_key, self.voice = api_key, voice
+        self.ws: ClientConnection | None = None
+
+    async def connect(self) -> None:
+        self.ws = await connect(self.url, additional_headers=_headers(self.api_key), open_timeout=30)
+        ready = json.loads(await asyncio.wait_for(self.ws.recv(), 30))
+        if ready.get("type") != "ready":
+            raise BenchError(f"expected a ready event, got {ready}")
+        await self.ws.send(json.dumps({"type": "config", "voice": self.voice, "format": "pcm_s16le",
+                                       "sample_rate": 24000}))
+
+    async def speak(self, text: str) -> Result:
+        assert self.ws is not None
+        arrivals: list[tuple[float, float]] = []
+        received = 0
+        sent = time.perf_counter()
+        await self.ws.send(json.dumps({"type": "speak", "text": text}))
+        while True:
+            frame = await asyncio.wait_for(self.ws.recv(), UTTERANCE_TIMEOUT_S)
+            if isinstance(frame, bytes):
+                received += len(frame)
+                arrivals.append((time.perf_counter() - sent, received / PCM_BYTES_PER_SECOND))
+                continue
+            event = json.loads(frame)
+            if event["type"] == "error":
+                raise BenchError(f"{event['code']}: {event['message']}")
+            if event["type"] == "done":
+                break
+        underruns, starved = count_underruns(arrivals)
+        result = Result(ttfa_s=arrivals[0][0] if arrivals else None, server_ttfa_s=event.get("ttfa"),
+                        audio_s=received / PCM_BYTES_PER_SECOND, server_underruns=None, client_underruns=underruns,
+                        starved_s=starved)
+        await _listened(sent + (result.ttfa_s or 0.0), result)
+        return result
+
+    async def close(self) -> None:
+        if self.ws is not None:
+            await self.ws.close()
+
+
+class HttpClient:
+    """``POST /v1/tts`` streaming 24 kHz PCM, one request per utterance."""
+
+    def __init__(self, url: str, api_key: str | None, voice: str) -> None:
+        self.http = httpx.AsyncClient(base_url=url, headers=_headers(api_key),
+                                      timeout=httpx.Timeout(UTTERANCE_TIMEOUT_S, connect=10))
+        self.voice = voice
+
+    async def connect(self) -> None:
+        return None
+
+    async def speak(self, text: str) -> Result:
+        arrivals: list[tuple[float, float]] = []
+        received = 0
+        sent = time.perf_counter()
+        body = {"text": text, "voice": self.voice, "format": "pcm", "sample_rate": 24000}
+        async with self.http.stream("POST", "/v1/tts", json=body) as response:
+            if response.status_code != 200:
+                await response.aread()
+                raise BenchError(f"POST /v1/tts answered HTTP {response.status_code}: {response.text[:200]}")
+            async for data in response.aiter_bytes():
+                if data:
+                    received += len(data)
+                    arrivals.append((time.perf_counter() - sent, received / PCM_BYTES_PER_SECOND))
+        underruns, starved = count_underruns(arrivals)
+        result = Result(ttfa_s=arrivals[0][0] if arrivals else None, server_ttfa_s=None,
+                        audio_s=received / PCM_BYTES_PER_SECOND, server_underruns=None, client_underruns=underruns,
+                        starved_s=starved)
+        await _listened(sent + (result.ttfa_s or 0.0), result)
+        return result
+
+    async def close(self) -> None:
+        await self.http.aclose()
+
+
+def make_client(args: argparse.Namespace, url: str) -> Client:
+    if args.transport == "webrtc":
+        return WebRTCClient(url, args.api_key, args.voice, args.codec)
+    if args.transport == "ws":
+        return WebSocketClient(url, args.api_key, args.voice)
+    return HttpClient(url, args.api_key, args.voice)
+
+
+def tree_cpu(root: int) -> tuple[float, float]:
+    """CPU seconds (user + system) of process ``root`` and of all its live descendants, from /proc."""
+    tick = os.sysconf("SC_CLK_TCK")
+    parent: dict[int, int] = {}
+    cpu: dict[int, float] = {}
+    for entry in os.scandir("/proc"):
+        if not entry.name.isdigit():
+            continue
+        with contextlib.suppress(OSError):
+            with open(f"/proc/{entry.name}/stat") as f:
+                fields = f.read().rsplit(")", 1)[1].split()  # after "pid (comm)": state ppid ... utime stime
+            pid = int(entry.name)
+            parent[pid] = int(fields[1])
+            cpu[pid] = (int(fields[11]) + int(fields[12])) / tick
+    below, frontier = 0.0, [root]
+    while frontier:
+        children = [pid for pid, ppid in parent.items() if ppid in frontier]
+        below += sum(cpu[pid] for pid in children)
+        frontier = children
+    return cpu.get(root, 0.0), below
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@contextlib.contextmanager
+def served(args: argparse.Namespace, ready_timeout: float = 120.0) -> Iterator[tuple[str, int]]:
+    """Run ``chatterbox-fast serve`` on 127.0.0.1 with the engine flags of ``args``; yield (base URL, pid)."""
+    port = _free_port()
+    argv = [sys.executable, "-m", "gateway.cli", "serve", "--host", "127.0.0.1", "--port", str(port),
+            "--max-sessions", str(max(32, args.sessions)), *engine_argv(args), "--log-level", "warning"]
+    proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL)  # its log goes to stderr
+    url = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + ready_timeout
+        while True:
+            if proc.poll() is not None:
+                raise BenchError(f"the server exited with code {proc.returncode}")
+            with contextlib.suppress(httpx.HTTPError):
+                if httpx.get(url + "/health", timeout=2).status_code == 200:
+                    break
+            if time.monotonic() > deadline:
+                raise BenchError("the server did not become ready")
+            time.sleep(0.2)
+        yield url, proc.pid
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(15)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+
+
+async def _drive(client: Client, index: int, sessions: int, utterances: int, stagger_s: float) -> list[Result]:
+    await asyncio.sleep(stagger_s * index / sessions)
+    return [await client.speak(TEXTS[(index + k) % len(TEXTS)]) for k in range(utterances)]
+
+
+async def measure(args: argparse.Namespace, url: str, pid: int | None) -> dict[str, Any]:
+    """Connect every session, run them all at once, and summarise."""
+    async with httpx.AsyncClient(headers=_headers(args.api_key), timeout=UTTERANCE_TIMEOUT_S) as http:
+        engine = (await http.get(url + "/health")).json().get("engine") or {}
+        warm = await http.post(url + "/v1/tts", json={"text": "Warming up.", "voice": args.voice, "format": "pcm"})
+        if warm.status_code != 200:
+            raise BenchError(f"warm-up POST /v1/tts answered HTTP {warm.status_code}: {warm.text[:200]}")
+    clients = [make_client(args, url) for _ in range(args.sessions)]
+    try:
+        await asyncio.gather(*(c.connect() for c in clients))
+        cpu0, start = (tree_cpu(pid) if pid else None), time.monotonic()
+        runs = await asyncio.gather(*(_drive(c, i, args.sessions, args.utterances, args.stagger)
+                                      for i, c in enumerate(clients)), return_exceptions=True)
+        window = time.monotonic() - start
+        cpu1 = tree_cpu(pid) if pid else None
+    finally:
+        for c in clients:
+            with contextlib.suppress(Exception):
+                await c.close()
+    errors = [f"{type(r).__name__}: {r}" for r in runs if isinstance(r, BaseException)]
+    results = [m for r in runs if not isinstance(r, BaseException) for m in r]
+    cpu = (cpu1[0] - cpu0[0], cpu1[1] - cpu0[1]) if cpu0 and cpu1 else None
+    return summarise(args, engine, url if pid is None else "started", results, errors, window, cpu)
+
+
+def _ms(values: list[float], q: float) -> float | None:
+    return round(1000 * percentile(values, q), 1) if values else None
+
+
+def summarise(args: argparse.Namespace, engine: dict[str, Any], server: str, results: list[Result],
+              errors: list[str], window_s: float, cpu: tuple[float, float] | None) -> dict[str, Any]:
+    """The JSON result: latency percentiles, underruns, CPU per stream-second."""
+    ttfa = [r.ttfa_s for r in results if r.ttfa_s is not None]
+    server_ttfa = [r.server_ttfa_s for r in results if r.server_ttfa_s is not None]
+    share = [r.ttfa_s - r.server_ttfa_s for r in results if r.ttfa_s is not None and r.server_ttfa_s is not None]
+    stream_s = args.sessions * window_s
+    webrtc = args.transport == "webrtc"
+    summary: dict[str, Any] = {
+        "bench": "gateway", "transport": args.transport, "codec": args.codec if webrtc else None,
+        "receiver_prefetch": 0 if webrtc else None, "sessions": args.sessions, "utterances": len(results),
+        "errors": len(errors), "engine": engine.get("engine"), "server": server,
+        "ttfa_p50_ms": _ms(ttfa, 0.5), "ttfa_p95_ms": _ms(ttfa, 0.95),
+        "server_ttfa_p50_ms": _ms(server_ttfa, 0.5), "server_ttfa_p95_ms": _ms(server_ttfa, 0.95),
+        "transport_p50_ms": _ms(share, 0.5), "transport_p95_ms": _ms(share, 0.95),
+        "no_audio": sum(r.ttfa_s is None for r in results),
+        "underruns_server": sum(r.server_underruns or 0 for r in results) if webrtc else None,
+        "underruns_client": sum(r.client_underruns for r in results),
+        "starved_ms": round(1000 * sum(r.starved_s for r in results), 1),
+        "audio_s": round(sum(r.audio_s for r in results), 2), "window_s": round(window_s, 2),
+        "stream_s": round(stream_s, 2),
+        "gateway_cpu_s": None, "engine_cpu_s": None, "cpu_ms_per_stream_s": None, "server_cpu_pct": None,
+        "loadavg_1m": round(os.getloadavg()[0], 2),
+    }
+    if cpu is not None:
+        total = cpu[0] + cpu[1]
+        summary.update(gateway_cpu_s=round(cpu[0], 3), engine_cpu_s=round(cpu[1], 3),
+                       cpu_ms_per_stream_s=round(1000 * total / stream_s, 2) if stream_s else None,
+                       server_cpu_pct=round(100 * total / window_s, 1) if window_s else None)
+    for error in errors[:5]:
+        print(f"bench gateway: session failed: {error}", file=sys.stderr)
+    return summary
+
+
+def _cell(value: float | None, unit: str = " ms") -> str:
+    return "-" if value is None else f"{value:.1f}{unit}"
+
+
+def render(s: dict[str, Any]) -> str:
+    """The short human-readable table printed above the JSON line."""
+    how = {"webrtc": f"{s['codec']}, first decoded frame with speech energy, receiver jitter-buffer prefetch 0",
+           "ws": "first binary frame", "http": "first body byte of POST /v1/tts"}[s["transport"]]
+    lines = [
+        f"bench gateway: {s['transport']} ({how}); {s['sessions']} sessions, {s['utterances']} utterances, "
+        f"{s['errors']} errors; engine {s['engine']}; server {s['server']}; load {s['loadavg_1m']}",
+        f"{'':34s}{'p50':>10s}{'p95':>10s}",
+        f"{'time to first audio (client)':34s}{_cell(s['ttfa_p50_ms']):>10s}{_cell(s['ttfa_p95_ms']):>10s}",
+        f"{'  server TTFA (done.ttfa)':34s}{_cell(s['server_ttfa_p50_ms']):>10s}{_cell(s['server_ttfa_p95_ms']):>10s}",
+        f"{'  transport share (difference)':34s}{_cell(s['transport_p50_ms']):>10s}{_cell(s['transport_p95_ms']):>10s}",
+        f"underruns after first audio: server {'-' if s['underruns_server'] is None else s['underruns_server']}, "
+        f"{'decoded gaps' if s['transport'] == 'webrtc' else 'simulated listener'} {s['underruns_client']} "
+        f"({s['starved_ms']:.0f} ms); utterances without audio {s['no_audio']}",
+    ]
+    if s["cpu_ms_per_stream_s"] is not None:
+        lines.append(f"server CPU: {s['server_cpu_pct']:.1f} % of a core over {s['window_s']:.1f} s (gateway "
+                     f"{s['gateway_cpu_s']:.2f} s, engine {s['engine_cpu_s']:.2f} s) = "
+                     f"{s['cpu_ms_per_stream_s']:.1f} CPU-ms per stream-second")
+    else:
+        lines.append("server CPU: not measured (the bench did not start the server)")
+    lines.append(f"targets: {TARGETS}")
+    target = TARGET_P50_MS.get(s["transport"])
+    if target is not None and s["transport_p50_ms"] is not None:
+        verdict = "met" if s["transport_p50_ms"] <= target else "not met"
+        lines.append(f"  {s['transport']} transport share p50 {s['transport_p50_ms']:.1f} ms vs <= {target:.0f} ms: "
+                     f"{verdict}")
+    if s["transport"] == "webrtc" and s["codec"] == "opus":
+        clean = s["errors"] == 0 and s["underruns_server"] == 0 and s["underruns_client"] == 0
+        verdict = "met" if clean and s["sessions"] >= TARGET_OPUS_STREAMS else (
+            f"zero underruns at {s['sessions']} streams (target needs {TARGET_OPUS_STREAMS})" if clean else "not met")
+        lines.append(f"  {s['sessions']} concurrent Opus streams, underruns {s['underruns_server']} server / "
+                     f"{s['underruns_client']} decoded: {verdict}")
+    return "\n".join(lines)
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    if not os.environ.get("CBF_ENGINE"):  # a started server uses eSpeak unless told otherwise: it answers at once
+        parser.set_defaults(engine="espeak")
+        for action in parser._actions:
+            if action.dest == "engine" and action.help:
+                action.help = action.help.replace("default 'auto'", "default 'espeak' here")
+    keys = os.environ.get("CBF_API_KEYS", "").split(",")
+    parser.add_argument("--transport", choices=("webrtc", "ws", "http"), default="webrtc")
+    parser.add_argument("--sessions", type=int, default=1, help="concurrent client sessions")
+    parser.add_argument("--utterances", type=int, default=3, help="utterances each session speaks, one at a time")
+    parser.add_argument("--url", help="bench a running server (http://HOST:PORT) instead of starting one; "
+                                      "server CPU is then not measured")
+    parser.add_argument("--api-key", default=os.environ.get("CBF_API_KEY") or keys[0].strip() or None,
+                        help="API key for --url [env CBF_API_KEY, else the first of CBF_API_KEYS]")
+    parser.add_argument("--voice", default="default")
+    parser.add_argument("--codec", choices=("opus", "pcmu", "pcma"), default="opus", help="WebRTC codec")
+    parser.add_argument("--stagger", type=float, default=1.0,
+                        help="seconds over which the sessions' first texts are spread evenly")
+
+
+async def _bench(args: argparse.Namespace) -> dict[str, Any]:
+    if args.url:
+        return await measure(args, args.url.rstrip("/"), None)
+    with served(args) as (url, pid):
+        return await measure(args, url, pid)
+
+
+def run(args: argparse.Namespace) -> int:
+    """Measure, print the table and the JSON line; exit status 1 when a session failed, 2 when nothing ran."""
+    if args.sessions < 1 or args.utterances < 1:
+        print("bench gateway: --sessions and --utterances must be at least 1", file=sys.stderr)
+        return 2
+    if logging.getLogger().getEffectiveLevel() >= logging.INFO:  # no line per health poll, request, ICE check
+        for name in ("httpx", "aioice", "aiortc"):
+            logging.getLogger(name).setLevel(logging.WARNING)
+    try:
+        summary = asyncio.run(_bench(args))
+    except (BenchError, httpx.HTTPError, WebSocketException, OSError) as exc:
+        print(f"bench gateway: {type(exc).__name__}: {exc}", file=sys.stderr)
+        print(json.dumps({"bench": "gateway", "transport": args.transport, "error": str(exc)}))
+        return 2
+    print(render(summary))
+    print(json.dumps(summary))
+    return 1 if summary["errors"] or not summary["utterances"] else 0
