@@ -20,6 +20,7 @@ from gateway.auth import OPEN_PATHS, authorized
 from gateway.engine_client import EngineClient
 from gateway.engine_process import EngineProcess
 from gateway.metrics import Metrics
+from gateway.session import Session
 from gateway.state import GatewaySettings, GatewayState, SessionRegistry
 from gateway.webrtc import close_all_peers, webrtc_offer
 from gateway.ws import stream_endpoint
@@ -62,6 +63,9 @@ def create_app(settings: GatewaySettings) -> Starlette:
                  settings.engine_url or "embedded worker")
         yield
         log.info("shutting down: closing %d sessions", len(state.sessions))
+        for owner in state.sessions.owners():
+            if isinstance(owner, Session):
+                await owner.notify_shutdown()
         await close_all_peers(state)
         await engine.close()
         if process is not None:

@@ -103,6 +103,11 @@ class Session:
                        "max_message_bytes": messages.MAX_MESSAGE_BYTES},
         })
 
+    async def notify_shutdown(self) -> None:
+        """The server is stopping: say so while the client can still hear it."""
+        with contextlib.suppress(Exception):
+            await self.send_event({"type": "closing", "reason": "the server is shutting down"})
+
     async def close(self) -> None:
         """The client went away: cancel its engine work and forget it."""
         if self._closed:

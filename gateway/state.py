@@ -33,21 +33,24 @@ class SessionRegistry:
     def __init__(self, limit: int, metrics: Metrics) -> None:
         self.limit = limit
         self._metrics = metrics
-        self._active: dict[int, str] = {}
+        self._active: dict[int, tuple[Any, str]] = {}
 
     def __len__(self) -> int:
         return len(self._active)
 
+    def owners(self) -> list[Any]:
+        return [owner for owner, _ in self._active.values()]
+
     def add(self, owner: Any, transport: str) -> None:
         if len(self._active) >= self.limit:
             raise SessionLimitReached(f"the server is at its limit of {self.limit} sessions; retry shortly")
-        self._active[id(owner)] = transport
+        self._active[id(owner)] = (owner, transport)
         self._metrics.sessions.labels(transport).inc()
 
     def remove(self, owner: Any) -> None:
-        transport = self._active.pop(id(owner), None)
-        if transport is not None:
-            self._metrics.sessions.labels(transport).dec()
+        entry = self._active.pop(id(owner), None)
+        if entry is not None:
+            self._metrics.sessions.labels(entry[1]).dec()
 
 
 @dataclass

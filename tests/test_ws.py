@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 import time
 from pathlib import Path
 
@@ -115,3 +116,37 @@ async def test_bad_input_gets_an_error_event_and_the_session_survives(server: st
         await ws.send(json.dumps({"type": "speak", "text": "Still working.", "voice": "default"}))
         events, audio = await events_until(ws, "done")
         assert rms(audio) > 500
+
+
+async def test_shutdown_closes_sockets_with_service_restart_and_stops_the_worker(tmp_path: Path) -> None:
+    import signal
+
+    import httpx
+    from websockets.exceptions import ConnectionClosed
+
+    with running_server(voices_dir=tmp_path) as url:
+        ws_url = url.replace("http://", "ws://") + "/v1/stream"
+        async with connect(ws_url) as ws:
+            await ws.recv()
+            worker_pid = httpx.get(url + "/health").json()["worker"]["pid"]
+            os.kill(_parent_pid(worker_pid), signal.SIGTERM)
+            with pytest.raises(ConnectionClosed) as closed:
+                await asyncio.wait_for(ws.recv(), 10)
+            assert closed.value.rcvd is not None and closed.value.rcvd.code == 1012  # service restart
+        deadline = time.monotonic() + 15
+        while os.path.exists(f"/proc/{worker_pid}") and _state(worker_pid) != "Z":
+            assert time.monotonic() < deadline, "the engine worker outlived the gateway"
+            await asyncio.sleep(0.1)
+
+
+def _parent_pid(pid: int) -> int:
+    with open(f"/proc/{pid}/stat") as stat:
+        return int(stat.read().rsplit(")", 1)[1].split()[1])
+
+
+def _state(pid: int) -> str:
+    try:
+        with open(f"/proc/{pid}/stat") as stat:
+            return stat.read().rsplit(")", 1)[1].split()[0]
+    except FileNotFoundError:
+        return "gone"
