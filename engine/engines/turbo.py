@@ -318,7 +318,7 @@ class TurboEngine(Engine):
     def _speech_tokens(
         self, voice_t3: T3Cond, text_tokens: torch.Tensor, budget: int, cancel: threading.Event
     ) -> torch.Tensor:
-        """``T3.inference_turbo`` with a cancel check each step; returns the 1-D tokens without the stop token."""
+        """``T3.inference_turbo`` with a cancel check each step: at most ``budget + 1`` tokens, the stop token dropped."""
         t3 = self.t3
         # prepare_conditioning caches an embedding on the T3Cond it is given: hand it a copy cast to T3's dtype.
         cond = copy.copy(voice_t3).to(device=self.device, dtype=self.dtype)
@@ -326,22 +326,19 @@ class TurboEngine(Engine):
         start = t3.hp.start_speech_token * torch.ones_like(text_tokens[:, :1])
         embeds, _ = t3.prepare_input_embeds(t3_cond=cond, text_tokens=text_tokens, speech_tokens=start)
         out = t3.tfmr(inputs_embeds=embeds, use_cache=True)
-        past = out.past_key_values
         token = _sample(processors, start, t3.speech_head(out[0][:, -1:])[:, -1, :])
-        generated = [token]
-        for _ in range(budget):
+        generated: list[torch.Tensor] = []
+        while token is not None and not bool(torch.all(token == t3.hp.stop_speech_token)):
+            generated.append(token)
+            if len(generated) > budget:
+                break
             if cancel.is_set():
                 raise Cancelled()
-            if bool(torch.all(token == t3.hp.stop_speech_token)):
-                break
-            out = t3.tfmr(inputs_embeds=t3.speech_emb(token), cache=past, use_cache=True)
-            past = out.past_key_values
+            out = t3.tfmr(inputs_embeds=t3.speech_emb(token), cache=out.past_key_values, use_cache=True)
             token = _sample(processors, torch.cat(generated, dim=1), t3.speech_head(out[0])[:, -1, :])
-            if token is None:
-                break
-            generated.append(token)
-        tokens = torch.cat(generated, dim=1)[0]
-        return tokens[:-1] if tokens[-1] == t3.hp.stop_speech_token else tokens
+        if not generated:
+            return torch.empty(0, dtype=torch.long, device=self.device)
+        return torch.cat(generated, dim=1)[0]
 
 
 def _sample(processors: LogitsProcessorList, ids: torch.Tensor, logits: torch.Tensor) -> torch.Tensor | None:
