@@ -1,9 +1,17 @@
 """The adaptive "buffer-ratchet" chunk planner: where to cut an utterance's text, one chunk at a time. Pure.
 
 Each chunk is generated whole, so its size trades latency against prosody (the model conditions on the whole chunk).
-The first chunk is the shortest natural unit, so first audio comes fast. Every later chunk is the longest prefix of the
-pending text whose estimated generation time fits inside the audio already buffered ahead of the listener, minus a
-safety margin: the buffer grows while the engine outruns playback, and the chunks grow with it.
+One invariant holds every choice: when a chunk is done, the audio buffered ahead of the listener must cover generating
+the shortest chunks that could follow it (two minimal units, one after the other) plus a safety margin, by cautious
+estimates (the cost model's upper bound on generation time, its lower bound on audio per character, or this
+utterance's own speaking rate once heard). So:
+
+- the first chunk (and the first after a drained buffer) is the shortest natural unit whose estimated audio covers
+  making the next one: the minimum words on a fast engine the cost model knows, longer on a slow or unknown one, so
+  the listener never waits for chunk 2. With open input and no such cut yet, it waits a little for more text;
+- every later chunk is the longest prefix whose estimated generation fits in the buffered audio minus the margin and
+  that keeps the invariant: the buffer grows while the engine outruns playback, and the chunks grow with it;
+- where no cut can keep it, the chunk with the least predicted waiting (no wait now, if any chunk fits).
 
 One planner per utterance; the worker drives it::
 
@@ -29,6 +37,11 @@ from engine.text import Boundary, BoundaryKind, count_words, find_boundaries, pu
 
 
 _ROUNDING_S = 1e-6  # so a chunk that fitted with zero spare at wake_at still fits when asked again at wake_at
+
+
+_TYPICAL_WORD_CHARS = 8  # a long English word and its space, for text not sent yet (err long: it is a guess)
+_RATE_RANGE = (0.03, 0.15)  # plausible speech, seconds per character: long silences or clipped audio say little
+_LOOKAHEAD_UNITS = 2  # a chunk must leave audio to cover making this many minimal units after it, one by one
 
 
 class PlannerError(ValueError):
@@ -69,6 +82,8 @@ class _Candidate:
     end: int
     kind: BoundaryKind
     estimate_s: float
+    words: int  # spoken words in the chunk
+    follow: tuple[int, ...]  # characters of the shortest chunks that could come next, in order (none: input over)
 
 
 class ChunkPlanner:
@@ -85,6 +100,8 @@ class ChunkPlanner:
         self._delivered_s = 0.0  # audio generated so far
         self._played_s = 0.0  # audio the listener has heard (estimated or reported)
         self._clock: float | None = None  # when _played_s was last brought up to date; None before first audio
+        self._unit_since: float | None = None  # when a first chunk could first have been cut, had it covered
+        self._spoken = (0, 0.0)  # characters generated and the audio they made: this utterance's speaking rate
         self.wake_at: float | None = None  # when next_chunk returned None: call again by then even if nothing happens
 
     # Input -------------------------------------------------------------------------------------------------------
@@ -120,6 +137,8 @@ class ChunkPlanner:
         self._delivered_s += audio_seconds
         self._outstanding = None
         self.cost_model.observe(len(planned.text), gen_time)
+        self.cost_model.observe_audio(len(planned.text), audio_seconds)
+        self._spoken = (self._spoken[0] + len(planned.text), self._spoken[1] + audio_seconds)
 
     def on_playout(self, played_seconds: float, now: float) -> None:
         """Client feedback: ``played_seconds`` of this utterance's audio have been heard as of ``now``."""
@@ -145,6 +164,7 @@ class ChunkPlanner:
                 return None
             source = self._pending[: cut.end].strip()
             self._consume(cut.end)
+            self._unit_since = None
             text = punc_norm(source)
             if text:  # nothing speakable (stray quotes, say): skip it
                 self._outstanding = PlannedChunk(self._seq, text, source, cut.kind, cut.estimate_s)
@@ -155,18 +175,21 @@ class ChunkPlanner:
     def _choose(self, now: float) -> _Candidate | None:
         candidates = self._candidates()
         ahead = self.buffered(now)
-        if self._clock is None or ahead <= 0:  # nothing playing: first audio (again) as fast as possible
-            return self._shortest(candidates)
-        quickest = self._quickest(candidates)
-        if quickest is None:  # too few words for a unit: only the end of closed text or the cap can force a cut
-            return self._shortest(candidates)
+        if self._clock is None or ahead <= 0:  # nothing playing: first audio (again) as fast as the lookahead allows
+            return self._shortest(candidates, now)
+        units = self._units(candidates)
+        if not units:  # too few words for a unit: only the end of closed text or the cap can force a cut
+            return self._shortest(candidates, now)
         budget = ahead - self.config.safety_margin_s
-        fitting = [c for c in candidates if quickest.end <= c.end and c.estimate_s <= budget + _ROUNDING_S]
-        if not fitting:
-            return quickest
-        chosen = self._longest(fitting)
-        if not self._closed and not self._ended and fitting[-1] is candidates[-1] and self._could_grow(budget):
-            spare = budget - chosen.estimate_s
+        fitting = [c for c in units if c.estimate_s <= budget + _ROUNDING_S]
+        safe = [c for c in fitting if self._slack(c, ahead) >= -_ROUNDING_S]
+        if not safe:  # the buffer is too low to keep both promises: no wait now, and the most in hand for the next
+            if fitting:  # (a predicted wait later may yet be planned away; one now is certain)
+                return max(fitting, key=lambda c: self._slack(c, ahead))
+            return min(units, key=lambda c: self._shortfall(c, ahead))
+        chosen = self._longest(safe)
+        if not self._closed and not self._ended and safe[-1] is candidates[-1] and self._could_grow(budget):
+            spare = min(budget - chosen.estimate_s, self._slack(chosen, ahead))
             if spare > 0:  # more text may arrive in time for a longer chunk: wait while the buffer allows
                 self.wake_at = now + spare
                 return None
@@ -184,27 +207,133 @@ class ChunkPlanner:
                 cuts.append(Boundary(closed_end, BoundaryKind.END))
         if not cuts and len(window) > cap:
             cuts = [Boundary(safe_cut(window, cap), BoundaryKind.HARD)]
-        return [_Candidate(b.end, b.kind, self.cost_model.upper(b.end)) for b in cuts]
+        words = _prefix_words(self._pending, [b.end for b in cuts])
+        ahead = self._lookahead()
+        return [
+            _Candidate(b.end, b.kind, self._upper(b.end), n, self._next_units(b.end, n, ahead))
+            for b, n in zip(cuts, words)
+        ]
 
-    def _shortest(self, candidates: list[_Candidate]) -> _Candidate | None:
-        """The shortest natural unit: at least the minimum words, snapped to the strongest boundary nearby."""
+    def _rate(self) -> float | None:
+        """This utterance's speaking rate (audio seconds per character) once it has been heard, else None."""
+        chars, seconds = self._spoken
+        return min(max(seconds / chars, _RATE_RANGE[0]), _RATE_RANGE[1]) if chars and seconds else None
+
+    def _upper(self, chars: int) -> float:
+        """The cost model's cautious generation time, for text that speaks as long as this utterance's does.
+
+        Generation time follows the audio made (speech tokens), and the cost model learnt it per character over
+        this voice's earlier utterances: text that speaks slower than they did costs proportionally more.
+        """
+        rate = self._rate()
+        scale = max(1.0, rate / self.cost_model.audio_per_char_s) if rate else 1.0
+        return self.cost_model.upper(math.ceil(chars * scale)) if scale > 1.0 else self.cost_model.upper(chars)
+
+    def _lookahead(self) -> list[tuple[int, int]]:
+        """``(end, words before it)`` of every boundary within reach of a chunk and the one after it."""
+        text = self._pending[: 2 * self.config.max_chars + 2]
+        found = find_boundaries(text)
+        return list(zip((b.end for b in found), _prefix_words(text, [b.end for b in found])))
+
+    def _next_units(self, end: int, words: int, lookahead: list[tuple[int, int]]) -> tuple[int, ...]:
+        """Characters of the shortest chunks that could follow a cut at ``end`` (``words`` before it), up to
+        ``_LOOKAHEAD_UNITS`` of them; fewer where the input is over."""
+        units: list[int] = []
+        while len(units) < _LOOKAHEAD_UNITS:
+            unit = self._next_unit(end, words, lookahead)
+            if unit is None:
+                break
+            end, chars, words = unit
+            units.append(chars)
+        return tuple(units)
+
+    def _next_unit(self, end: int, words: int, lookahead: list[tuple[int, int]]) -> tuple[int, int, int] | None:
+        """``(end, characters, words before its end)`` of the shortest chunk that could follow a cut at ``end``.
+
+        It has the minimum words and stops early at a flush point or the end of the input (None: nothing follows).
+        Text not sent yet (open input) is taken to make a unit of typical length, or as long as what has arrived.
+        """
+        cap = self.config.max_chars
+        start = len(self._pending) - len(self._pending[end:].lstrip())
+        stop = next((p for p in self._closed if p > end), None)  # the next flush point, if any
+        if stop is None and self._ended:
+            stop = len(self._pending.rstrip())
+        if stop is not None and stop <= start:
+            return None
+        minimum = self.config.first_chunk_min_words
+        for boundary_end, boundary_words in lookahead:
+            if boundary_end <= start:
+                continue
+            if boundary_end - start > cap or (stop is not None and boundary_end >= stop):
+                break
+            if boundary_words - words >= minimum:
+                return boundary_end, boundary_end - start, boundary_words
+        if stop is not None and stop - start <= cap:
+            return stop, stop - start, words + minimum
+        chars = min(cap, max(len(self._pending) - start, minimum * _TYPICAL_WORD_CHARS))
+        return start + chars, chars, words + minimum
+
+    def _shortest(self, candidates: list[_Candidate], now: float) -> _Candidate | None:
+        """The shortest natural unit whose audio covers making the next one, snapped to the strongest boundary nearby.
+
+        With nothing playing, the chunk's own generation time is the wait for (first) audio, so it is as short as it
+        can be while its estimated audio still outlasts the estimated generation of the shortest chunk after it (plus
+        the safety margin): the listener must not wait again for the second chunk. On a fast engine that is the
+        minimum words; on a slow one (or one the cost model does not know yet) the chunk grows until it covers.
+        """
         config = self.config
-        most = max(config.first_chunk_min_words, config.first_chunk_max_words)
-        nearby = [c for c in candidates if config.first_chunk_min_words <= count_words(self._pending[: c.end]) <= most]
-        if nearby:
+        units = self._units(candidates)
+        if units:
+            safe = [c for c in units if self._slack(c, 0.0) >= -_ROUNDING_S]
+            if not safe:  # no cut so far covers the next chunk: the least waiting, first audio included...
+                best = min(units, key=lambda c: self._shortfall(c, 0.0))
+                if not self._closed and not self._ended and len(self._pending) <= config.max_chars:
+                    # ...but text still arriving may hold a cut that does: wait for it at most as long as the
+                    # listener would otherwise wait for the second chunk
+                    if self._unit_since is None:
+                        self._unit_since = now
+                    deadline = self._unit_since - self._slack(best, 0.0)
+                    if now < deadline:
+                        self.wake_at = deadline
+                        return None
+                return best
+            least = max(config.first_chunk_min_words, safe[0].words)
+            window = max(0, config.first_chunk_max_words - config.first_chunk_min_words)
+            most = max(config.first_chunk_max_words, least + window)
+            nearby = [c for c in safe if c.words <= most]
             strongest = max(c.kind for c in nearby)
             return next(c for c in nearby if c.kind == strongest)
-        quickest = self._quickest(candidates)  # the minimum words lie beyond the snap window
-        if quickest is not None:
-            return quickest
         if candidates and (candidates[-1].kind == BoundaryKind.END or len(self._window()) > config.max_chars):
             return candidates[-1]  # too few words, but no more text can come within the cap
         return None
 
-    def _quickest(self, candidates: list[_Candidate]) -> _Candidate | None:
-        """The earliest cut with the minimum words, unsnapped: the smallest chunk worth making while audio plays."""
-        minimum = self.config.first_chunk_min_words
-        return next((c for c in candidates if count_words(self._pending[: c.end]) >= minimum), None)
+    def _units(self, candidates: list[_Candidate]) -> list[_Candidate]:
+        """The cuts with at least the minimum words: chunks worth making while audio plays."""
+        return [c for c in candidates if c.words >= self.config.first_chunk_min_words]
+
+    def _slack(self, cut: _Candidate, ahead: float) -> float:
+        """Buffered audio to spare, by cautious estimates, while the shortest chunks after ``cut`` are generated.
+
+        Cutting here with ``ahead`` seconds buffered leaves ``ahead - generation + audio`` when the chunk is done;
+        that must cover generating the next minimal unit plus the safety margin, or the listener waits for it, and
+        what is left then (with that unit's audio) must cover the unit after it. The same invariant holds the first
+        chunk (``ahead`` 0) and every later one.
+        """
+        margin = self.config.safety_margin_s
+        buffer = max(0.0, ahead - cut.estimate_s) + self._audio_lower(cut.end)
+        slack = math.inf
+        for chars in cut.follow:
+            generation = self._upper(chars)
+            slack = min(slack, buffer - generation - margin)
+            buffer = max(0.0, buffer - generation) + self._audio_lower(chars)
+        return slack if cut.follow else buffer
+
+    def _audio_lower(self, chars: int) -> float:
+        return self.cost_model.audio_lower(chars, self._rate())
+
+    def _shortfall(self, cut: _Candidate, ahead: float) -> float:
+        """Predicted waiting (margins included) if cut here: for this chunk, then for the next minimal unit."""
+        return max(0.0, cut.estimate_s + self.config.safety_margin_s - ahead) + max(0.0, -self._slack(cut, ahead))
 
     def _longest(self, fitting: list[_Candidate]) -> _Candidate:
         """The longest fitting cut, snapped back to a stronger boundary if that keeps enough of its length."""
@@ -220,7 +349,7 @@ class ChunkPlanner:
     def _could_grow(self, budget: float) -> bool:
         """Whether more text could make a longer chunk that still fits (open input only)."""
         size = len(self._pending.rstrip())
-        return size < self.config.max_chars and self.cost_model.upper(size + 1) <= budget
+        return size < self.config.max_chars and self._upper(size + 1) <= budget
 
     def _consume(self, end: int) -> None:
         rest = self._pending[end:]
@@ -233,6 +362,16 @@ class ChunkPlanner:
         if self._clock is not None and now > self._clock:
             self._played_s = min(self._delivered_s, self._played_s + (now - self._clock))
             self._clock = now
+
+
+def _prefix_words(text: str, ends: list[int]) -> list[int]:
+    """``count_words(text[:end])`` for each of the increasing ``ends`` (cuts fall between words: counts add up)."""
+    counts, total, previous = [], 0, 0
+    for end in ends:
+        total += count_words(text[previous:end])
+        counts.append(total)
+        previous = end
+    return counts
 
 
 def _check_seconds(**values: float) -> None:

@@ -1,6 +1,7 @@
 """A simulated engine and listener for the chunk planner: simulated clock, no sleeping.
 
-The engine takes ``fixed_s + audio / rtf`` seconds per chunk and makes ``SECONDS_PER_CHAR`` of audio per character.
+The engine takes ``fixed_s + audio / rtf`` seconds per chunk and makes ``seconds_per_char`` of audio per character
+(``SECONDS_PER_CHAR`` unless a test gives each text or voice its own speaking rate).
 The listener plays in real time from the first audio; an underrun is any wait for audio after first audio. Underruns
 are measured here from arrival times alone, independently of the planner's own bookkeeping.
 """
@@ -19,9 +20,10 @@ SECONDS_PER_CHAR = 0.065  # about 15 characters of English per second of speech
 class SimEngine:
     fixed_s: float
     rtf: float  # real-time factor: seconds of audio made per second of generation
+    seconds_per_char: float = SECONDS_PER_CHAR  # speaking rate
 
     def audio_seconds(self, text: str) -> float:
-        return len(text) * SECONDS_PER_CHAR
+        return len(text) * self.seconds_per_char
 
     def gen_time(self, text: str) -> float:
         return self.fixed_s + self.audio_seconds(text) / self.rtf

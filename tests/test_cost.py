@@ -76,3 +76,25 @@ def test_bad_measurements_are_rejected(chars: int, seconds: float) -> None:
 def test_bad_priors_are_rejected(kwargs: dict) -> None:
     with pytest.raises(ValueError):
         CostModel(**kwargs)
+
+
+def test_the_speaking_rate_starts_at_the_prior_and_learns_with_a_cautious_lower_bound() -> None:
+    model = CostModel()
+    assert model.audio_per_char_s == pytest.approx(0.065)
+    assert 0.045 < model.audio_lower(100) / 100 < 0.065  # wide while nothing is known
+    for _ in range(20):
+        model.observe_audio(40, 40 * 0.08)
+    assert model.audio_per_char_s == pytest.approx(0.08, rel=0.02)
+    assert 0.07 < model.audio_lower(100) / 100 < 0.08  # narrow once consistent measurements came
+    assert model.audio_lower(100, rate=0.05) < 5.0  # the planner may substitute its utterance's own rate
+    assert model.observations == 0 and model.audio_observations == 20
+
+
+def test_a_surprising_measurement_gives_up_confidence_so_the_fit_follows_at_once() -> None:
+    model = CostModel()
+    for _ in range(40):  # a confident fit of 0.1 s + 0.01 s/char
+        model.observe(30, 0.4)
+        model.observe(120, 1.3)
+    model.observe(30, 0.7)  # the voice now speaks slower: generation costs more per character
+    model.observe(60, 1.3)
+    assert model.estimate(120) > 2.0  # two measurements moved the fit most of the way to 0.1 + 0.02/char

@@ -38,11 +38,13 @@ def tag_count(text: str) -> int:
 
 
 def known_cost() -> CostModel:
-    """A cost model that has measured ``0.1 + 0.01 * chars`` seconds over the whole range of chunk sizes."""
+    """A cost model that has measured ``0.1 + 0.01 * chars`` seconds over the whole range of chunk sizes, and audio
+    at 0.065 s per character."""
     cost = CostModel(fixed_s=0.1, per_char_s=0.01)
     for _ in range(5):
         for chars in range(10, 310, 30):
             cost.observe(chars, 0.1 + 0.01 * chars)
+            cost.observe_audio(chars, 0.065 * chars)
     return cost
 
 
@@ -52,6 +54,24 @@ def planner_with_buffer(text: str, buffered_s: float) -> ChunkPlanner:
     planner.append(text)
     first = planner.next_chunk(0.0)
     assert first is not None
+    planner.on_generated(first, gen_time=0.1 + 0.01 * len(first.text), audio_seconds=buffered_s, now=0.0)
+    return planner
+
+
+def ratchet_at(text: str, buffered_s: float) -> ChunkPlanner:
+    """A planner with ``buffered_s`` seconds of audio in hand at time 0 and ``text`` (ended) still to plan.
+
+    The audio came from a first chunk long enough to speak it at a plausible rate (one unbroken word cut off by a
+    flush), so the utterance's learnt speaking rate stays realistic.
+    """
+    planner = ChunkPlanner(PlannerConfig(), known_cost())
+    filler = "x" * max(1, min(300, round(buffered_s / 0.065)))
+    planner.append(filler)
+    planner.flush()
+    planner.append(" " + text)
+    planner.end()
+    first = planner.next_chunk(0.0)
+    assert first is not None and first.source == filler
     planner.on_generated(first, gen_time=0.1 + 0.01 * len(first.text), audio_seconds=buffered_s, now=0.0)
     return planner
 
@@ -90,18 +110,44 @@ def test_open_input_is_only_cut_at_complete_boundaries(text: str, cuts: list[int
 
 @settings(max_examples=60, deadline=None)
 @given(texts)
-def test_first_chunk_is_the_shortest_natural_unit(text: str) -> None:
+def test_first_chunk_is_the_shortest_natural_unit_that_covers_the_next(text: str) -> None:
+    """On a fast engine the cost model knows, the first chunk is the snapped minimum words unless its audio would not
+    cover making the next chunk (tiny words, long words or tags next): then it grows, but only that far."""
     config = PlannerConfig()
-    planner = ChunkPlanner(config, CostModel())
+    planner = ChunkPlanner(config, known_cost())
     planner.append(text)
     planner.end()
     first = planner.next_chunk(0.0)
     assert first is not None
     words = count_words(first.source)
     if count_words(text) >= config.first_chunk_min_words:
-        assert config.first_chunk_min_words <= words <= config.first_chunk_max_words
+        assert config.first_chunk_min_words <= words
+        assert words <= config.first_chunk_max_words or len(first.source) <= 60
     else:
         assert first.source == text.strip()
+
+
+def test_the_first_chunk_grows_until_its_audio_covers_making_the_next() -> None:
+    """Changed rule: the first chunk used to be the minimum words whatever came next. Now its estimated audio must
+    outlast the cautious estimate of generating the shortest chunk after it, so the listener never waits for chunk 2."""
+    text = "A a the extraordinarily unbelievable extraordinarily overwhelming seaside fishermen. And then some more."
+    fast = ChunkPlanner(PlannerConfig(), known_cost())  # 0.1 s + 0.01 s/char: "A a the" makes too little audio
+    fast.append(text)
+    fast.end()
+    planned = fast.next_chunk(0.0)
+    assert planned is not None and count_words(planned.source) > 3
+    cost = known_cost()
+    audio = cost.audio_lower(len(planned.source))
+    assert audio >= cost.upper(len("extraordinarily overwhelming seaside")) + PlannerConfig().safety_margin_s
+    easy = ChunkPlanner(PlannerConfig(), known_cost())
+    easy.append("Fishermen always sing. And then some more words follow.")
+    easy.end()
+    planned = easy.next_chunk(0.0)
+    assert planned is not None and planned.source == "Fishermen always sing."
+    cold = ChunkPlanner(PlannerConfig(), CostModel())  # the prior knows little: a cautious, longer first chunk
+    cold.append("Fishermen always sing. And then some more words follow here, many more of them. ")
+    planned = cold.next_chunk(0.0)
+    assert planned is not None and count_words(planned.source) > 3
 
 
 @settings(max_examples=40, deadline=None)
@@ -109,38 +155,39 @@ def test_first_chunk_is_the_shortest_natural_unit(text: str) -> None:
 def test_chunks_grow_with_the_buffer(buffers: list[float]) -> None:
     lengths = []
     for buffered in sorted(buffers):
-        planner = planner_with_buffer(LONG, buffered)
+        planner = ratchet_at(LONG, buffered)
         planned = planner.next_chunk(0.0)
         assert planned is not None
         lengths.append(len(planned.source))
         budget = buffered - planner.config.safety_margin_s
-        assert planned.estimate_s <= budget or count_words(planned.source) == planner.config.first_chunk_min_words
+        # nothing fits: a short chunk, the one with the least predicted waiting for it and the two after it
+        assert planned.estimate_s <= budget or count_words(planned.source) <= planner.config.first_chunk_max_words
     assert lengths == sorted(lengths)
 
 
 # Rules, one at a time ----------------------------------------------------------------------------------------------
 def test_first_chunk_snaps_to_the_earliest_sentence_end_nearby() -> None:
-    planner = ChunkPlanner(PlannerConfig(), CostModel())
+    planner = ChunkPlanner(PlannerConfig(), known_cost())
     planner.append("Well, I think so. But the rest of this sentence goes on for a long while yet.")
     planned = planner.next_chunk(0.0)
     assert planned is not None and (planned.source, planned.boundary) == ("Well, I think so.", BoundaryKind.SENTENCE)
 
 
 def test_a_later_chunk_takes_the_longest_prefix_that_fits_and_snaps_to_a_sentence() -> None:
-    planner = planner_with_buffer(LONG, buffered_s=3.0)  # budget 2.7 s: up to (2.7 - 0.1) / 0.01 = 260 chars
+    planner = ratchet_at(LONG, buffered_s=3.0)  # budget 2.7 s: up to (2.7 - 0.1) / 0.01 = 260 chars
     planned = planner.next_chunk(0.0)
     assert planned is not None and planned.boundary == BoundaryKind.SENTENCE
     assert 130 <= len(planned.source) <= 260 and planned.estimate_s <= 2.7
 
 
 def test_with_no_buffer_to_spare_the_chunk_is_the_minimum_unit_to_stall_least() -> None:
-    planner = planner_with_buffer(LONG, buffered_s=0.35)  # 0.05 s of budget: nothing fits
+    planner = ratchet_at(LONG, buffered_s=0.35)  # 0.05 s of budget: nothing fits
     planned = planner.next_chunk(0.0)
     assert planned is not None and count_words(planned.source) == planner.config.first_chunk_min_words
 
 
 def test_after_the_buffer_drains_the_next_chunk_is_short_again() -> None:
-    planner = planner_with_buffer(LONG, buffered_s=20.0)
+    planner = ratchet_at(LONG, buffered_s=20.0)
     assert planner.buffered(25.0) == 0.0  # the listener heard everything; now idle
     planned = planner.next_chunk(25.0)
     assert planned is not None and count_words(planned.source) <= planner.config.first_chunk_max_words
@@ -187,7 +234,7 @@ def test_flush_speaks_what_was_sent_and_no_chunk_crosses_it() -> None:
 
 
 def test_a_client_may_raise_the_first_chunk_minimum_past_the_snap_window() -> None:
-    planner = ChunkPlanner(PlannerConfig(first_chunk_min_words=8), CostModel())
+    planner = ChunkPlanner(PlannerConfig(first_chunk_min_words=8), known_cost())
     planner.append("One two three four five six seven eight. Nine ten eleven twelve. ")
     planned = planner.next_chunk(0.0)
     assert planned is not None and planned.source == "One two three four five six seven eight."
@@ -225,7 +272,8 @@ def test_schedule_state_is_per_utterance_even_with_a_shared_cost_model() -> None
     first = run_planner(SimEngine(0.1, 4.0), [(0.0, LONG)], cost_model=cost)
     assert max(len(c.source) for c in first.chunks) > 150  # the first utterance ratcheted up to long chunks
     second = run_planner(SimEngine(0.1, 4.0), [(0.0, LONG)], cost_model=cost)
-    assert second.chunks[0].source == first.chunks[0].source  # ...and the second starts small again, from scratch
+    # ...and the second starts small again, from scratch (smaller still: the cost model now knows the engine is fast)
+    assert count_words(second.chunks[0].source) <= min(count_words(first.chunks[0].source), 6)
     assert cost.observations == len(first.chunks) + len(second.chunks)
 
 
@@ -233,6 +281,7 @@ def test_on_generated_teaches_the_cost_model() -> None:
     cost = CostModel(fixed_s=0.3, per_char_s=0.02)
     planner = ChunkPlanner(PlannerConfig(), cost)
     planner.append("Hello there, how are you today? ")
+    planner.end()
     planned = planner.next_chunk(0.0)
     assert planned is not None
     planner.on_generated(planned, gen_time=2.0, audio_seconds=2.0, now=2.0)
@@ -252,7 +301,7 @@ def test_finished_once_ended_and_everything_planned() -> None:
 
 # Misuse has stable error codes -------------------------------------------------------------------------------------
 def test_misuse_is_reported_with_stable_codes() -> None:
-    planner = ChunkPlanner(PlannerConfig(), CostModel())
+    planner = ChunkPlanner(PlannerConfig(), known_cost())
     planner.append("One two three four five six. ")
     planned = planner.next_chunk(0.0)
     assert planned is not None
