@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import threading
 from pathlib import Path
 
@@ -13,7 +14,8 @@ pytest.importorskip("chatterbox.tts_turbo")
 
 import torch  # noqa: E402
 from chatterbox.models.s3gen import S3Gen  # noqa: E402
-from turbo_checkpoint import write_tiny_checkpoint  # noqa: E402
+from chatterbox.models.t3.llama_configs import LLAMA_CONFIGS  # noqa: E402
+from turbo_checkpoint import TINY_GPT2, write_tiny_checkpoint  # noqa: E402
 
 from engine.engines.base import Cancelled, EngineError  # noqa: E402
 from engine.engines.turbo import (  # noqa: E402
@@ -23,7 +25,7 @@ from engine.engines.turbo import (  # noqa: E402
     find_weights,
     synthetic_reference,
 )
-from engine.engines.turbo_arch import S3GenSize, SizedS3Gen, TurboArch, build_t3  # noqa: E402
+from engine.engines.turbo_arch import S3GenSize, SizedS3Gen, TurboArch, build_t3, llama_config_name  # noqa: E402
 
 pytestmark = pytest.mark.slow
 
@@ -192,3 +194,16 @@ def test_full_size_arch_matches_upstream_shapes() -> None:
     assert {k: v.shape for k, v in ours.items()} == {k: v.shape for k, v in upstream.items()}
     assert t3.hp.llama_config_name == "GPT2_medium" and t3.cfg.n_layer == 24
     assert sum(p.numel() for p in t3.parameters()) > 400_000_000
+
+
+def test_t3_configs_are_added_never_replaced(tmp_path: Path) -> None:
+    medium = dict(LLAMA_CONFIGS["GPT2_medium"])
+    config_file = tmp_path / "tiny.json"
+    config_file.write_text(json.dumps(TINY_GPT2))
+    from_file, from_dict = llama_config_name(str(config_file)), llama_config_name(TINY_GPT2)
+    assert from_file == from_dict != "GPT2_medium" and LLAMA_CONFIGS[from_dict] == TINY_GPT2
+    eager = llama_config_name("GPT2_medium", attn_implementation="eager")
+    assert LLAMA_CONFIGS[eager]["attn_implementation"] == "eager"
+    assert LLAMA_CONFIGS["GPT2_medium"] == medium and llama_config_name("GPT2_medium") == "GPT2_medium"
+    with pytest.raises(ValueError):
+        llama_config_name("no-such-config")

@@ -93,7 +93,7 @@ class SynthTiming:
 
 
 def find_weights(model_dir: Path | None) -> Path | None:
-    """A directory holding Turbo weights: ``model_dir`` if complete, else (no dir given) the HF cache. Never downloads."""
+    """A directory with Turbo weights: ``model_dir`` if complete, else (no dir given) the HF cache. Never downloads."""
     if model_dir is not None:
         return model_dir if _complete(model_dir) else None
     try:
@@ -318,7 +318,7 @@ class TurboEngine(Engine):
     def _speech_tokens(
         self, voice_t3: T3Cond, text_tokens: torch.Tensor, budget: int, cancel: threading.Event
     ) -> torch.Tensor:
-        """``T3.inference_turbo`` with a cancel check each step: at most ``budget + 1`` tokens, the stop token dropped."""
+        """``T3.inference_turbo`` with a cancel check each step: at most ``budget + 1`` tokens, no stop token."""
         t3 = self.t3
         # prepare_conditioning caches an embedding on the T3Cond it is given: hand it a copy cast to T3's dtype.
         cond = copy.copy(voice_t3).to(device=self.device, dtype=self.dtype)
