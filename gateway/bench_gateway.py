@@ -55,7 +55,7 @@ PCM_BYTES_PER_SECOND = 24000 * 2  # /v1/tts and the WebSocket default: 24 kHz s1
 FRAME_S = 0.020
 GAP_TOLERANCE_FRAMES = 2  # codec edges: a decoded loud span may exceed the audio by this much without a gap
 DECODE_TAIL_S = 0.15  # `done` leaves once playout ends; the last frames are decoded just after it
-PAUSE_S = (0.2, 0.4)  # a listener's pause before the next text (random: a random phase of the 20 ms tick)
+PAUSE_JITTER_S = 0.2  # added at random to --pause: texts arrive at a random phase of the 20 ms tick
 UTTERANCE_TIMEOUT_S = 60.0
 TARGET_P50_MS = {"webrtc": 30.0, "ws": 5.0}  # transport share of time to first audio
 TARGET_OPUS_STREAMS = 20  # concurrent Opus streams with zero underruns
@@ -79,6 +79,8 @@ class Result:
 
 
 class Client(Protocol):
+    """One session of a transport; ``speak`` returns once a listener has heard the whole utterance."""
+
     async def connect(self) -> None: ...
 
     async def speak(self, text: str) -> Result: ...
@@ -91,9 +93,9 @@ def _headers(api_key: str | None) -> dict[str, str]:
 
 
 async def _listened(first_audio_at: float, result: Result) -> None:
-    """Wait until a listener who started at ``first_audio_at`` (perf_counter) has heard the utterance, then pause."""
+    """Wait until a listener who started at ``first_audio_at`` (perf_counter) has heard the utterance."""
     end = first_audio_at + result.audio_s + result.starved_s
-    await asyncio.sleep(max(0.0, end - time.perf_counter()) + random.uniform(*PAUSE_S))
+    await asyncio.sleep(max(0.0, end - time.perf_counter()))
 
 
 class WebRTCClient:
@@ -122,7 +124,7 @@ class WebRTCClient:
         end = next(e for e in listener.events[seen:] if e["type"] in ("done", "error"))
         if end["type"] == "error":
             raise BenchError(f"{end['code']}: {end['message']}")
-        await asyncio.sleep(DECODE_TAIL_S)
+        await asyncio.sleep(DECODE_TAIL_S)  # `done` comes once the utterance has played out
         frames = [f for f in listener.frames if f.at >= sent]
         loud = [i for i, f in enumerate(frames) if f.rms > SPEECH_RMS]
         audio_s = float(end["audio_seconds"])
@@ -130,7 +132,6 @@ class WebRTCClient:
         if loud:
             expected = math.ceil(audio_s / FRAME_S - 1e-9)
             gap_frames = max(0, loud[-1] - loud[0] + 1 - expected - GAP_TOLERANCE_FRAMES)
-        await asyncio.sleep(random.uniform(*PAUSE_S))  # `done` comes once the utterance has played out
         return Result(ttfa_s=frames[loud[0]].at - sent if loud else None, server_ttfa_s=end.get("ttfa"),
                       audio_s=audio_s, server_underruns=end.get("underruns"), client_underruns=int(gap_frames > 0),
                       starved_s=gap_frames * FRAME_S)
@@ -284,9 +285,15 @@ def served(args: argparse.Namespace, ready_timeout: float = 120.0) -> Iterator[t
             proc.wait()
 
 
-async def _drive(client: Client, index: int, sessions: int, utterances: int, stagger_s: float) -> list[Result]:
-    await asyncio.sleep(stagger_s * index / sessions)
-    return [await client.speak(TEXTS[(index + k) % len(TEXTS)]) for k in range(utterances)]
+async def _drive(client: Client, index: int, args: argparse.Namespace) -> list[Result]:
+    """One session: its share of the stagger, then its utterances, each after the last was heard and a pause."""
+    await asyncio.sleep(args.stagger * index / args.sessions)
+    results = []
+    for k in range(args.utterances):
+        if k:
+            await asyncio.sleep(args.pause + random.uniform(0, PAUSE_JITTER_S))
+        results.append(await client.speak(TEXTS[(index + k) % len(TEXTS)]))
+    return results
 
 
 async def measure(args: argparse.Namespace, url: str, pid: int | None) -> dict[str, Any]:
@@ -300,8 +307,7 @@ async def measure(args: argparse.Namespace, url: str, pid: int | None) -> dict[s
     try:
         await asyncio.gather(*(c.connect() for c in clients))
         cpu0, start = (tree_cpu(pid) if pid else None), time.monotonic()
-        runs = await asyncio.gather(*(_drive(c, i, args.sessions, args.utterances, args.stagger)
-                                      for i, c in enumerate(clients)), return_exceptions=True)
+        runs = await asyncio.gather(*(_drive(c, i, args) for i, c in enumerate(clients)), return_exceptions=True)
         window = time.monotonic() - start
         cpu1 = tree_cpu(pid) if pid else None
     finally:
@@ -328,7 +334,8 @@ def summarise(args: argparse.Namespace, engine: dict[str, Any], server: str, res
     webrtc = args.transport == "webrtc"
     summary: dict[str, Any] = {
         "bench": "gateway", "transport": args.transport, "codec": args.codec if webrtc else None,
-        "receiver_prefetch": 0 if webrtc else None, "sessions": args.sessions, "utterances": len(results),
+        "receiver_prefetch": 0 if webrtc else None, "sessions": args.sessions, "pause_s": args.pause,
+        "utterances": len(results),
         "errors": len(errors), "engine": engine.get("engine"), "server": server,
         "ttfa_p50_ms": _ms(ttfa, 0.5), "ttfa_p95_ms": _ms(ttfa, 0.95),
         "server_ttfa_p50_ms": _ms(server_ttfa, 0.5), "server_ttfa_p95_ms": _ms(server_ttfa, 0.95),
@@ -410,6 +417,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--codec", choices=("opus", "pcmu", "pcma"), default="opus", help="WebRTC codec")
     parser.add_argument("--stagger", type=float, default=1.0,
                         help="seconds over which the sessions' first texts are spread evenly")
+    parser.add_argument("--pause", type=float, default=0.2,
+                        help="seconds a session waits after hearing an utterance before the next text (plus up to "
+                             f"{PAUSE_JITTER_S} s at random); longer pauses ask less of the engine per stream")
 
 
 async def _bench(args: argparse.Namespace) -> dict[str, Any]:

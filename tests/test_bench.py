@@ -10,7 +10,7 @@ import pytest
 from gateway.cli import build_parser
 from server import running_server
 
-FIELDS = {"bench", "transport", "codec", "receiver_prefetch", "sessions", "utterances", "errors", "engine", "server",
+FIELDS = {"bench", "transport", "codec", "receiver_prefetch", "sessions", "pause_s", "utterances", "errors", "engine", "server",
           "ttfa_p50_ms", "ttfa_p95_ms", "server_ttfa_p50_ms", "server_ttfa_p95_ms", "transport_p50_ms",
           "transport_p95_ms", "no_audio", "underruns_server", "underruns_client", "starved_ms", "audio_s", "window_s",
           "stream_s", "gateway_cpu_s", "engine_cpu_s", "cpu_ms_per_stream_s", "server_cpu_pct", "loadavg_1m"}
