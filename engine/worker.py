@@ -9,6 +9,7 @@ leaves this process.
 from __future__ import annotations
 
 import asyncio
+import copy
 import logging
 import threading
 import time
@@ -160,8 +161,10 @@ class Utterance:
 class Worker:
     """Serves engine-protocol connections for one loaded engine."""
 
-    def __init__(self, synth: Synthesizer, voices: VoiceStore, settings: EngineSettings) -> None:
+    def __init__(self, synth: Synthesizer, voices: VoiceStore, settings: EngineSettings,
+                 calibrated: CostModel | None = None) -> None:
         self.synth = synth
+        self._calibrated = calibrated or CostModel()
         self.voices = voices
         self.settings = settings
         self.planner_config = PlannerConfig(
@@ -176,7 +179,9 @@ class Worker:
 
     def cost_model(self, voice: str) -> CostModel:
         """Generation cost is learnt per voice (conditionals change the prompt length) across utterances."""
-        return self._costs.setdefault(voice, CostModel())
+        if voice not in self._costs:
+            self._costs[voice] = copy.deepcopy(self._calibrated)
+        return self._costs[voice]
 
     async def handle(self, ws: ServerConnection) -> None:
         """One gateway connection; its utterances are cancelled when it goes away."""
@@ -253,6 +258,22 @@ class Worker:
             pass
 
 
+CALIBRATION_TEXTS = ("Hello there.", "Thanks for calling, how can I help you today?",
+                     "Your order shipped this morning and should arrive on Thursday, before noon, at the front desk.")
+
+
+def calibrate(synth: Synthesizer) -> CostModel:
+    """Measure this engine on this device once, so a voice's first utterance is planned from real costs rather than
+    a generic prior (a wide prior makes the planner's first chunks cautiously long)."""
+    model, voice = CostModel(), synth.engine.default_voice()
+    for text in CALIBRATION_TEXTS:
+        t0 = time.monotonic()
+        wav = synth.chunk(text, voice, Joiner(), None, threading.Event())
+        model.observe(len(text), time.monotonic() - t0)
+        model.observe_audio(len(text), len(wav) / synth.engine.sample_rate)
+    return model
+
+
 def build_worker(settings: EngineSettings) -> Worker:
     """Load the watermarker first (no watermark, no start), then the engine, then warm it."""
     from engine.engines import load_engine
@@ -268,9 +289,11 @@ def build_worker(settings: EngineSettings) -> Worker:
     engine.warmup()
     synth = Synthesizer(engine, watermarker)
     synth.chunk("Warming up.", engine.default_voice(), Joiner(), None, threading.Event())  # first calls are slow
-    log.info("engine %s ready on %s (%s, weights: %s), warm-up %.2f s", engine.info.name, engine.info.device,
-             engine.info.dtype, engine.info.weights, time.monotonic() - t0)
-    return Worker(synth, VoiceStore(settings.voices_dir, engine), settings)
+    calibrated = calibrate(synth)
+    log.info("engine %s ready on %s (%s, weights: %s), warm-up %.2f s; cost %.3f s + %.4f s/char, %.3f s audio/char",
+             engine.info.name, engine.info.device, engine.info.dtype, engine.info.weights, time.monotonic() - t0,
+             calibrated.fixed_s, calibrated.per_char_s, calibrated.audio_per_char_s)
+    return Worker(synth, VoiceStore(settings.voices_dir, engine), settings, calibrated)
 
 
 async def serve_worker(worker: Worker, listen: str, stop: asyncio.Event | None = None) -> None:
