@@ -122,7 +122,9 @@ def test_first_chunk_is_the_shortest_natural_unit_that_covers_the_next(text: str
     words = count_words(first.source)
     if count_words(text) >= config.first_chunk_min_words:
         assert config.first_chunk_min_words <= words
-        assert words <= config.first_chunk_max_words or len(first.source) <= 60
+        # longer only for tiny words or tags (little audio each), or a short text taken whole
+        assert words <= config.first_chunk_max_words or len(first.source) <= 60 or (
+            first.source == " ".join(text.split()) and len(first.source) <= 100)
     else:
         assert first.source == text.strip()
 
