@@ -127,6 +127,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
 
 
 def cmd_engine(args: argparse.Namespace) -> int:
+    os.environ.setdefault("TQDM_DISABLE", "1")  # upstream S3Gen draws a progress bar on every chunk
     from engine.watermark import WatermarkUnavailable
     from engine.worker import build_worker, serve_worker
 
