@@ -92,10 +92,17 @@ def _headers(api_key: str | None) -> dict[str, str]:
     return {"Authorization": f"Bearer {api_key}"} if api_key else {}
 
 
-async def _listened(first_audio_at: float, result: Result) -> None:
-    """Wait until a listener who started at ``first_audio_at`` (perf_counter) has heard the utterance."""
-    end = first_audio_at + result.audio_s + result.starved_s
-    await asyncio.sleep(max(0.0, end - time.perf_counter()))
+async def _heard(sent: float, arrivals: list[tuple[float, float]], server_ttfa_s: float | None) -> Result:
+    """A byte stream's utterance as a listener playing from the first byte at 1x hears it; returns once it has.
+
+    ``sent``: perf_counter when the text left; ``arrivals``: (seconds after ``sent``, audio seconds received so far).
+    """
+    underruns, starved = count_underruns(arrivals)
+    first = arrivals[0][0] if arrivals else None
+    audio_s = arrivals[-1][1] if arrivals else 0.0
+    await asyncio.sleep(max(0.0, sent + (first or 0.0) + audio_s + starved - time.perf_counter()))
+    return Result(ttfa_s=first, server_ttfa_s=server_ttfa_s, audio_s=audio_s, server_underruns=None,
+                  client_underruns=underruns, starved_s=starved)
 
 
 class WebRTCClient:
@@ -173,12 +180,7 @@ class WebSocketClient:
                 raise BenchError(f"{event['code']}: {event['message']}")
             if event["type"] == "done":
                 break
-        underruns, starved = count_underruns(arrivals)
-        result = Result(ttfa_s=arrivals[0][0] if arrivals else None, server_ttfa_s=event.get("ttfa"),
-                        audio_s=received / PCM_BYTES_PER_SECOND, server_underruns=None, client_underruns=underruns,
-                        starved_s=starved)
-        await _listened(sent + (result.ttfa_s or 0.0), result)
-        return result
+        return await _heard(sent, arrivals, event.get("ttfa"))
 
     async def close(self) -> None:
         if self.ws is not None:
@@ -209,18 +211,14 @@ class HttpClient:
                 if data:
                     received += len(data)
                     arrivals.append((time.perf_counter() - sent, received / PCM_BYTES_PER_SECOND))
-        underruns, starved = count_underruns(arrivals)
-        result = Result(ttfa_s=arrivals[0][0] if arrivals else None, server_ttfa_s=None,
-                        audio_s=received / PCM_BYTES_PER_SECOND, server_underruns=None, client_underruns=underruns,
-                        starved_s=starved)
-        await _listened(sent + (result.ttfa_s or 0.0), result)
-        return result
+        return await _heard(sent, arrivals, None)
 
     async def close(self) -> None:
         await self.http.aclose()
 
 
 def make_client(args: argparse.Namespace, url: str) -> Client:
+    """A session of ``args.transport`` on the server at ``url``."""
     if args.transport == "webrtc":
         return WebRTCClient(url, args.api_key, args.voice, args.codec)
     if args.transport == "ws":
