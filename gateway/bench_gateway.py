@@ -29,8 +29,6 @@ import logging
 import math
 import os
 import random
-import socket
-import subprocess
 import sys
 import time
 from dataclasses import dataclass
@@ -43,6 +41,7 @@ from websockets.exceptions import WebSocketException
 from gateway.bench_engine import percentile
 from gateway.cli import engine_argv
 from gateway.gate import count_underruns
+from gateway.local_server import ServerFailed, local_server
 from gateway.rtc_client import SPEECH_RMS, Listener
 
 TEXTS = (  # vowel-initial, so the first decoded frame of speech is not a quiet consonant
@@ -248,39 +247,15 @@ def tree_cpu(root: int) -> tuple[float, float]:
     return cpu.get(root, 0.0), below
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 @contextlib.contextmanager
-def served(args: argparse.Namespace, ready_timeout: float = 120.0) -> Iterator[tuple[str, int]]:
+def served(args: argparse.Namespace) -> Iterator[tuple[str, int]]:
     """Run ``chatterbox-fast serve`` on 127.0.0.1 with the engine flags of ``args``; yield (base URL, pid)."""
-    port = _free_port()
-    argv = [sys.executable, "-m", "gateway.cli", "serve", "--host", "127.0.0.1", "--port", str(port),
-            "--max-sessions", str(max(32, args.sessions)), *engine_argv(args), "--log-level", "warning"]
-    proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL)  # its log goes to stderr
-    url = f"http://127.0.0.1:{port}"
+    flags = ["--max-sessions", str(max(32, args.sessions)), *engine_argv(args), "--log-level", "warning"]
     try:
-        deadline = time.monotonic() + ready_timeout
-        while True:
-            if proc.poll() is not None:
-                raise BenchError(f"the server exited with code {proc.returncode}")
-            with contextlib.suppress(httpx.HTTPError):
-                if httpx.get(url + "/health", timeout=2).status_code == 200:
-                    break
-            if time.monotonic() > deadline:
-                raise BenchError("the server did not become ready")
-            time.sleep(0.2)
-        yield url, proc.pid
-    finally:
-        proc.terminate()
-        try:
-            proc.wait(15)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
+        with local_server(flags, quiet=True) as served_at:
+            yield served_at
+    except ServerFailed as exc:
+        raise BenchError(str(exc)) from None
 
 
 async def _drive(client: Client, index: int, args: argparse.Namespace) -> list[Result]:

@@ -183,10 +183,7 @@ def _lazy(parser: argparse.ArgumentParser, module: str, options: Sequence[Option
     """Subcommands whose flags live in their own module (``add_arguments``/``run``)."""
     import importlib
 
-    try:
-        mod = importlib.import_module(module)
-    except ModuleNotFoundError:  # TODO(lead): remove once every command module has landed
-        return
+    mod = importlib.import_module(module)
     for option in options:
         option.add_to(parser)
     mod.add_arguments(parser)

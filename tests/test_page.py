@@ -10,7 +10,6 @@ from __future__ import annotations
 import io
 import os
 import wave
-from pathlib import Path
 
 import httpx
 import numpy as np

@@ -1,0 +1,54 @@
+"""``chatterbox-fast serve`` on 127.0.0.1 in a child process, for the benchmarks and the tests."""
+
+from __future__ import annotations
+
+import contextlib
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Iterator, Sequence
+
+import httpx
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+class ServerFailed(RuntimeError):
+    """The server exited or did not become ready."""
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@contextlib.contextmanager
+def local_server(flags: Sequence[str], *, env: dict[str, str] | None = None, quiet: bool = False,
+                 ready_timeout: float = 120.0) -> Iterator[tuple[str, int]]:
+    """Start the gateway with ``flags``; yield (base URL, pid) once /health says the engine is ready."""
+    port = free_port()
+    argv = [sys.executable, "-m", "gateway.cli", "serve", "--host", "127.0.0.1", "--port", str(port), *flags]
+    proc = subprocess.Popen(argv, cwd=ROOT, env=env, stdout=subprocess.DEVNULL if quiet else None)
+    url = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + ready_timeout
+        while True:
+            if proc.poll() is not None:
+                raise ServerFailed(f"the server exited with code {proc.returncode}")
+            with contextlib.suppress(httpx.HTTPError):
+                if httpx.get(url + "/health", timeout=2).status_code == 200:
+                    break
+            if time.monotonic() > deadline:
+                raise ServerFailed("the server did not become ready")
+            time.sleep(0.2)
+        yield url, proc.pid
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(15)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
