@@ -195,6 +195,8 @@ class Session:
         for turn in turns:
             self.state.metrics.utterances.labels(self.transport, "cancelled").inc()
             await self.send_event({"type": "cancelled", "utterance": turn.utterance.id})
+        if not turns:  # everything had been sent already (the client may still be playing it): acknowledge anyway
+            await self.send_event({"type": "cancelled", "utterance": None})
 
     async def _stop_turn(self, turn: _Turn) -> None:
         await turn.utterance.cancel()

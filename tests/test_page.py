@@ -15,7 +15,8 @@ import httpx
 import numpy as np
 import pytest
 
-from tests.server import ROOT, running_server
+from gateway.local_server import ROOT
+from tests.server import running_server
 
 pytestmark = pytest.mark.slow
 

@@ -91,6 +91,9 @@ async def test_cancel_stops_audio_and_the_session_goes_on(server: str) -> None:
         await ws.send(json.dumps({"type": "speak", "text": "Still here."}))
         events, audio = await events_until(ws, "done")
         assert rms(audio) > 500
+        await ws.send(json.dumps({"type": "cancel"}))  # nothing left to send: still acknowledged
+        events, _ = await events_until(ws, "cancelled")
+        assert events[-1]["utterance"] is None
 
 
 @pytest.mark.parametrize(
