@@ -13,7 +13,6 @@ import copy
 import logging
 import threading
 import time
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field
 from typing import Any, Awaitable, Callable
 
@@ -27,6 +26,7 @@ from engine.engines.base import Cancelled, Engine, EngineError
 from engine.joins import Joiner, to_int16
 from engine.planner import ChunkPlanner, PlannedChunk, PlannerConfig, PlannerError
 from engine.protocol import ChunkHeader, EngineReady, ProtocolError
+from engine.scheduler import DeviceQueue
 from engine.settings import EngineSettings
 from engine.voices import VoiceStore
 from engine.watermark import Watermarker
@@ -34,6 +34,7 @@ from engine.watermark import Watermarker
 log = logging.getLogger("chatterbox_fast.engine")
 MAX_MESSAGE_BYTES = 16 * 1024 * 1024  # voice uploads travel as one binary frame
 MAX_TEXT_CHARS = 20000  # per utterance, a backstop behind the gateway's own limit
+VOICE_UPLOAD_SLACK_S = 1.0  # a clone waits behind listeners with less than this much audio in hand
 
 Send = Callable[[str | bytes], Awaitable[None]]
 
@@ -44,7 +45,7 @@ class Synthesizer:
 
     engine: Engine
     watermarker: Watermarker
-    executor: ThreadPoolExecutor = field(default_factory=lambda: ThreadPoolExecutor(1, thread_name_prefix="gen"))
+    device: DeviceQueue = field(default_factory=DeviceQueue)
 
     def chunk(self, text: str, voice: Any, joiner: Joiner, previous: str | None, cancel: threading.Event) -> np.ndarray:
         if cancel.is_set():
@@ -53,8 +54,9 @@ class Synthesizer:
         wav = joiner.process(wav, self.engine.sample_rate, previous)
         return self.watermarker.apply(wav, self.engine.sample_rate)
 
-    async def run(self, fn: Callable[..., Any], *args: Any) -> Any:
-        return await asyncio.get_running_loop().run_in_executor(self.executor, fn, *args)
+    async def run(self, fn: Callable[..., Any], *args: Any, buffered: float = 0.0) -> Any:
+        """Run on the device thread; ``buffered`` is the audio the waiting listener has in hand (its slack)."""
+        return await asyncio.wrap_future(self.device.submit(time.monotonic() + buffered, fn, *args))
 
 
 class Utterance:
@@ -115,7 +117,8 @@ class Utterance:
                     continue
                 t0 = time.monotonic()
                 wav = await synth.run(
-                    synth.chunk, planned.text, voice, joiner, previous.boundary if previous else None, self.cancel_event
+                    synth.chunk, planned.text, voice, joiner, previous.boundary if previous else None,
+                    self.cancel_event, buffered=self.planner.buffered(t0),
                 )
                 now = time.monotonic()
                 gen_time = now - t0
@@ -245,7 +248,7 @@ class Worker:
             elif message["type"] == "delete_voice":
                 await asyncio.to_thread(self.voices.delete, message["name"])
             else:
-                info = await self.synth.run(self.voices.add, message["name"], payload)
+                info = await self.synth.run(self.voices.add, message["name"], payload, buffered=VOICE_UPLOAD_SLACK_S)
                 reply["voice"] = asdict(info)
         except EngineError as exc:
             reply = {"type": "error", "req": message["req"], "code": exc.code, "message": str(exc)}
