@@ -207,3 +207,29 @@ def test_t3_configs_are_added_never_replaced(tmp_path: Path) -> None:
     assert LLAMA_CONFIGS["GPT2_medium"] == medium and llama_config_name("GPT2_medium") == "GPT2_medium"
     with pytest.raises(ValueError):
         llama_config_name("no-such-config")
+
+
+async def test_the_worker_serves_turbo_chunks_planned_and_watermarked(checkpoint: Path, tmp_path: Path) -> None:
+    """The real adapter behind the real worker process: loading from the model directory, chunks cut by the planner
+    (at a flush here: on this CPU the tiny model is slower than real time, so the planner would rightly not split
+    whole text), and PerTh on every chunk (random tiny weights make noise-like audio, not speech)."""
+    from engine.watermark import Watermarker
+    from gateway.engine_client import Chunk
+    from gateway.speak import worker_client
+
+    flags = ["--engine", "chatterbox-turbo", "--model-dir", str(checkpoint), "--device", "cpu",
+             "--voices-dir", str(tmp_path), "--log-level", "warning"]
+    async with worker_client(flags, timeout=300) as client:
+        assert client.ready["engine"] == "chatterbox-turbo" and client.ready["device"] == "cpu"
+        assert client.ready["weights"] == str(checkpoint) and client.ready["watermark"]
+        utterance = await client.start("default")
+        await utterance.text("Hello there, how are")
+        await utterance.flush()
+        await utterance.text(" you today? Fine, thanks.")
+        await utterance.end()
+        chunks = [event async for event in utterance.events() if isinstance(event, Chunk)]
+    assert [c.header.text for c in chunks] == ["Hello there, how are.", "You today? Fine, thanks."]  # punc_norm
+    assert [c.header.seq for c in chunks] == [0, 1] and chunks[1].header.offset == chunks[0].header.duration
+    audio = np.frombuffer(b"".join(c.pcm for c in chunks), dtype=np.int16).astype(np.float32) / 32768
+    assert audio.size / 24000 > 1.0
+    assert Watermarker().detect(audio, 24000) >= 0.5
