@@ -31,13 +31,19 @@ class WebSocketSink:
         self._encoder = make_encoder(_WIRE_FORMATS[self.format], self.sample_rate)
 
     async def write(self, pcm: bytes) -> None:
-        if self._encoder is not None and (data := self._encoder.encode(pcm)):
-            await self.ws.send_bytes(data)
+        if self._encoder is not None:
+            await self._send(self._encoder.encode(pcm))
 
     async def end(self) -> None:
-        if self._encoder is not None and (data := self._encoder.flush()):
-            await self.ws.send_bytes(data)
+        if self._encoder is not None:
+            await self._send(self._encoder.flush())
         self._encoder = None
+
+    async def _send(self, data: bytes) -> None:
+        """In frames of at most 100 ms of audio, so a client can start playing a long chunk at its first frame."""
+        step = self.sample_rate // 10 * (1 if self.format == "mulaw" else 2)
+        for start in range(0, len(data), step):
+            await self.ws.send_bytes(data[start:start + step])
 
     async def clear(self) -> None:
         self._encoder = None
