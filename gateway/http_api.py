@@ -17,6 +17,7 @@ from gateway.state import GatewayState, SessionLimitReached
 OPENAI_VOICES = {"alloy", "ash", "ballad", "coral", "echo", "fable", "nova", "onyx", "sage", "shimmer", "verse"}
 OPENAI_FORMATS = {"mp3", "opus", "aac", "flac", "wav", "pcm"}
 TTS_FORMATS = {"pcm", "wav", "opus", "mulaw", "mp3"}
+MAX_JSON_BYTES = 1024 * 1024
 _STATUS = {"unknown_voice": 404, "exists": 409, "too_large": 413, "session_limit": 503, "engine_unavailable": 503,
            "engine_error": 500}
 
@@ -44,9 +45,15 @@ def _state(request: Request) -> GatewayState:
 
 
 async def json_body(request: Request) -> dict[str, Any]:
-    raw = await request.body()
-    if len(raw) > 1024 * 1024:
-        raise ApiError(413, "too_large", "request body over 1 MiB")
+    """The request's JSON object, read no further than MAX_JSON_BYTES whatever the client claims or sends."""
+    too_large = ApiError(413, "too_large", f"request body over {MAX_JSON_BYTES} bytes")
+    if int(request.headers.get("content-length") or 0) > MAX_JSON_BYTES:
+        raise too_large
+    raw = bytearray()
+    async for piece in request.stream():
+        raw += piece
+        if len(raw) > MAX_JSON_BYTES:
+            raise too_large
     try:
         body = json.loads(raw)
     except (UnicodeDecodeError, json.JSONDecodeError):

@@ -23,6 +23,7 @@ from gateway.state import GatewayState, SessionLimitReached
 log = logging.getLogger("chatterbox_fast.gateway")
 SendEvent = Callable[[dict[str, Any]], Awaitable[None]]
 PLAYOUT_REPORT_S = 0.2
+MAX_QUEUED_UTTERANCES = 8  # per session: utterances started but not yet fully sent
 
 __all__ = ["AudioSink", "Session", "SessionLimitReached", "UtteranceStats"]
 
@@ -174,6 +175,9 @@ class Session:
         await turn.utterance.text(text)
 
     async def _start_turn(self) -> _Turn:
+        if len(self._turns) >= MAX_QUEUED_UTTERANCES:
+            raise ProtocolError(f"{MAX_QUEUED_UTTERANCES} utterances are already waiting to be spoken; wait for a "
+                                "'done' or send 'cancel'", "too_many_utterances")
         utterance = await self.state.engine.start(self.voice)
         turn = _Turn(utterance, UtteranceStats(self.transport))
         previous = self._turns[-1].pump if self._turns else None

@@ -79,6 +79,7 @@ def test_openai_client_speech(server: str, tmp_path: Path) -> None:
     [
         ("/v1/tts", b"{not json", 400, "bad_request"),
         ("/v1/tts", b"[1]", 400, "bad_request"),
+        ("/v1/tts", b'{"text": "' + b"x" * (1024 * 1024) + b'"}', 413, "too_large"),
         ("/v1/tts", json.dumps({"voice": "default"}).encode(), 400, "bad_request"),
         ("/v1/tts", json.dumps({"text": "   "}).encode(), 400, "bad_request"),
         ("/v1/tts", json.dumps({"text": "x" * 601}).encode(), 413, "text_too_long"),

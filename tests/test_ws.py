@@ -153,3 +153,17 @@ def _state(pid: int) -> str:
             return stat.read().rsplit(")", 1)[1].split()[0]
     except FileNotFoundError:
         return "gone"
+
+
+async def test_a_flood_of_utterances_is_refused_beyond_the_queue_limit(server: str) -> None:
+    async with connect(server) as ws:
+        await ws.recv()
+        for n in range(12):
+            await ws.send(json.dumps({"type": "speak", "text": f"Number {n} of a flood of utterances."}))
+        events, _ = await events_until(ws, "error")
+        assert events[-1]["code"] == "too_many_utterances"
+        await ws.send(json.dumps({"type": "cancel"}))
+        await events_until(ws, "cancelled")
+        await ws.send(json.dumps({"type": "speak", "text": "Calm again."}))
+        events, audio = await events_until(ws, "done")
+        assert "Calm" in events[-1].get("text", "") or any("Calm" in e.get("text", "") for e in events)
