@@ -116,6 +116,13 @@ def cmd_serve(args: argparse.Namespace) -> int:
     from gateway.app import create_app
     from gateway.state import GatewaySettings
 
+    from gateway.webrtc import ice_servers
+
+    try:
+        ice_servers(args.ice_server)
+    except ValueError as exc:
+        print(f"chatterbox-fast serve: {exc}", file=sys.stderr)
+        return 2
     settings = GatewaySettings(
         host=args.host, port=args.port, api_keys=args.api_key, max_sessions=args.max_sessions,
         max_text_chars=args.max_text_chars, max_upload_bytes=args.max_upload_bytes, ice_servers=args.ice_server,
