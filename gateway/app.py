@@ -15,7 +15,7 @@ from starlette.routing import Mount, Route, WebSocketRoute
 from starlette.staticfiles import StaticFiles
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from gateway import http_api
+from gateway import audio_level, http_api
 from gateway.auth import OPEN_PATHS, authorized
 from gateway.engine_client import EngineClient
 from gateway.engine_process import EngineProcess
@@ -49,6 +49,7 @@ class ApiKeyMiddleware:
 
 
 def create_app(settings: GatewaySettings) -> Starlette:
+    audio_level.install()
     metrics = Metrics()
     process = None if settings.engine_url else EngineProcess(list(settings.engine_args))
     engine = EngineClient(settings.engine_url or process.url)  # type: ignore[union-attr]
