@@ -109,7 +109,9 @@ class Utterance:
             previous: PlannedChunk | None = None
             seq, offset, gen_total, first_chunk = 0, 0.0, 0.0, None
             while True:
-                planned = self.planner.next_chunk(time.monotonic())
+                shared = len(self.worker.utterances) > 1  # others wait for the device too: keep chunks short
+                cap = self.worker.settings.shared_chunk_s if shared else None
+                planned = self.planner.next_chunk(time.monotonic(), cap)
                 if planned is None:
                     if self.planner.finished:
                         break
@@ -188,23 +190,21 @@ class Worker:
 
     async def handle(self, ws: ServerConnection) -> None:
         """One gateway connection; its utterances are cancelled when it goes away."""
-        mine: set[str] = set()
-        send: Send = ws.send
+        send: Send = ws.send  # one bound method per connection: its utterances hold this very object
         await send(protocol.encode_json(self.ready.to_message()))
         try:
             async for frame in ws:
                 try:
-                    await self._dispatch(frame, send, mine)
+                    await self._dispatch(frame, send)
                 except ProtocolError as exc:
                     await send(protocol.encode_json({"type": "error", "code": exc.code, "message": str(exc)}))
         except ConnectionClosed:
             pass
         finally:
-            for uid in mine:
-                if (utt := self.utterances.get(uid)) is not None:
-                    utt.cancel()
+            for utt in [u for u in self.utterances.values() if u.send is send]:
+                utt.cancel()
 
-    async def _dispatch(self, frame: str | bytes, send: Send, mine: set[str]) -> None:
+    async def _dispatch(self, frame: str | bytes, send: Send) -> None:
         if isinstance(frame, bytes):
             message, payload = protocol.decode_binary(frame)
             protocol.validate_request(message, binary=True)
@@ -220,7 +220,6 @@ class Worker:
                 raise ProtocolError(f"utterance {uid!r} already exists", "duplicate_id")
             utt = Utterance(uid, str(message.get("voice") or "default"), self, send)
             self.utterances[uid] = utt
-            mine.add(uid)
             utt.task = asyncio.create_task(utt.run())
             return
         utt = self.utterances.get(uid)

@@ -195,3 +195,39 @@ def test_no_watermark_no_start(tmp_path: Path) -> None:
     assert result.returncode == 3
     assert "refusing to start" in result.stderr and "watermark" in result.stderr.lower()
     assert not (tmp_path / "s.sock").exists()
+
+
+async def test_a_closed_connection_cancels_its_own_utterances_only(tmp_path: Path) -> None:
+    """In process, on a device that never finishes: when one gateway goes away, only its utterances end."""
+    from types import SimpleNamespace
+
+    from engine.engines.base import EngineInfo
+    from engine.settings import EngineSettings
+    from engine.worker import Worker, serve_worker
+
+    class StuckDevice:
+        async def run(self, fn, *args, buffered: float = 0.0):
+            await asyncio.Event().wait()
+
+    synth = StuckDevice()
+    synth.engine = SimpleNamespace(info=EngineInfo("stub", "cpu", "float32", "none"))  # type: ignore[attr-defined]
+    worker = Worker(synth, SimpleNamespace(conditionals=None), EngineSettings())  # type: ignore[arg-type]
+    async def settled(count: int) -> list[str]:
+        for _ in range(250):
+            if len(worker.utterances) == count:
+                break
+            await asyncio.sleep(0.02)
+        return list(worker.utterances)
+
+    sock, stop = tmp_path / "w.sock", asyncio.Event()
+    server = asyncio.create_task(serve_worker(worker, f"unix:{sock}", stop))
+    try:
+        async with worker_client([], f"unix:{sock}", timeout=10) as staying:
+            kept = await staying.start("default")
+            async with worker_client([], f"unix:{sock}", timeout=10) as leaving:
+                gone = await leaving.start("default")
+                assert sorted(await settled(2)) == sorted([kept.id, gone.id])
+            assert await settled(1) == [kept.id]
+    finally:
+        stop.set()
+        await server
