@@ -153,13 +153,17 @@ class ChunkPlanner:
         return self._delivered_s - self._played_s
 
     # Planning ----------------------------------------------------------------------------------------------------
-    def next_chunk(self, now: float) -> PlannedChunk | None:
-        """The next chunk to generate now, or None: wait for more text (see ``wake_at``), or everything is planned."""
+    def next_chunk(self, now: float, max_gen_s: float | None = None) -> PlannedChunk | None:
+        """The next chunk to generate now, or None: wait for more text (see ``wake_at``), or everything is planned.
+
+        ``max_gen_s`` caps a later chunk's estimated generation time on top of the buffer's budget: the worker sets it
+        while other utterances share the device, so one long chunk cannot hold up another caller's first audio.
+        """
         if self._outstanding is not None:
             raise PlannerError("the previous chunk has not been reported with on_generated", "chunk_outstanding")
         self.wake_at = None
         while self._pending.strip():
-            cut = self._choose(now)
+            cut = self._choose(now, max_gen_s)
             if cut is None:
                 return None
             source = self._pending[: cut.end].strip()
@@ -172,7 +176,7 @@ class ChunkPlanner:
                 return self._outstanding
         return None
 
-    def _choose(self, now: float) -> _Candidate | None:
+    def _choose(self, now: float, max_gen_s: float | None) -> _Candidate | None:
         candidates = self._candidates()
         ahead = self.buffered(now)
         if self._clock is None or ahead <= 0:  # nothing playing: first audio (again) as fast as the lookahead allows
@@ -181,6 +185,8 @@ class ChunkPlanner:
         if not units:  # too few words for a unit: only the end of closed text or the cap can force a cut
             return self._shortest(candidates, now)
         budget = ahead - self.config.safety_margin_s
+        if max_gen_s is not None:
+            budget = min(budget, max_gen_s)
         fitting = [c for c in units if c.estimate_s <= budget + _ROUNDING_S]
         safe = [c for c in fitting if self._slack(c, ahead) >= -_ROUNDING_S]
         if not safe:  # the buffer is too low to keep both promises: no wait now, and the most in hand for the next

@@ -21,3 +21,4 @@ class EngineSettings:
     first_chunk_words: int = 3
     max_chunk_chars: int = 300
     safety_margin_s: float = 0.3
+    shared_chunk_s: float = 1.0  # while utterances share the device: longest estimated generation time of a chunk

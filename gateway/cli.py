@@ -66,6 +66,8 @@ ENGINE_OPTIONS = (
     Option("--max-chunk-chars", "CBF_MAX_CHUNK_CHARS", "hard cap on a chunk's text (Turbo drifts past ~350)", int, 300),
     Option("--safety-margin", "CBF_SAFETY_MARGIN", "seconds of buffered audio the planner keeps in reserve",
            float, 0.3),
+    Option("--shared-chunk-seconds", "CBF_SHARED_CHUNK_SECONDS", "while several utterances share the device, the "
+           "longest a chunk may take to generate (bounds how long one caller can hold up another)", float, 1.0),
 )
 
 GATEWAY_OPTIONS = (
@@ -91,7 +93,7 @@ def engine_settings(args: argparse.Namespace):  # -> EngineSettings (imported la
         engine=args.engine, model_dir=args.model_dir, weights=args.weights, device=args.device, dtype=args.dtype,
         tf32=args.tf32, sdpa=args.sdpa, voices_dir=args.voices_dir, sim_fixed_s=args.sim_fixed, sim_rtf=args.sim_rtf,
         first_chunk_words=args.first_chunk_words, max_chunk_chars=args.max_chunk_chars,
-        safety_margin_s=args.safety_margin,
+        safety_margin_s=args.safety_margin, shared_chunk_s=args.shared_chunk_seconds,
     )
 
 

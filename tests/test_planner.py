@@ -336,3 +336,13 @@ def test_bad_config_is_rejected(kwargs: dict) -> None:
     with pytest.raises(PlannerError) as error:
         PlannerConfig(**kwargs)
     assert error.value.code == "bad_value"
+
+
+def test_a_shared_device_caps_a_later_chunks_generation_time() -> None:
+    """With seconds of audio in hand the ratchet would take a long chunk; while other utterances wait for the device,
+    the worker caps its estimated generation time, and the chunk still ends at a natural boundary."""
+    free = ratchet_at(LONG, buffered_s=3.0).next_chunk(0.0)
+    shared = ratchet_at(LONG, buffered_s=3.0).next_chunk(0.0, max_gen_s=0.8)
+    assert free is not None and shared is not None
+    assert shared.estimate_s <= 0.8 < free.estimate_s
+    assert len(shared.source) < len(free.source) and shared.boundary >= BoundaryKind.WORD
