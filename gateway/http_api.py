@@ -40,6 +40,11 @@ def api_error_response(request: Request, exc: Exception) -> JSONResponse:
     return error_response(exc.status, exc.code, str(exc), headers)
 
 
+def _engine_error(exc: EngineUnavailable | EngineRequestError) -> ApiError:
+    """An engine failure as an HTTP error with the engine's own code (503 while the worker is away)."""
+    return ApiError(_STATUS.get(exc.code, 400), exc.code, str(exc))
+
+
 def _state(request: Request) -> GatewayState:
     return request.app.state.gateway
 
@@ -101,8 +106,7 @@ async def _speech(state: GatewayState, text: str, voice: str, fmt: str, sample_r
         first = await anext(events)
     except (EngineUnavailable, EngineRequestError) as exc:
         state.sessions.remove(token)
-        code = getattr(exc, "code", "engine_unavailable")
-        raise ApiError(_STATUS.get(code, 400), code, str(exc)) from None
+        raise _engine_error(exc) from None
 
     async def body() -> AsyncIterator[bytes]:
         try:
@@ -163,7 +167,7 @@ async def _voices(state: GatewayState) -> list[dict[str, Any]]:
     try:
         return await state.engine.list_voices()
     except EngineUnavailable as exc:
-        raise ApiError(503, "engine_unavailable", str(exc)) from None
+        raise _engine_error(exc) from None
 
 
 async def list_voices(request: Request) -> Response:
@@ -187,20 +191,16 @@ async def add_voice(request: Request) -> Response:
         raise ApiError(413, "too_large", f"uploads are limited to {limit} bytes")
     try:
         voice = await state.engine.add_voice(name, data)
-    except EngineUnavailable as exc:
-        raise ApiError(503, "engine_unavailable", str(exc)) from None
-    except EngineRequestError as exc:
-        raise ApiError(_STATUS.get(exc.code, 400), exc.code, str(exc)) from None
+    except (EngineUnavailable, EngineRequestError) as exc:
+        raise _engine_error(exc) from None
     return JSONResponse({"voice": voice}, status_code=201)
 
 
 async def delete_voice(request: Request) -> Response:
     try:
         await _state(request).engine.delete_voice(request.path_params["name"])
-    except EngineUnavailable as exc:
-        raise ApiError(503, "engine_unavailable", str(exc)) from None
-    except EngineRequestError as exc:
-        raise ApiError(_STATUS.get(exc.code, 400), exc.code, str(exc)) from None
+    except (EngineUnavailable, EngineRequestError) as exc:
+        raise _engine_error(exc) from None
     return Response(status_code=204)
 
 

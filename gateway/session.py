@@ -127,7 +127,7 @@ class Session:
         except ProtocolError as exc:
             await self.error(exc.code, str(exc))
         except (EngineUnavailable, EngineRequestError) as exc:
-            await self.error(getattr(exc, "code", "engine_unavailable"), str(exc))
+            await self.error(exc.code, str(exc))
 
     async def error(self, code: str, message: str, **extra: Any) -> None:
         self.state.metrics.errors.labels(code).inc()
