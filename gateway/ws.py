@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import logging
 from typing import Any
 
 from starlette.websockets import WebSocket, WebSocketDisconnect
@@ -11,9 +10,6 @@ from gateway.audio import Encoder, make_encoder
 from gateway.auth import authorized
 from gateway.session import Session
 from gateway.state import GatewayState, SessionLimitReached
-
-log = logging.getLogger("chatterbox_fast.gateway")
-_WIRE_FORMATS = {"pcm_s16le": "pcm", "mulaw": "mulaw"}
 
 
 class WebSocketSink:
@@ -28,7 +24,7 @@ class WebSocketSink:
         self.format, self.sample_rate = fmt, sample_rate
 
     async def begin(self) -> None:
-        self._encoder = make_encoder(_WIRE_FORMATS[self.format], self.sample_rate)
+        self._encoder = make_encoder(self.format, self.sample_rate)  # pcm_s16le is its name for pcm
 
     async def write(self, pcm: bytes) -> None:
         if self._encoder is not None:
