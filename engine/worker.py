@@ -13,6 +13,7 @@ import copy
 import logging
 import threading
 import time
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field
 from typing import Any, Awaitable, Callable
 
@@ -28,6 +29,7 @@ from engine.planner import ChunkPlanner, PlannedChunk, PlannerConfig, PlannerErr
 from engine.protocol import ChunkHeader, EngineReady, ProtocolError
 from engine.scheduler import DeviceQueue
 from engine.settings import EngineSettings
+from engine.text import BoundaryKind
 from engine.voices import VoiceStore
 from engine.watermark import Watermarker
 
@@ -41,22 +43,34 @@ Send = Callable[[str | bytes], Awaitable[None]]
 
 @dataclass
 class Synthesizer:
-    """Everything that touches the model, run on one thread: synthesis, joins, watermark."""
+    """The two stages of a chunk. Synthesis runs on the device queue (one at a time, most urgent first); the joins and
+    the watermark run on a thread of their own, so the device can start another utterance's chunk meanwhile."""
 
     engine: Engine
     watermarker: Watermarker
     device: DeviceQueue = field(default_factory=DeviceQueue)
+    post: ThreadPoolExecutor = field(default_factory=lambda: ThreadPoolExecutor(1, thread_name_prefix="watermark"))
 
-    def chunk(self, text: str, voice: Any, joiner: Joiner, previous: str | None, cancel: threading.Event) -> np.ndarray:
+    def speak(self, text: str, voice: Any, cancel: threading.Event) -> np.ndarray:
         if cancel.is_set():
             raise Cancelled()
-        wav = self.engine.synthesize(text, voice, cancel)
+        return self.engine.synthesize(text, voice, cancel)
+
+    def finish(self, wav: np.ndarray, joiner: Joiner, previous: BoundaryKind | None) -> np.ndarray:
         wav = joiner.process(wav, self.engine.sample_rate, previous)
         return self.watermarker.apply(wav, self.engine.sample_rate)
+
+    def chunk(self, text: str, voice: Any, joiner: Joiner, previous: BoundaryKind | None,
+              cancel: threading.Event) -> np.ndarray:
+        """Both stages in the calling thread (warm-up and calibration)."""
+        return self.finish(self.speak(text, voice, cancel), joiner, previous)
 
     async def run(self, fn: Callable[..., Any], *args: Any, buffered: float = 0.0) -> Any:
         """Run on the device thread; ``buffered`` is the audio the waiting listener has in hand (its slack)."""
         return await asyncio.wrap_future(self.device.submit(time.monotonic() + buffered, fn, *args))
+
+    async def after(self, wav: np.ndarray, joiner: Joiner, previous: BoundaryKind | None) -> np.ndarray:
+        return await asyncio.get_running_loop().run_in_executor(self.post, self.finish, wav, joiner, previous)
 
 
 class Utterance:
@@ -118,10 +132,9 @@ class Utterance:
                     await self._sleep_until_needed()
                     continue
                 t0 = time.monotonic()
-                wav = await synth.run(
-                    synth.chunk, planned.text, voice, joiner, previous.boundary if previous else None,
-                    self.cancel_event, buffered=self.planner.buffered(t0),
-                )
+                raw = await synth.run(synth.speak, planned.text, voice, self.cancel_event,
+                                      buffered=self.planner.buffered(t0))
+                wav = await synth.after(raw, joiner, previous.boundary if previous else None)
                 now = time.monotonic()
                 gen_time = now - t0
                 duration = len(wav) / synth.engine.sample_rate
@@ -282,6 +295,8 @@ def build_worker(settings: EngineSettings) -> Worker:
 
     watermarker = Watermarker()
     engine = load_engine(settings)
+    if engine.info.device.startswith("cuda"):  # mark on the GPU too: on the CPU it costs ~25 ms per audio second
+        watermarker = Watermarker(device=engine.info.device)
     if engine.info.name in ("espeak", "simulated"):
         # PerTh is the only torch user then; on a busy CPU one thread is 10-20x faster than torch's default.
         import torch
