@@ -208,3 +208,20 @@ def test_ice_server_urls():
     assert webrtc.ice_servers([]) == []
     with pytest.raises(ValueError):
         webrtc.ice_servers(["http://nope"])
+
+
+async def test_shutdown_tells_webrtc_sessions_before_closing(tmp_path):
+    """SIGTERM: the session hears a `closing` event on its data channel, then the peer connection is closed."""
+    import os
+    import signal
+
+    with running_server(voices_dir=tmp_path) as base:
+        listener, _ = await connect(base)
+        try:
+            worker_pid = httpx.get(base + "/health").json()["worker"]["pid"]
+            with open(f"/proc/{worker_pid}/stat") as stat:  # the gateway is the worker's parent
+                os.kill(int(stat.read().rsplit(")", 1)[1].split()[1]), signal.SIGTERM)
+            await listener.wait_for(lambda: event(listener, "closing") is not None, timeout=10)
+            assert event(listener, "closing")["reason"]
+        finally:
+            await listener.close()
