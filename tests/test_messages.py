@@ -1,0 +1,58 @@
+"""Client and engine message parsing: whatever arrives, the result is a typed message or a ProtocolError."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from engine import protocol
+from engine.protocol import ProtocolError
+from gateway import messages
+
+json_values = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(max_size=20),
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=10), inner, max_size=4),
+    max_leaves=12,
+)
+client_like = st.fixed_dictionaries(
+    {"type": st.sampled_from(["config", "text", "speak", "flush", "end", "cancel", "shout", ""])},
+    optional={"text": json_values, "voice": json_values, "format": json_values, "sample_rate": json_values},
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.one_of(st.binary(max_size=64), st.text(max_size=64), json_values.map(json.dumps), client_like.map(json.dumps)))
+def test_client_frames_parse_or_fail_cleanly(frame: str | bytes) -> None:
+    try:
+        message = messages.parse_message(frame)
+    except ProtocolError as exc:
+        assert exc.code in {"bad_message", "unknown_type", "bad_config"} and str(exc)
+    else:
+        assert isinstance(message, (messages.Config, messages.Text, messages.Speak, messages.Flush, messages.End,
+                                    messages.Cancel))
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.binary(max_size=64), json_values)
+def test_engine_frames_parse_or_fail_cleanly(raw: bytes, value: object) -> None:
+    for attempt in (lambda: protocol.decode_binary(raw),
+                    lambda: protocol.validate_request(protocol.decode_json(json.dumps(value))),
+                    lambda: protocol.validate_request(protocol.decode_binary(
+                        protocol.encode_binary({"type": "add_voice", "req": "1", "name": "x"}, raw))[0], binary=True)):
+        try:
+            attempt()
+        except ProtocolError as exc:
+            assert exc.code in {"bad_message", "unknown_type"}
+
+
+def test_examples() -> None:
+    assert messages.parse_message('{"type": "speak", "text": "Hi", "voice": "v"}') == messages.Speak("Hi", "v")
+    assert messages.parse_message('{"type": "config", "format": "mulaw"}') == messages.Config(None, "mulaw", 8000)
+    with pytest.raises(ProtocolError) as info:
+        messages.parse_message('{"type": "config", "sample_rate": true}')
+    assert info.value.code == "bad_config"
+    with pytest.raises(ProtocolError):
+        messages.parse_message("x" * (messages.MAX_MESSAGE_BYTES + 1))
