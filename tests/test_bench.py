@@ -66,3 +66,19 @@ def test_bench_starts_its_own_server_and_measures_its_cpu(capsys: pytest.Capture
 def test_bad_counts_exit_2(capsys: pytest.CaptureFixture[str]) -> None:
     args = build_parser().parse_args(["bench", "gateway", "--sessions", "0"])
     assert args.run(args) == 2
+
+
+def test_bench_engine_prints_its_figures_as_a_json_line(tmp_path) -> None:
+    import subprocess
+    import sys
+
+    from gateway.local_server import ROOT
+
+    result = subprocess.run(
+        [sys.executable, "-m", "gateway.cli", "bench", "engine", "--engine", "espeak", "--runs", "1",
+         "--voices-dir", str(tmp_path)], cwd=ROOT, capture_output=True, text=True, timeout=300)
+    assert result.returncode == 0, result.stderr
+    figures = json.loads(result.stdout.strip().splitlines()[-1])
+    assert figures["bench"] == "engine" and figures["engine"] == "espeak" and figures["utterances"] == 4
+    assert 0 < figures["first_chunk_p50_s"] <= figures["first_chunk_p95_s"]
+    assert figures["chunks_per_utterance"] >= 1 and figures["rtf"] > 0
