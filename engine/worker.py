@@ -209,7 +209,7 @@ class Worker:
             async for frame in ws:
                 try:
                     await self._dispatch(frame, send)
-                except ProtocolError as exc:
+                except (ProtocolError, PlannerError) as exc:  # a bad request fails alone; the connection goes on
                     await send(protocol.encode_json({"type": "error", "code": exc.code, "message": str(exc)}))
         except ConnectionClosed:
             pass

@@ -140,8 +140,13 @@ async def test_bad_voice_uploads_and_protocol_errors(espeak_url: str) -> None:
             assert protocol.decode_json(await raw.recv())["type"] == "ready"
             for frame, code in (("{", "bad_message"), ('{"type": "sing"}', "unknown_type"),
                                 ('{"type": "text", "id": "nope", "text": "x"}', "unknown_utterance"),
-                                (b"\x00\x00\x00\x05{}", "bad_message")):
+                                (b"\x00\x00\x00\x05{}", "bad_message"),
+                                ('{"type": "start", "id": "u1"}', None),
+                                ('{"type": "playout", "id": "u1", "played": -1}', "bad_value"),
+                                ('{"type": "cancel", "id": "u1"}', None)):
                 await raw.send(frame)
+                if code is None:
+                    continue
                 reply = protocol.decode_json(await raw.recv())
                 assert reply["type"] == "error" and reply["code"] == code
         assert [v["name"] for v in await client.list_voices()] == ["default"]
