@@ -151,6 +151,9 @@ class EngineClient:
                     self._route(frame)
             except (ConnectionClosed, OSError, protocol.ProtocolError) as exc:
                 log.warning("engine connection to %s lost: %s", self.url, exc)
+            except Exception:  # a frame this gateway cannot understand: start the connection afresh
+                log.exception("unexpected message from engine %s; reconnecting", self.url)
+                await ws.close()
             finally:
                 self._ws, self.ready = None, None
                 self._connected.clear()
