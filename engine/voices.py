@@ -3,7 +3,9 @@
 Layout of ``root`` (the ``--voices-dir``): one audio file per voice, named ``<name>.<ext>``; beside it the engine's
 cached conditionals ``<name><engine.conditionals_suffix>``. Every write goes to a hidden temp file in the same
 directory, is fsynced and then renamed over its target, so a crash never leaves half a voice; leftover temp files
-are ignored and removed when a store opens the directory. One store (one process) per directory.
+are ignored and removed when a store opens the directory. Several stores (engine workers) may share one directory:
+a name this store has not indexed is looked up on disk before it is called unknown, and deleting a voice whose
+file another store already removed just forgets it.
 """
 
 from __future__ import annotations
@@ -111,7 +113,13 @@ class VoiceStore:
                     return self._memory[name]
             conds = self._load_cached(entry.path)
             if conds is None:
-                conds = self._prepare(entry.path.read_bytes())
+                try:
+                    audio = entry.path.read_bytes()
+                except FileNotFoundError:  # another store sharing the directory deleted it
+                    with self._lock:
+                        self._entries.pop(name, None)
+                    raise EngineError(f"unknown voice {name!r}", "unknown_voice") from None
+                conds = self._prepare(audio)
                 self._save_cached(entry.path, conds)
             with self._lock:
                 self._memory[name] = conds
@@ -153,17 +161,49 @@ class VoiceStore:
 
     @contextmanager
     def _locked_entry(self, name: str) -> Iterator[_Entry]:
-        """Hold the voice's own lock and yield its entry; ``unknown_voice`` if there is none (or it just went)."""
+        """Hold the voice's own lock and yield its entry; ``unknown_voice`` if there is none (or it just went).
+
+        A name not in the index is looked for on disk (another store sharing the directory may have added it)."""
         with self._lock:
             voice_lock = self._voice_lock(name) if name in self._entries else None
+        if voice_lock is None and self._file_on_disk(name) is not None:
+            with self._lock:
+                voice_lock = self._voice_lock(name)
         if voice_lock is None:
             raise EngineError(f"unknown voice {name!r}", "unknown_voice")
         with voice_lock:
             with self._lock:
                 entry = self._entries.get(name)
+            if entry is None:
+                entry = self._index_from_disk(name)
             if entry is None:  # deleted while we waited for the lock
                 raise EngineError(f"unknown voice {name!r}", "unknown_voice")
             yield entry
+
+    def _file_on_disk(self, name: str) -> Path | None:
+        """The audio file ``<name>.<suffix>`` in ``root`` (first in AUDIO_SUFFIXES order), for a valid name only."""
+        if name == DEFAULT_VOICE or not _NAME.fullmatch(name):
+            return None
+        for suffix in AUDIO_SUFFIXES:
+            path = self._root / f"{name}{suffix}"
+            if path.is_file():
+                return path
+        return None
+
+    def _index_from_disk(self, name: str) -> _Entry | None:
+        """Index a voice file another store added to the shared directory (call with the voice's lock held)."""
+        path = self._file_on_disk(name)
+        if path is None:
+            return None
+        try:
+            samples, rate = decode_audio(path.read_bytes())
+            entry = _Entry(path, self._file_info(name, path, samples.size / rate))
+        except (EngineError, OSError) as exc:
+            log.warning("voice file %s ignored: %s", path, exc)
+            return None
+        with self._lock:
+            self._entries[name] = entry
+        return entry
 
     def _voice_lock(self, name: str) -> threading.Lock:
         """The lock for one voice name (call with ``self._lock`` held)."""

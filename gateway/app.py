@@ -17,7 +17,7 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 
 from gateway import audio_level, http_api
 from gateway.auth import OPEN_PATHS, authorized
-from gateway.engine_client import EngineClient
+from gateway.engine_pool import EnginePool
 from gateway.engine_process import EngineProcess
 from gateway.metrics import Metrics
 from gateway.session import Session
@@ -51,8 +51,8 @@ class ApiKeyMiddleware:
 def create_app(settings: GatewaySettings) -> Starlette:
     audio_level.install()
     metrics = Metrics()
-    process = None if settings.engine_url else EngineProcess(list(settings.engine_args))
-    engine = EngineClient(settings.engine_url or process.url)  # type: ignore[union-attr]
+    process = None if settings.engine_urls else EngineProcess(list(settings.engine_args))
+    engine = EnginePool(list(settings.engine_urls) or [process.url])  # type: ignore[union-attr]
     state = GatewayState(settings, engine, metrics, SessionRegistry(settings.max_sessions, metrics), process)
 
     @contextlib.asynccontextmanager
@@ -61,7 +61,7 @@ def create_app(settings: GatewaySettings) -> Starlette:
             process.start()
         engine.start_background()
         log.info("gateway on http://%s:%d/ (engine: %s)", settings.host, settings.port,
-                 settings.engine_url or "embedded worker")
+                 ", ".join(settings.engine_urls) or "embedded worker")
         yield
         log.info("shutting down: closing %d sessions", len(state.sessions))
         for owner in state.sessions.owners():

@@ -79,7 +79,8 @@ GATEWAY_OPTIONS = (
     Option("--max-upload-bytes", "CBF_MAX_UPLOAD_BYTES", "voice upload size", int, 10 * 1024 * 1024),
     Option("--ice-server", "CBF_ICE_SERVERS", "STUN/TURN URLs, comma-separated (turn:user:pass@host:port); "
            "none by default", _list, ()),
-    Option("--engine-url", "CBF_ENGINE_URL", "use a running engine worker (ws://host:port) instead of starting one"),
+    Option("--engine-url", "CBF_ENGINE_URL", "use running engine workers (ws://host:port or unix:/path, "
+           "comma-separated; utterances go to the least busy) instead of starting one", _list, ()),
 )
 
 LOG_OPTION = Option("--log-level", "CBF_LOG_LEVEL", "log level", default="info",
@@ -128,7 +129,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
     settings = GatewaySettings(
         host=args.host, port=args.port, api_keys=args.api_key, max_sessions=args.max_sessions,
         max_text_chars=args.max_text_chars, max_upload_bytes=args.max_upload_bytes, ice_servers=args.ice_server,
-        engine_url=args.engine_url, engine_args=tuple(engine_argv(args) + ["--log-level", args.log_level]),
+        engine_urls=args.engine_url, engine_args=tuple(engine_argv(args) + ["--log-level", args.log_level]),
     )
     uvicorn.run(create_app(settings), host=args.host, port=args.port, log_level=args.log_level,
                 timeout_graceful_shutdown=5, ws_max_size=1024 * 1024)

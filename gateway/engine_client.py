@@ -108,6 +108,11 @@ class EngineClient:
     def available(self) -> bool:
         return self._ws is not None and self.ready is not None
 
+    @property
+    def in_flight(self) -> int:
+        """Utterances started on this worker and not yet done, failed or cancelled."""
+        return len(self._utterances)
+
     def start_background(self) -> None:
         self._task = asyncio.create_task(self._run())
 

@@ -218,6 +218,7 @@ async def health(request: Request) -> Response:
         "engine": ready and {k: ready.get(k) for k in ("engine", "device", "dtype", "weights", "notes")},
         "watermark": bool(ready and ready.get("watermark")),
         "sessions": len(state.sessions),
+        "engines": state.engine.engines,
     }
     if state.process is not None:
         body["worker"] = {"alive": state.process.alive, "pid": state.process.proc and state.process.proc.pid,

@@ -1,11 +1,11 @@
-"""What the whole gateway shares: settings, the engine client, the session registry, metrics."""
+"""What the whole gateway shares: settings, the engine pool, the session registry, metrics."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 from typing import Any
 
-from gateway.engine_client import EngineClient
+from gateway.engine_pool import EnginePool
 from gateway.engine_process import EngineProcess
 from gateway.metrics import Metrics
 
@@ -19,7 +19,7 @@ class GatewaySettings:
     max_text_chars: int = 5000
     max_upload_bytes: int = 10 * 1024 * 1024
     ice_servers: tuple[str, ...] = ()
-    engine_url: str | None = None  # a remote engine; None starts the embedded worker
+    engine_urls: tuple[str, ...] = ()  # running engine workers; none starts the embedded worker
     engine_args: tuple[str, ...] = ()  # flags for the embedded worker
 
 
@@ -56,7 +56,7 @@ class SessionRegistry:
 @dataclass
 class GatewayState:
     settings: GatewaySettings
-    engine: EngineClient
+    engine: EnginePool
     metrics: Metrics
     sessions: SessionRegistry
     process: EngineProcess | None = None

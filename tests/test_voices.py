@@ -398,3 +398,35 @@ def test_leftover_temp_files_are_ignored_and_removed(root: Path, engine: FakeEng
     store = VoiceStore(root, engine)
     assert [v.name for v in store.list()] == ["default"]
     assert temp_files(root) == [] and (root / ".keep").exists()
+
+
+def test_stores_sharing_a_directory_find_each_others_voices(root: Path, clip: bytes) -> None:
+    first, second = VoiceStore(root, FakeEngine()), VoiceStore(root, FakeEngine())
+    first.add("gina", clip)
+    with pytest.raises(EngineError) as err:
+        second.add("gina", clip)
+    assert err.value.code == "exists"
+    assert np.array_equal(second.conditionals("gina"), first.conditionals("gina"))
+    assert [v.name for v in second.list()] == ["default", "gina"]  # indexed once found on disk
+    first.delete("gina")
+    second.delete("gina")  # its file is already gone: the second store just forgets it
+    assert [v.name for v in second.list()] == ["default"]
+    assert visible_files(root) == set()
+    for store in (first, second):
+        with pytest.raises(EngineError) as err:
+            store.conditionals("gina")
+        assert err.value.code == "unknown_voice"
+
+
+def test_a_voice_deleted_by_a_sharing_store_is_unknown_before_it_is_used(root: Path, clip: bytes) -> None:
+    first = VoiceStore(root, FakeEngine())
+    first.add("hank", clip)
+    second = VoiceStore(root, FakeEngine())  # indexes hank at start, has not computed it yet
+    first.delete("hank")
+    with pytest.raises(EngineError) as err:
+        second.conditionals("hank")
+    assert err.value.code == "unknown_voice"
+    assert [v.name for v in second.list()] == ["default"]
+    with pytest.raises(EngineError) as err:
+        second.delete("hank")
+    assert err.value.code == "unknown_voice"

@@ -124,7 +124,7 @@ async def test_malformed_sdp_is_400_and_server_stays_up(url):
 
 @pytest.fixture
 def app():
-    return create_app(GatewaySettings(engine_url="ws://127.0.0.1:9/unused", max_sessions=2))
+    return create_app(GatewaySettings(engine_urls=("ws://127.0.0.1:9/unused",), max_sessions=2))
 
 
 async def post(app, body=None, content=None) -> httpx.Response:

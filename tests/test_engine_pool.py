@@ -1,0 +1,278 @@
+"""One gateway, two real eSpeak engine workers (``--engine-url unix:A,unix:B``): health, spreading utterances over
+both, voices with separate and with shared voices directories, and one worker dying."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Iterator
+
+import httpx
+import pytest
+from websockets.asyncio.client import connect
+
+from gateway.engine_client import EngineRequestError, EngineUnavailable
+from gateway.engine_pool import EnginePool
+from tests.server import running_server
+
+ROOT = Path(__file__).resolve().parent.parent
+SENTENCE = "The quick brown fox jumps over the lazy dog, and then it runs away into the forest."
+
+
+@contextlib.contextmanager
+def workers(base: Path, *, shared_voices: bool) -> Iterator[list[subprocess.Popen]]:
+    """Two ``chatterbox-fast engine --engine espeak`` workers on ``base/a.sock`` and ``base/b.sock``."""
+    procs: list[subprocess.Popen] = []
+    try:
+        for name in ("a", "b"):
+            voices = base / ("voices" if shared_voices else f"voices-{name}")
+            procs.append(subprocess.Popen(
+                [sys.executable, "-m", "gateway.cli", "engine", "--engine", "espeak", "--listen",
+                 f"unix:{base / name}.sock", "--voices-dir", str(voices), "--log-level", "warning"], cwd=ROOT))
+        deadline = time.monotonic() + 120
+        for name, proc in zip(("a", "b"), procs):
+            while not (base / f"{name}.sock").exists():
+                assert proc.poll() is None and time.monotonic() < deadline, "a worker did not start"
+                time.sleep(0.1)
+        yield procs
+    finally:
+        for proc in procs:
+            proc.terminate()
+        for proc in procs:
+            proc.wait(15)
+
+
+@contextlib.contextmanager
+def pool_gateway(base: Path, *, shared_voices: bool) -> Iterator[tuple[str, list[subprocess.Popen]]]:
+    with workers(base, shared_voices=shared_voices) as procs:
+        with running_server("--engine-url", f"unix:{base / 'a.sock'},unix:{base / 'b.sock'}") as url:
+            deadline = time.monotonic() + 60  # /health is ok with one worker; wait for both
+            while not all(e["available"] for e in httpx.get(url + "/health").json()["engines"]):
+                assert time.monotonic() < deadline, "the gateway did not connect to both workers"
+                time.sleep(0.1)
+            yield url, procs
+
+
+@pytest.fixture(scope="module")
+def separate(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    with pool_gateway(tmp_path_factory.mktemp("separate"), shared_voices=False) as (url, _):
+        yield url
+
+
+@pytest.fixture(scope="module")
+def shared(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    with pool_gateway(tmp_path_factory.mktemp("shared"), shared_voices=True) as (url, _):
+        yield url
+
+
+def tts(url: str, **body) -> httpx.Response:
+    return httpx.post(url + "/v1/tts", json=body, timeout=30)
+
+
+def in_flight(url: str) -> list[int]:
+    return [e["in_flight"] for e in httpx.get(url + "/health").json()["engines"]]
+
+
+async def speak_at_once(url: str, sessions: int, voice: str = "default") -> tuple[list[int], list[dict]]:
+    """Open ``sessions`` WebSocket sessions, each with an utterance left open (no ``end``) so all are in flight
+    together; note how the gateway spread them, then end them all. Returns (in flight per engine, last events)."""
+    stream = url.replace("http://", "ws://") + "/v1/stream"
+    async with contextlib.AsyncExitStack() as stack:
+        sockets = [await stack.enter_async_context(connect(stream)) for _ in range(sessions)]
+        for ws in sockets:
+            assert json.loads(await ws.recv())["type"] == "ready"
+            await ws.send(json.dumps({"type": "config", "voice": voice}))
+            await ws.send(json.dumps({"type": "text", "text": SENTENCE}))
+        deadline = time.monotonic() + 20
+        while sum(spread := await asyncio.to_thread(in_flight, url)) < sessions:
+            assert time.monotonic() < deadline, f"the utterances did not all start: {spread}"
+            await asyncio.sleep(0.05)
+        for ws in sockets:
+            await ws.send(json.dumps({"type": "end"}))
+        finals = [await last_event(ws) for ws in sockets]
+    return spread, finals
+
+
+async def last_event(ws) -> dict:
+    """The utterance's ``done`` (with the audio bytes received counted in) or its ``error``."""
+    audio = 0
+    while True:
+        frame = await asyncio.wait_for(ws.recv(), 30)
+        if isinstance(frame, bytes):
+            audio += len(frame)
+            continue
+        event = json.loads(frame)
+        if event["type"] in ("done", "error"):
+            return {**event, "audio_bytes": audio}
+
+
+def upload(url: str, name: str) -> httpx.Response:
+    clip = tts(url, text=" ".join([SENTENCE] * 2), format="wav").content  # real speech, > 5 s
+    return httpx.post(url + "/v1/voices", data={"name": name}, files={"file": ("v.wav", clip)}, timeout=60)
+
+
+def test_health_lists_both_engines(separate: str) -> None:
+    health = httpx.get(separate + "/health").json()
+    assert health["status"] == "ok" and health["engine"]["engine"] == "espeak"
+    assert [e["url"].rsplit("/", 1)[-1] for e in health["engines"]] == ["a.sock", "b.sock"]
+    assert all(e["available"] and e["engine"] == "espeak" and e["device"] for e in health["engines"])
+    assert "worker" not in health  # no embedded worker
+
+
+def test_concurrent_utterances_are_spread_over_both_engines(separate: str) -> None:
+    spread, finals = asyncio.run(speak_at_once(separate, 4))
+    assert spread == [2, 2]
+    assert all(f["type"] == "done" and f["audio_bytes"] > 0 for f in finals), finals
+    assert in_flight(separate) == [0, 0]
+
+
+@pytest.mark.parametrize("group", ["separate", "shared"])
+def test_uploaded_voice_works_on_both_engines_and_is_deleted(group: str, request: pytest.FixtureRequest) -> None:
+    url = request.getfixturevalue(group)
+    r = upload(url, "narrator")
+    assert r.status_code == 201 and r.json()["voice"]["name"] == "narrator", r.text
+    names = [v["name"] for v in httpx.get(url + "/v1/voices").json()["voices"]]
+    assert names == ["default", "narrator"]
+    again = upload(url, "narrator")
+    assert again.status_code == 409 and again.json()["error"]["code"] == "exists"
+    for _ in range(2):
+        spread, finals = asyncio.run(speak_at_once(url, 2, voice="narrator"))
+        assert spread == [1, 1]
+        assert all(f["type"] == "done" and f["audio_bytes"] > 0 for f in finals), finals
+    assert tts(url, text="Speaking as the narrator.", voice="narrator").status_code == 200
+    assert httpx.delete(url + "/v1/voices/narrator").status_code == 204
+    assert [v["name"] for v in httpx.get(url + "/v1/voices").json()["voices"]] == ["default"]
+    assert httpx.delete(url + "/v1/voices/narrator").json()["error"]["code"] == "unknown_voice"
+    r = tts(url, text="Still here?", voice="narrator")
+    assert r.status_code == 404 and r.json()["error"]["code"] == "unknown_voice"
+    assert asyncio.run(unknown_on_both_engines(url, "narrator"))
+
+
+async def unknown_on_both_engines(url: str, voice: str) -> bool:
+    """Speak with ``voice`` on the first engine (nothing in flight), then on the second (an open utterance keeps the
+    first busy); True when both refuse it as an unknown voice."""
+    stream = url.replace("http://", "ws://") + "/v1/stream"
+
+    async def refused() -> bool:
+        async with connect(stream) as ws:
+            assert json.loads(await ws.recv())["type"] == "ready"
+            await ws.send(json.dumps({"type": "config", "voice": voice}))
+            await ws.send(json.dumps({"type": "text", "text": SENTENCE}))
+            await ws.send(json.dumps({"type": "end"}))
+            return (await last_event(ws)).get("code") == "unknown_voice"
+
+    first = await refused()
+    async with connect(stream) as busy:
+        assert json.loads(await busy.recv())["type"] == "ready"
+        await busy.send(json.dumps({"type": "text", "text": SENTENCE}))
+        deadline = time.monotonic() + 20
+        while await asyncio.to_thread(in_flight, url) != [1, 0]:
+            assert time.monotonic() < deadline, "the open utterance did not start"
+            await asyncio.sleep(0.05)
+        second = await refused()
+        await busy.send(json.dumps({"type": "end"}))
+        assert (await last_event(busy))["type"] == "done"
+    return first and second
+
+
+def test_speech_goes_on_through_the_other_engine_when_one_dies(tmp_path_factory: pytest.TempPathFactory) -> None:
+    with pool_gateway(tmp_path_factory.mktemp("dying"), shared_voices=False) as (url, procs):
+        procs[0].kill()
+        procs[0].wait(15)
+        deadline = time.monotonic() + 10
+        while (engines := httpx.get(url + "/health").json()["engines"])[0]["available"]:
+            assert time.monotonic() < deadline, "the dead worker was not noticed"
+            time.sleep(0.05)
+        health = httpx.get(url + "/health")
+        assert health.status_code == 200 and health.json()["status"] == "ok"
+        assert [e["available"] for e in engines] == [False, True]
+        for _ in range(3):
+            r = tts(url, text=SENTENCE, format="wav")
+            assert r.status_code == 200 and len(r.content) > 1000
+        spread, finals = asyncio.run(speak_at_once(url, 2))
+        assert spread == [0, 2] and all(f["type"] == "done" for f in finals)
+        procs[1].kill()
+        procs[1].wait(15)
+        deadline = time.monotonic() + 10
+        while (health := httpx.get(url + "/health")).status_code == 200:
+            assert time.monotonic() < deadline, "the second dead worker was not noticed"
+            time.sleep(0.05)
+        assert health.json()["status"] == "down"
+        r = tts(url, text="Anyone there?")
+        assert r.status_code == 503 and r.json()["error"]["code"] == "engine_unavailable"
+
+
+class FakeClient:
+    """Stands in for one EngineClient: answers voice requests from a script, counts utterances in flight."""
+
+    def __init__(self, url: str, *, available: bool = True, in_flight: int = 0, add=None, delete=None,
+                 voices=()) -> None:
+        self.url, self.available, self.in_flight = url, available, in_flight
+        self.ready = {"engine": "espeak", "device": "cpu", "url": url} if available else None
+        self._add, self._delete, self._voices = add, delete, list(voices)
+        self.started: list[str] = []
+
+    async def start(self, voice: str) -> str:
+        self.started.append(voice)
+        self.in_flight += 1
+        return self.url
+
+    async def list_voices(self) -> list[dict]:
+        return self._voices
+
+    async def add_voice(self, name: str, data: bytes) -> dict:
+        if isinstance(self._add, Exception):
+            raise self._add
+        return {"name": name, "from": self.url}
+
+    async def delete_voice(self, name: str) -> None:
+        if isinstance(self._delete, Exception):
+            raise self._delete
+
+
+def pool_of(*clients: FakeClient) -> EnginePool:
+    pool = EnginePool([c.url for c in clients])
+    pool.clients = list(clients)  # type: ignore[assignment]
+    return pool
+
+
+def test_pool_start_picks_the_least_busy_available_engine() -> None:
+    a, b, c = FakeClient("a", in_flight=1), FakeClient("b", available=False), FakeClient("c")
+    pool = pool_of(a, b, c)
+    assert [asyncio.run(pool.start("default")) for _ in range(3)] == ["c", "a", "c"]
+    assert pool.ready == a.ready and pool.available
+    assert [(e["url"], e["available"], e["in_flight"]) for e in pool.engines] == [("a", True, 2), ("b", False, 0),
+                                                                                  ("c", True, 2)]
+    down = pool_of(FakeClient("x", available=False))
+    assert down.ready is None and not down.available
+    with pytest.raises(EngineUnavailable):
+        asyncio.run(down.start("default"))
+    with pytest.raises(EngineUnavailable):
+        asyncio.run(down.list_voices())
+
+
+def test_pool_voice_lists_are_merged_by_name() -> None:
+    a = FakeClient("a", voices=[{"name": "default", "from": "a"}, {"name": "zed", "from": "a"}])
+    b = FakeClient("b", voices=[{"name": "amy", "from": "b"}, {"name": "default", "from": "b"}])
+    assert asyncio.run(pool_of(a, b).list_voices()) == [{"name": "amy", "from": "b"},
+                                                        {"name": "default", "from": "a"}, {"name": "zed", "from": "a"}]
+
+
+def test_pool_voice_changes_tolerate_a_shared_directory_only() -> None:
+    exists, unknown = EngineRequestError("exists", "taken"), EngineRequestError("unknown_voice", "no such voice")
+    bad = EngineRequestError("too_short", "short")
+    assert asyncio.run(pool_of(FakeClient("a", add=exists), FakeClient("b")).add_voice("v", b""))["from"] == "b"
+    for clients in ([FakeClient("a", add=exists), FakeClient("b", add=exists)],
+                    [FakeClient("a"), FakeClient("b", add=bad)]):
+        with pytest.raises(EngineRequestError) as err:
+            asyncio.run(pool_of(*clients).add_voice("v", b""))
+        assert err.value.code == clients[-1]._add.code
+    asyncio.run(pool_of(FakeClient("a", delete=unknown), FakeClient("b")).delete_voice("v"))
+    with pytest.raises(EngineRequestError) as err:
+        asyncio.run(pool_of(FakeClient("a", delete=unknown), FakeClient("b", delete=unknown)).delete_voice("v"))
+    assert err.value.code == "unknown_voice"
