@@ -34,6 +34,11 @@ LONG_TEXT = " ".join([SENTENCE] * 4)
 STOP_SILENCE_MS = 200
 
 
+
+def js_round(value: float) -> str:
+    """What JavaScript's Math.round shows (x.5 rounds up; Python's round() goes to even)."""
+    return str(math.floor(value + 0.5))
+
 def _sync_playwright():
     if not os.path.exists(CHROMIUM):
         pytest.fail(f"Chromium is missing at {CHROMIUM}: install Debian's package with `scripts/install-chromium` "
@@ -113,7 +118,7 @@ def test_webrtc_speech_measured_in_page(page, server):
     assert u["peak"] > page.evaluate("cbf.THRESH"), "no audio energy reached the page's analyser"
     # the time-to-first-audio figure, measured in the page, is shown
     assert 0 < u["ttfa"] < 10_000
-    assert page.inner_text("#ttfa").strip() == str(math.floor(u["ttfa"] + 0.5))  # JavaScript Math.round
+    assert page.inner_text("#ttfa").strip() == js_round(u["ttfa"])
     assert u["done"]["ttfa"] > 0 and page.inner_text("#ttfa-server").strip().isdigit()
     # getStats(): inbound audio, the codec, and no concealment after the first audio
     page.evaluate("cbf.rtcStats()")
@@ -148,7 +153,7 @@ def test_websocket_forced_by_toggle(page, server):
     u = speak_and_wait(page, SENTENCE)
     assert not u["failed"] and u["transport"] == "ws"
     assert u["peak"] > page.evaluate("cbf.THRESH")
-    assert 0 < u["ttfa"] < 10_000 and page.inner_text("#ttfa").strip() == str(math.floor(u["ttfa"] + 0.5))  # JavaScript Math.round
+    assert 0 < u["ttfa"] < 10_000 and page.inner_text("#ttfa").strip() == js_round(u["ttfa"])
     underruns = [page.evaluate("cbf.metrics.underruns")]
     if underruns[0] != 0:  # one retry, reported, as for WebRTC's concealment above
         print(f"\nWebSocket: {underruns[0]} underruns in the worklet; speaking once more")
