@@ -23,3 +23,18 @@ def running_server(*flags: str, voices_dir: Path | None = None, env: dict[str, s
         args += ["--voices-dir", str(voices_dir)]
     with local_server(args, env={**os.environ, **(env or {})}, ready_timeout=ready_timeout) as (url, _):
         yield url
+
+
+def assert_goes_down(url: str, within: float, what: str) -> None:
+    """Within ``within`` seconds /health stops saying ok and reports "down", and speech is refused with a clear 503."""
+    import time
+
+    import httpx
+
+    deadline = time.monotonic() + within
+    while (health := httpx.get(url + "/health")).status_code == 200:
+        assert time.monotonic() < deadline, f"{what} was not noticed"
+        time.sleep(0.05)
+    assert health.json()["status"] == "down"
+    refused = httpx.post(url + "/v1/tts", json={"text": "Anyone there?"}, timeout=30)
+    assert refused.status_code == 503 and refused.json()["error"]["code"] == "engine_unavailable"

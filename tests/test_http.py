@@ -16,7 +16,7 @@ import openai
 import pytest
 from websockets.asyncio.client import connect
 
-from tests.server import running_server
+from tests.server import assert_goes_down, running_server
 
 SENTENCE = "The quick brown fox jumps over the lazy dog, and then it runs away into the forest."
 
@@ -175,13 +175,7 @@ def test_a_killed_worker_is_reported_and_restarted(tmp_path: Path) -> None:
     with running_server(voices_dir=tmp_path) as url:
         pid = httpx.get(url + "/health").json()["worker"]["pid"]
         os.kill(pid, signal.SIGKILL)
-        deadline = time.monotonic() + 5
-        while (h := httpx.get(url + "/health")).status_code == 200:
-            assert time.monotonic() < deadline, "the dead worker was not noticed"
-            time.sleep(0.05)
-        assert h.json()["status"] == "down"
-        r = tts(url, text="Anyone there?")
-        assert r.status_code == 503 and r.json()["error"]["code"] == "engine_unavailable"
+        assert_goes_down(url, within=5, what="the dead worker")
         deadline = time.monotonic() + 60
         while (h := httpx.get(url + "/health")).status_code != 200:
             assert time.monotonic() < deadline, "the worker was not restarted"
