@@ -1,6 +1,8 @@
 """``chatterbox-fast``: every command and every flag, each flag with an environment-variable twin. One place.
 
-This module imports nothing heavy at the top: ``serve`` never imports torch; ``engine`` imports it in its own process.
+This module imports nothing heavy at the top, and each command imports its own modules when it runs: ``serve`` never
+imports torch, ``engine`` (the worker process) never imports aiortc, httpx or Starlette, and the operator tools
+(``say``, ``bench``, ``gate``, in the ``tools`` package) load only for their own command.
 """
 
 from __future__ import annotations
@@ -117,9 +119,8 @@ def cmd_serve(args: argparse.Namespace) -> int:
     import uvicorn
 
     from gateway.app import create_app
-    from gateway.state import GatewaySettings
-
-    from gateway.webrtc import ice_servers
+    from gateway.settings import GatewaySettings
+    from gateway.webrtc.signalling import ice_servers
 
     try:
         ice_servers(args.ice_server)
@@ -151,18 +152,42 @@ def cmd_engine(args: argparse.Namespace) -> int:
 
 
 def cmd_say(args: argparse.Namespace) -> int:
-    from gateway.say import say
+    from tools.say import say
 
     return asyncio.run(say(args, engine_argv(args)))
+
+
+def cmd_bench_engine(args: argparse.Namespace) -> int:
+    from tools import bench_engine
+
+    return bench_engine.run(args, engine_argv(args))
+
+
+def cmd_bench_gateway(args: argparse.Namespace) -> int:
+    from tools import bench_gateway
+
+    return bench_gateway.run(args, engine_argv(args))
+
+
+def cmd_gate(args: argparse.Namespace) -> int:
+    from tools import deploy_gate
+
+    return deploy_gate.run(args)
+
+
+def _api_key_default() -> str | None:
+    """For the tools that call a server: CBF_API_KEY, else the first of the server's own CBF_API_KEYS."""
+    keys = os.environ.get("CBF_API_KEYS", "").split(",")
+    return os.environ.get("CBF_API_KEY") or keys[0].strip() or None
 
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="chatterbox-fast", description=__doc__.splitlines()[0])
     sub = parser.add_subparsers(dest="command", required=True)
 
-    def command(name: str, help: str, run: Callable[[argparse.Namespace], int],
+    def command(parent: Any, name: str, help: str, run: Callable[[argparse.Namespace], int],
                 *groups: Sequence[Option]) -> argparse.ArgumentParser:
-        p = sub.add_parser(name, help=help)
+        p = parent.add_parser(name, help=help)
         for group in groups:
             for option in group:
                 option.add_to(p)
@@ -170,36 +195,65 @@ def build_parser() -> argparse.ArgumentParser:
         p.set_defaults(run=run)
         return p
 
-    command("serve", "run the gateway (and its embedded engine worker)", cmd_serve, GATEWAY_OPTIONS, ENGINE_OPTIONS)
-    p = command("engine", "run an engine worker on its own", cmd_engine, ENGINE_OPTIONS)
+    command(sub, "serve", "run the gateway (and its embedded engine worker)", cmd_serve, GATEWAY_OPTIONS,
+            ENGINE_OPTIONS)
+    p = command(sub, "engine", "run an engine worker on its own", cmd_engine, ENGINE_OPTIONS)
     p.add_argument("--listen", default=os.environ.get("CBF_LISTEN", "127.0.0.1:8198"),
                    help="HOST:PORT or unix:/path [env CBF_LISTEN; default 127.0.0.1:8198]")
-    p = command("say", "speak one text into a WAV file through a worker", cmd_say, ENGINE_OPTIONS)
+    p = command(sub, "say", "speak one text into a WAV file through a worker", cmd_say, ENGINE_OPTIONS)
     p.add_argument("text")
     p.add_argument("--voice", default="default")
     p.add_argument("--out", type=Path, default=Path("out.wav"))
 
     bench = sub.add_parser("bench", help="benchmarks that print figures").add_subparsers(dest="target", required=True)
-    for name, module, help in (("engine", "gateway.bench_engine", "time to first chunk and real-time factor"),
-                               ("gateway", "gateway.bench_gateway", "client-side latency through a transport")):
-        p = bench.add_parser(name, help=help)
-        _lazy(p, module, ENGINE_OPTIONS)
-    p = sub.add_parser("gate", help="the A-B deploy gate against a running server")
-    _lazy(p, "gateway.gate", ())
+    p = command(bench, "engine", "time to first chunk and real-time factor", cmd_bench_engine, ENGINE_OPTIONS)
+    p.add_argument("--runs", type=int, default=3, help="times each text is spoken (after one warm-up)")
+    p.add_argument("--voice", default="default")
+    p.add_argument("--engine-url", default=None, help="bench a running worker instead of starting one")
+    p = command(bench, "gateway", "client-side latency through a transport", cmd_bench_gateway, ENGINE_OPTIONS)
+    _bench_gateway_arguments(p)
+
+    p = command(sub, "gate", "the A-B deploy gate against a running server", cmd_gate)
+    _gate_arguments(p)
     return parser
 
 
-def _lazy(parser: argparse.ArgumentParser, module: str, options: Sequence[Option]) -> None:
-    """Subcommands whose flags live in their own module (``add_arguments``/``run``)."""
-    import importlib
+def _bench_gateway_arguments(parser: argparse.ArgumentParser) -> None:
+    if not os.environ.get("CBF_ENGINE"):  # a started server uses eSpeak unless told otherwise: it answers at once
+        parser.set_defaults(engine="espeak")
+        for action in parser._actions:
+            if action.dest == "engine" and action.help:
+                action.help = action.help.replace("default 'auto'", "default 'espeak' here")
+    parser.add_argument("--transport", choices=("webrtc", "ws", "http"), default="webrtc")
+    parser.add_argument("--sessions", type=int, default=1, help="concurrent client sessions")
+    parser.add_argument("--utterances", type=int, default=3, help="utterances each session speaks, one at a time")
+    parser.add_argument("--url", help="bench a running server (http://HOST:PORT) instead of starting one; "
+                                      "server CPU is then not measured")
+    parser.add_argument("--api-key", default=_api_key_default(),
+                        help="API key for --url [env CBF_API_KEY, else the first of CBF_API_KEYS]")
+    parser.add_argument("--voice", default="default")
+    parser.add_argument("--codec", choices=("opus", "pcmu", "pcma"), default="opus", help="WebRTC codec")
+    parser.add_argument("--stagger", type=float, default=1.0,
+                        help="seconds over which the sessions' first texts are spread evenly")
+    parser.add_argument("--pause", type=float, default=0.2,
+                        help="seconds a session waits after hearing an utterance before the next text (plus up to "
+                             "0.2 s at random); longer pauses ask less of the engine per stream")
 
-    mod = importlib.import_module(module)
-    for option in options:
-        option.add_to(parser)
-    mod.add_arguments(parser)
-    if not any(a.dest == "log_level" for a in parser._actions):
-        LOG_OPTION.add_to(parser)
-    parser.set_defaults(run=mod.run)
+
+def _gate_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--url", required=True, help="the server under test, e.g. http://HOST:8197")
+    parser.add_argument("--baseline-url", help="the current server, measured beside it for comparison (not judged)")
+    parser.add_argument("--api-key", default=_api_key_default(),
+                        help="API key for --url [env CBF_API_KEY, else the first of CBF_API_KEYS]")
+    parser.add_argument("--baseline-api-key", default=os.environ.get("CBF_BASELINE_API_KEY"),
+                        help="API key for --baseline-url [env CBF_BASELINE_API_KEY]")
+    parser.add_argument("--voice", default="default", help="voice on the server under test")
+    parser.add_argument("--baseline-voice", help="voice on the baseline (default: --voice)")
+    parser.add_argument("--max-ttfa-p50", type=float, default=0.6, help="fail unless TTFA p50 is below this (s)")
+    parser.add_argument("--min-rtf", type=float, default=3.0, help="fail unless audio_s/total_s is above this")
+    parser.add_argument("--min-watermark", type=float, default=0.5, help="PerTh confidence an utterance needs")
+    parser.add_argument("--timeout", type=float, default=120.0, help="seconds to wait for any response bytes")
+    parser.add_argument("--json-only", action="store_true", help="print only the JSON result line")
 
 
 def main(argv: Sequence[str] | None = None) -> None:

@@ -16,9 +16,10 @@ from typing import Any, Awaitable, Callable, Protocol
 
 from engine.protocol import ProtocolError
 from gateway import messages
-from gateway.engine_client import Chunk, Done, EngineRequestError, EngineUnavailable, Utterance
+from gateway.engine_link.client import Chunk, Done, EngineRequestError, EngineUnavailable, RemoteUtterance
 from gateway.metrics import Metrics
-from gateway.state import GatewayState, SessionLimitReached
+from gateway.session_registry import SessionLimitReached
+from gateway.shared_state import GatewayState
 
 log = logging.getLogger("chatterbox_fast.gateway")
 SendEvent = Callable[[dict[str, Any]], Awaitable[None]]
@@ -74,7 +75,7 @@ class UtteranceStats:
 
 @dataclass
 class _Turn:
-    utterance: Utterance
+    utterance: RemoteUtterance
     stats: UtteranceStats
     chars: int = 0
     pump: asyncio.Task[None] | None = None
@@ -209,7 +210,7 @@ class Session:
             with contextlib.suppress(asyncio.CancelledError):
                 await turn.pump
 
-    async def _report_playout(self, utterance: Utterance) -> None:
+    async def _report_playout(self, utterance: RemoteUtterance) -> None:
         """Tell the engine how much the listener has really heard, where the sink knows (the paced WebRTC track), so
         the planner sizes chunks on the true buffer rather than on the wall clock."""
         played_seconds = getattr(self.sink, "played_seconds", None)

@@ -7,7 +7,7 @@ import os
 from pathlib import Path
 from typing import Iterator
 
-from gateway.local_server import local_server
+from tools.local_server import local_server
 
 
 @contextlib.contextmanager

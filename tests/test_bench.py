@@ -72,7 +72,7 @@ def test_bench_engine_prints_its_figures_as_a_json_line(tmp_path) -> None:
     import subprocess
     import sys
 
-    from gateway.local_server import ROOT
+    from tools.local_server import ROOT
 
     result = subprocess.run(
         [sys.executable, "-m", "gateway.cli", "bench", "engine", "--engine", "espeak", "--runs", "1",

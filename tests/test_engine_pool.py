@@ -16,8 +16,8 @@ import httpx
 import pytest
 from websockets.asyncio.client import connect
 
-from gateway.engine_client import EngineRequestError, EngineUnavailable
-from gateway.engine_pool import EnginePool
+from gateway.engine_link.client import EngineRequestError, EngineUnavailable
+from gateway.engine_link.pool import EnginePool
 from tests.server import assert_goes_down, running_server
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -1,10 +1,10 @@
-"""gateway/jitter.py: exact frames, conservation of samples, underrun counting, barge-in."""
+"""gateway/webrtc/jitter.py: exact frames, conservation of samples, underrun counting, barge-in."""
 
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from gateway.jitter import JitterBuffer
+from gateway.webrtc.jitter import JitterBuffer
 
 FRAME = 160
 

@@ -16,7 +16,7 @@ import httpx
 import numpy as np
 import pytest
 
-from gateway.local_server import ROOT
+from tools.local_server import ROOT
 from tests.server import running_server
 
 pytestmark = pytest.mark.slow
@@ -32,6 +32,21 @@ ARTIFACTS = ROOT / "test-artifacts"
 SENTENCE = "The quick brown fox jumps over the lazy dog, and then it runs far away into the quiet green hills."
 LONG_TEXT = " ".join([SENTENCE] * 4)
 STOP_SILENCE_MS = 200
+# Chrome's jitter buffer (NetEq) on the loopback path adapts down to a 20 ms target (30 to 40 ms buffered). On a
+# shared 2-core host a scheduling stall of the gateway or of Chromium (70 to 120 ms, measured under load in about one
+# utterance in four) outlasts that, and Chrome conceals: a fact about the host, not about the server's pacing. The
+# concealment check asks for a larger target (RTCRtpReceiver.jitterBufferTarget) on every peer connection the page
+# makes, so that it tests the pacing and the page's count, not the scheduler.
+JITTER_TARGET_MS = 150
+JITTER_TARGET_SCRIPT = """(() => {
+  const Native = RTCPeerConnection;
+  window.RTCPeerConnection = function (...args) {
+    const pc = new Native(...args);
+    pc.addEventListener("track", (e) => { e.receiver.jitterBufferTarget = %d; });
+    return pc;
+  };
+  window.RTCPeerConnection.prototype = Native.prototype;
+})();""" % JITTER_TARGET_MS
 
 
 
@@ -126,16 +141,7 @@ def test_webrtc_speech_measured_in_page(page, server):
     assert inbound["packetsReceived"] > 0 and inbound["totalAudioEnergy"] > 0, inbound
     assert inbound["mimeType"].lower() in ("audio/opus", "audio/pcmu", "audio/pcma"), inbound
     assert page.inner_text("#codec").strip() not in ("", "–")
-    conceal = [page.evaluate("cbf.utterances.at(-1).concealmentEvents")]
-    if conceal[0] != 0:
-        # One retry, reported: a stall of the shared 2-core host (other processes) can hit one utterance; a
-        # systematic problem (pacing, buffer too small) conceals again.
-        print(f"\nWebRTC: {conceal[0]} concealment events after first audio ({inbound}); speaking once more")
-        speak_and_wait(page, SENTENCE)
-        conceal.append(page.evaluate("cbf.utterances.at(-1).concealmentEvents"))
-        inbound = page.evaluate("cbf.metrics.inbound")
-    assert conceal[-1] == 0, f"concealment events after the first audio, per try: {conceal}; inbound-rtp: {inbound}"
-    assert page.inner_text("#underruns").strip() == "0"
+    assert page.inner_text("#underruns").strip().isdigit()  # concealment events: test_webrtc_plays_without_concealment
     assert page.evaluate("cbf.metrics.bufferMs") is not None
     # the chunk timeline has entries
     assert u["chunks"] >= 1 and len(u["timeline"]) == u["chunks"]
@@ -144,6 +150,24 @@ def test_webrtc_speech_measured_in_page(page, server):
     page.screenshot(path=str(ARTIFACTS / "page.png"), full_page=True)
     print(f"\nWebRTC: first audio heard in the page after {u['ttfa']:.0f} ms (server ttfa "
           f"{u['done']['ttfa'] * 1000:.0f} ms), {u['chunks']} chunks, codec {inbound['mimeType']}")
+
+
+def test_webrtc_plays_without_concealment(page, server):
+    """From its first audio to its end, an utterance plays with no concealment (a stream with gaps, paced too slowly
+    or with wrong timestamps conceals). One utterance, no retry; see JITTER_TARGET_MS for the jitter-buffer target."""
+    page.add_init_script(JITTER_TARGET_SCRIPT)
+    open_page(page, server)
+    assert page.evaluate("cbf.state.transport") == "webrtc"
+    # Chrome conceals once or twice while its jitter buffer starts (measured: within the stream's first 65 packets,
+    # 1.3 s, before any speech; the test used to speak 0.1 s after connecting): speak once the stream has run 2 s.
+    page.wait_for_function("cbf.metrics.inbound && cbf.metrics.inbound.packetsReceived >= 100", timeout=10_000)
+    u = speak_and_wait(page, SENTENCE)
+    assert not u["failed"] and u["transport"] == "webrtc" and u["peak"] > page.evaluate("cbf.THRESH")
+    inbound = page.evaluate("cbf.rtcStats()")
+    target = page.evaluate("cbf.metrics.jitterTargetMs")
+    assert target is not None and target >= 0.9 * JITTER_TARGET_MS, f"the jitter-buffer target was not applied: {target}"
+    assert u["conceal"] == 0, f"{u['conceal']} concealment events after the first audio; inbound-rtp: {inbound}"
+    assert page.inner_text("#underruns").strip() == "0"
 
 
 def test_websocket_forced_by_toggle(page, server):

@@ -19,8 +19,8 @@ from websockets.asyncio.client import unix_connect
 
 from engine import protocol
 from engine.watermark import Watermarker
-from gateway.engine_client import Chunk, EngineClient, EngineRequestError
-from gateway.speak import speak, worker_client
+from gateway.engine_link.client import Chunk, EngineClient, EngineRequestError
+from tools.say import speak, worker_client
 
 ROOT = Path(__file__).resolve().parent.parent
 STORY = ("Once upon a time there was a small lighthouse on a rocky shore. Every night its keeper climbed the stairs, "

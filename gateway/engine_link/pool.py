@@ -11,7 +11,7 @@ from __future__ import annotations
 import asyncio
 from typing import Any, Awaitable, Callable, Sequence
 
-from gateway.engine_client import EngineClient, EngineRequestError, EngineUnavailable, Utterance
+from gateway.engine_link.client import EngineClient, EngineRequestError, EngineUnavailable, RemoteUtterance
 
 
 class EnginePool:
@@ -64,7 +64,7 @@ class EnginePool:
     async def close(self) -> None:
         await asyncio.gather(*(client.close() for client in self.clients))
 
-    async def start(self, voice: str) -> Utterance:
+    async def start(self, voice: str) -> RemoteUtterance:
         client = min(self._available(), key=lambda c: c.in_flight)  # min keeps the first of equals
         return await client.start(voice)
 

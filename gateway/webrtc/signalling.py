@@ -19,10 +19,12 @@ from aiortc.sdp import SessionDescription
 from starlette.requests import Request
 from starlette.responses import JSONResponse
 
-from gateway.http_api import ApiError, body_field, json_body
+from gateway.http.body import body_field, json_body
+from gateway.http.errors import ApiError
 from gateway.session import Session
-from gateway.state import GatewayState, SessionLimitReached
-from gateway.track import CODEC_RATES, PacedAudioTrack, TrackSink
+from gateway.session_registry import SessionLimitReached
+from gateway.shared_state import GatewayState
+from gateway.webrtc.track import CODEC_RATES, PacedAudioTrack, TrackSink
 
 log = logging.getLogger("chatterbox_fast.gateway")
 SETUP_TIMEOUT_S = 15.0  # a peer that is not connected with a data channel by then is dropped

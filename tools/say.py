@@ -1,15 +1,17 @@
-"""Speaking through a worker from a command-line tool (``say``, ``bench engine``): the same worker, planner and
-protocol as ``serve``, with timings taken at this client."""
+"""``chatterbox-fast say``: one text into a WAV file, with its timings; and speaking through a worker for any tool
+(``bench engine`` too): the same worker, planner and protocol as ``serve``, with timings taken at this client."""
 
 from __future__ import annotations
 
+import argparse
 import contextlib
 import time
+import wave
 from dataclasses import dataclass, field
 from typing import AsyncIterator
 
-from gateway.engine_client import Chunk, EngineClient
-from gateway.engine_process import EngineProcess
+from gateway.engine_link.client import Chunk, EngineClient, EngineRequestError
+from gateway.engine_link.process import EngineProcess
 
 
 @dataclass
@@ -63,3 +65,23 @@ async def speak(client: EngineClient, text: str, voice: str = "default") -> Spok
             result.chunk_texts.append(event.header.text)
     result.total_s = time.monotonic() - started
     return result
+
+
+async def say(args: argparse.Namespace, engine_args: list[str]) -> int:
+    async with worker_client(engine_args + ["--log-level", args.log_level]) as client:
+        try:
+            spoken = await speak(client, args.text, args.voice)
+            ready = client.ready or {}
+        except EngineRequestError as exc:
+            print(f"error: {exc.code}: {exc}")
+            return 2
+    with wave.open(str(args.out), "wb") as out:
+        out.setnchannels(1)
+        out.setsampwidth(2)
+        out.setframerate(24000)
+        out.writeframes(bytes(spoken.pcm))
+    print(f"engine {ready.get('engine')} on {ready.get('device')}: {len(spoken.chunk_texts)} chunks, "
+          f"{spoken.audio_s:.2f} s of audio -> {args.out}")
+    print(f"time to first chunk {spoken.first_chunk_s:.3f} s, total {spoken.total_s:.3f} s, "
+          f"real-time factor {spoken.rtf:.1f}x")
+    return 0

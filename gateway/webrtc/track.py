@@ -18,7 +18,7 @@ import av
 from aiortc.mediastreams import MediaStreamError, MediaStreamTrack
 
 from gateway.audio import Resampler
-from gateway.jitter import JitterBuffer
+from gateway.webrtc.jitter import JitterBuffer
 
 FRAME_SECONDS = 0.020
 LATE_TICK_SECONDS = 0.005  # a recv() this far behind its schedule counts as late

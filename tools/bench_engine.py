@@ -8,8 +8,7 @@ import asyncio
 import json
 import statistics
 
-from gateway.cli import engine_argv
-from gateway.speak import Spoken, speak, worker_client
+from tools.say import Spoken, speak, worker_client
 
 TEXTS = (
     "Hello there, thanks for calling.",
@@ -19,12 +18,6 @@ TEXTS = (
     "Operating costs fell slightly, while customer satisfaction reached its highest level in five years. "
     "We expect the trend to continue into next year, although supply constraints remain a risk.",
 )
-
-
-def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--runs", type=int, default=3, help="times each text is spoken (after one warm-up)")
-    parser.add_argument("--voice", default="default")
-    parser.add_argument("--engine-url", default=None, help="bench a running worker instead of starting one")
 
 
 def percentile(values: list[float], q: float) -> float:
@@ -46,8 +39,8 @@ def summarise(results: list[Spoken], ready: dict) -> dict:
     }
 
 
-async def _bench(args: argparse.Namespace) -> dict:
-    async with worker_client(engine_argv(args) + ["--log-level", "warning"], args.engine_url) as client:
+async def _bench(args: argparse.Namespace, engine_args: list[str]) -> dict:
+    async with worker_client(engine_args + ["--log-level", "warning"], args.engine_url) as client:
         await speak(client, TEXTS[0], args.voice)  # warm-up
         results = []
         for _ in range(args.runs):
@@ -60,6 +53,6 @@ async def _bench(args: argparse.Namespace) -> dict:
         return summarise(results, client.ready or {})
 
 
-def run(args: argparse.Namespace) -> int:
-    print(json.dumps(asyncio.run(_bench(args))))
+def run(args: argparse.Namespace, engine_args: list[str]) -> int:
+    print(json.dumps(asyncio.run(_bench(args, engine_args))))
     return 0

@@ -45,7 +45,7 @@ class Done:
     message: dict[str, Any]
 
 
-class Utterance:
+class RemoteUtterance:
     """A gateway-side handle on one utterance in the worker."""
 
     def __init__(self, client: "EngineClient", uid: str) -> None:
@@ -98,7 +98,7 @@ class EngineClient:
         self.url = url
         self.ready: dict[str, Any] | None = None
         self._ws: ClientConnection | None = None
-        self._utterances: dict[str, Utterance] = {}
+        self._utterances: dict[str, RemoteUtterance] = {}
         self._requests: dict[str, asyncio.Future[dict[str, Any]]] = {}
         self._ids = itertools.count()
         self._connected = asyncio.Event()
@@ -207,9 +207,9 @@ class EngineClient:
         except ConnectionClosed as exc:
             raise EngineUnavailable("the engine worker went away") from exc
 
-    async def start(self, voice: str) -> Utterance:
+    async def start(self, voice: str) -> RemoteUtterance:
         uid = uuid.uuid4().hex[:12]
-        utt = Utterance(self, uid)
+        utt = RemoteUtterance(self, uid)
         self._utterances[uid] = utt
         try:
             await self._send({"type": "start", "id": uid, "voice": voice})

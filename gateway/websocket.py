@@ -9,7 +9,8 @@ from starlette.websockets import WebSocket, WebSocketDisconnect
 from gateway.audio import Encoder, make_encoder
 from gateway.auth import authorized
 from gateway.session import Session
-from gateway.state import GatewayState, SessionLimitReached
+from gateway.session_registry import SessionLimitReached
+from gateway.shared_state import GatewayState
 
 
 class WebSocketSink:

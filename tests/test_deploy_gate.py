@@ -6,7 +6,6 @@ differs only in how it delivers it: fast, late, with a stall mid-stream, or thro
 
 from __future__ import annotations
 
-import argparse
 import asyncio
 import contextlib
 import json
@@ -24,7 +23,8 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
 
-from gateway import gate
+from gateway.cli import build_parser
+from tools import deploy_gate
 from tests.server import running_server
 
 CLIP_TEXT = "Hello there, this is a quick test."  # about 2 s of speech
@@ -49,7 +49,7 @@ def to_pcm(wav: np.ndarray) -> bytes:
 @pytest.fixture(scope="module")
 def clips(espeak_engine, watermarker) -> dict[str, bytes]:
     wav = espeak_engine.synthesize(CLIP_TEXT, espeak_engine.default_voice(), threading.Event())
-    return {"plain": to_pcm(wav), "marked": to_pcm(watermarker.apply(wav, gate.SAMPLE_RATE))}
+    return {"plain": to_pcm(wav), "marked": to_pcm(watermarker.apply(wav, deploy_gate.SAMPLE_RATE))}
 
 
 def standin_app(pcm: bytes, delivery: Delivery) -> Starlette:
@@ -57,10 +57,10 @@ def standin_app(pcm: bytes, delivery: Delivery) -> Starlette:
 
     async def stream() -> AsyncIterator[bytes]:
         await asyncio.sleep(delivery.first_delay_s)
-        piece = gate.BYTES_PER_SECOND // 20  # 50 ms of audio per write
+        piece = deploy_gate.BYTES_PER_SECOND // 20  # 50 ms of audio per write
         sent = 0
         for start in range(0, len(pcm), piece):
-            if delivery.stall_after_s is not None and sent == int(delivery.stall_after_s * gate.BYTES_PER_SECOND):
+            if delivery.stall_after_s is not None and sent == int(delivery.stall_after_s * deploy_gate.BYTES_PER_SECOND):
                 await asyncio.sleep(delivery.stall_s)
             yield pcm[start:start + piece]
             sent += len(pcm[start:start + piece])
@@ -105,9 +105,7 @@ def serving(app: Starlette) -> Iterator[str]:
 
 def run_gate(*argv: str) -> int:
     """``chatterbox-fast gate ARGV`` in this process; returns its exit status."""
-    parser = argparse.ArgumentParser()
-    gate.add_arguments(parser)
-    return gate.run(parser.parse_args(list(argv)))
+    return deploy_gate.run(build_parser().parse_args(["gate", *argv]))
 
 
 def gate_against(clip: bytes, delivery: Delivery, capsys: pytest.CaptureFixture, *extra: str) -> tuple[int, dict, str]:
@@ -130,8 +128,8 @@ def test_fast_watermarked_server_passes_with_openai_baseline_beside_it(clips, ca
     assert code == 0, out
     assert result["gate"] == "pass" and result["failures"] == []
     assert result["endpoint"] == "/v1/tts"
-    clip_s = len(clips["marked"]) / gate.BYTES_PER_SECOND
-    assert [u["name"] for u in result["utterances"]] == [name for name, _ in gate.UTTERANCES]
+    clip_s = len(clips["marked"]) / deploy_gate.BYTES_PER_SECOND
+    assert [u["name"] for u in result["utterances"]] == [name for name, _ in deploy_gate.UTTERANCES]
     assert all(u["audio_s"] == pytest.approx(clip_s) and u["watermark"] >= 0.5 for u in result["utterances"])
     baseline = result["baseline"]
     assert baseline["endpoint"] == "/v1/audio/speech"
@@ -191,6 +189,6 @@ def test_real_server_with_the_embedded_engine_passes(capsys):
     ([(0.0, 0.2), (0.5, 0.4), (1.0, 0.6)], 2, 0.6),  # starves twice, 0.3 s each
 ])
 def test_count_underruns(arrivals, underruns, starved):
-    counted, waited = gate.count_underruns(arrivals)
+    counted, waited = deploy_gate.count_underruns(arrivals)
     assert counted == underruns
     assert waited == pytest.approx(starved)
