@@ -11,10 +11,13 @@ from gateway.auth import authorized
 from gateway.session import Session
 from gateway.session_registry import SessionLimitReached
 from gateway.shared_state import GatewayState
+from gateway.sink import AudioSink
 
 
-class WebSocketSink:
+class WebSocketSink(AudioSink):
     """Encodes each utterance for the socket's configured format and sends it as binary frames."""
+
+    configurable = True
 
     def __init__(self, ws: WebSocket) -> None:
         self.ws = ws

@@ -71,10 +71,10 @@ def pcm_to_float(pcm: bytes) -> np.ndarray:
 async def test_chunks_are_watermarked_and_reported(espeak_url: str) -> None:
     async with worker(espeak_url) as client:
         assert client.ready and client.ready["engine"] == "espeak" and client.ready["watermark"] is True
-        spoken = await speak(client, STORY)
+        pcm, spoken = await speak(client, STORY)
     assert len(spoken.chunk_texts) >= 2
     assert " ".join(spoken.chunk_texts).split()[-1].startswith("steady")
-    audio = pcm_to_float(bytes(spoken.pcm))
+    audio = pcm_to_float(pcm)
     marker = Watermarker()
     assert marker.detect(audio, 24000) >= 0.5
     # The same speech without the watermark step reads clean: eSpeak straight from the engine, never silence.
@@ -89,7 +89,7 @@ async def test_planner_chunks_grow_behind_a_slow_engine(simulated_url: str) -> N
     """With a simulated GPU model (fixed cost + real-time factor 2), the ratchet makes later chunks longer."""
     async with worker(simulated_url) as client:
         assert "simulated" in client.ready["weights"] or "simulated" in client.ready["engine"] + client.ready["notes"]
-        spoken = await speak(client, STORY)
+        _, spoken = await speak(client, STORY)
     sizes = [len(t) for t in spoken.chunk_texts]
     assert len(sizes) >= 3 and sizes[0] < 60
     assert max(sizes[1:]) > 2 * sizes[0]
@@ -104,7 +104,7 @@ async def test_cancel_mid_utterance_and_go_on(simulated_url: str) -> None:
         events = utterance.events()
         assert isinstance(await anext(events), Chunk)
         await utterance.cancel()
-        spoken = await speak(client, "Still alive.")
+        _, spoken = await speak(client, "Still alive.")
         assert spoken.audio_s > 0.3
 
 
@@ -126,7 +126,7 @@ async def test_bad_utterances_are_clear_errors(espeak_url: str, voice: str, text
                 async for _ in utterance.events():
                     pass
             assert info.value.code == code
-        assert (await speak(client, "Still alive.")).audio_s > 0.3
+        assert (await speak(client, "Still alive."))[1].audio_s > 0.3
 
 
 async def test_bad_voice_uploads_and_protocol_errors(espeak_url: str) -> None:
@@ -150,7 +150,7 @@ async def test_bad_voice_uploads_and_protocol_errors(espeak_url: str) -> None:
                 reply = protocol.decode_json(await raw.recv())
                 assert reply["type"] == "error" and reply["code"] == code
         assert [v["name"] for v in await client.list_voices()] == ["default"]
-        assert (await speak(client, "Still alive.")).audio_s > 0.3
+        assert (await speak(client, "Still alive."))[1].audio_s > 0.3
 
 
 def client_short_clip() -> bytes:

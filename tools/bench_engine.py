@@ -8,7 +8,8 @@ import asyncio
 import json
 import statistics
 
-from tools.say import Spoken, speak, worker_client
+from gateway.utterance_stream import UtteranceStats
+from tools.say import speak, worker_client
 
 TEXTS = (
     "Hello there, thanks for calling.",
@@ -25,7 +26,7 @@ def percentile(values: list[float], q: float) -> float:
     return ordered[min(len(ordered) - 1, round(q * (len(ordered) - 1)))]
 
 
-def summarise(results: list[Spoken], ready: dict) -> dict:
+def summarise(results: list[UtteranceStats], ready: dict) -> dict:
     firsts = [r.first_chunk_s for r in results if r.first_chunk_s is not None]
     gens = [g for r in results for g in r.chunk_gen_s]
     audio, total = sum(r.audio_s for r in results), sum(r.total_s for r in results)
@@ -45,7 +46,7 @@ async def _bench(args: argparse.Namespace, engine_args: list[str]) -> dict:
         results = []
         for _ in range(args.runs):
             for text in TEXTS:
-                spoken = await speak(client, text, args.voice)
+                _, spoken = await speak(client, text, args.voice)
                 results.append(spoken)
                 print(f"first chunk {spoken.first_chunk_s * 1000:7.1f} ms  total {spoken.total_s:6.2f} s  "
                       f"audio {spoken.audio_s:5.2f} s  rtf {spoken.rtf:6.1f}x  chunks "

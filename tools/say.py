@@ -7,28 +7,12 @@ import argparse
 import contextlib
 import time
 import wave
-from dataclasses import dataclass, field
 from typing import AsyncIterator
 
-from gateway.engine_link.client import Chunk, EngineClient, EngineRequestError
+from engine.protocol import SAMPLE_RATE
+from gateway.engine_link.client import EngineClient, EngineRequestError
 from gateway.engine_link.process import EngineProcess
-
-
-@dataclass
-class Spoken:
-    pcm: bytearray = field(default_factory=bytearray)  # 24 kHz mono s16le
-    first_chunk_s: float | None = None
-    total_s: float = 0.0
-    chunk_gen_s: list[float] = field(default_factory=list)
-    chunk_texts: list[str] = field(default_factory=list)
-
-    @property
-    def audio_s(self) -> float:
-        return len(self.pcm) / 2 / 24000
-
-    @property
-    def rtf(self) -> float:
-        return self.audio_s / self.total_s if self.total_s else 0.0
+from gateway.utterance_stream import UtteranceStats, chunks
 
 
 @contextlib.asynccontextmanager
@@ -50,27 +34,21 @@ async def worker_client(engine_args: list[str], url: str | None = None,
             await process.stop()
 
 
-async def speak(client: EngineClient, text: str, voice: str = "default") -> Spoken:
-    result = Spoken()
-    started = time.monotonic()
+async def speak(client: EngineClient, text: str, voice: str = "default") -> tuple[bytes, UtteranceStats]:
+    """One utterance through ``client``: its audio (24 kHz mono s16le) and its figures."""
+    stats, pcm = UtteranceStats(time.monotonic()), bytearray()
     utterance = await client.start(voice)
     await utterance.text(text)
     await utterance.end()
-    async for event in utterance.events():
-        if isinstance(event, Chunk):
-            if result.first_chunk_s is None:
-                result.first_chunk_s = time.monotonic() - started
-            result.pcm += event.pcm
-            result.chunk_gen_s.append(event.header.gen_time)
-            result.chunk_texts.append(event.header.text)
-    result.total_s = time.monotonic() - started
-    return result
+    async for chunk in chunks(utterance, stats):
+        pcm += chunk.pcm
+    return bytes(pcm), stats
 
 
 async def say(args: argparse.Namespace, engine_args: list[str]) -> int:
     async with worker_client(engine_args + ["--log-level", args.log_level]) as client:
         try:
-            spoken = await speak(client, args.text, args.voice)
+            pcm, spoken = await speak(client, args.text, args.voice)
             ready = client.ready or {}
         except EngineRequestError as exc:
             print(f"error: {exc.code}: {exc}")
@@ -78,8 +56,8 @@ async def say(args: argparse.Namespace, engine_args: list[str]) -> int:
     with wave.open(str(args.out), "wb") as out:
         out.setnchannels(1)
         out.setsampwidth(2)
-        out.setframerate(24000)
-        out.writeframes(bytes(spoken.pcm))
+        out.setframerate(SAMPLE_RATE)
+        out.writeframes(pcm)
     print(f"engine {ready.get('engine')} on {ready.get('device')}: {len(spoken.chunk_texts)} chunks, "
           f"{spoken.audio_s:.2f} s of audio -> {args.out}")
     print(f"time to first chunk {spoken.first_chunk_s:.3f} s, total {spoken.total_s:.3f} s, "

@@ -2,19 +2,20 @@
 
 from __future__ import annotations
 
+import time
 from typing import AsyncIterator
 
 from starlette.requests import Request
 from starlette.responses import Response, StreamingResponse
 
 from gateway.audio import make_encoder
-from gateway.engine_link.client import Chunk, EngineRequestError, EngineUnavailable, RemoteUtterance
+from gateway.engine_link.client import EngineRequestError, EngineUnavailable, RemoteUtterance
 from gateway.http.body import body_field, json_body
 from gateway.http.errors import ApiError, engine_error
 from gateway.http.voices import known_voices
-from gateway.session import UtteranceStats
 from gateway.session_registry import SessionLimitReached
 from gateway.shared_state import GatewayState
+from gateway.utterance_stream import MetricsLabel, UtteranceStats, chunks
 
 OPENAI_VOICES = {"alloy", "ash", "ballad", "coral", "echo", "fable", "nova", "onyx", "sage", "shimmer", "verse"}
 OPENAI_FORMATS = {"mp3", "opus", "aac", "flac", "wav", "pcm"}
@@ -41,26 +42,25 @@ async def _speech(state: GatewayState, text: str, voice: str, fmt: str, sample_r
         state.sessions.add(token, transport)
     except SessionLimitReached as exc:
         raise ApiError(503, exc.code, str(exc)) from None
-    stats = UtteranceStats(transport)
+    stats = UtteranceStats(time.monotonic())
     try:
         utterance = await state.engine.start(voice)
         await utterance.text(text)
         await utterance.end()
-        events = utterance.events()
-        first = await anext(events)
+        stream = chunks(utterance, stats, to=MetricsLabel(state.metrics, transport))
+        first = await anext(stream, None)
     except (EngineUnavailable, EngineRequestError) as exc:
         state.sessions.remove(token)
         raise engine_error(exc) from None
 
     async def body() -> AsyncIterator[bytes]:
         try:
-            event = first
-            while isinstance(event, Chunk):
-                stats.on_chunk(event, state.metrics)
-                if data := encoder.encode(event.pcm):
+            if first is not None:
+                if data := encoder.encode(first.pcm):
                     yield data
-                event = await anext(events)
-            stats.summary(event, state.metrics)
+                async for chunk in stream:
+                    if data := encoder.encode(chunk.pcm):
+                        yield data
             if data := encoder.flush():
                 yield data
         except EngineRequestError as exc:

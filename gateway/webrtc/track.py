@@ -18,6 +18,7 @@ import av
 from aiortc.mediastreams import MediaStreamError, MediaStreamTrack
 
 from gateway.audio import Resampler
+from gateway.sink import AudioSink
 from gateway.webrtc.jitter import JitterBuffer
 
 FRAME_SECONDS = 0.020
@@ -124,7 +125,7 @@ class PacedAudioTrack(MediaStreamTrack):
         return frame
 
 
-class TrackSink:
+class TrackSink(AudioSink):
     """The session's audio sink for WebRTC: engine audio into the paced track.
 
     ``end()`` returns once the utterance has been played out to the listener (so ``done`` and the underrun count
@@ -136,7 +137,6 @@ class TrackSink:
         self._begin_at = 0
         self._end_at: int | None = None
 
-    @property
     def underruns(self) -> int:
         return self.track.jitter.underruns
 
