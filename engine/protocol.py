@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import json
 import struct
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass
 from typing import Any
 
 PROTOCOL_VERSION = 1
@@ -74,15 +74,6 @@ class ChunkHeader:
 
     def to_message(self) -> dict[str, Any]:
         return {"type": "chunk", **asdict(self)}
-
-
-@dataclass
-class UtteranceOptions:
-    """Per-utterance options a client may set in ``start``."""
-
-    voice: str = "default"
-    first_chunk_words: int | None = None  # override of the planner's minimum first-chunk size
-    options: dict[str, Any] = field(default_factory=dict)
 
 
 def encode_json(message: dict[str, Any]) -> str:
