@@ -17,10 +17,11 @@ export function onFirstAudio(u) {
   metrics.history.push(metrics.ttfaMs);
   if (metrics.history.length > 24) metrics.history.shift();
   if (state.transport === "webrtc") {
-    // Concealment counted from here on; take a fresh snapshot (the periodic one may be 100 ms old).
+    // Concealment counted from here on. The periodic snapshot may be 100 ms old (it would count events from before
+    // the first audio, such as the jitter buffer's start-up), so a fresh one replaces it.
     u.concealBase = metrics.concealmentEvents;
-    rtcStats().then(() => {
-      if (u.concealBase == null || metrics.concealmentEvents < u.concealBase) u.concealBase = metrics.concealmentEvents;
+    rtcStats().then((inbound) => {
+      if (inbound) u.concealBase = inbound.concealmentEvents;
     });
   } else {
     u.underrunBase = metrics.worklet ? metrics.worklet.underruns : 0;

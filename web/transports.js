@@ -316,6 +316,7 @@ function startRtcStats(c) {
   rtcStats();
 }
 
+// One getStats() poll; resolves to the inbound audio figures (metrics.inbound), or undefined.
 export async function rtcStats() {
   if (!conn || conn.kind !== "webrtc") return;
   const report = await conn.pc.getStats();
@@ -357,7 +358,8 @@ export async function rtcStats() {
   }
   lastJb = jb;
   const u = current();
-  if (u && u.concealBase != null) {
+  if (u && u.concealBase != null && !u.finished) {
+    // The utterance's own count: from its first audio to its end (then it stays as it was).
     u.concealmentEvents = inbound.concealmentEvents - u.concealBase;
     metrics.underruns = u.concealmentEvents;
   }
@@ -365,4 +367,5 @@ export async function rtcStats() {
     const end = u.firstAudible + u.serverDone.audio_seconds * 1000 + 150;
     if (performance.now() > end && performance.now() - lastLoudAt > 150) finishUtterance(u);
   }
+  return metrics.inbound;
 }
