@@ -45,7 +45,7 @@ class Session:
     async def open(self) -> None:
         """Register (raises ``SessionLimitReached``) and greet the client."""
         self.state.sessions.add(self, self.transport)
-        await self._run(self.core.greeting(self.state.engine.ready or {}))
+        await self._run(self.core.greeting(self.state.engine.ready))
 
     async def notify_shutdown(self) -> None:
         """The server is stopping: say so while the client can still hear it."""

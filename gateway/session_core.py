@@ -10,11 +10,12 @@ spoken in order, and stay queued until their audio has been sent; at most ``max_
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from engine.protocol import SAMPLE_RATE, ChunkHeader, ProtocolError
+from engine.protocol import SAMPLE_RATE, ChunkHeader, EngineReady, ProtocolError
 from gateway import messages
+from gateway.formats import WEBSOCKET_DEFAULT_FORMAT
 
 MAX_QUEUED_UTTERANCES = 8  # per session: utterances started but not yet fully sent
 
@@ -118,11 +119,13 @@ class SessionCore:
         """The turns not yet fully sent, in order."""
         return [turn.key for turn in self._turns]
 
-    def greeting(self, engine: dict[str, Any]) -> list[Action]:
-        """The ``ready`` event, from the engine's greeting."""
+    def greeting(self, engine: EngineReady | None) -> list[Action]:
+        """The ``ready`` event, from the engine's greeting (None while no engine is connected)."""
+        shown = ("engine", "device", "dtype", "weights", "watermark")
+        described = asdict(engine) if engine is not None else {}
         return [Emit({
             "type": "ready", "session": self.session_id,
-            "engine": {k: engine.get(k) for k in ("engine", "device", "dtype", "weights", "watermark")},
+            "engine": {k: described.get(k) for k in shown},
             "limits": {"max_text_chars": self.max_text_chars, "max_message_bytes": messages.MAX_MESSAGE_BYTES},
         })]
 
@@ -162,7 +165,7 @@ class SessionCore:
         if config.format is not None or config.sample_rate is not None:
             if not self.configurable:
                 raise ProtocolError(f"the {self.transport} transport negotiates its own audio format", "bad_config")
-            actions.append(ConfigureSink(config.format or "pcm_s16le", config.sample_rate or SAMPLE_RATE))
+            actions.append(ConfigureSink(config.format or WEBSOCKET_DEFAULT_FORMAT, config.sample_rate or SAMPLE_RATE))
         if config.voice is not None:
             self.voice = config.voice
         return actions

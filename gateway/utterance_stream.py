@@ -10,8 +10,8 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, AsyncIterator, Callable
 
-from engine.protocol import SAMPLE_RATE, ChunkHeader
-from gateway.engine_link.client import Chunk, RemoteUtterance
+from engine.protocol import SAMPLE_RATE, Chunk, ChunkHeader, Done
+from gateway.engine_link.client import RemoteUtterance
 from gateway.metrics import Metrics
 
 
@@ -25,7 +25,7 @@ class UtteranceStats:
     chunk_texts: list[str] = field(default_factory=list)
     chunk_gen_s: list[float] = field(default_factory=list)
     samples: int = 0
-    done: dict[str, Any] | None = None  # the engine's ``done`` message
+    done: Done | None = None  # the engine's summary
 
     @property
     def audio_s(self) -> float:
@@ -43,25 +43,25 @@ class UtteranceStats:
         self.chunk_gen_s.append(header.gen_time)
         self.samples += samples
 
-    def on_done(self, message: dict[str, Any], now: float) -> None:
-        self.done = message
+    def on_done(self, done: Done, now: float) -> None:
+        self.done = done
         self.total_s = now - self.started
 
     @property
     def engine_rtf(self) -> float | None:
         """Audio seconds per second of generation, from the engine's ``done``; None before it or without generation."""
-        done = self.done or {}
-        gen = float(done.get("gen_time", 0.0))
-        return float(done.get("audio", 0.0)) / gen if gen > 0 else None
+        if self.done is None or self.done.gen_time <= 0:
+            return None
+        return self.done.audio / self.done.gen_time
 
     def summary(self) -> dict[str, Any]:
         """The figures of a ``done`` event (docs/protocol.md)."""
-        done, rtf = self.done or {}, self.engine_rtf
+        done, rtf = self.done, self.engine_rtf
         return {
             "ttfa": round(self.first_chunk_s, 4) if self.first_chunk_s is not None else None,
-            "audio_seconds": round(float(done.get("audio", 0.0)), 3),
-            "chunks": done.get("chunks", 0),
-            "gen_time": round(float(done.get("gen_time", 0.0)), 4),
+            "audio_seconds": round(done.audio, 3) if done else 0.0,
+            "chunks": done.chunks if done else 0,
+            "gen_time": round(done.gen_time, 4) if done else 0.0,
             "rtf": round(rtf, 2) if rtf else None,
         }
 
@@ -91,7 +91,7 @@ async def chunks(utterance: RemoteUtterance, stats: UtteranceStats, *, to: Metri
                 to.metrics.chunk_gen.observe(event.header.gen_time)
             yield event
         else:
-            stats.on_done(event.message, clock())
+            stats.on_done(event, clock())
             if to is not None:
                 if stats.engine_rtf is not None:
                     to.metrics.rtf.observe(stats.engine_rtf)

@@ -9,50 +9,50 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 from pathlib import Path
-from typing import Any, AsyncIterator
+from typing import AsyncIterator
 
 import pytest
 from websockets.asyncio.server import Server, ServerConnection, serve, unix_serve
 
 from engine import protocol
-from engine.protocol import ChunkHeader, EngineReady
-from gateway.engine_link.client import Chunk, Done, EngineClient, EngineRequestError, EngineUnavailable
+from engine.protocol import (AddVoice, Cancel, Chunk, ChunkHeader, DeleteVoice, Done, End, EngineReady, Error, Event,
+                             Flush, ListVoices, Playout, Request, Result, Start, Text)
+from gateway.engine_link.client import EngineClient, EngineRequestError, EngineUnavailable
 
-READY = EngineReady(engine="scripted", device="cpu", dtype="float32", weights="none", watermark=True).to_message()
+READY = EngineReady(engine="scripted", device="cpu", dtype="float32", weights="none", watermark=True)
 
 
 class ScriptedWorker:
-    """One scripted worker: ``frames`` holds what the client sent (binary frames as ``(header, payload)``)."""
+    """One scripted worker: ``frames`` holds what the client sent, read as the real worker reads it."""
 
-    def __init__(self, greeting: dict[str, Any]) -> None:
+    def __init__(self, greeting: EngineReady) -> None:
         self.greeting = greeting
-        self.frames: asyncio.Queue[dict[str, Any] | tuple[dict[str, Any], bytes]] = asyncio.Queue()
+        self.frames: asyncio.Queue[Request] = asyncio.Queue()
         self.connections: list[ServerConnection] = []
 
     async def handle(self, ws: ServerConnection) -> None:
         assert ws.request is not None and ws.request.path == protocol.ENGINE_PATH
         self.connections.append(ws)
-        await ws.send(protocol.encode_json(self.greeting))
+        await ws.send(protocol.encode(self.greeting))
         async for frame in ws:
-            self.frames.put_nowait(protocol.decode_binary(frame) if isinstance(frame, bytes)
-                                   else protocol.decode_json(frame))
+            self.frames.put_nowait(protocol.decode_request(frame))
 
-    async def next(self) -> Any:
+    async def next(self) -> Request:
         return await asyncio.wait_for(self.frames.get(), 5)
 
-    async def send(self, message: dict[str, Any], payload: bytes | None = None) -> None:
-        ws = self.connections[-1]
-        await ws.send(protocol.encode_json(message) if payload is None else protocol.encode_binary(message, payload))
+    async def send(self, message: Event) -> None:
+        await self.connections[-1].send(protocol.encode(message))
 
     async def chunk(self, uid: str, seq: int, pcm: bytes) -> None:
         header = ChunkHeader(id=uid, seq=seq, text=f"chunk {seq}", offset=seq * 0.5, duration=len(pcm) / 2 / 24000,
                              gen_time=0.05)
-        await self.send(header.to_message(), pcm)
+        await self.send(Chunk(header, pcm))
 
 
 @contextlib.asynccontextmanager
-async def worker(greeting: dict[str, Any] = READY, unix: Path | None = None) -> AsyncIterator[tuple[ScriptedWorker,
+async def worker(greeting: EngineReady = READY, unix: Path | None = None) -> AsyncIterator[tuple[ScriptedWorker,
                                                                                                      EngineClient]]:
     """A scripted worker and a client started against it; the test has 10 s."""
     scripted = ScriptedWorker(greeting)
@@ -84,22 +84,21 @@ async def test_an_utterance_goes_out_as_requests_and_comes_back_as_chunks_then_d
         await utterance.end()
         uid = utterance.id
         assert [await scripted.next() for _ in range(5)] == [
-            {"type": "start", "id": uid, "voice": "amy"}, {"type": "text", "id": uid, "text": "Hello there."},
-            {"type": "flush", "id": uid}, {"type": "playout", "id": uid, "played": 0.25}, {"type": "end", "id": uid}]
+            Start(uid, "amy"), Text(uid, "Hello there."), Flush(uid), Playout(uid, 0.25), End(uid)]
         assert client.in_flight == 1
         await scripted.chunk(uid, 0, b"\x01\x00" * 240)
         await scripted.chunk(uid, 1, b"\x02\x00" * 480)
-        await scripted.send({"type": "done", "id": uid, "chunks": 2, "audio": 0.03, "gen_time": 0.1})
+        await scripted.send(Done(uid, chunks=2, audio=0.03, gen_time=0.1))
         events = [event async for event in utterance.events()]
     first, second, done = events
     assert isinstance(first, Chunk) and first.header.seq == 0 and first.pcm == b"\x01\x00" * 240
     assert isinstance(second, Chunk) and second.header.text == "chunk 1" and len(second.pcm) == 960
-    assert isinstance(done, Done) and done.message["chunks"] == 2
+    assert done == Done(uid, chunks=2, audio=0.03, gen_time=0.1)
     assert utterance.finished and client.in_flight == 0
 
 
 async def test_a_greeting_of_another_protocol_version_is_not_a_connection() -> None:
-    async with worker({**READY, "protocol": protocol.PROTOCOL_VERSION + 1}) as (scripted, client):
+    async with worker(dataclasses.replace(READY, protocol=protocol.PROTOCOL_VERSION + 1)) as (scripted, client):
         assert not await client.wait_ready(0.5)
         assert not client.available and client.ready is None and scripted.connections  # it did answer
         with pytest.raises(EngineUnavailable):
@@ -112,7 +111,7 @@ async def test_a_dropped_connection_fails_what_is_in_flight_and_the_client_comes
         utterance = await client.start("default")
         await scripted.next()
         voices = asyncio.create_task(client.list_voices())
-        assert (await scripted.next())["type"] == "list_voices"
+        assert isinstance(await scripted.next(), ListVoices)
         await scripted.connections[-1].close()
         with pytest.raises(EngineRequestError) as failed:
             [event async for event in utterance.events()]
@@ -122,7 +121,7 @@ async def test_a_dropped_connection_fails_what_is_in_flight_and_the_client_comes
         assert client.in_flight == 0
         assert await client.wait_ready(5) and len(scripted.connections) == 2  # reconnected in the background
         again = await client.start("default")
-        assert (await scripted.next())["id"] == again.id
+        assert await scripted.next() == Start(again.id, "default")
 
 
 async def test_a_malformed_frame_restarts_the_connection() -> None:
@@ -145,14 +144,14 @@ async def test_requests_are_matched_by_req_whatever_order_the_answers_come_in() 
         listing = asyncio.create_task(client.list_voices())
         adding = asyncio.create_task(client.add_voice("amy", b"RIFF...."))
         deleting = asyncio.create_task(client.delete_voice("bob"))
-        sent = [await scripted.next() for _ in range(3)]
-        by_type = {(frame[0] if isinstance(frame, tuple) else frame)["type"]: frame for frame in sent}
-        header, payload = by_type["add_voice"]
-        assert header["name"] == "amy" and payload == b"RIFF...."
-        await scripted.send({"type": "error", "req": by_type["delete_voice"]["req"], "code": "unknown_voice",
-                             "message": "no voice 'bob'"})
-        await scripted.send({"type": "voice_added", "req": header["req"], "voice": {"name": "amy"}})
-        await scripted.send({"type": "voices", "req": by_type["list_voices"]["req"], "voices": [{"name": "x"}]})
+        by_type = {type(request): request for request in [await scripted.next() for _ in range(3)]}
+        add = by_type[AddVoice]
+        assert isinstance(add, AddVoice) and add.name == "amy" and add.audio == b"RIFF...."
+        delete = by_type[DeleteVoice]
+        assert isinstance(delete, DeleteVoice) and delete.name == "bob"
+        await scripted.send(Error(req=delete.req, code="unknown_voice", message="no voice 'bob'"))
+        await scripted.send(Result(add.req, voice={"name": "amy"}))
+        await scripted.send(Result(by_type[ListVoices].req, voices=[{"name": "x"}]))
         assert await listing == [{"name": "x"}] and await adding == {"name": "amy"}
         with pytest.raises(EngineRequestError) as refused:
             await deleting
@@ -163,9 +162,9 @@ async def test_an_error_ends_only_its_own_utterance() -> None:
     async with worker() as (scripted, client):
         assert await client.wait_ready(5)
         failing, going_on = await client.start("nobody"), await client.start("default")
-        await scripted.send({"type": "error", "id": failing.id, "code": "unknown_voice", "message": "no such voice"})
+        await scripted.send(Error(id=failing.id, code="unknown_voice", message="no such voice"))
         await scripted.chunk(going_on.id, 0, b"\x00\x00" * 10)
-        await scripted.send({"type": "done", "id": going_on.id})
+        await scripted.send(Done(going_on.id, chunks=1, audio=0.0004, gen_time=0.05))
         with pytest.raises(EngineRequestError) as failed:
             [event async for event in failing.events()]
         assert failed.value.code == "unknown_voice"
@@ -178,13 +177,12 @@ async def test_cancel_tells_the_worker_and_late_chunks_are_dropped() -> None:
         utterance = await client.start("default")
         await utterance.cancel()
         await utterance.cancel()  # once is enough
-        assert [await scripted.next() for _ in range(2)] == [{"type": "start", "id": utterance.id, "voice": "default"},
-                                                             {"type": "cancel", "id": utterance.id}]
+        assert [await scripted.next() for _ in range(2)] == [Start(utterance.id, "default"), Cancel(utterance.id)]
         assert scripted.frames.empty() and utterance.finished and client.in_flight == 0
         await scripted.chunk(utterance.id, 0, b"\x00\x00" * 10)  # already in flight when the cancel arrived
-        await scripted.send({"type": "error", "id": "unknown", "code": "engine_error", "message": "whatever"})
+        await scripted.send(Error(id="unknown", code="engine_error", message="whatever"))
         other = await client.start("default")  # the connection is still good
-        assert (await scripted.next())["id"] == other.id and client.available
+        assert await scripted.next() == Start(other.id, "default") and client.available
 
 
 async def test_nothing_listening_is_engine_unavailable(tmp_path: Path) -> None:
@@ -204,4 +202,4 @@ async def test_a_worker_on_a_unix_socket(tmp_path: Path) -> None:
     async with worker(unix=tmp_path / "engine.sock") as (scripted, client):
         assert await client.wait_ready(5)
         utterance = await client.start("default")
-        assert await scripted.next() == {"type": "start", "id": utterance.id, "voice": "default"}
+        assert await scripted.next() == Start(utterance.id, "default")

@@ -8,9 +8,9 @@ import json
 
 import pytest
 
-from engine.protocol import ChunkHeader
+from engine.protocol import Chunk, ChunkHeader, Done, EngineReady
 from gateway import session_core as core
-from gateway.engine_link.client import Chunk, Done, EngineRequestError, EngineUnavailable
+from gateway.engine_link.client import EngineRequestError, EngineUnavailable
 from gateway.metrics import Metrics
 from gateway.session import Session
 from gateway.session_registry import SessionRegistry
@@ -182,15 +182,14 @@ class FakeUtterance:
             self.done(chunks)
 
     def done(self, chunks: int) -> None:
-        self._events.put_nowait(Done({"type": "done", "id": self.id, "audio": 0.5 * chunks, "chunks": chunks,
-                                      "gen_time": 0.1 * chunks}))
+        self._events.put_nowait(Done(self.id, chunks=chunks, audio=0.5 * chunks, gen_time=0.1 * chunks))
 
     def fail(self, code: str) -> None:
         self._events.put_nowait(EngineRequestError(code, "the engine says no"))
 
 
 class FakeEngine:
-    ready = {"engine": "fake", "device": "cpu", "dtype": "float32", "weights": "none", "watermark": True}
+    ready = EngineReady(engine="fake", device="cpu", dtype="float32", weights="none", watermark=True)
 
     def __init__(self) -> None:
         self.utterances: list[FakeUtterance] = []

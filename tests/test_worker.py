@@ -19,8 +19,9 @@ import pytest
 from websockets.asyncio.client import unix_connect
 
 from engine import protocol
+from engine.protocol import Chunk
 from engine.watermark import Watermarker
-from gateway.engine_link.client import Chunk, EngineClient, EngineRequestError
+from gateway.engine_link.client import EngineClient, EngineRequestError
 from tools.say import speak, worker_client
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -71,7 +72,7 @@ def pcm_to_float(pcm: bytes) -> np.ndarray:
 
 async def test_chunks_are_watermarked_and_reported(espeak_url: str) -> None:
     async with worker(espeak_url) as client:
-        assert client.ready and client.ready["engine"] == "espeak" and client.ready["watermark"] is True
+        assert client.ready and client.ready.engine == "espeak" and client.ready.watermark is True
         pcm, spoken = await speak(client, STORY)
     assert len(spoken.chunk_texts) >= 2
     assert " ".join(spoken.chunk_texts).split()[-1].startswith("steady")
@@ -89,7 +90,8 @@ async def test_chunks_are_watermarked_and_reported(espeak_url: str) -> None:
 async def test_planner_chunks_grow_behind_a_slow_engine(simulated_url: str) -> None:
     """With a simulated GPU model (fixed cost + real-time factor 2), the ratchet makes later chunks longer."""
     async with worker(simulated_url) as client:
-        assert "simulated" in client.ready["weights"] or "simulated" in client.ready["engine"] + client.ready["notes"]
+        ready = client.ready
+        assert ready and ("simulated" in ready.weights or "simulated" in ready.engine + ready.notes)
         _, spoken = await speak(client, STORY)
     sizes = [len(t) for t in spoken.chunk_texts]
     assert len(sizes) >= 3 and sizes[0] < 60

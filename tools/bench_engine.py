@@ -7,7 +7,9 @@ import argparse
 import asyncio
 import json
 import statistics
+from dataclasses import asdict
 
+from engine.protocol import EngineReady
 from gateway.utterance_stream import UtteranceStats
 from tools.say import speak, worker_client
 
@@ -26,13 +28,14 @@ def percentile(values: list[float], q: float) -> float:
     return ordered[min(len(ordered) - 1, round(q * (len(ordered) - 1)))]
 
 
-def summarise(results: list[UtteranceStats], ready: dict) -> dict:
+def summarise(results: list[UtteranceStats], ready: EngineReady | None) -> dict:
+    engine = asdict(ready) if ready else {}
     firsts = [r.first_chunk_s for r in results if r.first_chunk_s is not None]
     gens = [g for r in results for g in r.chunk_gen_s]
     audio, total = sum(r.audio_s for r in results), sum(r.total_s for r in results)
     return {
-        "bench": "engine", "engine": ready.get("engine"), "device": ready.get("device"), "dtype": ready.get("dtype"),
-        "weights": ready.get("weights"), "utterances": len(results),
+        "bench": "engine", "engine": engine.get("engine"), "device": engine.get("device"),
+        "dtype": engine.get("dtype"), "weights": engine.get("weights"), "utterances": len(results),
         "first_chunk_p50_s": round(statistics.median(firsts), 4), "first_chunk_p95_s": round(percentile(firsts, 0.95), 4),
         "chunk_gen_p50_s": round(statistics.median(gens), 4), "chunk_gen_p95_s": round(percentile(gens, 0.95), 4),
         "chunks_per_utterance": round(len(gens) / len(results), 2),
@@ -51,7 +54,7 @@ async def _bench(args: argparse.Namespace, engine_args: list[str]) -> dict:
                 print(f"first chunk {spoken.first_chunk_s * 1000:7.1f} ms  total {spoken.total_s:6.2f} s  "
                       f"audio {spoken.audio_s:5.2f} s  rtf {spoken.rtf:6.1f}x  chunks "
                       f"{[len(t) for t in spoken.chunk_texts]}")
-        return summarise(results, client.ready or {})
+        return summarise(results, client.ready)
 
 
 def run(args: argparse.Namespace, engine_args: list[str]) -> int:

@@ -38,6 +38,7 @@ import httpx
 from websockets.asyncio.client import ClientConnection, connect
 from websockets.exceptions import WebSocketException
 
+from engine.protocol import SAMPLE_RATE
 from tools.bench_engine import percentile
 from tools.deploy_gate import count_underruns
 from tools.local_server import ServerFailed, local_server
@@ -49,7 +50,7 @@ TEXTS = (  # vowel-initial, so the first decoded frame of speech is not a quiet 
     "Of course. Your parcel left the warehouse this morning and should arrive tomorrow.",
     "Excellent, that is all done. Is there anything else I can help you with today?",
 )
-PCM_BYTES_PER_SECOND = 24000 * 2  # /v1/tts and the WebSocket default: 24 kHz s16le mono
+PCM_BYTES_PER_SECOND = SAMPLE_RATE * 2  # /v1/tts and the WebSocket default: s16le mono at the engine's rate
 FRAME_S = 0.020
 GAP_TOLERANCE_FRAMES = 2  # codec edges: a decoded loud span may exceed the audio by this much without a gap
 DECODE_TAIL_S = 0.15  # `done` leaves once playout ends; the last frames are decoded just after it
@@ -159,7 +160,7 @@ class WebSocketClient:
         if ready.get("type") != "ready":
             raise BenchError(f"expected a ready event, got {ready}")
         await self.ws.send(json.dumps({"type": "config", "voice": self.voice, "format": "pcm_s16le",
-                                       "sample_rate": 24000}))
+                                       "sample_rate": SAMPLE_RATE}))
 
     async def speak(self, text: str) -> Result:
         assert self.ws is not None
@@ -200,7 +201,7 @@ class HttpClient:
         arrivals: list[tuple[float, float]] = []
         received = 0
         sent = time.perf_counter()
-        body = {"text": text, "voice": self.voice, "format": "pcm", "sample_rate": 24000}
+        body = {"text": text, "voice": self.voice, "format": "pcm", "sample_rate": SAMPLE_RATE}
         async with self.http.stream("POST", "/v1/tts", json=body) as response:
             if response.status_code != 200:
                 await response.aread()

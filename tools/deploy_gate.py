@@ -36,7 +36,8 @@ from typing import Any, Sequence
 import httpx
 import numpy as np
 
-SAMPLE_RATE = 24000
+from engine.protocol import SAMPLE_RATE
+
 BYTES_PER_SECOND = SAMPLE_RATE * 2  # s16le mono
 
 # The fixed set: short, medium, long (past one chunk's text cap, so several chunks and joins), and a paralinguistic tag.

@@ -49,7 +49,7 @@ async def say(args: argparse.Namespace, engine_args: list[str]) -> int:
     async with worker_client(engine_args + ["--log-level", args.log_level]) as client:
         try:
             pcm, spoken = await speak(client, args.text, args.voice)
-            ready = client.ready or {}
+            ready = client.ready
         except EngineRequestError as exc:
             print(f"error: {exc.code}: {exc}")
             return 2
@@ -58,7 +58,8 @@ async def say(args: argparse.Namespace, engine_args: list[str]) -> int:
         out.setsampwidth(2)
         out.setframerate(SAMPLE_RATE)
         out.writeframes(pcm)
-    print(f"engine {ready.get('engine')} on {ready.get('device')}: {len(spoken.chunk_texts)} chunks, "
+    engine = f"{ready.engine} on {ready.device}" if ready else "an engine that went away"
+    print(f"engine {engine}: {len(spoken.chunk_texts)} chunks, "
           f"{spoken.audio_s:.2f} s of audio -> {args.out}")
     print(f"time to first chunk {spoken.first_chunk_s:.3f} s, total {spoken.total_s:.3f} s, "
           f"real-time factor {spoken.rtf:.1f}x")

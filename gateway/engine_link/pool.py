@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 from typing import Any, Awaitable, Callable, Sequence
 
+from engine.protocol import EngineReady
 from gateway.engine_link.client import EngineClient, EngineRequestError, EngineUnavailable, RemoteUtterance
 
 
@@ -21,7 +22,7 @@ class EnginePool:
         self.clients = [EngineClient(url) for url in urls]
 
     @property
-    def ready(self) -> dict[str, Any] | None:
+    def ready(self) -> EngineReady | None:
         """The first available engine's greeting, or None when none is available."""
         return next((client.ready for client in self.clients if client.available), None)
 
@@ -35,8 +36,8 @@ class EnginePool:
         out = []
         for client in self.clients:
             ready = client.ready if client.available else None
-            out.append({"url": client.url, "available": client.available, "engine": ready and ready.get("engine"),
-                        "device": ready and ready.get("device"), "in_flight": client.in_flight})
+            out.append({"url": client.url, "available": client.available, "engine": ready and ready.engine,
+                        "device": ready and ready.device, "in_flight": client.in_flight})
         return out
 
     def _available(self) -> list[EngineClient]:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import asdict
 from typing import Any
 
 from prometheus_client import CONTENT_TYPE_LATEST
@@ -22,8 +23,9 @@ async def health(request: Request) -> Response:
         status = "down"
     body: dict[str, Any] = {
         "status": status,
-        "engine": ready and {k: ready.get(k) for k in ("engine", "device", "dtype", "weights", "notes")},
-        "watermark": bool(ready and ready.get("watermark")),
+        "engine": ready and {k: v for k, v in asdict(ready).items() if k in ("engine", "device", "dtype", "weights",
+                                                                              "notes")},
+        "watermark": bool(ready and ready.watermark),
         "sessions": len(state.sessions),
         "engines": state.engine.engines,
     }

@@ -10,6 +10,7 @@ from starlette.responses import Response, StreamingResponse
 
 from gateway.audio import make_encoder
 from gateway.engine_link.client import EngineRequestError, EngineUnavailable, RemoteUtterance
+from gateway.formats import OPENAI_FORMATS, OPENAI_PCM_RATE, TTS_FORMATS
 from gateway.http.body import body_field, json_body
 from gateway.http.errors import ApiError, engine_error
 from gateway.http.voices import known_voices
@@ -18,8 +19,6 @@ from gateway.shared_state import GatewayState
 from gateway.utterance_stream import MetricsLabel, UtteranceStats, chunks
 
 OPENAI_VOICES = {"alloy", "ash", "ballad", "coral", "echo", "fable", "nova", "onyx", "sage", "shimmer", "verse"}
-OPENAI_FORMATS = {"mp3", "opus", "aac", "flac", "wav", "pcm"}
-TTS_FORMATS = {"pcm", "wav", "opus", "mulaw", "mp3"}
 
 
 def _text(state: GatewayState, text: str) -> str:
@@ -106,4 +105,4 @@ async def openai_speech(request: Request) -> Response:
     if voice in OPENAI_VOICES:
         known = {v["name"] for v in await known_voices(state)}
         voice = voice if voice in known else "default"
-    return await _speech(state, text, voice, fmt, 24000 if fmt == "pcm" else None, "http")
+    return await _speech(state, text, voice, fmt, OPENAI_PCM_RATE if fmt == "pcm" else None, "http")
