@@ -156,3 +156,14 @@ def test_unknown_fields_are_ignored_and_optional_ones_take_their_defaults() -> N
     assert protocol.decode_request('{"type": "playout", "id": "u1", "played": 2}') == Playout("u1", 2.0)
     assert protocol.decode_event('{"type": "done", "id": "u1", "chunks": 1, "audio": 1, "gen_time": 0.5}') == Done(
         "u1", 1, 1.0, 0.5, None)
+
+
+def test_every_field_of_every_message_has_a_type_check() -> None:
+    """A field added with an annotation the decoder has no check for would fail every decode with a KeyError."""
+    from dataclasses import fields
+
+    messages = (Start, Text, Flush, End, Cancel, Playout, ListVoices, DeleteVoice, AddVoice, EngineReady, ChunkHeader,
+                Done, Error, Result)
+    unchecked = [(cls.__name__, f.name, f.type) for cls in messages for f in fields(cls)
+                 if f.type != "bytes" and f.type.removesuffix(" | None") not in protocol._CHECKS]
+    assert unchecked == []
