@@ -7,17 +7,14 @@ differs only in how it delivers it: fast, late, with a stall mid-stream, or thro
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import json
 import re
-import socket
 import threading
 from dataclasses import dataclass
-from typing import AsyncIterator, Iterator
+from typing import AsyncIterator
 
 import numpy as np
 import pytest
-import uvicorn
 from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
@@ -25,7 +22,7 @@ from starlette.routing import Route
 
 from gateway.cli import build_parser
 from tools import deploy_gate
-from tests.server import running_server
+from tests.server import running_server, serving
 
 CLIP_TEXT = "Hello there, this is a quick test."  # about 2 s of speech
 API_KEY = "stand-in-key"
@@ -81,26 +78,6 @@ def standin_app(pcm: bytes, delivery: Delivery) -> Starlette:
     if not delivery.openai_only:
         routes.append(Route("/v1/tts", speak, methods=["POST"]))
     return Starlette(routes=routes)
-
-
-@contextlib.contextmanager
-def serving(app: Starlette) -> Iterator[str]:
-    """Run ``app`` with uvicorn in a thread on a free 127.0.0.1 port; yield its base URL."""
-    sock = socket.socket()
-    sock.bind(("127.0.0.1", 0))
-    server = uvicorn.Server(uvicorn.Config(app, log_level="warning", lifespan="off"))
-    thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
-    thread.start()
-    try:
-        while not server.started:
-            if not thread.is_alive():
-                raise RuntimeError("the stand-in server did not start")
-            thread.join(0.02)
-        yield f"http://127.0.0.1:{sock.getsockname()[1]}"
-    finally:
-        server.should_exit = True
-        thread.join(10)
-        sock.close()
 
 
 def run_gate(*argv: str) -> int:
