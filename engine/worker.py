@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import copy
 import logging
+import socket
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
@@ -309,10 +310,13 @@ def build_worker(settings: EngineSettings) -> Worker:
     return Worker(synth, VoiceStore(settings.voices_dir, engine), settings, calibrated)
 
 
-async def serve_worker(worker: Worker, listen: str, stop: asyncio.Event | None = None) -> None:
-    """Listen on ``HOST:PORT`` or ``unix:/path`` until ``stop`` is set (or forever)."""
+async def serve_worker(worker: Worker, listen: str, stop: asyncio.Event | None = None,
+                       sock: socket.socket | None = None) -> None:
+    """Listen on ``HOST:PORT`` (or ``sock``, bound to it) or ``unix:/path`` until ``stop`` is set (or forever)."""
     kwargs: dict[str, Any] = {"max_size": MAX_MESSAGE_BYTES, "ping_interval": 20, "ping_timeout": 60}
-    if listen.startswith("unix:"):
+    if sock is not None:
+        server = serve(worker.handle, sock=sock, **kwargs)
+    elif listen.startswith("unix:"):
         server = unix_serve(worker.handle, listen[5:], **kwargs)
     else:
         host, _, port = listen.rpartition(":")

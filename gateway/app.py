@@ -5,7 +5,7 @@ from __future__ import annotations
 import contextlib
 import logging
 from pathlib import Path
-from typing import AsyncIterator
+from typing import AsyncIterator, Callable
 
 from starlette.applications import Starlette
 from starlette.middleware import Middleware
@@ -52,10 +52,11 @@ class ApiKeyMiddleware:
         await self.app(scope, receive, send)
 
 
-def create_app(settings: GatewaySettings) -> Starlette:
+def create_app(settings: GatewaySettings, on_engine_refusal: Callable[[str], None] | None = None) -> Starlette:
+    """``on_engine_refusal``: told why, when the embedded worker cannot start at all (see EngineProcess)."""
     audio_level.install()
     metrics = Metrics()
-    process = None if settings.engine_urls else EngineProcess(list(settings.engine_args))
+    process = None if settings.engine_urls else EngineProcess(list(settings.engine_args), on_engine_refusal)
     engine = EnginePool(list(settings.engine_urls) or [process.url])  # type: ignore[union-attr]
     state = GatewayState(settings, engine, metrics, SessionRegistry(settings.max_sessions, metrics), process)
 

@@ -115,10 +115,25 @@ def _setup_logging(level: str) -> None:
                         stream=sys.stderr)
 
 
+def _refuse(args: argparse.Namespace, reason: str, exc: BaseException | None = None) -> int:
+    """A start-up failure no restart fixes: one sentence with the fix (the traceback only at --log-level debug).
+    A worker started by a supervisor writes it to its --refusal-report file instead, for the supervisor to say."""
+    logging.getLogger("chatterbox_fast").debug("refusing to start", exc_info=exc)
+    report = getattr(args, "refusal_report", None)
+    if report:
+        Path(report).write_text(reason + "\n")
+    else:
+        print(f"chatterbox-fast {args.command}: refusing to start: {reason}", file=sys.stderr)
+    from gateway.engine_link.process import REFUSED_EXIT_CODE
+
+    return REFUSED_EXIT_CODE
+
+
 def cmd_serve(args: argparse.Namespace) -> int:
     import uvicorn
 
     from gateway.app import create_app
+    from gateway.bind import CannotListen, bind_tcp
     from gateway.settings import GatewaySettings
     from gateway.webrtc.signalling import ice_servers
 
@@ -127,27 +142,42 @@ def cmd_serve(args: argparse.Namespace) -> int:
     except ValueError as exc:
         print(f"chatterbox-fast serve: {exc}", file=sys.stderr)
         return 2
+    try:
+        sock = bind_tcp(args.host, args.port, "--port (CBF_PORT)")
+    except CannotListen as exc:
+        return _refuse(args, str(exc), exc)
     settings = GatewaySettings(
         host=args.host, port=args.port, api_keys=args.api_key, max_sessions=args.max_sessions,
         max_text_chars=args.max_text_chars, max_upload_bytes=args.max_upload_bytes, ice_servers=args.ice_server,
         engine_urls=args.engine_url, engine_args=tuple(engine_argv(args) + ["--log-level", args.log_level]),
     )
-    uvicorn.run(create_app(settings), host=args.host, port=args.port, log_level=args.log_level,
-                timeout_graceful_shutdown=5, ws_max_size=1024 * 1024)
-    return 0
+    refusals: list[str] = []
+
+    def engine_refused(reason: str) -> None:  # the first worker cannot start: stop serving and say why
+        refusals.append(reason)
+        server.should_exit = True
+
+    server = uvicorn.Server(uvicorn.Config(create_app(settings, on_engine_refusal=engine_refused),
+                                           log_level=args.log_level, timeout_graceful_shutdown=5,
+                                           ws_max_size=1024 * 1024))
+    server.run(sockets=[sock])
+    return _refuse(args, refusals[0]) if refusals else 0
 
 
 def cmd_engine(args: argparse.Namespace) -> int:
     os.environ.setdefault("TQDM_DISABLE", "1")  # upstream S3Gen draws a progress bar on every chunk
-    from engine.watermark import WatermarkUnavailable
-    from engine.worker import build_worker, serve_worker
+    from engine.startup_checks import Misconfigured, start_worker
+    from engine.worker import serve_worker
+    from gateway.bind import CannotListen, bind_tcp
 
+    host, _, port = args.listen.rpartition(":")
     try:
-        worker = build_worker(engine_settings(args))
-    except WatermarkUnavailable as exc:
-        logging.getLogger("chatterbox_fast.engine").critical("refusing to start: %s", exc)
-        return 3
-    asyncio.run(serve_worker(worker, args.listen))
+        sock = None if args.listen.startswith("unix:") else bind_tcp(host or "127.0.0.1", int(port),
+                                                                      "--listen (CBF_LISTEN)")
+        worker = start_worker(engine_settings(args))
+    except (CannotListen, Misconfigured) as exc:
+        return _refuse(args, str(exc), exc)
+    asyncio.run(serve_worker(worker, args.listen, sock=sock))
     return 0
 
 
@@ -175,6 +205,24 @@ def cmd_gate(args: argparse.Namespace) -> int:
     return deploy_gate.run(args)
 
 
+def cmd_doctor(args: argparse.Namespace) -> int:
+    from tools import doctor
+
+    return doctor.run(args, engine_settings(args), engine_argv(args))
+
+
+def cmd_weights_download(args: argparse.Namespace) -> int:
+    from tools import weights
+
+    return weights.download(args.to)
+
+
+def cmd_weights_verify(args: argparse.Namespace) -> int:
+    from tools import weights
+
+    return weights.verify(args.dir)
+
+
 def _api_key_default() -> str | None:
     """For the tools that call a server: CBF_API_KEY, else the first of the server's own CBF_API_KEYS."""
     keys = os.environ.get("CBF_API_KEYS", "").split(",")
@@ -200,6 +248,9 @@ def build_parser() -> argparse.ArgumentParser:
     p = command(sub, "engine", "run an engine worker on its own", cmd_engine, ENGINE_OPTIONS)
     p.add_argument("--listen", default=os.environ.get("CBF_LISTEN", "127.0.0.1:8198"),
                    help="HOST:PORT or unix:/path [env CBF_LISTEN; default 127.0.0.1:8198]")
+    p.add_argument("--refusal-report", type=Path, default=os.environ.get("CBF_REFUSAL_REPORT"),
+                   help="when the worker cannot start (exit code 3), write the reason here instead of to stderr "
+                        "(for a supervisor) [env CBF_REFUSAL_REPORT]")
     p = command(sub, "say", "speak one text into a WAV file through a worker", cmd_say, ENGINE_OPTIONS)
     p.add_argument("text")
     p.add_argument("--voice", default="default")
@@ -215,6 +266,16 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = command(sub, "gate", "the A-B deploy gate against a running server", cmd_gate)
     _gate_arguments(p)
+    p = command(sub, "doctor", "check this host, the weights and the engine; exit 0 when all pass", cmd_doctor,
+                ENGINE_OPTIONS)
+    p.add_argument("--json", action="store_true", help="print one JSON object instead of the table")
+    weights = sub.add_parser("weights", help="fetch and check Chatterbox-Turbo weights").add_subparsers(
+        dest="action", required=True)
+    p = command(weights, "download", "download the weights into a directory (resumable), then verify them",
+                cmd_weights_download)
+    p.add_argument("--to", type=Path, required=True, help="the directory (then serve with --model-dir DIR)")
+    p = command(weights, "verify", "check every file of the from_local layout in a directory", cmd_weights_verify)
+    p.add_argument("dir", type=Path)
     return parser
 
 
@@ -257,9 +318,15 @@ def _gate_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def main(argv: Sequence[str] | None = None) -> None:
+    from gateway.engine_link.process import WorkerRefused
+
     args = build_parser().parse_args(argv)
     _setup_logging(args.log_level)
-    sys.exit(args.run(args))
+    try:
+        code = args.run(args)
+    except WorkerRefused as exc:  # a tool's own worker cannot start
+        code = _refuse(args, str(exc), exc)
+    sys.exit(code)
 
 
 if __name__ == "__main__":

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import argparse
+import asyncio
 import contextlib
 import time
 import wave
@@ -11,24 +12,31 @@ from typing import AsyncIterator
 
 from engine.protocol import SAMPLE_RATE
 from gateway.engine_link.client import EngineClient, EngineRequestError
-from gateway.engine_link.process import EngineProcess
+from gateway.engine_link.process import EngineProcess, WorkerRefused
 from gateway.utterance_stream import UtteranceStats, chunks
 
 
 @contextlib.asynccontextmanager
 async def worker_client(engine_args: list[str], url: str | None = None,
                         timeout: float = 600) -> AsyncIterator[EngineClient]:
-    """A connected engine client: to ``url`` if given, else to a worker process started here."""
-    process = None if url else EngineProcess(engine_args)
+    """A connected engine client: to ``url`` if given, else to a worker process started here (``WorkerRefused``
+    at once when that worker cannot start)."""
+    refused: asyncio.Future[str] = asyncio.get_running_loop().create_future()
+    process = None if url else EngineProcess(engine_args, on_refusal_at_start=refused.set_result)
     if process is not None:
         process.start()
     client = EngineClient(url or process.url)  # type: ignore[union-attr]
     client.start_background()
+    ready = asyncio.ensure_future(client.wait_ready(timeout))
     try:
-        if not await client.wait_ready(timeout):
+        await asyncio.wait([ready, refused], return_when=asyncio.FIRST_COMPLETED)
+        if refused.done():
+            raise WorkerRefused(refused.result())
+        if not ready.result():
             raise SystemExit(f"the engine worker did not become ready within {timeout:.0f} s")
         yield client
     finally:
+        ready.cancel()
         await client.close()
         if process is not None:
             await process.stop()

@@ -15,14 +15,16 @@ from gateway.shared_state import GatewayState
 async def health(request: Request) -> Response:
     state: GatewayState = request.app.state.gateway
     ready = state.engine.ready
+    refusal = state.process.refusal if state.process is not None else None
     if ready is not None:
         status = "ok"
-    elif state.process is not None and state.process.restarts == 0:
+    elif state.process is not None and state.process.restarts == 0 and refusal is None:
         status = "starting"
     else:
         status = "down"
     body: dict[str, Any] = {
         "status": status,
+        **({"reason": refusal} if refusal and status == "down" else {}),  # the worker cannot start, and says why
         "engine": ready and {k: v for k, v in asdict(ready).items() if k in ("engine", "device", "dtype", "weights",
                                                                               "notes")},
         "watermark": bool(ready and ready.watermark),
