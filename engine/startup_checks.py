@@ -21,14 +21,15 @@ WEIGHTS_FIX = ("fetch them with `chatterbox-fast weights download --to DIR` (on 
                "pass --model-dir DIR (CBF_MODEL_DIR); `chatterbox-fast doctor` checks the result")
 CUDA_FIX = ("check `nvidia-smi -L` and the driver (>= 580 for CUDA 13), set CUDA_VISIBLE_DEVICES to the card's UUID, "
             "or use --device cpu / auto")
+WATERMARK_FIX = "reinstall the engine packages (`make venv`: resemble-perth 1.0.1 with setuptools<81)"
 
 
 class Misconfigured(Exception):
-    """Something the operator must change before the engine can start; ``code`` names it for scripts."""
+    """Something the operator must change before the engine can start."""
 
-    def __init__(self, problem: str, fix: str, code: str) -> None:
+    def __init__(self, problem: str, fix: str) -> None:
         super().__init__(f"{problem}. Fix: {fix}.")
-        self.problem, self.fix, self.code = problem, fix, code
+        self.problem, self.fix = problem, fix
 
 
 def cuda_problem(device: str) -> str | None:
@@ -51,7 +52,7 @@ def cuda_problem(device: str) -> str | None:
 def check_device(device: str) -> None:
     problem = cuda_problem(device)
     if problem is not None:
-        raise Misconfigured(problem, CUDA_FIX, "cuda_unavailable")
+        raise Misconfigured(problem, CUDA_FIX)
 
 
 def weights_problem(report: WeightsReport) -> Misconfigured | None:
@@ -60,8 +61,7 @@ def weights_problem(report: WeightsReport) -> Misconfigured | None:
         return None
     only_tokenizer = [f.name for f in report.problems] == [TOKENIZER]
     what = "no tokenizer" if only_tokenizer else "incomplete Chatterbox-Turbo weights"
-    return Misconfigured(f"{what} in {report.where}: {report.summary()}", WEIGHTS_FIX,
-                         "no_tokenizer" if only_tokenizer else "no_weights")
+    return Misconfigured(f"{what} in {report.where}: {report.summary()}", WEIGHTS_FIX)
 
 
 def require_complete(model_dir: Path) -> Path:
@@ -77,7 +77,7 @@ def locate_weights(model_dir: Path | None) -> Path:
     if model_dir is not None:
         if not model_dir.is_dir():
             raise Misconfigured(f"no Chatterbox-Turbo weights: --model-dir {model_dir} is not a directory",
-                                WEIGHTS_FIX, "no_weights")
+                                WEIGHTS_FIX)
         return require_complete(model_dir)
     cached = cached_snapshot()
     if cached is not None and inspect(cached).complete:
@@ -86,7 +86,7 @@ def locate_weights(model_dir: Path | None) -> Path:
         return require_complete(download())
     except DownloadFailed as exc:
         raise Misconfigured(f"no Chatterbox-Turbo weights in the Hugging Face cache ({hub_cache_dir()}), and {exc}",
-                            WEIGHTS_FIX, "no_weights") from exc
+                            WEIGHTS_FIX) from exc
 
 
 def preflight(settings: EngineSettings, engine: str) -> EngineSettings:
@@ -114,10 +114,9 @@ def loading(settings: EngineSettings, on_gpu: bool) -> Iterator[None]:
     except torch.OutOfMemoryError as exc:
         raise Misconfigured(out_of_memory(settings.model_dir, free, total),
                             "free the card (`nvidia-smi` lists what holds it) or pin a larger one by UUID "
-                            "(CUDA_VISIBLE_DEVICES / CBF_GPU_UUID)", "out_of_memory") from exc
+                            "(CUDA_VISIBLE_DEVICES / CBF_GPU_UUID)") from exc
     except WatermarkUnavailable as exc:
-        raise Misconfigured(str(exc).rstrip("."), "reinstall the engine packages (`make venv`: resemble-perth "
-                                                  "1.0.1 with setuptools<81)", "no_watermark") from exc
+        raise Misconfigured(str(exc).rstrip("."), WATERMARK_FIX) from exc
 
 
 def out_of_memory(model_dir: Path | None, free: int, total: int) -> str:

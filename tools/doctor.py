@@ -53,14 +53,14 @@ def tokenizer_check(model_dir: Path) -> Check:
 
 
 def perth_check() -> Check:
+    from engine.startup_checks import WATERMARK_FIX
     from engine.watermark import Watermarker, WatermarkUnavailable
 
     t0 = time.monotonic()
     try:
         Watermarker()
     except WatermarkUnavailable as exc:
-        return Check("PerTh", "fail", str(exc), "reinstall the engine packages (`make venv`: resemble-perth 1.0.1 "
-                                                "with setuptools<81)")
+        return Check("PerTh", "fail", str(exc), WATERMARK_FIX)
     return Check("PerTh", "ok", f"watermark self-test passed (marked probe read back) in {time.monotonic() - t0:.1f} s")
 
 
