@@ -273,9 +273,12 @@ def build_parser() -> argparse.ArgumentParser:
         dest="action", required=True)
     p = command(weights, "download", "download the weights into a directory (resumable), then verify them",
                 cmd_weights_download)
-    p.add_argument("--to", type=Path, required=True, help="the directory (then serve with --model-dir DIR)")
+    model_dir = os.environ.get("CBF_MODEL_DIR") or None
+    p.add_argument("--to", type=Path, default=model_dir, required=model_dir is None,
+                   help=f"the directory (then serve with --model-dir DIR) [env CBF_MODEL_DIR; default {model_dir!r}]")
     p = command(weights, "verify", "check every file of the from_local layout in a directory", cmd_weights_verify)
-    p.add_argument("dir", type=Path)
+    p.add_argument("dir", type=Path, nargs="?" if model_dir else None, default=model_dir,
+                   help=f"the directory [env CBF_MODEL_DIR; default {model_dir!r}]")
     return parser
 
 
