@@ -180,8 +180,15 @@ class EngineClient:
         ws = self._ws
         if ws is None:
             raise EngineUnavailable("the engine worker is not connected")
+        frame = protocol.encode(message)
+        text = isinstance(frame, str)
+        if isinstance(frame, str):  # encoded here: a string websockets cannot encode would close the connection
+            try:
+                frame = frame.encode()
+            except UnicodeEncodeError:
+                raise EngineRequestError("bad_message", "text must be valid Unicode (no lone surrogates)") from None
         try:
-            await ws.send(protocol.encode(message))
+            await ws.send(frame, text=text)
         except ConnectionClosed as exc:
             raise EngineUnavailable("the engine worker went away") from exc
 
