@@ -244,7 +244,7 @@ async def test_a_closed_connection_cancels_its_own_utterances_only(tmp_path: Pat
             if len(worker.utterances) == count:
                 break
             await asyncio.sleep(0.02)
-        return list(worker.utterances)
+        return [uid for _, uid in worker.utterances]  # keyed by (connection, id)
 
     sock, stop = tmp_path / "w.sock", asyncio.Event()
     server = asyncio.create_task(serve_worker(worker, f"unix:{sock}", stop))
