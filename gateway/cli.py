@@ -211,6 +211,12 @@ def cmd_bench_gateway(args: argparse.Namespace) -> int:
     return bench_gateway.run(args, engine_argv(args))
 
 
+def cmd_bench_faults(args: argparse.Namespace) -> int:
+    from tools import bench_faults
+
+    return bench_faults.run(args)
+
+
 def cmd_gate(args: argparse.Namespace) -> int:
     from tools import deploy_gate
 
@@ -279,6 +285,13 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--engine-url", default=None, help="bench a running worker instead of starting one")
     p = command(bench, "gateway", "client-side latency through a transport", cmd_bench_gateway, ENGINE_OPTIONS)
     _bench_gateway_arguments(p)
+    p = command(bench, "faults", "hostile inputs on every JSON surface: server errors, dropped engine connections, "
+                "leaked sessions (all must be 0)", cmd_bench_faults)
+    p.add_argument("--count", type=int, default=1000, help="generated inputs per surface")
+    p.add_argument("--seed", type=int, default=1)
+    p.add_argument("--url", help="a running server (http://HOST:PORT) instead of one started on eSpeak here")
+    p.add_argument("--api-key", default=_api_key_default(),
+                   help="API key for --url [env CBF_API_KEY, else the first of CBF_API_KEYS]")
 
     p = command(sub, "gate", "the A-B deploy gate against a running server", cmd_gate)
     _gate_arguments(p)
