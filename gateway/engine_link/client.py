@@ -14,7 +14,7 @@ import uuid
 from typing import Any, AsyncIterator, Callable
 
 from websockets.asyncio.client import ClientConnection, connect, unix_connect
-from websockets.exceptions import ConnectionClosed
+from websockets.exceptions import ConnectionClosed, InvalidHandshake
 
 from engine import protocol
 from engine.protocol import (AddVoice, Cancel, Chunk, DeleteVoice, Done, End, EngineReady, Error, Flush, ListVoices,
@@ -25,6 +25,7 @@ log = logging.getLogger("chatterbox_fast.gateway")
 RETRY_FIRST_S = 0.1  # a restarted worker is found again this fast
 RETRY_MAX_S = 2.0  # a restarted worker is used within this long of listening again
 STABLE_S = 10.0  # a connection that lasted this long was a success: the back-off starts again from RETRY_FIRST_S
+_LINK_FAILURES = (OSError, TimeoutError, InvalidHandshake, ConnectionClosed, protocol.ProtocolError)
 
 
 class EngineUnavailable(Exception):
@@ -148,8 +149,9 @@ class EngineClient:
                     await self._serve(ws)
             except Exception as exc:  # refused, unreachable, closed, or a frame this gateway cannot understand
                 error = f"{type(exc).__name__}: {exc}"
-                if error != self.last_error:  # once per kind of failure, not once per retry
-                    log.warning("engine %s: %s; retrying with back-off", self.url, error)
+                if self.ready is not None or error != self.last_error:  # not once per retry of the same failure
+                    log.warning("engine %s: %s; retrying with back-off", self.url, error,
+                                exc_info=not isinstance(exc, _LINK_FAILURES))  # a bug here: its traceback
                 self.last_error = error
             finally:
                 if self.ready is not None:
