@@ -25,6 +25,7 @@ class Option:
     type: Callable[[str], Any] = str
     default: Any = None
     choices: Sequence[str] | None = None
+    secret: bool = False  # --help says whether it is set, never what it is
 
     @property
     def dest(self) -> str:
@@ -33,8 +34,9 @@ class Option:
     def add_to(self, parser: argparse.ArgumentParser) -> None:
         raw = os.environ.get(self.env)
         default = self.type(raw) if raw not in (None, "") else self.default
+        shown = ("set" if default else "not set") if self.secret else repr(default)
         parser.add_argument(self.flag, type=self.type, default=default, choices=self.choices,
-                            help=f"{self.help} [env {self.env}; default {default!r}]")
+                            help=f"{self.help} [env {self.env}; default {shown}]")
 
 
 def _bool(value: str) -> bool:
@@ -77,7 +79,8 @@ ENGINE_OPTIONS = (
 GATEWAY_OPTIONS = (
     Option("--host", "CBF_HOST", "address to listen on", default="0.0.0.0"),
     Option("--port", "CBF_PORT", "port to listen on", int, 8197),
-    Option("--api-key", "CBF_API_KEYS", "API keys, comma-separated; when set every request needs one", _list, ()),
+    Option("--api-key", "CBF_API_KEYS", "API keys, comma-separated; when set every request needs one", _list, (),
+           secret=True),
     Option("--max-sessions", "CBF_MAX_SESSIONS", "concurrent sessions and streams before 503", int, 32),
     Option("--max-text-chars", "CBF_MAX_TEXT_CHARS", "text per utterance", int, 5000),
     Option("--max-upload-bytes", "CBF_MAX_UPLOAD_BYTES", "voice upload size", int, 10 * 1024 * 1024),
@@ -89,7 +92,7 @@ GATEWAY_OPTIONS = (
 
 ENGINE_SECRET = (Option("--engine-secret", "CBF_ENGINE_SECRET", "shared secret of a gateway and its engine workers: a "
                         "worker refuses connections without it, a gateway presents it to --engine-url workers (the "
-                        "embedded worker gets a generated one)"),)
+                        "embedded worker gets a generated one)", secret=True),)
 
 LOG_OPTION = Option("--log-level", "CBF_LOG_LEVEL", "log level", default="info",
                     choices=("debug", "info", "warning", "error"))
