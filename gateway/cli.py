@@ -84,6 +84,8 @@ GATEWAY_OPTIONS = (
     Option("--max-sessions", "CBF_MAX_SESSIONS", "concurrent sessions and streams before 503", int, 32),
     Option("--max-text-chars", "CBF_MAX_TEXT_CHARS", "text per utterance", int, 5000),
     Option("--max-upload-bytes", "CBF_MAX_UPLOAD_BYTES", "voice upload size", int, 10 * 1024 * 1024),
+    Option("--stall-timeout", "CBF_STALL_TIMEOUT", "seconds a client may take no audio before it is closed", float,
+           30.0),
     Option("--ice-server", "CBF_ICE_SERVERS", "STUN/TURN URLs, comma-separated (turn:user:pass@host:port); "
            "none by default", _list, ()),
     Option("--engine-url", "CBF_ENGINE_URL", "use running engine workers (ws://host:port or unix:/path, "
@@ -158,6 +160,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
     settings = GatewaySettings(
         host=args.host, port=args.port, api_keys=args.api_key, max_sessions=args.max_sessions,
         max_text_chars=args.max_text_chars, max_upload_bytes=args.max_upload_bytes, ice_servers=args.ice_server,
+        stall_timeout_s=args.stall_timeout,
         engine_urls=args.engine_url, engine_secret=args.engine_secret, engine_args=tuple(engine_argv(args) + ["--log-level", args.log_level]),
     )
     refusals: list[str] = []
