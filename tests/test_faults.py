@@ -4,10 +4,12 @@ caller, a client that stops reading is bounded and then closed, a truncated stre
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import os
 import signal
 import socket
+import threading
 import time
 
 import httpx
@@ -139,3 +141,29 @@ async def test_a_websocket_whose_worker_dies_mid_way_gets_an_error_event(tmp_pat
                 pass
             event = json.loads(frame)
             assert event["type"] == "error" and event["code"] == "engine_unavailable" and event["utterance"]
+
+
+def test_a_chunked_upload_over_the_limit_is_refused_while_it_streams(server: str) -> None:
+    host, port = server.removeprefix("http://").split(":")
+    sock = socket.create_connection((host, int(port)))
+    sock.sendall(b"POST /v1/voices HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n"
+                 b"Content-Type: multipart/form-data; boundary=b\r\n\r\n")
+    piece = b"x" * 256 * 1024
+    sent = 0
+
+    def send_forever() -> None:  # 200 MB, unless the server stops taking it
+        nonlocal sent
+        with contextlib.suppress(OSError):
+            while sent < 200 * 1024 * 1024:
+                sock.sendall(b"%x\r\n%s\r\n" % (len(piece), piece))
+                sent += len(piece)
+
+    sender = threading.Thread(target=send_forever, daemon=True)
+    sender.start()
+    reply = bytearray()
+    while b'"too_large"' not in reply and (more := sock.recv(65536)):
+        reply += more
+    assert reply.startswith(b"HTTP/1.1 413") and b'"too_large"' in reply
+    sock.close()
+    sender.join(30)
+    assert sent < 50 * 1024 * 1024  # the server stopped reading at the 10 MB limit (sockets hold a few MB)
