@@ -145,6 +145,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
 
     from gateway.app import create_app
     from gateway.bind import CannotListen, bind_tcp
+    from gateway.operator_safety import redact_keys_in_logs
     from gateway.settings import GatewaySettings
     from gateway.webrtc.signalling import ice_servers
 
@@ -172,6 +173,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
     server = uvicorn.Server(uvicorn.Config(create_app(settings, on_engine_refusal=engine_refused),
                                            log_level=args.log_level, timeout_graceful_shutdown=5,
                                            ws_max_size=1024 * 1024))
+    redact_keys_in_logs()  # after uvicorn's logging set-up
     server.run(sockets=[sock])
     return _refuse(args, refusals[0]) if refusals else 0
 
@@ -181,6 +183,7 @@ def cmd_engine(args: argparse.Namespace) -> int:
     from engine.startup_checks import Misconfigured, start_worker
     from engine.worker import serve_worker
     from gateway.bind import CannotListen, bind_tcp
+    from gateway.operator_safety import redact_keys_in_logs
 
     from engine.watchdog import exit_with_parent, watch_device
     from gateway.engine_link.process import STALLED_EXIT_CODE

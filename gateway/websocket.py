@@ -11,7 +11,7 @@ from starlette.websockets import WebSocket, WebSocketDisconnect
 
 from engine.protocol import SAMPLE_RATE
 from gateway.audio import Encoder, make_encoder
-from gateway.auth import authorized
+from gateway.auth import SUBPROTOCOL, authorized, offered_subprotocols
 from gateway.formats import WEBSOCKET_DEFAULT_FORMAT, output_format
 from gateway.playout import SentClock
 from gateway.session import Session
@@ -87,7 +87,7 @@ class WebSocketSink(AudioSink):
 
 async def stream_endpoint(ws: WebSocket) -> None:
     state: GatewayState = ws.app.state.gateway
-    await ws.accept()
+    await ws.accept(subprotocol=SUBPROTOCOL if SUBPROTOCOL in offered_subprotocols(ws) else None)
 
     async def send_event(event: dict[str, Any]) -> None:
         await ws.send_json(event)

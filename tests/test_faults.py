@@ -167,3 +167,20 @@ def test_a_chunked_upload_over_the_limit_is_refused_while_it_streams(server: str
     sock.close()
     sender.join(30)
     assert sent < 50 * 1024 * 1024  # the server stopped reading at the 10 MB limit (sockets hold a few MB)
+
+
+def test_keys_never_reach_the_logs_and_an_open_server_says_so_loudly(capfd: pytest.CaptureFixture[str]) -> None:
+    with running_server("--host", "0.0.0.0") as url:  # every address, no key
+        pass
+    assert "SERVING ON 0.0.0.0 WITH NO API KEY" in capfd.readouterr().err
+    with running_server("--host", "0.0.0.0", "--api-key", "s3cret-key") as url:
+        assert httpx.get(url + "/v1/voices?api_key=s3cret-key").status_code == 200
+
+        async def websocket() -> None:
+            async with connect(url.replace("http", "ws") + "/v1/stream?api_key=s3cret-key") as ws:
+                assert json.loads(await ws.recv())["type"] == "ready"
+
+        asyncio.run(websocket())
+    logged = capfd.readouterr()
+    assert "/v1/voices?api_key=[redacted]" in logged.out + logged.err
+    assert "s3cret-key" not in logged.out + logged.err and "WITH NO API KEY" not in logged.err

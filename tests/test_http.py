@@ -158,6 +158,10 @@ def test_api_keys_and_session_limit() -> None:
             async with connect(ws_url) as ws:
                 event = json.loads(await ws.recv())
                 assert event["type"] == "error" and event["code"] == "unauthorized"
+            async with connect(ws_url, subprotocols=["cbf.v1", "cbf.key.k2"]) as ws:  # the page's way
+                assert ws.subprotocol == "cbf.v1" and json.loads(await ws.recv())["type"] == "ready"
+            async with connect(ws_url, subprotocols=["cbf.v1", "cbf.key.wrong"]) as ws:
+                assert json.loads(await ws.recv())["code"] == "unauthorized"
             async with connect(ws_url + "?api_key=k1") as ws:
                 assert json.loads(await ws.recv())["type"] == "ready"
                 full = httpx.post(url + "/v1/tts?api_key=k1", json={"text": "Hello."})
