@@ -12,16 +12,23 @@ from gateway.http.errors import ApiError
 MAX_JSON_BYTES = 1024 * 1024
 
 
-async def json_body(request: Request) -> dict[str, Any]:
-    """The request's JSON object, read no further than MAX_JSON_BYTES whatever the client claims or sends."""
-    too_large = ApiError(413, "too_large", f"request body over {MAX_JSON_BYTES} bytes")
-    if int(request.headers.get("content-length") or 0) > MAX_JSON_BYTES:
+async def bounded_body(request: Request, limit: int, too_large: ApiError) -> bytes:
+    """The request's body, read no further than ``limit`` bytes whatever the client claims or sends (a
+    Content-Length, chunked, neither): over it, ``too_large`` is raised before the rest is read."""
+    if int(request.headers.get("content-length") or 0) > limit:
         raise too_large
     raw = bytearray()
     async for piece in request.stream():
         raw += piece
-        if len(raw) > MAX_JSON_BYTES:
+        if len(raw) > limit:
             raise too_large
+    return bytes(raw)
+
+
+async def json_body(request: Request) -> dict[str, Any]:
+    """The request's JSON object, read no further than MAX_JSON_BYTES."""
+    raw = await bounded_body(request, MAX_JSON_BYTES,
+                             ApiError(413, "too_large", f"request body over {MAX_JSON_BYTES} bytes"))
     try:
         body = load_json(raw)
     except BadInput as exc:

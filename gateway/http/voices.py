@@ -9,6 +9,7 @@ from starlette.responses import JSONResponse, Response
 from starlette.types import Message
 
 from gateway.engine_link.client import EngineRequestError, EngineUnavailable
+from gateway.http.body import bounded_body
 from gateway.http.errors import ApiError, engine_error
 from gateway.shared_state import GatewayState
 
@@ -27,16 +28,10 @@ async def list_voices(request: Request) -> Response:
 
 
 async def _bounded(request: Request, limit: int) -> Request:
-    """The request with its body read into memory, no further than ``limit`` bytes whatever the framing (a
-    Content-Length, chunked, neither): an upload over it is refused before any of it reaches a temporary file."""
-    too_large = ApiError(413, "too_large", f"uploads are limited to {limit - FORM_OVERHEAD} bytes")
-    if int(request.headers.get("content-length") or 0) > limit:
-        raise too_large
-    body = bytearray()
-    async for piece in request.stream():
-        body += piece
-        if len(body) > limit:
-            raise too_large
+    """The request with its body read into memory, no further than ``limit`` bytes: an upload over it is refused
+    before any of it reaches a temporary file."""
+    body = await bounded_body(request, limit,
+                              ApiError(413, "too_large", f"uploads are limited to {limit - FORM_OVERHEAD} bytes"))
     sent = False
 
     async def replay() -> Message:
@@ -44,7 +39,7 @@ async def _bounded(request: Request, limit: int) -> Request:
         if sent:
             return {"type": "http.disconnect"}
         sent = True
-        return {"type": "http.request", "body": bytes(body), "more_body": False}
+        return {"type": "http.request", "body": body, "more_body": False}
 
     return Request(request.scope, replay)
 
