@@ -37,6 +37,7 @@ from engine.text import Boundary, BoundaryKind, count_words, find_boundaries, pu
 
 
 _ROUNDING_S = 1e-6  # so a chunk that fitted with zero spare at wake_at still fits when asked again at wake_at
+_LEAD_POLL_S = 0.1  # how soon to look again when a client that reports its position is past the lead limit
 
 
 _TYPICAL_WORD_CHARS = 8  # a long English word and its space, for text not sent yet (err long: it is a guess)
@@ -60,8 +61,9 @@ class PlannerConfig:
     max_chars: int = 300  # Turbo hallucinates past ~350 characters of input
     safety_margin_s: float = 0.3  # buffered audio to keep in hand when a chunk's generation ends
     snap_fraction: float = 0.5  # a stronger boundary wins if its chunk is at least this share of the longest that fits
-    # Audio buffered ahead of the listener beyond what the longest chunk needs: past it, wait for the listener (a
-    # client that stopped reading, a turn queued behind another hears nothing), so no utterance runs unboundedly ahead.
+    # Audio generated ahead of what a client that reports its position has taken, beyond what the longest chunk
+    # needs: past it, wait for the client (one that stopped reading, a turn queued behind another takes nothing), so
+    # no utterance runs unboundedly ahead of its transport. A client that reads fast is never held back.
     max_lead_s: float = 10.0
 
     def __post_init__(self) -> None:
@@ -105,6 +107,7 @@ class ChunkPlanner:
         self._delivered_s = 0.0  # audio generated so far
         self._played_s = 0.0  # audio the listener has heard (estimated or reported)
         self._clock: float | None = None  # when _played_s was last brought up to date; None before first audio
+        self._taken_s: float | None = None  # audio the client has taken (reported); None: it does not report
         self._unit_since: float | None = None  # when a first chunk could first have been cut, had it covered
         self._spoken = (0, 0.0)  # characters generated and the audio they made: this utterance's speaking rate
         self.wake_at: float | None = None  # when next_chunk returned None: call again by then even if nothing happens
@@ -146,11 +149,14 @@ class ChunkPlanner:
         self._spoken = (self._spoken[0] + len(planned.text), self._spoken[1] + audio_seconds)
 
     def on_playout(self, played_seconds: float, now: float) -> None:
-        """Client feedback: ``played_seconds`` of this utterance's audio have been heard as of ``now``."""
+        """Client feedback: ``played_seconds`` of this utterance's audio have been taken by the listener as of ``now``
+        (heard, on a paced transport; sent, on one the client reads at its own pace). The listener cannot have heard
+        more, nor more than real time since the first audio allows; and the lead limit counts from it."""
         _check_seconds(played_seconds=played_seconds)
         if self._clock is not None:
-            self._played_s = min(played_seconds, self._delivered_s)
-            self._clock = max(self._clock, now)
+            self._advance(now)
+            self._taken_s = min(played_seconds, self._delivered_s)
+            self._played_s = min(self._played_s, self._taken_s)
 
     def buffered(self, now: float) -> float:
         """Seconds of generated audio still ahead of the listener at ``now``."""
@@ -186,9 +192,8 @@ class ChunkPlanner:
         ahead = self.buffered(now)
         if self._clock is None or ahead <= 0:  # nothing playing: first audio (again) as fast as the lookahead allows
             return self._shortest(candidates, now)
-        lead = ahead - self.lead_limit()
-        if lead > 0:  # the listener is far behind: wait until it has heard enough to be within the limit again
-            self.wake_at = now + lead
+        if self._taken_s is not None and (lead := self._delivered_s - self._taken_s - self.lead_limit()) > 0:
+            self.wake_at = now + max(lead, _LEAD_POLL_S)  # the client is far behind: wait for it to take more
             return None
         units = self._units(candidates)
         if not units:  # too few words for a unit: only the end of closed text or the cap can force a cut

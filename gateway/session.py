@@ -90,7 +90,7 @@ class Session:
                     await asyncio.shield(utterance.cancel())
                     return
                 self._utterances[turn] = utterance, UtteranceStats(time.monotonic())
-                self._feedback[turn] = asyncio.create_task(report_playout(utterance, lambda: self._heard(turn)))
+                self._feedback[turn] = asyncio.create_task(report_playout(utterance, lambda: self._taken(turn)))
                 self.core.started(turn, utterance.id)
                 self._playing.put_nowait(turn)
                 if self._player is None:
@@ -144,8 +144,8 @@ class Session:
         if (task := self._feedback.pop(turn, None)) is not None:
             task.cancel()
 
-    def _heard(self, turn: int) -> float | None:
-        """What ``turn``'s listener has heard: nothing while it waits behind another turn (so the engine generates
+    def _taken(self, turn: int) -> float | None:
+        """What ``turn``'s client has taken: nothing while it waits behind another turn (so the engine generates
         no more of it than its planner buffers), then what the sink knows."""
         return self.sink.played_seconds() if self._audible == turn else 0.0
 
@@ -187,3 +187,4 @@ class Session:
             if underruns_before is not None:
                 self._label.metrics.underruns.labels(self.transport).inc((self.sink.underruns() or 0)
                                                                          - underruns_before)
+            await asyncio.shield(utterance.cancel())  # a no-op once finished; else no engine work outlives the turn

@@ -13,7 +13,7 @@ from engine.protocol import SAMPLE_RATE
 from gateway.audio import Encoder, make_encoder
 from gateway.auth import SUBPROTOCOL, authorized, offered_subprotocols
 from gateway.formats import WEBSOCKET_DEFAULT_FORMAT, output_format
-from gateway.playout import SentClock
+from gateway.playout import SentAudio
 from gateway.session import Session
 from gateway.session_registry import SessionLimitReached
 from gateway.shared_state import GatewayState
@@ -41,7 +41,7 @@ class WebSocketSink(AudioSink):
         self.stall_timeout = stall_timeout
         self.format, self.sample_rate = WEBSOCKET_DEFAULT_FORMAT, SAMPLE_RATE
         self._encoder: Encoder | None = None
-        self._sent = SentClock()
+        self._sent = SentAudio()
         self.stalled = asyncio.Event()
 
     def configure(self, fmt: str, sample_rate: int) -> None:
@@ -82,7 +82,7 @@ class WebSocketSink(AudioSink):
 
     def played_seconds(self) -> float:
         """At most what has been sent, and no more than real time since the first of it."""
-        return self._sent.heard()
+        return self._sent.taken()
 
 
 async def stream_endpoint(ws: WebSocket) -> None:

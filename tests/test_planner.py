@@ -212,14 +212,24 @@ def test_chunks_grow_with_the_buffer(buffers: list[float]) -> None:  # (within t
 
 
 # Rules, one at a time ----------------------------------------------------------------------------------------------
-def test_a_listener_far_behind_pauses_generation_until_it_catches_up() -> None:
+def test_a_client_far_behind_what_was_made_pauses_generation_until_it_takes_more() -> None:
     planner = ratchet_at(LONG, 30.0)
     limit = planner.lead_limit()
     assert known_cost().upper(300) + 0.3 + PlannerConfig().max_lead_s <= limit < 30.0  # (upper: at its slow rate)
-    assert planner.next_chunk(0.0) is None and planner.wake_at == pytest.approx(30.0 - limit)
-    planner.on_playout(0.0, 5.0)  # the listener heard nothing (a client that stopped reading): still waiting
-    assert planner.next_chunk(5.0) is None and planner.wake_at == pytest.approx(5.0 + 30.0 - limit)
-    assert planner.next_chunk(5.0 + 30.0 - limit) is not None  # it heard in real time since: within the limit
+    assert planner.next_chunk(0.0) is not None  # a consumer that reports nothing is never held back
+    planner.on_generated(planner._outstanding, gen_time=0.1, audio_seconds=5.0, now=0.0)
+    planner.on_playout(0.0, 1.0)  # it took nothing (a client that stopped reading, a queued turn)
+    limit = planner.lead_limit()  # (this utterance's speaking rate changed it)
+    assert planner.next_chunk(1.0) is None and planner.wake_at == pytest.approx(1.0 + 35.0 - limit)
+    planner.on_playout(35.0 - limit, 2.0)  # it read on: within the limit again
+    assert planner.next_chunk(2.0) is not None
+
+
+def test_a_client_that_takes_audio_fast_is_not_held_back_nor_heard_ahead_of_real_time() -> None:
+    planner = ratchet_at(LONG, 30.0)
+    planner.on_playout(30.0, 1.0)  # everything sent at once: heard no further than real time allows
+    assert planner.buffered(1.0) == pytest.approx(29.0)
+    assert planner.next_chunk(1.0) is not None
 
 
 def test_first_chunk_snaps_to_the_earliest_sentence_end_nearby() -> None:

@@ -18,7 +18,7 @@ from gateway.http.body import body_field, json_body
 from gateway.http.errors import ApiError, engine_error
 from gateway.http.stream import SpeechStream, StreamAborted, encoded
 from gateway.http.voices import known_voices
-from gateway.playout import SentClock, report_playout
+from gateway.playout import SentAudio, report_playout
 from gateway.session_registry import SessionLimitReached
 from gateway.shared_state import GatewayState
 from gateway.utterance_stream import MetricsLabel, UtteranceStats, chunks
@@ -58,8 +58,8 @@ async def _speech(state: GatewayState, text: str, voice: str, fmt: str, sample_r
         state.sessions.remove(token)
         raise engine_error(exc) from None
 
-    sent = SentClock()  # the engine pauses this utterance while the client takes none of it
-    feedback = asyncio.create_task(report_playout(utterance, sent.heard))
+    sent = SentAudio()  # the engine pauses this utterance while the client takes none of it
+    feedback = asyncio.create_task(report_playout(utterance, sent.taken))
 
     async def body() -> AsyncIterator[bytes]:
         try:
