@@ -55,6 +55,7 @@ class EngineReady:
     sample_rate: int = SAMPLE_RATE
     protocol: int = PROTOCOL_VERSION
     notes: str = ""
+    decode: str = ""  # a batching engine's decode mode ("eager", "graph"); "" for the others
 
     def to_message(self) -> dict[str, Any]:
         return {"type": "ready", **asdict(self)}

@@ -20,7 +20,6 @@ from turbo_checkpoint import TINY_GPT2, write_tiny_checkpoint  # noqa: E402
 from engine.engines.base import Cancelled, EngineError  # noqa: E402
 from engine.engines.turbo import (  # noqa: E402
     RANDOM_WEIGHTS,
-    Sampling,
     TurboEngine,
     find_weights,
     synthetic_reference,
@@ -41,7 +40,7 @@ def checkpoint(tmp_path_factory: pytest.TempPathFactory) -> Path:
 @pytest.fixture(scope="module")
 def engine(checkpoint: Path) -> TurboEngine:
     loaded = TurboEngine.load(model_dir=checkpoint, device="cpu")
-    loaded.sampling = Sampling(max_tokens=MAX_TOKENS)
+    loaded.max_tokens = MAX_TOKENS
     return loaded
 
 
@@ -72,7 +71,7 @@ def _same_conditionals(a: object, b: object) -> bool:
 def test_load_reads_the_checkpoint(engine: TurboEngine, checkpoint: Path) -> None:
     assert engine.info.name == "chatterbox-turbo"
     assert engine.info.weights == str(checkpoint)
-    assert (engine.info.device, engine.info.dtype) == ("cpu", "float32")
+    assert (engine.info.device, engine.info.dtype, engine.info.decode) == ("cpu", "float32", "eager")
     assert engine.sample_rate == 24000 and engine.conditionals_suffix == ".turbo.pt"
     builtin = engine.load_conditionals(checkpoint / "conds.pt")
     assert _same_conditionals(engine.default_voice(), builtin)
@@ -101,13 +100,12 @@ def test_synthesize_returns_24k_float_audio_one_frame_per_token(engine: TurboEng
     audio = engine.synthesize("Hello there, how are you?", voices[0], threading.Event())
     assert audio.dtype == np.float32 and audio.ndim == 1
     assert np.isfinite(audio).all() and np.abs(audio).max() > 0
-    tokens = engine.last_timing.speech_tokens
-    assert 3 < tokens <= MAX_TOKENS + 1 + 3  # sampled tokens (OOV ones dropped) + three silence tokens
-    assert audio.size == tokens * SAMPLES_PER_TOKEN
+    tokens, rest = divmod(audio.size, SAMPLES_PER_TOKEN)
+    assert rest == 0 and 3 < tokens <= MAX_TOKENS + 1 + 3  # sampled tokens (OOV ones dropped) + three silence
 
 
 def test_cancel_stops_within_one_token_step(engine: TurboEngine, voices: tuple) -> None:
-    engine.sampling = Sampling(max_tokens=1000)
+    engine.max_tokens = 1000
     cancel = threading.Event()
     steps: list[int] = []
     steps_when_set: list[int] = []
@@ -121,14 +119,14 @@ def test_cancel_stops_within_one_token_step(engine: TurboEngine, voices: tuple) 
         if len(steps) == 5:
             threading.Thread(target=set_cancel).start()
 
-    hook = engine.t3.tfmr.register_forward_hook(on_step)
+    hook = engine.t3.speech_head.register_forward_hook(on_step)  # once per prefill and per decode step
     try:
         torch.manual_seed(1)
         with pytest.raises(Cancelled):
             engine.synthesize("A long sentence that would take many tokens to speak.", voices[0], cancel)
     finally:
         hook.remove()
-        engine.sampling = Sampling(max_tokens=MAX_TOKENS)
+        engine.max_tokens = MAX_TOKENS
     assert steps_when_set and len(steps) - steps_when_set[0] <= 2
 
 
