@@ -46,6 +46,7 @@ class DecodeLoop:
         self.prefix_for = prefix_for
         self.check_every = check_every
         self.steps = 0
+        self.most_live = 0  # the most slots ever decoded in one step (a figure for benchmarks and tests)
         self._pending: list[TokenRequest] = []
         self._order = itertools.count()
         self._running: dict[int, TokenRequest] = {}
@@ -114,6 +115,7 @@ class DecodeLoop:
 
     def _step(self) -> None:
         try:
+            self.most_live = max(self.most_live, len(self.decoder.live))
             finished = set(self.decoder.advance())
             self.steps += 1
             if self.steps % self.check_every == 0 or finished:
