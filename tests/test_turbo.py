@@ -21,6 +21,7 @@ from engine.engines.base import Cancelled, EngineError  # noqa: E402
 from engine.engines.turbo import (  # noqa: E402
     RANDOM_WEIGHTS,
     TurboEngine,
+    _pick_decode,
     find_weights,
     synthetic_reference,
 )
@@ -95,9 +96,11 @@ def test_voices_are_separate_objects_and_the_model_is_untouched(engine: TurboEng
     assert first.gen["prompt_token"].dtype == torch.long  # S3Gen's in-place casts went to a copy
 
 
-def test_synthesize_returns_24k_float_audio_one_frame_per_token(engine: TurboEngine, voices: tuple) -> None:
+def test_synthesize_returns_24k_float_audio_one_frame_per_token(engine: TurboEngine, voices: tuple,
+                                                                capfd: pytest.CaptureFixture[str]) -> None:
     torch.manual_seed(0)
     audio = engine.synthesize("Hello there, how are you?", voices[0], threading.Event())
+    assert capfd.readouterr() == ("", "")  # upstream's "S3 Token -> Mel Inference..." and tqdm bar stay out
     assert audio.dtype == np.float32 and audio.ndim == 1
     assert np.isfinite(audio).all() and np.abs(audio).max() > 0
     tokens, rest = divmod(audio.size, SAMPLES_PER_TOKEN)
@@ -176,6 +179,14 @@ def test_random_weights_say_so_and_differ(engine: TurboEngine, checkpoint: Path)
 def test_find_weights(tmp_path: Path, checkpoint: Path) -> None:
     assert find_weights(tmp_path) is None
     assert find_weights(checkpoint) == checkpoint
+
+
+def test_decode_mode_graph_is_for_cuda_only(checkpoint: Path) -> None:
+    assert _pick_decode("auto", torch.device("cpu")) == "eager"
+    assert _pick_decode("auto", torch.device("cuda", 0)) == "graph"
+    with pytest.raises(EngineError) as refused:
+        TurboEngine.load(model_dir=checkpoint, device="cpu", decode="graph")
+    assert refused.value.code == "bad_config"
 
 
 def test_pretrained_without_weights_is_refused(tmp_path: Path) -> None:
