@@ -305,7 +305,11 @@ def build_worker(settings: EngineSettings) -> Worker:
     from engine.engines import load_engine
 
     watermarker = Watermarker()
-    engine = load_engine(settings)
+    return worker_for(load_engine(settings), settings, watermarker)
+
+
+def worker_for(engine: Engine, settings: EngineSettings, watermarker: Watermarker) -> Worker:
+    """Warm a loaded engine, measure its costs, and serve it (the watermarker moves to the engine's GPU)."""
     if engine.info.device.startswith("cuda"):  # mark on the GPU too: on the CPU it costs ~25 ms per audio second
         watermarker = Watermarker(device=engine.info.device)
     if engine.info.name in ("espeak", "simulated"):
