@@ -19,6 +19,7 @@ import os
 import statistics
 import sys
 import tempfile
+import threading
 import time
 import uuid
 from collections.abc import Callable
@@ -30,6 +31,7 @@ import torch
 
 from engine import protocol
 from engine.engines.t3_batch import BatchDecoder
+from engine.engines.t3_sampling import Sampling
 from engine.engines.t3_static import voice_prefix
 from engine.engines.turbo import TurboEngine, TurboVoice
 from engine.settings import EngineSettings
@@ -99,7 +101,7 @@ def t3_steps(engine: TurboEngine, voice: TurboVoice, batches: list[int], steps: 
     result: dict[str, Any] = {}
     for mode in modes:
         for batch in batches:
-            decoder = BatchDecoder(engine.t3, batch)
+            decoder = BatchDecoder(engine.t3, batch, Sampling(max_tokens=2 * steps + 8))  # room for warm-up + timing
             if mode == "graph":
                 from engine.engines.cuda_graphs import GraphedSteps
 
@@ -137,6 +139,20 @@ def upstream_per_token(engine: TurboEngine, voice: TurboVoice, steps: int) -> fl
     with torch.inference_mode():
         run()
         return timed(engine.device, run, 1) / (steps + 1)
+
+
+def t3_concurrent(engine: TurboEngine, voice: TurboVoice, counts: list[int]) -> dict[str, Any]:
+    """Aggregate T3 tokens/s with ``n`` chunks submitted at once to the engine's decode loop (S3Gen not included)."""
+    result: dict[str, Any] = {}
+    for n in counts:
+        started = time.perf_counter()
+        futures = [engine.submit_tokens(SHORT_TEXTS[i % len(SHORT_TEXTS)], voice, threading.Event(), time.monotonic())
+                   for i in range(n)]
+        tokens = sum(len(f.result()) for f in futures)
+        seconds = time.perf_counter() - started
+        result[str(n)] = {"tokens": tokens, "seconds": round(seconds, 3), "tokens_per_s": round(tokens / seconds, 1),
+                          "most_live_slots": engine.loop.most_live}
+    return result
 
 
 def prefill(engine: TurboEngine, voice: TurboVoice, repeat: int) -> dict[str, Any]:
@@ -303,10 +319,12 @@ def parse(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--decode", default="auto", choices=("auto", "eager", "graph"))
     parser.add_argument("--batches", type=ints, default=[1, 8, 32], help="batch sizes for the T3 step timings")
     parser.add_argument("--steps", type=int, default=60, help="decode steps per timing")
+    parser.add_argument("--concurrent", type=ints, default=[1, 8, 32], help="chunks decoded at once (T3 tokens/s)")
     parser.add_argument("--s3gen-tokens", type=ints, default=[25, 50, 100, 200])
     parser.add_argument("--repeat", type=int, default=5)
     parser.add_argument("--single-runs", type=int, default=10, help="sequential utterances for the 1-stream figure")
     parser.add_argument("--streams", type=ints, default=[8, 16, 32, 48, 64], help="concurrent-stream sweep")
+    parser.add_argument("--no-worker", action="store_true", help="skip the phase through the worker")
     parser.add_argument("--paragraph", default=PARAGRAPH, help="what each stream of the sweep says")
     parser.add_argument("--time-budget", type=float, default=400.0, help="seconds; the sweep stops past it")
     return parser.parse_args(argv)
@@ -319,16 +337,18 @@ def main(argv: list[str] | None = None) -> None:
     figures = Figures(args.out / "gpu-bench.json")
     started = time.monotonic()
     engine = TurboEngine.load(args.model_dir, weights=args.weights, device=args.device, dtype=args.dtype,
-                              decode=args.decode, slots=max(args.streams + [1]))
+                              decode=args.decode, slots=max(args.concurrent + ([] if args.no_worker else args.streams)))
     figures.add("load_s", round(time.monotonic() - started, 1))
     figures.add("environment", environment(engine))
     voice = engine.default_voice()
     figures.add("t3_step", t3_steps(engine, voice, args.batches, args.steps))
+    figures.add("t3_concurrent", t3_concurrent(engine, voice, args.concurrent))
     figures.add("prefill", prefill(engine, voice, args.repeat))
     figures.add("s3gen", s3gen(engine, voice, args.s3gen_tokens, args.repeat))
-    with tempfile.TemporaryDirectory(prefix="cbf-bench-") as tmp:  # short: Unix socket paths are ~100 bytes at most
-        asyncio.run(through_worker(engine, Path(tmp) / "engine.sock", args.single_runs, args.streams, args.paragraph, deadline,
-                                   figures.add))
+    if not args.no_worker:
+        with tempfile.TemporaryDirectory(prefix="cbf-bench-") as tmp:  # short: Unix socket paths are ~100 bytes
+            asyncio.run(through_worker(engine, Path(tmp) / "engine.sock", args.single_runs, args.streams,
+                                       args.paragraph, deadline, figures.add))
     if engine.device.type == "cuda":
         figures.add("peak_vram_gib", round(torch.cuda.max_memory_allocated(engine.device) / 2**30, 2))
         figures.add("graphs_captured", len(engine.graphs.graphs) if engine.graphs else 0)

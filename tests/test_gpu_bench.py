@@ -20,14 +20,15 @@ ROOT = Path(__file__).resolve().parent.parent
 def test_gpu_bench_runs_every_phase_and_writes_its_figures(tmp_path: Path) -> None:
     checkpoint = write_tiny_checkpoint(tmp_path / "tiny")
     env = {**os.environ, "OUT": str(tmp_path / "out"), "CBF_DEVICE": "cpu", "CBF_MODEL_DIR": str(checkpoint)}
-    subprocess.run([str(ROOT / "scripts" / "gpu-bench"), "--batches", "1,2", "--steps", "3", "--s3gen-tokens", "10",
-                    "--repeat", "1", "--single-runs", "1", "--streams", "2", "--paragraph", "One short line. And another."],
-                   env=env, check=True, timeout=300, capture_output=True)
+    small = ["--batches", "1,2", "--steps", "3", "--concurrent", "2", "--s3gen-tokens", "10", "--repeat", "1",
+             "--single-runs", "1", "--streams", "2", "--paragraph", "One short line. And another."]
+    subprocess.run([str(ROOT / "scripts" / "gpu-bench"), *small], env=env, check=True, timeout=300, capture_output=True)
     figures = json.loads((tmp_path / "out" / "gpu-bench.json").read_text())
     assert figures["environment"]["engine"]["decode"] == "eager" and figures["environment"]["slots"] == 2
     steps = figures["t3_step"]
     assert steps["eager_b1_ms"] > 0 and steps["eager_b2_ms"] > 0 and "graph_b1_ms" not in steps  # no CUDA here
     assert steps["upstream_inference_turbo_b1_ms_per_token"] > 0
+    assert figures["t3_concurrent"]["2"]["tokens"] > 2 and figures["t3_concurrent"]["2"]["most_live_slots"] == 2
     prefill = figures["prefill"]
     assert prefill["tokens_prefilled_full"] - prefill["tokens_prefilled_reused"] == prefill["prompt_positions"] == 376
     assert figures["s3gen"]["tokens_10"]["ms_per_audio_s"] > 0

@@ -29,7 +29,8 @@ class GraphedSteps:
     def capture_all(self, batches: tuple[int, ...]) -> None:
         """Capture every (batch, attended length) bucket up front, while no slot is live (startup, not a request)."""
         assert not self.decoder.live, "capture before serving"
-        for batch in (b for b in batches if b <= self.decoder.slots):
+        slots = self.decoder.slots
+        for batch in sorted({b for b in batches if b < slots} | {slots}):
             for attend in range(LENGTH_BUCKET, self.decoder.kv.capacity + 1, LENGTH_BUCKET):
                 self(batch, attend)
 

@@ -176,6 +176,8 @@ class TurboEngine(BatchingEngine):
             self.graphs = GraphedSteps(self.decoder)
             self.decoder.run_step = self.graphs
         self.loop = DecodeLoop(self.decoder, self._prefix)
+        # S3Gen on a stream of its own, so its kernels do not queue in front of the decode loop's steps
+        self._s3gen_stream = torch.cuda.Stream(self.device) if self.device.type == "cuda" else None
 
     @classmethod
     def load(
@@ -321,8 +323,9 @@ class TurboEngine(BatchingEngine):
 
     def vocode(self, tokens: list[int], voice: TurboVoice) -> np.ndarray:
         """S3Gen on T3's tokens (special tokens dropped, three silence tokens appended, as ``generate``)."""
-        speech = torch.tensor([t for t in tokens if t < SPEECH_VOCAB_SIZE] + [S3GEN_SIL] * 3, device=self.device)
-        with torch.inference_mode(), _quiet():
+        stream = torch.cuda.stream(self._s3gen_stream) if self._s3gen_stream else contextlib.nullcontext()
+        with torch.inference_mode(), _quiet(), stream:
+            speech = torch.tensor([t for t in tokens if t < SPEECH_VOCAB_SIZE] + [S3GEN_SIL] * 3, device=self.device)
             # S3Gen casts ref_dict entries in place: give it a shallow copy so the voice stays untouched.
             wav, _ = self.s3gen.inference(speech_tokens=speech, ref_dict=dict(voice.gen), n_cfm_timesteps=2)
             return wav.squeeze(0).float().cpu().numpy().astype(np.float32, copy=False)
