@@ -31,7 +31,11 @@ def batch_bucket(rows: int, slots: int) -> int:
 
 
 def length_bucket(length: int, capacity: int) -> int:
-    return min(-(-length // LENGTH_BUCKET) * LENGTH_BUCKET, capacity)
+    return min(_round_up(length), capacity)
+
+
+def _round_up(length: int) -> int:
+    return -(-length // LENGTH_BUCKET) * LENGTH_BUCKET
 
 
 @dataclass
@@ -51,8 +55,9 @@ class BatchDecoder:
         param = next(t3.parameters())
         self.t3, self.sampling, self.device = t3, sampling, param.device
         self.body = Gpt2Body(t3)
-        longest = 1 + t3.hp.speech_cond_prompt_len + max_text_tokens + 1 + sampling.max_tokens + 1
-        self.kv = SlotKV.empty(t3, slots, length_bucket(longest, longest + LENGTH_BUCKET))
+        # speaker embedding, speech prompt, text, start token, sampled tokens (the last one is never fed back)
+        longest = 1 + t3.hp.speech_cond_prompt_len + max_text_tokens + 1 + sampling.max_tokens
+        self.kv = SlotKV.empty(t3, slots, _round_up(longest))
         vocab, dev = t3.hp.speech_tokens_dict_size, self.device
         self.start, self.stop = t3.hp.start_speech_token, t3.hp.stop_speech_token
         self.rows = torch.arange(slots, device=dev)
