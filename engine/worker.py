@@ -71,10 +71,11 @@ class Synthesizer:
         engine = self.engine
         if not isinstance(engine, BatchingEngine):
             return await self.run(self.speak, text, voice, cancel, buffered=buffered)
-        tokens = await asyncio.wrap_future(engine.submit_tokens(text, voice, cancel, time.monotonic() + buffered))
+        deadline = time.monotonic() + buffered
+        tokens = await asyncio.wrap_future(engine.submit_tokens(text, voice, cancel, deadline))
         if cancel.is_set():
             raise Cancelled()
-        return await self.run(engine.vocode, tokens, voice, buffered=buffered)
+        return await self.run(engine.vocode, tokens, voice, buffered=deadline - time.monotonic())
 
     async def run(self, fn: Callable[..., Any], *args: Any, buffered: float = 0.0) -> Any:
         """Run on the device thread; ``buffered`` is the audio the waiting listener has in hand (its slack)."""
