@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import threading
 import time
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -143,6 +145,48 @@ def test_a_step_undone_by_restore_replays_identically(engine: TurboEngine, voice
             decoder.step(2, 512)
         states.append(decoder.snapshot() + [decoder.kv.k.clone(), decoder.kv.v.clone()])
     assert all(torch.equal(a, b) for a, b in zip(*states))
+
+
+class FakeGraph:
+    """Stands in for ``torch.cuda.CUDAGraph`` on this CPU: a capture records the step without running it."""
+
+    def __init__(self) -> None:
+        self.replays = 0
+        self.run: Callable[..., None] | None = None
+        self.key: tuple = ()
+
+    def replay(self) -> None:
+        self.replays += 1
+        self.run(*self.key)
+
+
+def test_graphed_steps_capture_once_per_bucket_and_replay_the_eager_step(engine: TurboEngine, voices: list,
+                                                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    from engine.engines.cuda_graphs import GraphedSteps
+
+    graphed = BatchDecoder(engine.t3, 4)
+    recorded: list[tuple] = []
+    real_step = graphed.step
+
+    @contextlib.contextmanager
+    def capture(graph: FakeGraph, **_: object) -> Iterator[None]:
+        graphed.step = lambda *key: recorded.append(key)  # recorded, not run: as in a real capture
+        yield
+        graphed.step = real_step
+        graph.run, graph.key = real_step, recorded[-1]
+
+    stream = type("Stream", (), {"wait_stream": lambda self, other: None})
+    for name, fake in [("Stream", lambda *_: stream()), ("current_stream", lambda *_: stream()),
+                       ("stream", lambda _: contextlib.nullcontext()), ("CUDAGraph", FakeGraph),
+                       ("graph", capture), ("graph_pool_handle", lambda: None)]:
+        monkeypatch.setattr(torch.cuda, name, fake)
+    graphed.run_step = steps = GraphedSteps(graphed)
+    prefix = voice_prefix(engine.t3, engine.decoder.body, voices[0].t3)
+    joins = {0: (prefix, text_tokens(engine, TEXTS[0]), 1, 20), 2: (prefix, text_tokens(engine, TEXTS[1]), 2, 12)}
+    ours = decode(graphed, joins, join_at={0: 0, 2: 3})
+    assert ours == decode(BatchDecoder(engine.t3, 4), joins, join_at={0: 0, 2: 3})
+    assert set(steps.graphs) == {(1, 512), (4, 512)} and recorded == [(1, 512), (4, 512)]
+    assert sum(g.replays for g in steps.graphs.values()) == 20  # every step a replay, the warm-ups undone
 
 
 def test_cancel_mid_decode_stops_only_that_slot_within_one_step(engine: TurboEngine, voices: list) -> None:
