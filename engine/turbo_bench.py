@@ -175,7 +175,8 @@ def prefill(engine: TurboEngine, voice: TurboVoice, repeat: int) -> dict[str, An
         reused, full = timed(engine.device, lambda: run(True), repeat), timed(engine.device, lambda: run(False), repeat)
         once = timed(engine.device, lambda: voice_prefix(engine.t3, decoder.body, voice.t3), repeat)
     return {"text_tokens": tokens.shape[1], "prompt_positions": prefix.length,
-            "tokens_prefilled_reused": tokens.shape[1] + 1, "tokens_prefilled_full": prefix.length + tokens.shape[1] + 1,
+            "tokens_prefilled_reused": tokens.shape[1] + 1,
+            "tokens_prefilled_full": prefix.length + tokens.shape[1] + 1,
             "reused_ms": round(1000 * reused, 2), "full_ms": round(1000 * full, 2),
             "voice_prefix_once_ms": round(1000 * once, 2)}
 

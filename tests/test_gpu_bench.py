@@ -1,4 +1,4 @@
-"""The GPU measurement kit's dry run on this CPU (tiny checkpoint, random weights), so the one-call script cannot rot."""
+"""The GPU measurement kit's dry run on this CPU (tiny checkpoint, random weights): the one-call script cannot rot."""
 
 from __future__ import annotations
 

@@ -1,8 +1,9 @@
 """CUDA-graph replays of ``BatchDecoder.step``: a thin layer over the very step the CPU tests run eagerly.
 
-One graph per (batch bucket, attended-length bucket), captured at warm-up or on first use, all sharing one memory pool. The step
-mutates its slots' bookkeeping, so the warm-up run before a capture is undone with ``snapshot``/``restore``; the keys
-and values it writes are the ones the replay writes again (same inputs, same values).
+One graph per (batch bucket, attended-length bucket), captured at warm-up or on first use, all sharing one memory
+pool. The step mutates its slots' bookkeeping, so the warm-up run before a capture is undone with
+``snapshot``/``restore``; the keys and values it writes are the ones the replay writes again (same inputs, same
+values).
 """
 
 from __future__ import annotations

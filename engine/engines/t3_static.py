@@ -58,7 +58,7 @@ class SlotKV:
 
 
 class Gpt2Body:
-    """``GPT2Model.forward`` over a ``SlotKV``: input embeddings plus position embeddings, the blocks, the final norm."""
+    """``GPT2Model.forward`` over a ``SlotKV``: input plus position embeddings, the blocks, the final norm."""
 
     def __init__(self, t3: T3) -> None:
         tfmr = t3.tfmr
