@@ -14,6 +14,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import gc
 import json
 import os
 import statistics
@@ -96,33 +97,39 @@ def environment(engine: TurboEngine) -> dict[str, Any]:
 def t3_steps(engine: TurboEngine, voice: TurboVoice, batches: list[int], steps: int) -> dict[str, Any]:
     """ms per decode step with ``batch`` live slots (noise draws, the step, stop-flag reads every 4 steps)."""
     modes = ["eager"] + (["graph"] if engine.device.type == "cuda" else [])
-    tokens = engine.tokenizer(SHORT_TEXTS[0], return_tensors="pt").input_ids
-    prefix = engine._prefix(voice)
     result: dict[str, Any] = {}
     for mode in modes:
         for batch in batches:
-            decoder = BatchDecoder(engine.t3, batch, Sampling(max_tokens=2 * steps + 8))  # room for warm-up + timing
-            if mode == "graph":
-                from engine.engines.cuda_graphs import GraphedSteps
-
-                decoder.run_step = GraphedSteps(decoder)
-            for slot in range(batch):
-                decoder.join(slot, prefix, tokens, torch.Generator(engine.device).manual_seed(slot), budget=10**6)
-
-            def run() -> None:
-                for i in range(steps):
-                    decoder.advance()
-                    if i % 4 == 3:
-                        decoder.stopped_slots()
-
-            with torch.inference_mode():
-                run()  # warm-up (and graph capture)
-                seconds = timed(engine.device, run, 1)
+            seconds = time_steps(engine, voice, batch, mode == "graph", steps)
             result[f"{mode}_b{batch}_ms"] = round(1000 * seconds / steps, 3)
             result[f"{mode}_b{batch}_tokens_per_s"] = round(batch * steps / seconds, 1)
-            del decoder
+            gc.collect()  # a decoder and its graphs refer to each other: free their memory before the next one
+            if engine.device.type == "cuda":
+                torch.cuda.empty_cache()
     result["upstream_inference_turbo_b1_ms"] = round(1000 * upstream_per_step(engine, voice, steps), 3)
     return result
+
+
+def time_steps(engine: TurboEngine, voice: TurboVoice, batch: int, graph: bool, steps: int) -> float:
+    """Seconds for ``steps`` decode steps of ``batch`` live slots, after as many steps of warm-up (and capture)."""
+    decoder = BatchDecoder(engine.t3, batch, Sampling(max_tokens=2 * steps + 8))  # room for warm-up + timing
+    if graph:
+        from engine.engines.cuda_graphs import GraphedSteps
+
+        decoder.run_step = GraphedSteps(decoder)
+    tokens = engine.tokenizer(SHORT_TEXTS[0], return_tensors="pt").input_ids
+    for slot in range(batch):
+        decoder.join(slot, engine._prefix(voice), tokens, torch.Generator(engine.device).manual_seed(slot), 10**6)
+
+    def run() -> None:
+        for i in range(steps):
+            decoder.advance()
+            if i % 4 == 3:
+                decoder.stopped_slots()
+
+    with torch.inference_mode():
+        run()
+        return timed(engine.device, run, 1)
 
 
 def upstream_per_step(engine: TurboEngine, voice: TurboVoice, steps: int) -> float:
