@@ -60,10 +60,10 @@ def test_tokens_equal_upstream_inference_turbo_under_a_fixed_seed(engine: TurboE
     tokens = text_tokens(engine, TEXTS[0])
     torch.manual_seed(11)
     with torch.inference_mode():
-        upstream = engine.t3.inference_turbo(copy.copy(voices[1].t3), tokens, max_gen_len=40)[0].tolist()
+        upstream = engine.t3.inference_turbo(copy.copy(voices[1].t3), tokens, max_gen_len=30)[0].tolist()
     prefix = voice_prefix(engine.t3, engine.decoder.body, voices[1].t3)
-    ours = decode(BatchDecoder(engine.t3, 2), {1: (prefix, tokens, 11, 40)})[1]
-    assert len(upstream) == 41 and ours == upstream
+    ours = decode(BatchDecoder(engine.t3, 2), {1: (prefix, tokens, 11, 30)})[1]
+    assert len(upstream) == 31 and ours == upstream
 
 
 def test_logits_match_upstream_eager_forward(engine: TurboEngine, voices: list) -> None:
@@ -120,9 +120,9 @@ def decode_rest(decoder: BatchDecoder, slot: int) -> list[int]:
 def test_each_slot_in_a_batch_equals_its_solo_run(engine: TurboEngine, voices: list) -> None:
     """Different voices, texts, seeds and budgets; slots join at different steps and leave at different steps."""
     prefixes = [voice_prefix(engine.t3, engine.decoder.body, v.t3) for v in voices]
-    joins = {0: (prefixes[0], text_tokens(engine, TEXTS[0]), 1, 25),
-             1: (prefixes[1], text_tokens(engine, TEXTS[1]), 2, 40),
-             3: (prefixes[0], text_tokens(engine, TEXTS[2]), 3, 12)}
+    joins = {0: (prefixes[0], text_tokens(engine, TEXTS[0]), 1, 16),
+             1: (prefixes[1], text_tokens(engine, TEXTS[1]), 2, 24),
+             3: (prefixes[0], text_tokens(engine, TEXTS[2]), 3, 8)}
     batched = decode(BatchDecoder(engine.t3, 4), joins, join_at={0: 0, 1: 5, 3: 9})
     for slot, job in joins.items():
         assert batched[slot] == decode(BatchDecoder(engine.t3, 1), {0: job})[0]
