@@ -196,7 +196,7 @@ class ChunkPlanner:
         chosen = self._longest(safe)
         if not self._closed and not self._ended and safe[-1] is candidates[-1] and self._could_grow(budget):
             spare = min(budget - chosen.estimate_s, self._slack(chosen, ahead))
-            if spare > 0:  # more text may arrive in time for a longer chunk: wait while the buffer allows
+            if spare > _ROUNDING_S:  # more text may arrive in time for a longer chunk: wait while the buffer allows
                 self.wake_at = now + spare
                 return None
         return chosen

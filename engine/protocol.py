@@ -6,6 +6,9 @@ audio chunks and voice uploads are binary frames laid out as::
 
     4-byte big-endian header length | UTF-8 JSON header | payload bytes
 
+Every message is a frozen dataclass here; ``encode`` turns one into its frame, ``decode_request`` (the worker's side)
+and ``decode_event`` (the gateway's side) turn a frame back into one, or raise ``ProtocolError``. Fields a reader does
+not know are ignored, so a new optional field (with a default) needs no new protocol version.
 See docs/engine-protocol.md for the message reference.
 """
 
@@ -13,26 +16,13 @@ from __future__ import annotations
 
 import json
 import struct
-from dataclasses import asdict, dataclass, field
-from typing import Any
+from dataclasses import MISSING, dataclass, fields
+from typing import Any, Callable, ClassVar
 
 PROTOCOL_VERSION = 1
 ENGINE_PATH = "/v1/engine"
 SAMPLE_RATE = 24000  # every chunk on the wire is mono s16le at this rate
 _HEADER_LEN = struct.Struct("!I")
-
-# Requests a gateway may send, with the fields each requires (besides "type").
-_REQUIRED: dict[str, tuple[str, ...]] = {
-    "start": ("id",),
-    "text": ("id", "text"),
-    "flush": ("id",),
-    "end": ("id",),
-    "cancel": ("id",),
-    "playout": ("id", "played"),
-    "list_voices": ("req",),
-    "delete_voice": ("req", "name"),
-    "add_voice": ("req", "name"),  # binary frame: the payload is the reference audio file
-}
 
 
 class ProtocolError(ValueError):
@@ -43,10 +33,79 @@ class ProtocolError(ValueError):
         self.code = code
 
 
+# Gateway -> worker: one utterance's requests (``id`` is chosen by the gateway, unique on its connection).
+@dataclass(frozen=True)
+class Start:
+    type: ClassVar[str] = "start"
+    id: str
+    voice: str = "default"
+
+
+@dataclass(frozen=True)
+class Text:
+    type: ClassVar[str] = "text"
+    id: str
+    text: str
+
+
+@dataclass(frozen=True)
+class Flush:
+    type: ClassVar[str] = "flush"
+    id: str
+
+
+@dataclass(frozen=True)
+class End:
+    type: ClassVar[str] = "end"
+    id: str
+
+
+@dataclass(frozen=True)
+class Cancel:
+    type: ClassVar[str] = "cancel"
+    id: str
+
+
+@dataclass(frozen=True)
+class Playout:
+    """Seconds of the utterance the listener has heard."""
+
+    type: ClassVar[str] = "playout"
+    id: str
+    played: float
+
+
+# Gateway -> worker: voice requests, answered by a ``Result`` or an ``Error`` with the same ``req``. (Field order is
+# the wire's key order.)
+@dataclass(frozen=True)
+class ListVoices:
+    type: ClassVar[str] = "list_voices"
+    req: str
+
+
+@dataclass(frozen=True)
+class DeleteVoice:
+    type: ClassVar[str] = "delete_voice"
+    name: str
+    req: str
+
+
+@dataclass(frozen=True)
+class AddVoice:
+    """A binary frame: the header carries ``name`` and ``req``, the payload is the reference audio file."""
+
+    type: ClassVar[str] = "add_voice"
+    name: str
+    req: str
+    audio: bytes
+
+
+# Worker -> gateway.
 @dataclass(frozen=True)
 class EngineReady:
-    """What a worker announces as its first message on every connection."""
+    """What a worker announces as its first message on every connection. New fields need defaults."""
 
+    type: ClassVar[str] = "ready"
     engine: str
     device: str
     dtype: str
@@ -55,16 +114,14 @@ class EngineReady:
     sample_rate: int = SAMPLE_RATE
     protocol: int = PROTOCOL_VERSION
     notes: str = ""
-    decode: str = ""  # a batching engine's decode mode ("eager", "graph"); "" for the others
-
-    def to_message(self) -> dict[str, Any]:
-        return {"type": "ready", **asdict(self)}
+    decode: str | None = None  # a batching engine's decode mode ("eager", "graph"); absent for the others
 
 
 @dataclass(frozen=True)
 class ChunkHeader:
     """Metadata of one audio chunk of an utterance; the PCM travels as the frame's payload."""
 
+    type: ClassVar[str] = "chunk"
     id: str
     seq: int
     text: str
@@ -73,17 +130,83 @@ class ChunkHeader:
     gen_time: float  # seconds the engine spent generating it
     sample_rate: int = SAMPLE_RATE
 
-    def to_message(self) -> dict[str, Any]:
-        return {"type": "chunk", **asdict(self)}
+
+@dataclass(frozen=True)
+class Chunk:
+    """A binary frame: the header, and mono s16le PCM at ``header.sample_rate`` as its payload."""
+
+    header: ChunkHeader
+    pcm: bytes
 
 
-@dataclass
-class UtteranceOptions:
-    """Per-utterance options a client may set in ``start``."""
+@dataclass(frozen=True)
+class Done:
+    """Every chunk of the utterance has been sent."""
 
-    voice: str = "default"
-    first_chunk_words: int | None = None  # override of the planner's minimum first-chunk size
-    options: dict[str, Any] = field(default_factory=dict)
+    type: ClassVar[str] = "done"
+    id: str
+    chunks: int
+    audio: float  # seconds
+    gen_time: float  # seconds of generation, summed over the chunks
+    first_chunk: float | None = None  # seconds from start to the first chunk
+
+
+@dataclass(frozen=True, kw_only=True)
+class Error:
+    """A refusal or failure: of one utterance (``id``, which it ends), of one voice request (``req``), or of a frame
+    that named neither."""
+
+    type: ClassVar[str] = "error"
+    id: str | None = None
+    req: str | None = None
+    code: str
+    message: str
+
+
+@dataclass(frozen=True)
+class Result:
+    """A voice request's answer: ``voices`` for ``list_voices``, ``voice`` for ``add_voice``, neither for a delete."""
+
+    type: ClassVar[str] = "result"
+    req: str
+    voices: list[dict[str, Any]] | None = None
+    voice: dict[str, Any] | None = None
+
+
+Request = Start | Text | Flush | End | Cancel | Playout | ListVoices | DeleteVoice | AddVoice
+Event = EngineReady | Chunk | Done | Error | Result
+_REQUESTS: dict[str, type] = {cls.type: cls for cls in (Start, Text, Flush, End, Cancel, Playout, ListVoices,
+                                                        DeleteVoice, AddVoice)}
+_EVENTS: dict[str, type] = {cls.type: cls for cls in (EngineReady, ChunkHeader, Done, Error, Result)}
+_BINARY = {AddVoice.type: "audio", ChunkHeader.type: "pcm"}  # types sent as binary frames, and their payload field
+
+
+def encode(message: Request | Event) -> str | bytes:
+    """The frame for ``message``: JSON text, or a binary frame for ``Chunk`` and ``AddVoice``."""
+    if isinstance(message, Chunk):
+        return encode_binary(_header(message.header), message.pcm)
+    if isinstance(message, AddVoice):
+        return encode_binary(_header(message), message.audio)
+    return encode_json(_header(message))
+
+
+def decode_request(frame: str | bytes) -> Request:
+    """A gateway's frame, as the worker reads it."""
+    header, payload = _split(frame, _REQUESTS)
+    if header["type"] == AddVoice.type:
+        return AddVoice(**_fields(AddVoice, header), audio=payload)
+    return _REQUESTS[header["type"]](**_fields(_REQUESTS[header["type"]], header))
+
+
+def decode_event(frame: str | bytes) -> Event:
+    """A worker's frame, as the gateway reads it. A ``ready`` of another protocol version is refused."""
+    header, payload = _split(frame, _EVENTS)
+    kind = header["type"]
+    if kind == ChunkHeader.type:
+        return Chunk(ChunkHeader(**_fields(ChunkHeader, header)), payload)
+    if kind == EngineReady.type and header.get("protocol") != PROTOCOL_VERSION:
+        raise ProtocolError(f"the worker speaks engine protocol {header.get('protocol')!r}, not {PROTOCOL_VERSION}")
+    return _EVENTS[kind](**_fields(_EVENTS[kind], header))
 
 
 def encode_json(message: dict[str, Any]) -> str:
@@ -121,19 +244,57 @@ def _parse_object(raw: str | bytes) -> dict[str, Any]:
     return message
 
 
-def validate_request(message: dict[str, Any], *, binary: bool = False) -> dict[str, Any]:
-    """Check a gateway-to-worker request's type and required fields; returns it unchanged."""
-    kind = message["type"]
-    if kind not in _REQUIRED:
+def _header(message: Any) -> dict[str, Any]:
+    """``message`` as a JSON object: its type, then its fields in order, without payloads and unset optional ones."""
+    out: dict[str, Any] = {"type": message.type}
+    for f in fields(message):
+        value = getattr(message, f.name)
+        if f.type != "bytes" and not (value is None and f.default is None):
+            out[f.name] = value
+    return out
+
+
+def _split(frame: str | bytes, known: dict[str, type]) -> tuple[dict[str, Any], bytes]:
+    """A frame's JSON object and payload, once its type is known and sent as the right kind of frame."""
+    header, payload = decode_binary(frame) if isinstance(frame, bytes) else (decode_json(frame), b"")
+    kind = header["type"]
+    if kind not in known:
         raise ProtocolError(f"unknown message type {kind!r}", "unknown_type")
-    if (kind == "add_voice") != binary:
-        raise ProtocolError(f"{kind!r} must be sent as a {'binary' if kind == 'add_voice' else 'text'} frame")
-    for name in _REQUIRED[kind]:
-        if name not in message:
-            raise ProtocolError(f"{kind!r} needs field {name!r}")
-    for name in ("id", "req", "name", "text"):
-        if name in message and not isinstance(message[name], str):
-            raise ProtocolError(f"field {name!r} must be a string")
-    if kind == "playout" and not isinstance(message["played"], (int, float)):
-        raise ProtocolError("field 'played' must be a number of seconds")
-    return message
+    if (kind in _BINARY) != isinstance(frame, bytes):
+        raise ProtocolError(f"{kind!r} must be sent as a {'binary' if kind in _BINARY else 'text'} frame")
+    return header, payload
+
+
+def _is_number(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
+# What a JSON value must be for each field annotation used above ("| None" aside).
+_CHECKS: dict[str, tuple[str, Callable[[Any], bool]]] = {
+    "str": ("a string", lambda v: isinstance(v, str)),
+    "int": ("an integer", lambda v: isinstance(v, int) and not isinstance(v, bool)),
+    "float": ("a number", _is_number),
+    "bool": ("true or false", lambda v: isinstance(v, bool)),
+    "dict[str, Any]": ("an object", lambda v: isinstance(v, dict)),
+    "list[dict[str, Any]]": ("a list of objects",
+                             lambda v: isinstance(v, list) and all(isinstance(x, dict) for x in v)),
+}
+
+
+def _fields(cls: type, message: dict[str, Any]) -> dict[str, Any]:
+    """The keyword arguments of ``cls`` from a decoded JSON object: required fields present, every field of its type
+    (an optional field may be absent or null: its default), unknown fields ignored."""
+    out: dict[str, Any] = {}
+    for f in fields(cls):
+        if f.type == "bytes":
+            continue
+        value = message.get(f.name)
+        if value is None:
+            if f.default is MISSING:
+                raise ProtocolError(f"{cls.type!r} needs field {f.name!r}")
+            continue
+        what, check = _CHECKS[f.type.removesuffix(" | None")]
+        if not check(value):
+            raise ProtocolError(f"field {f.name!r} of {cls.type!r} must be {what}")
+        out[f.name] = float(value) if f.type.startswith("float") else value
+    return out

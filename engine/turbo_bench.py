@@ -235,18 +235,16 @@ async def speak(path: str, text: str) -> Stream:
         await ws.recv()  # ready
         uid = uuid.uuid4().hex
         stream = Stream(time.monotonic())
-        for message in ({"type": "start", "id": uid}, {"type": "text", "id": uid, "text": text},
-                        {"type": "end", "id": uid}):
-            await ws.send(protocol.encode_json(message))
+        for message in (protocol.Start(uid), protocol.Text(uid, text), protocol.End(uid)):
+            await ws.send(protocol.encode(message))
         async for frame in ws:
-            if isinstance(frame, bytes):
-                header, _ = protocol.decode_binary(frame)
-                stream.arrivals.append((time.monotonic(), float(header["duration"])))
-                continue
-            message = protocol.decode_json(frame)
-            if message["type"] == "error":
-                stream.error = message.get("code")
-            if message["type"] in ("done", "error"):
+            event = protocol.decode_event(frame)
+            if isinstance(event, protocol.Chunk):
+                stream.arrivals.append((time.monotonic(), event.header.duration))
+            elif isinstance(event, protocol.Error):
+                stream.error = event.code
+                return stream
+            elif isinstance(event, protocol.Done):
                 return stream
     return stream
 

@@ -27,11 +27,12 @@ import soxr
 
 from engine.audio_decode import decode_audio
 from engine.engines.base import Engine, EngineError
+from engine.protocol import SAMPLE_RATE
 
 log = logging.getLogger(__name__)
 
 DEFAULT_VOICE = "default"
-STORE_RATE = 24000  # uploads are kept as 24 kHz mono PCM16 wav
+STORE_RATE = SAMPLE_RATE  # uploads are kept as mono PCM16 wav at the engine protocol's rate
 AUDIO_SUFFIXES = (".wav", ".flac", ".mp3", ".ogg", ".opus", ".m4a", ".webm")  # preference order for one name
 TEMP_PREFIX = ".tmp-"
 _NAME = re.compile(r"[a-z0-9][a-z0-9_-]{0,63}")

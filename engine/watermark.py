@@ -7,8 +7,9 @@ from typing import Any
 
 import numpy as np
 
+from engine.protocol import SAMPLE_RATE
 
-_PROBE_RATE = 24000
+_PROBE_RATE = SAMPLE_RATE  # the rate every chunk is marked at
 
 
 class WatermarkUnavailable(RuntimeError):

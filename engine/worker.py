@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import copy
 import logging
+import socket
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
@@ -27,7 +28,8 @@ from engine.cost import CostModel
 from engine.engines.base import BatchingEngine, Cancelled, Engine, EngineError
 from engine.joins import Joiner, to_int16
 from engine.planner import ChunkPlanner, PlannedChunk, PlannerConfig, PlannerError
-from engine.protocol import ChunkHeader, EngineReady, ProtocolError
+from engine.protocol import (AddVoice, Cancel, Chunk, ChunkHeader, DeleteVoice, Done, End, EngineReady, Error, Flush,
+                             ListVoices, Playout, ProtocolError, Result, Start, Text)
 from engine.scheduler import DeviceQueue
 from engine.settings import EngineSettings
 from engine.text import BoundaryKind
@@ -118,7 +120,7 @@ class Utterance:
         self.wakeup.set()
 
     def playout(self, played: float) -> None:
-        self.planner.on_playout(float(played), time.monotonic())
+        self.planner.on_playout(played, time.monotonic())
         self.wakeup.set()
 
     def cancel(self) -> None:
@@ -153,14 +155,12 @@ class Utterance:
                 if first_chunk is None:
                     first_chunk = now - started
                 header = ChunkHeader(self.id, seq, planned.text, round(offset, 4), round(duration, 4), round(gen_time, 4))
-                await self.send(protocol.encode_binary(header.to_message(), to_int16(wav)))
+                await self.send(protocol.encode(Chunk(header, to_int16(wav))))
                 seq, offset, gen_total, previous = seq + 1, offset + duration, gen_total + gen_time, planned
             if seq == 0:
                 raise EngineError("the utterance ended without any text to speak", "empty_text")
-            await self.send(protocol.encode_json({
-                "type": "done", "id": self.id, "chunks": seq, "audio": round(offset, 4),
-                "gen_time": round(gen_total, 4), "first_chunk": round(first_chunk, 4) if first_chunk else None,
-            }))
+            await self.send(protocol.encode(Done(self.id, seq, round(offset, 4), round(gen_total, 4),
+                                                 round(first_chunk, 4) if first_chunk else None)))
         except (Cancelled, asyncio.CancelledError):
             pass
         except EngineError as exc:
@@ -182,7 +182,7 @@ class Utterance:
 
     async def _error(self, code: str, message: str) -> None:
         try:
-            await self.send(protocol.encode_json({"type": "error", "id": self.id, "code": code, "message": message}))
+            await self.send(protocol.encode(Error(id=self.id, code=code, message=message)))
         except ConnectionClosed:
             pass
 
@@ -216,13 +216,13 @@ class Worker:
     async def handle(self, ws: ServerConnection) -> None:
         """One gateway connection; its utterances are cancelled when it goes away."""
         send: Send = ws.send  # one bound method per connection: its utterances hold this very object
-        await send(protocol.encode_json(self.ready.to_message()))
+        await send(protocol.encode(self.ready))
         try:
             async for frame in ws:
                 try:
                     await self._dispatch(frame, send)
                 except (ProtocolError, PlannerError) as exc:  # a bad request fails alone; the connection goes on
-                    await send(protocol.encode_json({"type": "error", "code": exc.code, "message": str(exc)}))
+                    await send(protocol.encode(Error(code=exc.code, message=str(exc))))
         except ConnectionClosed:
             pass
         finally:
@@ -230,57 +230,54 @@ class Worker:
                 utt.cancel()
 
     async def _dispatch(self, frame: str | bytes, send: Send) -> None:
-        if isinstance(frame, bytes):
-            message, payload = protocol.decode_binary(frame)
-            protocol.validate_request(message, binary=True)
-        else:
-            message, payload = protocol.validate_request(protocol.decode_json(frame)), b""
-        kind = message["type"]
-        if kind in ("list_voices", "delete_voice", "add_voice"):
-            asyncio.create_task(self._voice_request(message, payload, send))
+        request = protocol.decode_request(frame)
+        if isinstance(request, (ListVoices, DeleteVoice, AddVoice)):
+            asyncio.create_task(self._voice_request(request, send))
             return
-        uid = message["id"]
-        if kind == "start":
-            if uid in self.utterances:
-                raise ProtocolError(f"utterance {uid!r} already exists", "duplicate_id")
-            utt = Utterance(uid, str(message.get("voice") or "default"), self, send)
-            self.utterances[uid] = utt
+        if isinstance(request, Start):
+            if request.id in self.utterances:
+                raise ProtocolError(f"utterance {request.id!r} already exists", "duplicate_id")
+            utt = Utterance(request.id, request.voice, self, send)
+            self.utterances[request.id] = utt
             utt.task = asyncio.create_task(utt.run())
             return
-        utt = self.utterances.get(uid)
+        utt = self.utterances.get(request.id)
         if utt is None:
-            if kind in ("cancel", "playout"):
+            if isinstance(request, (Cancel, Playout)):
                 return  # already finished: nothing to do
-            raise ProtocolError(f"no utterance {uid!r}", "unknown_utterance")
-        if kind == "text":
-            utt.append(message["text"])
-        elif kind == "flush":
-            utt.flush()
-        elif kind == "end":
-            utt.end()
-        elif kind == "cancel":
-            utt.cancel()
-        elif kind == "playout":
-            utt.playout(message["played"])
+            raise ProtocolError(f"no utterance {request.id!r}", "unknown_utterance")
+        match request:
+            case Text(text=text):
+                utt.append(text)
+            case Flush():
+                utt.flush()
+            case End():
+                utt.end()
+            case Cancel():
+                utt.cancel()
+            case Playout(played=played):
+                utt.playout(played)
 
-    async def _voice_request(self, message: dict[str, Any], payload: bytes, send: Send) -> None:
-        reply: dict[str, Any] = {"type": "result", "req": message["req"]}
+    async def _voice_request(self, request: ListVoices | DeleteVoice | AddVoice, send: Send) -> None:
+        reply: Result | Error
         try:
-            if message["type"] == "list_voices":
-                voices = await asyncio.to_thread(self.voices.list)
-                reply["voices"] = [asdict(v) for v in voices]
-            elif message["type"] == "delete_voice":
-                await asyncio.to_thread(self.voices.delete, message["name"])
-            else:
-                info = await self.synth.run(self.voices.add, message["name"], payload, buffered=VOICE_UPLOAD_SLACK_S)
-                reply["voice"] = asdict(info)
+            match request:
+                case ListVoices():
+                    voices = await asyncio.to_thread(self.voices.list)
+                    reply = Result(request.req, voices=[asdict(v) for v in voices])
+                case DeleteVoice(name=name):
+                    await asyncio.to_thread(self.voices.delete, name)
+                    reply = Result(request.req)
+                case AddVoice(name=name, audio=audio):
+                    info = await self.synth.run(self.voices.add, name, audio, buffered=VOICE_UPLOAD_SLACK_S)
+                    reply = Result(request.req, voice=asdict(info))
         except EngineError as exc:
-            reply = {"type": "error", "req": message["req"], "code": exc.code, "message": str(exc)}
+            reply = Error(req=request.req, code=exc.code, message=str(exc))
         except Exception as exc:
             log.exception("voice request failed")
-            reply = {"type": "error", "req": message["req"], "code": "engine_error", "message": str(exc)}
+            reply = Error(req=request.req, code="engine_error", message=str(exc))
         try:
-            await send(protocol.encode_json(reply))
+            await send(protocol.encode(reply))
         except ConnectionClosed:
             pass
 
@@ -329,10 +326,13 @@ def worker_for(engine: Engine, settings: EngineSettings, watermarker: Watermarke
     return Worker(synth, VoiceStore(settings.voices_dir, engine), settings, calibrated)
 
 
-async def serve_worker(worker: Worker, listen: str, stop: asyncio.Event | None = None) -> None:
-    """Listen on ``HOST:PORT`` or ``unix:/path`` until ``stop`` is set (or forever)."""
+async def serve_worker(worker: Worker, listen: str, stop: asyncio.Event | None = None,
+                       sock: socket.socket | None = None) -> None:
+    """Listen on ``HOST:PORT`` (or ``sock``, bound to it) or ``unix:/path`` until ``stop`` is set (or forever)."""
     kwargs: dict[str, Any] = {"max_size": MAX_MESSAGE_BYTES, "ping_interval": 20, "ping_timeout": 60}
-    if listen.startswith("unix:"):
+    if sock is not None:
+        server = serve(worker.handle, sock=sock, **kwargs)
+    elif listen.startswith("unix:"):
         server = unix_serve(worker.handle, listen[5:], **kwargs)
     else:
         host, _, port = listen.rpartition(":")

@@ -5,7 +5,7 @@ from __future__ import annotations
 import contextlib
 import logging
 from pathlib import Path
-from typing import AsyncIterator
+from typing import AsyncIterator, Callable
 
 from starlette.applications import Starlette
 from starlette.middleware import Middleware
@@ -15,15 +15,19 @@ from starlette.routing import Mount, Route, WebSocketRoute
 from starlette.staticfiles import StaticFiles
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from gateway import audio_level, http_api
 from gateway.auth import OPEN_PATHS, authorized
-from gateway.engine_pool import EnginePool
-from gateway.engine_process import EngineProcess
+from gateway.engine_link.pool import EnginePool
+from gateway.engine_link.process import EngineProcess
+from gateway.http import health, speech, voices
+from gateway.http.errors import ApiError, api_error_response, error_response
 from gateway.metrics import Metrics
 from gateway.session import Session
-from gateway.state import GatewaySettings, GatewayState, SessionRegistry
-from gateway.webrtc import close_all_peers, webrtc_offer
-from gateway.ws import stream_endpoint
+from gateway.session_registry import SessionRegistry
+from gateway.settings import GatewaySettings
+from gateway.shared_state import GatewayState
+from gateway.webrtc import audio_level
+from gateway.webrtc.signalling import close_all_peers, webrtc_offer
+from gateway.websocket import stream_endpoint
 
 log = logging.getLogger("chatterbox_fast.gateway")
 WEB_DIR = Path(__file__).resolve().parent.parent / "web"
@@ -41,17 +45,18 @@ class ApiKeyMiddleware:
         guarded = scope["type"] == "http" and scope.get("method") != "OPTIONS" and (
             path.startswith("/v1/") or path == "/metrics") and path not in OPEN_PATHS
         if guarded and not authorized(HTTPConnection(scope), self.keys):
-            response = http_api.error_response(401, "unauthorized", "a valid API key is required",
+            response = error_response(401, "unauthorized", "a valid API key is required",
                                                {"WWW-Authenticate": "Bearer"})
             await response(scope, receive, send)
             return
         await self.app(scope, receive, send)
 
 
-def create_app(settings: GatewaySettings) -> Starlette:
+def create_app(settings: GatewaySettings, on_engine_refusal: Callable[[str], None] | None = None) -> Starlette:
+    """``on_engine_refusal``: told why, when the embedded worker cannot start at all (see EngineProcess)."""
     audio_level.install()
     metrics = Metrics()
-    process = None if settings.engine_urls else EngineProcess(list(settings.engine_args))
+    process = None if settings.engine_urls else EngineProcess(list(settings.engine_args), on_engine_refusal)
     engine = EnginePool(list(settings.engine_urls) or [process.url])  # type: ignore[union-attr]
     state = GatewayState(settings, engine, metrics, SessionRegistry(settings.max_sessions, metrics), process)
 
@@ -73,13 +78,13 @@ def create_app(settings: GatewaySettings) -> Starlette:
             await process.stop()
 
     routes = [
-        Route("/health", http_api.health),
-        Route("/metrics", http_api.metrics),
-        Route("/v1/tts", http_api.tts, methods=["POST"]),
-        Route("/v1/audio/speech", http_api.openai_speech, methods=["POST"]),
-        Route("/v1/voices", http_api.list_voices, methods=["GET"]),
-        Route("/v1/voices", http_api.add_voice, methods=["POST"]),
-        Route("/v1/voices/{name}", http_api.delete_voice, methods=["DELETE"]),
+        Route("/health", health.health),
+        Route("/metrics", health.metrics),
+        Route("/v1/tts", speech.tts, methods=["POST"]),
+        Route("/v1/audio/speech", speech.openai_speech, methods=["POST"]),
+        Route("/v1/voices", voices.list_voices, methods=["GET"]),
+        Route("/v1/voices", voices.add_voice, methods=["POST"]),
+        Route("/v1/voices/{name}", voices.delete_voice, methods=["DELETE"]),
         Route("/v1/webrtc/offer", webrtc_offer, methods=["POST"]),
         WebSocketRoute("/v1/stream", stream_endpoint),
         Mount("/", StaticFiles(directory=WEB_DIR, html=True), name="web"),
@@ -90,6 +95,6 @@ def create_app(settings: GatewaySettings) -> Starlette:
         Middleware(ApiKeyMiddleware, keys=settings.api_keys),
     ]
     app = Starlette(routes=routes, middleware=middleware, lifespan=lifespan,
-                    exception_handlers={http_api.ApiError: http_api.api_error_response})
+                    exception_handlers={ApiError: api_error_response})
     app.state.gateway = state
     return app

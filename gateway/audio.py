@@ -1,4 +1,4 @@
-"""Streaming resampler and wire encoders for the engine's 24 kHz mono s16le speech (PyAV).
+"""Streaming resampler and wire encoders for the engine's mono s16le speech (PyAV); the formats: gateway/formats.py.
 
 Everything here is incremental: ``encode(pcm24k)`` returns whatever bytes exist so far, ``flush()`` returns the rest
 at the end of an utterance (or stream). No sockets, no event loop.
@@ -13,8 +13,8 @@ from functools import cache
 import av
 import numpy as np
 
-ENGINE_RATE = 24000
-PCM_RATES = (8000, 16000, 24000, 48000)
+from engine.protocol import SAMPLE_RATE
+from gateway.formats import output_format
 
 
 def _frame(samples: np.ndarray, rate: int) -> av.AudioFrame:
@@ -50,7 +50,7 @@ class Resampler:
     readies the resampler for the next one; ``reset`` drops them (barge-in).
     """
 
-    def __init__(self, out_rate: int, in_rate: int = ENGINE_RATE) -> None:
+    def __init__(self, out_rate: int, in_rate: int = SAMPLE_RATE) -> None:
         if out_rate <= 0 or in_rate <= 0:
             raise ValueError(f"bad sample rates {in_rate} -> {out_rate}")
         self.in_rate = in_rate
@@ -87,7 +87,7 @@ class Resampler:
 
 
 class Encoder(ABC):
-    """Incremental encoder from 24 kHz mono s16le to one wire format."""
+    """Incremental encoder from the engine's mono s16le to one wire format."""
 
     format: str
     content_type: str
@@ -220,7 +220,7 @@ class ContainerEncoder(Encoder):
             if self._stream is None:
                 self._open()
             # PyAV's encoder resamples to the codec's rate, sample format and frame size itself.
-            self._mux(_frame(samples, ENGINE_RATE))
+            self._mux(_frame(samples, SAMPLE_RATE))
         return self._buffer.drain()
 
     def flush(self) -> bytes:
@@ -232,37 +232,15 @@ class ContainerEncoder(Encoder):
         return self._buffer.drain()
 
 
-CONTENT_TYPES = {
-    "pcm": "audio/pcm",
-    "wav": "audio/wav",
-    "mulaw": "audio/basic",
-    "alaw": "audio/x-alaw-basic",
-    "opus": "audio/ogg; codecs=opus",
-    "mp3": "audio/mpeg",
-    "aac": "audio/aac",
-    "flac": "audio/flac",
-}
-FORMATS = tuple(CONTENT_TYPES)
-# Accepted names that mean the same thing as a canonical one.
-_ALIASES = {"pcm_s16le": "pcm", "ulaw": "mulaw", "pcmu": "mulaw", "pcma": "alaw"}
-_FIXED_RATES = {"mulaw": 8000, "alaw": 8000, "opus": 48000}
-
-
 def make_encoder(format: str, sample_rate: int | None = None) -> Encoder:
-    """Build an encoder for ``format`` (see ``FORMATS``); ``sample_rate`` None means the format's default.
-
-    pcm/wav/mp3/aac/flac take 8000, 16000, 24000 (default) or 48000 Hz; mulaw/alaw are 8000 only, opus 48000 only.
-    Raises ValueError for an unknown format or an unsupported rate.
-    """
-    fmt = _ALIASES.get(format, format)
-    if fmt not in CONTENT_TYPES:
-        raise ValueError(f"unknown audio format {format!r}; expected one of {', '.join(FORMATS)}")
-    fixed = _FIXED_RATES.get(fmt)
-    rate = sample_rate if sample_rate is not None else (fixed or ENGINE_RATE)
-    allowed = (fixed,) if fixed else PCM_RATES
-    if rate not in allowed:
-        raise ValueError(f"{fmt} supports sample_rate {', '.join(map(str, allowed))}, not {sample_rate!r}")
-    ctype = CONTENT_TYPES[fmt]
+    """Build an encoder for ``format`` (a name or alias in gateway/formats.py); ``sample_rate`` None means the
+    format's default. Raises ValueError for an unknown format or a rate the format does not take."""
+    spec = output_format(format)
+    fmt = spec.name
+    rate = sample_rate if sample_rate is not None else spec.default_rate
+    if rate not in spec.rates:
+        raise ValueError(f"{fmt} supports sample_rate {', '.join(map(str, spec.rates))}, not {sample_rate!r}")
+    ctype = spec.content_type
     if fmt == "pcm":
         return RawEncoder(fmt, rate, ctype)
     if fmt == "wav":

@@ -1,6 +1,8 @@
 """``chatterbox-fast``: every command and every flag, each flag with an environment-variable twin. One place.
 
-This module imports nothing heavy at the top: ``serve`` never imports torch; ``engine`` imports it in its own process.
+This module imports nothing heavy at the top, and each command imports its own modules when it runs: ``serve`` never
+imports torch, ``engine`` (the worker process) never imports aiortc, httpx or Starlette, and the operator tools
+(``say``, ``bench``, ``gate``, in the ``tools`` package) load only for their own command.
 """
 
 from __future__ import annotations
@@ -113,56 +115,127 @@ def _setup_logging(level: str) -> None:
                         stream=sys.stderr)
 
 
+def _refuse(args: argparse.Namespace, reason: str, exc: BaseException | None = None) -> int:
+    """A start-up failure no restart fixes: one sentence with the fix (the traceback only at --log-level debug).
+    A worker started by a supervisor writes it to its --refusal-report file instead, for the supervisor to say."""
+    logging.getLogger("chatterbox_fast").debug("refusing to start", exc_info=exc)
+    report = getattr(args, "refusal_report", None)
+    if report:
+        Path(report).write_text(reason + "\n")
+    else:
+        print(f"chatterbox-fast {args.command}: refusing to start: {reason}", file=sys.stderr)
+    from gateway.engine_link.process import REFUSED_EXIT_CODE
+
+    return REFUSED_EXIT_CODE
+
+
 def cmd_serve(args: argparse.Namespace) -> int:
     import uvicorn
 
     from gateway.app import create_app
-    from gateway.state import GatewaySettings
-
-    from gateway.webrtc import ice_servers
+    from gateway.bind import CannotListen, bind_tcp
+    from gateway.settings import GatewaySettings
+    from gateway.webrtc.signalling import ice_servers
 
     try:
         ice_servers(args.ice_server)
     except ValueError as exc:
         print(f"chatterbox-fast serve: {exc}", file=sys.stderr)
         return 2
+    try:
+        sock = bind_tcp(args.host, args.port, "--port (CBF_PORT)")
+    except CannotListen as exc:
+        return _refuse(args, str(exc), exc)
     settings = GatewaySettings(
         host=args.host, port=args.port, api_keys=args.api_key, max_sessions=args.max_sessions,
         max_text_chars=args.max_text_chars, max_upload_bytes=args.max_upload_bytes, ice_servers=args.ice_server,
         engine_urls=args.engine_url, engine_args=tuple(engine_argv(args) + ["--log-level", args.log_level]),
     )
-    uvicorn.run(create_app(settings), host=args.host, port=args.port, log_level=args.log_level,
-                timeout_graceful_shutdown=5, ws_max_size=1024 * 1024)
-    return 0
+    refusals: list[str] = []
+
+    def engine_refused(reason: str) -> None:  # the first worker cannot start: stop serving and say why
+        refusals.append(reason)
+        server.should_exit = True
+
+    server = uvicorn.Server(uvicorn.Config(create_app(settings, on_engine_refusal=engine_refused),
+                                           log_level=args.log_level, timeout_graceful_shutdown=5,
+                                           ws_max_size=1024 * 1024))
+    server.run(sockets=[sock])
+    return _refuse(args, refusals[0]) if refusals else 0
 
 
 def cmd_engine(args: argparse.Namespace) -> int:
     os.environ.setdefault("TQDM_DISABLE", "1")  # upstream S3Gen draws a progress bar on every chunk
-    from engine.watermark import WatermarkUnavailable
-    from engine.worker import build_worker, serve_worker
+    from engine.startup_checks import Misconfigured, start_worker
+    from engine.worker import serve_worker
+    from gateway.bind import CannotListen, bind_tcp
 
+    host, _, port = args.listen.rpartition(":")
     try:
-        worker = build_worker(engine_settings(args))
-    except WatermarkUnavailable as exc:
-        logging.getLogger("chatterbox_fast.engine").critical("refusing to start: %s", exc)
-        return 3
-    asyncio.run(serve_worker(worker, args.listen))
+        sock = None if args.listen.startswith("unix:") else bind_tcp(host or "127.0.0.1", int(port),
+                                                                      "--listen (CBF_LISTEN)")
+        worker = start_worker(engine_settings(args))
+    except (CannotListen, Misconfigured) as exc:
+        return _refuse(args, str(exc), exc)
+    asyncio.run(serve_worker(worker, args.listen, sock=sock))
     return 0
 
 
 def cmd_say(args: argparse.Namespace) -> int:
-    from gateway.say import say
+    from tools.say import say
 
     return asyncio.run(say(args, engine_argv(args)))
+
+
+def cmd_bench_engine(args: argparse.Namespace) -> int:
+    from tools import bench_engine
+
+    return bench_engine.run(args, engine_argv(args))
+
+
+def cmd_bench_gateway(args: argparse.Namespace) -> int:
+    from tools import bench_gateway
+
+    return bench_gateway.run(args, engine_argv(args))
+
+
+def cmd_gate(args: argparse.Namespace) -> int:
+    from tools import deploy_gate
+
+    return deploy_gate.run(args)
+
+
+def cmd_doctor(args: argparse.Namespace) -> int:
+    from tools import doctor
+
+    return doctor.run(args, engine_settings(args), engine_argv(args))
+
+
+def cmd_weights_download(args: argparse.Namespace) -> int:
+    from tools import weights
+
+    return weights.download(args.to)
+
+
+def cmd_weights_verify(args: argparse.Namespace) -> int:
+    from tools import weights
+
+    return weights.verify(args.dir)
+
+
+def _api_key_default() -> str | None:
+    """For the tools that call a server: CBF_API_KEY, else the first of the server's own CBF_API_KEYS."""
+    keys = os.environ.get("CBF_API_KEYS", "").split(",")
+    return os.environ.get("CBF_API_KEY") or keys[0].strip() or None
 
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="chatterbox-fast", description=__doc__.splitlines()[0])
     sub = parser.add_subparsers(dest="command", required=True)
 
-    def command(name: str, help: str, run: Callable[[argparse.Namespace], int],
+    def command(parent: Any, name: str, help: str, run: Callable[[argparse.Namespace], int],
                 *groups: Sequence[Option]) -> argparse.ArgumentParser:
-        p = sub.add_parser(name, help=help)
+        p = parent.add_parser(name, help=help)
         for group in groups:
             for option in group:
                 option.add_to(p)
@@ -170,42 +243,93 @@ def build_parser() -> argparse.ArgumentParser:
         p.set_defaults(run=run)
         return p
 
-    command("serve", "run the gateway (and its embedded engine worker)", cmd_serve, GATEWAY_OPTIONS, ENGINE_OPTIONS)
-    p = command("engine", "run an engine worker on its own", cmd_engine, ENGINE_OPTIONS)
+    command(sub, "serve", "run the gateway (and its embedded engine worker)", cmd_serve, GATEWAY_OPTIONS,
+            ENGINE_OPTIONS)
+    p = command(sub, "engine", "run an engine worker on its own", cmd_engine, ENGINE_OPTIONS)
     p.add_argument("--listen", default=os.environ.get("CBF_LISTEN", "127.0.0.1:8198"),
                    help="HOST:PORT or unix:/path [env CBF_LISTEN; default 127.0.0.1:8198]")
-    p = command("say", "speak one text into a WAV file through a worker", cmd_say, ENGINE_OPTIONS)
+    p.add_argument("--refusal-report", type=Path, default=os.environ.get("CBF_REFUSAL_REPORT"),
+                   help="when the worker cannot start (exit code 3), write the reason here instead of to stderr "
+                        "(for a supervisor) [env CBF_REFUSAL_REPORT]")
+    p = command(sub, "say", "speak one text into a WAV file through a worker", cmd_say, ENGINE_OPTIONS)
     p.add_argument("text")
     p.add_argument("--voice", default="default")
     p.add_argument("--out", type=Path, default=Path("out.wav"))
 
     bench = sub.add_parser("bench", help="benchmarks that print figures").add_subparsers(dest="target", required=True)
-    for name, module, help in (("engine", "gateway.bench_engine", "time to first chunk and real-time factor"),
-                               ("gateway", "gateway.bench_gateway", "client-side latency through a transport")):
-        p = bench.add_parser(name, help=help)
-        _lazy(p, module, ENGINE_OPTIONS)
-    p = sub.add_parser("gate", help="the A-B deploy gate against a running server")
-    _lazy(p, "gateway.gate", ())
+    p = command(bench, "engine", "time to first chunk and real-time factor", cmd_bench_engine, ENGINE_OPTIONS)
+    p.add_argument("--runs", type=int, default=3, help="times each text is spoken (after one warm-up)")
+    p.add_argument("--voice", default="default")
+    p.add_argument("--engine-url", default=None, help="bench a running worker instead of starting one")
+    p = command(bench, "gateway", "client-side latency through a transport", cmd_bench_gateway, ENGINE_OPTIONS)
+    _bench_gateway_arguments(p)
+
+    p = command(sub, "gate", "the A-B deploy gate against a running server", cmd_gate)
+    _gate_arguments(p)
+    p = command(sub, "doctor", "check this host, the weights and the engine; exit 0 when all pass", cmd_doctor,
+                ENGINE_OPTIONS)
+    p.add_argument("--json", action="store_true", help="print one JSON object instead of the table")
+    weights = sub.add_parser("weights", help="fetch and check Chatterbox-Turbo weights").add_subparsers(
+        dest="action", required=True)
+    p = command(weights, "download", "download the weights into a directory (resumable), then verify them",
+                cmd_weights_download)
+    model_dir = os.environ.get("CBF_MODEL_DIR") or None
+    p.add_argument("--to", type=Path, default=model_dir, required=model_dir is None,
+                   help=f"the directory (then serve with --model-dir DIR) [env CBF_MODEL_DIR; default {model_dir!r}]")
+    p = command(weights, "verify", "check every file of the from_local layout in a directory", cmd_weights_verify)
+    p.add_argument("dir", type=Path, nargs="?" if model_dir else None, default=model_dir,
+                   help=f"the directory [env CBF_MODEL_DIR; default {model_dir!r}]")
     return parser
 
 
-def _lazy(parser: argparse.ArgumentParser, module: str, options: Sequence[Option]) -> None:
-    """Subcommands whose flags live in their own module (``add_arguments``/``run``)."""
-    import importlib
+def _bench_gateway_arguments(parser: argparse.ArgumentParser) -> None:
+    if not os.environ.get("CBF_ENGINE"):  # a started server uses eSpeak unless told otherwise: it answers at once
+        parser.set_defaults(engine="espeak")
+        for action in parser._actions:
+            if action.dest == "engine" and action.help:
+                action.help = action.help.replace("default 'auto'", "default 'espeak' here")
+    parser.add_argument("--transport", choices=("webrtc", "ws", "http"), default="webrtc")
+    parser.add_argument("--sessions", type=int, default=1, help="concurrent client sessions")
+    parser.add_argument("--utterances", type=int, default=3, help="utterances each session speaks, one at a time")
+    parser.add_argument("--url", help="bench a running server (http://HOST:PORT) instead of starting one; "
+                                      "server CPU is then not measured")
+    parser.add_argument("--api-key", default=_api_key_default(),
+                        help="API key for --url [env CBF_API_KEY, else the first of CBF_API_KEYS]")
+    parser.add_argument("--voice", default="default")
+    parser.add_argument("--codec", choices=("opus", "pcmu", "pcma"), default="opus", help="WebRTC codec")
+    parser.add_argument("--stagger", type=float, default=1.0,
+                        help="seconds over which the sessions' first texts are spread evenly")
+    parser.add_argument("--pause", type=float, default=0.2,
+                        help="seconds a session waits after hearing an utterance before the next text (plus up to "
+                             "0.2 s at random); longer pauses ask less of the engine per stream")
 
-    mod = importlib.import_module(module)
-    for option in options:
-        option.add_to(parser)
-    mod.add_arguments(parser)
-    if not any(a.dest == "log_level" for a in parser._actions):
-        LOG_OPTION.add_to(parser)
-    parser.set_defaults(run=mod.run)
+
+def _gate_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--url", required=True, help="the server under test, e.g. http://HOST:8197")
+    parser.add_argument("--baseline-url", help="the current server, measured beside it for comparison (not judged)")
+    parser.add_argument("--api-key", default=_api_key_default(),
+                        help="API key for --url [env CBF_API_KEY, else the first of CBF_API_KEYS]")
+    parser.add_argument("--baseline-api-key", default=os.environ.get("CBF_BASELINE_API_KEY"),
+                        help="API key for --baseline-url [env CBF_BASELINE_API_KEY]")
+    parser.add_argument("--voice", default="default", help="voice on the server under test")
+    parser.add_argument("--baseline-voice", help="voice on the baseline (default: --voice)")
+    parser.add_argument("--max-ttfa-p50", type=float, default=0.6, help="fail unless TTFA p50 is below this (s)")
+    parser.add_argument("--min-rtf", type=float, default=3.0, help="fail unless audio_s/total_s is above this")
+    parser.add_argument("--min-watermark", type=float, default=0.5, help="PerTh confidence an utterance needs")
+    parser.add_argument("--timeout", type=float, default=120.0, help="seconds to wait for any response bytes")
+    parser.add_argument("--json-only", action="store_true", help="print only the JSON result line")
 
 
 def main(argv: Sequence[str] | None = None) -> None:
+    from gateway.engine_link.process import WorkerRefused
+
     args = build_parser().parse_args(argv)
     _setup_logging(args.log_level)
-    sys.exit(args.run(args))
+    try:
+        code = args.run(args)
+    except WorkerRefused as exc:  # a tool's own worker cannot start
+        code = _refuse(args, str(exc), exc)
+    sys.exit(code)
 
 
 if __name__ == "__main__":

@@ -7,9 +7,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from engine.protocol import ProtocolError
+from gateway.formats import WEBSOCKET_DEFAULT_FORMAT, WEBSOCKET_FORMATS, output_format
 
 MAX_MESSAGE_BYTES = 64 * 1024
-WS_FORMATS = {"pcm_s16le": (8000, 16000, 24000, 48000), "mulaw": (8000,)}
 
 
 @dataclass(frozen=True)
@@ -88,12 +88,13 @@ def parse_message(raw: str | bytes) -> Message:
 def _parse_config(message: dict[str, Any]) -> Config:
     fmt = _string(message, "format", required=False)
     rate = message.get("sample_rate")
-    if fmt is not None and fmt not in WS_FORMATS:
-        raise ProtocolError(f"format must be one of {', '.join(WS_FORMATS)}", "bad_config")
+    if fmt is not None and fmt not in WEBSOCKET_FORMATS:
+        raise ProtocolError(f"format must be one of {', '.join(WEBSOCKET_FORMATS)}", "bad_config")
+    spec = output_format(fmt or WEBSOCKET_DEFAULT_FORMAT)
     if rate is not None:
-        allowed = WS_FORMATS[fmt or "pcm_s16le"]
-        if not isinstance(rate, int) or isinstance(rate, bool) or rate not in allowed:
-            raise ProtocolError(f"sample_rate must be one of {allowed} for {fmt or 'pcm_s16le'}", "bad_config")
-    elif fmt == "mulaw":
-        rate = 8000
+        if not isinstance(rate, int) or isinstance(rate, bool) or rate not in spec.rates:
+            raise ProtocolError(f"sample_rate must be one of {spec.rates} for {fmt or WEBSOCKET_DEFAULT_FORMAT}",
+                                "bad_config")
+    elif len(spec.rates) == 1:  # a format with a rate of its own: say which
+        rate = spec.rates[0]
     return Config(_string(message, "voice", required=False), fmt, rate)

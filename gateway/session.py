@@ -1,7 +1,7 @@
-"""One interactive client (a WebSocket or a WebRTC peer): its utterances, in order, into one audio sink.
+"""One interactive client (a WebSocket or a WebRTC peer): the asyncio adapter around ``gateway/session_core.py``.
 
-Transports know nothing about the engine; the engine knows nothing about transports. A session turns client messages
-into engine requests and engine chunks into sink writes and events.
+The core decides; this module carries its actions out (engine calls, sink calls, events) and reports back what
+happened. Transports know nothing about the engine; the engine knows nothing about transports.
 """
 
 from __future__ import annotations
@@ -11,98 +11,41 @@ import contextlib
 import logging
 import time
 import uuid
-from dataclasses import dataclass, field
-from typing import Any, Awaitable, Callable, Protocol
+from typing import Any, Awaitable, Callable
 
-from engine.protocol import ProtocolError
-from gateway import messages
-from gateway.engine_client import Chunk, Done, EngineRequestError, EngineUnavailable, Utterance
-from gateway.metrics import Metrics
-from gateway.state import GatewayState, SessionLimitReached
+from gateway import session_core as core
+from gateway.engine_link.client import EngineRequestError, EngineUnavailable, RemoteUtterance
+from gateway.shared_state import GatewayState
+from gateway.sink import AudioSink
+from gateway.utterance_stream import MetricsLabel, UtteranceStats, chunks
 
 log = logging.getLogger("chatterbox_fast.gateway")
 SendEvent = Callable[[dict[str, Any]], Awaitable[None]]
 PLAYOUT_REPORT_S = 0.2
-MAX_QUEUED_UTTERANCES = 8  # per session: utterances started but not yet fully sent
-
-__all__ = ["AudioSink", "Session", "SessionLimitReached", "UtteranceStats"]
-
-
-class AudioSink(Protocol):
-    """Where a session's audio goes. ``pcm`` is always 24 kHz mono s16le; the sink converts for its wire."""
-
-    async def begin(self) -> None: ...
-
-    async def write(self, pcm: bytes) -> None: ...
-
-    async def end(self) -> None: ...
-
-    async def clear(self) -> None: ...
-
-
-@dataclass
-class UtteranceStats:
-    """Timing of one utterance as the gateway saw it, shared by every transport."""
-
-    transport: str
-    started: float = field(default_factory=time.monotonic)
-    ttfa: float | None = None
-
-    def first_audio(self, metrics: Metrics) -> None:
-        if self.ttfa is None:
-            self.ttfa = time.monotonic() - self.started
-            metrics.ttfa.labels(self.transport).observe(self.ttfa)
-
-    def on_chunk(self, chunk: Chunk, metrics: Metrics) -> None:
-        self.first_audio(metrics)
-        metrics.chunk_gen.observe(chunk.header.gen_time)
-
-    def summary(self, done: Done, metrics: Metrics) -> dict[str, Any]:
-        audio, gen = float(done.message.get("audio", 0.0)), float(done.message.get("gen_time", 0.0))
-        rtf = audio / gen if gen > 0 else None
-        if rtf is not None:
-            metrics.rtf.observe(rtf)
-        metrics.utterances.labels(self.transport, "done").inc()
-        return {
-            "ttfa": round(self.ttfa, 4) if self.ttfa is not None else None,
-            "audio_seconds": round(audio, 3),
-            "chunks": done.message.get("chunks", 0),
-            "gen_time": round(gen, 4),
-            "rtf": round(rtf, 2) if rtf else None,
-        }
-
-
-@dataclass
-class _Turn:
-    utterance: Utterance
-    stats: UtteranceStats
-    chars: int = 0
-    pump: asyncio.Task[None] | None = None
 
 
 class Session:
     def __init__(self, state: GatewayState, sink: AudioSink, send_event: SendEvent, *, transport: str,
                  voice: str = "default") -> None:
-        self.id = uuid.uuid4().hex[:12]
         self.state = state
         self.sink = sink
         self.send_event = send_event
         self.transport = transport
-        self.voice = voice
-        self._current: _Turn | None = None  # the utterance taking text
-        self._turns: list[_Turn] = []  # every utterance not yet fully sent, in order
-        self._closed = False
+        self.core = core.SessionCore(uuid.uuid4().hex[:12], transport, state.settings.max_text_chars,
+                                     sink.configurable, voice)
+        self._utterances: dict[int, tuple[RemoteUtterance, UtteranceStats]] = {}  # turn -> engine side, until sent
+        self._playing: asyncio.Queue[int] = asyncio.Queue()  # turns to send, in order
+        self._player: asyncio.Task[None] | None = None
+        self._label = MetricsLabel(state.metrics, transport)
+
+    @property
+    def id(self) -> str:
+        return self.core.session_id
 
     async def open(self) -> None:
         """Register (raises ``SessionLimitReached``) and greet the client."""
         self.state.sessions.add(self, self.transport)
-        ready = self.state.engine.ready or {}
-        await self.send_event({
-            "type": "ready", "session": self.id,
-            "engine": {k: ready.get(k) for k in ("engine", "device", "dtype", "weights", "watermark")},
-            "limits": {"max_text_chars": self.state.settings.max_text_chars,
-                       "max_message_bytes": messages.MAX_MESSAGE_BYTES},
-        })
+        await self._run(self.core.greeting(self.state.engine.ready))
 
     async def notify_shutdown(self) -> None:
         """The server is stopping: say so while the client can still hear it."""
@@ -110,150 +53,119 @@ class Session:
             await self.send_event({"type": "closing", "reason": "the server is shutting down"})
 
     async def close(self) -> None:
-        """The client went away: cancel its engine work and forget it."""
-        if self._closed:
+        """The client went away: cancel all its engine work, queued turns included, and forget it."""
+        if self.core.closed:
             return
-        self._closed = True
         self.state.sessions.remove(self)
-        for turn in self._turns:
-            await self._stop_turn(turn)
-        self._turns.clear()
-        self._current = None
+        await self._run(self.core.disconnect())
+        await self._stop_player()
 
     async def handle_text(self, raw: str | bytes) -> None:
-        """One client frame. Errors go back as ``error`` events; nothing a client sends ends the session."""
-        try:
-            await self._apply(messages.parse_message(raw))
-        except ProtocolError as exc:
-            await self.error(exc.code, str(exc))
-        except (EngineUnavailable, EngineRequestError) as exc:
-            await self.error(exc.code, str(exc))
+        """One client frame."""
+        await self._run(self.core.receive(raw))
 
-    async def error(self, code: str, message: str, **extra: Any) -> None:
-        self.state.metrics.errors.labels(code).inc()
-        await self.send_event({"type": "error", "code": code, "message": message, **extra})
+    async def _run(self, actions: list[core.Action]) -> None:
+        """Carry ``actions`` out in order; an engine call that fails ends the batch with an ``error`` event."""
+        for action in actions:
+            try:
+                await self._do(action)
+            except (EngineUnavailable, EngineRequestError) as exc:
+                if isinstance(action, core.StartUtterance):
+                    await self._run(self.core.start_failed(action.turn, exc.code, str(exc)))
+                else:
+                    await self._run(self.core.engine_failed(exc.code, str(exc)))
+                return
 
-    async def _apply(self, msg: messages.Message) -> None:
-        match msg:
-            case messages.Config():
-                await self._configure(msg)
-            case messages.Text(text=text):
-                await self._append(text)
-            case messages.Speak(text=text, voice=voice):
-                if voice is not None:
-                    self.voice = voice
-                await self._append(text)
-                await self._end()
-            case messages.Flush():
-                if self._current:
-                    await self._current.utterance.flush()
-            case messages.End():
-                await self._end()
-            case messages.Cancel():
-                await self._cancel()
+    async def _do(self, action: core.Action) -> None:
+        match action:
+            case core.Emit(event=event):
+                self._count(event)
+                await self.send_event(event)
+            case core.StartUtterance(turn=turn, voice=voice):
+                utterance = await self.state.engine.start(voice)
+                self._utterances[turn] = utterance, UtteranceStats(time.monotonic())
+                self.core.started(turn, utterance.id)
+                self._playing.put_nowait(turn)
+                if self._player is None:
+                    self._player = asyncio.create_task(self._play_all())
+            case core.SendText(turn=turn, text=text):
+                await self._utterances[turn][0].text(text)
+            case core.FlushText(turn=turn):
+                await self._utterances[turn][0].flush()
+            case core.EndText(turn=turn):
+                await self._utterances[turn][0].end()
+            case core.CancelUtterance(turn=turn):
+                await self._stop(turn)
+            case core.ConfigureSink(format=fmt, sample_rate=rate):
+                self.sink.configure(fmt, rate)
+            case core.BeginAudio():
+                await self.sink.begin()
+            case core.WriteAudio(pcm=pcm):
+                await self.sink.write(pcm)
+            case core.EndAudio():
+                await self.sink.end()
+            case core.ClearAudio():
+                await self.sink.clear()
 
-    async def _configure(self, config: messages.Config) -> None:
-        if config.format is not None or config.sample_rate is not None:
-            configure = getattr(self.sink, "configure", None)
-            if configure is None:
-                raise ProtocolError(f"the {self.transport} transport negotiates its own audio format", "bad_config")
-            configure(config.format or "pcm_s16le", config.sample_rate or 24000)
-        if config.voice is not None:
-            self.voice = config.voice
+    def _count(self, event: dict[str, Any]) -> None:
+        """Every error a client is sent, and every utterance that ends without ``done``, in the metrics."""
+        metrics = self.state.metrics
+        if event["type"] == "error":
+            metrics.errors.labels(event["code"]).inc()
+            if "utterance" in event:
+                metrics.utterances.labels(self.transport, "error").inc()
+        elif event["type"] == "cancelled" and event["utterance"] is not None:
+            metrics.utterances.labels(self.transport, "cancelled").inc()
 
-    async def _append(self, text: str) -> None:
-        limit = self.state.settings.max_text_chars
-        turn = self._current
-        used = turn.chars if turn else 0
-        if used + len(text) > limit:
-            raise ProtocolError(f"an utterance may have at most {limit} characters of text", "text_too_long")
-        if not text:
-            return
-        if turn is None:
-            turn = await self._start_turn()
-        turn.chars += len(text)
-        await turn.utterance.text(text)
+    async def _stop(self, turn: int) -> None:
+        """Cancel ``turn`` in the engine and stop sending. (The core cancels every turn at once, on ``cancel`` and on
+        a disconnect, so the player stops altogether and starts afresh with the next turn.)"""
+        if (entry := self._utterances.pop(turn, None)) is not None:
+            await entry[0].cancel()
+        await self._stop_player()
 
-    async def _start_turn(self) -> _Turn:
-        if len(self._turns) >= MAX_QUEUED_UTTERANCES:
-            raise ProtocolError(f"{MAX_QUEUED_UTTERANCES} utterances are already waiting to be spoken; wait for a "
-                                "'done' or send 'cancel'", "too_many_utterances")
-        utterance = await self.state.engine.start(self.voice)
-        turn = _Turn(utterance, UtteranceStats(self.transport))
-        previous = self._turns[-1].pump if self._turns else None
-        turn.pump = asyncio.create_task(self._pump(turn, previous))
-        self._turns.append(turn)
-        self._current = turn
-        return turn
-
-    async def _end(self) -> None:
-        if self._current is not None:
-            turn, self._current = self._current, None
-            await turn.utterance.end()
-
-    async def _cancel(self) -> None:
-        turns, self._turns, self._current = self._turns, [], None
-        for turn in turns:
-            await self._stop_turn(turn)
-        await self.sink.clear()
-        for turn in turns:
-            self.state.metrics.utterances.labels(self.transport, "cancelled").inc()
-            await self.send_event({"type": "cancelled", "utterance": turn.utterance.id})
-        if not turns:  # everything had been sent already (the client may still be playing it): acknowledge anyway
-            await self.send_event({"type": "cancelled", "utterance": None})
-
-    async def _stop_turn(self, turn: _Turn) -> None:
-        await turn.utterance.cancel()
-        if turn.pump is not None:
-            turn.pump.cancel()
+    async def _stop_player(self) -> None:
+        player, self._player = self._player, None
+        if player is not None:
+            player.cancel()
             with contextlib.suppress(asyncio.CancelledError):
-                await turn.pump
+                await player
+        self._playing = asyncio.Queue()
 
-    async def _report_playout(self, utterance: Utterance) -> None:
-        """Tell the engine how much the listener has really heard, where the sink knows (the paced WebRTC track), so
-        the planner sizes chunks on the true buffer rather than on the wall clock."""
-        played_seconds = getattr(self.sink, "played_seconds", None)
-        if played_seconds is None:
-            return
-        with contextlib.suppress(EngineUnavailable):
-            while not utterance.finished:
-                await utterance.playout(round(played_seconds(), 3))
-                await asyncio.sleep(PLAYOUT_REPORT_S)
+    async def _play_all(self) -> None:
+        """Send the session's turns one after another, each once the one before has been sent."""
+        while True:
+            turn = await self._playing.get()
+            if turn in self._utterances:
+                await self._play(turn, *self._utterances[turn])
+                self._utterances.pop(turn, None)
 
-    async def _pump(self, turn: _Turn, previous: asyncio.Task[None] | None) -> None:
-        """Forward one utterance's chunks to the sink, after the utterance before it has been sent."""
-        if previous is not None:
-            with contextlib.suppress(Exception):
-                await asyncio.shield(previous)
-        metrics, uid = self.state.metrics, turn.utterance.id
-        underruns_before = getattr(self.sink, "underruns", None)
+    async def _play(self, turn: int, utterance: RemoteUtterance, stats: UtteranceStats) -> None:
+        underruns_before = self.sink.underruns()
         feedback: asyncio.Task[None] | None = None
         try:
-            async for event in turn.utterance.events():
-                if isinstance(event, Chunk):
-                    if feedback is None:
-                        await self.sink.begin()
-                        feedback = asyncio.create_task(self._report_playout(turn.utterance))
-                    turn.stats.on_chunk(event, metrics)
-                    h = event.header
-                    await self.send_event({"type": "chunk", "utterance": uid, "seq": h.seq, "text": h.text,
-                                           "offset": h.offset, "duration": h.duration, "gen_time": h.gen_time})
-                    await self.sink.write(event.pcm)
-                else:
-                    await self.sink.end()
-                    summary = turn.stats.summary(event, metrics)
-                    if underruns_before is not None:
-                        summary["underruns"] = getattr(self.sink, "underruns") - underruns_before
-                    await self.send_event({"type": "done", "utterance": uid, **summary})
+            async for chunk in chunks(utterance, stats, to=self._label):
+                await self._run(self.core.chunk(turn, chunk.header, chunk.pcm))
+                if feedback is None:
+                    feedback = asyncio.create_task(self._report_playout(utterance))
+            await self._run(self.core.engine_done(turn))
+            summary = stats.summary()
+            if underruns_before is not None:
+                summary["underruns"] = (self.sink.underruns() or 0) - underruns_before
+            await self._run(self.core.audio_ended(turn, summary))
         except EngineRequestError as exc:
-            metrics.utterances.labels(self.transport, "error").inc()
-            await self.error(exc.code, str(exc), utterance=uid)
+            await self._run(self.core.failed(turn, exc.code, str(exc)))
         except Exception as exc:  # the client went away mid-send, for instance
-            log.debug("session %s: utterance %s stopped: %s", self.id, uid, exc)
+            log.debug("session %s: utterance %s stopped: %s", self.id, utterance.id, exc)
+            self.core.abandoned(turn)
         finally:
             if feedback is not None:
                 feedback.cancel()
-            if turn in self._turns:
-                self._turns.remove(turn)
-            if self._current is turn:
-                self._current = None
+
+    async def _report_playout(self, utterance: RemoteUtterance) -> None:
+        """Tell the engine how much the listener has really heard, where the sink knows (the paced WebRTC track), so
+        the planner sizes chunks on the true buffer rather than on the wall clock."""
+        with contextlib.suppress(EngineUnavailable):
+            while not utterance.finished and (played := self.sink.played_seconds()) is not None:
+                await utterance.playout(round(played, 3))
+                await asyncio.sleep(PLAYOUT_REPORT_S)

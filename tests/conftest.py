@@ -19,3 +19,23 @@ def watermarker():
     from engine.watermark import Watermarker
 
     return Watermarker()
+
+
+@pytest.fixture(scope="session")
+def tiny_checkpoint(tmp_path_factory: pytest.TempPathFactory):
+    """A tiny random-weights Chatterbox-Turbo checkpoint whose utterances end after a few dozen tokens, so a whole
+    worker (warm-up, calibration, speech) starts in seconds."""
+    pytest.importorskip("chatterbox.tts_turbo")
+    from tests.turbo_checkpoint import write_tiny_checkpoint
+
+    return write_tiny_checkpoint(tmp_path_factory.mktemp("turbo-brief"), stop_bias=4.0)
+
+
+@pytest.fixture(scope="session")
+def damaged_checkpoint(tiny_checkpoint, tmp_path_factory: pytest.TempPathFactory):
+    """``tiny_checkpoint`` with its T3 weights file gone (the other files linked, not copied)."""
+    damaged = tmp_path_factory.mktemp("turbo-damaged")
+    for path in tiny_checkpoint.iterdir():
+        if path.name != "t3_turbo_v1.safetensors":
+            (damaged / path.name).symlink_to(path)
+    return damaged

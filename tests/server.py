@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import contextlib
 import os
+import socket
+import threading
 from pathlib import Path
-from typing import Iterator
+from typing import Any, Iterator
 
-from gateway.local_server import local_server
+from tools.local_server import local_server
 
 
 @contextlib.contextmanager
@@ -38,3 +40,25 @@ def assert_goes_down(url: str, within: float, what: str) -> None:
     assert health.json()["status"] == "down"
     refused = httpx.post(url + "/v1/tts", json={"text": "Anyone there?"}, timeout=30)
     assert refused.status_code == 503 and refused.json()["error"]["code"] == "engine_unavailable"
+
+
+@contextlib.contextmanager
+def serving(app: Any) -> Iterator[str]:
+    """Run an ASGI ``app`` (a stand-in server) with uvicorn in a thread on a free 127.0.0.1 port; yield its base URL."""
+    import uvicorn
+
+    sock = socket.socket()
+    sock.bind(("127.0.0.1", 0))
+    server = uvicorn.Server(uvicorn.Config(app, log_level="warning", lifespan="off"))
+    thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
+    thread.start()
+    try:
+        while not server.started:
+            if not thread.is_alive():
+                raise RuntimeError("the stand-in server did not start")
+            thread.join(0.02)
+        yield f"http://127.0.0.1:{sock.getsockname()[1]}"
+    finally:
+        server.should_exit = True
+        thread.join(10)
+        sock.close()

@@ -6,7 +6,8 @@ import av
 import numpy as np
 import pytest
 
-from gateway.audio import FORMATS, Resampler, make_encoder, wav_header
+from gateway.audio import Resampler, make_encoder, wav_header
+from gateway.formats import FORMATS
 
 RAW_DEMUXERS = {"pcm": "s16le", "mulaw": "mulaw", "alaw": "alaw"}
 

@@ -7,7 +7,7 @@ import pytest
 from aiortc import rtp
 from av import AudioFrame
 
-from gateway import audio_level
+from gateway.webrtc import audio_level
 
 ORIGINAL = audio_level.AIORTC_AUDIO_LEVEL
 

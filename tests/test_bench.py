@@ -1,14 +1,24 @@
-"""``chatterbox-fast bench gateway`` in-process, for each transport, against a real server (eSpeak engine): the JSON
-line's fields are present and sane. No timing thresholds: the figures depend on the machine."""
+"""``chatterbox-fast bench gateway`` in-process: for each transport against a real server (eSpeak engine), the JSON
+line's fields are present, add up and are sane, with no underrun (eSpeak runs far faster than real time); against a
+stand-in server that stalls mid-stream, the starved listener is reported. No latency thresholds: those depend on the
+machine."""
 
 from __future__ import annotations
 
+import asyncio
 import json
+import threading
 
 import pytest
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response, StreamingResponse
+from starlette.routing import Route, WebSocketRoute
+from starlette.websockets import WebSocket
 
 from gateway.cli import build_parser
-from server import running_server
+from server import running_server, serving
+from tools.bench_gateway import PCM_BYTES_PER_SECOND, TEXTS
 
 FIELDS = {"bench", "transport", "codec", "receiver_prefetch", "sessions", "pause_s", "utterances", "errors", "engine", "server",
           "ttfa_p50_ms", "ttfa_p95_ms", "server_ttfa_p50_ms", "server_ttfa_p95_ms", "transport_p50_ms",
@@ -30,29 +40,93 @@ def bench(capsys: pytest.CaptureFixture[str], *flags: str) -> tuple[int, dict, s
     return status, json.loads(lines[-1]), "\n".join(lines[:-1])
 
 
+@pytest.fixture(scope="module")
+def spoken_s(espeak_engine) -> float:
+    """eSpeak's audio for the two texts the bench's two sessions speak, each synthesised whole."""
+    voice = espeak_engine.default_voice()
+    return sum(len(espeak_engine.synthesize(t, voice, threading.Event())) / 24000 for t in TEXTS[:2])
+
+
 @pytest.mark.parametrize("transport", ["webrtc", "ws", "http"])
-def test_bench_each_transport(url: str, transport: str, capsys: pytest.CaptureFixture[str]) -> None:
+def test_bench_each_transport(url: str, transport: str, spoken_s: float, capsys: pytest.CaptureFixture[str]) -> None:
     status, result, table = bench(capsys, "--transport", transport, "--url", url, "--stagger", "0.2")
     assert status == 0, table
     assert set(result) == FIELDS
     assert result["bench"] == "gateway" and result["transport"] == transport and result["server"] == url
     assert result["sessions"] == 2 and result["utterances"] == 2 and result["errors"] == 0
     assert result["engine"] == "espeak" and result["no_audio"] == 0
-    assert 0 < result["ttfa_p50_ms"] <= result["ttfa_p95_ms"]
-    assert result["audio_s"] > 1.0 and result["window_s"] > 0
+    # What was heard: both texts, at eSpeak's length (chunk joins add short pauses), each in real time.
+    assert 0.9 * spoken_s <= result["audio_s"] <= 1.3 * spoken_s, (result["audio_s"], spoken_s)
+    assert result["window_s"] >= result["audio_s"] / 2 - 0.02  # a session speaks only as fast as it is heard
     assert result["stream_s"] == pytest.approx(2 * result["window_s"], abs=0.02)
-    assert result["underruns_client"] >= 0 and result["starved_ms"] >= 0
+    assert 0 < result["ttfa_p50_ms"] <= result["ttfa_p95_ms"] < 1000 * result["window_s"]
+    # eSpeak makes speech tens of times faster than real time: a listener never runs dry after first audio.
+    assert result["underruns_client"] == 0 and result["starved_ms"] == 0.0, table
     if transport == "http":
         assert result["server_ttfa_p50_ms"] is None and result["transport_p50_ms"] is None
     else:
         assert 0 < result["server_ttfa_p50_ms"] < result["ttfa_p50_ms"]
-        assert result["transport_p50_ms"] is not None
+        assert 0 < result["transport_p50_ms"] <= result["transport_p95_ms"]
     if transport == "webrtc":
-        assert result["codec"] == "opus" and result["receiver_prefetch"] == 0 and result["underruns_server"] >= 0
+        assert result["codec"] == "opus" and result["receiver_prefetch"] == 0 and result["underruns_server"] == 0
     else:
         assert result["codec"] is None and result["underruns_server"] is None
     assert result["cpu_ms_per_stream_s"] is None and result["gateway_cpu_s"] is None  # not its server: no CPU
     assert "targets:" in table and "time to first audio" in table
+
+
+CLIP_S = 1.0  # what the stand-in says to any text
+STALL_AFTER_S, STALL_S = 0.1, 0.8  # audio sent before the stall; the stall
+SERVER_TTFA_S = 0.05  # the stand-in's done.ttfa
+
+
+def stalling_app() -> Starlette:
+    """A stand-in for the gateway that speaks a second of tone to any text and stalls 0.8 s after its first 0.1 s,
+    over ``POST /v1/tts`` and ``/v1/stream``."""
+    piece = PCM_BYTES_PER_SECOND // 20  # 50 ms of audio per write
+    clip = (b"\x00\x10" * (PCM_BYTES_PER_SECOND // 2))[: int(CLIP_S * PCM_BYTES_PER_SECOND)]
+
+    async def pieces():
+        for start in range(0, len(clip), piece):
+            if start == int(STALL_AFTER_S * PCM_BYTES_PER_SECOND):
+                await asyncio.sleep(STALL_S)
+            yield clip[start:start + piece]
+
+    async def health(request: Request) -> Response:
+        return JSONResponse({"status": "ok", "engine": {"engine": "stand-in"}})
+
+    async def tts(request: Request) -> Response:
+        return StreamingResponse(pieces(), media_type="audio/pcm")
+
+    async def stream(ws: WebSocket) -> None:
+        await ws.accept()
+        await ws.send_json({"type": "ready"})
+        while True:
+            message = await ws.receive_json()
+            if message["type"] == "speak":
+                async for data in pieces():
+                    await ws.send_bytes(data)
+                await ws.send_json({"type": "done", "ttfa": SERVER_TTFA_S})
+
+    return Starlette(routes=[Route("/health", health), Route("/v1/tts", tts, methods=["POST"]),
+                             WebSocketRoute("/v1/stream", stream)])
+
+
+@pytest.mark.parametrize("transport", ["ws", "http"])
+def test_a_stream_that_stalls_is_reported_as_starved(transport: str, capsys: pytest.CaptureFixture[str]) -> None:
+    """Each utterance plays 0.1 s, then the listener waits for the rest: one underrun an utterance, and the wait."""
+    with serving(stalling_app()) as standin:
+        status, result, table = bench(capsys, "--transport", transport, "--url", standin, "--stagger", "0.2")
+    assert status == 0, table  # a starved stream is a finding, not a failure of the bench
+    assert result["engine"] == "stand-in" and result["utterances"] == 2 and result["errors"] == 0
+    assert result["audio_s"] == 2 * CLIP_S  # every byte counted
+    assert result["underruns_client"] == 2, table
+    # each wait is the stall less the audio in hand, give or take the test machine's scheduling
+    assert 2 * (STALL_S - STALL_AFTER_S - 0.3) <= result["starved_ms"] / 1000 <= 2 * STALL_S, result["starved_ms"]
+    assert result["window_s"] >= CLIP_S + STALL_S - STALL_AFTER_S - 0.3  # the bench waited out the stall
+    if transport == "ws":
+        assert result["server_ttfa_p50_ms"] == result["server_ttfa_p95_ms"] == 1000 * SERVER_TTFA_S
+    assert "simulated listener 2 (" in table
 
 
 def test_bench_starts_its_own_server_and_measures_its_cpu(capsys: pytest.CaptureFixture[str]) -> None:
@@ -72,7 +146,7 @@ def test_bench_engine_prints_its_figures_as_a_json_line(tmp_path) -> None:
     import subprocess
     import sys
 
-    from gateway.local_server import ROOT
+    from tools.local_server import ROOT
 
     result = subprocess.run(
         [sys.executable, "-m", "gateway.cli", "bench", "engine", "--engine", "espeak", "--runs", "1",

@@ -13,6 +13,7 @@ import yaml
 ROOT = Path(__file__).resolve().parent.parent
 COMPOSE_FILES = ("compose.yaml", "compose.split.yaml", "compose.cpu.yaml")
 PORT = "8197"
+GPU_PICKERS = {"NVIDIA_VISIBLE_DEVICES", "CUDA_VISIBLE_DEVICES"}  # select cards by index (or UUID) outside compose
 
 
 @dataclass(frozen=True)
@@ -200,17 +201,31 @@ def test_gpu_reserved_by_uuid_from_the_environment_never_by_index_or_count():
     assert {(f, n) for f, n, _ in gpu_services} == {("compose.yaml", "chatterbox-fast"), ("compose.split.yaml", "engine")}
     for _, _, svc in gpu_services:
         (device,) = svc["deploy"]["resources"]["reservations"]["devices"]
-        assert device["driver"] == "nvidia" and "count" not in device
+        assert device["driver"] == "nvidia" and "count" not in device and device["capabilities"] == ["gpu"]
         (uuid,) = device["device_ids"]
         assert re.fullmatch(r"\$\{CBF_GPU_UUID:\?[^}]+\}", uuid)
-    assert "index" in (ROOT / "compose.yaml").read_text().lower()  # the comment says why not an index
+    for file, name, svc in services():  # and no other way to pick a card: no `gpus:`, no runtime, no device variable
+        assert not {"gpus", "runtime"} & svc.keys(), (file, name)
+        assert not GPU_PICKERS & environment(svc).keys(), (file, name)
+    assert not GPU_PICKERS & env_of("gpu").keys()
+
+
+def strings(node: object) -> list[str]:
+    """Every string in a parsed YAML document, keys included."""
+    if isinstance(node, dict):
+        return [s for k, v in node.items() for s in strings(k) + strings(v)]
+    if isinstance(node, list):
+        return [s for item in node for s in strings(item)]
+    return [node] if isinstance(node, str) else []
 
 
 def test_cpu_file_needs_no_gpu_and_no_required_variable():
-    text = (ROOT / "compose.cpu.yaml").read_text()
-    assert ":?" not in text and "deploy" not in text
-    (svc,) = compose("compose.cpu.yaml")["services"].values()
+    spec = compose("compose.cpu.yaml")
+    assert not [s for s in strings(spec) if re.search(r"\$\{\w+:?\?", s)]  # ${VAR?} or ${VAR:?}: `up` fails unset
+    (svc,) = spec["services"].values()
     assert svc["build"]["target"] == "cpu"
+    assert not {"deploy", "gpus", "runtime"} & svc.keys()
+    assert not GPU_PICKERS & environment(svc).keys()
 
 
 @pytest.mark.parametrize(("file", "name", "svc"), services(), ids=lambda v: v if isinstance(v, str) else "")

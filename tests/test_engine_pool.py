@@ -16,8 +16,9 @@ import httpx
 import pytest
 from websockets.asyncio.client import connect
 
-from gateway.engine_client import EngineRequestError, EngineUnavailable
-from gateway.engine_pool import EnginePool
+from engine.protocol import EngineReady
+from gateway.engine_link.client import EngineRequestError, EngineUnavailable
+from gateway.engine_link.pool import EnginePool
 from tests.server import assert_goes_down, running_server
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -207,7 +208,7 @@ class FakeClient:
     def __init__(self, url: str, *, available: bool = True, in_flight: int = 0, add=None, delete=None,
                  voices=()) -> None:
         self.url, self.available, self.in_flight = url, available, in_flight
-        self.ready = {"engine": "espeak", "device": "cpu", "url": url} if available else None
+        self.ready = EngineReady("espeak", "cpu", "float32", "embedded", True, notes=url) if available else None
         self._add, self._delete, self._voices = add, delete, list(voices)
         self.started: list[str] = []
 

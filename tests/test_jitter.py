@@ -1,10 +1,10 @@
-"""gateway/jitter.py: exact frames, conservation of samples, underrun counting, barge-in."""
+"""gateway/webrtc/jitter.py: exact frames, conservation of samples, underrun counting, barge-in."""
 
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from gateway.jitter import JitterBuffer
+from gateway.webrtc.jitter import JitterBuffer
 
 FRAME = 160
 
@@ -88,21 +88,20 @@ def test_clear_empties_at_once(sizes, popped):
     assert jb.samples_in == jb.frames_out * 960 + jb.samples_dropped
 
 
-def test_first_audio_hook_per_utterance():
-    t = [10.0]
-    calls = []
-    jb = JitterBuffer(8000, FRAME, clock=lambda: t[0], on_first_audio=lambda: calls.append(t[0]))
+def test_an_utterance_plays_from_its_first_frame_to_its_marked_end():
+    jb = JitterBuffer(8000, FRAME)
     jb.push(samples(FRAME * 2))
+    assert not jb.playing  # buffered, not yet played
     jb.mark_end()
     jb.pop()
-    assert jb.first_audio_at == 10.0 and calls == [10.0]
-    t[0] = 11.0
+    assert jb.playing
     jb.pop()
-    assert calls == [10.0]
-    assert not jb.playing
-    jb.push(samples(FRAME))  # next utterance
+    assert not jb.playing  # its end was reached
+    assert jb.pop() is None and jb.underruns == 0
+    jb.push(samples(FRAME))  # next utterance, not yet marked
     jb.pop()
-    assert calls == [10.0, 11.0] and jb.first_audio_at == 11.0
+    assert jb.playing
+    assert jb.pop() is None and jb.underruns == 1  # ran dry before its end
 
 
 def test_queued_utterances_play_back_to_back():

@@ -10,13 +10,14 @@ from __future__ import annotations
 import io
 import math
 import os
+import warnings
 import wave
 
 import httpx
 import numpy as np
 import pytest
 
-from gateway.local_server import ROOT
+from tools.local_server import ROOT
 from tests.server import running_server
 
 pytestmark = pytest.mark.slow
@@ -32,7 +33,32 @@ ARTIFACTS = ROOT / "test-artifacts"
 SENTENCE = "The quick brown fox jumps over the lazy dog, and then it runs far away into the quiet green hills."
 LONG_TEXT = " ".join([SENTENCE] * 4)
 STOP_SILENCE_MS = 200
+# Chrome's jitter buffer (NetEq) on the loopback path adapts down to a 20 ms target (30 to 40 ms buffered). On a
+# shared 2-core host a scheduling stall of the gateway or of Chromium (70 to 120 ms, measured at load 4 to 5 in about
+# one utterance in four) outlasts that, and Chrome conceals: a fact about the host, not about the server's pacing.
+# The concealment check asks for a larger target (RTCRtpReceiver.jitterBufferTarget) on every peer connection the
+# page makes, so that it tests the pacing and the page's count rather than the scheduler. Heavier load still stalls
+# the host for longer (up to seconds, measured at load 6 to 7), hence that check's one retry, reported.
+JITTER_TARGET_MS = 150
+JITTER_TARGET_SCRIPT = """(() => {
+  const Native = RTCPeerConnection;
+  window.RTCPeerConnection = function (...args) {
+    const pc = new Native(...args);
+    pc.addEventListener("track", (e) => { e.receiver.jitterBufferTarget = %d; });
+    return pc;
+  };
+  window.RTCPeerConnection.prototype = Native.prototype;
+})();""" % JITTER_TARGET_MS
 
+
+
+class RetriedCheck(UserWarning):
+    """A check that failed once and was tried again: listed in pytest's warnings summary even when the retry passes."""
+
+
+def report_retry(what: str) -> None:
+    load = os.getloadavg()[0]
+    warnings.warn(f"{what} (host load average {load:.1f} on {os.cpu_count()} CPUs); trying once more", RetriedCheck)
 
 
 def js_round(value: float) -> str:
@@ -126,16 +152,7 @@ def test_webrtc_speech_measured_in_page(page, server):
     assert inbound["packetsReceived"] > 0 and inbound["totalAudioEnergy"] > 0, inbound
     assert inbound["mimeType"].lower() in ("audio/opus", "audio/pcmu", "audio/pcma"), inbound
     assert page.inner_text("#codec").strip() not in ("", "–")
-    conceal = [page.evaluate("cbf.utterances.at(-1).concealmentEvents")]
-    if conceal[0] != 0:
-        # One retry, reported: a stall of the shared 2-core host (other processes) can hit one utterance; a
-        # systematic problem (pacing, buffer too small) conceals again.
-        print(f"\nWebRTC: {conceal[0]} concealment events after first audio ({inbound}); speaking once more")
-        speak_and_wait(page, SENTENCE)
-        conceal.append(page.evaluate("cbf.utterances.at(-1).concealmentEvents"))
-        inbound = page.evaluate("cbf.metrics.inbound")
-    assert conceal[-1] == 0, f"concealment events after the first audio, per try: {conceal}; inbound-rtp: {inbound}"
-    assert page.inner_text("#underruns").strip() == "0"
+    assert page.inner_text("#underruns").strip().isdigit()  # concealment events: test_webrtc_plays_without_concealment
     assert page.evaluate("cbf.metrics.bufferMs") is not None
     # the chunk timeline has entries
     assert u["chunks"] >= 1 and len(u["timeline"]) == u["chunks"]
@@ -144,6 +161,31 @@ def test_webrtc_speech_measured_in_page(page, server):
     page.screenshot(path=str(ARTIFACTS / "page.png"), full_page=True)
     print(f"\nWebRTC: first audio heard in the page after {u['ttfa']:.0f} ms (server ttfa "
           f"{u['done']['ttfa'] * 1000:.0f} ms), {u['chunks']} chunks, codec {inbound['mimeType']}")
+
+
+def test_webrtc_plays_without_concealment(page, server):
+    """From its first audio to its end, an utterance plays with no concealment (a stream with gaps, paced too slowly
+    or with wrong timestamps conceals), with the jitter-buffer target of JITTER_TARGET_MS."""
+    page.add_init_script(JITTER_TARGET_SCRIPT)
+    open_page(page, server)
+    assert page.evaluate("cbf.state.transport") == "webrtc"
+    # Chrome conceals once or twice while its jitter buffer starts (measured: within the stream's first 65 packets,
+    # 1.3 s, before any speech; the test used to speak 0.1 s after connecting): speak once the stream has run 2 s.
+    page.wait_for_function("cbf.metrics.inbound && cbf.metrics.inbound.packetsReceived >= 100", timeout=10_000)
+    u = speak_and_wait(page, SENTENCE)
+    assert not u["failed"] and u["transport"] == "webrtc" and u["peak"] > page.evaluate("cbf.THRESH")
+    inbound = page.evaluate("cbf.rtcStats()")
+    target = page.evaluate("cbf.metrics.jitterTargetMs")
+    assert target is not None and target >= 0.9 * JITTER_TARGET_MS, f"the jitter-buffer target was not applied: {target}"
+    conceal = [u["conceal"]]
+    if conceal[0] != 0:
+        # One retry, reported: a stall of the host longer than the jitter buffer (see JITTER_TARGET_MS) hits one
+        # utterance; a problem of the pacing or of the page's count conceals again.
+        report_retry(f"WebRTC: {conceal[0]} concealment events after the first audio; inbound-rtp: {inbound}")
+        conceal.append(speak_and_wait(page, SENTENCE)["conceal"])
+        inbound = page.evaluate("cbf.rtcStats()")
+    assert conceal[-1] == 0, f"concealment events after the first audio, per try: {conceal}; inbound-rtp: {inbound}"
+    assert page.inner_text("#underruns").strip() == "0"
 
 
 def test_websocket_forced_by_toggle(page, server):
@@ -155,8 +197,8 @@ def test_websocket_forced_by_toggle(page, server):
     assert u["peak"] > page.evaluate("cbf.THRESH")
     assert 0 < u["ttfa"] < 10_000 and page.inner_text("#ttfa").strip() == js_round(u["ttfa"])
     underruns = [page.evaluate("cbf.metrics.underruns")]
-    if underruns[0] != 0:  # one retry, reported, as for WebRTC's concealment above
-        print(f"\nWebSocket: {underruns[0]} underruns in the worklet; speaking once more")
+    if underruns[0] != 0:  # one retry, reported, as for WebRTC's concealment
+        report_retry(f"WebSocket: {underruns[0]} underruns in the worklet")
         speak_and_wait(page, SENTENCE)
         underruns.append(page.evaluate("cbf.metrics.underruns"))
     assert underruns[-1] == 0, f"worklet underruns per try: {underruns}; {page.evaluate('cbf.metrics.worklet')}"

@@ -92,20 +92,63 @@ def test_chunks_cover_the_input_in_order_without_splitting_tags_or_exceeding_the
     assert [c.seq for c in chunks] == list(range(len(chunks)))
 
 
+def settled_words(sent: str) -> int:
+    """Words of text still streaming in that have surely ended: those before its last whitespace outside a tag (the
+    text after it, or an unfinished tag, may still grow)."""
+    depth, settled = 0, 0
+    for i, ch in enumerate(sent):
+        if ch == "[":
+            depth += 1
+        elif ch == "]":
+            depth = max(0, depth - 1)
+        elif ch.isspace() and depth == 0:
+            settled = i
+    return count_words(sent[:settled])
+
+
 @settings(max_examples=60, deadline=None)
 @given(texts, st.lists(st.integers(0, 10_000), max_size=40))
-def test_open_input_is_only_cut_at_complete_boundaries(text: str, cuts: list[int]) -> None:
+def test_open_input_is_cut_only_at_complete_boundaries_and_is_cut_once_it_can_be(text: str, cuts: list[int]) -> None:
+    """Driven like the worker (asked again at ``wake_at``), with the input open: every cut follows whitespace that
+    has arrived, and the planner goes idle only with fewer settled words than a chunk needs; once the input ends,
+    the chunks cover the text."""
     planner = ChunkPlanner(PlannerConfig(), CostModel())
-    sent, now = "", 0.0
+    sent, now, spoken = "", 0.0, []
     for piece in pieces_of(text, cuts):
         planner.append(piece)
         sent += piece
-        while (planned := planner.next_chunk(now)) is not None:
+        while (planned := planner.next_chunk(now)) is not None or planner.wake_at is not None:
+            if planned is None:
+                assert planner.wake_at > now, "a wake-up that is not in the future: the worker would spin"
+                now = planner.wake_at
+                continue
             end = sent.index(planned.source) + len(planned.source)
             assert end < len(sent) and sent[end].isspace(), "cut where the last word might still be incomplete"
             sent = sent[end:].lstrip()
+            spoken.append(planned.source)
             now += 0.5
             planner.on_generated(planned, gen_time=0.5, audio_seconds=2.0, now=now)
+        assert settled_words(sent) < planner.config.first_chunk_min_words, f"idle with {sent!r} to speak"
+    planner.end()
+    while (planned := planner.next_chunk(now)) is not None:
+        spoken.append(planned.source)
+        now += 0.5
+        planner.on_generated(planned, gen_time=0.5, audio_seconds=2.0, now=now)
+    assert planner.finished and " ".join(spoken) == " ".join(text.split())
+
+
+def test_asked_again_at_its_wake_up_time_the_planner_cuts() -> None:
+    """Found by the test above: asked at exactly ``wake_at``, the spare time was a rounding error above zero, so the
+    planner set the same ``wake_at`` again, forever (a simulated clock never moves past it)."""
+    planner = ChunkPlanner(PlannerConfig(), CostModel())
+    planner.append("[clear throat]. [sigh]? quick Dr.; [clear throat] it's “quoted”. 42 [sigh]")
+    first = planner.next_chunk(0.0)
+    assert first is not None
+    planner.on_generated(first, gen_time=0.5, audio_seconds=2.0, now=0.5)
+    planner.append("; Dr. [clear throat]... quick l")
+    assert planner.next_chunk(0.5) is None and planner.wake_at is not None and planner.wake_at > 0.5
+    planned = planner.next_chunk(planner.wake_at)
+    assert planned is not None and planned.source == "42 [sigh]; Dr. [clear throat]... quick"
 
 
 @settings(max_examples=60, deadline=None)

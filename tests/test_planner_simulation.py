@@ -81,6 +81,7 @@ def test_no_underruns_after_first_audio_for_text_streamed_by_an_llm(rtf: float, 
     for text, rate, cost in corpus(4242, speakers, 40):
         arrivals = tokens_of(text, rng, rng.uniform(20.0, 200.0))
         run = run_planner(SimEngine(0.15, rtf, rate), arrivals, cost_model=cost)
+        assert " ".join(c.source for c in run.chunks) == " ".join(text.split())  # all of it spoken, in order
         assert run.playback.underruns() == 0, (text, rate, run.playback.stalls())
 
 

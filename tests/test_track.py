@@ -1,4 +1,4 @@
-"""gateway/track.py: pacing on a fake clock, and a real in-process pair of aiortc peers."""
+"""gateway/webrtc/track.py: pacing on a fake clock, and a real in-process pair of aiortc peers."""
 
 import asyncio
 import time
@@ -6,10 +6,10 @@ import time
 import numpy as np
 import pytest
 
-from gateway.rtc_client import SPEECH_RMS, Listener
-from gateway.track import PacedAudioTrack, TrackSink
-from gateway.webrtc import negotiate
-from rtc_client import loopback_only, tone
+from gateway.webrtc.signalling import negotiate
+from gateway.webrtc.track import PacedAudioTrack, TrackSink
+from tools.rtc_listener import SPEECH_RMS, Listener
+from tests.rtc_helpers import loopback_only, tone
 
 
 class FakeTime:

@@ -223,14 +223,14 @@ async def test_the_worker_serves_turbo_chunks_planned_and_watermarked(checkpoint
     (at a flush here: on this CPU the tiny model is slower than real time, so the planner would rightly not split
     whole text), and PerTh on every chunk (random tiny weights make noise-like audio, not speech)."""
     from engine.watermark import Watermarker
-    from gateway.engine_client import Chunk
-    from gateway.speak import worker_client
+    from engine.protocol import Chunk
+    from tools.say import worker_client
 
     flags = ["--engine", "chatterbox-turbo", "--model-dir", str(checkpoint), "--device", "cpu",
              "--voices-dir", str(tmp_path), "--log-level", "warning"]
     async with worker_client(flags, timeout=300) as client:
-        assert client.ready["engine"] == "chatterbox-turbo" and client.ready["device"] == "cpu"
-        assert client.ready["weights"] == str(checkpoint) and client.ready["watermark"]
+        assert client.ready and client.ready.engine == "chatterbox-turbo" and client.ready.device == "cpu"
+        assert client.ready.weights == str(checkpoint) and client.ready.watermark
         utterance = await client.start("default")
         await utterance.text("Hello there, how are")
         await utterance.flush()

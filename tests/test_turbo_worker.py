@@ -14,10 +14,11 @@ from turbo_checkpoint import write_tiny_checkpoint  # noqa: E402
 
 from engine.cost import CostModel  # noqa: E402
 from engine.engines.turbo import TurboEngine  # noqa: E402
+from engine.protocol import SAMPLE_RATE, Chunk  # noqa: E402
 from engine.settings import EngineSettings  # noqa: E402
 from engine.voices import VoiceStore  # noqa: E402
 from engine.worker import Synthesizer, Worker, serve_worker  # noqa: E402
-from gateway.engine_client import Chunk, EngineClient  # noqa: E402
+from gateway.engine_link.client import EngineClient  # noqa: E402
 
 pytestmark = pytest.mark.slow
 
@@ -47,7 +48,8 @@ async def test_eight_concurrent_utterances_are_decoded_together_and_every_chunk_
         client = EngineClient(f"unix:{tmp_path / 'engine.sock'}")
         client.start_background()
         assert await client.wait_ready(30)
-        assert client.ready["decode"] == "eager" and "eager decode over 8 batch slots" in client.ready["notes"]
+        assert client.ready and client.ready.decode == "eager"
+        assert "eager decode over 8 batch slots" in client.ready.notes
         spoken = await asyncio.gather(*(speak_in_two_chunks(client, n) for n in range(STREAMS)))
         await client.close()
     finally:
@@ -59,5 +61,5 @@ async def test_eight_concurrent_utterances_are_decoded_together_and_every_chunk_
         assert [c.header.text for c in chunks] == [f"Caller {n} says hello.", "And then goodbye."]
         for chunk in chunks:
             audio = np.frombuffer(chunk.pcm, dtype=np.int16).astype(np.float32) / 32768
-            assert 1.0 < audio.size / 24000 < 2.0  # 34 tokens of 40 ms, trimmed or padded at the joins
-            assert watermarker.detect(audio, 24000) >= 0.5
+            assert 1.0 < audio.size / SAMPLE_RATE < 2.0  # 34 tokens of 40 ms, trimmed or padded at the joins
+            assert watermarker.detect(audio, SAMPLE_RATE) >= 0.5

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import os
 import subprocess
 import sys
@@ -18,9 +19,10 @@ import pytest
 from websockets.asyncio.client import unix_connect
 
 from engine import protocol
+from engine.protocol import Chunk
 from engine.watermark import Watermarker
-from gateway.engine_client import Chunk, EngineClient, EngineRequestError
-from gateway.speak import speak, worker_client
+from gateway.engine_link.client import EngineClient, EngineRequestError
+from tools.say import speak, worker_client
 
 ROOT = Path(__file__).resolve().parent.parent
 STORY = ("Once upon a time there was a small lighthouse on a rocky shore. Every night its keeper climbed the stairs, "
@@ -70,11 +72,11 @@ def pcm_to_float(pcm: bytes) -> np.ndarray:
 
 async def test_chunks_are_watermarked_and_reported(espeak_url: str) -> None:
     async with worker(espeak_url) as client:
-        assert client.ready and client.ready["engine"] == "espeak" and client.ready["watermark"] is True
-        spoken = await speak(client, STORY)
+        assert client.ready and client.ready.engine == "espeak" and client.ready.watermark is True
+        pcm, spoken = await speak(client, STORY)
     assert len(spoken.chunk_texts) >= 2
     assert " ".join(spoken.chunk_texts).split()[-1].startswith("steady")
-    audio = pcm_to_float(bytes(spoken.pcm))
+    audio = pcm_to_float(pcm)
     marker = Watermarker()
     assert marker.detect(audio, 24000) >= 0.5
     # The same speech without the watermark step reads clean: eSpeak straight from the engine, never silence.
@@ -88,8 +90,9 @@ async def test_chunks_are_watermarked_and_reported(espeak_url: str) -> None:
 async def test_planner_chunks_grow_behind_a_slow_engine(simulated_url: str) -> None:
     """With a simulated GPU model (fixed cost + real-time factor 2), the ratchet makes later chunks longer."""
     async with worker(simulated_url) as client:
-        assert "simulated" in client.ready["weights"] or "simulated" in client.ready["engine"] + client.ready["notes"]
-        spoken = await speak(client, STORY)
+        ready = client.ready
+        assert ready and ("simulated" in ready.weights or "simulated" in ready.engine + ready.notes)
+        _, spoken = await speak(client, STORY)
     sizes = [len(t) for t in spoken.chunk_texts]
     assert len(sizes) >= 3 and sizes[0] < 60
     assert max(sizes[1:]) > 2 * sizes[0]
@@ -104,14 +107,13 @@ async def test_cancel_mid_utterance_and_go_on(simulated_url: str) -> None:
         events = utterance.events()
         assert isinstance(await anext(events), Chunk)
         await utterance.cancel()
-        spoken = await speak(client, "Still alive.")
+        _, spoken = await speak(client, "Still alive.")
         assert spoken.audio_s > 0.3
 
 
 @pytest.mark.parametrize(
     ("voice", "text", "code"),
-    [("default", "", "empty_text"), ("default", "   ", "empty_text"), ("nobody", "Hello there.", "unknown_voice"),
-     ("default", "x " * 10001, "text_too_long")],
+    [("default", "", "empty_text"), ("default", "   ", "empty_text"), ("nobody", "Hello there.", "unknown_voice")],
 )
 async def test_bad_utterances_are_clear_errors(espeak_url: str, voice: str, text: str, code: str) -> None:
     async with worker(espeak_url) as client:
@@ -119,14 +121,34 @@ async def test_bad_utterances_are_clear_errors(espeak_url: str, voice: str, text
         if text:
             await utterance.text(text)
         await utterance.end()
-        if code == "text_too_long":  # refused at once as a protocol error; the utterance itself goes on
-            await asyncio.sleep(0.2)
-        else:
-            with pytest.raises(EngineRequestError) as info:
-                async for _ in utterance.events():
-                    pass
-            assert info.value.code == code
-        assert (await speak(client, "Still alive.")).audio_s > 0.3
+        with pytest.raises(EngineRequestError) as info:
+            async for _ in utterance.events():
+                pass
+        assert info.value.code == code
+        assert (await speak(client, "Still alive."))[1].audio_s > 0.3
+
+
+async def test_text_past_the_workers_limit_is_refused_and_none_of_it_is_spoken(espeak_url: str) -> None:
+    """The worker's backstop (20,000 characters an utterance, behind the gateway's own limit): the text frame that
+    crosses it is refused at once with a protocol error, the utterance gets none of it, and the connection goes on."""
+    async with unix_connect(espeak_url[5:], uri="ws://localhost" + protocol.ENGINE_PATH) as raw:
+        assert json.loads(await raw.recv())["type"] == "ready"
+        await raw.send(json.dumps({"type": "start", "id": "u1"}))
+        await raw.send(json.dumps({"type": "text", "id": "u1", "text": "x " * 10001}))  # 20,002 characters
+        refusal = await asyncio.wait_for(raw.recv(), 30)
+        assert isinstance(refusal, str), "the text was taken: a chunk of it came back"
+        assert json.loads(refusal)["code"] == "text_too_long" and "20000" in json.loads(refusal)["message"]
+        await raw.send(json.dumps({"type": "end", "id": "u1"}))
+        ended = await asyncio.wait_for(raw.recv(), 30)
+        assert isinstance(ended, str), "the text was taken: a chunk of it came back"
+        assert json.loads(ended) | {"message": ""} == {"type": "error", "id": "u1", "code": "empty_text", "message": ""}
+        await raw.send(json.dumps({"type": "start", "id": "u2"}))
+        await raw.send(json.dumps({"type": "text", "id": "u2", "text": "Still alive."}))
+        await raw.send(json.dumps({"type": "end", "id": "u2"}))
+        frames = []
+        while not isinstance(frame := await asyncio.wait_for(raw.recv(), 30), str):
+            frames.append(frame)
+        assert frames and json.loads(frame)["type"] == "done"
 
 
 async def test_bad_voice_uploads_and_protocol_errors(espeak_url: str) -> None:
@@ -150,7 +172,7 @@ async def test_bad_voice_uploads_and_protocol_errors(espeak_url: str) -> None:
                 reply = protocol.decode_json(await raw.recv())
                 assert reply["type"] == "error" and reply["code"] == code
         assert [v["name"] for v in await client.list_voices()] == ["default"]
-        assert (await speak(client, "Still alive.")).audio_s > 0.3
+        assert (await speak(client, "Still alive."))[1].audio_s > 0.3
 
 
 def client_short_clip() -> bytes:

@@ -78,12 +78,20 @@ def builtin_conditionals(seed: int) -> Conditionals:
     return Conditionals(t3, s3)
 
 
-def write_tiny_checkpoint(model_dir: Path, seed: int = 0) -> Path:
-    """Fill ``model_dir`` with a tiny seeded checkpoint and return it."""
+def write_tiny_checkpoint(model_dir: Path, seed: int = 0, stop_bias: float = 0.0) -> Path:
+    """Fill ``model_dir`` with a tiny seeded checkpoint and return it.
+
+    Random weights almost never sample T3's stop token, so every chunk runs to the 1000-token cap (40 s of audio, and
+    minutes on a busy CPU). ``stop_bias`` raises the stop token's logit so that utterances end after a few dozen
+    tokens, as a real model's do: for tests that start whole workers (warm-up, calibration, speech).
+    """
     model_dir.mkdir(parents=True, exist_ok=True)
     torch.manual_seed(seed)
     TINY_ARCH.write(model_dir)
-    _save(build_t3(TINY_ARCH), model_dir / T3_FILE)
+    t3 = build_t3(TINY_ARCH)
+    with torch.no_grad():
+        t3.speech_head.bias[t3.hp.stop_speech_token] += stop_bias
+    _save(t3, model_dir / T3_FILE)
     _save(SizedS3Gen(TINY_ARCH.s3gen), model_dir / S3GEN_FILE)
     _save(VoiceEncoder(), model_dir / VE_FILE)
     write_byte_tokenizer(model_dir)

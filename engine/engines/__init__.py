@@ -21,7 +21,7 @@ def choose_engine(settings: EngineSettings) -> tuple[str, str]:
     """The engine ``auto`` resolves to, and why (logged for the operator)."""
     if settings.engine != "auto":
         return settings.engine, "chosen with --engine"
-    from engine.engines.turbo import find_weights
+    from engine.weights import find_weights
 
     weights = find_weights(settings.model_dir)
     if weights is None:

@@ -32,7 +32,7 @@ class EngineInfo:
     dtype: str  # "bfloat16", "float32"
     weights: str  # where the weights came from; "random (compute cost only)" for the random-weights mode
     notes: str = ""
-    decode: str = ""  # how a batching engine decodes: "eager" or "graph" (CUDA graphs); "" for the others
+    decode: str | None = None  # how a batching engine decodes: "eager" or "graph" (CUDA graphs); None for the others
 
 
 class Engine(ABC):

@@ -19,6 +19,7 @@ import numpy as np
 import soxr
 
 from engine.engines.base import Cancelled, Engine, EngineError, EngineInfo
+from engine.protocol import SAMPLE_RATE
 from engine.text import tag_spans
 
 ESPEAK_RATE = 22050  # eSpeak NG's native output rate
@@ -139,7 +140,7 @@ class _Library:
 
 
 class EspeakEngine(Engine):
-    sample_rate = 24000
+    sample_rate = SAMPLE_RATE
     info = EngineInfo("espeak", "cpu", "int16", "embedded (eSpeak NG, GPL-3.0, loaded at run time)")
     conditionals_suffix = ".espeak.json"
 

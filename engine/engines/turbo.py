@@ -27,9 +27,11 @@ from chatterbox.models.s3tokenizer import S3_SR, SPEECH_VOCAB_SIZE
 from chatterbox.models.t3 import T3
 from chatterbox.models.t3.modules.cond_enc import T3Cond
 from chatterbox.models.voice_encoder import VoiceEncoder
-from chatterbox.tts_turbo import REPO_ID, Conditionals
+from chatterbox.tts_turbo import Conditionals
 from safetensors.torch import load_file
 from transformers import AutoTokenizer, PreTrainedTokenizerBase
+
+from engine.weights import download, find_weights, has_tokenizer, is_complete
 
 from .base import BatchingEngine, EngineError, EngineInfo
 from .t3_batch import BATCH_BUCKETS, BatchDecoder
@@ -53,7 +55,6 @@ ENC_COND_LEN = 15 * S3_SR  # reference audio the T3 speech prompt sees (as Chatt
 DEC_COND_LEN = 10 * S3GEN_SR  # reference audio S3Gen sees
 MIN_REFERENCE_S = 5.0
 TARGET_LUFS = -27.0
-HF_PATTERNS = ["*.safetensors", "*.json", "*.txt", "*.pt", "*.model"]
 MAX_TEXT_TOKENS = 320  # a chunk is at most ~300 characters (the planner's cap); the KV cache is sized for this
 SPEECH_CHARS_PER_S = 14.0  # English read aloud; random weights stop after this much speech, real ones at EOS
 
@@ -75,33 +76,6 @@ def _quiet() -> Iterator[None]:
     Serialised: concurrent redirections of sys.stdout could restore each other's targets in the wrong order."""
     with _QUIET, open(os.devnull, "w") as sink, contextlib.redirect_stdout(sink), contextlib.redirect_stderr(sink):
         yield
-
-
-def find_weights(model_dir: Path | None) -> Path | None:
-    """A directory with Turbo weights: ``model_dir`` if complete, else (no dir given) the HF cache. Never downloads."""
-    if model_dir is not None:
-        return model_dir if _complete(model_dir) else None
-    try:
-        from huggingface_hub import snapshot_download
-
-        cached = Path(snapshot_download(repo_id=REPO_ID, allow_patterns=HF_PATTERNS, local_files_only=True))
-    except Exception:  # any miss (not cached, offline, no hub config) means "not here"
-        return None
-    return cached if _complete(cached) else None
-
-
-def _complete(model_dir: Path) -> bool:
-    return all((model_dir / name).is_file() for name in WEIGHT_FILES) and _has_tokenizer(model_dir)
-
-
-def _has_tokenizer(model_dir: Path) -> bool:
-    return (model_dir / "tokenizer.json").is_file() or (model_dir / "vocab.json").is_file()
-
-
-def _download() -> Path:
-    from huggingface_hub import snapshot_download
-
-    return Path(snapshot_download(repo_id=REPO_ID, token=os.getenv("HF_TOKEN") or None, allow_patterns=HF_PATTERNS))
 
 
 def _pick_device(device: str) -> torch.device:
@@ -207,8 +181,8 @@ class TurboEngine(BatchingEngine):
             torch.backends.cuda.matmul.allow_tf32 = tf32
             torch.backends.cudnn.allow_tf32 = tf32
         if weights == "pretrained":
-            source = model_dir if model_dir is not None else (find_weights(None) or _download())
-            if not _complete(source):
+            source = model_dir if model_dir is not None else (find_weights(None) or download())
+            if not is_complete(source):
                 raise EngineError(f"no Chatterbox-Turbo weights in {source} (need {', '.join(WEIGHT_FILES)})",
                                   code="no_weights")
         elif weights == "random":
@@ -252,7 +226,7 @@ class TurboEngine(BatchingEngine):
     @staticmethod
     def _tokenizer_for(source: Path | None) -> PreTrainedTokenizerBase:
         """The checkpoint's tokenizer; for random weights with none at hand, a byte-level stand-in."""
-        if source is not None and _has_tokenizer(source):
+        if source is not None and has_tokenizer(source):
             return _load_tokenizer(source)
         with tempfile.TemporaryDirectory() as tmp:
             write_byte_tokenizer(Path(tmp))

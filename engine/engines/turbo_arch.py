@@ -34,12 +34,9 @@ from chatterbox.models.t3.llama_configs import LLAMA_CONFIGS
 from chatterbox.models.t3.modules.t3_config import T3Config
 from s3tokenizer.model_v2 import ModelConfig, S3TokenizerV2
 
+from engine.weights import CONDS_FILE, S3GEN_FILE, T3_FILE, VE_FILE, WEIGHT_FILES  # noqa: F401 (the layout's names)
+
 ARCH_FILE = "chatterbox_fast_arch.json"
-T3_FILE = "t3_turbo_v1.safetensors"
-S3GEN_FILE = "s3gen_meanflow.safetensors"
-VE_FILE = "ve.safetensors"
-CONDS_FILE = "conds.pt"
-WEIGHT_FILES = (VE_FILE, T3_FILE, S3GEN_FILE)
 
 
 @dataclass(frozen=True)

@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-import time
 from collections import deque
-from collections.abc import Callable
 
 
 class JitterBuffer:
@@ -16,20 +14,16 @@ class JitterBuffer:
     ``write_position`` is where the next pushed sample will play, ``read_position`` how many have been handed out.
     """
 
-    def __init__(self, sample_rate: int, frame_samples: int, clock: Callable[[], float] = time.monotonic,
-                 on_first_audio: Callable[[], None] | None = None) -> None:
+    def __init__(self, sample_rate: int, frame_samples: int) -> None:
         if sample_rate <= 0 or frame_samples <= 0:
             raise ValueError("sample_rate and frame_samples must be positive")
         self.sample_rate = sample_rate
         self.frame_samples = frame_samples
         self.frame_bytes = frame_samples * 2
-        self.clock = clock
-        self.on_first_audio = on_first_audio
         self._buf = bytearray()
         self._ends: deque[int] = deque()  # write positions where marked utterances end
         self._playing = False  # an utterance has started playing and has not reached its end
         self._dry = False
-        self.first_audio_at: float | None = None  # clock() at the first frame of the latest utterance
         self.underruns = 0
         self.frames_out = 0
         self.samples_in = 0
@@ -91,11 +85,7 @@ class JitterBuffer:
         del self._buf[: self.frame_bytes]
         self.frames_out += 1
         self._dry = False
-        if not self._playing:
-            self._playing = True
-            self.first_audio_at = self.clock()
-            if self.on_first_audio is not None:
-                self.on_first_audio()
+        self._playing = True
         self._settle_end()
         return frame
 

@@ -18,11 +18,12 @@ import av
 from aiortc.mediastreams import MediaStreamError, MediaStreamTrack
 
 from gateway.audio import Resampler
-from gateway.jitter import JitterBuffer
+from gateway.formats import codec_rate
+from gateway.sink import AudioSink
+from gateway.webrtc.jitter import JitterBuffer
 
 FRAME_SECONDS = 0.020
 LATE_TICK_SECONDS = 0.005  # a recv() this far behind its schedule counts as late
-CODEC_RATES = {"opus": 48000, "pcmu": 8000, "pcma": 8000}
 
 
 class PacedAudioTrack(MediaStreamTrack):
@@ -30,7 +31,7 @@ class PacedAudioTrack(MediaStreamTrack):
 
     kind = "audio"
 
-    def __init__(self, sample_rate: int = 48000, clock: Callable[[], float] = time.monotonic,
+    def __init__(self, sample_rate: int = codec_rate("opus"), clock: Callable[[], float] = time.monotonic,
                  sleep: Callable[[float], Awaitable[None]] = asyncio.sleep) -> None:
         super().__init__()
         self._clock = clock
@@ -124,7 +125,7 @@ class PacedAudioTrack(MediaStreamTrack):
         return frame
 
 
-class TrackSink:
+class TrackSink(AudioSink):
     """The session's audio sink for WebRTC: engine audio into the paced track.
 
     ``end()`` returns once the utterance has been played out to the listener (so ``done`` and the underrun count
@@ -136,7 +137,6 @@ class TrackSink:
         self._begin_at = 0
         self._end_at: int | None = None
 
-    @property
     def underruns(self) -> int:
         return self.track.jitter.underruns
 

@@ -19,10 +19,13 @@ from aiortc.sdp import SessionDescription
 from starlette.requests import Request
 from starlette.responses import JSONResponse
 
-from gateway.http_api import ApiError, body_field, json_body
+from gateway.formats import WEBRTC_CODECS, codec_rate
+from gateway.http.body import body_field, json_body
+from gateway.http.errors import ApiError
 from gateway.session import Session
-from gateway.state import GatewayState, SessionLimitReached
-from gateway.track import CODEC_RATES, PacedAudioTrack, TrackSink
+from gateway.session_registry import SessionLimitReached
+from gateway.shared_state import GatewayState
+from gateway.webrtc.track import PacedAudioTrack, TrackSink
 
 log = logging.getLogger("chatterbox_fast.gateway")
 SETUP_TIMEOUT_S = 15.0  # a peer that is not connected with a data channel by then is dropped
@@ -70,11 +73,11 @@ async def negotiate(pc: RTCPeerConnection, track: PacedAudioTrack, offer_sdp: st
     a phone bridge that prefers PCMU gets PCMU. Raises ValueError for an unusable offer.
     """
     offered = offered_codecs(offer_sdp)
-    wanted = [codec] if codec else [c for c in offered if c in CODEC_RATES]
+    wanted = [codec] if codec else [c for c in offered if c in WEBRTC_CODECS]
     capabilities = RTCRtpSender.getCapabilities("audio").codecs
     preferences = [cap for name in wanted for cap in capabilities if cap.mimeType.lower() == f"audio/{name}"]
     if not preferences or (codec and codec not in offered):
-        raise ValueError(f"the offer has no audio codec the server can send ({codec or 'opus, pcmu, pcma'})")
+        raise ValueError(f"the offer has no audio codec the server can send ({codec or ', '.join(WEBRTC_CODECS)})")
     # The transceiver and its preferences must exist before setRemoteDescription fixes the answer's codecs.
     transceiver = pc.addTransceiver(track, direction="sendonly")
     transceiver.setCodecPreferences(preferences)
@@ -84,7 +87,7 @@ async def negotiate(pc: RTCPeerConnection, track: PacedAudioTrack, offer_sdp: st
     except Exception as exc:  # aiortc raises ValueError, OperationError, InvalidStateError... for bad offers
         raise ValueError(f"the offer was not accepted: {exc}") from None
     chosen = offered_codecs(pc.localDescription.sdp)[0]
-    track.set_sample_rate(CODEC_RATES[chosen])
+    track.set_sample_rate(codec_rate(chosen))
     return chosen
 
 
@@ -185,8 +188,8 @@ async def webrtc_offer(request: Request) -> JSONResponse:
     codec = body_field(body, "codec", str)
     if codec is not None:
         codec = codec.lower()
-        if codec not in CODEC_RATES:
-            raise ApiError(400, "bad_request", f"field 'codec' must be one of {', '.join(CODEC_RATES)}")
+        if codec not in WEBRTC_CODECS:
+            raise ApiError(400, "bad_request", f"field 'codec' must be one of {', '.join(WEBRTC_CODECS)}")
     try:
         offered_codecs(sdp)
         expects_channel = has_datachannel(sdp)

@@ -10,14 +10,14 @@ import asyncio
 import itertools
 import logging
 import uuid
-from dataclasses import dataclass
-from typing import Any, AsyncIterator
+from typing import Any, AsyncIterator, Callable
 
 from websockets.asyncio.client import ClientConnection, connect, unix_connect
 from websockets.exceptions import ConnectionClosed, InvalidHandshake
 
 from engine import protocol
-from engine.protocol import ChunkHeader
+from engine.protocol import (AddVoice, Cancel, Chunk, DeleteVoice, Done, End, EngineReady, Error, Flush, ListVoices,
+                             Playout, Request, Result, Start, Text)
 
 log = logging.getLogger("chatterbox_fast.gateway")
 
@@ -34,18 +34,7 @@ class EngineRequestError(Exception):
         self.code = code
 
 
-@dataclass(frozen=True)
-class Chunk:
-    header: ChunkHeader
-    pcm: bytes  # 24 kHz mono s16le
-
-
-@dataclass(frozen=True)
-class Done:
-    message: dict[str, Any]
-
-
-class Utterance:
+class RemoteUtterance:
     """A gateway-side handle on one utterance in the worker."""
 
     def __init__(self, client: "EngineClient", uid: str) -> None:
@@ -55,23 +44,23 @@ class Utterance:
         self.finished = False
 
     async def text(self, text: str) -> None:
-        await self._client._send({"type": "text", "id": self.id, "text": text})
+        await self._client._send(Text(self.id, text))
 
     async def flush(self) -> None:
-        await self._client._send({"type": "flush", "id": self.id})
+        await self._client._send(Flush(self.id))
 
     async def end(self) -> None:
-        await self._client._send({"type": "end", "id": self.id})
+        await self._client._send(End(self.id))
 
     async def playout(self, played: float) -> None:
-        await self._client._send({"type": "playout", "id": self.id, "played": played})
+        await self._client._send(Playout(self.id, played))
 
     async def cancel(self) -> None:
         if not self.finished:
             self.finished = True
             self._client._utterances.pop(self.id, None)
             try:
-                await self._client._send({"type": "cancel", "id": self.id})
+                await self._client._send(Cancel(self.id))
             except EngineUnavailable:
                 pass
 
@@ -96,10 +85,10 @@ class EngineClient:
 
     def __init__(self, url: str) -> None:
         self.url = url
-        self.ready: dict[str, Any] | None = None
+        self.ready: EngineReady | None = None
         self._ws: ClientConnection | None = None
-        self._utterances: dict[str, Utterance] = {}
-        self._requests: dict[str, asyncio.Future[dict[str, Any]]] = {}
+        self._utterances: dict[str, RemoteUtterance] = {}
+        self._requests: dict[str, asyncio.Future[Result | Error]] = {}
         self._ids = itertools.count()
         self._connected = asyncio.Event()
         self._task: asyncio.Task[None] | None = None
@@ -145,13 +134,13 @@ class EngineClient:
                 delay = min(delay * 2, 2.0)
                 continue
             try:
-                ready = protocol.decode_json(await ws.recv())
-                if ready.get("type") != "ready" or ready.get("protocol") != protocol.PROTOCOL_VERSION:
+                ready = protocol.decode_event(await ws.recv())
+                if not isinstance(ready, EngineReady):
                     raise protocol.ProtocolError(f"unexpected greeting from engine: {ready}")
                 self._ws, self.ready, delay = ws, ready, 0.1
                 self._connected.set()
-                log.info("connected to engine %s at %s (%s, %s, weights: %s)", ready["engine"], self.url,
-                         ready["device"], ready["dtype"], ready["weights"])
+                log.info("connected to engine %s at %s (%s, %s, weights: %s)", ready.engine, self.url,
+                         ready.device, ready.dtype, ready.weights)
                 async for frame in ws:
                     self._route(frame)
             except (ConnectionClosed, OSError, protocol.ProtocolError) as exc:
@@ -175,68 +164,61 @@ class EngineClient:
         self._requests.clear()
 
     def _route(self, frame: str | bytes) -> None:
-        if isinstance(frame, bytes):
-            header, pcm = protocol.decode_binary(frame)
-            fields = {k: v for k, v in header.items() if k != "type"}
-            if (utt := self._utterances.get(fields["id"])) is not None:
-                utt._deliver(Chunk(ChunkHeader(**fields), pcm))
-            return
-        message = protocol.decode_json(frame)
-        if "req" in message and (fut := self._requests.pop(message["req"], None)) is not None:
-            if not fut.done():
-                fut.set_result(message)
-            return
-        utt = self._utterances.get(message.get("id", ""))
-        if utt is None:
-            if message["type"] == "error":
-                log.warning("engine error: %s", message)
-            return
-        if message["type"] == "done":
-            self._utterances.pop(utt.id, None)
-            utt._deliver(Done(message))
-        elif message["type"] == "error":
-            self._utterances.pop(utt.id, None)
-            utt._deliver(EngineRequestError(message.get("code", "engine_error"), message.get("message", "")))
+        event = protocol.decode_event(frame)
+        if isinstance(event, (Result, Error)) and event.req is not None:
+            if (fut := self._requests.pop(event.req, None)) is not None and not fut.done():
+                fut.set_result(event)
+        elif isinstance(event, Chunk):
+            if (utt := self._utterances.get(event.header.id)) is not None:
+                utt._deliver(event)  # else a late chunk of a cancelled utterance
+        elif isinstance(event, (Done, Error)) and (utt := self._utterances.pop(event.id or "", None)) is not None:
+            utt._deliver(event if isinstance(event, Done) else EngineRequestError(event.code, event.message))
+        elif isinstance(event, Error):
+            log.warning("engine error: %s", event)
 
-    async def _send(self, message: dict[str, Any] | bytes) -> None:
+    async def _send(self, message: Request) -> None:
         ws = self._ws
         if ws is None:
             raise EngineUnavailable("the engine worker is not connected")
         try:
-            await ws.send(message if isinstance(message, bytes) else protocol.encode_json(message))
+            await ws.send(protocol.encode(message))
         except ConnectionClosed as exc:
             raise EngineUnavailable("the engine worker went away") from exc
 
-    async def start(self, voice: str) -> Utterance:
+    async def start(self, voice: str) -> RemoteUtterance:
         uid = uuid.uuid4().hex[:12]
-        utt = Utterance(self, uid)
+        utt = RemoteUtterance(self, uid)
         self._utterances[uid] = utt
         try:
-            await self._send({"type": "start", "id": uid, "voice": voice})
+            await self._send(Start(uid, voice))
         except EngineUnavailable:
             self._utterances.pop(uid, None)
             raise
         return utt
 
-    async def _request(self, message: dict[str, Any], payload: bytes | None = None, timeout: float = 120) -> dict:
+    async def _request(self, make: Callable[[str], ListVoices | DeleteVoice | AddVoice],
+                       timeout: float = 120) -> Result:
+        """Send the voice request ``make(req)`` and wait for its answer; a refusal raises ``EngineRequestError``."""
         req = str(next(self._ids))
-        message = {**message, "req": req}
-        fut: asyncio.Future[dict[str, Any]] = asyncio.get_running_loop().create_future()
+        fut: asyncio.Future[Result | Error] = asyncio.get_running_loop().create_future()
         self._requests[req] = fut
         try:
-            await self._send(message if payload is None else protocol.encode_binary(message, payload))
+            await self._send(make(req))
             reply = await asyncio.wait_for(fut, timeout)
         finally:
             self._requests.pop(req, None)
-        if reply["type"] == "error":
-            raise EngineRequestError(reply.get("code", "engine_error"), reply.get("message", ""))
+        if isinstance(reply, Error):
+            raise EngineRequestError(reply.code, reply.message)
         return reply
 
     async def list_voices(self) -> list[dict[str, Any]]:
-        return (await self._request({"type": "list_voices"}))["voices"]
+        return (await self._request(ListVoices)).voices or []
 
     async def add_voice(self, name: str, data: bytes) -> dict[str, Any]:
-        return (await self._request({"type": "add_voice", "name": name}, data))["voice"]
+        voice = (await self._request(lambda req: AddVoice(name, req, data))).voice
+        if voice is None:
+            raise EngineRequestError("engine_error", "the worker's answer to add_voice carried no voice")
+        return voice
 
     async def delete_voice(self, name: str) -> None:
-        await self._request({"type": "delete_voice", "name": name})
+        await self._request(lambda req: DeleteVoice(name, req))

@@ -11,7 +11,8 @@ from __future__ import annotations
 import asyncio
 from typing import Any, Awaitable, Callable, Sequence
 
-from gateway.engine_client import EngineClient, EngineRequestError, EngineUnavailable, Utterance
+from engine.protocol import EngineReady
+from gateway.engine_link.client import EngineClient, EngineRequestError, EngineUnavailable, RemoteUtterance
 
 
 class EnginePool:
@@ -21,7 +22,7 @@ class EnginePool:
         self.clients = [EngineClient(url) for url in urls]
 
     @property
-    def ready(self) -> dict[str, Any] | None:
+    def ready(self) -> EngineReady | None:
         """The first available engine's greeting, or None when none is available."""
         return next((client.ready for client in self.clients if client.available), None)
 
@@ -35,8 +36,8 @@ class EnginePool:
         out = []
         for client in self.clients:
             ready = client.ready if client.available else None
-            out.append({"url": client.url, "available": client.available, "engine": ready and ready.get("engine"),
-                        "device": ready and ready.get("device"), "in_flight": client.in_flight})
+            out.append({"url": client.url, "available": client.available, "engine": ready and ready.engine,
+                        "device": ready and ready.device, "in_flight": client.in_flight})
         return out
 
     def _available(self) -> list[EngineClient]:
@@ -64,7 +65,7 @@ class EnginePool:
     async def close(self) -> None:
         await asyncio.gather(*(client.close() for client in self.clients))
 
-    async def start(self, voice: str) -> Utterance:
+    async def start(self, voice: str) -> RemoteUtterance:
         client = min(self._available(), key=lambda c: c.in_flight)  # min keeps the first of equals
         return await client.start(voice)
 

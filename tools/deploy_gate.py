@@ -26,7 +26,6 @@ import argparse
 import contextlib
 import json
 import math
-import os
 import statistics
 import sys
 import time
@@ -37,7 +36,8 @@ from typing import Any, Sequence
 import httpx
 import numpy as np
 
-SAMPLE_RATE = 24000
+from engine.protocol import SAMPLE_RATE
+
 BYTES_PER_SECOND = SAMPLE_RATE * 2  # s16le mono
 
 # The fixed set: short, medium, long (past one chunk's text cap, so several chunks and joins), and a paralinguistic tag.
@@ -269,23 +269,6 @@ def render_table(result: ServerResult, baseline: ServerResult | None) -> str:
              for r in [header, *rows]]
     lines.append("all: ttfa is the p50, total and audio are sums, rtf = audio/total, wmark the lowest confidence")
     return "\n".join(lines)
-
-
-def add_arguments(parser: argparse.ArgumentParser) -> None:
-    keys = os.environ.get("CBF_API_KEYS", "").split(",")
-    parser.add_argument("--url", required=True, help="the server under test, e.g. http://HOST:8197")
-    parser.add_argument("--baseline-url", help="the current server, measured beside it for comparison (not judged)")
-    parser.add_argument("--api-key", default=os.environ.get("CBF_API_KEY") or keys[0].strip() or None,
-                        help="API key for --url [env CBF_API_KEY, else the first of CBF_API_KEYS]")
-    parser.add_argument("--baseline-api-key", default=os.environ.get("CBF_BASELINE_API_KEY"),
-                        help="API key for --baseline-url [env CBF_BASELINE_API_KEY]")
-    parser.add_argument("--voice", default="default", help="voice on the server under test")
-    parser.add_argument("--baseline-voice", help="voice on the baseline (default: --voice)")
-    parser.add_argument("--max-ttfa-p50", type=float, default=0.6, help="fail unless TTFA p50 is below this (s)")
-    parser.add_argument("--min-rtf", type=float, default=3.0, help="fail unless audio_s/total_s is above this")
-    parser.add_argument("--min-watermark", type=float, default=0.5, help="PerTh confidence an utterance needs")
-    parser.add_argument("--timeout", type=float, default=120.0, help="seconds to wait for any response bytes")
-    parser.add_argument("--json-only", action="store_true", help="print only the JSON result line")
 
 
 def run(args: argparse.Namespace) -> int:

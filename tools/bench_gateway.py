@@ -10,7 +10,7 @@ until one has played before sending the next, and the bench measures at the clie
   (``done.ttfa``: text in to first chunk into the session) is subtracted too, which leaves the transport's share.
 - underruns after first audio. WebRTC: the server's ``done.underruns`` (its jitter buffer ran dry), and gaps in the
   decoded audio (an utterance's loud span longer than its audio); WebSocket, HTTP: a listener who plays from the first
-  byte at 1x starves (``gateway.gate.count_underruns``).
+  byte at 1x starves (``tools.deploy_gate.count_underruns``).
 - server CPU per stream: CPU seconds of the server process and its descendants (the engine worker), from /proc, over
   the window in which every session is connected, divided by stream-seconds (sessions x window). Only when the bench
   started the server itself (without ``--url``).
@@ -38,11 +38,11 @@ import httpx
 from websockets.asyncio.client import ClientConnection, connect
 from websockets.exceptions import WebSocketException
 
-from gateway.bench_engine import percentile
-from gateway.cli import engine_argv
-from gateway.gate import count_underruns
-from gateway.local_server import ServerFailed, local_server
-from gateway.rtc_client import SPEECH_RMS, Listener
+from engine.protocol import SAMPLE_RATE
+from tools.bench_engine import percentile
+from tools.deploy_gate import count_underruns
+from tools.local_server import ServerFailed, local_server
+from tools.rtc_listener import SPEECH_RMS, Listener
 
 TEXTS = (  # vowel-initial, so the first decoded frame of speech is not a quiet consonant
     "All right, your table for two is ready now.",
@@ -50,7 +50,7 @@ TEXTS = (  # vowel-initial, so the first decoded frame of speech is not a quiet 
     "Of course. Your parcel left the warehouse this morning and should arrive tomorrow.",
     "Excellent, that is all done. Is there anything else I can help you with today?",
 )
-PCM_BYTES_PER_SECOND = 24000 * 2  # /v1/tts and the WebSocket default: 24 kHz s16le mono
+PCM_BYTES_PER_SECOND = SAMPLE_RATE * 2  # /v1/tts and the WebSocket default: s16le mono at the engine's rate
 FRAME_S = 0.020
 GAP_TOLERANCE_FRAMES = 2  # codec edges: a decoded loud span may exceed the audio by this much without a gap
 DECODE_TAIL_S = 0.15  # `done` leaves once playout ends; the last frames are decoded just after it
@@ -160,7 +160,7 @@ class WebSocketClient:
         if ready.get("type") != "ready":
             raise BenchError(f"expected a ready event, got {ready}")
         await self.ws.send(json.dumps({"type": "config", "voice": self.voice, "format": "pcm_s16le",
-                                       "sample_rate": 24000}))
+                                       "sample_rate": SAMPLE_RATE}))
 
     async def speak(self, text: str) -> Result:
         assert self.ws is not None
@@ -201,7 +201,7 @@ class HttpClient:
         arrivals: list[tuple[float, float]] = []
         received = 0
         sent = time.perf_counter()
-        body = {"text": text, "voice": self.voice, "format": "pcm", "sample_rate": 24000}
+        body = {"text": text, "voice": self.voice, "format": "pcm", "sample_rate": SAMPLE_RATE}
         async with self.http.stream("POST", "/v1/tts", json=body) as response:
             if response.status_code != 200:
                 await response.aread()
@@ -248,9 +248,9 @@ def tree_cpu(root: int) -> tuple[float, float]:
 
 
 @contextlib.contextmanager
-def served(args: argparse.Namespace) -> Iterator[tuple[str, int]]:
+def served(args: argparse.Namespace, engine_args: list[str]) -> Iterator[tuple[str, int]]:
     """Run ``chatterbox-fast serve`` on 127.0.0.1 with the engine flags of ``args``; yield (base URL, pid)."""
-    flags = ["--max-sessions", str(max(32, args.sessions)), *engine_argv(args), "--log-level", "warning"]
+    flags = ["--max-sessions", str(max(32, args.sessions)), *engine_args, "--log-level", "warning"]
     try:
         with local_server(flags, quiet=True) as served_at:
             yield served_at
@@ -372,37 +372,14 @@ def render(s: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
-def add_arguments(parser: argparse.ArgumentParser) -> None:
-    if not os.environ.get("CBF_ENGINE"):  # a started server uses eSpeak unless told otherwise: it answers at once
-        parser.set_defaults(engine="espeak")
-        for action in parser._actions:
-            if action.dest == "engine" and action.help:
-                action.help = action.help.replace("default 'auto'", "default 'espeak' here")
-    keys = os.environ.get("CBF_API_KEYS", "").split(",")
-    parser.add_argument("--transport", choices=("webrtc", "ws", "http"), default="webrtc")
-    parser.add_argument("--sessions", type=int, default=1, help="concurrent client sessions")
-    parser.add_argument("--utterances", type=int, default=3, help="utterances each session speaks, one at a time")
-    parser.add_argument("--url", help="bench a running server (http://HOST:PORT) instead of starting one; "
-                                      "server CPU is then not measured")
-    parser.add_argument("--api-key", default=os.environ.get("CBF_API_KEY") or keys[0].strip() or None,
-                        help="API key for --url [env CBF_API_KEY, else the first of CBF_API_KEYS]")
-    parser.add_argument("--voice", default="default")
-    parser.add_argument("--codec", choices=("opus", "pcmu", "pcma"), default="opus", help="WebRTC codec")
-    parser.add_argument("--stagger", type=float, default=1.0,
-                        help="seconds over which the sessions' first texts are spread evenly")
-    parser.add_argument("--pause", type=float, default=0.2,
-                        help="seconds a session waits after hearing an utterance before the next text (plus up to "
-                             f"{PAUSE_JITTER_S} s at random); longer pauses ask less of the engine per stream")
-
-
-async def _bench(args: argparse.Namespace) -> dict[str, Any]:
+async def _bench(args: argparse.Namespace, engine_args: list[str]) -> dict[str, Any]:
     if args.url:
         return await measure(args, args.url.rstrip("/"), None)
-    with served(args) as (url, pid):
+    with served(args, engine_args) as (url, pid):
         return await measure(args, url, pid)
 
 
-def run(args: argparse.Namespace) -> int:
+def run(args: argparse.Namespace, engine_args: list[str]) -> int:
     """Measure, print the table and the JSON line; exit status 1 when a session failed, 2 when nothing ran."""
     if args.sessions < 1 or args.utterances < 1:
         print("bench gateway: --sessions and --utterances must be at least 1", file=sys.stderr)
@@ -411,7 +388,7 @@ def run(args: argparse.Namespace) -> int:
         for name in ("httpx", "aioice", "aiortc"):
             logging.getLogger(name).setLevel(logging.WARNING)
     try:
-        summary = asyncio.run(_bench(args))
+        summary = asyncio.run(_bench(args, engine_args))
     except (BenchError, httpx.HTTPError, WebSocketException, OSError) as exc:
         print(f"bench gateway: {type(exc).__name__}: {exc}", file=sys.stderr)
         print(json.dumps({"bench": "gateway", "transport": args.transport, "error": str(exc)}))

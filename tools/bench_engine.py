@@ -7,9 +7,11 @@ import argparse
 import asyncio
 import json
 import statistics
+from dataclasses import asdict
 
-from gateway.cli import engine_argv
-from gateway.speak import Spoken, speak, worker_client
+from engine.protocol import EngineReady
+from gateway.utterance_stream import UtteranceStats
+from tools.say import speak, worker_client
 
 TEXTS = (
     "Hello there, thanks for calling.",
@@ -21,24 +23,19 @@ TEXTS = (
 )
 
 
-def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--runs", type=int, default=3, help="times each text is spoken (after one warm-up)")
-    parser.add_argument("--voice", default="default")
-    parser.add_argument("--engine-url", default=None, help="bench a running worker instead of starting one")
-
-
 def percentile(values: list[float], q: float) -> float:
     ordered = sorted(values)
     return ordered[min(len(ordered) - 1, round(q * (len(ordered) - 1)))]
 
 
-def summarise(results: list[Spoken], ready: dict) -> dict:
+def summarise(results: list[UtteranceStats], ready: EngineReady | None) -> dict:
+    engine = asdict(ready) if ready else {}
     firsts = [r.first_chunk_s for r in results if r.first_chunk_s is not None]
     gens = [g for r in results for g in r.chunk_gen_s]
     audio, total = sum(r.audio_s for r in results), sum(r.total_s for r in results)
     return {
-        "bench": "engine", "engine": ready.get("engine"), "device": ready.get("device"), "dtype": ready.get("dtype"),
-        "weights": ready.get("weights"), "utterances": len(results),
+        "bench": "engine", "engine": engine.get("engine"), "device": engine.get("device"),
+        "dtype": engine.get("dtype"), "weights": engine.get("weights"), "utterances": len(results),
         "first_chunk_p50_s": round(statistics.median(firsts), 4), "first_chunk_p95_s": round(percentile(firsts, 0.95), 4),
         "chunk_gen_p50_s": round(statistics.median(gens), 4), "chunk_gen_p95_s": round(percentile(gens, 0.95), 4),
         "chunks_per_utterance": round(len(gens) / len(results), 2),
@@ -46,20 +43,20 @@ def summarise(results: list[Spoken], ready: dict) -> dict:
     }
 
 
-async def _bench(args: argparse.Namespace) -> dict:
-    async with worker_client(engine_argv(args) + ["--log-level", "warning"], args.engine_url) as client:
+async def _bench(args: argparse.Namespace, engine_args: list[str]) -> dict:
+    async with worker_client(engine_args + ["--log-level", "warning"], args.engine_url) as client:
         await speak(client, TEXTS[0], args.voice)  # warm-up
         results = []
         for _ in range(args.runs):
             for text in TEXTS:
-                spoken = await speak(client, text, args.voice)
+                _, spoken = await speak(client, text, args.voice)
                 results.append(spoken)
                 print(f"first chunk {spoken.first_chunk_s * 1000:7.1f} ms  total {spoken.total_s:6.2f} s  "
                       f"audio {spoken.audio_s:5.2f} s  rtf {spoken.rtf:6.1f}x  chunks "
                       f"{[len(t) for t in spoken.chunk_texts]}")
-        return summarise(results, client.ready or {})
+        return summarise(results, client.ready)
 
 
-def run(args: argparse.Namespace) -> int:
-    print(json.dumps(asyncio.run(_bench(args))))
+def run(args: argparse.Namespace, engine_args: list[str]) -> int:
+    print(json.dumps(asyncio.run(_bench(args, engine_args))))
     return 0

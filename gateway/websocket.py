@@ -6,18 +6,24 @@ from typing import Any
 
 from starlette.websockets import WebSocket, WebSocketDisconnect
 
+from engine.protocol import SAMPLE_RATE
 from gateway.audio import Encoder, make_encoder
 from gateway.auth import authorized
+from gateway.formats import WEBSOCKET_DEFAULT_FORMAT, output_format
 from gateway.session import Session
-from gateway.state import GatewayState, SessionLimitReached
+from gateway.session_registry import SessionLimitReached
+from gateway.shared_state import GatewayState
+from gateway.sink import AudioSink
 
 
-class WebSocketSink:
+class WebSocketSink(AudioSink):
     """Encodes each utterance for the socket's configured format and sends it as binary frames."""
+
+    configurable = True
 
     def __init__(self, ws: WebSocket) -> None:
         self.ws = ws
-        self.format, self.sample_rate = "pcm_s16le", 24000
+        self.format, self.sample_rate = WEBSOCKET_DEFAULT_FORMAT, SAMPLE_RATE
         self._encoder: Encoder | None = None
 
     def configure(self, fmt: str, sample_rate: int) -> None:
@@ -37,7 +43,7 @@ class WebSocketSink:
 
     async def _send(self, data: bytes) -> None:
         """In frames of at most 100 ms of audio, so a client can start playing a long chunk at its first frame."""
-        step = self.sample_rate // 10 * (1 if self.format == "mulaw" else 2)
+        step = self.sample_rate // 10 * (output_format(self.format).sample_bytes or 1)  # its formats are all raw
         for start in range(0, len(data), step):
             await self.ws.send_bytes(data[start:start + step])
 

@@ -6,26 +6,23 @@ differs only in how it delivers it: fast, late, with a stall mid-stream, or thro
 
 from __future__ import annotations
 
-import argparse
 import asyncio
-import contextlib
 import json
 import re
-import socket
 import threading
 from dataclasses import dataclass
-from typing import AsyncIterator, Iterator
+from typing import AsyncIterator
 
 import numpy as np
 import pytest
-import uvicorn
 from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
 
-from gateway import gate
-from tests.server import running_server
+from gateway.cli import build_parser
+from tools import deploy_gate
+from tests.server import running_server, serving
 
 CLIP_TEXT = "Hello there, this is a quick test."  # about 2 s of speech
 API_KEY = "stand-in-key"
@@ -49,7 +46,7 @@ def to_pcm(wav: np.ndarray) -> bytes:
 @pytest.fixture(scope="module")
 def clips(espeak_engine, watermarker) -> dict[str, bytes]:
     wav = espeak_engine.synthesize(CLIP_TEXT, espeak_engine.default_voice(), threading.Event())
-    return {"plain": to_pcm(wav), "marked": to_pcm(watermarker.apply(wav, gate.SAMPLE_RATE))}
+    return {"plain": to_pcm(wav), "marked": to_pcm(watermarker.apply(wav, deploy_gate.SAMPLE_RATE))}
 
 
 def standin_app(pcm: bytes, delivery: Delivery) -> Starlette:
@@ -57,10 +54,10 @@ def standin_app(pcm: bytes, delivery: Delivery) -> Starlette:
 
     async def stream() -> AsyncIterator[bytes]:
         await asyncio.sleep(delivery.first_delay_s)
-        piece = gate.BYTES_PER_SECOND // 20  # 50 ms of audio per write
+        piece = deploy_gate.BYTES_PER_SECOND // 20  # 50 ms of audio per write
         sent = 0
         for start in range(0, len(pcm), piece):
-            if delivery.stall_after_s is not None and sent == int(delivery.stall_after_s * gate.BYTES_PER_SECOND):
+            if delivery.stall_after_s is not None and sent == int(delivery.stall_after_s * deploy_gate.BYTES_PER_SECOND):
                 await asyncio.sleep(delivery.stall_s)
             yield pcm[start:start + piece]
             sent += len(pcm[start:start + piece])
@@ -83,31 +80,9 @@ def standin_app(pcm: bytes, delivery: Delivery) -> Starlette:
     return Starlette(routes=routes)
 
 
-@contextlib.contextmanager
-def serving(app: Starlette) -> Iterator[str]:
-    """Run ``app`` with uvicorn in a thread on a free 127.0.0.1 port; yield its base URL."""
-    sock = socket.socket()
-    sock.bind(("127.0.0.1", 0))
-    server = uvicorn.Server(uvicorn.Config(app, log_level="warning", lifespan="off"))
-    thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
-    thread.start()
-    try:
-        while not server.started:
-            if not thread.is_alive():
-                raise RuntimeError("the stand-in server did not start")
-            thread.join(0.02)
-        yield f"http://127.0.0.1:{sock.getsockname()[1]}"
-    finally:
-        server.should_exit = True
-        thread.join(10)
-        sock.close()
-
-
 def run_gate(*argv: str) -> int:
     """``chatterbox-fast gate ARGV`` in this process; returns its exit status."""
-    parser = argparse.ArgumentParser()
-    gate.add_arguments(parser)
-    return gate.run(parser.parse_args(list(argv)))
+    return deploy_gate.run(build_parser().parse_args(["gate", *argv]))
 
 
 def gate_against(clip: bytes, delivery: Delivery, capsys: pytest.CaptureFixture, *extra: str) -> tuple[int, dict, str]:
@@ -130,8 +105,8 @@ def test_fast_watermarked_server_passes_with_openai_baseline_beside_it(clips, ca
     assert code == 0, out
     assert result["gate"] == "pass" and result["failures"] == []
     assert result["endpoint"] == "/v1/tts"
-    clip_s = len(clips["marked"]) / gate.BYTES_PER_SECOND
-    assert [u["name"] for u in result["utterances"]] == [name for name, _ in gate.UTTERANCES]
+    clip_s = len(clips["marked"]) / deploy_gate.BYTES_PER_SECOND
+    assert [u["name"] for u in result["utterances"]] == [name for name, _ in deploy_gate.UTTERANCES]
     assert all(u["audio_s"] == pytest.approx(clip_s) and u["watermark"] >= 0.5 for u in result["utterances"])
     baseline = result["baseline"]
     assert baseline["endpoint"] == "/v1/audio/speech"
@@ -191,6 +166,6 @@ def test_real_server_with_the_embedded_engine_passes(capsys):
     ([(0.0, 0.2), (0.5, 0.4), (1.0, 0.6)], 2, 0.6),  # starves twice, 0.3 s each
 ])
 def test_count_underruns(arrivals, underruns, starved):
-    counted, waited = gate.count_underruns(arrivals)
+    counted, waited = deploy_gate.count_underruns(arrivals)
     assert counted == underruns
     assert waited == pytest.approx(starved)

@@ -1,30 +1,44 @@
 """Runs the embedded engine worker as a child process and restarts it when it dies.
 
 The gateway never imports torch: the worker is ``chatterbox-fast engine`` in its own process, reached over a Unix
-socket. A dead worker is noticed at once (its process exits), reported in the log and /health, and restarted.
+socket. A dead worker is noticed at once (its process exits), reported in the log and /health, and restarted, unless
+it exited with ``REFUSED_EXIT_CODE``: then it cannot start (no weights, no GPU, no watermark...), restarting would
+only repeat that, and its one-sentence reason (written to a file named by ``--refusal-report``) is kept for /health.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
-import os
+import shutil
 import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Callable
 
 log = logging.getLogger("chatterbox_fast.gateway")
+REFUSED_EXIT_CODE = 3  # `chatterbox-fast engine` could not start for a reason no restart fixes
+
+
+class WorkerRefused(RuntimeError):
+    """The worker cannot start; the message is its one-sentence reason with the fix."""
 
 
 class EngineProcess:
-    def __init__(self, engine_args: list[str]) -> None:
+    def __init__(self, engine_args: list[str], on_refusal_at_start: Callable[[str], None] | None = None) -> None:
+        """``on_refusal_at_start`` is told the reason when the very first worker refuses (``serve`` and the tools
+        then stop with that sentence); later refusals, and any without it, are logged once."""
         self._dir = tempfile.mkdtemp(prefix="cbf-engine-")
         self.url = "unix:" + str(Path(self._dir) / "engine.sock")
-        self._argv = [sys.executable, "-m", "gateway.cli", "engine", "--listen", self.url, *engine_args]
+        self._report = Path(self._dir) / "refusal.txt"
+        self._argv = [sys.executable, "-m", "gateway.cli", "engine", "--listen", self.url,
+                      "--refusal-report", str(self._report), *engine_args]
+        self._on_refusal_at_start = on_refusal_at_start
         self.proc: asyncio.subprocess.Process | None = None
         self.restarts = 0
         self.last_exit: int | None = None
+        self.refusal: str | None = None
         self._task: asyncio.Task[None] | None = None
         self._stopping = False
 
@@ -44,10 +58,23 @@ class EngineProcess:
             self.last_exit = await self.proc.wait()
             if self._stopping:
                 return
+            if self.last_exit == REFUSED_EXIT_CODE:
+                self._refused()
+                return
             self.restarts += 1
             log.error("engine worker exited with code %s; restarting in %.0f s", self.last_exit, backoff)
             await asyncio.sleep(backoff)
             backoff = 1.0 if time.monotonic() - started > 60 else min(backoff * 2, 30.0)
+
+    def _refused(self) -> None:
+        try:
+            self.refusal = self._report.read_text().strip()
+        except OSError:
+            self.refusal = f"the engine worker refused to start (exit code {REFUSED_EXIT_CODE}); see its log above"
+        if self.restarts == 0 and self._on_refusal_at_start is not None:
+            self._on_refusal_at_start(self.refusal)
+        else:
+            log.error("engine worker cannot start, not restarting it: %s", self.refusal)
 
     async def stop(self) -> None:
         self._stopping = True
@@ -60,8 +87,4 @@ class EngineProcess:
                 self.proc.kill()
         if self._task:
             self._task.cancel()
-        try:
-            os.unlink(self.url[5:])
-            os.rmdir(self._dir)
-        except OSError:
-            pass
+        shutil.rmtree(self._dir, ignore_errors=True)

@@ -7,11 +7,11 @@ import time
 import httpx
 import pytest
 
-from gateway import webrtc
 from gateway.app import create_app
-from gateway.rtc_client import SPEECH_RMS, Listener
-from gateway.state import GatewaySettings
-from rtc_client import loopback_only
+from gateway.settings import GatewaySettings
+from gateway.webrtc import signalling
+from tools.rtc_listener import SPEECH_RMS, Listener
+from tests.rtc_helpers import loopback_only
 from server import running_server
 
 LONG_TEXT = " ".join(["this sentence keeps the speaker busy for a good while without stopping"] * 6)
@@ -167,14 +167,14 @@ async def test_full_server_is_503_with_retry_after(app, monkeypatch):
         assert [r.status_code for r in replies] == [200, 200, 503]
         assert replies[2].headers["retry-after"] and replies[2].json()["error"]["code"] == "session_limit"
     finally:
-        await webrtc.close_all_peers(app.state.gateway)
+        await signalling.close_all_peers(app.state.gateway)
         for lst in listeners:
             await lst.close()
     assert len(app.state.gateway.sessions) == 0 and not app.state.gateway.peers
 
 
 async def test_unconnected_peer_is_dropped(app, monkeypatch):
-    monkeypatch.setattr(webrtc, "SETUP_TIMEOUT_S", 0.3)
+    monkeypatch.setattr(signalling, "SETUP_TIMEOUT_S", 0.3)
     listener = Listener.create()
     try:
         reply = await post(app, {"sdp": await listener.offer(), "type": "offer"})  # the answer is never applied
@@ -187,7 +187,7 @@ async def test_unconnected_peer_is_dropped(app, monkeypatch):
 
 async def test_audio_only_offer_keeps_its_session(app, monkeypatch):
     loopback_only(monkeypatch)
-    monkeypatch.setattr(webrtc, "SETUP_TIMEOUT_S", 0.5)
+    monkeypatch.setattr(signalling, "SETUP_TIMEOUT_S", 0.5)
     listener = Listener.create(datachannel=False)
     try:
         reply = await post(app, {"sdp": await listener.offer(), "type": "offer"})
@@ -197,17 +197,17 @@ async def test_audio_only_offer_keeps_its_session(app, monkeypatch):
         assert len(app.state.gateway.sessions) == 1  # connected without a channel: not dropped
     finally:
         await listener.close()
-        await webrtc.close_all_peers(app.state.gateway)
+        await signalling.close_all_peers(app.state.gateway)
     assert len(app.state.gateway.sessions) == 0
 
 
 def test_ice_server_urls():
-    stun, turn = webrtc.ice_servers(["stun:stun.example:3478", "turn:alice:s3cret@turn.example:3478?transport=tcp"])
+    stun, turn = signalling.ice_servers(["stun:stun.example:3478", "turn:alice:s3cret@turn.example:3478?transport=tcp"])
     assert stun.urls == "stun:stun.example:3478" and stun.username is None
     assert (turn.urls, turn.username, turn.credential) == ("turn:turn.example:3478?transport=tcp", "alice", "s3cret")
-    assert webrtc.ice_servers([]) == []
+    assert signalling.ice_servers([]) == []
     with pytest.raises(ValueError):
-        webrtc.ice_servers(["http://nope"])
+        signalling.ice_servers(["http://nope"])
 
 
 async def test_shutdown_tells_webrtc_sessions_before_closing(tmp_path):

@@ -1,26 +1,10 @@
-"""What the whole gateway shares: settings, the engine pool, the session registry, metrics."""
+"""Counts the open sessions and streams of every transport, within one limit."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from typing import Any
 
-from gateway.engine_pool import EnginePool
-from gateway.engine_process import EngineProcess
 from gateway.metrics import Metrics
-
-
-@dataclass
-class GatewaySettings:
-    host: str = "0.0.0.0"
-    port: int = 8197
-    api_keys: tuple[str, ...] = ()
-    max_sessions: int = 32
-    max_text_chars: int = 5000
-    max_upload_bytes: int = 10 * 1024 * 1024
-    ice_servers: tuple[str, ...] = ()
-    engine_urls: tuple[str, ...] = ()  # running engine workers; none starts the embedded worker
-    engine_args: tuple[str, ...] = ()  # flags for the embedded worker
 
 
 class SessionLimitReached(Exception):
@@ -51,13 +35,3 @@ class SessionRegistry:
         entry = self._active.pop(id(owner), None)
         if entry is not None:
             self._metrics.sessions.labels(entry[1]).dec()
-
-
-@dataclass
-class GatewayState:
-    settings: GatewaySettings
-    engine: EnginePool
-    metrics: Metrics
-    sessions: SessionRegistry
-    process: EngineProcess | None = None
-    peers: set[Any] = field(default_factory=set)  # live WebRTC peers (gateway.webrtc.WebRTCPeer), closed on shutdown

@@ -1,0 +1,138 @@
+"""Start-up failures that no restart can fix, said in one sentence with the fix.
+
+The worker checks the cheap things first (the CUDA device asked for, the weights and tokenizer on disk), so a wrong
+``--model-dir`` costs a second, not a model load; then it loads, and an out-of-memory or a missing watermark while
+loading is turned into the same kind of sentence. ``chatterbox-fast engine`` exits with its own code on these, and
+the gateway's supervisor stops restarting a worker that says so.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import os
+from pathlib import Path
+from typing import Iterator
+
+from engine.settings import EngineSettings
+from engine.weights import TOKENIZER, DownloadFailed, WeightsReport, cached_snapshot, download, hub_cache_dir, inspect
+
+WEIGHTS_FIX = ("fetch them with `chatterbox-fast weights download --to DIR` (on any machine with network access) and "
+               "pass --model-dir DIR (CBF_MODEL_DIR); `chatterbox-fast doctor` checks the result")
+CUDA_FIX = ("check `nvidia-smi -L` and the driver (>= 580 for CUDA 13), set CUDA_VISIBLE_DEVICES to the card's UUID, "
+            "or use --device cpu / auto")
+WATERMARK_FIX = "reinstall the engine packages (`make venv`: resemble-perth 1.0.1 with setuptools<81)"
+
+
+class Misconfigured(Exception):
+    """Something the operator must change before the engine can start."""
+
+    def __init__(self, problem: str, fix: str) -> None:
+        super().__init__(f"{problem}. Fix: {fix}.")
+        self.problem, self.fix = problem, fix
+
+
+def cuda_problem(device: str) -> str | None:
+    """Why ``device`` cannot be used, naming CUDA_VISIBLE_DEVICES and what torch sees; None when it can."""
+    if not device.startswith("cuda"):
+        return None
+    import torch
+
+    visible = os.environ.get("CUDA_VISIBLE_DEVICES")
+    shown = "unset" if visible is None else repr(visible)
+    count = torch.cuda.device_count() if torch.cuda.is_available() else 0
+    index = int(device.partition(":")[2] or 0)
+    if index < count:
+        return None
+    build = f"CUDA {torch.version.cuda} build" if torch.version.cuda else "CPU-only build"
+    return (f"--device {device} asks for a CUDA device, but torch {torch.__version__} ({build}) sees "
+            f"{count or 'none'} (CUDA_VISIBLE_DEVICES is {shown})")
+
+
+def check_device(device: str) -> None:
+    problem = cuda_problem(device)
+    if problem is not None:
+        raise Misconfigured(problem, CUDA_FIX)
+
+
+def weights_problem(report: WeightsReport) -> Misconfigured | None:
+    """The missing or damaged files, with the directory looked in."""
+    if report.complete:
+        return None
+    only_tokenizer = [f.name for f in report.problems] == [TOKENIZER]
+    what = "no tokenizer" if only_tokenizer else "incomplete Chatterbox-Turbo weights"
+    return Misconfigured(f"{what} in {report.where}: {report.summary()}", WEIGHTS_FIX)
+
+
+def require_complete(model_dir: Path) -> Path:
+    problem = weights_problem(inspect(model_dir))
+    if problem is not None:
+        raise problem
+    return model_dir
+
+
+def locate_weights(model_dir: Path | None) -> Path:
+    """A directory with complete weights: ``model_dir``, else the HF cache, else a download (where the network
+    allows). Raises ``Misconfigured`` naming what is missing and where it looked."""
+    if model_dir is not None:
+        if not model_dir.is_dir():
+            raise Misconfigured(f"no Chatterbox-Turbo weights: --model-dir {model_dir} is not a directory",
+                                WEIGHTS_FIX)
+        return require_complete(model_dir)
+    cached = cached_snapshot()
+    if cached is not None and inspect(cached).complete:
+        return cached
+    try:
+        return require_complete(download())
+    except DownloadFailed as exc:
+        raise Misconfigured(f"no Chatterbox-Turbo weights in the Hugging Face cache ({hub_cache_dir()}), and {exc}",
+                            WEIGHTS_FIX) from exc
+
+
+def preflight(settings: EngineSettings, engine: str) -> EngineSettings:
+    """The cheap checks for ``engine`` (what ``settings`` resolve to); the settings with the weights found."""
+    if engine != "chatterbox-turbo":
+        return settings
+    check_device(settings.device)
+    if settings.weights != "pretrained":
+        return settings
+    return dataclasses.replace(settings, model_dir=locate_weights(settings.model_dir))
+
+
+@contextlib.contextmanager
+def loading(settings: EngineSettings, on_gpu: bool) -> Iterator[None]:
+    """Around loading and warming the engine: out of device memory and no watermark become ``Misconfigured``.
+    ``on_gpu``: the engine will load onto ``settings.device`` (its free memory is measured first)."""
+    import torch
+
+    from engine.watermark import WatermarkUnavailable
+
+    measure = on_gpu and settings.device != "cpu" and torch.cuda.is_available()
+    free, total = torch.cuda.mem_get_info(None if settings.device == "auto" else settings.device) if measure else (0, 0)
+    try:
+        yield
+    except torch.OutOfMemoryError as exc:
+        raise Misconfigured(out_of_memory(settings.model_dir, free, total),
+                            "free the card (`nvidia-smi` lists what holds it) or pin a larger one by UUID "
+                            "(CUDA_VISIBLE_DEVICES / CBF_GPU_UUID)") from exc
+    except WatermarkUnavailable as exc:
+        raise Misconfigured(str(exc).rstrip("."), WATERMARK_FIX) from exc
+
+
+def out_of_memory(model_dir: Path | None, free: int, total: int) -> str:
+    gib = 1024 ** 3
+    weights = sum(f.size or 0 for f in inspect(model_dir).files) if model_dir is not None else 0
+    need = f"its weights alone are {weights / gib:.1f} GiB" if weights else "the model did not fit"
+    return f"out of GPU memory while loading the engine: {need}, and {free / gib:.1f} of {total / gib:.1f} GiB " \
+           f"were free before loading"
+
+
+def start_worker(settings: EngineSettings):  # -> Worker (imported here: the checks above stay light)
+    """Check, load, warm: the worker, or ``Misconfigured``."""
+    from engine.engines import choose_engine
+    from engine.worker import build_worker
+
+    engine, _ = choose_engine(settings)
+    settings = preflight(settings, engine)
+    with loading(settings, on_gpu=engine == "chatterbox-turbo"):
+        return build_worker(settings)

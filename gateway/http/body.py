@@ -1,0 +1,40 @@
+"""Reading JSON request bodies: bounded in size, and each field checked for its type."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from starlette.requests import Request
+
+from gateway.http.errors import ApiError
+
+MAX_JSON_BYTES = 1024 * 1024
+
+
+async def json_body(request: Request) -> dict[str, Any]:
+    """The request's JSON object, read no further than MAX_JSON_BYTES whatever the client claims or sends."""
+    too_large = ApiError(413, "too_large", f"request body over {MAX_JSON_BYTES} bytes")
+    if int(request.headers.get("content-length") or 0) > MAX_JSON_BYTES:
+        raise too_large
+    raw = bytearray()
+    async for piece in request.stream():
+        raw += piece
+        if len(raw) > MAX_JSON_BYTES:
+            raise too_large
+    try:
+        body = json.loads(raw)
+    except (UnicodeDecodeError, json.JSONDecodeError):
+        raise ApiError(400, "bad_request", "the body must be JSON") from None
+    if not isinstance(body, dict):
+        raise ApiError(400, "bad_request", "the body must be a JSON object")
+    return body
+
+
+def body_field(body: dict[str, Any], name: str, kind: type, default: Any = None, *, required: bool = False) -> Any:
+    value = body.get(name, default)
+    if value is None and not required:
+        return default
+    if not isinstance(value, kind) or isinstance(value, bool) and kind is not bool:
+        raise ApiError(400, "bad_request", f"field {name!r} must be a {kind.__name__}")
+    return value

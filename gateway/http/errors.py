@@ -1,0 +1,35 @@
+"""HTTP errors: ``ApiError`` raised by any endpoint, and the JSON error responses every endpoint answers with."""
+
+from __future__ import annotations
+
+from starlette.requests import Request
+from starlette.responses import JSONResponse
+
+from gateway.engine_link.client import EngineRequestError, EngineUnavailable
+from gateway.shared_state import GatewayState
+
+_STATUS = {"unknown_voice": 404, "exists": 409, "too_large": 413, "session_limit": 503, "engine_unavailable": 503,
+           "engine_error": 500}
+
+
+class ApiError(Exception):
+    def __init__(self, status: int, code: str, message: str) -> None:
+        super().__init__(message)
+        self.status, self.code = status, code
+
+
+def error_response(status: int, code: str, message: str, headers: dict[str, str] | None = None) -> JSONResponse:
+    return JSONResponse({"error": {"code": code, "message": message}}, status_code=status, headers=headers)
+
+
+def api_error_response(request: Request, exc: Exception) -> JSONResponse:
+    assert isinstance(exc, ApiError)
+    state: GatewayState = request.app.state.gateway
+    state.metrics.errors.labels(exc.code).inc()
+    headers = {"Retry-After": "2"} if exc.status == 503 else None
+    return error_response(exc.status, exc.code, str(exc), headers)
+
+
+def engine_error(exc: EngineUnavailable | EngineRequestError) -> ApiError:
+    """An engine failure as an HTTP error with the engine's own code (503 while the worker is away)."""
+    return ApiError(_STATUS.get(exc.code, 400), exc.code, str(exc))

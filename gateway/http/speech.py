@@ -1,0 +1,108 @@
+"""Streaming speech over HTTP: POST /v1/tts and OpenAI's POST /v1/audio/speech."""
+
+from __future__ import annotations
+
+import time
+from typing import AsyncIterator
+
+from starlette.requests import Request
+from starlette.responses import Response, StreamingResponse
+
+from gateway.audio import make_encoder
+from gateway.engine_link.client import EngineRequestError, EngineUnavailable, RemoteUtterance
+from gateway.formats import OPENAI_FORMATS, OPENAI_PCM_RATE, TTS_FORMATS
+from gateway.http.body import body_field, json_body
+from gateway.http.errors import ApiError, engine_error
+from gateway.http.voices import known_voices
+from gateway.session_registry import SessionLimitReached
+from gateway.shared_state import GatewayState
+from gateway.utterance_stream import MetricsLabel, UtteranceStats, chunks
+
+OPENAI_VOICES = {"alloy", "ash", "ballad", "coral", "echo", "fable", "nova", "onyx", "sage", "shimmer", "verse"}
+
+
+def _text(state: GatewayState, text: str) -> str:
+    if not text.strip():
+        raise ApiError(400, "bad_request", "text is empty")
+    if len(text) > state.settings.max_text_chars:
+        raise ApiError(413, "text_too_long", f"text over {state.settings.max_text_chars} characters")
+    return text
+
+
+async def _speech(state: GatewayState, text: str, voice: str, fmt: str, sample_rate: int | None,
+                  transport: str) -> StreamingResponse:
+    """Start one utterance and stream it encoded; errors before the first chunk become proper HTTP errors."""
+    try:
+        encoder = make_encoder(fmt, sample_rate)
+    except ValueError as exc:
+        raise ApiError(400, "bad_request", str(exc)) from None
+    token = object()
+    try:
+        state.sessions.add(token, transport)
+    except SessionLimitReached as exc:
+        raise ApiError(503, exc.code, str(exc)) from None
+    stats = UtteranceStats(time.monotonic())
+    try:
+        utterance = await state.engine.start(voice)
+        await utterance.text(text)
+        await utterance.end()
+        stream = chunks(utterance, stats, to=MetricsLabel(state.metrics, transport))
+        first = await anext(stream, None)
+    except (EngineUnavailable, EngineRequestError) as exc:
+        state.sessions.remove(token)
+        raise engine_error(exc) from None
+
+    async def body() -> AsyncIterator[bytes]:
+        try:
+            if first is not None:
+                if data := encoder.encode(first.pcm):
+                    yield data
+                async for chunk in stream:
+                    if data := encoder.encode(chunk.pcm):
+                        yield data
+            if data := encoder.flush():
+                yield data
+        except EngineRequestError as exc:
+            state.metrics.errors.labels(exc.code).inc()
+        finally:
+            await _finish(utterance, token, state)
+
+    headers = {"X-Accel-Buffering": "no", "Cache-Control": "no-store", "X-Utterance-Id": utterance.id}
+    return StreamingResponse(body(), media_type=encoder.content_type, headers=headers)
+
+
+async def _finish(utterance: RemoteUtterance, token: object, state: GatewayState) -> None:
+    await utterance.cancel()  # a no-op once finished; stops the engine when the client went away mid-stream
+    state.sessions.remove(token)
+
+
+async def tts(request: Request) -> Response:
+    state: GatewayState = request.app.state.gateway
+    body = await json_body(request)
+    text = _text(state, body_field(body, "text", str, required=True))
+    fmt = body_field(body, "format", str, "pcm")
+    if fmt not in TTS_FORMATS:
+        raise ApiError(400, "bad_request", f"format must be one of {sorted(TTS_FORMATS)}")
+    rate = body_field(body, "sample_rate", int)
+    return await _speech(state, text, body_field(body, "voice", str, "default"), fmt, rate, "http")
+
+
+async def openai_speech(request: Request) -> Response:
+    """OpenAI's ``POST /v1/audio/speech``; works with the official ``openai`` client."""
+    state: GatewayState = request.app.state.gateway
+    body = await json_body(request)
+    body_field(body, "model", str, required=True)
+    text = _text(state, body_field(body, "input", str, required=True))
+    fmt = body_field(body, "response_format", str, "mp3")
+    if fmt not in OPENAI_FORMATS:
+        raise ApiError(400, "bad_request", f"response_format must be one of {sorted(OPENAI_FORMATS)}")
+    speed = body.get("speed", 1.0)
+    if not isinstance(speed, (int, float)) or float(speed) != 1.0:
+        raise ApiError(400, "bad_request", "only speed 1.0 is supported")
+    if body.get("stream_format", "audio") != "audio":
+        raise ApiError(400, "bad_request", "only stream_format 'audio' is supported")
+    voice = body_field(body, "voice", str, "default")
+    if voice in OPENAI_VOICES:
+        known = {v["name"] for v in await known_voices(state)}
+        voice = voice if voice in known else "default"
+    return await _speech(state, text, voice, fmt, OPENAI_PCM_RATE if fmt == "pcm" else None, "http")

@@ -1,0 +1,54 @@
+"""/v1/voices: list, upload (multipart) and delete voices on every engine worker."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
+
+from gateway.engine_link.client import EngineRequestError, EngineUnavailable
+from gateway.http.errors import ApiError, engine_error
+from gateway.shared_state import GatewayState
+
+
+async def known_voices(state: GatewayState) -> list[dict[str, Any]]:
+    try:
+        return await state.engine.list_voices()
+    except EngineUnavailable as exc:
+        raise engine_error(exc) from None
+
+
+async def list_voices(request: Request) -> Response:
+    return JSONResponse({"voices": await known_voices(request.app.state.gateway)})
+
+
+async def add_voice(request: Request) -> Response:
+    state: GatewayState = request.app.state.gateway
+    limit = state.settings.max_upload_bytes
+    if int(request.headers.get("content-length") or 0) > limit + 64 * 1024:
+        raise ApiError(413, "too_large", f"uploads are limited to {limit} bytes")
+    try:
+        form = await request.form(max_files=1, max_fields=4, max_part_size=limit + 1)
+    except Exception as exc:  # malformed multipart, a part over the limit
+        raise ApiError(400, "bad_request", f"expected multipart/form-data with 'name' and 'file': {exc}") from None
+    name, upload = form.get("name"), form.get("file")
+    if not isinstance(name, str) or upload is None or isinstance(upload, str):
+        raise ApiError(400, "bad_request", "expected multipart/form-data with a 'name' field and a 'file' part")
+    data = await upload.read(limit + 1)
+    if len(data) > limit:
+        raise ApiError(413, "too_large", f"uploads are limited to {limit} bytes")
+    try:
+        voice = await state.engine.add_voice(name, data)
+    except (EngineUnavailable, EngineRequestError) as exc:
+        raise engine_error(exc) from None
+    return JSONResponse({"voice": voice}, status_code=201)
+
+
+async def delete_voice(request: Request) -> Response:
+    state: GatewayState = request.app.state.gateway
+    try:
+        await state.engine.delete_voice(request.path_params["name"])
+    except (EngineUnavailable, EngineRequestError) as exc:
+        raise engine_error(exc) from None
+    return Response(status_code=204)

@@ -1,0 +1,274 @@
+"""One interactive client's session as a pure state machine: no sockets, no event loop, no engine.
+
+Feed it what happened (a client frame, an utterance the engine started or refused, a chunk, the end of an utterance,
+a disconnect); it answers with the actions that follow, in order: engine calls, audio-sink calls and client events.
+``gateway/session.py`` is the asyncio adapter that carries them out.
+
+A *turn* is one utterance of the session. Turns take text one at a time (the *current* turn, until ``end``), are
+spoken in order, and stay queued until their audio has been sent; at most ``max_queued`` turns wait at once.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from engine.protocol import SAMPLE_RATE, ChunkHeader, EngineReady, ProtocolError
+from gateway import messages
+from gateway.formats import WEBSOCKET_DEFAULT_FORMAT
+
+MAX_QUEUED_UTTERANCES = 8  # per session: utterances started but not yet fully sent
+
+
+# Engine calls, for one turn.
+@dataclass(frozen=True)
+class StartUtterance:
+    """Start an engine utterance for ``turn``; report it with ``started`` (or ``start_failed``)."""
+
+    turn: int
+    voice: str
+
+
+@dataclass(frozen=True)
+class SendText:
+    turn: int
+    text: str
+
+
+@dataclass(frozen=True)
+class FlushText:
+    turn: int
+
+
+@dataclass(frozen=True)
+class EndText:
+    turn: int
+
+
+@dataclass(frozen=True)
+class CancelUtterance:
+    """Stop the engine's work on ``turn`` and stop playing it."""
+
+    turn: int
+
+
+# Audio-sink calls (gateway/sink.py).
+@dataclass(frozen=True)
+class ConfigureSink:
+    format: str
+    sample_rate: int
+
+
+@dataclass(frozen=True)
+class BeginAudio:
+    pass
+
+
+@dataclass(frozen=True)
+class WriteAudio:
+    pcm: bytes
+
+
+@dataclass(frozen=True)
+class EndAudio:
+    """Flush the sink; a paced sink returns once played out. Then report ``audio_ended``."""
+
+    turn: int
+
+
+@dataclass(frozen=True)
+class ClearAudio:
+    pass
+
+
+# Client events (docs/protocol.md).
+@dataclass(frozen=True)
+class Emit:
+    event: dict[str, Any]
+
+
+Action = (StartUtterance | SendText | FlushText | EndText | CancelUtterance | ConfigureSink | BeginAudio | WriteAudio
+          | EndAudio | ClearAudio | Emit)
+
+
+@dataclass
+class _Turn:
+    key: int
+    chars: int = 0
+    utterance: str | None = None  # the engine's utterance id, once started
+    audio_begun: bool = False
+
+
+@dataclass
+class SessionCore:
+    """The session's rules. ``configurable``: whether the sink takes a client-chosen format (``config``)."""
+
+    session_id: str
+    transport: str
+    max_text_chars: int
+    configurable: bool
+    voice: str = "default"
+    max_queued: int = MAX_QUEUED_UTTERANCES
+    closed: bool = False
+    _turns: list[_Turn] = field(default_factory=list)  # every turn not yet fully sent, in order
+    _current: _Turn | None = None  # the turn taking text
+    _next_key: int = 0
+
+    @property
+    def queued(self) -> list[int]:
+        """The turns not yet fully sent, in order."""
+        return [turn.key for turn in self._turns]
+
+    def greeting(self, engine: EngineReady | None) -> list[Action]:
+        """The ``ready`` event, from the engine's greeting (None while no engine is connected)."""
+        shown = ("engine", "device", "dtype", "weights", "watermark")
+        described = asdict(engine) if engine is not None else {}
+        return [Emit({
+            "type": "ready", "session": self.session_id,
+            "engine": {k: described.get(k) for k in shown},
+            "limits": {"max_text_chars": self.max_text_chars, "max_message_bytes": messages.MAX_MESSAGE_BYTES},
+        })]
+
+    def receive(self, raw: str | bytes) -> list[Action]:
+        """One client frame. A refusal is an ``error`` event; nothing a client sends ends the session."""
+        if self.closed:
+            return []
+        try:
+            return self._apply(messages.parse_message(raw))
+        except ProtocolError as exc:
+            return [self.error(exc.code, str(exc))]
+
+    @staticmethod
+    def error(code: str, message: str, **extra: Any) -> Emit:
+        return Emit({"type": "error", "code": code, "message": message, **extra})
+
+    def _apply(self, msg: messages.Message) -> list[Action]:
+        match msg:
+            case messages.Config():
+                return self._configure(msg)
+            case messages.Text(text=text):
+                return self._append(text)
+            case messages.Speak(text=text, voice=voice):
+                if voice is not None:
+                    self.voice = voice
+                return self._append(text) + self._end()
+            case messages.Flush():
+                return [FlushText(self._current.key)] if self._current else []
+            case messages.End():
+                return self._end()
+            case messages.Cancel():
+                return self._cancel()
+        raise AssertionError(f"unhandled message {msg!r}")
+
+    def _configure(self, config: messages.Config) -> list[Action]:
+        actions: list[Action] = []
+        if config.format is not None or config.sample_rate is not None:
+            if not self.configurable:
+                raise ProtocolError(f"the {self.transport} transport negotiates its own audio format", "bad_config")
+            actions.append(ConfigureSink(config.format or WEBSOCKET_DEFAULT_FORMAT, config.sample_rate or SAMPLE_RATE))
+        if config.voice is not None:
+            self.voice = config.voice
+        return actions
+
+    def _append(self, text: str) -> list[Action]:
+        turn = self._current
+        used = turn.chars if turn else 0
+        if used + len(text) > self.max_text_chars:
+            raise ProtocolError(f"an utterance may have at most {self.max_text_chars} characters of text",
+                                "text_too_long")
+        if not text:
+            return []
+        actions: list[Action] = []
+        if turn is None:
+            if len(self._turns) >= self.max_queued:
+                raise ProtocolError(f"{self.max_queued} utterances are already waiting to be spoken; wait for a "
+                                    "'done' or send 'cancel'", "too_many_utterances")
+            turn = self._current = _Turn(self._next_key)
+            self._next_key += 1
+            self._turns.append(turn)
+            actions.append(StartUtterance(turn.key, self.voice))
+        turn.chars += len(text)
+        actions.append(SendText(turn.key, text))
+        return actions
+
+    def _end(self) -> list[Action]:
+        if self._current is None:
+            return []
+        turn, self._current = self._current, None
+        return [EndText(turn.key)]
+
+    def _cancel(self) -> list[Action]:
+        turns, self._turns, self._current = self._turns, [], None
+        actions: list[Action] = [CancelUtterance(turn.key) for turn in turns]
+        actions.append(ClearAudio())
+        actions += [Emit({"type": "cancelled", "utterance": turn.utterance}) for turn in turns]
+        if not turns:  # everything had been sent already (the client may still be playing it): acknowledge anyway
+            actions.append(Emit({"type": "cancelled", "utterance": None}))
+        return actions
+
+    def disconnect(self) -> list[Action]:
+        """The client went away: stop the engine's work on every turn. Nothing is sent any more."""
+        if self.closed:
+            return []
+        self.closed = True
+        turns, self._turns, self._current = self._turns, [], None
+        return [CancelUtterance(turn.key) for turn in turns]
+
+    # What the engine and the sink report back.
+
+    def started(self, key: int, utterance: str) -> None:
+        """The engine started ``key``'s utterance with this id."""
+        if (turn := self._find(key)) is not None:
+            turn.utterance = utterance
+
+    def start_failed(self, key: int, code: str, message: str) -> list[Action]:
+        """The engine refused to start ``key``: forget the turn."""
+        self._drop(key)
+        return [self.error(code, message)]
+
+    def engine_failed(self, code: str, message: str) -> list[Action]:
+        """An engine call for the current text failed (the worker went away, say)."""
+        return [self.error(code, message)]
+
+    def chunk(self, key: int, header: ChunkHeader, pcm: bytes) -> list[Action]:
+        """``key``'s next chunk and its 24 kHz PCM, taken for sending (its turn is at the head)."""
+        turn = self._find(key)
+        if turn is None:
+            return []
+        actions: list[Action] = []
+        if not turn.audio_begun:
+            turn.audio_begun = True
+            actions.append(BeginAudio())
+        actions.append(Emit({"type": "chunk", "utterance": turn.utterance, "seq": header.seq, "text": header.text,
+                             "offset": header.offset, "duration": header.duration, "gen_time": header.gen_time}))
+        actions.append(WriteAudio(pcm))
+        return actions
+
+    def engine_done(self, key: int) -> list[Action]:
+        """The engine finished ``key``: flush the sink (the ``done`` event waits for ``audio_ended``)."""
+        return [EndAudio(key)] if self._find(key) is not None else []
+
+    def audio_ended(self, key: int, summary: dict[str, Any]) -> list[Action]:
+        """``key``'s audio has all been sent: ``done``, with the utterance's figures."""
+        turn = self._drop(key)
+        return [Emit({"type": "done", "utterance": turn.utterance, **summary})] if turn is not None else []
+
+    def failed(self, key: int, code: str, message: str) -> list[Action]:
+        """The engine failed ``key``'s utterance."""
+        turn = self._drop(key)
+        return [self.error(code, message, utterance=turn.utterance)] if turn is not None else []
+
+    def abandoned(self, key: int) -> None:
+        """Sending ``key`` broke off (the client went away mid-send): forget it without a word."""
+        self._drop(key)
+
+    def _find(self, key: int) -> _Turn | None:
+        return next((turn for turn in self._turns if turn.key == key), None)
+
+    def _drop(self, key: int) -> _Turn | None:
+        turn = self._find(key)
+        if turn is not None:
+            self._turns.remove(turn)
+        if self._current is turn:
+            self._current = None
+        return turn

@@ -1,0 +1,18 @@
+"""The gateway's settings, filled by the CLI from flags and environment variables."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass
+class GatewaySettings:
+    host: str = "0.0.0.0"
+    port: int = 8197
+    api_keys: tuple[str, ...] = ()
+    max_sessions: int = 32
+    max_text_chars: int = 5000
+    max_upload_bytes: int = 10 * 1024 * 1024
+    ice_servers: tuple[str, ...] = ()
+    engine_urls: tuple[str, ...] = ()  # running engine workers; none starts the embedded worker
+    engine_args: tuple[str, ...] = ()  # flags for the embedded worker

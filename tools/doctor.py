@@ -1,0 +1,126 @@
+"""``chatterbox-fast doctor``: is this host ready to serve, and if not, what to do. Exit 0 only when every check passes.
+
+The host (Python, packages, torch/CUDA, GPUs), then what the chosen engine needs (weights, tokenizer, the PerTh
+watermark, the voices directory), then one utterance through a real worker, as ``serve`` would start it. The checks
+share their code with the worker's own start-up checks, so doctor and ``serve`` never disagree.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import logging
+import tempfile
+import time
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from tools.doctor_check import Check, passed, render_json, render_table
+from tools.doctor_host import cuda_check, gpu_check, packages_check, python_check
+
+if TYPE_CHECKING:
+    from engine.settings import EngineSettings
+
+SMOKE_TEXT = "Hello! This is a quick check that the engine speaks."
+
+
+def weights_checks(model_dir: Path | None) -> list[Check]:
+    """Every file of the ``from_local`` layout where the engine would look, then whether the tokenizer loads."""
+    from engine.startup_checks import WEIGHTS_FIX, weights_problem
+    from engine.weights import cached_snapshot, hub_cache_dir, inspect
+
+    where = model_dir if model_dir is not None else cached_snapshot()
+    if where is None or not where.is_dir():
+        looked = f"--model-dir {model_dir}" if model_dir is not None else f"the Hugging Face cache ({hub_cache_dir()})"
+        found = Check("weights", "fail", f"no Chatterbox-Turbo weights in {looked}", WEIGHTS_FIX)
+    elif (problem := weights_problem(report := inspect(where))) is not None:
+        found = Check("weights", "fail", problem.problem, problem.fix)
+    else:
+        return [Check("weights", "ok", f"complete in {where}: {report.summary()}"), tokenizer_check(where)]
+    return [found, Check("tokenizer", "skip", "the weights are incomplete")]
+
+
+def tokenizer_check(model_dir: Path) -> Check:
+    from transformers import AutoTokenizer
+
+    try:
+        tokenizer = AutoTokenizer.from_pretrained(str(model_dir))
+    except Exception as exc:  # whatever transformers says, the tokenizer cannot be used
+        from engine.startup_checks import WEIGHTS_FIX
+
+        return Check("tokenizer", "fail", f"cannot load the tokenizer in {model_dir}: {exc}", WEIGHTS_FIX)
+    return Check("tokenizer", "ok", f"{type(tokenizer).__name__}, {len(tokenizer)} tokens")
+
+
+def perth_check() -> Check:
+    from engine.startup_checks import WATERMARK_FIX
+    from engine.watermark import Watermarker, WatermarkUnavailable
+
+    t0 = time.monotonic()
+    try:
+        Watermarker()
+    except WatermarkUnavailable as exc:
+        return Check("PerTh", "fail", str(exc), WATERMARK_FIX)
+    return Check("PerTh", "ok", f"watermark self-test passed (marked probe read back) in {time.monotonic() - t0:.1f} s")
+
+
+def voices_check(voices_dir: Path) -> Check:
+    """Writable where it will be created: cloned voices and their cached conditionals are written there."""
+    existing = next(p for p in (voices_dir, *voices_dir.absolute().parents) if p.exists())
+    fix = f"make {voices_dir} writable by this user, or point --voices-dir (CBF_VOICES_DIR) elsewhere"
+    if not existing.is_dir():
+        return Check("voices dir", "fail", f"{existing} is not a directory", fix)
+    try:
+        with tempfile.NamedTemporaryFile(dir=existing, prefix=".doctor-"):
+            pass
+    except OSError as exc:
+        return Check("voices dir", "fail", f"cannot write in {existing}: {exc.strerror}", fix)
+    created = "" if existing == voices_dir else " (created at start)"
+    return Check("voices dir", "ok", f"{voices_dir} writable{created}")
+
+
+async def smoke_check(engine_args: list[str]) -> Check:
+    """One utterance through a worker process started like ``serve``'s."""
+    from gateway.engine_link.process import WorkerRefused
+    from tools.say import speak, worker_client
+
+    try:
+        async with worker_client(engine_args + ["--log-level", "warning"]) as client:
+            pcm, stats = await speak(client, SMOKE_TEXT)
+    except WorkerRefused as exc:
+        reason, _, fix = str(exc).partition(" Fix: ")
+        return Check("smoke test", "fail", f"the worker refuses to start: {reason}", fix.rstrip("."))
+    except Exception as exc:  # any failure to speak is this check's answer, not a crash of doctor
+        return Check("smoke test", "fail", f"{type(exc).__name__}: {exc}", "run `chatterbox-fast say \"Hello\"` "
+                                                                          "with --log-level debug to see why")
+    if not pcm:
+        return Check("smoke test", "fail", "the worker answered without audio", "see the worker's log above")
+    return Check("smoke test", "ok", f"time to first chunk {stats.first_chunk_s:.3f} s, real-time factor "
+                                     f"{stats.rtf:.1f}x ({stats.audio_s:.2f} s of audio)")
+
+
+def run(args: argparse.Namespace, settings: EngineSettings, engine_args: list[str]) -> int:
+    """``settings`` and ``engine_args``: the engine flags, as settings (for the checks here) and as a command line
+    (for the smoke test's worker)."""
+    from engine.engines import choose_engine
+
+    if args.log_level != "debug":  # the table says it all; the worker's start-up chatter would only bury it
+        logging.getLogger("chatterbox_fast").setLevel(logging.WARNING)
+
+    engine, why = choose_engine(settings)
+    turbo = engine == "chatterbox-turbo"
+    checks = [python_check(), packages_check(), cuda_check(settings.device, turbo and settings.device != "cpu"),
+              gpu_check()]
+    if turbo and settings.weights == "pretrained":
+        checks += weights_checks(settings.model_dir)
+    else:
+        checks.append(Check("weights", "skip", f"{engine} uses none" if not turbo else "random weights asked for"))
+    checks += [perth_check(), voices_check(settings.voices_dir)]
+    if passed(checks[2:]):  # the host's packages may differ from the lock and the engine still run
+        checks.append(asyncio.run(smoke_check(engine_args)))
+    else:
+        checks.append(Check("smoke test", "skip", "fix the failures above first"))
+    print(render_json(checks, engine=engine, why=why) if args.json else f"engine: {engine} ({why})\n"
+          + render_table(checks))
+    return 0 if passed(checks) else 1
+
