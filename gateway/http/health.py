@@ -26,7 +26,7 @@ async def health(request: Request) -> Response:
         "status": status,
         **({"reason": refusal} if refusal and status == "down" else {}),  # the worker cannot start, and says why
         "engine": ready and {k: v for k, v in asdict(ready).items() if k in ("engine", "device", "dtype", "weights",
-                                                                              "notes")},
+                                                                              "notes", "decode")},
         "watermark": bool(ready and ready.watermark),
         "sessions": len(state.sessions),
         "engines": state.engine.engines,
