@@ -178,16 +178,16 @@ Event = EngineReady | Chunk | Done | Error | Result
 _REQUESTS: dict[str, type] = {cls.type: cls for cls in (Start, Text, Flush, End, Cancel, Playout, ListVoices,
                                                         DeleteVoice, AddVoice)}
 _EVENTS: dict[str, type] = {cls.type: cls for cls in (EngineReady, ChunkHeader, Done, Error, Result)}
-_BINARY = {AddVoice.type: "audio", ChunkHeader.type: "pcm"}  # types sent as binary frames, and their payload field
+_BINARY = frozenset({AddVoice.type, ChunkHeader.type})  # the types sent as binary frames
 
 
 def encode(message: Request | Event) -> str | bytes:
     """The frame for ``message``: JSON text, or a binary frame for ``Chunk`` and ``AddVoice``."""
     if isinstance(message, Chunk):
-        return encode_binary(_header(message.header), message.pcm)
+        return _encode_binary(_header(message.header), message.pcm)
     if isinstance(message, AddVoice):
-        return encode_binary(_header(message), message.audio)
-    return encode_json(_header(message))
+        return _encode_binary(_header(message), message.audio)
+    return _encode_json(_header(message))
 
 
 def decode_request(frame: str | bytes) -> Request:
@@ -209,16 +209,16 @@ def decode_event(frame: str | bytes) -> Event:
     return _EVENTS[kind](**_fields(_EVENTS[kind], header))
 
 
-def encode_json(message: dict[str, Any]) -> str:
+def _encode_json(message: dict[str, Any]) -> str:
     return json.dumps(message, separators=(",", ":"), ensure_ascii=False)
 
 
-def encode_binary(header: dict[str, Any], payload: bytes) -> bytes:
-    head = encode_json(header).encode()
+def _encode_binary(header: dict[str, Any], payload: bytes) -> bytes:
+    head = _encode_json(header).encode()
     return _HEADER_LEN.pack(len(head)) + head + payload
 
 
-def decode_binary(frame: bytes) -> tuple[dict[str, Any], bytes]:
+def _decode_binary(frame: bytes) -> tuple[dict[str, Any], bytes]:
     """Split a binary frame into its JSON header and payload."""
     if len(frame) < _HEADER_LEN.size:
         raise ProtocolError("binary frame shorter than its length prefix")
@@ -228,10 +228,6 @@ def decode_binary(frame: bytes) -> tuple[dict[str, Any], bytes]:
         raise ProtocolError("binary frame header length out of range")
     header = _parse_object(frame[_HEADER_LEN.size:end])
     return header, bytes(frame[end:])
-
-
-def decode_json(text: str | bytes) -> dict[str, Any]:
-    return _parse_object(text)
 
 
 def _parse_object(raw: str | bytes) -> dict[str, Any]:
@@ -256,7 +252,7 @@ def _header(message: Any) -> dict[str, Any]:
 
 def _split(frame: str | bytes, known: dict[str, type]) -> tuple[dict[str, Any], bytes]:
     """A frame's JSON object and payload, once its type is known and sent as the right kind of frame."""
-    header, payload = decode_binary(frame) if isinstance(frame, bytes) else (decode_json(frame), b"")
+    header, payload = _decode_binary(frame) if isinstance(frame, bytes) else (_parse_object(frame), b"")
     kind = header["type"]
     if kind not in known:
         raise ProtocolError(f"unknown message type {kind!r}", "unknown_type")

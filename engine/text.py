@@ -104,22 +104,23 @@ def count_words(text: str) -> int:
 def punc_norm(text: str) -> str:
     """Chatterbox-Turbo's ``punc_norm`` without harm to tags, and with double quotes removed.
 
-    Turbo runs its own ``punc_norm`` again on what it is given; the result here passes through it unchanged.
-    Empty (or all-whitespace) text gives "" rather than Turbo's filler sentence.
+    Tags are held apart as pieces of their own while the rest is rewritten, never as markers inside the text, so no
+    input can pass for a held tag. Turbo runs its own ``punc_norm`` again on what it is given; the result here passes
+    through it unchanged. Empty (or all-whitespace) text gives "" rather than Turbo's filler sentence.
     """
-    tags: list[str] = []
-
-    def hold(match: re.Match[str]) -> str:
-        tags.append(" ".join(match.group().split()))
-        return f"\x00{len(tags) - 1}\x00"
-
-    text = _TAG.sub(hold, text)
-    for old, new in _REPLACEMENTS:
-        text = text.replace(old, new)
-    text = " ".join(text.split()).replace(" ,", ",")
+    tags = [" ".join(match.group().split()) for match in _TAG.finditer(text)]
+    plain = [_plain_norm(piece) for piece in _TAG.split(text)]  # one more piece than tags: around and between them
+    text = "".join(piece + tag for piece, tag in zip(plain, [*tags, ""])).strip()
     if not text:
         return ""
-    text = text[0].upper() + text[1:]  # as Turbo does: only a leading letter (a held tag starts with "\x00")
+    text = text[0].upper() + text[1:]  # as Turbo does: only a leading letter ("[" of a tag is left as it is)
     if not text.endswith(_SENTENCE_ENDERS):
         text += "."
-    return re.sub("\x00(\\d+)\x00", lambda m: tags[int(m.group(1))], text)
+    return text
+
+
+def _plain_norm(text: str) -> str:
+    """Turbo's replacements and whitespace rules on text outside tags (a whitespace run becomes one space)."""
+    for old, new in _REPLACEMENTS:
+        text = text.replace(old, new)
+    return _SPACE_RUN.sub(" ", text).replace(" ,", ",")

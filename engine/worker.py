@@ -11,17 +11,20 @@ from __future__ import annotations
 
 import asyncio
 import copy
+import hmac
 import logging
 import socket
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field
+from http import HTTPStatus
 from typing import Any, Awaitable, Callable
 
 import numpy as np
 from websockets.asyncio.server import ServerConnection, serve, unix_serve
 from websockets.exceptions import ConnectionClosed
+from websockets.http11 import Request, Response
 
 from engine import protocol
 from engine.cost import CostModel
@@ -92,6 +95,7 @@ class Utterance:
 
     def __init__(self, uid: str, voice: str, worker: "Worker", send: Send) -> None:
         self.id = uid
+        self.key = (send, uid)  # ids are the gateway's choice, unique only on its own connection
         self.voice = voice
         self.worker = worker
         self.send = send
@@ -169,7 +173,7 @@ class Utterance:
             log.exception("utterance %s failed", self.id)
             await self._error("engine_error", f"{type(exc).__name__}: {exc}")
         finally:
-            self.worker.utterances.pop(self.id, None)
+            self.worker.utterances.pop(self.key, None)
 
     async def _sleep_until_needed(self) -> None:
         """Until text, flush, end or playout arrives, or until the planner asked to be asked again."""
@@ -201,7 +205,7 @@ class Worker:
             max_chars=settings.max_chunk_chars,
             safety_margin_s=settings.safety_margin_s,
         )
-        self.utterances: dict[str, Utterance] = {}
+        self.utterances: dict[tuple[Send, str], Utterance] = {}  # by (connection, id)
         self._costs: dict[str, CostModel] = {}
         info = synth.engine.info
         self.ready = EngineReady(info.name, info.device, info.dtype, info.weights, watermark=True, notes=info.notes,
@@ -235,13 +239,13 @@ class Worker:
             asyncio.create_task(self._voice_request(request, send))
             return
         if isinstance(request, Start):
-            if request.id in self.utterances:
+            if (send, request.id) in self.utterances:
                 raise ProtocolError(f"utterance {request.id!r} already exists", "duplicate_id")
             utt = Utterance(request.id, request.voice, self, send)
-            self.utterances[request.id] = utt
+            self.utterances[utt.key] = utt
             utt.task = asyncio.create_task(utt.run())
             return
-        utt = self.utterances.get(request.id)
+        utt = self.utterances.get((send, request.id))
         if utt is None:
             if isinstance(request, (Cancel, Playout)):
                 return  # already finished: nothing to do
@@ -326,10 +330,25 @@ def worker_for(engine: Engine, settings: EngineSettings, watermarker: Watermarke
     return Worker(synth, VoiceStore(settings.voices_dir, engine), settings, calibrated)
 
 
+def require_secret(secret: str) -> Callable[[ServerConnection, Request], Response | None]:
+    """A handshake check: a connection without ``Authorization: Bearer <secret>`` is refused with 401."""
+    expected = f"Bearer {secret}".encode()
+
+    def check(connection: ServerConnection, request: Request) -> Response | None:
+        given = request.headers.get("Authorization", "").encode()
+        if hmac.compare_digest(given, expected):
+            return None
+        return connection.respond(HTTPStatus.UNAUTHORIZED, "this worker needs its engine secret\n")
+
+    return check
+
+
 async def serve_worker(worker: Worker, listen: str, stop: asyncio.Event | None = None,
-                       sock: socket.socket | None = None) -> None:
-    """Listen on ``HOST:PORT`` (or ``sock``, bound to it) or ``unix:/path`` until ``stop`` is set (or forever)."""
-    kwargs: dict[str, Any] = {"max_size": MAX_MESSAGE_BYTES, "ping_interval": 20, "ping_timeout": 60}
+                       sock: socket.socket | None = None, secret: str | None = None) -> None:
+    """Listen on ``HOST:PORT`` (or ``sock``, bound to it) or ``unix:/path`` until ``stop`` is set (or forever).
+    With a ``secret``, only gateways that present it may connect."""
+    kwargs: dict[str, Any] = {"max_size": MAX_MESSAGE_BYTES, "ping_interval": 20, "ping_timeout": 60,
+                              "process_request": require_secret(secret) if secret else None}
     if sock is not None:
         server = serve(worker.handle, sock=sock, **kwargs)
     elif listen.startswith("unix:"):
@@ -339,4 +358,7 @@ async def serve_worker(worker: Worker, listen: str, stop: asyncio.Event | None =
         server = serve(worker.handle, host or "127.0.0.1", int(port), **kwargs)
     async with server:
         log.info("engine worker listening on %s (protocol v%d)", listen, protocol.PROTOCOL_VERSION)
+        if not secret:
+            log.warning("no --engine-secret (CBF_ENGINE_SECRET): whoever reaches %s can speak, add and delete voices",
+                        listen)
         await (stop.wait() if stop else asyncio.Future())

@@ -57,7 +57,8 @@ def create_app(settings: GatewaySettings, on_engine_refusal: Callable[[str], Non
     audio_level.install()
     metrics = Metrics()
     process = None if settings.engine_urls else EngineProcess(list(settings.engine_args), on_engine_refusal)
-    engine = EnginePool(list(settings.engine_urls) or [process.url])  # type: ignore[union-attr]
+    engine = (EnginePool(list(settings.engine_urls), settings.engine_secret) if process is None
+              else EnginePool([process.url], process.secret))
     state = GatewayState(settings, engine, metrics, SessionRegistry(settings.max_sessions, metrics), process)
 
     @contextlib.asynccontextmanager

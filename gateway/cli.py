@@ -90,6 +90,10 @@ GATEWAY_OPTIONS = (
            "comma-separated; utterances go to the least busy) instead of starting one", _list, ()),
 )
 
+ENGINE_SECRET = (Option("--engine-secret", "CBF_ENGINE_SECRET", "shared secret of a gateway and its engine workers: a "
+                        "worker refuses connections without it, a gateway presents it to --engine-url workers (the "
+                        "embedded worker gets a generated one)"),)
+
 LOG_OPTION = Option("--log-level", "CBF_LOG_LEVEL", "log level", default="info",
                     choices=("debug", "info", "warning", "error"))
 
@@ -155,7 +159,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
     settings = GatewaySettings(
         host=args.host, port=args.port, api_keys=args.api_key, max_sessions=args.max_sessions,
         max_text_chars=args.max_text_chars, max_upload_bytes=args.max_upload_bytes, ice_servers=args.ice_server,
-        engine_urls=args.engine_url, engine_args=tuple(engine_argv(args) + ["--log-level", args.log_level]),
+        engine_urls=args.engine_url, engine_secret=args.engine_secret, engine_args=tuple(engine_argv(args) + ["--log-level", args.log_level]),
     )
     refusals: list[str] = []
 
@@ -183,7 +187,7 @@ def cmd_engine(args: argparse.Namespace) -> int:
         worker = start_worker(engine_settings(args))
     except (CannotListen, Misconfigured) as exc:
         return _refuse(args, str(exc), exc)
-    asyncio.run(serve_worker(worker, args.listen, sock=sock))
+    asyncio.run(serve_worker(worker, args.listen, sock=sock, secret=args.engine_secret))
     return 0
 
 
@@ -250,8 +254,8 @@ def build_parser() -> argparse.ArgumentParser:
         return p
 
     command(sub, "serve", "run the gateway (and its embedded engine worker)", cmd_serve, GATEWAY_OPTIONS,
-            ENGINE_OPTIONS)
-    p = command(sub, "engine", "run an engine worker on its own", cmd_engine, ENGINE_OPTIONS)
+            ENGINE_SECRET, ENGINE_OPTIONS)
+    p = command(sub, "engine", "run an engine worker on its own", cmd_engine, ENGINE_OPTIONS, ENGINE_SECRET)
     p.add_argument("--listen", default=os.environ.get("CBF_LISTEN", "127.0.0.1:8198"),
                    help="HOST:PORT or unix:/path [env CBF_LISTEN; default 127.0.0.1:8198]")
     p.add_argument("--refusal-report", type=Path, default=os.environ.get("CBF_REFUSAL_REPORT"),
@@ -263,7 +267,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--out", type=Path, default=Path("out.wav"))
 
     bench = sub.add_parser("bench", help="benchmarks that print figures").add_subparsers(dest="target", required=True)
-    p = command(bench, "engine", "time to first chunk and real-time factor", cmd_bench_engine, ENGINE_OPTIONS)
+    p = command(bench, "engine", "time to first chunk and real-time factor", cmd_bench_engine, ENGINE_OPTIONS,
+                ENGINE_SECRET)
     p.add_argument("--runs", type=int, default=3, help="times each text is spoken (after one warm-up)")
     p.add_argument("--voice", default="default")
     p.add_argument("--engine-url", default=None, help="bench a running worker instead of starting one")

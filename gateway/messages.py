@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from typing import Any
 
 from engine.protocol import ProtocolError
+from gateway.client_input import BadInput, load_json, speech_text
 from gateway.formats import WEBSOCKET_DEFAULT_FORMAT, WEBSOCKET_FORMATS, output_format
 
 MAX_MESSAGE_BYTES = 64 * 1024
@@ -65,18 +65,18 @@ def parse_message(raw: str | bytes) -> Message:
     if len(raw) > MAX_MESSAGE_BYTES:
         raise ProtocolError(f"message larger than {MAX_MESSAGE_BYTES} bytes")
     try:
-        message = json.loads(raw)
-    except json.JSONDecodeError as exc:
-        raise ProtocolError(f"not JSON: {exc.msg}") from None
+        message = load_json(raw)
+    except BadInput as exc:
+        raise ProtocolError(str(exc)) from None
     if not isinstance(message, dict) or not isinstance(message.get("type"), str):
         raise ProtocolError("a message is a JSON object with a string 'type'")
     kind = message["type"]
     if kind in _SIMPLE:
         return _SIMPLE[kind]()
     if kind == "text":
-        return Text(_string(message, "text", required=True) or "")
+        return Text(speech_text(_string(message, "text", required=True) or ""))
     if kind == "speak":
-        text = _string(message, "text", required=True) or ""
+        text = speech_text(_string(message, "text", required=True) or "")
         if not text.strip():
             raise ProtocolError("'speak' needs non-empty text")
         return Speak(text, _string(message, "voice", required=False))

@@ -15,4 +15,5 @@ class GatewaySettings:
     max_upload_bytes: int = 10 * 1024 * 1024
     ice_servers: tuple[str, ...] = ()
     engine_urls: tuple[str, ...] = ()  # running engine workers; none starts the embedded worker
+    engine_secret: str | None = None  # presented to the engine_urls workers (the embedded one gets its own)
     engine_args: tuple[str, ...] = ()  # flags for the embedded worker

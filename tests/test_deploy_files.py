@@ -270,6 +270,8 @@ def test_split_gateway_reaches_the_engine_it_starts():
     port = listen.rsplit(":", 1)[1]
     assert gateway["command"][gateway["command"].index("--engine-url") + 1] == f"ws://engine:{port}"
     assert "ports" not in engine  # the engine protocol is not published beyond the project network
+    assert environment(engine)["CBF_ENGINE_SECRET"] == environment(gateway)["CBF_ENGINE_SECRET"]  # one secret
+    assert environment(engine)["CBF_ENGINE_SECRET"].startswith("${CBF_ENGINE_SECRET:?")  # required, never a default
     assert port in " ".join(engine["healthcheck"]["test"])
     assert gateway["depends_on"]["engine"]["condition"] == "service_healthy"
     assert "deploy" not in gateway

@@ -203,3 +203,15 @@ async def test_a_worker_on_a_unix_socket(tmp_path: Path) -> None:
         assert await client.wait_ready(5)
         utterance = await client.start("default")
         assert await scripted.next() == Start(utterance.id, "default")
+
+
+async def test_text_it_cannot_encode_is_refused_and_the_connection_stays() -> None:
+    async with worker() as (scripted, client):
+        assert await client.wait_ready(5)
+        utterance = await client.start("default")
+        assert await scripted.next() == Start(utterance.id, "default")
+        with pytest.raises(EngineRequestError) as refused:
+            await utterance.text("hi \ud800")  # once: websockets failed to encode it and closed the connection
+        assert refused.value.code == "bad_message"
+        await utterance.text("hi")
+        assert await scripted.next() == Text(utterance.id, "hi") and len(scripted.connections) == 1

@@ -131,3 +131,11 @@ def test_boundary_kinds_rank_natural_places_higher() -> None:
 
 
 _TURBO = _turbo_punc_norm()
+
+
+def test_punc_norm_holds_tags_apart_so_none_can_be_forged() -> None:
+    # The text once held tags as "\x00<n>\x00" markers: that input raised IndexError or spoke an invented tag.
+    assert punc_norm("hi \x000\x00 there") == "Hi \x000\x00 there."
+    assert punc_norm("hello \x000\x00 there [laugh]") == "Hello \x000\x00 there [laugh]."
+    assert punc_norm("  [laugh] , ok…  “wow”:  [clear   throat]") == "[laugh], ok, wow, [clear throat]."
+    assert punc_norm("[a: “b”] x") == "[a: “b”] x."  # nothing inside a tag is rewritten

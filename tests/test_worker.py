@@ -19,7 +19,7 @@ import pytest
 from websockets.asyncio.client import unix_connect
 
 from engine import protocol
-from engine.protocol import Chunk
+from engine.protocol import Chunk, EngineReady, Error
 from engine.watermark import Watermarker
 from gateway.engine_link.client import EngineClient, EngineRequestError
 from tools.say import speak, worker_client
@@ -159,7 +159,7 @@ async def test_bad_voice_uploads_and_protocol_errors(espeak_url: str) -> None:
             assert info.value.code == code
         url = client.url[5:]
         async with unix_connect(url, uri="ws://localhost" + protocol.ENGINE_PATH) as raw:
-            assert protocol.decode_json(await raw.recv())["type"] == "ready"
+            assert isinstance(protocol.decode_event(await raw.recv()), EngineReady)
             for frame, code in (("{", "bad_message"), ('{"type": "sing"}', "unknown_type"),
                                 ('{"type": "text", "id": "nope", "text": "x"}', "unknown_utterance"),
                                 (b"\x00\x00\x00\x05{}", "bad_message"),
@@ -169,8 +169,8 @@ async def test_bad_voice_uploads_and_protocol_errors(espeak_url: str) -> None:
                 await raw.send(frame)
                 if code is None:
                     continue
-                reply = protocol.decode_json(await raw.recv())
-                assert reply["type"] == "error" and reply["code"] == code
+                reply = protocol.decode_event(await raw.recv())
+                assert isinstance(reply, Error) and reply.code == code and reply.id is None
         assert [v["name"] for v in await client.list_voices()] == ["default"]
         assert (await speak(client, "Still alive."))[1].audio_s > 0.3
 
@@ -244,7 +244,7 @@ async def test_a_closed_connection_cancels_its_own_utterances_only(tmp_path: Pat
             if len(worker.utterances) == count:
                 break
             await asyncio.sleep(0.02)
-        return list(worker.utterances)
+        return [uid for _, uid in worker.utterances]  # keyed by (connection, id)
 
     sock, stop = tmp_path / "w.sock", asyncio.Event()
     server = asyncio.create_task(serve_worker(worker, f"unix:{sock}", stop))

@@ -44,7 +44,8 @@ def summarise(results: list[UtteranceStats], ready: EngineReady | None) -> dict:
 
 
 async def _bench(args: argparse.Namespace, engine_args: list[str]) -> dict:
-    async with worker_client(engine_args + ["--log-level", "warning"], args.engine_url) as client:
+    async with worker_client(engine_args + ["--log-level", "warning"], args.engine_url,
+                             secret=args.engine_secret) as client:
         await speak(client, TEXTS[0], args.voice)  # warm-up
         results = []
         for _ in range(args.runs):

@@ -17,15 +17,15 @@ from gateway.utterance_stream import UtteranceStats, chunks
 
 
 @contextlib.asynccontextmanager
-async def worker_client(engine_args: list[str], url: str | None = None,
-                        timeout: float = 600) -> AsyncIterator[EngineClient]:
-    """A connected engine client: to ``url`` if given, else to a worker process started here (``WorkerRefused``
-    at once when that worker cannot start)."""
+async def worker_client(engine_args: list[str], url: str | None = None, timeout: float = 600,
+                        secret: str | None = None) -> AsyncIterator[EngineClient]:
+    """A connected engine client: to ``url`` if given (presenting ``secret``), else to a worker process started here
+    (``WorkerRefused`` at once when that worker cannot start)."""
     refused: asyncio.Future[str] = asyncio.get_running_loop().create_future()
     process = None if url else EngineProcess(engine_args, on_refusal_at_start=refused.set_result)
     if process is not None:
         process.start()
-    client = EngineClient(url or process.url)  # type: ignore[union-attr]
+    client = EngineClient(url, secret) if process is None else EngineClient(process.url, process.secret)
     client.start_background()
     ready = asyncio.ensure_future(client.wait_ready(timeout))
     try:

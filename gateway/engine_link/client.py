@@ -83,8 +83,11 @@ class RemoteUtterance:
 class EngineClient:
     """Connects to one engine worker at ``ws://host:port`` or ``unix:/path`` and keeps the connection up."""
 
-    def __init__(self, url: str) -> None:
+    def __init__(self, url: str, secret: str | None = None) -> None:
+        """``secret``: the worker's engine secret, presented on every connection (a worker that has one refuses
+        connections without it)."""
         self.url = url
+        self._headers = {"Authorization": f"Bearer {secret}"} if secret else {}
         self.ready: EngineReady | None = None
         self._ws: ClientConnection | None = None
         self._utterances: dict[str, RemoteUtterance] = {}
@@ -119,7 +122,8 @@ class EngineClient:
             await self._ws.close()
 
     async def _open(self) -> ClientConnection:
-        kwargs: dict[str, Any] = {"max_size": 64 * 1024 * 1024, "ping_interval": 20, "ping_timeout": 60}
+        kwargs: dict[str, Any] = {"max_size": 64 * 1024 * 1024, "ping_interval": 20, "ping_timeout": 60,
+                                  "additional_headers": self._headers}
         if self.url.startswith("unix:"):
             return await unix_connect(self.url[5:], uri="ws://localhost" + protocol.ENGINE_PATH, **kwargs)
         return await connect(self.url.rstrip("/") + protocol.ENGINE_PATH, **kwargs)
@@ -180,8 +184,15 @@ class EngineClient:
         ws = self._ws
         if ws is None:
             raise EngineUnavailable("the engine worker is not connected")
+        frame = protocol.encode(message)
+        text = isinstance(frame, str)
+        if isinstance(frame, str):  # encoded here: a string websockets cannot encode would close the connection
+            try:
+                frame = frame.encode()
+            except UnicodeEncodeError:
+                raise EngineRequestError("bad_message", "text must be valid Unicode (no lone surrogates)") from None
         try:
-            await ws.send(protocol.encode(message))
+            await ws.send(frame, text=text)
         except ConnectionClosed as exc:
             raise EngineUnavailable("the engine worker went away") from exc
 

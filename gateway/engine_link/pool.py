@@ -16,10 +16,10 @@ from gateway.engine_link.client import EngineClient, EngineRequestError, EngineU
 
 
 class EnginePool:
-    def __init__(self, urls: Sequence[str]) -> None:
+    def __init__(self, urls: Sequence[str], secret: str | None = None) -> None:
         if not urls:
             raise ValueError("an engine pool needs at least one URL")
-        self.clients = [EngineClient(url) for url in urls]
+        self.clients = [EngineClient(url, secret) for url in urls]
 
     @property
     def ready(self) -> EngineReady | None:

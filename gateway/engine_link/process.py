@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import os
+import secrets
 import shutil
 import sys
 import tempfile
@@ -35,6 +37,7 @@ class EngineProcess:
         self._argv = [sys.executable, "-m", "gateway.cli", "engine", "--listen", self.url,
                       "--refusal-report", str(self._report), *engine_args]
         self._on_refusal_at_start = on_refusal_at_start
+        self.secret = secrets.token_urlsafe(32)  # in the child's environment, never on its command line
         self.proc: asyncio.subprocess.Process | None = None
         self.restarts = 0
         self.last_exit: int | None = None
@@ -53,7 +56,8 @@ class EngineProcess:
         backoff = 1.0
         while not self._stopping:
             started = time.monotonic()
-            self.proc = await asyncio.create_subprocess_exec(*self._argv, stdin=asyncio.subprocess.DEVNULL)
+            self.proc = await asyncio.create_subprocess_exec(*self._argv, stdin=asyncio.subprocess.DEVNULL,
+                                                             env={**os.environ, "CBF_ENGINE_SECRET": self.secret})
             log.info("engine worker started (pid %d)", self.proc.pid)
             self.last_exit = await self.proc.wait()
             if self._stopping:

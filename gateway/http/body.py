@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 from starlette.requests import Request
 
+from gateway.client_input import BadInput, load_json
 from gateway.http.errors import ApiError
 
 MAX_JSON_BYTES = 1024 * 1024
@@ -23,9 +23,9 @@ async def json_body(request: Request) -> dict[str, Any]:
         if len(raw) > MAX_JSON_BYTES:
             raise too_large
     try:
-        body = json.loads(raw)
-    except (UnicodeDecodeError, json.JSONDecodeError):
-        raise ApiError(400, "bad_request", "the body must be JSON") from None
+        body = load_json(raw)
+    except BadInput as exc:
+        raise ApiError(400, "bad_request", f"the body: {exc}") from None
     if not isinstance(body, dict):
         raise ApiError(400, "bad_request", "the body must be a JSON object")
     return body

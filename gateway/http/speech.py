@@ -9,6 +9,7 @@ from starlette.requests import Request
 from starlette.responses import Response, StreamingResponse
 
 from gateway.audio import make_encoder
+from gateway.client_input import speech_text
 from gateway.engine_link.client import EngineRequestError, EngineUnavailable, RemoteUtterance
 from gateway.formats import OPENAI_FORMATS, OPENAI_PCM_RATE, TTS_FORMATS
 from gateway.http.body import body_field, json_body
@@ -22,6 +23,7 @@ OPENAI_VOICES = {"alloy", "ash", "ballad", "coral", "echo", "fable", "nova", "on
 
 
 def _text(state: GatewayState, text: str) -> str:
+    text = speech_text(text)
     if not text.strip():
         raise ApiError(400, "bad_request", "text is empty")
     if len(text) > state.settings.max_text_chars:
