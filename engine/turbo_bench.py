@@ -36,6 +36,7 @@ from engine.engines.t3_sampling import Sampling
 from engine.engines.t3_static import voice_prefix
 from engine.engines.turbo import TurboEngine, TurboVoice
 from engine.settings import EngineSettings
+from engine.startup_checks import Misconfigured, loading, preflight
 from engine.watermark import Watermarker
 from engine.worker import serve_worker, worker_for
 
@@ -343,8 +344,17 @@ def main(argv: list[str] | None = None) -> None:
     args.out.mkdir(parents=True, exist_ok=True)
     figures = Figures(args.out / "gpu-bench.json")
     started = time.monotonic()
-    engine = TurboEngine.load(args.model_dir, weights=args.weights, device=args.device, dtype=args.dtype,
-                              decode=args.decode, slots=max(args.concurrent + ([] if args.no_worker else args.streams)))
+    try:  # the server's start-up checks: no weights, no CUDA, --decode graph off CUDA... are one sentence, exit 3
+        settings = preflight(EngineSettings(engine="chatterbox-turbo", model_dir=args.model_dir, weights=args.weights,
+                                            device=args.device, dtype=args.dtype, decode=args.decode),
+                             "chatterbox-turbo")
+        with loading(settings, on_gpu=True):
+            engine = TurboEngine.load(settings.model_dir, weights=args.weights, device=args.device, dtype=args.dtype,
+                                      decode=args.decode,
+                                      slots=max(args.concurrent + ([] if args.no_worker else args.streams)))
+    except Misconfigured as exc:
+        print(f"engine.turbo_bench: refusing to start: {exc}", file=sys.stderr)
+        raise SystemExit(3) from None
     figures.add("load_s", round(time.monotonic() - started, 1))
     figures.add("environment", environment(engine))
     voice = engine.default_voice()

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -37,3 +38,14 @@ def test_gpu_bench_runs_every_phase_and_writes_its_figures(tmp_path: Path) -> No
     assert sweep["2"]["streams"] == 2 and sweep["2"]["errors"] == 0 and sweep["2"]["most_live_slots"] >= 1
     assert "most_streams_without_underrun" in sweep and figures["total_s"] > 0
     assert (tmp_path / "out" / "gpu-bench.log").read_text().count("== ") >= 7
+
+
+def test_gpu_bench_refuses_missing_weights_in_one_sentence(tmp_path: Path) -> None:
+    """The kit runs the server's start-up checks: no weights is one sentence with the fix and exit code 3."""
+    missing = tmp_path / "no-weights"
+    result = subprocess.run([sys.executable, "-m", "engine.turbo_bench", "--out", str(tmp_path / "out"), "--weights",
+                             "pretrained", "--model-dir", str(missing), "--device", "cpu"],
+                            cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert result.returncode == 3 and "Traceback" not in result.stderr, result.stderr
+    assert f"refusing to start: no Chatterbox-Turbo weights: --model-dir {missing} is not a directory" in result.stderr
+    assert "Fix: fetch them with `chatterbox-fast weights download" in result.stderr
