@@ -11,6 +11,7 @@ from __future__ import annotations
 import heapq
 import itertools
 import threading
+import time
 from concurrent.futures import Future
 from typing import Any, Callable
 
@@ -21,6 +22,7 @@ class DeviceQueue:
         self._order = itertools.count()  # equal deadlines keep their arrival order
         self._ready = threading.Condition()
         self._closed = False
+        self.busy_since: float | None = None  # monotonic start of the call running now (engine/watchdog.py)
         self._thread = threading.Thread(target=self._work, name=name, daemon=True)
         self._thread.start()
 
@@ -50,7 +52,10 @@ class DeviceQueue:
                 _, _, fn, args, future = heapq.heappop(self._jobs)
             if not future.set_running_or_notify_cancel():
                 continue
+            self.busy_since = time.monotonic()
             try:
                 future.set_result(fn(*args))
             except BaseException as exc:  # handed to the awaiting coroutine, never lost on this thread
                 future.set_exception(exc)
+            finally:
+                self.busy_since = None

@@ -75,6 +75,8 @@ ENGINE_OPTIONS = (
            float, 0.3),
     Option("--shared-chunk-seconds", "CBF_SHARED_CHUNK_SECONDS", "while several utterances share the device, the "
            "longest a chunk may take to generate (bounds how long one caller can hold up another)", float, 1.0),
+    Option("--device-stall-seconds", "CBF_DEVICE_STALL_SECONDS", "a device call (one chunk, one voice) running this "
+           "long has hung: the worker exits with code 4 for its supervisor to restart it", float, 30.0),
 )
 
 GATEWAY_OPTIONS = (
@@ -180,6 +182,11 @@ def cmd_engine(args: argparse.Namespace) -> int:
     from engine.worker import serve_worker
     from gateway.bind import CannotListen, bind_tcp
 
+    from engine.watchdog import exit_with_parent, watch_device
+    from gateway.engine_link.process import STALLED_EXIT_CODE
+
+    if args.parent_pid:  # from the start: a gateway killed while this worker loads its model takes it along
+        exit_with_parent(args.parent_pid)
     host, _, port = args.listen.rpartition(":")
     try:
         sock = None if args.listen.startswith("unix:") else bind_tcp(host or "127.0.0.1", int(port),
@@ -187,6 +194,7 @@ def cmd_engine(args: argparse.Namespace) -> int:
         worker = start_worker(engine_settings(args))
     except (CannotListen, Misconfigured) as exc:
         return _refuse(args, str(exc), exc)
+    watch_device(worker.synth.device, args.device_stall_seconds, STALLED_EXIT_CODE, args.refusal_report)
     asyncio.run(serve_worker(worker, args.listen, sock=sock, secret=args.engine_secret))
     return 0
 
@@ -207,6 +215,12 @@ def cmd_bench_gateway(args: argparse.Namespace) -> int:
     from tools import bench_gateway
 
     return bench_gateway.run(args, engine_argv(args))
+
+
+def cmd_bench_faults(args: argparse.Namespace) -> int:
+    from tools import bench_faults
+
+    return bench_faults.run(args)
 
 
 def cmd_gate(args: argparse.Namespace) -> int:
@@ -259,8 +273,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--listen", default=os.environ.get("CBF_LISTEN", "127.0.0.1:8198"),
                    help="HOST:PORT or unix:/path [env CBF_LISTEN; default 127.0.0.1:8198]")
     p.add_argument("--refusal-report", type=Path, default=os.environ.get("CBF_REFUSAL_REPORT"),
-                   help="when the worker cannot start (exit code 3), write the reason here instead of to stderr "
-                        "(for a supervisor) [env CBF_REFUSAL_REPORT]")
+                   help="when the worker cannot start (exit code 3), write the reason here instead of to stderr; "
+                        "when its device stalls (exit code 4), write that here too (for a supervisor) "
+                        "[env CBF_REFUSAL_REPORT]")
+    p.add_argument("--parent-pid", type=int, help="exit when this process (the gateway that started the worker) is "
+                                                  "gone")
     p = command(sub, "say", "speak one text into a WAV file through a worker", cmd_say, ENGINE_OPTIONS)
     p.add_argument("text")
     p.add_argument("--voice", default="default")
@@ -274,6 +291,13 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--engine-url", default=None, help="bench a running worker instead of starting one")
     p = command(bench, "gateway", "client-side latency through a transport", cmd_bench_gateway, ENGINE_OPTIONS)
     _bench_gateway_arguments(p)
+    p = command(bench, "faults", "hostile inputs on every JSON surface: server errors, dropped engine connections, "
+                "leaked sessions (all must be 0)", cmd_bench_faults)
+    p.add_argument("--count", type=int, default=1000, help="generated inputs per surface")
+    p.add_argument("--seed", type=int, default=1)
+    p.add_argument("--url", help="a running server (http://HOST:PORT) instead of one started on eSpeak here")
+    p.add_argument("--api-key", default=_api_key_default(),
+                   help="API key for --url [env CBF_API_KEY, else the first of CBF_API_KEYS]")
 
     p = command(sub, "gate", "the A-B deploy gate against a running server", cmd_gate)
     _gate_arguments(p)

@@ -215,3 +215,33 @@ async def test_text_it_cannot_encode_is_refused_and_the_connection_stays() -> No
         assert refused.value.code == "bad_message"
         await utterance.text("hi")
         assert await scripted.next() == Text(utterance.id, "hi") and len(scripted.connections) == 1
+
+
+@pytest.mark.parametrize("greeting", [
+    protocol.encode(dataclasses.replace(READY, protocol=protocol.PROTOCOL_VERSION + 1)),  # another version
+    b"\x00\x00\x00\x09{}",  # a malformed frame
+])
+async def test_a_misbehaving_worker_is_retried_with_back_off_and_every_socket_is_closed(greeting: str | bytes) -> None:
+    opened, open_now = 0, 0
+
+    async def misbehave(ws: ServerConnection) -> None:
+        nonlocal opened, open_now
+        opened, open_now = opened + 1, open_now + 1
+        try:
+            await ws.send(greeting)
+            await ws.wait_closed()
+        finally:
+            open_now -= 1
+
+    server = await serve(misbehave, "127.0.0.1", 0)
+    client = EngineClient("ws://127.0.0.1:%d" % server.sockets[0].getsockname()[1])
+    client.start_background()
+    try:
+        await asyncio.sleep(2.0)  # once ~1,200 connections a second, none of them closed
+        assert 3 <= opened <= 8 and open_now <= 1, (opened, open_now)
+        assert not client.available and client.retry_in is not None and client.retry_in > 0.2
+        assert "ProtocolError" in (client.last_error or "") and client.lost == 0
+    finally:
+        await client.close()
+        server.close()
+        await server.wait_closed()

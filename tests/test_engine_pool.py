@@ -205,6 +205,8 @@ def test_speech_goes_on_through_the_other_engine_when_one_dies(tmp_path_factory:
 class FakeClient:
     """Stands in for one EngineClient: answers voice requests from a script, counts utterances in flight."""
 
+    lost, last_error, retry_in = 0, None, None  # what /health shows of its connection
+
     def __init__(self, url: str, *, available: bool = True, in_flight: int = 0, add=None, delete=None,
                  voices=()) -> None:
         self.url, self.available, self.in_flight = url, available, in_flight

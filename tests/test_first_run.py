@@ -109,7 +109,8 @@ def test_a_worker_that_can_no_longer_start_is_given_up(tmp_path: Path) -> None:
             health = _wait_for(url, lambda h: h["status"] == "ok", "the engine was not ready")
             hide_pkg_resources(shadow)
             os.kill(health["worker"]["pid"], signal.SIGKILL)
-            health = _wait_for(url, lambda h: "reason" in h, "the refused restart was not reported")
+            assert _wait_for(url, lambda h: "reason" in h, "the kill was not reported")["status"] == "down"
+            health = _wait_for(url, lambda h: "Perth" in h.get("reason", ""), "the refused restart was not reported")
             assert health["status"] == "down" and "PerthImplicitWatermarker is None" in health["reason"]
             assert_goes_down(url, 5, "the refused restart")
             time.sleep(1.5)  # a further restart would have begun by now

@@ -70,7 +70,7 @@ async def test_websocket_refuses_or_cleans_and_another_client_speaks_on(url: str
         texts, last = await spoken(bystander)
         assert last["type"] == "done" and texts
     health = httpx.get(url + "/health").json()
-    assert health["status"] == "ok" and health["engines"][0]["available"]
+    assert health["status"] == "ok" and health["engines"][0]["available"] and health["engines"][0]["lost"] == 0
 
 
 @pytest.mark.parametrize("route, field", [("/v1/tts", "text"), ("/v1/audio/speech", "input")])
@@ -86,7 +86,7 @@ async def test_http_refuses_with_400_and_cleans_control_characters(url: str, rou
         reply = await http.post(route, json={**base, field: "hi \x000\x00 there\x00, all\x1b fine"})
         assert reply.status_code == 200 and len(reply.content) > 24000  # spoken whole: a NUL once cut eSpeak off
     health = httpx.get(url + "/health").json()
-    assert health["status"] == "ok" and health["engines"][0]["available"]
+    assert health["status"] == "ok" and health["engines"][0]["available"] and health["engines"][0]["lost"] == 0
 
 
 async def test_data_channel_refuses_with_an_error_event(url: str) -> None:

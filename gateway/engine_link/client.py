@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import itertools
 import logging
+import time
 import uuid
 from typing import Any, AsyncIterator, Callable
 
@@ -18,8 +19,13 @@ from websockets.exceptions import ConnectionClosed, InvalidHandshake
 from engine import protocol
 from engine.protocol import (AddVoice, Cancel, Chunk, DeleteVoice, Done, End, EngineReady, Error, Flush, ListVoices,
                              Playout, Request, Result, Start, Text)
+from gateway.engine_link.backoff import Backoff
 
 log = logging.getLogger("chatterbox_fast.gateway")
+RETRY_FIRST_S = 0.1  # a restarted worker is found again this fast
+RETRY_MAX_S = 2.0  # a restarted worker is used within this long of listening again
+STABLE_S = 10.0  # a connection that lasted this long was a success: the back-off starts again from RETRY_FIRST_S
+_LINK_FAILURES = (OSError, TimeoutError, InvalidHandshake, ConnectionClosed, protocol.ProtocolError)
 
 
 class EngineUnavailable(Exception):
@@ -95,6 +101,9 @@ class EngineClient:
         self._ids = itertools.count()
         self._connected = asyncio.Event()
         self._task: asyncio.Task[None] | None = None
+        self.last_error: str | None = None  # why the last connection attempt failed or the last connection ended
+        self.retry_in: float | None = None  # the delay before the next try, while not connected
+        self.lost = 0  # ready connections that ended
 
     @property
     def available(self) -> bool:
@@ -121,41 +130,51 @@ class EngineClient:
         if self._ws:
             await self._ws.close()
 
-    async def _open(self) -> ClientConnection:
+    def _open(self) -> connect:
         kwargs: dict[str, Any] = {"max_size": 64 * 1024 * 1024, "ping_interval": 20, "ping_timeout": 60,
                                   "additional_headers": self._headers}
         if self.url.startswith("unix:"):
-            return await unix_connect(self.url[5:], uri="ws://localhost" + protocol.ENGINE_PATH, **kwargs)
-        return await connect(self.url.rstrip("/") + protocol.ENGINE_PATH, **kwargs)
+            return unix_connect(self.url[5:], uri="ws://localhost" + protocol.ENGINE_PATH, **kwargs)
+        return connect(self.url.rstrip("/") + protocol.ENGINE_PATH, **kwargs)
 
     async def _run(self) -> None:
-        delay = 0.1
+        """Connect and serve; after every failure (refused, a protocol error, a dropped connection) the socket is
+        closed and the next try waits a growing, jittered delay, back to the shortest once a connection lasted
+        STABLE_S: a worker answering nonsense is retried a few times a minute, never in a tight loop."""
+        retry = Backoff(RETRY_FIRST_S, RETRY_MAX_S)
         while True:
+            opened = time.monotonic()
             try:
-                ws = await self._open()
-            except (OSError, InvalidHandshake, TimeoutError):
-                await asyncio.sleep(delay)
-                delay = min(delay * 2, 2.0)
-                continue
-            try:
-                ready = protocol.decode_event(await ws.recv())
-                if not isinstance(ready, EngineReady):
-                    raise protocol.ProtocolError(f"unexpected greeting from engine: {ready}")
-                self._ws, self.ready, delay = ws, ready, 0.1
-                self._connected.set()
-                log.info("connected to engine %s at %s (%s, %s, weights: %s)", ready.engine, self.url,
-                         ready.device, ready.dtype, ready.weights)
-                async for frame in ws:
-                    self._route(frame)
-            except (ConnectionClosed, OSError, protocol.ProtocolError) as exc:
-                log.warning("engine connection to %s lost: %s", self.url, exc)
-            except Exception:  # a frame this gateway cannot understand: start the connection afresh
-                log.exception("unexpected message from engine %s; reconnecting", self.url)
-                await ws.close()
+                async with self._open() as ws:
+                    await self._serve(ws)
+            except Exception as exc:  # refused, unreachable, closed, or a frame this gateway cannot understand
+                error = f"{type(exc).__name__}: {exc}"
+                if self.ready is not None or error != self.last_error:  # not once per retry of the same failure
+                    log.warning("engine %s: %s; retrying with back-off", self.url, error,
+                                exc_info=not isinstance(exc, _LINK_FAILURES))  # a bug here: its traceback
+                self.last_error = error
             finally:
+                if self.ready is not None:
+                    self.lost += 1
                 self._ws, self.ready = None, None
                 self._connected.clear()
                 self._fail_all()
+            if time.monotonic() - opened > STABLE_S:
+                retry.reset()
+            self.retry_in = retry.next()
+            await asyncio.sleep(self.retry_in)
+
+    async def _serve(self, ws: ClientConnection) -> None:
+        ready = protocol.decode_event(await ws.recv())
+        if not isinstance(ready, EngineReady):
+            raise protocol.ProtocolError(f"unexpected greeting from engine: {ready}")
+        self._ws, self.ready, self.retry_in = ws, ready, None
+        self._connected.set()
+        log.info("connected to engine %s at %s (%s, %s, weights: %s)", ready.engine, self.url,
+                 ready.device, ready.dtype, ready.weights)
+        async for frame in ws:
+            self._route(frame)
+        raise ConnectionError("the worker closed the connection")
 
     def _fail_all(self) -> None:
         error = EngineRequestError("engine_unavailable", "the engine worker went away")

@@ -32,12 +32,15 @@ class EnginePool:
 
     @property
     def engines(self) -> list[dict[str, Any]]:
-        """Per worker, for /health: its URL, whether it is up, its engine and device, its utterances in flight."""
+        """Per worker, for /health: its URL, whether it is up, its engine and device, its utterances in flight, how
+        many of its connections were lost, why the last one failed, and the back-off before the next try."""
         out = []
         for client in self.clients:
             ready = client.ready if client.available else None
             out.append({"url": client.url, "available": client.available, "engine": ready and ready.engine,
-                        "device": ready and ready.device, "in_flight": client.in_flight})
+                        "device": ready and ready.device, "in_flight": client.in_flight, "lost": client.lost,
+                        "last_error": client.last_error,
+                        "retry_in": None if client.retry_in is None else round(client.retry_in, 2)})
         return out
 
     def _available(self) -> list[EngineClient]:

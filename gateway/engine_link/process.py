@@ -1,9 +1,11 @@
 """Runs the embedded engine worker as a child process and restarts it when it dies.
 
 The gateway never imports torch: the worker is ``chatterbox-fast engine`` in its own process, reached over a Unix
-socket. A dead worker is noticed at once (its process exits), reported in the log and /health, and restarted, unless
-it exited with ``REFUSED_EXIT_CODE``: then it cannot start (no weights, no GPU, no watermark...), restarting would
-only repeat that, and its one-sentence reason (written to a file named by ``--refusal-report``) is kept for /health.
+socket. A dead worker is noticed at once (its process exits), reported in the log and /health (why, and the back-off before
+the restart), and restarted, unless it exited with ``REFUSED_EXIT_CODE``: then it cannot start (no weights, no GPU,
+no watermark...), restarting would only repeat that, and its one-sentence reason (written to a file named by
+``--refusal-report``) is kept for /health. A worker whose device stalled exits with ``STALLED_EXIT_CODE`` and says so
+in the same file; it is restarted. The worker watches this process (``--parent-pid``) and exits when it is gone.
 """
 
 from __future__ import annotations
@@ -13,14 +15,19 @@ import logging
 import os
 import secrets
 import shutil
+import signal
 import sys
 import tempfile
 import time
 from pathlib import Path
 from typing import Callable
 
+from gateway.engine_link.backoff import Backoff
+
 log = logging.getLogger("chatterbox_fast.gateway")
 REFUSED_EXIT_CODE = 3  # `chatterbox-fast engine` could not start for a reason no restart fixes
+STALLED_EXIT_CODE = 4  # its device made no progress for --device-stall-seconds; a restart may well fix it
+STABLE_S = 60.0  # a worker that ran this long was healthy: the next restart waits the shortest back-off again
 
 
 class WorkerRefused(RuntimeError):
@@ -35,12 +42,14 @@ class EngineProcess:
         self.url = "unix:" + str(Path(self._dir) / "engine.sock")
         self._report = Path(self._dir) / "refusal.txt"
         self._argv = [sys.executable, "-m", "gateway.cli", "engine", "--listen", self.url,
-                      "--refusal-report", str(self._report), *engine_args]
+                      "--refusal-report", str(self._report), "--parent-pid", str(os.getpid()), *engine_args]
         self._on_refusal_at_start = on_refusal_at_start
         self.secret = secrets.token_urlsafe(32)  # in the child's environment, never on its command line
         self.proc: asyncio.subprocess.Process | None = None
         self.restarts = 0
         self.last_exit: int | None = None
+        self.last_exit_reason: str | None = None
+        self.backoff_s: float | None = None  # the wait before the pending restart; None while one runs
         self.refusal: str | None = None
         self._task: asyncio.Task[None] | None = None
         self._stopping = False
@@ -53,28 +62,48 @@ class EngineProcess:
         self._task = asyncio.create_task(self._supervise())
 
     async def _supervise(self) -> None:
-        backoff = 1.0
+        backoff = Backoff(1.0, 30.0)
         while not self._stopping:
             started = time.monotonic()
+            self._report.unlink(missing_ok=True)
             self.proc = await asyncio.create_subprocess_exec(*self._argv, stdin=asyncio.subprocess.DEVNULL,
                                                              env={**os.environ, "CBF_ENGINE_SECRET": self.secret})
+            self.backoff_s = None
             log.info("engine worker started (pid %d)", self.proc.pid)
             self.last_exit = await self.proc.wait()
             if self._stopping:
                 return
+            self.last_exit_reason = self._exit_reason(self.last_exit)
             if self.last_exit == REFUSED_EXIT_CODE:
                 self._refused()
                 return
             self.restarts += 1
-            log.error("engine worker exited with code %s; restarting in %.0f s", self.last_exit, backoff)
-            await asyncio.sleep(backoff)
-            backoff = 1.0 if time.monotonic() - started > 60 else min(backoff * 2, 30.0)
+            if time.monotonic() - started > STABLE_S:
+                backoff.reset()
+            self.backoff_s = backoff.next()
+            log.error("engine worker stopped (%s); restarting in %.1f s", self.last_exit_reason, self.backoff_s)
+            await asyncio.sleep(self.backoff_s)
+
+    def _exit_reason(self, code: int) -> str:
+        """What the worker said before it exited (a refusal, a stalled device), else its exit code or signal."""
+        try:
+            said = self._report.read_text().strip()
+        except OSError:
+            said = ""
+        if said:
+            return said
+        if code >= 0:
+            return f"exit code {code}"
+        try:
+            return f"killed by {signal.Signals(-code).name}"
+        except ValueError:
+            return f"killed by signal {-code}"
 
     def _refused(self) -> None:
-        try:
-            self.refusal = self._report.read_text().strip()
-        except OSError:
-            self.refusal = f"the engine worker refused to start (exit code {REFUSED_EXIT_CODE}); see its log above"
+        if self.last_exit_reason == f"exit code {REFUSED_EXIT_CODE}":  # it said nothing
+            self.last_exit_reason = (f"the engine worker refused to start (exit code {REFUSED_EXIT_CODE}); "
+                                     "see its log above")
+        self.refusal = self.last_exit_reason
         if self.restarts == 0 and self._on_refusal_at_start is not None:
             self._on_refusal_at_start(self.refusal)
         else:

@@ -15,26 +15,28 @@ from gateway.shared_state import GatewayState
 async def health(request: Request) -> Response:
     state: GatewayState = request.app.state.gateway
     ready = state.engine.ready
-    refusal = state.process.refusal if state.process is not None else None
+    process = state.process
     if ready is not None:
         status = "ok"
-    elif state.process is not None and state.process.restarts == 0 and refusal is None:
+    elif process is not None and process.restarts == 0 and process.refusal is None:
         status = "starting"
     else:
         status = "down"
+    reason = process.last_exit_reason if process is not None and status == "down" else None
     body: dict[str, Any] = {
         "status": status,
-        **({"reason": refusal} if refusal and status == "down" else {}),  # the worker cannot start, and says why
+        **({"reason": reason} if reason else {}),  # why the worker stopped: cannot start, stalled, killed...
         "engine": ready and {k: v for k, v in asdict(ready).items() if k in ("engine", "device", "dtype", "weights",
                                                                               "notes", "decode")},
         "watermark": bool(ready and ready.watermark),
         "sessions": len(state.sessions),
         "engines": state.engine.engines,
     }
-    if state.process is not None:
-        body["worker"] = {"alive": state.process.alive, "pid": state.process.proc and state.process.proc.pid,
-                          "restarts": state.process.restarts,
-                          "last_exit": state.process.last_exit}
+    if process is not None:
+        body["worker"] = {"alive": process.alive, "pid": process.proc and process.proc.pid,
+                          "restarts": process.restarts, "last_exit": process.last_exit,
+                          "last_exit_reason": process.last_exit_reason,
+                          "backoff_s": None if process.backoff_s is None else round(process.backoff_s, 2)}
     return JSONResponse(body, status_code=200 if status == "ok" else 503)
 
 

@@ -1,0 +1,48 @@
+"""Ends the worker process when it can no longer be useful, so that its supervisor (the gateway's, or an
+orchestrator's) starts a fresh one: when its gateway is gone, and when its device stops making progress.
+
+Both run on threads of their own and leave with ``os._exit``: a device call that hangs cannot be cancelled, and a
+thread stuck in one would keep a normal exit (and the device's memory) waiting forever.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import threading
+import time
+from pathlib import Path
+
+from engine.scheduler import DeviceQueue
+
+log = logging.getLogger("chatterbox_fast.engine")
+
+
+def exit_with_parent(parent_pid: int, poll_s: float = 0.5) -> None:
+    """Exit as soon as ``parent_pid`` is no longer this process's parent (it died, even by SIGKILL)."""
+
+    def watch() -> None:
+        while os.getppid() == parent_pid:
+            time.sleep(poll_s)
+        log.error("the gateway that started this worker (pid %d) is gone; exiting", parent_pid)
+        os._exit(0)
+
+    threading.Thread(target=watch, name="parent-watch", daemon=True).start()
+
+
+def watch_device(device: DeviceQueue, stall_s: float, exit_code: int, report: Path | None) -> None:
+    """Exit with ``exit_code`` once one device call (a chunk's generation, a voice's conditionals) has run for
+    ``stall_s`` seconds without returning, saying why in ``report`` (read by the supervisor for /health)."""
+
+    def watch() -> None:
+        while True:
+            time.sleep(min(1.0, stall_s / 4))
+            since = device.busy_since
+            if since is not None and time.monotonic() - since > stall_s:
+                reason = f"the device made no progress for {stall_s:g} s (a generation hung)"
+                log.error("%s; exiting, for a fresh worker to start", reason)
+                if report is not None:
+                    report.write_text(reason + "\n")
+                os._exit(exit_code)
+
+    threading.Thread(target=watch, name="device-watchdog", daemon=True).start()

@@ -1,0 +1,143 @@
+"""``chatterbox-fast bench faults``: generated hostile inputs (tools/hostile_inputs.py) on every JSON surface of a real
+server (WebSocket messages, POST /v1/tts, POST /v1/audio/speech), then what they did to it. Each figure must be 0:
+server errors (HTTP 5xx, a stream cut short, a socket the server dropped, an engine failure event), engine connections
+the gateway lost, embedded-worker restarts, and sessions still open once every client has gone."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import random
+import sys
+import time
+from typing import Any
+
+import httpx
+from websockets.asyncio.client import ClientConnection, connect
+from websockets.exceptions import ConnectionClosed
+
+from tools.hostile_inputs import OPENAI_FIELDS, TTS_FIELDS, http_bodies, websocket_messages
+from tools.local_server import ServerFailed, local_server
+
+SERVER_FAILURES = {"engine_error", "engine_unavailable"}  # events no client input may cause
+WEBSOCKET_CLIENTS = 4
+HTTP_CONCURRENCY = 4
+
+
+async def _websocket(url: str, messages: list[str], headers: dict[str, str]) -> dict[str, int]:
+    """The messages spread over a few sockets, every event read; server errors and refusals counted."""
+    counts = {"server_errors": 0, "refused": 0}
+
+    async def read(ws: ClientConnection) -> None:
+        async for frame in ws:
+            if isinstance(frame, str):
+                event = json.loads(frame)
+                if event["type"] == "error":
+                    counts["server_errors" if event["code"] in SERVER_FAILURES else "refused"] += 1
+
+    async def client(share: list[str]) -> None:
+        async with connect(url.replace("http", "ws", 1) + "/v1/stream", additional_headers=headers,
+                           max_size=None) as ws:
+            reader = asyncio.create_task(read(ws))
+            try:
+                for message in share:
+                    await ws.send(message)
+                    await asyncio.sleep(0.002)  # a fast client, not a flood the socket's buffers hide
+                await ws.send('{"type": "cancel"}')
+                await asyncio.sleep(0.5)
+                await ws.close()
+                await reader
+            except ConnectionClosed:
+                counts["server_errors"] += 1  # the server dropped the socket
+            finally:
+                reader.cancel()
+
+    await asyncio.gather(*(client(messages[i::WEBSOCKET_CLIENTS]) for i in range(WEBSOCKET_CLIENTS)))
+    return counts
+
+
+async def _http(url: str, route: str, bodies: list[str], headers: dict[str, str]) -> dict[str, int]:
+    counts = {"server_errors": 0, "refused": 0}
+    pending = iter(bodies)
+
+    async def worker(http: httpx.AsyncClient) -> None:
+        for body in pending:
+            try:
+                reply = await http.post(route, content=body.encode("utf-8", "surrogatepass"),
+                                        headers={"content-type": "application/json"})
+            except httpx.HTTPError:  # a stream aborted mid-way, a dropped connection
+                counts["server_errors"] += 1
+                continue
+            if reply.status_code >= 500:
+                counts["server_errors"] += 1
+            elif reply.status_code >= 400:
+                counts["refused"] += 1
+
+    async with httpx.AsyncClient(base_url=url, headers=headers, timeout=60) as http:
+        await asyncio.gather(*(worker(http) for _ in range(HTTP_CONCURRENCY)))
+    return counts
+
+
+def _engine_figures(health: dict[str, Any]) -> tuple[int, int]:
+    """Engine connections lost so far, and restarts of the embedded worker."""
+    return sum(e.get("lost", 0) for e in health["engines"]), (health.get("worker") or {}).get("restarts", 0)
+
+
+async def _sessions_left(http: httpx.AsyncClient, within: float = 10.0) -> int:
+    deadline = time.monotonic() + within
+    while (sessions := (await http.get("/health")).json()["sessions"]) and time.monotonic() < deadline:
+        await asyncio.sleep(0.1)
+    return sessions
+
+
+async def measure(url: str, count: int, seed: int, api_key: str | None) -> dict[str, Any]:
+    rng = random.Random(seed)
+    headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
+    async with httpx.AsyncClient(base_url=url, timeout=30) as http:
+        lost_before, restarts_before = _engine_figures((await http.get("/health")).json())
+        started = time.monotonic()
+        surfaces = {
+            "websocket": await _websocket(url, websocket_messages(rng, count), headers),
+            "/v1/tts": await _http(url, "/v1/tts", http_bodies(rng, count, TTS_FIELDS), headers),
+            "/v1/audio/speech": await _http(url, "/v1/audio/speech", http_bodies(rng, count, OPENAI_FIELDS), headers),
+        }
+        leaked = await _sessions_left(http)
+        health = (await http.get("/health")).json()
+    lost, restarts = _engine_figures(health)
+    return {"bench": "faults", "inputs_per_surface": count, "seed": seed, "surfaces": surfaces,
+            "server_errors": sum(s["server_errors"] for s in surfaces.values()),
+            "dropped_engine_connections": lost - lost_before, "worker_restarts": restarts - restarts_before,
+            "leaked_sessions": leaked, "health": health["status"], "seconds": round(time.monotonic() - started, 1)}
+
+
+def render(summary: dict[str, Any]) -> str:
+    lines = [f"bench faults: {summary['inputs_per_surface']} hostile inputs per surface (seed {summary['seed']}), "
+             f"{summary['seconds']} s"]
+    for name, counts in summary["surfaces"].items():
+        lines.append(f"  {name:<18} server errors {counts['server_errors']:>4}   refused {counts['refused']:>5}")
+    lines.append(f"  server errors {summary['server_errors']}, dropped engine connections "
+                 f"{summary['dropped_engine_connections']}, worker restarts {summary['worker_restarts']}, "
+                 f"leaked sessions {summary['leaked_sessions']}; /health {summary['health']}")
+    return "\n".join(lines)
+
+
+def failed(summary: dict[str, Any]) -> bool:
+    return bool(summary["server_errors"] or summary["dropped_engine_connections"] or summary["worker_restarts"]
+                or summary["leaked_sessions"] or summary["health"] != "ok")
+
+
+def run(args: argparse.Namespace) -> int:
+    """Exit status 1 when any figure is not 0; the last line is the summary as JSON."""
+    try:
+        if args.url:
+            summary = asyncio.run(measure(args.url, args.count, args.seed, args.api_key))
+        else:
+            with local_server(["--engine", "espeak", "--log-level", "warning"], quiet=True) as (url, _):
+                summary = asyncio.run(measure(url, args.count, args.seed, None))
+    except (ServerFailed, OSError, httpx.HTTPError) as exc:
+        print(f"bench faults: {type(exc).__name__}: {exc}", file=sys.stderr)
+        return 2
+    print(render(summary))
+    print(json.dumps(summary))
+    return 1 if failed(summary) else 0
