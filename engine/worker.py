@@ -82,6 +82,11 @@ class Synthesizer:
             raise Cancelled()
         return await self.run(engine.vocode, tokens, voice, buffered=deadline - time.monotonic())
 
+    def watched(self) -> list[Any]:
+        """What runs device calls, each with ``busy_since`` (engine/watchdog.py): the device queue, and a batching
+        engine, whose decode steps run on its own thread."""
+        return [self.device, self.engine] if isinstance(self.engine, BatchingEngine) else [self.device]
+
     async def run(self, fn: Callable[..., Any], *args: Any, buffered: float = 0.0) -> Any:
         """Run on the device thread; ``buffered`` is the audio the waiting listener has in hand (its slack)."""
         return await asyncio.wrap_future(self.device.submit(time.monotonic() + buffered, fn, *args))

@@ -194,7 +194,7 @@ def cmd_engine(args: argparse.Namespace) -> int:
         worker = start_worker(engine_settings(args))
     except (CannotListen, Misconfigured) as exc:
         return _refuse(args, str(exc), exc)
-    watch_device(worker.synth.device, args.device_stall_seconds, STALLED_EXIT_CODE, args.refusal_report)
+    watch_device(worker.synth.watched(), args.device_stall_seconds, STALLED_EXIT_CODE, args.refusal_report)
     asyncio.run(serve_worker(worker, args.listen, sock=sock, secret=args.engine_secret))
     return 0
 

@@ -231,3 +231,24 @@ def test_the_earliest_deadline_gets_a_free_slot_first(engine: TurboEngine, voice
     finally:
         loop.close()
     assert done == ["soon", "later", "late"]
+
+
+def test_the_watchdog_sees_every_prefill_and_step_and_an_idle_loop_as_idle(engine: TurboEngine, voices: list) -> None:
+    """``busy_since`` (read by engine/watchdog.py) is set while a prefill or a decode step runs, None once idle."""
+    loop = DecodeLoop(BatchDecoder(engine.t3, 2), engine._prefix)
+    during: list[float | None] = []
+    hook = engine.t3.speech_head.register_forward_hook(lambda *_: during.append(loop.busy_since))
+    try:
+        started = time.monotonic()
+        futures = [loop.submit(voices[0], text_tokens(engine, text), 5, seed, threading.Event(), started)
+                   for text, seed in [(TEXTS[0], 1), (TEXTS[1], 2)]]
+        [f.result(60) for f in futures]
+        deadline = time.monotonic() + 5
+        while loop.busy_since is not None:  # the last step's bookkeeping may still be finishing
+            assert time.monotonic() < deadline
+            time.sleep(0.01)
+    finally:
+        hook.remove()
+        loop.close()
+    assert len(during) >= 2 + 5 and all(since is not None and since >= started for since in during)
+    assert loop.busy_since is None

@@ -82,6 +82,12 @@ class BatchingEngine(Engine):
     def vocode(self, tokens: Any, voice: Any) -> np.ndarray:
         """Audio (float32 mono at ``sample_rate``) for tokens from ``submit_tokens``."""
 
+    @property
+    @abstractmethod
+    def busy_since(self) -> float | None:
+        """Monotonic start of the decode step or prefill running now on the engine's own thread; None while it waits
+        (watched like the device queue's calls: engine/watchdog.py)."""
+
     def synthesize(self, text: str, voice: Any, cancel: threading.Event) -> np.ndarray:
         if cancel.is_set():
             raise Cancelled()

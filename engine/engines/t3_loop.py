@@ -11,6 +11,7 @@ import heapq
 import itertools
 import logging
 import threading
+import time
 from collections.abc import Callable
 from concurrent.futures import Future
 from dataclasses import dataclass, field
@@ -47,6 +48,7 @@ class DecodeLoop:
         self.check_every = check_every
         self.steps = 0
         self.most_live = 0  # the most slots ever decoded in one step (a figure for benchmarks and tests)
+        self.busy_since: float | None = None  # monotonic start of the step or prefill running now (engine/watchdog.py)
         self._pending: list[TokenRequest] = []
         self._order = itertools.count()
         self._running: dict[int, TokenRequest] = {}
@@ -76,7 +78,11 @@ class DecodeLoop:
         with torch.inference_mode():
             while self._admit():
                 if self.decoder.live:
-                    self._step()
+                    self.busy_since = time.monotonic()
+                    try:
+                        self._step()
+                    finally:
+                        self.busy_since = None
 
     def _admit(self) -> bool:
         """Move waiting requests into free slots, earliest deadline first; False once closed."""
@@ -98,6 +104,7 @@ class DecodeLoop:
                 continue
             slot = self.decoder.free_slot()
             assert slot is not None
+            self.busy_since = time.monotonic()
             try:
                 generator = torch.Generator(self.decoder.device).manual_seed(request.seed)
                 self.decoder.join(slot, self.prefix_for(request.voice), request.text_tokens, generator,
@@ -107,6 +114,8 @@ class DecodeLoop:
                 self.decoder.leave(slot)
                 request.future.set_exception(exc)
                 continue
+            finally:
+                self.busy_since = None
             self._running[slot] = request
         return True
 

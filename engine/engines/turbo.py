@@ -304,6 +304,10 @@ class TurboEngine(BatchingEngine):
             wav, _ = self.s3gen.inference(speech_tokens=speech, ref_dict=dict(voice.gen), n_cfm_timesteps=2)
             return wav.squeeze(0).float().cpu().numpy().astype(np.float32, copy=False)
 
+    @property
+    def busy_since(self) -> float | None:
+        return self.loop.busy_since
+
     def token_budget(self, text: str) -> int:
         """Most tokens to sample after the first. Random weights never say EOS: stop them at a real speech length."""
         if not self.random_weights:
