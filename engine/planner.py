@@ -60,12 +60,17 @@ class PlannerConfig:
     max_chars: int = 300  # Turbo hallucinates past ~350 characters of input
     safety_margin_s: float = 0.3  # buffered audio to keep in hand when a chunk's generation ends
     snap_fraction: float = 0.5  # a stronger boundary wins if its chunk is at least this share of the longest that fits
+    # Audio buffered ahead of the listener beyond what the longest chunk needs: past it, wait for the listener (a
+    # client that stopped reading, a turn queued behind another hears nothing), so no utterance runs unboundedly ahead.
+    max_lead_s: float = 10.0
 
     def __post_init__(self) -> None:
         if self.first_chunk_min_words < 1 or self.first_chunk_max_words < 1:
             raise PlannerError("first_chunk_min_words and first_chunk_max_words must be >= 1", "bad_value")
         if self.max_chars < 1 or not 0 <= self.safety_margin_s < math.inf or not 0 <= self.snap_fraction <= 1:
             raise PlannerError("max_chars >= 1, a finite safety_margin_s >= 0, snap_fraction in [0, 1]", "bad_value")
+        if not 0 < self.max_lead_s < math.inf:
+            raise PlannerError("max_lead_s must be finite and > 0", "bad_value")
 
 
 @dataclass(frozen=True)
@@ -181,6 +186,10 @@ class ChunkPlanner:
         ahead = self.buffered(now)
         if self._clock is None or ahead <= 0:  # nothing playing: first audio (again) as fast as the lookahead allows
             return self._shortest(candidates, now)
+        lead = ahead - self.lead_limit()
+        if lead > 0:  # the listener is far behind: wait until it has heard enough to be within the limit again
+            self.wake_at = now + lead
+            return None
         units = self._units(candidates)
         if not units:  # too few words for a unit: only the end of closed text or the cap can force a cut
             return self._shortest(candidates, now)
@@ -200,6 +209,13 @@ class ChunkPlanner:
                 self.wake_at = now + spare
                 return None
         return chosen
+
+    def lead_limit(self) -> float:
+        """The most audio kept ahead of the listener: the longest chunk's cautious generation time (at most
+        ``max_lead_s``: an unlearnt cost model's estimate can be far off; a smaller buffer only means shorter chunks),
+        the safety margin, and ``max_lead_s``."""
+        longest = min(self._upper(self.config.max_chars), self.config.max_lead_s)
+        return longest + self.config.safety_margin_s + self.config.max_lead_s
 
     def _candidates(self) -> list[_Candidate]:
         """Where the pending text may be cut now, within the length cap and before the first flush point."""

@@ -55,13 +55,18 @@ class _Entry:
     info: VoiceInfo
 
 
+def voice_key(name: str) -> str:
+    """Voice names are case-insensitive: every name is looked up in this form (trimmed, lowercased)."""
+    return name.strip().lower()
+
+
 def sanitize_name(raw: str) -> str:
     """Return the stored form of an uploaded voice's name (trimmed, lowercased) or raise ``bad_name``.
 
     Allowed: 1-64 of ``a-z 0-9 - _``, starting with a letter or digit, and not ``default``. Nothing else passes, so
     ``<root>/<name>.wav`` always stays directly inside ``root``.
     """
-    name = raw.strip().lower()
+    name = voice_key(raw)
     if not _NAME.fullmatch(name):
         raise EngineError(
             f"bad voice name {raw!r}: use 1-64 of a-z, 0-9, '-', '_', starting with a letter or digit", "bad_name"
@@ -105,6 +110,7 @@ class VoiceStore:
 
     def conditionals(self, name: str) -> Any:
         """The voice's conditionals: from memory, else the disk cache, else computed (and then cached on disk)."""
+        name = voice_key(name)
         with self._lock:
             if name in self._memory:
                 return self._memory[name]
@@ -151,6 +157,7 @@ class VoiceStore:
 
     def delete(self, name: str) -> None:
         """Remove a voice's cached conditionals, then its audio file."""
+        name = voice_key(name)
         if name == DEFAULT_VOICE:
             raise EngineError("the built-in voice cannot be deleted", "bad_name")
         with self._locked_entry(name) as entry:
@@ -218,7 +225,7 @@ class VoiceStore:
             p for p in self._root.iterdir() if p.suffix.lower() in rank and not p.name.startswith(".") and p.is_file()
         ]
         for path in sorted(paths, key=lambda p: (p.stem, rank[p.suffix.lower()])):
-            name = path.stem
+            name = voice_key(path.stem)
             if name == DEFAULT_VOICE or name in entries:
                 log.warning("voice file %s ignored: the name %r is taken", path, name)
                 continue

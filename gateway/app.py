@@ -21,6 +21,7 @@ from gateway.engine_link.process import EngineProcess
 from gateway.http import health, speech, voices
 from gateway.http.errors import ApiError, api_error_response, error_response
 from gateway.metrics import Metrics
+from gateway.operator_safety import exposure_warning
 from gateway.session import Session
 from gateway.session_registry import SessionRegistry
 from gateway.settings import GatewaySettings
@@ -68,6 +69,8 @@ def create_app(settings: GatewaySettings, on_engine_refusal: Callable[[str], Non
         engine.start_background()
         log.info("gateway on http://%s:%d/ (engine: %s)", settings.host, settings.port,
                  ", ".join(settings.engine_urls) or "embedded worker")
+        if warning := exposure_warning(settings.host, settings.api_keys):
+            log.warning(warning)
         yield
         log.info("shutting down: closing %d sessions", len(state.sessions))
         for owner in state.sessions.owners():

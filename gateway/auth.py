@@ -1,4 +1,5 @@
-"""Optional API keys: a bearer header, or ``?api_key=`` where a browser cannot set headers."""
+"""Optional API keys: a bearer header; on a WebSocket, a ``cbf.key.<key>`` subprotocol (a browser cannot set its
+headers); ``?api_key=`` still accepted (and redacted from the logs, gateway/operator_safety.py)."""
 
 from __future__ import annotations
 
@@ -7,13 +8,20 @@ import hmac
 from starlette.requests import HTTPConnection
 
 OPEN_PATHS = ("/health",)
+SUBPROTOCOL = "cbf.v1"  # what the server picks when a WebSocket offers its key as a subprotocol
+KEY_SUBPROTOCOL = "cbf.key."
+
+
+def offered_subprotocols(conn: HTTPConnection) -> list[str]:
+    return [p.strip() for p in conn.headers.get("sec-websocket-protocol", "").split(",") if p.strip()]
 
 
 def presented_key(conn: HTTPConnection) -> str | None:
     header = conn.headers.get("authorization", "")
     if header.lower().startswith("bearer "):
         return header[7:].strip()
-    return conn.query_params.get("api_key")
+    offered = [p[len(KEY_SUBPROTOCOL):] for p in offered_subprotocols(conn) if p.startswith(KEY_SUBPROTOCOL)]
+    return offered[0] if offered else conn.query_params.get("api_key")
 
 
 def authorized(conn: HTTPConnection, keys: tuple[str, ...]) -> bool:

@@ -25,6 +25,7 @@ class Option:
     type: Callable[[str], Any] = str
     default: Any = None
     choices: Sequence[str] | None = None
+    secret: bool = False  # --help says whether it is set, never what it is
 
     @property
     def dest(self) -> str:
@@ -33,8 +34,9 @@ class Option:
     def add_to(self, parser: argparse.ArgumentParser) -> None:
         raw = os.environ.get(self.env)
         default = self.type(raw) if raw not in (None, "") else self.default
+        shown = ("set" if default else "not set") if self.secret else repr(default)
         parser.add_argument(self.flag, type=self.type, default=default, choices=self.choices,
-                            help=f"{self.help} [env {self.env}; default {default!r}]")
+                            help=f"{self.help} [env {self.env}; default {shown}]")
 
 
 def _bool(value: str) -> bool:
@@ -82,10 +84,13 @@ ENGINE_OPTIONS = (
 GATEWAY_OPTIONS = (
     Option("--host", "CBF_HOST", "address to listen on", default="0.0.0.0"),
     Option("--port", "CBF_PORT", "port to listen on", int, 8197),
-    Option("--api-key", "CBF_API_KEYS", "API keys, comma-separated; when set every request needs one", _list, ()),
+    Option("--api-key", "CBF_API_KEYS", "API keys, comma-separated; when set every request needs one", _list, (),
+           secret=True),
     Option("--max-sessions", "CBF_MAX_SESSIONS", "concurrent sessions and streams before 503", int, 32),
     Option("--max-text-chars", "CBF_MAX_TEXT_CHARS", "text per utterance", int, 5000),
     Option("--max-upload-bytes", "CBF_MAX_UPLOAD_BYTES", "voice upload size", int, 10 * 1024 * 1024),
+    Option("--stall-timeout", "CBF_STALL_TIMEOUT", "seconds a client may take no audio before it is closed", float,
+           30.0),
     Option("--ice-server", "CBF_ICE_SERVERS", "STUN/TURN URLs, comma-separated (turn:user:pass@host:port); "
            "none by default", _list, ()),
     Option("--engine-url", "CBF_ENGINE_URL", "use running engine workers (ws://host:port or unix:/path, "
@@ -94,7 +99,7 @@ GATEWAY_OPTIONS = (
 
 ENGINE_SECRET = (Option("--engine-secret", "CBF_ENGINE_SECRET", "shared secret of a gateway and its engine workers: a "
                         "worker refuses connections without it, a gateway presents it to --engine-url workers (the "
-                        "embedded worker gets a generated one)"),)
+                        "embedded worker gets a generated one)", secret=True),)
 
 LOG_OPTION = Option("--log-level", "CBF_LOG_LEVEL", "log level", default="info",
                     choices=("debug", "info", "warning", "error"))
@@ -146,6 +151,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
 
     from gateway.app import create_app
     from gateway.bind import CannotListen, bind_tcp
+    from gateway.operator_safety import redact_keys_in_logs
     from gateway.settings import GatewaySettings
     from gateway.webrtc.signalling import ice_servers
 
@@ -161,6 +167,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
     settings = GatewaySettings(
         host=args.host, port=args.port, api_keys=args.api_key, max_sessions=args.max_sessions,
         max_text_chars=args.max_text_chars, max_upload_bytes=args.max_upload_bytes, ice_servers=args.ice_server,
+        stall_timeout_s=args.stall_timeout,
         engine_urls=args.engine_url, engine_secret=args.engine_secret, engine_args=tuple(engine_argv(args) + ["--log-level", args.log_level]),
     )
     refusals: list[str] = []
@@ -172,6 +179,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
     server = uvicorn.Server(uvicorn.Config(create_app(settings, on_engine_refusal=engine_refused),
                                            log_level=args.log_level, timeout_graceful_shutdown=5,
                                            ws_max_size=1024 * 1024))
+    redact_keys_in_logs()  # after uvicorn's logging set-up
     server.run(sockets=[sock])
     return _refuse(args, refusals[0]) if refusals else 0
 
@@ -181,6 +189,7 @@ def cmd_engine(args: argparse.Namespace) -> int:
     from engine.startup_checks import Misconfigured, start_worker
     from engine.worker import serve_worker
     from gateway.bind import CannotListen, bind_tcp
+    from gateway.operator_safety import redact_keys_in_logs
 
     from engine.watchdog import exit_with_parent, watch_device
     from gateway.engine_link.process import STALLED_EXIT_CODE

@@ -15,13 +15,13 @@ from typing import Any, Awaitable, Callable
 
 from gateway import session_core as core
 from gateway.engine_link.client import EngineRequestError, EngineUnavailable, RemoteUtterance
+from gateway.playout import report_playout
 from gateway.shared_state import GatewayState
 from gateway.sink import AudioSink
 from gateway.utterance_stream import MetricsLabel, UtteranceStats, chunks
 
 log = logging.getLogger("chatterbox_fast.gateway")
 SendEvent = Callable[[dict[str, Any]], Awaitable[None]]
-PLAYOUT_REPORT_S = 0.2
 
 
 class Session:
@@ -36,6 +36,8 @@ class Session:
         self._utterances: dict[int, tuple[RemoteUtterance, UtteranceStats]] = {}  # turn -> engine side, until sent
         self._playing: asyncio.Queue[int] = asyncio.Queue()  # turns to send, in order
         self._player: asyncio.Task[None] | None = None
+        self._audible: int | None = None  # the turn whose audio the sink is taking
+        self._feedback: dict[int, asyncio.Task[None]] = {}  # turn -> its playout reports to the engine
         self._label = MetricsLabel(state.metrics, transport)
 
     @property
@@ -61,8 +63,9 @@ class Session:
         await self._stop_player()
 
     async def handle_text(self, raw: str | bytes) -> None:
-        """One client frame."""
-        await self._run(self.core.receive(raw))
+        """One client frame, carried out to its end even when the caller is cancelled (a client gone mid-frame): an
+        engine utterance it starts is then always known to the session, and cancelled with it."""
+        await asyncio.shield(self._run(self.core.receive(raw)))
 
     async def _run(self, actions: list[core.Action]) -> None:
         """Carry ``actions`` out in order; an engine call that fails ends the batch with an ``error`` event."""
@@ -83,17 +86,24 @@ class Session:
                 await self.send_event(event)
             case core.StartUtterance(turn=turn, voice=voice):
                 utterance = await self.state.engine.start(voice)
+                if turn not in self.core.queued:  # cancelled, or the client went away, while it started
+                    await asyncio.shield(utterance.cancel())
+                    return
                 self._utterances[turn] = utterance, UtteranceStats(time.monotonic())
+                self._feedback[turn] = asyncio.create_task(report_playout(utterance, lambda: self._heard(turn)))
                 self.core.started(turn, utterance.id)
                 self._playing.put_nowait(turn)
                 if self._player is None:
                     self._player = asyncio.create_task(self._play_all())
             case core.SendText(turn=turn, text=text):
-                await self._utterances[turn][0].text(text)
+                if utterance := self._engine_side(turn):
+                    await utterance.text(text)
             case core.FlushText(turn=turn):
-                await self._utterances[turn][0].flush()
+                if utterance := self._engine_side(turn):
+                    await utterance.flush()
             case core.EndText(turn=turn):
-                await self._utterances[turn][0].end()
+                if utterance := self._engine_side(turn):
+                    await utterance.end()
             case core.CancelUtterance(turn=turn):
                 await self._stop(turn)
             case core.ConfigureSink(format=fmt, sample_rate=rate):
@@ -106,6 +116,11 @@ class Session:
                 await self.sink.end()
             case core.ClearAudio():
                 await self.sink.clear()
+
+    def _engine_side(self, turn: int) -> RemoteUtterance | None:
+        """``turn``'s engine utterance; None once it was stopped (a cancel or a disconnect came first)."""
+        entry = self._utterances.get(turn)
+        return entry[0] if entry is not None else None
 
     def _count(self, event: dict[str, Any]) -> None:
         """Every error a client is sent, and every utterance that ends without ``done``, in the metrics."""
@@ -120,9 +135,19 @@ class Session:
     async def _stop(self, turn: int) -> None:
         """Cancel ``turn`` in the engine and stop sending. (The core cancels every turn at once, on ``cancel`` and on
         a disconnect, so the player stops altogether and starts afresh with the next turn.)"""
+        self._stop_feedback(turn)
         if (entry := self._utterances.pop(turn, None)) is not None:
-            await entry[0].cancel()
+            await asyncio.shield(entry[0].cancel())  # sent even when the caller is being cancelled
         await self._stop_player()
+
+    def _stop_feedback(self, turn: int) -> None:
+        if (task := self._feedback.pop(turn, None)) is not None:
+            task.cancel()
+
+    def _heard(self, turn: int) -> float | None:
+        """What ``turn``'s listener has heard: nothing while it waits behind another turn (so the engine generates
+        no more of it than its planner buffers), then what the sink knows."""
+        return self.sink.played_seconds() if self._audible == turn else 0.0
 
     async def _stop_player(self) -> None:
         player, self._player = self._player, None
@@ -142,12 +167,10 @@ class Session:
 
     async def _play(self, turn: int, utterance: RemoteUtterance, stats: UtteranceStats) -> None:
         underruns_before = self.sink.underruns()
-        feedback: asyncio.Task[None] | None = None
         try:
             async for chunk in chunks(utterance, stats, to=self._label):
                 await self._run(self.core.chunk(turn, chunk.header, chunk.pcm))
-                if feedback is None:
-                    feedback = asyncio.create_task(self._report_playout(utterance))
+                self._audible = turn
             await self._run(self.core.engine_done(turn))
             summary = stats.summary()
             if underruns_before is not None:
@@ -159,13 +182,8 @@ class Session:
             log.debug("session %s: utterance %s stopped: %s", self.id, utterance.id, exc)
             self.core.abandoned(turn)
         finally:
-            if feedback is not None:
-                feedback.cancel()
-
-    async def _report_playout(self, utterance: RemoteUtterance) -> None:
-        """Tell the engine how much the listener has really heard, where the sink knows (the paced WebRTC track), so
-        the planner sizes chunks on the true buffer rather than on the wall clock."""
-        with contextlib.suppress(EngineUnavailable):
-            while not utterance.finished and (played := self.sink.played_seconds()) is not None:
-                await utterance.playout(round(played, 3))
-                await asyncio.sleep(PLAYOUT_REPORT_S)
+            self._stop_feedback(turn)
+            self._audible = None
+            if underruns_before is not None:
+                self._label.metrics.underruns.labels(self.transport).inc((self.sink.underruns() or 0)
+                                                                         - underruns_before)

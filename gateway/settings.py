@@ -13,6 +13,7 @@ class GatewaySettings:
     max_sessions: int = 32
     max_text_chars: int = 5000
     max_upload_bytes: int = 10 * 1024 * 1024
+    stall_timeout_s: float = 30.0  # a client that takes no audio for this long is closed
     ice_servers: tuple[str, ...] = ()
     engine_urls: tuple[str, ...] = ()  # running engine workers; none starts the embedded worker
     engine_secret: str | None = None  # presented to the engine_urls workers (the embedded one gets its own)

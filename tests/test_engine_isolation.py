@@ -70,3 +70,13 @@ async def test_the_embedded_worker_needs_the_secret_its_gateway_generated() -> N
             await raw(engine_url, None)
         reply = httpx.post(url + "/v1/tts", json={"text": "Only my gateway gets in."}, timeout=30)
         assert reply.status_code == 200 and len(reply.content) > 24000
+
+
+def test_help_never_shows_the_secrets() -> None:
+    from tests.cli_run import run_cli
+
+    env = {"CBF_ENGINE_SECRET": SECRET, "CBF_API_KEYS": "key-from-env"}
+    for command in (("serve", "--help"), ("engine", "--help")):
+        shown = run_cli(*command, env=env, timeout=60).stdout
+        assert "--engine-secret" in shown and SECRET not in shown and "key-from-env" not in shown
+        assert "CBF_ENGINE_SECRET; default set" in " ".join(shown.split())

@@ -99,14 +99,14 @@ def test_bad_requests_are_clear_json_errors(server: str, path: str, body: bytes,
 
 def test_voice_upload_speak_delete(server: str) -> None:
     clip = tts(server, text=" ".join([SENTENCE] * 2), format="wav").content  # real speech, > 5 s
-    r = httpx.post(server + "/v1/voices", data={"name": "narrator"}, files={"file": ("n.wav", clip)}, timeout=30)
-    assert r.status_code == 201 and r.json()["voice"]["name"] == "narrator"
+    r = httpx.post(server + "/v1/voices", data={"name": "Narrator"}, files={"file": ("n.wav", clip)}, timeout=30)
+    assert r.status_code == 201 and r.json()["voice"]["name"] == "narrator"  # names are case-insensitive
     names = [v["name"] for v in httpx.get(server + "/v1/voices").json()["voices"]]
     assert names == sorted(names) and "narrator" in names and "default" in names
-    assert tts(server, text="Speaking as the narrator.", voice="narrator").status_code == 200
+    assert tts(server, text="Speaking as the narrator.", voice="NARRATOR").status_code == 200
     again = httpx.post(server + "/v1/voices", data={"name": "narrator"}, files={"file": ("n.wav", clip)}, timeout=30)
     assert again.status_code == 409 and again.json()["error"]["code"] == "exists"
-    assert httpx.delete(server + "/v1/voices/narrator").status_code == 204
+    assert httpx.delete(server + "/v1/voices/Narrator").status_code == 204
     assert httpx.delete(server + "/v1/voices/narrator").json()["error"]["code"] == "unknown_voice"
 
 
@@ -176,6 +176,10 @@ def test_api_keys_and_session_limit() -> None:
             async with connect(ws_url) as ws:
                 event = json.loads(await ws.recv())
                 assert event["type"] == "error" and event["code"] == "unauthorized"
+            async with connect(ws_url, subprotocols=["cbf.v1", "cbf.key.k2"]) as ws:  # the page's way
+                assert ws.subprotocol == "cbf.v1" and json.loads(await ws.recv())["type"] == "ready"
+            async with connect(ws_url, subprotocols=["cbf.v1", "cbf.key.wrong"]) as ws:
+                assert json.loads(await ws.recv())["code"] == "unauthorized"
             async with connect(ws_url + "?api_key=k1") as ws:
                 assert json.loads(await ws.recv())["type"] == "ready"
                 full = httpx.post(url + "/v1/tts?api_key=k1", json={"text": "Hello."})

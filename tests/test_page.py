@@ -317,6 +317,9 @@ def test_clone_from_microphone(browser, server):
 def test_api_key_asked_once_and_sent(browser, tmp_path):
     context = browser.new_context()
     page = context.new_page()
+    urls: list[str] = []
+    page.on("request", lambda request: urls.append(request.url))
+    page.on("websocket", lambda ws: urls.append(ws.url))
     try:
         with running_server("--api-key", "page-secret", voices_dir=tmp_path) as url:
             page.goto(url + "/")
@@ -332,6 +335,7 @@ def test_api_key_asked_once_and_sent(browser, tmp_path):
             assert page.is_hidden("#key-form")
             u = speak_and_wait(page, "Authorised.")
             assert not u["failed"] and u["peak"] > page.evaluate("cbf.THRESH")
+            assert any("/v1/" in u for u in urls) and not [u for u in urls if "secret" in u]  # never in a URL
     finally:
         context.close()
 

@@ -367,11 +367,27 @@ async def test_a_paced_sink_gets_playout_reports_sent_to_the_engine_and_underrun
     [utterance] = client.engine.utterances
     utterance.speak(1, done=False)
     await client.until("chunk")
-    await asyncio.sleep(0.05)  # the engine is still generating: the listener's position is reported
+    while len(utterance.playouts) < 2:  # the engine is still generating: the listener's position is reported
+        await asyncio.sleep(0.01)
     utterance.done(1)
     await client.until("done")
-    assert utterance.playouts[:1] == [0.25]
+    assert utterance.playouts[:2] == [0.0, 0.25]  # nothing heard before the first audio, then the sink's position
     assert client.of("done")[0]["underruns"] == 1
+    assert client.metrics.underruns.labels("ws")._value.get() == 1  # cbf_underruns_total
+    await client.session.close()
+
+
+async def test_a_turn_queued_behind_another_is_reported_unheard_so_the_engine_pauses_it() -> None:
+    client = Client(FakeSink(configurable=False, paced=True))
+    await client.session.handle_text(frame("speak", text="One."))
+    await client.session.handle_text(frame("speak", text="Two."))
+    first, second = client.engine.utterances
+    first.speak(1, done=False)
+    second.speak(1, done=False)  # generated ahead while the first plays
+    await client.until("chunk")
+    while len(second.playouts) < 2 or len(first.playouts) < 2:
+        await asyncio.sleep(0.01)
+    assert set(second.playouts) == {0.0} and first.playouts[1] == 0.25
     await client.session.close()
 
 

@@ -120,6 +120,35 @@ async def test_malformed_sdp_is_400_and_server_stays_up(url):
         assert (await http.get(url + "/health")).status_code == 200
 
 
+async def test_oversized_offers_are_refused_before_parsing(url):
+    listener = Listener.create()
+    offer = await listener.offer()
+    await listener.close()
+    many_sections = offer + "m=audio 9 UDP/TLS/RTP/SAVPF 0\r\n" * 3  # (3000 of them took seconds to parse)
+    padded = offer + "a=x-pad:" + "y" * 40_000 + "\r\n"
+    async with httpx.AsyncClient() as http:
+        for sdp, says in ((many_sections, "media sections"), (padded, "bytes")):
+            reply = await http.post(url + "/v1/webrtc/offer", json={"sdp": sdp, "type": "offer"})
+            assert reply.status_code == 400 and reply.json()["error"]["code"] == "bad_sdp"
+            assert says in reply.json()["error"]["message"]
+        assert (await http.get(url + "/health")).json()["sessions"] == 0
+
+
+async def test_a_peer_that_closes_with_8_queued_utterances_leaves_no_engine_work(url):
+    listener, _ = await connect(url)
+    for _ in range(8):
+        send(listener, '{"type": "speak", "text": "%s"}' % LONG_TEXT)
+    await listener.wait_for(lambda: event(listener, "chunk"))
+    async with httpx.AsyncClient() as http:
+        assert sum(e["in_flight"] for e in (await http.get(url + "/health")).json()["engines"]) == 8
+        await listener.close()
+        deadline = time.monotonic() + 10
+        while (health := (await http.get(url + "/health")).json())["sessions"] or \
+                sum(e["in_flight"] for e in health["engines"]):
+            assert time.monotonic() < deadline, "engine utterances outlived their WebRTC peer"
+            await asyncio.sleep(0.05)
+
+
 # In-process: the same endpoint on an app whose engine is never started (offers do not need it).
 
 @pytest.fixture

@@ -1,5 +1,6 @@
 // The API key and the fetch helper. A 401 asks for a key once (a form on the page), keeps it for this tab only
-// (sessionStorage) and retries; the key travels as ?api_key= on HTTP requests and on the WebSocket URL.
+// (sessionStorage) and retries; the key travels in the Authorization header on HTTP requests and as a WebSocket
+// subprotocol ("cbf.key.<key>", next to "cbf.v1"), never in a URL (URLs end up in access logs).
 
 import { $ } from "./state.js";
 
@@ -8,11 +9,15 @@ const KEY_STORE = "cbf.api_key";
 export const apiKey = () => sessionStorage.getItem(KEY_STORE) || "";
 export const forgetKey = () => sessionStorage.removeItem(KEY_STORE);
 
-export function withKey(url) {
-  const u = new URL(url, location.href);
+function withKey(opts) {
   const k = apiKey();
-  if (k) u.searchParams.set("api_key", k);
-  return u.toString();
+  return k ? { ...opts, headers: { ...(opts.headers || {}), Authorization: `Bearer ${k}` } } : opts;
+}
+
+// The subprotocols a WebSocket offers: the key, and the protocol the server picks.
+export function keyProtocols() {
+  const k = apiKey();
+  return k ? ["cbf.v1", `cbf.key.${k}`] : [];
 }
 
 let keyWait = null;
@@ -55,7 +60,7 @@ export async function errorText(r) {
 // fetch() with the key; on 401 asks for a (new) key and tries again.
 export async function api(path, opts = {}) {
   for (;;) {
-    const r = await fetch(withKey(path), opts);
+    const r = await fetch(path, withKey(opts));
     if (r.status !== 401) return r;
     const msg = apiKey() ? `That key was refused: ${await errorText(r)}` : "";
     if (apiKey()) forgetKey();

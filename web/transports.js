@@ -4,7 +4,7 @@
 // jitter-buffer level, concealment. Server events of either transport go to the handler set by onServerEvent().
 
 import { $, state, metrics, utterances, current, active, finishUtterance } from "./state.js";
-import { api, apiKey, askKey, errorText, forgetKey, withKey } from "./api.js";
+import { api, apiKey, askKey, errorText, forgetKey, keyProtocols } from "./api.js";
 import { audio, dropRemote, lastLoudAt, loadWorklet, muteRemote, playRemote, worklet } from "./audio.js";
 
 const WEBRTC_AUTO_TIMEOUT_MS = 4000; // auto mode: fall back to the WebSocket after this
@@ -29,7 +29,7 @@ function setConn(kind, text) {
 function wsUrl(path) {
   const u = new URL(path, location.href);
   u.protocol = location.protocol === "https:" ? "wss:" : "ws:";
-  return withKey(u.toString());
+  return u.toString();
 }
 function timeout(ms, what) {
   return new Promise((_, rej) => setTimeout(() => rej(new Error(`${what} did not happen within ${ms / 1000} s`)), ms));
@@ -207,7 +207,7 @@ async function connectWS(gen) {
   worklet.port.postMessage({ type: "config", rate });
   worklet.port.postMessage({ type: "clear" });
   for (;;) {
-    const ws = new WebSocket(wsUrl("/v1/stream"));
+    const ws = new WebSocket(wsUrl("/v1/stream"), keyProtocols());
     ws.binaryType = "arraybuffer";
     let closed = false;
     let unauthorized = false;

@@ -2,19 +2,23 @@
 
 from __future__ import annotations
 
+import asyncio
 import time
 from typing import AsyncIterator
 
 from starlette.requests import Request
-from starlette.responses import Response, StreamingResponse
+from starlette.responses import Response
 
+from engine.protocol import SAMPLE_RATE, Chunk
 from gateway.audio import make_encoder
 from gateway.client_input import speech_text
-from gateway.engine_link.client import EngineRequestError, EngineUnavailable, RemoteUtterance
+from gateway.engine_link.client import EngineRequestError, EngineUnavailable
 from gateway.formats import OPENAI_FORMATS, OPENAI_PCM_RATE, TTS_FORMATS
 from gateway.http.body import body_field, json_body
 from gateway.http.errors import ApiError, engine_error
+from gateway.http.stream import SpeechStream, StreamAborted, encoded
 from gateway.http.voices import known_voices
+from gateway.playout import SentClock, report_playout
 from gateway.session_registry import SessionLimitReached
 from gateway.shared_state import GatewayState
 from gateway.utterance_stream import MetricsLabel, UtteranceStats, chunks
@@ -32,7 +36,7 @@ def _text(state: GatewayState, text: str) -> str:
 
 
 async def _speech(state: GatewayState, text: str, voice: str, fmt: str, sample_rate: int | None,
-                  transport: str) -> StreamingResponse:
+                  transport: str) -> SpeechStream:
     """Start one utterance and stream it encoded; errors before the first chunk become proper HTTP errors."""
     try:
         encoder = make_encoder(fmt, sample_rate)
@@ -54,28 +58,36 @@ async def _speech(state: GatewayState, text: str, voice: str, fmt: str, sample_r
         state.sessions.remove(token)
         raise engine_error(exc) from None
 
+    sent = SentClock()  # the engine pauses this utterance while the client takes none of it
+    feedback = asyncio.create_task(report_playout(utterance, sent.heard))
+
     async def body() -> AsyncIterator[bytes]:
         try:
-            if first is not None:
-                if data := encoder.encode(first.pcm):
+            async for chunk in _chained(first, stream):
+                if data := await encoded(encoder, chunk.pcm):
                     yield data
-                async for chunk in stream:
-                    if data := encoder.encode(chunk.pcm):
-                        yield data
-            if data := encoder.flush():
+                sent.sent(len(chunk.pcm) / 2 / SAMPLE_RATE)
+            if data := await encoded(encoder, None):
                 yield data
         except EngineRequestError as exc:
             state.metrics.errors.labels(exc.code).inc()
-        finally:
-            await _finish(utterance, token, state)
+            raise StreamAborted(f"utterance {utterance.id} failed mid-way ({exc.code}: {exc})") from None
+
+    async def finish() -> None:
+        feedback.cancel()
+        state.sessions.remove(token)
+        await utterance.cancel()  # a no-op once finished; stops the engine when the client went away
 
     headers = {"X-Accel-Buffering": "no", "Cache-Control": "no-store", "X-Utterance-Id": utterance.id}
-    return StreamingResponse(body(), media_type=encoder.content_type, headers=headers)
+    return SpeechStream(body(), finish, state.settings.stall_timeout_s, media_type=encoder.content_type,
+                        headers=headers)
 
 
-async def _finish(utterance: RemoteUtterance, token: object, state: GatewayState) -> None:
-    await utterance.cancel()  # a no-op once finished; stops the engine when the client went away mid-stream
-    state.sessions.remove(token)
+async def _chained(first: Chunk | None, rest: AsyncIterator[Chunk]) -> AsyncIterator[Chunk]:
+    if first is not None:
+        yield first
+        async for chunk in rest:
+            yield chunk
 
 
 async def tts(request: Request) -> Response:

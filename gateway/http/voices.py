@@ -6,10 +6,13 @@ from typing import Any
 
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
+from starlette.types import Message
 
 from gateway.engine_link.client import EngineRequestError, EngineUnavailable
 from gateway.http.errors import ApiError, engine_error
 from gateway.shared_state import GatewayState
+
+FORM_OVERHEAD = 64 * 1024  # multipart boundaries, headers and the name field around the file
 
 
 async def known_voices(state: GatewayState) -> list[dict[str, Any]]:
@@ -23,11 +26,33 @@ async def list_voices(request: Request) -> Response:
     return JSONResponse({"voices": await known_voices(request.app.state.gateway)})
 
 
+async def _bounded(request: Request, limit: int) -> Request:
+    """The request with its body read into memory, no further than ``limit`` bytes whatever the framing (a
+    Content-Length, chunked, neither): an upload over it is refused before any of it reaches a temporary file."""
+    too_large = ApiError(413, "too_large", f"uploads are limited to {limit - FORM_OVERHEAD} bytes")
+    if int(request.headers.get("content-length") or 0) > limit:
+        raise too_large
+    body = bytearray()
+    async for piece in request.stream():
+        body += piece
+        if len(body) > limit:
+            raise too_large
+    sent = False
+
+    async def replay() -> Message:
+        nonlocal sent
+        if sent:
+            return {"type": "http.disconnect"}
+        sent = True
+        return {"type": "http.request", "body": bytes(body), "more_body": False}
+
+    return Request(request.scope, replay)
+
+
 async def add_voice(request: Request) -> Response:
     state: GatewayState = request.app.state.gateway
     limit = state.settings.max_upload_bytes
-    if int(request.headers.get("content-length") or 0) > limit + 64 * 1024:
-        raise ApiError(413, "too_large", f"uploads are limited to {limit} bytes")
+    request = await _bounded(request, limit + FORM_OVERHEAD)
     try:
         form = await request.form(max_files=1, max_fields=4, max_part_size=limit + 1)
     except Exception as exc:  # malformed multipart, a part over the limit

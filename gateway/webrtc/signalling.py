@@ -29,6 +29,8 @@ from gateway.webrtc.track import PacedAudioTrack, TrackSink
 
 log = logging.getLogger("chatterbox_fast.gateway")
 SETUP_TIMEOUT_S = 15.0  # a peer that is not connected with a data channel by then is dropped
+MAX_SDP_BYTES = 32 * 1024  # a browser's offer is a few kB; aiortc's parser is slow on huge ones (the event loop waits)
+MAX_M_LINES = 2  # what a session uses: one audio section and one data channel
 _ICE_URL = re.compile(r"^(?P<scheme>stuns?|turns?):(?:(?P<user>[^:@/]+):(?P<password>[^@/]+)@)?(?P<rest>[^@]+)$")
 
 
@@ -45,6 +47,12 @@ def ice_servers(urls: list[str] | tuple[str, ...]) -> list[RTCIceServer]:
 
 
 def _parse(sdp: str) -> SessionDescription:
+    """Parse an offer of sane size only: refused before parsing when too large or with more sections than a session
+    uses (thousands of m-lines would block the event loop for seconds)."""
+    if len(sdp) > MAX_SDP_BYTES:
+        raise ValueError(f"the SDP is over {MAX_SDP_BYTES} bytes")
+    if sum(line.startswith("m=") for line in sdp.splitlines()) > MAX_M_LINES:
+        raise ValueError(f"the SDP has more than {MAX_M_LINES} media sections (one audio, one data channel)")
     try:
         return SessionDescription.parse(sdp)
     except Exception as exc:  # aiortc's parser raises whatever the malformed line provokes

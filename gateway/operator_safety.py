@@ -1,0 +1,44 @@
+"""What keeps an operator from exposing the gateway by accident: API keys never written to logs, and a loud warning
+when it listens beyond loopback with no keys."""
+
+from __future__ import annotations
+
+import ipaddress
+import logging
+import re
+
+_KEY_IN_QUERY = re.compile(r"(api_key=)[^&\s\"']*")
+REDACTED = "[redacted]"
+ACCESS_LOGGERS = ("uvicorn.access", "uvicorn.error")  # HTTP access lines; WebSocket "accepted" lines
+
+
+class RedactKeys(logging.Filter):
+    """Rewrites ``?api_key=...`` in a record's message and arguments (uvicorn logs the path with its query)."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if isinstance(record.args, tuple):
+            record.args = tuple(_KEY_IN_QUERY.sub(rf"\1{REDACTED}", a) if isinstance(a, str) else a
+                                for a in record.args)
+        if isinstance(record.msg, str):
+            record.msg = _KEY_IN_QUERY.sub(rf"\1{REDACTED}", record.msg)
+        return True
+
+
+def redact_keys_in_logs() -> None:
+    """Install ``RedactKeys`` on the server's access loggers (after uvicorn configured them)."""
+    for name in ACCESS_LOGGERS:
+        logging.getLogger(name).addFilter(RedactKeys())
+
+
+def exposure_warning(host: str, api_keys: tuple[str, ...]) -> str | None:
+    """The warning to log when ``host`` reaches beyond this machine and no API key guards it; None otherwise."""
+    if api_keys:
+        return None
+    try:
+        loopback = ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        loopback = host == "localhost"
+    if loopback:
+        return None
+    return (f"SERVING ON {host} WITH NO API KEY: anyone who can reach this port can speak, upload and delete voices, "
+            "and read the metrics (CORS allows every origin). Set --api-key (CBF_API_KEYS) or listen on 127.0.0.1.")
