@@ -114,6 +114,7 @@ class EngineReady:
     sample_rate: int = SAMPLE_RATE
     protocol: int = PROTOCOL_VERSION
     notes: str = ""
+    decode: str | None = None  # a batching engine's decode mode ("eager", "graph"); absent for the others
 
 
 @dataclass(frozen=True)

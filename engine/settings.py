@@ -15,6 +15,8 @@ class EngineSettings:
     dtype: str = "auto"
     tf32: bool = True
     sdpa: bool = True
+    decode: str = "auto"  # chatterbox-turbo: auto (CUDA graphs on CUDA, eager elsewhere) | eager | graph
+    batch_slots: int = 0  # chatterbox-turbo: chunks decoded together (0: 64 on CUDA, 8 elsewhere)
     voices_dir: Path = field(default_factory=lambda: Path("voices"))
     sim_fixed_s: float = 0.15  # simulated engine: fixed cost per chunk
     sim_rtf: float = 3.0  # simulated engine: real-time factor

@@ -55,6 +55,22 @@ def check_device(device: str) -> None:
         raise Misconfigured(problem, CUDA_FIX)
 
 
+def check_decode(decode: str, batch_slots: int, device: str) -> None:
+    """``--decode graph`` needs CUDA (``device`` is known to be usable by now); ``--batch-slots`` is not negative."""
+    if batch_slots < 0:
+        raise Misconfigured(f"--batch-slots {batch_slots} is negative",
+                            "pass 0 (64 slots on CUDA, 8 elsewhere) or a positive count (CBF_BATCH_SLOTS)")
+    if decode != "graph" or device.startswith("cuda"):
+        return
+    import torch
+
+    if device == "auto" and torch.cuda.is_available():
+        return
+    where = "no CUDA device is visible" if device == "auto" else f"--device is {device}"
+    raise Misconfigured(f"--decode graph replays CUDA graphs, but {where}",
+                        "use --decode auto or eager (CBF_DECODE), or a CUDA --device")
+
+
 def weights_problem(report: WeightsReport) -> Misconfigured | None:
     """The missing or damaged files, with the directory looked in."""
     if report.complete:
@@ -94,6 +110,7 @@ def preflight(settings: EngineSettings, engine: str) -> EngineSettings:
     if engine != "chatterbox-turbo":
         return settings
     check_device(settings.device)
+    check_decode(settings.decode, settings.batch_slots, settings.device)
     if settings.weights != "pretrained":
         return settings
     return dataclasses.replace(settings, model_dir=locate_weights(settings.model_dir))

@@ -11,9 +11,9 @@ import logging
 import os
 import threading
 import time
+from collections.abc import Sequence
 from pathlib import Path
-
-from engine.scheduler import DeviceQueue
+from typing import Any
 
 log = logging.getLogger("chatterbox_fast.engine")
 
@@ -30,15 +30,16 @@ def exit_with_parent(parent_pid: int, poll_s: float = 0.5) -> None:
     threading.Thread(target=watch, name="parent-watch", daemon=True).start()
 
 
-def watch_device(device: DeviceQueue, stall_s: float, exit_code: int, report: Path | None) -> None:
-    """Exit with ``exit_code`` once one device call (a chunk's generation, a voice's conditionals) has run for
-    ``stall_s`` seconds without returning, saying why in ``report`` (read by the supervisor for /health)."""
+def watch_device(devices: Sequence[Any], stall_s: float, exit_code: int, report: Path | None) -> None:
+    """Exit with ``exit_code`` once one device call (a chunk's generation, a voice's conditionals; a batching engine's
+    decode step or prefill) has run for ``stall_s`` seconds without returning, saying why in ``report`` (read by the
+    supervisor for /health). ``devices``: what runs device calls, each with ``busy_since`` (``Synthesizer.watched``)."""
 
     def watch() -> None:
         while True:
             time.sleep(min(1.0, stall_s / 4))
-            since = device.busy_since
-            if since is not None and time.monotonic() - since > stall_s:
+            now = time.monotonic()
+            if any(since is not None and now - since > stall_s for since in (d.busy_since for d in devices)):
                 reason = f"the device made no progress for {stall_s:g} s (a generation hung)"
                 log.error("%s; exiting, for a fresh worker to start", reason)
                 if report is not None:

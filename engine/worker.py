@@ -1,9 +1,10 @@
 """The engine worker process: one model on one device, many utterances from many gateways.
 
 Each gateway holds one WebSocket to the worker (engine protocol v1, engine/protocol.py). Utterances run as asyncio
-tasks; the planner decides what to generate next, and generation itself runs on a single thread so the device does one
-chunk at a time (chunks of different utterances interleave). Every chunk is joined cleanly and watermarked before it
-leaves this process.
+tasks; the planner decides what to generate next. Generation runs on a single device thread, most urgent chunk first;
+a batching engine (Turbo) instead decodes every utterance's chunk together token by token on its own thread, and only
+its second stage (tokens to audio) goes through the device thread. Every chunk is joined cleanly and watermarked
+before it leaves this process.
 """
 
 from __future__ import annotations
@@ -27,7 +28,7 @@ from websockets.http11 import Request, Response
 
 from engine import protocol
 from engine.cost import CostModel
-from engine.engines.base import Cancelled, Engine, EngineError
+from engine.engines.base import BatchingEngine, Cancelled, Engine, EngineError
 from engine.joins import Joiner, to_int16
 from engine.planner import ChunkPlanner, PlannedChunk, PlannerConfig, PlannerError
 from engine.protocol import (AddVoice, Cancel, Chunk, ChunkHeader, DeleteVoice, Done, End, EngineReady, Error, Flush,
@@ -69,6 +70,22 @@ class Synthesizer:
               cancel: threading.Event) -> np.ndarray:
         """Both stages in the calling thread (warm-up and calibration)."""
         return self.finish(self.speak(text, voice, cancel), joiner, previous)
+
+    async def generate(self, text: str, voice: Any, cancel: threading.Event, buffered: float) -> np.ndarray:
+        """A chunk's raw audio; ``buffered`` is the audio its listener has in hand (its deadline)."""
+        engine = self.engine
+        if not isinstance(engine, BatchingEngine):
+            return await self.run(self.speak, text, voice, cancel, buffered=buffered)
+        deadline = time.monotonic() + buffered
+        tokens = await asyncio.wrap_future(engine.submit_tokens(text, voice, cancel, deadline))
+        if cancel.is_set():
+            raise Cancelled()
+        return await self.run(engine.vocode, tokens, voice, buffered=deadline - time.monotonic())
+
+    def watched(self) -> list[Any]:
+        """What runs device calls, each with ``busy_since`` (engine/watchdog.py): the device queue, and a batching
+        engine, whose decode steps run on its own thread."""
+        return [self.device, self.engine] if isinstance(self.engine, BatchingEngine) else [self.device]
 
     async def run(self, fn: Callable[..., Any], *args: Any, buffered: float = 0.0) -> Any:
         """Run on the device thread; ``buffered`` is the audio the waiting listener has in hand (its slack)."""
@@ -138,8 +155,7 @@ class Utterance:
                     await self._sleep_until_needed()
                     continue
                 t0 = time.monotonic()
-                raw = await synth.run(synth.speak, planned.text, voice, self.cancel_event,
-                                      buffered=self.planner.buffered(t0))
+                raw = await synth.generate(planned.text, voice, self.cancel_event, self.planner.buffered(t0))
                 wav = await synth.after(raw, joiner, previous.boundary if previous else None)
                 now = time.monotonic()
                 gen_time = now - t0
@@ -197,7 +213,8 @@ class Worker:
         self.utterances: dict[tuple[Send, str], Utterance] = {}  # by (connection, id)
         self._costs: dict[str, CostModel] = {}
         info = synth.engine.info
-        self.ready = EngineReady(info.name, info.device, info.dtype, info.weights, watermark=True, notes=info.notes)
+        self.ready = EngineReady(info.name, info.device, info.dtype, info.weights, watermark=True, notes=info.notes,
+                                 decode=info.decode)
 
     def cost_model(self, voice: str) -> CostModel:
         """Generation cost is learnt per voice (conditionals change the prompt length) across utterances."""
@@ -295,7 +312,11 @@ def build_worker(settings: EngineSettings) -> Worker:
     from engine.engines import load_engine
 
     watermarker = Watermarker()
-    engine = load_engine(settings)
+    return worker_for(load_engine(settings), settings, watermarker)
+
+
+def worker_for(engine: Engine, settings: EngineSettings, watermarker: Watermarker) -> Worker:
+    """Warm a loaded engine, measure its costs, and serve it (the watermarker moves to the engine's GPU)."""
     if engine.info.device.startswith("cuda"):  # mark on the GPU too: on the CPU it costs ~25 ms per audio second
         watermarker = Watermarker(device=engine.info.device)
     if engine.info.name in ("espeak", "simulated"):

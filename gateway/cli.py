@@ -62,7 +62,12 @@ ENGINE_OPTIONS = (
     Option("--dtype", "CBF_DTYPE", "chatterbox-turbo dtype (auto = bfloat16 on CUDA)", default="auto",
            choices=("auto", "bfloat16", "float16", "float32")),
     Option("--tf32", "CBF_TF32", "allow TF32 matmuls on CUDA", _bool, True),
-    Option("--sdpa", "CBF_SDPA", "use scaled-dot-product attention in T3", _bool, True),
+    Option("--sdpa", "CBF_SDPA", "scaled-dot-product attention in upstream's T3 forward (only the GPU kit's "
+           "baseline runs it: the Turbo decode path always uses SDPA)", _bool, True),
+    Option("--decode", "CBF_DECODE", "chatterbox-turbo T3 decode: auto = CUDA graphs on CUDA, eager elsewhere",
+           default="auto", choices=("auto", "eager", "graph")),
+    Option("--batch-slots", "CBF_BATCH_SLOTS",
+           "chatterbox-turbo: chunks decoded together (0 = 64 on CUDA, 8 elsewhere)", int, 0),
     Option("--voices-dir", "CBF_VOICES_DIR", "where predefined and cloned voices live", Path, Path("voices")),
     Option("--sim-fixed", "CBF_SIM_FIXED", "simulated engine: fixed seconds per chunk", float, 0.15),
     Option("--sim-rtf", "CBF_SIM_RTF", "simulated engine: real-time factor", float, 3.0),
@@ -105,7 +110,8 @@ def engine_settings(args: argparse.Namespace):  # -> EngineSettings (imported la
 
     return EngineSettings(
         engine=args.engine, model_dir=args.model_dir, weights=args.weights, device=args.device, dtype=args.dtype,
-        tf32=args.tf32, sdpa=args.sdpa, voices_dir=args.voices_dir, sim_fixed_s=args.sim_fixed, sim_rtf=args.sim_rtf,
+        tf32=args.tf32, sdpa=args.sdpa, decode=args.decode, batch_slots=args.batch_slots, voices_dir=args.voices_dir,
+        sim_fixed_s=args.sim_fixed, sim_rtf=args.sim_rtf,
         first_chunk_words=args.first_chunk_words, max_chunk_chars=args.max_chunk_chars,
         safety_margin_s=args.safety_margin, shared_chunk_s=args.shared_chunk_seconds,
     )
@@ -197,7 +203,7 @@ def cmd_engine(args: argparse.Namespace) -> int:
         worker = start_worker(engine_settings(args))
     except (CannotListen, Misconfigured) as exc:
         return _refuse(args, str(exc), exc)
-    watch_device(worker.synth.device, args.device_stall_seconds, STALLED_EXIT_CODE, args.refusal_report)
+    watch_device(worker.synth.watched(), args.device_stall_seconds, STALLED_EXIT_CODE, args.refusal_report)
     asyncio.run(serve_worker(worker, args.listen, sock=sock, secret=args.engine_secret))
     return 0
 

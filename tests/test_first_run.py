@@ -47,6 +47,13 @@ def test_cuda_asked_for_on_a_host_without_one(tmp_path: Path) -> None:
     assert "--device cuda asks for a CUDA device" in line and "sees none (CUDA_VISIBLE_DEVICES is '')" in line
 
 
+def test_cuda_graphs_asked_for_on_the_cpu(tiny_checkpoint: Path, tmp_path: Path) -> None:
+    """Refused before the model loads (the weights are fine), in one sentence naming the flag to change."""
+    line = refusal(run_cli("engine", "--engine", "chatterbox-turbo", "--model-dir", str(tiny_checkpoint), "--device",
+                           "cpu", "--decode", "graph", "--listen", f"unix:{tmp_path}/e.sock"))
+    assert "--decode graph replays CUDA graphs, but --device is cpu" in line and "--decode auto or eager" in line
+
+
 @pytest.mark.parametrize("command", ["serve", "engine"])
 def test_a_port_in_use(command: str, tmp_path: Path) -> None:
     with socket.socket() as taken:

@@ -25,7 +25,8 @@ requests = st.one_of(
     st.builds(DeleteVoice, texts, texts), st.builds(AddVoice, texts, texts, st.binary(max_size=32)),
 )
 events = st.one_of(
-    st.builds(EngineReady, texts, texts, texts, texts, st.booleans(), st.integers(1, 192000), notes=texts),
+    st.builds(EngineReady, texts, texts, texts, texts, st.booleans(), st.integers(1, 192000), notes=texts,
+              decode=st.none() | texts),
     st.builds(Chunk, st.builds(ChunkHeader, texts, st.integers(0, 10**6), texts, numbers, numbers, numbers,
                                st.integers(1, 192000)), st.binary(max_size=32)),
     st.builds(Done, texts, st.integers(0, 10**6), numbers, numbers, st.none() | numbers),
@@ -98,6 +99,9 @@ def test_the_wire_format_is_the_documented_one() -> None:
     assert protocol.encode(EngineReady("espeak", "cpu", "float32", "embedded", True)) == (
         '{"type":"ready","engine":"espeak","device":"cpu","dtype":"float32","weights":"embedded","watermark":true,'
         '"sample_rate":24000,"protocol":1,"notes":""}')
+    assert protocol.encode(EngineReady("chatterbox-turbo", "cuda:0", "bfloat16", "/w", True, decode="graph")) == (
+        '{"type":"ready","engine":"chatterbox-turbo","device":"cuda:0","dtype":"bfloat16","weights":"/w",'
+        '"watermark":true,"sample_rate":24000,"protocol":1,"notes":"","decode":"graph"}')
     assert protocol.encode(Chunk(ChunkHeader("u1", 0, "Hi.", 0.0, 0.5, 0.12), b"\x01\x00")) == binary(
         '{"type":"chunk","id":"u1","seq":0,"text":"Hi.","offset":0.0,"duration":0.5,"gen_time":0.12,'
         '"sample_rate":24000}', b"\x01\x00")
@@ -137,6 +141,7 @@ def test_malformed_events_say_what_is_wrong() -> None:
     for bad, words in (({**ready, "protocol": 2}, "protocol 2"), ({k: v for k, v in ready.items() if k != "protocol"},
                                                                    "protocol None"),
                        ({**ready, "watermark": "yes"}, "'watermark' of 'ready' must be true or false"),
+                       ({**ready, "decode": {"graphs": True}}, "'decode' of 'ready' must be a string"),
                        ({"type": "done", "id": "u1", "chunks": 1.5, "audio": 1, "gen_time": 1}, "must be an integer"),
                        ({"type": "result", "req": "0", "voices": ["default"]}, "must be a list of objects"),
                        ({"type": "error", "id": "u1", "code": "x"}, "needs field 'message'")):
@@ -150,7 +155,7 @@ def test_malformed_events_say_what_is_wrong() -> None:
 def test_unknown_fields_are_ignored_and_optional_ones_take_their_defaults() -> None:
     """So a worker may announce a new optional field (with a default) without a new protocol version."""
     ready = {"type": "ready", "protocol": 1, "engine": "turbo", "device": "cuda", "dtype": "bf16",
-             "weights": "hf-cache", "watermark": True, "decode": {"graphs": True}}
+             "weights": "hf-cache", "watermark": True, "kv_cache": {"static": True}}
     assert protocol.decode_event(json.dumps(ready)) == EngineReady("turbo", "cuda", "bf16", "hf-cache", True)
     assert protocol.decode_request('{"type": "start", "id": "u1", "voice": null, "extra": 1}') == Start("u1")
     assert protocol.decode_request('{"type": "playout", "id": "u1", "played": 2}') == Playout("u1", 2.0)

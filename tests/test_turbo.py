@@ -20,8 +20,8 @@ from turbo_checkpoint import TINY_GPT2, write_tiny_checkpoint  # noqa: E402
 from engine.engines.base import Cancelled, EngineError  # noqa: E402
 from engine.engines.turbo import (  # noqa: E402
     RANDOM_WEIGHTS,
-    Sampling,
     TurboEngine,
+    _pick_decode,
     find_weights,
     synthetic_reference,
 )
@@ -41,7 +41,7 @@ def checkpoint(tmp_path_factory: pytest.TempPathFactory) -> Path:
 @pytest.fixture(scope="module")
 def engine(checkpoint: Path) -> TurboEngine:
     loaded = TurboEngine.load(model_dir=checkpoint, device="cpu")
-    loaded.sampling = Sampling(max_tokens=MAX_TOKENS)
+    loaded.max_tokens = MAX_TOKENS
     return loaded
 
 
@@ -72,7 +72,7 @@ def _same_conditionals(a: object, b: object) -> bool:
 def test_load_reads_the_checkpoint(engine: TurboEngine, checkpoint: Path) -> None:
     assert engine.info.name == "chatterbox-turbo"
     assert engine.info.weights == str(checkpoint)
-    assert (engine.info.device, engine.info.dtype) == ("cpu", "float32")
+    assert (engine.info.device, engine.info.dtype, engine.info.decode) == ("cpu", "float32", "eager")
     assert engine.sample_rate == 24000 and engine.conditionals_suffix == ".turbo.pt"
     builtin = engine.load_conditionals(checkpoint / "conds.pt")
     assert _same_conditionals(engine.default_voice(), builtin)
@@ -96,18 +96,19 @@ def test_voices_are_separate_objects_and_the_model_is_untouched(engine: TurboEng
     assert first.gen["prompt_token"].dtype == torch.long  # S3Gen's in-place casts went to a copy
 
 
-def test_synthesize_returns_24k_float_audio_one_frame_per_token(engine: TurboEngine, voices: tuple) -> None:
+def test_synthesize_returns_24k_float_audio_one_frame_per_token(engine: TurboEngine, voices: tuple,
+                                                                capfd: pytest.CaptureFixture[str]) -> None:
     torch.manual_seed(0)
     audio = engine.synthesize("Hello there, how are you?", voices[0], threading.Event())
+    assert capfd.readouterr() == ("", "")  # upstream's "S3 Token -> Mel Inference..." and tqdm bar stay out
     assert audio.dtype == np.float32 and audio.ndim == 1
     assert np.isfinite(audio).all() and np.abs(audio).max() > 0
-    tokens = engine.last_timing.speech_tokens
-    assert 3 < tokens <= MAX_TOKENS + 1 + 3  # sampled tokens (OOV ones dropped) + three silence tokens
-    assert audio.size == tokens * SAMPLES_PER_TOKEN
+    tokens, rest = divmod(audio.size, SAMPLES_PER_TOKEN)
+    assert rest == 0 and 3 < tokens <= MAX_TOKENS + 1 + 3  # sampled tokens (OOV ones dropped) + three silence
 
 
 def test_cancel_stops_within_one_token_step(engine: TurboEngine, voices: tuple) -> None:
-    engine.sampling = Sampling(max_tokens=1000)
+    engine.max_tokens = 1000
     cancel = threading.Event()
     steps: list[int] = []
     steps_when_set: list[int] = []
@@ -121,14 +122,14 @@ def test_cancel_stops_within_one_token_step(engine: TurboEngine, voices: tuple) 
         if len(steps) == 5:
             threading.Thread(target=set_cancel).start()
 
-    hook = engine.t3.tfmr.register_forward_hook(on_step)
+    hook = engine.t3.speech_head.register_forward_hook(on_step)  # once per prefill and per decode step
     try:
         torch.manual_seed(1)
         with pytest.raises(Cancelled):
             engine.synthesize("A long sentence that would take many tokens to speak.", voices[0], cancel)
     finally:
         hook.remove()
-        engine.sampling = Sampling(max_tokens=MAX_TOKENS)
+        engine.max_tokens = MAX_TOKENS
     assert steps_when_set and len(steps) - steps_when_set[0] <= 2
 
 
@@ -178,6 +179,14 @@ def test_random_weights_say_so_and_differ(engine: TurboEngine, checkpoint: Path)
 def test_find_weights(tmp_path: Path, checkpoint: Path) -> None:
     assert find_weights(tmp_path) is None
     assert find_weights(checkpoint) == checkpoint
+
+
+def test_decode_mode_graph_is_for_cuda_only(checkpoint: Path) -> None:
+    assert _pick_decode("auto", torch.device("cpu")) == "eager"
+    assert _pick_decode("auto", torch.device("cuda", 0)) == "graph"
+    with pytest.raises(EngineError) as refused:
+        TurboEngine.load(model_dir=checkpoint, device="cpu", decode="graph")
+    assert refused.value.code == "bad_config"
 
 
 def test_pretrained_without_weights_is_refused(tmp_path: Path) -> None:

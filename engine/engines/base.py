@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import threading
+import time
 from abc import ABC, abstractmethod
+from concurrent.futures import Future
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -30,6 +32,7 @@ class EngineInfo:
     dtype: str  # "bfloat16", "float32"
     weights: str  # where the weights came from; "random (compute cost only)" for the random-weights mode
     notes: str = ""
+    decode: str | None = None  # how a batching engine decodes: "eager" or "graph" (CUDA graphs); None for the others
 
 
 class Engine(ABC):
@@ -65,3 +68,30 @@ class Engine(ABC):
 
         Raise ``Cancelled`` promptly once ``cancel`` is set. Never keep per-voice state on the shared model.
         """
+
+
+class BatchingEngine(Engine):
+    """An engine in two stages: tokens, decoded together with other callers' chunks on the engine's own thread (the
+    earliest deadline gets a free slot first), then audio from those tokens in the caller's thread."""
+
+    @abstractmethod
+    def submit_tokens(self, text: str, voice: Any, cancel: threading.Event, deadline: float) -> Future[Any]:
+        """Queue ``text``; the future gets its tokens, or raises ``Cancelled`` within one step of ``cancel``."""
+
+    @abstractmethod
+    def vocode(self, tokens: Any, voice: Any) -> np.ndarray:
+        """Audio (float32 mono at ``sample_rate``) for tokens from ``submit_tokens``."""
+
+    @property
+    @abstractmethod
+    def busy_since(self) -> float | None:
+        """Monotonic start of the decode step or prefill running now on the engine's own thread; None while it waits
+        (watched like the device queue's calls: engine/watchdog.py)."""
+
+    def synthesize(self, text: str, voice: Any, cancel: threading.Event) -> np.ndarray:
+        if cancel.is_set():
+            raise Cancelled()
+        tokens = self.submit_tokens(text, voice, cancel, time.monotonic()).result()
+        if cancel.is_set():
+            raise Cancelled()
+        return self.vocode(tokens, voice)

@@ -7,11 +7,14 @@ No watermark is applied here: the worker marks every chunk itself.
 
 from __future__ import annotations
 
-import copy
+import contextlib
+import os
 import tempfile
 import threading
 import time
-from dataclasses import dataclass
+from collections.abc import Iterator
+from concurrent.futures import Future
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
 
@@ -19,7 +22,6 @@ import librosa
 import numpy as np
 import pyloudnorm
 import torch
-import torch.nn.functional as F
 from chatterbox.models.s3gen.const import S3GEN_SIL, S3GEN_SR
 from chatterbox.models.s3tokenizer import S3_SR, SPEECH_VOCAB_SIZE
 from chatterbox.models.t3 import T3
@@ -28,17 +30,14 @@ from chatterbox.models.voice_encoder import VoiceEncoder
 from chatterbox.tts_turbo import Conditionals
 from safetensors.torch import load_file
 from transformers import AutoTokenizer, PreTrainedTokenizerBase
-from transformers.generation.logits_process import (
-    LogitsProcessorList,
-    RepetitionPenaltyLogitsProcessor,
-    TemperatureLogitsWarper,
-    TopKLogitsWarper,
-    TopPLogitsWarper,
-)
 
 from engine.weights import download, find_weights, has_tokenizer, is_complete
 
-from .base import Cancelled, Engine, EngineError, EngineInfo
+from .base import BatchingEngine, EngineError, EngineInfo
+from .t3_batch import BATCH_BUCKETS, BatchDecoder
+from .t3_loop import DecodeLoop
+from .t3_sampling import Sampling
+from .t3_static import VoicePrefix, voice_prefix
 from .turbo_arch import (
     CONDS_FILE,
     S3GEN_FILE,
@@ -56,40 +55,27 @@ ENC_COND_LEN = 15 * S3_SR  # reference audio the T3 speech prompt sees (as Chatt
 DEC_COND_LEN = 10 * S3GEN_SR  # reference audio S3Gen sees
 MIN_REFERENCE_S = 5.0
 TARGET_LUFS = -27.0
+MAX_TEXT_TOKENS = 320  # a chunk is at most ~300 characters (the planner's cap); the KV cache is sized for this
 SPEECH_CHARS_PER_S = 14.0  # English read aloud; random weights stop after this much speech, real ones at EOS
 
 
-@dataclass(frozen=True)
-class Sampling:
-    """``ChatterboxTurboTTS.generate``'s sampling defaults, and ``inference_turbo``'s cap on generated tokens."""
+@dataclass
+class TurboVoice(Conditionals):
+    """A voice's conditionals, and beside them the keys and values of its T3 conditioning prefix per (dtype, device),
+    computed on first use. They live with the voice (in the voice store), never on the model."""
 
-    temperature: float = 0.8
-    top_k: int = 1000
-    top_p: float = 0.95
-    repetition_penalty: float = 1.2
-    max_tokens: int = 1000
-
-    def processors(self) -> LogitsProcessorList:
-        """The processors in ``T3.inference_turbo``'s order."""
-        procs = LogitsProcessorList()
-        if self.temperature > 0 and self.temperature != 1.0:
-            procs.append(TemperatureLogitsWarper(self.temperature))
-        if self.top_k > 0:
-            procs.append(TopKLogitsWarper(self.top_k))
-        if self.top_p < 1.0:
-            procs.append(TopPLogitsWarper(self.top_p))
-        if self.repetition_penalty != 1.0:
-            procs.append(RepetitionPenaltyLogitsProcessor(self.repetition_penalty))
-        return procs
+    prefixes: dict[tuple[str, str], VoicePrefix] = field(default_factory=dict, repr=False, compare=False)
 
 
-@dataclass(frozen=True)
-class SynthTiming:
-    """Where the time of the last ``synthesize`` call went (read by ``measure_turbo``)."""
+_QUIET = threading.Lock()
 
-    speech_tokens: int
-    t3_s: float
-    s3gen_s: float
+
+@contextlib.contextmanager
+def _quiet() -> Iterator[None]:
+    """Keep upstream's per-call print and tqdm bar ("S3 Token -> Mel Inference...") out of the server's output.
+    Serialised: concurrent redirections of sys.stdout could restore each other's targets in the wrong order."""
+    with _QUIET, open(os.devnull, "w") as sink, contextlib.redirect_stdout(sink), contextlib.redirect_stderr(sink):
+        yield
 
 
 def _pick_device(device: str) -> torch.device:
@@ -108,6 +94,16 @@ def _pick_dtype(dtype: str, device: torch.device) -> torch.dtype:
     return {"bfloat16": torch.bfloat16, "float16": torch.float16, "float32": torch.float32}[dtype]
 
 
+def _pick_decode(decode: str, device: torch.device) -> str:
+    if decode == "auto":
+        return "graph" if device.type == "cuda" else "eager"
+    if decode == "graph" and device.type != "cuda":
+        raise EngineError("--decode graph needs a CUDA device", code="bad_config")
+    if decode not in ("eager", "graph"):
+        raise ValueError(f"decode must be 'auto', 'eager' or 'graph', not {decode!r}")
+    return decode
+
+
 def _load_tokenizer(source: Path) -> PreTrainedTokenizerBase:
     tokenizer = AutoTokenizer.from_pretrained(source)
     if tokenizer.pad_token is None:
@@ -115,8 +111,11 @@ def _load_tokenizer(source: Path) -> PreTrainedTokenizerBase:
     return tokenizer
 
 
-class TurboEngine(Engine):
-    """Chatterbox-Turbo on one device. Build it with ``TurboEngine.load``."""
+class TurboEngine(BatchingEngine):
+    """Chatterbox-Turbo on one device. Build it with ``TurboEngine.load``.
+
+    T3 decodes on a ``DecodeLoop`` thread that batches every caller's chunks token by token over a static KV cache
+    (``decode="graph"``: each step replayed as a CUDA graph); S3Gen then runs in the caller's thread."""
 
     sample_rate = S3GEN_SR
     conditionals_suffix = ".turbo.pt"
@@ -128,21 +127,31 @@ class TurboEngine(Engine):
         s3gen: SizedS3Gen,
         ve: VoiceEncoder,
         tokenizer: PreTrainedTokenizerBase,
-        builtin: Conditionals | None,
+        builtin: TurboVoice | None,
         info: EngineInfo,
         sampling: Sampling = Sampling(),
+        slots: int = 8,
     ) -> None:
         self.t3 = t3
         self.s3gen = s3gen
         self.ve = ve
         self.tokenizer = tokenizer
         self.info = info
-        self.sampling = sampling
         self.device = t3.device
         self.dtype = next(t3.parameters()).dtype
         self.random_weights = info.weights == RANDOM_WEIGHTS
-        self.last_timing: SynthTiming | None = None
+        self.max_tokens = sampling.max_tokens  # per-chunk cap; may be lowered after loading
         self._builtin = builtin
+        self.decoder = BatchDecoder(t3, slots, sampling, max_text_tokens=MAX_TEXT_TOKENS)
+        self.graphs = None
+        if info.decode == "graph":
+            from .cuda_graphs import GraphedSteps
+
+            self.graphs = GraphedSteps(self.decoder)
+            self.decoder.run_step = self.graphs
+        self.loop = DecodeLoop(self.decoder, self._prefix)
+        # S3Gen on a stream of its own, so its kernels do not queue in front of the decode loop's steps
+        self._s3gen_stream = torch.cuda.Stream(self.device) if self.device.type == "cuda" else None
 
     @classmethod
     def load(
@@ -154,13 +163,19 @@ class TurboEngine(Engine):
         tf32: bool = True,
         sdpa: bool = True,
         llama_config: str | None = None,
+        decode: str = "auto",
+        slots: int = 0,
     ) -> TurboEngine:
         """Load weights from ``model_dir``, the HF cache or a download; or random weights of the same shapes.
 
         ``llama_config`` (a ``LLAMA_CONFIGS`` key or a JSON file) overrides the T3 body the checkpoint declares.
         T3 runs in ``dtype`` (bf16 on CUDA when supported); S3Gen and the voice encoder stay float32.
+        ``decode``: auto (CUDA graphs on CUDA, eager elsewhere), eager or graph; ``slots``: the most chunks decoded
+        together (0: 64 on CUDA, 8 elsewhere).
         """
         dev = _pick_device(device)
+        decode = _pick_decode(decode, dev)
+        slots = slots or (64 if dev.type == "cuda" else 8)
         t3_dtype = _pick_dtype(dtype, dev)
         if dev.type == "cuda":
             torch.backends.cuda.matmul.allow_tf32 = tf32
@@ -187,10 +202,11 @@ class TurboEngine(Engine):
             s3gen.load_state_dict(load_file(source / S3GEN_FILE), strict=True)
             ve.load_state_dict(load_file(source / VE_FILE))
             if (source / CONDS_FILE).exists():
-                builtin = Conditionals.load(source / CONDS_FILE, map_location=dev).to(dev)
+                builtin = TurboVoice.load(source / CONDS_FILE, map_location=dev).to(dev)
         del t3.tfmr.wte  # unused: T3 feeds its own embeddings (as from_local)
         t3.to(device=dev, dtype=t3_dtype).eval()
-        s3gen.to(dev).eval()
+        with _quiet():
+            s3gen.to(dev).eval()
         ve.to(dev).eval()
         tokenizer = cls._tokenizer_for(source)
         if len(tokenizer) > arch.text_vocab_size:
@@ -201,10 +217,11 @@ class TurboEngine(Engine):
             device=str(dev),
             dtype=str(t3_dtype).removeprefix("torch."),
             weights=RANDOM_WEIGHTS if weights == "random" else str(source),
-            notes=f"T3 {t3.hp.llama_config_name} ({t3.tfmr.config._attn_implementation}); S3Gen float32; "
+            notes=f"T3 {t3.hp.llama_config_name}, {decode} decode over {slots} batch slots; S3Gen float32; "
                   f"tf32={'on' if tf32 and dev.type == 'cuda' else 'off'}",
+            decode=decode,
         )
-        return cls(t3=t3, s3gen=s3gen, ve=ve, tokenizer=tokenizer, builtin=builtin, info=info)
+        return cls(t3=t3, s3gen=s3gen, ve=ve, tokenizer=tokenizer, builtin=builtin, info=info, slots=slots)
 
     @staticmethod
     def _tokenizer_for(source: Path | None) -> PreTrainedTokenizerBase:
@@ -217,13 +234,13 @@ class TurboEngine(Engine):
 
     # ----- voices -----
 
-    def default_voice(self) -> Conditionals:
+    def default_voice(self) -> TurboVoice:
         """The checkpoint's built-in voice (conds.pt), else one prepared from a seeded synthetic clip."""
         if self._builtin is None:
             self._builtin = self.prepare_voice(synthetic_reference(), S3GEN_SR)
         return self._builtin
 
-    def prepare_voice(self, wav: np.ndarray, sample_rate: int) -> Conditionals:
+    def prepare_voice(self, wav: np.ndarray, sample_rate: int) -> TurboVoice:
         """Conditionals for one voice, as ``ChatterboxTurboTTS.prepare_conditionals`` computes them, returned."""
         wav = np.asarray(wav, dtype=np.float32).reshape(-1)
         if wav.size / sample_rate <= MIN_REFERENCE_S or not np.isfinite(wav).all():
@@ -241,85 +258,66 @@ class TurboEngine(Engine):
             cond_prompt_speech_tokens=torch.atleast_2d(prompt_tokens),
             emotion_adv=0.5 * torch.ones(1, 1, 1),
         ).to(device=self.device)
-        return Conditionals(t3_cond, gen)
+        return TurboVoice(t3_cond, gen)
 
     def save_conditionals(self, conds: Conditionals, path: Path) -> None:
         """Write with ``Conditionals.save`` (a torch pickle of tensors)."""
         conds.save(path)
 
-    def load_conditionals(self, path: Path) -> Conditionals:
+    def load_conditionals(self, path: Path) -> TurboVoice:
         """Read with ``Conditionals.load`` onto this engine's device."""
-        return Conditionals.load(path, map_location=self.device).to(self.device)
+        return TurboVoice.load(path, map_location=self.device).to(self.device)
+
+    def _prefix(self, voice: TurboVoice) -> VoicePrefix:
+        """The voice's prefix keys and values for this engine's dtype and device (computed once; decode thread)."""
+        key = (str(self.dtype), str(self.device))
+        if key not in voice.prefixes:
+            voice.prefixes[key] = voice_prefix(self.t3, self.decoder.body, voice.t3)
+        return voice.prefixes[key]
 
     # ----- synthesis -----
 
     def warmup(self) -> None:
-        """One short synthesis in the default voice."""
+        """One short synthesis in the default voice; with CUDA graphs, capture every bucket first."""
+        if self.graphs is not None:
+            with torch.inference_mode():
+                self.graphs.capture_all(BATCH_BUCKETS)
         self.synthesize("Warming up.", self.default_voice(), threading.Event())
 
-    def synthesize(self, text: str, voice: Conditionals, cancel: threading.Event) -> np.ndarray:
-        """``generate()`` without punc_norm or watermark, with a cancel check every token step."""
-        if cancel.is_set():
-            raise Cancelled()
-        started = time.perf_counter()
-        with torch.inference_mode():
-            text_tokens = self.tokenizer(text, return_tensors="pt", padding=True, truncation=True).input_ids
-            speech = self._speech_tokens(voice.t3, text_tokens.to(self.device), self.token_budget(text), cancel)
-            speech = speech[speech < SPEECH_VOCAB_SIZE]  # drop out-of-vocabulary (special) tokens
-            silence = torch.full((3,), S3GEN_SIL, dtype=torch.long, device=self.device)
-            speech = torch.cat([speech, silence])
-            t3_done = self._sync_clock()
-            if cancel.is_set():
-                raise Cancelled()
+    def submit_tokens(self, text: str, voice: TurboVoice, cancel: threading.Event, deadline: float,
+                      seed: int | None = None) -> Future[list[int]]:
+        """Queue ``text`` for T3 on the decode loop (``punc_norm`` is the caller's job). Without a seed, one is drawn
+        from torch's global generator, so ``torch.manual_seed`` makes a run reproducible."""
+        tokens = self.tokenizer(text, return_tensors="pt", padding=True, truncation=True).input_ids
+        if tokens.shape[1] > MAX_TEXT_TOKENS:
+            raise EngineError(f"a chunk may have at most {MAX_TEXT_TOKENS} text tokens", code="text_too_long")
+        if seed is None:
+            seed = int(torch.randint(0, 2**62, ()).item())
+        return self.loop.submit(voice, tokens, self.token_budget(text), seed, cancel, deadline)
+
+    def vocode(self, tokens: list[int], voice: TurboVoice) -> np.ndarray:
+        """S3Gen on T3's tokens (special tokens dropped, three silence tokens appended, as ``generate``)."""
+        stream = torch.cuda.stream(self._s3gen_stream) if self._s3gen_stream else contextlib.nullcontext()
+        with torch.inference_mode(), _quiet(), stream:
+            speech = torch.tensor([t for t in tokens if t < SPEECH_VOCAB_SIZE] + [S3GEN_SIL] * 3, device=self.device)
             # S3Gen casts ref_dict entries in place: give it a shallow copy so the voice stays untouched.
             wav, _ = self.s3gen.inference(speech_tokens=speech, ref_dict=dict(voice.gen), n_cfm_timesteps=2)
-            audio = wav.squeeze(0).float().cpu().numpy()
-        self.last_timing = SynthTiming(int(speech.numel()), t3_done - started, self._sync_clock() - t3_done)
-        return audio.astype(np.float32, copy=False)
+            return wav.squeeze(0).float().cpu().numpy().astype(np.float32, copy=False)
+
+    @property
+    def busy_since(self) -> float | None:
+        return self.loop.busy_since
 
     def token_budget(self, text: str) -> int:
         """Most tokens to sample after the first. Random weights never say EOS: stop them at a real speech length."""
         if not self.random_weights:
-            return self.sampling.max_tokens
-        return min(self.sampling.max_tokens, max(1, round(len(text) / SPEECH_CHARS_PER_S * 25)))
+            return self.max_tokens
+        return min(self.max_tokens, max(1, round(len(text) / SPEECH_CHARS_PER_S * 25)))
 
     def _sync_clock(self) -> float:
         if self.device.type == "cuda":
             torch.cuda.synchronize(self.device)
         return time.perf_counter()
-
-    def _speech_tokens(
-        self, voice_t3: T3Cond, text_tokens: torch.Tensor, budget: int, cancel: threading.Event
-    ) -> torch.Tensor:
-        """``T3.inference_turbo`` with a cancel check each step: at most ``budget + 1`` tokens, no stop token."""
-        t3 = self.t3
-        # prepare_conditioning caches an embedding on the T3Cond it is given: hand it a copy cast to T3's dtype.
-        cond = copy.copy(voice_t3).to(device=self.device, dtype=self.dtype)
-        processors = self.sampling.processors()
-        start = t3.hp.start_speech_token * torch.ones_like(text_tokens[:, :1])
-        embeds, _ = t3.prepare_input_embeds(t3_cond=cond, text_tokens=text_tokens, speech_tokens=start)
-        out = t3.tfmr(inputs_embeds=embeds, use_cache=True)
-        token = _sample(processors, start, t3.speech_head(out[0][:, -1:])[:, -1, :])
-        generated: list[torch.Tensor] = []
-        while token is not None and not bool(torch.all(token == t3.hp.stop_speech_token)):
-            generated.append(token)
-            if len(generated) > budget:
-                break
-            if cancel.is_set():
-                raise Cancelled()
-            out = t3.tfmr(inputs_embeds=t3.speech_emb(token), cache=out.past_key_values, use_cache=True)
-            token = _sample(processors, torch.cat(generated, dim=1), t3.speech_head(out[0])[:, -1, :])
-        if not generated:
-            return torch.empty(0, dtype=torch.long, device=self.device)
-        return torch.cat(generated, dim=1)[0]
-
-
-def _sample(processors: LogitsProcessorList, ids: torch.Tensor, logits: torch.Tensor) -> torch.Tensor | None:
-    """One sampled token (shape (1, 1)), or None when the processors ruled every token out."""
-    scores = processors(ids, logits.float())
-    if bool(torch.all(scores == -float("inf"))):
-        return None
-    return torch.multinomial(F.softmax(scores, dim=-1), num_samples=1)
 
 
 def _norm_loudness(wav: np.ndarray, sample_rate: int = S3GEN_SR) -> np.ndarray:
@@ -341,25 +339,3 @@ def synthetic_reference(seconds: float = 15.0, seed: int = 0) -> np.ndarray:
     syllables = 0.5 * (1 + np.sin(2 * np.pi * 4.0 * t + rng.uniform(0, 2 * np.pi)))
     wav = 0.2 * syllables * voiced + 0.01 * rng.standard_normal(t.size)
     return wav.astype(np.float32)
-
-
-def measure_turbo(engine: TurboEngine, texts: list[str]) -> dict[str, object]:
-    """Compute-cost figures: prepare_voice time, and per text the T3 and S3Gen seconds and real-time factor."""
-    started = time.perf_counter()
-    voice = engine.prepare_voice(synthetic_reference(), S3GEN_SR)
-    prepare_s = time.perf_counter() - started
-    runs = []
-    for text in texts:
-        started = time.perf_counter()
-        audio = engine.synthesize(text, voice, threading.Event())
-        total = time.perf_counter() - started
-        timing = engine.last_timing
-        assert timing is not None
-        audio_s = audio.size / engine.sample_rate
-        runs.append({
-            "text": text, "speech_tokens": timing.speech_tokens, "audio_s": round(audio_s, 3),
-            "t3_s": round(timing.t3_s, 3), "s3gen_s": round(timing.s3gen_s, 3), "total_s": round(total, 3),
-            "tokens_per_s": round(timing.speech_tokens / timing.t3_s, 1) if timing.t3_s > 0 else None,
-            "rtf": round(audio_s / total, 2) if total > 0 else None,
-        })
-    return {"engine": engine.info.__dict__, "prepare_voice_s": round(prepare_s, 3), "runs": runs}

@@ -27,7 +27,7 @@ async def health(request: Request) -> Response:
         "status": status,
         **({"reason": reason} if reason else {}),  # why the worker stopped: cannot start, stalled, killed...
         "engine": ready and {k: v for k, v in asdict(ready).items() if k in ("engine", "device", "dtype", "weights",
-                                                                              "notes")},
+                                                                              "notes", "decode")},
         "watermark": bool(ready and ready.watermark),
         "sessions": len(state.sessions),
         "engines": state.engine.engines,

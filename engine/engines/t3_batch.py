@@ -1,0 +1,194 @@
+"""Continuous batching of T3 decoding: slots of a static KV cache that join, step together and leave.
+
+A request joins a free slot once its prefill is done (the voice prefix copied in, its own text prefilled, its first
+token sampled) and leaves at its stop token, its token budget, or a cancel; the others never wait for it. One decode
+step advances every slot in a batch bucket by one token entirely on the device: ``step`` has fixed shapes per (batch
+bucket, attended length) and reads nothing back, so on CUDA it is captured once per bucket and replayed
+(``cuda_graphs.GraphedSteps``). The host learns about stop tokens by reading the ``stopped`` flags every few steps.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import torch
+from chatterbox.models.t3 import T3
+from chatterbox.models.t3.modules.cond_enc import T3Cond
+
+from .t3_sampling import Sampling, draw_noise, sample_rows
+from .t3_static import Gpt2Body, SlotKV, VoicePrefix, conditioning_embeds
+
+BATCH_BUCKETS = (1, 2, 4, 8, 16, 32, 64, 128)
+LENGTH_BUCKET = 256  # attended length is rounded up to this: one graph per (batch bucket, length bucket)
+
+Step = Callable[[int, int], None]
+
+
+def batch_bucket(rows: int, slots: int) -> int:
+    """The smallest bucket holding ``rows`` rows (never more than the cache has slots)."""
+    return min(next((b for b in BATCH_BUCKETS if b >= rows), slots), slots)
+
+
+def length_bucket(length: int, capacity: int) -> int:
+    return min(_round_up(length), capacity)
+
+
+def _round_up(length: int) -> int:
+    return -(-length // LENGTH_BUCKET) * LENGTH_BUCKET
+
+
+@dataclass
+class _Slot:
+    generator: torch.Generator
+    position: int  # where the next input token goes (host mirror of ``BatchDecoder.positions``)
+    count: int  # tokens sampled so far
+    limit: int  # most tokens this slot may sample
+
+
+class BatchDecoder:
+    """The device state of every slot and the two operations on it: ``join`` (prefill) and ``step`` (decode)."""
+
+    def __init__(self, t3: T3, slots: int, sampling: Sampling = Sampling(), max_text_tokens: int = 512) -> None:
+        if t3.hp.input_pos_emb is not None:
+            raise ValueError("the static decoder follows Turbo's T3 (no learned text/speech position embeddings)")
+        param = next(t3.parameters())
+        self.t3, self.sampling, self.device = t3, sampling, param.device
+        self.body = Gpt2Body(t3)
+        # speaker embedding, speech prompt, text, start token, sampled tokens (the last one is never fed back)
+        longest = 1 + t3.hp.speech_cond_prompt_len + max_text_tokens + 1 + sampling.max_tokens
+        self.kv = SlotKV.empty(t3, slots, _round_up(longest))
+        vocab, dev = t3.hp.speech_tokens_dict_size, self.device
+        self.start, self.stop = t3.hp.start_speech_token, t3.hp.stop_speech_token
+        self.rows = torch.arange(slots, device=dev)
+        self.tokens = torch.zeros(slots, dtype=torch.long, device=dev)  # the next input of each slot
+        self.positions = torch.zeros(slots, dtype=torch.long, device=dev)
+        self.active = torch.zeros(slots, dtype=torch.bool, device=dev)
+        self.seen = torch.zeros(slots, vocab, dtype=torch.bool, device=dev)  # the repetition penalty's tokens
+        self.noise = torch.ones(slots, vocab, dtype=torch.float32, device=dev)
+        self.history = torch.zeros(slots, sampling.max_tokens + 1, dtype=torch.long, device=dev)
+        self.counts = torch.zeros(slots, dtype=torch.long, device=dev)
+        self.stopped = torch.zeros(slots, dtype=torch.bool, device=dev)
+        self.run_step: Step = self.step  # replaced by CUDA graph replays where those are used
+        self._slots: list[_Slot | None] = [None] * slots
+
+    # ----- slots -----
+
+    @property
+    def slots(self) -> int:
+        return len(self._slots)
+
+    @property
+    def live(self) -> list[int]:
+        return [i for i, s in enumerate(self._slots) if s is not None]
+
+    def free_slot(self) -> int | None:
+        """The lowest free slot (keeping the batch bucket small), or None."""
+        return next((i for i, s in enumerate(self._slots) if s is None), None)
+
+    @torch.inference_mode()
+    def join(self, slot: int, prefix: VoicePrefix, text_tokens: torch.Tensor, generator: torch.Generator,
+             budget: int) -> None:
+        """Copy the voice's prefix into ``slot``, prefill only the text and start token, sample the first token."""
+        self.kv.load_prefix(slot, prefix)
+        self._prefill(slot, self._text_embeds(text_tokens), prefix.length, generator, budget)
+
+    @torch.inference_mode()
+    def join_without_prefix(self, slot: int, cond: T3Cond, text_tokens: torch.Tensor, generator: torch.Generator,
+                            budget: int) -> None:
+        """``join`` the way upstream does it: the whole conditioning prefilled again (for comparisons)."""
+        embeds = torch.cat([conditioning_embeds(self.t3, cond), self._text_embeds(text_tokens)], dim=1)
+        self._prefill(slot, embeds, 0, generator, budget)
+
+    def leave(self, slot: int) -> None:
+        self.active[slot] = False
+        self.positions[slot] = 0
+        self.counts[slot] = 0
+        self._slots[slot] = None
+
+    def _text_embeds(self, text_tokens: torch.Tensor) -> torch.Tensor:
+        start = torch.full((1, 1), self.start, dtype=torch.long, device=self.device)
+        return torch.cat([self.t3.text_emb(text_tokens.to(self.device).view(1, -1)), self.t3.speech_emb(start)], 1)
+
+    def _prefill(self, slot: int, embeds: torch.Tensor, first_pos: int, generator: torch.Generator,
+                 budget: int) -> None:
+        length = first_pos + embeds.shape[1]
+        if length >= self.kv.capacity:
+            raise ValueError(f"prompt of {length} positions does not fit a cache of {self.kv.capacity}")
+        positions = torch.arange(first_pos, length, device=self.device)[None]
+        hidden = self.body(embeds, positions, self.kv, first_slot=slot, attend=length)
+        logits = self.t3.speech_head(hidden[:, -1])
+        seen = torch.zeros_like(self.seen[slot:slot + 1])
+        seen[0, self.start] = True  # inference_turbo penalises the start token for the first draw only
+        draw_noise(self.noise, [slot], [generator])
+        first = sample_rows(logits, seen, self.noise[slot:slot + 1], self.sampling)
+        self.tokens[slot] = first[0]
+        self.positions[slot] = length
+        self.seen[slot] = False
+        self.seen[slot, first[0]] = True
+        self.history[slot, 0] = first[0]
+        self.counts[slot] = 1
+        self.stopped[slot] = first[0] == self.stop
+        self.active[slot] = True
+        limit = min(budget + 1, self.sampling.max_tokens + 1, self.kv.capacity - length)
+        self._slots[slot] = _Slot(generator, length, 1, limit)
+
+    # ----- decoding -----
+
+    @torch.inference_mode()
+    def step(self, batch: int, attend: int) -> None:
+        """Decode one token for slots ``0..batch-1`` (inactive ones compute and change nothing that is read).
+
+        Fixed shapes for a given (batch, attend), no host read-back: the body of a CUDA graph."""
+        rows, act = self.rows[:batch], self.active[:batch]
+        tokens, positions = self.tokens[:batch], self.positions[:batch]
+        hidden = self.body(self.t3.speech_emb(tokens)[:, None], positions[:, None], self.kv, 0, attend)
+        sampled = sample_rows(self.t3.speech_head(hidden[:, 0]), self.seen[:batch], self.noise[:batch], self.sampling)
+        new = torch.where(act, sampled, tokens)
+        tokens.copy_(new)
+        self.seen[rows, new] = self.seen[rows, new] | act
+        counts = self.counts[:batch]
+        self.history[rows, counts] = torch.where(act, new, self.history[rows, counts])
+        counts += act
+        self.stopped[:batch] |= act & (new == self.stop)
+        positions += act
+
+    def snapshot(self) -> list[torch.Tensor]:
+        """Copies of everything ``step`` changes apart from the KV cache (which it rewrites with the same values)."""
+        return [t.clone() for t in self._bookkeeping()]
+
+    def restore(self, saved: list[torch.Tensor]) -> None:
+        for live, copy in zip(self._bookkeeping(), saved):
+            live.copy_(copy)
+
+    def _bookkeeping(self) -> list[torch.Tensor]:
+        return [self.tokens, self.positions, self.seen, self.history, self.counts, self.stopped]
+
+    def advance(self) -> list[int]:
+        """One decode step for every live slot; returns the slots that reached their token limit."""
+        live = self.live
+        if not live:
+            return []
+        states = [self._slots[i] for i in live]
+        draw_noise(self.noise, live, [s.generator for s in states])
+        attend = length_bucket(max(s.position for s in states) + 1, self.kv.capacity)
+        self.run_step(batch_bucket(live[-1] + 1, self.slots), attend)
+        for state in states:
+            state.position += 1
+            state.count += 1
+        return [i for i, s in zip(live, states) if s.count >= s.limit]
+
+    def stopped_slots(self) -> list[int]:
+        """Live slots that sampled the stop token (one read-back for the whole batch)."""
+        live = self.live
+        if not live:
+            return []
+        flags = self.stopped[:live[-1] + 1].tolist()
+        return [i for i in live if flags[i]]
+
+    def tokens_of(self, slot: int) -> list[int]:
+        """The slot's sampled tokens up to (not including) its first stop token."""
+        state = self._slots[slot]
+        assert state is not None
+        tokens = self.history[slot, :min(state.count, state.limit)].tolist()
+        return tokens[:tokens.index(self.stop)] if self.stop in tokens else tokens

@@ -1,0 +1,377 @@
+"""The GPU measurement kit (``scripts/gpu-bench``): every Turbo figure in one process, written as JSON as it goes.
+
+Phases, each adding to ``<out>/gpu-bench.json`` (so a run cut short still leaves what it measured):
+  t3_step     ms per decode step, eager vs CUDA graph, per batch size (and upstream's eager loop at batch 1)
+  prefill     a chunk's prefill with the voice prompt's keys and values reused vs prefilled again
+  s3gen       S3Gen milliseconds per second of audio, per token length
+  worker      through the real worker (planner, batched decode loop, joins, watermark) over its real protocol:
+              time to first chunk at 1 and N concurrent streams, and the most concurrent streams with no underrun
+Random weights are fine: they cost what the released model costs (and stop at a speech-like length).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import gc
+import json
+import os
+import statistics
+import sys
+import tempfile
+import threading
+import time
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from engine import protocol
+from engine.engines.t3_batch import BatchDecoder
+from engine.engines.t3_sampling import Sampling
+from engine.engines.t3_static import voice_prefix
+from engine.engines.turbo import TurboEngine, TurboVoice
+from engine.settings import EngineSettings
+from engine.startup_checks import Misconfigured, loading, preflight
+from engine.watermark import Watermarker
+from engine.worker import serve_worker, worker_for
+
+SHORT_TEXTS = ("Hello there, thanks for calling.", "Sure, I can help with that right away.",
+               "Your order shipped this morning.", "Let me check that for you, one moment please.")
+PARAGRAPH = ("Thanks for waiting. I looked at your account and the payment went through this morning, so the "
+             "order is confirmed. It ships from our northern warehouse tomorrow and should reach you by Friday. "
+             "You will get an email with the tracking number as soon as it leaves.")
+UNDERRUN_SLACK_S = 0.02  # a chunk this late after the previous one ran out is still heard as continuous
+
+
+class Figures:
+    """The JSON file, rewritten after every phase."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self.data: dict[str, Any] = {}
+        self.started = time.monotonic()
+
+    def add(self, key: str, value: Any) -> None:
+        self.data[key] = value
+        tmp = self.path.with_suffix(".tmp")
+        tmp.write_text(json.dumps(self.data, indent=2))
+        tmp.replace(self.path)
+        print(f"== {key} (at {time.monotonic() - self.started:.1f} s): {json.dumps(value)}", flush=True)
+
+
+def sync(device: torch.device) -> None:
+    if device.type == "cuda":
+        torch.cuda.synchronize(device)
+
+
+def timed(device: torch.device, fn: Callable[[], Any], repeat: int) -> float:
+    """Median seconds of ``fn`` over ``repeat`` runs (device work included)."""
+    times = []
+    for _ in range(repeat):
+        sync(device)
+        started = time.perf_counter()
+        fn()
+        sync(device)
+        times.append(time.perf_counter() - started)
+    return statistics.median(times)
+
+
+def environment(engine: TurboEngine) -> dict[str, Any]:
+    import transformers
+
+    env = {"python": sys.version.split()[0], "torch": torch.__version__, "transformers": transformers.__version__,
+           "cuda": torch.version.cuda, "engine": engine.info.__dict__,
+           "t3_parameters": sum(p.numel() for p in engine.t3.parameters()),
+           "kv_capacity": engine.decoder.kv.capacity, "slots": engine.decoder.slots}
+    if engine.device.type == "cuda":
+        env["gpu"] = torch.cuda.get_device_name(engine.device)
+    return env
+
+
+# ----- T3 -----
+
+def t3_steps(engine: TurboEngine, voice: TurboVoice, batches: list[int], steps: int) -> dict[str, Any]:
+    """ms per decode step with ``batch`` live slots (noise draws, the step, stop-flag reads every 4 steps)."""
+    modes = ["eager"] + (["graph"] if engine.device.type == "cuda" else [])
+    result: dict[str, Any] = {}
+    for mode in modes:
+        for batch in batches:
+            seconds = time_steps(engine, voice, batch, mode == "graph", steps)
+            result[f"{mode}_b{batch}_ms"] = round(1000 * seconds / steps, 3)
+            result[f"{mode}_b{batch}_tokens_per_s"] = round(batch * steps / seconds, 1)
+            gc.collect()  # a decoder and its graphs refer to each other: free their memory before the next one
+            if engine.device.type == "cuda":
+                torch.cuda.empty_cache()
+    result["upstream_inference_turbo_b1_ms"] = round(1000 * upstream_per_step(engine, voice, steps), 3)
+    return result
+
+
+def time_steps(engine: TurboEngine, voice: TurboVoice, batch: int, graph: bool, steps: int) -> float:
+    """Seconds for ``steps`` decode steps of ``batch`` live slots, after as many steps of warm-up (and capture)."""
+    decoder = BatchDecoder(engine.t3, batch, Sampling(max_tokens=2 * steps + 8))  # room for warm-up + timing
+    if graph:
+        from engine.engines.cuda_graphs import GraphedSteps
+
+        decoder.run_step = GraphedSteps(decoder)
+    tokens = engine.tokenizer(SHORT_TEXTS[0], return_tensors="pt").input_ids
+    for slot in range(batch):
+        decoder.join(slot, engine._prefix(voice), tokens, torch.Generator(engine.device).manual_seed(slot), 10**6)
+
+    def run() -> None:
+        for i in range(steps):
+            decoder.advance()
+            if i % 4 == 3:
+                decoder.stopped_slots()
+
+    with torch.inference_mode():
+        run()
+        return timed(engine.device, run, 1)
+
+
+def upstream_per_step(engine: TurboEngine, voice: TurboVoice, steps: int) -> float:
+    """Seconds per decode step of upstream's ``T3.inference_turbo`` (a transformers forward and a host read-back per
+    token): a run of ``steps`` tokens minus a run of none, so its prefill is not counted."""
+    import copy
+
+    tokens = engine.tokenizer(SHORT_TEXTS[0], return_tensors="pt").input_ids.to(engine.device)
+    cond = copy.copy(voice.t3).to(device=engine.device, dtype=engine.dtype)
+
+    def run(n: int) -> None:
+        with open(os.devnull, "w") as sink, contextlib.redirect_stderr(sink), contextlib.redirect_stdout(sink):
+            engine.t3.inference_turbo(copy.copy(cond), tokens, max_gen_len=n)
+
+    with torch.inference_mode():
+        run(steps)
+        return (timed(engine.device, lambda: run(steps), 1) - timed(engine.device, lambda: run(0), 1)) / steps
+
+
+def t3_concurrent(engine: TurboEngine, voice: TurboVoice, counts: list[int]) -> dict[str, Any]:
+    """Aggregate T3 tokens/s with ``n`` chunks submitted at once to the engine's decode loop (S3Gen not included)."""
+    result: dict[str, Any] = {}
+    for n in counts:
+        started = time.perf_counter()
+        futures = [engine.submit_tokens(SHORT_TEXTS[i % len(SHORT_TEXTS)], voice, threading.Event(), time.monotonic())
+                   for i in range(n)]
+        tokens = sum(len(f.result()) for f in futures)
+        seconds = time.perf_counter() - started
+        result[str(n)] = {"tokens": tokens, "seconds": round(seconds, 3), "tokens_per_s": round(tokens / seconds, 1),
+                          "most_live_slots": engine.loop.most_live}
+    return result
+
+
+def prefill(engine: TurboEngine, voice: TurboVoice, repeat: int) -> dict[str, Any]:
+    """One chunk's prefill (text of SHORT_TEXTS[3]) with the voice prefix reused vs prefilled again."""
+    tokens = engine.tokenizer(SHORT_TEXTS[3], return_tensors="pt").input_ids
+    decoder, slot = BatchDecoder(engine.t3, 1), 0
+    prefix = voice_prefix(engine.t3, decoder.body, voice.t3)
+    gen = torch.Generator(engine.device)
+
+    def run(reuse: bool) -> None:
+        if reuse:
+            decoder.join(slot, prefix, tokens, gen, budget=1)
+        else:
+            decoder.join_without_prefix(slot, voice.t3, tokens, gen, budget=1)
+        decoder.leave(slot)
+
+    with torch.inference_mode():
+        run(True), run(False)
+        reused, full = timed(engine.device, lambda: run(True), repeat), timed(engine.device, lambda: run(False), repeat)
+        once = timed(engine.device, lambda: voice_prefix(engine.t3, decoder.body, voice.t3), repeat)
+    return {"text_tokens": tokens.shape[1], "prompt_positions": prefix.length,
+            "tokens_prefilled_reused": tokens.shape[1] + 1,
+            "tokens_prefilled_full": prefix.length + tokens.shape[1] + 1,
+            "reused_ms": round(1000 * reused, 2), "full_ms": round(1000 * full, 2),
+            "voice_prefix_once_ms": round(1000 * once, 2)}
+
+
+def s3gen(engine: TurboEngine, voice: TurboVoice, lengths: list[int], repeat: int) -> dict[str, Any]:
+    result: dict[str, Any] = {}
+    for n in lengths:
+        tokens = [int(t) for t in torch.randint(0, 6561, (n,))]
+        engine.vocode(tokens, voice)
+        seconds = timed(engine.device, lambda: engine.vocode(tokens, voice), repeat)
+        audio_s = (n + 3) * 0.04
+        result[f"tokens_{n}"] = {"ms": round(1000 * seconds, 1), "ms_per_audio_s": round(1000 * seconds / audio_s, 1)}
+    return result
+
+
+# ----- through the worker -----
+
+@dataclass
+class Stream:
+    """One listener: when each chunk arrived, and how long it plays."""
+
+    started: float
+    arrivals: list[tuple[float, float]] = field(default_factory=list)
+    error: str | None = None
+
+    @property
+    def first_chunk_s(self) -> float | None:
+        return self.arrivals[0][0] - self.started if self.arrivals else None
+
+    def underruns(self) -> tuple[int, float]:
+        """Times playback ran dry after the first chunk, and the seconds of silence in all."""
+        if not self.arrivals:
+            return 0, 0.0
+        count, silent = 0, 0.0
+        play_end = self.arrivals[0][0] + self.arrivals[0][1]
+        for arrived, duration in self.arrivals[1:]:
+            if arrived > play_end + UNDERRUN_SLACK_S:
+                count, silent = count + 1, silent + arrived - play_end
+                play_end = arrived
+            play_end += duration
+        return count, silent
+
+
+async def speak(path: str, text: str) -> Stream:
+    """One utterance over the engine protocol (its own connection, as one gateway would)."""
+    from websockets.asyncio.client import unix_connect
+
+    async with unix_connect(path, max_size=None) as ws:
+        await ws.recv()  # ready
+        uid = uuid.uuid4().hex
+        stream = Stream(time.monotonic())
+        for message in (protocol.Start(uid), protocol.Text(uid, text), protocol.End(uid)):
+            await ws.send(protocol.encode(message))
+        async for frame in ws:
+            event = protocol.decode_event(frame)
+            if isinstance(event, protocol.Chunk):
+                stream.arrivals.append((time.monotonic(), event.header.duration))
+            elif isinstance(event, protocol.Error):
+                stream.error = event.code
+                return stream
+            elif isinstance(event, protocol.Done):
+                return stream
+    return stream
+
+
+def percentile(values: list[float], q: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, round(q * (len(ordered) - 1)))]
+
+
+def summary(streams: list[Stream], wall_s: float) -> dict[str, Any]:
+    firsts = [s.first_chunk_s for s in streams if s.first_chunk_s is not None]
+    runs = [s.underruns() for s in streams]
+    audio = sum(d for s in streams for _, d in s.arrivals)
+    return {"streams": len(streams), "errors": sum(s.error is not None for s in streams),
+            "first_chunk_p50_ms": round(1000 * percentile(firsts, 0.5)) if firsts else None,
+            "first_chunk_p95_ms": round(1000 * percentile(firsts, 0.95)) if firsts else None,
+            "first_chunk_max_ms": round(1000 * max(firsts)) if firsts else None,
+            "streams_with_underrun": sum(count > 0 for count, _ in runs),
+            "underrun_s": round(sum(silent for _, silent in runs), 3),
+            "audio_s": round(audio, 2), "wall_s": round(wall_s, 2),
+            "aggregate_rtf": round(audio / wall_s, 2) if wall_s > 0 else None}
+
+
+async def through_worker(engine: TurboEngine, sock: Path, repeats: int, streams: list[int], paragraph: str,
+                         deadline: float, report: Callable[[str, Any], None]) -> None:
+    settings = EngineSettings(engine="chatterbox-turbo", voices_dir=sock.parent / "voices")
+    worker = await asyncio.to_thread(worker_for, engine, settings, Watermarker())
+    stop = asyncio.Event()
+    server = asyncio.create_task(serve_worker(worker, f"unix:{sock}", stop))
+    try:
+        while not sock.exists():
+            await asyncio.sleep(0.05)
+        path = str(sock)
+        singles, started = [], time.monotonic()
+        for i in range(repeats):
+            singles.append(await speak(path, SHORT_TEXTS[i % len(SHORT_TEXTS)]))
+        report("worker_1_stream", summary(singles, time.monotonic() - started))
+        sweep: dict[str, Any] = {}
+        held = 0
+        for n in streams:
+            if time.monotonic() > deadline:
+                sweep["stopped"] = f"time budget spent before {n} streams"
+                break
+            if n > engine.decoder.slots:
+                sweep["stopped"] = f"{n} streams exceed the {engine.decoder.slots} batch slots"
+                break
+            started = time.monotonic()
+            if engine.device.type == "cuda":
+                torch.cuda.reset_peak_memory_stats(engine.device)
+            result = await asyncio.gather(*(speak(path, paragraph) for _ in range(n)))
+            sweep[str(n)] = summary(list(result), time.monotonic() - started)
+            sweep[str(n)]["most_live_slots"] = engine.loop.most_live
+            if engine.device.type == "cuda":
+                sweep[str(n)]["peak_vram_gib"] = round(torch.cuda.max_memory_allocated(engine.device) / 2**30, 2)
+            report("worker_streams", sweep)
+            if sweep[str(n)]["streams_with_underrun"] or sweep[str(n)]["errors"]:
+                break
+            held = n
+        sweep["most_streams_without_underrun"] = held
+        report("worker_streams", sweep)
+    finally:
+        stop.set()
+        await server
+
+
+# ----- main -----
+
+def ints(value: str) -> list[int]:
+    return [int(v) for v in value.split(",") if v]
+
+
+def parse(argv: list[str] | None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--out", type=Path, required=True)
+    parser.add_argument("--model-dir", type=Path, default=None)
+    parser.add_argument("--weights", default="random", choices=("random", "pretrained"))
+    parser.add_argument("--device", default="auto")
+    parser.add_argument("--dtype", default="auto")
+    parser.add_argument("--decode", default="auto", choices=("auto", "eager", "graph"))
+    parser.add_argument("--batches", type=ints, default=[1, 8, 32], help="batch sizes for the T3 step timings")
+    parser.add_argument("--steps", type=int, default=60, help="decode steps per timing")
+    parser.add_argument("--concurrent", type=ints, default=[1, 8, 32], help="chunks decoded at once (T3 tokens/s)")
+    parser.add_argument("--s3gen-tokens", type=ints, default=[25, 50, 100, 200])
+    parser.add_argument("--repeat", type=int, default=5)
+    parser.add_argument("--single-runs", type=int, default=10, help="sequential utterances for the 1-stream figure")
+    parser.add_argument("--streams", type=ints, default=[8, 16, 32, 48, 64], help="concurrent-stream sweep")
+    parser.add_argument("--no-worker", action="store_true", help="skip the phase through the worker")
+    parser.add_argument("--paragraph", default=PARAGRAPH, help="what each stream of the sweep says")
+    parser.add_argument("--time-budget", type=float, default=400.0, help="seconds; the sweep stops past it")
+    return parser.parse_args(argv)
+
+
+def main(argv: list[str] | None = None) -> None:
+    args = parse(argv)
+    deadline = time.monotonic() + args.time_budget
+    args.out.mkdir(parents=True, exist_ok=True)
+    figures = Figures(args.out / "gpu-bench.json")
+    started = time.monotonic()
+    try:  # the server's start-up checks: no weights, no CUDA, --decode graph off CUDA... are one sentence, exit 3
+        settings = preflight(EngineSettings(engine="chatterbox-turbo", model_dir=args.model_dir, weights=args.weights,
+                                            device=args.device, dtype=args.dtype, decode=args.decode),
+                             "chatterbox-turbo")
+        with loading(settings, on_gpu=True):
+            engine = TurboEngine.load(settings.model_dir, weights=args.weights, device=args.device, dtype=args.dtype,
+                                      decode=args.decode,
+                                      slots=max(args.concurrent + ([] if args.no_worker else args.streams)))
+    except Misconfigured as exc:
+        print(f"engine.turbo_bench: refusing to start: {exc}", file=sys.stderr)
+        raise SystemExit(3) from None
+    figures.add("load_s", round(time.monotonic() - started, 1))
+    figures.add("environment", environment(engine))
+    voice = engine.default_voice()
+    figures.add("t3_step", t3_steps(engine, voice, args.batches, args.steps))
+    figures.add("t3_concurrent", t3_concurrent(engine, voice, args.concurrent))
+    figures.add("prefill", prefill(engine, voice, args.repeat))
+    figures.add("s3gen", s3gen(engine, voice, args.s3gen_tokens, args.repeat))
+    if not args.no_worker:
+        with tempfile.TemporaryDirectory(prefix="cbf-bench-") as tmp:  # short: Unix socket paths are ~100 bytes
+            asyncio.run(through_worker(engine, Path(tmp) / "engine.sock", args.single_runs, args.streams,
+                                       args.paragraph, deadline, figures.add))
+    if engine.device.type == "cuda":
+        figures.add("peak_vram_gib", round(torch.cuda.max_memory_allocated(engine.device) / 2**30, 2))
+        figures.add("graphs_captured", len(engine.graphs.graphs) if engine.graphs else 0)
+    figures.add("total_s", round(time.monotonic() - started, 1))
+    engine.loop.close()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,254 @@
+"""T3's static-cache batched decoder against upstream's eager path, on a tiny random checkpoint (real classes)."""
+
+from __future__ import annotations
+
+import contextlib
+import copy
+import threading
+import time
+from collections.abc import Callable, Iterator
+
+import pytest
+
+pytest.importorskip("chatterbox.tts_turbo")
+
+import torch  # noqa: E402
+from turbo_checkpoint import write_tiny_checkpoint  # noqa: E402
+
+from engine.engines.base import Cancelled  # noqa: E402
+from engine.engines.t3_batch import BatchDecoder  # noqa: E402
+from engine.engines.t3_loop import DecodeLoop  # noqa: E402
+from engine.engines.t3_static import SlotKV, voice_prefix  # noqa: E402
+from engine.engines.turbo import TurboEngine, synthetic_reference  # noqa: E402
+
+pytestmark = pytest.mark.slow
+
+TEXTS = ("Hello there, how are you?", "Fine.", "A somewhat longer sentence to speak.")
+
+
+@pytest.fixture(scope="module")
+def engine(tmp_path_factory: pytest.TempPathFactory) -> TurboEngine:
+    return TurboEngine.load(model_dir=write_tiny_checkpoint(tmp_path_factory.mktemp("tiny")), device="cpu")
+
+
+@pytest.fixture(scope="module")
+def voices(engine: TurboEngine) -> list:
+    return [engine.default_voice(), engine.prepare_voice(synthetic_reference(6.0, seed=4), 24000)]
+
+
+def text_tokens(engine: TurboEngine, text: str) -> torch.Tensor:
+    return engine.tokenizer(text, return_tensors="pt").input_ids
+
+
+def decode(decoder: BatchDecoder, joins: dict[int, tuple], join_at: dict[int, int] | None = None) -> dict[int, list]:
+    """Run ``joins`` (slot -> (prefix, tokens, seed, budget)) to the end; slot s joins before step ``join_at[s]``."""
+    join_at = join_at or {}
+    results, step = {}, 0
+    with torch.inference_mode():
+        while len(results) < len(joins):
+            for slot, (prefix, tokens, seed, budget) in joins.items():
+                if join_at.get(slot, 0) == step:
+                    decoder.join(slot, prefix, tokens, torch.Generator().manual_seed(seed), budget)
+            for slot in decoder.advance() + decoder.stopped_slots():
+                results[slot] = decoder.tokens_of(slot)
+                decoder.leave(slot)
+            step += 1
+    return results
+
+
+def test_tokens_equal_upstream_inference_turbo_under_a_fixed_seed(engine: TurboEngine, voices: list) -> None:
+    tokens = text_tokens(engine, TEXTS[0])
+    torch.manual_seed(11)
+    with torch.inference_mode():
+        upstream = engine.t3.inference_turbo(copy.copy(voices[1].t3), tokens, max_gen_len=30)[0].tolist()
+    prefix = voice_prefix(engine.t3, engine.decoder.body, voices[1].t3)
+    ours = decode(BatchDecoder(engine.t3, 2), {1: (prefix, tokens, 11, 30)})[1]
+    assert len(upstream) == 31 and ours == upstream
+
+
+def test_logits_match_upstream_eager_forward(engine: TurboEngine, voices: list) -> None:
+    """Prefill after a reused prefix, then decode steps in a middle slot: speech logits allclose to transformers'."""
+    t3, tokens = engine.t3, text_tokens(engine, TEXTS[2])
+    forced = torch.tensor([[17, 3000, 6000, 42, 5]])
+    start = torch.tensor([[t3.hp.start_speech_token]])
+    with torch.inference_mode():
+        embeds, _ = t3.prepare_input_embeds(t3_cond=copy.copy(voices[0].t3), text_tokens=tokens, speech_tokens=start)
+        out = t3.tfmr(inputs_embeds=embeds, use_cache=True)
+        expected = [t3.speech_head(out[0][:, -1])]
+        for token in forced[0]:
+            out = t3.tfmr(inputs_embeds=t3.speech_emb(token.view(1, 1)), cache=out.past_key_values, use_cache=True)
+            expected.append(t3.speech_head(out[0][:, -1]))
+
+        body = engine.decoder.body
+        prefix = voice_prefix(t3, body, voices[0].t3)
+        kv = SlotKV.empty(t3, slots=3, capacity=1024)
+        kv.load_prefix(1, prefix)
+        suffix = torch.cat([t3.text_emb(tokens), t3.speech_emb(start)], dim=1)
+        pos = prefix.length + suffix.shape[1]
+        hidden = body(suffix, torch.arange(prefix.length, pos)[None], kv, first_slot=1, attend=pos)
+        ours = [t3.speech_head(hidden[:, -1])]
+        for token in forced[0]:
+            hidden = body(t3.speech_emb(token.view(1, 1)), torch.tensor([[pos]]), kv, first_slot=1, attend=1024)
+            ours.append(t3.speech_head(hidden[:, -1]))
+            pos += 1
+    for got, want in zip(ours, expected):
+        torch.testing.assert_close(got, want, rtol=1e-4, atol=1e-4)
+
+
+def test_prefix_reuse_equals_a_full_prefill(engine: TurboEngine, voices: list) -> None:
+    tokens = text_tokens(engine, TEXTS[0])
+    reused, full = BatchDecoder(engine.t3, 2), BatchDecoder(engine.t3, 2)
+    prefix = voice_prefix(engine.t3, reused.body, voices[1].t3)
+    with torch.inference_mode():
+        reused.join(0, prefix, tokens, torch.Generator().manual_seed(3), 30)
+        full.join_without_prefix(0, voices[1].t3, tokens, torch.Generator().manual_seed(3), 30)
+    length = int(full.positions[0])
+    assert int(reused.positions[0]) == length == prefix.length + tokens.shape[1] + 1
+    torch.testing.assert_close(reused.kv.k[:, 0, :, :length], full.kv.k[:, 0, :, :length], rtol=1e-5, atol=1e-5)
+    torch.testing.assert_close(reused.kv.v[:, 0, :, :length], full.kv.v[:, 0, :, :length], rtol=1e-5, atol=1e-5)
+    assert reused.tokens_of(0) == full.tokens_of(0)  # the first token, sampled from the prefill's logits
+    assert decode_rest(reused, 0) == decode_rest(full, 0)
+
+
+def decode_rest(decoder: BatchDecoder, slot: int) -> list[int]:
+    with torch.inference_mode():
+        while slot not in decoder.advance():
+            pass
+    return decoder.tokens_of(slot)
+
+
+def test_each_slot_in_a_batch_equals_its_solo_run(engine: TurboEngine, voices: list) -> None:
+    """Different voices, texts, seeds and budgets; slots join at different steps and leave at different steps."""
+    prefixes = [voice_prefix(engine.t3, engine.decoder.body, v.t3) for v in voices]
+    joins = {0: (prefixes[0], text_tokens(engine, TEXTS[0]), 1, 16),
+             1: (prefixes[1], text_tokens(engine, TEXTS[1]), 2, 24),
+             3: (prefixes[0], text_tokens(engine, TEXTS[2]), 3, 8)}
+    batched = decode(BatchDecoder(engine.t3, 4), joins, join_at={0: 0, 1: 5, 3: 9})
+    for slot, job in joins.items():
+        assert batched[slot] == decode(BatchDecoder(engine.t3, 1), {0: job})[0]
+    assert batched[0] != batched[3]
+
+
+def test_a_step_undone_by_restore_replays_identically(engine: TurboEngine, voices: list) -> None:
+    """What the CUDA-graph capture relies on: a warm-up step undone by ``restore`` leaves the next step unchanged."""
+    prefix = voice_prefix(engine.t3, engine.decoder.body, voices[0].t3)
+    states = []
+    for warm_up in (False, True):
+        decoder = BatchDecoder(engine.t3, 2)
+        with torch.inference_mode():
+            decoder.join(1, prefix, text_tokens(engine, TEXTS[1]), torch.Generator().manual_seed(5), 20)
+            if warm_up:
+                saved = decoder.snapshot()
+                decoder.step(2, 512)
+                decoder.restore(saved)
+            decoder.step(2, 512)
+        states.append(decoder.snapshot() + [decoder.kv.k.clone(), decoder.kv.v.clone()])
+    assert all(torch.equal(a, b) for a, b in zip(*states))
+
+
+class FakeGraph:
+    """Stands in for ``torch.cuda.CUDAGraph`` on this CPU: a capture records the step without running it."""
+
+    def __init__(self) -> None:
+        self.replays = 0
+        self.run: Callable[..., None] | None = None
+        self.key: tuple = ()
+
+    def replay(self) -> None:
+        self.replays += 1
+        self.run(*self.key)
+
+
+def test_graphed_steps_capture_once_per_bucket_and_replay_the_eager_step(engine: TurboEngine, voices: list,
+                                                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    from engine.engines.cuda_graphs import GraphedSteps
+
+    graphed = BatchDecoder(engine.t3, 4)
+    recorded: list[tuple] = []
+    real_step = graphed.step
+
+    @contextlib.contextmanager
+    def capture(graph: FakeGraph, **_: object) -> Iterator[None]:
+        graphed.step = lambda *key: recorded.append(key)  # recorded, not run: as in a real capture
+        yield
+        graphed.step = real_step
+        graph.run, graph.key = real_step, recorded[-1]
+
+    stream = type("Stream", (), {"wait_stream": lambda self, other: None})
+    for name, fake in [("Stream", lambda *_: stream()), ("current_stream", lambda *_: stream()),
+                       ("stream", lambda _: contextlib.nullcontext()), ("CUDAGraph", FakeGraph),
+                       ("graph", capture), ("graph_pool_handle", lambda: None)]:
+        monkeypatch.setattr(torch.cuda, name, fake)
+    graphed.run_step = steps = GraphedSteps(graphed)
+    prefix = voice_prefix(engine.t3, engine.decoder.body, voices[0].t3)
+    joins = {0: (prefix, text_tokens(engine, TEXTS[0]), 1, 20), 2: (prefix, text_tokens(engine, TEXTS[1]), 2, 12)}
+    ours = decode(graphed, joins, join_at={0: 0, 2: 3})
+    assert ours == decode(BatchDecoder(engine.t3, 4), joins, join_at={0: 0, 2: 3})
+    assert set(steps.graphs) == {(1, 512), (4, 512)} and recorded == [(1, 512), (4, 512)]
+    assert sum(g.replays for g in steps.graphs.values()) == 20  # every step a replay, the warm-ups undone
+
+
+def test_cancel_mid_decode_stops_only_that_slot_within_one_step(engine: TurboEngine, voices: list) -> None:
+    loop = DecodeLoop(BatchDecoder(engine.t3, 4), engine._prefix)
+    cancel = threading.Event()
+    seen_after: list[list[int]] = []
+
+    def on_step(*_: object) -> None:  # runs on the loop thread, once per prefill and once per step
+        if cancel.is_set():
+            seen_after.append(loop.decoder.live)
+        elif loop.steps == 6:
+            cancel.set()
+
+    hook = engine.t3.speech_head.register_forward_hook(on_step)
+    try:
+        futures = [loop.submit(voices[0], text_tokens(engine, text), 30, seed, flag, time.monotonic())
+                   for text, seed, flag in [(TEXTS[0], 1, threading.Event()), (TEXTS[1], 2, cancel),
+                                            (TEXTS[2], 3, threading.Event())]]
+        with pytest.raises(Cancelled):
+            futures[1].result(60)
+        others = [futures[0].result(60), futures[2].result(60)]
+    finally:
+        hook.remove()
+        loop.close()
+    assert seen_after and seen_after[0] == [0, 2]  # the very next step ran without the cancelled slot
+    prefix = engine._prefix(voices[0])
+    assert others[0] == decode(BatchDecoder(engine.t3, 1), {0: (prefix, text_tokens(engine, TEXTS[0]), 1, 30)})[0]
+    assert len(others[1]) == 31
+
+
+def test_the_earliest_deadline_gets_a_free_slot_first(engine: TurboEngine, voices: list) -> None:
+    loop = DecodeLoop(BatchDecoder(engine.t3, 1), engine._prefix)
+    done: list[str] = []
+    try:
+        now = time.monotonic()
+        busy = loop.submit(voices[0], text_tokens(engine, "Busy."), 60, 0, threading.Event(), now)
+        futures = {name: loop.submit(voices[0], text_tokens(engine, name), 3, 0, threading.Event(), now + lag)
+                   for name, lag in [("late", 3.0), ("soon", 1.0), ("later", 2.0)]}
+        for name, future in futures.items():
+            future.add_done_callback(lambda _, name=name: done.append(name))
+        busy.result(60)
+        [f.result(60) for f in futures.values()]
+    finally:
+        loop.close()
+    assert done == ["soon", "later", "late"]
+
+
+def test_the_watchdog_sees_every_prefill_and_step_and_an_idle_loop_as_idle(engine: TurboEngine, voices: list) -> None:
+    """``busy_since`` (read by engine/watchdog.py) is set while a prefill or a decode step runs, None once idle."""
+    loop = DecodeLoop(BatchDecoder(engine.t3, 2), engine._prefix)
+    during: list[float | None] = []
+    hook = engine.t3.speech_head.register_forward_hook(lambda *_: during.append(loop.busy_since))
+    try:
+        started = time.monotonic()
+        futures = [loop.submit(voices[0], text_tokens(engine, text), 5, seed, threading.Event(), started)
+                   for text, seed in [(TEXTS[0], 1), (TEXTS[1], 2)]]
+        [f.result(60) for f in futures]
+        deadline = time.monotonic() + 5
+        while loop.busy_since is not None:  # the last step's bookkeeping may still be finishing
+            assert time.monotonic() < deadline
+            time.sleep(0.01)
+    finally:
+        hook.remove()
+        loop.close()
+    assert len(during) >= 2 + 5 and all(since is not None and since >= started for since in during)
+    assert loop.busy_since is None
