@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import time
 from typing import Any
 
 from starlette.websockets import WebSocket, WebSocketDisconnect
@@ -21,17 +22,14 @@ from gateway.sink import AudioSink
 
 log = logging.getLogger("chatterbox_fast.gateway")
 STALLED_CLOSE_CODE = 4408
-
-
-class ClientStalled(Exception):
-    """The client took none of the audio sent to it for the stall timeout."""
+STALL_CHECK_S = 0.5
 
 
 class WebSocketSink(AudioSink):
     """Encodes each utterance for the socket's configured format and sends it as binary frames.
 
-    A send that the client does not take within ``stall_timeout`` seconds sets ``stalled``: the endpoint then ends
-    the session (its engine work stops) and closes the socket with code 4408 and the reason.
+    A send that the client does not take within ``stall_timeout`` seconds makes it ``stalled``: the endpoint then
+    ends the session (its engine work stops) and closes the socket with code 4408 and the reason.
     """
 
     configurable = True
@@ -42,7 +40,7 @@ class WebSocketSink(AudioSink):
         self.format, self.sample_rate = WEBSOCKET_DEFAULT_FORMAT, SAMPLE_RATE
         self._encoder: Encoder | None = None
         self._sent = SentAudio()
-        self.stalled = asyncio.Event()
+        self._sending_since: float | None = None  # when the send under way began
 
     def configure(self, fmt: str, sample_rate: int) -> None:
         self.format, self.sample_rate = fmt, sample_rate
@@ -66,12 +64,16 @@ class WebSocketSink(AudioSink):
         step = self.sample_rate // 10 * sample_bytes
         for start in range(0, len(data), step):
             frame = data[start:start + step]
+            self._sending_since = time.monotonic()
             try:
-                await asyncio.wait_for(self.ws.send_bytes(frame), self.stall_timeout)
-            except TimeoutError:
-                self.stalled.set()
-                raise ClientStalled(self.stall_reason) from None
+                await self.ws.send_bytes(frame)
+            finally:
+                self._sending_since = None
             self._sent.sent(len(frame) / sample_bytes / self.sample_rate)
+
+    def stalled(self, now: float) -> bool:
+        """Whether a send has waited for the client longer than the stall timeout."""
+        return self._sending_since is not None and now - self._sending_since > self.stall_timeout
 
     @property
     def stall_reason(self) -> str:
@@ -105,17 +107,22 @@ async def stream_endpoint(ws: WebSocket) -> None:
         await ws.close(1013)
         return
     receiving = asyncio.create_task(_receive_all(ws, session))
-    stalled = asyncio.create_task(sink.stalled.wait())
+    watching = asyncio.create_task(_until_stalled(sink))
     try:
-        await asyncio.wait({receiving, stalled}, return_when=asyncio.FIRST_COMPLETED)
+        await asyncio.wait({receiving, watching}, return_when=asyncio.FIRST_COMPLETED)
     finally:
         receiving.cancel()
-        stalled.cancel()
+        watching.cancel()
         await session.close()
-    if sink.stalled.is_set():
+    if watching.done() and not watching.cancelled():
         log.info("websocket session %s closed: %s", session.id, sink.stall_reason)
         with contextlib.suppress(Exception):  # the close frame may never get through to a client that reads nothing
             await asyncio.wait_for(ws.close(STALLED_CLOSE_CODE, sink.stall_reason), 1.0)
+
+
+async def _until_stalled(sink: WebSocketSink) -> None:
+    while not sink.stalled(time.monotonic()):
+        await asyncio.sleep(STALL_CHECK_S)
 
 
 async def _receive_all(ws: WebSocket, session: Session) -> None:

@@ -21,8 +21,8 @@ from tests.server import running_server
 
 LONG = " ".join(["The quick brown fox jumps over the lazy dog, and then it runs far away across the field."] * 20)
 STALL_S = 2
-# The server's socket send buffer takes ~3 MB before a send to a client that reads nothing blocks: at 96 kB/s, paced
-# near real time once the planner's lead is used up, about 20 s.
+# The sockets take ~3 MB before a send to a client that reads nothing blocks (~30 s of audio at 96 kB/s): a bound on
+# a hang, generous for a loaded box (seen: ~10 s).
 SOCKET_FILLED_S = 120
 
 
