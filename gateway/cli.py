@@ -2,7 +2,7 @@
 
 This module imports nothing heavy at the top, and each command imports its own modules when it runs: ``serve`` never
 imports torch, ``engine`` (the worker process) never imports aiortc, httpx or Starlette, and the operator tools
-(``say``, ``bench``, ``gate``, in the ``tools`` package) load only for their own command.
+(``say``, ``bench``, ``gate``, in the ``cbf_tools`` package) load only for their own command.
 """
 
 from __future__ import annotations
@@ -209,49 +209,49 @@ def cmd_engine(args: argparse.Namespace) -> int:
 
 
 def cmd_say(args: argparse.Namespace) -> int:
-    from tools.say import say
+    from cbf_tools.say import say
 
     return asyncio.run(say(args, engine_argv(args)))
 
 
 def cmd_bench_engine(args: argparse.Namespace) -> int:
-    from tools import bench_engine
+    from cbf_tools import bench_engine
 
     return bench_engine.run(args, engine_argv(args))
 
 
 def cmd_bench_gateway(args: argparse.Namespace) -> int:
-    from tools import bench_gateway
+    from cbf_tools import bench_gateway
 
     return bench_gateway.run(args, engine_argv(args))
 
 
 def cmd_bench_faults(args: argparse.Namespace) -> int:
-    from tools import bench_faults
+    from cbf_tools import bench_faults
 
     return bench_faults.run(args)
 
 
 def cmd_gate(args: argparse.Namespace) -> int:
-    from tools import deploy_gate
+    from cbf_tools import deploy_gate
 
     return deploy_gate.run(args)
 
 
 def cmd_doctor(args: argparse.Namespace) -> int:
-    from tools import doctor
+    from cbf_tools import doctor
 
     return doctor.run(args, engine_settings(args), engine_argv(args))
 
 
 def cmd_weights_download(args: argparse.Namespace) -> int:
-    from tools import weights
+    from cbf_tools import weights
 
     return weights.download(args.to)
 
 
 def cmd_weights_verify(args: argparse.Namespace) -> int:
-    from tools import weights
+    from cbf_tools import weights
 
     return weights.verify(args.dir)
 

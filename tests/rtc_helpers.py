@@ -1,4 +1,4 @@
-"""Test helpers around the listening peer (tools/rtc_listener.py): loopback-only ICE and a test tone."""
+"""Test helpers around the listening peer (cbf_tools/rtc_listener.py): loopback-only ICE and a test tone."""
 
 from __future__ import annotations
 

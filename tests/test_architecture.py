@@ -1,8 +1,8 @@
 """The import rules docs/architecture.md states, checked on fresh interpreters.
 
-- Every module of ``gateway/`` and ``tools/`` imports without torch, and of ``engine`` only ``engine.protocol``.
+- Every module of ``gateway/`` and ``cbf_tools/`` imports without torch, and of ``engine`` only ``engine.protocol``.
 - The engine worker command (``chatterbox-fast engine``) never loads aiortc, httpx, Starlette, uvicorn or the tools.
-- Nothing in ``gateway/`` or ``tools/`` imports ``gateway.cli`` back.
+- Nothing in ``gateway/`` or ``cbf_tools/`` imports ``gateway.cli`` back.
 """
 
 from __future__ import annotations
@@ -17,8 +17,8 @@ ROOT = Path(__file__).resolve().parent.parent
 
 IMPORT_EVERYTHING = """
 import importlib, pkgutil, sys
-import gateway, tools
-names = [m.name for pkg in (gateway, tools) for m in pkgutil.walk_packages(pkg.__path__, pkg.__name__ + ".")]
+import gateway, cbf_tools
+names = [m.name for pkg in (gateway, cbf_tools) for m in pkgutil.walk_packages(pkg.__path__, pkg.__name__ + ".")]
 for name in names:
     importlib.import_module(name)
 print(len(names))
@@ -32,7 +32,7 @@ def test_gateway_and_tools_import_no_torch_and_no_engine_module_but_the_protocol
                          check=True).stdout.split()
     imported, loaded = int(out[0]), set(out[1:])
     assert imported > 30  # the walk found the sub-packages too
-    assert {"gateway.session_core", "gateway.webrtc.signalling", "gateway.http.speech", "tools.bench_gateway",
+    assert {"gateway.session_core", "gateway.webrtc.signalling", "gateway.http.speech", "cbf_tools.bench_gateway",
             "aiortc", "starlette"} <= loaded
     assert not {name for name in loaded if name.split(".")[0] == "torch"}
     assert {name for name in loaded if name.split(".")[0] == "engine"} == {"engine", "engine.protocol"}
@@ -57,13 +57,13 @@ def test_the_engine_worker_command_loads_no_gateway_transport_and_no_tool(tmp_pa
     lines = log.read_text().splitlines()
     loaded = {line.rsplit("|", 1)[1].strip() for line in lines if line.startswith("import time:")}
     assert {"engine.worker", "engine.engines.espeak", "gateway", "websockets"} <= loaded
-    forbidden = {"aiortc", "httpx", "starlette", "uvicorn", "tools"}
+    forbidden = {"aiortc", "httpx", "starlette", "uvicorn", "cbf_tools"}
     assert not {name for name in loaded if name.split(".")[0] in forbidden}
 
 
 def test_nothing_imports_the_cli_back() -> None:
     importers = []
-    for path in [*ROOT.glob("gateway/**/*.py"), *ROOT.glob("tools/**/*.py")]:
+    for path in [*ROOT.glob("gateway/**/*.py"), *ROOT.glob("cbf_tools/**/*.py")]:
         for node in ast.walk(ast.parse(path.read_text(), str(path))):
             names = [alias.name for alias in node.names] if isinstance(node, ast.Import) else []
             if isinstance(node, ast.ImportFrom) and node.module:

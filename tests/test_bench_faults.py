@@ -9,7 +9,7 @@ import pytest
 
 from gateway.cli import build_parser
 from tests.server import running_server
-from tools import hostile_inputs
+from cbf_tools import hostile_inputs
 
 
 def test_hostile_inputs_are_reproducible_and_hostile() -> None:

@@ -224,7 +224,7 @@ async def test_the_worker_serves_turbo_chunks_planned_and_watermarked(checkpoint
     whole text), and PerTh on every chunk (random tiny weights make noise-like audio, not speech)."""
     from engine.watermark import Watermarker
     from engine.protocol import Chunk
-    from tools.say import worker_client
+    from cbf_tools.say import worker_client
 
     flags = ["--engine", "chatterbox-turbo", "--model-dir", str(checkpoint), "--device", "cpu",
              "--voices-dir", str(tmp_path), "--log-level", "warning"]

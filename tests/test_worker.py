@@ -22,7 +22,7 @@ from engine import protocol
 from engine.protocol import Chunk, EngineReady, Error
 from engine.watermark import Watermarker
 from gateway.engine_link.client import EngineClient, EngineRequestError
-from tools.say import speak, worker_client
+from cbf_tools.say import speak, worker_client
 
 ROOT = Path(__file__).resolve().parent.parent
 STORY = ("Once upon a time there was a small lighthouse on a rocky shore. Every night its keeper climbed the stairs, "

@@ -11,7 +11,7 @@ from dataclasses import asdict
 
 from engine.protocol import EngineReady
 from gateway.utterance_stream import UtteranceStats
-from tools.say import speak, worker_client
+from cbf_tools.say import speak, worker_client
 
 TEXTS = (
     "Hello there, thanks for calling.",

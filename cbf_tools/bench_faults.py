@@ -1,4 +1,4 @@
-"""``chatterbox-fast bench faults``: generated hostile inputs (tools/hostile_inputs.py) on every JSON surface of a real
+"""``chatterbox-fast bench faults``: generated hostile inputs (cbf_tools/hostile_inputs.py) on every JSON surface of a real
 server (WebSocket messages, POST /v1/tts, POST /v1/audio/speech), then what they did to it. Each figure must be 0:
 server errors (HTTP 5xx, a stream cut short, a socket the server dropped, an engine failure event), engine connections
 the gateway lost, embedded-worker restarts, and sessions still open once every client has gone."""
@@ -17,8 +17,8 @@ import httpx
 from websockets.asyncio.client import ClientConnection, connect
 from websockets.exceptions import ConnectionClosed
 
-from tools.hostile_inputs import OPENAI_FIELDS, TTS_FIELDS, http_bodies, websocket_messages
-from tools.local_server import ServerFailed, local_server
+from cbf_tools.hostile_inputs import OPENAI_FIELDS, TTS_FIELDS, http_bodies, websocket_messages
+from cbf_tools.local_server import ServerFailed, local_server
 
 SERVER_FAILURES = {"engine_error", "engine_unavailable"}  # events no client input may cause
 WEBSOCKET_CLIENTS = 4

@@ -11,7 +11,7 @@ import tomllib
 from importlib import metadata
 from pathlib import Path
 
-from tools.doctor_check import Check
+from cbf_tools.doctor_check import Check
 
 ROOT = Path(__file__).resolve().parent.parent
 LOCK = ROOT / "requirements" / "lock.txt"

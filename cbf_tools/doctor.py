@@ -15,8 +15,8 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from tools.doctor_check import Check, passed, render_json, render_table
-from tools.doctor_host import cuda_check, gpu_check, packages_check, python_check
+from cbf_tools.doctor_check import Check, passed, render_json, render_table
+from cbf_tools.doctor_host import cuda_check, gpu_check, packages_check, python_check
 
 if TYPE_CHECKING:
     from engine.settings import EngineSettings
@@ -82,7 +82,7 @@ def voices_check(voices_dir: Path) -> Check:
 async def smoke_check(engine_args: list[str]) -> Check:
     """One utterance through a worker process started like ``serve``'s."""
     from gateway.engine_link.process import WorkerRefused
-    from tools.say import speak, worker_client
+    from cbf_tools.say import speak, worker_client
 
     try:
         async with worker_client(engine_args + ["--log-level", "warning"]) as client:
