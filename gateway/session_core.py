@@ -240,7 +240,8 @@ class SessionCore:
             turn.audio_begun = True
             actions.append(BeginAudio())
         actions.append(Emit({"type": "chunk", "utterance": turn.utterance, "seq": header.seq, "text": header.text,
-                             "offset": header.offset, "duration": header.duration, "gen_time": header.gen_time}))
+                             "offset": header.offset, "duration": header.duration, "gen_time": header.gen_time,
+                             "words": header.words or [], "timing": header.timing or "estimated"}))
         actions.append(WriteAudio(pcm))
         return actions
 

@@ -76,7 +76,7 @@ def test_audio_begins_once_per_turn_and_chunk_events_carry_the_engine_id() -> No
     second = session.chunk(0, header(1), b"\x02\x00")
     assert first[0] == core.BeginAudio() and core.BeginAudio() not in second
     assert first[1] == core.Emit({"type": "chunk", "utterance": "u0", "seq": 0, "text": "Hello.", "offset": 0.0,
-                                  "duration": 0.5, "gen_time": 0.1})
+                                  "duration": 0.5, "gen_time": 0.1, "words": [], "timing": "estimated"})
     assert first[2] == core.WriteAudio(b"\x01\x00") and second[-1] == core.WriteAudio(b"\x02\x00")
 
 

@@ -167,3 +167,23 @@ async def test_a_flood_of_utterances_is_refused_beyond_the_queue_limit(server: s
         await ws.send(json.dumps({"type": "speak", "text": "Calm again."}))
         events, audio = await events_until(ws, "done")
         assert "Calm" in events[-1].get("text", "") or any("Calm" in e.get("text", "") for e in events)
+
+
+async def test_chunk_events_carry_exact_word_timings_within_the_audio(server: str) -> None:
+    async with connect(server) as ws:
+        await ws.recv()  # ready
+        await ws.send(json.dumps({"type": "speak", "text": "[laugh] Good morning, everyone. The meeting starts soon."}))
+        events, audio = await events_until(ws, "done")
+    chunks = [e for e in events if e["type"] == "chunk"]
+    words = [w for c in chunks for w in c["words"]]
+    assert all(c["timing"] == "exact" for c in chunks)  # eSpeak reports where each word starts
+    assert [w["word"] for w in words] == "Good morning, everyone. The meeting starts soon.".split()
+    total = len(audio) / 2 / 24000
+    for chunk in chunks:  # every word inside its own chunk's audio, in order
+        for word in chunk["words"]:
+            assert chunk["offset"] <= word["start"] <= word["end"] <= chunk["offset"] + chunk["duration"] + 1e-3
+    assert all(a["end"] <= b["start"] + 1e-3 for a, b in zip(words, words[1:]))
+    samples = np.frombuffer(audio, dtype=np.int16)
+    for word in words:  # the audio is speech where each word starts
+        at = int(word["start"] * 24000)
+        assert rms(samples[at:at + 1200].tobytes()) > 30 and word["end"] <= total + 1e-3

@@ -1,0 +1,64 @@
+"""Word timings of a chunk: the pure placement rules, and eSpeak's exact word starts through the real joins."""
+
+from __future__ import annotations
+
+import threading
+
+import numpy as np
+
+from engine.engines.espeak import EspeakEngine
+from engine.joins import Joiner
+from engine.word_timing import Placement, Word, chunk_words, spoken_words, syllables
+
+
+def test_spoken_words_skip_tags_and_index_the_stripped_text() -> None:
+    assert spoken_words("[laugh] Oh  really, now?") == [("Oh", 0), ("really,", 3), ("now?", 11)]
+
+
+def test_syllables_are_vowel_groups_and_digits() -> None:
+    assert [syllables(w) for w in ("a", "hello", "strength", "42", "queue", "Hmm")] == [1, 2, 1, 2, 1, 1]
+
+
+def test_estimate_spreads_the_speech_by_syllables_inside_exact_edges() -> None:
+    words, timing = chunk_words("I understand.", Placement(0.1, 0.3, 1.3), None, 1.4)
+    assert timing == "estimated"
+    assert words == [Word("I", 0.3, 0.55), Word("understand.", 0.55, 1.3)]  # 1 : 3 syllables over 0.3..1.3
+
+
+def test_exact_starts_are_moved_by_the_joins_and_end_at_the_next_word() -> None:
+    starts = [(0, 0.05), (6, 0.5), (7, 0.52), (13, 0.9)]  # two reports inside "world,": the first counts
+    words, timing = chunk_words("Hello world, bye", Placement(-0.02, 0.01, 1.2), starts, 1.25)
+    assert timing == "exact"
+    assert words == [Word("Hello", 0.03, 0.48), Word("world,", 0.48, 0.88), Word("bye", 0.88, 1.2)]
+
+
+def test_a_word_the_engine_did_not_report_makes_the_chunk_estimated() -> None:
+    words, timing = chunk_words("Hello world", Placement(0.0, 0.0, 1.0), [(0, 0.0)], 1.0)
+    assert timing == "estimated" and [w.word for w in words] == ["Hello", "world"]
+
+
+def test_nothing_audible_puts_every_word_at_the_end() -> None:
+    assert chunk_words("Hi there", None, None, 0.25) == ([Word("Hi", 0.25, 0.25), Word("there", 0.25, 0.25)],
+                                                         "estimated")
+    assert chunk_words("[laugh]", Placement(0, 0, 1), None, 1.0) == ([], "estimated")
+
+
+def test_espeak_word_starts_land_where_the_words_are_spoken() -> None:
+    """A comma makes eSpeak pause: the second word's exact start is where the sound comes back after the pause."""
+    engine = EspeakEngine()
+    text = "Seven, elephants"
+    wav, starts = engine.synthesize_timed(text, engine.default_voice(), threading.Event())
+    joiner = Joiner()
+    joined = joiner.process(wav, engine.sample_rate, "sentence")
+    duration = joined.size / engine.sample_rate
+    words, timing = chunk_words(text, joiner.placement, starts, duration)
+    assert timing == "exact" and [w.word for w in words] == ["Seven,", "elephants"]
+    assert words[0].start == round(joiner.placement.speech_start, 3) >= 0.25  # after the joins' pause
+    assert words[1].end == round(joiner.placement.speech_end, 3) <= duration
+    frame = engine.sample_rate // 100  # 10 ms
+    level = 10 * np.log10(np.mean(joined[: joined.size // frame * frame].reshape(-1, frame) ** 2, axis=1) + 1e-12)
+    loud = level > level.max() - 35
+    gap = [i for i in range(int(words[0].start * 100) + 10, int(words[1].start * 100) + 10) if not loud[i]]
+    assert gap, "eSpeak pauses after the comma"
+    back = next(i for i in range(gap[-1], loud.size) if loud[i]) / 100  # where the sound comes back
+    assert abs(words[1].start - back) < 0.06
