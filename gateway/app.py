@@ -16,6 +16,7 @@ from starlette.staticfiles import StaticFiles
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from gateway.auth import OPEN_PATHS, authorized
+from gateway.elevenlabs import endpoint as elevenlabs
 from gateway.engine_link.pool import EnginePool
 from gateway.engine_link.process import EngineProcess
 from gateway.http import health, speech, voices
@@ -91,6 +92,8 @@ def create_app(settings: GatewaySettings, on_engine_refusal: Callable[[str], Non
         Route("/v1/voices/{name}", voices.delete_voice, methods=["DELETE"]),
         Route("/v1/webrtc/offer", webrtc_offer, methods=["POST"]),
         WebSocketRoute("/v1/stream", stream_endpoint),
+        WebSocketRoute("/v1/text-to-speech/{voice_id}/stream-input", elevenlabs.stream_input),
+        WebSocketRoute("/v1/text-to-speech/{voice_id}/multi-stream-input", elevenlabs.multi_stream_input),
         Mount("/", StaticFiles(directory=WEB_DIR, html=True), name="web"),
     ]
     middleware = [

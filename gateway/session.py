@@ -13,6 +13,7 @@ import time
 import uuid
 from typing import Any, Awaitable, Callable
 
+from gateway import messages
 from gateway import session_core as core
 from gateway.engine_link.client import EngineRequestError, EngineUnavailable, RemoteUtterance
 from gateway.playout import report_playout
@@ -66,6 +67,10 @@ class Session:
         """One client frame, carried out to its end even when the caller is cancelled (a client gone mid-frame): an
         engine utterance it starts is then always known to the session, and cancelled with it."""
         await asyncio.shield(self._run(self.core.receive(raw)))
+
+    async def handle(self, msg: messages.Message) -> None:
+        """One message another protocol's adapter parsed (gateway/elevenlabs/), carried out as ``handle_text``."""
+        await asyncio.shield(self._run(self.core.apply(msg)))
 
     async def _run(self, actions: list[core.Action]) -> None:
         """Carry ``actions`` out in order; an engine call that fails ends the batch with an ``error`` event."""

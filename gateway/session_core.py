@@ -16,6 +16,7 @@ from typing import Any
 from engine.protocol import SAMPLE_RATE, ChunkHeader, EngineReady, ProtocolError
 from gateway import messages
 from gateway.formats import WEBSOCKET_DEFAULT_FORMAT
+from gateway.word_match import ClientWords
 
 MAX_QUEUED_UTTERANCES = 8  # per session: utterances started but not yet fully sent
 
@@ -97,6 +98,7 @@ class _Turn:
     chars: int = 0
     utterance: str | None = None  # the engine's utterance id, once started
     audio_begun: bool = False
+    text: ClientWords = field(default_factory=ClientWords)  # what the client sent, to spell the timed words
 
 
 @dataclass
@@ -131,10 +133,18 @@ class SessionCore:
 
     def receive(self, raw: str | bytes) -> list[Action]:
         """One client frame. A refusal is an ``error`` event; nothing a client sends ends the session."""
+        try:
+            msg = messages.parse_message(raw)
+        except ProtocolError as exc:
+            return [] if self.closed else [self.error(exc.code, str(exc))]
+        return self.apply(msg)
+
+    def apply(self, msg: messages.Message) -> list[Action]:
+        """One message already parsed (by another protocol's adapter, gateway/elevenlabs/); as ``receive``."""
         if self.closed:
             return []
         try:
-            return self._apply(messages.parse_message(raw))
+            return self._apply(msg)
         except ProtocolError as exc:
             return [self.error(exc.code, str(exc))]
 
@@ -188,6 +198,7 @@ class SessionCore:
             self._turns.append(turn)
             actions.append(StartUtterance(turn.key, self.voice))
         turn.chars += len(text)
+        turn.text.add(text)
         actions.append(SendText(turn.key, text))
         return actions
 
@@ -241,7 +252,7 @@ class SessionCore:
             actions.append(BeginAudio())
         actions.append(Emit({"type": "chunk", "utterance": turn.utterance, "seq": header.seq, "text": header.text,
                              "offset": header.offset, "duration": header.duration, "gen_time": header.gen_time,
-                             "words": header.words or [], "timing": header.timing or "estimated"}))
+                             "words": turn.text.rename(header.words or []), "timing": header.timing or "estimated"}))
         actions.append(WriteAudio(pcm))
         return actions
 
