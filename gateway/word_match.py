@@ -1,4 +1,4 @@
-"""The client's own words on the engine's word timings (pure).
+"""The client's own words on the engine's word timings, and which of them were heard (pure).
 
 The engine speaks normalised text (engine/text.py ``punc_norm``: a capital first letter, a full stop added, quotes
 dropped, ``:`` as ``,``), so the words it times are not always spelt as the client sent them. An agent that cuts its
@@ -43,3 +43,8 @@ class ClientWords:
                 word = {**word, "word": tokens[match]}
             out.append(word)
         return out
+
+
+def heard_text(words: list[dict[str, Any]], seconds: float) -> str:
+    """The words whose end was played by ``seconds`` of the utterance."""
+    return " ".join(w["word"] for w in words if w["end"] <= seconds + 1e-3)

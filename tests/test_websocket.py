@@ -187,3 +187,53 @@ async def test_chunk_events_carry_exact_word_timings_within_the_audio(server: st
     for word in words:  # the audio is speech where each word starts
         at = int(word["start"] * 24000)
         assert rms(samples[at:at + 1200].tobytes()) > 30 and word["end"] <= total + 1e-3
+
+
+async def audio_until(ws: ClientConnection, seconds: float) -> tuple[list[dict], bytes]:
+    """Events and 24 kHz audio until at least ``seconds`` of it arrived."""
+    events, audio = [], bytearray()
+    while len(audio) < 2 * 24000 * seconds:
+        frame = await asyncio.wait_for(ws.recv(), 20)
+        if isinstance(frame, bytes):
+            audio += frame
+        else:
+            events.append(json.loads(frame))
+    return events, bytes(audio)
+
+
+def heard_words(chunks: list[dict], seconds: float) -> str:
+    return " ".join(w["word"] for c in chunks for w in c["words"] if w["end"] <= seconds + 1e-3)
+
+
+async def test_cancel_says_what_was_heard_from_what_was_sent_or_from_playout_reports(server: str) -> None:
+    long_text = " ".join(["Every word of this sentence is timed, one after another."] * 5)
+    async with connect(server) as ws:
+        await ws.recv()
+        await ws.send(json.dumps({"type": "speak", "text": long_text}))
+        events, audio = await audio_until(ws, 1.5)  # 1.5 s of audio in hand, then barge in
+        await ws.send(json.dumps({"type": "cancel"}))
+        more, rest = await events_until(ws, "cancelled")
+        received = (len(audio) + len(rest)) / 2 / 24000  # everything that arrived before "cancelled"
+        chunks = [e for e in events + more if e["type"] == "chunk"]
+        cancelled = more[-1]
+        assert cancelled["heard_from"] == "sent" and received - 0.1 <= cancelled["heard_s"] <= received + 1e-3
+        assert cancelled["heard_text"] == heard_words(chunks, cancelled["heard_s"])
+        assert 3 <= len(cancelled["heard_text"].split()) < len(long_text.split())
+        assert long_text.startswith(cancelled["heard_text"])  # the client's own words, in order
+
+        # A client that plays the audio says how far it got; that is what was heard.
+        await ws.send(json.dumps({"type": "speak", "text": long_text}))
+        events, audio = await audio_until(ws, 1.5)
+        await ws.send(json.dumps({"type": "playout", "played": 0.8}))
+        await ws.send(json.dumps({"type": "cancel"}))
+        more, _ = await events_until(ws, "cancelled")
+        chunks = [e for e in events + more if e["type"] == "chunk"]
+        cancelled = more[-1]
+        assert (cancelled["heard_s"], cancelled["heard_from"]) == (0.8, "playout")
+        assert cancelled["heard_text"] == heard_words(chunks, 0.8) and cancelled["heard_text"]
+
+        await ws.send(json.dumps({"type": "speak", "text": "All of it, this time."}))
+        events, audio = await events_until(ws, "done")
+    done = events[-1]
+    assert done["heard_s"] == pytest.approx(len(audio) / 2 / 24000, abs=0.01)
+    assert done["heard_text"] == "All of it, this time." and done["heard_from"] == "sent"
