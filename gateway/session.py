@@ -145,9 +145,10 @@ class Session:
         """Cancel ``turn`` in the engine and stop sending. (The core cancels every turn at once, on ``cancel`` and on
         a disconnect, so the player stops altogether and starts afresh with the next turn.)"""
         self._stop_feedback(turn)
-        if (entry := self._utterances.pop(turn, None)) is not None:
+        entry = self._utterances.pop(turn, None)
+        await self._stop_player()  # first: nothing more goes out once a cancel is taken (what was heard stays true)
+        if entry is not None:
             await asyncio.shield(entry[0].cancel())  # sent even when the caller is being cancelled
-        await self._stop_player()
 
     def _stop_feedback(self, turn: int) -> None:
         if (task := self._feedback.pop(turn, None)) is not None:

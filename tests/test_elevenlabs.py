@@ -278,7 +278,7 @@ async def test_pipecats_wire_protocol_gets_speech_and_word_times_that_match_the_
 
 async def test_closing_a_context_mid_speech_stops_it_and_another_context_goes_on(server: str) -> None:
     listener = PipecatListener()
-    long_text = "This is a long answer that the caller will interrupt. " * 6
+    long_text = "This is a long answer that the caller will interrupt. " * 40  # over two minutes of speech
     async with connect(pipecat_url(server, sample_rate=16000), additional_headers={"xi-api-key": KEY}) as ws:
         await ws.send(json.dumps({"text": " ", "context_id": "a"}))
         await ws.send(json.dumps({"text": long_text, "context_id": "a"}))
@@ -299,7 +299,7 @@ async def test_closing_a_context_mid_speech_stops_it_and_another_context_goes_on
                     await ws.recv()
     assert ws.close_code == 1000
     assert len(listener.audio["a"]) == heard_a  # nothing of "a" after its isFinal
-    assert heard_a / 2 / 16000 < len(long_text) / 12  # far less than the whole answer
+    assert heard_a / 2 / 16000 < 60  # far less than the whole answer
     assert listener.finals == ["a", "b"] and [w for w, _ in listener.words["b"]] == ["Sorry,", "go", "ahead."]
 
 
