@@ -146,9 +146,11 @@ class Session:
         a disconnect, so the player stops altogether and starts afresh with the next turn.)"""
         self._stop_feedback(turn)
         entry = self._utterances.pop(turn, None)
-        await self._stop_player()  # first: nothing more goes out once a cancel is taken (what was heard stays true)
-        if entry is not None:
-            await asyncio.shield(entry[0].cancel())  # sent even when the caller is being cancelled
+        try:
+            await self._stop_player()  # first: nothing more goes out once a cancel is taken (so "heard" holds)
+        finally:
+            if entry is not None:
+                await asyncio.shield(entry[0].cancel())  # sent even when the caller is being cancelled
 
     def _stop_feedback(self, turn: int) -> None:
         if (task := self._feedback.pop(turn, None)) is not None:
