@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import base64
+import json
 import threading
 
 import numpy as np
@@ -62,3 +64,27 @@ def test_espeak_word_starts_land_where_the_words_are_spoken() -> None:
     assert gap, "eSpeak pauses after the comma"
     back = next(i for i in range(gap[-1], loud.size) if loud[i]) / 100  # where the sound comes back
     assert abs(words[1].start - back) < 0.06
+
+
+def test_an_engine_without_word_positions_gets_estimates_through_the_real_worker() -> None:
+    """The simulated engine (a stand-in for Turbo, which does not know where its words fall) through a real gateway:
+    every chunk says ``estimated``, its words share its speech in order, starting and ending inside the chunk."""
+    import httpx
+
+    from tests.server import running_server
+
+    text = "An estimate is honest about itself. Its edges are exact, the inside is spread by syllables."
+    with running_server("--engine", "simulated", "--sim-fixed", "0.02", "--sim-rtf", "20") as url:
+        reply = httpx.post(url + "/v1/tts", json={"text": text, "format": "ndjson"}, timeout=60)
+    lines = [json.loads(line) for line in reply.text.splitlines()]
+    chunks = [line for line in lines if line["type"] == "chunk"]
+    assert chunks and all(c["timing"] == "estimated" for c in chunks)
+    assert " ".join(w["word"] for c in chunks for w in c["words"]) == text
+    for chunk in chunks:
+        words = chunk["words"]
+        assert chunk["offset"] <= words[0]["start"] and words[-1]["end"] <= chunk["offset"] + chunk["duration"] + 1e-3
+        assert all(a["end"] == b["start"] for a, b in zip(words, words[1:]))  # contiguous: spread, not placed
+        audio = np.frombuffer(base64.b64decode(chunk["audio"]), dtype="<i2").astype(np.float32) / 32768
+        first = int((words[0]["start"] - chunk["offset"]) * 24000)  # the speech starts at the first word's start
+        assert np.abs(audio[first:first + 480]).max() > 0.01 and np.abs(audio[:max(0, first - 480)]).max(
+            initial=0.0) < 0.01
