@@ -94,6 +94,20 @@ async def test_a_websocket_client_that_stops_reading_is_closed_with_the_reason(s
     assert (closed.value.rcvd.code, closed.value.rcvd.reason) == (4408, f"not reading: no audio taken for {STALL_S} s")
 
 
+async def test_an_elevenlabs_client_that_stops_reading_is_closed_with_the_reason(server: str) -> None:
+    sock = _tiny_buffer_socket(server)
+    url = server.replace("http", "ws") + "/v1/text-to-speech/default/multi-stream-input?output_format=pcm_48000"
+    async with connect(url, sock=sock, max_queue=1) as ws:
+        await ws.send(json.dumps({"text": LONG, "context_id": "c", "flush": True}))
+        await asyncio.to_thread(wait_for, lambda: health(server)["sessions"] == 0 and in_flight(server) == 0,
+                                "a socket that reads nothing kept its context", SOCKET_FILLED_S + STALL_S)
+        with pytest.raises(ConnectionClosed) as closed:
+            while True:
+                await ws.recv()  # what was buffered, then the close
+    assert closed.value.rcvd is not None
+    assert (closed.value.rcvd.code, closed.value.rcvd.reason) == (4408, f"not reading: no audio taken for {STALL_S} s")
+
+
 def test_an_http_client_that_stops_reading_is_dropped(server: str) -> None:
     sock = _tiny_buffer_socket(server)
     body = json.dumps({"text": LONG, "format": "pcm", "sample_rate": 48000}).encode()

@@ -11,6 +11,7 @@ import asyncio
 import contextlib
 import hmac
 import logging
+import time
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -27,6 +28,7 @@ from gateway.session import Session
 from gateway.session_registry import SessionLimitReached
 from gateway.shared_state import GatewayState
 from gateway.sink import AudioSink
+from gateway.websocket import STALLED_CLOSE_CODE, until_stalled
 
 log = logging.getLogger("chatterbox_fast.gateway")
 POLICY_VIOLATION = 1008  # their close code for a refused request
@@ -86,9 +88,18 @@ class _Socket:
         self.closing: list[asyncio.Event] = []  # contexts finishing before a close_socket
         self.done = asyncio.Event()  # one context: its isFinal went out; the socket closes
         self.refused = False  # one context whose speech failed: the socket closes with a policy violation
+        self._sending_since: float | None = None  # when the send under way began (stall detection)
 
     async def send(self, reply: dict[str, Any]) -> None:
-        await self.ws.send_json(reply)
+        self._sending_since = time.monotonic()
+        try:
+            await self.ws.send_json(reply)
+        finally:
+            self._sending_since = None
+
+    def stalled(self, now: float) -> bool:
+        """Whether a send has waited for the client longer than the stall timeout."""
+        return self._sending_since is not None and now - self._sending_since > self.state.settings.stall_timeout_s
 
     async def run(self, command: translate.Command) -> None:
         match command:
@@ -182,8 +193,9 @@ async def _serve(ws: WebSocket, *, multi: bool) -> None:
     socket = _Socket(ws, state, ws.path_params["voice_id"], fmt, rate, multi)
     receiving = asyncio.create_task(_receive_all(ws, socket, keys, trusted))
     finishing = asyncio.create_task(socket.done.wait())
+    watching = asyncio.create_task(until_stalled(socket))
     try:
-        await asyncio.wait({receiving, finishing}, return_when=asyncio.FIRST_COMPLETED)
+        await asyncio.wait({receiving, finishing, watching}, return_when=asyncio.FIRST_COMPLETED)
         if receiving.done() and not receiving.cancelled() and (exc := receiving.exception()) is not None:
             raise exc
     except (_Refused, SessionLimitReached):
@@ -192,8 +204,14 @@ async def _serve(ws: WebSocket, *, multi: bool) -> None:
     finally:
         receiving.cancel()
         finishing.cancel()
+        watching.cancel()
         await socket.close()
-    if finishing.done() and not finishing.cancelled():
+    if watching.done() and not watching.cancelled():
+        reason = f"not reading: no audio taken for {state.settings.stall_timeout_s:g} s"
+        log.info("elevenlabs socket closed: %s", reason)
+        with contextlib.suppress(Exception):  # the close frame may never get through to a client that reads nothing
+            await asyncio.wait_for(ws.close(STALLED_CLOSE_CODE, reason), 1.0)
+    elif finishing.done() and not finishing.cancelled():
         with contextlib.suppress(Exception):
             await ws.close(POLICY_VIOLATION if socket.refused else 1000)
 
