@@ -58,42 +58,48 @@ def chunk_words(text: str, placement: Placement | None, starts: list[tuple[int, 
                 duration: float) -> tuple[list[Word], str]:
     """The words of a chunk with their times in seconds of the chunk, and ``"exact"`` or ``"estimated"``.
 
-    ``starts``: the engine's ``(character index in the spoken text, raw seconds)`` of each word it spoke, or None.
-    They are exact only when every word has one; otherwise the chunk is estimated. ``placement`` None: nothing
-    audible (every word then sits at the chunk's end).
+    ``starts``: the engine's ``(character index in the spoken text, raw seconds)`` of each word it placed, or None.
+    The chunk is exact when every word was placed; words the engine did not place (eSpeak runs some short words
+    together: "in the") are spread by syllables between their placed neighbours, and the chunk is estimated. A word
+    ends where the next one starts, the last where the speech ends. ``placement`` None: nothing audible (every word
+    then sits at the chunk's end).
     """
     words = spoken_words(text)
     if not words:
         return [], ESTIMATED
     if placement is None:
         return [Word(word, round(duration, 3), round(duration, 3)) for word, _ in words], ESTIMATED
-    end = min(placement.speech_end, duration)
-    exact = _exact_starts(words, starts, placement, end) if starts else None
-    if exact is not None:
-        bounds, kind = exact + [end], EXACT
-    else:
-        bounds, kind = _estimated_bounds([w for w, _ in words], max(0.0, placement.speech_start), end), ESTIMATED
+    start, end = max(0.0, placement.speech_start), min(placement.speech_end, duration)
+    placed = [_placed(word, index, starts, placement, start, end) for word, index in words] if starts else []
+    kind = EXACT if placed and None not in placed else ESTIMATED
+    bounds = _filled([w for w, _ in words], placed or [None] * len(words), start, end)
     return [Word(word, round(bounds[i], 3), round(max(bounds[i], bounds[i + 1]), 3))
             for i, (word, _) in enumerate(words)], kind
 
 
-def _exact_starts(words: list[tuple[str, int]], starts: list[tuple[int, float]], placement: Placement,
-                  end: float) -> list[float] | None:
-    """Each word's start from the engine's report (the first report inside the word), or None if one has none."""
-    out = []
-    for word, index in words:
-        inside = [t for pos, t in starts if index <= pos < index + len(word)]
-        if not inside:
-            return None
-        out.append(min(max(inside[0] + placement.shift, placement.speech_start, 0.0), end))
-    return [max(out[: i + 1]) for i in range(len(out))]  # never backwards
+def _placed(word: str, index: int, starts: list[tuple[int, float]], placement: Placement, start: float,
+            end: float) -> float | None:
+    """The word's start from the engine's report (the first report inside the word) in the joined chunk."""
+    inside = [t for pos, t in starts if index <= pos < index + len(word)]
+    return min(max(inside[0] + placement.shift, start), end) if inside else None
 
 
-def _estimated_bounds(words: list[str], start: float, end: float) -> list[float]:
-    """Word edges spreading ``start..end`` over the words in proportion to their syllables."""
-    weights = [syllables(word) for word in words]
-    total, seen, bounds = sum(weights), 0, [start]
-    for weight in weights:
-        seen += weight
-        bounds.append(start + (end - start) * seen / total)
+def _filled(words: list[str], placed: list[float | None], start: float, end: float) -> list[float]:
+    """Word edges (each word's start, then ``end``): the placed ones kept (never backwards), the others spread by
+    syllables between the placed edges around them (the first word starts with the speech)."""
+    known: list[float | None] = [start if placed[0] is None else placed[0], *placed[1:], end]
+    for i in range(1, len(known)):  # never backwards
+        if known[i] is not None:
+            known[i] = max(known[i], max(k for k in known[:i] if k is not None))
+    bounds = [float(k) if k is not None else 0.0 for k in known]
+    anchor = 0
+    for i in range(1, len(known)):
+        if known[i] is None:
+            continue
+        weights = [syllables(w) for w in words[anchor:i]]
+        total, seen = sum(weights), 0
+        for j in range(anchor + 1, i):
+            seen += weights[j - anchor - 1]
+            bounds[j] = bounds[anchor] + (bounds[i] - bounds[anchor]) * seen / total
+        anchor = i
     return bounds

@@ -34,9 +34,13 @@ def test_exact_starts_are_moved_by_the_joins_and_end_at_the_next_word() -> None:
     assert words == [Word("Hello", 0.03, 0.48), Word("world,", 0.48, 0.88), Word("bye", 0.88, 1.2)]
 
 
-def test_a_word_the_engine_did_not_report_makes_the_chunk_estimated() -> None:
+def test_a_word_the_engine_did_not_place_is_spread_between_its_placed_neighbours() -> None:
     words, timing = chunk_words("Hello world", Placement(0.0, 0.0, 1.0), [(0, 0.0)], 1.0)
-    assert timing == "estimated" and [w.word for w in words] == ["Hello", "world"]
+    assert timing == "estimated" and words == [Word("Hello", 0.0, 0.667), Word("world", 0.667, 1.0)]  # 2 : 1
+    # eSpeak runs "in the" together: "the" gets no position of its own
+    words, timing = chunk_words("in the afternoon", Placement(0.0, 0.05, 1.5), [(0, 0.1), (7, 0.5)], 1.6)
+    assert timing == "estimated"
+    assert words == [Word("in", 0.1, 0.3), Word("the", 0.3, 0.5), Word("afternoon", 0.5, 1.5)]
 
 
 def test_nothing_audible_puts_every_word_at_the_end() -> None:
