@@ -326,3 +326,16 @@ async def test_refusals_are_their_error_messages(server: str) -> None:
     codes = {r.get("error") for r in replies}
     assert {"unknown_voice", "bad_message"} <= codes and {"isFinal": True, "contextId": "x"} in replies
     assert more.get("contextId") == "y"
+
+
+async def test_a_context_id_used_again_after_its_close_is_a_new_context(server: str) -> None:
+    listener = PipecatListener()
+    async with connect(pipecat_url(server), additional_headers={"xi-api-key": KEY}) as ws:
+        for text in ("First answer. ", "Second answer. "):
+            await ws.send(json.dumps({"text": text, "context_id": "turn", "flush": True}))
+            await ws.send(json.dumps({"context_id": "turn", "close_context": True}))
+        async with asyncio.timeout(30):
+            while listener.finals.count("turn") < 2:
+                listener.take(json.loads(await ws.recv()))
+    # two contexts under one id, each ended by its own isFinal (they may play alongside: their words interleave)
+    assert sorted(w for w, _ in listener.words["turn"]) == ["First", "Second", "answer.", "answer."]

@@ -71,10 +71,12 @@ class ElevenLabsSink(AudioSink):
         return self._sent.taken()
 
 
-@dataclass
+@dataclass(eq=False)
 class _Context:
-    session: Session
-    sink: ElevenLabsSink
+    """One context: its id and session. An id may be used again once closed: a new context, not this one."""
+
+    id: str | None
+    session: Session | None = None
     finished: asyncio.Event = field(default_factory=asyncio.Event)
 
 
@@ -89,6 +91,7 @@ class _Socket:
         self.done = asyncio.Event()  # one context: its isFinal went out; the socket closes
         self.refused = False  # one context whose speech failed: the socket closes with a policy violation
         self._sending_since: float | None = None  # when the send under way began (stall detection)
+        self._ending: set[asyncio.Task[None]] = set()  # sessions being closed after their isFinal
 
     async def send(self, reply: dict[str, Any]) -> None:
         self._sending_since = time.monotonic()
@@ -115,47 +118,55 @@ class _Socket:
             case translate.Close(context=ctx, finish=False):
                 if (entry := self.contexts.get(ctx)) is not None:
                     await entry.session.handle(messages.Cancel())
-                    await self._final(ctx)
+                    await self._final(entry)
             case translate.Final(context=ctx):
-                await self._final(ctx)
+                await self.send(translate.final_message(ctx))
+                self._ended()
             case translate.CloseSocket():
                 await asyncio.gather(*(event.wait() for event in self.closing))
                 await self.ws.close(1000)
 
     async def _open(self, ctx: str | None) -> None:
+        entry = _Context(ctx)
         sink = ElevenLabsSink(self, ctx, self.format, self.rate)
 
         async def on_event(event: dict[str, Any]) -> None:
-            await self._event(ctx, sink, event)
+            await self._event(entry, sink, event)
 
-        session = Session(self.state, sink, on_event, transport="elevenlabs", voice=self.voice)
+        entry.session = Session(self.state, sink, on_event, transport="elevenlabs", voice=self.voice)
         try:
-            await session.open()
+            await entry.session.open()
         except SessionLimitReached as exc:
             await self.send(translate.error_message(exc.code, str(exc), ctx))
             raise
-        self.contexts[ctx] = _Context(session, sink)
+        self.contexts[ctx] = entry
 
-    async def _event(self, ctx: str | None, sink: ElevenLabsSink, event: dict[str, Any]) -> None:
+    async def _event(self, entry: _Context, sink: ElevenLabsSink, event: dict[str, Any]) -> None:
         kind = event["type"]
         if kind == "chunk":
             sink.expect(event)
         elif kind == "done":
-            await self._final(ctx)
+            await self._final(entry)
         elif kind == "error":
-            await self.send(translate.error_message(event["code"], event["message"], ctx))
-            entry = self.contexts.get(ctx)
-            if entry is not None and not entry.session.core.queued:  # nothing left to speak: the context is over
+            await self.send(translate.error_message(event["code"], event["message"], entry.id))
+            if not entry.session.core.queued:  # nothing left to speak: the context is over
                 self.refused = not self.multi
-                await self._final(ctx)
+                await self._final(entry)
 
-    async def _final(self, ctx: str | None) -> None:
-        """``isFinal`` for ``ctx``; its session ends."""
-        entry = self.contexts.pop(ctx, None)
-        await self.send(translate.final_message(ctx))
-        if entry is not None:
-            entry.finished.set()
-            asyncio.get_running_loop().create_task(entry.session.close())
+    async def _final(self, entry: _Context) -> None:
+        """``isFinal`` for ``entry``; its session ends."""
+        if self.contexts.get(entry.id) is entry:
+            del self.contexts[entry.id]
+        if entry.finished.is_set():
+            return
+        entry.finished.set()
+        await self.send(translate.final_message(entry.id))
+        task = asyncio.get_running_loop().create_task(entry.session.close())  # (not from its own player's task)
+        self._ending.add(task)
+        task.add_done_callback(self._ending.discard)
+        self._ended()
+
+    def _ended(self) -> None:
         if not self.multi:
             self.done.set()
 
@@ -164,6 +175,7 @@ class _Socket:
             entry.finished.set()
             await entry.session.close()
         self.contexts.clear()
+        await asyncio.gather(*self._ending, return_exceptions=True)
 
 
 async def stream_input(ws: WebSocket) -> None:
