@@ -1,5 +1,6 @@
 """``chatterbox-fast bench faults``: generated hostile inputs (cbf_tools/hostile_inputs.py) on every JSON surface of a real
-server (WebSocket messages, POST /v1/tts, POST /v1/audio/speech), then what they did to it. Each figure must be 0:
+server (WebSocket messages on /v1/stream and the ElevenLabs-compatible multi-stream-input, POST /v1/tts,
+POST /v1/audio/speech), then what they did to it. Each figure must be 0:
 server errors (HTTP 5xx, a stream cut short, a socket the server dropped, an engine failure event), engine connections
 the gateway lost, embedded-worker restarts, and sessions still open once every client has gone."""
 
@@ -17,7 +18,8 @@ import httpx
 from websockets.asyncio.client import ClientConnection, connect
 from websockets.exceptions import ConnectionClosed
 
-from cbf_tools.hostile_inputs import OPENAI_FIELDS, TTS_FIELDS, http_bodies, websocket_messages
+from cbf_tools.hostile_inputs import (ELEVENLABS_FIELDS, OPENAI_FIELDS, TTS_FIELDS, http_bodies,
+                                     websocket_messages)
 from cbf_tools.local_server import ServerFailed, local_server
 
 SERVER_FAILURES = {"engine_error", "engine_unavailable"}  # events no client input may cause
@@ -25,26 +27,34 @@ WEBSOCKET_CLIENTS = 4
 HTTP_CONCURRENCY = 4
 
 
-async def _websocket(url: str, messages: list[str], headers: dict[str, str]) -> dict[str, int]:
-    """The messages spread over a few sockets, every event read; server errors and refusals counted."""
+ELEVENLABS_PATH = "/v1/text-to-speech/default/multi-stream-input?output_format=pcm_16000"
+
+
+def _error_code(event: dict[str, Any]) -> str | None:
+    """The error code of an event of ours (``type: error``) or of theirs (``error``), else None."""
+    return event.get("code") if event.get("type") == "error" or "error" in event else None
+
+
+async def _websocket(url: str, messages: list[str], headers: dict[str, str], path: str = "/v1/stream",
+                     farewell: str | None = '{"type": "cancel"}') -> dict[str, int]:
+    """The messages spread over a few sockets at ``path``, every event read, ``farewell`` sent last; server errors
+    and refusals counted."""
     counts = {"server_errors": 0, "refused": 0}
 
     async def read(ws: ClientConnection) -> None:
         async for frame in ws:
-            if isinstance(frame, str):
-                event = json.loads(frame)
-                if event["type"] == "error":
-                    counts["server_errors" if event["code"] in SERVER_FAILURES else "refused"] += 1
+            if isinstance(frame, str) and (code := _error_code(json.loads(frame))) is not None:
+                counts["server_errors" if code in SERVER_FAILURES else "refused"] += 1
 
     async def client(share: list[str]) -> None:
-        async with connect(url.replace("http", "ws", 1) + "/v1/stream", additional_headers=headers,
-                           max_size=None) as ws:
+        async with connect(url.replace("http", "ws", 1) + path, additional_headers=headers, max_size=None) as ws:
             reader = asyncio.create_task(read(ws))
             try:
                 for message in share:
                     await ws.send(message)
                     await asyncio.sleep(0.002)  # a fast client, not a flood the socket's buffers hide
-                await ws.send('{"type": "cancel"}')
+                if farewell is not None:
+                    await ws.send(farewell)
                 await asyncio.sleep(0.5)
                 await ws.close()
                 await reader
@@ -99,6 +109,8 @@ async def measure(url: str, count: int, seed: int, api_key: str | None) -> dict[
         started = time.monotonic()
         surfaces = {
             "websocket": await _websocket(url, websocket_messages(rng, count), headers),
+            "elevenlabs": await _websocket(url, websocket_messages(rng, count, ELEVENLABS_FIELDS), headers,
+                                           ELEVENLABS_PATH, farewell=None),
             "/v1/tts": await _http(url, "/v1/tts", http_bodies(rng, count, TTS_FIELDS), headers),
             "/v1/audio/speech": await _http(url, "/v1/audio/speech", http_bodies(rng, count, OPENAI_FIELDS), headers),
         }

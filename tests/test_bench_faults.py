@@ -27,7 +27,7 @@ def test_a_short_run_leaves_every_figure_at_zero(capsys: pytest.CaptureFixture[s
         status = args.run(args)
     summary = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
     assert status == 0, summary
-    assert set(summary["surfaces"]) == {"websocket", "/v1/tts", "/v1/audio/speech"}
+    assert set(summary["surfaces"]) == {"websocket", "elevenlabs", "/v1/tts", "/v1/audio/speech"}
     assert summary["server_errors"] == summary["dropped_engine_connections"] == summary["leaked_sessions"] == 0
     assert summary["worker_restarts"] == 0 and summary["health"] == "ok"
     assert all(s["refused"] > 0 for s in summary["surfaces"].values())  # the inputs were hostile

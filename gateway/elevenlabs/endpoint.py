@@ -136,9 +136,12 @@ class _Socket:
         entry.session = Session(self.state, sink, on_event, transport="elevenlabs", voice=self.voice)
         try:
             await entry.session.open()
-        except SessionLimitReached as exc:
+        except SessionLimitReached as exc:  # this context is refused; the socket's others go on
             await self.send(translate.error_message(exc.code, str(exc), ctx))
-            raise
+            self.refused = not self.multi
+            await self.send(translate.final_message(ctx))
+            self._ended()
+            return
         self.contexts[ctx] = entry
 
     async def _event(self, entry: _Context, sink: ElevenLabsSink, event: dict[str, Any]) -> None:
@@ -210,7 +213,7 @@ async def _serve(ws: WebSocket, *, multi: bool) -> None:
         await asyncio.wait({receiving, finishing, watching}, return_when=asyncio.FIRST_COMPLETED)
         if receiving.done() and not receiving.cancelled() and (exc := receiving.exception()) is not None:
             raise exc
-    except (_Refused, SessionLimitReached):
+    except _Refused:
         with contextlib.suppress(Exception):
             await ws.close(POLICY_VIOLATION)
     finally:
