@@ -339,3 +339,19 @@ async def test_a_context_id_used_again_after_its_close_is_a_new_context(server: 
                 listener.take(json.loads(await ws.recv()))
     # two contexts under one id, each ended by its own isFinal (they may play alongside: their words interleave)
     assert sorted(w for w, _ in listener.words["turn"]) == ["First", "Second", "answer.", "answer."]
+
+
+async def test_a_socket_gone_mid_speech_leaves_no_session_even_with_an_id_used_again(server: str) -> None:
+    import httpx
+
+    long_text = "This keeps the speaker busy for quite a while. " * 30
+    async with connect(pipecat_url(server), additional_headers={"xi-api-key": KEY}) as ws:
+        await ws.send(json.dumps({"text": long_text, "context_id": "turn", "flush": True}))
+        await ws.send(json.dumps({"context_id": "turn", "close_context": True}))  # still finishing...
+        await ws.send(json.dumps({"text": long_text, "context_id": "turn", "flush": True}))  # ...when reused
+        while "audio" not in json.loads(await ws.recv()):
+            pass
+    async with httpx.AsyncClient(headers={"xi-api-key": KEY}) as http:
+        async with asyncio.timeout(10):  # a bound on a leak, not a speed
+            while (await http.get(server + "/health")).json()["sessions"]:
+                await asyncio.sleep(0.05)

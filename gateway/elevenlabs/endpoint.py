@@ -86,7 +86,8 @@ class _Socket:
     def __init__(self, ws: WebSocket, state: GatewayState, voice: str, fmt: str, rate: int, multi: bool) -> None:
         self.ws, self.state, self.voice, self.format, self.rate, self.multi = ws, state, voice, fmt, rate, multi
         self.rules = translate.Contexts(multi)
-        self.contexts: dict[str | None, _Context] = {}
+        self.contexts: dict[str | None, _Context] = {}  # by id: the context now taking that id's messages
+        self.live: set[_Context] = set()  # every context not yet final (an id used again may leave one finishing)
         self.closing: list[asyncio.Event] = []  # contexts finishing before a close_socket
         self.done = asyncio.Event()  # one context: its isFinal went out; the socket closes
         self.refused = False  # one context whose speech failed: the socket closes with a policy violation
@@ -143,6 +144,7 @@ class _Socket:
             self._ended()
             return
         self.contexts[ctx] = entry
+        self.live.add(entry)
 
     async def _event(self, entry: _Context, sink: ElevenLabsSink, event: dict[str, Any]) -> None:
         kind = event["type"]
@@ -163,6 +165,7 @@ class _Socket:
         if entry.finished.is_set():
             return
         entry.finished.set()
+        self.live.discard(entry)
         await self.send(translate.final_message(entry.id))
         task = asyncio.get_running_loop().create_task(entry.session.close())  # (not from its own player's task)
         self._ending.add(task)
@@ -174,9 +177,10 @@ class _Socket:
             self.done.set()
 
     async def close(self) -> None:
-        for entry in list(self.contexts.values()):
+        for entry in list(self.live):
             entry.finished.set()
             await entry.session.close()
+        self.live.clear()
         self.contexts.clear()
         await asyncio.gather(*self._ending, return_exceptions=True)
 
