@@ -20,7 +20,7 @@ from websockets.exceptions import ConnectionClosed
 
 from cbf_tools.hostile_inputs import (OPENAI_FIELDS, TTS_FIELDS, http_bodies, offer_bodies, voice_uploads,
                                      websocket_messages)
-from cbf_tools.local_server import ServerFailed, local_server
+from cbf_tools.local_server import ServerFailed, local_server, quiet_client_logs
 from cbf_tools.rtc_listener import Listener
 from gateway.webrtc.signalling import SETUP_TIMEOUT_S
 
@@ -187,6 +187,7 @@ def failed(summary: dict[str, Any]) -> bool:
 
 def run(args: argparse.Namespace) -> int:
     """Exit status 1 when any figure is not 0; the last line is the summary as JSON."""
+    quiet_client_logs()
     try:
         if args.url:
             summary = asyncio.run(measure(args.url, args.count, args.seed, args.api_key))

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import logging
 import socket
 import subprocess
 import sys
@@ -17,6 +18,13 @@ ROOT = Path(__file__).resolve().parent.parent
 
 class ServerFailed(RuntimeError):
     """The server exited or did not become ready."""
+
+
+def quiet_client_logs() -> None:
+    """At the default level, no log line per health poll, request or ICE check of a benchmark's own clients."""
+    if logging.getLogger().getEffectiveLevel() >= logging.INFO:
+        for name in ("httpx", "aioice", "aiortc", "python_multipart"):
+            logging.getLogger(name).setLevel(logging.WARNING)
 
 
 def free_port() -> int:

@@ -232,6 +232,12 @@ def cmd_bench_faults(args: argparse.Namespace) -> int:
     return bench_faults.run(args)
 
 
+def cmd_bench_soak(args: argparse.Namespace) -> int:
+    from cbf_tools import bench_soak
+
+    return bench_soak.run(args)
+
+
 def cmd_gate(args: argparse.Namespace) -> int:
     from cbf_tools import deploy_gate
 
@@ -303,10 +309,15 @@ def build_parser() -> argparse.ArgumentParser:
     p = command(bench, "faults", "hostile inputs on every JSON surface: server errors, dropped engine connections, "
                 "leaked sessions (all must be 0)", cmd_bench_faults)
     p.add_argument("--count", type=int, default=1000, help="generated inputs per surface")
-    p.add_argument("--seed", type=int, default=1)
-    p.add_argument("--url", help="a running server (http://HOST:PORT) instead of one started on eSpeak here")
-    p.add_argument("--api-key", default=_api_key_default(),
-                   help="API key for --url [env CBF_API_KEY, else the first of CBF_API_KEYS]")
+    _served_bench_arguments(p)
+    p = command(bench, "soak", "sessions that speak, barge in, stall and hang up for minutes: errors, leaked "
+                "sessions, gateway and worker memory", cmd_bench_soak)
+    p.add_argument("--minutes", type=float, default=10.0)
+    p.add_argument("--sessions", type=int, default=20, help="concurrent callers, WebRTC ones included")
+    p.add_argument("--webrtc", type=int, default=4, help="how many of the callers use WebRTC")
+    p.add_argument("--max-growth", type=float, default=2.0,
+                   help="MiB per minute the gateway's memory may grow over the second half (runs of 4 min or more)")
+    _served_bench_arguments(p)
 
     p = command(sub, "gate", "the A-B deploy gate against a running server", cmd_gate)
     _gate_arguments(p)
@@ -324,6 +335,13 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("dir", type=Path, nargs="?" if model_dir else None, default=model_dir,
                    help=f"the directory [env CBF_MODEL_DIR; default {model_dir!r}]")
     return parser
+
+
+def _served_bench_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--url", help="a running server (http://HOST:PORT) instead of one started on eSpeak here")
+    parser.add_argument("--api-key", default=_api_key_default(),
+                        help="API key for --url [env CBF_API_KEY, else the first of CBF_API_KEYS]")
 
 
 def _bench_gateway_arguments(parser: argparse.ArgumentParser) -> None:
