@@ -47,6 +47,19 @@ def _bool(value: str) -> bool:
     raise argparse.ArgumentTypeError(f"expected true/false, got {value!r}")
 
 
+def _seconds_or_auto(value: str) -> float | None:
+    """Seconds >= 0, or None for "auto" (the engine decides)."""
+    if value.strip().lower() == "auto":
+        return None
+    try:
+        seconds = float(value)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected seconds or auto, got {value!r}") from None
+    if not 0 <= seconds < float("inf"):
+        raise argparse.ArgumentTypeError(f"expected seconds >= 0 or auto, got {value!r}")
+    return seconds
+
+
 def _list(value: str) -> tuple[str, ...]:
     return tuple(item.strip() for item in value.split(",") if item.strip())
 
@@ -75,6 +88,9 @@ ENGINE_OPTIONS = (
     Option("--max-chunk-chars", "CBF_MAX_CHUNK_CHARS", "hard cap on a chunk's text (Turbo drifts past ~350)", int, 300),
     Option("--safety-margin", "CBF_SAFETY_MARGIN", "seconds of buffered audio the planner keeps in reserve",
            float, 0.3),
+    Option("--first-audio-target", "CBF_FIRST_AUDIO_TARGET", "seconds the first chunk's generation may take: the "
+           "planner starts with the longest natural unit the learnt cost model says fits (auto = 0.25 on a GPU "
+           "engine, off elsewhere; 0 = off: the shortest natural unit)", _seconds_or_auto, "auto"),
     Option("--shared-chunk-seconds", "CBF_SHARED_CHUNK_SECONDS", "while several utterances share the device, the "
            "longest a chunk may take to generate (bounds how long one caller can hold up another)", float, 1.0),
     Option("--device-stall-seconds", "CBF_DEVICE_STALL_SECONDS", "a device call (one chunk, one voice) running this "
@@ -114,6 +130,7 @@ def engine_settings(args: argparse.Namespace):  # -> EngineSettings (imported la
         sim_fixed_s=args.sim_fixed, sim_rtf=args.sim_rtf,
         first_chunk_words=args.first_chunk_words, max_chunk_chars=args.max_chunk_chars,
         safety_margin_s=args.safety_margin, shared_chunk_s=args.shared_chunk_seconds,
+        first_audio_target_s=args.first_audio_target,
     )
 
 

@@ -11,7 +11,7 @@ from gateway.app import create_app
 from gateway.settings import GatewaySettings
 from gateway.webrtc import signalling
 from cbf_tools.rtc_listener import SPEECH_RMS, Listener
-from tests.rtc_helpers import loopback_only
+from tests.rtc_helpers import connect, loopback_only
 from server import running_server
 
 LONG_TEXT = " ".join(["this sentence keeps the speaker busy for a good while without stopping"] * 6)
@@ -21,20 +21,6 @@ LONG_TEXT = " ".join(["this sentence keeps the speaker busy for a good while wit
 def url():
     with running_server() as base:
         yield base
-
-
-async def connect(url: str, **body) -> tuple[Listener, dict]:
-    codecs = body.pop("offer_codecs", None)
-    listener = Listener.create(codecs=codecs)
-    async with httpx.AsyncClient() as http:
-        reply = await http.post(url + "/v1/webrtc/offer", json={"sdp": await listener.offer(), "type": "offer",
-                                                                **body})
-    assert reply.status_code == 200, reply.text
-    answer = reply.json()
-    await listener.accept(answer["sdp"])
-    await listener.wait_for(lambda: listener.channel.readyState == "open" and listener.events)
-    assert listener.events[0]["type"] == "ready" and listener.events[0]["session"] == answer["session"]
-    return listener, answer
 
 
 def send(listener: Listener, message: str) -> float:
