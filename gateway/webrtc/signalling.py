@@ -265,7 +265,7 @@ async def open_peer(state: GatewayState, sdp: str, voice: str, codec: str | None
 
 def find_peer(state: GatewayState, session_id: str) -> WebRTCPeer | None:
     """The live WebRTC session with this id, if any."""
-    return next((peer for peer in state.peers if hmac.compare_digest(peer.id, session_id)), None)
+    return next((peer for peer in state.peers if hmac.compare_digest(peer.id.encode(), session_id.encode())), None)
 
 
 def checked_codec(codec: str | None) -> str | None:
