@@ -63,6 +63,12 @@ async def next_event(ws: ClientConnection, kind: str, timeout: float = 30) -> tu
             return event, seen
 
 
+async def fell_silent(listener: Listener) -> None:
+    """Until a second of silence (longer than any pause inside the speech)."""
+    await listener.wait_for(lambda: len(listener.frames) >= 50 and
+                            not [f for f in listener.frames[-50:] if f.rms > rtc_listener.SPEECH_RMS], timeout=15)
+
+
 async def sessions(url: str) -> int:
     async with httpx.AsyncClient() as http:
         return (await http.get(url + "/health")).json()["sessions"]
@@ -123,12 +129,11 @@ async def test_controller_leaving_stops_speech_and_the_call_keeps_its_silence(ur
             await ws.recv()  # ready
             await ws.send(json.dumps({"type": "speak", "text": LONG_TEXT}))
             await listener.wait_for(lambda: len(listener.loud()) >= 25, timeout=30)
-        left = time.time()
-        await asyncio.sleep(1.5)
+        await fell_silent(listener)  # speech stopped...
         frames_then = len(listener.frames)
-        await asyncio.sleep(1.0)
-        assert not listener.loud(since=left + 1.0)  # speech stopped
-        assert len(listener.frames) - frames_then >= 25  # ...and the call goes on, in silence (50 frames a second)
+        await asyncio.sleep(2.0)
+        assert not listener.loud(since=listener.frames[frames_then - 1].at)  # ...for good (the text lasts ~30 s)
+        assert len(listener.frames) - frames_then >= 50  # ...and the call goes on, in silence (50 frames a second)
         async with httpx.AsyncClient() as http:
             assert (await http.delete(url + location)).status_code == 200  # the session was still there
     finally:
@@ -181,7 +186,8 @@ async def test_http_cancel_and_refusals(url):
             await listener.wait_for(lambda: len(listener.loud()) >= 10, timeout=30)
             reply = await http.post(base + "/cancel")
             assert reply.status_code == 200 and len(reply.json()["cancelled"]) == 1
-            stopped = time.time()
+            await fell_silent(listener)
+            quiet_since = listener.frames[-1].at
             for body, status, code in (({"text": "x" * 1001}, 413, "text_too_long"),
                                        ({"text": "  "}, 400, "bad_message"),
                                        ({"text": 5}, 400, "bad_request")):
@@ -192,7 +198,7 @@ async def test_http_cancel_and_refusals(url):
                 reply = await http.post(url + path, json={"text": "Hi"})
                 assert reply.status_code == 404 and reply.json()["error"]["code"] == "unknown_session"
             await asyncio.sleep(1.0)
-            assert not listener.loud(since=stopped + 0.5)
+            assert not listener.loud(since=quiet_since)  # the cancel held (the text lasts ~30 s)
             assert (await http.get(url + "/health")).status_code == 200
     finally:
         await listener.close()
