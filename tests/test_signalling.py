@@ -254,3 +254,20 @@ async def test_shutdown_tells_webrtc_sessions_before_closing(tmp_path):
             assert event(listener, "closing")["reason"]
         finally:
             await listener.close()
+
+
+async def test_offers_that_aiortc_half_accepts_are_400(app):
+    """Found by ``bench faults``: an offer whose sections lack a DTLS fingerprint or ICE credentials was answered (and
+    aiortc's connect task then failed an assertion), and one whose second section lost its m-line left a half-built
+    peer connection whose close() raised: both were 500s."""
+    listener = Listener.create()
+    offer = await listener.offer()
+    await listener.close()
+    no_fingerprint = "".join(line for line in offer.splitlines(keepends=True) if "fingerprint" not in line)
+    no_ufrag = "".join(line for line in offer.splitlines(keepends=True) if "ice-ufrag" not in line)
+    lines = offer.splitlines(keepends=True)
+    lost_m_line = "".join(line for line in lines if not line.startswith("m=application"))
+    for sdp in (no_fingerprint, no_ufrag, lost_m_line):
+        reply = await post(app, {"sdp": sdp, "type": "offer"})
+        assert reply.status_code == 400 and reply.json()["error"]["code"] == "bad_sdp", reply.text
+    assert len(app.state.gateway.sessions) == 0 and not app.state.gateway.peers

@@ -57,9 +57,15 @@ def _parse(sdp: str) -> SessionDescription:
     if sum(line.startswith("m=") for line in sdp.splitlines()) > MAX_M_LINES:
         raise ValueError(f"the SDP has more than {MAX_M_LINES} media sections (one audio, one data channel)")
     try:
-        return SessionDescription.parse(sdp)
+        description = SessionDescription.parse(sdp)
     except Exception as exc:  # aiortc's parser raises whatever the malformed line provokes
         raise ValueError(f"the SDP does not parse: {exc}") from None
+    for media in description.media:  # aiortc asserts on these deep inside a background task instead of refusing
+        if media.dtls is None or not media.dtls.fingerprints:
+            raise ValueError(f"the {media.kind} section has no DTLS fingerprint")
+        if not (media.ice.usernameFragment and media.ice.password):
+            raise ValueError(f"the {media.kind} section has no ICE credentials (ice-ufrag, ice-pwd)")
+    return description
 
 
 def offered_codecs(sdp: str) -> list[str]:
@@ -231,7 +237,11 @@ class WebRTCPeer:
             await self.feed(CANCEL)
         self.track.stop()
         await self.session.close()
-        await self.pc.close()
+        try:
+            await self.pc.close()
+        except Exception:  # aiortc cannot close a connection a malformed offer left half set up; nothing is running
+            log.debug("webrtc session %s: peer connection half set up; closed what there was", self.session.id,
+                      exc_info=True)
         if controller is not None:
             controller.end(reason)
 
