@@ -293,3 +293,21 @@ async def test_the_control_socket_needs_a_key(app):
             assert ws.close_code == 4401
         async with connect(ws_url(base, "0" * 32), additional_headers={"authorization": "Bearer sesame"}) as ws:
             assert json.loads(await ws.recv())["code"] == "unknown_session"
+
+
+async def test_a_controller_that_reads_nothing_never_holds_up_the_call():
+    """Events are queued for a controller, never awaited by the session: past the cap it is let go."""
+    from gateway.webrtc.control import MAX_QUEUED_EVENTS, SocketController
+
+    class NotReading:  # a socket whose sends never complete (a client that stopped reading)
+        async def send_json(self, event: dict) -> None:
+            await asyncio.Event().wait()
+
+        async def close(self, code: int, reason: str) -> None:
+            raise AssertionError("unreachable: the send before it never completes")
+
+    controller = SocketController(NotReading())
+    for seq in range(MAX_QUEUED_EVENTS + 10):
+        controller.send({"type": "chunk", "seq": seq})  # returns at once, every time
+    assert controller._ended
+    await asyncio.wait_for(controller.stop(), 5)

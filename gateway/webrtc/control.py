@@ -44,6 +44,7 @@ class SocketController:
         if self._ended:
             return
         if self._queue.qsize() >= MAX_QUEUED_EVENTS:
+            log.info("controller closed: not reading (%d events unread)", MAX_QUEUED_EVENTS)
             self.end(f"not reading: {MAX_QUEUED_EVENTS} events unread", NOT_READING_CLOSE_CODE)
             return
         self._queue.put_nowait(event)
@@ -85,6 +86,7 @@ async def control_socket(ws: WebSocket) -> None:
         await ws.close(UNKNOWN_SESSION_CLOSE_CODE)
         return
     controller = SocketController(ws)
+    log.info("webrtc session %s: a controller attached%s", peer.id, " (took over)" if peer.seat.current else "")
     await peer.attach(controller)
     try:
         with contextlib.suppress(WebSocketDisconnect):
