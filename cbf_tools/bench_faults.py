@@ -1,6 +1,6 @@
 """``chatterbox-fast bench faults``: generated hostile inputs (cbf_tools/hostile_inputs.py) on every surface a client
-reaches (WebSocket and data-channel messages; POST /v1/tts, /v1/audio/speech, /v1/webrtc/offer with mangled SDP and
-/v1/voices with mangled uploads), then what they did to a real server. Each figure must be 0:
+reaches (WebSocket, data-channel and controller messages; POST /v1/tts, /v1/audio/speech, /v1/webrtc/offer and
+/v1/whep with mangled SDP, and /v1/voices with mangled uploads), then what they did to a real server. Each figure must be 0:
 server errors (HTTP 5xx, a stream cut short, a socket the server dropped, an engine failure event), engine connections
 the gateway lost, embedded-worker restarts, sessions still open once every client has gone, and stored voices lost."""
 
@@ -19,7 +19,7 @@ from websockets.asyncio.client import ClientConnection, connect
 from websockets.exceptions import ConnectionClosed
 
 from cbf_tools.hostile_inputs import (OPENAI_FIELDS, TTS_FIELDS, http_bodies, offer_bodies, voice_uploads,
-                                     websocket_messages)
+                                     websocket_messages, whep_offers)
 from cbf_tools.local_server import ServerFailed, local_server, quiet_client_logs
 from cbf_tools.rtc_listener import Listener
 from gateway.webrtc.signalling import SETUP_TIMEOUT_S
@@ -29,9 +29,12 @@ WEBSOCKET_CLIENTS = 4
 HTTP_CONCURRENCY = 4
 
 
-async def _websocket(url: str, messages: list[str], headers: dict[str, str]) -> dict[str, int]:
-    """The messages spread over a few sockets, every event read; server errors and refusals counted."""
+async def _websocket(url: str, messages: list[str], headers: dict[str, str], session: str | None = None,
+                     clients: int = WEBSOCKET_CLIENTS) -> dict[str, int]:
+    """The messages spread over a few sockets, every event read; server errors and refusals counted. With
+    ``session``, the sockets are controllers of that WebRTC session (one after another: a new one takes over)."""
     counts = {"server_errors": 0, "refused": 0}
+    path = "/v1/stream" + (f"?session={session}" if session else "")
 
     async def read(ws: ClientConnection) -> None:
         async for frame in ws:
@@ -41,7 +44,7 @@ async def _websocket(url: str, messages: list[str], headers: dict[str, str]) -> 
                     counts["server_errors" if event["code"] in SERVER_FAILURES else "refused"] += 1
 
     async def client(share: list[str]) -> None:
-        async with connect(url.replace("http", "ws", 1) + "/v1/stream", additional_headers=headers,
+        async with connect(url.replace("http", "ws", 1) + path, additional_headers=headers,
                            max_size=None) as ws:
             reader = asyncio.create_task(read(ws))
             try:
@@ -57,8 +60,24 @@ async def _websocket(url: str, messages: list[str], headers: dict[str, str]) -> 
             finally:
                 reader.cancel()
 
-    await asyncio.gather(*(client(messages[i::WEBSOCKET_CLIENTS]) for i in range(WEBSOCKET_CLIENTS)))
+    await asyncio.gather(*(client(messages[i::clients]) for i in range(clients)))
     return counts
+
+
+async def _controller(url: str, messages: list[str], headers: dict[str, str]) -> dict[str, int]:
+    """The messages sent by a controller attached to a real WHEP session (a PCMU bridge without a data channel)."""
+    listener = Listener.create(codecs=["pcmu"], datachannel=False)
+    try:
+        async with httpx.AsyncClient(base_url=url, headers=headers, timeout=30) as http:
+            reply = await http.post("/v1/whep", content=await listener.offer(),
+                                    headers={"content-type": "application/sdp"})
+            reply.raise_for_status()
+        await listener.accept(reply.text)
+        await listener.wait_for(lambda: listener.pc.connectionState == "connected", timeout=15)
+        return await _websocket(url, messages, headers, session=reply.headers["location"].rsplit("/", 1)[1],
+                                clients=1)
+    finally:
+        await listener.close()
 
 
 def _json(bodies: list[str]) -> list[tuple[str, bytes]]:
@@ -153,6 +172,8 @@ async def measure(url: str, count: int, seed: int, api_key: str | None) -> dict[
             "/v1/audio/speech": await _http(url, "/v1/audio/speech",
                                             _json(http_bodies(rng, count, OPENAI_FIELDS)), headers),
             "/v1/webrtc/offer": await _http(url, "/v1/webrtc/offer", _json(offer_bodies(rng, count)), headers),
+            "controller": await _controller(url, websocket_messages(rng, count), headers),
+            "/v1/whep": await _http(url, "/v1/whep", whep_offers(rng, count), headers),
             "/v1/voices": await _http(url, "/v1/voices", voice_uploads(rng, count), headers),
         }
         leaked = await _sessions_left(http)

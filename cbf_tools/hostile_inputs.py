@@ -137,6 +137,13 @@ def offer_bodies(rng: random.Random, count: int) -> list[str]:
     return [_frame(rng, OFFER_FIELDS) for _ in range(count)]
 
 
+def whep_offers(rng: random.Random, count: int) -> list[tuple[str, bytes]]:
+    """WHEP bodies: mangled SDP (a lone surrogate sent as invalid UTF-8), under the right content type or a wrong one."""
+    kinds = ("application/sdp", "application/sdp", "application/sdp", "application/SDP; charset=utf-8",
+             "application/json", "text/plain", "")
+    return [(rng.choice(kinds), _sdp(rng).encode("utf-8", "surrogatepass")) for _ in range(count)]
+
+
 def _wav(rng: random.Random) -> bytes:
     """A WAV file, sometimes a sound one, sometimes lying about itself."""
     rate = rng.choice((24000, 16000, 1, 0, 4_000_000))

@@ -13,6 +13,7 @@ from starlette.middleware.cors import CORSMiddleware
 from starlette.requests import HTTPConnection
 from starlette.routing import Mount, Route, WebSocketRoute
 from starlette.staticfiles import StaticFiles
+from starlette.websockets import WebSocket
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from gateway.auth import OPEN_PATHS, authorized
@@ -26,7 +27,7 @@ from gateway.session import Session
 from gateway.session_registry import SessionRegistry
 from gateway.settings import GatewaySettings
 from gateway.shared_state import GatewayState
-from gateway.webrtc import audio_level
+from gateway.webrtc import audio_level, control, whep
 from gateway.webrtc.signalling import close_all_peers, webrtc_offer
 from gateway.websocket import stream_endpoint
 
@@ -51,6 +52,14 @@ class ApiKeyMiddleware:
             await response(scope, receive, send)
             return
         await self.app(scope, receive, send)
+
+
+async def stream(ws: WebSocket) -> None:
+    """``/v1/stream``: a session of its own, or, with ``?session={id}``, the controller of a live WebRTC session."""
+    if "session" in ws.query_params:
+        await control.control_socket(ws)
+    else:
+        await stream_endpoint(ws)
 
 
 def create_app(settings: GatewaySettings, on_engine_refusal: Callable[[str], None] | None = None) -> Starlette:
@@ -90,12 +99,21 @@ def create_app(settings: GatewaySettings, on_engine_refusal: Callable[[str], Non
         Route("/v1/voices", voices.add_voice, methods=["POST"]),
         Route("/v1/voices/{name}", voices.delete_voice, methods=["DELETE"]),
         Route("/v1/webrtc/offer", webrtc_offer, methods=["POST"]),
-        WebSocketRoute("/v1/stream", stream_endpoint),
+        Route("/v1/whep", whep.offer, methods=["POST"]),
+        Route("/v1/whep", whep.endpoint_options, methods=["OPTIONS"]),
+        Route("/v1/whep/sessions/{session}", whep.end_session, methods=["DELETE"]),
+        Route("/v1/whep/sessions/{session}", whep.session_patch, methods=["PATCH"]),
+        Route("/v1/whep/sessions/{session}", whep.session_options, methods=["OPTIONS"]),
+        Route("/v1/whep/{voice}", whep.offer, methods=["POST"]),
+        Route("/v1/whep/{voice}", whep.endpoint_options, methods=["OPTIONS"]),
+        Route("/v1/sessions/{session}/speak", control.speak, methods=["POST"]),
+        Route("/v1/sessions/{session}/cancel", control.cancel, methods=["POST"]),
+        WebSocketRoute("/v1/stream", stream),
         Mount("/", StaticFiles(directory=WEB_DIR, html=True), name="web"),
     ]
     middleware = [
-        Middleware(CORSMiddleware, allow_origins=["*"], allow_methods=["GET", "POST", "DELETE"],
-                   allow_headers=["authorization", "content-type"]),
+        Middleware(CORSMiddleware, allow_origins=["*"], allow_methods=["GET", "POST", "DELETE", "PATCH", "OPTIONS"],
+                   allow_headers=["authorization", "content-type"], expose_headers=["location"]),
         Middleware(ApiKeyMiddleware, keys=settings.api_keys),
     ]
     app = Starlette(routes=routes, middleware=middleware, lifespan=lifespan,

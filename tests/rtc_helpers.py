@@ -34,3 +34,36 @@ async def connect(url: str, keep_audio: bool = False, **body) -> tuple[Listener,
     await listener.wait_for(lambda: listener.channel.readyState == "open" and listener.events)
     assert listener.events[0]["type"] == "ready" and listener.events[0]["session"] == answer["session"]
     return listener, answer
+
+
+def bridge_offer(offer_sdp: str) -> str:
+    """A phone bridge's offer made from a PCMU- or PCMA-only listener's: telephone-event offered beside the codec
+    and a 20 ms ptime, as Asterisk, FreeSWITCH or Janus put them (aiortc offers neither)."""
+    lines, out = offer_sdp.split("\r\n"), []
+    for line in lines:
+        if line.startswith("m=audio"):
+            line += " 101"
+        out.append(line)
+        if line.startswith("a=rtpmap:0 PCMU/8000") or line.startswith("a=rtpmap:8 PCMA/8000"):
+            out += ["a=rtpmap:101 telephone-event/8000", "a=fmtp:101 0-16", "a=ptime:20"]
+    return "\r\n".join(out)
+
+
+def rsa_peer_connection(configuration=None):
+    """An aiortc peer connection with an RSA DTLS certificate and the ECDHE-RSA suites such a peer offers (as
+    GStreamer's webrtcbin and other bridges do by default): a stand-in for an RSA bridge. (aiortc makes its ECDSA
+    certificate in __init__ and takes no option: replaced before any transport exists.)"""
+    from aiortc import RTCPeerConnection
+    from aiortc.rtcdtlstransport import RTCCertificate, generate_certificate
+    from cryptography.hazmat.primitives.asymmetric import rsa
+
+    class RsaCertificate(RTCCertificate):
+        def _create_ssl_context(self, srtp_profiles):
+            ctx = super()._create_ssl_context(srtp_profiles)
+            ctx.set_cipher_list(b"ECDHE-RSA-AES128-GCM-SHA256:ECDHE-RSA-AES256-GCM-SHA384:ECDHE-RSA-AES128-SHA")
+            return ctx
+
+    key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
+    pc = RTCPeerConnection(configuration)
+    pc._RTCPeerConnection__certificates = [RsaCertificate(key=key, cert=generate_certificate(key))]
+    return pc
