@@ -4,12 +4,12 @@ PY := $(VENV)/bin/python
 PIP := $(PY) -m pip --disable-pip-version-check -q
 ARGS ?=
 
-.PHONY: run test venv chromium
+.PHONY: run test venv chromium fleet-tools
 
 run: $(VENV)/.ready
 	$(VENV)/bin/chatterbox-fast serve $(ARGS)
 
-test: $(VENV)/.ready chromium
+test: $(VENV)/.ready chromium fleet-tools
 	$(VENV)/bin/pytest $(ARGS)
 
 venv: $(VENV)/.ready
@@ -24,3 +24,7 @@ $(VENV)/.ready: pyproject.toml requirements/engine-nodeps.txt requirements/lock.
 # Debian's Chromium for the browser tests (never a browser download).
 chromium:
 	@command -v chromium >/dev/null || scripts/install-chromium
+
+# Debian's nginx and coturn for the fleet and TURN tests (started by the tests on free ports, never as services).
+fleet-tools:
+	@[ -x /usr/sbin/nginx ] && [ -x /usr/bin/turnserver ] || scripts/install-fleet-tools

@@ -93,8 +93,15 @@ GATEWAY_OPTIONS = (
            30.0),
     Option("--ice-server", "CBF_ICE_SERVERS", "STUN/TURN URLs, comma-separated (turn:user:pass@host:port); "
            "none by default", _list, ()),
-    Option("--engine-url", "CBF_ENGINE_URL", "use running engine workers (ws://host:port or unix:/path, "
-           "comma-separated; utterances go to the least busy) instead of starting one", _list, ()),
+    Option("--engine-url", "CBF_ENGINE_URL", "use running engine workers (ws://host:port, unix:/path, or "
+           "dns+ws://name:port for every address of a name, re-resolved; comma-separated; utterances go to the "
+           "least busy) instead of starting one", _list, ()),
+    Option("--engine-resolve-interval", "CBF_ENGINE_RESOLVE_INTERVAL", "seconds between resolutions of a "
+           "dns+ws:// engine URL (new addresses are added, vanished ones drained)", float, 5.0),
+    Option("--processes", "CBF_PROCESSES", "gateway processes sharing the port (SO_REUSEPORT) and one engine "
+           "worker (or the --engine-url ones); about 20 Opus streams per process", int, 1),
+    Option("--reuse-port", "CBF_REUSE_PORT", "share the port with other processes that set it too (SO_REUSEPORT); "
+           "--processes sets it for its own", _bool, False),
 )
 
 ENGINE_SECRET = (Option("--engine-secret", "CBF_ENGINE_SECRET", "shared secret of a gateway and its engine workers: a "
@@ -125,6 +132,21 @@ def engine_argv(args: argparse.Namespace) -> list[str]:
         if value is not None:
             argv += [option.flag, str(value)]
     return argv
+
+
+def options_env(args: argparse.Namespace, options: Sequence[Option]) -> dict[str, str]:
+    """The values of ``options`` in ``args`` as their environment variables (for a child process: no secret on its
+    command line)."""
+    env: dict[str, str] = {}
+    for option in options:
+        value = getattr(args, option.dest)
+        if isinstance(value, tuple):
+            env[option.env] = ",".join(value)
+        elif isinstance(value, bool):
+            env[option.env] = "true" if value else "false"
+        elif value is not None:
+            env[option.env] = str(value)
+    return env
 
 
 def _setup_logging(level: str) -> None:
@@ -160,15 +182,27 @@ def cmd_serve(args: argparse.Namespace) -> int:
     except ValueError as exc:
         print(f"chatterbox-fast serve: {exc}", file=sys.stderr)
         return 2
+    if args.processes < 1:
+        print("chatterbox-fast serve: --processes must be at least 1", file=sys.stderr)
+        return 2
     try:
-        sock = bind_tcp(args.host, args.port, "--port (CBF_PORT)")
+        sock = bind_tcp(args.host, args.port, "--port (CBF_PORT)", reuse_port=args.reuse_port)
     except CannotListen as exc:
         return _refuse(args, str(exc), exc)
+    if args.processes > 1:  # the port is free: the gateway processes bind it together
+        sock.close()
+        from gateway.processes import serve_processes
+
+        env = {**os.environ, **options_env(args, (*GATEWAY_OPTIONS, *ENGINE_SECRET, *ENGINE_OPTIONS, LOG_OPTION))}
+        return serve_processes(args.processes, env, engine_argv(args) + ["--log-level", args.log_level])
     settings = GatewaySettings(
         host=args.host, port=args.port, api_keys=args.api_key, max_sessions=args.max_sessions,
         max_text_chars=args.max_text_chars, max_upload_bytes=args.max_upload_bytes, ice_servers=args.ice_server,
         stall_timeout_s=args.stall_timeout,
-        engine_urls=args.engine_url, engine_secret=args.engine_secret, engine_args=tuple(engine_argv(args) + ["--log-level", args.log_level]),
+        engine_urls=args.engine_url, engine_secret=args.engine_secret,
+        engine_args=tuple(engine_argv(args) + ["--log-level", args.log_level]),
+        engine_resolve_interval_s=args.engine_resolve_interval,
+        shared_dir=os.environ.get("PROMETHEUS_MULTIPROC_DIR") or None,
     )
     refusals: list[str] = []
 

@@ -18,3 +18,5 @@ class GatewaySettings:
     engine_urls: tuple[str, ...] = ()  # running engine workers; none starts the embedded worker
     engine_secret: str | None = None  # presented to the engine_urls workers (the embedded one gets its own)
     engine_args: tuple[str, ...] = ()  # flags for the embedded worker
+    engine_resolve_interval_s: float = 5.0  # how often dns+ws:// engine URLs are resolved again
+    shared_dir: str | None = None  # set in each of `serve --processes N`'s processes: metrics and /health shared

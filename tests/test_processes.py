@@ -1,0 +1,48 @@
+"""``serve --processes 2``: two real gateway processes on one port and one embedded eSpeak worker; /health reports
+both, /metrics adds both up, and a killed process is restarted and leaves the report."""
+
+from __future__ import annotations
+
+import os
+import signal
+import time
+
+import httpx
+
+from cbf_tools.local_server import local_server
+
+
+def _answering_pids(url: str, attempts: int = 40) -> set[int]:
+    """The processes that answer /health on fresh connections (SO_REUSEPORT spreads them by source port)."""
+    return {httpx.get(url + "/health").json()["pid"] for _ in range(attempts)}
+
+
+def test_two_processes_share_the_port_metrics_and_health() -> None:
+    with local_server(["--processes", "2", "--engine", "espeak"], env=dict(os.environ)) as (url, supervisor):
+        deadline = time.monotonic() + 30
+        while len((body := httpx.get(url + "/health").json())["processes"]) < 2 or not all(
+                p["status"] == "ok" for p in body["processes"]):
+            assert time.monotonic() < deadline, body
+            time.sleep(0.2)
+        pids = {p["pid"] for p in body["processes"]}
+        assert len(pids) == 2 and supervisor not in pids
+        assert _answering_pids(url) == pids  # both accept on the one port
+
+        for n in range(6):
+            speech = httpx.post(url + "/v1/tts", json={"text": f"Sentence number {n}."}, timeout=60)
+            assert speech.status_code == 200 and len(speech.content) > 4800
+        for _ in range(6):  # whichever process answers, it counts every process's utterances
+            assert 'cbf_utterances_total{outcome="done",transport="http"} 6.0' in httpx.get(url + "/metrics").text
+
+        victim = min(pids)
+        os.kill(victim, signal.SIGKILL)
+        deadline = time.monotonic() + 60
+        while True:
+            with_health = httpx.get(url + "/health")
+            now = {p["pid"] for p in with_health.json()["processes"]}
+            if victim not in now and len(now) == 2:
+                break
+            assert time.monotonic() < deadline, with_health.json()
+            time.sleep(0.2)
+        assert with_health.status_code == 200
+        assert httpx.post(url + "/v1/tts", json={"text": "Still here."}, timeout=60).status_code == 200
