@@ -69,7 +69,8 @@ def create_app(settings: GatewaySettings, on_engine_refusal: Callable[[str], Non
     audio_level.install()
     metrics = Metrics(settings.shared_dir)
     process = None if settings.engine_urls else EngineProcess(list(settings.engine_args), on_engine_refusal)
-    engine = (EnginePool(list(settings.engine_urls), settings.engine_secret) if process is None
+    engine = (EnginePool(list(settings.engine_urls), settings.engine_secret,
+                         resolve_interval=settings.engine_resolve_interval_s) if process is None
               else EnginePool([process.url], process.secret))
     siblings = SiblingHealth(settings.shared_dir) if settings.shared_dir else None
     state = GatewayState(settings, engine, metrics, SessionRegistry(settings.max_sessions, metrics), process,

@@ -173,12 +173,16 @@ def cmd_serve(args: argparse.Namespace) -> int:
 
     from gateway.app import create_app
     from gateway.bind import CannotListen, bind_tcp
+    from gateway.engine_link.discovery import PREFIX, parse_dns_url
     from gateway.operator_safety import redact_keys_in_logs
     from gateway.settings import GatewaySettings
     from gateway.webrtc.signalling import ice_servers
 
     try:
         ice_servers(args.ice_server)
+        for url in args.engine_url:
+            if url.startswith(PREFIX):
+                parse_dns_url(url)
     except ValueError as exc:
         print(f"chatterbox-fast serve: {exc}", file=sys.stderr)
         return 2
