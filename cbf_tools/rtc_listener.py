@@ -35,10 +35,12 @@ class Listener:
     _reader: asyncio.Task | None = None
 
     @classmethod
-    def create(cls, codecs: list[str] | None = None, datachannel: bool = True, prefetch: int | None = 0) -> "Listener":
+    def create(cls, codecs: list[str] | None = None, datachannel: bool = True, prefetch: int | None = 0,
+               config: RTCConfiguration | None = None) -> "Listener":
         """``codecs``: offer only these (e.g. ["pcmu"]); ``prefetch``: the receiver jitter buffer's hold-back in
-        frames (aiortc's default 4 adds 80 ms; 0 measures the server)."""
-        pc = RTCPeerConnection(RTCConfiguration(iceServers=[]))
+        frames (aiortc's default 4 adds 80 ms; 0 measures the server); ``config``: ICE servers and policy (default:
+        none, every candidate)."""
+        pc = RTCPeerConnection(config or RTCConfiguration(iceServers=[]))
         listener = cls(pc)
         transceiver = pc.addTransceiver("audio", direction="recvonly")
         if codecs:

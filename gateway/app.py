@@ -28,7 +28,7 @@ from gateway.session_registry import SessionRegistry
 from gateway.settings import GatewaySettings
 from gateway.shared_state import GatewayState
 from gateway.siblings import SiblingHealth
-from gateway.webrtc import audio_level
+from gateway.webrtc import audio_level, udp_ports
 from gateway.webrtc.signalling import close_all_peers, webrtc_offer
 from gateway.websocket import stream_endpoint
 
@@ -78,6 +78,8 @@ def create_app(settings: GatewaySettings, on_engine_refusal: Callable[[str], Non
 
     @contextlib.asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
+        if settings.rtc_ports is not None:
+            udp_ports.install(asyncio.get_running_loop(), udp_ports.PortRange(*settings.rtc_ports))
         if process is not None:
             process.start()
         engine.start_background()

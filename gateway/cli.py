@@ -93,6 +93,8 @@ GATEWAY_OPTIONS = (
            30.0),
     Option("--ice-server", "CBF_ICE_SERVERS", "STUN/TURN URLs, comma-separated (turn:user:pass@host:port); "
            "none by default", _list, ()),
+    Option("--rtc-ports", "CBF_RTC_PORTS", "UDP port range LOW-HIGH for WebRTC media (host networking behind a "
+           "firewall); with --processes each process gets its own slice; none = any port the kernel picks"),
     Option("--engine-url", "CBF_ENGINE_URL", "use running engine workers (ws://host:port, unix:/path, or "
            "dns+ws://name:port for every address of a name, re-resolved; comma-separated; utterances go to the "
            "least busy) instead of starting one", _list, ()),
@@ -177,12 +179,16 @@ def cmd_serve(args: argparse.Namespace) -> int:
     from gateway.operator_safety import redact_keys_in_logs
     from gateway.settings import GatewaySettings
     from gateway.webrtc.signalling import ice_servers
+    from gateway.webrtc.udp_ports import parse_port_range, split_range
 
     try:
         ice_servers(args.ice_server)
         for url in args.engine_url:
             if url.startswith(PREFIX):
                 parse_dns_url(url)
+        rtc_ports = parse_port_range(args.rtc_ports) if args.rtc_ports else None
+        if rtc_ports is not None:
+            split_range(*rtc_ports, args.processes)
     except ValueError as exc:
         print(f"chatterbox-fast serve: {exc}", file=sys.stderr)
         return 2
@@ -198,14 +204,15 @@ def cmd_serve(args: argparse.Namespace) -> int:
         from gateway.processes import serve_processes
 
         env = {**os.environ, **options_env(args, (*GATEWAY_OPTIONS, *ENGINE_SECRET, *ENGINE_OPTIONS, LOG_OPTION))}
-        return serve_processes(args.processes, env, engine_argv(args) + ["--log-level", args.log_level])
+        return serve_processes(args.processes, env, engine_argv(args) + ["--log-level", args.log_level],
+                               split_range(*rtc_ports, args.processes) if rtc_ports else None)
     settings = GatewaySettings(
         host=args.host, port=args.port, api_keys=args.api_key, max_sessions=args.max_sessions,
         max_text_chars=args.max_text_chars, max_upload_bytes=args.max_upload_bytes, ice_servers=args.ice_server,
         stall_timeout_s=args.stall_timeout,
         engine_urls=args.engine_url, engine_secret=args.engine_secret,
         engine_args=tuple(engine_argv(args) + ["--log-level", args.log_level]),
-        engine_resolve_interval_s=args.engine_resolve_interval,
+        engine_resolve_interval_s=args.engine_resolve_interval, rtc_ports=rtc_ports,
         shared_dir=os.environ.get("PROMETHEUS_MULTIPROC_DIR") or None,
     )
     refusals: list[str] = []

@@ -31,10 +31,11 @@ STABLE_S = 60.0
 
 
 class GatewayProcesses:
-    def __init__(self, count: int, env: dict[str, str], engine_args: list[str]) -> None:
+    def __init__(self, count: int, env: dict[str, str], engine_args: list[str],
+                 rtc_slices: list[tuple[int, int]] | None = None) -> None:
         """``env``: the gateway's configuration as CBF_* variables; ``engine_args``: flags for the embedded worker,
-        started when ``env`` names no CBF_ENGINE_URL."""
-        self.count = count
+        started when ``env`` names no CBF_ENGINE_URL; ``rtc_slices``: each process's own UDP range (--rtc-ports)."""
+        self.count, self.rtc_slices = count, rtc_slices
         self.shared_dir = tempfile.mkdtemp(prefix="cbf-gateways-")
         self.env = {**env, "CBF_PROCESSES": "1", "CBF_REUSE_PORT": "true", "PROMETHEUS_MULTIPROC_DIR": self.shared_dir}
         self.engine = None if env.get("CBF_ENGINE_URL") else EngineProcess(engine_args, self._engine_refused)
@@ -67,8 +68,11 @@ class GatewayProcesses:
         backoff = Backoff(1.0, 30.0)
         while True:
             started = asyncio.get_running_loop().time()
+            env = dict(self.env)
+            if self.rtc_slices is not None:
+                env["CBF_RTC_PORTS"] = "%d-%d" % self.rtc_slices[index]
             proc = await asyncio.create_subprocess_exec(sys.executable, "-m", "gateway.cli", "serve",
-                                                        stdin=asyncio.subprocess.DEVNULL, env=self.env)
+                                                        stdin=asyncio.subprocess.DEVNULL, env=env)
             self._procs[index] = proc
             log.info("gateway process %d started (pid %d)", index, proc.pid)
             code = await proc.wait()
@@ -102,8 +106,9 @@ class GatewayProcesses:
             await self.engine.stop()
 
 
-def serve_processes(count: int, env: dict[str, str], engine_args: list[str]) -> int:
+def serve_processes(count: int, env: dict[str, str], engine_args: list[str],
+                    rtc_slices: list[tuple[int, int]] | None = None) -> int:
     os.environ.pop("PROMETHEUS_MULTIPROC_DIR", None)  # the supervisor keeps no metrics of its own
     with contextlib.suppress(KeyboardInterrupt):
-        return asyncio.run(GatewayProcesses(count, env, engine_args).run())
+        return asyncio.run(GatewayProcesses(count, env, engine_args, rtc_slices).run())
     return 0
