@@ -277,6 +277,12 @@ def cmd_bench_faults(args: argparse.Namespace) -> int:
     return bench_faults.run(args)
 
 
+def cmd_bench_fleet(args: argparse.Namespace) -> int:
+    from cbf_tools import bench_fleet
+
+    return bench_fleet.run(args)
+
+
 def cmd_gate(args: argparse.Namespace) -> int:
     from cbf_tools import deploy_gate
 
@@ -352,6 +358,14 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--url", help="a running server (http://HOST:PORT) instead of one started on eSpeak here")
     p.add_argument("--api-key", default=_api_key_default(),
                    help="API key for --url [env CBF_API_KEY, else the first of CBF_API_KEYS]")
+
+    p = command(bench, "fleet", "2 gateways x 2 engine workers behind nginx on this host, then one of each killed",
+                cmd_bench_fleet)
+    p.add_argument("--ws-sessions", type=int, default=20, help="WebSocket sessions through the balancer")
+    p.add_argument("--webrtc-sessions", type=int, default=4, help="WebRTC sessions through the balancer")
+    p.add_argument("--steady", type=float, default=20.0, help="seconds before one gateway and one worker are killed")
+    p.add_argument("--after", type=float, default=20.0, help="seconds the sessions go on after the kill")
+    p.add_argument("--pause", type=float, default=0.5, help="seconds a session waits between utterances")
 
     p = command(sub, "gate", "the A-B deploy gate against a running server", cmd_gate)
     _gate_arguments(p)
