@@ -180,8 +180,10 @@ class Sampler:
             await asyncio.sleep(SAMPLE_S)
 
 
-async def _session(make: Any, log: SessionLog, index: int, stop_at: float, pause: float) -> None:
-    """Speak until ``stop_at``; on a lost gateway, reconnect through the balancer and go on."""
+async def _session(make: Any, log: SessionLog, index: int, start_in: float, stop_at: float, pause: float) -> None:
+    """After ``start_in`` seconds, speak until ``stop_at``; on a lost gateway, reconnect through the balancer and go
+    on."""
+    await asyncio.sleep(start_in)
     client: Client | None = None
     k = index
     while time.monotonic() < stop_at:
@@ -221,8 +223,8 @@ async def measure(args: argparse.Namespace, f: Fleet) -> dict[str, Any]:
         sampling = asyncio.create_task(sampler.run(http))
         start = time.monotonic()
         stop_at = start + args.steady + args.after
-        sessions = [asyncio.create_task(_session(maker(log), log, i, stop_at, args.pause))
-                    for i, log in enumerate(logs)]
+        sessions = [asyncio.create_task(_session(maker(log), log, i, args.stagger * i / len(logs), stop_at,
+                                                 args.pause)) for i, log in enumerate(logs)]
         await asyncio.sleep(args.steady)
         steady = {"sessions_per_gateway": list(sampler.sessions.values()),
                   "utterances_per_worker": [sampler.started_on(url) for url, _ in f.workers]}
@@ -239,10 +241,12 @@ async def measure(args: argparse.Namespace, f: Fleet) -> dict[str, Any]:
     return {
         "bench": "fleet", "gateways": 2, "workers": 2, "balancer": "nginx", "ws_sessions": args.ws_sessions,
         "webrtc_sessions": args.webrtc_sessions, "steady_s": args.steady, "after_s": args.after,
+        "stagger_s": args.stagger, "pause_s": args.pause,
         "steady": {**steady,
                    "utterances": sum(log.utterances["steady"] for log in logs),
                    "errors": sum(len(log.errors["steady"]) for log in logs),
-                   "underruns": sum(log.underruns["steady"] for log in logs)},
+                   "underruns": sum(log.underruns["steady"] for log in logs),
+                   "underruns_by_transport": _by_transport(logs, "steady")},
         "faults": {"killed": ["gateway 1 (SIGKILL)", "worker 2 (SIGKILL)"],
                    "sessions_on_killed_gateway": on_dead_gateway,
                    "sessions_reconnected": len(reconnected),
@@ -252,9 +256,14 @@ async def measure(args: argparse.Namespace, f: Fleet) -> dict[str, Any]:
                    "utterances": sum(log.utterances["faults"] for log in logs),
                    "other_sessions_errors": len(errors_after),
                    "other_sessions_error_codes": sorted({e.split(":")[0] for e in errors_after}),
-                   "underruns": sum(log.underruns["faults"] for log in logs)},
+                   "underruns": sum(log.underruns["faults"] for log in logs),
+                   "underruns_by_transport": _by_transport(logs, "faults")},
         "loadavg_1m": round(os.getloadavg()[0], 2),
     }
+
+
+def _by_transport(logs: list[SessionLog], phase: str) -> dict[str, int]:
+    return {t: sum(log.underruns[phase] for log in logs if log.transport == t) for t in ("ws", "webrtc")}
 
 
 def verdict(s: dict[str, Any]) -> list[str]:
@@ -279,13 +288,13 @@ def render(s: dict[str, Any]) -> str:
         f"bench fleet: 2 gateways x 2 eSpeak workers behind nginx; {s['ws_sessions']} WebSocket + "
         f"{s['webrtc_sessions']} WebRTC sessions; load {s['loadavg_1m']}",
         f"steady ({s['steady_s']:.0f} s): {steady['utterances']} utterances, {steady['errors']} errors, "
-        f"{steady['underruns']} underruns; sessions per gateway (most at once) {steady['sessions_per_gateway']}, "
+        f"{steady['underruns']} underruns {steady['underruns_by_transport']}; sessions per gateway (most at once) {steady['sessions_per_gateway']}, "
         f"utterances started per worker {steady['utterances_per_worker']}",
         f"faults ({s['after_s']:.0f} s after killing gateway 1 and worker 2): {faults['sessions_on_killed_gateway']} "
         f"sessions were on the killed gateway; {faults['sessions_reconnected']} reconnected through nginx "
         f"({faults['reconnected_by_transport']}), {faults['reconnected_and_served']} served again; other sessions: "
         f"{faults['other_sessions_errors']} errors {faults['other_sessions_error_codes']}; "
-        f"{faults['utterances']} utterances, {faults['underruns']} underruns",
+        f"{faults['utterances']} utterances, {faults['underruns']} underruns {faults['underruns_by_transport']}",
     ]
     lines += [f"NOT KEPT: {line}" for line in verdict(s)] or ["every promise kept"]
     return "\n".join(lines)

@@ -12,7 +12,8 @@ from cbf_tools.bench_fleet import fleet, measure
 
 
 def test_two_gateways_two_workers_behind_nginx_survive_losing_one_of_each() -> None:
-    args = argparse.Namespace(ws_sessions=4, webrtc_sessions=2, steady=8.0, after=16.0, pause=0.3)
+    args = argparse.Namespace(ws_sessions=4, webrtc_sessions=2, steady=8.0, after=16.0, pause=0.3,
+                              stagger=1.0)
     with fleet(max_sessions=16) as f:
         s = asyncio.run(measure(args, f))
     steady, faults = s["steady"], s["faults"]
