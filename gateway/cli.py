@@ -204,8 +204,9 @@ def cmd_serve(args: argparse.Namespace) -> int:
         from gateway.processes import serve_processes
 
         env = {**os.environ, **options_env(args, (*GATEWAY_OPTIONS, *ENGINE_SECRET, *ENGINE_OPTIONS, LOG_OPTION))}
-        return serve_processes(args.processes, env, engine_argv(args) + ["--log-level", args.log_level],
-                               split_range(*rtc_ports, args.processes) if rtc_ports else None)
+        code, refusal = serve_processes(args.processes, env, engine_argv(args) + ["--log-level", args.log_level],
+                                        split_range(*rtc_ports, args.processes) if rtc_ports else None)
+        return _refuse(args, refusal) if refusal else code
     settings = GatewaySettings(
         host=args.host, port=args.port, api_keys=args.api_key, max_sessions=args.max_sessions,
         max_text_chars=args.max_text_chars, max_upload_bytes=args.max_upload_bytes, ice_servers=args.ice_server,

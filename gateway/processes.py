@@ -5,8 +5,8 @@ One gateway process carries about 20 Opus streams per core; a GPU host feeds mor
 shared port with SO_REUSEPORT: the kernel spreads new connections over the processes, and each owns the WebRTC
 sessions it answered. They share one directory, PROMETHEUS_MULTIPROC_DIR: prometheus-client's multiprocess mode adds
 their metrics up for /metrics, and each writes its /health snapshot there (gateway/siblings.py). A gateway process
-that dies is restarted with back-off; one that cannot start (exit code 3: its one sentence is already printed) stops
-them all.
+that dies is restarted with back-off; one that cannot start (exit code 3: its one sentence is already printed), or an
+embedded worker that cannot start, stops them all.
 """
 
 from __future__ import annotations
@@ -39,17 +39,18 @@ class GatewayProcesses:
         self.shared_dir = tempfile.mkdtemp(prefix="cbf-gateways-")
         self.env = {**env, "CBF_PROCESSES": "1", "CBF_REUSE_PORT": "true", "PROMETHEUS_MULTIPROC_DIR": self.shared_dir}
         self.engine = None if env.get("CBF_ENGINE_URL") else EngineProcess(engine_args, self._engine_refused)
-        self.refusal: str | None = None
+        self.refusal: str | None = None  # why the embedded worker cannot start
+        self.refused = False  # it, or a gateway process, cannot start
         self._done = asyncio.Event()
         self._procs: dict[int, asyncio.subprocess.Process] = {}
         self._siblings = SiblingHealth(self.shared_dir)
 
     def _engine_refused(self, reason: str) -> None:
-        self.refusal = reason
+        self.refusal, self.refused = reason, True
         self._done.set()
 
     async def run(self) -> int:
-        """Until SIGTERM or SIGINT: 0; a process or the worker that cannot start: its exit code 3."""
+        """Until SIGTERM or SIGINT: 0; a process or the worker that cannot start: exit code 3."""
         loop = asyncio.get_running_loop()
         for sig in (signal.SIGTERM, signal.SIGINT):
             loop.add_signal_handler(sig, self._done.set)
@@ -62,7 +63,7 @@ class GatewayProcesses:
             task.cancel()
         await self._stop_all()
         shutil.rmtree(self.shared_dir, ignore_errors=True)
-        return 0 if self.refusal is None else REFUSED_EXIT_CODE
+        return REFUSED_EXIT_CODE if self.refused else 0
 
     async def _supervise(self, index: int) -> None:
         backoff = Backoff(1.0, 30.0)
@@ -78,7 +79,7 @@ class GatewayProcesses:
             code = await proc.wait()
             self._forget(proc.pid)
             if code == REFUSED_EXIT_CODE:
-                self.refusal = f"gateway process {index} cannot start"
+                self.refused = True
                 self._done.set()
                 return
             if asyncio.get_running_loop().time() - started > STABLE_S:
@@ -107,8 +108,11 @@ class GatewayProcesses:
 
 
 def serve_processes(count: int, env: dict[str, str], engine_args: list[str],
-                    rtc_slices: list[tuple[int, int]] | None = None) -> int:
+                    rtc_slices: list[tuple[int, int]] | None = None) -> tuple[int, str | None]:
+    """The exit code, and the embedded worker's reason when it cannot start (for ``serve`` to say)."""
     os.environ.pop("PROMETHEUS_MULTIPROC_DIR", None)  # the supervisor keeps no metrics of its own
+    processes = GatewayProcesses(count, env, engine_args, rtc_slices)
+    code = 0
     with contextlib.suppress(KeyboardInterrupt):
-        return asyncio.run(GatewayProcesses(count, env, engine_args, rtc_slices).run())
-    return 0
+        code = asyncio.run(processes.run())
+    return code, processes.refusal

@@ -6,10 +6,12 @@ from __future__ import annotations
 import os
 import signal
 import time
+from pathlib import Path
 
 import httpx
 
-from cbf_tools.local_server import local_server
+from cbf_tools.local_server import free_port, local_server
+from tests.cli_run import refusal, run_cli
 
 
 def _answering_pids(url: str, attempts: int = 40) -> set[int]:
@@ -46,3 +48,10 @@ def test_two_processes_share_the_port_metrics_and_health() -> None:
             time.sleep(0.2)
         assert with_health.status_code == 200
         assert httpx.post(url + "/v1/tts", json={"text": "Still here."}, timeout=60).status_code == 200
+
+
+def test_a_worker_that_cannot_start_stops_every_process_with_its_sentence(tmp_path: Path) -> None:
+    missing = tmp_path / "no-such-dir"
+    line = refusal(run_cli("serve", "--processes", "2", "--host", "127.0.0.1", "--port", str(free_port()), "--engine",
+                           "chatterbox-turbo", "--model-dir", str(missing), "--voices-dir", str(tmp_path)))
+    assert line.startswith("chatterbox-fast serve: refusing to start:") and f"{missing} is not a directory" in line
