@@ -39,7 +39,7 @@ import httpx
 from websockets.exceptions import WebSocketException
 
 from cbf_tools.bench_gateway import TEXTS, BenchError, Client, Result, WebRTCClient, WebSocketClient
-from cbf_tools.local_server import ROOT, free_port, local_server
+from cbf_tools.local_server import ROOT, ServerFailed, free_port, local_server, local_workers, stop
 
 NGINX = "/usr/sbin/nginx"
 LOST_AFTER_S = 12.0  # an utterance with no `done` by then: its gateway is taken for gone
@@ -65,7 +65,7 @@ class SessionLog:
             self.served_after_reconnect += 1
 
 
-def _wait_port(host: str, port: int, proc: subprocess.Popen, what: str, timeout: float = 120) -> None:
+def _wait_port(host: str, port: int, proc: subprocess.Popen, what: str, timeout: float = 30) -> None:
     deadline = time.monotonic() + timeout
     while True:
         if proc.poll() is not None:
@@ -117,16 +117,12 @@ def fleet(max_sessions: int) -> Iterator[Fleet]:
         raise BenchError(f"{NGINX} not found: install Debian's nginx (scripts/install-fleet-tools)")
     with tempfile.TemporaryDirectory(prefix="cbf-fleet-") as tmp_name, contextlib.ExitStack() as stack:
         tmp = Path(tmp_name)
-        workers = []
-        for name in ("a", "b"):
-            port = free_port()
-            proc = subprocess.Popen([sys.executable, "-m", "gateway.cli", "engine", "--engine", "espeak", "--listen",
-                                     f"127.0.0.1:{port}", "--voices-dir", str(tmp / "voices"), "--log-level",
-                                     "warning"], cwd=ROOT)
-            stack.callback(_stop, proc)
-            workers.append((f"ws://127.0.0.1:{port}", proc))
-        for url, proc in workers:
-            _wait_port("127.0.0.1", int(url.rsplit(":", 1)[1]), proc, f"engine worker {url}")
+        listens = [f"127.0.0.1:{free_port()}" for _ in range(2)]
+        try:
+            procs = stack.enter_context(local_workers(listens, "--voices-dir", str(tmp / "voices")))
+        except ServerFailed as exc:
+            raise BenchError(str(exc)) from None
+        workers = [(f"ws://{listen}", proc) for listen, proc in zip(listens, procs)]
         engine_urls = ",".join(url for url, _ in workers)
         gateways = [stack.enter_context(local_server(["--engine-url", engine_urls, "--max-sessions", str(max_sessions),
                                                       "--log-level", "warning"], quiet=True))
@@ -141,18 +137,9 @@ def fleet(max_sessions: int) -> Iterator[Fleet]:
         (tmp / "nginx.conf").write_text(nginx_config(tmp, port, [url.split("//")[1] for url, _ in gateways]))
         nginx = subprocess.Popen([NGINX, "-p", str(tmp), "-c", str(tmp / "nginx.conf"), "-g", "daemon off;"],
                                  stderr=subprocess.DEVNULL)
-        stack.callback(_stop, nginx)
+        stack.callback(stop, nginx)
         _wait_port("127.0.0.1", port, nginx, "nginx")
         yield Fleet(f"http://127.0.0.1:{port}", gateways, workers)
-
-
-def _stop(proc: subprocess.Popen) -> None:
-    proc.terminate()
-    try:
-        proc.wait(15)
-    except subprocess.TimeoutExpired:
-        proc.kill()
-        proc.wait()
 
 
 class Sampler:

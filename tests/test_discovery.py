@@ -5,18 +5,15 @@ on 127.0.0.2 and 127.0.0.3 behind one name (an injected resolver), drained and r
 from __future__ import annotations
 
 import asyncio
-import contextlib
-import socket
 import subprocess
 import sys
 import time
 from pathlib import Path
-from typing import Iterator
 
 import httpx
 import pytest
 
-from cbf_tools.local_server import free_port
+from cbf_tools.local_server import free_port, local_workers
 from engine.protocol import Done
 from gateway.engine_link.discovery import Changes, DnsTarget, Membership, parse_dns_url, resolve
 from gateway.engine_link.pool import EnginePool
@@ -52,25 +49,9 @@ def test_membership_adds_drains_and_revives() -> None:
     assert m.resolved([]) == Changes(drain=("ws://10.0.0.2:8198",))
 
 
-@contextlib.contextmanager
-def workers_on(hosts: list[str], port: int) -> Iterator[list[subprocess.Popen]]:
-    """Real eSpeak engine workers listening on ``host:port`` each; yields once every one accepts connections."""
-    procs = [subprocess.Popen([sys.executable, "-m", "gateway.cli", "engine", "--engine", "espeak", "--listen",
-                               f"{host}:{port}", "--log-level", "warning"], cwd=ROOT) for host in hosts]
-    try:
-        deadline = time.monotonic() + 120
-        for host, proc in zip(hosts, procs):
-            while True:
-                assert proc.poll() is None and time.monotonic() < deadline, f"the worker on {host} did not start"
-                with contextlib.suppress(OSError), socket.create_connection((host, port), timeout=1):
-                    break
-                time.sleep(0.1)
-        yield procs
-    finally:
-        for proc in procs:
-            proc.terminate()
-        for proc in procs:
-            proc.wait(15)
+def workers_on(hosts: list[str], port: int):
+    """Real eSpeak engine workers listening on ``host:port`` each."""
+    return local_workers([f"{host}:{port}" for host in hosts])
 
 
 async def _until(condition, what: str, timeout: float = 30) -> None:

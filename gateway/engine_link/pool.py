@@ -1,9 +1,10 @@
 """Several engine workers behind one gateway: the interface of ``EngineClient``, spread over one client per worker.
 
-New utterances go to the available worker with the fewest utterances in flight (ties: the order the URLs were
-given). Voice uploads and deletions go to every available worker; workers may keep their own voices directories or
-share one (then all but one answer ``exists`` / ``unknown_voice``, which is success). With one URL the pool behaves
-exactly like that worker's ``EngineClient``.
+New utterances go to the available worker with the fewest utterances in flight; among equally busy ones, to the one
+that has started the fewest so far (so idle workers take turns rather than the first one taking everything), then
+the first given. Voice uploads and deletions go to every available worker; workers may keep their own voices
+directories or share one (then all but one answer ``exists`` / ``unknown_voice``, which is success). With one URL the
+pool behaves exactly like that worker's ``EngineClient``.
 
 A ``dns+ws://NAME:PORT`` URL is one worker per address of NAME, resolved again every ``resolve_interval`` seconds
 (gateway/engine_link/discovery.py): new addresses become workers; a worker whose address vanished is drained (its
@@ -120,7 +121,7 @@ class EnginePool:
         serving = [client for client in self._available() if client.url not in self.draining]
         if not serving:
             raise EngineUnavailable("every connected engine worker is draining")
-        client = min(serving, key=lambda c: c.in_flight)  # min keeps the first of equals
+        client = min(serving, key=lambda c: (c.in_flight, c.started))  # min keeps the first of equals
         return await client.start(voice)
 
     async def list_voices(self) -> list[dict[str, Any]]:
