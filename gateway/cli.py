@@ -367,7 +367,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--steady", type=float, default=20.0, help="seconds before one gateway and one worker are killed")
     p.add_argument("--after", type=float, default=20.0, help="seconds the sessions go on after the kill")
     p.add_argument("--pause", type=float, default=0.5, help="seconds a session waits between utterances")
-    p.add_argument("--stagger", type=float, default=2.0, help="seconds over which the sessions start, evenly")
+    p.add_argument("--stagger", type=float, default=4.0, help="seconds over which the sessions start, evenly")
 
     p = command(sub, "gate", "the A-B deploy gate against a running server", cmd_gate)
     _gate_arguments(p)
