@@ -5,6 +5,7 @@ on 127.0.0.2 and 127.0.0.3 behind one name (an injected resolver), drained and r
 from __future__ import annotations
 
 import asyncio
+import socket
 import subprocess
 import sys
 import time
@@ -74,8 +75,12 @@ def test_a_name_with_two_loopback_addresses_drains_and_revives_real_workers() ->
     port = free_port()
     addresses = ["127.0.0.2", "127.0.0.3"]
 
+    failing = False
+
     async def resolver(name: str, port_: int) -> list[str]:
         assert (name, port_) == ("fleet", port)
+        if failing:
+            raise socket.gaierror(socket.EAI_AGAIN, "Temporary failure in name resolution")
         return list(addresses)
 
     async def scenario() -> None:
@@ -102,6 +107,11 @@ def test_a_name_with_two_loopback_addresses_drains_and_revives_real_workers() ->
             addresses.append("127.0.0.3")  # scaled up again
             await _until(lambda: sum(e["available"] for e in pool.engines) == 2, "the worker is found again")
             assert not pool.draining
+
+            nonlocal failing
+            failing = True  # a DNS outage drains nothing
+            await asyncio.sleep(0.5)
+            assert not pool.draining and sum(e["available"] for e in pool.engines) == 2
         finally:
             await pool.close()
 

@@ -75,9 +75,9 @@ class EnginePool:
         while True:
             try:
                 addresses = await self.resolver(target.name, target.port)
-            except OSError as exc:  # socket.gaierror included: keep the workers we have
+            except Exception as exc:  # socket.gaierror, a timeout...: keep the workers we have
                 log.warning("engine discovery: cannot resolve %s (%s); keeping %d workers", target.name, exc,
-                            len(membership.active))
+                            len(membership.active), exc_info=not isinstance(exc, OSError))
             else:
                 self._apply(membership, membership.resolved(addresses))
             await self._close_drained(membership)
