@@ -1,9 +1,11 @@
 """``serve --processes 2``: two real gateway processes on one port and one embedded eSpeak worker; /health reports
-both, /metrics adds both up, and a killed process is restarted and leaves the report."""
+both, each with its own slice of --rtc-ports, a WebRTC session gets its media from the process that answered,
+/metrics adds both up, and a killed process is restarted and leaves the report."""
 
 from __future__ import annotations
 
 import os
+import random
 import signal
 import time
 from pathlib import Path
@@ -11,7 +13,9 @@ from pathlib import Path
 import httpx
 
 from cbf_tools.local_server import free_port, local_server
+from cbf_tools.rtc_listener import Listener
 from tests.cli_run import refusal, run_cli
+from tests.test_turn import speak_over, candidates
 
 
 def _answering_pids(url: str, attempts: int = 40) -> set[int]:
@@ -19,8 +23,10 @@ def _answering_pids(url: str, attempts: int = 40) -> set[int]:
     return {httpx.get(url + "/health").json()["pid"] for _ in range(attempts)}
 
 
-def test_two_processes_share_the_port_metrics_and_health() -> None:
-    with local_server(["--processes", "2", "--engine", "espeak"], env=dict(os.environ)) as (url, supervisor):
+async def test_two_processes_share_the_port_metrics_and_health() -> None:
+    low = random.randrange(42000, 60000, 100)
+    with local_server(["--processes", "2", "--engine", "espeak", "--rtc-ports", f"{low}-{low + 39}"],
+                      env=dict(os.environ)) as (url, supervisor):
         deadline = time.monotonic() + 30
         while len((body := httpx.get(url + "/health").json())["processes"]) < 2 or not all(
                 p["status"] == "ok" for p in body["processes"]):
@@ -29,12 +35,20 @@ def test_two_processes_share_the_port_metrics_and_health() -> None:
         pids = {p["pid"] for p in body["processes"]}
         assert len(pids) == 2 and supervisor not in pids
         assert _answering_pids(url) == pids  # both accept on the one port
+        slices = sorted(p["rtc_ports"] for p in body["processes"])  # each its own UDP range
+        assert slices == [f"{low}-{low + 19}", f"{low + 20}-{low + 39}"]
+        listener = Listener.create()  # a WebRTC session: media straight to the process that answered the offer
+        try:
+            _, answer = await speak_over(listener, url)
+        finally:
+            await listener.close()
+        assert all(low <= port <= low + 39 for _, port, kind in candidates(answer) if kind == "host")
 
-        for n in range(6):
+        for n in range(5):
             speech = httpx.post(url + "/v1/tts", json={"text": f"Sentence number {n}."}, timeout=60)
             assert speech.status_code == 200 and len(speech.content) > 4800
         for _ in range(6):  # whichever process answers, it counts every process's utterances
-            assert 'cbf_utterances_total{outcome="done",transport="http"} 6.0' in httpx.get(url + "/metrics").text
+            assert 'cbf_utterances_total{outcome="done",transport="http"} 5.0' in httpx.get(url + "/metrics").text
 
         victim = min(pids)
         os.kill(victim, signal.SIGKILL)

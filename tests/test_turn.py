@@ -49,7 +49,7 @@ def test_port_ranges() -> None:
     assert list(ports.lap()) == [50001, 50002, 50000]
 
 
-async def _speak_over(listener: Listener, url: str) -> tuple[str, str]:
+async def speak_over(listener: Listener, url: str) -> tuple[str, str]:
     """Offer, accept, speak one sentence, wait for its audio; the offer's and the answer's SDP."""
     offer = await listener.offer()
     async with httpx.AsyncClient() as http:
@@ -70,7 +70,7 @@ async def test_media_stays_on_the_given_udp_ports() -> None:
     with running_server("--rtc-ports", f"{low}-{low + 19}") as url:
         listener = Listener.create()
         try:
-            _, answer = await _speak_over(listener, url)
+            _, answer = await speak_over(listener, url)
         finally:
             await listener.close()
     host = [port for _, port, kind in candidates(answer) if kind == "host"]
@@ -109,7 +109,7 @@ async def test_a_relay_only_session_through_coturn(tmp_path: Path) -> None:
                 iceServers=[RTCIceServer(f"turn:127.0.0.1:{port}", USER, PASSWORD)],
                 iceTransportPolicy=RTCIceTransportPolicy.RELAY))
             try:
-                offer, answer = await _speak_over(listener, url)
+                offer, answer = await speak_over(listener, url)
             finally:
                 await listener.close()
     assert {kind for _, _, kind in candidates(offer)} == {"relay"}  # the client can be reached only through the relay

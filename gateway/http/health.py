@@ -35,6 +35,8 @@ def health_body(state: GatewayState) -> dict[str, Any]:
         "sessions": len(state.sessions),
         "engines": state.engine.engines,
     }
+    if state.settings.rtc_ports is not None:
+        body["rtc_ports"] = "%d-%d" % state.settings.rtc_ports
     if process is not None:
         body["worker"] = {"alive": process.alive, "pid": process.proc and process.proc.pid,
                           "restarts": process.restarts, "last_exit": process.last_exit,
@@ -45,7 +47,7 @@ def health_body(state: GatewayState) -> dict[str, Any]:
 
 def snapshot(body: dict[str, Any]) -> dict[str, Any]:
     """What one gateway process tells its siblings about itself."""
-    return {"status": body["status"], "sessions": body["sessions"],
+    return {"status": body["status"], "sessions": body["sessions"], "rtc_ports": body.get("rtc_ports"),
             "engines_available": sum(1 for engine in body["engines"] if engine["available"])}
 
 
