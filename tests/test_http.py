@@ -150,11 +150,13 @@ def test_health_reports_the_engine_and_its_decode(server: str) -> None:
 
     from engine.protocol import EngineReady
     from gateway.http.health import health_body
+    from gateway.settings import GatewaySettings
 
     engine = httpx.get(server + "/health").json()["engine"]
     assert engine["engine"] == "espeak" and engine["decode"] is None
     ready = EngineReady("chatterbox-turbo", "cuda:0", "bfloat16", "/weights", True, decode="graph")
-    state = SimpleNamespace(engine=SimpleNamespace(ready=ready, engines=[]), process=None, sessions={})
+    state = SimpleNamespace(engine=SimpleNamespace(ready=ready, engines=[]), process=None, sessions={},
+                            settings=GatewaySettings())
     body = health_body(state)  # type: ignore[arg-type]
     assert body["status"] == "ok" and body["engine"]["decode"] == "graph"
     assert body["engine"]["device"] == "cuda:0" and body["watermark"] is True
