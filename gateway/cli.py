@@ -181,6 +181,9 @@ def cmd_serve(args: argparse.Namespace) -> int:
     from gateway.webrtc.signalling import ice_servers
     from gateway.webrtc.udp_ports import parse_port_range, split_range
 
+    if args.processes < 1:
+        print("chatterbox-fast serve: --processes must be at least 1", file=sys.stderr)
+        return 2
     try:
         ice_servers(args.ice_server)
         for url in args.engine_url:
@@ -191,9 +194,6 @@ def cmd_serve(args: argparse.Namespace) -> int:
             split_range(*rtc_ports, args.processes)
     except ValueError as exc:
         print(f"chatterbox-fast serve: {exc}", file=sys.stderr)
-        return 2
-    if args.processes < 1:
-        print("chatterbox-fast serve: --processes must be at least 1", file=sys.stderr)
         return 2
     try:
         sock = bind_tcp(args.host, args.port, "--port (CBF_PORT)", reuse_port=args.reuse_port)

@@ -21,6 +21,7 @@ from aiortc import RTCConfiguration, RTCIceServer, RTCIceTransportPolicy
 from cbf_tools.local_server import free_port
 from cbf_tools.rtc_listener import Listener
 from gateway.webrtc.udp_ports import PortRange, parse_port_range, split_range
+from tests.cli_run import run_cli
 from tests.server import running_server
 
 TURNSERVER = "/usr/bin/turnserver"  # Debian's coturn, installed by `make test` (scripts/install-fleet-tools)
@@ -114,3 +115,10 @@ async def test_a_relay_only_session_through_coturn(tmp_path: Path) -> None:
                 await listener.close()
     assert {kind for _, _, kind in candidates(offer)} == {"relay"}  # the client can be reached only through the relay
     assert "relay" in {kind for _, _, kind in candidates(answer)}  # and the gateway allocated on it too
+
+
+def test_bad_port_ranges_are_refused_in_one_line() -> None:
+    for flags, said in ((["--rtc-ports", "80-90"], "expected LOW-HIGH with 1024 <= LOW <= HIGH <= 65535"),
+                        (["--rtc-ports", "40000-40001", "--processes", "3"], "has 2 ports, fewer than the 3 processes")):
+        done = run_cli("serve", "--port", str(free_port()), *flags, timeout=60)
+        assert done.returncode == 2 and said in done.stderr, done.stderr
