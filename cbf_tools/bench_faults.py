@@ -1,8 +1,8 @@
-"""``chatterbox-fast bench faults``: generated hostile inputs (cbf_tools/hostile_inputs.py) on every JSON surface of a real
-server (WebSocket messages on /v1/stream and the ElevenLabs-compatible multi-stream-input, POST /v1/tts,
-POST /v1/audio/speech), then what they did to it. Each figure must be 0:
+"""``chatterbox-fast bench faults``: generated hostile inputs (cbf_tools/hostile_inputs.py) on every surface a client
+reaches (WebSocket, ElevenLabs-compatible multi-stream-input, data-channel and controller messages; POST /v1/tts, /v1/audio/speech, /v1/webrtc/offer and
+/v1/whep with mangled SDP, and /v1/voices with mangled uploads), then what they did to a real server. Each figure must be 0:
 server errors (HTTP 5xx, a stream cut short, a socket the server dropped, an engine failure event), engine connections
-the gateway lost, embedded-worker restarts, and sessions still open once every client has gone."""
+the gateway lost, embedded-worker restarts, sessions still open once every client has gone, and stored voices lost."""
 
 from __future__ import annotations
 
@@ -18,9 +18,11 @@ import httpx
 from websockets.asyncio.client import ClientConnection, connect
 from websockets.exceptions import ConnectionClosed
 
-from cbf_tools.hostile_inputs import (ELEVENLABS_FIELDS, OPENAI_FIELDS, TTS_FIELDS, http_bodies,
-                                     websocket_messages)
-from cbf_tools.local_server import ServerFailed, local_server
+from cbf_tools.hostile_inputs import (ELEVENLABS_FIELDS, OPENAI_FIELDS, TTS_FIELDS, http_bodies, offer_bodies,
+                                     voice_uploads, websocket_messages, whep_offers)
+from cbf_tools.local_server import ServerFailed, local_server, quiet_client_logs
+from cbf_tools.rtc_listener import Listener
+from gateway.webrtc.signalling import SETUP_TIMEOUT_S
 
 SERVER_FAILURES = {"engine_error", "engine_unavailable"}  # events no client input may cause
 WEBSOCKET_CLIENTS = 4
@@ -35,11 +37,14 @@ def _error_code(event: dict[str, Any]) -> str | None:
     return event.get("code") if event.get("type") == "error" or "error" in event else None
 
 
-async def _websocket(url: str, messages: list[str], headers: dict[str, str], path: str = "/v1/stream",
+async def _websocket(url: str, messages: list[str], headers: dict[str, str], session: str | None = None,
+                     clients: int = WEBSOCKET_CLIENTS, path: str = "/v1/stream",
                      farewell: str | None = '{"type": "cancel"}') -> dict[str, int]:
     """The messages spread over a few sockets at ``path``, every event read, ``farewell`` sent last; server errors
-    and refusals counted."""
+    and refusals counted. With ``session``, the sockets are controllers of that WebRTC session (one after another:
+    a new one takes over)."""
     counts = {"server_errors": 0, "refused": 0}
+    path += f"?session={session}" if session else ""
 
     async def read(ws: ClientConnection) -> None:
         async for frame in ws:
@@ -47,7 +52,8 @@ async def _websocket(url: str, messages: list[str], headers: dict[str, str], pat
                 counts["server_errors" if code in SERVER_FAILURES else "refused"] += 1
 
     async def client(share: list[str]) -> None:
-        async with connect(url.replace("http", "ws", 1) + path, additional_headers=headers, max_size=None) as ws:
+        async with connect(url.replace("http", "ws", 1) + path, additional_headers=headers,
+                           max_size=None) as ws:
             reader = asyncio.create_task(read(ws))
             try:
                 for message in share:
@@ -63,29 +69,83 @@ async def _websocket(url: str, messages: list[str], headers: dict[str, str], pat
             finally:
                 reader.cancel()
 
-    await asyncio.gather(*(client(messages[i::WEBSOCKET_CLIENTS]) for i in range(WEBSOCKET_CLIENTS)))
+    await asyncio.gather(*(client(messages[i::clients]) for i in range(clients)))
     return counts
 
 
-async def _http(url: str, route: str, bodies: list[str], headers: dict[str, str]) -> dict[str, int]:
-    counts = {"server_errors": 0, "refused": 0}
-    pending = iter(bodies)
+async def _controller(url: str, messages: list[str], headers: dict[str, str]) -> dict[str, int]:
+    """The messages sent by a controller attached to a real WHEP session (a PCMU bridge without a data channel)."""
+    listener = Listener.create(codecs=["pcmu"], datachannel=False)
+    try:
+        async with httpx.AsyncClient(base_url=url, headers=headers, timeout=30) as http:
+            reply = await http.post("/v1/whep", content=await listener.offer(),
+                                    headers={"content-type": "application/sdp"})
+            reply.raise_for_status()
+        await listener.accept(reply.text)
+        await listener.wait_for(lambda: listener.pc.connectionState == "connected", timeout=15)
+        return await _websocket(url, messages, headers, session=reply.headers["location"].rsplit("/", 1)[1],
+                                clients=1)
+    finally:
+        await listener.close()
+
+
+def _json(bodies: list[str]) -> list[tuple[str, bytes]]:
+    return [("application/json", body.encode("utf-8", "surrogatepass")) for body in bodies]
+
+
+async def _http(url: str, route: str, requests: list[tuple[str, bytes]], headers: dict[str, str]) -> dict[str, int]:
+    """``requests`` ((content type, body) pairs) POSTed to ``route`` a few at a time; 5xx other than a session-limit
+    refusal and dropped connections count as server errors."""
+    counts = {"server_errors": 0, "refused": 0, "accepted": 0}
+    pending = iter(requests)
 
     async def worker(http: httpx.AsyncClient) -> None:
-        for body in pending:
+        for content_type, body in pending:
             try:
-                reply = await http.post(route, content=body.encode("utf-8", "surrogatepass"),
-                                        headers={"content-type": "application/json"})
+                reply = await http.post(route, content=body, headers={"content-type": content_type})
             except httpx.HTTPError:  # a stream aborted mid-way, a dropped connection
                 counts["server_errors"] += 1
                 continue
-            if reply.status_code >= 500:
+            if reply.status_code == 503 and reply.json().get("error", {}).get("code") == "session_limit":
+                counts["refused"] += 1
+            elif reply.status_code >= 500:
                 counts["server_errors"] += 1
             elif reply.status_code >= 400:
                 counts["refused"] += 1
+            else:
+                counts["accepted"] += 1
 
     async with httpx.AsyncClient(base_url=url, headers=headers, timeout=60) as http:
         await asyncio.gather(*(worker(http) for _ in range(HTTP_CONCURRENCY)))
+    return counts
+
+
+async def _datachannel(url: str, messages: list[str], headers: dict[str, str]) -> dict[str, int]:
+    """The messages sent over a real WebRTC session's data channel; error events and a channel the server closed
+    counted as on the WebSocket."""
+    counts = {"server_errors": 0, "refused": 0}
+    listener = Listener.create()
+    try:
+        async with httpx.AsyncClient(base_url=url, headers=headers, timeout=30) as http:
+            reply = await http.post("/v1/webrtc/offer", json={"sdp": await listener.offer(), "type": "offer"})
+            reply.raise_for_status()
+        await listener.accept(reply.json()["sdp"])
+        channel = listener.channel
+        await listener.wait_for(lambda: channel.readyState == "open", timeout=15)
+        for message in messages:
+            if channel.readyState != "open":
+                break
+            channel.send(message)
+            await asyncio.sleep(0.002)
+        channel.send('{"type": "cancel"}')
+        await asyncio.sleep(0.5)
+        if channel.readyState != "open":
+            counts["server_errors"] += 1  # the server closed the channel
+    finally:
+        await listener.close()
+    for event in listener.events:
+        if event.get("type") == "error":
+            counts["server_errors" if event.get("code") in SERVER_FAILURES else "refused"] += 1
     return counts
 
 
@@ -94,33 +154,50 @@ def _engine_figures(health: dict[str, Any]) -> tuple[int, int]:
     return sum(e.get("lost", 0) for e in health["engines"]), (health.get("worker") or {}).get("restarts", 0)
 
 
-async def _sessions_left(http: httpx.AsyncClient, within: float = 10.0) -> int:
+async def _sessions_left(http: httpx.AsyncClient, within: float = SETUP_TIMEOUT_S + 5) -> int:
+    """Sessions still open once every client has gone (a WebRTC offer never connected is dropped after
+    SETUP_TIMEOUT_S)."""
     deadline = time.monotonic() + within
     while (sessions := (await http.get("/health")).json()["sessions"]) and time.monotonic() < deadline:
         await asyncio.sleep(0.1)
     return sessions
 
 
+async def _voices(http: httpx.AsyncClient) -> set[str]:
+    return {voice["name"] for voice in (await http.get("/v1/voices")).json()["voices"]}
+
+
 async def measure(url: str, count: int, seed: int, api_key: str | None) -> dict[str, Any]:
     rng = random.Random(seed)
     headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
-    async with httpx.AsyncClient(base_url=url, timeout=30) as http:
+    async with httpx.AsyncClient(base_url=url, headers=headers, timeout=30) as http:
         lost_before, restarts_before = _engine_figures((await http.get("/health")).json())
+        voices_before = await _voices(http)
         started = time.monotonic()
         surfaces = {
             "websocket": await _websocket(url, websocket_messages(rng, count), headers),
             "elevenlabs": await _websocket(url, websocket_messages(rng, count, ELEVENLABS_FIELDS), headers,
-                                           ELEVENLABS_PATH, farewell=None),
-            "/v1/tts": await _http(url, "/v1/tts", http_bodies(rng, count, TTS_FIELDS), headers),
-            "/v1/audio/speech": await _http(url, "/v1/audio/speech", http_bodies(rng, count, OPENAI_FIELDS), headers),
+                                           path=ELEVENLABS_PATH, farewell=None),
+            "datachannel": await _datachannel(url, websocket_messages(rng, count), headers),
+            "/v1/tts": await _http(url, "/v1/tts", _json(http_bodies(rng, count, TTS_FIELDS)), headers),
+            "/v1/audio/speech": await _http(url, "/v1/audio/speech",
+                                            _json(http_bodies(rng, count, OPENAI_FIELDS)), headers),
+            "/v1/webrtc/offer": await _http(url, "/v1/webrtc/offer", _json(offer_bodies(rng, count)), headers),
+            "controller": await _controller(url, websocket_messages(rng, count), headers),
+            "/v1/whep": await _http(url, "/v1/whep", whep_offers(rng, count), headers),
+            "/v1/voices": await _http(url, "/v1/voices", voice_uploads(rng, count), headers),
         }
         leaked = await _sessions_left(http)
+        voices_after = await _voices(http)
+        for name in voices_after - voices_before:  # what the uploads stored: leave the server as it was
+            await http.delete(f"/v1/voices/{name}")
         health = (await http.get("/health")).json()
     lost, restarts = _engine_figures(health)
     return {"bench": "faults", "inputs_per_surface": count, "seed": seed, "surfaces": surfaces,
             "server_errors": sum(s["server_errors"] for s in surfaces.values()),
             "dropped_engine_connections": lost - lost_before, "worker_restarts": restarts - restarts_before,
-            "leaked_sessions": leaked, "health": health["status"], "seconds": round(time.monotonic() - started, 1)}
+            "leaked_sessions": leaked, "lost_voices": sorted(voices_before - voices_after),
+            "health": health["status"], "seconds": round(time.monotonic() - started, 1)}
 
 
 def render(summary: dict[str, Any]) -> str:
@@ -130,17 +207,19 @@ def render(summary: dict[str, Any]) -> str:
         lines.append(f"  {name:<18} server errors {counts['server_errors']:>4}   refused {counts['refused']:>5}")
     lines.append(f"  server errors {summary['server_errors']}, dropped engine connections "
                  f"{summary['dropped_engine_connections']}, worker restarts {summary['worker_restarts']}, "
-                 f"leaked sessions {summary['leaked_sessions']}; /health {summary['health']}")
+                 f"leaked sessions {summary['leaked_sessions']}, lost voices {len(summary['lost_voices'])}; "
+                 f"/health {summary['health']}")
     return "\n".join(lines)
 
 
 def failed(summary: dict[str, Any]) -> bool:
     return bool(summary["server_errors"] or summary["dropped_engine_connections"] or summary["worker_restarts"]
-                or summary["leaked_sessions"] or summary["health"] != "ok")
+                or summary["leaked_sessions"] or summary["lost_voices"] or summary["health"] != "ok")
 
 
 def run(args: argparse.Namespace) -> int:
     """Exit status 1 when any figure is not 0; the last line is the summary as JSON."""
+    quiet_client_logs()
     try:
         if args.url:
             summary = asyncio.run(measure(args.url, args.count, args.seed, args.api_key))

@@ -25,7 +25,6 @@ import argparse
 import asyncio
 import contextlib
 import json
-import logging
 import math
 import os
 import random
@@ -41,7 +40,7 @@ from websockets.exceptions import WebSocketException
 from engine.protocol import SAMPLE_RATE
 from cbf_tools.bench_engine import percentile
 from cbf_tools.deploy_gate import count_underruns
-from cbf_tools.local_server import ServerFailed, local_server
+from cbf_tools.local_server import ServerFailed, local_server, quiet_client_logs
 from cbf_tools.rtc_listener import SPEECH_RMS, Listener
 
 TEXTS = (  # vowel-initial, so the first decoded frame of speech is not a quiet consonant
@@ -384,9 +383,7 @@ def run(args: argparse.Namespace, engine_args: list[str]) -> int:
     if args.sessions < 1 or args.utterances < 1:
         print("bench gateway: --sessions and --utterances must be at least 1", file=sys.stderr)
         return 2
-    if logging.getLogger().getEffectiveLevel() >= logging.INFO:  # no line per health poll, request, ICE check
-        for name in ("httpx", "aioice", "aiortc"):
-            logging.getLogger(name).setLevel(logging.WARNING)
+    quiet_client_logs()
     try:
         summary = asyncio.run(_bench(args, engine_args))
     except (BenchError, httpx.HTTPError, WebSocketException, OSError) as exc:

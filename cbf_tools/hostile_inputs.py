@@ -4,7 +4,9 @@ WebSocket and to the HTTP JSON routes. Used by ``bench faults``; every one must 
 from __future__ import annotations
 
 import json
+import math
 import random
+import struct
 from typing import Any, Callable
 
 _NASTY_TEXT = ("\ud800", "\udfff", "\x00", "\x000\x00", "\x00\x31\x00 [laugh]", "\x1b[31m", "\x7f", "\x85",
@@ -84,3 +86,128 @@ def websocket_messages(rng: random.Random, count: int,
 
 def http_bodies(rng: random.Random, count: int, fields: dict[str, Callable[[random.Random], Any]]) -> list[str]:
     return [_frame(rng, fields) for _ in range(count)]
+
+
+_OFFER = "\r\n".join((
+    "v=0", "o=- 4611731400430051336 2 IN IP4 127.0.0.1", "s=-", "t=0 0", "a=group:BUNDLE 0 1",
+    "a=msid-semantic: WMS",
+    "m=audio 9 UDP/TLS/RTP/SAVPF 111 0 8 126", "c=IN IP4 0.0.0.0", "a=rtcp:9 IN IP4 0.0.0.0",
+    "a=ice-ufrag:Fq3x", "a=ice-pwd:0123456789abcdefghijklmn", "a=ice-options:trickle",
+    "a=fingerprint:sha-256 " + ":".join(["AB"] * 32), "a=setup:actpass", "a=mid:0", "a=recvonly", "a=rtcp-mux",
+    "a=rtpmap:111 opus/48000/2", "a=fmtp:111 minptime=10;useinbandfec=1", "a=rtpmap:0 PCMU/8000",
+    "a=rtpmap:8 PCMA/8000", "a=rtpmap:126 telephone-event/8000", "a=ptime:20",
+    "a=candidate:1 1 udp 2122260223 127.0.0.1 9 typ host",
+    "m=application 9 UDP/DTLS/SCTP webrtc-datachannel", "c=IN IP4 0.0.0.0", "a=ice-ufrag:Fq3x",
+    "a=ice-pwd:0123456789abcdefghijklmn", "a=fingerprint:sha-256 " + ":".join(["AB"] * 32), "a=setup:actpass",
+    "a=mid:1", "a=sctp-port:5000", "a=max-message-size:262144", ""))
+
+_SDP_LINES = ("m=audio 9 UDP/TLS/RTP/SAVPF 999999", "m=audio -1 RTP/AVP", "m=video 9 UDP/TLS/RTP/SAVPF 96",
+              "a=rtpmap:111 opus/0/0", "a=rtpmap:0 PCMU/-8000", "a=rtpmap:x y", "a=fmtp:111 " + "x=1;" * 500,
+              "a=fingerprint:md5 ZZ", "a=fingerprint:sha-256 ", "a=setup:nonsense", "a=setup:passive",
+              "a=candidate:1 1 udp 1 999.999.1.1 70000 typ host", "a=candidate:x", "a=ice-ufrag:",
+              "a=sctp-port:70000", "a=max-message-size:-1", "a=mid:", "a=group:BUNDLE 7 8 9", "c=IN IP6 ::zz",
+              "o=- x x IN IP4", "v=1", "a=ptime:0", "a=rtcp:abc", "m=application 9 UDP/DTLS/SCTP x", "\x00",
+              "a=\ud800", "a=msid:" + "z" * 2000)
+
+
+def _sdp(rng: random.Random) -> str:
+    """The offer above, mangled: lines dropped, repeated, replaced or added, cut short, or grown too large."""
+    lines = _OFFER.split("\r\n")
+    for _ in range(rng.randint(0, 4)):
+        at = rng.randrange(len(lines))
+        action = rng.randrange(4)
+        if action == 0:
+            del lines[at]
+        elif action == 1:
+            lines[at:at] = [lines[at]] * rng.choice((2, 3, 40))
+        elif action == 2:
+            lines[at] = rng.choice(_SDP_LINES)
+        else:
+            lines.insert(at, rng.choice(_SDP_LINES))
+    sdp = rng.choice(("\r\n", "\n", "\r\n")).join(lines)
+    shape = rng.random()
+    if shape < 0.1:
+        return sdp[:rng.randrange(len(sdp) + 1)]
+    if shape < 0.15:
+        return sdp * rng.choice((5, 20))  # too many sections, or over the size limit
+    if shape < 0.2:
+        return _text(rng)
+    return sdp
+
+
+OFFER_FIELDS = {"sdp": _sdp, "type": _pick("offer", "offer", "answer", "pranswer", ""),
+                "voice": _pick("default", "nobody", "\ud800"), "codec": _pick(None, "opus", "pcmu", "g722", "")}
+
+
+def offer_bodies(rng: random.Random, count: int) -> list[str]:
+    return [_frame(rng, OFFER_FIELDS) for _ in range(count)]
+
+
+def whep_offers(rng: random.Random, count: int) -> list[tuple[str, bytes]]:
+    """WHEP bodies: mangled SDP (a lone surrogate sent as invalid UTF-8), under the right content type or a wrong one."""
+    kinds = ("application/sdp", "application/sdp", "application/sdp", "application/SDP; charset=utf-8",
+             "application/json", "text/plain", "")
+    return [(rng.choice(kinds), _sdp(rng).encode("utf-8", "surrogatepass")) for _ in range(count)]
+
+
+def _wav(rng: random.Random) -> bytes:
+    """A WAV file, sometimes a sound one, sometimes lying about itself."""
+    rate = rng.choice((24000, 16000, 1, 0, 4_000_000))
+    frames = rng.choice((0, 1, 240, 24000 * 3))
+    data = bytes(rng.getrandbits(8) for _ in range(min(frames * 2, 4096))) * (frames * 2 // 4096 + 1)
+    data = data[:frames * 2]
+    claimed = rng.choice((len(data), 0, 2**32 - 1))
+    header = b"RIFF" + struct.pack("<I", (36 + claimed) % 2**32) + b"WAVEfmt " + struct.pack(
+        "<IHHIIHH", 16, rng.choice((1, 1, 3, 85)), rng.choice((1, 1, 2, 0)), rate, rate * 2, 2,
+        rng.choice((16, 16, 8, 0))) + b"data" + struct.pack("<I", claimed)
+    return (header + data)[:rng.choice((None, None, 20, 44))]
+
+
+def _sound_wav(rng: random.Random) -> bytes:
+    """Six seconds of a voiced-speech stand-in (a harmonic tone, syllable-rate loudness) as 16-bit mono 24 kHz WAV:
+    a well-formed upload the engine stores."""
+    f0 = rng.uniform(100, 220)
+    samples = [int(6000 * (0.6 + 0.4 * math.sin(2 * math.pi * 4 * t / 24000))
+                   * sum(math.sin(2 * math.pi * k * f0 * t / 24000) / k for k in (1, 2, 3)))
+               for t in range(6 * 24000)]
+    data = struct.pack(f"<{len(samples)}h", *samples)
+    return b"RIFF" + struct.pack("<I", 36 + len(data)) + b"WAVEfmt " + struct.pack(
+        "<IHHIIHH", 16, 1, 1, 24000, 48000, 2, 16) + b"data" + struct.pack("<I", len(data)) + data
+
+
+def _upload_file(rng: random.Random) -> bytes:
+    kind = rng.randrange(5)
+    if kind == 4:
+        return _sound_wav(rng)
+    if kind == 0:
+        return _wav(rng)
+    if kind == 1:
+        return bytes(rng.getrandbits(8) for _ in range(rng.choice((0, 1, 100, 5000))))
+    if kind == 2:
+        return b"ID3" + bytes(200) if rng.random() < 0.5 else b"OggS" + bytes(rng.randrange(300))
+    return _text(rng).encode("utf-8", "surrogatepass")
+
+
+def voice_uploads(rng: random.Random, count: int) -> list[tuple[str, bytes]]:
+    """(content type, body) pairs for POST /v1/voices: multipart forms with odd names and files, and forms that are
+    not quite multipart."""
+    uploads = []
+    for _ in range(count):
+        boundary = rng.choice(("b0undary", "x" * 70, "a b", ""))
+        name = rng.choice((f"fuzz-{rng.randrange(5)}", "fuzz-0", "default", "Default", "../x", "", "a" * 65, "\ud800", "x\x00y", _text(rng)))
+        parts = []
+        if rng.random() < 0.9:
+            parts.append(f'--{boundary}\r\nContent-Disposition: form-data; name="name"\r\n\r\n'.encode()
+                         + name.encode("utf-8", "surrogatepass") + b"\r\n")
+        if rng.random() < 0.9:
+            parts.append(f'--{boundary}\r\nContent-Disposition: form-data; name="file"; filename="v.wav"\r\n'
+                         f"Content-Type: audio/wav\r\n\r\n".encode() + _upload_file(rng) + b"\r\n")
+        for _ in range(rng.randrange(3) if rng.random() < 0.2 else 0):
+            parts.append(f'--{boundary}\r\nContent-Disposition: form-data; name="extra"\r\n\r\nx\r\n'.encode())
+        body = b"".join(parts) + (f"--{boundary}--\r\n".encode() if rng.random() < 0.9 else b"")
+        if rng.random() < 0.1:
+            body = body[:rng.randrange(len(body) + 1)]
+        content_type = rng.choice((f"multipart/form-data; boundary={boundary}",) * 8 + (
+            "multipart/form-data", "application/json", f"multipart/form-data; boundary={boundary}x"))
+        uploads.append((content_type, body))
+    return uploads

@@ -32,14 +32,18 @@ class Listener:
     channel: object | None = None
     frames: list[Frame] = field(default_factory=list)
     events: list[dict] = field(default_factory=list)
+    keep_audio: bool = False  # keep every decoded frame's samples (first channel), for ``audio()``
+    _pcm: list[np.ndarray] = field(default_factory=list)
     _reader: asyncio.Task | None = None
 
     @classmethod
-    def create(cls, codecs: list[str] | None = None, datachannel: bool = True, prefetch: int | None = 0) -> "Listener":
+    def create(cls, codecs: list[str] | None = None, datachannel: bool = True, prefetch: int | None = 0,
+               keep_audio: bool = False, config: RTCConfiguration | None = None) -> "Listener":
         """``codecs``: offer only these (e.g. ["pcmu"]); ``prefetch``: the receiver jitter buffer's hold-back in
-        frames (aiortc's default 4 adds 80 ms; 0 measures the server)."""
-        pc = RTCPeerConnection(RTCConfiguration(iceServers=[]))
-        listener = cls(pc)
+        frames (aiortc's default 4 adds 80 ms; 0 measures the server); ``keep_audio``: keep what was heard;
+        ``config``: ICE servers and policy (default: none, every candidate)."""
+        pc = RTCPeerConnection(config or RTCConfiguration(iceServers=[]))
+        listener = cls(pc, keep_audio=keep_audio)
         transceiver = pc.addTransceiver("audio", direction="recvonly")
         if codecs:
             caps = RTCRtpSender.getCapabilities("audio").codecs
@@ -71,6 +75,13 @@ class Listener:
                 pcm = frame.to_ndarray().astype(np.float64)
                 self.frames.append(Frame(time.time(), float(np.sqrt(np.mean(pcm ** 2))), frame.samples,
                                          frame.sample_rate))
+                if self.keep_audio:  # packed s16: samples interleaved by channel; the first channel is enough
+                    self._pcm.append(pcm.reshape(-1, len(frame.layout.channels))[:, 0].astype(np.float32) / 32768)
+
+    def audio(self) -> tuple[np.ndarray, int]:
+        """Everything heard so far (``keep_audio``), float32 mono, and its sample rate."""
+        rate = self.frames[-1].rate if self.frames else 48000
+        return (np.concatenate(self._pcm) if self._pcm else np.zeros(0, np.float32)), rate
 
     async def wait_for(self, predicate, timeout: float = 10.0) -> None:
         deadline = time.monotonic() + timeout

@@ -18,7 +18,8 @@ from engine.word_timing import Placement
 
 def _default_pauses() -> dict[str | None, float]:
     # "hard" is a cut with no natural boundary; "end" is the end of text the client flushed (a new thought follows).
-    return {None: 0.0, "hard": 0.0, "word": 0.03, "clause": 0.12, "sentence": 0.25, "end": 0.25}
+    return {None: 0.0, "hard": 0.0, "inside": 0.02, "word": 0.03, "phrase": 0.06, "clause": 0.12, "sentence": 0.25,
+            "end": 0.25}
 
 
 @dataclass(frozen=True)

@@ -6,12 +6,19 @@ the shortest chunks that could follow it (two minimal units, one after the other
 estimates (the cost model's upper bound on generation time, its lower bound on audio per character, or this
 utterance's own speaking rate once heard). So:
 
-- the first chunk (and the first after a drained buffer) is the shortest natural unit whose estimated audio covers
-  making the next one: the minimum words on a fast engine the cost model knows, longer on a slow or unknown one, so
-  the listener never waits for chunk 2. With open input and no such cut yet, it waits a little for more text;
+- the first chunk (and the first after a drained buffer) is, with a first-audio budget, the longest best-ranked unit
+  whose cautious generation time fits that budget (a whole clause on a fast engine the cost model knows); without one,
+  or where no unit fits it, the shortest natural unit whose estimated audio covers making the next one: the minimum
+  words on a fast engine, longer on a slow or unknown one, so the listener never waits for chunk 2. With open input and
+  no such cut yet, it waits a little for more text;
 - every later chunk is the longest prefix whose estimated generation fits in the buffered audio minus the margin and
   that keeps the invariant: the buffer grows while the engine outruns playback, and the chunks grow with it;
 - where no cut can keep it, the chunk with the least predicted waiting (no wait now, if any chunk fits).
+
+Among the cuts a rule allows, the best-ranked boundary wins (sentence > clause > phrase > word > inside a phrase, see
+``engine.text``) if its chunk keeps ``snap_fraction`` of the longest; a cut inside a phrase only where nothing better
+fits. Only a chunk that ends a sentence (or closed text) is normalised as a sentence, and only the chunk after it
+starts with a capital: a fragment is never given a false sentence end.
 
 One planner per utterance; the worker drives it::
 
@@ -65,6 +72,9 @@ class PlannerConfig:
     # needs: past it, wait for the client (one that stopped reading, a turn queued behind another takes nothing), so
     # no utterance runs unboundedly ahead of its transport. A client that reads fast is never held back.
     max_lead_s: float = 10.0
+    # First audio: the first chunk (and the first after a drained buffer) is the longest best-ranked unit whose cautious
+    # generation time fits this many seconds, where one does; 0: off (the shortest natural unit, for slow engines).
+    first_audio_target_s: float = 0.0
 
     def __post_init__(self) -> None:
         if self.first_chunk_min_words < 1 or self.first_chunk_max_words < 1:
@@ -73,12 +83,14 @@ class PlannerConfig:
             raise PlannerError("max_chars >= 1, a finite safety_margin_s >= 0, snap_fraction in [0, 1]", "bad_value")
         if not 0 < self.max_lead_s < math.inf:
             raise PlannerError("max_lead_s must be finite and > 0", "bad_value")
+        if not 0 <= self.first_audio_target_s < math.inf:
+            raise PlannerError("first_audio_target_s must be finite and >= 0", "bad_value")
 
 
 @dataclass(frozen=True)
 class PlannedChunk:
     seq: int  # 0, 1, 2, ... within the utterance
-    text: str  # normalised with punc_norm: what the engine speaks
+    text: str  # normalised with punc_norm (as a sentence only where one starts/ends): what the engine speaks
     source: str  # the client's text this chunk covers, as sent (stripped of surrounding whitespace)
     boundary: BoundaryKind  # what kind of place the chunk ends at (joins choose their pause from it)
     estimate_s: float  # the cost model's cautious (upper) estimate of its generation time, as budgeted
@@ -110,6 +122,7 @@ class ChunkPlanner:
         self._taken_s: float | None = None  # audio the client has taken (reported); None: it does not report
         self._unit_since: float | None = None  # when a first chunk could first have been cut, had it covered
         self._spoken = (0, 0.0)  # characters generated and the audio they made: this utterance's speaking rate
+        self._sentence_start = True  # the next chunk starts a sentence (the previous one ended one, or none came yet)
         self.wake_at: float | None = None  # when next_chunk returned None: call again by then even if nothing happens
 
     # Input -------------------------------------------------------------------------------------------------------
@@ -180,7 +193,8 @@ class ChunkPlanner:
             source = self._pending[: cut.end].strip()
             self._consume(cut.end)
             self._unit_since = None
-            text = punc_norm(source)
+            starts, self._sentence_start = self._sentence_start, cut.kind.ends_sentence
+            text = punc_norm(source, starts_sentence=starts, ends_sentence=cut.kind.ends_sentence)
             if text:  # nothing speakable (stray quotes, say): skip it
                 self._outstanding = PlannedChunk(self._seq, text, source, cut.kind, cut.estimate_s)
                 self._seq += 1
@@ -324,10 +338,16 @@ class ChunkPlanner:
                         self.wake_at = deadline
                         return None
                 return best
+            budgeted = [c for c in safe if c.kind >= BoundaryKind.WORD
+                        and c.estimate_s <= config.first_audio_target_s + _ROUNDING_S]
+            if budgeted:  # a fast engine: the best natural unit that still comes within the first-audio budget
+                return self._longest(budgeted)
             least = max(config.first_chunk_min_words, safe[0].words)
             window = max(0, config.first_chunk_max_words - config.first_chunk_min_words)
             most = max(config.first_chunk_max_words, least + window)
             nearby = [c for c in safe if c.words <= most]
+            if max(c.kind for c in nearby) < BoundaryKind.WORD:  # only cuts inside a phrase nearby: the next better
+                nearby = [c for c in safe if c.kind >= BoundaryKind.WORD][:1] or nearby
             strongest = max(c.kind for c in nearby)
             return next(c for c in nearby if c.kind == strongest)
         if candidates and (candidates[-1].kind == BoundaryKind.END or len(self._window()) > config.max_chars):
@@ -363,9 +383,12 @@ class ChunkPlanner:
         return max(0.0, cut.estimate_s + self.config.safety_margin_s - ahead) + max(0.0, -self._slack(cut, ahead))
 
     def _longest(self, fitting: list[_Candidate]) -> _Candidate:
-        """The longest fitting cut, snapped back to a stronger boundary if that keeps enough of its length."""
+        """The longest fitting cut, snapped back to a stronger boundary if that keeps enough of its length, and never
+        a cut inside a phrase where another fits."""
         floor = self.config.snap_fraction * fitting[-1].end
         near = [c for c in fitting if c.end >= floor]
+        if max(c.kind for c in near) < BoundaryKind.WORD:
+            near = fitting
         strongest = max(c.kind for c in near)
         return [c for c in near if c.kind == strongest][-1]
 

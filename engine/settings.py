@@ -6,6 +6,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 
+GPU_FIRST_AUDIO_TARGET_S = 0.25  # a GPU engine makes a whole clause in this; a CPU one not even the minimum words
+
+
 @dataclass
 class EngineSettings:
     engine: str = "auto"  # auto | chatterbox-turbo | espeak | simulated
@@ -23,4 +26,12 @@ class EngineSettings:
     first_chunk_words: int = 3
     max_chunk_chars: int = 300
     safety_margin_s: float = 0.3
+    first_audio_target_s: float | None = None  # None (auto): 0.25 s on a GPU engine, off elsewhere; 0: off
     shared_chunk_s: float = 1.0  # while utterances share the device: longest estimated generation time of a chunk
+
+    def first_audio_budget(self, device: str) -> float:
+        """The planner's first-audio target for an engine on ``device``: as set, or (auto) 0.25 s on a GPU, off
+        elsewhere (where no unit fits it anyway, and eSpeak would fit a whole paragraph)."""
+        if self.first_audio_target_s is not None:
+            return self.first_audio_target_s
+        return GPU_FIRST_AUDIO_TARGET_S if device.startswith("cuda") else 0.0

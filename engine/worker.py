@@ -216,6 +216,7 @@ class Worker:
             first_chunk_min_words=settings.first_chunk_words,
             max_chars=settings.max_chunk_chars,
             safety_margin_s=settings.safety_margin_s,
+            first_audio_target_s=settings.first_audio_budget(synth.engine.info.device),
         )
         self.utterances: dict[tuple[Send, str], Utterance] = {}  # by (connection, id)
         self._costs: dict[str, CostModel] = {}

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import logging
 from pathlib import Path
@@ -13,6 +14,7 @@ from starlette.middleware.cors import CORSMiddleware
 from starlette.requests import HTTPConnection
 from starlette.routing import Mount, Route, WebSocketRoute
 from starlette.staticfiles import StaticFiles
+from starlette.websockets import WebSocket
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from gateway.auth import OPEN_PATHS, authorized
@@ -27,7 +29,8 @@ from gateway.session import Session
 from gateway.session_registry import SessionRegistry
 from gateway.settings import GatewaySettings
 from gateway.shared_state import GatewayState
-from gateway.webrtc import audio_level
+from gateway.siblings import SiblingHealth
+from gateway.webrtc import audio_level, control, udp_ports, whep
 from gateway.webrtc.signalling import close_all_peers, webrtc_offer
 from gateway.websocket import stream_endpoint
 
@@ -54,17 +57,39 @@ class ApiKeyMiddleware:
         await self.app(scope, receive, send)
 
 
+async def stream(ws: WebSocket) -> None:
+    """``/v1/stream``: a session of its own, or, with ``?session={id}``, the controller of a live WebRTC session."""
+    if "session" in ws.query_params:
+        await control.control_socket(ws)
+    else:
+        await stream_endpoint(ws)
+
+
+async def _report_to_siblings(state: GatewayState) -> None:
+    """Every second: this process's /health snapshot for its siblings, and its engine link for the summed metrics."""
+    assert state.siblings is not None
+    while True:
+        state.metrics.engine_up.set(1 if state.engine.available else 0)
+        state.siblings.write(health.snapshot(health.health_body(state)))
+        await asyncio.sleep(1.0)
+
+
 def create_app(settings: GatewaySettings, on_engine_refusal: Callable[[str], None] | None = None) -> Starlette:
     """``on_engine_refusal``: told why, when the embedded worker cannot start at all (see EngineProcess)."""
     audio_level.install()
-    metrics = Metrics()
+    metrics = Metrics(settings.shared_dir)
     process = None if settings.engine_urls else EngineProcess(list(settings.engine_args), on_engine_refusal)
-    engine = (EnginePool(list(settings.engine_urls), settings.engine_secret) if process is None
+    engine = (EnginePool(list(settings.engine_urls), settings.engine_secret,
+                         resolve_interval=settings.engine_resolve_interval_s) if process is None
               else EnginePool([process.url], process.secret))
-    state = GatewayState(settings, engine, metrics, SessionRegistry(settings.max_sessions, metrics), process)
+    siblings = SiblingHealth(settings.shared_dir) if settings.shared_dir else None
+    state = GatewayState(settings, engine, metrics, SessionRegistry(settings.max_sessions, metrics), process,
+                         siblings)
 
     @contextlib.asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
+        if settings.rtc_ports is not None:
+            udp_ports.install(asyncio.get_running_loop(), udp_ports.PortRange(*settings.rtc_ports))
         if process is not None:
             process.start()
         engine.start_background()
@@ -72,7 +97,10 @@ def create_app(settings: GatewaySettings, on_engine_refusal: Callable[[str], Non
                  ", ".join(settings.engine_urls) or "embedded worker")
         if warning := exposure_warning(settings.host, settings.api_keys):
             log.warning(warning)
+        reporting = asyncio.create_task(_report_to_siblings(state)) if siblings is not None else None
         yield
+        if reporting is not None:
+            reporting.cancel()
         log.info("shutting down: closing %d sessions", len(state.sessions))
         for owner in state.sessions.owners():
             if isinstance(owner, Session):
@@ -91,14 +119,23 @@ def create_app(settings: GatewaySettings, on_engine_refusal: Callable[[str], Non
         Route("/v1/voices", voices.add_voice, methods=["POST"]),
         Route("/v1/voices/{name}", voices.delete_voice, methods=["DELETE"]),
         Route("/v1/webrtc/offer", webrtc_offer, methods=["POST"]),
-        WebSocketRoute("/v1/stream", stream_endpoint),
+        Route("/v1/whep", whep.offer, methods=["POST"]),
+        Route("/v1/whep", whep.endpoint_options, methods=["OPTIONS"]),
+        Route("/v1/whep/sessions/{session}", whep.end_session, methods=["DELETE"]),
+        Route("/v1/whep/sessions/{session}", whep.session_patch, methods=["PATCH"]),
+        Route("/v1/whep/sessions/{session}", whep.session_options, methods=["OPTIONS"]),
+        Route("/v1/whep/{voice}", whep.offer, methods=["POST"]),
+        Route("/v1/whep/{voice}", whep.endpoint_options, methods=["OPTIONS"]),
+        Route("/v1/sessions/{session}/speak", control.speak, methods=["POST"]),
+        Route("/v1/sessions/{session}/cancel", control.cancel, methods=["POST"]),
+        WebSocketRoute("/v1/stream", stream),
         WebSocketRoute("/v1/text-to-speech/{voice_id}/stream-input", elevenlabs.stream_input),
         WebSocketRoute("/v1/text-to-speech/{voice_id}/multi-stream-input", elevenlabs.multi_stream_input),
         Mount("/", StaticFiles(directory=WEB_DIR, html=True), name="web"),
     ]
     middleware = [
-        Middleware(CORSMiddleware, allow_origins=["*"], allow_methods=["GET", "POST", "DELETE"],
-                   allow_headers=["authorization", "content-type"]),
+        Middleware(CORSMiddleware, allow_origins=["*"], allow_methods=["GET", "POST", "DELETE", "PATCH", "OPTIONS"],
+                   allow_headers=["authorization", "content-type"], expose_headers=["location"]),
         Middleware(ApiKeyMiddleware, keys=settings.api_keys),
     ]
     app = Starlette(routes=routes, middleware=middleware, lifespan=lifespan,

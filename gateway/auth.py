@@ -6,6 +6,7 @@ from __future__ import annotations
 import hmac
 
 from starlette.requests import HTTPConnection
+from starlette.websockets import WebSocket
 
 OPEN_PATHS = ("/health",)
 SUBPROTOCOL = "cbf.v1"  # what the server picks when a WebSocket offers its key as a subprotocol
@@ -30,3 +31,14 @@ def authorized(conn: HTTPConnection, keys: tuple[str, ...]) -> bool:
         return True
     key = presented_key(conn)
     return key is not None and any(hmac.compare_digest(key.encode(), k.encode()) for k in keys)
+
+
+async def accept_websocket(ws: WebSocket, keys: tuple[str, ...]) -> bool:
+    """Accept ``ws`` (with ``cbf.v1`` when offered); without a valid key, send an ``unauthorized`` error event, close
+    with code 4401 and return False."""
+    await ws.accept(subprotocol=SUBPROTOCOL if SUBPROTOCOL in offered_subprotocols(ws) else None)
+    if authorized(ws, keys):
+        return True
+    await ws.send_json({"type": "error", "code": "unauthorized", "message": "a valid API key is required"})
+    await ws.close(4401)
+    return False

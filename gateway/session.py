@@ -32,7 +32,7 @@ class Session:
         self.sink = sink
         self.send_event = send_event
         self.transport = transport
-        self.core = core.SessionCore(uuid.uuid4().hex[:12], transport, state.settings.max_text_chars,
+        self.core = core.SessionCore(uuid.uuid4().hex, transport, state.settings.max_text_chars,
                                      sink.configurable, voice)
         self._utterances: dict[int, tuple[RemoteUtterance, UtteranceStats]] = {}  # turn -> engine side, until sent
         self._playing: asyncio.Queue[int] = asyncio.Queue()  # turns to send, in order

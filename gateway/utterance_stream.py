@@ -24,6 +24,7 @@ class UtteranceStats:
     total_s: float | None = None  # time to the engine's ``done``
     chunk_texts: list[str] = field(default_factory=list)
     chunk_gen_s: list[float] = field(default_factory=list)
+    chunk_samples: list[int] = field(default_factory=list)  # each chunk's length: where the joins fall
     samples: int = 0
     done: Done | None = None  # the engine's summary
 
@@ -41,6 +42,7 @@ class UtteranceStats:
             self.first_chunk_s = now - self.started
         self.chunk_texts.append(header.text)
         self.chunk_gen_s.append(header.gen_time)
+        self.chunk_samples.append(samples)
         self.samples += samples
 
     def on_done(self, done: Done, now: float) -> None:

@@ -12,7 +12,7 @@ from starlette.websockets import WebSocket, WebSocketDisconnect
 
 from engine.protocol import SAMPLE_RATE
 from gateway.audio import Encoder, make_encoder
-from gateway.auth import SUBPROTOCOL, authorized, offered_subprotocols
+from gateway.auth import accept_websocket
 from gateway.formats import WEBSOCKET_DEFAULT_FORMAT, output_format
 from gateway.playout import SentAudio
 from gateway.session import Session
@@ -89,15 +89,12 @@ class WebSocketSink(AudioSink):
 
 async def stream_endpoint(ws: WebSocket) -> None:
     state: GatewayState = ws.app.state.gateway
-    await ws.accept(subprotocol=SUBPROTOCOL if SUBPROTOCOL in offered_subprotocols(ws) else None)
+    if not await accept_websocket(ws, state.settings.api_keys):
+        return
 
     async def send_event(event: dict[str, Any]) -> None:
         await ws.send_json(event)
 
-    if not authorized(ws, state.settings.api_keys):
-        await send_event({"type": "error", "code": "unauthorized", "message": "a valid API key is required"})
-        await ws.close(4401)
-        return
     sink = WebSocketSink(ws, state.settings.stall_timeout_s)
     session = Session(state, sink, send_event, transport="ws")
     try:

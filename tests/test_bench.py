@@ -142,17 +142,22 @@ def test_bad_counts_exit_2(capsys: pytest.CaptureFixture[str]) -> None:
     assert args.run(args) == 2
 
 
-def test_bench_engine_prints_its_figures_as_a_json_line(tmp_path) -> None:
+@pytest.mark.parametrize("engine", [["espeak"], ["simulated", "--sim-rtf", "20", "--sim-fixed", "0.02"]],
+                         ids=["espeak", "simulated"])
+def test_bench_engine_prints_its_figures_as_a_json_line(tmp_path, engine: list[str]) -> None:
     import subprocess
     import sys
 
     from cbf_tools.local_server import ROOT
 
     result = subprocess.run(
-        [sys.executable, "-m", "gateway.cli", "bench", "engine", "--engine", "espeak", "--runs", "1",
+        [sys.executable, "-m", "gateway.cli", "bench", "engine", "--engine", *engine, "--runs", "1",
          "--voices-dir", str(tmp_path)], cwd=ROOT, capture_output=True, text=True, timeout=300)
     assert result.returncode == 0, result.stderr
     figures = json.loads(result.stdout.strip().splitlines()[-1])
-    assert figures["bench"] == "engine" and figures["engine"] == "espeak" and figures["utterances"] == 4
+    assert figures["bench"] == "engine" and figures["engine"] == engine[0] and figures["utterances"] == 4
     assert 0 < figures["first_chunk_p50_s"] <= figures["first_chunk_p95_s"]
     assert figures["chunks_per_utterance"] >= 1 and figures["rtf"] > 0
+    # The join check: every seam printed with its pause, none clicks, every pause fits its punctuation.
+    assert figures["joins"] >= 1 and figures["clicks"] == 0 and figures["pauses_off"] == 0
+    assert result.stdout.count("joins: ") == 4 and "CLICK" not in result.stdout

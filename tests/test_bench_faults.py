@@ -1,5 +1,7 @@
-"""``chatterbox-fast bench faults``, short: generated hostile inputs on every JSON surface of a real server (eSpeak
-engine) cause no server error, drop no engine connection, restart no worker and leak no session."""
+"""``chatterbox-fast bench faults``, short: generated hostile inputs on every surface of a real server (eSpeak engine:
+WebSocket, data channel, a WebRTC session's controller, JSON routes, SDP offers
+(JSON and WHEP), voice uploads) cause no server error, drop no engine connection,
+restart no worker, leak no session and lose no stored voice."""
 
 from __future__ import annotations
 
@@ -19,6 +21,12 @@ def test_hostile_inputs_are_reproducible_and_hostile() -> None:
     assert first == again
     assert any("\\ud800" in m for m in first) and any("\\u0000" in m for m in first)
     assert any(m.startswith("[" * 40) for m in first)
+    offers = hostile_inputs.offer_bodies(random.Random(7), 300)
+    assert any("m=audio" in o for o in offers) and any(len(o) > 32 * 1024 for o in offers)
+    whep = hostile_inputs.whep_offers(random.Random(7), 300)
+    assert any(c == "application/sdp" for c, _ in whep) and any(c != "application/sdp" for c, _ in whep)
+    uploads = hostile_inputs.voice_uploads(random.Random(7), 300)
+    assert any(b"WAVEfmt " in body for _, body in uploads) and any(c == "application/json" for c, _ in uploads)
 
 
 def test_a_short_run_leaves_every_figure_at_zero(capsys: pytest.CaptureFixture[str]) -> None:
@@ -27,7 +35,8 @@ def test_a_short_run_leaves_every_figure_at_zero(capsys: pytest.CaptureFixture[s
         status = args.run(args)
     summary = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
     assert status == 0, summary
-    assert set(summary["surfaces"]) == {"websocket", "elevenlabs", "/v1/tts", "/v1/audio/speech"}
+    assert set(summary["surfaces"]) == {"websocket", "elevenlabs", "datachannel", "controller", "/v1/tts",
+                                        "/v1/audio/speech", "/v1/webrtc/offer", "/v1/whep", "/v1/voices"}
     assert summary["server_errors"] == summary["dropped_engine_connections"] == summary["leaked_sessions"] == 0
-    assert summary["worker_restarts"] == 0 and summary["health"] == "ok"
+    assert summary["worker_restarts"] == 0 and summary["lost_voices"] == [] and summary["health"] == "ok"
     assert all(s["refused"] > 0 for s in summary["surfaces"].values())  # the inputs were hostile

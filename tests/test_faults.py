@@ -17,6 +17,7 @@ import pytest
 from websockets.asyncio.client import connect
 from websockets.exceptions import ConnectionClosed
 
+from cbf_tools.rtc_listener import Listener
 from tests.server import running_server
 
 LONG = " ".join(["The quick brown fox jumps over the lazy dog, and then it runs far away across the field."] * 20)
@@ -155,6 +156,34 @@ async def test_a_websocket_whose_worker_dies_mid_way_gets_an_error_event(tmp_pat
                 pass
             event = json.loads(frame)
             assert event["type"] == "error" and event["code"] == "engine_unavailable" and event["utterance"]
+            # The socket outlives its worker: once a new one is up, the same session speaks again.
+            await asyncio.to_thread(wait_for, lambda: health(url)["status"] == "ok", "no new worker", 60)
+            await ws.send(json.dumps({"type": "speak", "text": "Back again."}))
+            while not isinstance(frame := await asyncio.wait_for(ws.recv(), 30), bytes):
+                assert json.loads(frame)["type"] != "error", frame
+
+
+async def test_a_webrtc_session_whose_worker_dies_mid_way_gets_an_error_event_and_goes_on(tmp_path) -> None:
+    with running_server(voices_dir=tmp_path) as url:
+        listener = Listener.create()
+        try:
+            async with httpx.AsyncClient() as http:
+                reply = await http.post(url + "/v1/webrtc/offer", json={"sdp": await listener.offer(), "type": "offer"})
+            await listener.accept(reply.json()["sdp"])
+            await listener.wait_for(lambda: listener.channel.readyState == "open" and listener.events, 15)
+            listener.channel.send(json.dumps({"type": "speak", "text": LONG}))
+            await listener.wait_for(lambda: listener.loud(), 30)
+            await asyncio.to_thread(_killed_mid_utterance, url)
+            await listener.wait_for(lambda: any(e["type"] == "error" for e in listener.events), 30)
+            error = next(e for e in listener.events if e["type"] == "error")
+            assert error["code"] == "engine_unavailable" and error["utterance"]
+            assert not any(e["type"] == "done" for e in listener.events)  # a cut turn never looks complete
+            await asyncio.to_thread(wait_for, lambda: health(url)["status"] == "ok", "no new worker", 60)
+            listener.channel.send(json.dumps({"type": "speak", "text": "Back again."}))
+            await listener.wait_for(lambda: any(e["type"] == "done" for e in listener.events), 30)
+            assert listener.channel.readyState == "open" and health(url)["sessions"] == 1
+        finally:
+            await listener.close()
 
 
 def test_a_chunked_upload_over_the_limit_is_refused_while_it_streams(server: str) -> None:

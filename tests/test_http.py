@@ -173,19 +173,19 @@ def test_metrics(server: str) -> None:
 
 def test_health_reports_the_engine_and_its_decode(server: str) -> None:
     """eSpeak has no decode mode (null); a batching engine's ``decode`` from its ready message is shown as it came."""
-    import asyncio
     from types import SimpleNamespace
 
     from engine.protocol import EngineReady
-    from gateway.http.health import health
+    from gateway.http.health import health_body
+    from gateway.settings import GatewaySettings
 
     engine = httpx.get(server + "/health").json()["engine"]
     assert engine["engine"] == "espeak" and engine["decode"] is None
     ready = EngineReady("chatterbox-turbo", "cuda:0", "bfloat16", "/weights", True, decode="graph")
-    state = SimpleNamespace(engine=SimpleNamespace(ready=ready, engines=[]), process=None, sessions={})
-    response = asyncio.run(health(SimpleNamespace(app=SimpleNamespace(state=SimpleNamespace(gateway=state)))))
-    body = json.loads(response.body)
-    assert response.status_code == 200 and body["engine"]["decode"] == "graph"
+    state = SimpleNamespace(engine=SimpleNamespace(ready=ready, engines=[]), process=None, sessions={},
+                            settings=GatewaySettings())
+    body = health_body(state)  # type: ignore[arg-type]
+    assert body["status"] == "ok" and body["engine"]["decode"] == "graph"
     assert body["engine"]["device"] == "cuda:0" and body["watermark"] is True
 
 

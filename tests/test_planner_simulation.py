@@ -142,3 +142,30 @@ def test_a_voice_the_cost_model_knows_starts_with_the_minimum_words(rtf: float) 
         run_planner(SimEngine(0.12, rtf), [(0.0, make_text(rng))], cost_model=cost).chunks[0] for _ in range(40)
     ]
     assert median([count_words(c.source) for c in firsts]) <= PlannerConfig().first_chunk_max_words
+
+
+@pytest.mark.parametrize("rtf", [4.2, 10.0, 20.0, 40.0])
+def test_a_first_audio_budget_starts_a_fast_engine_with_more_words_and_no_underruns(rtf: float) -> None:
+    """With ``first_audio_target_s`` the first chunk of a fast engine (voices whose cost it has learnt) is the best
+    unit generated within the budget: on an engine fast enough, more words than the minimum unit; on a slower one,
+    the same as without a budget; never an underrun. Cuts inside a phrase are counted: they fall only where nothing
+    better fitted."""
+    figures = {}
+    for target in (0.0, 0.25):
+        config = PlannerConfig(first_audio_target_s=target)
+        first_words, firsts, kinds, sizes = [], [], [], []
+        for text, rate, cost in corpus(20260602, "voices"):
+            run = run_planner(SimEngine(0.05, rtf, rate), [(0.0, text)], config, cost_model=cost)
+            assert run.playback.underruns() == 0, (text, rate, [c.source for c in run.chunks])
+            first_words.append(count_words(run.chunks[0].source))
+            firsts.append(run.playback.first_audio)
+            kinds += [c.boundary for c in run.chunks[:-1]]
+            sizes += [len(c.source) for c in run.chunks]
+        inside = sum(k <= BoundaryKind.INSIDE for k in kinds) / max(1, len(kinds))
+        figures[target] = (median(first_words), median(firsts))
+        print(f"\nR={rtf} fixed=0.05s voices, first-audio target {target} s: first chunk p50 {median(first_words)} "
+              f"words, first audio p50 {median(firsts):.2f} s, mean chunk {sum(sizes) / len(sizes):.0f} chars, "
+              f"cuts inside a phrase {100 * inside:.0f}%")
+    assert figures[0.25][0] >= figures[0.0][0]
+    if rtf >= 20:  # fast enough for a budget of 0.25 s to hold more than the minimum unit
+        assert figures[0.25][0] > figures[0.0][0] and figures[0.25][1] <= 0.25

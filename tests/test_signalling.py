@@ -11,7 +11,7 @@ from gateway.app import create_app
 from gateway.settings import GatewaySettings
 from gateway.webrtc import signalling
 from cbf_tools.rtc_listener import SPEECH_RMS, Listener
-from tests.rtc_helpers import loopback_only
+from tests.rtc_helpers import connect, loopback_only
 from server import running_server
 
 LONG_TEXT = " ".join(["this sentence keeps the speaker busy for a good while without stopping"] * 6)
@@ -21,20 +21,6 @@ LONG_TEXT = " ".join(["this sentence keeps the speaker busy for a good while wit
 def url():
     with running_server() as base:
         yield base
-
-
-async def connect(url: str, **body) -> tuple[Listener, dict]:
-    codecs = body.pop("offer_codecs", None)
-    listener = Listener.create(codecs=codecs)
-    async with httpx.AsyncClient() as http:
-        reply = await http.post(url + "/v1/webrtc/offer", json={"sdp": await listener.offer(), "type": "offer",
-                                                                **body})
-    assert reply.status_code == 200, reply.text
-    answer = reply.json()
-    await listener.accept(answer["sdp"])
-    await listener.wait_for(lambda: listener.channel.readyState == "open" and listener.events)
-    assert listener.events[0]["type"] == "ready" and listener.events[0]["session"] == answer["session"]
-    return listener, answer
 
 
 def send(listener: Listener, message: str) -> float:
@@ -277,3 +263,20 @@ async def test_shutdown_tells_webrtc_sessions_before_closing(tmp_path):
             assert event(listener, "closing")["reason"]
         finally:
             await listener.close()
+
+
+async def test_offers_that_aiortc_half_accepts_are_400(app):
+    """Found by ``bench faults``: an offer whose sections lack a DTLS fingerprint or ICE credentials was answered (and
+    aiortc's connect task then failed an assertion), and one whose second section lost its m-line left a half-built
+    peer connection whose close() raised: both were 500s."""
+    listener = Listener.create()
+    offer = await listener.offer()
+    await listener.close()
+    no_fingerprint = "".join(line for line in offer.splitlines(keepends=True) if "fingerprint" not in line)
+    no_ufrag = "".join(line for line in offer.splitlines(keepends=True) if "ice-ufrag" not in line)
+    lines = offer.splitlines(keepends=True)
+    lost_m_line = "".join(line for line in lines if not line.startswith("m=application"))
+    for sdp in (no_fingerprint, no_ufrag, lost_m_line):
+        reply = await post(app, {"sdp": sdp, "type": "offer"})
+        assert reply.status_code == 400 and reply.json()["error"]["code"] == "bad_sdp", reply.text
+    assert len(app.state.gateway.sessions) == 0 and not app.state.gateway.peers

@@ -47,13 +47,13 @@ def test_boundaries_are_classified() -> None:
     assert kinds(text) == [
         ("Hi", "WORD"),
         ("there,", "CLAUSE"),
-        ("Dr.", "WORD"),  # an abbreviation, not a sentence end
+        ("Dr.", "INSIDE"),  # an abbreviation, not a sentence end; a title binds to the name after it
         ("Smith:", "CLAUSE"),
         ("it", "WORD"),
         ("works.", "SENTENCE"),
         ("Really?", "SENTENCE"),
         ("Yes;", "CLAUSE"),
-        ("so", "WORD"),
+        ("so", "INSIDE"),  # a conjunction belongs with what follows it
         ("-", "CLAUSE"),
         ("fine", "SENTENCE"),  # a line break
     ]
@@ -127,7 +127,64 @@ def test_punc_norm_keeps_every_tag_and_word(text: str) -> None:
 
 
 def test_boundary_kinds_rank_natural_places_higher() -> None:
-    assert BoundaryKind.HARD < BoundaryKind.WORD < BoundaryKind.CLAUSE < BoundaryKind.SENTENCE < BoundaryKind.END
+    assert (BoundaryKind.HARD < BoundaryKind.INSIDE < BoundaryKind.WORD < BoundaryKind.PHRASE < BoundaryKind.CLAUSE
+            < BoundaryKind.SENTENCE < BoundaryKind.END)
+    assert [k.name for k in BoundaryKind if k.ends_sentence] == ["SENTENCE", "END"]
+
+
+def test_phrase_boundaries_fall_before_function_words_and_never_inside_a_noun_phrase() -> None:
+    text = "The quick brown fox jumps over the lazy dog, and then it runs far away into the quiet green hills. End"
+    assert kinds(text) == [
+        ("The", "INSIDE"),  # after a determiner
+        ("quick", "INSIDE"),  # an adjective and its noun
+        ("brown", "INSIDE"),
+        ("fox", "WORD"),
+        ("jumps", "PHRASE"),  # before a preposition
+        ("over", "INSIDE"),  # after one
+        ("the", "INSIDE"),
+        ("lazy", "INSIDE"),
+        ("dog,", "CLAUSE"),
+        ("and", "INSIDE"),  # after a conjunction
+        ("then", "WORD"),
+        ("it", "WORD"),
+        ("runs", "WORD"),
+        ("far", "WORD"),
+        ("away", "PHRASE"),
+        ("into", "INSIDE"),
+        ("the", "INSIDE"),
+        ("quiet", "INSIDE"),
+        ("green", "INSIDE"),
+        ("hills.", "SENTENCE"),
+    ]
+    assert kinds("a man who sings (and dances) of the top") == [
+        ("a", "INSIDE"), ("man", "PHRASE"), ("who", "INSIDE"), ("sings", "PHRASE"), ("(and", "INSIDE"),
+        ("dances)", "WORD"), ("of", "INSIDE"), ("the", "INSIDE"),
+    ]
+
+
+def test_a_fragment_is_not_normalised_as_a_sentence() -> None:
+    assert punc_norm("The quick brown", ends_sentence=False) == "The quick brown"
+    assert punc_norm("fox jumps: over", starts_sentence=False) == "fox jumps, over."
+    assert punc_norm("it goes;", starts_sentence=False, ends_sentence=False) == "it goes;"
+    assert punc_norm("[laugh] and “so” on", starts_sentence=False, ends_sentence=False) == "[laugh] and so on"
+
+
+@given(texts, st.booleans(), st.booleans())
+def test_fragments_get_no_sentence_end_and_no_capital(text: str, starts: bool, ends: bool) -> None:
+    """A fragment is the whole-sentence normalisation less the capital it did not start with and the full stop it did
+    not end with, nothing else."""
+    ours = punc_norm(text, starts_sentence=starts, ends_sentence=ends)
+    whole = punc_norm(text)
+    assert bool(ours) == bool(whole) and count_words(ours) == count_words(text)
+    if not ours:
+        return
+    rebuilt = ours if ends or ours.endswith((".", "!", "?", "-", ",")) else ours + "."
+    rebuilt = rebuilt if starts else rebuilt[0].upper() + rebuilt[1:]
+    assert rebuilt == whole
+    if not starts:
+        assert ours[0] in text or ours[0] in ",-'"  # its own first character, never a capital made up for it
+    if not ends and ours.endswith("."):
+        assert text.rstrip().endswith(".")  # a full stop the text had, never one added
 
 
 _TURBO = _turbo_punc_norm()

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import hmac
 import json
 import logging
 import re
@@ -23,8 +24,10 @@ from gateway.formats import WEBRTC_CODECS, codec_rate
 from gateway.http.body import body_field, json_body
 from gateway.http.errors import ApiError
 from gateway.session import Session
+from gateway.session_control import CANCEL, REPLACED_CLOSE_CODE, ControlSeat, Controller, is_answer
 from gateway.session_registry import SessionLimitReached
 from gateway.shared_state import GatewayState
+from gateway.webrtc.dtls import peer_connection
 from gateway.webrtc.track import PacedAudioTrack, TrackSink
 
 log = logging.getLogger("chatterbox_fast.gateway")
@@ -54,9 +57,15 @@ def _parse(sdp: str) -> SessionDescription:
     if sum(line.startswith("m=") for line in sdp.splitlines()) > MAX_M_LINES:
         raise ValueError(f"the SDP has more than {MAX_M_LINES} media sections (one audio, one data channel)")
     try:
-        return SessionDescription.parse(sdp)
+        description = SessionDescription.parse(sdp)
     except Exception as exc:  # aiortc's parser raises whatever the malformed line provokes
         raise ValueError(f"the SDP does not parse: {exc}") from None
+    for media in description.media:  # aiortc asserts on these deep inside a background task instead of refusing
+        if media.dtls is None or not media.dtls.fingerprints:
+            raise ValueError(f"the {media.kind} section has no DTLS fingerprint")
+        if not (media.ice.usernameFragment and media.ice.password):
+            raise ValueError(f"the {media.kind} section has no ICE credentials (ice-ufrag, ice-pwd)")
+    return description
 
 
 def offered_codecs(sdp: str) -> list[str]:
@@ -100,7 +109,12 @@ async def negotiate(pc: RTCPeerConnection, track: PacedAudioTrack, offer_sdp: st
 
 
 class WebRTCPeer:
-    """One peer connection and its session: data-channel messages in (in order), events out, cleanup once."""
+    """One peer connection and its session: control messages in (in order, from the data channel, an attached
+    controller or HTTP), events out (to the data channel and the controller), cleanup once.
+
+    A phone bridge opens no data channel: its session is driven by a controller attached by session id
+    (gateway/webrtc/control.py). At most one controller at a time: a new one takes over (``attach``).
+    """
 
     def __init__(self, state: GatewayState, pc: RTCPeerConnection, track: PacedAudioTrack, voice: str,
                  expects_channel: bool) -> None:
@@ -108,10 +122,14 @@ class WebRTCPeer:
         self.expects_channel = expects_channel
         self.pc = pc
         self.track = track
+        self.codec = ""
         self.session = Session(state, TrackSink(track), self.send_event, transport="webrtc", voice=voice)
         self.channel: RTCDataChannel | None = None
+        self.seat = ControlSeat()
         self._pending: list[str] = []  # events sent before the data channel opened
         self._inbox: asyncio.Queue[str | bytes] = asyncio.Queue()
+        self._feeding = asyncio.Lock()  # one input at a time, whichever way it came
+        self._answers: list[dict[str, Any]] | None = None  # what the input being fed was answered, while collected
         self._tasks: list[asyncio.Task[None]] = []
         self._closing: asyncio.Task[None] | None = None  # holds the close task started by an event
         self._closed = False
@@ -119,13 +137,46 @@ class WebRTCPeer:
         pc.on("datachannel", self._on_datachannel)
         pc.on("connectionstatechange", self._on_state)
 
+    @property
+    def id(self) -> str:
+        return self.session.id
+
     async def send_event(self, event: dict[str, Any]) -> None:
-        """Send on the data channel; held until it opens; dropped when there is none or it has closed."""
+        """To the controller, if one is attached, and on the data channel (held until it opens; dropped when there is
+        none or it has closed)."""
+        if self._answers is not None and is_answer(event):
+            self._answers.append(event)
+        if (controller := self.seat.current) is not None:
+            controller.send(event)
         channel = self.channel
         if channel is not None and channel.readyState == "open":
             channel.send(json.dumps(event))
         elif self.expects_channel and (channel is None or channel.readyState == "connecting"):
             self._pending.append(json.dumps(event))
+
+    async def feed(self, raw: str | bytes) -> list[dict[str, Any]]:
+        """One client message into the session, after any other input's; returns the events that answered it
+        (refusals, ``cancelled``), which also went to the controller and the data channel."""
+        async with self._feeding:
+            self._answers = answers = []
+            try:
+                await self.session.handle_text(raw)
+            finally:
+                self._answers = None
+        return answers
+
+    async def attach(self, controller: Controller) -> None:
+        """``controller`` drives the session from now on; one attached before is told and let go (it takes over)."""
+        previous = self.seat.attach(controller)
+        if previous is not None:
+            previous.end("another controller attached to this session", code=REPLACED_CLOSE_CODE)
+        ready = self.session.core.greeting(self.state.engine.ready)[0].event
+        controller.send({**ready, "codec": self.codec})
+
+    async def detach(self, controller: Controller) -> None:
+        """The controller went away: if it was the one driving, its speech stops (the call keeps its silence)."""
+        if self.seat.detach(controller) and not self._closed and self.session.core.queued:
+            await self.feed(CANCEL)
 
     def start(self) -> None:
         self._tasks = [asyncio.create_task(self._read()), asyncio.create_task(self._watchdog())]
@@ -154,11 +205,11 @@ class WebRTCPeer:
         if state == "connected" and (channel_open or not self.expects_channel):
             self._ready.set()
         elif state in ("failed", "closed"):
-            self.close_soon()
+            self.close_soon(f"the peer connection {state}")
 
     async def _read(self) -> None:
         while True:
-            await self.session.handle_text(await self._inbox.get())
+            await self.feed(await self._inbox.get())
 
     async def _watchdog(self) -> None:
         try:
@@ -166,23 +217,74 @@ class WebRTCPeer:
         except TimeoutError:
             log.info("webrtc session %s: no connection and data channel within %.0f s; closing",
                      self.session.id, SETUP_TIMEOUT_S)
-            self.close_soon()
+            self.close_soon("the peer did not connect")
 
-    def close_soon(self) -> None:
+    def close_soon(self, reason: str) -> None:
         if not self._closed:
-            self._closing = asyncio.create_task(self.close())
+            self._closing = asyncio.create_task(self.close(reason))
 
-    async def close(self) -> None:
-        """Close the session and the peer connection (once)."""
+    async def close(self, reason: str = "the session was closed") -> None:
+        """Close the session and the peer connection (once). An attached controller hears ``cancelled`` for each
+        utterance still under way, then ``ended`` with ``reason``, and its socket is closed."""
         if self._closed:
             return
         self._closed = True
         self.state.peers.discard(self)
         for task in self._tasks:
             task.cancel()
+        controller = self.seat.current
+        if controller is not None and self.session.core.queued:
+            await self.feed(CANCEL)
         self.track.stop()
         await self.session.close()
-        await self.pc.close()
+        try:
+            await self.pc.close()
+        except Exception:  # aiortc cannot close a connection a malformed offer left half set up; nothing is running
+            log.debug("webrtc session %s: peer connection half set up; closed what there was", self.session.id,
+                      exc_info=True)
+        if controller is not None:
+            controller.end(reason)
+
+
+async def open_peer(state: GatewayState, sdp: str, voice: str, codec: str | None) -> WebRTCPeer:
+    """A session for ``sdp``'s offer, answered (``peer.pc.localDescription``) and started.
+
+    Raises ApiError: 400 ``bad_sdp`` for an unusable offer, 503 ``session_limit`` on a full server."""
+    try:
+        offered_codecs(sdp)
+        expects_channel = has_datachannel(sdp)
+    except ValueError as exc:
+        raise ApiError(400, "bad_sdp", str(exc)) from None
+    pc = peer_connection(RTCConfiguration(iceServers=ice_servers(state.settings.ice_servers)))
+    track = PacedAudioTrack()
+    peer = WebRTCPeer(state, pc, track, voice, expects_channel)
+    try:
+        await peer.session.open()
+    except SessionLimitReached as exc:
+        await pc.close()
+        raise ApiError(503, exc.code, str(exc)) from None
+    try:
+        peer.codec = await negotiate(pc, track, sdp, codec)
+    except ValueError as exc:
+        await peer.close()
+        raise ApiError(400, "bad_sdp", str(exc)) from None
+    state.peers.add(peer)
+    peer.start()
+    return peer
+
+
+def find_peer(state: GatewayState, session_id: str) -> WebRTCPeer | None:
+    """The live WebRTC session with this id, if any."""
+    return next((peer for peer in state.peers if hmac.compare_digest(peer.id.encode(), session_id.encode())), None)
+
+
+def checked_codec(codec: str | None) -> str | None:
+    """A client's codec choice, lower-case; ApiError 400 for one the server cannot send."""
+    if codec is None:
+        return None
+    if codec.lower() not in WEBRTC_CODECS:
+        raise ApiError(400, "bad_request", f"codec must be one of {', '.join(WEBRTC_CODECS)}")
+    return codec.lower()
 
 
 async def webrtc_offer(request: Request) -> JSONResponse:
@@ -193,34 +295,10 @@ async def webrtc_offer(request: Request) -> JSONResponse:
     if body_field(body, "type", str, "offer") != "offer":
         raise ApiError(400, "bad_request", "field 'type' must be 'offer'")
     voice = body_field(body, "voice", str, "default")
-    codec = body_field(body, "codec", str)
-    if codec is not None:
-        codec = codec.lower()
-        if codec not in WEBRTC_CODECS:
-            raise ApiError(400, "bad_request", f"field 'codec' must be one of {', '.join(WEBRTC_CODECS)}")
-    try:
-        offered_codecs(sdp)
-        expects_channel = has_datachannel(sdp)
-    except ValueError as exc:
-        raise ApiError(400, "bad_sdp", str(exc)) from None
-
-    pc = RTCPeerConnection(RTCConfiguration(iceServers=ice_servers(state.settings.ice_servers)))
-    track = PacedAudioTrack()
-    peer = WebRTCPeer(state, pc, track, voice, expects_channel)
-    try:
-        await peer.session.open()
-    except SessionLimitReached as exc:
-        await pc.close()
-        raise ApiError(503, exc.code, str(exc)) from None
-    try:
-        chosen = await negotiate(pc, track, sdp, codec)
-    except ValueError as exc:
-        await peer.close()
-        raise ApiError(400, "bad_sdp", str(exc)) from None
-    state.peers.add(peer)
-    peer.start()
-    return JSONResponse({"sdp": pc.localDescription.sdp, "type": "answer", "session": peer.session.id,
-                         "codec": chosen})
+    codec = checked_codec(body_field(body, "codec", str))
+    peer = await open_peer(state, sdp, voice, codec)
+    return JSONResponse({"sdp": peer.pc.localDescription.sdp, "type": "answer", "session": peer.id,
+                         "codec": peer.codec})
 
 
 async def close_all_peers(state: GatewayState) -> None:
@@ -228,4 +306,4 @@ async def close_all_peers(state: GatewayState) -> None:
     peers = list(state.peers)
     for peer in peers:
         with contextlib.suppress(Exception):
-            await peer.close()
+            await peer.close("the server is shutting down")

@@ -1,0 +1,265 @@
+"""``chatterbox-fast bench soak``: many sessions behaving like real and careless callers for minutes on end, and the
+server's memory while they do.
+
+Each WebSocket session loops until the time is up, choosing at random (seeded) to speak a sentence and listen to the
+end, stream one token by token, barge in once audio starts, stop reading for a few seconds, or hang up mid-sentence
+and dial again; each WebRTC session speaks, barges in, or hangs up and offers again. Every few seconds the bench reads
+the resident memory (VmRSS) of the gateway and of its engine worker from /proc (only when it started the server
+itself). It prints the figures and a JSON line; exit status 1 when a server error or timeout happened, a session was
+left open, or (on runs of 4 minutes or more) the gateway's memory grew over the second half by more than
+``--max-growth`` MiB per minute.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import json
+import random
+import sys
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+import httpx
+from websockets.asyncio.client import ClientConnection, connect
+from websockets.exceptions import ConnectionClosed
+
+from cbf_tools.bench_faults import SERVER_FAILURES
+from cbf_tools.bench_gateway import TEXTS
+from cbf_tools.local_server import ServerFailed, local_server, quiet_client_logs
+from cbf_tools.rtc_listener import Listener
+
+SAMPLE_EVERY_S = 5.0
+TURN_TIMEOUT_S = 60.0
+MIN_MINUTES_FOR_GROWTH = 4.0  # shorter runs are mostly warm-up: growth over them says little
+
+
+@dataclass
+class Tally:
+    done: int = 0
+    cancelled: int = 0
+    hung_up: int = 0
+    slow_reads: int = 0
+    server_errors: int = 0
+    timeouts: int = 0
+    underruns: int = 0  # WebRTC: the server's jitter buffer ran dry (done.underruns)
+    errors_seen: list[str] = field(default_factory=list)
+
+    def error(self, what: str) -> None:
+        self.server_errors += 1
+        if len(self.errors_seen) < 10:
+            self.errors_seen.append(what)
+
+
+def _fail_on(event: dict[str, Any], tally: Tally) -> None:
+    if event.get("type") == "error" and event.get("code") in SERVER_FAILURES:
+        tally.error(f"{event.get('code')}: {event.get('message')}")
+
+
+async def _until(ws: ClientConnection, kinds: set[str], tally: Tally) -> dict[str, Any]:
+    """Read (and drop audio) until an event of ``kinds``."""
+    while True:
+        frame = await ws.recv()
+        if isinstance(frame, str):
+            event = json.loads(frame)
+            _fail_on(event, tally)
+            if event["type"] in kinds:
+                return event
+
+
+async def _websocket_turn(ws: ClientConnection, rng: random.Random, tally: Tally) -> bool:
+    """One turn; False when the caller hung up (the socket is gone)."""
+    text = rng.choice(TEXTS)
+    choice = rng.random()
+    if choice < 0.15:  # an LLM's tokens
+        for word in text.split():
+            await ws.send(json.dumps({"type": "text", "text": word + " "}))
+            await asyncio.sleep(rng.uniform(0.0, 0.05))
+        await ws.send('{"type": "end"}')
+    else:
+        await ws.send(json.dumps({"type": "speak", "text": text}))
+    if choice < 0.55:
+        event = await _until(ws, {"done", "error"}, tally)
+        tally.done += event["type"] == "done"
+    elif choice < 0.75:  # barge-in once audio starts
+        await _until(ws, {"chunk"}, tally)
+        await ws.send('{"type": "cancel"}')
+        await _until(ws, {"cancelled"}, tally)
+        tally.cancelled += 1
+    elif choice < 0.85:  # a listener that stops reading for a while, then reads on
+        await asyncio.sleep(rng.uniform(1.0, 4.0))
+        tally.slow_reads += 1
+        await _until(ws, {"done", "error"}, tally)
+    else:  # hang up mid-sentence
+        await _until(ws, {"chunk"}, tally)
+        tally.hung_up += 1
+        return False
+    return True
+
+
+async def _websocket_caller(url: str, headers: dict[str, str], rng: random.Random, deadline: float,
+                            tally: Tally) -> None:
+    while time.monotonic() < deadline:
+        try:
+            async with connect(url.replace("http", "ws", 1) + "/v1/stream", additional_headers=headers,
+                               max_size=None) as ws:
+                await _until(ws, {"ready"}, tally)
+                while time.monotonic() < deadline:
+                    if not await asyncio.wait_for(_websocket_turn(ws, rng, tally), TURN_TIMEOUT_S):
+                        break
+        except TimeoutError:
+            tally.timeouts += 1
+        except (ConnectionClosed, OSError) as exc:
+            tally.error(f"websocket dropped: {exc!r}")
+
+
+async def _webrtc_caller(url: str, headers: dict[str, str], rng: random.Random, deadline: float,
+                         tally: Tally) -> None:
+    while time.monotonic() < deadline:
+        listener = Listener.create()
+        try:
+            async with httpx.AsyncClient(headers=headers, timeout=30) as http:
+                reply = await http.post(url + "/v1/webrtc/offer", json={"sdp": await listener.offer(),
+                                                                       "type": "offer"})
+            reply.raise_for_status()
+            await listener.accept(reply.json()["sdp"])
+            await listener.wait_for(lambda: listener.channel.readyState == "open" and listener.events, 15)
+            while time.monotonic() < deadline:
+                seen = len(listener.events)
+                listener.channel.send(json.dumps({"type": "speak", "text": rng.choice(TEXTS)}))
+                choice = rng.random()
+                if choice < 0.2:
+                    tally.hung_up += 1
+                    break
+                ended = lambda: next((e for e in listener.events[seen:]  # noqa: E731
+                                      if e["type"] in ("done", "cancelled", "error")), None)
+                if choice < 0.45:
+                    await listener.wait_for(lambda: any(e["type"] == "chunk" for e in listener.events[seen:]),
+                                            TURN_TIMEOUT_S)
+                    listener.channel.send('{"type": "cancel"}')
+                await listener.wait_for(ended, TURN_TIMEOUT_S)
+                event = ended()
+                _fail_on(event, tally)
+                tally.done += event["type"] == "done"
+                tally.cancelled += event["type"] == "cancelled"
+                tally.underruns += event.get("underruns") or 0
+        except TimeoutError:
+            tally.timeouts += 1
+        except httpx.HTTPError as exc:
+            tally.error(f"webrtc offer failed: {exc!r}")
+        finally:
+            await listener.close()
+
+
+def rss_mib(pid: int | None) -> float | None:
+    """Resident memory of ``pid`` in MiB, from /proc; None when unknown or gone."""
+    if pid is None:
+        return None
+    with contextlib.suppress(OSError):
+        with open(f"/proc/{pid}/status") as f:
+            for line in f:
+                if line.startswith("VmRSS:"):
+                    return int(line.split()[1]) / 1024
+    return None
+
+
+def growth_per_minute(samples: list[tuple[float, float]]) -> float | None:
+    """Least-squares slope of (seconds, MiB) samples over their second half, in MiB per minute."""
+    half = [s for s in samples if s[0] >= samples[-1][0] / 2] if samples else []
+    if len(half) < 3:
+        return None
+    n = len(half)
+    mean_t, mean_m = sum(t for t, _ in half) / n, sum(m for _, m in half) / n
+    spread = sum((t - mean_t) ** 2 for t, _ in half)
+    if spread == 0:
+        return None
+    return 60 * sum((t - mean_t) * (m - mean_m) for t, m in half) / spread
+
+
+async def _sample(url: str, headers: dict[str, str], gateway_pid: int | None, stop: asyncio.Event,
+                  out: dict[str, list[tuple[float, float]]]) -> int:
+    """Memory samples until ``stop``; returns the most sessions seen at once."""
+    started, most = time.monotonic(), 0
+    async with httpx.AsyncClient(base_url=url, headers=headers, timeout=10) as http:
+        while not stop.is_set():
+            health = (await http.get("/health")).json()
+            most = max(most, health["sessions"])
+            at = time.monotonic() - started
+            for name, pid in (("gateway", gateway_pid), ("worker", (health.get("worker") or {}).get("pid"))):
+                if (mib := rss_mib(pid if gateway_pid else None)) is not None:
+                    out[name].append((at, mib))
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(stop.wait(), SAMPLE_EVERY_S)
+    return most
+
+
+async def measure(url: str, gateway_pid: int | None, args: argparse.Namespace) -> dict[str, Any]:
+    tally = Tally()
+    headers = {"Authorization": f"Bearer {args.api_key}"} if args.api_key else {}
+    memory: dict[str, list[tuple[float, float]]] = {"gateway": [], "worker": []}
+    deadline = time.monotonic() + args.minutes * 60
+    stop = asyncio.Event()
+    sampler = asyncio.create_task(_sample(url, headers, gateway_pid, stop, memory))
+    rng = random.Random(args.seed)
+    callers = [_webrtc_caller(url, headers, random.Random(rng.random()), deadline, tally) for _ in range(args.webrtc)]
+    callers += [_websocket_caller(url, headers, random.Random(rng.random()), deadline, tally)
+                for _ in range(args.sessions - args.webrtc)]
+    await asyncio.gather(*callers)
+    stop.set()
+    most_sessions = await sampler
+    async with httpx.AsyncClient(base_url=url, headers=headers, timeout=10) as http:
+        settle = time.monotonic() + 20
+        while (left := (await http.get("/health")).json()["sessions"]) and time.monotonic() < settle:
+            await asyncio.sleep(0.2)
+    figures: dict[str, Any] = {}
+    for name, samples in memory.items():
+        if samples:
+            figures[name] = {"start_mib": round(samples[0][1], 1), "peak_mib": round(max(m for _, m in samples), 1),
+                             "end_mib": round(samples[-1][1], 1),
+                             "growth_mib_per_min_second_half": _round(growth_per_minute(samples))}
+    return {"bench": "soak", "minutes": args.minutes, "sessions": args.sessions, "webrtc": args.webrtc,
+            "most_sessions_at_once": most_sessions, "done": tally.done, "cancelled": tally.cancelled,
+            "hung_up": tally.hung_up, "slow_reads": tally.slow_reads, "server_errors": tally.server_errors,
+            "timeouts": tally.timeouts, "webrtc_underruns": tally.underruns, "leaked_sessions": left,
+            "memory": figures, "errors_seen": tally.errors_seen}
+
+
+def _round(value: float | None) -> float | None:
+    return None if value is None else round(value, 2)
+
+
+def failed(summary: dict[str, Any], max_growth: float) -> bool:
+    growth = (summary["memory"].get("gateway") or {}).get("growth_mib_per_min_second_half")
+    grew = summary["minutes"] >= MIN_MINUTES_FOR_GROWTH and growth is not None and growth > max_growth
+    return bool(summary["server_errors"] or summary["timeouts"] or summary["leaked_sessions"] or grew)
+
+
+def render(s: dict[str, Any]) -> str:
+    lines = [f"bench soak: {s['sessions']} sessions ({s['webrtc']} WebRTC) for {s['minutes']} min, "
+             f"{s['most_sessions_at_once']} at once at most (sampled)",
+             f"  turns: {s['done']} done, {s['cancelled']} cancelled, {s['hung_up']} hung up, "
+             f"{s['slow_reads']} slow reads; WebRTC underruns {s['webrtc_underruns']}",
+             f"  server errors {s['server_errors']}, timeouts {s['timeouts']}, leaked sessions {s['leaked_sessions']}"]
+    for name, m in s["memory"].items():
+        lines.append(f"  {name:<8} RSS {m['start_mib']} MiB at start, peak {m['peak_mib']}, end {m['end_mib']}; "
+                     f"second-half growth {m['growth_mib_per_min_second_half']} MiB/min")
+    lines += [f"  error: {e}" for e in s["errors_seen"]]
+    return "\n".join(lines)
+
+
+def run(args: argparse.Namespace) -> int:
+    quiet_client_logs()
+    try:
+        if args.url:
+            summary = asyncio.run(measure(args.url, None, args))
+        else:
+            with local_server(["--engine", "espeak", "--log-level", "warning"], quiet=True) as (url, pid):
+                summary = asyncio.run(measure(url, pid, args))
+    except (ServerFailed, OSError, httpx.HTTPError) as exc:
+        print(f"bench soak: {type(exc).__name__}: {exc}", file=sys.stderr)
+        return 2
+    print(render(summary))
+    print(json.dumps(summary))
+    return 1 if failed(summary, args.max_growth) else 0

@@ -1,0 +1,133 @@
+"""Driving a WebRTC session from another connection: ``WS /v1/stream?session={id}`` and
+``POST /v1/sessions/{id}/speak`` / ``/cancel`` (the rules: gateway/session_control.py).
+
+A controller socket takes the same client messages as ``/v1/stream`` and gets the session's events; its audio goes
+out on the session's WebRTC track. Events are queued for it and written by a task of its own, so a controller that
+stops reading never holds up the call's audio: past ``MAX_QUEUED_EVENTS`` unread it is closed (code 4408).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import logging
+from typing import Any
+
+from starlette.requests import Request
+from starlette.responses import JSONResponse
+from starlette.websockets import WebSocket, WebSocketDisconnect
+
+from gateway.auth import accept_websocket
+from gateway.http.body import body_field, json_body
+from gateway.http.errors import ApiError
+from gateway.session_control import CANCEL, refusal_status
+from gateway.shared_state import GatewayState
+from gateway.webrtc.signalling import WebRTCPeer, find_peer
+
+log = logging.getLogger("chatterbox_fast.gateway")
+MAX_QUEUED_EVENTS = 512
+NOT_READING_CLOSE_CODE = 4408
+UNKNOWN_SESSION_CLOSE_CODE = 4404
+
+
+class SocketController:
+    """A controller's WebSocket as the session sees it (gateway.session_control.Controller)."""
+
+    def __init__(self, ws: WebSocket) -> None:
+        self.ws = ws
+        self._queue: asyncio.Queue[dict[str, Any] | tuple[int, str]] = asyncio.Queue()
+        self._writer = asyncio.create_task(self._write())
+        self._ended = False
+
+    def send(self, event: dict[str, Any]) -> None:
+        if self._ended:
+            return
+        if self._queue.qsize() >= MAX_QUEUED_EVENTS:
+            log.info("controller closed: not reading (%d events unread)", MAX_QUEUED_EVENTS)
+            self.end(f"not reading: {MAX_QUEUED_EVENTS} events unread", NOT_READING_CLOSE_CODE)
+            return
+        self._queue.put_nowait(event)
+
+    def end(self, reason: str, code: int = 1000) -> None:
+        """Send ``ended`` with ``reason`` after what is queued, then close the socket with ``code``."""
+        if self._ended:
+            return
+        self._queue.put_nowait({"type": "ended", "reason": reason})
+        self._queue.put_nowait((code, reason))
+        self._ended = True
+
+    async def _write(self) -> None:
+        with contextlib.suppress(Exception):  # the socket went away: nothing more to say
+            while True:
+                item = await self._queue.get()
+                if isinstance(item, tuple):
+                    await self.ws.close(*item)
+                    return
+                await self.ws.send_json(item)
+
+    async def stop(self) -> None:
+        """The socket is gone or done: stop writing (after a queued close has gone out, within a second)."""
+        if self._ended:
+            with contextlib.suppress(Exception):
+                await asyncio.wait_for(asyncio.shield(self._writer), 1.0)
+        self._writer.cancel()
+
+
+async def control_socket(ws: WebSocket) -> None:
+    """``WS /v1/stream?session={id}``: attach to a live WebRTC session and drive it until this socket closes."""
+    state: GatewayState = ws.app.state.gateway
+    if not await accept_websocket(ws, state.settings.api_keys):
+        return
+    peer = find_peer(state, ws.query_params.get("session", ""))
+    if peer is None:
+        await ws.send_json({"type": "error", "code": "unknown_session",
+                            "message": "no live WebRTC session has this id"})
+        await ws.close(UNKNOWN_SESSION_CLOSE_CODE)
+        return
+    controller = SocketController(ws)
+    log.info("webrtc session %s: a controller attached%s", peer.id, " (took over)" if peer.seat.current else "")
+    await peer.attach(controller)
+    try:
+        with contextlib.suppress(WebSocketDisconnect):
+            while True:
+                frame = await ws.receive()
+                if frame["type"] == "websocket.disconnect":
+                    break
+                await peer.feed(frame["text"] if frame.get("text") is not None else frame.get("bytes") or b"")
+    finally:
+        await peer.detach(controller)
+        await controller.stop()
+
+
+def _peer(request: Request) -> WebRTCPeer:
+    peer = find_peer(request.app.state.gateway, request.path_params["session"])
+    if peer is None:
+        raise ApiError(404, "unknown_session", "no live WebRTC session has this id")
+    return peer
+
+
+def _refused(answers: list[dict[str, Any]]) -> None:
+    refusal = next((event for event in answers if event["type"] == "error"), None)
+    if refusal is not None:
+        raise ApiError(refusal_status(refusal["code"]), refusal["code"], refusal["message"])
+
+
+async def speak(request: Request) -> JSONResponse:
+    """``POST /v1/sessions/{id}/speak`` ``{"text", "voice"?}``: one utterance into the session's call → 202; its
+    events go to the session's controller and data channel, if any."""
+    peer = _peer(request)
+    body = await json_body(request)
+    message = {"type": "speak", "text": body_field(body, "text", str, required=True)}
+    if (voice := body_field(body, "voice", str)) is not None:
+        message["voice"] = voice
+    _refused(await peer.feed(json.dumps(message)))
+    return JSONResponse({"session": peer.id, "queued": len(peer.session.core.queued)}, status_code=202)
+
+
+async def cancel(request: Request) -> JSONResponse:
+    """``POST /v1/sessions/{id}/cancel``: barge-in → 200 ``{"session", "cancelled": [utterance ids]}``."""
+    peer = _peer(request)
+    answers = await peer.feed(CANCEL)
+    cancelled = [event["utterance"] for event in answers if event["type"] == "cancelled" and event["utterance"]]
+    return JSONResponse({"session": peer.id, "cancelled": cancelled})

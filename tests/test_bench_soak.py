@@ -1,0 +1,29 @@
+"""``chatterbox-fast bench soak``, short: callers that speak, stream tokens, barge in, stop reading and hang up, on a
+server it starts (eSpeak), leave no server error, no timeout and no session behind, and the memory figures are read."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from cbf_tools.bench_soak import growth_per_minute
+from gateway.cli import build_parser
+
+
+def test_growth_is_the_second_half_slope_in_mib_per_minute() -> None:
+    warm_up_then_flat = [(t, 100.0 if t < 60 else 150.0) for t in range(0, 600, 5)]
+    assert growth_per_minute(warm_up_then_flat) == pytest.approx(0.0)
+    leaking = [(t, 100 + t / 30) for t in range(0, 600, 5)]  # 2 MiB a minute
+    assert growth_per_minute(leaking) == pytest.approx(2.0)
+    assert growth_per_minute([(0, 1.0)]) is None
+
+
+def test_a_short_soak_leaves_nothing_behind(capsys: pytest.CaptureFixture[str]) -> None:
+    args = build_parser().parse_args(["bench", "soak", "--minutes", "0.4", "--sessions", "4", "--webrtc", "1"])
+    status = args.run(args)
+    summary = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+    assert status == 0, summary
+    assert summary["server_errors"] == summary["timeouts"] == summary["leaked_sessions"] == 0
+    assert summary["done"] > 0 and summary["cancelled"] > 0 and summary["hung_up"] > 0
+    assert summary["memory"]["gateway"]["peak_mib"] > 0 and summary["memory"]["worker"]["peak_mib"] > 0

@@ -1,0 +1,36 @@
+"""The first-audio target's flag, its env twin, and the default that depends on the engine's device."""
+
+from __future__ import annotations
+
+import pytest
+
+from engine.settings import EngineSettings
+from gateway.cli import build_parser, engine_argv, engine_settings
+
+
+def parsed(*argv: str) -> EngineSettings:
+    return engine_settings(build_parser().parse_args(["engine", *argv]))
+
+
+def test_auto_is_a_quarter_second_on_a_gpu_and_off_elsewhere() -> None:
+    settings = parsed()
+    assert settings.first_audio_target_s is None
+    assert settings.first_audio_budget("cuda:0") == 0.25
+    assert settings.first_audio_budget("cpu") == 0.0
+
+
+def test_the_flag_and_its_env_twin_set_it_on_any_engine_and_serve_passes_it_on(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    assert parsed("--first-audio-target", "0.4").first_audio_budget("cpu") == 0.4
+    assert parsed("--first-audio-target", "0").first_audio_budget("cuda:0") == 0.0
+    monkeypatch.setenv("CBF_FIRST_AUDIO_TARGET", "0.3")
+    assert parsed().first_audio_budget("cpu") == 0.3
+    args = build_parser().parse_args(["serve"])
+    assert engine_argv(args)[engine_argv(args).index("--first-audio-target") + 1] == "0.3"
+
+
+@pytest.mark.parametrize("value", ["-1", "soon", "inf"])
+def test_a_bad_value_is_refused_with_a_clear_message(value: str, capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit):
+        parsed("--first-audio-target", value)
+    assert "expected seconds" in capsys.readouterr().err
