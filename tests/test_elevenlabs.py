@@ -1,5 +1,6 @@
-"""ElevenLabs-compatible input streaming: the pure rules, then their real SDK and pipecat's wire protocol against a
-real gateway on 127.0.0.1 (eSpeak), the audio checked for speech and the PerTh watermark, the alignment for words."""
+"""ElevenLabs-compatible input streaming: the pure rules, then their real SDK and pipecat's real ElevenLabs service
+against a real gateway on 127.0.0.1 (eSpeak), the audio checked for speech and the PerTh watermark, the alignment for
+words; then the multi-stream socket's barge-in, reused ids and refusals on the wire."""
 
 from __future__ import annotations
 
@@ -197,24 +198,60 @@ def test_the_sdk_gets_their_error_for_a_wrong_key(tls_url: tuple[str, Path], mon
     assert info.value.status_code == 1008 and info.value.body["error"] == "unauthorized"
 
 
-# pipecat's ElevenLabsTTSService, as it speaks on the wire (its source, src/pipecat/services/elevenlabs/tts.py):
-# the multi-stream-input URL and header it uses, its messages, and how it turns alignment into word times.
+async def test_pipecats_elevenlabs_service_hears_watermarked_speech_and_times_its_words_on_it(
+        server: str, watermarker) -> None:
+    """pipecat's real ElevenLabsTTSService in a pipecat pipeline (its own test harness), pointed at the gateway: its
+    audio frames are speech, and the word times it derives from our alignment fall on that speech."""
+    from pipecat.frames.frames import TTSAudioRawFrame, TTSSpeakFrame, TTSTextFrame
+    from pipecat.services.elevenlabs.tts import ElevenLabsTTSService
+    from pipecat.tests.utils import run_test
 
-def pipecat_url(server: str, voice: str = "default", sample_rate: int = 24000) -> str:
+    class WordTimesHeard(ElevenLabsTTSService):
+        """The service as it is, keeping the word times it reports (seconds from the start of its audio)."""
+
+        def __init__(self, **kwargs: Any) -> None:
+            super().__init__(**kwargs)
+            self.word_times: list[tuple[str, float]] = []
+
+        async def add_word_timestamps(self, word_times: list[tuple[str, float]], *args: Any, **kwargs: Any) -> None:
+            self.word_times += word_times
+            await super().add_word_timestamps(word_times, *args, **kwargs)
+
+    text = "Good morning. I can help you book a table for tonight, or tomorrow if you prefer."
+    tts = WordTimesHeard(api_key=KEY, url=server.replace("http://", "ws://"), sample_rate=24000,
+                         settings=ElevenLabsTTSService.Settings(voice="default"))
+    async with asyncio.timeout(60):  # a bound on a hang, not a speed
+        frames, _ = await run_test(tts, frames_to_send=[TTSSpeakFrame(text)], start_timeout=30)
+    wav = pcm_of(b"".join(f.audio for f in frames if isinstance(f, TTSAudioRawFrame)))
+    assert wav.size / 24000 > 2.0 and np.sqrt(np.mean(wav ** 2)) > 0.02  # seconds of speech, not silence
+    assert watermarker.detect(wav, 24000) >= 0.5
+
+    spoken = [f for f in frames if isinstance(f, TTSTextFrame)]
+    assert [f.text for f in spoken] == [w for w, _ in tts.word_times] == text.split()
+    starts = [t for _, t in tts.word_times]
+    assert starts == sorted(starts) and starts[-1] < wav.size / 24000
+    # the frames' presentation times are those word times on pipecat's clock, from the start of the audio
+    assert [f.pts for f in spoken] == sorted(f.pts for f in spoken)
+    assert all(abs((f.pts - spoken[0].pts) - (t - starts[0]) * 1e9) < 1e3 for f, t in zip(spoken, starts))
+    for start in starts:  # each word time is where speech is in the audio pipecat received (-40 dBFS or more)
+        at = int(start * 24000)
+        assert np.sqrt(np.mean(wav[at:at + 2400] ** 2)) > 0.01
+
+
+# The multi-stream-input socket's own behaviours (barge-in, reused ids, a socket gone), as pipecat uses it.
+
+def multi_url(server: str, voice: str = "default", sample_rate: int = 24000) -> str:
     return (server.replace("http://", "ws://") + f"/v1/text-to-speech/{voice}/multi-stream-input"
             f"?model_id=eleven_turbo_v2_5&output_format=pcm_{sample_rate}&auto_mode=true")
 
 
-class PipecatListener:
-    """What pipecat does with each reply: audio by context, word times from alignment (calculate_word_times, with a
-    cumulative clock advanced by each alignment's last character), isFinal ending a context."""
+class Replies:
+    """Each context's audio, the words of its alignment, and the contexts ended by their isFinal."""
 
     def __init__(self) -> None:
         self.audio: dict[str, bytearray] = {}
-        self.words: dict[str, list[tuple[str, float]]] = {}
+        self.chars: dict[str, str] = {}
         self.finals: list[str] = []
-        self.clock: dict[str, float] = {}
-        self.partial: dict[str, tuple[str, float]] = {}
 
     def take(self, reply: dict[str, Any]) -> None:
         ctx = reply.get("contextId")
@@ -223,84 +260,44 @@ class PipecatListener:
             return
         if reply.get("audio"):
             self.audio.setdefault(ctx, bytearray()).extend(base64.b64decode(reply["audio"]))
-        alignment = reply.get("alignment") or reply.get("normalizedAlignment")
-        if not alignment:
-            return
-        word, start = self.partial.get(ctx, ("", 0.0))
-        completed = []
-        for char, at in zip(alignment["chars"], alignment["charStartTimesMs"]):
-            if char == " ":
-                if word:
-                    completed.append((word, start))
-                word = ""
-            else:
-                if not word:
-                    start = self.clock.get(ctx, 0.0) + at / 1000
-                word += char
-        self.partial[ctx] = (word, start)
-        if completed:
-            self.words.setdefault(ctx, []).extend(completed)
-            self.clock[ctx] = self.clock.get(ctx, 0.0) + (alignment["charStartTimesMs"][-1]
-                                                          + alignment["charDurationsMs"][-1]) / 1000
+        if reply.get("alignment"):
+            self.chars[ctx] = self.chars.get(ctx, "") + "".join(reply["alignment"]["chars"])
+
+    def words(self, ctx: str) -> list[str]:
+        return self.chars.get(ctx, "").split()
 
 
-async def pipecat_receive(ws: ClientConnection, listener: PipecatListener, until: str, timeout: float = 30) -> None:
+async def receive_until_final(ws: ClientConnection, replies: Replies, ctx: str, timeout: float = 30) -> None:
     async with asyncio.timeout(timeout):
-        while until not in listener.finals:
-            listener.take(json.loads(await ws.recv()))
-
-
-async def test_pipecats_wire_protocol_gets_speech_and_word_times_that_match_the_audio(server: str,
-                                                                                     watermarker) -> None:
-    listener = PipecatListener()
-    text = "Good morning. I can help you book a table for tonight, or tomorrow if you prefer."
-    async with connect(pipecat_url(server), max_size=16 * 1024 * 1024, additional_headers={"xi-api-key": KEY}) as ws:
-        await ws.send(json.dumps({"text": " ", "context_id": "turn-1",
-                                  "voice_settings": {"stability": 0.5, "speed": 1.0}}))
-        for sentence in ("Good morning. ", "I can help you book a table for tonight, ",
-                         "or tomorrow if you prefer. "):
-            await ws.send(json.dumps({"text": sentence, "context_id": "turn-1"}))
-        await ws.send(json.dumps({"context_id": "turn-1", "flush": True}))
-        await ws.send(json.dumps({"text": ""}))  # its keep-alive
-        await ws.send(json.dumps({"context_id": "turn-1", "close_context": True}))
-        await pipecat_receive(ws, listener, "turn-1")
-        await ws.send(json.dumps({"close_socket": True}))
-    wav = pcm_of(bytes(listener.audio["turn-1"]))
-    assert watermarker.detect(wav, 24000) >= 0.5
-    words = listener.words["turn-1"]
-    assert [w for w, _ in words] == text.split()
-    starts = [t for _, t in words]
-    assert starts == sorted(starts) and starts[-1] < wav.size / 24000
-    for _, start in words:  # each word time is where speech is in the audio pipecat received (-40 dBFS or more)
-        at = int(start * 24000)
-        assert np.sqrt(np.mean(wav[at:at + 2400] ** 2)) > 0.01
+        while ctx not in replies.finals:
+            replies.take(json.loads(await ws.recv()))
 
 
 async def test_closing_a_context_mid_speech_stops_it_and_another_context_goes_on(server: str) -> None:
-    listener = PipecatListener()
+    replies = Replies()
     long_text = "This is a long answer that the caller will interrupt. " * 40  # over two minutes of speech
-    async with connect(pipecat_url(server, sample_rate=16000), additional_headers={"xi-api-key": KEY}) as ws:
+    async with connect(multi_url(server, sample_rate=16000), additional_headers={"xi-api-key": KEY}) as ws:
         await ws.send(json.dumps({"text": " ", "context_id": "a"}))
         await ws.send(json.dumps({"text": long_text, "context_id": "a"}))
         async with asyncio.timeout(30):  # first audio of "a"
-            while "a" not in listener.audio:
-                listener.take(json.loads(await ws.recv()))
+            while "a" not in replies.audio:
+                replies.take(json.loads(await ws.recv()))
         await ws.send(json.dumps({"text": "", "context_id": "a"}))  # keep-alive: nothing changes
         await ws.send(json.dumps({"context_id": "a", "close_context": True}))  # barge-in
-        await pipecat_receive(ws, listener, "a")
-        heard_a = len(listener.audio["a"])
+        await receive_until_final(ws, replies, "a")
+        heard_a = len(replies.audio["a"])
         await ws.send(json.dumps({"text": "Sorry, go ahead. ", "context_id": "b", "flush": True}))
         await ws.send(json.dumps({"context_id": "b", "close_context": True}))
-        await pipecat_receive(ws, listener, "b")
+        await receive_until_final(ws, replies, "b")
         await ws.send(json.dumps({"close_socket": True}))
         with pytest.raises(Exception):  # the server closes the socket
             async with asyncio.timeout(10):
                 while True:
                     await ws.recv()
     assert ws.close_code == 1000
-    assert len(listener.audio["a"]) == heard_a  # nothing of "a" after its isFinal
+    assert len(replies.audio["a"]) == heard_a  # nothing of "a" after its isFinal
     assert heard_a / 2 / 16000 < 60  # far less than the whole answer
-    assert listener.finals == ["a", "b"] and [w for w, _ in listener.words["b"]] == ["Sorry,", "go", "ahead."]
+    assert replies.finals == ["a", "b"] and replies.words("b") == ["Sorry,", "go", "ahead."]
 
 
 async def test_refusals_are_their_error_messages(server: str) -> None:
@@ -329,23 +326,23 @@ async def test_refusals_are_their_error_messages(server: str) -> None:
 
 
 async def test_a_context_id_used_again_after_its_close_is_a_new_context(server: str) -> None:
-    listener = PipecatListener()
-    async with connect(pipecat_url(server), additional_headers={"xi-api-key": KEY}) as ws:
+    replies = Replies()
+    async with connect(multi_url(server), additional_headers={"xi-api-key": KEY}) as ws:
         for text in ("First answer. ", "Second answer. "):
             await ws.send(json.dumps({"text": text, "context_id": "turn", "flush": True}))
             await ws.send(json.dumps({"context_id": "turn", "close_context": True}))
         async with asyncio.timeout(30):
-            while listener.finals.count("turn") < 2:
-                listener.take(json.loads(await ws.recv()))
+            while replies.finals.count("turn") < 2:
+                replies.take(json.loads(await ws.recv()))
     # two contexts under one id, each ended by its own isFinal (they may play alongside: their words interleave)
-    assert sorted(w for w, _ in listener.words["turn"]) == ["First", "Second", "answer.", "answer."]
+    assert sorted(replies.words("turn")) == ["First", "Second", "answer.", "answer."]
 
 
 async def test_a_socket_gone_mid_speech_leaves_no_session_even_with_an_id_used_again(server: str) -> None:
     import httpx
 
     long_text = "This keeps the speaker busy for quite a while. " * 30
-    async with connect(pipecat_url(server), additional_headers={"xi-api-key": KEY}) as ws:
+    async with connect(multi_url(server), additional_headers={"xi-api-key": KEY}) as ws:
         await ws.send(json.dumps({"text": long_text, "context_id": "turn", "flush": True}))
         await ws.send(json.dumps({"context_id": "turn", "close_context": True}))  # still finishing...
         await ws.send(json.dumps({"text": long_text, "context_id": "turn", "flush": True}))  # ...when reused
