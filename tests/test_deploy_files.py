@@ -114,7 +114,7 @@ def requirement_pins(lines: list[str]) -> dict[str, str]:
         line = line.split("#")[0].strip()
         if line:
             name, _, version = line.partition("==")
-            pins[re.split(r"[<>=!~;\[ ]", name)[0].lower().replace("_", "-")] = version
+            pins[re.split(r"[<>=!~;\[ ]", name)[0].lower().replace("_", "-")] = version.split(";")[0].strip()
     return pins
 
 
@@ -169,8 +169,10 @@ def test_every_pip_install_is_constrained_by_the_lock():
 def test_lock_pins_everything_and_agrees_with_pyproject():
     assert all(re.fullmatch(r"\d[\w.+]*", version) for version in LOCK.values()), LOCK
     project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
-    wanted = requirement_pins(project["dependencies"] + project["optional-dependencies"]["engine"])
-    wanted |= requirement_pins((ROOT / "requirements/engine-nodeps.txt").read_text().splitlines())
+    extras = project["optional-dependencies"]
+    wanted = requirement_pins(project["dependencies"] + extras["engine"] + extras["test"])
+    for nodeps in ("engine-nodeps.txt", "test-nodeps.txt"):
+        wanted |= requirement_pins((ROOT / "requirements" / nodeps).read_text().splitlines())
     for name, version in wanted.items():
         assert name in LOCK, f"{name} is not in requirements/lock.txt"
         if version and not version.startswith(("<", ">")):
