@@ -162,6 +162,7 @@ class _Socket:
         """``isFinal`` for ``entry``; its session ends."""
         if self.contexts.get(entry.id) is entry:
             del self.contexts[entry.id]
+            self.rules.ended(entry.id)
         if entry.finished.is_set():
             return
         entry.finished.set()

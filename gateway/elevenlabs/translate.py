@@ -105,6 +105,11 @@ class Contexts:
 
     multi: bool
     _open: dict[str | None, _Context] = field(default_factory=dict)
+    _finishing: set[str | None] = field(default_factory=set)  # closed to finish, not yet final: a second close cuts
+
+    def ended(self, ctx: str | None) -> None:
+        """The context now under ``ctx`` said ``isFinal``: a close for that id finds nothing there."""
+        self._finishing.discard(ctx)
 
     def receive(self, msg: ClientMessage) -> list[Command]:
         if msg.close_socket:
@@ -116,13 +121,19 @@ class Contexts:
         if msg.close_context:
             if not self.multi or msg.context is None:
                 raise ProtocolError("'close_context' needs a 'context_id' (multi-stream-input)")
-            return self._close(ctx) if ctx in self._open else [Final(ctx)]
+            if ctx in self._open:
+                return self._close(ctx)
+            if ctx in self._finishing:  # closed once to finish its speech, now again: a barge-in (pipecat's)
+                self._finishing.discard(ctx)
+                return [Close(ctx, finish=False)]
+            return [Final(ctx)]
         if msg.text == "" and not msg.flush:  # one context: the end of its text; several: a keep-alive
             return [] if self.multi else self._close(ctx, finish=True)
         out: list[Command] = []
         state = self._open.get(ctx)
         if state is None:
             state = self._open[ctx] = _Context()
+            self._finishing.discard(ctx)  # the id is the new context's now
             out.append(Open(ctx))
         if msg.text and (state.spoken or msg.text.strip()):  # leading blanks (their first message) open only
             state.spoken = state.unflushed = True
@@ -136,7 +147,10 @@ class Contexts:
         state = self._open.pop(ctx, None)
         if state is None or not state.spoken:
             return [Final(ctx)]
-        return [Close(ctx, not state.unflushed if finish is None else finish)]
+        close = Close(ctx, not state.unflushed if finish is None else finish)
+        if close.finish:
+            self._finishing.add(ctx)
+        return [close]
 
 
 @dataclass(frozen=True)
