@@ -13,7 +13,7 @@ import json
 import ssl
 import threading
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any, Callable, Iterator
 
 import numpy as np
 import pytest
@@ -293,7 +293,7 @@ async def test_pipecat_barging_in_cuts_the_answer_off_and_its_next_turn_is_heard
                 self._changed.notify_all()
             await self.push_frame(frame, direction)
 
-        async def first(self, kind: type[Frame], where: Any = lambda frame: True) -> Frame:
+        async def first(self, kind: type[Frame], where: Callable[[Frame], bool] = lambda frame: True) -> Frame:
             async with self._changed:
                 await self._changed.wait_for(lambda: any(isinstance(f, kind) and where(f) for f in self.frames))
             return next(f for f in self.frames if isinstance(f, kind) and where(f))
