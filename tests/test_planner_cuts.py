@@ -137,8 +137,11 @@ def test_the_first_chunk_is_the_best_ranked_unit_whose_generation_fits_the_budge
     rest = " ".join(text.split())
     units = [b for b in cuts_of(rest, config.max_chars) if count_words(rest[: b.end]) >= config.first_chunk_min_words]
     fitting = [b for b in units if cost.upper(b.end) <= target + 1e-6]
-    if not fitting:  # nothing fits: as without a budget
-        assert planned == first_chunk(text, PlannerConfig(), cost)
+    unbudgeted = first_chunk(text, PlannerConfig(), cost)
+    if not fitting or planned.estimate_s > target + 1e-6:
+        # nothing fits, or nothing that fits leaves audio enough to cover the next chunk (safety before the
+        # budget: no underrun): as without a budget
+        assert planned == unbudgeted
         return
     end, longest = len(planned.source), fitting[-1].end
     assert planned.estimate_s <= target + 1e-6 and rest[:end] == planned.source
