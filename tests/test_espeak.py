@@ -127,3 +127,15 @@ def test_corrupt_conditionals_file_is_an_engine_error(espeak_engine: EspeakEngin
     path.write_text('{"pitch": 50, "colour": "blue"}')
     with pytest.raises(EngineError):
         espeak_engine.load_conditionals(path)
+
+
+def test_sentences_of_every_length_leave_no_ctypes_types_behind(espeak_engine: EspeakEngine) -> None:
+    """eSpeak hands audio over in blocks of varying length; a ctypes array type per length (and its pointer type,
+    cached by ctypes for the life of the process) would grow the worker's memory with every new length."""
+    import ctypes
+
+    speak(espeak_engine, TEN_WORDS)
+    before = len(ctypes._pointer_type_cache)  # type: ignore[attr-defined]
+    for i in range(30):
+        speak(espeak_engine, f"Caller number {i} asked about order {i * 37 + 11}, shipped on day {i % 28 + 1}.")
+    assert len(ctypes._pointer_type_cache) == before  # type: ignore[attr-defined]

@@ -110,8 +110,9 @@ class _Library:
             return cls._instance
 
     def _on_samples(self, wav: ctypes.POINTER(ctypes.c_short), count: int, _events: int) -> int:
-        if wav and count > 0:
-            self._blocks.append(np.ctypeslib.as_array(wav, shape=(count,)).copy())
+        if wav and count > 0:  # copied as bytes: np.ctypeslib.as_array would make a ctypes type per block length,
+            # which ctypes caches for the life of the process (the worker's memory grew with every new length)
+            self._blocks.append(np.frombuffer(ctypes.string_at(wav, count * 2), dtype=np.int16))
         return 1 if self._cancel is not None and self._cancel.is_set() else 0  # non-zero aborts synthesis
 
     def synthesize(self, text: str, voice: EspeakVoice, cancel: threading.Event) -> np.ndarray:
