@@ -128,8 +128,9 @@ class _Library:
             self._lib.espeak_SetParameter(_PARAM_RANGE, voice.pitch_range, 0)
             self._blocks, self._cancel = [], cancel
             try:
-                buf = ctypes.create_string_buffer(encoded, len(encoded))
-                err = self._lib.espeak_Synth(buf, len(encoded), 0, _POS_CHARACTER, 0, _CHARS_UTF8, None, None)
+                # The bytes themselves (eSpeak only reads them): create_string_buffer would make, and ctypes keep for
+                # good, an array type per text length.
+                err = self._lib.espeak_Synth(encoded, len(encoded), 0, _POS_CHARACTER, 0, _CHARS_UTF8, None, None)
                 blocks = self._blocks
             finally:
                 self._blocks, self._cancel = [], None
