@@ -4,12 +4,12 @@ PY := $(VENV)/bin/python
 PIP := $(PY) -m pip --disable-pip-version-check -q
 ARGS ?=
 
-.PHONY: run test venv chromium gstreamer
+.PHONY: run test venv chromium gstreamer fleet-tools
 
 run: $(VENV)/.ready
 	$(VENV)/bin/chatterbox-fast serve $(ARGS)
 
-test: $(VENV)/.ready chromium gstreamer
+test: $(VENV)/.ready chromium gstreamer fleet-tools
 	$(VENV)/bin/pytest $(ARGS)
 
 venv: $(VENV)/.ready
@@ -30,3 +30,7 @@ GST_CHECK := import gi; gi.require_version("Gst", "1.0"); gi.require_version("Gs
 	from gi.repository import Gst; Gst.init(None); assert Gst.ElementFactory.find("webrtcbin") and Gst.ElementFactory.find("nicesrc")
 gstreamer:
 	@/usr/bin/python3 -c '$(GST_CHECK)' 2>/dev/null || scripts/install-gstreamer
+
+# Debian's nginx and coturn for the fleet and TURN tests (started by the tests on free ports, never as services).
+fleet-tools:
+	@[ -x /usr/sbin/nginx ] && [ -x /usr/bin/turnserver ] || scripts/install-fleet-tools

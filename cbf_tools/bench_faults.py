@@ -1,5 +1,5 @@
 """``chatterbox-fast bench faults``: generated hostile inputs (cbf_tools/hostile_inputs.py) on every surface a client
-reaches (WebSocket, data-channel and controller messages; POST /v1/tts, /v1/audio/speech, /v1/webrtc/offer and
+reaches (WebSocket, ElevenLabs-compatible multi-stream-input, data-channel and controller messages; POST /v1/tts, /v1/audio/speech, /v1/webrtc/offer and
 /v1/whep with mangled SDP, and /v1/voices with mangled uploads), then what they did to a real server. Each figure must be 0:
 server errors (HTTP 5xx, a stream cut short, a socket the server dropped, an engine failure event), engine connections
 the gateway lost, embedded-worker restarts, sessions still open once every client has gone, and stored voices lost."""
@@ -18,8 +18,8 @@ import httpx
 from websockets.asyncio.client import ClientConnection, connect
 from websockets.exceptions import ConnectionClosed
 
-from cbf_tools.hostile_inputs import (OPENAI_FIELDS, TTS_FIELDS, http_bodies, offer_bodies, voice_uploads,
-                                     websocket_messages, whep_offers)
+from cbf_tools.hostile_inputs import (ELEVENLABS_FIELDS, OPENAI_FIELDS, TTS_FIELDS, http_bodies, offer_bodies,
+                                     voice_uploads, websocket_messages, whep_offers)
 from cbf_tools.local_server import ServerFailed, local_server, quiet_client_logs
 from cbf_tools.rtc_listener import Listener
 from gateway.webrtc.signalling import SETUP_TIMEOUT_S
@@ -29,19 +29,27 @@ WEBSOCKET_CLIENTS = 4
 HTTP_CONCURRENCY = 4
 
 
+ELEVENLABS_PATH = "/v1/text-to-speech/default/multi-stream-input?output_format=pcm_16000"
+
+
+def _error_code(event: dict[str, Any]) -> str | None:
+    """The error code of an event of ours (``type: error``) or of theirs (``error``), else None."""
+    return event.get("code") if event.get("type") == "error" or "error" in event else None
+
+
 async def _websocket(url: str, messages: list[str], headers: dict[str, str], session: str | None = None,
-                     clients: int = WEBSOCKET_CLIENTS) -> dict[str, int]:
-    """The messages spread over a few sockets, every event read; server errors and refusals counted. With
-    ``session``, the sockets are controllers of that WebRTC session (one after another: a new one takes over)."""
+                     clients: int = WEBSOCKET_CLIENTS, path: str = "/v1/stream",
+                     farewell: str | None = '{"type": "cancel"}') -> dict[str, int]:
+    """The messages spread over a few sockets at ``path``, every event read, ``farewell`` sent last; server errors
+    and refusals counted. With ``session``, the sockets are controllers of that WebRTC session (one after another:
+    a new one takes over)."""
     counts = {"server_errors": 0, "refused": 0}
-    path = "/v1/stream" + (f"?session={session}" if session else "")
+    path += f"?session={session}" if session else ""
 
     async def read(ws: ClientConnection) -> None:
         async for frame in ws:
-            if isinstance(frame, str):
-                event = json.loads(frame)
-                if event["type"] == "error":
-                    counts["server_errors" if event["code"] in SERVER_FAILURES else "refused"] += 1
+            if isinstance(frame, str) and (code := _error_code(json.loads(frame))) is not None:
+                counts["server_errors" if code in SERVER_FAILURES else "refused"] += 1
 
     async def client(share: list[str]) -> None:
         async with connect(url.replace("http", "ws", 1) + path, additional_headers=headers,
@@ -51,7 +59,8 @@ async def _websocket(url: str, messages: list[str], headers: dict[str, str], ses
                 for message in share:
                     await ws.send(message)
                     await asyncio.sleep(0.002)  # a fast client, not a flood the socket's buffers hide
-                await ws.send('{"type": "cancel"}')
+                if farewell is not None:
+                    await ws.send(farewell)
                 await asyncio.sleep(0.5)
                 await ws.close()
                 await reader
@@ -167,6 +176,8 @@ async def measure(url: str, count: int, seed: int, api_key: str | None) -> dict[
         started = time.monotonic()
         surfaces = {
             "websocket": await _websocket(url, websocket_messages(rng, count), headers),
+            "elevenlabs": await _websocket(url, websocket_messages(rng, count, ELEVENLABS_FIELDS), headers,
+                                           path=ELEVENLABS_PATH, farewell=None),
             "datachannel": await _datachannel(url, websocket_messages(rng, count), headers),
             "/v1/tts": await _http(url, "/v1/tts", _json(http_bodies(rng, count, TTS_FIELDS)), headers),
             "/v1/audio/speech": await _http(url, "/v1/audio/speech",

@@ -64,9 +64,14 @@ def _pick(*choices: Any) -> Callable[[random.Random], Any]:
     return lambda rng: rng.choice(choices)
 
 
-WEBSOCKET_FIELDS = {"type": _pick("speak", "text", "flush", "end", "cancel", "config", "sing", ""), "text": _text,
-                    "voice": _pick("default", "Default", "nobody", "\ud800", "../x"),
-                    "format": _pick("pcm_s16le", "mulaw", "mp3"), "sample_rate": _pick(8000, 16000, 44100, True)}
+WEBSOCKET_FIELDS = {"type": _pick("speak", "text", "flush", "end", "cancel", "config", "playout", "sing", ""),
+                    "text": _text, "voice": _pick("default", "Default", "nobody", "\ud800", "../x"),
+                    "format": _pick("pcm_s16le", "mulaw", "mp3"), "sample_rate": _pick(8000, 16000, 44100, True),
+                    "played": _pick(0.5, -1, "1", 1e9, True)}
+# ElevenLabs' multi-stream-input messages (close_socket left out: it would end the client's socket legitimately)
+ELEVENLABS_FIELDS = {"text": _text, "context_id": _pick("a", "b", "", 3), "flush": _pick(True, False, "yes"),
+                     "close_context": _pick(True, False, 1), "voice_settings": _pick({"speed": 2}, "fast"),
+                     "xi_api_key": _pick("key", 5)}
 TTS_FIELDS = {"text": _text, "voice": _pick("default", "nobody", "\ud800"), "format": _pick("pcm", "wav", "opus", "x"),
               "sample_rate": _pick(8000, 24000, 7, "24000")}
 OPENAI_FIELDS = {"model": _pick("tts-1", 1), "input": _text, "voice": _pick("alloy", "default", "\ud800"),
@@ -74,8 +79,9 @@ OPENAI_FIELDS = {"model": _pick("tts-1", 1), "input": _text, "voice": _pick("all
                  "stream_format": _pick("audio", "sse")}
 
 
-def websocket_messages(rng: random.Random, count: int) -> list[str]:
-    return [_frame(rng, WEBSOCKET_FIELDS) for _ in range(count)]
+def websocket_messages(rng: random.Random, count: int,
+                       fields: dict[str, Callable[[random.Random], Any]] = WEBSOCKET_FIELDS) -> list[str]:
+    return [_frame(rng, fields) for _ in range(count)]
 
 
 def http_bodies(rng: random.Random, count: int, fields: dict[str, Callable[[random.Random], Any]]) -> list[str]:

@@ -1,4 +1,5 @@
-"""``chatterbox-fast serve`` on 127.0.0.1 in a child process, for the benchmarks and the tests."""
+"""``chatterbox-fast serve`` (and ``chatterbox-fast engine``) on 127.0.0.1 in child processes, for the benchmarks
+and the tests."""
 
 from __future__ import annotations
 
@@ -54,9 +55,48 @@ def local_server(flags: Sequence[str], *, env: dict[str, str] | None = None, qui
             time.sleep(0.2)
         yield url, proc.pid
     finally:
-        proc.terminate()
-        try:
-            proc.wait(15)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
+        stop(proc)
+
+
+def stop(proc: subprocess.Popen) -> None:
+    """SIGTERM, then SIGKILL after 15 s."""
+    proc.terminate()
+    try:
+        proc.wait(15)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()
+
+
+def _listening(listen: str) -> bool:
+    if listen.startswith("unix:"):
+        return Path(listen[5:]).exists()
+    host, _, port = listen.rpartition(":")
+    try:
+        socket.create_connection((host, int(port)), timeout=1).close()
+        return True
+    except OSError:
+        return False
+
+
+@contextlib.contextmanager
+def local_workers(listens: Sequence[str], *flags: str, ready_timeout: float = 120.0) -> Iterator[list[subprocess.Popen]]:
+    """eSpeak engine workers, ``engine --listen L`` for each of ``listens`` (HOST:PORT or unix:/path) with ``flags``;
+    yields their processes once each accepts connections (a worker listens once its engine is warm)."""
+    procs: list[subprocess.Popen] = []
+    try:
+        for listen in listens:
+            procs.append(subprocess.Popen([sys.executable, "-m", "gateway.cli", "engine", "--engine", "espeak",
+                                           "--listen", listen, "--log-level", "warning", *flags], cwd=ROOT))
+        deadline = time.monotonic() + ready_timeout
+        for listen, proc in zip(listens, procs):
+            while not _listening(listen):
+                if proc.poll() is not None:
+                    raise ServerFailed(f"the worker on {listen} exited with code {proc.returncode}")
+                if time.monotonic() > deadline:
+                    raise ServerFailed(f"the worker on {listen} did not start")
+                time.sleep(0.1)
+        yield procs
+    finally:
+        for proc in procs:
+            stop(proc)

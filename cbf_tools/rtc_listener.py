@@ -38,10 +38,11 @@ class Listener:
 
     @classmethod
     def create(cls, codecs: list[str] | None = None, datachannel: bool = True, prefetch: int | None = 0,
-               keep_audio: bool = False) -> "Listener":
+               keep_audio: bool = False, config: RTCConfiguration | None = None) -> "Listener":
         """``codecs``: offer only these (e.g. ["pcmu"]); ``prefetch``: the receiver jitter buffer's hold-back in
-        frames (aiortc's default 4 adds 80 ms; 0 measures the server); ``keep_audio``: keep what was heard."""
-        pc = RTCPeerConnection(RTCConfiguration(iceServers=[]))
+        frames (aiortc's default 4 adds 80 ms; 0 measures the server); ``keep_audio``: keep what was heard;
+        ``config``: ICE servers and policy (default: none, every candidate)."""
+        pc = RTCPeerConnection(config or RTCConfiguration(iceServers=[]))
         listener = cls(pc, keep_audio=keep_audio)
         transceiver = pc.addTransceiver("audio", direction="recvonly")
         if codecs:

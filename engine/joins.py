@@ -13,6 +13,8 @@ from enum import Enum
 import numpy as np
 from scipy.ndimage import minimum_filter1d, uniform_filter1d
 
+from engine.word_timing import Placement
+
 
 def _default_pauses() -> dict[str | None, float]:
     # "hard" is a cut with no natural boundary; "end" is the end of text the client flushed (a new thought follows).
@@ -45,6 +47,7 @@ class Joiner:
     def __init__(self, config: JoinConfig | None = None) -> None:
         self.config = config or JoinConfig()
         self._gain_db: float | None = None
+        self.placement: Placement | None = None  # how ``process`` moved the last chunk (None: nothing audible)
 
     def process(self, wav: np.ndarray, sample_rate: int, previous_boundary: str | Enum | None) -> np.ndarray:
         """Return the chunk trimmed, preceded by its pause, faded, levelled and limited (float32).
@@ -60,12 +63,16 @@ class Joiner:
         wav = np.nan_to_num(np.asarray(wav, dtype=np.float32).reshape(-1))
         frame = max(1, int(round(cfg.frame * sample_rate)))
         level_db = _frame_db(wav, frame)
+        self.placement = None
         if level_db.size == 0 or level_db.max() < cfg.floor_db:
             return pause  # nothing audible: keep only the rhythm
         loud = level_db > max(level_db.max() - cfg.silence_db, cfg.floor_db)
         first, last = np.flatnonzero(loud)[[0, -1]]
         start = max(0, first * frame - int(cfg.keep_before * sample_rate))
         stop = min(wav.size, (last + 1) * frame + int(cfg.keep_after * sample_rate))
+        shift = (pause.size - start) / sample_rate
+        self.placement = Placement(shift, first * frame / sample_rate + shift,
+                                   min(stop, (last + 1) * frame) / sample_rate + shift)
         speech = wav[start:stop] * self._next_gain(level_db, frame, sample_rate)
         speech = _limit(speech, cfg.ceiling, max(1, int(cfg.limiter_window * sample_rate)))
         _fade(speech, int(cfg.fade_in * sample_rate), int(cfg.fade_out * sample_rate))

@@ -129,6 +129,8 @@ class ChunkHeader:
     duration: float  # seconds of audio in this chunk
     gen_time: float  # seconds the engine spent generating it
     sample_rate: int = SAMPLE_RATE
+    words: list[dict[str, Any]] | None = None  # [{word, start, end}] in seconds of utterance audio
+    timing: str | None = None  # "exact" (the engine placed the words) or "estimated" (spread by syllables)
 
 
 @dataclass(frozen=True)

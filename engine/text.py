@@ -182,3 +182,16 @@ def _plain_norm(text: str) -> str:
     for old, new in _REPLACEMENTS:
         text = text.replace(old, new)
     return _SPACE_RUN.sub(" ", text).replace(" ,", ",")
+
+
+_SPACES = re.compile(r"\s+")
+
+
+def strip_tags(text: str) -> str:
+    """``text`` without its paralinguistic tags such as ``[laugh]``: the words an engine that cannot voice tags speaks."""
+    kept, start = [], 0
+    for tag_start, tag_end in tag_spans(text):
+        kept.append(text[start:tag_start])
+        start = tag_end
+    kept.append(text[start:])
+    return _SPACES.sub(" ", " ".join(kept)).strip()

@@ -38,6 +38,7 @@ from engine.settings import EngineSettings
 from engine.text import BoundaryKind
 from engine.voices import VoiceStore, voice_key
 from engine.watermark import Watermarker
+from engine.word_timing import chunk_words
 
 log = logging.getLogger("chatterbox_fast.engine")
 MAX_MESSAGE_BYTES = 16 * 1024 * 1024  # voice uploads travel as one binary frame
@@ -46,6 +47,7 @@ VOICE_UPLOAD_SLACK_S = 1.0  # a clone waits behind listeners with less than this
 MAX_COST_MODELS = 256  # voices whose learnt generation cost is kept
 
 Send = Callable[[str | bytes], Awaitable[None]]
+WordStarts = list[tuple[int, float]] | None  # (character index, seconds) of each word, where the engine knows them
 
 
 @dataclass
@@ -58,10 +60,10 @@ class Synthesizer:
     device: DeviceQueue = field(default_factory=DeviceQueue)
     post: ThreadPoolExecutor = field(default_factory=lambda: ThreadPoolExecutor(1, thread_name_prefix="watermark"))
 
-    def speak(self, text: str, voice: Any, cancel: threading.Event) -> np.ndarray:
+    def speak(self, text: str, voice: Any, cancel: threading.Event) -> tuple[np.ndarray, WordStarts]:
         if cancel.is_set():
             raise Cancelled()
-        return self.engine.synthesize(text, voice, cancel)
+        return self.engine.synthesize_timed(text, voice, cancel)
 
     def finish(self, wav: np.ndarray, joiner: Joiner, previous: BoundaryKind | None) -> np.ndarray:
         wav = joiner.process(wav, self.engine.sample_rate, previous)
@@ -70,10 +72,12 @@ class Synthesizer:
     def chunk(self, text: str, voice: Any, joiner: Joiner, previous: BoundaryKind | None,
               cancel: threading.Event) -> np.ndarray:
         """Both stages in the calling thread (warm-up and calibration)."""
-        return self.finish(self.speak(text, voice, cancel), joiner, previous)
+        return self.finish(self.speak(text, voice, cancel)[0], joiner, previous)
 
-    async def generate(self, text: str, voice: Any, cancel: threading.Event, buffered: float) -> np.ndarray:
-        """A chunk's raw audio; ``buffered`` is the audio its listener has in hand (its deadline)."""
+    async def generate(self, text: str, voice: Any, cancel: threading.Event,
+                       buffered: float) -> tuple[np.ndarray, WordStarts]:
+        """A chunk's raw audio and its word starts where the engine knows them; ``buffered`` is the audio its
+        listener has in hand (its deadline)."""
         engine = self.engine
         if not isinstance(engine, BatchingEngine):
             return await self.run(self.speak, text, voice, cancel, buffered=buffered)
@@ -81,7 +85,7 @@ class Synthesizer:
         tokens = await asyncio.wrap_future(engine.submit_tokens(text, voice, cancel, deadline))
         if cancel.is_set():
             raise Cancelled()
-        return await self.run(engine.vocode, tokens, voice, buffered=deadline - time.monotonic())
+        return await self.run(engine.vocode, tokens, voice, buffered=deadline - time.monotonic()), None
 
     def watched(self) -> list[Any]:
         """What runs device calls, each with ``busy_since`` (engine/watchdog.py): the device queue, and a batching
@@ -156,7 +160,7 @@ class Utterance:
                     await self._sleep_until_needed()
                     continue
                 t0 = time.monotonic()
-                raw = await synth.generate(planned.text, voice, self.cancel_event, self.planner.buffered(t0))
+                raw, starts = await synth.generate(planned.text, voice, self.cancel_event, self.planner.buffered(t0))
                 wav = await synth.after(raw, joiner, previous.boundary if previous else None)
                 now = time.monotonic()
                 gen_time = now - t0
@@ -164,7 +168,10 @@ class Utterance:
                 self.planner.on_generated(planned, gen_time=gen_time, audio_seconds=duration, now=now)
                 if first_chunk is None:
                     first_chunk = now - started
-                header = ChunkHeader(self.id, seq, planned.text, round(offset, 4), round(duration, 4), round(gen_time, 4))
+                words, timing = chunk_words(planned.text, joiner.placement, starts, duration)
+                header = ChunkHeader(self.id, seq, planned.text, round(offset, 4), round(duration, 4),
+                                     round(gen_time, 4), words=[w.later(offset).as_json() for w in words],
+                                     timing=timing)
                 await self.send(protocol.encode(Chunk(header, to_int16(wav))))
                 seq, offset, gen_total, previous = seq + 1, offset + duration, gen_total + gen_time, planned
             if seq == 0:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import logging
 from pathlib import Path
@@ -17,6 +18,7 @@ from starlette.websockets import WebSocket
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from gateway.auth import OPEN_PATHS, authorized
+from gateway.elevenlabs import endpoint as elevenlabs
 from gateway.engine_link.pool import EnginePool
 from gateway.engine_link.process import EngineProcess
 from gateway.http import health, speech, voices
@@ -27,7 +29,8 @@ from gateway.session import Session
 from gateway.session_registry import SessionRegistry
 from gateway.settings import GatewaySettings
 from gateway.shared_state import GatewayState
-from gateway.webrtc import audio_level, control, whep
+from gateway.siblings import SiblingHealth
+from gateway.webrtc import audio_level, control, udp_ports, whep
 from gateway.webrtc.signalling import close_all_peers, webrtc_offer
 from gateway.websocket import stream_endpoint
 
@@ -62,17 +65,31 @@ async def stream(ws: WebSocket) -> None:
         await stream_endpoint(ws)
 
 
+async def _report_to_siblings(state: GatewayState) -> None:
+    """Every second: this process's /health snapshot for its siblings, and its engine link for the summed metrics."""
+    assert state.siblings is not None
+    while True:
+        state.metrics.engine_up.set(1 if state.engine.available else 0)
+        state.siblings.write(health.snapshot(health.health_body(state)))
+        await asyncio.sleep(1.0)
+
+
 def create_app(settings: GatewaySettings, on_engine_refusal: Callable[[str], None] | None = None) -> Starlette:
     """``on_engine_refusal``: told why, when the embedded worker cannot start at all (see EngineProcess)."""
     audio_level.install()
-    metrics = Metrics()
+    metrics = Metrics(settings.shared_dir)
     process = None if settings.engine_urls else EngineProcess(list(settings.engine_args), on_engine_refusal)
-    engine = (EnginePool(list(settings.engine_urls), settings.engine_secret) if process is None
+    engine = (EnginePool(list(settings.engine_urls), settings.engine_secret,
+                         resolve_interval=settings.engine_resolve_interval_s) if process is None
               else EnginePool([process.url], process.secret))
-    state = GatewayState(settings, engine, metrics, SessionRegistry(settings.max_sessions, metrics), process)
+    siblings = SiblingHealth(settings.shared_dir) if settings.shared_dir else None
+    state = GatewayState(settings, engine, metrics, SessionRegistry(settings.max_sessions, metrics), process,
+                         siblings)
 
     @contextlib.asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
+        if settings.rtc_ports is not None:
+            udp_ports.install(asyncio.get_running_loop(), udp_ports.PortRange(*settings.rtc_ports))
         if process is not None:
             process.start()
         engine.start_background()
@@ -80,7 +97,10 @@ def create_app(settings: GatewaySettings, on_engine_refusal: Callable[[str], Non
                  ", ".join(settings.engine_urls) or "embedded worker")
         if warning := exposure_warning(settings.host, settings.api_keys):
             log.warning(warning)
+        reporting = asyncio.create_task(_report_to_siblings(state)) if siblings is not None else None
         yield
+        if reporting is not None:
+            reporting.cancel()
         log.info("shutting down: closing %d sessions", len(state.sessions))
         for owner in state.sessions.owners():
             if isinstance(owner, Session):
@@ -109,6 +129,8 @@ def create_app(settings: GatewaySettings, on_engine_refusal: Callable[[str], Non
         Route("/v1/sessions/{session}/speak", control.speak, methods=["POST"]),
         Route("/v1/sessions/{session}/cancel", control.cancel, methods=["POST"]),
         WebSocketRoute("/v1/stream", stream),
+        WebSocketRoute("/v1/text-to-speech/{voice_id}/stream-input", elevenlabs.stream_input),
+        WebSocketRoute("/v1/text-to-speech/{voice_id}/multi-stream-input", elevenlabs.multi_stream_input),
         Mount("/", StaticFiles(directory=WEB_DIR, html=True), name="web"),
     ]
     middleware = [

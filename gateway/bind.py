@@ -11,11 +11,15 @@ class CannotListen(RuntimeError):
     """The port cannot be bound; the message says why and what to do."""
 
 
-def bind_tcp(host: str, port: int, flag: str) -> socket.socket:
-    """A socket bound to ``host:port`` (not yet listening); ``flag`` is the option that sets the port, for the fix."""
+def bind_tcp(host: str, port: int, flag: str, reuse_port: bool = False) -> socket.socket:
+    """A socket bound to ``host:port`` (not yet listening); ``flag`` is the option that sets the port, for the fix.
+    ``reuse_port``: share the port with other processes that set it too (SO_REUSEPORT: the kernel spreads new
+    connections over them)."""
     family = socket.AF_INET6 if ":" in host else socket.AF_INET
     sock = socket.socket(family, socket.SOCK_STREAM)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as uvicorn and asyncio do: TIME_WAIT is no conflict
+    if reuse_port:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEPORT, 1)
     try:
         sock.bind((host, port))
     except OSError as exc:

@@ -109,8 +109,17 @@ GATEWAY_OPTIONS = (
            30.0),
     Option("--ice-server", "CBF_ICE_SERVERS", "STUN/TURN URLs, comma-separated (turn:user:pass@host:port); "
            "none by default", _list, ()),
-    Option("--engine-url", "CBF_ENGINE_URL", "use running engine workers (ws://host:port or unix:/path, "
-           "comma-separated; utterances go to the least busy) instead of starting one", _list, ()),
+    Option("--rtc-ports", "CBF_RTC_PORTS", "UDP port range LOW-HIGH for WebRTC media (host networking behind a "
+           "firewall); with --processes each process gets its own slice; none = any port the kernel picks"),
+    Option("--engine-url", "CBF_ENGINE_URL", "use running engine workers (ws://host:port, unix:/path, or "
+           "dns+ws://name:port for every address of a name, re-resolved; comma-separated; utterances go to the "
+           "least busy) instead of starting one", _list, ()),
+    Option("--engine-resolve-interval", "CBF_ENGINE_RESOLVE_INTERVAL", "seconds between resolutions of a "
+           "dns+ws:// engine URL (new addresses are added, vanished ones drained)", float, 5.0),
+    Option("--processes", "CBF_PROCESSES", "gateway processes sharing the port (SO_REUSEPORT) and one engine "
+           "worker (or the --engine-url ones); about 20 Opus streams per process", int, 1),
+    Option("--reuse-port", "CBF_REUSE_PORT", "share the port with other processes that set it too (SO_REUSEPORT); "
+           "--processes sets it for its own", _bool, False),
 )
 
 ENGINE_SECRET = (Option("--engine-secret", "CBF_ENGINE_SECRET", "shared secret of a gateway and its engine workers: a "
@@ -144,6 +153,21 @@ def engine_argv(args: argparse.Namespace) -> list[str]:
     return argv
 
 
+def options_env(args: argparse.Namespace, options: Sequence[Option]) -> dict[str, str]:
+    """The values of ``options`` in ``args`` as their environment variables (for a child process: no secret on its
+    command line)."""
+    env: dict[str, str] = {}
+    for option in options:
+        value = getattr(args, option.dest)
+        if isinstance(value, tuple):
+            env[option.env] = ",".join(value)
+        elif isinstance(value, bool):
+            env[option.env] = "true" if value else "false"
+        elif value is not None:
+            env[option.env] = str(value)
+    return env
+
+
 def _setup_logging(level: str) -> None:
     logging.basicConfig(level=level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s",
                         stream=sys.stderr)
@@ -168,24 +192,46 @@ def cmd_serve(args: argparse.Namespace) -> int:
 
     from gateway.app import create_app
     from gateway.bind import CannotListen, bind_tcp
+    from gateway.engine_link.discovery import PREFIX, parse_dns_url
     from gateway.operator_safety import redact_keys_in_logs
     from gateway.settings import GatewaySettings
     from gateway.webrtc.signalling import ice_servers
+    from gateway.webrtc.udp_ports import parse_port_range, split_range
 
+    if args.processes < 1:
+        print("chatterbox-fast serve: --processes must be at least 1", file=sys.stderr)
+        return 2
     try:
         ice_servers(args.ice_server)
+        for url in args.engine_url:
+            if url.startswith(PREFIX):
+                parse_dns_url(url)
+        rtc_ports = parse_port_range(args.rtc_ports) if args.rtc_ports else None
+        if rtc_ports is not None:
+            split_range(*rtc_ports, args.processes)
     except ValueError as exc:
         print(f"chatterbox-fast serve: {exc}", file=sys.stderr)
         return 2
     try:
-        sock = bind_tcp(args.host, args.port, "--port (CBF_PORT)")
+        sock = bind_tcp(args.host, args.port, "--port (CBF_PORT)", reuse_port=args.reuse_port)
     except CannotListen as exc:
         return _refuse(args, str(exc), exc)
+    if args.processes > 1:  # the port is free: the gateway processes bind it together
+        sock.close()
+        from gateway.processes import serve_processes
+
+        env = {**os.environ, **options_env(args, (*GATEWAY_OPTIONS, *ENGINE_SECRET, *ENGINE_OPTIONS, LOG_OPTION))}
+        code, refusal = serve_processes(args.processes, env, engine_argv(args) + ["--log-level", args.log_level],
+                                        split_range(*rtc_ports, args.processes) if rtc_ports else None)
+        return _refuse(args, refusal) if refusal else code
     settings = GatewaySettings(
         host=args.host, port=args.port, api_keys=args.api_key, max_sessions=args.max_sessions,
         max_text_chars=args.max_text_chars, max_upload_bytes=args.max_upload_bytes, ice_servers=args.ice_server,
         stall_timeout_s=args.stall_timeout,
-        engine_urls=args.engine_url, engine_secret=args.engine_secret, engine_args=tuple(engine_argv(args) + ["--log-level", args.log_level]),
+        engine_urls=args.engine_url, engine_secret=args.engine_secret,
+        engine_args=tuple(engine_argv(args) + ["--log-level", args.log_level]),
+        engine_resolve_interval_s=args.engine_resolve_interval, rtc_ports=rtc_ports,
+        shared_dir=os.environ.get("PROMETHEUS_MULTIPROC_DIR") or None,
     )
     refusals: list[str] = []
 
@@ -253,6 +299,12 @@ def cmd_bench_soak(args: argparse.Namespace) -> int:
     from cbf_tools import bench_soak
 
     return bench_soak.run(args)
+
+
+def cmd_bench_fleet(args: argparse.Namespace) -> int:
+    from cbf_tools import bench_fleet
+
+    return bench_fleet.run(args)
 
 
 def cmd_gate(args: argparse.Namespace) -> int:
@@ -335,6 +387,15 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--max-growth", type=float, default=2.0,
                    help="MiB per minute the gateway's memory may grow over the second half (runs of 4 min or more)")
     _served_bench_arguments(p)
+
+    p = command(bench, "fleet", "2 gateways x 2 engine workers behind nginx on this host, then one of each killed",
+                cmd_bench_fleet)
+    p.add_argument("--ws-sessions", type=int, default=20, help="WebSocket sessions through the balancer")
+    p.add_argument("--webrtc-sessions", type=int, default=4, help="WebRTC sessions through the balancer")
+    p.add_argument("--steady", type=float, default=20.0, help="seconds before one gateway and one worker are killed")
+    p.add_argument("--after", type=float, default=20.0, help="seconds the sessions go on after the kill")
+    p.add_argument("--pause", type=float, default=0.5, help="seconds a session waits between utterances")
+    p.add_argument("--stagger", type=float, default=4.0, help="seconds over which the sessions start, evenly")
 
     p = command(sub, "gate", "the A-B deploy gate against a running server", cmd_gate)
     _gate_arguments(p)

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 
 from engine.protocol import SAMPLE_RATE
 
-PCM_RATES = (8000, 16000, SAMPLE_RATE, 48000)
+PCM_RATES = (8000, 16000, 22050, SAMPLE_RATE, 32000, 44100, 48000)
 
 
 @dataclass(frozen=True)
@@ -45,6 +45,16 @@ OPENAI_FORMATS = ("mp3", "opus", "aac", "flac", "wav", "pcm")  # POST /v1/audio/
 OPENAI_PCM_RATE = 24000  # OpenAI defines its "pcm" as 24 kHz, whatever the engine's rate
 WEBSOCKET_FORMATS = ("pcm_s16le", "mulaw")  # "config" on /v1/stream
 WEBSOCKET_DEFAULT_FORMAT = "pcm_s16le"  # at SAMPLE_RATE
+# ElevenLabs' output_format names (the stream-input query) as (format, rate).
+ELEVENLABS_FORMATS = {
+    **{f"pcm_{rate}": ("pcm", rate) for rate in PCM_RATES},
+    "ulaw_8000": ("mulaw", 8000),
+    **{f"mp3_{rate}_{kbps}": ("mp3", rate) for rate, kbps in ((22050, 32), (44100, 32), (44100, 64), (44100, 96),
+                                                               (44100, 128), (44100, 192))},
+    "opus": ("opus", 48000),
+    **{f"opus_48000_{kbps}": ("opus", 48000) for kbps in (32, 64, 96, 128, 192)},
+}
+ELEVENLABS_DEFAULT_FORMAT = "mp3_44100_128"  # theirs, when the query names none
 WEBRTC_CODECS = ("opus", "pcmu", "pcma")  # what the paced track can feed, in the server's order of preference
 
 

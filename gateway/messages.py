@@ -45,7 +45,14 @@ class Cancel:
     pass
 
 
-Message = Config | Text | Speak | Flush | End | Cancel
+@dataclass(frozen=True)
+class Playout:
+    """Seconds of the utterance now playing that the client has played out (WebSocket clients that play audio)."""
+
+    played: float
+
+
+Message = Config | Text | Speak | Flush | End | Cancel | Playout
 _SIMPLE = {"flush": Flush, "end": End, "cancel": Cancel}
 
 
@@ -82,6 +89,11 @@ def parse_message(raw: str | bytes) -> Message:
         return Speak(text, _string(message, "voice", required=False))
     if kind == "config":
         return _parse_config(message)
+    if kind == "playout":
+        played = message.get("played")
+        if not isinstance(played, (int, float)) or isinstance(played, bool) or not 0 <= played < 1e6:
+            raise ProtocolError("'playout' needs a number 'played' (seconds, 0 or more)")
+        return Playout(float(played))
     raise ProtocolError(f"unknown message type {kind!r}", "unknown_type")
 
 

@@ -1,14 +1,21 @@
-"""Prometheus metrics of one gateway (a registry per app, so several apps can live in one process)."""
+"""Prometheus metrics of one gateway (a registry per app, so several apps can live in one process).
+
+Under ``serve --processes N`` every process runs with PROMETHEUS_MULTIPROC_DIR set (prometheus-client's multiprocess
+mode: values live in files there), and whichever process answers /metrics reports the sum over all of them: counters
+and histograms added up, active sessions summed over the live processes, ``cbf_engine_up`` the highest of them."""
 
 from __future__ import annotations
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
+from prometheus_client.multiprocess import MultiProcessCollector
 
 _LATENCY_BUCKETS = (0.01, 0.02, 0.03, 0.05, 0.075, 0.1, 0.15, 0.2, 0.3, 0.4, 0.6, 0.8, 1.0, 1.5, 2.5, 5.0)
 
 
 class Metrics:
-    def __init__(self) -> None:
+    def __init__(self, shared_dir: str | None = None) -> None:
+        """``shared_dir``: the multiprocess directory (PROMETHEUS_MULTIPROC_DIR) of `serve --processes N`."""
+        self.shared_dir = shared_dir
         self.registry = CollectorRegistry()
         r = self.registry
         self.ttfa = Histogram("cbf_time_to_first_audio_seconds", "From an utterance's first text to its first audio "
@@ -19,10 +26,16 @@ class Metrics:
                              buckets=(0.5, 1, 1.5, 2, 3, 4, 6, 10, 20, 50, 100, 1000), registry=r)
         self.underruns = Counter("cbf_underruns_total", "Times a stream ran dry after first audio", ["transport"],
                                  registry=r)
-        self.sessions = Gauge("cbf_active_sessions", "Open sessions and streams", ["transport"], registry=r)
+        self.sessions = Gauge("cbf_active_sessions", "Open sessions and streams", ["transport"], registry=r,
+                              multiprocess_mode="livesum")
         self.utterances = Counter("cbf_utterances_total", "Utterances finished", ["transport", "outcome"], registry=r)
         self.errors = Counter("cbf_errors_total", "Errors sent to clients", ["code"], registry=r)
-        self.engine_up = Gauge("cbf_engine_up", "1 when the engine worker is connected and ready", registry=r)
+        self.engine_up = Gauge("cbf_engine_up", "1 when the engine worker is connected and ready", registry=r,
+                               multiprocess_mode="livemax")
 
     def render(self) -> bytes:
-        return generate_latest(self.registry)
+        if self.shared_dir is None:
+            return generate_latest(self.registry)
+        merged = CollectorRegistry()
+        MultiProcessCollector(merged, path=self.shared_dir)
+        return generate_latest(merged)

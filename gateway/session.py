@@ -13,6 +13,7 @@ import time
 import uuid
 from typing import Any, Awaitable, Callable
 
+from gateway import messages
 from gateway import session_core as core
 from gateway.engine_link.client import EngineRequestError, EngineUnavailable, RemoteUtterance
 from gateway.playout import report_playout
@@ -65,7 +66,15 @@ class Session:
     async def handle_text(self, raw: str | bytes) -> None:
         """One client frame, carried out to its end even when the caller is cancelled (a client gone mid-frame): an
         engine utterance it starts is then always known to the session, and cancelled with it."""
-        await asyncio.shield(self._run(self.core.receive(raw)))
+        await asyncio.shield(self._run(self.core.receive(raw, self._position())))
+
+    async def handle(self, msg: messages.Message) -> None:
+        """One message another protocol's adapter parsed (gateway/elevenlabs/), carried out as ``handle_text``."""
+        await asyncio.shield(self._run(self.core.apply(msg, self._position())))
+
+    def _position(self) -> float | None:
+        """The sink's position in the turn it is playing; None when none is."""
+        return self.sink.played_seconds() if self._audible is not None else None
 
     async def _run(self, actions: list[core.Action]) -> None:
         """Carry ``actions`` out in order; an engine call that fails ends the batch with an ``error`` event."""
@@ -136,9 +145,12 @@ class Session:
         """Cancel ``turn`` in the engine and stop sending. (The core cancels every turn at once, on ``cancel`` and on
         a disconnect, so the player stops altogether and starts afresh with the next turn.)"""
         self._stop_feedback(turn)
-        if (entry := self._utterances.pop(turn, None)) is not None:
-            await asyncio.shield(entry[0].cancel())  # sent even when the caller is being cancelled
-        await self._stop_player()
+        entry = self._utterances.pop(turn, None)
+        try:
+            await self._stop_player()  # first: nothing more goes out once a cancel is taken (so "heard" holds)
+        finally:
+            if entry is not None:
+                await asyncio.shield(entry[0].cancel())  # sent even when the caller is being cancelled
 
     def _stop_feedback(self, turn: int) -> None:
         if (task := self._feedback.pop(turn, None)) is not None:
@@ -175,7 +187,7 @@ class Session:
             summary = stats.summary()
             if underruns_before is not None:
                 summary["underruns"] = (self.sink.underruns() or 0) - underruns_before
-            await self._run(self.core.audio_ended(turn, summary))
+            await self._run(self.core.audio_ended(turn, summary, self.sink.played_seconds()))
         except EngineRequestError as exc:
             await self._run(self.core.failed(turn, exc.code, str(exc)))
         except Exception as exc:  # the client went away mid-send, for instance

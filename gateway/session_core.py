@@ -16,6 +16,7 @@ from typing import Any
 from engine.protocol import SAMPLE_RATE, ChunkHeader, EngineReady, ProtocolError
 from gateway import messages
 from gateway.formats import WEBSOCKET_DEFAULT_FORMAT
+from gateway.word_match import ClientWords, heard_text
 
 MAX_QUEUED_UTTERANCES = 8  # per session: utterances started but not yet fully sent
 
@@ -97,6 +98,9 @@ class _Turn:
     chars: int = 0
     utterance: str | None = None  # the engine's utterance id, once started
     audio_begun: bool = False
+    text: ClientWords = field(default_factory=ClientWords)  # what the client sent, to spell the timed words
+    words: list[dict[str, Any]] = field(default_factory=list)  # every timed word sent so far
+    reported: float | None = None  # seconds the client says it played (``playout``)
 
 
 @dataclass
@@ -129,12 +133,22 @@ class SessionCore:
             "limits": {"max_text_chars": self.max_text_chars, "max_message_bytes": messages.MAX_MESSAGE_BYTES},
         })]
 
-    def receive(self, raw: str | bytes) -> list[Action]:
-        """One client frame. A refusal is an ``error`` event; nothing a client sends ends the session."""
+    def receive(self, raw: str | bytes, sent: float | None = None) -> list[Action]:
+        """One client frame. A refusal is an ``error`` event; nothing a client sends ends the session. ``sent``: the
+        sink's position in the turn it is playing (``AudioSink.played_seconds``), for what a ``cancel`` says was
+        heard."""
+        try:
+            msg = messages.parse_message(raw)
+        except ProtocolError as exc:
+            return [] if self.closed else [self.error(exc.code, str(exc))]
+        return self.apply(msg, sent)
+
+    def apply(self, msg: messages.Message, sent: float | None = None) -> list[Action]:
+        """One message already parsed (by another protocol's adapter, gateway/elevenlabs/); as ``receive``."""
         if self.closed:
             return []
         try:
-            return self._apply(messages.parse_message(raw))
+            return self._apply(msg, sent)
         except ProtocolError as exc:
             return [self.error(exc.code, str(exc))]
 
@@ -142,7 +156,7 @@ class SessionCore:
     def error(code: str, message: str, **extra: Any) -> Emit:
         return Emit({"type": "error", "code": code, "message": message, **extra})
 
-    def _apply(self, msg: messages.Message) -> list[Action]:
+    def _apply(self, msg: messages.Message, sent: float | None) -> list[Action]:
         match msg:
             case messages.Config():
                 return self._configure(msg)
@@ -157,7 +171,11 @@ class SessionCore:
             case messages.End():
                 return self._end()
             case messages.Cancel():
-                return self._cancel()
+                return self._cancel(sent)
+            case messages.Playout(played=played):
+                if self._turns and self._turns[0].audio_begun:
+                    self._turns[0].reported = played
+                return []
         raise AssertionError(f"unhandled message {msg!r}")
 
     def _configure(self, config: messages.Config) -> list[Action]:
@@ -188,6 +206,7 @@ class SessionCore:
             self._turns.append(turn)
             actions.append(StartUtterance(turn.key, self.voice))
         turn.chars += len(text)
+        turn.text.add(text)
         actions.append(SendText(turn.key, text))
         return actions
 
@@ -197,11 +216,12 @@ class SessionCore:
         turn, self._current = self._current, None
         return [EndText(turn.key)]
 
-    def _cancel(self) -> list[Action]:
+    def _cancel(self, sent: float | None) -> list[Action]:
         turns, self._turns, self._current = self._turns, [], None
         actions: list[Action] = [CancelUtterance(turn.key) for turn in turns]
         actions.append(ClearAudio())
-        actions += [Emit({"type": "cancelled", "utterance": turn.utterance}) for turn in turns]
+        actions += [Emit({"type": "cancelled", "utterance": turn.utterance, **self._heard(turn, sent)})
+                    for turn in turns]
         if not turns:  # everything had been sent already (the client may still be playing it): acknowledge anyway
             actions.append(Emit({"type": "cancelled", "utterance": None}))
         return actions
@@ -239,8 +259,11 @@ class SessionCore:
         if not turn.audio_begun:
             turn.audio_begun = True
             actions.append(BeginAudio())
+        words = turn.text.rename(header.words or [])
+        turn.words += words
         actions.append(Emit({"type": "chunk", "utterance": turn.utterance, "seq": header.seq, "text": header.text,
-                             "offset": header.offset, "duration": header.duration, "gen_time": header.gen_time}))
+                             "offset": header.offset, "duration": header.duration, "gen_time": header.gen_time,
+                             "words": words, "timing": header.timing or "estimated"}))
         actions.append(WriteAudio(pcm))
         return actions
 
@@ -248,10 +271,25 @@ class SessionCore:
         """The engine finished ``key``: flush the sink (the ``done`` event waits for ``audio_ended``)."""
         return [EndAudio(key)] if self._find(key) is not None else []
 
-    def audio_ended(self, key: int, summary: dict[str, Any]) -> list[Action]:
-        """``key``'s audio has all been sent: ``done``, with the utterance's figures."""
+    def audio_ended(self, key: int, summary: dict[str, Any], sent: float | None = None) -> list[Action]:
+        """``key``'s audio has all been sent: ``done``, with the utterance's figures and what was heard (``sent``:
+        the sink's position at its end; None: all of ``summary["audio_seconds"]``)."""
         turn = self._drop(key)
-        return [Emit({"type": "done", "utterance": turn.utterance, **summary})] if turn is not None else []
+        if turn is None:
+            return []
+        sent = summary.get("audio_seconds", 0.0) if sent is None else sent
+        return [Emit({"type": "done", "utterance": turn.utterance, **summary, **self._heard(turn, sent)})]
+
+    def _heard(self, turn: _Turn, sent: float | None) -> dict[str, Any]:
+        """How far the listener got in ``turn``: the client's ``playout`` report (never past what was sent), else
+        what the sink played (WebRTC: the frames the paced track sent) or sent (WebSocket). A turn that never began
+        playing: nothing."""
+        sent = sent if turn.audio_begun and sent is not None else 0.0
+        if turn.reported is not None:
+            seconds, source = min(turn.reported, sent), "playout"
+        else:
+            seconds, source = sent, "track" if self.transport == "webrtc" else "sent"
+        return {"heard_s": round(seconds, 3), "heard_text": heard_text(turn.words, seconds), "heard_from": source}
 
     def failed(self, key: int, code: str, message: str) -> list[Action]:
         """The engine failed ``key``'s utterance."""

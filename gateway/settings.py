@@ -15,6 +15,9 @@ class GatewaySettings:
     max_upload_bytes: int = 10 * 1024 * 1024
     stall_timeout_s: float = 30.0  # a client that takes no audio for this long is closed
     ice_servers: tuple[str, ...] = ()
+    rtc_ports: tuple[int, int] | None = None  # UDP range for WebRTC media; None: the kernel picks
     engine_urls: tuple[str, ...] = ()  # running engine workers; none starts the embedded worker
     engine_secret: str | None = None  # presented to the engine_urls workers (the embedded one gets its own)
     engine_args: tuple[str, ...] = ()  # flags for the embedded worker
+    engine_resolve_interval_s: float = 5.0  # how often dns+ws:// engine URLs are resolved again
+    shared_dir: str | None = None  # set in each of `serve --processes N`'s processes: metrics and /health shared

@@ -10,6 +10,7 @@ from gateway.engine_link.process import EngineProcess
 from gateway.metrics import Metrics
 from gateway.session_registry import SessionRegistry
 from gateway.settings import GatewaySettings
+from gateway.siblings import SiblingHealth
 
 
 @dataclass
@@ -19,4 +20,5 @@ class GatewayState:
     metrics: Metrics
     sessions: SessionRegistry
     process: EngineProcess | None = None
+    siblings: SiblingHealth | None = None  # the other gateway processes of `serve --processes N`
     peers: set[Any] = field(default_factory=set)  # live WebRTC peers (gateway.webrtc.signalling.WebRTCPeer)

@@ -104,7 +104,7 @@ async def stream_endpoint(ws: WebSocket) -> None:
         await ws.close(1013)
         return
     receiving = asyncio.create_task(_receive_all(ws, session))
-    watching = asyncio.create_task(_until_stalled(sink))
+    watching = asyncio.create_task(until_stalled(sink))
     try:
         await asyncio.wait({receiving, watching}, return_when=asyncio.FIRST_COMPLETED)
     finally:
@@ -117,7 +117,8 @@ async def stream_endpoint(ws: WebSocket) -> None:
             await asyncio.wait_for(ws.close(STALLED_CLOSE_CODE, sink.stall_reason), 1.0)
 
 
-async def _until_stalled(sink: WebSocketSink) -> None:
+async def until_stalled(sink: WebSocketSink | Any) -> None:
+    """Returns once ``sink.stalled(now)``: a send has waited for the client past the stall timeout."""
     while not sink.stalled(time.monotonic()):
         await asyncio.sleep(STALL_CHECK_S)
 

@@ -35,8 +35,8 @@ def test_a_short_run_leaves_every_figure_at_zero(capsys: pytest.CaptureFixture[s
         status = args.run(args)
     summary = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
     assert status == 0, summary
-    assert set(summary["surfaces"]) == {"websocket", "datachannel", "controller", "/v1/tts", "/v1/audio/speech",
-                                        "/v1/webrtc/offer", "/v1/whep", "/v1/voices"}
+    assert set(summary["surfaces"]) == {"websocket", "elevenlabs", "datachannel", "controller", "/v1/tts",
+                                        "/v1/audio/speech", "/v1/webrtc/offer", "/v1/whep", "/v1/voices"}
     assert summary["server_errors"] == summary["dropped_engine_connections"] == summary["leaked_sessions"] == 0
     assert summary["worker_restarts"] == 0 and summary["lost_voices"] == [] and summary["health"] == "ok"
     assert all(s["refused"] > 0 for s in summary["surfaces"].values())  # the inputs were hostile

@@ -9,7 +9,8 @@ import numpy as np
 import pytest
 
 from engine.engines.base import Cancelled, EngineError
-from engine.engines.espeak import EspeakEngine, EspeakVoice, strip_tags
+from engine.engines.espeak import EspeakEngine, EspeakVoice
+from engine.text import strip_tags
 from engine.engines.voice_features import estimate_voice_features
 
 TEN_WORDS = "The quick brown fox jumps over the lazy dog again today."

@@ -80,12 +80,17 @@ def _tiny_buffer_socket(url: str) -> socket.socket:
     return sock
 
 
-async def test_a_websocket_client_that_stops_reading_is_closed_with_the_reason(server: str) -> None:
+@pytest.mark.parametrize(("path", "messages"), [
+    ("/v1/stream", [{"type": "config", "sample_rate": 48000}, {"type": "speak", "text": LONG}]),  # 48 kHz: fills sooner
+    ("/v1/text-to-speech/default/multi-stream-input?output_format=pcm_48000",
+     [{"text": LONG, "context_id": "c", "flush": True}]),  # the ElevenLabs-compatible socket
+])
+async def test_a_websocket_client_that_stops_reading_is_closed_with_the_reason(server: str, path: str,
+                                                                               messages: list[dict]) -> None:
     sock = _tiny_buffer_socket(server)
-    async with connect(server.replace("http", "ws") + "/v1/stream", sock=sock, max_queue=1) as ws:
-        assert json.loads(await ws.recv())["type"] == "ready"
-        await ws.send(json.dumps({"type": "config", "sample_rate": 48000}))  # (fills the socket buffers sooner)
-        await ws.send(json.dumps({"type": "speak", "text": LONG}))
+    async with connect(server.replace("http", "ws") + path, sock=sock, max_queue=1) as ws:
+        for message in messages:
+            await ws.send(json.dumps(message))
         await asyncio.to_thread(wait_for, lambda: health(server)["sessions"] == 0 and in_flight(server) == 0,
                                 "a WebSocket that reads nothing kept its session", SOCKET_FILLED_S + STALL_S)
         with pytest.raises(ConnectionClosed) as closed:

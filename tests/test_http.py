@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import base64
 import io
 import json
 import os
@@ -61,6 +62,32 @@ def test_tts_formats_decode(server: str, fmt: str, rate: int) -> None:
         return
     audio, got_rate = decode(r.content)
     assert got_rate == rate and audio.size / rate > 3 and np.abs(audio).max() > 0.05
+
+
+def test_tts_as_ndjson_lines_carries_audio_and_word_timings(server: str, watermarker) -> None:
+    text = 'She said: "the quick brown fox jumps over the lazy dog" [laugh] twice.'
+    with httpx.stream("POST", server + "/v1/tts", json={"text": text, "format": "ndjson", "sample_rate": 16000},
+                      timeout=30) as r:
+        assert r.status_code == 200 and r.headers["content-type"] == "application/x-ndjson"
+        lines = [json.loads(line) for line in r.iter_lines()]
+    chunks, done = [line for line in lines if line["type"] == "chunk"], lines[-1]
+    assert done["type"] == "done" and done["chunks"] == len(chunks)
+    assert {line["type"] for line in lines[len(chunks):-1]} <= {"audio"}  # the resampler's tail, if any
+    audio = np.frombuffer(b"".join(base64.b64decode(line["audio"]) for line in lines[:-1]), dtype="<i2")
+    assert audio.size / 16000 == pytest.approx(done["audio_seconds"], abs=0.05)
+    assert watermarker.detect(audio.astype(np.float32) / 32768, 16000) >= 0.5
+    words = [w for c in chunks for w in c["words"]]
+    assert " ".join(w["word"] for w in words) == text.replace(" [laugh]", "")  # the caller's words, tags aside
+    assert all(c["timing"] == "exact" for c in chunks)
+    assert all(c["offset"] <= w["start"] <= w["end"] <= c["offset"] + c["duration"] + 1e-3
+               for c in chunks for w in c["words"])
+    # The same through the Accept header, the audio in another format (its lines: a chunk's encoder output).
+    r = httpx.post(server + "/v1/tts", json={"text": "Hello there.", "format": "mp3"},
+                   headers={"Accept": "application/x-ndjson"}, timeout=30)
+    lines = [json.loads(line) for line in r.text.splitlines()]
+    assert r.headers["x-audio-type"] == "audio/mpeg" and lines[-1]["type"] == "done"
+    mp3, rate = decode(b"".join(base64.b64decode(line["audio"]) for line in lines[:-1]))
+    assert rate == 24000 and mp3.size / rate > 0.4 and [w["word"] for w in lines[0]["words"]] == ["Hello", "there."]
 
 
 def test_openai_client_speech(server: str, tmp_path: Path) -> None:
@@ -146,19 +173,19 @@ def test_metrics(server: str) -> None:
 
 def test_health_reports_the_engine_and_its_decode(server: str) -> None:
     """eSpeak has no decode mode (null); a batching engine's ``decode`` from its ready message is shown as it came."""
-    import asyncio
     from types import SimpleNamespace
 
     from engine.protocol import EngineReady
-    from gateway.http.health import health
+    from gateway.http.health import health_body
+    from gateway.settings import GatewaySettings
 
     engine = httpx.get(server + "/health").json()["engine"]
     assert engine["engine"] == "espeak" and engine["decode"] is None
     ready = EngineReady("chatterbox-turbo", "cuda:0", "bfloat16", "/weights", True, decode="graph")
-    state = SimpleNamespace(engine=SimpleNamespace(ready=ready, engines=[]), process=None, sessions={})
-    response = asyncio.run(health(SimpleNamespace(app=SimpleNamespace(state=SimpleNamespace(gateway=state)))))
-    body = json.loads(response.body)
-    assert response.status_code == 200 and body["engine"]["decode"] == "graph"
+    state = SimpleNamespace(engine=SimpleNamespace(ready=ready, engines=[]), process=None, sessions={},
+                            settings=GatewaySettings())
+    body = health_body(state)  # type: ignore[arg-type]
+    assert body["status"] == "ok" and body["engine"]["decode"] == "graph"
     assert body["engine"]["device"] == "cuda:0" and body["watermark"] is True
 
 

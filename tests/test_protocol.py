@@ -105,6 +105,12 @@ def test_the_wire_format_is_the_documented_one() -> None:
     assert protocol.encode(Chunk(ChunkHeader("u1", 0, "Hi.", 0.0, 0.5, 0.12), b"\x01\x00")) == binary(
         '{"type":"chunk","id":"u1","seq":0,"text":"Hi.","offset":0.0,"duration":0.5,"gen_time":0.12,'
         '"sample_rate":24000}', b"\x01\x00")
+    timed = ChunkHeader("u1", 1, "Hi there.", 0.5, 0.6, 0.1, words=[{"word": "Hi", "start": 0.52, "end": 0.7}],
+                        timing="exact")
+    assert protocol.encode(Chunk(timed, b"")) == binary(
+        '{"type":"chunk","id":"u1","seq":1,"text":"Hi there.","offset":0.5,"duration":0.6,"gen_time":0.1,'
+        '"sample_rate":24000,"words":[{"word":"Hi","start":0.52,"end":0.7}],"timing":"exact"}', b"")
+    assert protocol.decode_event(protocol.encode(Chunk(timed, b""))) == Chunk(timed, b"")
     assert protocol.encode(Done("u1", 2, 1.25, 0.3, 0.2)) == (
         '{"type":"done","id":"u1","chunks":2,"audio":1.25,"gen_time":0.3,"first_chunk":0.2}')
     assert protocol.encode(Error(id="u1", code="unknown_voice", message="no")) == (

@@ -64,7 +64,9 @@ def test_queue_limit_refuses_a_new_turn_until_one_is_sent() -> None:
     assert refusal.event["code"] == "too_many_utterances"  # type: ignore[union-attr]
     session.started(0, "u0")
     assert session.engine_done(0) == [core.EndAudio(0)]
-    assert session.audio_ended(0, {"chunks": 1}) == [core.Emit({"type": "done", "utterance": "u0", "chunks": 1})]
+    assert session.audio_ended(0, {"chunks": 1}) == [core.Emit({"type": "done", "utterance": "u0", "chunks": 1,
+                                                                "heard_s": 0.0, "heard_text": "",
+                                                                "heard_from": "sent"})]
     assert session.receive(frame("speak", text="three"))[0] == core.StartUtterance(2, "default")
 
 
@@ -76,7 +78,7 @@ def test_audio_begins_once_per_turn_and_chunk_events_carry_the_engine_id() -> No
     second = session.chunk(0, header(1), b"\x02\x00")
     assert first[0] == core.BeginAudio() and core.BeginAudio() not in second
     assert first[1] == core.Emit({"type": "chunk", "utterance": "u0", "seq": 0, "text": "Hello.", "offset": 0.0,
-                                  "duration": 0.5, "gen_time": 0.1})
+                                  "duration": 0.5, "gen_time": 0.1, "words": [], "timing": "estimated"})
     assert first[2] == core.WriteAudio(b"\x01\x00") and second[-1] == core.WriteAudio(b"\x02\x00")
 
 
@@ -88,10 +90,53 @@ def test_cancel_stops_every_turn_clears_the_sink_and_acknowledges_each() -> None
     session.started(1, "u1")
     assert session.receive(frame("cancel")) == [
         core.CancelUtterance(0), core.CancelUtterance(1), core.ClearAudio(),
-        core.Emit({"type": "cancelled", "utterance": "u0"}), core.Emit({"type": "cancelled", "utterance": "u1"})]
+        core.Emit({"type": "cancelled", "utterance": "u0", "heard_s": 0.0, "heard_text": "", "heard_from": "sent"}),
+        core.Emit({"type": "cancelled", "utterance": "u1", "heard_s": 0.0, "heard_text": "", "heard_from": "sent"})]
     assert session.queued == []
     assert session.receive(frame("flush")) == []  # the cancelled turn no longer takes text
     assert session.receive(frame("cancel")) == [core.ClearAudio(), core.Emit({"type": "cancelled", "utterance": None})]
+
+
+def timed(seq: int, offset: float, *words: tuple[str, float, float]) -> ChunkHeader:
+    return ChunkHeader(id="u", seq=seq, text=" ".join(w for w, _, _ in words), offset=offset, duration=1.0,
+                       gen_time=0.1, words=[{"word": w, "start": a, "end": b} for w, a, b in words], timing="exact")
+
+
+def test_chunk_words_take_the_clients_spelling_and_cancel_says_what_was_heard() -> None:
+    session = new_core(max_text_chars=200)
+    session.receive(frame("text", text='well "I think" so: '))
+    session.receive(frame("speak", text="[laugh] yes"))
+    session.receive(frame("speak", text="Next one."))
+    session.started(0, "u0")
+    first = session.chunk(0, timed(0, 0.0, ("Well", 0.0, 0.3), ("I", 0.3, 0.4), ("think", 0.4, 0.8)), b"")
+    assert [w["word"] for w in first[1].event["words"]] == ["well", '"I', 'think"']  # type: ignore[union-attr]
+    session.chunk(0, timed(1, 1.0, ("So,", 1.0, 1.3), ("yes.", 1.4, 1.9)), b"")
+    cancelled = session.receive(frame("cancel"), sent=1.35)
+    assert cancelled[-2:] == [
+        core.Emit({"type": "cancelled", "utterance": "u0", "heard_s": 1.35, "heard_text": 'well "I think" so:',
+                   "heard_from": "sent"}),
+        core.Emit({"type": "cancelled", "utterance": None, "heard_s": 0.0, "heard_text": "", "heard_from": "sent"})]
+
+
+def test_a_playout_report_is_what_was_heard_but_never_past_what_was_sent() -> None:
+    session = new_core(transport="webrtc", configurable=False)
+    session.receive(frame("speak", text="one two"))
+    session.started(0, "u0")
+    session.chunk(0, timed(0, 0.0, ("One", 0.0, 0.4), ("two.", 0.5, 0.9)), b"")
+    assert session.audio_ended(0, {"audio_seconds": 1.0})[0].event["heard_from"] == "track"  # type: ignore
+    session.receive(frame("speak", text="three four"))
+    session.started(1, "u1")
+    session.chunk(1, timed(0, 0.0, ("Three", 0.0, 0.4), ("four.", 0.5, 0.9)), b"")
+    assert session.receive(frame("playout", played=0.45)) == []
+    [done] = session.audio_ended(1, {"audio_seconds": 1.0}, sent=1.0)
+    assert (done.event["heard_s"], done.event["heard_text"], done.event["heard_from"]) == (  # type: ignore
+        0.45, "three", "playout")
+    session.receive(frame("speak", text="five"))
+    session.started(2, "u2")
+    session.chunk(2, timed(0, 0.0, ("Five.", 0.0, 0.4)), b"")
+    session.receive(frame("playout", played=9.0))
+    assert session.receive(frame("cancel"), sent=0.5)[-1].event["heard_s"] == 0.5  # type: ignore[union-attr]
+    assert session.receive(frame("playout", played=-1))[0].event["code"] == "bad_message"  # type: ignore
 
 
 def test_disconnect_cancels_every_queued_turn_and_nothing_follows() -> None:

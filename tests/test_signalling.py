@@ -87,6 +87,29 @@ async def test_cancel_stops_audio_fast(url):
         await listener.close()
 
 
+async def test_cancel_says_what_was_heard_from_the_frames_the_track_sent(url):
+    listener, _ = await connect(url)
+    try:
+        send(listener, '{"type": "speak", "text": "%s"}' % LONG_TEXT)
+        await listener.wait_for(lambda: len(listener.loud()) >= 60, timeout=30)  # over a second of speech heard
+        send(listener, '{"type": "cancel"}')
+        await listener.wait_for(lambda: event(listener, "cancelled") is not None)
+        await asyncio.sleep(0.5)  # frames still in flight arrive
+        cancelled = event(listener, "cancelled")
+        frames = listener.frames
+        loud = [i for i, f in enumerate(frames) if f.rms > SPEECH_RMS]
+        received = (loud[-1] - loud[0] + 1) * 0.02  # the utterance's audio the listener decoded, in 20 ms frames
+        assert cancelled["heard_from"] == "track"
+        # the track sent a few ms more between reading its position and clearing; its last frames may be quiet
+        assert received - 0.1 <= cancelled["heard_s"] <= received + 0.4
+        words = [w for e in listener.events if e["type"] == "chunk" for w in e["words"]]
+        heard = [w["word"] for w in words if w["end"] <= cancelled["heard_s"] + 1e-3]
+        assert cancelled["heard_text"] == " ".join(heard) and LONG_TEXT.startswith(cancelled["heard_text"])
+        assert 3 <= len(heard) < len(LONG_TEXT.split())
+    finally:
+        await listener.close()
+
+
 async def test_session_gone_after_close(url):
     listener, _ = await connect(url)
     async with httpx.AsyncClient() as http:

@@ -167,3 +167,74 @@ async def test_a_flood_of_utterances_is_refused_beyond_the_queue_limit(server: s
         await ws.send(json.dumps({"type": "speak", "text": "Calm again."}))
         events, audio = await events_until(ws, "done")
         assert "Calm" in events[-1].get("text", "") or any("Calm" in e.get("text", "") for e in events)
+
+
+async def test_chunk_events_carry_exact_word_timings_within_the_audio(server: str) -> None:
+    async with connect(server) as ws:
+        await ws.recv()  # ready
+        await ws.send(json.dumps({"type": "speak", "text": "[laugh] Good morning, everyone. The meeting starts soon."}))
+        events, audio = await events_until(ws, "done")
+    chunks = [e for e in events if e["type"] == "chunk"]
+    words = [w for c in chunks for w in c["words"]]
+    assert all(c["timing"] == "exact" for c in chunks)  # eSpeak reports where each word starts
+    assert [w["word"] for w in words] == "Good morning, everyone. The meeting starts soon.".split()
+    total = len(audio) / 2 / 24000
+    for chunk in chunks:  # every word inside its own chunk's audio, in order
+        for word in chunk["words"]:
+            assert chunk["offset"] <= word["start"] <= word["end"] <= chunk["offset"] + chunk["duration"] + 1e-3
+    assert all(a["end"] <= b["start"] + 1e-3 for a, b in zip(words, words[1:]))
+    samples = np.frombuffer(audio, dtype=np.int16)
+    for word in words:  # the audio is speech where each word starts
+        at = int(word["start"] * 24000)
+        assert rms(samples[at:at + 1200].tobytes()) > 30 and word["end"] <= total + 1e-3
+
+
+async def audio_until(ws: ClientConnection, seconds: float) -> tuple[list[dict], bytes]:
+    """Events and 24 kHz audio until at least ``seconds`` of it arrived."""
+    events, audio = [], bytearray()
+    while len(audio) < 2 * 24000 * seconds:
+        frame = await asyncio.wait_for(ws.recv(), 20)
+        if isinstance(frame, bytes):
+            audio += frame
+        else:
+            events.append(json.loads(frame))
+    return events, bytes(audio)
+
+
+def heard_words(chunks: list[dict], seconds: float) -> str:
+    return " ".join(w["word"] for c in chunks for w in c["words"] if w["end"] <= seconds + 1e-3)
+
+
+async def test_cancel_says_what_was_heard_from_what_was_sent_or_from_playout_reports(server: str) -> None:
+    long_text = " ".join(["Every word of this sentence is timed, one after another."] * 5)
+    async with connect(server) as ws:
+        await ws.recv()
+        await ws.send(json.dumps({"type": "text", "text": long_text}))  # no end: the turn is live when cancelled
+        events, audio = await audio_until(ws, 1.5)  # 1.5 s of audio in hand, then barge in
+        await ws.send(json.dumps({"type": "cancel"}))
+        more, rest = await events_until(ws, "cancelled")
+        received = (len(audio) + len(rest)) / 2 / 24000  # everything that arrived before "cancelled"
+        chunks = [e for e in events + more if e["type"] == "chunk"]
+        cancelled = more[-1]
+        # what was sent when the cancel was taken: all the client received but the frame (<= 0.1 s) then on its way
+        assert cancelled["heard_from"] == "sent" and received - 0.105 <= cancelled["heard_s"] <= received + 1e-3
+        assert cancelled["heard_text"] == heard_words(chunks, cancelled["heard_s"])
+        assert 3 <= len(cancelled["heard_text"].split()) < len(long_text.split())
+        assert long_text.startswith(cancelled["heard_text"])  # the client's own words, in order
+
+        # A client that plays the audio says how far it got; that is what was heard.
+        await ws.send(json.dumps({"type": "text", "text": long_text}))
+        events, audio = await audio_until(ws, 1.5)
+        await ws.send(json.dumps({"type": "playout", "played": 0.8}))
+        await ws.send(json.dumps({"type": "cancel"}))
+        more, _ = await events_until(ws, "cancelled")
+        chunks = [e for e in events + more if e["type"] == "chunk"]
+        cancelled = more[-1]
+        assert (cancelled["heard_s"], cancelled["heard_from"]) == (0.8, "playout")
+        assert cancelled["heard_text"] == heard_words(chunks, 0.8) and cancelled["heard_text"]
+
+        await ws.send(json.dumps({"type": "speak", "text": "All of it, this time."}))
+        events, audio = await events_until(ws, "done")
+    done = events[-1]
+    assert done["heard_s"] == pytest.approx(len(audio) / 2 / 24000, abs=0.01)
+    assert done["heard_text"] == "All of it, this time." and done["heard_from"] == "sent"

@@ -69,6 +69,12 @@ class Engine(ABC):
         Raise ``Cancelled`` promptly once ``cancel`` is set. Never keep per-voice state on the shared model.
         """
 
+    def synthesize_timed(self, text: str, voice: Any,
+                         cancel: threading.Event) -> tuple[np.ndarray, list[tuple[int, float]] | None]:
+        """``synthesize``, with where each word starts where the engine knows it: ``(character index in
+        engine.text.strip_tags(text), seconds into the returned audio)``; None where it does not."""
+        return self.synthesize(text, voice, cancel), None
+
 
 class BatchingEngine(Engine):
     """An engine in two stages: tokens, decoded together with other callers' chunks on the engine's own thread (the

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import ctypes
 import json
-import re
 import threading
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -20,7 +19,7 @@ import soxr
 
 from engine.engines.base import Cancelled, Engine, EngineError, EngineInfo
 from engine.protocol import SAMPLE_RATE
-from engine.text import tag_spans
+from engine.text import strip_tags
 
 ESPEAK_RATE = 22050  # eSpeak NG's native output rate
 _AUDIO_OUTPUT_SYNCHRONOUS = 2
@@ -29,8 +28,6 @@ _CHARS_UTF8 = 1
 _POS_CHARACTER = 1
 _PARAM_RATE, _PARAM_PITCH, _PARAM_RANGE = 1, 3, 4
 _BLOCK_MS = 20  # length of each callback block: the cancel check granularity
-
-_SPACES = re.compile(r"\s+")
 
 # A voice's median pitch below this (Hz) picks the male variant, above it the female one.
 _GENDER_SPLIT_HZ = 165.0
@@ -41,7 +38,19 @@ _BASE_SPREAD_SEMITONES = 2.7
 _BASE_SYLLABLES_PER_SECOND = 4.0
 _BASE_RATE_WPM = 175
 
-_SynthCallback = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.POINTER(ctypes.c_short), ctypes.c_int, ctypes.c_void_p)
+_EVENT_LIST_TERMINATED, _EVENT_WORD = 0, 1
+
+
+class _Event(ctypes.Structure):
+    """eSpeak NG's ``espeak_EVENT`` (speak_lib.h): the callback gets an array of them ending in LIST_TERMINATED."""
+
+    _fields_ = [("type", ctypes.c_int), ("unique_identifier", ctypes.c_uint), ("text_position", ctypes.c_int),
+                ("length", ctypes.c_int), ("audio_position", ctypes.c_int), ("sample", ctypes.c_int),
+                ("user_data", ctypes.c_void_p), ("id", ctypes.c_char * 8)]
+
+
+_SynthCallback = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.POINTER(ctypes.c_short), ctypes.c_int,
+                                  ctypes.POINTER(_Event))
 
 
 @dataclass(frozen=True)
@@ -56,16 +65,6 @@ class EspeakVoice:
     @property
     def voice_name(self) -> str:
         return "en-us" if self.variant is None else f"en-us+{self.variant}"
-
-
-def strip_tags(text: str) -> str:
-    """Drop paralinguistic tags such as ``[laugh]`` (as ``engine.text`` defines them) so eSpeak does not read them."""
-    kept, start = [], 0
-    for tag_start, tag_end in tag_spans(text):
-        kept.append(text[start:tag_start])
-        start = tag_end
-    kept.append(text[start:])
-    return _SPACES.sub(" ", " ".join(kept)).strip()
 
 
 class _Library:
@@ -98,6 +97,7 @@ class _Library:
             raise EngineError(f"eSpeak NG failed to initialise (returned {rate})", "engine_unavailable")
         # One callback for the life of the process; it appends to whatever buffer the current call installed.
         self._blocks: list[np.ndarray] = []
+        self._words: list[tuple[int, float]] = []  # (character index, seconds) of each word the current call spoke
         self._cancel: threading.Event | None = None
         self._callback = _SynthCallback(self._on_samples)
         self._lib.espeak_SetSynthCallback(self._callback)
@@ -109,14 +109,21 @@ class _Library:
                 cls._instance = cls()
             return cls._instance
 
-    def _on_samples(self, wav: ctypes.POINTER(ctypes.c_short), count: int, _events: int) -> int:
+    def _on_samples(self, wav: ctypes.POINTER(ctypes.c_short), count: int, events: ctypes.POINTER(_Event)) -> int:
         if wav and count > 0:  # copied as bytes: np.ctypeslib.as_array would make a ctypes type per block length,
             # which ctypes caches for the life of the process (the worker's memory grew with every new length)
             self._blocks.append(np.frombuffer(ctypes.string_at(wav, count * 2), dtype=np.int16))
+        i = 0
+        while events and events[i].type != _EVENT_LIST_TERMINATED:
+            if events[i].type == _EVENT_WORD:  # text_position counts characters from 1; sample is the output's
+                self._words.append((events[i].text_position - 1, events[i].sample / ESPEAK_RATE))
+            i += 1
         return 1 if self._cancel is not None and self._cancel.is_set() else 0  # non-zero aborts synthesis
 
-    def synthesize(self, text: str, voice: EspeakVoice, cancel: threading.Event) -> np.ndarray:
-        """int16 samples at 22050 Hz; raises ``Cancelled`` if ``cancel`` is set before or during synthesis."""
+    def synthesize(self, text: str, voice: EspeakVoice,
+                   cancel: threading.Event) -> tuple[np.ndarray, list[tuple[int, float]]]:
+        """int16 samples at 22050 Hz and where each word starts ``(character index, seconds)``; raises ``Cancelled``
+        if ``cancel`` is set before or during synthesis."""
         encoded = text.encode("utf-8") + b"\0"
         with self.lock:
             if cancel.is_set():
@@ -126,19 +133,19 @@ class _Library:
             self._lib.espeak_SetParameter(_PARAM_RATE, voice.rate, 0)
             self._lib.espeak_SetParameter(_PARAM_PITCH, voice.pitch, 0)
             self._lib.espeak_SetParameter(_PARAM_RANGE, voice.pitch_range, 0)
-            self._blocks, self._cancel = [], cancel
+            self._blocks, self._words, self._cancel = [], [], cancel
             try:
                 # The bytes themselves (eSpeak only reads them): create_string_buffer would make, and ctypes keep for
                 # good, an array type per text length.
                 err = self._lib.espeak_Synth(encoded, len(encoded), 0, _POS_CHARACTER, 0, _CHARS_UTF8, None, None)
-                blocks = self._blocks
+                blocks, words = self._blocks, self._words
             finally:
-                self._blocks, self._cancel = [], None
+                self._blocks, self._words, self._cancel = [], [], None
         if cancel.is_set():
             raise Cancelled()
         if err != 0:
             raise EngineError(f"eSpeak NG synthesis failed (error {err})")
-        return np.concatenate(blocks) if blocks else np.zeros(0, dtype=np.int16)
+        return (np.concatenate(blocks) if blocks else np.zeros(0, dtype=np.int16)), words
 
 
 class EspeakEngine(Engine):
@@ -181,11 +188,15 @@ class EspeakEngine(Engine):
             raise EngineError(f"bad eSpeak conditionals in {path}: {exc}", "bad_conditionals") from exc
 
     def synthesize(self, text: str, voice: EspeakVoice, cancel: threading.Event) -> np.ndarray:
+        return self.synthesize_timed(text, voice, cancel)[0]
+
+    def synthesize_timed(self, text: str, voice: EspeakVoice,
+                         cancel: threading.Event) -> tuple[np.ndarray, list[tuple[int, float]] | None]:
         spoken = strip_tags(text)
         if cancel.is_set():
             raise Cancelled()
         if not spoken:
-            return np.zeros(0, dtype=np.float32)
-        pcm = self._lib.synthesize(spoken, voice, cancel)
+            return np.zeros(0, dtype=np.float32), None
+        pcm, words = self._lib.synthesize(spoken, voice, cancel)
         wav = pcm.astype(np.float32) / 32768.0
-        return soxr.resample(wav, ESPEAK_RATE, self.sample_rate).astype(np.float32, copy=False)
+        return soxr.resample(wav, ESPEAK_RATE, self.sample_rate).astype(np.float32, copy=False), words

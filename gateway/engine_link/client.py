@@ -104,6 +104,7 @@ class EngineClient:
         self.last_error: str | None = None  # why the last connection attempt failed or the last connection ended
         self.retry_in: float | None = None  # the delay before the next try, while not connected
         self.lost = 0  # ready connections that ended
+        self.started = 0  # utterances started on this worker
 
     @property
     def available(self) -> bool:
@@ -224,6 +225,7 @@ class EngineClient:
         except EngineUnavailable:
             self._utterances.pop(uid, None)
             raise
+        self.started += 1
         return utt
 
     async def _request(self, make: Callable[[str], ListVoices | DeleteVoice | AddVoice],

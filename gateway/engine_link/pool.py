@@ -1,25 +1,40 @@
 """Several engine workers behind one gateway: the interface of ``EngineClient``, spread over one client per worker.
 
-New utterances go to the available worker with the fewest utterances in flight (ties: the order the URLs were
-given). Voice uploads and deletions go to every available worker; workers may keep their own voices directories or
-share one (then all but one answer ``exists`` / ``unknown_voice``, which is success). With one URL the pool behaves
-exactly like that worker's ``EngineClient``.
+New utterances go to the available worker with the fewest utterances in flight; among equally busy ones, to the one
+that has started the fewest so far (so idle workers take turns rather than the first one taking everything), then
+the first given. Voice uploads and deletions go to every available worker; workers may keep their own voices
+directories or share one (then all but one answer ``exists`` / ``unknown_voice``, which is success). With one URL the
+pool behaves exactly like that worker's ``EngineClient``.
+
+A ``dns+ws://NAME:PORT`` URL is one worker per address of NAME, resolved again every ``resolve_interval`` seconds
+(gateway/engine_link/discovery.py): new addresses become workers; a worker whose address vanished is drained (its
+utterances in flight go on, new ones go elsewhere) and closed once it has none left.
 """
 
 from __future__ import annotations
 
 import asyncio
+import logging
 from typing import Any, Awaitable, Callable, Sequence
 
 from engine.protocol import EngineReady
 from gateway.engine_link.client import EngineClient, EngineRequestError, EngineUnavailable, RemoteUtterance
+from gateway.engine_link.discovery import PREFIX, Changes, Membership, Resolver, parse_dns_url, resolve
+
+log = logging.getLogger("chatterbox_fast.gateway")
 
 
 class EnginePool:
-    def __init__(self, urls: Sequence[str], secret: str | None = None) -> None:
+    def __init__(self, urls: Sequence[str], secret: str | None = None, *, resolve_interval: float = 5.0,
+                 resolver: Resolver = resolve) -> None:
+        """``resolver``: how ``dns+ws://`` names are resolved (the system resolver; tests inject their own)."""
         if not urls:
             raise ValueError("an engine pool needs at least one URL")
-        self.clients = [EngineClient(url, secret) for url in urls]
+        self.secret, self.resolve_interval, self.resolver = secret, resolve_interval, resolver
+        self.memberships = [Membership(parse_dns_url(url)) for url in urls if url.startswith(PREFIX)]
+        self.clients = [EngineClient(url, secret) for url in urls if not url.startswith(PREFIX)]
+        self.draining: set[str] = set()  # URLs of clients taking no new utterances
+        self._tasks: list[asyncio.Task[None]] = []
 
     @property
     def ready(self) -> EngineReady | None:
@@ -32,14 +47,15 @@ class EnginePool:
 
     @property
     def engines(self) -> list[dict[str, Any]]:
-        """Per worker, for /health: its URL, whether it is up, its engine and device, its utterances in flight, how
-        many of its connections were lost, why the last one failed, and the back-off before the next try."""
+        """Per worker, for /health: its URL, whether it is up, its engine and device, its utterances in flight and
+        started so far, how many of its connections were lost, why the last one failed, the back-off before the next
+        try, and whether it is draining (discovery no longer lists it)."""
         out = []
         for client in self.clients:
             ready = client.ready if client.available else None
             out.append({"url": client.url, "available": client.available, "engine": ready and ready.engine,
-                        "device": ready and ready.device, "in_flight": client.in_flight, "lost": client.lost,
-                        "last_error": client.last_error,
+                        "device": ready and ready.device, "in_flight": client.in_flight, "started": client.started, "lost": client.lost,
+                        "last_error": client.last_error, "draining": client.url in self.draining,
                         "retry_in": None if client.retry_in is None else round(client.retry_in, 2)})
         return out
 
@@ -52,24 +68,60 @@ class EnginePool:
     def start_background(self) -> None:
         for client in self.clients:
             client.start_background()
+        self._tasks = [asyncio.create_task(self._discover(membership)) for membership in self.memberships]
+
+    async def _discover(self, membership: Membership) -> None:
+        target = membership.target
+        while True:
+            try:
+                addresses = await self.resolver(target.name, target.port)
+            except Exception as exc:  # socket.gaierror, a timeout...: keep the workers we have
+                log.warning("engine discovery: cannot resolve %s (%s); keeping %d workers", target.name, exc,
+                            len(membership.active), exc_info=not isinstance(exc, OSError))
+            else:
+                self._apply(membership, membership.resolved(addresses))
+            await self._close_drained(membership)
+            await asyncio.sleep(self.resolve_interval)
+
+    def _apply(self, membership: Membership, changes: Changes) -> None:
+        for url in changes.add:
+            log.info("engine discovery: %s -> new worker %s", membership.target.name, url)
+            client = EngineClient(url, self.secret)
+            self.clients.append(client)
+            client.start_background()
+        for url in changes.drain:
+            log.info("engine discovery: %s no longer lists %s; draining it", membership.target.name, url)
+            self.draining.add(url)
+        self.draining -= set(changes.revive)
+
+    async def _close_drained(self, membership: Membership) -> None:
+        """Drained workers with no utterance left are closed and forgotten."""
+        for client in [c for c in self.clients if c.url in membership.draining and c.in_flight == 0]:
+            self.clients.remove(client)
+            self.draining.discard(client.url)
+            membership.drained(client.url)
+            await client.close()
 
     async def wait_ready(self, timeout: float) -> bool:
         """True as soon as one worker is ready, False when none is within ``timeout`` seconds."""
-        tasks = [asyncio.create_task(client.wait_ready(timeout)) for client in self.clients]
-        try:
-            for next_done in asyncio.as_completed(tasks):
-                if await next_done:
-                    return True
-            return False
-        finally:
-            for task in tasks:
-                task.cancel()
+        deadline = asyncio.get_running_loop().time() + timeout
+        while not self.available:
+            if asyncio.get_running_loop().time() > deadline:
+                return False
+            await asyncio.sleep(0.05)
+        return True
 
     async def close(self) -> None:
+        for task in self._tasks:
+            task.cancel()
         await asyncio.gather(*(client.close() for client in self.clients))
 
     async def start(self, voice: str) -> RemoteUtterance:
-        client = min(self._available(), key=lambda c: c.in_flight)  # min keeps the first of equals
+        """On the least busy worker that is not draining."""
+        serving = [client for client in self._available() if client.url not in self.draining]
+        if not serving:
+            raise EngineUnavailable("every connected engine worker is draining")
+        client = min(serving, key=lambda c: (c.in_flight, c.started))  # min keeps the first of equals
         return await client.start(voice)
 
     async def list_voices(self) -> list[dict[str, Any]]:

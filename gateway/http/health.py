@@ -1,4 +1,7 @@
-"""GET /health (open, for load balancers and orchestrators) and GET /metrics (Prometheus)."""
+"""GET /health (open, for load balancers and orchestrators) and GET /metrics (Prometheus).
+
+Under ``serve --processes N`` the status code is that of the process that answered (a load balancer's check hits one
+process of the port), and ``"processes"`` lists every gateway process's last snapshot (gateway/siblings.py)."""
 
 from __future__ import annotations
 
@@ -12,8 +15,8 @@ from starlette.responses import JSONResponse, Response
 from gateway.shared_state import GatewayState
 
 
-async def health(request: Request) -> Response:
-    state: GatewayState = request.app.state.gateway
+def health_body(state: GatewayState) -> dict[str, Any]:
+    """This process's health: ``status`` is ok, starting or down."""
     ready = state.engine.ready
     process = state.process
     if ready is not None:
@@ -32,12 +35,30 @@ async def health(request: Request) -> Response:
         "sessions": len(state.sessions),
         "engines": state.engine.engines,
     }
+    if state.settings.rtc_ports is not None:
+        body["rtc_ports"] = "%d-%d" % state.settings.rtc_ports
     if process is not None:
         body["worker"] = {"alive": process.alive, "pid": process.proc and process.proc.pid,
                           "restarts": process.restarts, "last_exit": process.last_exit,
                           "last_exit_reason": process.last_exit_reason,
                           "backoff_s": None if process.backoff_s is None else round(process.backoff_s, 2)}
-    return JSONResponse(body, status_code=200 if status == "ok" else 503)
+    return body
+
+
+def snapshot(body: dict[str, Any]) -> dict[str, Any]:
+    """What one gateway process tells its siblings about itself."""
+    return {"status": body["status"], "sessions": body["sessions"], "rtc_ports": body.get("rtc_ports"),
+            "engines_available": sum(1 for engine in body["engines"] if engine["available"])}
+
+
+async def health(request: Request) -> Response:
+    state: GatewayState = request.app.state.gateway
+    body = health_body(state)
+    if state.siblings is not None:
+        state.siblings.write(snapshot(body))
+        body["pid"] = state.siblings.pid
+        body["processes"] = state.siblings.read_all()
+    return JSONResponse(body, status_code=200 if body["status"] == "ok" else 503)
 
 
 async def metrics(request: Request) -> Response:

@@ -14,6 +14,7 @@ from gateway.audio import make_encoder
 from gateway.client_input import speech_text
 from gateway.engine_link.client import EngineRequestError, EngineUnavailable
 from gateway.formats import OPENAI_FORMATS, OPENAI_PCM_RATE, TTS_FORMATS
+from gateway.http import ndjson
 from gateway.http.body import body_field, json_body
 from gateway.http.errors import ApiError, engine_error
 from gateway.http.stream import SpeechStream, StreamAborted, encoded
@@ -22,6 +23,7 @@ from gateway.playout import SentAudio, report_playout
 from gateway.session_registry import SessionLimitReached
 from gateway.shared_state import GatewayState
 from gateway.utterance_stream import MetricsLabel, UtteranceStats, chunks
+from gateway.word_match import ClientWords
 
 OPENAI_VOICES = {"alloy", "ash", "ballad", "coral", "echo", "fable", "nova", "onyx", "sage", "shimmer", "verse"}
 
@@ -36,8 +38,9 @@ def _text(state: GatewayState, text: str) -> str:
 
 
 async def _speech(state: GatewayState, text: str, voice: str, fmt: str, sample_rate: int | None,
-                  transport: str) -> SpeechStream:
-    """Start one utterance and stream it encoded; errors before the first chunk become proper HTTP errors."""
+                  transport: str, timed: bool = False) -> SpeechStream:
+    """Start one utterance and stream it encoded; errors before the first chunk become proper HTTP errors.
+    ``timed``: as lines of JSON (gateway/http/ndjson.py), each chunk's audio with its words."""
     try:
         encoder = make_encoder(fmt, sample_rate)
     except ValueError as exc:
@@ -61,14 +64,22 @@ async def _speech(state: GatewayState, text: str, voice: str, fmt: str, sample_r
     sent = SentAudio()  # the engine pauses this utterance while the client takes none of it
     feedback = asyncio.create_task(report_playout(utterance, sent.taken))
 
+    spelling = ClientWords()
+    spelling.add(text)
+
     async def body() -> AsyncIterator[bytes]:
         try:
             async for chunk in _chained(first, stream):
-                if data := await encoded(encoder, chunk.pcm):
+                data = await encoded(encoder, chunk.pcm)
+                if timed:
+                    yield ndjson.chunk_line(chunk.header, data, spelling.rename(chunk.header.words or []))
+                elif data:
                     yield data
                 sent.sent(len(chunk.pcm) / 2 / SAMPLE_RATE)
             if data := await encoded(encoder, None):
-                yield data
+                yield ndjson.tail_line(data) if timed else data
+            if timed:
+                yield ndjson.done_line(stats.summary())
         except EngineRequestError as exc:
             state.metrics.errors.labels(exc.code).inc()
             raise StreamAborted(f"utterance {utterance.id} failed mid-way ({exc.code}: {exc})") from None
@@ -79,8 +90,10 @@ async def _speech(state: GatewayState, text: str, voice: str, fmt: str, sample_r
         await utterance.cancel()  # a no-op once finished; stops the engine when the client went away
 
     headers = {"X-Accel-Buffering": "no", "Cache-Control": "no-store", "X-Utterance-Id": utterance.id}
-    return SpeechStream(body(), finish, state.settings.stall_timeout_s, media_type=encoder.content_type,
-                        headers=headers)
+    if timed:
+        headers["X-Audio-Type"] = encoder.content_type
+    return SpeechStream(body(), finish, state.settings.stall_timeout_s, headers=headers,
+                        media_type=ndjson.CONTENT_TYPE if timed else encoder.content_type)
 
 
 async def _chained(first: Chunk | None, rest: AsyncIterator[Chunk]) -> AsyncIterator[Chunk]:
@@ -95,10 +108,12 @@ async def tts(request: Request) -> Response:
     body = await json_body(request)
     text = _text(state, body_field(body, "text", str, required=True))
     fmt = body_field(body, "format", str, "pcm")
+    timed = fmt == "ndjson" or ndjson.CONTENT_TYPE in request.headers.get("accept", "")
+    fmt = "pcm" if fmt == "ndjson" else fmt
     if fmt not in TTS_FORMATS:
-        raise ApiError(400, "bad_request", f"format must be one of {sorted(TTS_FORMATS)}")
+        raise ApiError(400, "bad_request", f"format must be one of {sorted(TTS_FORMATS + ('ndjson',))}")
     rate = body_field(body, "sample_rate", int)
-    return await _speech(state, text, body_field(body, "voice", str, "default"), fmt, rate, "http")
+    return await _speech(state, text, body_field(body, "voice", str, "default"), fmt, rate, "http", timed)
 
 
 async def openai_speech(request: Request) -> Response:

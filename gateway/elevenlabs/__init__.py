@@ -1,0 +1,1 @@
+"""ElevenLabs-compatible input streaming (their stream-input WebSockets) on top of our sessions."""

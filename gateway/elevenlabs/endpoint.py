@@ -1,0 +1,263 @@
+"""ElevenLabs-compatible input streaming: WebSocket ``/v1/text-to-speech/{voice_id}/stream-input`` (one context) and
+``/v1/text-to-speech/{voice_id}/multi-stream-input`` (contexts by ``context_id``).
+
+A thin adapter: ``translate.Contexts`` decides, each context is one of our sessions (gateway/session.py) whose sink
+sends their audio replies with alignment. docs/protocol.md describes what is honoured and what is ignored.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import hmac
+import logging
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+from starlette.websockets import WebSocket, WebSocketDisconnect
+
+from engine.protocol import ProtocolError
+from gateway import messages
+from gateway.audio import Encoder, make_encoder
+from gateway.auth import authorized
+from gateway.elevenlabs import translate
+from gateway.formats import ELEVENLABS_DEFAULT_FORMAT, ELEVENLABS_FORMATS
+from gateway.playout import SentAudio
+from gateway.session import Session
+from gateway.session_registry import SessionLimitReached
+from gateway.shared_state import GatewayState
+from gateway.sink import AudioSink
+from gateway.websocket import STALLED_CLOSE_CODE, until_stalled
+
+log = logging.getLogger("chatterbox_fast.gateway")
+POLICY_VIOLATION = 1008  # their close code for a refused request
+
+
+class ElevenLabsSink(AudioSink):
+    """One context's audio: each chunk cut between words into replies of base64 audio with its alignment."""
+
+    def __init__(self, socket: "_Socket", context: str | None, fmt: str, rate: int) -> None:
+        self.socket, self.context, self.format, self.sample_rate = socket, context, fmt, rate
+        self._encoder: Encoder | None = None
+        self._chunk: dict[str, Any] | None = None  # the chunk event of the audio that follows
+        self._sent = SentAudio()
+
+    def expect(self, chunk_event: dict[str, Any]) -> None:
+        self._chunk = chunk_event
+
+    async def begin(self) -> None:
+        self._encoder = make_encoder(self.format, self.sample_rate)
+        self._sent.reset()
+
+    async def write(self, pcm: bytes) -> None:
+        chunk, self._chunk = self._chunk, None
+        if self._encoder is None or chunk is None:
+            return
+        for piece in translate.audio_pieces(chunk["words"], chunk["offset"], chunk["duration"]):
+            audio = self._encoder.encode(translate.pcm_slice(pcm, piece.start, piece.end))
+            await self.socket.send(translate.audio_message(audio, piece.alignment, self.context))
+            self._sent.sent(piece.end - piece.start)
+
+    async def end(self) -> None:
+        if self._encoder is not None and (rest := self._encoder.flush()):
+            await self.socket.send(translate.audio_message(rest, None, self.context))
+        self._encoder = None
+
+    async def clear(self) -> None:
+        self._encoder = None
+
+    def played_seconds(self) -> float:
+        return self._sent.taken()
+
+
+@dataclass(eq=False)
+class _Context:
+    """One context: its id and session. An id may be used again once closed: a new context, not this one."""
+
+    id: str | None
+    session: Session | None = None
+    finished: asyncio.Event = field(default_factory=asyncio.Event)
+
+
+class _Socket:
+    """One client socket: its contexts and the order of what is sent on it."""
+
+    def __init__(self, ws: WebSocket, state: GatewayState, voice: str, fmt: str, rate: int, multi: bool) -> None:
+        self.ws, self.state, self.voice, self.format, self.rate, self.multi = ws, state, voice, fmt, rate, multi
+        self.rules = translate.Contexts(multi)
+        self.contexts: dict[str | None, _Context] = {}  # by id: the context now taking that id's messages
+        self.live: set[_Context] = set()  # every context not yet final (an id used again may leave one finishing)
+        self.closing: list[asyncio.Event] = []  # contexts finishing before a close_socket
+        self.done = asyncio.Event()  # one context: its isFinal went out; the socket closes
+        self.refused = False  # one context whose speech failed: the socket closes with a policy violation
+        self._sending_since: float | None = None  # when the send under way began (stall detection)
+        self._ending: set[asyncio.Task[None]] = set()  # sessions being closed after their isFinal
+
+    async def send(self, reply: dict[str, Any]) -> None:
+        self._sending_since = time.monotonic()
+        try:
+            await self.ws.send_json(reply)
+        finally:
+            self._sending_since = None
+
+    def stalled(self, now: float) -> bool:
+        """Whether a send has waited for the client longer than the stall timeout."""
+        return self._sending_since is not None and now - self._sending_since > self.state.settings.stall_timeout_s
+
+    async def run(self, command: translate.Command) -> None:
+        match command:
+            case translate.Open(context=ctx):
+                await self._open(ctx)
+            case translate.Say(context=ctx, message=msg):
+                if (entry := self.contexts.get(ctx)) is not None:
+                    await entry.session.handle(msg)
+            case translate.Close(context=ctx, finish=True):
+                if (entry := self.contexts.get(ctx)) is not None:
+                    self.closing.append(entry.finished)
+                    await entry.session.handle(messages.End())
+            case translate.Close(context=ctx, finish=False):
+                if (entry := self.contexts.get(ctx)) is not None:
+                    await entry.session.handle(messages.Cancel())
+                    await self._final(entry)
+            case translate.Final(context=ctx):
+                await self.send(translate.final_message(ctx))
+                self._ended()
+            case translate.CloseSocket():
+                await asyncio.gather(*(event.wait() for event in self.closing))
+                await self.ws.close(1000)
+
+    async def _open(self, ctx: str | None) -> None:
+        entry = _Context(ctx)
+        sink = ElevenLabsSink(self, ctx, self.format, self.rate)
+
+        async def on_event(event: dict[str, Any]) -> None:
+            await self._event(entry, sink, event)
+
+        entry.session = Session(self.state, sink, on_event, transport="elevenlabs", voice=self.voice)
+        try:
+            await entry.session.open()
+        except SessionLimitReached as exc:  # this context is refused; the socket's others go on
+            await self.send(translate.error_message(exc.code, str(exc), ctx))
+            self.refused = not self.multi
+            await self.send(translate.final_message(ctx))
+            self._ended()
+            return
+        self.contexts[ctx] = entry
+        self.live.add(entry)
+
+    async def _event(self, entry: _Context, sink: ElevenLabsSink, event: dict[str, Any]) -> None:
+        kind = event["type"]
+        if kind == "chunk":
+            sink.expect(event)
+        elif kind == "done":
+            await self._final(entry)
+        elif kind == "error":
+            await self.send(translate.error_message(event["code"], event["message"], entry.id))
+            if not entry.session.core.queued:  # nothing left to speak: the context is over
+                self.refused = not self.multi
+                await self._final(entry)
+
+    async def _final(self, entry: _Context) -> None:
+        """``isFinal`` for ``entry``; its session ends."""
+        if self.contexts.get(entry.id) is entry:
+            del self.contexts[entry.id]
+        if entry.finished.is_set():
+            return
+        entry.finished.set()
+        self.live.discard(entry)
+        await self.send(translate.final_message(entry.id))
+        task = asyncio.get_running_loop().create_task(entry.session.close())  # (not from its own player's task)
+        self._ending.add(task)
+        task.add_done_callback(self._ending.discard)
+        self._ended()
+
+    def _ended(self) -> None:
+        if not self.multi:
+            self.done.set()
+
+    async def close(self) -> None:
+        for entry in list(self.live):
+            entry.finished.set()
+            await entry.session.close()
+        self.live.clear()
+        self.contexts.clear()
+        await asyncio.gather(*self._ending, return_exceptions=True)
+
+
+async def stream_input(ws: WebSocket) -> None:
+    await _serve(ws, multi=False)
+
+
+async def multi_stream_input(ws: WebSocket) -> None:
+    await _serve(ws, multi=True)
+
+
+def _key_accepted(key: str | None, keys: tuple[str, ...]) -> bool:
+    return key is not None and any(hmac.compare_digest(key.encode(), k.encode()) for k in keys)
+
+
+async def _serve(ws: WebSocket, *, multi: bool) -> None:
+    state: GatewayState = ws.app.state.gateway
+    await ws.accept()
+    name = ws.query_params.get("output_format", ELEVENLABS_DEFAULT_FORMAT)
+    if name not in ELEVENLABS_FORMATS:
+        await ws.send_json(translate.error_message(
+            "invalid_output_format", f"output_format must be one of {', '.join(ELEVENLABS_FORMATS)}"))
+        await ws.close(POLICY_VIOLATION)
+        return
+    fmt, rate = ELEVENLABS_FORMATS[name]
+    keys = state.settings.api_keys
+    trusted = authorized(ws, keys) or _key_accepted(ws.headers.get("xi-api-key"), keys)
+    socket = _Socket(ws, state, ws.path_params["voice_id"], fmt, rate, multi)
+    receiving = asyncio.create_task(_receive_all(ws, socket, keys, trusted))
+    finishing = asyncio.create_task(socket.done.wait())
+    watching = asyncio.create_task(until_stalled(socket))
+    try:
+        await asyncio.wait({receiving, finishing, watching}, return_when=asyncio.FIRST_COMPLETED)
+        if receiving.done() and not receiving.cancelled() and (exc := receiving.exception()) is not None:
+            raise exc
+    except _Refused:
+        with contextlib.suppress(Exception):
+            await ws.close(POLICY_VIOLATION)
+    finally:
+        receiving.cancel()
+        finishing.cancel()
+        watching.cancel()
+        await socket.close()
+    if watching.done() and not watching.cancelled():
+        reason = f"not reading: no audio taken for {state.settings.stall_timeout_s:g} s"
+        log.info("elevenlabs socket closed: %s", reason)
+        with contextlib.suppress(Exception):  # the close frame may never get through to a client that reads nothing
+            await asyncio.wait_for(ws.close(STALLED_CLOSE_CODE, reason), 1.0)
+    elif finishing.done() and not finishing.cancelled():
+        with contextlib.suppress(Exception):
+            await ws.close(POLICY_VIOLATION if socket.refused else 1000)
+
+
+class _Refused(Exception):
+    """The socket is closed with a policy violation (their clients raise its message)."""
+
+
+async def _receive_all(ws: WebSocket, socket: _Socket, keys: tuple[str, ...], trusted: bool) -> None:
+    with contextlib.suppress(WebSocketDisconnect):
+        while True:
+            frame = await ws.receive()
+            if frame["type"] == "websocket.disconnect":
+                return
+            try:
+                raw = frame["text"] if frame.get("text") is not None else frame.get("bytes") or b""
+                msg = translate.parse(raw)
+                if not trusted:
+                    if not _key_accepted(msg.api_key, keys):
+                        await socket.send(translate.error_message("unauthorized", "a valid API key is required"))
+                        raise _Refused()
+                    trusted = True
+                commands = socket.rules.receive(msg)
+            except ProtocolError as exc:
+                await socket.send(translate.error_message(exc.code, str(exc)))
+                if not socket.multi:
+                    raise _Refused() from None
+                continue
+            for command in commands:
+                await socket.run(command)

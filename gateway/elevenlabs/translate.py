@@ -1,0 +1,208 @@
+"""ElevenLabs' input-streaming WebSocket protocol in terms of our sessions (pure: no sockets, no event loop).
+
+``Contexts`` takes their client messages (``stream-input``: one context; ``multi-stream-input``: many, by
+``context_id``) and answers with what to do: open a context (one of our sessions), give it one of our messages
+(``gateway/messages.py``), close it (finishing what was flushed, or cancelling what was not), say ``isFinal``, or
+close the socket. ``audio_pieces`` and ``audio_message`` build their replies: base64 audio with character alignment,
+relative to each message's own audio, as their clients (the ``elevenlabs`` SDK, pipecat) add it up.
+
+What it cannot honour is accepted and ignored: ``voice_settings``, ``generation_config``, ``model_id``,
+``pronunciation_dictionary_locators``, ``try_trigger_generation``, and the bit rate in an ``output_format`` name.
+"""
+
+from __future__ import annotations
+
+import base64
+from dataclasses import dataclass, field
+from typing import Any
+
+from engine.protocol import SAMPLE_RATE, ProtocolError
+from gateway import messages
+from gateway.client_input import BadInput, load_json, speech_text
+
+MAX_PIECE_S = 1.0  # audio per reply at most (their SDK reads messages of at most 1 MiB), cut between words
+
+
+@dataclass(frozen=True)
+class Open:
+    context: str | None
+
+
+@dataclass(frozen=True)
+class Say:
+    context: str | None
+    message: messages.Message
+
+
+@dataclass(frozen=True)
+class Close:
+    """Stop taking text for ``context``: ``finish`` speaks what was flushed, then ``isFinal``; otherwise cancel now."""
+
+    context: str | None
+    finish: bool
+
+
+@dataclass(frozen=True)
+class Final:
+    """``isFinal`` for a context that had nothing to speak."""
+
+    context: str | None
+
+
+@dataclass(frozen=True)
+class CloseSocket:
+    """Close the socket once every context closed before it has said ``isFinal``."""
+
+
+Command = Open | Say | Close | Final | CloseSocket
+
+
+@dataclass(frozen=True)
+class ClientMessage:
+    text: str | None = None
+    context: str | None = None
+    flush: bool = False
+    close_context: bool = False
+    close_socket: bool = False
+    api_key: str | None = None  # ``xi_api_key`` (or ``xi-api-key``) in a first message
+
+
+def parse(raw: str | bytes) -> ClientMessage:
+    """One of their JSON text frames; ``ProtocolError`` for anything malformed."""
+    if isinstance(raw, bytes):
+        raise ProtocolError("binary frames are not accepted; send JSON text messages")
+    if len(raw) > messages.MAX_MESSAGE_BYTES:
+        raise ProtocolError(f"message larger than {messages.MAX_MESSAGE_BYTES} bytes")
+    try:
+        message = load_json(raw)
+    except BadInput as exc:
+        raise ProtocolError(str(exc)) from None
+    if not isinstance(message, dict):
+        raise ProtocolError("a message is a JSON object")
+    text = _typed(message, "text", str)
+    key = _typed(message, "xi_api_key", str) or _typed(message, "xi-api-key", str)
+    return ClientMessage(speech_text(text) if text is not None else None, _typed(message, "context_id", str),
+                         bool(_typed(message, "flush", bool)), bool(_typed(message, "close_context", bool)),
+                         bool(_typed(message, "close_socket", bool)), key)
+
+
+def _typed(message: dict[str, Any], name: str, kind: type) -> Any:
+    value = message.get(name)
+    if value is not None and not isinstance(value, kind):
+        raise ProtocolError(f"field {name!r} must be {'a string' if kind is str else 'true or false'}")
+    return value
+
+
+@dataclass
+class _Context:
+    spoken: bool = False  # text other than blanks has arrived
+    unflushed: bool = False  # text arrived since the last flush
+
+
+@dataclass
+class Contexts:
+    """The contexts of one socket. ``multi``: the multi-stream-input endpoint (else one context, id None)."""
+
+    multi: bool
+    _open: dict[str | None, _Context] = field(default_factory=dict)
+
+    def receive(self, msg: ClientMessage) -> list[Command]:
+        if msg.close_socket:
+            if not self.multi:
+                raise ProtocolError("'close_socket' is for multi-stream-input; send {\"text\": \"\"} to finish")
+            out = [c for ctx in list(self._open) for c in self._close(ctx)]
+            return out + [CloseSocket()]
+        ctx = msg.context if self.multi else None
+        if msg.close_context:
+            if not self.multi or msg.context is None:
+                raise ProtocolError("'close_context' needs a 'context_id' (multi-stream-input)")
+            return self._close(ctx) if ctx in self._open else [Final(ctx)]
+        if msg.text == "" and not msg.flush:  # one context: the end of its text; several: a keep-alive
+            return [] if self.multi else self._close(ctx, finish=True)
+        out: list[Command] = []
+        state = self._open.get(ctx)
+        if state is None:
+            state = self._open[ctx] = _Context()
+            out.append(Open(ctx))
+        if msg.text and (state.spoken or msg.text.strip()):  # leading blanks (their first message) open only
+            state.spoken = state.unflushed = True
+            out.append(Say(ctx, messages.Text(msg.text)))
+        if msg.flush:
+            state.unflushed = False
+            out.append(Say(ctx, messages.Flush()))
+        return out
+
+    def _close(self, ctx: str | None, finish: bool | None = None) -> list[Command]:
+        state = self._open.pop(ctx, None)
+        if state is None or not state.spoken:
+            return [Final(ctx)]
+        return [Close(ctx, not state.unflushed if finish is None else finish)]
+
+
+@dataclass(frozen=True)
+class Piece:
+    start: float  # seconds of the chunk
+    end: float
+    alignment: dict[str, list[Any]]
+
+
+def audio_pieces(words: list[dict[str, Any]], offset: float, duration: float,
+                 max_piece_s: float = MAX_PIECE_S) -> list[Piece]:
+    """A chunk's audio cut between words into replies of about ``max_piece_s`` at most (a word longer than that
+    gets a piece of its own), each with the alignment of its own words, in milliseconds from the piece's start.
+
+    Every word's characters are followed by a space, so a client that builds words from the characters completes
+    each word within its piece; the last character of a piece ends where the piece does, so a client that adds
+    up ``start + duration`` of each last character keeps the utterance's clock. ``words``: the chunk event's, in
+    seconds of the utterance (``offset``: where the chunk starts)."""
+    local = [(w["word"], max(0.0, w["start"] - offset), min(duration, max(0.0, w["end"] - offset))) for w in words]
+    groups: list[list[tuple[str, float, float]]] = []
+    for word in local:
+        if groups and word[2] - (groups[-1][0][1] if len(groups) > 1 else 0.0) <= max_piece_s:
+            groups[-1].append(word)
+        else:
+            groups.append([word])
+    if not groups:
+        return [Piece(0.0, duration, {"chars": [], "charStartTimesMs": [], "charDurationsMs": []})]
+    cuts = [0.0] + [group[0][1] for group in groups[1:]] + [duration]
+    return [Piece(cuts[i], cuts[i + 1], _alignment(group, cuts[i], cuts[i + 1])) for i, group in enumerate(groups)]
+
+
+def _alignment(words: list[tuple[str, float, float]], start: float, end: float) -> dict[str, list[Any]]:
+    """Each word's characters spread evenly over the word, then a space to the next word (or the piece's end)."""
+    chars: list[str] = []
+    edges: list[float] = []  # the start of every character, then the piece's end
+    for i, (word, w_start, w_end) in enumerate(words):
+        step = (w_end - w_start) / len(word)
+        chars += [*word, " "]
+        edges += [w_start + k * step for k in range(len(word))] + [w_end]
+    edges.append(end)
+    ms = [round((max(start, min(t, end)) - start) * 1000) for t in edges]
+    ms = [max(ms[: i + 1]) for i in range(len(ms))]  # never backwards
+    return {"chars": chars, "charStartTimesMs": ms[:-1], "charDurationsMs": [b - a for a, b in zip(ms, ms[1:])]}
+
+
+def pcm_slice(pcm: bytes, start: float, end: float) -> bytes:
+    """The 24 kHz s16le samples of ``pcm`` from ``start`` to ``end`` seconds."""
+    first, last = round(start * SAMPLE_RATE) * 2, round(end * SAMPLE_RATE) * 2
+    return pcm[first:last]
+
+
+def audio_message(audio: bytes, alignment: dict[str, list[Any]] | None, context: str | None) -> dict[str, Any]:
+    """One audio reply, as theirs: ``alignment`` and ``normalizedAlignment`` alike (we do not rewrite the text)."""
+    reply: dict[str, Any] = {"audio": base64.b64encode(audio).decode(), "isFinal": None,
+                             "normalizedAlignment": alignment, "alignment": alignment}
+    if context is not None:
+        reply["contextId"] = context
+    return reply
+
+
+def final_message(context: str | None) -> dict[str, Any]:
+    return {"isFinal": True} if context is None else {"isFinal": True, "contextId": context}
+
+
+def error_message(code: str, message: str, context: str | None = None) -> dict[str, Any]:
+    reply: dict[str, Any] = {"message": message, "error": code, "code": code}
+    if context is not None:
+        reply["contextId"] = context
+    return reply

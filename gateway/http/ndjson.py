@@ -1,0 +1,33 @@
+"""The lines of a speech stream with timings (``POST /v1/tts`` as ``application/x-ndjson``): one JSON object a line,
+the audio base64-encoded beside the words it carries, for clients that cannot hold a WebSocket (pure)."""
+
+from __future__ import annotations
+
+import base64
+import json
+from typing import Any
+
+from engine.protocol import ChunkHeader
+
+CONTENT_TYPE = "application/x-ndjson"
+
+
+def _line(obj: dict[str, Any]) -> bytes:
+    return json.dumps(obj, separators=(",", ":"), ensure_ascii=False).encode() + b"\n"
+
+
+def chunk_line(header: ChunkHeader, audio: bytes, words: list[dict[str, Any]]) -> bytes:
+    """One chunk: its text, where it sits in the utterance, its timed words, and its audio (the encoder's output
+    for it; a compressed format may hold some back to the next line)."""
+    return _line({"type": "chunk", "seq": header.seq, "text": header.text, "offset": header.offset,
+                  "duration": header.duration, "words": words, "timing": header.timing or "estimated",
+                  "audio": base64.b64encode(audio).decode()})
+
+
+def tail_line(audio: bytes) -> bytes:
+    """What the encoder held back, at the end."""
+    return _line({"type": "audio", "audio": base64.b64encode(audio).decode()})
+
+
+def done_line(summary: dict[str, Any]) -> bytes:
+    return _line({"type": "done", **summary})
