@@ -6,8 +6,8 @@ end, stream one token by token, barge in once audio starts, stop reading for a f
 and dial again; each WebRTC session speaks, barges in, or hangs up and offers again. Every few seconds the bench reads
 the resident memory (VmRSS) of the gateway and of its engine worker from /proc (only when it started the server
 itself). It prints the figures and a JSON line; exit status 1 when a server error or timeout happened, a session was
-left open, or (on runs of 4 minutes or more) the gateway's memory grew over the second half by more than
-``--max-growth`` MiB per minute.
+left open, an engine utterance was left in flight (``/health``'s ``engines[].in_flight``), or (on runs of 4 minutes
+or more) the gateway's memory grew over the second half by more than ``--max-growth`` MiB per minute.
 """
 
 from __future__ import annotations
@@ -211,7 +211,12 @@ async def measure(url: str, gateway_pid: int | None, args: argparse.Namespace) -
     most_sessions = await sampler
     async with httpx.AsyncClient(base_url=url, headers=headers, timeout=10) as http:
         settle = time.monotonic() + 20
-        while (left := (await http.get("/health")).json()["sessions"]) and time.monotonic() < settle:
+        while True:
+            health = (await http.get("/health")).json()
+            left = health["sessions"]
+            in_flight = sum(engine.get("in_flight") or 0 for engine in health.get("engines", []))
+            if not (left or in_flight) or time.monotonic() > settle:
+                break
             await asyncio.sleep(0.2)
     figures: dict[str, Any] = {}
     for name, samples in memory.items():
@@ -223,6 +228,7 @@ async def measure(url: str, gateway_pid: int | None, args: argparse.Namespace) -
             "most_sessions_at_once": most_sessions, "done": tally.done, "cancelled": tally.cancelled,
             "hung_up": tally.hung_up, "slow_reads": tally.slow_reads, "server_errors": tally.server_errors,
             "timeouts": tally.timeouts, "webrtc_underruns": tally.underruns, "leaked_sessions": left,
+            "leaked_utterances": in_flight,
             "memory": figures, "errors_seen": tally.errors_seen}
 
 
@@ -233,7 +239,8 @@ def _round(value: float | None) -> float | None:
 def failed(summary: dict[str, Any], max_growth: float) -> bool:
     growth = (summary["memory"].get("gateway") or {}).get("growth_mib_per_min_second_half")
     grew = summary["minutes"] >= MIN_MINUTES_FOR_GROWTH and growth is not None and growth > max_growth
-    return bool(summary["server_errors"] or summary["timeouts"] or summary["leaked_sessions"] or grew)
+    return bool(summary["server_errors"] or summary["timeouts"] or summary["leaked_sessions"]
+                or summary["leaked_utterances"] or grew)
 
 
 def render(s: dict[str, Any]) -> str:
@@ -241,7 +248,8 @@ def render(s: dict[str, Any]) -> str:
              f"{s['most_sessions_at_once']} at once at most (sampled)",
              f"  turns: {s['done']} done, {s['cancelled']} cancelled, {s['hung_up']} hung up, "
              f"{s['slow_reads']} slow reads; WebRTC underruns {s['webrtc_underruns']}",
-             f"  server errors {s['server_errors']}, timeouts {s['timeouts']}, leaked sessions {s['leaked_sessions']}"]
+             f"  server errors {s['server_errors']}, timeouts {s['timeouts']}, leaked sessions {s['leaked_sessions']}, "
+             f"engine utterances left in flight {s['leaked_utterances']}"]
     for name, m in s["memory"].items():
         lines.append(f"  {name:<8} RSS {m['start_mib']} MiB at start, peak {m['peak_mib']}, end {m['end_mib']}; "
                      f"second-half growth {m['growth_mib_per_min_second_half']} MiB/min")

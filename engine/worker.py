@@ -36,7 +36,7 @@ from engine.protocol import (AddVoice, Cancel, Chunk, ChunkHeader, DeleteVoice, 
 from engine.scheduler import DeviceQueue
 from engine.settings import EngineSettings
 from engine.text import BoundaryKind
-from engine.voices import VoiceStore
+from engine.voices import VoiceStore, voice_key
 from engine.watermark import Watermarker
 from engine.word_timing import chunk_words
 
@@ -44,6 +44,7 @@ log = logging.getLogger("chatterbox_fast.engine")
 MAX_MESSAGE_BYTES = 16 * 1024 * 1024  # voice uploads travel as one binary frame
 MAX_TEXT_CHARS = 20000  # per utterance, a backstop behind the gateway's own limit
 VOICE_UPLOAD_SLACK_S = 1.0  # a clone waits behind listeners with less than this much audio in hand
+MAX_COST_MODELS = 256  # voices whose learnt generation cost is kept
 
 Send = Callable[[str | bytes], Awaitable[None]]
 WordStarts = list[tuple[int, float]] | None  # (character index, seconds) of each word, where the engine knows them
@@ -184,8 +185,6 @@ class Utterance:
         except Exception as exc:  # a failure in one utterance never takes the worker down
             log.exception("utterance %s failed", self.id)
             await self._error("engine_error", f"{type(exc).__name__}: {exc}")
-        finally:
-            self.worker.utterances.pop(self.key, None)
 
     async def _sleep_until_needed(self) -> None:
         """Until text, flush, end or playout arrives, or until the planner asked to be asked again."""
@@ -225,10 +224,15 @@ class Worker:
                                  decode=info.decode)
 
     def cost_model(self, voice: str) -> CostModel:
-        """Generation cost is learnt per voice (conditionals change the prompt length) across utterances."""
-        if voice not in self._costs:
-            self._costs[voice] = copy.deepcopy(self._calibrated)
-        return self._costs[voice]
+        """Generation cost is learnt per voice (conditionals change the prompt length) across utterances. A client
+        may name any voice, known or not, so only the MAX_COST_MODELS most recently used are kept; a voice forgotten
+        starts again from the calibrated model."""
+        key = voice_key(voice)
+        model = self._costs.pop(key, None) or copy.deepcopy(self._calibrated)
+        self._costs[key] = model  # the most recently used last
+        if len(self._costs) > MAX_COST_MODELS:
+            del self._costs[next(iter(self._costs))]
+        return model
 
     async def handle(self, ws: ServerConnection) -> None:
         """One gateway connection; its utterances are cancelled when it goes away."""
@@ -257,6 +261,7 @@ class Worker:
             utt = Utterance(request.id, request.voice, self, send)
             self.utterances[utt.key] = utt
             utt.task = asyncio.create_task(utt.run())
+            utt.task.add_done_callback(lambda _: self._forget(utt))
             return
         utt = self.utterances.get((send, request.id))
         if utt is None:
@@ -274,6 +279,12 @@ class Worker:
                 utt.cancel()
             case Playout(played=played):
                 utt.playout(played)
+
+    def _forget(self, utt: Utterance) -> None:
+        """``utt``'s task ended, however: also when it was cancelled before it ever ran (a Cancel, or the connection
+        closing, right behind its Start), when nothing inside ``run`` executes."""
+        if self.utterances.get(utt.key) is utt:
+            del self.utterances[utt.key]
 
     async def _voice_request(self, request: ListVoices | DeleteVoice | AddVoice, send: Send) -> None:
         reply: Result | Error

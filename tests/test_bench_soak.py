@@ -25,5 +25,6 @@ def test_a_short_soak_leaves_nothing_behind(capsys: pytest.CaptureFixture[str]) 
     summary = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
     assert status == 0, summary
     assert summary["server_errors"] == summary["timeouts"] == summary["leaked_sessions"] == 0
+    assert summary["leaked_utterances"] == 0  # the gateway's engine links hold no utterance of a session gone
     assert summary["done"] > 0 and summary["cancelled"] > 0 and summary["hung_up"] > 0
     assert summary["memory"]["gateway"]["peak_mib"] > 0 and summary["memory"]["worker"]["peak_mib"] > 0

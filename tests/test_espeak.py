@@ -128,3 +128,22 @@ def test_corrupt_conditionals_file_is_an_engine_error(espeak_engine: EspeakEngin
     path.write_text('{"pitch": 50, "colour": "blue"}')
     with pytest.raises(EngineError):
         espeak_engine.load_conditionals(path)
+
+
+def test_sentences_of_every_length_leave_no_ctypes_types_behind(espeak_engine: EspeakEngine) -> None:
+    """Texts and eSpeak's audio blocks come in every length; a ctypes array type per length (and its pointer type),
+    which ctypes caches for the life of the process, would grow the worker's memory with every new length."""
+    import ctypes
+    import gc
+
+    kinds = (type(ctypes.c_char * 1), type(ctypes.POINTER(ctypes.c_char)))  # the metaclasses of both
+
+    def ctypes_types() -> int:
+        return sum(type(o) in kinds for o in gc.get_objects())
+
+    speak(espeak_engine, TEN_WORDS)
+    before = ctypes_types()
+    for i in range(30):
+        text = f"Caller number {i} asked about order {i * 37 + 11}, shipped on day {i % 28 + 1}."
+        speak(espeak_engine, text + "!" * i)
+    assert ctypes_types() == before

@@ -224,13 +224,13 @@ def test_no_watermark_no_start(tmp_path: Path) -> None:
     assert not (tmp_path / "s.sock").exists()
 
 
-async def test_a_closed_connection_cancels_its_own_utterances_only(tmp_path: Path) -> None:
-    """In process, on a device that never finishes: when one gateway goes away, only its utterances end."""
+def _stuck_worker():
+    """A worker in process on a device that never finishes, so its utterances stay under way until cancelled."""
     from types import SimpleNamespace
 
     from engine.engines.base import EngineInfo
     from engine.settings import EngineSettings
-    from engine.worker import Worker, serve_worker
+    from engine.worker import Worker
 
     class StuckDevice:
         async def run(self, fn, *args, buffered: float = 0.0):
@@ -238,7 +238,14 @@ async def test_a_closed_connection_cancels_its_own_utterances_only(tmp_path: Pat
 
     synth = StuckDevice()
     synth.engine = SimpleNamespace(info=EngineInfo("stub", "cpu", "float32", "none"))  # type: ignore[attr-defined]
-    worker = Worker(synth, SimpleNamespace(conditionals=None), EngineSettings())  # type: ignore[arg-type]
+    return Worker(synth, SimpleNamespace(conditionals=None), EngineSettings())  # type: ignore[arg-type]
+
+
+async def test_a_closed_connection_cancels_its_own_utterances_only(tmp_path: Path) -> None:
+    """In process, on a device that never finishes: when one gateway goes away, only its utterances end."""
+    from engine.worker import serve_worker
+
+    worker = _stuck_worker()
     async def settled(count: int) -> list[str]:
         for _ in range(250):
             if len(worker.utterances) == count:
@@ -258,3 +265,42 @@ async def test_a_closed_connection_cancels_its_own_utterances_only(tmp_path: Pat
     finally:
         stop.set()
         await server
+
+
+async def test_utterances_cancelled_before_they_ran_are_forgotten() -> None:
+    """A Cancel right behind its Start (or a connection closing right after one) cancels the utterance's task before
+    it ever runs; the worker must forget it all the same, or its table grows for as long as it serves."""
+    worker = _stuck_worker()
+    sent: list[str | bytes] = []
+
+    async def send(frame: str | bytes) -> None:
+        sent.append(frame)
+
+    for i in range(50):
+        await worker._dispatch(protocol.encode(protocol.Start(f"u{i}", "default")), send)
+        await worker._dispatch(protocol.encode(protocol.Cancel(f"u{i}")), send)
+    running = [f"r{i}" for i in range(3)]
+    for uid in running:
+        await worker._dispatch(protocol.encode(protocol.Start(uid, "default")), send)
+    await asyncio.sleep(0.05)
+    assert sorted(uid for _, uid in worker.utterances) == running
+    for uid in running:
+        await worker._dispatch(protocol.encode(protocol.Cancel(uid)), send)
+    await asyncio.sleep(0.05)
+    assert worker.utterances == {}
+
+
+async def test_learnt_costs_are_kept_for_a_bounded_number_of_voices() -> None:
+    """Clients name voices freely (unknown ones are refused only once the utterance runs): the per-voice cost models
+    are bounded, and a voice's model is shared by every spelling of its name."""
+    from engine.worker import MAX_COST_MODELS
+
+    worker = _stuck_worker()
+    alice = worker.cost_model("Alice")
+    assert worker.cost_model(" alice ") is alice
+    for i in range(3 * MAX_COST_MODELS):
+        worker.cost_model(f"nobody-{i}")
+        if i % 10 == 0:
+            assert worker.cost_model("alice") is alice  # in use: kept
+    assert len(worker._costs) == MAX_COST_MODELS
+    assert worker.cost_model("nobody-0") is not None and len(worker._costs) == MAX_COST_MODELS

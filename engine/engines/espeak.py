@@ -110,8 +110,9 @@ class _Library:
             return cls._instance
 
     def _on_samples(self, wav: ctypes.POINTER(ctypes.c_short), count: int, events: ctypes.POINTER(_Event)) -> int:
-        if wav and count > 0:
-            self._blocks.append(np.ctypeslib.as_array(wav, shape=(count,)).copy())
+        if wav and count > 0:  # copied as bytes: np.ctypeslib.as_array would make a ctypes type per block length,
+            # which ctypes caches for the life of the process (the worker's memory grew with every new length)
+            self._blocks.append(np.frombuffer(ctypes.string_at(wav, count * 2), dtype=np.int16))
         i = 0
         while events and events[i].type != _EVENT_LIST_TERMINATED:
             if events[i].type == _EVENT_WORD:  # text_position counts characters from 1; sample is the output's
@@ -134,8 +135,9 @@ class _Library:
             self._lib.espeak_SetParameter(_PARAM_RANGE, voice.pitch_range, 0)
             self._blocks, self._words, self._cancel = [], [], cancel
             try:
-                buf = ctypes.create_string_buffer(encoded, len(encoded))
-                err = self._lib.espeak_Synth(buf, len(encoded), 0, _POS_CHARACTER, 0, _CHARS_UTF8, None, None)
+                # The bytes themselves (eSpeak only reads them): create_string_buffer would make, and ctypes keep for
+                # good, an array type per text length.
+                err = self._lib.espeak_Synth(encoded, len(encoded), 0, _POS_CHARACTER, 0, _CHARS_UTF8, None, None)
                 blocks, words = self._blocks, self._words
             finally:
                 self._blocks, self._words, self._cancel = [], [], None
