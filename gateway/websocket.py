@@ -6,7 +6,7 @@ import asyncio
 import contextlib
 import logging
 import time
-from typing import Any
+from typing import Any, AsyncIterator
 
 from starlette.websockets import WebSocket, WebSocketDisconnect
 
@@ -123,11 +123,17 @@ async def until_stalled(sink: WebSocketSink | Any) -> None:
         await asyncio.sleep(STALL_CHECK_S)
 
 
-async def _receive_all(ws: WebSocket, session: Session) -> None:
-    """The client's frames into the session until it disconnects."""
+async def client_frames(ws: WebSocket) -> AsyncIterator[str | bytes]:
+    """Each frame the client sends (text as str, binary as bytes), until it disconnects."""
     with contextlib.suppress(WebSocketDisconnect):
         while True:
             frame = await ws.receive()
             if frame["type"] == "websocket.disconnect":
                 return
-            await session.handle_text(frame["text"] if frame.get("text") is not None else frame.get("bytes") or b"")
+            yield frame["text"] if frame.get("text") is not None else frame.get("bytes") or b""
+
+
+async def _receive_all(ws: WebSocket, session: Session) -> None:
+    """The client's frames into the session until it disconnects."""
+    async for data in client_frames(ws):
+        await session.handle_text(data)

@@ -15,7 +15,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
-from starlette.websockets import WebSocket, WebSocketDisconnect
+from starlette.websockets import WebSocket
 
 from engine.protocol import ProtocolError
 from gateway import messages
@@ -28,7 +28,7 @@ from gateway.session import Session
 from gateway.session_registry import SessionLimitReached
 from gateway.shared_state import GatewayState
 from gateway.sink import AudioSink
-from gateway.websocket import STALLED_CLOSE_CODE, until_stalled
+from gateway.websocket import STALLED_CLOSE_CODE, client_frames, until_stalled
 
 log = logging.getLogger("chatterbox_fast.gateway")
 POLICY_VIOLATION = 1008  # their close code for a refused request
@@ -241,24 +241,19 @@ class _Refused(Exception):
 
 
 async def _receive_all(ws: WebSocket, socket: _Socket, keys: tuple[str, ...], trusted: bool) -> None:
-    with contextlib.suppress(WebSocketDisconnect):
-        while True:
-            frame = await ws.receive()
-            if frame["type"] == "websocket.disconnect":
-                return
-            try:
-                raw = frame["text"] if frame.get("text") is not None else frame.get("bytes") or b""
-                msg = translate.parse(raw)
-                if not trusted:
-                    if not _key_accepted(msg.api_key, keys):
-                        await socket.send(translate.error_message("unauthorized", "a valid API key is required"))
-                        raise _Refused()
-                    trusted = True
-                commands = socket.rules.receive(msg)
-            except ProtocolError as exc:
-                await socket.send(translate.error_message(exc.code, str(exc)))
-                if not socket.multi:
-                    raise _Refused() from None
-                continue
-            for command in commands:
-                await socket.run(command)
+    async for raw in client_frames(ws):
+        try:
+            msg = translate.parse(raw)
+            if not trusted:
+                if not _key_accepted(msg.api_key, keys):
+                    await socket.send(translate.error_message("unauthorized", "a valid API key is required"))
+                    raise _Refused()
+                trusted = True
+            commands = socket.rules.receive(msg)
+        except ProtocolError as exc:
+            await socket.send(translate.error_message(exc.code, str(exc)))
+            if not socket.multi:
+                raise _Refused() from None
+            continue
+        for command in commands:
+            await socket.run(command)

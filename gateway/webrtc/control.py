@@ -16,7 +16,7 @@ from typing import Any
 
 from starlette.requests import Request
 from starlette.responses import JSONResponse
-from starlette.websockets import WebSocket, WebSocketDisconnect
+from starlette.websockets import WebSocket
 
 from gateway.auth import accept_websocket
 from gateway.http.body import body_field, json_body
@@ -24,6 +24,7 @@ from gateway.http.errors import ApiError
 from gateway.session_control import CANCEL, refusal_status
 from gateway.shared_state import GatewayState
 from gateway.webrtc.signalling import WebRTCPeer, find_peer
+from gateway.websocket import client_frames
 
 log = logging.getLogger("chatterbox_fast.gateway")
 MAX_QUEUED_EVENTS = 512
@@ -89,12 +90,8 @@ async def control_socket(ws: WebSocket) -> None:
     log.info("webrtc session %s: a controller attached%s", peer.id, " (took over)" if peer.seat.current else "")
     await peer.attach(controller)
     try:
-        with contextlib.suppress(WebSocketDisconnect):
-            while True:
-                frame = await ws.receive()
-                if frame["type"] == "websocket.disconnect":
-                    break
-                await peer.feed(frame["text"] if frame.get("text") is not None else frame.get("bytes") or b"")
+        async for data in client_frames(ws):
+            await peer.feed(data)
     finally:
         await peer.detach(controller)
         await controller.stop()
