@@ -6,7 +6,7 @@ import asyncio
 import contextlib
 import logging
 import time
-from typing import Any, AsyncIterator
+from typing import Any, AsyncIterator, Iterator
 
 from starlette.websockets import WebSocket, WebSocketDisconnect
 
@@ -25,6 +25,25 @@ STALLED_CLOSE_CODE = 4408
 STALL_CHECK_S = 0.5
 
 
+class SendWatch:
+    """When the send under way began: one the client has not taken within ``timeout`` seconds is a stall."""
+
+    def __init__(self, timeout: float) -> None:
+        self.timeout = timeout
+        self._since: float | None = None
+
+    @contextlib.contextmanager
+    def sending(self) -> Iterator[None]:
+        self._since = time.monotonic()
+        try:
+            yield
+        finally:
+            self._since = None
+
+    def stalled(self, now: float) -> bool:
+        return self._since is not None and now - self._since > self.timeout
+
+
 class WebSocketSink(AudioSink):
     """Encodes each utterance for the socket's configured format and sends it as binary frames.
 
@@ -40,7 +59,7 @@ class WebSocketSink(AudioSink):
         self.format, self.sample_rate = WEBSOCKET_DEFAULT_FORMAT, SAMPLE_RATE
         self._encoder: Encoder | None = None
         self._sent = SentAudio()
-        self._sending_since: float | None = None  # when the send under way began
+        self._watch = SendWatch(stall_timeout)
 
     def configure(self, fmt: str, sample_rate: int) -> None:
         self.format, self.sample_rate = fmt, sample_rate
@@ -64,16 +83,13 @@ class WebSocketSink(AudioSink):
         step = self.sample_rate // 10 * sample_bytes
         for start in range(0, len(data), step):
             frame = data[start:start + step]
-            self._sending_since = time.monotonic()
-            try:
+            with self._watch.sending():
                 await self.ws.send_bytes(frame)
-            finally:
-                self._sending_since = None
             self._sent.sent(len(frame) / sample_bytes / self.sample_rate)
 
     def stalled(self, now: float) -> bool:
         """Whether a send has waited for the client longer than the stall timeout."""
-        return self._sending_since is not None and now - self._sending_since > self.stall_timeout
+        return self._watch.stalled(now)
 
     @property
     def stall_reason(self) -> str:

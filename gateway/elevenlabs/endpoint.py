@@ -11,7 +11,6 @@ import asyncio
 import contextlib
 import hmac
 import logging
-import time
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -28,7 +27,7 @@ from gateway.session import Session
 from gateway.session_registry import SessionLimitReached
 from gateway.shared_state import GatewayState
 from gateway.sink import AudioSink
-from gateway.websocket import STALLED_CLOSE_CODE, client_frames, until_stalled
+from gateway.websocket import STALLED_CLOSE_CODE, SendWatch, client_frames, until_stalled
 
 log = logging.getLogger("chatterbox_fast.gateway")
 POLICY_VIOLATION = 1008  # their close code for a refused request
@@ -91,19 +90,16 @@ class _Socket:
         self.closing: list[asyncio.Event] = []  # contexts finishing before a close_socket
         self.done = asyncio.Event()  # one context: its isFinal went out; the socket closes
         self.refused = False  # one context whose speech failed: the socket closes with a policy violation
-        self._sending_since: float | None = None  # when the send under way began (stall detection)
+        self._watch = SendWatch(state.settings.stall_timeout_s)
         self._ending: set[asyncio.Task[None]] = set()  # sessions being closed after their isFinal
 
     async def send(self, reply: dict[str, Any]) -> None:
-        self._sending_since = time.monotonic()
-        try:
+        with self._watch.sending():
             await self.ws.send_json(reply)
-        finally:
-            self._sending_since = None
 
     def stalled(self, now: float) -> bool:
         """Whether a send has waited for the client longer than the stall timeout."""
-        return self._sending_since is not None and now - self._sending_since > self.state.settings.stall_timeout_s
+        return self._watch.stalled(now)
 
     async def run(self, command: translate.Command) -> None:
         match command:
