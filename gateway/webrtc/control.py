@@ -24,11 +24,10 @@ from gateway.http.errors import ApiError
 from gateway.session_control import CANCEL, refusal_status
 from gateway.shared_state import GatewayState
 from gateway.webrtc.signalling import WebRTCPeer, find_peer
-from gateway.websocket import client_frames
+from gateway.websocket import STALLED_CLOSE_CODE, client_frames
 
 log = logging.getLogger("chatterbox_fast.gateway")
 MAX_QUEUED_EVENTS = 512
-NOT_READING_CLOSE_CODE = 4408
 UNKNOWN_SESSION_CLOSE_CODE = 4404
 
 
@@ -46,7 +45,7 @@ class SocketController:
             return
         if self._queue.qsize() >= MAX_QUEUED_EVENTS:
             log.info("controller closed: not reading (%d events unread)", MAX_QUEUED_EVENTS)
-            self.end(f"not reading: {MAX_QUEUED_EVENTS} events unread", NOT_READING_CLOSE_CODE)
+            self.end(f"not reading: {MAX_QUEUED_EVENTS} events unread", STALLED_CLOSE_CODE)
             return
         self._queue.put_nowait(event)
 
