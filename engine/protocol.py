@@ -15,6 +15,7 @@ See docs/engine-protocol.md for the message reference.
 from __future__ import annotations
 
 import json
+import re
 import struct
 from dataclasses import MISSING, dataclass, fields
 from typing import Any, Callable, ClassVar
@@ -22,6 +23,10 @@ from typing import Any, Callable, ClassVar
 PROTOCOL_VERSION = 1
 ENGINE_PATH = "/v1/engine"
 SAMPLE_RATE = 24000  # every chunk on the wire is mono s16le at this rate
+# A paralinguistic tag in the text ([laugh], [clear throat]): spoken as a sound, never as words, never split. One
+# definition for the engine (chunk planning) and the gateway (which words a client hears).
+TAG_MAX_LEN = 40  # longest bracketed span, brackets included, still a tag; a longer one is plain text
+TAG = re.compile(r"\[[^\[\]\n]{1,%d}\]" % (TAG_MAX_LEN - 2))
 _HEADER_LEN = struct.Struct("!I")
 
 

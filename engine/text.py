@@ -13,9 +13,8 @@ import re
 from dataclasses import dataclass
 from enum import IntEnum
 
-TAG_MAX_LEN = 40  # longest bracketed span still treated as a tag; "[" with no "]" this far on is plain text
+from engine.protocol import TAG, TAG_MAX_LEN
 
-_TAG = re.compile(r"\[[^\[\]\n]{1,%d}\]" % (TAG_MAX_LEN - 2))
 _SPACE_RUN = re.compile(r"\s+")
 _NON_SPACE = re.compile(r"\S+")
 _SENTENCE_END = re.compile(r"[.!?]['\"”’)]*$")
@@ -87,7 +86,7 @@ class Boundary:
 
 def tag_spans(text: str) -> list[tuple[int, int]]:
     """``(start, end)`` of every tag in ``text``, including a trailing ``[`` still open (text may still be arriving)."""
-    spans = [m.span() for m in _TAG.finditer(text)]
+    spans = [m.span() for m in TAG.finditer(text)]
     opened = text.rfind("[")
     if opened >= 0 and (not spans or spans[-1][0] < opened) and "]" not in text[opened:]:
         if len(text) - opened < TAG_MAX_LEN and "\n" not in text[opened:]:
@@ -150,7 +149,7 @@ def safe_cut(text: str, limit: int) -> int:
 
 def count_words(text: str) -> int:
     """Spoken words: whitespace-separated pieces with a letter or digit, tags not counted."""
-    return sum(1 for piece in _TAG.sub(" ", text).split() if _WORD.search(piece))
+    return sum(1 for piece in TAG.sub(" ", text).split() if _WORD.search(piece))
 
 
 def punc_norm(text: str, *, starts_sentence: bool = True, ends_sentence: bool = True) -> str:
@@ -165,8 +164,8 @@ def punc_norm(text: str, *, starts_sentence: bool = True, ends_sentence: bool = 
     the model is never told a sentence ends where none does. (The worker feeds Turbo's tokenizer directly, so its own
     ``punc_norm`` never runs on a fragment.)
     """
-    tags = [" ".join(match.group().split()) for match in _TAG.finditer(text)]
-    plain = [_plain_norm(piece) for piece in _TAG.split(text)]  # one more piece than tags: around and between them
+    tags = [" ".join(match.group().split()) for match in TAG.finditer(text)]
+    plain = [_plain_norm(piece) for piece in TAG.split(text)]  # one more piece than tags: around and between them
     text = "".join(piece + tag for piece, tag in zip(plain, [*tags, ""])).strip()
     if not text:
         return ""

@@ -11,7 +11,8 @@ from __future__ import annotations
 import re
 from typing import Any
 
-_TAG = re.compile(r"\[[^\[\]\n]{1,40}\]")  # [laugh], [clear throat]: not words
+from engine.protocol import TAG
+
 _NOT_LETTERS = re.compile(r"[\W_]+")
 LOOK_AHEAD = 4  # client words the engine may have dropped (a lone quote, a dash) before the next match
 
@@ -32,7 +33,7 @@ class ClientWords:
 
     def rename(self, words: list[dict[str, Any]]) -> list[dict[str, Any]]:
         """``words`` (the engine's ``{word, start, end}``, in order) with the client's spelling where it matches."""
-        tokens = _TAG.sub(" ", self._text).split()
+        tokens = TAG.sub(" ", self._text).split()
         out = []
         for word in words:
             key = _key(word["word"])
