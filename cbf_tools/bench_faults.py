@@ -37,6 +37,12 @@ def _error_code(event: dict[str, Any]) -> str | None:
     return event.get("code") if event.get("type") == "error" or "error" in event else None
 
 
+def _count(counts: dict[str, int], event: dict[str, Any]) -> None:
+    """An error event counted as a server error (no client input may cause it) or a refusal."""
+    if (code := _error_code(event)) is not None:
+        counts["server_errors" if code in SERVER_FAILURES else "refused"] += 1
+
+
 async def _websocket(url: str, messages: list[str], headers: dict[str, str], session: str | None = None,
                      clients: int = WEBSOCKET_CLIENTS, path: str = "/v1/stream",
                      farewell: str | None = '{"type": "cancel"}') -> dict[str, int]:
@@ -48,8 +54,8 @@ async def _websocket(url: str, messages: list[str], headers: dict[str, str], ses
 
     async def read(ws: ClientConnection) -> None:
         async for frame in ws:
-            if isinstance(frame, str) and (code := _error_code(json.loads(frame))) is not None:
-                counts["server_errors" if code in SERVER_FAILURES else "refused"] += 1
+            if isinstance(frame, str):
+                _count(counts, json.loads(frame))
 
     async def client(share: list[str]) -> None:
         async with connect(url.replace("http", "ws", 1) + path, additional_headers=headers,
@@ -144,8 +150,7 @@ async def _datachannel(url: str, messages: list[str], headers: dict[str, str]) -
     finally:
         await listener.close()
     for event in listener.events:
-        if event.get("type") == "error":
-            counts["server_errors" if event.get("code") in SERVER_FAILURES else "refused"] += 1
+        _count(counts, event)
     return counts
 
 
