@@ -8,7 +8,7 @@ from engine.engines.base import Engine
 from engine.settings import EngineSettings
 
 log = logging.getLogger("chatterbox_fast.engine")
-ENGINES = ("auto", "chatterbox-turbo", "espeak", "simulated")
+ENGINES = ("auto", "chatterbox-turbo", "espeak", "simulated", "http")
 
 
 def _cuda_available() -> bool:
@@ -41,6 +41,15 @@ def load_engine(settings: EngineSettings) -> Engine:
             settings.model_dir, weights=settings.weights, device=settings.device, dtype=settings.dtype,
             tf32=settings.tf32, sdpa=settings.sdpa, decode=settings.decode, slots=settings.batch_slots,
         )
+    if name == "http":
+        from engine.engines.http import HttpEngine
+        from engine.engines.http_dialects import dialect
+
+        if not settings.http_url:
+            raise ValueError("--engine http needs --engine-http-url (CBF_ENGINE_HTTP_URL)")
+        return HttpEngine(settings.http_url, dialect(settings.http_dialect), key=settings.http_key,
+                          concurrency=settings.http_concurrency, timeout_s=settings.http_timeout_s,
+                          voices=settings.http_voices)
     from engine.engines.espeak import EspeakEngine
 
     if name == "espeak":
