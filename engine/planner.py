@@ -131,6 +131,7 @@ class ChunkPlanner:
         self._holding = False  # first audio is generated but held back (a slow engine: see release_at)
         self._first_ready: float | None = None  # when the held first audio was ready
         self.start_delay: float | None = None  # how long first audio was held back, once released
+        self._generating_s = 0.0  # generation time of this utterance's chunks so far
 
     # Input -------------------------------------------------------------------------------------------------------
     def append(self, text: str) -> None:
@@ -165,6 +166,7 @@ class ChunkPlanner:
         self.cost_model.observe(len(planned.text), gen_time)
         self.cost_model.observe_audio(len(planned.text), audio_seconds)
         self._spoken = (self._spoken[0] + len(planned.text), self._spoken[1] + audio_seconds)
+        self._generating_s += gen_time
         if self._clock is None and not self._holding:  # first audio: it plays from now, unless it must wait
             if self.config.hold_slow_start and self.slower_than_real_time():
                 self._holding, self._first_ready = True, now
@@ -193,14 +195,19 @@ class ChunkPlanner:
         return self._holding
 
     def slower_than_real_time(self) -> bool:
-        """Whether the engine, as learnt, cannot make even the longest chunk faster than it plays (cautiously)."""
+        """Whether the engine cannot make even the longest chunk faster than it plays, by cautious estimates. Never
+        when this utterance's chunks so far came faster than real time: a longer chunk spreads the fixed cost wider
+        still (and a cost model calibrated under other load may be far off)."""
+        if self._spoken[1] > self._generating_s:
+            return False
         chars = self.config.max_chars
         return self._upper(chars) > self._audio_lower(chars)
 
     def release_at(self, now: float) -> float | None:
         """While first audio is held: when to let it go, so that the rest of the text known by ``now`` plays without a
-        stall, generated from ``now`` in the longest chunks at the engine's learnt (cautious) pace. None when nothing is
-        held; ``now`` or earlier: at once.
+        stall, generated from ``now`` in the longest chunks at the engine's pace: the learnt (cautious) one, or this
+        utterance's own so far where that is slower (a cost model learnt on a faster engine, still catching up). None
+        when nothing is held; ``now`` or earlier: at once.
 
         Each later chunk must be ready by the time playback reaches it: release + audio before it >= its end of
         generation, for every chunk; the latest of those, plus the safety margin."""
@@ -208,9 +215,11 @@ class ChunkPlanner:
             return None
         rest = len(self._pending.strip()) + (len(self._outstanding.text) if self._outstanding else 0)
         ready, before, release = now, self._delivered_s, -math.inf
+        # this utterance's generation seconds per character so far
+        own = self._generating_s / self._spoken[0] if self._spoken[0] else 0.0
         while rest > 0:
             chars = min(rest, self.config.max_chars)
-            ready += self._upper(chars)
+            ready += max(self._upper(chars), own * chars)
             release = max(release, ready - before)
             before += self._audio_lower(chars)
             rest -= chars
