@@ -1,8 +1,8 @@
 """``chatterbox-fast``: every command and every flag, each flag with an environment-variable twin. One place.
 
 This module imports nothing heavy at the top, and each command imports its own modules when it runs: ``serve`` never
-imports torch, ``engine`` (the worker process) never imports aiortc, httpx or Starlette, and the operator tools
-(``say``, ``bench``, ``gate``, in the ``cbf_tools`` package) load only for their own command.
+imports torch, ``engine`` (the worker process) never imports aiortc, httpx (but for ``--engine http``) or Starlette,
+and the operator tools (``say``, ``bench``, ``gate``, in the ``cbf_tools`` package) load only for their own command.
 """
 
 from __future__ import annotations
@@ -301,7 +301,7 @@ def cmd_say(args: argparse.Namespace) -> int:
 def cmd_bench_engine(args: argparse.Namespace) -> int:
     from cbf_tools import bench_engine
 
-    return bench_engine.run(args, engine_argv(args))
+    return bench_engine.run(args, engine_argv(args), engine_settings(args))
 
 
 def cmd_bench_gateway(args: argparse.Namespace) -> int:

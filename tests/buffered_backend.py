@@ -88,3 +88,16 @@ class _CutMidBody(Response):
                     "headers": [(b"content-type", b"audio/wav"), (b"content-length", b"100000")]})
         await send({"type": "http.response.body", "body": b"RIFF", "more_body": True})
         raise ConnectionResetError("the stand-in TTS server died mid-reply")
+
+
+if __name__ == "__main__":  # for `bench engine --engine http`: python -m tests.buffered_backend --rtf 2 --port 8301
+    import argparse
+
+    import uvicorn
+
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--rtf", type=float, default=2.0, help="real-time factor of the default voice")
+    parser.add_argument("--port", type=int, default=8301)
+    options = parser.parse_args()
+    stand_in = BufferedBackend(rtf=options.rtf, voices=())  # lists none: "default" speaks at --rtf
+    uvicorn.run(stand_in.app(), host="127.0.0.1", port=options.port, log_level="warning")

@@ -173,3 +173,17 @@ def test_a_server_that_is_not_there_is_engine_unavailable_at_once() -> None:
     with pytest.raises(EngineError) as refused:
         engine.synthesize("Hello?", engine.default_voice(), threading.Event())
     assert refused.value.code == "engine_unavailable" and engine.backend()["state"] == "down"
+
+
+def test_doctor_checks_the_tts_server(replicas) -> None:
+    from cbf_tools.doctor import backend_check
+    from cbf_tools.local_server import free_port
+    from engine.settings import EngineSettings
+
+    _, url = replicas
+    up = backend_check(EngineSettings(engine="http", http_url=url, http_dialect="devnen"))
+    assert up.status == "ok" and "Emily.wav" in up.detail
+    gone = backend_check(EngineSettings(engine="http", http_url=f"http://127.0.0.1:{free_port()}"))
+    assert gone.status == "fail" and "unreachable" in gone.detail and "--engine-http-url" in gone.fix
+    unset = backend_check(EngineSettings(engine="http"))
+    assert unset.status == "fail" and "--engine-http-url" in unset.fix

@@ -43,13 +43,8 @@ def load_engine(settings: EngineSettings) -> Engine:
         )
     if name == "http":
         from engine.engines.http import HttpEngine
-        from engine.engines.http_dialects import dialect
 
-        if not settings.http_url:
-            raise ValueError("--engine http needs --engine-http-url (CBF_ENGINE_HTTP_URL)")
-        return HttpEngine(settings.http_url, dialect(settings.http_dialect), key=settings.http_key,
-                          concurrency=settings.http_concurrency, timeout_s=settings.http_timeout_s,
-                          voices=settings.http_voices)
+        return HttpEngine.from_settings(settings)
     from engine.engines.espeak import EspeakEngine
 
     if name == "espeak":

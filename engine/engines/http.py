@@ -28,6 +28,7 @@ import numpy as np
 from engine.engines.base import Cancelled, EngineError, EngineInfo, RemoteEngine
 from engine.engines.http_dialects import BAD_REPLY, Dialect, Voice, decode_reply
 from engine.protocol import SAMPLE_RATE
+from engine.settings import EngineSettings
 from engine.voices import voice_key
 
 log = logging.getLogger("chatterbox_fast.engine")
@@ -59,6 +60,15 @@ class HttpEngine(RemoteEngine):
         self._listed: list[str] = []
         self.info = EngineInfo("http", "remote", "n/a", self.url,
                                notes=f"{dialect.name} backend at {self.url}, {concurrency} request(s) at a time")
+
+    @classmethod
+    def from_settings(cls, settings: EngineSettings, timeout_s: float | None = None) -> "HttpEngine":
+        """The engine ``--engine http`` and its flags describe (a shorter ``timeout_s`` for a quick check)."""
+        from engine.engines.http_dialects import dialect
+
+        return cls(settings.http_url or "", dialect(settings.http_dialect), key=settings.http_key,
+                   concurrency=settings.http_concurrency, timeout_s=timeout_s or settings.http_timeout_s,
+                   voices=settings.http_voices)
 
     # State --------------------------------------------------------------------------------------------------------
     def backend(self) -> dict[str, Any]:

@@ -95,6 +95,3 @@ def dialect(name: str) -> Dialect:
     if found is None:
         raise ValueError(f"unknown HTTP dialect {name!r}; choose openai, devnen or fish")
     return found
-
-
-DIALECTS = ("openai", "devnen", "fish")
