@@ -5,8 +5,10 @@ eSpeak speaking behind them."""
 
 from __future__ import annotations
 
+import asyncio
 import io
 import threading
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Iterator
 
 import numpy as np
@@ -99,6 +101,7 @@ class Replicas:
         self.asked: list[dict[str, Any]] = []
         self.uploads: dict[str, bytes] = {}
         self.auth: str | None = None  # the last request's Authorization header
+        self.in_flight = self.most_in_flight = 0
 
     def _speak(self, text: str) -> Response:
         wav = self.espeak.synthesize(text, self.espeak.default_voice(), threading.Event())
@@ -126,8 +129,18 @@ class Replicas:
         self.auth = request.headers.get("authorization")
         return self._speak(body["text"])
 
+    async def openai(self, request: Request) -> Response:
+        """Takes 0.2 s per request, several at once if asked: how many were in flight together is kept."""
+        body = await request.json()
+        self.in_flight += 1
+        self.most_in_flight = max(self.most_in_flight, self.in_flight)
+        await asyncio.sleep(0.2)
+        self.in_flight -= 1
+        return self._speak(body["input"])
+
     def app(self) -> Starlette:
         return Starlette(routes=[Route("/tts", self.tts, methods=["POST"]), Route("/get_predefined_voices", self.voices),
+                                 Route("/v1/audio/speech", self.openai, methods=["POST"]),
                                  Route("/upload_reference", self.upload, methods=["POST"]),
                                  Route("/v1/tts", self.fish, methods=["POST"])])
 
@@ -187,3 +200,11 @@ def test_doctor_checks_the_tts_server(replicas) -> None:
     assert gone.status == "fail" and "unreachable" in gone.detail and "--engine-http-url" in gone.fix
     unset = backend_check(EngineSettings(engine="http"))
     assert unset.status == "fail" and "--engine-http-url" in unset.fix
+
+
+def test_at_most_the_set_number_of_requests_are_in_flight(replicas) -> None:
+    replica, url = replicas
+    engine = HttpEngine(url, dialect("openai"), concurrency=2)
+    with ThreadPoolExecutor(5) as callers:  # five chunks of five utterances at once
+        list(callers.map(lambda n: engine.synthesize(f"Chunk {n}.", Voice("default"), threading.Event()), range(5)))
+    assert replica.most_in_flight == 2
