@@ -47,6 +47,7 @@ MAX_TEXT_CHARS = 20000  # per utterance, a backstop behind the gateway's own lim
 VOICE_UPLOAD_SLACK_S = 1.0  # a clone waits behind listeners with less than this much audio in hand
 MAX_COST_MODELS = 256  # voices whose learnt generation cost is kept
 BACKEND_PROBE_S = 5.0  # an engine's server quiet this long is asked whether it is there
+BACKEND_RETRY_S = 1.0  # ...and this often while it is down
 BACKEND_POLL_S = 0.25  # how often its state (as its requests leave it) is looked at
 
 Send = Callable[[str | bytes], Awaitable[None]]
@@ -309,11 +310,13 @@ class Worker:
             for utt in [u for u in self.utterances.values() if u.send is send]:
                 utt.cancel()
 
-    async def watch_backend(self, engine: RemoteEngine, every_s: float = BACKEND_PROBE_S) -> None:
-        """Probe an engine's server when it has been quiet for ``every_s``, and tell every gateway (a new ``ready``)
-        as soon as its state changes, so that none starts an utterance on a server that is down."""
+    async def watch_backend(self, engine: RemoteEngine) -> None:
+        """Probe an engine's server when it has been quiet for BACKEND_PROBE_S (BACKEND_RETRY_S while it is down:
+        nothing else asks it then), and tell every gateway (a new ``ready``) as soon as its state changes, so that none
+        starts an utterance on a server that is down, and all use it again once it is back."""
         while True:
-            if engine.idle_s >= every_s:
+            down = (self.ready.backend or {}).get("state") == "down"
+            if engine.idle_s >= (BACKEND_RETRY_S if down else BACKEND_PROBE_S):
                 await asyncio.to_thread(engine.probe)
             backend = engine.backend()
             if {k: backend[k] for k in ("state", "error")} != {k: (self.ready.backend or {}).get(k)
