@@ -1,8 +1,9 @@
 """``chatterbox-fast doctor``: is this host ready to serve, and if not, what to do. Exit 0 only when every check passes.
 
-The host (Python, packages, torch/CUDA, GPUs), then what the chosen engine needs (weights, tokenizer, the PerTh
-watermark, the voices directory), then one utterance through a real worker, as ``serve`` would start it. The checks
-share their code with the worker's own start-up checks, so doctor and ``serve`` never disagree.
+The host (Python, packages, torch/CUDA, GPUs), then what the chosen engine needs (weights and tokenizer, or the TTS
+server that ``--engine http`` drives; the PerTh watermark, the voices directory), then one utterance through a real
+worker, as ``serve`` would start it. The checks share their code with the worker's own start-up checks, so doctor and
+``serve`` never disagree.
 """
 
 from __future__ import annotations
@@ -79,6 +80,27 @@ def voices_check(voices_dir: Path) -> Check:
     return Check("voices dir", "ok", f"{voices_dir} writable{created}")
 
 
+def backend_check(settings: EngineSettings) -> Check:
+    """``--engine http``: the flags make sense and the TTS server answers (its voices, where it lists them)."""
+    from engine.engines.http import HttpEngine
+    from engine.startup_checks import Misconfigured, check_http
+
+    try:
+        check_http(settings)
+    except Misconfigured as exc:
+        return Check("TTS backend", "fail", exc.problem, exc.fix)
+    engine = HttpEngine.from_settings(settings, timeout_s=min(settings.http_timeout_s, 10.0))
+    engine.probe()
+    state = engine.backend()
+    if state["state"] != "up":
+        return Check("TTS backend", "fail", state["error"] or f"{settings.http_url} did not answer",
+                     "start the TTS server, or correct --engine-http-url / --engine-http-dialect "
+                     "(CBF_ENGINE_HTTP_URL, CBF_ENGINE_HTTP_DIALECT)")
+    voices = sorted(voice.id for voice in engine.named_voices().values())
+    shown = ", ".join(voices[:8]) + (", ..." if len(voices) > 8 else "") if voices else "none named"
+    return Check("TTS backend", "ok", f"{settings.http_dialect} server at {settings.http_url} answers; voices: {shown}")
+
+
 async def smoke_check(engine_args: list[str]) -> Check:
     """One utterance through a worker process started like ``serve``'s."""
     from gateway.engine_link.process import WorkerRefused
@@ -113,6 +135,8 @@ def run(args: argparse.Namespace, settings: EngineSettings, engine_args: list[st
               gpu_check()]
     if turbo and settings.weights == "pretrained":
         checks += weights_checks(settings.model_dir)
+    elif engine == "http":
+        checks.append(backend_check(settings))
     else:
         checks.append(Check("weights", "skip", f"{engine} uses none" if not turbo else "random weights asked for"))
     checks += [perth_check(), voices_check(settings.voices_dir)]

@@ -75,6 +75,10 @@ class PlannerConfig:
     # First audio: the first chunk (and the first after a drained buffer) is the longest best-ranked unit whose cautious
     # generation time fits this many seconds, where one does; 0: off (the shortest natural unit, for slow engines).
     first_audio_target_s: float = 0.0
+    # An engine slower than real time even at the longest chunk: hold first audio back until the rest of the text can
+    # play through without a stall, instead of stuttering (``release_at``). Off: such an engine's listener waits
+    # between chunks.
+    hold_slow_start: bool = False
 
     def __post_init__(self) -> None:
         if self.first_chunk_min_words < 1 or self.first_chunk_max_words < 1:
@@ -124,6 +128,10 @@ class ChunkPlanner:
         self._spoken = (0, 0.0)  # characters generated and the audio they made: this utterance's speaking rate
         self._sentence_start = True  # the next chunk starts a sentence (the previous one ended one, or none came yet)
         self.wake_at: float | None = None  # when next_chunk returned None: call again by then even if nothing happens
+        self._holding = False  # first audio is generated but held back (a slow engine: see release_at)
+        self._first_ready: float | None = None  # when the held first audio was ready
+        self.start_delay: float | None = None  # how long first audio was held back, once released
+        self._generating_s = 0.0  # generation time of this utterance's chunks so far
 
     # Input -------------------------------------------------------------------------------------------------------
     def append(self, text: str) -> None:
@@ -153,13 +161,17 @@ class ChunkPlanner:
             raise PlannerError("on_generated for a chunk that is not the one being generated", "unknown_chunk")
         _check_seconds(gen_time=gen_time, audio_seconds=audio_seconds)
         self._advance(now)
-        if self._clock is None:
-            self._clock = now
         self._delivered_s += audio_seconds
         self._outstanding = None
         self.cost_model.observe(len(planned.text), gen_time)
         self.cost_model.observe_audio(len(planned.text), audio_seconds)
         self._spoken = (self._spoken[0] + len(planned.text), self._spoken[1] + audio_seconds)
+        self._generating_s += gen_time
+        if self._clock is None and not self._holding:  # first audio: it plays from now, unless it must wait
+            if self.config.hold_slow_start and self.slower_than_real_time():
+                self._holding, self._first_ready = True, now
+            else:
+                self._clock = now
 
     def on_playout(self, played_seconds: float, now: float) -> None:
         """Client feedback: ``played_seconds`` of this utterance's audio have been taken by the listener as of ``now``
@@ -175,6 +187,49 @@ class ChunkPlanner:
         """Seconds of generated audio still ahead of the listener at ``now``."""
         self._advance(now)
         return self._delivered_s - self._played_s
+
+    # Holding first audio back (a slow engine) ---------------------------------------------------------------------
+    @property
+    def holding(self) -> bool:
+        """First audio is generated and must not be sent yet: see ``release_at``."""
+        return self._holding
+
+    def slower_than_real_time(self) -> bool:
+        """Whether the engine cannot make even the longest chunk faster than it plays, by cautious estimates. Never
+        when this utterance's chunks so far came faster than real time: a longer chunk spreads the fixed cost wider
+        still (and a cost model calibrated under other load may be far off)."""
+        if self._spoken[1] > self._generating_s:
+            return False
+        chars = self.config.max_chars
+        return self._upper(chars) > self._audio_lower(chars)
+
+    def release_at(self, now: float) -> float | None:
+        """While first audio is held: when to let it go, so that the rest of the text known by ``now`` plays without a
+        stall, generated from ``now`` in the longest chunks at the engine's pace: the learnt (cautious) one, or this
+        utterance's own so far where that is slower (a cost model learnt on a faster engine, still catching up). None
+        when nothing is held; ``now`` or earlier: at once.
+
+        Each later chunk must be ready by the time playback reaches it: release + audio before it >= its end of
+        generation, for every chunk; the latest of those, plus the safety margin."""
+        if not self._holding:
+            return None
+        rest = len(self._pending.strip()) + (len(self._outstanding.text) if self._outstanding else 0)
+        ready, before, release = now, self._delivered_s, -math.inf
+        # this utterance's generation seconds per character so far
+        own = self._generating_s / self._spoken[0] if self._spoken[0] else 0.0
+        while rest > 0:
+            chars = min(rest, self.config.max_chars)
+            ready += max(self._upper(chars), own * chars)
+            release = max(release, ready - before)
+            before += self._audio_lower(chars)
+            rest -= chars
+        return max(now, release + self.config.safety_margin_s)
+
+    def release(self, now: float) -> None:
+        """The held audio goes to the listener now: playback starts."""
+        if self._holding:
+            self._holding, self._clock = False, now
+            self.start_delay = now - (self._first_ready or now)
 
     # Planning ----------------------------------------------------------------------------------------------------
     def next_chunk(self, now: float, max_gen_s: float | None = None) -> PlannedChunk | None:
@@ -203,6 +258,10 @@ class ChunkPlanner:
 
     def _choose(self, now: float, max_gen_s: float | None) -> _Candidate | None:
         candidates = self._candidates()
+        if self._holding:  # nobody listens yet: the most context per chunk (release_at waits for what it costs)
+            if not candidates or (not self._closed and not self._ended and len(self._window()) <= self.config.max_chars):
+                return None  # text still arriving may make this chunk longer: wait for it (or the release)
+            return self._longest(candidates)
         ahead = self.buffered(now)
         if self._clock is None or ahead <= 0:  # nothing playing: first audio (again) as fast as the lookahead allows
             return self._shortest(candidates, now)

@@ -120,6 +120,9 @@ class EngineReady:
     protocol: int = PROTOCOL_VERSION
     notes: str = ""
     decode: str | None = None  # a batching engine's decode mode ("eager", "graph"); absent for the others
+    # An engine in another server (--engine http): {url, dialect, state: up | down | unknown, error, since}. Sent
+    # again (a later ``ready``) whenever the state changes; the gateway starts no utterance there while it is down.
+    backend: dict[str, Any] | None = None
 
 
 @dataclass(frozen=True)
@@ -156,6 +159,7 @@ class Done:
     audio: float  # seconds
     gen_time: float  # seconds of generation, summed over the chunks
     first_chunk: float | None = None  # seconds from start to the first chunk
+    start_delay: float | None = None  # seconds first audio was held back (an engine slower than real time)
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -11,7 +11,7 @@ GPU_FIRST_AUDIO_TARGET_S = 0.25  # a GPU engine makes a whole clause in this; a 
 
 @dataclass
 class EngineSettings:
-    engine: str = "auto"  # auto | chatterbox-turbo | espeak | simulated
+    engine: str = "auto"  # auto | chatterbox-turbo | espeak | simulated | http
     model_dir: Path | None = None
     weights: str = "pretrained"  # pretrained | random (compute cost only)
     device: str = "auto"
@@ -23,6 +23,12 @@ class EngineSettings:
     voices_dir: Path = field(default_factory=lambda: Path("voices"))
     sim_fixed_s: float = 0.15  # simulated engine: fixed cost per chunk
     sim_rtf: float = 3.0  # simulated engine: real-time factor
+    http_url: str | None = None  # http engine: the TTS server's base URL
+    http_dialect: str = "openai"  # openai | devnen | fish
+    http_key: str | None = None  # sent as "Authorization: Bearer <key>"
+    http_concurrency: int = 1  # requests in flight to the server at once
+    http_timeout_s: float = 60.0  # one chunk's request, connecting included
+    http_voices: tuple[str, ...] = ()  # voice names the server knows (the first is "default")
     first_chunk_words: int = 3
     max_chunk_chars: int = 300
     safety_margin_s: float = 0.3

@@ -105,8 +105,20 @@ def locate_weights(model_dir: Path | None) -> Path:
                             WEIGHTS_FIX) from exc
 
 
+def check_http(settings: EngineSettings) -> None:
+    """``--engine http`` names a server URL, at least one request at a time and a positive timeout."""
+    if not settings.http_url or not settings.http_url.startswith(("http://", "https://")):
+        raise Misconfigured(f"--engine http needs the TTS server's URL, got {settings.http_url!r}",
+                            "pass --engine-http-url http://HOST:PORT (CBF_ENGINE_HTTP_URL)")
+    if settings.http_concurrency < 1 or not settings.http_timeout_s > 0:
+        raise Misconfigured(f"--engine-http-concurrency {settings.http_concurrency} and --engine-http-timeout "
+                            f"{settings.http_timeout_s:g}", "use at least 1 request and a timeout above 0 s")
+
+
 def preflight(settings: EngineSettings, engine: str) -> EngineSettings:
     """The cheap checks for ``engine`` (what ``settings`` resolve to); the settings with the weights found."""
+    if engine == "http":
+        check_http(settings)
     if engine != "chatterbox-turbo":
         return settings
     check_device(settings.device)

@@ -44,7 +44,7 @@ class VoiceInfo:
     """What a client sees of a voice. ``duration_s``/``created`` (Unix time) are None for the built-in voice."""
 
     name: str
-    kind: Literal["builtin", "file"]
+    kind: Literal["builtin", "file", "backend"]  # backend: a TTS server's own voice (engine/engines/http.py)
     duration_s: float | None
     created: float | None
 
@@ -106,6 +106,9 @@ class VoiceStore:
         with self._lock:
             infos = [e.info for e in self._entries.values()]
         infos.append(VoiceInfo(DEFAULT_VOICE, "builtin", None, None))
+        files = {info.name for info in infos}
+        infos += [VoiceInfo(voice.id, "backend", None, None) for key, voice in self._engine.named_voices().items()
+                  if key not in files]
         return sorted(infos, key=lambda info: info.name)
 
     def conditionals(self, name: str) -> Any:
@@ -114,6 +117,11 @@ class VoiceStore:
         with self._lock:
             if name in self._memory:
                 return self._memory[name]
+            indexed = name in self._entries
+        if not indexed and self._file_on_disk(name) is None and name in (named := self._engine.named_voices()):
+            with self._lock:
+                self._memory[name] = named[name]  # a voice the engine's server knows by this name
+            return named[name]
         with self._locked_entry(name) as entry:
             with self._lock:
                 if name in self._memory:  # computed while we waited

@@ -10,6 +10,7 @@ before it leaves this process.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import copy
 import hmac
 import logging
@@ -17,7 +18,7 @@ import socket
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from http import HTTPStatus
 from typing import Any, Awaitable, Callable
 
@@ -28,7 +29,7 @@ from websockets.http11 import Request, Response
 
 from engine import protocol
 from engine.cost import CostModel
-from engine.engines.base import BatchingEngine, Cancelled, Engine, EngineError
+from engine.engines.base import BatchingEngine, Cancelled, Engine, EngineError, RemoteEngine
 from engine.joins import Joiner, to_int16
 from engine.planner import ChunkPlanner, PlannedChunk, PlannerConfig, PlannerError
 from engine.protocol import (AddVoice, Cancel, Chunk, ChunkHeader, DeleteVoice, Done, End, EngineReady, Error, Flush,
@@ -45,6 +46,9 @@ MAX_MESSAGE_BYTES = 16 * 1024 * 1024  # voice uploads travel as one binary frame
 MAX_TEXT_CHARS = 20000  # per utterance, a backstop behind the gateway's own limit
 VOICE_UPLOAD_SLACK_S = 1.0  # a clone waits behind listeners with less than this much audio in hand
 MAX_COST_MODELS = 256  # voices whose learnt generation cost is kept
+BACKEND_PROBE_S = 5.0  # an engine's server quiet this long is asked whether it is there
+BACKEND_RETRY_S = 1.0  # ...and this often while it is down
+BACKEND_POLL_S = 0.25  # how often its state (as its requests leave it) is looked at
 
 Send = Callable[[str | bytes], Awaitable[None]]
 WordStarts = list[tuple[int, float]] | None  # (character index, seconds) of each word, where the engine knows them
@@ -89,7 +93,10 @@ class Synthesizer:
 
     def watched(self) -> list[Any]:
         """What runs device calls, each with ``busy_since`` (engine/watchdog.py): the device queue, and a batching
-        engine, whose decode steps run on its own thread."""
+        engine, whose decode steps run on its own thread. Nothing for an engine in another server: each request to
+        it has its own timeout."""
+        if isinstance(self.engine, RemoteEngine):
+            return []
         return [self.device, self.engine] if isinstance(self.engine, BatchingEngine) else [self.device]
 
     async def run(self, fn: Callable[..., Any], *args: Any, buffered: float = 0.0) -> Any:
@@ -114,6 +121,10 @@ class Utterance:
         self.wakeup = asyncio.Event()
         self.chars = 0
         self.task: asyncio.Task[None] | None = None
+        self._held: list[str | bytes] = []  # chunks generated while first audio is held back (a slow engine)
+        self._releaser: asyncio.Task[None] | None = None
+        self._sending = asyncio.Lock()  # chunks leave in order: the releaser's held ones before any later one
+        self.first_sent: float | None = None  # when the first chunk was sent (monotonic)
 
     def append(self, text: str) -> None:
         self.chars += len(text)
@@ -149,7 +160,7 @@ class Utterance:
             voice = await synth.run(self.worker.voices.conditionals, self.voice)
             joiner = Joiner()
             previous: PlannedChunk | None = None
-            seq, offset, gen_total, first_chunk = 0, 0.0, 0.0, None
+            seq, offset, gen_total = 0, 0.0, 0.0
             while True:
                 shared = len(self.worker.utterances) > 1  # others wait for the device too: keep chunks short
                 cap = self.worker.settings.shared_chunk_s if shared else None
@@ -166,18 +177,21 @@ class Utterance:
                 gen_time = now - t0
                 duration = len(wav) / synth.engine.sample_rate
                 self.planner.on_generated(planned, gen_time=gen_time, audio_seconds=duration, now=now)
-                if first_chunk is None:
-                    first_chunk = now - started
                 words, timing = chunk_words(planned.text, joiner.placement, starts, duration)
                 header = ChunkHeader(self.id, seq, planned.text, round(offset, 4), round(duration, 4),
                                      round(gen_time, 4), words=[w.later(offset).as_json() for w in words],
                                      timing=timing)
-                await self.send(protocol.encode(Chunk(header, to_int16(wav))))
+                await self._deliver(protocol.encode(Chunk(header, to_int16(wav))))
                 seq, offset, gen_total, previous = seq + 1, offset + duration, gen_total + gen_time, planned
             if seq == 0:
                 raise EngineError("the utterance ended without any text to speak", "empty_text")
-            await self.send(protocol.encode(Done(self.id, seq, round(offset, 4), round(gen_total, 4),
-                                                 round(first_chunk, 4) if first_chunk else None)))
+            await self._release()  # everything is generated: nothing is held back any longer
+            async with self._sending:
+                first = self.first_sent - started if self.first_sent is not None else None
+                delay = self.planner.start_delay
+                await self.send(protocol.encode(Done(self.id, seq, round(offset, 4), round(gen_total, 4),
+                                                     round(first, 4) if first is not None else None,
+                                                     start_delay=None if delay is None else round(delay, 4))))
         except (Cancelled, asyncio.CancelledError):
             pass
         except EngineError as exc:
@@ -185,6 +199,46 @@ class Utterance:
         except Exception as exc:  # a failure in one utterance never takes the worker down
             log.exception("utterance %s failed", self.id)
             await self._error("engine_error", f"{type(exc).__name__}: {exc}")
+        finally:
+            if self._releaser is not None:
+                self._releaser.cancel()
+
+    async def _deliver(self, frame: str | bytes) -> None:
+        """Send a chunk, or hold it while the planner holds first audio back (until ``release_at``)."""
+        planner = self.planner
+        if planner.holding:
+            self._held.append(frame)
+            at = planner.release_at(time.monotonic())
+            if at is not None and at > time.monotonic():
+                if self._releaser is not None:
+                    self._releaser.cancel()  # still asleep: holding is cleared before the releaser sends
+                self._releaser = asyncio.create_task(self._release(at))
+                return
+            await self._release()
+            return
+        async with self._sending:
+            await self._send_chunk(frame)
+
+    async def _release(self, at: float | None = None) -> None:
+        """At ``at`` (now if None): playback starts, and the held chunks go out in order."""
+        if at is not None:
+            await asyncio.sleep(max(0.0, at - time.monotonic()))
+        if not self.planner.holding:
+            return
+        self.planner.release(time.monotonic())
+        held, self._held = self._held, []
+        if self.planner.start_delay:
+            log.info("utterance %s: first audio held back %.2f s (the engine is slower than real time)", self.id,
+                     self.planner.start_delay)
+        async with self._sending:
+            for frame in held:
+                await self._send_chunk(frame)
+        self.wakeup.set()  # the planner plans by the buffer now
+
+    async def _send_chunk(self, frame: str | bytes) -> None:
+        if self.first_sent is None:
+            self.first_sent = time.monotonic()
+        await self.send(frame)
 
     async def _sleep_until_needed(self) -> None:
         """Until text, flush, end or playout arrives, or until the planner asked to be asked again."""
@@ -216,12 +270,16 @@ class Worker:
             max_chars=settings.max_chunk_chars,
             safety_margin_s=settings.safety_margin_s,
             first_audio_target_s=settings.first_audio_budget(synth.engine.info.device),
+            hold_slow_start=isinstance(synth.engine, RemoteEngine),
         )
         self.utterances: dict[tuple[Send, str], Utterance] = {}  # by (connection, id)
         self._costs: dict[str, CostModel] = {}
         info = synth.engine.info
         self.ready = EngineReady(info.name, info.device, info.dtype, info.weights, watermark=True, notes=info.notes,
                                  decode=info.decode)
+        self._connections: set[Send] = set()
+        if isinstance(synth.engine, RemoteEngine):
+            self.ready = replace(self.ready, backend=synth.engine.backend())
 
     def cost_model(self, voice: str) -> CostModel:
         """Generation cost is learnt per voice (conditionals change the prompt length) across utterances. A client
@@ -238,6 +296,7 @@ class Worker:
         """One gateway connection; its utterances are cancelled when it goes away."""
         send: Send = ws.send  # one bound method per connection: its utterances hold this very object
         await send(protocol.encode(self.ready))
+        self._connections.add(send)
         try:
             async for frame in ws:
                 try:
@@ -247,8 +306,27 @@ class Worker:
         except ConnectionClosed:
             pass
         finally:
+            self._connections.discard(send)
             for utt in [u for u in self.utterances.values() if u.send is send]:
                 utt.cancel()
+
+    async def watch_backend(self, engine: RemoteEngine) -> None:
+        """Probe an engine's server when it has been quiet for BACKEND_PROBE_S (BACKEND_RETRY_S while it is down:
+        nothing else asks it then), and tell every gateway (a new ``ready``) as soon as its state changes, so that none
+        starts an utterance on a server that is down, and all use it again once it is back."""
+        while True:
+            down = (self.ready.backend or {}).get("state") == "down"
+            if engine.idle_s >= (BACKEND_RETRY_S if down else BACKEND_PROBE_S):
+                await asyncio.to_thread(engine.probe)
+            backend = engine.backend()
+            if {k: backend[k] for k in ("state", "error")} != {k: (self.ready.backend or {}).get(k)
+                                                              for k in ("state", "error")}:
+                self.ready = replace(self.ready, backend=backend)
+                frame = protocol.encode(self.ready)
+                for send in list(self._connections):
+                    with contextlib.suppress(ConnectionClosed):
+                        await send(frame)
+            await asyncio.sleep(BACKEND_POLL_S)
 
     async def _dispatch(self, frame: str | bytes, send: Send) -> None:
         request = protocol.decode_request(frame)
@@ -345,9 +423,17 @@ def worker_for(engine: Engine, settings: EngineSettings, watermarker: Watermarke
         torch.set_num_threads(1)
     t0 = time.monotonic()
     engine.warmup()
-    synth = Synthesizer(engine, watermarker)
-    synth.chunk("Warming up.", engine.default_voice(), Joiner(), None, threading.Event())  # first calls are slow
-    calibrated = calibrate(synth)
+    remote = isinstance(engine, RemoteEngine)
+    synth = Synthesizer(engine, watermarker, device=DeviceQueue(threads=engine.concurrency) if remote
+                        else DeviceQueue())
+    try:
+        synth.chunk("Warming up.", engine.default_voice(), Joiner(), None, threading.Event())  # first calls are slow
+        calibrated = calibrate(synth)
+    except EngineError as exc:
+        if not remote:
+            raise
+        log.warning("%s: starting with a generic cost model, learnt on the first utterances", exc)
+        calibrated = CostModel()
     log.info("engine %s ready on %s (%s, weights: %s), warm-up %.2f s; cost %.3f s + %.4f s/char, %.3f s audio/char",
              engine.info.name, engine.info.device, engine.info.dtype, engine.info.weights, time.monotonic() - t0,
              calibrated.fixed_s, calibrated.per_char_s, calibrated.audio_per_char_s)
@@ -380,9 +466,15 @@ async def serve_worker(worker: Worker, listen: str, stop: asyncio.Event | None =
     else:
         host, _, port = listen.rpartition(":")
         server = serve(worker.handle, host or "127.0.0.1", int(port), **kwargs)
+    engine = worker.synth.engine
+    watch = asyncio.create_task(worker.watch_backend(engine)) if isinstance(engine, RemoteEngine) else None
     async with server:
         log.info("engine worker listening on %s (protocol v%d)", listen, protocol.PROTOCOL_VERSION)
         if not secret:
             log.warning("no --engine-secret (CBF_ENGINE_SECRET): whoever reaches %s can speak, add and delete voices",
                         listen)
-        await (stop.wait() if stop else asyncio.Future())
+        try:
+            await (stop.wait() if stop else asyncio.Future())
+        finally:
+            if watch is not None:
+                watch.cancel()

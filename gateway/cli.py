@@ -1,8 +1,8 @@
 """``chatterbox-fast``: every command and every flag, each flag with an environment-variable twin. One place.
 
 This module imports nothing heavy at the top, and each command imports its own modules when it runs: ``serve`` never
-imports torch, ``engine`` (the worker process) never imports aiortc, httpx or Starlette, and the operator tools
-(``say``, ``bench``, ``gate``, in the ``cbf_tools`` package) load only for their own command.
+imports torch, ``engine`` (the worker process) never imports aiortc, httpx (but for ``--engine http``) or Starlette,
+and the operator tools (``say``, ``bench``, ``gate``, in the ``cbf_tools`` package) load only for their own command.
 """
 
 from __future__ import annotations
@@ -67,7 +67,7 @@ def _list(value: str) -> tuple[str, ...]:
 ENGINE_OPTIONS = (
     Option("--engine", "CBF_ENGINE", "speech engine; auto = chatterbox-turbo when weights and a GPU are found, "
            "else the embedded eSpeak voice", default="auto",
-           choices=("auto", "chatterbox-turbo", "espeak", "simulated")),
+           choices=("auto", "chatterbox-turbo", "espeak", "simulated", "http")),
     Option("--model-dir", "CBF_MODEL_DIR", "directory with Chatterbox-Turbo weights (from_local layout)", Path),
     Option("--weights", "CBF_WEIGHTS", "pretrained weights, or random ones to measure compute cost only",
            default="pretrained", choices=("pretrained", "random")),
@@ -84,6 +84,19 @@ ENGINE_OPTIONS = (
     Option("--voices-dir", "CBF_VOICES_DIR", "where predefined and cloned voices live", Path, Path("voices")),
     Option("--sim-fixed", "CBF_SIM_FIXED", "simulated engine: fixed seconds per chunk", float, 0.15),
     Option("--sim-rtf", "CBF_SIM_RTF", "simulated engine: real-time factor", float, 3.0),
+    Option("--engine-http-url", "CBF_ENGINE_HTTP_URL", "--engine http: base URL of a buffered TTS server, driven "
+           "one chunk per request (http://HOST:PORT)"),
+    Option("--engine-http-dialect", "CBF_ENGINE_HTTP_DIALECT", "--engine http: what the server speaks: openai "
+           "(POST /v1/audio/speech), devnen (POST /tts), fish (POST /v1/tts)", default="openai",
+           choices=("openai", "devnen", "fish")),
+    Option("--engine-http-key", "CBF_ENGINE_HTTP_KEY", "--engine http: the server's API key (sent as a bearer "
+           "token)", secret=True),
+    Option("--engine-http-concurrency", "CBF_ENGINE_HTTP_CONCURRENCY", "--engine http: requests in flight to the "
+           "server at once (most buffered servers serve one at a time)", int, 1),
+    Option("--engine-http-timeout", "CBF_ENGINE_HTTP_TIMEOUT", "--engine http: seconds one chunk's request may "
+           "take before the utterance fails with engine_unavailable", float, 60.0),
+    Option("--engine-http-voices", "CBF_ENGINE_HTTP_VOICES", "--engine http: voice names the server knows, "
+           "comma-separated (the first is 'default'); listed from the server too where it can list them", _list, ()),
     Option("--first-chunk-words", "CBF_FIRST_CHUNK_WORDS", "minimum words in an utterance's first chunk", int, 3),
     Option("--max-chunk-chars", "CBF_MAX_CHUNK_CHARS", "hard cap on a chunk's text (Turbo drifts past ~350)", int, 300),
     Option("--safety-margin", "CBF_SAFETY_MARGIN", "seconds of buffered audio the planner keeps in reserve",
@@ -137,6 +150,9 @@ def engine_settings(args: argparse.Namespace):  # -> EngineSettings (imported la
         engine=args.engine, model_dir=args.model_dir, weights=args.weights, device=args.device, dtype=args.dtype,
         tf32=args.tf32, sdpa=args.sdpa, decode=args.decode, batch_slots=args.batch_slots, voices_dir=args.voices_dir,
         sim_fixed_s=args.sim_fixed, sim_rtf=args.sim_rtf,
+        http_url=args.engine_http_url, http_dialect=args.engine_http_dialect, http_key=args.engine_http_key,
+        http_concurrency=args.engine_http_concurrency, http_timeout_s=args.engine_http_timeout,
+        http_voices=args.engine_http_voices,
         first_chunk_words=args.first_chunk_words, max_chunk_chars=args.max_chunk_chars,
         safety_margin_s=args.safety_margin, shared_chunk_s=args.shared_chunk_seconds,
         first_audio_target_s=args.first_audio_target,
@@ -144,12 +160,17 @@ def engine_settings(args: argparse.Namespace):  # -> EngineSettings (imported la
 
 
 def engine_argv(args: argparse.Namespace) -> list[str]:
-    """The engine flags of ``args`` as a command line for a worker process."""
+    """The engine flags of ``args`` as a command line for a worker process. A secret one goes into this process's
+    environment instead, which the worker inherits: never onto a command line."""
     argv: list[str] = []
     for option in ENGINE_OPTIONS:
         value = getattr(args, option.dest)
-        if value is not None:
-            argv += [option.flag, str(value)]
+        if value is None or value == ():
+            continue
+        if option.secret:
+            os.environ[option.env] = str(value)
+        else:
+            argv += [option.flag, ",".join(value) if isinstance(value, tuple) else str(value)]
     return argv
 
 
@@ -280,7 +301,7 @@ def cmd_say(args: argparse.Namespace) -> int:
 def cmd_bench_engine(args: argparse.Namespace) -> int:
     from cbf_tools import bench_engine
 
-    return bench_engine.run(args, engine_argv(args))
+    return bench_engine.run(args, engine_argv(args), engine_settings(args))
 
 
 def cmd_bench_gateway(args: argparse.Namespace) -> int:

@@ -65,6 +65,7 @@ class UtteranceStats:
             "chunks": done.chunks if done else 0,
             "gen_time": round(done.gen_time, 4) if done else 0.0,
             "rtf": round(rtf, 2) if rtf else None,
+            **({"start_delay": done.start_delay} if done and done.start_delay is not None else {}),
         }
 
 

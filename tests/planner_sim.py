@@ -68,9 +68,20 @@ def run_planner(
     cost_model: CostModel | None = None,
     flush_at_end: bool = False,
 ) -> Run:
-    """Drive a planner like the worker does. ``arrivals``: (time, text) pieces in time order, then the input ends."""
+    """Drive a planner like the worker does. ``arrivals``: (time, text) pieces in time order, then the input ends.
+    While the planner holds first audio back, chunks are kept and reach the listener together at ``release_at``."""
     planner = ChunkPlanner(config or PlannerConfig(), cost_model or CostModel())
     playback, chunks, now, i = Playback(), [], 0.0, 0
+    held: list[float] = []  # durations of the chunks held back
+    release: float | None = None  # when the held chunks go out, as last planned
+
+    def release_by(t: float) -> None:
+        nonlocal release
+        if planner.holding and release is not None and release <= t:
+            planner.release(release)
+            for duration in held:
+                playback.add(release, duration)
+            held.clear()
 
     def deliver_until(t: float) -> None:
         nonlocal i
@@ -86,17 +97,27 @@ def run_planner(
     while not planner.finished:
         planned = planner.next_chunk(now)
         if planned is None:
-            wakes = [t for t in (planner.wake_at, arrivals[i][0] if i < len(arrivals) else None) if t is not None]
+            wakes = [t for t in (planner.wake_at, arrivals[i][0] if i < len(arrivals) else None,
+                                 release if planner.holding else None) if t is not None]
             assert wakes, "the planner waits with no text to come and no wake-up time"
             now = max(now, min(wakes))
+            release_by(now)
             deliver_until(now)
             continue
         gen = engine.gen_time(planned.text)
+        release_by(now + gen)  # the held audio went out while this chunk was generated
         now += gen
         chunks.append(planned)
-        playback.add(now, engine.audio_seconds(planned.text))
         deliver_until(now)
         planner.on_generated(planned, gen_time=gen, audio_seconds=engine.audio_seconds(planned.text), now=now)
+        if planner.holding:
+            held.append(engine.audio_seconds(planned.text))
+            release = planner.release_at(now)
+            release_by(now)
+        else:
+            playback.add(now, engine.audio_seconds(planned.text))
+    release = now
+    release_by(now)
     return Run(chunks, playback)
 
 

@@ -1,7 +1,8 @@
 """The import rules docs/architecture.md states, checked on fresh interpreters.
 
 - Every module of ``gateway/`` and ``cbf_tools/`` imports without torch, and of ``engine`` only ``engine.protocol``.
-- The engine worker command (``chatterbox-fast engine``) never loads aiortc, httpx, Starlette, uvicorn or the tools.
+- The engine worker command (``chatterbox-fast engine``) never loads aiortc, httpx (but ``--engine http``), Starlette,
+  uvicorn or the tools.
 - Nothing in ``gateway/`` or ``cbf_tools/`` imports ``gateway.cli`` back.
 """
 

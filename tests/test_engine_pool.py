@@ -277,3 +277,25 @@ def test_pool_voice_changes_tolerate_a_shared_directory_only() -> None:
     with pytest.raises(EngineRequestError) as err:
         asyncio.run(pool_of(FakeClient("a", delete=unknown), FakeClient("b", delete=unknown)).delete_voice("v"))
     assert err.value.code == "unknown_voice"
+
+
+def test_a_worker_whose_tts_server_is_down_takes_no_utterances_until_it_is_back() -> None:
+    """The worker of ``--engine http`` says so with a new ``ready``; the pool then starts utterances elsewhere (a Turbo
+    worker beside it goes on), and /health lists the server's state under that engine."""
+    from engine import protocol
+    from gateway.engine_link.client import EngineClient
+
+    client = EngineClient("unix:/tmp/http-worker.sock")
+    backend = {"url": "http://tts:8004", "dialect": "devnen", "state": "up", "error": None, "since": 0.0}
+    client._ws, client.ready = object(), EngineReady("http", "remote", "n/a", "http://tts:8004", True,  # connected
+                                                     backend=backend)
+    assert client.available
+    down = {**backend, "state": "down", "error": "the TTS backend at http://tts:8004 is unreachable"}
+    client._route(protocol.encode(EngineReady("http", "remote", "n/a", "http://tts:8004", True, backend=down)))
+    assert not client.available
+    pool = pool_of(FakeClient("turbo"))
+    pool.clients.append(client)  # type: ignore[arg-type]
+    assert asyncio.run(pool.start("default")) == "turbo"
+    assert pool.engines[1]["backend"]["state"] == "down" and not pool.engines[1]["available"]
+    client._route(protocol.encode(EngineReady("http", "remote", "n/a", "http://tts:8004", True, backend=backend)))
+    assert client.available

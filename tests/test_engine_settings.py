@@ -34,3 +34,33 @@ def test_a_bad_value_is_refused_with_a_clear_message(value: str, capsys: pytest.
     with pytest.raises(SystemExit):
         parsed("--first-audio-target", value)
     assert "expected seconds" in capsys.readouterr().err
+
+
+def test_the_http_engine_flags_reach_the_worker_and_its_key_never_a_command_line(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("CBF_ENGINE_HTTP_VOICES", "Emily.wav, keeper")
+    monkeypatch.delenv("CBF_ENGINE_HTTP_KEY", raising=False)
+    args = build_parser().parse_args(["serve", "--engine", "http", "--engine-http-url", "http://tts:8004",
+                                      "--engine-http-dialect", "devnen", "--engine-http-key", "s3cret",
+                                      "--engine-http-concurrency", "2"])
+    settings = engine_settings(args)
+    assert (settings.http_url, settings.http_dialect, settings.http_key, settings.http_concurrency,
+            settings.http_voices) == ("http://tts:8004", "devnen", "s3cret", 2, ("Emily.wav", "keeper"))
+    argv = engine_argv(args)
+    assert "s3cret" not in argv and argv[argv.index("--engine-http-voices") + 1] == "Emily.wav,keeper"
+    import os
+
+    assert os.environ["CBF_ENGINE_HTTP_KEY"] == "s3cret"  # the worker inherits it from here
+    assert engine_settings(build_parser().parse_args(["engine", *argv])).http_key == "s3cret"
+
+
+@pytest.mark.parametrize(("flags", "problem"), [((), "needs the TTS server's URL"),
+                                                (("--engine-http-url", "tts:8004"), "needs the TTS server's URL"),
+                                                (("--engine-http-url", "http://tts", "--engine-http-concurrency", "0"),
+                                                 "--engine-http-concurrency 0")])
+def test_the_http_engine_refuses_to_start_without_a_usable_server_setting(flags: tuple[str, ...],
+                                                                          problem: str) -> None:
+    from engine.startup_checks import Misconfigured, preflight
+
+    with pytest.raises(Misconfigured, match=problem):
+        preflight(parsed("--engine", "http", *flags), "http")

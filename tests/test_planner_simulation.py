@@ -169,3 +169,41 @@ def test_a_first_audio_budget_starts_a_fast_engine_with_more_words_and_no_underr
     assert figures[0.25][0] >= figures[0.0][0]
     if rtf >= 20:  # fast enough for a budget of 0.25 s to hold more than the minimum unit
         assert figures[0.25][0] > figures[0.0][0] and figures[0.25][1] <= 0.25
+
+
+def learnt(engine: SimEngine) -> CostModel:
+    """A cost model after the worker's start-up calibration of ``engine`` (three texts, as engine/worker.py)."""
+    model = CostModel()
+    for chars in (12, 45, 95):
+        text = "x" * chars
+        model.observe(chars, engine.gen_time(text))
+        model.observe_audio(chars, engine.audio_seconds(text))
+    return model
+
+
+@pytest.mark.parametrize(("rtf", "calibrated_at"), [(0.8, 0.8), (0.5, 0.5), (0.8, 4.0), (0.95, 0.95)])
+def test_an_engine_slower_than_real_time_holds_first_audio_back_then_never_stalls(rtf: float,
+                                                                                   calibrated_at: float) -> None:
+    """Held back by what the whole text needs, at once or once the first chunk showed the engine is slow (a cost
+    model calibrated faster): then no stall, and first audio well before the whole text could have been made."""
+    config = PlannerConfig(hold_slow_start=True)
+    rng = random.Random(7)
+    for _ in range(20):
+        text = make_text(rng)
+        engine = SimEngine(0.1, rtf)
+        run = run_planner(engine, [(0.0, text)], config, learnt(SimEngine(0.1, calibrated_at)))
+        if len(run.chunks) < 3:
+            continue
+        assert stall_seconds(run.playback) < 1e-6, text
+        whole = sum(engine.gen_time(c.text) for c in run.chunks)
+        assert run.playback.first_audio < whole
+
+
+@pytest.mark.parametrize("rtf", [1.6, 3.0])
+def test_an_engine_faster_than_real_time_is_never_held(rtf: float) -> None:
+    config = PlannerConfig(hold_slow_start=True)
+    rng = random.Random(3)
+    for _ in range(20):
+        engine = SimEngine(0.1, rtf)
+        run = run_planner(engine, [(0.0, make_text(rng))], config, learnt(engine))
+        assert run.playback.first_audio == pytest.approx(engine.gen_time(run.chunks[0].text))

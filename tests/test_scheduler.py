@@ -47,3 +47,19 @@ def test_a_cancelled_job_never_runs() -> None:
     queue.close()
     with pytest.raises(RuntimeError):
         queue.submit(0.0, print)
+
+
+def test_a_queue_with_two_threads_runs_two_at_once_and_reports_the_oldest() -> None:
+    """For an engine in another server that takes two requests at a time (engine/engines/http.py)."""
+    queue = DeviceQueue(threads=2)
+    gate, both = threading.Event(), threading.Barrier(2, timeout=5)
+    first = queue.submit(0.0, lambda: (both.wait(), gate.wait(5)))
+    second = queue.submit(0.0, lambda: (both.wait(), gate.wait(5)))
+    third = queue.submit(0.0, lambda: "after")
+    while queue.busy_since is None:  # the two have met at the barrier: both ran at once, the third waits
+        threading.Event().wait(0.01)
+    assert not third.done()
+    gate.set()
+    assert [f.result(5)[1] for f in (first, second)] == [True, True] and third.result(5) == "after"
+    queue.close()
+    assert queue.busy_since is None

@@ -8,7 +8,7 @@ from engine.engines.base import Engine
 from engine.settings import EngineSettings
 
 log = logging.getLogger("chatterbox_fast.engine")
-ENGINES = ("auto", "chatterbox-turbo", "espeak", "simulated")
+ENGINES = ("auto", "chatterbox-turbo", "espeak", "simulated", "http")
 
 
 def _cuda_available() -> bool:
@@ -41,6 +41,10 @@ def load_engine(settings: EngineSettings) -> Engine:
             settings.model_dir, weights=settings.weights, device=settings.device, dtype=settings.dtype,
             tf32=settings.tf32, sdpa=settings.sdpa, decode=settings.decode, slots=settings.batch_slots,
         )
+    if name == "http":
+        from engine.engines.http import HttpEngine
+
+        return HttpEngine.from_settings(settings)
     from engine.engines.espeak import EspeakEngine
 
     if name == "espeak":

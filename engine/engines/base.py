@@ -69,11 +69,37 @@ class Engine(ABC):
         Raise ``Cancelled`` promptly once ``cancel`` is set. Never keep per-voice state on the shared model.
         """
 
+    def named_voices(self) -> dict[str, Any]:
+        """Voices the engine itself knows by name beside the voice store's files (a TTS server's own voices), by
+        lower-case name; none for a model that runs here."""
+        return {}
+
     def synthesize_timed(self, text: str, voice: Any,
                          cancel: threading.Event) -> tuple[np.ndarray, list[tuple[int, float]] | None]:
         """``synthesize``, with where each word starts where the engine knows it: ``(character index in
         engine.text.strip_tags(text), seconds into the returned audio)``; None where it does not."""
         return self.synthesize(text, voice, cancel), None
+
+
+class RemoteEngine(Engine):
+    """An engine whose model runs in another server: ``concurrency`` chunks may be asked of it at once, and its state
+    (reachable or not) is reported beside the engine's greeting."""
+
+    concurrency: int
+
+    @abstractmethod
+    def probe(self) -> None:
+        """Ask the server whether it is there (cheaply), updating ``backend()``; never raises."""
+
+    @abstractmethod
+    def backend(self) -> dict[str, Any]:
+        """What /health shows: ``url``, ``dialect``, ``state`` (up | down | unknown), ``error`` (the last failure or
+        None) and ``since`` (Unix time of the last change)."""
+
+    @property
+    @abstractmethod
+    def idle_s(self) -> float:
+        """Seconds since the server last answered or failed (when a probe is due)."""
 
 
 class BatchingEngine(Engine):

@@ -108,7 +108,8 @@ class EngineClient:
 
     @property
     def available(self) -> bool:
-        return self._ws is not None and self.ready is not None
+        """Connected, and (for an engine in another server) that server is not down."""
+        return self._ws is not None and self.ready is not None and (self.ready.backend or {}).get("state") != "down"
 
     @property
     def in_flight(self) -> int:
@@ -199,6 +200,9 @@ class EngineClient:
             utt._deliver(event if isinstance(event, Done) else EngineRequestError(event.code, event.message))
         elif isinstance(event, Error):
             log.warning("engine error: %s", event)
+        elif isinstance(event, EngineReady):  # the worker's TTS server changed state
+            self.ready = event
+            log.info("engine %s: its TTS server is %s", self.url, (event.backend or {}).get("state"))
 
     async def _send(self, message: Request) -> None:
         ws = self._ws

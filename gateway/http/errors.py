@@ -9,7 +9,7 @@ from gateway.engine_link.client import EngineRequestError, EngineUnavailable
 from gateway.shared_state import GatewayState
 
 _STATUS = {"unknown_voice": 404, "exists": 409, "too_large": 413, "session_limit": 503, "engine_unavailable": 503,
-           "engine_error": 500}
+           "engine_error": 500, "bad_backend_reply": 502}
 
 
 class ApiError(Exception):

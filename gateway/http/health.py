@@ -19,21 +19,25 @@ def health_body(state: GatewayState) -> dict[str, Any]:
     """This process's health: ``status`` is ok, starting or down."""
     ready = state.engine.ready
     process = state.process
+    engines = state.engine.engines
+    backend_down = next((e["backend"]["error"] for e in engines if e.get("backend", {}).get("state") == "down"), None)
     if ready is not None:
         status = "ok"
-    elif process is not None and process.restarts == 0 and process.refusal is None:
+    elif backend_down is None and process is not None and process.restarts == 0 and process.refusal is None:
         status = "starting"
     else:
         status = "down"
-    reason = process.last_exit_reason if process is not None and status == "down" else None
+    reason = None
+    if status == "down":  # why: the worker's TTS server is down, or the worker stopped (cannot start, stalled...)
+        reason = backend_down or (process.last_exit_reason if process is not None else None)
     body: dict[str, Any] = {
         "status": status,
         **({"reason": reason} if reason else {}),  # why the worker stopped: cannot start, stalled, killed...
         "engine": ready and {k: v for k, v in asdict(ready).items() if k in ("engine", "device", "dtype", "weights",
-                                                                              "notes", "decode")},
+                                                                              "notes", "decode", "backend")},
         "watermark": bool(ready and ready.watermark),
         "sessions": len(state.sessions),
-        "engines": state.engine.engines,
+        "engines": engines,
     }
     if state.settings.rtc_ports is not None:
         body["rtc_ports"] = "%d-%d" % state.settings.rtc_ports
