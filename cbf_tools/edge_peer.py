@@ -4,7 +4,8 @@ Not product code: a benchmark fixture. It speaks just enough of docs/protocol.md
 ``WebSocket /v1/stream`` (``ready``, then a ``speak`` answered at once by a 0.5 s tone as 24 kHz PCM and ``done``) and
 ``POST /v1/webrtc/offer`` (a paced 20 ms track at the codec's rate, silent until a ``speak`` on the data channel
 starts the tone; ``done`` once it has played) -- with no engine, planner, watermark or jitter buffer behind it, so
-what the product adds to first audio over the same transports shows as the difference.
+what the product adds to first audio over the same transports shows as the difference. It also serves the product's
+page (``web/``, with ``/health`` and a one-voice ``/v1/voices``), so a browser measures both the same way.
 
 Run: ``python -m cbf_tools.edge_peer --port 8199`` (127.0.0.1).
 """
@@ -16,6 +17,8 @@ import asyncio
 import fractions
 import json
 import time
+import uuid
+from pathlib import Path
 
 import av
 import numpy as np
@@ -25,13 +28,15 @@ from aiortc.mediastreams import MediaStreamTrack
 from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import JSONResponse
-from starlette.routing import Route, WebSocketRoute
+from starlette.routing import Mount, Route, WebSocketRoute
+from starlette.staticfiles import StaticFiles
 from starlette.websockets import WebSocket, WebSocketDisconnect
 
 TONE_S = 0.5
 TONE_HZ = 440.0
 FRAME_S = 0.020
 RATES = {"opus": 48000, "pcmu": 8000, "pcma": 8000}
+WEB_DIR = Path(__file__).resolve().parent.parent / "web"
 
 
 def tone(rate: int, seconds: float = TONE_S) -> bytes:
@@ -83,10 +88,10 @@ async def stream(ws: WebSocket) -> None:
         while True:
             message = json.loads(await ws.receive_text())
             if message.get("type") == "speak":
-                started = time.monotonic()
-                await ws.send_json({"type": "chunk", "seq": 0, "text": message.get("text", ""), "duration": TONE_S})
+                started, uid = time.monotonic(), uuid.uuid4().hex[:12]
+                await ws.send_json(_chunk(uid, message))
                 await ws.send_bytes(pcm)
-                await ws.send_json({"type": "done", "ttfa": round(time.monotonic() - started, 4),
+                await ws.send_json({"type": "done", "utterance": uid, "ttfa": round(time.monotonic() - started, 4),
                                     "audio_seconds": TONE_S, "chunks": 1})
     except WebSocketDisconnect:
         pass
@@ -111,8 +116,8 @@ async def offer(request: Request) -> JSONResponse:
 
         @channel.on("message")
         def on_message(raw: str) -> None:
-            if json.loads(raw).get("type") == "speak":
-                asyncio.ensure_future(speak(channel, track))
+            if (message := json.loads(raw)).get("type") == "speak":
+                asyncio.ensure_future(speak(channel, track, message))
 
     @pc.on("connectionstatechange")
     async def on_state() -> None:
@@ -125,21 +130,32 @@ async def offer(request: Request) -> JSONResponse:
     return JSONResponse({"sdp": pc.localDescription.sdp, "type": "answer", "codec": codec})
 
 
-async def speak(channel, track: ToneTrack) -> None:
-    started = time.monotonic()
+def _chunk(uid: str, speak: dict) -> dict:
+    return {"type": "chunk", "utterance": uid, "seq": 0, "text": speak.get("text", ""), "offset": 0.0,
+            "duration": TONE_S, "gen_time": 0.0, "words": []}
+
+
+async def speak(channel, track: ToneTrack, message: dict) -> None:
+    uid = uuid.uuid4().hex[:12]
     played = track.play()
+    channel.send(json.dumps(_chunk(uid, message)))
     await played.wait()
-    channel.send(json.dumps({"type": "done", "ttfa": 0.0, "audio_seconds": TONE_S, "chunks": 1, "underruns": 0,
-                             "played_s": round(time.monotonic() - started, 3)}))
+    channel.send(json.dumps({"type": "done", "utterance": uid, "ttfa": 0.0, "audio_seconds": TONE_S, "chunks": 1,
+                             "underruns": 0}))
 
 
 async def health(request: Request) -> JSONResponse:
-    return JSONResponse({"status": "ok"})
+    return JSONResponse({"status": "ok", "engine": {"engine": "tone"}})
+
+
+async def voices(request: Request) -> JSONResponse:
+    return JSONResponse({"voices": [{"name": "default", "kind": "builtin"}]})
 
 
 def app() -> Starlette:
     return Starlette(routes=[WebSocketRoute("/v1/stream", stream), Route("/v1/webrtc/offer", offer, methods=["POST"]),
-                             Route("/health", health)])
+                             Route("/health", health), Route("/v1/voices", voices),
+                             Mount("/", StaticFiles(directory=WEB_DIR, html=True))])
 
 
 def main() -> None:

@@ -386,6 +386,7 @@ def build_parser() -> argparse.ArgumentParser:
     _espeak_default(p)
     p.add_argument("--rounds", type=int, default=10, help="alternating rounds (each: every measure, both sides)")
     p.add_argument("--text", default=None, help="what each utterance says (default: the issue 24 sentence)")
+    p.add_argument("--no-chrome", action="store_true", help="skip Chromium even where Playwright and it are installed")
     p = command(bench, "faults", "hostile inputs on every JSON surface: server errors, dropped engine connections, "
                 "leaked sessions (all must be 0)", cmd_bench_faults)
     p.add_argument("--count", type=int, default=1000, help="generated inputs per surface")
