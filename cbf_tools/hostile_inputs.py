@@ -64,19 +64,20 @@ def _pick(*choices: Any) -> Callable[[random.Random], Any]:
     return lambda rng: rng.choice(choices)
 
 
+_LATENCY = _pick("fastest", "prosody", 0.2, 0, -1, 1e9, "slow", True, None, [0.1], {"s": 1})
 WEBSOCKET_FIELDS = {"type": _pick("speak", "text", "flush", "end", "cancel", "config", "playout", "sing", ""),
                     "text": _text, "voice": _pick("default", "Default", "nobody", "\ud800", "../x"),
                     "format": _pick("pcm_s16le", "mulaw", "mp3"), "sample_rate": _pick(8000, 16000, 44100, True),
-                    "played": _pick(0.5, -1, "1", 1e9, True)}
+                    "played": _pick(0.5, -1, "1", 1e9, True), "latency": _LATENCY}
 # ElevenLabs' multi-stream-input messages (close_socket left out: it would end the client's socket legitimately)
 ELEVENLABS_FIELDS = {"text": _text, "context_id": _pick("a", "b", "", 3), "flush": _pick(True, False, "yes"),
                      "close_context": _pick(True, False, 1), "voice_settings": _pick({"speed": 2}, "fast"),
                      "xi_api_key": _pick("key", 5)}
 TTS_FIELDS = {"text": _text, "voice": _pick("default", "nobody", "\ud800"), "format": _pick("pcm", "wav", "opus", "x"),
-              "sample_rate": _pick(8000, 24000, 7, "24000")}
+              "sample_rate": _pick(8000, 24000, 7, "24000"), "latency": _LATENCY}
 OPENAI_FIELDS = {"model": _pick("tts-1", 1), "input": _text, "voice": _pick("alloy", "default", "\ud800"),
                  "response_format": _pick("pcm", "wav", "mp3", "flac", "x"), "speed": _pick(1.0, 2.0, "1"),
-                 "stream_format": _pick("audio", "sse")}
+                 "stream_format": _pick("audio", "sse"), "latency": _LATENCY}
 
 
 def websocket_messages(rng: random.Random, count: int,

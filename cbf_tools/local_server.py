@@ -43,19 +43,24 @@ def local_server(flags: Sequence[str], *, env: dict[str, str] | None = None, qui
     proc = subprocess.Popen(argv, cwd=ROOT, env=env, stdout=subprocess.DEVNULL if quiet else None)
     url = f"http://127.0.0.1:{port}"
     try:
-        deadline = time.monotonic() + ready_timeout
-        while True:
-            if proc.poll() is not None:
-                raise ServerFailed(f"the server exited with code {proc.returncode}")
-            with contextlib.suppress(httpx.HTTPError):
-                if httpx.get(url + "/health", timeout=2).status_code == 200:
-                    break
-            if time.monotonic() > deadline:
-                raise ServerFailed("the server did not become ready")
-            time.sleep(0.2)
+        wait_healthy(proc, url, ready_timeout, "the server")
         yield url, proc.pid
     finally:
         stop(proc)
+
+
+def wait_healthy(proc: subprocess.Popen, url: str, timeout: float, what: str) -> None:
+    """Until ``url``/health answers 200; ``ServerFailed`` when ``proc`` exits first or ``timeout`` passes."""
+    deadline = time.monotonic() + timeout
+    while True:
+        if proc.poll() is not None:
+            raise ServerFailed(f"{what} exited with code {proc.returncode}")
+        with contextlib.suppress(httpx.HTTPError):
+            if httpx.get(url + "/health", timeout=2).status_code == 200:
+                return
+        if time.monotonic() > deadline:
+            raise ServerFailed(f"{what} did not become ready")
+        time.sleep(0.2)
 
 
 def stop(proc: subprocess.Popen) -> None:

@@ -406,7 +406,8 @@ class ChunkPlanner:
             most = max(config.first_chunk_max_words, least + window)
             nearby = [c for c in safe if c.words <= most]
             if max(c.kind for c in nearby) < BoundaryKind.WORD:  # only cuts inside a phrase nearby: the next better
-                nearby = [c for c in safe if c.kind >= BoundaryKind.WORD][:1] or nearby
+                reach = most + max(window, config.first_chunk_min_words)  # ...one within reach, never a whole sentence
+                nearby = [c for c in safe if c.kind >= BoundaryKind.WORD and c.words <= reach][:1] or nearby
             strongest = max(c.kind for c in nearby)
             return next(c for c in nearby if c.kind == strongest)
         if candidates and (candidates[-1].kind == BoundaryKind.END or len(self._window()) > config.max_chars):

@@ -28,6 +28,12 @@ SAMPLE_RATE = 24000  # every chunk on the wire is mono s16le at this rate
 TAG_MAX_LEN = 40  # longest bracketed span, brackets included, still a tag; a longer one is plain text
 TAG = re.compile(r"\[[^\[\]\n]{1,%d}\]" % (TAG_MAX_LEN - 2))
 _HEADER_LEN = struct.Struct("!I")
+# A caller's latency preference (an utterance's ``latency``): how long its first audio may take to buy prosody.
+# "fastest": the shortest natural unit first; "balanced": the worker's default first-audio budget; "prosody": a
+# longer first chunk (LATENCY_PROSODY_S); a number: that first-audio budget in seconds of generation.
+LATENCY_PRESETS = ("fastest", "balanced", "prosody")
+LATENCY_PROSODY_S = 0.5
+MAX_LATENCY_S = 5.0
 
 
 class ProtocolError(ValueError):
@@ -44,6 +50,10 @@ class Start:
     type: ClassVar[str] = "start"
     id: str
     voice: str = "default"
+    latency: str | float | None = None  # a preset of LATENCY_PRESETS or a first-audio budget (s); None: "balanced"
+
+    def __post_init__(self) -> None:
+        check_latency(self.latency)
 
 
 @dataclass(frozen=True)
@@ -159,6 +169,8 @@ class Done:
     audio: float  # seconds
     gen_time: float  # seconds of generation, summed over the chunks
     first_chunk: float | None = None  # seconds from start to the first chunk
+    latency: str | float | None = None  # the preference that applied (a preset, or the budget the caller gave)
+    first_audio_s: float | None = None  # the first-audio budget it meant, seconds (0: the shortest natural unit)
     start_delay: float | None = None  # seconds first audio was held back (an engine slower than real time)
 
 
@@ -276,12 +288,23 @@ def _is_number(value: Any) -> bool:
     return isinstance(value, (int, float)) and not isinstance(value, bool)
 
 
+def check_latency(value: Any) -> str | float | None:
+    """A latency preference as sent (None: the default), or ``ProtocolError`` (``bad_latency``) saying what it may be."""
+    if value is None or value in LATENCY_PRESETS:
+        return value
+    if _is_number(value) and 0 <= value <= MAX_LATENCY_S:
+        return float(value)
+    raise ProtocolError(f"latency must be one of {', '.join(map(repr, LATENCY_PRESETS))} or a first-audio budget "
+                        f"in seconds from 0 to {MAX_LATENCY_S:g}, not {value!r}", "bad_latency")
+
+
 # What a JSON value must be for each field annotation used above ("| None" aside).
 _CHECKS: dict[str, tuple[str, Callable[[Any], bool]]] = {
     "str": ("a string", lambda v: isinstance(v, str)),
     "int": ("an integer", lambda v: isinstance(v, int) and not isinstance(v, bool)),
     "float": ("a number", _is_number),
     "bool": ("true or false", lambda v: isinstance(v, bool)),
+    "str | float": ("a string or a number", lambda v: isinstance(v, str) or _is_number(v)),
     "dict[str, Any]": ("an object", lambda v: isinstance(v, dict)),
     "list[dict[str, Any]]": ("a list of objects",
                              lambda v: isinstance(v, list) and all(isinstance(x, dict) for x in v)),

@@ -4,7 +4,7 @@ Chatterbox-Turbo reads inline tags such as ``[laugh]`` or ``[clear throat]``; no
 Boundaries are ranked by how little a cut there costs the prosody: sentence, clause (after ``, ; :``), phrase (before a
 word that opens one: a conjunction, preposition or relative pronoun), any other word, and last a cut inside a phrase
 (after a determiner, preposition, conjunction or title, or among the first words of a noun phrase a determiner opened:
-"the quick brown | fox"). Word lists, not a tagger: a cheap, predictable heuristic for English.
+"the quick brown | fox"; a determiner before a verb is a pronoun and opens none: "this is | a test"). Word lists, not a tagger: a cheap, predictable heuristic for English.
 """
 
 from __future__ import annotations
@@ -38,6 +38,10 @@ _CONJUNCTIONS = frozenset(
     "whether once".split()
 )
 _RELATIVES = frozenset("who whom whose which that what why how".split())
+# A determiner right before one of these is a pronoun ("this is", "that was", "all will"): it opens no noun phrase.
+_VERBS_AFTER_PRONOUN = frozenset(
+    "is was are were will would can could should shall may might must has have had does did isn't wasn't".split()
+)
 _TITLES = frozenset("mr mrs ms dr st prof mt".split())
 # A phrase starts before these ("jumps | over the dog", "the dog | that barked"); not before "of", which binds its
 # phrase to the noun before it ("the top of the hill").
@@ -116,7 +120,8 @@ def find_boundaries(text: str) -> list[Boundary]:
         previous = _bare(text[start:end].split()[-1]) if text[start:end].split() else ""
         start = space.end()
         following = _bare(m.group()) if (m := _NON_SPACE.match(text, start)) else ""
-        phrase_words = 0 if previous in _DETERMINERS else phrase_words + 1
+        opens_noun_phrase = previous in _DETERMINERS and following not in _VERBS_AFTER_PRONOUN
+        phrase_words = 0 if opens_noun_phrase else phrase_words + 1
         if "\n" in space.group() or (_SENTENCE_END.search(before) and not _ABBREVIATION.search(before)):
             kind = BoundaryKind.SENTENCE
         elif _CLAUSE_END.search(before):

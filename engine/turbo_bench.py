@@ -5,7 +5,8 @@ Phases, each adding to ``<out>/gpu-bench.json`` (so a run cut short still leaves
   prefill     a chunk's prefill with the voice prompt's keys and values reused vs prefilled again
   s3gen       S3Gen milliseconds per second of audio, per token length
   worker      through the real worker (planner, batched decode loop, joins, watermark) over its real protocol:
-              time to first chunk at 1 and N concurrent streams, and the most concurrent streams with no underrun
+              time to first chunk at 1 and N concurrent streams, and the most concurrent streams with no underrun;
+              and the first chunk's time and words under the default first-audio budget and larger ones
 Random weights are fine: they cost what the released model costs (and stop at a speech-like length).
 """
 
@@ -36,6 +37,7 @@ from engine.engines.t3_sampling import Sampling
 from engine.engines.t3_static import voice_prefix
 from engine.engines.turbo import TurboEngine, TurboVoice
 from engine.settings import EngineSettings
+from engine.text import count_words
 from engine.startup_checks import Misconfigured, loading, preflight
 from engine.watermark import Watermarker
 from engine.worker import serve_worker, worker_for
@@ -45,6 +47,9 @@ SHORT_TEXTS = ("Hello there, thanks for calling.", "Sure, I can help with that r
 PARAGRAPH = ("Thanks for waiting. I looked at your account and the payment went through this morning, so the "
              "order is confirmed. It ships from our northern warehouse tomorrow and should reach you by Friday. "
              "You will get an email with the tracking number as soon as it leaves.")
+FIRST_AUDIO_TEXT = ("Hello there, this is a streaming test of the real-time voice gateway. It should start speaking "
+                    "before the text is complete.")
+FIRST_AUDIO_LATENCIES: tuple[str | float, ...] = ("balanced", 0.25, "prosody")  # the default, then larger budgets
 UNDERRUN_SLACK_S = 0.02  # a chunk this late after the previous one ran out is still heard as continuous
 
 
@@ -209,6 +214,8 @@ class Stream:
     started: float
     arrivals: list[tuple[float, float]] = field(default_factory=list)
     error: str | None = None
+    first_text: str = ""  # what the first chunk spoke
+    done: protocol.Done | None = None
 
     @property
     def first_chunk_s(self) -> float | None:
@@ -228,26 +235,43 @@ class Stream:
         return count, silent
 
 
-async def speak(path: str, text: str) -> Stream:
-    """One utterance over the engine protocol (its own connection, as one gateway would)."""
+async def speak(path: str, text: str, latency: str | float | None = None) -> Stream:
+    """One utterance over the engine protocol (its own connection, as one gateway would), with ``latency``."""
     from websockets.asyncio.client import unix_connect
 
     async with unix_connect(path, max_size=None) as ws:
         await ws.recv()  # ready
         uid = uuid.uuid4().hex
         stream = Stream(time.monotonic())
-        for message in (protocol.Start(uid), protocol.Text(uid, text), protocol.End(uid)):
+        for message in (protocol.Start(uid, latency=latency), protocol.Text(uid, text), protocol.End(uid)):
             await ws.send(protocol.encode(message))
         async for frame in ws:
             event = protocol.decode_event(frame)
             if isinstance(event, protocol.Chunk):
                 stream.arrivals.append((time.monotonic(), event.header.duration))
+                stream.first_text = stream.first_text or event.header.text
             elif isinstance(event, protocol.Error):
                 stream.error = event.code
                 return stream
             elif isinstance(event, protocol.Done):
+                stream.done = event
                 return stream
     return stream
+
+
+async def first_audio_budgets(path: str, repeats: int) -> dict[str, Any]:
+    """The first chunk's time (p50) and length in words under the default first-audio budget and larger ones, for
+    one text: what the default (engine/settings.py GPU_FIRST_AUDIO_TARGET_S) should be, measured."""
+    figures: dict[str, Any] = {}
+    for latency in FIRST_AUDIO_LATENCIES:
+        streams = [await speak(path, FIRST_AUDIO_TEXT, latency) for _ in range(repeats)]
+        firsts = [s.first_chunk_s for s in streams if s.first_chunk_s is not None]
+        figures[str(latency)] = {
+            "budget_s": streams[-1].done.first_audio_s if streams[-1].done else None,
+            "first_chunk_p50_ms": round(1000 * percentile(firsts, 0.5)) if firsts else None,
+            "first_chunk_words": count_words(streams[-1].first_text), "first_chunk_text": streams[-1].first_text,
+            "errors": sum(s.error is not None for s in streams)}
+    return figures
 
 
 def percentile(values: list[float], q: float) -> float:
@@ -283,6 +307,7 @@ async def through_worker(engine: TurboEngine, sock: Path, repeats: int, streams:
         for i in range(repeats):
             singles.append(await speak(path, SHORT_TEXTS[i % len(SHORT_TEXTS)]))
         report("worker_1_stream", summary(singles, time.monotonic() - started))
+        report("first_audio_budgets", await first_audio_budgets(path, repeats))
         sweep: dict[str, Any] = {}
         held = 0
         for n in streams:

@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import copy
+import dataclasses
 import hmac
 import logging
 import socket
@@ -110,13 +111,17 @@ class Synthesizer:
 class Utterance:
     """One utterance: text in, planned chunks generated one by one, chunks out."""
 
-    def __init__(self, uid: str, voice: str, worker: "Worker", send: Send) -> None:
+    def __init__(self, uid: str, voice: str, worker: "Worker", send: Send,
+                 latency: str | float | None = None) -> None:
         self.id = uid
         self.key = (send, uid)  # ids are the gateway's choice, unique only on its own connection
         self.voice = voice
         self.worker = worker
         self.send = send
-        self.planner = ChunkPlanner(worker.planner_config, worker.cost_model(voice))
+        self.latency = latency or "balanced"
+        budget = worker.settings.latency_budget(worker.synth.engine.info.device, latency)
+        config = dataclasses.replace(worker.planner_config, first_audio_target_s=budget)
+        self.planner = ChunkPlanner(config, worker.cost_model(voice))
         self.cancel_event = threading.Event()
         self.wakeup = asyncio.Event()
         self.chars = 0
@@ -191,6 +196,8 @@ class Utterance:
                 delay = self.planner.start_delay
                 await self.send(protocol.encode(Done(self.id, seq, round(offset, 4), round(gen_total, 4),
                                                      round(first, 4) if first is not None else None,
+                                                     latency=self.latency,
+                                                     first_audio_s=self.planner.config.first_audio_target_s,
                                                      start_delay=None if delay is None else round(delay, 4))))
         except (Cancelled, asyncio.CancelledError):
             pass
@@ -336,7 +343,7 @@ class Worker:
         if isinstance(request, Start):
             if (send, request.id) in self.utterances:
                 raise ProtocolError(f"utterance {request.id!r} already exists", "duplicate_id")
-            utt = Utterance(request.id, request.voice, self, send)
+            utt = Utterance(request.id, request.voice, self, send, request.latency)
             self.utterances[utt.key] = utt
             utt.task = asyncio.create_task(utt.run())
             utt.task.add_done_callback(lambda _: self._forget(utt))

@@ -310,6 +310,12 @@ def cmd_bench_gateway(args: argparse.Namespace) -> int:
     return bench_gateway.run(args, engine_argv(args))
 
 
+def cmd_bench_edge(args: argparse.Namespace) -> int:
+    from cbf_tools import bench_edge
+
+    return bench_edge.run(args, engine_argv(args))
+
+
 def cmd_bench_faults(args: argparse.Namespace) -> int:
     from cbf_tools import bench_faults
 
@@ -396,6 +402,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--engine-url", default=None, help="bench a running worker instead of starting one")
     p = command(bench, "gateway", "client-side latency through a transport", cmd_bench_gateway, ENGINE_OPTIONS)
     _bench_gateway_arguments(p)
+    p = command(bench, "edge", "first audio of the product vs a bare aiortc + Starlette peer with an instant tone",
+                cmd_bench_edge, ENGINE_OPTIONS)
+    _espeak_default(p)
+    p.add_argument("--rounds", type=int, default=10, help="alternating rounds (each: every measure, both sides)")
+    p.add_argument("--text", default=None, help="what each utterance says (default: the issue 24 sentence)")
+    p.add_argument("--no-chrome", action="store_true", help="skip Chromium even where Playwright and it are installed")
     p = command(bench, "faults", "hostile inputs on every JSON surface: server errors, dropped engine connections, "
                 "leaked sessions (all must be 0)", cmd_bench_faults)
     p.add_argument("--count", type=int, default=1000, help="generated inputs per surface")
@@ -443,12 +455,16 @@ def _served_bench_arguments(parser: argparse.ArgumentParser) -> None:
                         help="API key for --url [env CBF_API_KEY, else the first of CBF_API_KEYS]")
 
 
-def _bench_gateway_arguments(parser: argparse.ArgumentParser) -> None:
+def _espeak_default(parser: argparse.ArgumentParser) -> None:
     if not os.environ.get("CBF_ENGINE"):  # a started server uses eSpeak unless told otherwise: it answers at once
         parser.set_defaults(engine="espeak")
         for action in parser._actions:
             if action.dest == "engine" and action.help:
                 action.help = action.help.replace("default 'auto'", "default 'espeak' here")
+
+
+def _bench_gateway_arguments(parser: argparse.ArgumentParser) -> None:
+    _espeak_default(parser)
     parser.add_argument("--transport", choices=("webrtc", "ws", "http"), default="webrtc")
     parser.add_argument("--sessions", type=int, default=1, help="concurrent client sessions")
     parser.add_argument("--utterances", type=int, default=3, help="utterances each session speaks, one at a time")

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from engine.protocol import ProtocolError
+from engine.protocol import ProtocolError, check_latency
 from gateway.client_input import BadInput, load_json, speech_text
 from gateway.formats import WEBSOCKET_DEFAULT_FORMAT, WEBSOCKET_FORMATS, output_format
 
@@ -17,6 +17,7 @@ class Config:
     voice: str | None = None
     format: str | None = None
     sample_rate: int | None = None
+    latency: str | float | None = None  # the session's latency preference (engine/protocol.py LATENCY_PRESETS)
 
 
 @dataclass(frozen=True)
@@ -28,6 +29,7 @@ class Text:
 class Speak:
     text: str
     voice: str | None = None
+    latency: str | float | None = None  # this utterance's, over the session's
 
 
 @dataclass(frozen=True)
@@ -86,7 +88,7 @@ def parse_message(raw: str | bytes) -> Message:
         text = speech_text(_string(message, "text", required=True) or "")
         if not text.strip():
             raise ProtocolError("'speak' needs non-empty text")
-        return Speak(text, _string(message, "voice", required=False))
+        return Speak(text, _string(message, "voice", required=False), check_latency(message.get("latency")))
     if kind == "config":
         return _parse_config(message)
     if kind == "playout":
@@ -109,4 +111,4 @@ def _parse_config(message: dict[str, Any]) -> Config:
                                 "bad_config")
     elif len(spec.rates) == 1:  # a format with a rate of its own: say which
         rate = spec.rates[0]
-    return Config(_string(message, "voice", required=False), fmt, rate)
+    return Config(_string(message, "voice", required=False), fmt, rate, check_latency(message.get("latency")))

@@ -28,6 +28,7 @@ class StartUtterance:
 
     turn: int
     voice: str
+    latency: str | float | None = None  # None: the engine's default ("balanced")
 
 
 @dataclass(frozen=True)
@@ -112,6 +113,7 @@ class SessionCore:
     max_text_chars: int
     configurable: bool
     voice: str = "default"
+    latency: str | float | None = None  # the session's (``config``); a ``speak`` may set its own utterance's
     max_queued: int = MAX_QUEUED_UTTERANCES
     closed: bool = False
     _turns: list[_Turn] = field(default_factory=list)  # every turn not yet fully sent, in order
@@ -162,10 +164,10 @@ class SessionCore:
                 return self._configure(msg)
             case messages.Text(text=text):
                 return self._append(text)
-            case messages.Speak(text=text, voice=voice):
+            case messages.Speak(text=text, voice=voice, latency=latency):
                 if voice is not None:
                     self.voice = voice
-                return self._append(text) + self._end()
+                return self._append(text, latency) + self._end()
             case messages.Flush():
                 return [FlushText(self._current.key)] if self._current else []
             case messages.End():
@@ -186,9 +188,12 @@ class SessionCore:
             actions.append(ConfigureSink(config.format or WEBSOCKET_DEFAULT_FORMAT, config.sample_rate or SAMPLE_RATE))
         if config.voice is not None:
             self.voice = config.voice
+        if config.latency is not None:
+            self.latency = config.latency
         return actions
 
-    def _append(self, text: str) -> list[Action]:
+    def _append(self, text: str, latency: str | float | None = None) -> list[Action]:
+        """``text`` for the current turn, starting one (with ``latency``, else the session's) where none is."""
         turn = self._current
         used = turn.chars if turn else 0
         if used + len(text) > self.max_text_chars:
@@ -204,7 +209,7 @@ class SessionCore:
             turn = self._current = _Turn(self._next_key)
             self._next_key += 1
             self._turns.append(turn)
-            actions.append(StartUtterance(turn.key, self.voice))
+            actions.append(StartUtterance(turn.key, self.voice, self.latency if latency is None else latency))
         turn.chars += len(text)
         turn.text.add(text)
         actions.append(SendText(turn.key, text))

@@ -65,6 +65,8 @@ class UtteranceStats:
             "chunks": done.chunks if done else 0,
             "gen_time": round(done.gen_time, 4) if done else 0.0,
             "rtf": round(rtf, 2) if rtf else None,
+            "latency": done.latency if done else None,  # the preference that applied, and its first-audio budget
+            "first_audio_s": done.first_audio_s if done else None,
             **({"start_delay": done.start_delay} if done and done.start_delay is not None else {}),
         }
 

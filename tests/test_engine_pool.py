@@ -215,7 +215,7 @@ class FakeClient:
         self._add, self._delete, self._voices = add, delete, list(voices)
         self.started = 0
 
-    async def start(self, voice: str) -> str:
+    async def start(self, voice: str, latency: str | float | None = None) -> str:
         self.started += 1
         self.in_flight += 1
         return self.url

@@ -12,10 +12,10 @@ def parsed(*argv: str) -> EngineSettings:
     return engine_settings(build_parser().parse_args(["engine", *argv]))
 
 
-def test_auto_is_a_quarter_second_on_a_gpu_and_off_elsewhere() -> None:
+def test_auto_is_0_12_s_on_a_gpu_and_off_elsewhere() -> None:
     settings = parsed()
     assert settings.first_audio_target_s is None
-    assert settings.first_audio_budget("cuda:0") == 0.25
+    assert settings.first_audio_budget("cuda:0") == 0.12
     assert settings.first_audio_budget("cpu") == 0.0
 
 
@@ -27,6 +27,14 @@ def test_the_flag_and_its_env_twin_set_it_on_any_engine_and_serve_passes_it_on(
     assert parsed().first_audio_budget("cpu") == 0.3
     args = build_parser().parse_args(["serve"])
     assert engine_argv(args)[engine_argv(args).index("--first-audio-target") + 1] == "0.3"
+
+
+def test_a_latency_preference_sets_the_utterances_first_audio_budget() -> None:
+    settings, flagged = parsed(), parsed("--first-audio-target", "0.8")
+    assert [settings.latency_budget("cuda:0", v) for v in (None, "balanced", "fastest", "prosody", 0.3)] == [
+        0.12, 0.12, 0.0, 0.5, 0.3]
+    assert [settings.latency_budget("cpu", v) for v in (None, "fastest", "prosody", 2)] == [0.0, 0.0, 0.5, 2.0]
+    assert flagged.latency_budget("cpu", "prosody") == 0.8  # never shorter than the server's own default
 
 
 @pytest.mark.parametrize("value", ["-1", "soon", "inf"])

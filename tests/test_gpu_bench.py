@@ -34,6 +34,9 @@ def test_gpu_bench_runs_every_phase_and_writes_its_figures(tmp_path: Path) -> No
     assert prefill["tokens_prefilled_full"] - prefill["tokens_prefilled_reused"] == prefill["prompt_positions"] == 376
     assert figures["s3gen"]["tokens_10"]["ms_per_audio_s"] > 0
     assert figures["worker_1_stream"]["first_chunk_p50_ms"] > 0 and figures["worker_1_stream"]["errors"] == 0
+    budgets = figures["first_audio_budgets"]  # the default budget (off on a CPU) and larger ones, per utterance
+    assert [budgets[k]["budget_s"] for k in ("balanced", "0.25", "prosody")] == [0.0, 0.25, 0.5]
+    assert all(b["first_chunk_words"] >= 1 and b["first_chunk_p50_ms"] > 0 and not b["errors"] for b in budgets.values())
     sweep = figures["worker_streams"]
     assert sweep["2"]["streams"] == 2 and sweep["2"]["errors"] == 0 and sweep["2"]["most_live_slots"] >= 1
     assert "most_streams_without_underrun" in sweep and figures["total_s"] > 0

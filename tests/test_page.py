@@ -209,6 +209,19 @@ def test_websocket_forced_by_toggle(page, server):
     print(f"\nWebSocket: first audio heard in the page after {u['ttfa']:.0f} ms, {u['chunks']} chunks")
 
 
+def test_latency_control_beside_the_first_audio_figure(page, server):
+    """Issue 24: the control sets each Speak's latency; the figure shows which applied (from the server's done)."""
+    open_page(page, server)
+    page.select_option("#latency", "prosody")
+    u = speak_and_wait(page, SENTENCE)
+    assert u["done"]["latency"] == "prosody" and u["done"]["first_audio_s"] == 0.5  # (the planner: test_latency)
+    assert page.inner_text("#latency-applied").strip() == "prosody (0.5 s)"
+    page.select_option("#latency", "fastest")
+    u = speak_and_wait(page, SENTENCE)
+    assert u["done"]["latency"] == "fastest" and u["done"]["first_audio_s"] == 0.0
+    assert page.inner_text("#latency-applied").strip() == "fastest (0 s)"
+
+
 def test_webrtc_pcmu_chosen_in_page(page, server):
     open_page(page, server)
     page.select_option("#codec-pref", "pcmu")

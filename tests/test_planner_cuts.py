@@ -113,6 +113,34 @@ def test_a_later_chunk_ends_at_the_best_ranked_cut_that_fits(text: str, buffered
     assert all(b.kind < planned.boundary for b in window if b.end > end)  # the longest of the best rank
 
 
+# The first chunk without a budget ---------------------------------------------------------------------------------
+STREAMING = ("Hello there, this is a streaming test of the real-time voice gateway. It should start speaking before the "
+             "text is complete.")
+
+
+def test_a_fast_engine_without_a_budget_starts_with_a_few_words_not_the_whole_sentence() -> None:
+    """Issue 24: on the embedded eSpeak engine (its calibrated cost, about 0.076 s + 1.8 ms per character) the first
+    chunk was the whole first sentence, 3.6 s of audio: "this" was read as a determiner opening a noun phrase, so
+    every cut up to the full stop ranked inside a phrase, and the fallback took the first better cut however far."""
+    espeak = known_cost(0.076, 0.0018)
+    planned = first_chunk(STREAMING, PlannerConfig(), espeak)
+    assert planned.source == "Hello there, this is"
+    assert planned.boundary == BoundaryKind.WORD and not planned.text.endswith(".")
+
+
+def test_where_only_cuts_inside_a_phrase_are_near_the_first_chunk_stays_short() -> None:
+    """Where no better cut comes within a few words past the first-chunk window (9 words by default), the first
+    chunk is the earliest cut nearby of the best rank there, inside a phrase if need be: first audio is not traded
+    for a sentence 20 words away."""
+    text = ("The top of the hill of the old town of the north of the country of the people of the valley of the "
+            "river is where we met.")
+    planned = first_chunk(text, PlannerConfig(), known_cost(0.076, 0.0018))
+    assert 3 <= count_words(planned.source) <= 6 and planned.boundary == BoundaryKind.INSIDE
+    # a better cut within reach still wins over one inside a phrase
+    near = "The top of the hill of the old town, where we met."
+    assert first_chunk(near, PlannerConfig(), known_cost(0.076, 0.0018)).source == "The top of the hill of the old town,"
+
+
 # 3. The first-audio budget ----------------------------------------------------------------------------------------
 def test_a_fast_engine_starts_with_a_whole_clause_within_the_first_audio_budget() -> None:
     gpu = known_cost(0.05, 0.001)  # a GPU-like cost model: 0.05 s + 1 ms per character

@@ -19,8 +19,9 @@ from tests.test_messages import json_values
 texts = st.text(max_size=12)
 numbers = st.floats(allow_nan=False, allow_infinity=False)
 objects = st.dictionaries(texts, texts | st.integers() | st.booleans(), max_size=3)
+latencies = st.none() | st.sampled_from(protocol.LATENCY_PRESETS) | st.floats(0, protocol.MAX_LATENCY_S)
 requests = st.one_of(
-    st.builds(Start, texts, texts), st.builds(Text, texts, texts), st.builds(Flush, texts), st.builds(End, texts),
+    st.builds(Start, texts, texts, latencies), st.builds(Text, texts, texts), st.builds(Flush, texts), st.builds(End, texts),
     st.builds(Cancel, texts), st.builds(Playout, texts, numbers), st.builds(ListVoices, texts),
     st.builds(DeleteVoice, texts, texts), st.builds(AddVoice, texts, texts, st.binary(max_size=32)),
 )
@@ -29,7 +30,8 @@ events = st.one_of(
               decode=st.none() | texts),
     st.builds(Chunk, st.builds(ChunkHeader, texts, st.integers(0, 10**6), texts, numbers, numbers, numbers,
                                st.integers(1, 192000)), st.binary(max_size=32)),
-    st.builds(Done, texts, st.integers(0, 10**6), numbers, numbers, st.none() | numbers),
+    st.builds(Done, texts, st.integers(0, 10**6), numbers, numbers, st.none() | numbers, latencies,
+              st.none() | numbers),
     st.builds(Error, id=st.none() | texts, req=st.none() | texts, code=texts, message=texts),
     st.builds(Result, texts, st.none() | st.lists(objects, max_size=3), st.none() | objects),
 )
@@ -89,6 +91,8 @@ def binary(header: str, payload: bytes) -> bytes:
 def test_the_wire_format_is_the_documented_one() -> None:
     """Byte for byte what protocol v1 sent before the messages were typed (key order included)."""
     assert protocol.encode(Start("u1", "amy")) == '{"type":"start","id":"u1","voice":"amy"}'
+    assert protocol.encode(Start("u1", "amy", "fastest")) == (
+        '{"type":"start","id":"u1","voice":"amy","latency":"fastest"}')
     assert protocol.encode(Text("u1", "Héllo")) == '{"type":"text","id":"u1","text":"Héllo"}'
     assert protocol.encode(Playout("u1", 1.5)) == '{"type":"playout","id":"u1","played":1.5}'
     assert protocol.encode(Cancel("u1")) == '{"type":"cancel","id":"u1"}'
@@ -113,6 +117,9 @@ def test_the_wire_format_is_the_documented_one() -> None:
     assert protocol.decode_event(protocol.encode(Chunk(timed, b""))) == Chunk(timed, b"")
     assert protocol.encode(Done("u1", 2, 1.25, 0.3, 0.2)) == (
         '{"type":"done","id":"u1","chunks":2,"audio":1.25,"gen_time":0.3,"first_chunk":0.2}')
+    assert protocol.encode(Done("u1", 2, 1.25, 0.3, 0.2, 0.4, 0.4)) == (
+        '{"type":"done","id":"u1","chunks":2,"audio":1.25,"gen_time":0.3,"first_chunk":0.2,"latency":0.4,'
+        '"first_audio_s":0.4}')
     assert protocol.encode(Error(id="u1", code="unknown_voice", message="no")) == (
         '{"type":"error","id":"u1","code":"unknown_voice","message":"no"}')
     assert protocol.encode(Error(req="3", code="exists", message="no")) == (
@@ -131,6 +138,9 @@ def test_the_wire_format_is_the_documented_one() -> None:
     ('{"type": "playout", "id": "u1", "played": true}', "bad_message", "must be a number"),
     ('{"type": "start", "id": "u1", "voice": 3}', "bad_message", "'voice' of 'start' must be a string"),
     ('{"type": "add_voice", "req": "1", "name": "x"}', "bad_message", "must be sent as a binary frame"),
+    ('{"type": "start", "id": "u1", "latency": "slow"}', "bad_latency", "'fastest', 'balanced', 'prosody'"),
+    ('{"type": "start", "id": "u1", "latency": 9}', "bad_latency", "from 0 to 5"),
+    ('{"type": "start", "id": "u1", "latency": [1]}', "bad_message", "must be a string or a number"),
     (binary('{"type": "start", "id": "u1"}', b""), "bad_message", "must be sent as a text frame"),
     (binary('{"type": "sing"}', b""), "unknown_type", "'sing'"),
     ('{"type": "chunk", "id": "u1"}', "unknown_type", "'chunk'"),  # a worker's message is no request

@@ -240,7 +240,7 @@ class FakeEngine:
         self.utterances: list[FakeUtterance] = []
         self.available = True
 
-    async def start(self, voice: str) -> FakeUtterance:
+    async def start(self, voice: str, latency: str | float | None = None) -> FakeUtterance:
         if not self.available:
             raise EngineUnavailable("the engine worker is not connected")
         utterance = FakeUtterance(f"u{len(self.utterances)}")

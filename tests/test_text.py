@@ -162,6 +162,17 @@ def test_phrase_boundaries_fall_before_function_words_and_never_inside_a_noun_ph
     ]
 
 
+def test_a_determiner_before_a_verb_is_a_pronoun_and_opens_no_noun_phrase() -> None:
+    """Issue 24: "this is a streaming test" ranked every cut inside a phrase ("this" read as opening a noun phrase
+    "this is a"): a pronoun keeps its verb, and the noun phrase starts at "a"."""
+    assert kinds("Hello there, this is a streaming test of the voice gateway.") == [
+        ("Hello", "WORD"), ("there,", "CLAUSE"), ("this", "INSIDE"), ("is", "WORD"), ("a", "INSIDE"),
+        ("streaming", "INSIDE"), ("test", "INSIDE"), ("of", "INSIDE"), ("the", "INSIDE"), ("voice", "INSIDE"),
+    ]
+    assert kinds("that was the end of it") == [("that", "INSIDE"), ("was", "WORD"), ("the", "INSIDE"),
+                                               ("end", "INSIDE"), ("of", "INSIDE")]
+
+
 def test_a_fragment_is_not_normalised_as_a_sentence() -> None:
     assert punc_norm("The quick brown", ends_sentence=False) == "The quick brown"
     assert punc_norm("fox jumps: over", starts_sentence=False) == "fox jumps, over."

@@ -33,6 +33,7 @@ setInterval(finishUnheard, 100);
 wireVoices();
 
 $("speak").addEventListener("click", () => speak());
+$("latency").addEventListener("change", (e) => { state.latency = e.target.value; });
 $("stop").addEventListener("click", () => stop());
 $("text").addEventListener("keydown", (e) => {
   if (e.key === "Enter" && !e.shiftKey && !e.isComposing) {

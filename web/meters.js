@@ -23,6 +23,7 @@ export function drawMeters() {
   const u = current();
   $("ttfa").textContent = u && u.queued && u.firstAudible == null && !u.finished ? "queued" : fmt(metrics.ttfaMs);
   $("ttfa-server").textContent = fmt(metrics.serverTtfaMs);
+  $("latency-applied").textContent = metrics.latencyApplied || "–";
   $("buffer").textContent = fmt(metrics.bufferMs);
   $("underruns").textContent = fmt(metrics.underruns);
   $("stop-silence").textContent = metrics.stopToSilenceMs == null ? "–"

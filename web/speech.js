@@ -78,6 +78,7 @@ export function onEvent(data) {
       u.doneAt = now;
       if (u.stoppedAt) break;
       metrics.serverTtfaMs = msg.ttfa != null ? Math.round(msg.ttfa * 1000) : null;
+      metrics.latencyApplied = msg.latency != null ? `${msg.latency} (${msg.first_audio_s} s)` : null;
       metrics.rtf = msg.rtf;
       metrics.audioSeconds = msg.audio_seconds;
       utteranceSent();
@@ -139,12 +140,14 @@ export async function speak() {
   state.speaking = true;
   metrics.ttfaMs = null;
   metrics.serverTtfaMs = null;
+  metrics.latencyApplied = null;
   metrics.underruns = null;
   metrics.rtf = null;
   metrics.audioSeconds = null;
   metrics.chunks = 0;
   const msg = { type: "speak", text };
   if (state.voice) msg.voice = state.voice;
+  if (state.latency) msg.latency = state.latency;
   try {
     conn.send(msg);
   } catch (e) {

@@ -14,6 +14,7 @@ export const state = {
   engine: null,
   limits: null,
   voice: "",
+  latency: "", // the latency control: "" (the server's default) | fastest | balanced | prosody
   speaking: false,
   fallbackReason: null,
   sampleRate: null,
@@ -22,6 +23,7 @@ export const state = {
 export const metrics = {
   ttfaMs: null, // Speak -> first audible sample, measured here by the AnalyserNode
   serverTtfaMs: null, // done.ttfa from the server
+  latencyApplied: null, // done.latency and done.first_audio_s: the preference that applied, and its budget
   bufferMs: null, // audio buffered ahead of the listener
   jitterTargetMs: null,
   underruns: null, // this utterance: WS worklet dry spells, or WebRTC concealment events after first audio

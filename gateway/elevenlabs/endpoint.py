@@ -82,8 +82,10 @@ class _Context:
 class _Socket:
     """One client socket: its contexts and the order of what is sent on it."""
 
-    def __init__(self, ws: WebSocket, state: GatewayState, voice: str, fmt: str, rate: int, multi: bool) -> None:
+    def __init__(self, ws: WebSocket, state: GatewayState, voice: str, fmt: str, rate: int, multi: bool,
+                 latency: str | None = None) -> None:
         self.ws, self.state, self.voice, self.format, self.rate, self.multi = ws, state, voice, fmt, rate, multi
+        self.latency = latency  # from the URL: every context's
         self.rules = translate.Contexts(multi)
         self.contexts: dict[str | None, _Context] = {}  # by id: the context now taking that id's messages
         self.live: set[_Context] = set()  # every context not yet final (an id used again may leave one finishing)
@@ -141,6 +143,8 @@ class _Socket:
             return
         self.contexts[ctx] = entry
         self.live.add(entry)
+        if self.latency is not None:
+            await entry.session.handle(messages.Config(latency=self.latency))
 
     async def _event(self, entry: _Context, sink: ElevenLabsSink, event: dict[str, Any]) -> None:
         kind = event["type"]
@@ -204,9 +208,15 @@ async def _serve(ws: WebSocket, *, multi: bool) -> None:
         await ws.close(POLICY_VIOLATION)
         return
     fmt, rate = ELEVENLABS_FORMATS[name]
+    try:
+        latency = translate.latency_preference(ws.query_params)
+    except ProtocolError as exc:
+        await ws.send_json(translate.error_message(exc.code, str(exc)))
+        await ws.close(POLICY_VIOLATION)
+        return
     keys = state.settings.api_keys
     trusted = authorized(ws, keys) or _key_accepted(ws.headers.get("xi-api-key"), keys)
-    socket = _Socket(ws, state, ws.path_params["voice_id"], fmt, rate, multi)
+    socket = _Socket(ws, state, ws.path_params["voice_id"], fmt, rate, multi, latency)
     receiving = asyncio.create_task(_receive_all(ws, socket, keys, trusted))
     finishing = asyncio.create_task(socket.done.wait())
     watching = asyncio.create_task(until_stalled(socket))

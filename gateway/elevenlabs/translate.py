@@ -6,13 +6,15 @@
 close the socket. ``audio_pieces`` and ``audio_message`` build their replies: base64 audio with character alignment,
 relative to each message's own audio, as their clients (the ``elevenlabs`` SDK, pipecat) add it up.
 
-What it cannot honour is accepted and ignored: ``voice_settings``, ``generation_config``, ``model_id``,
+Their ``optimize_streaming_latency`` (0-4) and ``auto_mode`` query parameters choose our latency preference
+(``latency_preference``). What it cannot honour is accepted and ignored: ``voice_settings``, ``generation_config``, ``model_id``,
 ``pronunciation_dictionary_locators``, ``try_trigger_generation``, and the bit rate in an ``output_format`` name.
 """
 
 from __future__ import annotations
 
 import base64
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -20,6 +22,9 @@ from engine.protocol import SAMPLE_RATE, ProtocolError
 from gateway import messages
 from gateway.client_input import BadInput, load_json, speech_text
 
+# optimize_streaming_latency: 0 their default (no optimisation: a longer first chunk), 1-2 "normal" and "strong"
+# optimisations, 3-4 the most (4 also skips their text normaliser, which we do not have).
+_OPTIMIZE_LATENCY = {"0": "prosody", "1": "balanced", "2": "balanced", "3": "fastest", "4": "fastest"}
 MAX_PIECE_S = 1.0  # audio per reply at most (their SDK reads messages of at most 1 MiB), cut between words
 
 
@@ -84,6 +89,19 @@ def parse(raw: str | bytes) -> ClientMessage:
     return ClientMessage(speech_text(text) if text is not None else None, _typed(message, "context_id", str),
                          bool(_typed(message, "flush", bool)), bool(_typed(message, "close_context", bool)),
                          bool(_typed(message, "close_socket", bool)), key)
+
+
+def latency_preference(query: Mapping[str, str]) -> str | None:
+    """Our latency preference for their query parameters (None: neither given, the server's default).
+    ``auto_mode=true`` ("no chunk schedule or buffers") is the fastest first audio; ``ProtocolError`` for a bad value."""
+    auto, optimize = query.get("auto_mode"), query.get("optimize_streaming_latency")
+    if auto not in (None, "true", "false"):
+        raise ProtocolError("auto_mode must be true or false", "invalid_latency")
+    if optimize is not None and optimize not in _OPTIMIZE_LATENCY:
+        raise ProtocolError("optimize_streaming_latency must be 0, 1, 2, 3 or 4", "invalid_latency")
+    if auto == "true":
+        return "fastest"
+    return _OPTIMIZE_LATENCY[optimize] if optimize is not None else None
 
 
 def _typed(message: dict[str, Any], name: str, kind: type) -> Any:

@@ -220,12 +220,13 @@ class EngineClient:
         except ConnectionClosed as exc:
             raise EngineUnavailable("the engine worker went away") from exc
 
-    async def start(self, voice: str) -> RemoteUtterance:
+    async def start(self, voice: str, latency: str | float | None = None) -> RemoteUtterance:
+        """A new utterance; ``latency``: its preference (engine/protocol.py LATENCY_PRESETS), None: the default."""
         uid = uuid.uuid4().hex[:12]
         utt = RemoteUtterance(self, uid)
         self._utterances[uid] = utt
         try:
-            await self._send(Start(uid, voice))
+            await self._send(Start(uid, voice, latency))
         except EngineUnavailable:
             self._utterances.pop(uid, None)
             raise

@@ -6,6 +6,7 @@ from typing import Any
 
 from starlette.requests import Request
 
+from engine.protocol import ProtocolError, check_latency
 from gateway.client_input import BadInput, load_json
 from gateway.http.errors import ApiError
 
@@ -36,6 +37,14 @@ async def json_body(request: Request) -> dict[str, Any]:
     if not isinstance(body, dict):
         raise ApiError(400, "bad_request", "the body must be a JSON object")
     return body
+
+
+def body_latency(body: dict[str, Any]) -> str | float | None:
+    """The body's ``latency`` preference (engine/protocol.py LATENCY_PRESETS, or seconds); None: the default."""
+    try:
+        return check_latency(body.get("latency"))
+    except ProtocolError as exc:
+        raise ApiError(400, exc.code, str(exc)) from None
 
 
 def body_field(body: dict[str, Any], name: str, kind: type, default: Any = None, *, required: bool = False) -> Any:

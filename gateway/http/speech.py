@@ -15,7 +15,7 @@ from gateway.client_input import speech_text
 from gateway.engine_link.client import EngineRequestError, EngineUnavailable
 from gateway.formats import OPENAI_FORMATS, OPENAI_PCM_RATE, TTS_FORMATS
 from gateway.http import ndjson
-from gateway.http.body import body_field, json_body
+from gateway.http.body import body_field, body_latency, json_body
 from gateway.http.errors import ApiError, engine_error
 from gateway.http.stream import SpeechStream, StreamAborted, encoded
 from gateway.http.voices import known_voices
@@ -38,7 +38,7 @@ def _text(state: GatewayState, text: str) -> str:
 
 
 async def _speech(state: GatewayState, text: str, voice: str, fmt: str, sample_rate: int | None,
-                  transport: str, timed: bool = False) -> SpeechStream:
+                  transport: str, timed: bool = False, latency: str | float | None = None) -> SpeechStream:
     """Start one utterance and stream it encoded; errors before the first chunk become proper HTTP errors.
     ``timed``: as lines of JSON (gateway/http/ndjson.py), each chunk's audio with its words."""
     try:
@@ -52,7 +52,7 @@ async def _speech(state: GatewayState, text: str, voice: str, fmt: str, sample_r
         raise ApiError(503, exc.code, str(exc)) from None
     stats = UtteranceStats(time.monotonic())
     try:
-        utterance = await state.engine.start(voice)
+        utterance = await state.engine.start(voice, latency)
         await utterance.text(text)
         await utterance.end()
         stream = chunks(utterance, stats, to=MetricsLabel(state.metrics, transport))
@@ -113,7 +113,8 @@ async def tts(request: Request) -> Response:
     if fmt not in TTS_FORMATS:
         raise ApiError(400, "bad_request", f"format must be one of {sorted(TTS_FORMATS + ('ndjson',))}")
     rate = body_field(body, "sample_rate", int)
-    return await _speech(state, text, body_field(body, "voice", str, "default"), fmt, rate, "http", timed)
+    return await _speech(state, text, body_field(body, "voice", str, "default"), fmt, rate, "http", timed,
+                         body_latency(body))
 
 
 async def openai_speech(request: Request) -> Response:
@@ -134,4 +135,5 @@ async def openai_speech(request: Request) -> Response:
     if voice in OPENAI_VOICES:
         known = {v["name"] for v in await known_voices(state)}
         voice = voice if voice in known else "default"
-    return await _speech(state, text, voice, fmt, OPENAI_PCM_RATE if fmt == "pcm" else None, "http")
+    return await _speech(state, text, voice, fmt, OPENAI_PCM_RATE if fmt == "pcm" else None, "http",
+                         latency=body_latency(body))

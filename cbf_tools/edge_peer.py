@@ -1,0 +1,169 @@
+"""A bare aiortc + Starlette peer that answers our client protocol with an instant tone: ``bench edge``'s yardstick.
+
+Not product code: a benchmark fixture. It speaks just enough of docs/protocol.md for ``bench gateway``'s clients --
+``WebSocket /v1/stream`` (``ready``, then a ``speak`` answered at once by a 0.5 s tone as 24 kHz PCM and ``done``) and
+``POST /v1/webrtc/offer`` (a paced 20 ms track at the codec's rate, silent until a ``speak`` on the data channel
+starts the tone; ``done`` once it has played) -- with no engine, planner, watermark or jitter buffer behind it, so
+what the product adds to first audio over the same transports shows as the difference. It also serves the product's
+page (``web/``, with ``/health`` and a one-voice ``/v1/voices``), so a browser measures both the same way.
+
+Run: ``python -m cbf_tools.edge_peer --port 8199`` (127.0.0.1).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import fractions
+import json
+import time
+import uuid
+from pathlib import Path
+
+import av
+import numpy as np
+import uvicorn
+from aiortc import RTCConfiguration, RTCPeerConnection, RTCRtpSender, RTCSessionDescription
+from aiortc.mediastreams import MediaStreamTrack
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import JSONResponse
+from starlette.routing import Mount, Route, WebSocketRoute
+from starlette.staticfiles import StaticFiles
+from starlette.websockets import WebSocket, WebSocketDisconnect
+
+TONE_S = 0.5
+TONE_HZ = 440.0
+FRAME_S = 0.020
+RATES = {"opus": 48000, "pcmu": 8000, "pcma": 8000}
+WEB_DIR = Path(__file__).resolve().parent.parent / "web"
+
+
+def tone(rate: int, seconds: float = TONE_S) -> bytes:
+    """A sine at a third of full scale, s16le mono."""
+    t = np.arange(round(rate * seconds)) / rate
+    return (np.sin(2 * np.pi * TONE_HZ * t) * 32767 / 3).astype("<i2").tobytes()
+
+
+class ToneTrack(MediaStreamTrack):
+    """20 ms frames on the wall clock from the first ``recv()``: silence, or the tone once ``play`` asked for it."""
+
+    kind = "audio"
+
+    def __init__(self, rate: int) -> None:
+        super().__init__()
+        self.rate, self.samples = rate, round(rate * FRAME_S)
+        self._start: float | None = None
+        self._pts = 0
+        self._pending = b""
+        self._played: asyncio.Event | None = None
+
+    def play(self) -> asyncio.Event:
+        """Start the tone with the next frame; the event is set once its last frame has gone out."""
+        self._pending, self._played = tone(self.rate), asyncio.Event()
+        return self._played
+
+    async def recv(self) -> av.AudioFrame:
+        if self._start is None:
+            self._start = time.monotonic()
+        wait = self._start + self._pts / self.rate - time.monotonic()
+        if wait > 0:
+            await asyncio.sleep(wait)
+        size = self.samples * 2
+        data, self._pending = self._pending[:size].ljust(size, b"\0"), self._pending[size:]
+        if not self._pending and self._played is not None and data.strip(b"\0"):
+            self._played.set()
+        frame = av.AudioFrame(format="s16", layout="mono", samples=self.samples)
+        frame.planes[0].update(data)
+        frame.sample_rate, frame.pts, frame.time_base = self.rate, self._pts, fractions.Fraction(1, self.rate)
+        self._pts += self.samples
+        return frame
+
+
+async def stream(ws: WebSocket) -> None:
+    await ws.accept()
+    await ws.send_json({"type": "ready", "engine": {"engine": "tone"}})
+    pcm = tone(24000)
+    try:
+        while True:
+            message = json.loads(await ws.receive_text())
+            if message.get("type") == "speak":
+                started, uid = time.monotonic(), uuid.uuid4().hex[:12]
+                await ws.send_json(_chunk(uid, message))
+                await ws.send_bytes(pcm)
+                await ws.send_json({"type": "done", "utterance": uid, "ttfa": round(time.monotonic() - started, 4),
+                                    "audio_seconds": TONE_S, "chunks": 1})
+    except WebSocketDisconnect:
+        pass
+
+
+PEERS: set[RTCPeerConnection] = set()
+
+
+async def offer(request: Request) -> JSONResponse:
+    body = await request.json()
+    codec = str(body.get("codec") or "opus").lower()
+    pc = RTCPeerConnection(RTCConfiguration(iceServers=[]))
+    PEERS.add(pc)
+    track = ToneTrack(RATES.get(codec, 48000))
+    transceiver = pc.addTransceiver(track, direction="sendonly")
+    transceiver.setCodecPreferences([c for c in RTCRtpSender.getCapabilities("audio").codecs
+                                     if c.mimeType.lower() == f"audio/{codec}"])
+
+    @pc.on("datachannel")
+    def on_channel(channel) -> None:
+        channel.send(json.dumps({"type": "ready", "engine": {"engine": "tone"}}))
+
+        @channel.on("message")
+        def on_message(raw: str) -> None:
+            if (message := json.loads(raw)).get("type") == "speak":
+                asyncio.ensure_future(speak(channel, track, message))
+
+    @pc.on("connectionstatechange")
+    async def on_state() -> None:
+        if pc.connectionState in ("failed", "closed"):
+            PEERS.discard(pc)
+            await pc.close()
+
+    await pc.setRemoteDescription(RTCSessionDescription(sdp=body["sdp"], type="offer"))
+    await pc.setLocalDescription(await pc.createAnswer())
+    return JSONResponse({"sdp": pc.localDescription.sdp, "type": "answer", "codec": codec})
+
+
+def _chunk(uid: str, speak: dict) -> dict:
+    return {"type": "chunk", "utterance": uid, "seq": 0, "text": speak.get("text", ""), "offset": 0.0,
+            "duration": TONE_S, "gen_time": 0.0, "words": []}
+
+
+async def speak(channel, track: ToneTrack, message: dict) -> None:
+    uid = uuid.uuid4().hex[:12]
+    played = track.play()
+    channel.send(json.dumps(_chunk(uid, message)))
+    await played.wait()
+    channel.send(json.dumps({"type": "done", "utterance": uid, "ttfa": 0.0, "audio_seconds": TONE_S, "chunks": 1,
+                             "underruns": 0}))
+
+
+async def health(request: Request) -> JSONResponse:
+    return JSONResponse({"status": "ok", "engine": {"engine": "tone"}})
+
+
+async def voices(request: Request) -> JSONResponse:
+    return JSONResponse({"voices": [{"name": "default", "kind": "builtin"}]})
+
+
+def app() -> Starlette:
+    return Starlette(routes=[WebSocketRoute("/v1/stream", stream), Route("/v1/webrtc/offer", offer, methods=["POST"]),
+                             Route("/health", health), Route("/v1/voices", voices),
+                             Mount("/", StaticFiles(directory=WEB_DIR, html=True))])
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--port", type=int, required=True)
+    args = parser.parse_args()
+    uvicorn.run(app(), host="127.0.0.1", port=args.port, log_level="warning")
+
+
+if __name__ == "__main__":
+    main()

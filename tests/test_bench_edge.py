@@ -1,0 +1,50 @@
+"""``chatterbox-fast bench edge``'s yardstick and loop: the bare peer (cbf_tools/edge_peer.py, a benchmark fixture)
+answers ``bench gateway``'s own WebSocket and aiortc clients with its tone, and the alternating rounds and their
+summary run with the peer on both sides (the product's start-up is what makes the full command slow; its figures
+are in the README). No latency thresholds: those depend on the machine."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from cbf_tools.bench_edge import CHROME, MEASURES, measure, peer_server, render
+from cbf_tools.bench_gateway import WebRTCClient, WebSocketClient
+from cbf_tools.edge_peer import TONE_S
+from gateway.cli import build_parser
+
+
+@pytest.fixture(scope="module")
+def peer():
+    with peer_server() as url:
+        yield url
+
+
+async def test_the_peer_answers_the_bench_clients_with_its_tone_at_once(peer: str) -> None:
+    ws = WebSocketClient(peer, None, "default")
+    await ws.connect()
+    try:
+        heard = await ws.speak("Anything.")
+    finally:
+        await ws.close()
+    assert heard.ttfa_s is not None and heard.audio_s == pytest.approx(TONE_S) and heard.client_underruns == 0
+    rtc = WebRTCClient(peer, None, "default", "pcmu")
+    await rtc.connect()
+    try:
+        heard = await rtc.speak("Anything.")
+    finally:
+        await rtc.close()
+    assert heard.ttfa_s is not None and heard.client_underruns == 0  # decoded, with energy, no gap
+
+
+async def test_rounds_alternate_and_the_summary_has_medians_and_ratios(peer: str) -> None:
+    summary = await measure({"product": peer, "peer": peer}, 1, "Anything.")
+    assert summary["samples"] == {t: {**{m: 1 for m in MEASURES}, **{m: 0 for m in CHROME}} for t in ("product", "peer")}
+    assert all(summary["ratio"][m] > 0 for m in MEASURES) and summary["targets"]["ws"] == 1.3
+    assert "WebSocket first audio" in render(summary) and json.dumps(summary)
+
+
+def test_bad_rounds_exit_2() -> None:
+    args = build_parser().parse_args(["bench", "edge", "--rounds", "0"])
+    assert args.run(args) == 2
