@@ -132,6 +132,16 @@ def test_an_http_stream_whose_worker_dies_mid_way_is_aborted(tmp_path) -> None:
                 with pytest.raises(httpx.RemoteProtocolError):
                     for _ in stream:
                         pass
+        # OpenAI's SSE stream ends with an error event instead, never with its "done"
+        wait_for(lambda: httpx.get(url + "/health").status_code == 200, "the worker did not come back", 60)
+        body = {"model": "gpt-4o-mini-tts", "input": LONG, "response_format": "pcm", "stream_format": "sse"}
+        with httpx.stream("POST", url + "/v1/audio/speech", json=body, timeout=30) as r:
+            lines = r.iter_lines()
+            assert json.loads(next(line for line in lines if line)[6:])["type"] == "speech.audio.delta"
+            _killed_mid_utterance(url)
+            events = [json.loads(line[6:]) for line in lines if line.startswith("data: ")]
+        assert events[-1]["type"] == "error" and events[-1]["error"]["code"] == "engine_unavailable"
+        assert {e["type"] for e in events[:-1]} <= {"speech.audio.delta"}
 
 
 async def test_a_websocket_whose_worker_dies_mid_way_gets_an_error_event(tmp_path) -> None:
