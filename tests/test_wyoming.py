@@ -7,7 +7,6 @@ from __future__ import annotations
 import asyncio
 import json
 import time
-from typing import Iterator
 
 import httpx
 import numpy as np
@@ -20,17 +19,15 @@ from wyoming.event import Event as TheirEvent
 from wyoming.info import Describe, Info
 from wyoming.tts import Synthesize, SynthesizeChunk, SynthesizeStart, SynthesizeStop, SynthesizeStopped, SynthesizeVoice
 
-from cbf_tools.local_server import free_port
 from engine.protocol import ProtocolError
 from gateway.silent_sockets import IdleClock, WaitingRoom
 from gateway.wyoming import translate
 from gateway.wyoming.server import listen_host
 from gateway.wyoming.translate import Cancel, Conversation, Describe as DescribeCmd, Finish, Reply, Say, Start
 from gateway.wyoming.wire import MAX_DATA_BYTES, Event, EventReader, encode
-from tests.server import running_server
+from tests.server import KEYED_IDLE_S, KEYED_KEY, KEYED_MAX_UNAUTHENTICATED
 
-KEY = "wy-test-key"
-IDLE_S = 3
+KEY, IDLE_S = KEYED_KEY, KEYED_IDLE_S
 TEXT = "Good evening. The kitchen lights are off, and the front door is locked for the night."
 
 
@@ -114,12 +111,9 @@ def test_silent_socket_pieces_and_where_wyoming_listens() -> None:
 
 # The `wyoming` package's client against a real gateway.
 
-@pytest.fixture(scope="module")
-def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, int]]:
-    port = free_port()
-    with running_server("--api-key", KEY, "--wyoming-port", str(port), "--idle-timeout", str(IDLE_S),
-                        "--max-unauthenticated", "3", voices_dir=tmp_path_factory.mktemp("voices")) as url:
-        yield url, port
+@pytest.fixture
+def server(keyed_gateway: tuple[str, int]) -> tuple[str, int]:
+    return keyed_gateway
 
 
 async def read(client: AsyncTcpClient, timeout: float = 30) -> TheirEvent:
@@ -224,7 +218,7 @@ async def test_silent_connections_are_closed_and_capped(server: tuple[str, int])
     url, port = server
     ws_base = url.replace("http://", "ws://") + "/v1/text-to-speech/default/multi-stream-input"
     started = time.monotonic()
-    silent = [await asyncio.open_connection("127.0.0.1", port) for _ in range(2)]
+    silent = [await asyncio.open_connection("127.0.0.1", port) for _ in range(KEYED_MAX_UNAUTHENTICATED - 1)]
     async with connect(ws_base + "?inactivity_timeout=3") as quiet:  # the third: an ElevenLabs socket, no key yet
         extra_reader, extra_writer = await asyncio.open_connection("127.0.0.1", port)
         refused = await closed_by_server(extra_reader, 10)
