@@ -436,6 +436,8 @@ def build_parser() -> argparse.ArgumentParser:
 def _served_bench_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--url", help="a running server (http://HOST:PORT) instead of one started on eSpeak here")
+    parser.add_argument("--wyoming-port", type=int, help="--url's Wyoming port on the same host (without it, its "
+                        "Wyoming surface is left out; a server started here has one)")
     parser.add_argument("--api-key", default=_api_key_default(),
                         help="API key for --url [env CBF_API_KEY, else the first of CBF_API_KEYS]")
 

@@ -30,6 +30,7 @@ from gateway.wyoming.wire import Event, EventReader, encode
 log = logging.getLogger("chatterbox_fast.gateway")
 CHUNK_S = 0.1  # audio per audio-chunk event at most
 READ_BYTES = 64 * 1024
+LINGER_S = 1.0  # a connection refused mid-way: how long its client's last bytes are read and dropped
 TRANSPORT = "wyoming"
 
 
@@ -170,6 +171,7 @@ async def serve_connection(state: GatewayState, reader: asyncio.StreamReader, wr
         if (waiting := state.unauthenticated.enter()) is None:
             await connection.send(translate.error("too_many_unauthenticated",
                                                   state.unauthenticated.full_message).event)
+            await _close_gently(reader, writer)
             return
         reading = asyncio.create_task(connection.read(waiting))
         idling = asyncio.create_task(until_idle(connection.idle))
@@ -179,6 +181,7 @@ async def serve_connection(state: GatewayState, reader: asyncio.StreamReader, wr
                 log.info("wyoming connection closed: %s", connection.idle.reason)
             elif isinstance(exc := reading.exception(), ProtocolError):
                 await connection.send(translate.error("bad_event", str(exc)).event)
+                await _close_gently(reader, writer)
             elif exc is not None:
                 raise exc
         finally:
@@ -192,6 +195,16 @@ async def serve_connection(state: GatewayState, reader: asyncio.StreamReader, wr
         writer.close()
         with contextlib.suppress(Exception):
             await asyncio.wait_for(writer.wait_closed(), 1.0)
+
+
+async def _close_gently(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+    """End our side, then drop what the client still sends for a moment: closing with its bytes unread would reset
+    the connection, and the client could lose the error event before it."""
+    writer.write_eof()
+    with contextlib.suppress(TimeoutError, ConnectionError):
+        async with asyncio.timeout(LINGER_S):
+            while await reader.read(READ_BYTES):
+                pass
 
 
 async def start(state: GatewayState, sock: socket.socket) -> asyncio.Server:
