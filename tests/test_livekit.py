@@ -77,24 +77,45 @@ async def engine_work(url: str) -> int:
     return sum(engine["in_flight"] for engine in health["engines"]) + health["sessions"]
 
 
-async def test_an_interrupted_elevenlabs_reply_stops_in_the_engine(
+async def until_no_engine_work(url: str, within: float) -> None:
+    deadline = time.monotonic() + within  # a bound on a leak, not a speed
+    while await engine_work(url):
+        assert time.monotonic() < deadline, "the engine went on with an interrupted reply"
+        await asyncio.sleep(0.05)
+
+
+async def test_an_interrupted_elevenlabs_reply_and_the_next_one_on_the_same_instance(
         keyed_gateway: tuple[str, int], http: aiohttp.ClientSession, watermarker) -> None:
-    """The agent closes the stream mid-reply (the user spoke): nothing more is generated for it, and the next reply
-    on the same instance is heard."""
+    """The agent closes the stream mid-reply (the user spoke) and speaks again. This plugin tells the server nothing
+    when it drops a reply whose text it has already ended (`{"text": "", "flush": true}`, then close_context): the
+    gateway speaks that context to its end, as ElevenLabs does, and the plugin drops its audio. So the engine's work
+    for it ends with its text, not at once (the OpenAI plugin's interruption, below, stops it at once)."""
     url = keyed_gateway[0]
     tts = elevenlabs_tts(url, http)
     try:
         stream = tts.stream()
-        stream.push_text("This is a long answer that the caller will interrupt. " * 30)
+        stream.push_text("This is a long answer that the caller will interrupt. " * 8)
         stream.end_input()
         async with asyncio.timeout(30):
             await anext(aiter(stream))  # its first audio
         await stream.aclose()
-        deadline = time.monotonic() + 10  # a bound on a leak, not a speed
-        while await engine_work(url):
-            assert time.monotonic() < deadline, "the engine went on with an interrupted reply"
-            await asyncio.sleep(0.05)
         assert_watermarked_speech(await streamed_reply(tts, ["Sorry, go ahead."]), watermarker, 0.5)
+        await until_no_engine_work(url, 60)
+    finally:
+        await tts.aclose()
+
+
+async def test_an_interrupted_openai_plugin_reply_stops_in_the_engine_at_once(keyed_gateway: tuple[str, int]) -> None:
+    from livekit.plugins import openai
+
+    url = keyed_gateway[0]
+    tts = openai.TTS(base_url=url + "/v1", api_key=KEYED_KEY, response_format="pcm")
+    try:
+        stream = tts.synthesize("This is a long answer that the caller will interrupt. " * 30)
+        async with asyncio.timeout(30):
+            await anext(aiter(stream))  # its first audio
+        await stream.aclose()
+        await until_no_engine_work(url, 10)
     finally:
         await tts.aclose()
 

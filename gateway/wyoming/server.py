@@ -83,7 +83,7 @@ class _Connection:
             case Describe():
                 try:
                     voices = [v["name"] for v in await self.state.engine.list_voices()]
-                except EngineUnavailable as exc:
+                except (EngineUnavailable, EngineRequestError) as exc:
                     await self.send(translate.error(exc.code, str(exc)).event)
                     return
                 await self.send(translate.info(voices, _version()))
@@ -109,7 +109,7 @@ class _Connection:
             return
         utterance: RemoteUtterance | None = None
         tasks: list[asyncio.Task[None]] = []
-        sent, at = SentAudio(), 0
+        sent, at, started = SentAudio(), 0, False
         try:
             utterance = await self.state.engine.start(voice)
             tasks = [asyncio.create_task(_feed(utterance, texts)),
@@ -117,21 +117,22 @@ class _Connection:
             step = int(RATE * CHUNK_S) * WIDTH
             async for chunk in chunks(utterance, UtteranceStats(time.monotonic()),
                                       to=MetricsLabel(self.state.metrics, TRANSPORT)):
-                if at == 0:
+                if not started:
+                    started = True
                     await self.send(translate.audio_start())
                 for start in range(0, len(chunk.pcm), step):
                     piece = chunk.pcm[start:start + step]
                     await self.send(translate.audio_chunk(piece, at))
                     at += len(piece) // WIDTH
                     sent.sent(len(piece) / WIDTH / RATE)
-            if at == 0:
+            if not started:
                 await self.send(translate.audio_start())
             await self.send(translate.audio_stop(at))
             commands = self.conversation.spoken()
         except (EngineUnavailable, EngineRequestError) as exc:
             self.state.metrics.errors.labels(exc.code).inc()
             commands = self.conversation.failed(exc.code, str(exc))
-            if at:  # audio cut short: no audio-stop, so no client takes it for the whole; the connection ends
+            if started:  # audio cut short: no audio-stop, so no client takes it for the whole; the connection ends
                 log.warning("wyoming synthesis failed mid-way (%s: %s); closing the connection", exc.code, exc)
                 with contextlib.suppress(ConnectionError):
                     await self.send(commands[0].event)
