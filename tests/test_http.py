@@ -179,6 +179,23 @@ def test_voice_upload_speak_delete(server: str) -> None:
     assert httpx.delete(server + "/v1/voices/narrator").json()["error"]["code"] == "unknown_voice"
 
 
+async def test_openai_voice_names_are_the_library_voice_of_that_name_else_the_default() -> None:
+    """The mapping alone (the engine's voice list given): eSpeak's audio is not deterministic enough to tell voices
+    apart by their bytes."""
+    from types import SimpleNamespace
+
+    from gateway.http.speech import _openai_voice
+
+    async def list_voices() -> list[dict]:
+        return [{"name": "default"}, {"name": "coral"}, {"name": "narrator"}]
+
+    state = SimpleNamespace(engine=SimpleNamespace(list_voices=list_voices))
+    assert await _openai_voice(state, "coral") == "coral"  # a library voice of that name
+    assert await _openai_voice(state, "cedar") == "default"  # none: the default voice
+    assert await _openai_voice(state, "narrator") == "narrator"  # not one of OpenAI's names: as it is
+    assert await _openai_voice(state, "nobody") == "nobody"  # (the engine refuses it: unknown_voice)
+
+
 @pytest.mark.parametrize(
     ("name", "data", "status", "code"),
     [
