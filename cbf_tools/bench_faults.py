@@ -1,6 +1,7 @@
 """``chatterbox-fast bench faults``: generated hostile inputs (cbf_tools/hostile_inputs.py) on every surface a client
-reaches (WebSocket, ElevenLabs-compatible multi-stream-input, data-channel and controller messages; POST /v1/tts, /v1/audio/speech, /v1/webrtc/offer and
-/v1/whep with mangled SDP, and /v1/voices with mangled uploads), then what they did to a real server. Each figure must be 0:
+reaches (WebSocket, ElevenLabs-compatible multi-stream-input, data-channel and controller messages; POST /v1/tts,
+/v1/audio/speech (its SSE streams too), /v1/webrtc/offer and /v1/whep with mangled SDP, /v1/voices with mangled
+uploads, and Wyoming events on its TCP port), then what they did to a real server. Each figure must be 0:
 server errors (HTTP 5xx, a stream cut short, a socket the server dropped, an engine failure event), engine connections
 the gateway lost, embedded-worker restarts, sessions still open once every client has gone, and stored voices lost."""
 
@@ -8,21 +9,26 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import json
 import random
 import sys
 import time
-from typing import Any
+from typing import Any, Callable
+from urllib.parse import urlsplit
 
 import httpx
 from websockets.asyncio.client import ClientConnection, connect
 from websockets.exceptions import ConnectionClosed
 
 from cbf_tools.hostile_inputs import (ELEVENLABS_FIELDS, OPENAI_FIELDS, TTS_FIELDS, http_bodies, offer_bodies,
-                                     voice_uploads, websocket_messages, whep_offers)
-from cbf_tools.local_server import ServerFailed, local_server, quiet_client_logs
+                                     voice_uploads, websocket_messages, whep_offers, wyoming_frames)
+from cbf_tools.local_server import ServerFailed, free_port, local_server, quiet_client_logs
 from cbf_tools.rtc_listener import Listener
+from engine.protocol import ProtocolError
+from gateway.http import sse
 from gateway.webrtc.signalling import SETUP_TIMEOUT_S
+from gateway.wyoming.wire import Event, EventReader, encode
 
 SERVER_FAILURES = {"engine_error", "engine_unavailable"}  # events no client input may cause
 WEBSOCKET_CLIENTS = 4
@@ -114,6 +120,8 @@ async def _http(url: str, route: str, requests: list[tuple[str, bytes]], headers
                 continue
             if reply.status_code == 503 and reply.json().get("error", {}).get("code") == "session_limit":
                 counts["refused"] += 1
+            elif reply.headers.get("content-type", "").startswith(sse.CONTENT_TYPE):
+                _count_sse(counts, reply.text)
             elif reply.status_code >= 500:
                 counts["server_errors"] += 1
             elif reply.status_code >= 400:
@@ -124,6 +132,73 @@ async def _http(url: str, route: str, requests: list[tuple[str, bytes]], headers
     async with httpx.AsyncClient(base_url=url, headers=headers, timeout=60) as http:
         await asyncio.gather(*(worker(http) for _ in range(HTTP_CONCURRENCY)))
     return counts
+
+
+def _count_sse(counts: dict[str, int], body: str) -> None:
+    """An SSE speech stream: accepted when it ends with ``done``; its ``error`` event counted as any other."""
+    events = [json.loads(line[6:]) for line in body.splitlines() if line.startswith("data: ")]
+    last = events[-1] if events else {}
+    if last.get("type") == "speech.audio.done":
+        counts["accepted"] += 1
+    elif last.get("type") == "error":
+        _count(counts, {"type": "error", "code": last["error"]["code"]})
+    else:
+        counts["server_errors"] += 1  # neither done nor an error: cut short
+
+
+async def _wyoming(host: str, port: int, frames: list[bytes], clients: int = WEBSOCKET_CLIENTS) -> dict[str, int]:
+    """The frames spread over a few connections to the Wyoming port, every event read, a ``describe`` last. A
+    connection the server closes after an ``error`` event (a stream it cannot read on) is opened again for the rest;
+    one it closes without saying why, or that leaves the last ``describe`` unanswered, is a server error."""
+    counts = {"server_errors": 0, "refused": 0}
+
+    async def read(reader: asyncio.StreamReader, seen: list[Event]) -> None:
+        events = EventReader()
+        with contextlib.suppress(ConnectionResetError):  # a reset after the server's last event is a close
+            while data := await reader.read(65536):
+                for event in events.feed(data):
+                    seen.append(event)
+                    if event.type == "error":
+                        _count(counts, {"type": "error", "code": event.data.get("code")})
+
+    async def client(pending: list[bytes]) -> None:
+        while True:
+            reader, writer = await asyncio.open_connection(host, port)
+            seen: list[Event] = []
+            asked = None  # where the last describe went out
+            reading = asyncio.create_task(read(reader, seen))
+            try:
+                while pending and not reading.done():
+                    writer.write(pending.pop(0))
+                    await writer.drain()
+                    await asyncio.sleep(0.002)
+                if not reading.done():
+                    asked = len(seen)
+                    writer.write(encode(Event("describe")))
+                    await writer.drain()
+                    await asyncio.wait_for(_until(lambda: reading.done() or any(
+                        e.type == "info" for e in seen[asked:])), 30)
+            except (ConnectionError, TimeoutError):
+                pass
+            finally:
+                writer.close()
+                reading.cancel()
+            if reading.done() and not reading.cancelled() and reading.exception() is not None:
+                counts["server_errors"] += 1  # it sent what is not Wyoming
+                return
+            if asked is not None and any(e.type == "info" for e in seen[asked:]):
+                return
+            if not any(e.type == "error" for e in seen):
+                counts["server_errors"] += 1  # closed, or silent, without an error event
+                return
+
+    await asyncio.gather(*(client(frames[i::clients]) for i in range(clients)))
+    return counts
+
+
+async def _until(condition: Callable[[], bool]) -> None:
+    while not condition():
+        await asyncio.sleep(0.01)
 
 
 async def _datachannel(url: str, messages: list[str], headers: dict[str, str]) -> dict[str, int]:
@@ -172,7 +247,8 @@ async def _voices(http: httpx.AsyncClient) -> set[str]:
     return {voice["name"] for voice in (await http.get("/v1/voices")).json()["voices"]}
 
 
-async def measure(url: str, count: int, seed: int, api_key: str | None) -> dict[str, Any]:
+async def measure(url: str, count: int, seed: int, api_key: str | None,
+                  wyoming_port: int | None = None) -> dict[str, Any]:
     rng = random.Random(seed)
     headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
     async with httpx.AsyncClient(base_url=url, headers=headers, timeout=30) as http:
@@ -192,6 +268,9 @@ async def measure(url: str, count: int, seed: int, api_key: str | None) -> dict[
             "/v1/whep": await _http(url, "/v1/whep", whep_offers(rng, count), headers),
             "/v1/voices": await _http(url, "/v1/voices", voice_uploads(rng, count), headers),
         }
+        if wyoming_port is not None:
+            surfaces["wyoming"] = await _wyoming(urlsplit(url).hostname or "127.0.0.1", wyoming_port,
+                                                 wyoming_frames(rng, count))
         leaked = await _sessions_left(http)
         voices_after = await _voices(http)
         for name in voices_after - voices_before:  # what the uploads stored: leave the server as it was
@@ -227,10 +306,12 @@ def run(args: argparse.Namespace) -> int:
     quiet_client_logs()
     try:
         if args.url:
-            summary = asyncio.run(measure(args.url, args.count, args.seed, args.api_key))
+            summary = asyncio.run(measure(args.url, args.count, args.seed, args.api_key, args.wyoming_port))
         else:
-            with local_server(["--engine", "espeak", "--log-level", "warning"], quiet=True) as (url, _):
-                summary = asyncio.run(measure(url, args.count, args.seed, None))
+            port = free_port()
+            with local_server(["--engine", "espeak", "--log-level", "warning", "--wyoming-port", str(port)],
+                              quiet=True) as (url, _):
+                summary = asyncio.run(measure(url, args.count, args.seed, None, port))
     except (ServerFailed, OSError, httpx.HTTPError) as exc:
         print(f"bench faults: {type(exc).__name__}: {exc}", file=sys.stderr)
         return 2

@@ -3,7 +3,9 @@ server's memory while they do.
 
 Each WebSocket session loops until the time is up, choosing at random (seeded) to speak a sentence and listen to the
 end, stream one token by token, barge in once audio starts, stop reading for a few seconds, or hang up mid-sentence
-and dial again; each WebRTC session speaks, barges in, or hangs up and offers again. Every few seconds the bench reads
+and dial again; each WebRTC session speaks, barges in, or hangs up and offers again; each OpenAI SSE caller streams
+a reply or hangs up at its first audio; each Wyoming caller (Home Assistant's client) synthesizes in one piece or
+streamed, or hangs up at its first audio. Every few seconds the bench reads
 the resident memory (VmRSS) of the gateway and of its engine worker from /proc (only when it started the server
 itself). It prints the figures and a JSON line; exit status 1 when a server error or timeout happened, a session was
 left open, an engine utterance was left in flight (``/health``'s ``engines[].in_flight``), or (on runs of 4 minutes
@@ -21,6 +23,7 @@ import sys
 import time
 from dataclasses import dataclass, field
 from typing import Any
+from urllib.parse import urlsplit
 
 import httpx
 from websockets.asyncio.client import ClientConnection, connect
@@ -28,8 +31,10 @@ from websockets.exceptions import ConnectionClosed
 
 from cbf_tools.bench_faults import SERVER_FAILURES
 from cbf_tools.bench_gateway import TEXTS
-from cbf_tools.local_server import ServerFailed, local_server, quiet_client_logs
+from cbf_tools.local_server import ServerFailed, free_port, local_server, quiet_client_logs
 from cbf_tools.rtc_listener import Listener
+from engine.protocol import ProtocolError
+from gateway.wyoming.wire import Event, EventReader, encode
 
 SAMPLE_EVERY_S = 5.0
 TURN_TIMEOUT_S = 60.0
@@ -153,6 +158,77 @@ async def _webrtc_caller(url: str, headers: dict[str, str], rng: random.Random, 
             await listener.close()
 
 
+async def _sse_caller(url: str, headers: dict[str, str], rng: random.Random, deadline: float, tally: Tally) -> None:
+    """OpenAI's SSE speech stream, as LiveKit's OpenAI plugin reads it; sometimes hung up at the first audio."""
+    async with httpx.AsyncClient(base_url=url, headers=headers, timeout=TURN_TIMEOUT_S) as http:
+        while time.monotonic() < deadline:
+            body = {"model": "gpt-4o-mini-tts", "voice": rng.choice(("ash", "default")), "input": rng.choice(TEXTS),
+                    "response_format": rng.choice(("pcm", "mp3", "opus")), "stream_format": "sse"}
+            hang_up = rng.random() < 0.25
+            try:
+                async with http.stream("POST", "/v1/audio/speech", json=body) as reply:
+                    if reply.status_code == 503:  # the session limit: a refusal, not an error
+                        await asyncio.sleep(0.5)
+                        continue
+                    reply.raise_for_status()
+                    async for line in reply.aiter_lines():
+                        event = json.loads(line[6:]) if line.startswith("data: ") else {}
+                        if event.get("type") == "error":
+                            _fail_on({"type": "error", **event["error"]}, tally)
+                            break
+                        if event.get("type") == "speech.audio.done":
+                            tally.done += 1
+                        elif hang_up and event:
+                            tally.hung_up += 1
+                            break
+            except httpx.TimeoutException:
+                tally.timeouts += 1
+            except httpx.HTTPError as exc:
+                tally.error(f"sse stream failed: {exc!r}")
+
+
+async def _wyoming_caller(host: str, port: int, rng: random.Random, deadline: float, tally: Tally) -> None:
+    """Home Assistant's Wyoming client: one-shot or streamed syntheses, sometimes hung up at the first audio."""
+    while time.monotonic() < deadline:
+        reader, writer = await asyncio.open_connection(host, port)
+        try:
+            await asyncio.wait_for(_wyoming_turn(reader, writer, rng, tally), TURN_TIMEOUT_S)
+        except TimeoutError:
+            tally.timeouts += 1
+        except (ConnectionError, ProtocolError) as exc:
+            tally.error(f"wyoming connection failed: {exc!r}")
+        finally:
+            writer.close()
+
+
+async def _wyoming_turn(reader: asyncio.StreamReader, writer: asyncio.StreamWriter, rng: random.Random,
+                        tally: Tally) -> None:
+    text, streamed, hang_up = rng.choice(TEXTS), rng.random() < 0.5, rng.random() < 0.2
+    if streamed:
+        writer.write(encode(Event("synthesize-start", {"voice": {"name": "default"}})))
+        for word in text.split():
+            writer.write(encode(Event("synthesize-chunk", {"text": word + " "})))
+            await writer.drain()
+            await asyncio.sleep(rng.uniform(0.0, 0.03))
+        writer.write(encode(Event("synthesize", {"text": text})) + encode(Event("synthesize-stop")))
+    else:
+        writer.write(encode(Event("synthesize", {"text": text})))
+    await writer.drain()
+    last, events = "synthesize-stopped" if streamed else "audio-stop", EventReader()
+    while data := await reader.read(65536):
+        for event in events.feed(data):
+            if event.type == "error":
+                _fail_on({"type": "error", **event.data}, tally)
+                return
+            if event.type == last:
+                tally.done += 1
+                return
+            if hang_up and event.type == "audio-chunk":
+                tally.hung_up += 1
+                return
+    tally.error("wyoming connection closed mid-turn")
+
+
 def rss_mib(pid: int | None) -> float | None:
     """Resident memory of ``pid`` in MiB, from /proc; None when unknown or gone."""
     if pid is None:
@@ -195,7 +271,8 @@ async def _sample(url: str, headers: dict[str, str], gateway_pid: int | None, st
     return most
 
 
-async def measure(url: str, gateway_pid: int | None, args: argparse.Namespace) -> dict[str, Any]:
+async def measure(url: str, gateway_pid: int | None, args: argparse.Namespace,
+                  wyoming_port: int | None) -> dict[str, Any]:
     tally = Tally()
     headers = {"Authorization": f"Bearer {args.api_key}"} if args.api_key else {}
     memory: dict[str, list[tuple[float, float]]] = {"gateway": [], "worker": []}
@@ -204,8 +281,12 @@ async def measure(url: str, gateway_pid: int | None, args: argparse.Namespace) -
     sampler = asyncio.create_task(_sample(url, headers, gateway_pid, stop, memory))
     rng = random.Random(args.seed)
     callers = [_webrtc_caller(url, headers, random.Random(rng.random()), deadline, tally) for _ in range(args.webrtc)]
+    callers += [_sse_caller(url, headers, random.Random(rng.random()), deadline, tally) for _ in range(args.sse)]
+    wyoming = args.wyoming if wyoming_port is not None else 0
+    callers += [_wyoming_caller(urlsplit(url).hostname or "127.0.0.1", wyoming_port, random.Random(rng.random()),
+                                deadline, tally) for _ in range(wyoming)]
     callers += [_websocket_caller(url, headers, random.Random(rng.random()), deadline, tally)
-                for _ in range(args.sessions - args.webrtc)]
+                for _ in range(args.sessions - args.webrtc - args.sse - wyoming)]
     await asyncio.gather(*callers)
     stop.set()
     most_sessions = await sampler
@@ -225,6 +306,7 @@ async def measure(url: str, gateway_pid: int | None, args: argparse.Namespace) -
                              "end_mib": round(samples[-1][1], 1),
                              "growth_mib_per_min_second_half": _round(growth_per_minute(samples))}
     return {"bench": "soak", "minutes": args.minutes, "sessions": args.sessions, "webrtc": args.webrtc,
+            "sse": args.sse, "wyoming": wyoming,
             "most_sessions_at_once": most_sessions, "done": tally.done, "cancelled": tally.cancelled,
             "hung_up": tally.hung_up, "slow_reads": tally.slow_reads, "server_errors": tally.server_errors,
             "timeouts": tally.timeouts, "webrtc_underruns": tally.underruns, "leaked_sessions": left,
@@ -244,7 +326,8 @@ def failed(summary: dict[str, Any], max_growth: float) -> bool:
 
 
 def render(s: dict[str, Any]) -> str:
-    lines = [f"bench soak: {s['sessions']} sessions ({s['webrtc']} WebRTC) for {s['minutes']} min, "
+    lines = [f"bench soak: {s['sessions']} sessions ({s['webrtc']} WebRTC, {s['sse']} OpenAI SSE, {s['wyoming']} "
+             f"Wyoming) for {s['minutes']} min, "
              f"{s['most_sessions_at_once']} at once at most (sampled)",
              f"  turns: {s['done']} done, {s['cancelled']} cancelled, {s['hung_up']} hung up, "
              f"{s['slow_reads']} slow reads; WebRTC underruns {s['webrtc_underruns']}",
@@ -259,12 +342,17 @@ def render(s: dict[str, Any]) -> str:
 
 def run(args: argparse.Namespace) -> int:
     quiet_client_logs()
+    if args.webrtc + args.sse + args.wyoming > args.sessions:
+        print("bench soak: --webrtc, --sse and --wyoming callers are among --sessions: more than it", file=sys.stderr)
+        return 2
     try:
         if args.url:
-            summary = asyncio.run(measure(args.url, None, args))
+            summary = asyncio.run(measure(args.url, None, args, args.wyoming_port))
         else:
-            with local_server(["--engine", "espeak", "--log-level", "warning"], quiet=True) as (url, pid):
-                summary = asyncio.run(measure(url, pid, args))
+            port = free_port()
+            with local_server(["--engine", "espeak", "--log-level", "warning", "--wyoming-port", str(port)],
+                              quiet=True) as (url, pid):
+                summary = asyncio.run(measure(url, pid, args, port))
     except (ServerFailed, OSError, httpx.HTTPError) as exc:
         print(f"bench soak: {type(exc).__name__}: {exc}", file=sys.stderr)
         return 2

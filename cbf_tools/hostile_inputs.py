@@ -75,9 +75,16 @@ ELEVENLABS_FIELDS = {"text": _text, "context_id": _pick("a", "b", "", 3), "flush
                      "xi_api_key": _pick("key", 5)}
 TTS_FIELDS = {"text": _text, "voice": _pick("default", "nobody", "\ud800"), "format": _pick("pcm", "wav", "opus", "x"),
               "sample_rate": _pick(8000, 24000, 7, "24000"), "latency": _LATENCY}
-OPENAI_FIELDS = {"model": _pick("tts-1", 1), "input": _text, "voice": _pick("alloy", "default", "\ud800"),
-                 "response_format": _pick("pcm", "wav", "mp3", "flac", "x"), "speed": _pick(1.0, 2.0, "1"),
-                 "stream_format": _pick("audio", "sse"), "latency": _LATENCY}
+OPENAI_FIELDS = {"model": _pick("tts-1", 1), "input": _text, "voice": _pick("alloy", "marin", "default", "\ud800"),
+                 "response_format": _pick("pcm", "wav", "mp3", "flac", "opus", "x"), "speed": _pick(1.0, 2.0, "1"),
+                 "stream_format": _pick("audio", "sse", "sse", "ws"), "instructions": _pick("Calm.", 3),
+                 "latency": _LATENCY}
+# The data of Wyoming events (the event's type is picked apart, in wyoming_frames)
+WYOMING_FIELDS = {"text": _text, "voice": _pick({"name": "default"}, {"name": "NOBODY"}, {"name": 5}, "x",
+                                                {"language": "en"}, {}),
+                  "rate": _pick(24000, "x"), "timestamp": _pick(0, -1, None)}
+WYOMING_TYPES = ("describe", "synthesize", "synthesize", "synthesize-start", "synthesize-chunk", "synthesize-chunk",
+                 "synthesize-stop", "ping", "audio-chunk", "transcribe", "", 7, None)
 
 
 def websocket_messages(rng: random.Random, count: int,
@@ -87,6 +94,31 @@ def websocket_messages(rng: random.Random, count: int,
 
 def http_bodies(rng: random.Random, count: int, fields: dict[str, Callable[[random.Random], Any]]) -> list[str]:
     return [_frame(rng, fields) for _ in range(count)]
+
+
+def wyoming_frames(rng: random.Random, count: int) -> list[bytes]:
+    """Wyoming events on the wire (a header line, JSON data, a payload), some well-formed, some whose header, data
+    or lengths lie; each complete in itself (no length claims bytes that never come: a server must wait for those)."""
+    frames = []
+    for _ in range(count):
+        data = _frame(rng, WYOMING_FIELDS).encode("utf-8", "surrogatepass")
+        payload = bytes(rng.getrandbits(8) for _ in range(rng.choice((0, 0, 0, 10, 480))))
+        header: dict[str, Any] = {"type": rng.choice(WYOMING_TYPES), "version": "1.10.2"}
+        mangle = rng.random()
+        if mangle < 0.8:
+            header.update(data_length=len(data), payload_length=len(payload))
+        elif mangle < 0.85:
+            header.update(data_length=rng.choice((-1, "10", 2**40, 10**9)), payload_length=len(payload))
+        elif mangle < 0.9:
+            header.update(data_length=max(0, len(data) - rng.randint(1, 5)), payload_length=len(payload))
+        elif mangle < 0.95:
+            header["data"] = _value(rng)
+            data, payload = b"", b""
+        else:
+            frames.append(_text(rng).encode("utf-8", "surrogatepass") + rng.choice((b"\n", b"{\n", b"[" * 50 + b"\n")))
+            continue
+        frames.append(json.dumps(header).encode() + b"\n" + data + payload)
+    return frames
 
 
 _OFFER = "\r\n".join((

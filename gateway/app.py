@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import socket
 from pathlib import Path
 from typing import AsyncIterator, Callable
 
@@ -24,15 +25,17 @@ from gateway.engine_link.process import EngineProcess
 from gateway.http import health, speech, voices
 from gateway.http.errors import ApiError, api_error_response, error_response
 from gateway.metrics import Metrics
-from gateway.operator_safety import exposure_warning
+from gateway.operator_safety import exposure_warning, wyoming_exposure_warning
 from gateway.session import Session
 from gateway.session_registry import SessionRegistry
 from gateway.settings import GatewaySettings
 from gateway.shared_state import GatewayState
 from gateway.siblings import SiblingHealth
+from gateway.silent_sockets import WaitingRoom
 from gateway.webrtc import audio_level, control, udp_ports, whep
 from gateway.webrtc.signalling import close_all_peers, webrtc_offer
 from gateway.websocket import stream_endpoint
+from gateway.wyoming import server as wyoming
 
 log = logging.getLogger("chatterbox_fast.gateway")
 WEB_DIR = Path(__file__).resolve().parent.parent / "web"
@@ -74,8 +77,10 @@ async def _report_to_siblings(state: GatewayState) -> None:
         await asyncio.sleep(1.0)
 
 
-def create_app(settings: GatewaySettings, on_engine_refusal: Callable[[str], None] | None = None) -> Starlette:
-    """``on_engine_refusal``: told why, when the embedded worker cannot start at all (see EngineProcess)."""
+def create_app(settings: GatewaySettings, on_engine_refusal: Callable[[str], None] | None = None,
+               wyoming_socket: socket.socket | None = None) -> Starlette:
+    """``on_engine_refusal``: told why, when the embedded worker cannot start at all (see EngineProcess);
+    ``wyoming_socket``: bound for the Wyoming TTS server (--wyoming-port), served while the app runs."""
     audio_level.install()
     metrics = Metrics(settings.shared_dir)
     process = None if settings.engine_urls else EngineProcess(list(settings.engine_args), on_engine_refusal)
@@ -84,7 +89,7 @@ def create_app(settings: GatewaySettings, on_engine_refusal: Callable[[str], Non
               else EnginePool([process.url], process.secret))
     siblings = SiblingHealth(settings.shared_dir) if settings.shared_dir else None
     state = GatewayState(settings, engine, metrics, SessionRegistry(settings.max_sessions, metrics), process,
-                         siblings)
+                         siblings, unauthenticated=WaitingRoom(settings.max_unauthenticated))
 
     @contextlib.asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
@@ -98,9 +103,14 @@ def create_app(settings: GatewaySettings, on_engine_refusal: Callable[[str], Non
         if warning := exposure_warning(settings.host, settings.api_keys):
             log.warning(warning)
         reporting = asyncio.create_task(_report_to_siblings(state)) if siblings is not None else None
+        wyoming_server = await wyoming.start(state, wyoming_socket) if wyoming_socket is not None else None
+        if wyoming_server is not None and (warning := wyoming_exposure_warning(wyoming_socket.getsockname()[0])):
+            log.warning(warning)
         yield
         if reporting is not None:
             reporting.cancel()
+        if wyoming_server is not None:
+            wyoming_server.close()
         log.info("shutting down: closing %d sessions", len(state.sessions))
         for owner in state.sessions.owners():
             if isinstance(owner, Session):

@@ -120,6 +120,15 @@ GATEWAY_OPTIONS = (
     Option("--max-upload-bytes", "CBF_MAX_UPLOAD_BYTES", "voice upload size", int, 10 * 1024 * 1024),
     Option("--stall-timeout", "CBF_STALL_TIMEOUT", "seconds a client may take no audio before it is closed", float,
            30.0),
+    Option("--wyoming-port", "CBF_WYOMING_PORT", "serve Home Assistant's Wyoming TTS protocol on this TCP port "
+           "(10200 is the usual one); off when not set", int),
+    Option("--wyoming-host", "CBF_WYOMING_HOST", "address the Wyoming port listens on (Wyoming has no "
+           "authentication: with API keys set the default is 127.0.0.1, else --host)"),
+    Option("--idle-timeout", "CBF_IDLE_TIMEOUT", "seconds a Wyoming connection, or an ElevenLabs socket without an "
+           "inactivity_timeout query, may receive and send nothing before it is closed", float, 20.0),
+    Option("--max-unauthenticated", "CBF_MAX_UNAUTHENTICATED", "connections at once whose key may still come in a "
+           "message (ElevenLabs sockets without a key header; Wyoming connections before their first event); more "
+           "are refused", int, 64),
     Option("--ice-server", "CBF_ICE_SERVERS", "STUN/TURN URLs, comma-separated (turn:user:pass@host:port); "
            "none by default", _list, ()),
     Option("--rtc-ports", "CBF_RTC_PORTS", "UDP port range LOW-HIGH for WebRTC media (host networking behind a "
@@ -218,6 +227,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
     from gateway.settings import GatewaySettings
     from gateway.webrtc.signalling import ice_servers
     from gateway.webrtc.udp_ports import parse_port_range, split_range
+    from gateway.wyoming.server import listen_host
 
     if args.processes < 1:
         print("chatterbox-fast serve: --processes must be at least 1", file=sys.stderr)
@@ -233,12 +243,18 @@ def cmd_serve(args: argparse.Namespace) -> int:
     except ValueError as exc:
         print(f"chatterbox-fast serve: {exc}", file=sys.stderr)
         return 2
+    wyoming_sock = None
     try:
         sock = bind_tcp(args.host, args.port, "--port (CBF_PORT)", reuse_port=args.reuse_port)
+        if args.wyoming_port is not None:
+            wyoming_sock = bind_tcp(listen_host(args.host, args.wyoming_host, args.api_key), args.wyoming_port,
+                                    "--wyoming-port (CBF_WYOMING_PORT)", reuse_port=args.reuse_port)
     except CannotListen as exc:
         return _refuse(args, str(exc), exc)
-    if args.processes > 1:  # the port is free: the gateway processes bind it together
+    if args.processes > 1:  # the ports are free: the gateway processes bind them together
         sock.close()
+        if wyoming_sock is not None:
+            wyoming_sock.close()
         from gateway.processes import serve_processes
 
         env = {**os.environ, **options_env(args, (*GATEWAY_OPTIONS, *ENGINE_SECRET, *ENGINE_OPTIONS, LOG_OPTION))}
@@ -248,7 +264,8 @@ def cmd_serve(args: argparse.Namespace) -> int:
     settings = GatewaySettings(
         host=args.host, port=args.port, api_keys=args.api_key, max_sessions=args.max_sessions,
         max_text_chars=args.max_text_chars, max_upload_bytes=args.max_upload_bytes, ice_servers=args.ice_server,
-        stall_timeout_s=args.stall_timeout,
+        stall_timeout_s=args.stall_timeout, idle_timeout_s=args.idle_timeout,
+        max_unauthenticated=args.max_unauthenticated,
         engine_urls=args.engine_url, engine_secret=args.engine_secret,
         engine_args=tuple(engine_argv(args) + ["--log-level", args.log_level]),
         engine_resolve_interval_s=args.engine_resolve_interval, rtc_ports=rtc_ports,
@@ -260,7 +277,8 @@ def cmd_serve(args: argparse.Namespace) -> int:
         refusals.append(reason)
         server.should_exit = True
 
-    server = uvicorn.Server(uvicorn.Config(create_app(settings, on_engine_refusal=engine_refused),
+    server = uvicorn.Server(uvicorn.Config(create_app(settings, on_engine_refusal=engine_refused,
+                                                      wyoming_socket=wyoming_sock),
                                            log_level=args.log_level, timeout_graceful_shutdown=5,
                                            ws_max_size=1024 * 1024))
     redact_keys_in_logs()  # after uvicorn's logging set-up
@@ -417,6 +435,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--minutes", type=float, default=10.0)
     p.add_argument("--sessions", type=int, default=20, help="concurrent callers, WebRTC ones included")
     p.add_argument("--webrtc", type=int, default=4, help="how many of the callers use WebRTC")
+    p.add_argument("--sse", type=int, default=2, help="how many of the callers use OpenAI's SSE speech stream")
+    p.add_argument("--wyoming", type=int, default=2, help="how many of the callers use the Wyoming port (none "
+                   "with --url unless --wyoming-port is given)")
     p.add_argument("--max-growth", type=float, default=2.0,
                    help="MiB per minute the gateway's memory may grow over the second half (runs of 4 min or more)")
     _served_bench_arguments(p)
@@ -451,6 +472,8 @@ def build_parser() -> argparse.ArgumentParser:
 def _served_bench_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--url", help="a running server (http://HOST:PORT) instead of one started on eSpeak here")
+    parser.add_argument("--wyoming-port", type=int, help="--url's Wyoming port on the same host (without it, its "
+                        "Wyoming surface is left out; a server started here has one)")
     parser.add_argument("--api-key", default=_api_key_default(),
                         help="API key for --url [env CBF_API_KEY, else the first of CBF_API_KEYS]")
 

@@ -1,5 +1,5 @@
 """What keeps an operator from exposing the gateway by accident: API keys never written to logs, and a loud warning
-when it listens beyond loopback with no keys."""
+when it listens beyond loopback with no keys (the Wyoming port, which has none, with or without them)."""
 
 from __future__ import annotations
 
@@ -30,15 +30,24 @@ def redact_keys_in_logs() -> None:
         logging.getLogger(name).addFilter(RedactKeys())
 
 
+def _loopback(host: str) -> bool:
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return host == "localhost"
+
+
 def exposure_warning(host: str, api_keys: tuple[str, ...]) -> str | None:
     """The warning to log when ``host`` reaches beyond this machine and no API key guards it; None otherwise."""
-    if api_keys:
-        return None
-    try:
-        loopback = ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        loopback = host == "localhost"
-    if loopback:
+    if api_keys or _loopback(host):
         return None
     return (f"SERVING ON {host} WITH NO API KEY: anyone who can reach this port can speak, upload and delete voices, "
             "and read the metrics (CORS allows every origin). Set --api-key (CBF_API_KEYS) or listen on 127.0.0.1.")
+
+
+def wyoming_exposure_warning(host: str) -> str | None:
+    """The warning to log when the Wyoming port (which has no authentication) reaches beyond this machine."""
+    if _loopback(host):
+        return None
+    return (f"SERVING WYOMING ON {host}, WHICH HAS NO AUTHENTICATION: anyone who can reach this port can speak with "
+            "any voice, API keys or not. Listen on 127.0.0.1 (--wyoming-host) unless a firewall keeps others out.")

@@ -1,4 +1,5 @@
-"""What every endpoint of one gateway shares: settings, the engine pool, the session registry, metrics, live peers."""
+"""What every endpoint of one gateway shares: settings, the engine pool, the session registry, metrics, live peers,
+the connections not yet authenticated."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ from gateway.metrics import Metrics
 from gateway.session_registry import SessionRegistry
 from gateway.settings import GatewaySettings
 from gateway.siblings import SiblingHealth
+from gateway.silent_sockets import WaitingRoom
 
 
 @dataclass
@@ -22,3 +24,4 @@ class GatewayState:
     process: EngineProcess | None = None
     siblings: SiblingHealth | None = None  # the other gateway processes of `serve --processes N`
     peers: set[Any] = field(default_factory=set)  # live WebRTC peers (gateway.webrtc.signalling.WebRTCPeer)
+    unauthenticated: WaitingRoom = field(default_factory=lambda: WaitingRoom(GatewaySettings.max_unauthenticated))

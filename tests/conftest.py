@@ -39,3 +39,17 @@ def damaged_checkpoint(tiny_checkpoint, tmp_path_factory: pytest.TempPathFactory
         if path.name != "t3_turbo_v1.safetensors":
             (damaged / path.name).symlink_to(path)
     return damaged
+
+
+@pytest.fixture(scope="session")
+def keyed_gateway(tmp_path_factory: pytest.TempPathFactory):
+    """One gateway (eSpeak) for the third-party client tests (Wyoming, LiveKit): an API key, a Wyoming port, short
+    idle limits (tests/server.py KEYED_*). Yields (base URL, Wyoming port)."""
+    from cbf_tools.local_server import free_port
+    from tests.server import KEYED_IDLE_S, KEYED_KEY, KEYED_MAX_UNAUTHENTICATED, running_server
+
+    port = free_port()
+    with running_server("--api-key", KEYED_KEY, "--wyoming-port", str(port), "--idle-timeout", str(KEYED_IDLE_S),
+                        "--max-unauthenticated", str(KEYED_MAX_UNAUTHENTICATED),
+                        voices_dir=tmp_path_factory.mktemp("keyed-voices")) as url:
+        yield url, port

@@ -62,3 +62,8 @@ def serving(app: Any) -> Iterator[str]:
         server.should_exit = True
         thread.join(10)
         sock.close()
+
+
+KEYED_KEY = "clients-test-key"  # the API key of ``keyed_gateway`` (tests/conftest.py)
+KEYED_IDLE_S = 3  # its --idle-timeout
+KEYED_MAX_UNAUTHENTICATED = 3

@@ -1,6 +1,6 @@
 """``chatterbox-fast bench faults``, short: generated hostile inputs on every surface of a real server (eSpeak engine:
-WebSocket, data channel, a WebRTC session's controller, JSON routes, SDP offers
-(JSON and WHEP), voice uploads) cause no server error, drop no engine connection,
+WebSocket, data channel, a WebRTC session's controller, JSON routes and OpenAI's SSE, SDP offers
+(JSON and WHEP), voice uploads, Wyoming events) cause no server error, drop no engine connection,
 restart no worker, leak no session and lose no stored voice."""
 
 from __future__ import annotations
@@ -9,6 +9,7 @@ import json
 
 import pytest
 
+from cbf_tools.local_server import free_port
 from gateway.cli import build_parser
 from tests.server import running_server
 from cbf_tools import hostile_inputs
@@ -30,13 +31,15 @@ def test_hostile_inputs_are_reproducible_and_hostile() -> None:
 
 
 def test_a_short_run_leaves_every_figure_at_zero(capsys: pytest.CaptureFixture[str]) -> None:
-    with running_server() as url:
-        args = build_parser().parse_args(["bench", "faults", "--count", "150", "--url", url])
+    port = free_port()
+    with running_server("--wyoming-port", str(port)) as url:
+        args = build_parser().parse_args(["bench", "faults", "--count", "150", "--url", url,
+                                          "--wyoming-port", str(port)])
         status = args.run(args)
     summary = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
     assert status == 0, summary
     assert set(summary["surfaces"]) == {"websocket", "elevenlabs", "datachannel", "controller", "/v1/tts",
-                                        "/v1/audio/speech", "/v1/webrtc/offer", "/v1/whep", "/v1/voices"}
+                                        "/v1/audio/speech", "/v1/webrtc/offer", "/v1/whep", "/v1/voices", "wyoming"}
     assert summary["server_errors"] == summary["dropped_engine_connections"] == summary["leaked_sessions"] == 0
     assert summary["worker_restarts"] == 0 and summary["lost_voices"] == [] and summary["health"] == "ok"
     assert all(s["refused"] > 0 for s in summary["surfaces"].values())  # the inputs were hostile

@@ -17,6 +17,7 @@ import pytest
 from websockets.asyncio.client import connect
 from websockets.exceptions import ConnectionClosed
 
+from cbf_tools.local_server import free_port
 from cbf_tools.rtc_listener import Listener
 from tests.server import running_server
 
@@ -121,7 +122,8 @@ def _killed_mid_utterance(url: str) -> None:
 
 
 def test_an_http_stream_whose_worker_dies_mid_way_is_aborted(tmp_path) -> None:
-    with running_server(voices_dir=tmp_path) as url:
+    wyoming_port = free_port()
+    with running_server("--wyoming-port", str(wyoming_port), voices_dir=tmp_path) as url:
         for path, body in (("/v1/tts", {"text": LONG}), ("/v1/audio/speech", {"model": "tts-1", "input": LONG})):
             wait_for(lambda: httpx.get(url + "/health").status_code == 200, "the worker did not come back", 60)
             with httpx.stream("POST", url + path, json=body, timeout=30) as r:
@@ -132,6 +134,37 @@ def test_an_http_stream_whose_worker_dies_mid_way_is_aborted(tmp_path) -> None:
                 with pytest.raises(httpx.RemoteProtocolError):
                     for _ in stream:
                         pass
+        # OpenAI's SSE stream ends with an error event instead, never with its "done"
+        wait_for(lambda: httpx.get(url + "/health").status_code == 200, "the worker did not come back", 60)
+        body = {"model": "gpt-4o-mini-tts", "input": LONG, "response_format": "pcm", "stream_format": "sse"}
+        with httpx.stream("POST", url + "/v1/audio/speech", json=body, timeout=30) as r:
+            lines = r.iter_lines()
+            assert json.loads(next(line for line in lines if line)[6:])["type"] == "speech.audio.delta"
+            _killed_mid_utterance(url)
+            events = [json.loads(line[6:]) for line in lines if line.startswith("data: ")]
+        assert events[-1]["type"] == "error" and events[-1]["error"]["code"] == "engine_unavailable"
+        assert {e["type"] for e in events[:-1]} <= {"speech.audio.delta"}
+        # a Wyoming synthesis: an error event, then the connection closes, never an audio-stop
+        wait_for(lambda: httpx.get(url + "/health").status_code == 200, "the worker did not come back", 60)
+        assert asyncio.run(_wyoming_cut_short(url, wyoming_port)) == ["audio-start", "error"]
+
+
+async def _wyoming_cut_short(url: str, port: int) -> list[str]:
+    """The events of a long Wyoming synthesis whose worker is killed at its first audio, until the server closes."""
+    from gateway.wyoming.wire import Event, EventReader, encode
+
+    reader, writer = await asyncio.open_connection("127.0.0.1", port)
+    writer.write(encode(Event("synthesize", {"text": LONG})))
+    kinds, events = [], EventReader()
+    async with asyncio.timeout(30):  # a bound on a hang, not a speed
+        while data := await reader.read(65536):
+            for event in events.feed(data):
+                if event.type == "audio-chunk" and "audio-chunk" not in kinds:
+                    await asyncio.to_thread(_killed_mid_utterance, url)
+                if not kinds or kinds[-1] != event.type:
+                    kinds.append(event.type)
+    writer.close()
+    return [kind for kind in kinds if kind != "audio-chunk"]
 
 
 async def test_a_websocket_whose_worker_dies_mid_way_gets_an_error_event(tmp_path) -> None:

@@ -101,6 +101,44 @@ def test_openai_client_speech(server: str, tmp_path: Path) -> None:
     assert len(pcm.content) / 2 / 24000 > 0.3
 
 
+def sse_events(lines: list[str]) -> list[dict]:
+    """The JSON events of an SSE body, by its ``data: `` lines (as LiveKit's OpenAI plugin reads them)."""
+    return [json.loads(line[6:]) for line in lines if line.startswith("data: ")]
+
+
+def test_openai_client_streams_sse_events_as_chunks_are_made(server: str, watermarker) -> None:
+    """The real ``openai`` SDK with ``stream_format="sse"``: base64 deltas of 24 kHz PCM, then ``done`` with usage."""
+    client = openai.OpenAI(base_url=server + "/v1", api_key="unused")
+    text = " ".join([SENTENCE] * 3)
+    with client.audio.speech.with_streaming_response.create(
+            model="gpt-4o-mini-tts", voice="ash", input=text, response_format="pcm", stream_format="sse",
+            instructions="Speak in a cheerful tone.") as resp:
+        assert resp.headers["content-type"].startswith("text/event-stream")
+        events = sse_events(list(resp.iter_lines()))
+    deltas, done = events[:-1], events[-1]
+    assert len(deltas) > 1 and {e["type"] for e in deltas} == {"speech.audio.delta"}  # streamed, chunk by chunk
+    pcm = np.frombuffer(b"".join(base64.b64decode(e["audio"]) for e in deltas), dtype="<i2")
+    audio = pcm.astype(np.float32) / 32768
+    assert pcm.size / 24000 > 6 and watermarker.detect(audio, 24000) >= 0.5
+    assert done["type"] == "speech.audio.done"
+    usage = done["usage"]
+    assert usage["input_tokens"] == len(text) and usage["output_tokens"] == round(pcm.size / 24000 * 25)
+    assert usage["total_tokens"] == usage["input_tokens"] + usage["output_tokens"]
+
+
+@pytest.mark.parametrize(("fmt", "rate"), [("mp3", 24000), ("opus", 48000), ("aac", 24000), ("flac", 24000),
+                                           ("wav", 24000)])
+def test_sse_carries_every_response_format_as_encoded_pieces(server: str, fmt: str, rate: int) -> None:
+    r = httpx.post(server + "/v1/audio/speech", json={"model": "tts-1-hd", "input": SENTENCE, "voice": "marin",
+                                                      "response_format": fmt, "stream_format": "sse"},
+                   headers={"Accept": "application/octet-stream"}, timeout=30)  # what the SDK sends either way
+    assert r.status_code == 200 and r.headers["content-type"].startswith("text/event-stream")
+    events = sse_events(r.text.splitlines())
+    assert events[-1]["type"] == "speech.audio.done" and len(events) > 1
+    audio, got_rate = decode(b"".join(base64.b64decode(e["audio"]) for e in events[:-1]))
+    assert got_rate == rate and audio.size / rate > 3 and np.abs(audio).max() > 0.05
+
+
 @pytest.mark.parametrize(
     ("path", "body", "status", "code"),
     [
@@ -114,6 +152,10 @@ def test_openai_client_speech(server: str, tmp_path: Path) -> None:
         ("/v1/tts", json.dumps({"text": "Hi.", "format": "mulaw", "sample_rate": 44100}).encode(), 400, "bad_request"),
         ("/v1/tts", json.dumps({"text": "Hi.", "voice": "nobody"}).encode(), 404, "unknown_voice"),
         ("/v1/audio/speech", json.dumps({"model": "tts-1", "input": "Hi.", "speed": 2}).encode(), 400, "bad_request"),
+        ("/v1/audio/speech", json.dumps({"model": "tts-1", "input": "Hi.", "stream_format": "ws"}).encode(), 400,
+         "bad_request"),
+        ("/v1/audio/speech", json.dumps({"model": "tts-1", "input": "Hi.", "instructions": 3}).encode(), 400,
+         "bad_request"),
         ("/v1/audio/speech", json.dumps({"input": "Hi."}).encode(), 400, "bad_request"),
     ],
 )
@@ -135,6 +177,23 @@ def test_voice_upload_speak_delete(server: str) -> None:
     assert again.status_code == 409 and again.json()["error"]["code"] == "exists"
     assert httpx.delete(server + "/v1/voices/Narrator").status_code == 204
     assert httpx.delete(server + "/v1/voices/narrator").json()["error"]["code"] == "unknown_voice"
+
+
+async def test_openai_voice_names_are_the_library_voice_of_that_name_else_the_default() -> None:
+    """The mapping alone (the engine's voice list given): eSpeak's audio is not deterministic enough to tell voices
+    apart by their bytes."""
+    from types import SimpleNamespace
+
+    from gateway.http.speech import _openai_voice
+
+    async def list_voices() -> list[dict]:
+        return [{"name": "default"}, {"name": "coral"}, {"name": "narrator"}]
+
+    state = SimpleNamespace(engine=SimpleNamespace(list_voices=list_voices))
+    assert await _openai_voice(state, "coral") == "coral"  # a library voice of that name
+    assert await _openai_voice(state, "cedar") == "default"  # none: the default voice
+    assert await _openai_voice(state, "narrator") == "narrator"  # not one of OpenAI's names: as it is
+    assert await _openai_voice(state, "nobody") == "nobody"  # (the engine refuses it: unknown_voice)
 
 
 @pytest.mark.parametrize(

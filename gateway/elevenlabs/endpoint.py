@@ -26,11 +26,14 @@ from gateway.playout import SentAudio
 from gateway.session import Session
 from gateway.session_registry import SessionLimitReached
 from gateway.shared_state import GatewayState
+from gateway.silent_sockets import Admission, IdleClock, until_idle
 from gateway.sink import AudioSink
 from gateway.websocket import STALLED_CLOSE_CODE, SendWatch, client_frames, until_stalled
 
 log = logging.getLogger("chatterbox_fast.gateway")
-POLICY_VIOLATION = 1008  # their close code for a refused request
+POLICY_VIOLATION = 1008  # their close code for a refused request (and for a socket idle past its timeout)
+TRY_AGAIN_LATER = 1013
+MAX_INACTIVITY_S = 180  # theirs: ``inactivity_timeout`` up to 180 s
 
 
 class ElevenLabsSink(AudioSink):
@@ -83,8 +86,9 @@ class _Socket:
     """One client socket: its contexts and the order of what is sent on it."""
 
     def __init__(self, ws: WebSocket, state: GatewayState, voice: str, fmt: str, rate: int, multi: bool,
-                 latency: str | None = None) -> None:
+                 idle: IdleClock, latency: str | None = None) -> None:
         self.ws, self.state, self.voice, self.format, self.rate, self.multi = ws, state, voice, fmt, rate, multi
+        self.idle = idle  # touched by every message in and out
         self.latency = latency  # from the URL: every context's
         self.rules = translate.Contexts(multi)
         self.contexts: dict[str | None, _Context] = {}  # by id: the context now taking that id's messages
@@ -98,6 +102,7 @@ class _Socket:
     async def send(self, reply: dict[str, Any]) -> None:
         with self._watch.sending():
             await self.ws.send_json(reply)
+        self.idle.touch()
 
     def stalled(self, now: float) -> bool:
         """Whether a send has waited for the client longer than the stall timeout."""
@@ -198,41 +203,72 @@ def _key_accepted(key: str | None, keys: tuple[str, ...]) -> bool:
     return key is not None and any(hmac.compare_digest(key.encode(), k.encode()) for k in keys)
 
 
+def _inactivity_timeout(ws: WebSocket, default: float) -> float:
+    """Their ``inactivity_timeout`` query parameter (seconds, 1 to 180); ``default`` without one."""
+    raw = ws.query_params.get("inactivity_timeout")
+    if raw is None:
+        return default
+    try:
+        seconds = float(raw)
+    except ValueError:
+        seconds = 0.0
+    if not 1 <= seconds <= MAX_INACTIVITY_S:
+        raise ProtocolError(f"inactivity_timeout must be seconds from 1 to {MAX_INACTIVITY_S}")
+    return seconds
+
+
+async def _refuse(ws: WebSocket, code: str, message: str, close_code: int = POLICY_VIOLATION) -> None:
+    await ws.send_json(translate.error_message(code, message))
+    await ws.close(close_code)
+
+
 async def _serve(ws: WebSocket, *, multi: bool) -> None:
     state: GatewayState = ws.app.state.gateway
     await ws.accept()
     name = ws.query_params.get("output_format", ELEVENLABS_DEFAULT_FORMAT)
     if name not in ELEVENLABS_FORMATS:
-        await ws.send_json(translate.error_message(
-            "invalid_output_format", f"output_format must be one of {', '.join(ELEVENLABS_FORMATS)}"))
-        await ws.close(POLICY_VIOLATION)
+        await _refuse(ws, "invalid_output_format", f"output_format must be one of {', '.join(ELEVENLABS_FORMATS)}")
+        return
+    try:
+        idle = IdleClock(_inactivity_timeout(ws, state.settings.idle_timeout_s))
+    except ProtocolError as exc:
+        await _refuse(ws, "invalid_inactivity_timeout", str(exc))
         return
     fmt, rate = ELEVENLABS_FORMATS[name]
     try:
         latency = translate.latency_preference(ws.query_params)
     except ProtocolError as exc:
-        await ws.send_json(translate.error_message(exc.code, str(exc)))
-        await ws.close(POLICY_VIOLATION)
+        await _refuse(ws, exc.code, str(exc))
         return
     keys = state.settings.api_keys
-    trusted = authorized(ws, keys) or _key_accepted(ws.headers.get("xi-api-key"), keys)
-    socket = _Socket(ws, state, ws.path_params["voice_id"], fmt, rate, multi, latency)
-    receiving = asyncio.create_task(_receive_all(ws, socket, keys, trusted))
+    waiting = None
+    if not (authorized(ws, keys) or _key_accepted(ws.headers.get("xi-api-key"), keys)):
+        if (waiting := state.unauthenticated.enter()) is None:  # its key may come in its first message
+            await _refuse(ws, "too_many_unauthenticated", state.unauthenticated.full_message, TRY_AGAIN_LATER)
+            return
+    socket = _Socket(ws, state, ws.path_params["voice_id"], fmt, rate, multi, idle, latency)
+    receiving = asyncio.create_task(_receive_all(ws, socket, keys, waiting))
     finishing = asyncio.create_task(socket.done.wait())
     watching = asyncio.create_task(until_stalled(socket))
+    idling = asyncio.create_task(until_idle(idle))
     try:
-        await asyncio.wait({receiving, finishing, watching}, return_when=asyncio.FIRST_COMPLETED)
+        await asyncio.wait({receiving, finishing, watching, idling}, return_when=asyncio.FIRST_COMPLETED)
         if receiving.done() and not receiving.cancelled() and (exc := receiving.exception()) is not None:
             raise exc
     except _Refused:
         with contextlib.suppress(Exception):
             await ws.close(POLICY_VIOLATION)
     finally:
-        receiving.cancel()
-        finishing.cancel()
-        watching.cancel()
+        if waiting is not None:
+            waiting.leave()
+        for task in (receiving, finishing, watching, idling):
+            task.cancel()
         await socket.close()
-    if watching.done() and not watching.cancelled():
+    if idling.done() and not idling.cancelled():
+        log.info("elevenlabs socket closed: %s", idle.reason)
+        with contextlib.suppress(Exception):
+            await asyncio.wait_for(ws.close(POLICY_VIOLATION, idle.reason), 1.0)
+    elif watching.done() and not watching.cancelled():
         reason = f"not reading: no audio taken for {state.settings.stall_timeout_s:g} s"
         log.info("elevenlabs socket closed: %s", reason)
         with contextlib.suppress(Exception):  # the close frame may never get through to a client that reads nothing
@@ -246,15 +282,18 @@ class _Refused(Exception):
     """The socket is closed with a policy violation (their clients raise its message)."""
 
 
-async def _receive_all(ws: WebSocket, socket: _Socket, keys: tuple[str, ...], trusted: bool) -> None:
+async def _receive_all(ws: WebSocket, socket: _Socket, keys: tuple[str, ...], waiting: Admission | None) -> None:
+    """``waiting``: the socket's place among those not yet authenticated (None: its handshake had a key)."""
     async for raw in client_frames(ws):
+        socket.idle.touch()
         try:
             msg = translate.parse(raw)
-            if not trusted:
+            if waiting is not None:
                 if not _key_accepted(msg.api_key, keys):
                     await socket.send(translate.error_message("unauthorized", "a valid API key is required"))
                     raise _Refused()
-                trusted = True
+                waiting.leave()
+                waiting = None
             commands = socket.rules.receive(msg)
         except ProtocolError as exc:
             await socket.send(translate.error_message(exc.code, str(exc)))

@@ -8,6 +8,8 @@ import json
 from typing import Any
 
 from engine.protocol import ChunkHeader
+from gateway.utterance_stream import UtteranceStats
+from gateway.word_match import ClientWords
 
 CONTENT_TYPE = "application/x-ndjson"
 
@@ -31,3 +33,26 @@ def tail_line(audio: bytes) -> bytes:
 
 def done_line(summary: dict[str, Any]) -> bytes:
     return _line({"type": "done", **summary})
+
+
+class TimedLines:
+    """The body framing of one timed stream (gateway/http/stream.py ``Framing``): each chunk's words spelt as the
+    client sent ``text``."""
+
+    media_type = CONTENT_TYPE
+
+    def __init__(self, text: str) -> None:
+        self.spelling = ClientWords()
+        self.spelling.add(text)
+
+    def chunk(self, audio: bytes, header: ChunkHeader) -> bytes:
+        return chunk_line(header, audio, self.spelling.rename(header.words or []))
+
+    def tail(self, audio: bytes) -> bytes:
+        return tail_line(audio)
+
+    def done(self, stats: UtteranceStats) -> bytes:
+        return done_line(stats.summary())
+
+    def failed(self, code: str, message: str) -> bytes | None:
+        return None

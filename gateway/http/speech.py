@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import logging
 import time
 from typing import AsyncIterator
 
@@ -14,18 +15,21 @@ from gateway.audio import make_encoder
 from gateway.client_input import speech_text
 from gateway.engine_link.client import EngineRequestError, EngineUnavailable
 from gateway.formats import OPENAI_FORMATS, OPENAI_PCM_RATE, TTS_FORMATS
-from gateway.http import ndjson
+from gateway.http import ndjson, sse
 from gateway.http.body import body_field, body_latency, json_body
 from gateway.http.errors import ApiError, engine_error
-from gateway.http.stream import SpeechStream, StreamAborted, encoded
+from gateway.http.stream import AudioBytes, Framing, SpeechStream, StreamAborted, encoded
 from gateway.http.voices import known_voices
 from gateway.playout import SentAudio, report_playout
 from gateway.session_registry import SessionLimitReached
 from gateway.shared_state import GatewayState
 from gateway.utterance_stream import MetricsLabel, UtteranceStats, chunks
-from gateway.word_match import ClientWords
 
-OPENAI_VOICES = {"alloy", "ash", "ballad", "coral", "echo", "fable", "nova", "onyx", "sage", "shimmer", "verse"}
+log = logging.getLogger("chatterbox_fast.gateway")
+OPENAI_VOICES = {"alloy", "ash", "ballad", "coral", "echo", "fable", "nova", "onyx", "sage", "shimmer", "verse",
+                 "marin", "cedar"}
+STREAM_FORMATS = ("audio", "sse")
+_defaulted: set[str] = set()  # OpenAI voice names already logged as spoken by the default voice
 
 
 def _text(state: GatewayState, text: str) -> str:
@@ -38,9 +42,9 @@ def _text(state: GatewayState, text: str) -> str:
 
 
 async def _speech(state: GatewayState, text: str, voice: str, fmt: str, sample_rate: int | None,
-                  transport: str, timed: bool = False, latency: str | float | None = None) -> SpeechStream:
-    """Start one utterance and stream it encoded; errors before the first chunk become proper HTTP errors.
-    ``timed``: as lines of JSON (gateway/http/ndjson.py), each chunk's audio with its words."""
+                  transport: str, framing: Framing = AudioBytes(), latency: str | float | None = None) -> SpeechStream:
+    """Start one utterance and stream it encoded, in ``framing``; errors before the first chunk become proper HTTP
+    errors."""
     try:
         encoder = make_encoder(fmt, sample_rate)
     except ValueError as exc:
@@ -64,25 +68,23 @@ async def _speech(state: GatewayState, text: str, voice: str, fmt: str, sample_r
     sent = SentAudio()  # the engine pauses this utterance while the client takes none of it
     feedback = asyncio.create_task(report_playout(utterance, sent.taken))
 
-    spelling = ClientWords()
-    spelling.add(text)
-
     async def body() -> AsyncIterator[bytes]:
         try:
             async for chunk in _chained(first, stream):
-                data = await encoded(encoder, chunk.pcm)
-                if timed:
-                    yield ndjson.chunk_line(chunk.header, data, spelling.rename(chunk.header.words or []))
-                elif data:
-                    yield data
+                if piece := framing.chunk(await encoded(encoder, chunk.pcm), chunk.header):
+                    yield piece
                 sent.sent(len(chunk.pcm) / 2 / SAMPLE_RATE)
             if data := await encoded(encoder, None):
-                yield ndjson.tail_line(data) if timed else data
-            if timed:
-                yield ndjson.done_line(stats.summary())
+                yield framing.tail(data)
+            if piece := framing.done(stats):
+                yield piece
         except EngineRequestError as exc:
             state.metrics.errors.labels(exc.code).inc()
-            raise StreamAborted(f"utterance {utterance.id} failed mid-way ({exc.code}: {exc})") from None
+            why = f"utterance {utterance.id} failed mid-way ({exc.code}: {exc})"
+            if (last := framing.failed(exc.code, str(exc))) is None:
+                raise StreamAborted(why) from None
+            log.warning("http stream ended with an error event: %s", why)
+            yield last
 
     async def finish() -> None:
         feedback.cancel()
@@ -90,10 +92,10 @@ async def _speech(state: GatewayState, text: str, voice: str, fmt: str, sample_r
         await utterance.cancel()  # a no-op once finished; stops the engine when the client went away
 
     headers = {"X-Accel-Buffering": "no", "Cache-Control": "no-store", "X-Utterance-Id": utterance.id}
-    if timed:
+    if framing.media_type is not None:
         headers["X-Audio-Type"] = encoder.content_type
     return SpeechStream(body(), finish, state.settings.stall_timeout_s, headers=headers,
-                        media_type=ndjson.CONTENT_TYPE if timed else encoder.content_type)
+                        media_type=framing.media_type or encoder.content_type)
 
 
 async def _chained(first: Chunk | None, rest: AsyncIterator[Chunk]) -> AsyncIterator[Chunk]:
@@ -113,7 +115,8 @@ async def tts(request: Request) -> Response:
     if fmt not in TTS_FORMATS:
         raise ApiError(400, "bad_request", f"format must be one of {sorted(TTS_FORMATS + ('ndjson',))}")
     rate = body_field(body, "sample_rate", int)
-    return await _speech(state, text, body_field(body, "voice", str, "default"), fmt, rate, "http", timed,
+    framing = ndjson.TimedLines(text) if timed else AudioBytes()
+    return await _speech(state, text, body_field(body, "voice", str, "default"), fmt, rate, "http", framing,
                          body_latency(body))
 
 
@@ -127,13 +130,23 @@ async def openai_speech(request: Request) -> Response:
     if fmt not in OPENAI_FORMATS:
         raise ApiError(400, "bad_request", f"response_format must be one of {sorted(OPENAI_FORMATS)}")
     speed = body.get("speed", 1.0)
-    if not isinstance(speed, (int, float)) or float(speed) != 1.0:
-        raise ApiError(400, "bad_request", "only speed 1.0 is supported")
-    if body.get("stream_format", "audio") != "audio":
-        raise ApiError(400, "bad_request", "only stream_format 'audio' is supported")
-    voice = body_field(body, "voice", str, "default")
-    if voice in OPENAI_VOICES:
-        known = {v["name"] for v in await known_voices(state)}
-        voice = voice if voice in known else "default"
-    return await _speech(state, text, voice, fmt, OPENAI_PCM_RATE if fmt == "pcm" else None, "http",
-                         latency=body_latency(body))
+    if isinstance(speed, bool) or not isinstance(speed, (int, float)) or float(speed) != 1.0:
+        raise ApiError(400, "bad_request", "speed must be 1.0: this server does not change the speaking rate")
+    body_field(body, "instructions", str)  # accepted, not followed: the voice is the library voice's
+    stream_format = body_field(body, "stream_format", str, "audio")
+    if stream_format not in STREAM_FORMATS:
+        raise ApiError(400, "bad_request", f"stream_format must be one of {list(STREAM_FORMATS)}")
+    voice = await _openai_voice(state, body_field(body, "voice", str, "default"))
+    framing = sse.SpeechEvents(text) if stream_format == "sse" else AudioBytes()
+    return await _speech(state, text, voice, fmt, OPENAI_PCM_RATE if fmt == "pcm" else None, "http", framing,
+                         body_latency(body))
+
+
+async def _openai_voice(state: GatewayState, voice: str) -> str:
+    """One of OpenAI's voice names is the library voice of that name, else the default voice (logged once)."""
+    if voice not in OPENAI_VOICES or voice in {v["name"] for v in await known_voices(state)}:
+        return voice
+    if voice not in _defaulted:
+        _defaulted.add(voice)
+        log.info("OpenAI voice %r is not in the voice library: the default voice speaks it", voice)
+    return "default"

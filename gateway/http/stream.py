@@ -11,18 +11,55 @@ from __future__ import annotations
 import asyncio
 import logging
 from functools import partial
-from typing import Any, AsyncIterator, Awaitable, Callable
+from typing import Any, AsyncIterator, Awaitable, Callable, Protocol
 
 from starlette.responses import StreamingResponse
 from starlette.types import Message, Receive, Scope, Send
 
+from engine.protocol import ChunkHeader
 from gateway.audio import ContainerEncoder, Encoder
+from gateway.utterance_stream import UtteranceStats
 
 log = logging.getLogger("chatterbox_fast.gateway")
 
 
 class StreamAborted(Exception):
     """The body cannot be finished; the response ends without its clean end."""
+
+
+class Framing(Protocol):
+    """How a speech body carries its encoded audio: as it is (``AudioBytes``), in lines of JSON with timings
+    (gateway/http/ndjson.py), or as OpenAI's server-sent events (gateway/http/sse.py)."""
+
+    media_type: str | None  # None: the encoder's own
+
+    def chunk(self, audio: bytes, header: ChunkHeader) -> bytes: ...
+
+    def tail(self, audio: bytes) -> bytes:
+        """What the encoder held back, at the end."""
+
+    def done(self, stats: UtteranceStats) -> bytes: ...
+
+    def failed(self, code: str, message: str) -> bytes | None:
+        """The last of a body whose utterance failed mid-way; None: the body is aborted (no clean end)."""
+
+
+class AudioBytes:
+    """The encoded audio as the body, nothing around it; a failure mid-way aborts it."""
+
+    media_type = None
+
+    def chunk(self, audio: bytes, header: ChunkHeader) -> bytes:
+        return audio
+
+    def tail(self, audio: bytes) -> bytes:
+        return audio
+
+    def done(self, stats: UtteranceStats) -> bytes:
+        return b""
+
+    def failed(self, code: str, message: str) -> bytes | None:
+        return None
 
 
 async def encoded(encoder: Encoder, pcm: bytes | None) -> bytes:

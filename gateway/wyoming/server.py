@@ -1,0 +1,216 @@
+"""The Wyoming TTS server (``--wyoming-port``): a TCP listener beside the HTTP one. Each connection is a
+``translate.Conversation``; its utterances go straight to the engine, one at a time, as an HTTP speech request's do
+(no session), and their audio goes out as ``audio-chunk`` events of at most ``CHUNK_S`` as chunks are made.
+
+Wyoming has no authentication: with API keys set the port listens on loopback unless ``--wyoming-host`` says
+otherwise (``listen_host``). A connection that shows nothing for the idle timeout is closed, and one that has sent
+no event yet holds a place among the connections not yet authenticated (gateway/silent_sockets.py).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import socket
+import time
+from importlib.metadata import PackageNotFoundError, version
+
+from engine.protocol import ProtocolError
+from gateway.engine_link.client import EngineRequestError, EngineUnavailable, RemoteUtterance
+from gateway.playout import SentAudio, report_playout
+from gateway.session_registry import SessionLimitReached
+from gateway.shared_state import GatewayState
+from gateway.silent_sockets import Admission, IdleClock, until_idle
+from gateway.utterance_stream import MetricsLabel, UtteranceStats, chunks
+from gateway.wyoming import translate
+from gateway.wyoming.translate import RATE, WIDTH, Cancel, Describe, Finish, Reply, Say, Start
+from gateway.wyoming.wire import Event, EventReader, encode
+
+log = logging.getLogger("chatterbox_fast.gateway")
+CHUNK_S = 0.1  # audio per audio-chunk event at most
+READ_BYTES = 64 * 1024
+LINGER_S = 1.0  # a connection refused mid-way: how long its client's last bytes are read and dropped
+TRANSPORT = "wyoming"
+
+
+def listen_host(host: str, wyoming_host: str | None, api_keys: tuple[str, ...]) -> str:
+    """Where the Wyoming port listens: ``wyoming_host`` if given; else loopback when API keys guard the HTTP port
+    (Wyoming cannot ask for one), else the HTTP port's host."""
+    if wyoming_host:
+        return wyoming_host
+    return "127.0.0.1" if api_keys else host
+
+
+def _version() -> str:
+    try:
+        return version("chatterbox-fast")
+    except PackageNotFoundError:
+        return "dev"
+
+
+class _Connection:
+    """One client: its conversation, the synthesis under way, the order of what is written to it."""
+
+    def __init__(self, state: GatewayState, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        self.state, self.reader, self.writer = state, reader, writer
+        self.conversation = translate.Conversation(state.settings.max_text_chars)
+        self.idle = IdleClock(state.settings.idle_timeout_s)
+        self._writing = asyncio.Lock()
+        self._speaking: asyncio.Task[None] | None = None
+        self._texts: asyncio.Queue[str | None] = asyncio.Queue()  # a stream's text; None: its end
+
+    async def send(self, event: Event) -> None:
+        async with self._writing:
+            self.writer.write(encode(event))
+            await self.writer.drain()
+        self.idle.touch()
+
+    async def read(self, waiting: Admission) -> None:
+        """The client's events until it goes; ``ProtocolError`` for a stream that cannot be read on."""
+        events = EventReader()
+        while data := await self.reader.read(READ_BYTES):
+            self.idle.touch()
+            for event in events.feed(data):
+                waiting.leave()
+                for command in self.conversation.receive(event):
+                    await self._run(command)
+
+    async def _run(self, command: translate.Command) -> None:
+        match command:
+            case Reply(event=event):
+                await self.send(event)
+            case Describe():
+                try:
+                    voices = [v["name"] for v in await self.state.engine.list_voices()]
+                except (EngineUnavailable, EngineRequestError) as exc:
+                    await self.send(translate.error(exc.code, str(exc)).event)
+                    return
+                await self.send(translate.info(voices, _version()))
+            case Start(voice=voice, text=text):
+                self._texts = asyncio.Queue()
+                if text is not None:
+                    self._texts.put_nowait(text)
+                    self._texts.put_nowait(None)
+                self._speaking = asyncio.create_task(self._speak(voice, self._texts))
+            case Say(text=text):
+                self._texts.put_nowait(text)
+            case Finish():
+                self._texts.put_nowait(None)
+            case Cancel():
+                await self.stop()
+
+    async def _speak(self, voice: str, texts: asyncio.Queue[str | None]) -> None:
+        token = object()
+        try:
+            self.state.sessions.add(token, TRANSPORT)
+        except SessionLimitReached as exc:
+            await self._after(self.conversation.failed(exc.code, str(exc)))
+            return
+        utterance: RemoteUtterance | None = None
+        tasks: list[asyncio.Task[None]] = []
+        sent, at, started = SentAudio(), 0, False
+        try:
+            utterance = await self.state.engine.start(voice)
+            tasks = [asyncio.create_task(_feed(utterance, texts)),
+                     asyncio.create_task(report_playout(utterance, sent.taken))]
+            step = int(RATE * CHUNK_S) * WIDTH
+            async for chunk in chunks(utterance, UtteranceStats(time.monotonic()),
+                                      to=MetricsLabel(self.state.metrics, TRANSPORT)):
+                if not started:
+                    started = True
+                    await self.send(translate.audio_start())
+                for start in range(0, len(chunk.pcm), step):
+                    piece = chunk.pcm[start:start + step]
+                    await self.send(translate.audio_chunk(piece, at))
+                    at += len(piece) // WIDTH
+                    sent.sent(len(piece) / WIDTH / RATE)
+            if not started:
+                await self.send(translate.audio_start())
+            await self.send(translate.audio_stop(at))
+            commands = self.conversation.spoken()
+        except (EngineUnavailable, EngineRequestError) as exc:
+            self.state.metrics.errors.labels(exc.code).inc()
+            commands = self.conversation.failed(exc.code, str(exc))
+            if started:  # audio cut short: no audio-stop, so no client takes it for the whole; the connection ends
+                log.warning("wyoming synthesis failed mid-way (%s: %s); closing the connection", exc.code, exc)
+                with contextlib.suppress(ConnectionError):
+                    await self.send(commands[0].event)
+                self.writer.close()
+                return
+        finally:
+            for task in tasks:
+                task.cancel()
+            self.state.sessions.remove(token)
+            if utterance is not None:
+                await utterance.cancel()  # a no-op once finished; stops the engine when the client went away
+        await self._after(commands)
+
+    async def _after(self, commands: list[translate.Command]) -> None:
+        for command in commands:
+            await self._run(command)
+
+    async def stop(self) -> None:
+        """The synthesis under way ends now (its engine work too)."""
+        if self._speaking is not None:
+            self._speaking.cancel()
+            with contextlib.suppress(asyncio.CancelledError, ConnectionError):
+                await self._speaking
+            self._speaking = None
+
+
+async def _feed(utterance: RemoteUtterance, texts: asyncio.Queue[str | None]) -> None:
+    with contextlib.suppress(EngineUnavailable):
+        while (text := await texts.get()) is not None:
+            await utterance.text(text)
+        await utterance.end()
+
+
+async def serve_connection(state: GatewayState, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+    connection = _Connection(state, reader, writer)
+    try:
+        if (waiting := state.unauthenticated.enter()) is None:
+            await connection.send(translate.error("too_many_unauthenticated",
+                                                  state.unauthenticated.full_message).event)
+            await _close_gently(reader, writer)
+            return
+        reading = asyncio.create_task(connection.read(waiting))
+        idling = asyncio.create_task(until_idle(connection.idle))
+        try:
+            await asyncio.wait({reading, idling}, return_when=asyncio.FIRST_COMPLETED)
+            if idling.done():
+                log.info("wyoming connection closed: %s", connection.idle.reason)
+            elif isinstance(exc := reading.exception(), ProtocolError):
+                await connection.send(translate.error("bad_event", str(exc)).event)
+                await _close_gently(reader, writer)
+            elif exc is not None:
+                raise exc
+        finally:
+            waiting.leave()
+            reading.cancel()
+            idling.cancel()
+            await connection.stop()
+    except ConnectionError:
+        pass  # the client went away
+    finally:
+        writer.close()
+        with contextlib.suppress(Exception):
+            await asyncio.wait_for(writer.wait_closed(), 1.0)
+
+
+async def _close_gently(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+    """End our side, then drop what the client still sends for a moment: closing with its bytes unread would reset
+    the connection, and the client could lose the error event before it."""
+    writer.write_eof()
+    with contextlib.suppress(TimeoutError, ConnectionError):
+        async with asyncio.timeout(LINGER_S):
+            while await reader.read(READ_BYTES):
+                pass
+
+
+async def start(state: GatewayState, sock: socket.socket) -> asyncio.Server:
+    """Serve Wyoming on ``sock`` (bound by the CLI: a port in use is one sentence before anything starts)."""
+    server = await asyncio.start_server(lambda r, w: serve_connection(state, r, w), sock=sock)
+    host, port = sock.getsockname()[:2]
+    log.info("wyoming tts on tcp://%s:%d", host, port)
+    return server
