@@ -73,10 +73,10 @@ ELEVENLABS_FIELDS = {"text": _text, "context_id": _pick("a", "b", "", 3), "flush
                      "close_context": _pick(True, False, 1), "voice_settings": _pick({"speed": 2}, "fast"),
                      "xi_api_key": _pick("key", 5)}
 TTS_FIELDS = {"text": _text, "voice": _pick("default", "nobody", "\ud800"), "format": _pick("pcm", "wav", "opus", "x"),
-              "sample_rate": _pick(8000, 24000, 7, "24000")}
+              "sample_rate": _pick(8000, 24000, 7, "24000"), "stream": _pick(True, False, "yes")}
 OPENAI_FIELDS = {"model": _pick("tts-1", 1), "input": _text, "voice": _pick("alloy", "default", "\ud800"),
                  "response_format": _pick("pcm", "wav", "mp3", "flac", "x"), "speed": _pick(1.0, 2.0, "1"),
-                 "stream_format": _pick("audio", "sse")}
+                 "stream_format": _pick("audio", "sse"), "stream": _pick(True, False, 0)}
 
 
 def websocket_messages(rng: random.Random, count: int,

@@ -38,11 +38,12 @@ def _text(state: GatewayState, text: str) -> str:
 
 
 async def _speech(state: GatewayState, text: str, voice: str, fmt: str, sample_rate: int | None,
-                  transport: str, timed: bool = False) -> SpeechStream:
+                  transport: str, timed: bool = False, stream: bool = True) -> SpeechStream:
     """Start one utterance and stream it encoded; errors before the first chunk become proper HTTP errors.
-    ``timed``: as lines of JSON (gateway/http/ndjson.py), each chunk's audio with its words."""
+    ``timed``: as lines of JSON (gateway/http/ndjson.py), each chunk's audio with its words. ``stream`` False: a
+    format that differs as a whole file (wav: its true sizes) is sent whole, at the end."""
     try:
-        encoder = make_encoder(fmt, sample_rate)
+        encoder = make_encoder(fmt, sample_rate, whole=not (stream or timed))
     except ValueError as exc:
         raise ApiError(400, "bad_request", str(exc)) from None
     token = object()
@@ -113,14 +114,15 @@ async def tts(request: Request) -> Response:
     if fmt not in TTS_FORMATS:
         raise ApiError(400, "bad_request", f"format must be one of {sorted(TTS_FORMATS + ('ndjson',))}")
     rate = body_field(body, "sample_rate", int)
-    return await _speech(state, text, body_field(body, "voice", str, "default"), fmt, rate, "http", timed)
+    return await _speech(state, text, body_field(body, "voice", str, "default"), fmt, rate, "http", timed,
+                         stream=body_field(body, "stream", bool, False))
 
 
 async def openai_speech(request: Request) -> Response:
     """OpenAI's ``POST /v1/audio/speech``; works with the official ``openai`` client."""
     state: GatewayState = request.app.state.gateway
     body = await json_body(request)
-    body_field(body, "model", str, required=True)
+    body_field(body, "model", str)  # optional (OpenAI requires it): every model name speaks with this server's engine
     text = _text(state, body_field(body, "input", str, required=True))
     fmt = body_field(body, "response_format", str, "mp3")
     if fmt not in OPENAI_FORMATS:
@@ -134,4 +136,5 @@ async def openai_speech(request: Request) -> Response:
     if voice in OPENAI_VOICES:
         known = {v["name"] for v in await known_voices(state)}
         voice = voice if voice in known else "default"
-    return await _speech(state, text, voice, fmt, OPENAI_PCM_RATE if fmt == "pcm" else None, "http")
+    return await _speech(state, text, voice, fmt, OPENAI_PCM_RATE if fmt == "pcm" else None, "http",
+                         stream=body_field(body, "stream", bool, False))
