@@ -10,26 +10,10 @@ import subprocess
 import sys
 import time
 from pathlib import Path
-from typing import Any, Callable
-
-import httpx
 
 from cbf_tools.local_server import free_port
 from tests.cli_run import ROOT
-
-
-def _health_until(url: str, proc: subprocess.Popen, condition: Callable[[dict[str, Any]], bool], what: str) -> dict:
-    deadline = time.monotonic() + 90
-    while True:
-        assert proc.poll() is None, f"serve exited with {proc.returncode}"
-        assert time.monotonic() < deadline, what
-        try:
-            health = httpx.get(url + "/health", timeout=2).json()
-            if condition(health):
-                return health
-        except httpx.HTTPError:
-            pass
-        time.sleep(0.1)
+from tests.server import health_when
 
 
 def _running_with(marker: str) -> list[str]:
@@ -52,12 +36,12 @@ def test_sigterm_stops_the_worker_and_the_gateway_with_exit_code_0(tmp_path: Pat
     proc = subprocess.Popen([sys.executable, "-m", "gateway.cli", "serve", "--host", "127.0.0.1", "--port", str(port),
                              "--engine", "espeak", "--voices-dir", str(tmp_path)], cwd=ROOT)
     try:
-        health = _health_until(url, proc, lambda h: h["status"] == "ok", "the server did not become ready")
+        health = health_when(url, lambda h: h["status"] == "ok", "the server did not become ready")
         # connected: what kept the gateway from reaching its worker while that started is no longer its last error
         assert health["engines"][0]["last_error"] is None and health["engines"][0]["available"]
 
         os.kill(health["worker"]["pid"], signal.SIGTERM)  # `engine` alone, as compose.split.yaml stops it
-        worker = _health_until(url, proc, lambda h: h["worker"]["last_exit"] is not None, "the exit went unseen")
+        worker = health_when(url, lambda h: h["worker"]["last_exit"] is not None, "the exit went unseen")
         assert worker["worker"]["last_exit"] == 0, worker["worker"]  # not -15 (killed by SIGTERM)
 
         started = time.monotonic()
