@@ -1,5 +1,6 @@
 # chatterbox-fast built from source, every release pinned. Needs nothing beyond the Python base image and PyPI: no
-# Dockerfile frontend to fetch (no `# syntax=` line) and only instructions Docker 20.10's BuildKit already knows.
+# Dockerfile frontend to fetch (no `# syntax=` line), and only what Docker 20.10's BuildKit and the classic builder
+# know (no heredocs, no cache mounts): scripts/image-check builds it with both.
 #
 #   docker build -t chatterbox-fast:0.1.0 .                     # GPU image (the default target): Chatterbox-Turbo
 #   docker build --target cpu -t chatterbox-fast:0.1.0-cpu .    # CPU image: the embedded eSpeak engine, no GPU
