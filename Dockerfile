@@ -1,5 +1,6 @@
-# syntax=docker/dockerfile:1.7
-# chatterbox-fast built from source, every release pinned.
+# chatterbox-fast built from source, every release pinned. Needs nothing beyond the Python base image and PyPI: no
+# Dockerfile frontend to fetch (no `# syntax=` line), and only what Docker 20.10's BuildKit and the classic builder
+# know (no heredocs, no cache mounts): scripts/image-check builds it with both.
 #
 #   docker build -t chatterbox-fast:0.1.0 .                     # GPU image (the default target): Chatterbox-Turbo
 #   docker build --target cpu -t chatterbox-fast:0.1.0-cpu .    # CPU image: the embedded eSpeak engine, no GPU
@@ -22,6 +23,7 @@ ENV PATH=/opt/venv/bin:$PATH \
     PYTHONUNBUFFERED=1 \
     PYTHONDONTWRITEBYTECODE=1 \
     PIP_DISABLE_PIP_VERSION_CHECK=1 \
+    PIP_NO_CACHE_DIR=1 \
     NUMBA_CACHE_DIR=/tmp/numba \
     HF_HOME=/data/hf \
     CBF_VOICES_DIR=/data/voices
@@ -33,11 +35,12 @@ RUN groupadd --system --gid 10001 cbf \
 
 WORKDIR /app
 # Dependencies first, in their own layer (rebuilt only when a pin changes), in the Makefile's order:
-# the packages that pin an old torch go in with --no-deps, then what they and the gateway really need.
+# the packages that pin an old torch go in with --no-deps, then what they and the gateway really need. No pip cache
+# (PIP_NO_CACHE_DIR) and no BuildKit cache mount: the classic builder (a current docker CLI without buildx falls back
+# to it) must build this file too.
 COPY pyproject.toml ./
 COPY requirements/ requirements/
-RUN --mount=type=cache,target=/root/.cache/pip \
-    pip install -c requirements/lock.txt --upgrade pip \
+RUN pip install -c requirements/lock.txt --upgrade pip \
  && pip install --no-deps -c requirements/lock.txt -r requirements/engine-nodeps.txt \
  && python -c "import tomllib; p = tomllib.load(open('pyproject.toml', 'rb'))['project']; \
 print('\n'.join(p['dependencies'] + p['optional-dependencies']['engine']))" > /tmp/deps.txt \
@@ -49,20 +52,10 @@ COPY . .
 RUN pip install --no-deps --no-build-isolation -e .
 
 USER cbf
-# Real audio through the real stack, not only imports: eSpeak speaks, PerTh marks it and finds its mark again.
-# (As the service user, so the numba cache it leaves in /tmp/numba stays writable at run time.)
-RUN <<EOF
-python - <<'PY'
-import threading
-import perth
-from engine.engines.espeak import EspeakEngine
-engine = EspeakEngine()
-wav = engine.synthesize("The image works.", engine.default_voice(), threading.Event())
-marker = perth.PerthImplicitWatermarker()
-score = marker.get_watermark(marker.apply_watermark(wav, sample_rate=24000), sample_rate=24000)
-assert len(wav) > 12000 and score > 0.5, (len(wav), score)
-PY
-EOF
+# Real audio through the real stack, not only imports: doctor checks the installed pins, that PerTh marks a probe and
+# finds its mark again, that the voices directory is writable, and speaks one utterance through a real worker. (As the
+# service user, so the numba cache it leaves in /tmp/numba stays writable at run time.)
+RUN chatterbox-fast doctor --engine espeak
 
 EXPOSE 8197
 # Healthy only once /health says "ok" (the engine is loaded and warm, the watermarker is on); the start period covers

@@ -74,11 +74,12 @@ ELEVENLABS_FIELDS = {"text": _text, "context_id": _pick("a", "b", "", 3), "flush
                      "close_context": _pick(True, False, 1), "voice_settings": _pick({"speed": 2}, "fast"),
                      "xi_api_key": _pick("key", 5)}
 TTS_FIELDS = {"text": _text, "voice": _pick("default", "nobody", "\ud800"), "format": _pick("pcm", "wav", "opus", "x"),
-              "sample_rate": _pick(8000, 24000, 7, "24000"), "latency": _LATENCY}
+              "sample_rate": _pick(8000, 24000, 7, "24000"), "latency": _LATENCY,
+              "stream": _pick(True, False, "yes")}
 OPENAI_FIELDS = {"model": _pick("tts-1", 1), "input": _text, "voice": _pick("alloy", "marin", "default", "\ud800"),
                  "response_format": _pick("pcm", "wav", "mp3", "flac", "opus", "x"), "speed": _pick(1.0, 2.0, "1"),
                  "stream_format": _pick("audio", "sse", "sse", "ws"), "instructions": _pick("Calm.", 3),
-                 "latency": _LATENCY}
+                 "latency": _LATENCY, "stream": _pick(True, False, 0)}
 # The data of Wyoming events (the event's type is picked apart, in wyoming_frames)
 WYOMING_FIELDS = {"text": _text, "voice": _pick({"name": "default"}, {"name": "NOBODY"}, {"name": 5}, "x",
                                                 {"language": "en"}, {}),

@@ -122,13 +122,18 @@ def g711_encode(pcm: bytes, codec: str) -> bytes:
     return _g711_table(codec)[samples].tobytes()
 
 
-def wav_header(sample_rate: int) -> bytes:
-    """A streaming WAV header (16-bit mono PCM) whose RIFF and data sizes are unknown (0xFFFFFFFF)."""
+UNKNOWN_SIZE = 0xFFFFFFFF
+
+
+def wav_header(sample_rate: int, data_bytes: int | None = None) -> bytes:
+    """A WAV header (16-bit mono PCM) for ``data_bytes`` of samples; None: a streaming header whose RIFF and data
+    sizes are unknown (0xFFFFFFFF, which players read as "up to the end of the stream")."""
     fmt = struct.pack("<HHIIHH", 1, 1, sample_rate, sample_rate * 2, 2, 16)
+    riff = UNKNOWN_SIZE if data_bytes is None else 4 + 8 + len(fmt) + 8 + data_bytes
     return (
-        b"RIFF" + struct.pack("<I", 0xFFFFFFFF) + b"WAVE"
+        b"RIFF" + struct.pack("<I", riff) + b"WAVE"
         + b"fmt " + struct.pack("<I", len(fmt)) + fmt
-        + b"data" + struct.pack("<I", 0xFFFFFFFF)
+        + b"data" + struct.pack("<I", UNKNOWN_SIZE if data_bytes is None else data_bytes)
     )
 
 
@@ -158,6 +163,27 @@ class RawEncoder(Encoder):
 
     def flush(self) -> bytes:
         return self._out(self._resampler.flush())
+
+
+class WavFileEncoder(Encoder):
+    """A whole WAV file with its true sizes: holds every sample back until ``flush`` (one utterance)."""
+
+    format = "wav"
+
+    def __init__(self, sample_rate: int, content_type: str) -> None:
+        self.sample_rate = sample_rate
+        self.content_type = content_type
+        self._resampler = Resampler(sample_rate)
+        self._data = bytearray()
+
+    def encode(self, pcm24k: bytes) -> bytes:
+        self._data += self._resampler.process(pcm24k)
+        return b""
+
+    def flush(self) -> bytes:
+        self._data += self._resampler.flush()
+        data, self._data = bytes(self._data), bytearray()
+        return wav_header(self.sample_rate, len(data)) + data
 
 
 class _GrowingBuffer:
@@ -232,9 +258,10 @@ class ContainerEncoder(Encoder):
         return self._buffer.drain()
 
 
-def make_encoder(format: str, sample_rate: int | None = None) -> Encoder:
+def make_encoder(format: str, sample_rate: int | None = None, whole: bool = False) -> Encoder:
     """Build an encoder for ``format`` (a name or alias in gateway/formats.py); ``sample_rate`` None means the
-    format's default. Raises ValueError for an unknown format or a rate the format does not take."""
+    format's default; ``whole``: one complete file rather than a stream where that differs (a WAV header with its true
+    sizes, sent at the end). Raises ValueError for an unknown format or a rate the format does not take."""
     spec = output_format(format)
     fmt = spec.name
     rate = sample_rate if sample_rate is not None else spec.default_rate
@@ -244,7 +271,7 @@ def make_encoder(format: str, sample_rate: int | None = None) -> Encoder:
     if fmt == "pcm":
         return RawEncoder(fmt, rate, ctype)
     if fmt == "wav":
-        return RawEncoder(fmt, rate, ctype, header=wav_header(rate))
+        return WavFileEncoder(rate, ctype) if whole else RawEncoder(fmt, rate, ctype, header=wav_header(rate))
     if fmt in ("mulaw", "alaw"):
         return RawEncoder(fmt, rate, ctype, g711="pcm_mulaw" if fmt == "mulaw" else "pcm_alaw")
     if fmt == "opus":

@@ -11,6 +11,7 @@ import argparse
 import asyncio
 import logging
 import os
+import signal
 import sys
 from dataclasses import dataclass
 from pathlib import Path
@@ -282,6 +283,9 @@ def cmd_serve(args: argparse.Namespace) -> int:
                                            log_level=args.log_level, timeout_graceful_shutdown=5,
                                            ws_max_size=1024 * 1024))
     redact_keys_in_logs()  # after uvicorn's logging set-up
+    # uvicorn shuts down on SIGTERM, then raises it again under the handler it found: the default one would kill this
+    # process after its clean shutdown (exit 143 under a container's init, where it is not PID 1). A stop is a stop.
+    signal.signal(signal.SIGTERM, lambda *_: setattr(server, "should_exit", True))
     server.run(sockets=[sock])
     return _refuse(args, refusals[0]) if refusals else 0
 
@@ -306,8 +310,19 @@ def cmd_engine(args: argparse.Namespace) -> int:
     except (CannotListen, Misconfigured) as exc:
         return _refuse(args, str(exc), exc)
     watch_device(worker.synth.watched(), args.device_stall_seconds, STALLED_EXIT_CODE, args.refusal_report)
-    asyncio.run(serve_worker(worker, args.listen, sock=sock, secret=args.engine_secret))
-    return 0
+
+    async def serve_until_terminated() -> None:  # SIGTERM (docker stop, the gateway stopping it) is a clean exit
+        stop = asyncio.Event()
+        asyncio.get_running_loop().add_signal_handler(signal.SIGTERM, stop.set)
+        await serve_worker(worker, args.listen, stop=stop, sock=sock, secret=args.engine_secret)
+
+    asyncio.run(serve_until_terminated())
+    # Nothing is left to save: skip the interpreter's teardown of torch and the model (seconds on a busy host, inside
+    # the gateway's and `docker stop`'s grace periods).
+    logging.shutdown()
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(0)
 
 
 def cmd_say(args: argparse.Namespace) -> int:

@@ -7,7 +7,7 @@ import os
 import socket
 import threading
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any, Callable, Iterator
 
 from cbf_tools.local_server import local_server
 
@@ -40,6 +40,24 @@ def assert_goes_down(url: str, within: float, what: str) -> None:
     assert health.json()["status"] == "down"
     refused = httpx.post(url + "/v1/tts", json={"text": "Anyone there?"}, timeout=30)
     assert refused.status_code == 503 and refused.json()["error"]["code"] == "engine_unavailable"
+
+
+def health_when(url: str, condition: Callable[[dict[str, Any]], bool], what: str, within: float = 120) -> dict:
+    """The first /health body that meets ``condition``, asked every 0.1 s; fails with ``what`` after ``within`` s."""
+    import time
+
+    import httpx
+
+    deadline = time.monotonic() + within
+    while True:
+        try:
+            health = httpx.get(url + "/health", timeout=2).json()
+            if condition(health):
+                return health
+        except httpx.HTTPError:
+            pass
+        assert time.monotonic() < deadline, what
+        time.sleep(0.1)
 
 
 @contextlib.contextmanager

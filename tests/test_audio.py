@@ -1,6 +1,7 @@
 """gateway/audio.py: every encoder's output decodes back (with PyAV) to the tone that went in."""
 
 import io
+import wave
 
 import av
 import numpy as np
@@ -113,6 +114,16 @@ def test_wav_header_streaming():
     assert data[:44] == wav_header(16000)
     assert data.count(b"RIFF") == 1
     assert len(data) - 44 == 2 * 3200
+
+
+def test_whole_wav_holds_everything_back_and_states_its_true_sizes():
+    enc = make_encoder("wav", 16000, whole=True)
+    assert enc.encode(tone(0.1)) == b"" and enc.encode(tone(0.1)) == b""
+    data = enc.flush()
+    assert data[:44] == wav_header(16000, 2 * 3200) and len(data) == 44 + 2 * 3200
+    with wave.open(io.BytesIO(data)) as clip:
+        assert (clip.getframerate(), clip.getnframes(), clip.getnchannels()) == (16000, 3200, 1)
+    assert make_encoder("pcm", whole=True).encode(tone(0.1))  # a format that streams as it is, whole or not
 
 
 def test_raw_encoder_continues_after_flush():

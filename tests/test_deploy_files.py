@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 import yaml
+from docker.utils.build import PatternMatcher, exclude_paths
 
 ROOT = Path(__file__).resolve().parent.parent
 COMPOSE_FILES = ("compose.yaml", "compose.split.yaml", "compose.cpu.yaml")
@@ -190,10 +191,64 @@ def test_no_weights_are_baked_into_the_image():
     for args in runs_and_copies:
         assert not re.search(r"\.safetensors|\.pt\b|snapshot_download|hf_hub_download|huggingface-cli|from_pretrained",
                              args), args
-    ignored = (ROOT / ".dockerignore").read_text().splitlines()
-    for path in (".venv", ".git", "data", "tests"):
-        assert path in ignored
+    for path in (".venv/bin/python", ".git/HEAD", "data/hf/x", "tests/conftest.py"):
+        assert IGNORED.matches(path), path
     assert env_of("gpu")["HF_HOME"].startswith("/data/")
+
+
+def test_builds_with_no_registry_beyond_the_base_image_and_pypi():
+    """No frontend image to fetch (a `# syntax=` directive pulls one from Docker Hub at every build), and nothing only
+    a newer frontend or BuildKit understands: Docker 20.10's BuildKit and the classic builder (what a current docker
+    CLI without buildx falls back to) build this file as it is."""
+    head = DOCKERFILE.split("\n\n", 1)[0]  # parser directives can only come before the first blank line
+    assert not re.search(r"^#\s*syntax\s*=", head, re.IGNORECASE | re.MULTILINE)
+    assert not re.search(r"^#\s*(check|escape)\s*=", head, re.IGNORECASE | re.MULTILINE)
+    for ins in dockerfile_instructions(DOCKERFILE):
+        assert "<<" not in ins.args or ins.keyword not in ("RUN", "COPY", "ADD"), f"heredoc: {ins}"
+        assert not re.match(r"(--\S+\s+)*--(mount|network|security|link|chmod|chown|checksum|parents|exclude)\b",
+                            ins.args), f"builder-specific flag: {ins}"
+        assert ins.keyword != "ADD", ins  # ADD fetches URLs and unpacks archives; COPY copies
+        if ins.keyword == "COPY":
+            assert not re.search(r"--from=(?!(" + "|".join(BY_NAME) + r")\b)", ins.args), ins  # no other image
+    assert ARGS["PYTHON_IMAGE"].startswith("python:")
+    assert all(stage.base in BY_NAME or stage.base == ARGS["PYTHON_IMAGE"] for stage in STAGES)
+
+
+# -- .dockerignore: matched by docker's own client library (docker-py), as the engine matches it ----------------------
+
+IGNORED_PATTERNS = [line.strip() for line in (ROOT / ".dockerignore").read_text().splitlines()
+                    if line.strip() and not line.startswith("#")]
+IGNORED = PatternMatcher(IGNORED_PATTERNS)
+SOURCES = ["pyproject.toml", "README.md", "requirements/lock.txt", "requirements/engine-nodeps.txt", "gateway/app.py",
+           "gateway/http/speech.py", "engine/worker.py", "engine/engines/turbo.py", "cbf_tools/doctor.py",
+           "web/index.html", "docs/protocol.md"]
+LOCAL_STATE = [
+    "voices/narrator.wav", "voices/narrator/conds.pt",  # the voice library `make run` writes
+    ".venv/bin/python", ".pytest_cache/v/cache/nodeids", ".hypothesis/examples/ab/cd", ".mypy_cache/x.json",
+    ".ruff_cache/x", ".cache/huggingface/token", "test-artifacts/heard.wav", "build/lib/gateway/app.py",
+    "dist/chatterbox_fast-0.1.0.whl", "chatterbox_fast.egg-info/PKG-INFO", "data/hf/hub/model.safetensors",
+    "gateway/__pycache__/app.cpython-311.pyc", "engine/engines/__pycache__/turbo.cpython-311.pyc",
+    "engine/voices/cloned.wav", "web/voices/x.wav", ".env", "prod.env", "gateway/.env", "id_ed25519", "notes.txt",
+    "tests/test_http.py", ".git/HEAD", ".ci/run.log", "compose.override.yaml", "scripts/image-check", "core",
+]
+
+
+def test_dockerignore_lets_in_only_what_the_image_builds_from(tmp_path: Path):
+    for path in SOURCES + LOCAL_STATE:
+        (tmp_path / path).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / path).write_text(path)
+    sent = {p for p in exclude_paths(str(tmp_path), IGNORED_PATTERNS) if (tmp_path / p).is_file()}
+    assert sent - {".dockerignore"} == set(SOURCES)
+
+
+def test_dockerignore_keeps_every_source_the_image_needs():
+    packages = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]["packages"]
+    needed = [Path(pkg.replace(".", "/")) / "__init__.py" for pkg in packages]
+    needed += [p.relative_to(ROOT) for top in ("web", "docs", "requirements") for p in (ROOT / top).rglob("*")
+               if p.is_file() and "__pycache__" not in p.parts]
+    assert len(needed) > 20
+    for path in map(str, needed):
+        assert not IGNORED.matches(path), path
 
 
 # -- compose ---------------------------------------------------------------------------------------------------------

@@ -245,3 +245,26 @@ async def test_a_misbehaving_worker_is_retried_with_back_off_and_every_socket_is
         await client.close()
         server.close()
         await server.wait_closed()
+
+
+async def test_why_it_could_not_connect_is_forgotten_once_it_connects(tmp_path: Path) -> None:
+    """The embedded worker is not listening yet when the gateway first tries (FileNotFoundError): once connected,
+    /health's ``last_error`` no longer shows it."""
+    path = tmp_path / "later.sock"
+    client = EngineClient(f"unix:{path}")
+    client.start_background()
+    scripted = ScriptedWorker(READY)
+    try:
+        async with asyncio.timeout(10):
+            while client.last_error is None:
+                await asyncio.sleep(0.01)
+            assert "FileNotFoundError" in client.last_error and not client.available
+            server = await unix_serve(scripted.handle, str(path))
+            assert await client.wait_ready(5) and client.last_error is None
+            server.close()  # and a connection that ends says so again
+            await server.wait_closed()
+            while client.last_error is None:
+                await asyncio.sleep(0.01)
+            assert not client.available and client.lost == 1
+    finally:
+        await client.close()

@@ -15,7 +15,7 @@ import httpx
 import pytest
 
 from tests.cli_run import ROOT, hide_pkg_resources, refusal, run_cli, shadowing
-from tests.server import assert_goes_down
+from tests.server import assert_goes_down, health_when
 from cbf_tools.local_server import free_port
 
 
@@ -106,11 +106,11 @@ def test_a_worker_that_can_no_longer_start_is_given_up(tmp_path: Path) -> None:
                                  str(port), "--engine", "espeak", "--voices-dir", str(tmp_path)], cwd=ROOT, env=env,
                                 stdout=out, stderr=subprocess.STDOUT)
         try:
-            health = _wait_for(url, lambda h: h["status"] == "ok", "the engine was not ready")
+            health = health_when(url, lambda h: h["status"] == "ok", "the engine was not ready")
             hide_pkg_resources(shadow)
             os.kill(health["worker"]["pid"], signal.SIGKILL)
-            assert _wait_for(url, lambda h: "reason" in h, "the kill was not reported")["status"] == "down"
-            health = _wait_for(url, lambda h: "Perth" in h.get("reason", ""), "the refused restart was not reported")
+            assert health_when(url, lambda h: "reason" in h, "the kill was not reported")["status"] == "down"
+            health = health_when(url, lambda h: "Perth" in h.get("reason", ""), "the refused restart was not reported")
             assert health["status"] == "down" and "PerthImplicitWatermarker is None" in health["reason"]
             assert_goes_down(url, 5, "the refused restart")
             time.sleep(1.5)  # a further restart would have begun by now
@@ -121,15 +121,3 @@ def test_a_worker_that_can_no_longer_start_is_given_up(tmp_path: Path) -> None:
     text = log.read_text()
     assert text.count("not restarting it") == 1 and "Traceback" not in text
 
-
-def _wait_for(url: str, condition, what: str, within: float = 120) -> dict:
-    deadline = time.monotonic() + within
-    while True:
-        try:
-            health = httpx.get(url + "/health", timeout=2).json()
-            if condition(health):
-                return health
-        except httpx.HTTPError:
-            pass
-        assert time.monotonic() < deadline, what
-        time.sleep(0.1)

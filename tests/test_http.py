@@ -7,7 +7,9 @@ import io
 import json
 import os
 import signal
+import struct
 import time
+import wave
 from pathlib import Path
 
 import av
@@ -139,6 +141,36 @@ def test_sse_carries_every_response_format_as_encoded_pieces(server: str, fmt: s
     assert got_rate == rate and audio.size / rate > 3 and np.abs(audio).max() > 0.05
 
 
+def riff_sizes(wav: bytes) -> tuple[int, int]:
+    """The RIFF and data sizes of a 16-bit mono PCM WAV with the 44-byte header."""
+    assert wav[:4] == b"RIFF" and wav[8:16] == b"WAVEfmt " and wav[36:40] == b"data"
+    return struct.unpack_from("<I", wav, 4)[0], struct.unpack_from("<I", wav, 40)[0]
+
+
+def test_a_whole_wav_download_has_its_true_sizes(server: str) -> None:
+    """As curl sends it: no ``model`` (OpenAI requires one; this server has one engine) and a wav that is a file, its
+    RIFF and data sizes true, so a player or sox reads its real duration. Asked to stream, the open-ended header."""
+    r = httpx.post(server + "/v1/audio/speech", json={"input": SENTENCE, "response_format": "wav"}, timeout=30)
+    assert r.status_code == 200 and r.headers["content-type"] == "audio/wav"
+    riff, data = riff_sizes(r.content)
+    assert (riff, data) == (len(r.content) - 8, len(r.content) - 44)
+    with wave.open(io.BytesIO(r.content)) as clip:
+        assert clip.getframerate() == 24000 and clip.getnframes() * 2 == data and clip.getnframes() / 24000 > 3
+    pcm = np.frombuffer(r.content[44:], dtype=np.int16)
+    assert np.sqrt(np.mean(pcm.astype(float) ** 2)) > 500  # speech, not a header on silence
+
+    client = openai.OpenAI(base_url=server + "/v1", api_key="unused")
+    resampled = client.audio.speech.create(model="tts-1", voice="alloy", input="Hello.", response_format="wav").content
+    assert riff_sizes(resampled)[1] == len(resampled) - 44
+    at_16k = tts(server, text="Hello there.", format="wav", sample_rate=16000).content
+    assert riff_sizes(at_16k)[1] == len(at_16k) - 44 and wave.open(io.BytesIO(at_16k)).getframerate() == 16000
+
+    with httpx.stream("POST", server + "/v1/tts", json={"text": " ".join([SENTENCE] * 3), "format": "wav",
+                                                         "stream": True}, timeout=30) as streamed:
+        pieces = list(streamed.iter_raw())
+    assert len(pieces) > 1 and riff_sizes(pieces[0]) == (0xFFFFFFFF, 0xFFFFFFFF)
+
+
 @pytest.mark.parametrize(
     ("path", "body", "status", "code"),
     [
@@ -156,7 +188,9 @@ def test_sse_carries_every_response_format_as_encoded_pieces(server: str, fmt: s
          "bad_request"),
         ("/v1/audio/speech", json.dumps({"model": "tts-1", "input": "Hi.", "instructions": 3}).encode(), 400,
          "bad_request"),
-        ("/v1/audio/speech", json.dumps({"input": "Hi."}).encode(), 400, "bad_request"),
+        ("/v1/audio/speech", json.dumps({"model": 1, "input": "Hi."}).encode(), 400, "bad_request"),
+        ("/v1/audio/speech", json.dumps({"model": "tts-1"}).encode(), 400, "bad_request"),
+        ("/v1/tts", json.dumps({"text": "Hi.", "format": "wav", "stream": "yes"}).encode(), 400, "bad_request"),
     ],
 )
 def test_bad_requests_are_clear_json_errors(server: str, path: str, body: bytes, status: int, code: str) -> None:

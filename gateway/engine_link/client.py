@@ -101,7 +101,7 @@ class EngineClient:
         self._ids = itertools.count()
         self._connected = asyncio.Event()
         self._task: asyncio.Task[None] | None = None
-        self.last_error: str | None = None  # why the last connection attempt failed or the last connection ended
+        self.last_error: str | None = None  # while not connected: why the last attempt failed or connection ended
         self.retry_in: float | None = None  # the delay before the next try, while not connected
         self.lost = 0  # ready connections that ended
         self.started = 0  # utterances started on this worker
@@ -171,6 +171,7 @@ class EngineClient:
         if not isinstance(ready, EngineReady):
             raise protocol.ProtocolError(f"unexpected greeting from engine: {ready}")
         self._ws, self.ready, self.retry_in = ws, ready, None
+        self.last_error = None  # what kept it from connecting is over (the log keeps it)
         self._connected.set()
         log.info("connected to engine %s at %s (%s, %s, weights: %s)", ready.engine, self.url,
                  ready.device, ready.dtype, ready.weights)

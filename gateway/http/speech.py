@@ -42,11 +42,12 @@ def _text(state: GatewayState, text: str) -> str:
 
 
 async def _speech(state: GatewayState, text: str, voice: str, fmt: str, sample_rate: int | None,
-                  transport: str, framing: Framing = AudioBytes(), latency: str | float | None = None) -> SpeechStream:
+                  transport: str, framing: Framing = AudioBytes(), latency: str | float | None = None,
+                  whole: bool = False) -> SpeechStream:
     """Start one utterance and stream it encoded, in ``framing``; errors before the first chunk become proper HTTP
-    errors."""
+    errors. ``whole``: a format that differs as a whole file (wav: its true sizes) is sent whole, at the end."""
     try:
-        encoder = make_encoder(fmt, sample_rate)
+        encoder = make_encoder(fmt, sample_rate, whole=whole)
     except ValueError as exc:
         raise ApiError(400, "bad_request", str(exc)) from None
     token = object()
@@ -116,15 +117,16 @@ async def tts(request: Request) -> Response:
         raise ApiError(400, "bad_request", f"format must be one of {sorted(TTS_FORMATS + ('ndjson',))}")
     rate = body_field(body, "sample_rate", int)
     framing = ndjson.TimedLines(text) if timed else AudioBytes()
+    whole = not timed and not body_field(body, "stream", bool, False)
     return await _speech(state, text, body_field(body, "voice", str, "default"), fmt, rate, "http", framing,
-                         body_latency(body))
+                         body_latency(body), whole)
 
 
 async def openai_speech(request: Request) -> Response:
     """OpenAI's ``POST /v1/audio/speech``; works with the official ``openai`` client."""
     state: GatewayState = request.app.state.gateway
     body = await json_body(request)
-    body_field(body, "model", str, required=True)
+    body_field(body, "model", str)  # optional (OpenAI requires it): every model name speaks with this server's engine
     text = _text(state, body_field(body, "input", str, required=True))
     fmt = body_field(body, "response_format", str, "mp3")
     if fmt not in OPENAI_FORMATS:
@@ -138,8 +140,9 @@ async def openai_speech(request: Request) -> Response:
         raise ApiError(400, "bad_request", f"stream_format must be one of {list(STREAM_FORMATS)}")
     voice = await _openai_voice(state, body_field(body, "voice", str, "default"))
     framing = sse.SpeechEvents(text) if stream_format == "sse" else AudioBytes()
+    whole = stream_format == "audio" and not body_field(body, "stream", bool, False)
     return await _speech(state, text, voice, fmt, OPENAI_PCM_RATE if fmt == "pcm" else None, "http", framing,
-                         body_latency(body))
+                         body_latency(body), whole)
 
 
 async def _openai_voice(state: GatewayState, voice: str) -> str:
