@@ -6,6 +6,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 
+DEFAULT_VOCODE_WINDOW_S = 0.01  # a batching engine's first stage finishes chunks together: gather them this long
 GPU_FIRST_AUDIO_TARGET_S = 0.25  # a GPU engine makes a whole clause in this; a CPU one not even the minimum words
 
 
@@ -20,6 +21,7 @@ class EngineSettings:
     sdpa: bool = True
     decode: str = "auto"  # chatterbox-turbo: auto (CUDA graphs on CUDA, eager elsewhere) | eager | graph
     batch_slots: int = 0  # chatterbox-turbo: chunks decoded together (0: 64 on CUDA, 8 elsewhere)
+    vocode_window_s: float = DEFAULT_VOCODE_WINDOW_S  # chatterbox-turbo: longest wait for chunks to vocode together
     voices_dir: Path = field(default_factory=lambda: Path("voices"))
     sim_fixed_s: float = 0.15  # simulated engine: fixed cost per chunk
     sim_rtf: float = 3.0  # simulated engine: real-time factor
