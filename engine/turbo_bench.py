@@ -37,7 +37,7 @@ from chatterbox.models.s3gen.const import S3GEN_SIL
 from chatterbox.models.s3tokenizer import SPEECH_VOCAB_SIZE
 
 from engine.engines.s3gen_batch import VocodeRow, vocode_rows
-from engine.engines.t3_batch import BatchDecoder
+from engine.engines.t3_batch import BatchDecoder, Join
 from engine.engines.t3_sampling import Sampling
 from engine.engines.t3_static import voice_prefix
 from engine.engines.turbo import TurboEngine, TurboVoice
@@ -235,9 +235,12 @@ def dispatch_counts(engine: TurboEngine, voice: TurboVoice, batches: list[int], 
             joins = [count_ops(lambda slot=slot: decoder.join(slot, prefix, text, torch.Generator(engine.device),
                                                               10**6))[0] for slot in range(batch)]
             step, _ = count_ops(decoder.advance)
+            together = BatchDecoder(engine.t3, batch, Sampling(max_tokens=16))
+            prefill, _ = count_ops(lambda: together.join_many(
+                [Join(slot, prefix, text, torch.Generator(engine.device), 10**6) for slot in range(batch)]))
             result[f"t3_b{batch}"] = {"step": step, "per_audio_s": round(step * 25 / batch),
                                       "launch_ms_per_audio_s": launch_ms(round(step * 25 / batch)),
-                                      "prefills_one_by_one": sum(joins)}
+                                      "prefills_one_by_one": sum(joins), "prefill_together": prefill}
         result["prefill_b1"] = joins[0]
         for n in lengths:
             audio_s = (n + 3) * 0.04
@@ -393,6 +396,9 @@ async def through_worker(engine: TurboEngine, sock: Path, repeats: int, streams:
             result = await asyncio.gather(*(speak(path, paragraph) for _ in range(n)))
             sweep[str(n)] = summary(list(result), time.monotonic() - started)
             sweep[str(n)]["most_live_slots"] = engine.loop.most_live
+            sweep[str(n)]["most_prefilled_together"] = engine.loop.most_joined
+            if worker.synth.vocoder is not None and worker.synth.vocoder.sizes:
+                sweep[str(n)]["most_vocoded_together"] = max(worker.synth.vocoder.sizes)
             if engine.device.type == "cuda":
                 sweep[str(n)]["peak_vram_gib"] = round(torch.cuda.max_memory_allocated(engine.device) / 2**30, 2)
             report("worker_streams", sweep)

@@ -1,9 +1,10 @@
 """S3Gen over several chunks in one call: each row's audio equals its solo ``S3Gen.inference`` (float tolerance).
 
 Upstream's ``S3Gen.inference`` handles one chunk; at the Turbo sizes a call dispatches thousands of small operations
-whatever its length, so on a GPU each chunk costs its launch time. Here rows of any voices and lengths are padded
-(to a multiple of ``LENGTH_BUCKET`` tokens) and go together through upstream's own modules, in upstream's order: the
-flow encoder, the 2 meanflow steps of the estimator and the HiFT vocoder, then each row is cut back to its length.
+whatever its length, so on a GPU each chunk costs its launch time. Here rows of any voices and lengths are padded to
+the longest and go together through upstream's own modules, in upstream's order: the flow encoder, the 2 meanflow
+steps of the estimator and the HiFT vocoder, then each row is cut back to its length. (Eager calls gain nothing from
+rounding lengths up to buckets; that belongs with capturing the call as a CUDA graph per bucket, not done yet.)
 
 Why each row stays its solo run:
 - Flow: a row is ``[its voice's prompt tokens][its tokens]`` then padding, with its own lengths; the encoder and the
@@ -31,7 +32,6 @@ from chatterbox.models.s3gen import S3Gen
 from chatterbox.models.s3gen.hifigan import HiFTGenerator
 from chatterbox.models.s3gen.utils.mask import make_pad_mask
 
-LENGTH_BUCKET = 25  # tokens (1 s of speech): a batch's padded length is rounded up to a multiple of this
 N_TIMESTEPS = 2  # Turbo's meanflow steps (``n_cfm_timesteps=2``)
 MAX_BATCH = 16  # the most chunks vocoded in one call
 
@@ -45,28 +45,32 @@ class VocodeRow:
     generator: torch.Generator
 
 
-def _bucket(length: int) -> int:
-    return -(-length // LENGTH_BUCKET) * LENGTH_BUCKET
-
-
 def _lengths_mask(lengths: torch.Tensor, total: int) -> torch.Tensor:
     """[B, total] True where a row is valid."""
     return ~make_pad_mask(lengths, total)
 
 
 @contextlib.contextmanager
-def _zeroed_past(modules: Sequence[torch.nn.Module], lengths: torch.Tensor, base: int, time_dim: int) -> Iterator[None]:
+def _zeroed_past(modules: Sequence[torch.nn.Module], lengths: list[int], base: int, time_dim: int,
+                 device: torch.device) -> Iterator[None]:
     """While open, each module's input is zeroed past its row's length. ``lengths`` are at a base resolution of
-    ``base`` steps; a module seeing ``T = r * base + c`` steps (an up- or down-sampled stage) has ``r * length + c``."""
+    ``base`` steps; a module seeing ``T = r * base + c`` steps (an up- or down-sampled stage) has ``r * length + c``.
+    One mask per resolution; none at all when no row is padded."""
+    if min(lengths) == base:
+        yield
+        return
+    masks: dict[tuple[int, torch.dtype], torch.Tensor] = {}
+    counts = torch.tensor(lengths, device=device)
 
     def hook(_: torch.nn.Module, args: tuple[torch.Tensor, ...]) -> tuple[torch.Tensor, ...]:
         x = args[0]
         steps = x.shape[time_dim]
-        valid = steps - (steps // base) * (base - lengths)
-        mask = _lengths_mask(valid, steps).to(x.dtype)
-        shape = [x.shape[0], 1, 1]
-        shape[time_dim] = steps
-        return (x * mask.view(shape),) + args[1:]
+        if (steps, x.dtype) not in masks:
+            shape = [x.shape[0], 1, 1]
+            shape[time_dim] = steps
+            valid = steps - (steps // base) * (base - counts)
+            masks[steps, x.dtype] = _lengths_mask(valid, steps).to(x.dtype).view(shape)
+        return (x * masks[steps, x.dtype],) + args[1:]
 
     handles = [m.register_forward_pre_hook(hook) for m in modules]
     try:
@@ -106,7 +110,7 @@ def _flow(s3gen: S3Gen, rows: Sequence[VocodeRow]) -> tuple[torch.Tensor, list[i
     feats = [ref["prompt_feat"].reshape(-1, ref["prompt_feat"].shape[-1]) for ref in refs]  # [2P, 80]
     tokens = [row.tokens.to(dev).reshape(-1) for row in rows]
     lengths = [len(p) + len(t) for p, t in zip(prompts, tokens)]
-    total = _bucket(max(lengths))
+    total = max(lengths)
     batch = len(rows)
     probe = torch.empty(0, dtype=dtype, device=dev)
     # the solo run's draws, in its order: flow_inference's noise for the generated mels, then the estimator's z
@@ -123,7 +127,7 @@ def _flow(s3gen: S3Gen, rows: Sequence[VocodeRow]) -> tuple[torch.Tensor, list[i
     embedding = torch.cat([torch.atleast_2d(ref["embedding"]) for ref in refs])
     embedding = flow.spk_embed_affine_layer(F.normalize(embedding, dim=1))
     x = flow.input_embedding(token) * _lengths_mask(token_len, total).unsqueeze(-1).to(embedding)
-    with _zeroed_past([flow.encoder.pre_lookahead_layer], token_len, total, time_dim=1):
+    with _zeroed_past([flow.encoder.pre_lookahead_layer], lengths, total, time_dim=1, device=dev):
         h, _ = flow.encoder(x, token_len)
     mu = flow.encoder_proj(h).transpose(1, 2).contiguous()  # [B, 80, 2 * total]
     cond = torch.zeros_like(mu)
@@ -152,7 +156,7 @@ def _hift(hift: HiFTGenerator, mel: torch.Tensor, frames: list[int],
           generators: Sequence[torch.Generator]) -> list[torch.Tensor]:
     """``HiFTGenerator.inference`` (no cache source) for every row at once; audio [samples] per row."""
     base = mel.shape[2]
-    with _zeroed_past(_convs(hift), torch.tensor(frames, device=mel.device), base, time_dim=2):
+    with _zeroed_past(_convs(hift), frames, base, time_dim=2, device=mel.device):
         f0 = hift.f0_predictor(mel)
         s = hift.f0_upsamp(f0[:, None]).transpose(1, 2)  # [B, samples, 1]
         samples = [n * (s.shape[1] // base) for n in frames]
