@@ -241,7 +241,6 @@ def dispatch_counts(engine: TurboEngine, voice: TurboVoice, batches: list[int], 
             result[f"t3_b{batch}"] = {"step": step, "per_audio_s": round(step * 25 / batch),
                                       "launch_ms_per_audio_s": launch_ms(round(step * 25 / batch)),
                                       "prefills_one_by_one": sum(joins), "prefill_together": prefill}
-        result["prefill_b1"] = joins[0]
         for n in lengths:
             audio_s = (n + 3) * 0.04
             tokens = random_tokens(n, n)

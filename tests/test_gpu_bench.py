@@ -20,7 +20,8 @@ ROOT = Path(__file__).resolve().parent.parent
 
 def test_gpu_bench_runs_every_phase_and_writes_its_figures(tmp_path: Path) -> None:
     checkpoint = write_tiny_checkpoint(tmp_path / "tiny")
-    env = {**os.environ, "OUT": str(tmp_path / "out"), "CBF_DEVICE": "cpu", "CBF_MODEL_DIR": str(checkpoint)}
+    env = {**os.environ, "OUT": str(tmp_path / "out"), "CBF_DEVICE": "cpu", "CBF_MODEL_DIR": str(checkpoint),
+           "OMP_NUM_THREADS": "1"}  # on a shared 2-core machine two torch threads spin against each other
     small = ["--batches", "1,2", "--steps", "3", "--concurrent", "2", "--s3gen-tokens", "10", "--repeat", "1",
              "--s3gen-batches", "1,2", "--s3gen-batch-tokens", "10",
              "--single-runs", "1", "--streams", "2", "--paragraph", "One short line. And another."]
@@ -35,7 +36,8 @@ def test_gpu_bench_runs_every_phase_and_writes_its_figures(tmp_path: Path) -> No
     assert prefill["tokens_prefilled_full"] - prefill["tokens_prefilled_reused"] == prefill["prompt_positions"] == 376
     assert figures["s3gen"]["tokens_10"]["ms_per_audio_s"] > 0
     counts = figures["dispatch"]
-    assert counts["t3_b2"]["step"] > counts["t3_b1"]["step"] > 0 and counts["prefill_b1"] > 0
+    assert counts["t3_b2"]["per_audio_s"] < counts["t3_b1"]["per_audio_s"]  # one step's operations serve 2 rows
+    assert counts["t3_b2"]["prefill_together"] < counts["t3_b2"]["prefills_one_by_one"]
     s3gen_ops = counts["s3gen_tokens_10"]
     assert s3gen_ops["batched_b2"] < 2 * s3gen_ops["upstream_b1"]  # two chunks in one call: far fewer than two calls
     batched = figures["s3gen_batched"]

@@ -1,10 +1,11 @@
 """Continuous batching of T3 decoding: slots of a static KV cache that join, step together and leave.
 
 A request joins a free slot once its prefill is done (the voice prefix copied in, its own text prefilled, its first
-token sampled) and leaves at its stop token, its token budget, or a cancel; the others never wait for it. One decode
-step advances every slot in a batch bucket by one token entirely on the device: ``step`` has fixed shapes per (batch
-bucket, attended length) and reads nothing back, so on CUDA it is captured once per bucket and replayed
-(``cuda_graphs.GraphedSteps``). The host learns about stop tokens by reading the ``stopped`` flags every few steps.
+token sampled; requests joining together prefill together) and leaves at its stop token, its token budget, or a
+cancel; the others never wait for it. One decode step advances every slot in a batch bucket by one token entirely on
+the device: ``step`` has fixed shapes per (batch bucket, attended length) and reads nothing back, so on CUDA it is
+captured once per bucket and replayed (``cuda_graphs.GraphedSteps``). The host learns about stop tokens by reading
+the ``stopped`` flags every few steps.
 """
 
 from __future__ import annotations
@@ -108,12 +109,14 @@ class BatchDecoder:
         """``join`` for several slots in one prefill: each row's text (and start token) padded to the longest. A row's
         padding sits at positions past its own prompt, which none of its queries attend and its decode steps write
         over before reading, so every row prefills, and samples its first token, as it would alone."""
+        first_pos = []
         for join in joins:
-            assert join.prefix is not None
+            assert join.prefix is not None, "a join without a prefix prefills its conditioning: join_without_prefix"
             self.kv.load_prefix(join.slot, join.prefix)
+            first_pos.append(join.prefix.length)
         texts = [self._text_embeds(join.text_tokens)[0] for join in joins]
         embeds = torch.nn.utils.rnn.pad_sequence(texts, batch_first=True)
-        self._prefill(joins, embeds, [len(t) for t in texts], [join.prefix.length for join in joins if join.prefix])
+        self._prefill(joins, embeds, [len(t) for t in texts], first_pos)
 
     @torch.inference_mode()
     def join_without_prefix(self, slot: int, cond: T3Cond, text_tokens: torch.Tensor, generator: torch.Generator,
