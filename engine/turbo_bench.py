@@ -435,7 +435,7 @@ def parse(argv: list[str] | None) -> argparse.Namespace:
                         help="only the many-callers phases (dispatch counts, batched S3Gen): a CPU run of them")
     parser.add_argument("--repeat", type=int, default=5)
     parser.add_argument("--single-runs", type=int, default=10, help="sequential utterances for the 1-stream figure")
-    parser.add_argument("--streams", type=ints, default=[8, 16, 32, 48, 64], help="concurrent-stream sweep")
+    parser.add_argument("--streams", type=ints, default=[8, 16, 32, 64, 96, 128], help="concurrent-stream sweep")
     parser.add_argument("--no-worker", action="store_true", help="skip the phase through the worker")
     parser.add_argument("--paragraph", default=PARAGRAPH, help="what each stream of the sweep says")
     parser.add_argument("--time-budget", type=float, default=400.0, help="seconds; the sweep stops past it")
