@@ -132,9 +132,9 @@ def test_each_slot_in_a_batch_equals_its_solo_run(engine: TurboEngine, voices: l
 def test_requests_prefilled_together_each_equal_their_solo_run(engine: TurboEngine, voices: list) -> None:
     """One padded prefill for three slots (not contiguous), different voices, text lengths, seeds and budgets."""
     prefixes = [voice_prefix(engine.t3, engine.decoder.body, v.t3) for v in voices]
-    jobs = {3: (prefixes[1], text_tokens(engine, TEXTS[2]), 4, 12),
-            0: (prefixes[0], text_tokens(engine, TEXTS[1]), 5, 9),
-            2: (prefixes[0], text_tokens(engine, TEXTS[0]), 6, 14)}
+    jobs = {3: (prefixes[1], text_tokens(engine, TEXTS[2]), 4, 6),
+            0: (prefixes[0], text_tokens(engine, TEXTS[1]), 5, 4),
+            2: (prefixes[0], text_tokens(engine, TEXTS[0]), 6, 8)}
     decoder, together = BatchDecoder(engine.t3, 4), {}
     with torch.inference_mode():
         decoder.join_many([Join(slot, p, t, torch.Generator().manual_seed(seed), budget)
@@ -149,8 +149,8 @@ def test_requests_prefilled_together_each_equal_their_solo_run(engine: TurboEngi
     loop = DecodeLoop(BatchDecoder(engine.t3, 4), lambda voice: (gate.wait(30), engine._prefix(voice))[1])
     try:
         now = time.monotonic()
-        busy = loop.submit(voices[0], text_tokens(engine, "Busy."), 8, 0, threading.Event(), now)
-        waiting = [loop.submit(voices[i % 2], text_tokens(engine, text), 3, i, threading.Event(), now)
+        busy = loop.submit(voices[0], text_tokens(engine, "Busy."), 2, 0, threading.Event(), now)
+        waiting = [loop.submit(voices[i % 2], text_tokens(engine, text), 2, i, threading.Event(), now)
                    for i, text in enumerate(TEXTS)]
         gate.set()
         [f.result(60) for f in [busy, *waiting]]
