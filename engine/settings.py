@@ -7,6 +7,7 @@ from pathlib import Path
 
 from engine.protocol import LATENCY_PROSODY_S
 
+DEFAULT_VOCODE_WINDOW_S = 0.01  # a batching engine's first stage finishes chunks together: gather them this long
 
 # First audio p50 <= 150 ms on a GPU: the budget bounds the cost model's cautious (upper) estimate of the first chunk's
 # generation, joins and watermark (the worker times all three), so its median lands under it; ~25 ms more carry it
@@ -26,6 +27,7 @@ class EngineSettings:
     sdpa: bool = True
     decode: str = "auto"  # chatterbox-turbo: auto (CUDA graphs on CUDA, eager elsewhere) | eager | graph
     batch_slots: int = 0  # chatterbox-turbo: chunks decoded together (0: 64 on CUDA, 8 elsewhere)
+    vocode_window_s: float = DEFAULT_VOCODE_WINDOW_S  # chatterbox-turbo: longest wait for chunks to vocode together
     voices_dir: Path = field(default_factory=lambda: Path("voices"))
     sim_fixed_s: float = 0.15  # simulated engine: fixed cost per chunk
     sim_rtf: float = 3.0  # simulated engine: real-time factor

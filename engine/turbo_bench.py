@@ -3,6 +3,8 @@
 Phases, each adding to ``<out>/gpu-bench.json`` (so a run cut short still leaves what it measured):
   t3_step     ms per decode step, eager vs CUDA graph, per batch size (and upstream's eager loop at batch 1)
   prefill     a chunk's prefill with the voice prompt's keys and values reused vs prefilled again
+  dispatch    aten operations the host dispatches per T3 step, prefill and S3Gen call (and per audio second)
+  s3gen_batched  S3Gen ms per chunk, upstream's one call per chunk vs chunks batched across callers
   s3gen       S3Gen milliseconds per second of audio, per token length
   worker      through the real worker (planner, batched decode loop, joins, watermark) over its real protocol:
               time to first chunk at 1 and N concurrent streams, and the most concurrent streams with no underrun;
@@ -32,10 +34,15 @@ from typing import Any
 import torch
 
 from engine import protocol
-from engine.engines.t3_batch import BatchDecoder
+from chatterbox.models.s3gen.const import S3GEN_SIL
+from chatterbox.models.s3tokenizer import SPEECH_VOCAB_SIZE
+
+from engine.engines.s3gen_batch import VocodeRow, vocode_rows
+from engine.engines.t3_batch import BatchDecoder, Join
 from engine.engines.t3_sampling import Sampling
 from engine.engines.t3_static import voice_prefix
 from engine.engines.turbo import TurboEngine, TurboVoice
+from engine.op_count import LAUNCH_US, count_ops, launch_ms
 from engine.settings import EngineSettings
 from engine.text import count_words
 from engine.startup_checks import Misconfigured, loading, preflight
@@ -205,6 +212,96 @@ def s3gen(engine: TurboEngine, voice: TurboVoice, lengths: list[int], repeat: in
     return result
 
 
+# ----- many callers: operations dispatched, S3Gen batched across callers -----
+
+def upstream_vocode(engine: TurboEngine, tokens: list[int], voice: TurboVoice) -> torch.Tensor:
+    """Upstream's ``S3Gen.inference`` on one chunk, as the engine called it before S3Gen was batched."""
+    speech = torch.tensor(tokens + [S3GEN_SIL] * 3, device=engine.device)
+    with torch.inference_mode(), open(os.devnull, "w") as sink, contextlib.redirect_stdout(sink), \
+            contextlib.redirect_stderr(sink):
+        return engine.s3gen.inference(speech_tokens=speech, ref_dict=dict(voice.gen), n_cfm_timesteps=2)[0]
+
+
+def random_tokens(n: int, seed: int) -> list[int]:
+    return torch.randint(0, SPEECH_VOCAB_SIZE, (n,), generator=torch.Generator().manual_seed(seed)).tolist()
+
+
+def dispatch_counts(engine: TurboEngine, voice: TurboVoice, batches: list[int], s3gen_batches: list[int],
+                    lengths: list[int]) -> dict[str, Any]:
+    """Aten operations the host dispatches (engine/op_count.py) per T3 step and per prefill at each of ``batches``,
+    and per S3Gen call at each of ``lengths`` tokens: upstream's one chunk per call vs ``s3gen_batches`` chunks per
+    call; each also per second of audio, with the launch time it implies on a GPU (an estimate)."""
+    text = engine.tokenizer(SHORT_TEXTS[3], return_tensors="pt").input_ids
+    prefix = engine._prefix(voice)
+    result: dict[str, Any] = {"launch_us_assumed": list(LAUNCH_US)}
+    with torch.inference_mode():
+        for batch in batches:
+            decoder = BatchDecoder(engine.t3, batch, Sampling(max_tokens=16))
+            joins = [count_ops(lambda slot=slot: decoder.join(slot, prefix, text, torch.Generator(engine.device),
+                                                              10**6))[0] for slot in range(batch)]
+            step, _ = count_ops(decoder.advance)
+            together = BatchDecoder(engine.t3, batch, Sampling(max_tokens=16))
+            prefill, _ = count_ops(lambda: together.join_many(
+                [Join(slot, prefix, text, torch.Generator(engine.device), 10**6) for slot in range(batch)]))
+            result[f"t3_b{batch}"] = {"step": step, "per_audio_s": round(step * 25 / batch),
+                                      "launch_ms_per_audio_s": launch_ms(round(step * 25 / batch)),
+                                      "prefills_one_by_one": sum(joins), "prefill_together": prefill}
+        for n in lengths:
+            audio_s = (n + 3) * 0.04
+            tokens = random_tokens(n, n)
+            upstream, _ = count_ops(lambda: upstream_vocode(engine, tokens, voice))
+            per = {"upstream_b1": upstream, "upstream_per_audio_s": round(upstream / audio_s),
+                   "upstream_launch_ms": launch_ms(upstream)}
+            for batch in s3gen_batches:
+                ops, _ = count_ops(lambda: engine.vocode_batch([(tokens, voice)] * batch))
+                per[f"batched_b{batch}"] = ops
+                per[f"batched_b{batch}_per_audio_s"] = round(ops / (batch * audio_s))
+            result[f"s3gen_tokens_{n}"] = per
+    return result
+
+
+def batched_rows_check(engine: TurboEngine, voice: TurboVoice, batch: int, lengths: list[int]) -> dict[str, Any]:
+    """A batch of ``batch`` chunks of mixed lengths against each chunk vocoded alone (same generator seed): the largest
+    difference; on a CPU also against upstream's ``S3Gen.inference`` under ``torch.manual_seed`` (on CUDA upstream
+    draws its sine phases from the CPU generator, so only the first comparison applies there)."""
+    speech = [torch.tensor(random_tokens(lengths[i % len(lengths)], i) + [S3GEN_SIL] * 3) for i in range(batch)]
+
+    def rows(indices: range) -> list[VocodeRow]:
+        return [VocodeRow(speech[i], voice.gen, torch.Generator(engine.device).manual_seed(i)) for i in indices]
+
+    together = vocode_rows(engine.s3gen, rows(range(batch)))
+    alone = [vocode_rows(engine.s3gen, rows(range(i, i + 1)))[0] for i in range(batch)]
+    result = {"batch": batch, "max_abs_vs_alone": max((a - b).abs().max().item() for a, b in zip(together, alone))}
+    if engine.device.type == "cpu":
+        upstream = []
+        for i in range(batch):
+            torch.manual_seed(i)
+            upstream.append(upstream_vocode(engine, speech[i][:-3].tolist(), voice)[0])
+        result["max_abs_vs_upstream"] = max((a - b).abs().max().item() for a, b in zip(together, upstream))
+    result["peak_abs"] = max(a.abs().max().item() for a in alone)
+    return result
+
+
+def s3gen_batched(engine: TurboEngine, voice: TurboVoice, batches: list[int], lengths: list[int],
+                  repeat: int) -> dict[str, Any]:
+    """S3Gen ms per chunk: upstream's call per chunk (eager, one at a time) vs ``batch`` chunks in one call; and the
+    rows of the largest batch checked against their solo runs."""
+    result: dict[str, Any] = {"rows_check": batched_rows_check(engine, voice, max(batches), lengths)}
+    for n in lengths:
+        tokens = random_tokens(n, n)
+        upstream_vocode(engine, tokens, voice)
+        per = {"upstream_ms_per_chunk": round(1000 * timed(engine.device, lambda: upstream_vocode(
+            engine, tokens, voice), repeat), 1)}
+        for batch in batches:
+            items = [(tokens, voice)] * batch
+            engine.vocode_batch(items)
+            seconds = timed(engine.device, lambda: engine.vocode_batch(items), repeat)
+            per[f"batched_b{batch}_ms_per_chunk"] = round(1000 * seconds / batch, 1)
+            per[f"batched_b{batch}_ms_per_audio_s"] = round(1000 * seconds / (batch * (n + 3) * 0.04), 1)
+        result[f"tokens_{n}"] = per
+    return result
+
+
 # ----- through the worker -----
 
 @dataclass
@@ -323,6 +420,9 @@ async def through_worker(engine: TurboEngine, sock: Path, repeats: int, streams:
             result = await asyncio.gather(*(speak(path, paragraph) for _ in range(n)))
             sweep[str(n)] = summary(list(result), time.monotonic() - started)
             sweep[str(n)]["most_live_slots"] = engine.loop.most_live
+            sweep[str(n)]["most_prefilled_together"] = engine.loop.most_joined
+            if worker.synth.vocoder is not None and worker.synth.vocoder.sizes:
+                sweep[str(n)]["most_vocoded_together"] = max(worker.synth.vocoder.sizes)
             if engine.device.type == "cuda":
                 sweep[str(n)]["peak_vram_gib"] = round(torch.cuda.max_memory_allocated(engine.device) / 2**30, 2)
             report("worker_streams", sweep)
@@ -354,9 +454,13 @@ def parse(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--steps", type=int, default=60, help="decode steps per timing")
     parser.add_argument("--concurrent", type=ints, default=[1, 8, 32], help="chunks decoded at once (T3 tokens/s)")
     parser.add_argument("--s3gen-tokens", type=ints, default=[25, 50, 100, 200])
+    parser.add_argument("--s3gen-batches", type=ints, default=[1, 4, 8, 16], help="chunks per batched S3Gen call")
+    parser.add_argument("--s3gen-batch-tokens", type=ints, default=[25, 50, 100], help="tokens per chunk, batched")
+    parser.add_argument("--callers-only", action="store_true",
+                        help="only the many-callers phases (dispatch counts, batched S3Gen): a CPU run of them")
     parser.add_argument("--repeat", type=int, default=5)
     parser.add_argument("--single-runs", type=int, default=10, help="sequential utterances for the 1-stream figure")
-    parser.add_argument("--streams", type=ints, default=[8, 16, 32, 48, 64], help="concurrent-stream sweep")
+    parser.add_argument("--streams", type=ints, default=[8, 16, 32, 64, 96, 128], help="concurrent-stream sweep")
     parser.add_argument("--no-worker", action="store_true", help="skip the phase through the worker")
     parser.add_argument("--paragraph", default=PARAGRAPH, help="what each stream of the sweep says")
     parser.add_argument("--time-budget", type=float, default=400.0, help="seconds; the sweep stops past it")
@@ -383,6 +487,12 @@ def main(argv: list[str] | None = None) -> None:
     figures.add("load_s", round(time.monotonic() - started, 1))
     figures.add("environment", environment(engine))
     voice = engine.default_voice()
+    figures.add("dispatch", dispatch_counts(engine, voice, args.batches, args.s3gen_batches, args.s3gen_batch_tokens))
+    figures.add("s3gen_batched", s3gen_batched(engine, voice, args.s3gen_batches, args.s3gen_batch_tokens,
+                                               args.repeat))
+    if args.callers_only:
+        engine.loop.close()
+        return
     figures.add("t3_step", t3_steps(engine, voice, args.batches, args.steps))
     figures.add("t3_concurrent", t3_concurrent(engine, voice, args.concurrent))
     figures.add("prefill", prefill(engine, voice, args.repeat))

@@ -3,8 +3,8 @@
 Each gateway holds one WebSocket to the worker (engine protocol v1, engine/protocol.py). Utterances run as asyncio
 tasks; the planner decides what to generate next. Generation runs on a single device thread, most urgent chunk first;
 a batching engine (Turbo) instead decodes every utterance's chunk together token by token on its own thread, and only
-its second stage (tokens to audio) goes through the device thread. Every chunk is joined cleanly and watermarked
-before it leaves this process.
+its second stage (tokens to audio) goes through the device thread, chunks that finish close together in one call.
+Every chunk is joined cleanly and watermarked before it leaves this process.
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field, replace
 from http import HTTPStatus
-from typing import Any, Awaitable, Callable
+from typing import Any, Awaitable, Callable, Sequence
 
 import numpy as np
 from websockets.asyncio.server import ServerConnection, serve, unix_serve
@@ -35,8 +35,8 @@ from engine.joins import Joiner, to_int16
 from engine.planner import ChunkPlanner, PlannedChunk, PlannerConfig, PlannerError
 from engine.protocol import (AddVoice, Cancel, Chunk, ChunkHeader, DeleteVoice, Done, End, EngineReady, Error, Flush,
                              ListVoices, Playout, ProtocolError, Result, Start, Text)
-from engine.scheduler import DeviceQueue
-from engine.settings import EngineSettings
+from engine.scheduler import DeviceQueue, Gathered
+from engine.settings import DEFAULT_VOCODE_WINDOW_S, EngineSettings
 from engine.text import BoundaryKind
 from engine.voices import VoiceStore, voice_key
 from engine.watermark import Watermarker
@@ -62,8 +62,19 @@ class Synthesizer:
 
     engine: Engine
     watermarker: Watermarker
+    vocode_window_s: float = DEFAULT_VOCODE_WINDOW_S
     device: DeviceQueue = field(default_factory=DeviceQueue)
     post: ThreadPoolExecutor = field(default_factory=lambda: ThreadPoolExecutor(1, thread_name_prefix="watermark"))
+    vocoder: Gathered | None = field(init=False, default=None)  # a batching engine's second stage, chunks gathered
+
+    def __post_init__(self) -> None:
+        if isinstance(self.engine, BatchingEngine):
+            self.vocoder = Gathered(self.device, self._vocode_batch, self.engine.max_vocode_batch,
+                                    self.vocode_window_s)
+
+    def _vocode_batch(self, items: Sequence[tuple[Any, Any]]) -> list[np.ndarray]:
+        assert isinstance(self.engine, BatchingEngine)
+        return self.engine.vocode_batch(items)
 
     def speak(self, text: str, voice: Any, cancel: threading.Event) -> tuple[np.ndarray, WordStarts]:
         if cancel.is_set():
@@ -90,7 +101,8 @@ class Synthesizer:
         tokens = await asyncio.wrap_future(engine.submit_tokens(text, voice, cancel, deadline))
         if cancel.is_set():
             raise Cancelled()
-        return await self.run(engine.vocode, tokens, voice, buffered=deadline - time.monotonic()), None
+        assert self.vocoder is not None
+        return await asyncio.wrap_future(self.vocoder.submit(deadline, (tokens, voice))), None
 
     def watched(self) -> list[Any]:
         """What runs device calls, each with ``busy_since`` (engine/watchdog.py): the device queue, and a batching
@@ -431,8 +443,8 @@ def worker_for(engine: Engine, settings: EngineSettings, watermarker: Watermarke
     t0 = time.monotonic()
     engine.warmup()
     remote = isinstance(engine, RemoteEngine)
-    synth = Synthesizer(engine, watermarker, device=DeviceQueue(threads=engine.concurrency) if remote
-                        else DeviceQueue())
+    synth = Synthesizer(engine, watermarker, settings.vocode_window_s,
+                        device=DeviceQueue(threads=engine.concurrency) if remote else DeviceQueue())
     try:
         synth.chunk("Warming up.", engine.default_voice(), Joiner(), None, threading.Event())  # first calls are slow
         calibrated = calibrate(synth)

@@ -82,6 +82,9 @@ ENGINE_OPTIONS = (
            default="auto", choices=("auto", "eager", "graph")),
     Option("--batch-slots", "CBF_BATCH_SLOTS",
            "chatterbox-turbo: chunks decoded together (0 = 64 on CUDA, 8 elsewhere)", int, 0),
+    Option("--vocode-window-ms", "CBF_VOCODE_WINDOW_MS", "chatterbox-turbo: the longest a chunk's S3Gen call waits "
+           "for other callers' chunks to vocode with it (less for a listener past its deadline; 0 = no wait)",
+           float, 10.0),
     Option("--voices-dir", "CBF_VOICES_DIR", "where predefined and cloned voices live", Path, Path("voices")),
     Option("--sim-fixed", "CBF_SIM_FIXED", "simulated engine: fixed seconds per chunk", float, 0.15),
     Option("--sim-rtf", "CBF_SIM_RTF", "simulated engine: real-time factor", float, 3.0),
@@ -159,6 +162,7 @@ def engine_settings(args: argparse.Namespace):  # -> EngineSettings (imported la
     return EngineSettings(
         engine=args.engine, model_dir=args.model_dir, weights=args.weights, device=args.device, dtype=args.dtype,
         tf32=args.tf32, sdpa=args.sdpa, decode=args.decode, batch_slots=args.batch_slots, voices_dir=args.voices_dir,
+        vocode_window_s=args.vocode_window_ms / 1000,
         sim_fixed_s=args.sim_fixed, sim_rtf=args.sim_rtf,
         http_url=args.engine_http_url, http_dialect=args.engine_http_dialect, http_key=args.engine_http_key,
         http_concurrency=args.engine_http_concurrency, http_timeout_s=args.engine_http_timeout,

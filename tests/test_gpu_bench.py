@@ -20,8 +20,10 @@ ROOT = Path(__file__).resolve().parent.parent
 
 def test_gpu_bench_runs_every_phase_and_writes_its_figures(tmp_path: Path) -> None:
     checkpoint = write_tiny_checkpoint(tmp_path / "tiny")
-    env = {**os.environ, "OUT": str(tmp_path / "out"), "CBF_DEVICE": "cpu", "CBF_MODEL_DIR": str(checkpoint)}
+    env = {**os.environ, "OUT": str(tmp_path / "out"), "CBF_DEVICE": "cpu", "CBF_MODEL_DIR": str(checkpoint),
+           "OMP_NUM_THREADS": "1"}  # on a shared 2-core machine two torch threads spin against each other
     small = ["--batches", "1,2", "--steps", "3", "--concurrent", "2", "--s3gen-tokens", "10", "--repeat", "1",
+             "--s3gen-batches", "1,2", "--s3gen-batch-tokens", "10",
              "--single-runs", "1", "--streams", "2", "--paragraph", "One short line. And another."]
     subprocess.run([str(ROOT / "scripts" / "gpu-bench"), *small], env=env, check=True, timeout=300, capture_output=True)
     figures = json.loads((tmp_path / "out" / "gpu-bench.json").read_text())
@@ -33,6 +35,14 @@ def test_gpu_bench_runs_every_phase_and_writes_its_figures(tmp_path: Path) -> No
     prefill = figures["prefill"]
     assert prefill["tokens_prefilled_full"] - prefill["tokens_prefilled_reused"] == prefill["prompt_positions"] == 376
     assert figures["s3gen"]["tokens_10"]["ms_per_audio_s"] > 0
+    counts = figures["dispatch"]
+    assert counts["t3_b2"]["per_audio_s"] < counts["t3_b1"]["per_audio_s"]  # one step's operations serve 2 rows
+    assert counts["t3_b2"]["prefill_together"] < counts["t3_b2"]["prefills_one_by_one"]
+    s3gen_ops = counts["s3gen_tokens_10"]
+    assert s3gen_ops["batched_b2"] < 2 * s3gen_ops["upstream_b1"]  # two chunks in one call: far fewer than two calls
+    batched = figures["s3gen_batched"]
+    assert batched["rows_check"]["max_abs_vs_alone"] < 1e-5 and batched["rows_check"]["max_abs_vs_upstream"] < 1e-5
+    assert batched["tokens_10"]["batched_b2_ms_per_chunk"] > 0 and batched["tokens_10"]["upstream_ms_per_chunk"] > 0
     assert figures["worker_1_stream"]["first_chunk_p50_ms"] > 0 and figures["worker_1_stream"]["errors"] == 0
     budgets = figures["first_audio_budgets"]  # the default budget (off on a CPU) and larger ones, per utterance
     assert [budgets[k]["budget_s"] for k in ("balanced", "0.25", "prosody")] == [0.0, 0.25, 0.5]
@@ -40,7 +50,7 @@ def test_gpu_bench_runs_every_phase_and_writes_its_figures(tmp_path: Path) -> No
     sweep = figures["worker_streams"]
     assert sweep["2"]["streams"] == 2 and sweep["2"]["errors"] == 0 and sweep["2"]["most_live_slots"] >= 1
     assert "most_streams_without_underrun" in sweep and figures["total_s"] > 0
-    assert (tmp_path / "out" / "gpu-bench.log").read_text().count("== ") >= 7
+    assert (tmp_path / "out" / "gpu-bench.log").read_text().count("== ") >= 9
 
 
 def test_gpu_bench_refuses_missing_weights_in_one_sentence(tmp_path: Path) -> None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import threading
 import time
 from abc import ABC, abstractmethod
+from collections.abc import Sequence
 from concurrent.futures import Future
 from dataclasses import dataclass
 from pathlib import Path
@@ -110,9 +111,15 @@ class BatchingEngine(Engine):
     def submit_tokens(self, text: str, voice: Any, cancel: threading.Event, deadline: float) -> Future[Any]:
         """Queue ``text``; the future gets its tokens, or raises ``Cancelled`` within one step of ``cancel``."""
 
+    max_vocode_batch: int = 1  # the most chunks ``vocode_batch`` takes in one call
+
     @abstractmethod
+    def vocode_batch(self, items: Sequence[tuple[Any, Any]]) -> list[np.ndarray]:
+        """Audio (float32 mono at ``sample_rate``) for each ``(tokens from submit_tokens, voice)``, in one call;
+        each the same as that item vocoded alone."""
+
     def vocode(self, tokens: Any, voice: Any) -> np.ndarray:
-        """Audio (float32 mono at ``sample_rate``) for tokens from ``submit_tokens``."""
+        return self.vocode_batch([(tokens, voice)])[0]
 
     @property
     @abstractmethod

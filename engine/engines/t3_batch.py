@@ -1,15 +1,16 @@
 """Continuous batching of T3 decoding: slots of a static KV cache that join, step together and leave.
 
 A request joins a free slot once its prefill is done (the voice prefix copied in, its own text prefilled, its first
-token sampled) and leaves at its stop token, its token budget, or a cancel; the others never wait for it. One decode
-step advances every slot in a batch bucket by one token entirely on the device: ``step`` has fixed shapes per (batch
-bucket, attended length) and reads nothing back, so on CUDA it is captured once per bucket and replayed
-(``cuda_graphs.GraphedSteps``). The host learns about stop tokens by reading the ``stopped`` flags every few steps.
+token sampled; requests joining together prefill together) and leaves at its stop token, its token budget, or a
+cancel; the others never wait for it. One decode step advances every slot in a batch bucket by one token entirely on
+the device: ``step`` has fixed shapes per (batch bucket, attended length) and reads nothing back, so on CUDA it is
+captured once per bucket and replayed (``cuda_graphs.GraphedSteps``). The host learns about stop tokens by reading
+the ``stopped`` flags every few steps.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import torch
@@ -36,6 +37,17 @@ def length_bucket(length: int, capacity: int) -> int:
 
 def _round_up(length: int) -> int:
     return -(-length // LENGTH_BUCKET) * LENGTH_BUCKET
+
+
+@dataclass(frozen=True)
+class Join:
+    """A request entering ``slot``: its voice's prefix (None: prefilled again), text tokens, generator, token budget."""
+
+    slot: int
+    prefix: VoicePrefix | None
+    text_tokens: torch.Tensor
+    generator: torch.Generator
+    budget: int
 
 
 @dataclass
@@ -82,23 +94,36 @@ class BatchDecoder:
     def live(self) -> list[int]:
         return [i for i, s in enumerate(self._slots) if s is not None]
 
-    def free_slot(self) -> int | None:
-        """The lowest free slot (keeping the batch bucket small), or None."""
-        return next((i for i, s in enumerate(self._slots) if s is None), None)
+    def free_slot(self, taken: Sequence[int] = ()) -> int | None:
+        """The lowest free slot not in ``taken`` (keeping the batch bucket small), or None."""
+        return next((i for i, s in enumerate(self._slots) if s is None and i not in taken), None)
 
     @torch.inference_mode()
     def join(self, slot: int, prefix: VoicePrefix, text_tokens: torch.Tensor, generator: torch.Generator,
              budget: int) -> None:
         """Copy the voice's prefix into ``slot``, prefill only the text and start token, sample the first token."""
-        self.kv.load_prefix(slot, prefix)
-        self._prefill(slot, self._text_embeds(text_tokens), prefix.length, generator, budget)
+        self.join_many([Join(slot, prefix, text_tokens, generator, budget)])
+
+    @torch.inference_mode()
+    def join_many(self, joins: Sequence[Join]) -> None:
+        """``join`` for several slots in one prefill: each row's text (and start token) padded to the longest. A row's
+        padding sits at positions past its own prompt, which none of its queries attend and its decode steps write
+        over before reading, so every row prefills, and samples its first token, as it would alone."""
+        first_pos = []
+        for join in joins:
+            assert join.prefix is not None, "a join without a prefix prefills its conditioning: join_without_prefix"
+            self.kv.load_prefix(join.slot, join.prefix)
+            first_pos.append(join.prefix.length)
+        texts = [self._text_embeds(join.text_tokens)[0] for join in joins]
+        embeds = torch.nn.utils.rnn.pad_sequence(texts, batch_first=True)
+        self._prefill(joins, embeds, [len(t) for t in texts], first_pos)
 
     @torch.inference_mode()
     def join_without_prefix(self, slot: int, cond: T3Cond, text_tokens: torch.Tensor, generator: torch.Generator,
                             budget: int) -> None:
         """``join`` the way upstream does it: the whole conditioning prefilled again (for comparisons)."""
         embeds = torch.cat([conditioning_embeds(self.t3, cond), self._text_embeds(text_tokens)], dim=1)
-        self._prefill(slot, embeds, 0, generator, budget)
+        self._prefill([Join(slot, None, text_tokens, generator, budget)], embeds, [embeds.shape[1]], [0])
 
     def leave(self, slot: int) -> None:
         self.active[slot] = False
@@ -110,28 +135,34 @@ class BatchDecoder:
         start = torch.full((1, 1), self.start, dtype=torch.long, device=self.device)
         return torch.cat([self.t3.text_emb(text_tokens.to(self.device).view(1, -1)), self.t3.speech_emb(start)], 1)
 
-    def _prefill(self, slot: int, embeds: torch.Tensor, first_pos: int, generator: torch.Generator,
-                 budget: int) -> None:
-        length = first_pos + embeds.shape[1]
-        if length >= self.kv.capacity:
-            raise ValueError(f"prompt of {length} positions does not fit a cache of {self.kv.capacity}")
-        positions = torch.arange(first_pos, length, device=self.device)[None]
-        hidden = self.body(embeds, positions, self.kv, first_slot=slot, attend=length)
-        logits = self.t3.speech_head(hidden[:, -1])
-        seen = torch.zeros_like(self.seen[slot:slot + 1])
-        seen[0, self.start] = True  # inference_turbo penalises the start token for the first draw only
-        draw_noise(self.noise, [slot], [generator])
-        first = sample_rows(logits, seen, self.noise[slot:slot + 1], self.sampling)
-        self.tokens[slot] = first[0]
-        self.positions[slot] = length
-        self.seen[slot] = False
-        self.seen[slot, first[0]] = True
-        self.history[slot, 0] = first[0]
-        self.counts[slot] = 1
-        self.stopped[slot] = first[0] == self.stop
-        self.active[slot] = True
-        limit = min(budget + 1, self.sampling.max_tokens + 1, self.kv.capacity - length)
-        self._slots[slot] = _Slot(generator, length, 1, limit)
+    def _prefill(self, joins: Sequence[Join], embeds: torch.Tensor, sizes: list[int], first_pos: list[int]) -> None:
+        """Prefill rows of ``embeds`` [B, L, D] (row i: ``sizes[i]`` positions from ``first_pos[i]``, then padding)."""
+        attend = max(first_pos) + embeds.shape[1]
+        if attend >= self.kv.capacity:
+            raise ValueError(f"prompt of {attend} positions does not fit a cache of {self.kv.capacity}")
+        dev, slots = self.device, [join.slot for join in joins]
+        lengths = [p + n for p, n in zip(first_pos, sizes)]
+        positions = torch.tensor(first_pos, device=dev)[:, None] + torch.arange(embeds.shape[1], device=dev)[None]
+        contiguous = slots == list(range(slots[0], slots[0] + len(slots)))
+        rows = torch.tensor(slots, device=dev)
+        hidden = self.body(embeds, positions, self.kv, first_slot=slots[0], attend=attend,
+                           slots=None if contiguous else rows)
+        logits = self.t3.speech_head(hidden[torch.arange(len(joins), device=dev), torch.tensor(sizes, device=dev) - 1])
+        seen = torch.zeros(len(joins), self.seen.shape[1], dtype=torch.bool, device=dev)
+        seen[:, self.start] = True  # inference_turbo penalises the start token for the first draw only
+        draw_noise(self.noise, slots, [join.generator for join in joins])
+        first = sample_rows(logits, seen, self.noise[rows], self.sampling)
+        self.tokens[rows] = first
+        self.positions[rows] = torch.tensor(lengths, device=dev)
+        self.seen[rows] = False
+        self.seen[rows, first] = True
+        self.history[rows, 0] = first
+        self.counts[rows] = 1
+        self.stopped[rows] = first == self.stop
+        self.active[rows] = True
+        for join, length in zip(joins, lengths):
+            limit = min(join.budget + 1, self.sampling.max_tokens + 1, self.kv.capacity - length)
+            self._slots[join.slot] = _Slot(join.generator, length, 1, limit)
 
     # ----- decoding -----
 

@@ -1,6 +1,7 @@
 """The continuous-batching loop: one thread owns the ``BatchDecoder`` and serves token requests from any thread.
 
-Between two decode steps it admits waiting requests into free slots, earliest listener deadline first; after each
+Between two decode steps it admits waiting requests into free slots, earliest listener deadline first, and prefills
+the ones admitted together in one batched prefill; after each
 step it drops cancelled slots (so a cancel takes effect within one step) and hands finished slots' tokens to their
 futures. Stop tokens are read back every ``check_every`` steps, not every step.
 """
@@ -14,13 +15,13 @@ import threading
 import time
 from collections.abc import Callable
 from concurrent.futures import Future
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import torch
 
 from .base import Cancelled
-from .t3_batch import BatchDecoder
+from .t3_batch import BatchDecoder, Join
 from .t3_static import VoicePrefix
 
 log = logging.getLogger("chatterbox_fast.engine")
@@ -48,6 +49,7 @@ class DecodeLoop:
         self.check_every = check_every
         self.steps = 0
         self.most_live = 0  # the most slots ever decoded in one step (a figure for benchmarks and tests)
+        self.most_joined = 0  # the most requests ever prefilled together
         self.busy_since: float | None = None  # monotonic start of the step or prefill running now (engine/watchdog.py)
         self._pending: list[TokenRequest] = []
         self._order = itertools.count()
@@ -96,28 +98,54 @@ class DecodeLoop:
             admitted = []
             while self._pending and len(admitted) < self._free_slots():
                 admitted.append(heapq.heappop(self._pending))
+        if admitted:
+            self.busy_since = time.monotonic()
+            try:
+                joining = self._joining(admitted)
+                if joining:
+                    self._join(joining)
+            finally:
+                self.busy_since = None
+        return True
+
+    def _joining(self, admitted: list[TokenRequest]) -> list[tuple[TokenRequest, Join]]:
+        """The admitted requests still wanted, each with its slot, its voice's prefix and its generator."""
+        joining: list[tuple[TokenRequest, Join]] = []
         for request in admitted:
             if not request.future.set_running_or_notify_cancel():
                 continue
             if request.cancel.is_set():
                 request.future.set_exception(Cancelled())
                 continue
-            slot = self.decoder.free_slot()
+            slot = self.decoder.free_slot(taken=[join.slot for _, join in joining])
             assert slot is not None
-            self.busy_since = time.monotonic()
+            generator = torch.Generator(self.decoder.device).manual_seed(request.seed)
             try:
-                generator = torch.Generator(self.decoder.device).manual_seed(request.seed)
-                self.decoder.join(slot, self.prefix_for(request.voice), request.text_tokens, generator,
-                                  request.budget)
-            except Exception as exc:  # one bad request fails alone
-                log.exception("prefill failed")
-                self.decoder.leave(slot)
+                prefix = self.prefix_for(request.voice)
+            except Exception as exc:  # a voice whose prefix fails fails alone
+                log.exception("voice prefix failed")
                 request.future.set_exception(exc)
                 continue
-            finally:
-                self.busy_since = None
-            self._running[slot] = request
-        return True
+            joining.append((request, Join(slot, prefix, request.text_tokens, generator, request.budget)))
+        return joining
+
+    def _join(self, joining: list[tuple[TokenRequest, Join]]) -> None:
+        """Prefill every joining request together; if that fails, each alone (afresh): one bad request fails alone."""
+        try:
+            self.decoder.join_many([join for _, join in joining])
+        except Exception as exc:
+            if len(joining) > 1:
+                for request, join in joining:
+                    fresh = torch.Generator(self.decoder.device).manual_seed(request.seed)
+                    self._join([(request, replace(join, generator=fresh))])
+                return
+            log.exception("prefill failed")
+            self.decoder.leave(joining[0][1].slot)
+            joining[0][0].future.set_exception(exc)
+            return
+        self.most_joined = max(self.most_joined, len(joining))
+        for request, join in joining:
+            self._running[join.slot] = request
 
     def _free_slots(self) -> int:
         return self.decoder.slots - len(self.decoder.live)

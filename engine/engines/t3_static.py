@@ -75,28 +75,28 @@ class Gpt2Body:
         self.scales = [base / (i + 1) if by_layer else base for i in range(len(self.blocks))]
 
     def __call__(self, embeds: torch.Tensor, positions: torch.Tensor, kv: SlotKV, first_slot: int,
-                 attend: int) -> torch.Tensor:
+                 attend: int, slots: torch.Tensor | None = None) -> torch.Tensor:
         """Hidden states [B, L, D] for ``embeds`` [B, L, D] at ``positions`` [B, L] (long), rows being slots
-        ``first_slot .. first_slot + B - 1``. Keys and values are written at ``positions`` before attention reads
-        ``0..attend-1``; a query at position p sees keys 0..p of its own slot."""
+        ``first_slot .. first_slot + B - 1`` (or the slots ``slots`` [B] names: their keys are then read as a copy).
+        Keys and values are written at ``positions`` before attention reads ``0..attend-1``; a query at position p
+        sees keys 0..p of its own slot."""
         b, n, d = embeds.shape
         hd = d // self.heads
         x = embeds + self.wpe(positions)
         keys = torch.arange(attend, device=embeds.device)
         mask = (keys[None, None, None, :] <= positions[:, None, :, None])  # [B, 1, L, attend]
-        rows = torch.arange(b, device=embeds.device)[:, None, None]
+        rows = torch.arange(first_slot, first_slot + b, device=embeds.device) if slots is None else slots
         heads = torch.arange(self.heads, device=embeds.device)[None, :, None]
-        where = (rows, heads, positions[:, None, :])  # [B, H, L] indices into a layer's [B, H, capacity] rows
-        rows_of = slice(first_slot, first_slot + b)
+        where = (rows[:, None, None], heads, positions[:, None, :])  # [B, H, L] indices into a layer's cache
+        rows_of = slice(first_slot, first_slot + b) if slots is None else slots
         for layer, block in enumerate(self.blocks):
             attn = block.attn
             q, k, v = attn.c_attn(block.ln_1(x)).split(d, dim=2)
             q, k, v = (t.view(b, n, self.heads, hd).transpose(1, 2) for t in (q, k, v))
-            k_cache, v_cache = kv.k[layer, rows_of], kv.v[layer, rows_of]
-            k_cache.index_put_(where, k)
-            v_cache.index_put_(where, v)
-            out = F.scaled_dot_product_attention(q, k_cache[:, :, :attend], v_cache[:, :, :attend], attn_mask=mask,
-                                                 scale=self.scales[layer])
+            kv.k[layer].index_put_(where, k)
+            kv.v[layer].index_put_(where, v)
+            out = F.scaled_dot_product_attention(q, kv.k[layer, rows_of, :, :attend], kv.v[layer, rows_of, :, :attend],
+                                                 attn_mask=mask, scale=self.scales[layer])
             x = x + attn.c_proj(out.transpose(1, 2).reshape(b, n, d))
             x = x + block.mlp(block.ln_2(x))
         return self.ln_f(x)

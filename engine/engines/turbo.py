@@ -12,7 +12,7 @@ import os
 import tempfile
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from concurrent.futures import Future
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -34,6 +34,7 @@ from transformers import AutoTokenizer, PreTrainedTokenizerBase
 from engine.weights import download, find_weights, has_tokenizer, is_complete
 
 from .base import BatchingEngine, EngineError, EngineInfo
+from .s3gen_batch import MAX_BATCH, VocodeRow, vocode_rows
 from .t3_batch import BATCH_BUCKETS, BatchDecoder
 from .t3_loop import DecodeLoop
 from .t3_sampling import Sampling
@@ -115,10 +116,12 @@ class TurboEngine(BatchingEngine):
     """Chatterbox-Turbo on one device. Build it with ``TurboEngine.load``.
 
     T3 decodes on a ``DecodeLoop`` thread that batches every caller's chunks token by token over a static KV cache
-    (``decode="graph"``: each step replayed as a CUDA graph); S3Gen then runs in the caller's thread."""
+    (``decode="graph"``: each step replayed as a CUDA graph); S3Gen then runs in the caller's thread, on as many
+    chunks at once as the caller hands it (``vocode_batch``)."""
 
     sample_rate = S3GEN_SR
     conditionals_suffix = ".turbo.pt"
+    max_vocode_batch = MAX_BATCH
 
     def __init__(
         self,
@@ -291,18 +294,20 @@ class TurboEngine(BatchingEngine):
         tokens = self.tokenizer(text, return_tensors="pt", padding=True, truncation=True).input_ids
         if tokens.shape[1] > MAX_TEXT_TOKENS:
             raise EngineError(f"a chunk may have at most {MAX_TEXT_TOKENS} text tokens", code="text_too_long")
-        if seed is None:
-            seed = int(torch.randint(0, 2**62, ()).item())
+        seed = _seed() if seed is None else seed
         return self.loop.submit(voice, tokens, self.token_budget(text), seed, cancel, deadline)
 
-    def vocode(self, tokens: list[int], voice: TurboVoice) -> np.ndarray:
-        """S3Gen on T3's tokens (special tokens dropped, three silence tokens appended, as ``generate``)."""
+    def vocode_batch(self, items: Sequence[tuple[list[int], TurboVoice]]) -> list[np.ndarray]:
+        """S3Gen on T3's tokens (special tokens dropped, three silence tokens appended, as ``generate``), every item
+        in one batched call (``s3gen_batch``). Each row's noise comes from a generator of its own, seeded from torch's
+        global one, so ``torch.manual_seed`` still makes a run reproducible and no row depends on its neighbours."""
         stream = torch.cuda.stream(self._s3gen_stream) if self._s3gen_stream else contextlib.nullcontext()
-        with torch.inference_mode(), _quiet(), stream:
-            speech = torch.tensor([t for t in tokens if t < SPEECH_VOCAB_SIZE] + [S3GEN_SIL] * 3, device=self.device)
-            # S3Gen casts ref_dict entries in place: give it a shallow copy so the voice stays untouched.
-            wav, _ = self.s3gen.inference(speech_tokens=speech, ref_dict=dict(voice.gen), n_cfm_timesteps=2)
-            return wav.squeeze(0).float().cpu().numpy().astype(np.float32, copy=False)
+        with torch.inference_mode(), stream:
+            rows = [VocodeRow(torch.tensor([t for t in tokens if t < SPEECH_VOCAB_SIZE] + [S3GEN_SIL] * 3),
+                              voice.gen, torch.Generator(self.device).manual_seed(_seed()))
+                    for tokens, voice in items]
+            wavs = vocode_rows(self.s3gen, rows)
+            return [wav.float().cpu().numpy().astype(np.float32, copy=False) for wav in wavs]
 
     @property
     def busy_since(self) -> float | None:
@@ -318,6 +323,10 @@ class TurboEngine(BatchingEngine):
         if self.device.type == "cuda":
             torch.cuda.synchronize(self.device)
         return time.perf_counter()
+
+
+def _seed() -> int:
+    return int(torch.randint(0, 2**62, ()).item())
 
 
 def _norm_loudness(wav: np.ndarray, sample_rate: int = S3GEN_SR) -> np.ndarray:
