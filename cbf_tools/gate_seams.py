@@ -66,6 +66,13 @@ class Join:
 
 def received(lines: list[dict[str, Any]], rate: int) -> Received:
     """The utterance in ``POST /v1/tts`` ndjson lines (PCM s16le at ``rate``); raises ``BadStream``."""
+    try:
+        return _received(lines, rate)
+    except (KeyError, TypeError, ValueError) as exc:  # binascii.Error is a ValueError
+        raise BadStream(f"a line is not what /v1/tts sends: {type(exc).__name__}: {exc}") from None
+
+
+def _received(lines: list[dict[str, Any]], rate: int) -> Received:
     pieces: list[bytes] = []
     texts: list[str] = []
     offset_error, heard = 0.0, 0
@@ -75,12 +82,11 @@ def received(lines: list[dict[str, Any]], rate: int) -> Received:
             offset_error = max(offset_error, abs(float(line["offset"]) - heard / rate))
             pieces.append(base64.b64decode(line["audio"]))
             texts.append(str(line["text"]))
-            heard += len(pieces[-1]) // 2
         elif kind == "audio" and pieces:  # what the encoder held back belongs to the last chunk
             pieces[-1] += base64.b64decode(line["audio"])
-            heard += len(base64.b64decode(line["audio"])) // 2
         elif kind == "done":
             break
+        heard = sum(len(p) for p in pieces) // 2
     else:
         raise BadStream("the stream ended without its done line")
     if not pieces:

@@ -236,6 +236,8 @@ def test_received_rebuilds_the_utterance_and_checks_each_offset() -> None:
     assert late.offset_error_s == pytest.approx(0.05)
     with pytest.raises(gate_seams.BadStream, match="without its done line"):
         gate_seams.received([line(0, 0.0)], 24000)
+    with pytest.raises(gate_seams.BadStream, match="KeyError"):
+        gate_seams.received([{"type": "chunk", "seq": 0}, {"type": "done"}], 24000)
 
 
 def test_the_spectral_flux_of_a_spike_stands_out_from_a_steady_voice() -> None:
