@@ -30,7 +30,7 @@ from starlette.routing import Route
 
 from cbf_tools import deploy_gate, gate_intelligibility, gate_listening, gate_seams, gate_similarity
 from gateway.cli import build_parser
-from tests.server import running_server, serving
+from tests.server import running_servers, serving
 
 # One text of two sentences: with --max-chunk-chars 60 the server sends it as three chunks (two joins).
 TEXT = "Thanks for calling the front desk. I can move your booking to Thursday evening, or keep it on Friday."
@@ -48,10 +48,9 @@ def texts(tmp_path_factory: pytest.TempPathFactory) -> Path:
 @pytest.fixture(scope="module")
 def servers(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, str]]:
     """(baseline, candidate): two real eSpeak servers, each with its own voices folder."""
-    with contextlib.ExitStack() as stack:
-        urls = [stack.enter_context(running_server(*SERVER_FLAGS, voices_dir=tmp_path_factory.mktemp(role)))
-                for role in ("baseline", "candidate")]
-        yield urls[0], urls[1]
+    folders = [tmp_path_factory.mktemp(role) for role in ("baseline", "candidate")]
+    with running_servers(*SERVER_FLAGS, voices_dirs=folders) as (baseline, candidate):
+        yield baseline, candidate
 
 
 def run_gate(report_dir: Path, capsys: pytest.CaptureFixture, *argv: str) -> tuple[int, dict[str, Any], str]:
