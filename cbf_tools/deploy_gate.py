@@ -48,7 +48,7 @@ from cbf_tools import gate_listening, gate_quality
 from cbf_tools.gate_http import Endpoint, GateError, choose_endpoint, speech
 from cbf_tools.gate_listening import Pair
 from cbf_tools.gate_quality import Side, Verdict
-from cbf_tools.gate_similarity import SHIPPED_REFERENCES, load_encoder, load_references
+from cbf_tools.gate_similarity import SHIPPED_REFERENCES, load_encoder, load_references, voice_name
 from engine.protocol import SAMPLE_RATE
 
 BYTES_PER_SECOND = SAMPLE_RATE * 2  # s16le mono
@@ -252,7 +252,7 @@ def baseline_voices(value: str | None, default: str) -> tuple[str, dict[str, str
     for item in filter(None, (part.strip() for part in (value or "").split(","))):
         ref, sep, name = item.partition("=")
         if sep:
-            clones[ref.strip()] = name.strip()
+            clones[voice_name(ref.strip())] = name.strip()  # the clip's name as the gate reads it from its file
         else:
             voice = item
     return voice, clones

@@ -126,19 +126,19 @@ ENGINE_SECRET = (Option("--engine-secret", "CBF_ENGINE_SECRET", "shared secret o
                         "worker refuses connections without it, a gateway presents it to --engine-url workers (the "
                         "embedded worker gets a generated one)", secret=True),)
 
+GATE_CHECKS = ("speed", "similarity", "intelligibility", "seams")
+
+
 def _checks(value: str) -> tuple[str, ...]:
-    checks = ("speed", "similarity", "intelligibility", "seams")
     chosen = _list(value)
-    unknown = sorted(set(chosen) - set(checks))
-    if unknown or not chosen:
-        raise argparse.ArgumentTypeError(f"expected some of {','.join(checks)}, got {value!r}")
-    return tuple(c for c in checks if c in chosen)
+    if not chosen or set(chosen) - set(GATE_CHECKS):
+        raise argparse.ArgumentTypeError(f"expected some of {','.join(GATE_CHECKS)}, got {value!r}")
+    return tuple(c for c in GATE_CHECKS if c in chosen)
 
 
 GATE_OPTIONS = (
     Option("--checks", "CBF_GATE_CHECKS", "criteria to judge, comma-separated: speed (ttfa, rtf, underrun, "
-           "watermark), similarity, intelligibility, seams", _checks, ("speed", "similarity", "intelligibility",
-                                                                       "seams")),
+           "watermark), similarity, intelligibility, seams", _checks, GATE_CHECKS),
     Option("--texts", "CBF_GATE_TEXTS", "a file of texts, one a line, instead of the built-in four", Path),
     Option("--reference-dir", "CBF_GATE_REFERENCE_DIR", "reference clips (wav, flac, ogg, mp3; at least 5 s of one "
            "voice each) to clone on both servers (default: the two synthetic ones in cbf_tools/gate_references)", Path),

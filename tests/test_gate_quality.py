@@ -288,8 +288,9 @@ def test_similarity_is_judged_within_the_margin_of_the_baseline_or_above_the_flo
 
 def test_baseline_voice_names_the_texts_voice_and_each_clone() -> None:
     assert deploy_gate.baseline_voices(None, "default") == ("default", {})
-    assert deploy_gate.baseline_voices("ana, low=low.wav,high=h.wav", "default") == (
-        "ana", {"low": "low.wav", "high": "h.wav"})
+    assert deploy_gate.baseline_voices("ana, low=low.wav,High Voice=h.wav", "default") == (
+        "ana", {"low": "low.wav", "high-voice": "h.wav"})  # clip names as read from the files: "High Voice.ogg"
+    assert gate_similarity.voice_name("High Voice") == "high-voice"
 
 
 def test_chatterbox_encoder_is_used_when_the_model_dir_has_its_weights(tiny_checkpoint, tmp_path) -> None:
