@@ -15,12 +15,15 @@ test: $(VENV)/.ready chromium gstreamer fleet-tools
 venv: $(VENV)/.ready
 
 # The *-nodeps.txt packages pin releases below ours: installed without their dependencies, their real needs are in
-# pyproject.toml's extras (engine-nodeps: the engine's; test-nodeps: pipecat, whose client the tests run).
-$(VENV)/.ready: pyproject.toml requirements/engine-nodeps.txt requirements/test-nodeps.txt requirements/lock.txt
+# pyproject.toml's extras (engine-nodeps: the engine's; test-nodeps: pipecat, whose client the tests run; gate-nodeps:
+# the deploy gate's speaker encoder and recognizer).
+$(VENV)/.ready: pyproject.toml requirements/engine-nodeps.txt requirements/test-nodeps.txt requirements/gate-nodeps.txt \
+		requirements/lock.txt
 	python3 -m venv $(VENV)
 	$(PIP) install --upgrade "pip>=25"
-	$(PIP) install --no-deps -c requirements/lock.txt -r requirements/engine-nodeps.txt -r requirements/test-nodeps.txt
-	$(PIP) install -c requirements/lock.txt -e '.[engine,test]'
+	$(PIP) install --no-deps -c requirements/lock.txt -r requirements/engine-nodeps.txt -r requirements/test-nodeps.txt \
+		-r requirements/gate-nodeps.txt
+	$(PIP) install -c requirements/lock.txt -e '.[engine,test,gate]'
 	touch $@
 
 # Debian's Chromium for the browser tests (never a browser download).

@@ -13,11 +13,17 @@ utterance, what a listener gets:
   audio received so far the player starves (one underrun; it resumes when audio arrives);
 - ``watermark``: the PerTh detector's confidence on the received audio.
 
-The server passes when TTFA p50 < 0.6 s, RTF > 3x, there is no underrun and every utterance carries the watermark.
-A baseline server (the old one) can be measured beside it for comparison; it is shown, not judged. A server that
-does not speak ``POST /v1/tts`` is driven through the OpenAI-compatible ``POST /v1/audio/speech`` instead.
+The speed criteria: TTFA p50 < 0.6 s, RTF > 3x, no underrun, every utterance watermarked; the baseline's figures
+are shown beside them, not judged. The quality criteria compare the candidate with the baseline (the current
+server), each in its own module: cloned-voice similarity (gate_similarity.py), intelligibility
+(gate_intelligibility.py), seams on the received stream (gate_seams.py); gate_quality.py drives them. With a baseline
+the gate also writes the blind listening page (gate_listening.py). ``--checks`` picks the criteria (all by default);
+the report (every figure, each criterion's pass/fail, the total) is printed as one JSON line and written to
+``--report-dir``/report.json. A server that does not speak ``POST /v1/tts`` is driven through the OpenAI-compatible
+``POST /v1/audio/speech`` instead.
 
-Exit status: 0 pass, 1 fail, 2 the gate could not run (server unreachable, HTTP error).
+Exit status: 0 every criterion passes, 1 one fails, 2 the gate could not run (server unreachable, HTTP error, no
+reference clips); a baseline that cannot be measured is an error when a quality criterion needs it.
 """
 
 from __future__ import annotations
@@ -26,16 +32,23 @@ import argparse
 import contextlib
 import json
 import math
+import random
 import statistics
 import sys
 import time
 import warnings
 from dataclasses import asdict, dataclass
+from pathlib import Path
 from typing import Any, Sequence
 
 import httpx
 import numpy as np
 
+from cbf_tools import gate_listening, gate_quality
+from cbf_tools.gate_http import Endpoint, GateError, choose_endpoint, speech
+from cbf_tools.gate_listening import Pair
+from cbf_tools.gate_quality import Side, Verdict
+from cbf_tools.gate_similarity import SHIPPED_REFERENCES, load_encoder, load_references, voice_name
 from engine.protocol import SAMPLE_RATE
 
 BYTES_PER_SECOND = SAMPLE_RATE * 2  # s16le mono
@@ -52,27 +65,6 @@ UTTERANCES: tuple[tuple[str, str], ...] = (
              "connect you with someone from the accounts team who can go through it with you line by line."),
     ("laugh", "Oh, that is the funniest thing I have heard all week [laugh] tell me again how it happened."),
 )
-
-
-class GateError(Exception):
-    """The gate could not measure a server (unreachable, an HTTP error, a broken stream)."""
-
-
-@dataclass(frozen=True)
-class Endpoint:
-    """One way of asking a server for streamed 24 kHz PCM."""
-
-    path: str
-    openai: bool
-
-    def body(self, text: str, voice: str) -> dict[str, Any]:
-        if self.openai:  # OpenAI's "pcm" is 24 kHz s16le mono too
-            return {"model": "tts-1", "input": text, "voice": voice, "response_format": "pcm"}
-        return {"text": text, "voice": voice, "format": "pcm", "sample_rate": SAMPLE_RATE}
-
-
-NATIVE = Endpoint("/v1/tts", openai=False)
-OPENAI = Endpoint("/v1/audio/speech", openai=True)
 
 
 @dataclass
@@ -154,15 +146,10 @@ def measure(client: httpx.Client, endpoint: Endpoint, name: str, text: str, voic
     arrivals: list[tuple[float, float]] = []
     received = 0
     start = time.perf_counter()
-    with client.stream("POST", endpoint.path, json=endpoint.body(text, voice)) as response:
-        if response.status_code != 200:
-            response.read()
-            raise GateError(f"POST {endpoint.path} answered HTTP {response.status_code}: {response.text[:300]}")
-        for data in response.iter_bytes():
-            if data:
-                received += len(data)
-                chunks.append(data)
-                arrivals.append((time.perf_counter() - start, received / BYTES_PER_SECOND))
+    for data in speech(client, endpoint, text, voice):
+        received += len(data)
+        chunks.append(data)
+        arrivals.append((time.perf_counter() - start, received / BYTES_PER_SECOND))
     total = time.perf_counter() - start
     underruns, starved = count_underruns(arrivals)
     audio_s = received / BYTES_PER_SECOND
@@ -171,32 +158,6 @@ def measure(client: httpx.Client, endpoint: Endpoint, name: str, text: str, voic
         rtf=audio_s / total, underruns=underruns, starved_s=starved,
     )
     return measurement, b"".join(chunks)
-
-
-def choose_endpoint(client: httpx.Client, voice: str) -> Endpoint:
-    """Warm the connection (and the server) with one untimed request; pick ``/v1/tts``, else the OpenAI route."""
-    for endpoint in (NATIVE, OPENAI):
-        with client.stream("POST", endpoint.path, json=endpoint.body("Warming up.", voice)) as response:
-            response.read()
-            if response.status_code in (404, 405):
-                continue
-            if response.status_code != 200:
-                raise GateError(f"POST {endpoint.path} answered HTTP {response.status_code}: {response.text[:300]}")
-            return endpoint
-    raise GateError("the server has neither POST /v1/tts nor POST /v1/audio/speech")
-
-
-def measure_server(url: str, api_key: str | None, voice: str, timeout_s: float) -> tuple[ServerResult, list[bytes]]:
-    """Measure the whole utterance set on one server."""
-    headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
-    timeout = httpx.Timeout(timeout_s, connect=10.0)
-    try:
-        with httpx.Client(base_url=url, headers=headers, timeout=timeout) as client:
-            endpoint = choose_endpoint(client, voice)
-            pairs = [measure(client, endpoint, name, text, voice) for name, text in UTTERANCES]
-    except httpx.HTTPError as exc:
-        raise GateError(f"{type(exc).__name__}: {exc}") from exc
-    return ServerResult(url, endpoint.path, [m for m, _ in pairs]), [pcm for _, pcm in pairs]
 
 
 def watermark_scores(pcms: Sequence[bytes]) -> list[float]:
@@ -271,42 +232,166 @@ def render_table(result: ServerResult, baseline: ServerResult | None) -> str:
     return "\n".join(lines)
 
 
+CHECKS = ("speed", "similarity", "intelligibility", "seams")
+SPEED_CRITERIA = ("audio", "ttfa", "rtf", "underrun", "watermark")
+
+
+def read_texts(path: Path) -> tuple[tuple[str, str], ...]:
+    """``--texts``: one utterance a line (blank lines and ``#`` comments skipped), named text1, text2, ..."""
+    lines = [line.strip() for line in path.read_text(encoding="utf-8").splitlines()]
+    texts = [line for line in lines if line and not line.startswith("#")]
+    if not texts:
+        raise ValueError(f"{path} holds no text")
+    return tuple((f"text{i}", text) for i, text in enumerate(texts, 1))
+
+
+def baseline_voices(value: str | None, default: str) -> tuple[str, dict[str, str]]:
+    """``--baseline-voice``: a voice name for the texts, and ``REF=NAME`` items naming the baseline's voice for each
+    reference clip (a baseline that cannot take uploads), comma-separated in any order."""
+    voice, clones = default, {}
+    for item in filter(None, (part.strip() for part in (value or "").split(","))):
+        ref, sep, name = item.partition("=")
+        if sep:
+            clones[voice_name(ref.strip())] = name.strip()  # the clip's name as the gate reads it from its file
+        else:
+            voice = item
+    return voice, clones
+
+
+def open_side(stack: contextlib.ExitStack, role: str, url: str, api_key: str | None, voice: str,
+              clones: dict[str, str], timeout_s: float) -> Side:
+    headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
+    client = stack.enter_context(httpx.Client(base_url=url, headers=headers,
+                                              timeout=httpx.Timeout(timeout_s, connect=10.0)))
+    try:
+        return Side(role, url, client, choose_endpoint(client, voice), voice, clones)
+    except httpx.HTTPError as exc:
+        raise GateError(f"{type(exc).__name__}: {exc}") from exc
+
+
+def measure_set(side: Side, texts: Sequence[tuple[str, str]]) -> tuple[ServerResult, list[bytes]]:
+    """Measure the whole utterance set on one server."""
+    try:
+        pairs = [measure(side.client, side.endpoint, name, text, side.voice) for name, text in texts]
+    except httpx.HTTPError as exc:
+        raise GateError(f"{type(exc).__name__}: {exc}") from exc
+    return ServerResult(side.url, side.endpoint.path, [m for m, _ in pairs]), [pcm for _, pcm in pairs]
+
+
+def _error(url: str, exc: Exception, what: str = "measure") -> int:
+    print(f"gate: cannot {what} {url}: {exc}", file=sys.stderr)
+    print(json.dumps({"gate": "error", "url": url, "error": str(exc)}))
+    return 2
+
+
+def _quality(args: argparse.Namespace, candidate: Side, baseline: Side | None, texts: Sequence[tuple[str, str]],
+             pcms: list[bytes], baseline_pcms: list[bytes] | None) -> tuple[list[Verdict], list[Pair]]:
+    """The quality criteria asked for, and the clones' pairs for the listening page."""
+    verdicts, pairs = [], []
+    if "similarity" in args.checks:
+        references = load_references(args.reference_dir or SHIPPED_REFERENCES)
+        verdict, pairs = gate_quality.similarity(candidate, baseline, references, load_encoder(args.model_dir),
+                                                 args.similarity_margin, args.min_similarity,
+                                                 [text for _, text in texts[:gate_quality.CLONE_TEXTS]])
+        verdicts.append(verdict)
+    if "intelligibility" in args.checks:
+        verdicts.append(gate_quality.intelligibility(texts, pcms, baseline_pcms, args.wer_margin, args.max_wer))
+    if "seams" in args.checks:
+        verdicts.append(gate_quality.seams(candidate, texts, baseline_pcms))
+    return verdicts, pairs
+
+
+def render_quality(verdicts: Sequence[Verdict]) -> list[str]:
+    lines = []
+    for v in verdicts:
+        f = v.figures
+        if v.criterion == "similarity":
+            voices = ", ".join(f"{r['voice']} {r['candidate']:.3f}"
+                               + (f" (baseline {r['baseline']:.3f})" if r["baseline"] is not None else "")
+                               for r in f["voices"])
+            lines.append(f"similarity ({f['encoder']}): {voices}")
+        elif v.criterion == "intelligibility":
+            base = f" (baseline {f['baseline_wer']:.3f})" if f["baseline_wer"] is not None else ""
+            lines.append(f"intelligibility ({f['recognizer']}): WER {f['candidate_wer']:.3f}{base}, "
+                         f"limit {f['limit']:.3f}")
+        else:
+            lines.append(f"seams: {f['joins']} joins, {f['clicks']} clicks, {f['pauses_off']} pauses off")
+    return lines
+
+
 def run(args: argparse.Namespace) -> int:
     """Measure, judge, print the table and the JSON line; the exit status is the verdict."""
     thresholds = Thresholds(args.max_ttfa_p50, args.min_rtf, args.min_watermark)
     try:
-        result, pcms = measure_server(args.url, args.api_key, args.voice, args.timeout)
-    except GateError as exc:
-        print(f"gate: cannot measure {args.url}: {exc}", file=sys.stderr)
-        print(json.dumps({"gate": "error", "url": args.url, "error": str(exc)}))
-        return 2
-    baseline, baseline_error = None, None
-    if args.baseline_url:
+        texts = read_texts(args.texts) if args.texts else UTTERANCES
+    except (OSError, ValueError) as exc:
+        return _error(args.url, exc, "read the texts for")
+    quality = [c for c in args.checks if c != "speed"]
+    baseline_voice, clones = baseline_voices(args.baseline_voice, args.voice)
+    baseline = baseline_result = baseline_pcms = baseline_error = None
+    with contextlib.ExitStack() as stack:
         try:
-            baseline, baseline_pcms = measure_server(args.baseline_url, args.baseline_api_key,
-                                                     args.baseline_voice or args.voice, args.timeout)
-            pcms = [*pcms, *baseline_pcms]
+            candidate = open_side(stack, "candidate", args.url, args.api_key, args.voice, {}, args.timeout)
+            result, pcms = measure_set(candidate, texts)
         except GateError as exc:
-            baseline_error = str(exc)
-            print(f"gate: baseline not measured: {exc}", file=sys.stderr)
-    scores = watermark_scores(pcms)
-    for m, score in zip([*result.measurements, *(baseline.measurements if baseline else [])], scores):
-        m.watermark = score
-    failures = evaluate(result, thresholds)
-    if not args.json_only:
-        title = f"chatterbox-fast gate: {result.url} (POST {result.endpoint})"
-        if baseline:
-            title += f" | baseline {baseline.url} (POST {baseline.endpoint})"
-        print(title)
-        print(render_table(result, baseline))
-        for criterion, reason in failures:
-            print(f"FAIL {criterion}: {reason}")
-        print("PASS" if not failures else f"FAILED {len(failures)} criteria")
-    print(json.dumps({
+            return _error(args.url, exc)
+        if args.baseline_url:
+            try:
+                baseline = open_side(stack, "baseline", args.baseline_url, args.baseline_api_key, baseline_voice,
+                                     clones, args.timeout)
+                baseline_result, baseline_pcms = measure_set(baseline, texts)
+            except GateError as exc:
+                if quality:  # parity cannot be judged without it
+                    return _error(args.baseline_url, exc)
+                baseline, baseline_error = None, str(exc)
+                print(f"gate: baseline not measured: {exc}", file=sys.stderr)
+        try:
+            verdicts, clone_pairs = _quality(args, candidate, baseline, texts, pcms, baseline_pcms)
+        except (GateError, ValueError, ImportError) as exc:  # ImportError: the gate extra is not installed
+            return _error(args.url, exc, "judge the quality of")
+    failures: list[tuple[str, str]] = []
+    if "speed" in args.checks:
+        scores = watermark_scores([*pcms, *(baseline_pcms or [])])
+        for m, score in zip([*result.measurements, *(baseline_result.measurements if baseline_result else [])],
+                            scores):
+            m.watermark = score
+        failures = evaluate(result, thresholds)
+    failures += [(v.criterion, reason) for v in verdicts for reason in v.failures]
+    failed = {c for c, _ in failures}
+    criteria = {c: ("fail" if c in failed else "pass") if group in args.checks else "skipped"
+                for group in CHECKS for c in (SPEED_CRITERIA if group == "speed" else (group,))}
+    report = {
         "gate": "fail" if failures else "pass",
         **result.to_json(),
         "thresholds": asdict(thresholds),
+        "criteria": criteria,
         "failures": [{"criterion": c, "reason": r} for c, r in failures],
-        "baseline": baseline.to_json() if baseline else ({"error": baseline_error} if baseline_error else None),
-    }))
+        "quality": {v.criterion: v.to_json() for v in verdicts},
+        "listening": None,
+        "baseline": (baseline_result.to_json() if baseline_result
+                     else ({"error": baseline_error} if baseline_error else None)),
+    }
+    if baseline_result is not None:
+        pairs = [Pair(name, text, base, ours)
+                 for (name, text), base, ours in zip(texts, baseline_pcms, pcms)] + clone_pairs
+        report["listening"] = gate_listening.write(args.report_dir, pairs, random.Random(args.seed),
+                                                   {"baseline": baseline_result.url, "candidate": result.url})
+    args.report_dir.mkdir(parents=True, exist_ok=True)
+    (args.report_dir / "report.json").write_text(json.dumps(report, indent=1) + "\n", encoding="utf-8")
+    if not args.json_only:
+        title = f"chatterbox-fast gate: {result.url} (POST {result.endpoint})"
+        if baseline_result:
+            title += f" | baseline {baseline_result.url} (POST {baseline_result.endpoint})"
+        print(title)
+        print(render_table(result, baseline_result))
+        for line in render_quality(verdicts):
+            print(line)
+        if report["listening"]:
+            print(f"blind listening: {report['listening']['page']} ({report['listening']['pairs']} pairs; the key "
+                  f"is {report['listening']['key']})")
+        print(f"report: {args.report_dir / 'report.json'}")
+        for criterion, reason in failures:
+            print(f"FAIL {criterion}: {reason}")
+        print("PASS" if not failures else f"FAILED {len(failed)} criteria")
+    print(json.dumps(report))
     return 1 if failures else 0

@@ -1,8 +1,9 @@
 """The join check of ``bench engine``: at every seam between two chunks of an utterance, the pause against the
 punctuation it follows, and whether the join clicks. Pure numpy, on the audio as the worker delivered it.
 
-A pause is the silent stretch spanning the seam (5 ms frames more than ``SILENCE_DB`` below the utterance's loudest,
-or below ``FLOOR_DBFS``). A click is a sample-to-sample step at the seam that stands out from the signal around it:
+A pause is the silent stretch spanning the seam: 5 ms frames counted outwards from the seam itself on both sides
+(so a pause wholly inside either chunk counts, wherever the seam falls), each more than ``SILENCE_DB`` below the
+utterance's loudest frame, or below ``FLOOR_DBFS``. A click is a sample-to-sample step at the seam that stands out from the signal around it:
 above ``CLICK_STEP`` of full scale and ``CLICK_RATIO`` times the largest step (99th percentile) within 10 ms of it.
 Independently generated chunks cut without fades, or with a DC offset, click; faded joins do not.
 """
@@ -58,11 +59,12 @@ def seams(audio: np.ndarray, rate: int, chunk_samples: list[int], chunk_texts: l
     audio = np.asarray(audio, dtype=np.float64).reshape(-1)
     frame = max(1, round(FRAME_S * rate))
     level = _frame_db(audio, frame)
-    quiet = level < (max(level.max() - SILENCE_DB, FLOOR_DBFS) if level.size else 0.0)
+    quiet_db = max(level.max() - SILENCE_DB, FLOOR_DBFS) if level.size else 0.0
     found = []
     for position, text in zip(np.cumsum(chunk_samples)[:-1], chunk_texts):
         step, ratio = _step(audio, int(position), rate)
-        found.append(Seam((text.split() or [""])[-1], ending(text), _pause(quiet, int(position) // frame, frame, rate), step, ratio))
+        pause = _pause(audio, int(position), frame, quiet_db, round(SEARCH_S * rate / frame))
+        found.append(Seam((text.split() or [""])[-1], ending(text), pause * frame / rate, step, ratio))
     return found
 
 
@@ -83,18 +85,20 @@ def _frame_db(audio: np.ndarray, frame: int) -> np.ndarray:
     return 10 * np.log10(np.mean(audio[: n * frame].reshape(n, frame) ** 2, axis=1) + 1e-20)
 
 
-def _pause(quiet: np.ndarray, at: int, frame: int, rate: int) -> float:
-    """Seconds of silence around frame ``at`` (0 if the seam falls in sound)."""
-    reach = round(SEARCH_S * rate / frame)
-    if at >= quiet.size or not quiet[at]:
-        return 0.0
-    left = at
-    while left > max(0, at - reach) and quiet[left - 1]:
-        left -= 1
-    right = at
-    while right < min(quiet.size, at + reach) - 1 and quiet[right + 1]:
+def _pause(audio: np.ndarray, position: int, frame: int, quiet_db: float, reach: int) -> int:
+    """Frames of silence spanning the seam at sample ``position``: quiet frames ending at it plus those starting at
+    it, each side at most ``reach``."""
+    def quiet(start: int) -> bool:
+        piece = audio[start:start + frame]
+        return piece.size == frame and 10 * np.log10(np.mean(piece ** 2) + 1e-20) < quiet_db
+
+    left = 0
+    while left < reach and position - (left + 1) * frame >= 0 and quiet(position - (left + 1) * frame):
+        left += 1
+    right = 0
+    while right < reach and quiet(position + right * frame):
         right += 1
-    return (right - left + 1) * frame / rate
+    return left + right
 
 
 def _step(audio: np.ndarray, position: int, rate: int) -> tuple[float, float]:

@@ -152,6 +152,37 @@ ENGINE_SECRET = (Option("--engine-secret", "CBF_ENGINE_SECRET", "shared secret o
                         "worker refuses connections without it, a gateway presents it to --engine-url workers (the "
                         "embedded worker gets a generated one)", secret=True),)
 
+GATE_CHECKS = ("speed", "similarity", "intelligibility", "seams")
+
+
+def _checks(value: str) -> tuple[str, ...]:
+    chosen = _list(value)
+    if not chosen or set(chosen) - set(GATE_CHECKS):
+        raise argparse.ArgumentTypeError(f"expected some of {','.join(GATE_CHECKS)}, got {value!r}")
+    return tuple(c for c in GATE_CHECKS if c in chosen)
+
+
+GATE_OPTIONS = (
+    Option("--checks", "CBF_GATE_CHECKS", "criteria to judge, comma-separated: speed (ttfa, rtf, underrun, "
+           "watermark), similarity, intelligibility, seams", _checks, GATE_CHECKS),
+    Option("--texts", "CBF_GATE_TEXTS", "a file of texts, one a line, instead of the built-in four", Path),
+    Option("--reference-dir", "CBF_GATE_REFERENCE_DIR", "reference clips (wav, flac, ogg, mp3; at least 5 s of one "
+           "voice each) to clone on both servers (default: the two synthetic ones in cbf_tools/gate_references)", Path),
+    Option("--model-dir", "CBF_MODEL_DIR", "Chatterbox weights: with ve.safetensors there, similarity uses "
+           "Chatterbox's own voice encoder instead of Resemblyzer's", Path),
+    Option("--similarity-margin", "CBF_GATE_SIMILARITY_MARGIN", "how far below the baseline's similarity to its "
+           "reference each clone may fall (cosine)", float, 0.03),
+    Option("--min-similarity", "CBF_GATE_MIN_SIMILARITY", "the similarity each clone needs when there is no "
+           "baseline (cosine)", float, 0.75),
+    Option("--wer-margin", "CBF_GATE_WER_MARGIN", "how much higher than the baseline's the word error rate may be, "
+           "as a fraction of the baseline's (at least 0.05 absolute)", float, 0.25),
+    Option("--max-wer", "CBF_GATE_MAX_WER", "the word error rate the candidate may never exceed (alone when there "
+           "is no baseline; noise and silence score 1)", float, 0.95),
+    Option("--report-dir", "CBF_GATE_REPORT_DIR", "where report.json and the blind listening page go", Path,
+           Path("gate-report")),
+    Option("--seed", "CBF_GATE_SEED", "seed of the listening page's X/Y order (default: a random one)", int),
+)
+
 LOG_OPTION = Option("--log-level", "CBF_LOG_LEVEL", "log level", default="info",
                     choices=("debug", "info", "warning", "error"))
 
@@ -531,12 +562,16 @@ def _gate_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--baseline-api-key", default=os.environ.get("CBF_BASELINE_API_KEY"),
                         help="API key for --baseline-url [env CBF_BASELINE_API_KEY]")
     parser.add_argument("--voice", default="default", help="voice on the server under test")
-    parser.add_argument("--baseline-voice", help="voice on the baseline (default: --voice)")
+    parser.add_argument("--baseline-voice", help="voice on the baseline (default: --voice); for a baseline without "
+                                                 "voice upload add REF=NAME items naming its clone of each reference "
+                                                 "clip, e.g. default,low=low.wav,high=high.wav")
     parser.add_argument("--max-ttfa-p50", type=float, default=0.6, help="fail unless TTFA p50 is below this (s)")
     parser.add_argument("--min-rtf", type=float, default=3.0, help="fail unless audio_s/total_s is above this")
     parser.add_argument("--min-watermark", type=float, default=0.5, help="PerTh confidence an utterance needs")
     parser.add_argument("--timeout", type=float, default=120.0, help="seconds to wait for any response bytes")
     parser.add_argument("--json-only", action="store_true", help="print only the JSON result line")
+    for option in GATE_OPTIONS:
+        option.add_to(parser)
 
 
 def main(argv: Sequence[str] | None = None) -> None:

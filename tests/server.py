@@ -27,6 +27,22 @@ def running_server(*flags: str, voices_dir: Path | None = None, env: dict[str, s
         yield url
 
 
+@contextlib.contextmanager
+def running_servers(*flags: str, voices_dirs: list[Path]) -> Iterator[list[str]]:
+    """One server per folder of ``voices_dirs``, all with ``flags``, started side by side rather than one after the
+    other; yields their base URLs in order."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    with contextlib.ExitStack() as stack:
+        managers = [running_server(*flags, voices_dir=folder) for folder in voices_dirs]
+        with ThreadPoolExecutor(len(managers)) as pool:
+            starts = [pool.submit(manager.__enter__) for manager in managers]
+        for manager, start in zip(managers, starts):  # every started one is stopped, even when another failed
+            if start.exception() is None:
+                stack.push(manager.__exit__)
+        yield [start.result() for start in starts]
+
+
 def assert_goes_down(url: str, within: float, what: str) -> None:
     """Within ``within`` seconds /health stops saying ok and reports "down", and speech is refused with a clear 503."""
     import time

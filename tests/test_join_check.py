@@ -70,3 +70,13 @@ def test_espeak_chunks_joined_by_the_worker_have_fitting_pauses_and_no_clicks(es
     assert [s.after for s in found] == ["none", "sentence", "clause", "none"]
     assert not any(s.click for s in found)
     assert all(s.pause_fits for s in found), summary(found)
+
+
+def test_a_pause_wholly_inside_the_next_chunk_counts_wherever_the_seam_falls() -> None:
+    """Speech right up to a seam that is not on a 5 ms frame boundary, then the pause at the start of the next chunk
+    (what the worker's Joiner sends when it puts a pause before a chunk): the frame straddling the seam is part
+    speech, part silence, and the pause is still found."""
+    tone = (0.3 * np.sin(2 * np.pi * 140 * np.arange(14407) / SR)).astype(np.float32)  # 14407: 7 past a frame
+    second = np.concatenate([np.zeros(int(0.12 * SR), np.float32), voiced(0.6)])
+    [seam] = seams(np.concatenate([tone, second]), SR, [tone.size, second.size], ["so,", "and then."])
+    assert seam.pause_s == pytest.approx(0.12, abs=0.006) and seam.pause_fits
