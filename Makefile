@@ -10,7 +10,7 @@ run: $(VENV)/.ready
 	$(VENV)/bin/chatterbox-fast serve $(ARGS)
 
 test: $(VENV)/.ready chromium gstreamer fleet-tools
-	$(VENV)/bin/pytest -n auto --dist loadfile $(ARGS)
+	OMP_NUM_THREADS=1 $(VENV)/bin/pytest -n auto --dist loadfile $(ARGS)
 
 venv: $(VENV)/.ready
 
