@@ -120,6 +120,7 @@ class EngineReady:
     protocol: int = PROTOCOL_VERSION
     notes: str = ""
     decode: str | None = None  # a batching engine's decode mode ("eager", "graph"); absent for the others
+    decode_fallback: str | None = None  # why it decodes eagerly where CUDA graphs were meant (failed self-check)
 
 
 @dataclass(frozen=True)

@@ -15,6 +15,8 @@ import time
 from concurrent.futures import Future
 from typing import Any, Callable
 
+from engine import device_errors
+
 
 class DeviceQueue:
     def __init__(self, name: str = "gen") -> None:
@@ -57,5 +59,6 @@ class DeviceQueue:
                 future.set_result(fn(*args))
             except BaseException as exc:  # handed to the awaiting coroutine, never lost on this thread
                 future.set_exception(exc)
+                device_errors.check(exc)  # a sticky CUDA error ends the worker (engine/device_errors.py)
             finally:
                 self.busy_since = None

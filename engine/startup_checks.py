@@ -21,6 +21,7 @@ WEIGHTS_FIX = ("fetch them with `chatterbox-fast weights download --to DIR` (on 
                "pass --model-dir DIR (CBF_MODEL_DIR); `chatterbox-fast doctor` checks the result")
 CUDA_FIX = ("check `nvidia-smi -L` and the driver (>= 580 for CUDA 13), set CUDA_VISIBLE_DEVICES to the card's UUID, "
             "or use --device cpu / auto")
+GRAPHS_FIX = "use --decode auto (falls back to eager decoding, /health says why) or --decode eager (CBF_DECODE)"
 WATERMARK_FIX = "reinstall the engine packages (`make venv`: resemble-perth 1.0.1 with setuptools<81)"
 
 
@@ -118,10 +119,12 @@ def preflight(settings: EngineSettings, engine: str) -> EngineSettings:
 
 @contextlib.contextmanager
 def loading(settings: EngineSettings, on_gpu: bool) -> Iterator[None]:
-    """Around loading and warming the engine: out of device memory and no watermark become ``Misconfigured``.
+    """Around loading and warming the engine: out of device memory, no watermark, and CUDA graphs asked for with
+    ``--decode graph`` that fail their start-up self-check become ``Misconfigured``.
     ``on_gpu``: the engine will load onto ``settings.device`` (its free memory is measured first)."""
     import torch
 
+    from engine.engines.base import GraphCheckFailed
     from engine.watermark import WatermarkUnavailable
 
     measure = on_gpu and settings.device != "cpu" and torch.cuda.is_available()
@@ -132,6 +135,9 @@ def loading(settings: EngineSettings, on_gpu: bool) -> Iterator[None]:
         raise Misconfigured(out_of_memory(settings.model_dir, free, total),
                             "free the card (`nvidia-smi` lists what holds it) or pin a larger one by UUID "
                             "(CUDA_VISIBLE_DEVICES / CBF_GPU_UUID)") from exc
+    except GraphCheckFailed as exc:
+        raise Misconfigured(f"--decode graph was asked for, but the CUDA graphs failed their start-up self-check "
+                            f"({exc})", GRAPHS_FIX) from exc
     except WatermarkUnavailable as exc:
         raise Misconfigured(str(exc).rstrip("."), WATERMARK_FIX) from exc
 

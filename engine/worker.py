@@ -26,7 +26,7 @@ from websockets.asyncio.server import ServerConnection, serve, unix_serve
 from websockets.exceptions import ConnectionClosed
 from websockets.http11 import Request, Response
 
-from engine import protocol
+from engine import device_errors, protocol
 from engine.cost import CostModel
 from engine.engines.base import BatchingEngine, Cancelled, Engine, EngineError
 from engine.joins import Joiner, to_int16
@@ -184,6 +184,7 @@ class Utterance:
             await self._error(exc.code, str(exc))
         except Exception as exc:  # a failure in one utterance never takes the worker down
             log.exception("utterance %s failed", self.id)
+            device_errors.check(exc)  # unless the device is gone for good (the watermark's CUDA calls, say)
             await self._error("engine_error", f"{type(exc).__name__}: {exc}")
 
     async def _sleep_until_needed(self) -> None:
@@ -221,7 +222,7 @@ class Worker:
         self._costs: dict[str, CostModel] = {}
         info = synth.engine.info
         self.ready = EngineReady(info.name, info.device, info.dtype, info.weights, watermark=True, notes=info.notes,
-                                 decode=info.decode)
+                                 decode=info.decode, decode_fallback=info.decode_fallback)
 
     def cost_model(self, voice: str) -> CostModel:
         """Generation cost is learnt per voice (conditionals change the prompt length) across utterances. A client

@@ -254,7 +254,7 @@ def cmd_engine(args: argparse.Namespace) -> int:
     from gateway.bind import CannotListen, bind_tcp
     from gateway.operator_safety import redact_keys_in_logs
 
-    from engine.watchdog import exit_with_parent, watch_device
+    from engine.watchdog import exit_on_sticky_errors, exit_with_parent, watch_device
     from gateway.engine_link.process import STALLED_EXIT_CODE
 
     if args.parent_pid:  # from the start: a gateway killed while this worker loads its model takes it along
@@ -267,6 +267,7 @@ def cmd_engine(args: argparse.Namespace) -> int:
     except (CannotListen, Misconfigured) as exc:
         return _refuse(args, str(exc), exc)
     watch_device(worker.synth.watched(), args.device_stall_seconds, STALLED_EXIT_CODE, args.refusal_report)
+    exit_on_sticky_errors(STALLED_EXIT_CODE, args.refusal_report)
     asyncio.run(serve_worker(worker, args.listen, sock=sock, secret=args.engine_secret))
     return 0
 

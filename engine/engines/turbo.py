@@ -8,6 +8,8 @@ No watermark is applied here: the worker marks every chunk itself.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
+import logging
 import os
 import tempfile
 import threading
@@ -33,7 +35,8 @@ from transformers import AutoTokenizer, PreTrainedTokenizerBase
 
 from engine.weights import download, find_weights, has_tokenizer, is_complete
 
-from .base import BatchingEngine, EngineError, EngineInfo
+from .base import BatchingEngine, EngineError, EngineInfo, GraphCheckFailed
+from .graph_check import GraphCheck, SelfCheck
 from .t3_batch import BATCH_BUCKETS, BatchDecoder
 from .t3_loop import DecodeLoop
 from .t3_sampling import Sampling
@@ -68,6 +71,8 @@ class TurboVoice(Conditionals):
 
 
 _QUIET = threading.Lock()
+log = logging.getLogger("chatterbox_fast.engine")
+CHECK_TEXTS = ("Hello there, thanks for calling.", "Sure.", "Let me check that for you, one moment please.")
 
 
 @contextlib.contextmanager
@@ -131,6 +136,7 @@ class TurboEngine(BatchingEngine):
         info: EngineInfo,
         sampling: Sampling = Sampling(),
         slots: int = 8,
+        decode_asked: str = "auto",
     ) -> None:
         self.t3 = t3
         self.s3gen = s3gen
@@ -142,6 +148,8 @@ class TurboEngine(BatchingEngine):
         self.random_weights = info.weights == RANDOM_WEIGHTS
         self.max_tokens = sampling.max_tokens  # per-chunk cap; may be lowered after loading
         self._builtin = builtin
+        self.decode_asked = decode_asked  # "graph" asked explicitly: a failed self-check refuses to start
+        self.graph_check: dict | None = None  # the self-check's result once it ran (GraphCheck.as_json)
         self.decoder = BatchDecoder(t3, slots, sampling, max_text_tokens=MAX_TEXT_TOKENS)
         self.graphs = None
         if info.decode == "graph":
@@ -174,7 +182,7 @@ class TurboEngine(BatchingEngine):
         together (0: 64 on CUDA, 8 elsewhere).
         """
         dev = _pick_device(device)
-        decode = _pick_decode(decode, dev)
+        asked, decode = decode, _pick_decode(decode, dev)
         slots = slots or (64 if dev.type == "cuda" else 8)
         t3_dtype = _pick_dtype(dtype, dev)
         if dev.type == "cuda":
@@ -221,7 +229,8 @@ class TurboEngine(BatchingEngine):
                   f"tf32={'on' if tf32 and dev.type == 'cuda' else 'off'}",
             decode=decode,
         )
-        return cls(t3=t3, s3gen=s3gen, ve=ve, tokenizer=tokenizer, builtin=builtin, info=info, slots=slots)
+        return cls(t3=t3, s3gen=s3gen, ve=ve, tokenizer=tokenizer, builtin=builtin, info=info, slots=slots,
+                   decode_asked=asked)
 
     @staticmethod
     def _tokenizer_for(source: Path | None) -> PreTrainedTokenizerBase:
@@ -278,11 +287,51 @@ class TurboEngine(BatchingEngine):
     # ----- synthesis -----
 
     def warmup(self) -> None:
-        """One short synthesis in the default voice; with CUDA graphs, capture every bucket first."""
-        if self.graphs is not None:
-            with torch.inference_mode():
-                self.graphs.capture_all(BATCH_BUCKETS)
+        """One short synthesis in the default voice; with CUDA graphs, first every bucket captured and the start-up
+        self-check (engine/engines/graph_check.py), both on the decode loop's thread. A failed check falls back to
+        eager decoding (``info.decode_fallback`` says why), or raises ``GraphCheckFailed`` if graphs were asked for."""
+        if self.graphs is not None and self.graph_check is None:
+            check = self.loop.call(self._capture_and_check).result()
+            if check.ok:
+                self._vocode_runs(check)
+            self.graph_check = check.as_json()
+            if not check.ok:
+                self._fall_back(check.reason())
         self.synthesize("Warming up.", self.default_voice(), threading.Event())
+
+    def _capture_and_check(self) -> GraphCheck:
+        """On the decode loop's thread: capture every bucket, then compare replays with eager steps."""
+        assert self.graphs is not None
+        try:
+            self.graphs.capture_all(BATCH_BUCKETS)
+        except Exception as exc:
+            return GraphCheck([f"capturing the decode step failed: {type(exc).__name__}: {exc}"])
+        texts = [self.tokenizer(text, return_tensors="pt").input_ids for text in CHECK_TEXTS]
+        conds = check_voices(self.default_voice().t3)
+        try:
+            return SelfCheck(self.t3, self.decoder, self.graphs, conds, texts,
+                             timing=self.device.type == "cuda").run()
+        except Exception as exc:
+            return GraphCheck([f"the self-check itself failed: {type(exc).__name__}: {exc}"])
+
+    def _vocode_runs(self, check: GraphCheck) -> None:
+        try:
+            wav = self.vocode(list(range(25)), self.default_voice())
+        except Exception as exc:
+            check.problems.append(f"S3Gen fails after the captures: {type(exc).__name__}: {exc}")
+            return
+        if wav.size == 0 or not np.isfinite(wav).all():
+            check.problems.append("S3Gen's audio after the captures is empty or not finite")
+
+    def _fall_back(self, reason: str) -> None:
+        if self.decode_asked == "graph":
+            raise GraphCheckFailed(reason)
+        log.warning("CUDA graphs failed their start-up self-check, decoding eagerly instead: %s", reason)
+        self.graphs = None
+        self.decoder.run_step = self.decoder.step
+        self.info = dataclasses.replace(self.info, decode="eager", decode_fallback=reason,
+                                        notes=self.info.notes.replace("graph decode", "eager decode (graphs failed "
+                                                                      "their self-check)"))
 
     def submit_tokens(self, text: str, voice: TurboVoice, cancel: threading.Event, deadline: float,
                       seed: int | None = None) -> Future[list[int]]:
@@ -318,6 +367,14 @@ class TurboEngine(BatchingEngine):
         if self.device.type == "cuda":
             torch.cuda.synchronize(self.device)
         return time.perf_counter()
+
+
+def check_voices(cond: T3Cond, count: int = 3) -> list[T3Cond]:
+    """``count`` distinct voices for the self-check, made from one: its speaker embedding scaled and its prompt
+    tokens rotated (their conditioning prefixes differ, which is all the check needs)."""
+    return [dataclasses.replace(cond, speaker_emb=cond.speaker_emb * (1 - 0.2 * i), cond_prompt_speech_emb=None,
+                                cond_prompt_speech_tokens=torch.roll(cond.cond_prompt_speech_tokens, 7 * i, dims=-1))
+            for i in range(count)]
 
 
 def _norm_loudness(wav: np.ndarray, sample_rate: int = S3GEN_SR) -> np.ndarray:
