@@ -267,6 +267,8 @@ class TurboEngine(BatchingEngine):
             cond_prompt_speech_tokens=torch.atleast_2d(prompt_tokens),
             emotion_adv=0.5 * torch.ones(1, 1, 1),
         ).to(device=self.device)
+        if self.device.type == "cuda":  # its tensors are read on the decode loop's and S3Gen's own streams next
+            torch.cuda.current_stream(self.device).synchronize()
         return TurboVoice(t3_cond, gen)
 
     def save_conditionals(self, conds: Conditionals, path: Path) -> None:
