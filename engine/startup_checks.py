@@ -56,11 +56,15 @@ def check_device(device: str) -> None:
         raise Misconfigured(problem, CUDA_FIX)
 
 
-def check_decode(decode: str, batch_slots: int, device: str) -> None:
-    """``--decode graph`` needs CUDA (``device`` is known to be usable by now); ``--batch-slots`` is not negative."""
+def check_decode(decode: str, batch_slots: int, device: str, prompt_cache_voices: int = 64) -> None:
+    """``--decode graph`` needs CUDA (``device`` is known to be usable by now); ``--batch-slots`` is not negative,
+    ``--prompt-cache-voices`` positive."""
     if batch_slots < 0:
         raise Misconfigured(f"--batch-slots {batch_slots} is negative",
                             "pass 0 (64 slots on CUDA, 8 elsewhere) or a positive count (CBF_BATCH_SLOTS)")
+    if prompt_cache_voices < 1:
+        raise Misconfigured(f"--prompt-cache-voices {prompt_cache_voices} keeps no voice",
+                            "pass a positive count (CBF_PROMPT_CACHE_VOICES; 64 by default)")
     if decode != "graph" or device.startswith("cuda"):
         return
     import torch
@@ -111,7 +115,7 @@ def preflight(settings: EngineSettings, engine: str) -> EngineSettings:
     if engine != "chatterbox-turbo":
         return settings
     check_device(settings.device)
-    check_decode(settings.decode, settings.batch_slots, settings.device)
+    check_decode(settings.decode, settings.batch_slots, settings.device, settings.prompt_cache_voices)
     if settings.weights != "pretrained":
         return settings
     return dataclasses.replace(settings, model_dir=locate_weights(settings.model_dir))

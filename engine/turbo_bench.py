@@ -404,6 +404,7 @@ def main(argv: list[str] | None = None) -> None:
                 figures.add)))
     if cuda:
         figures.add("peak_vram_gib", round(torch.cuda.max_memory_allocated(engine.device) / 2**30, 2))
+    figures.phase("prompt_cache", engine.prompts.figures)
     figures.add("failed_phases", figures.failed)
     figures.add("total_s", round(time.monotonic() - started, 1))
     engine.loop.close()

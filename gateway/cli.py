@@ -81,6 +81,8 @@ ENGINE_OPTIONS = (
            default="auto", choices=("auto", "eager", "graph")),
     Option("--batch-slots", "CBF_BATCH_SLOTS",
            "chatterbox-turbo: chunks decoded together (0 = 64 on CUDA, 8 elsewhere)", int, 0),
+    Option("--prompt-cache-voices", "CBF_PROMPT_CACHE_VOICES", "chatterbox-turbo: voices whose prompt keys and "
+           "values stay on the device (~37 MB each in bf16), least recently used forgotten first", int, 64),
     Option("--voices-dir", "CBF_VOICES_DIR", "where predefined and cloned voices live", Path, Path("voices")),
     Option("--sim-fixed", "CBF_SIM_FIXED", "simulated engine: fixed seconds per chunk", float, 0.15),
     Option("--sim-rtf", "CBF_SIM_RTF", "simulated engine: real-time factor", float, 3.0),
@@ -136,6 +138,7 @@ def engine_settings(args: argparse.Namespace):  # -> EngineSettings (imported la
     return EngineSettings(
         engine=args.engine, model_dir=args.model_dir, weights=args.weights, device=args.device, dtype=args.dtype,
         tf32=args.tf32, sdpa=args.sdpa, decode=args.decode, batch_slots=args.batch_slots, voices_dir=args.voices_dir,
+        prompt_cache_voices=args.prompt_cache_voices,
         sim_fixed_s=args.sim_fixed, sim_rtf=args.sim_rtf,
         first_chunk_words=args.first_chunk_words, max_chunk_chars=args.max_chunk_chars,
         safety_margin_s=args.safety_margin, shared_chunk_s=args.shared_chunk_seconds,

@@ -16,7 +16,7 @@ import threading
 import time
 from collections.abc import Iterator
 from concurrent.futures import Future
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
@@ -37,6 +37,7 @@ from engine.weights import download, find_weights, has_tokenizer, is_complete
 
 from .base import BatchingEngine, EngineError, EngineInfo, GraphCheckFailed
 from .graph_check import GraphCheck, SelfCheck
+from .prefix_cache import PrefixCache
 from .t3_batch import BATCH_BUCKETS, BatchDecoder
 from .t3_loop import DecodeLoop
 from .t3_sampling import Sampling
@@ -58,16 +59,14 @@ ENC_COND_LEN = 15 * S3_SR  # reference audio the T3 speech prompt sees (as Chatt
 DEC_COND_LEN = 10 * S3GEN_SR  # reference audio S3Gen sees
 MIN_REFERENCE_S = 5.0
 TARGET_LUFS = -27.0
+PROMPT_CACHE_VOICES = 64  # voices whose prompt K/V stay on the device (~37 MB each in bf16 at full size)
 MAX_TEXT_TOKENS = 320  # a chunk is at most ~300 characters (the planner's cap); the KV cache is sized for this
 SPEECH_CHARS_PER_S = 14.0  # English read aloud; random weights stop after this much speech, real ones at EOS
 
 
 @dataclass
 class TurboVoice(Conditionals):
-    """A voice's conditionals, and beside them the keys and values of its T3 conditioning prefix per (dtype, device),
-    computed on first use. They live with the voice (in the voice store), never on the model."""
-
-    prefixes: dict[tuple[str, str], VoicePrefix] = field(default_factory=dict, repr=False, compare=False)
+    """A voice's conditionals (owned by the voice store, never kept on the model)."""
 
 
 _QUIET = threading.Lock()
@@ -137,6 +136,7 @@ class TurboEngine(BatchingEngine):
         sampling: Sampling = Sampling(),
         slots: int = 8,
         decode_asked: str = "auto",
+        prompt_cache_voices: int = PROMPT_CACHE_VOICES,
     ) -> None:
         self.t3 = t3
         self.s3gen = s3gen
@@ -157,7 +157,9 @@ class TurboEngine(BatchingEngine):
 
             self.graphs = GraphedSteps(self.decoder)
             self.decoder.run_step = self.graphs
-        self.loop = DecodeLoop(self.decoder, self._prefix)
+        self.prompts = PrefixCache(prompt_cache_voices,
+                                   lambda voice: voice_prefix(self.t3, self.decoder.body, voice.t3))
+        self.loop = DecodeLoop(self.decoder, self.prompts.get)
         # S3Gen on a stream of its own, so its kernels do not queue in front of the decode loop's steps
         self._s3gen_stream = torch.cuda.Stream(self.device) if self.device.type == "cuda" else None
 
@@ -173,6 +175,7 @@ class TurboEngine(BatchingEngine):
         llama_config: str | None = None,
         decode: str = "auto",
         slots: int = 0,
+        prompt_cache_voices: int = PROMPT_CACHE_VOICES,
     ) -> TurboEngine:
         """Load weights from ``model_dir``, the HF cache or a download; or random weights of the same shapes.
 
@@ -230,7 +233,7 @@ class TurboEngine(BatchingEngine):
             decode=decode,
         )
         return cls(t3=t3, s3gen=s3gen, ve=ve, tokenizer=tokenizer, builtin=builtin, info=info, slots=slots,
-                   decode_asked=asked)
+                   decode_asked=asked, prompt_cache_voices=prompt_cache_voices)
 
     @staticmethod
     def _tokenizer_for(source: Path | None) -> PreTrainedTokenizerBase:
@@ -280,11 +283,8 @@ class TurboEngine(BatchingEngine):
         return TurboVoice.load(path, map_location=self.device).to(self.device)
 
     def _prefix(self, voice: TurboVoice) -> VoicePrefix:
-        """The voice's prefix keys and values for this engine's dtype and device (computed once; decode thread)."""
-        key = (str(self.dtype), str(self.device))
-        if key not in voice.prefixes:
-            voice.prefixes[key] = voice_prefix(self.t3, self.decoder.body, voice.t3)
-        return voice.prefixes[key]
+        """The voice's prefix keys and values on this engine's device (computed once while it stays in the cache)."""
+        return self.prompts.get(voice)
 
     # ----- synthesis -----
 
