@@ -1,6 +1,6 @@
-"""The Turbo engine, the worker and the GPU kit import and decode uploads without PyAV and espeakng-loader, as on the
-GPU measurement host (neither fits in what a device run may carry). The packages are blocked in a child Python by
-tests/blocked/sitecustomize.py, a meta-path finder that refuses them."""
+"""The Turbo engine, the worker and the GPU kit import and decode uploads without PyAV, espeakng-loader and
+scikit-learn, as on the GPU measurement host (they are not there, and their wheels do not fit in what a device run may
+carry). The packages are hidden in a child Python by tests/blocked/sitecustomize.py."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-BLOCKED_ENV = {"PYTHONPATH": f"{ROOT / 'tests' / 'blocked'}{os.pathsep}{ROOT}", "CBF_BLOCK_MODULES": "av,espeakng_loader"}
+BLOCKED_ENV = {"PYTHONPATH": f"{ROOT / 'tests' / 'blocked'}{os.pathsep}{ROOT}", "CBF_BLOCK_MODULES": "av,espeakng_loader,sklearn"}
 
 CHILD = """
 import io, sys
@@ -34,7 +34,7 @@ except EngineError as exc:
     assert exc.code == "bad_audio" and "without PyAV" in str(exc), exc
 else:
     raise SystemExit("junk decoded")
-print(sorted(m for m in sys.modules if m.split(".")[0] in ("av", "espeakng_loader")))
+print(sorted(m for m in sys.modules if m.split(".")[0] in ("av", "espeakng_loader", "sklearn")))
 """
 
 

@@ -264,7 +264,8 @@ class TurboEngine(BatchingEngine):
             gen = self.s3gen.embed_ref(ref_24k[:DEC_COND_LEN], S3GEN_SR, device=self.device)
             prompt_tokens, _ = self.s3gen.tokenizer.forward([ref_16k[:ENC_COND_LEN]],
                                                             max_len=self.t3.hp.speech_cond_prompt_len)
-            ve_embed = torch.from_numpy(self.ve.embeds_from_wavs([ref_16k], sample_rate=S3_SR))
+            ve_embed = torch.from_numpy(self.ve.embeds_from_wavs([trim_silence(ref_16k)], sample_rate=S3_SR,
+                                                                 trim_top_db=None))
         t3_cond = T3Cond(
             speaker_emb=ve_embed.mean(dim=0, keepdim=True),
             cond_prompt_speech_tokens=torch.atleast_2d(prompt_tokens),
@@ -377,6 +378,19 @@ def check_voices(cond: T3Cond, count: int = 3) -> list[T3Cond]:
     return [dataclasses.replace(cond, speaker_emb=cond.speaker_emb * (1 - 0.2 * i), cond_prompt_speech_emb=None,
                                 cond_prompt_speech_tokens=torch.roll(cond.cond_prompt_speech_tokens, 7 * i, dims=-1))
             for i in range(count)]
+
+
+def trim_silence(wav: np.ndarray, top_db: float = 20.0, frame_length: int = 2048, hop_length: int = 512) -> np.ndarray:
+    """``librosa.effects.trim(wav, top_db=20)``, which ``VoiceEncoder.embeds_from_wavs`` applies, computed here the
+    same way: importing ``librosa.effects`` imports scikit-learn (through ``librosa.decompose``), which the GPU
+    measurement host does not have and its wheels would not fit beside the others."""
+    rms = librosa.feature.rms(y=wav, frame_length=frame_length, hop_length=hop_length)
+    loud = np.flatnonzero(librosa.amplitude_to_db(rms[0], ref=np.max, top_db=None) > -top_db)
+    if loud.size == 0:
+        return wav[:0]
+    start = int(librosa.frames_to_samples(loud[0], hop_length=hop_length))
+    end = min(wav.shape[-1], int(librosa.frames_to_samples(loud[-1] + 1, hop_length=hop_length)))
+    return wav[start:end]
 
 
 def _norm_loudness(wav: np.ndarray, sample_rate: int = S3GEN_SR) -> np.ndarray:
