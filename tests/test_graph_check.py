@@ -14,6 +14,7 @@ import pytest
 
 pytest.importorskip("chatterbox.tts_turbo")
 
+import torch  # noqa: E402
 from turbo_checkpoint import write_tiny_checkpoint  # noqa: E402
 
 from engine.cost import CostModel  # noqa: E402
@@ -149,3 +150,16 @@ def test_decode_graph_asked_is_a_start_up_refusal_in_one_sentence(checkpoint: Pa
     assert message.startswith("--decode graph was asked for, but the CUDA graphs failed their start-up self-check (")
     assert "not 4 (an empty graph?)" in message and message.endswith("or --decode eager (CBF_DECODE).")
     assert message.count(". ") == 1  # the problem, then "Fix: ..."
+
+
+def test_in_bf16_logits_agree_within_its_tolerance_and_the_check_passes(checkpoint: Path) -> None:
+    """bf16 (the CUDA default) on this CPU: our body's logits need not equal transformers' forward bit for bit, but
+    they stay within the bf16 tolerance the self-check allows (as does prefix reuse against a full prefill); replays
+    of a faithful stand-in still equal the eager steps bitwise."""
+    engine = TurboEngine.load(model_dir=checkpoint, device="cpu", dtype="bfloat16", slots=4)
+    try:
+        result, _ = run_check(engine, None)
+    finally:
+        engine.loop.close()
+    assert result.ok, result.problems
+    assert engine.dtype == torch.bfloat16 and result.figures["logits_max_diff"] < 0.5

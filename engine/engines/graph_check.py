@@ -82,10 +82,12 @@ def transformers_logits(t3: T3, cond: T3Cond, text_tokens: torch.Tensor, forced:
     """Speech logits of transformers' own GPT-2 forward (a dynamic cache): after the prefill of conditioning, text and
     start token, then after each of ``forced`` fed back. The cache's name differs between releases (5.17:
     ``past_key_values``; 5.24: ``cache``, warning about the old name), hence the keyword looked up and ``out[1]``."""
-    device = next(t3.parameters()).device
+    param = next(t3.parameters())
+    device = param.device
     cache_kw = "cache" if "cache" in inspect.signature(t3.tfmr.forward).parameters else "past_key_values"
     start = torch.tensor([[t3.hp.start_speech_token]], device=device)
-    embeds, _ = t3.prepare_input_embeds(t3_cond=copy.copy(cond).to(device=device), text_tokens=text_tokens.to(device),
+    embeds, _ = t3.prepare_input_embeds(t3_cond=copy.copy(cond).to(device=device, dtype=param.dtype),
+                                        text_tokens=text_tokens.to(device),
                                         speech_tokens=start)
     out = t3.tfmr(inputs_embeds=embeds, use_cache=True)
     logits = [t3.speech_head(out[0][:, -1])]
