@@ -133,6 +133,7 @@ class EngineReady:
     # An engine in another server (--engine http): {url, dialect, state: up | down | unknown, error, since}. Sent
     # again (a later ``ready``) whenever the state changes; the gateway starts no utterance there while it is down.
     backend: dict[str, Any] | None = None
+    decode_fallback: str | None = None  # why it decodes eagerly where CUDA graphs were meant (failed self-check)
 
 
 @dataclass(frozen=True)

@@ -20,6 +20,8 @@ from concurrent.futures import Future
 from dataclasses import dataclass, field
 from typing import Any, Callable, Sequence
 
+from engine import device_errors
+
 
 class DeviceQueue:
     def __init__(self, name: str = "gen", threads: int = 1) -> None:
@@ -71,6 +73,7 @@ class DeviceQueue:
                 future.set_result(fn(*args))
             except BaseException as exc:  # handed to the awaiting coroutine, never lost on this thread
                 future.set_exception(exc)
+                device_errors.check(exc)  # a sticky CUDA error ends the worker (engine/device_errors.py)
             finally:
                 del self._running[me]
 

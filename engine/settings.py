@@ -28,6 +28,7 @@ class EngineSettings:
     decode: str = "auto"  # chatterbox-turbo: auto (CUDA graphs on CUDA, eager elsewhere) | eager | graph
     batch_slots: int = 0  # chatterbox-turbo: chunks decoded together (0: 64 on CUDA, 8 elsewhere)
     vocode_window_s: float = DEFAULT_VOCODE_WINDOW_S  # chatterbox-turbo: longest wait for chunks to vocode together
+    prompt_cache_voices: int = 64  # chatterbox-turbo: voices whose prompt keys and values stay on the device
     voices_dir: Path = field(default_factory=lambda: Path("voices"))
     sim_fixed_s: float = 0.15  # simulated engine: fixed cost per chunk
     sim_rtf: float = 3.0  # simulated engine: real-time factor

@@ -21,6 +21,7 @@ WEIGHTS_FIX = ("fetch them with `chatterbox-fast weights download --to DIR` (on 
                "pass --model-dir DIR (CBF_MODEL_DIR); `chatterbox-fast doctor` checks the result")
 CUDA_FIX = ("check `nvidia-smi -L` and the driver (>= 580 for CUDA 13), set CUDA_VISIBLE_DEVICES to the card's UUID, "
             "or use --device cpu / auto")
+GRAPHS_FIX = "use --decode auto (falls back to eager decoding, /health says why) or --decode eager (CBF_DECODE)"
 WATERMARK_FIX = "reinstall the engine packages (`make venv`: resemble-perth 1.0.1 with setuptools<81)"
 
 
@@ -55,11 +56,15 @@ def check_device(device: str) -> None:
         raise Misconfigured(problem, CUDA_FIX)
 
 
-def check_decode(decode: str, batch_slots: int, device: str) -> None:
-    """``--decode graph`` needs CUDA (``device`` is known to be usable by now); ``--batch-slots`` is not negative."""
+def check_decode(decode: str, batch_slots: int, device: str, prompt_cache_voices: int = 64) -> None:
+    """``--decode graph`` needs CUDA (``device`` is known to be usable by now); ``--batch-slots`` is not negative,
+    ``--prompt-cache-voices`` positive."""
     if batch_slots < 0:
         raise Misconfigured(f"--batch-slots {batch_slots} is negative",
                             "pass 0 (64 slots on CUDA, 8 elsewhere) or a positive count (CBF_BATCH_SLOTS)")
+    if prompt_cache_voices < 1:
+        raise Misconfigured(f"--prompt-cache-voices {prompt_cache_voices} keeps no voice",
+                            "pass a positive count (CBF_PROMPT_CACHE_VOICES; 64 by default)")
     if decode != "graph" or device.startswith("cuda"):
         return
     import torch
@@ -122,7 +127,7 @@ def preflight(settings: EngineSettings, engine: str) -> EngineSettings:
     if engine != "chatterbox-turbo":
         return settings
     check_device(settings.device)
-    check_decode(settings.decode, settings.batch_slots, settings.device)
+    check_decode(settings.decode, settings.batch_slots, settings.device, settings.prompt_cache_voices)
     if settings.weights != "pretrained":
         return settings
     return dataclasses.replace(settings, model_dir=locate_weights(settings.model_dir))
@@ -130,10 +135,12 @@ def preflight(settings: EngineSettings, engine: str) -> EngineSettings:
 
 @contextlib.contextmanager
 def loading(settings: EngineSettings, on_gpu: bool) -> Iterator[None]:
-    """Around loading and warming the engine: out of device memory and no watermark become ``Misconfigured``.
+    """Around loading and warming the engine: out of device memory, no watermark, and CUDA graphs asked for with
+    ``--decode graph`` that fail their start-up self-check become ``Misconfigured``.
     ``on_gpu``: the engine will load onto ``settings.device`` (its free memory is measured first)."""
     import torch
 
+    from engine.engines.base import GraphCheckFailed
     from engine.watermark import WatermarkUnavailable
 
     measure = on_gpu and settings.device != "cpu" and torch.cuda.is_available()
@@ -144,6 +151,9 @@ def loading(settings: EngineSettings, on_gpu: bool) -> Iterator[None]:
         raise Misconfigured(out_of_memory(settings.model_dir, free, total),
                             "free the card (`nvidia-smi` lists what holds it) or pin a larger one by UUID "
                             "(CUDA_VISIBLE_DEVICES / CBF_GPU_UUID)") from exc
+    except GraphCheckFailed as exc:
+        raise Misconfigured(f"--decode graph was asked for, but the CUDA graphs failed their start-up self-check "
+                            f"({exc})", GRAPHS_FIX) from exc
     except WatermarkUnavailable as exc:
         raise Misconfigured(str(exc).rstrip("."), WATERMARK_FIX) from exc
 

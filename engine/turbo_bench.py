@@ -18,13 +18,16 @@ import argparse
 import asyncio
 import contextlib
 import gc
+import importlib.metadata
 import json
 import os
 import statistics
+import subprocess
 import sys
 import tempfile
 import threading
 import time
+import traceback
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -66,7 +69,21 @@ class Figures:
     def __init__(self, path: Path) -> None:
         self.path = path
         self.data: dict[str, Any] = {}
+        self.failed: list[str] = []
         self.started = time.monotonic()
+
+    def phase(self, key: str, measure: Callable[[], Any]) -> Any:
+        """Run one phase and add what it returns under ``key``; a phase that raises adds ``{"error": ...}`` there
+        (its traceback goes to the log) and the kit goes on with the next one."""
+        try:
+            value = measure()
+        except Exception as exc:
+            traceback.print_exc()
+            self.failed.append(key)
+            value = {"error": f"{type(exc).__name__}: {exc}"}
+        if value is not None:
+            self.add(key, value)
+        return value
 
     def add(self, key: str, value: Any) -> None:
         self.data[key] = value
@@ -93,33 +110,43 @@ def timed(device: torch.device, fn: Callable[[], Any], repeat: int) -> float:
     return statistics.median(times)
 
 
-def environment(engine: TurboEngine) -> dict[str, Any]:
-    import transformers
-
-    env = {"python": sys.version.split()[0], "torch": torch.__version__, "transformers": transformers.__version__,
-           "cuda": torch.version.cuda, "engine": engine.info.__dict__,
-           "t3_parameters": sum(p.numel() for p in engine.t3.parameters()),
-           "kv_capacity": engine.decoder.kv.capacity, "slots": engine.decoder.slots}
-    if engine.device.type == "cuda":
-        env["gpu"] = torch.cuda.get_device_name(engine.device)
+def environment() -> dict[str, Any]:
+    """Versions, driver and GPU: written first, before anything can fail."""
+    env: dict[str, Any] = {"python": sys.version.split()[0], "torch": torch.__version__, "cuda": torch.version.cuda}
+    for name in ("transformers", "numpy", "numba", "chatterbox"):
+        try:
+            env[name] = importlib.metadata.version("chatterbox-tts" if name == "chatterbox" else name)
+        except importlib.metadata.PackageNotFoundError:
+            env[name] = None
+    if torch.cuda.is_available():
+        env["gpus"] = [torch.cuda.get_device_name(i) for i in range(torch.cuda.device_count())]
+        with contextlib.suppress(OSError, subprocess.SubprocessError):
+            env["driver"] = subprocess.run(["nvidia-smi", "--query-gpu=driver_version", "--format=csv,noheader"],
+                                           capture_output=True, text=True, timeout=20).stdout.strip() or None
     return env
+
+
+def engine_facts(engine: TurboEngine) -> dict[str, Any]:
+    return {"engine": engine.info.__dict__, "t3_parameters": sum(p.numel() for p in engine.t3.parameters()),
+            "kv_capacity": engine.decoder.kv.capacity, "slots": engine.decoder.slots}
 
 
 # ----- T3 -----
 
-def t3_steps(engine: TurboEngine, voice: TurboVoice, batches: list[int], steps: int) -> dict[str, Any]:
-    """ms per decode step with ``batch`` live slots (noise draws, the step, stop-flag reads every 4 steps)."""
-    modes = ["eager"] + (["graph"] if engine.device.type == "cuda" else [])
+def t3_steps(engine: TurboEngine, voice: TurboVoice, batches: list[int], steps: int, graph: bool) -> dict[str, Any]:
+    """ms per decode step with ``batch`` live slots (noise draws, the step, stop-flag reads every 4 steps), eager or
+    replayed as CUDA graphs (each captured during the warm-up run, before its timed window)."""
+    mode = "graph" if graph else "eager"
     result: dict[str, Any] = {}
-    for mode in modes:
-        for batch in batches:
-            seconds = time_steps(engine, voice, batch, mode == "graph", steps)
-            result[f"{mode}_b{batch}_ms"] = round(1000 * seconds / steps, 3)
-            result[f"{mode}_b{batch}_tokens_per_s"] = round(batch * steps / seconds, 1)
-            gc.collect()  # a decoder and its graphs refer to each other: free their memory before the next one
-            if engine.device.type == "cuda":
-                torch.cuda.empty_cache()
-    result["upstream_inference_turbo_b1_ms"] = round(1000 * upstream_per_step(engine, voice, steps), 3)
+    for batch in batches:
+        seconds = time_steps(engine, voice, batch, graph, steps)
+        result[f"{mode}_b{batch}_ms"] = round(1000 * seconds / steps, 3)
+        result[f"{mode}_b{batch}_tokens_per_s"] = round(batch * steps / seconds, 1)
+        gc.collect()  # a decoder and its graphs refer to each other: free their memory before the next one
+        if engine.device.type == "cuda":
+            torch.cuda.empty_cache()
+    if not graph:
+        result["upstream_inference_turbo_b1_ms"] = round(1000 * upstream_per_step(engine, voice, steps), 3)
     return result
 
 
@@ -468,11 +495,15 @@ def parse(argv: list[str] | None) -> argparse.Namespace:
 
 
 def main(argv: list[str] | None = None) -> None:
+    """Phases in this order: environment; load; every eager figure (before any CUDA graph is captured, so a failed
+    capture cannot spoil them); the engine's warm-up with its CUDA-graph self-check; graph step timings; then what
+    runs through the decode loop and the worker (its graphs all captured by then, none inside a timed window)."""
     args = parse(argv)
     deadline = time.monotonic() + args.time_budget
     args.out.mkdir(parents=True, exist_ok=True)
     figures = Figures(args.out / "gpu-bench.json")
     started = time.monotonic()
+    figures.phase("environment", environment)
     try:  # the server's start-up checks: no weights, no CUDA, --decode graph off CUDA... are one sentence, exit 3
         settings = preflight(EngineSettings(engine="chatterbox-turbo", model_dir=args.model_dir, weights=args.weights,
                                             device=args.device, dtype=args.dtype, decode=args.decode),
@@ -485,27 +516,42 @@ def main(argv: list[str] | None = None) -> None:
         print(f"engine.turbo_bench: refusing to start: {exc}", file=sys.stderr)
         raise SystemExit(3) from None
     figures.add("load_s", round(time.monotonic() - started, 1))
-    figures.add("environment", environment(engine))
+    figures.phase("engine", lambda: engine_facts(engine))
     voice = engine.default_voice()
-    figures.add("dispatch", dispatch_counts(engine, voice, args.batches, args.s3gen_batches, args.s3gen_batch_tokens))
-    figures.add("s3gen_batched", s3gen_batched(engine, voice, args.s3gen_batches, args.s3gen_batch_tokens,
-                                               args.repeat))
-    if args.callers_only:
-        engine.loop.close()
-        return
-    figures.add("t3_step", t3_steps(engine, voice, args.batches, args.steps))
-    figures.add("t3_concurrent", t3_concurrent(engine, voice, args.concurrent))
-    figures.add("prefill", prefill(engine, voice, args.repeat))
-    figures.add("s3gen", s3gen(engine, voice, args.s3gen_tokens, args.repeat))
-    if not args.no_worker:
+    cuda = engine.device.type == "cuda"
+    figures.phase("dispatch", lambda: dispatch_counts(engine, voice, args.batches, args.s3gen_batches,
+                                                      args.s3gen_batch_tokens))
+    figures.phase("s3gen_batched", lambda: s3gen_batched(engine, voice, args.s3gen_batches, args.s3gen_batch_tokens,
+                                                         args.repeat))
+    if not args.callers_only:
+        figures.phase("t3_step", lambda: t3_steps(engine, voice, args.batches, args.steps, graph=False))
+        figures.phase("prefill", lambda: prefill(engine, voice, args.repeat))
+        figures.phase("s3gen", lambda: s3gen(engine, voice, args.s3gen_tokens, args.repeat))
+        figures.phase("self_check", lambda: self_check(engine))
+        figures.phase("t3_step_graph", lambda: t3_steps(engine, voice, args.batches, args.steps, graph=True) if cuda
+                      else {"skipped": "no CUDA device"})
+        figures.phase("t3_concurrent", lambda: t3_concurrent(engine, voice, args.concurrent))
+    if not (args.no_worker or args.callers_only):
         with tempfile.TemporaryDirectory(prefix="cbf-bench-") as tmp:  # short: Unix socket paths are ~100 bytes
-            asyncio.run(through_worker(engine, Path(tmp) / "engine.sock", args.single_runs, args.streams,
-                                       args.paragraph, deadline, figures.add))
-    if engine.device.type == "cuda":
+            figures.phase("worker", lambda: asyncio.run(through_worker(
+                engine, Path(tmp) / "engine.sock", args.single_runs, args.streams, args.paragraph, deadline,
+                figures.add)))
+    if cuda:
         figures.add("peak_vram_gib", round(torch.cuda.max_memory_allocated(engine.device) / 2**30, 2))
-        figures.add("graphs_captured", len(engine.graphs.graphs) if engine.graphs else 0)
+    figures.phase("prompt_cache", engine.prompts.figures)
+    figures.add("failed_phases", figures.failed)
     figures.add("total_s", round(time.monotonic() - started, 1))
     engine.loop.close()
+
+
+def self_check(engine: TurboEngine) -> dict[str, Any]:
+    """The engine's warm-up, as the server runs it before saying ready: with CUDA graphs, every bucket captured and
+    the start-up self-check (what it compared, its figures, and the fallback to eager if it failed)."""
+    started = time.monotonic()
+    engine.warmup()
+    return {"warmup_s": round(time.monotonic() - started, 2), "decode": engine.info.decode,
+            "decode_fallback": engine.info.decode_fallback, "graphs_captured": len(engine.graphs.graphs)
+            if engine.graphs else 0, **(engine.graph_check or {})}
 
 
 if __name__ == "__main__":

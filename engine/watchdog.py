@@ -1,5 +1,6 @@
 """Ends the worker process when it can no longer be useful, so that its supervisor (the gateway's, or an
-orchestrator's) starts a fresh one: when its gateway is gone, and when its device stops making progress.
+orchestrator's) starts a fresh one: when its gateway is gone, when its device stops making progress, and when a
+sticky CUDA error leaves the device useless.
 
 Both run on threads of their own and leave with ``os._exit``: a device call that hangs cannot be cancelled, and a
 thread stuck in one would keep a normal exit (and the device's memory) waiting forever.
@@ -40,10 +41,21 @@ def watch_device(devices: Sequence[Any], stall_s: float, exit_code: int, report:
             time.sleep(min(1.0, stall_s / 4))
             now = time.monotonic()
             if any(since is not None and now - since > stall_s for since in (d.busy_since for d in devices)):
-                reason = f"the device made no progress for {stall_s:g} s (a generation hung)"
-                log.error("%s; exiting, for a fresh worker to start", reason)
-                if report is not None:
-                    report.write_text(reason + "\n")
-                os._exit(exit_code)
+                exit_for(f"the device made no progress for {stall_s:g} s (a generation hung)", exit_code, report)
 
     threading.Thread(target=watch, name="device-watchdog", daemon=True).start()
+
+
+def exit_on_sticky_errors(exit_code: int, report: Path | None) -> None:
+    """A sticky CUDA error anywhere on the device (engine/device_errors.py) ends the worker like a stalled device."""
+    from engine import device_errors
+
+    device_errors.on_sticky_error(lambda reason: exit_for(reason, exit_code, report))
+
+
+def exit_for(reason: str, exit_code: int, report: Path | None) -> None:
+    """Say ``reason`` in the log and in ``report`` (the supervisor shows it in /health), then exit at once."""
+    log.error("%s; exiting, for a fresh worker to start", reason)
+    if report is not None:
+        report.write_text(reason + "\n")
+    os._exit(exit_code)

@@ -28,7 +28,7 @@ from websockets.asyncio.server import ServerConnection, serve, unix_serve
 from websockets.exceptions import ConnectionClosed
 from websockets.http11 import Request, Response
 
-from engine import protocol
+from engine import device_errors, protocol
 from engine.cost import CostModel
 from engine.engines.base import BatchingEngine, Cancelled, Engine, EngineError, RemoteEngine
 from engine.joins import Joiner, to_int16
@@ -217,6 +217,7 @@ class Utterance:
             await self._error(exc.code, str(exc))
         except Exception as exc:  # a failure in one utterance never takes the worker down
             log.exception("utterance %s failed", self.id)
+            device_errors.check(exc)  # unless the device is gone for good (the watermark's CUDA calls, say)
             await self._error("engine_error", f"{type(exc).__name__}: {exc}")
         finally:
             if self._releaser is not None:
@@ -295,7 +296,7 @@ class Worker:
         self._costs: dict[str, CostModel] = {}
         info = synth.engine.info
         self.ready = EngineReady(info.name, info.device, info.dtype, info.weights, watermark=True, notes=info.notes,
-                                 decode=info.decode)
+                                 decode=info.decode, decode_fallback=info.decode_fallback)
         self._connections: set[Send] = set()
         if isinstance(synth.engine, RemoteEngine):
             self.ready = replace(self.ready, backend=synth.engine.backend())

@@ -85,6 +85,8 @@ ENGINE_OPTIONS = (
     Option("--vocode-window-ms", "CBF_VOCODE_WINDOW_MS", "chatterbox-turbo: the longest a chunk's S3Gen call waits "
            "for other callers' chunks to vocode with it (less for a listener past its deadline; 0 = no wait)",
            float, 10.0),
+    Option("--prompt-cache-voices", "CBF_PROMPT_CACHE_VOICES", "chatterbox-turbo: voices whose prompt keys and "
+           "values stay on the device (~37 MB each in bf16), least recently used forgotten first", int, 64),
     Option("--voices-dir", "CBF_VOICES_DIR", "where predefined and cloned voices live", Path, Path("voices")),
     Option("--sim-fixed", "CBF_SIM_FIXED", "simulated engine: fixed seconds per chunk", float, 0.15),
     Option("--sim-rtf", "CBF_SIM_RTF", "simulated engine: real-time factor", float, 3.0),
@@ -194,6 +196,7 @@ def engine_settings(args: argparse.Namespace):  # -> EngineSettings (imported la
         engine=args.engine, model_dir=args.model_dir, weights=args.weights, device=args.device, dtype=args.dtype,
         tf32=args.tf32, sdpa=args.sdpa, decode=args.decode, batch_slots=args.batch_slots, voices_dir=args.voices_dir,
         vocode_window_s=args.vocode_window_ms / 1000,
+        prompt_cache_voices=args.prompt_cache_voices,
         sim_fixed_s=args.sim_fixed, sim_rtf=args.sim_rtf,
         http_url=args.engine_http_url, http_dialect=args.engine_http_dialect, http_key=args.engine_http_key,
         http_concurrency=args.engine_http_concurrency, http_timeout_s=args.engine_http_timeout,
@@ -332,7 +335,7 @@ def cmd_engine(args: argparse.Namespace) -> int:
     from gateway.bind import CannotListen, bind_tcp
     from gateway.operator_safety import redact_keys_in_logs
 
-    from engine.watchdog import exit_with_parent, watch_device
+    from engine.watchdog import exit_on_sticky_errors, exit_with_parent, watch_device
     from gateway.engine_link.process import STALLED_EXIT_CODE
 
     if args.parent_pid:  # from the start: a gateway killed while this worker loads its model takes it along
@@ -345,6 +348,7 @@ def cmd_engine(args: argparse.Namespace) -> int:
     except (CannotListen, Misconfigured) as exc:
         return _refuse(args, str(exc), exc)
     watch_device(worker.synth.watched(), args.device_stall_seconds, STALLED_EXIT_CODE, args.refusal_report)
+    exit_on_sticky_errors(STALLED_EXIT_CODE, args.refusal_report)
 
     async def serve_until_terminated() -> None:  # SIGTERM (docker stop, the gateway stopping it) is a clean exit
         stop = asyncio.Event()

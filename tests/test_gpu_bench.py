@@ -12,6 +12,7 @@ import pytest
 
 pytest.importorskip("chatterbox.tts_turbo")
 
+from test_host_imports import BLOCKED_ENV  # noqa: E402
 from turbo_checkpoint import write_tiny_checkpoint  # noqa: E402
 
 pytestmark = pytest.mark.slow
@@ -20,16 +21,21 @@ ROOT = Path(__file__).resolve().parent.parent
 
 def test_gpu_bench_runs_every_phase_and_writes_its_figures(tmp_path: Path) -> None:
     checkpoint = write_tiny_checkpoint(tmp_path / "tiny")
-    env = {**os.environ, "OUT": str(tmp_path / "out"), "CBF_DEVICE": "cpu", "CBF_MODEL_DIR": str(checkpoint),
+    env = {**os.environ, **BLOCKED_ENV, "OUT": str(tmp_path / "out"), "CBF_DEVICE": "cpu",  # no PyAV, no eSpeak
+           "CBF_MODEL_DIR": str(checkpoint), "CBF_PYTHON": sys.executable,
            "OMP_NUM_THREADS": "1"}  # on a shared 2-core machine two torch threads spin against each other
     small = ["--batches", "1,2", "--steps", "3", "--concurrent", "2", "--s3gen-tokens", "10", "--repeat", "1",
              "--s3gen-batches", "1,2", "--s3gen-batch-tokens", "10",
              "--single-runs", "1", "--streams", "2", "--paragraph", "One short line. And another."]
     subprocess.run([str(ROOT / "scripts" / "gpu-bench"), *small], env=env, check=True, timeout=300, capture_output=True)
     figures = json.loads((tmp_path / "out" / "gpu-bench.json").read_text())
-    assert figures["environment"]["engine"]["decode"] == "eager" and figures["environment"]["slots"] == 2
+    environment = figures["environment"]
+    assert environment["transformers"] and environment["numpy"] and environment["torch"] and "gpus" not in environment
+    assert figures["engine"]["engine"]["decode"] == "eager" and figures["engine"]["slots"] == 2
     steps = figures["t3_step"]
     assert steps["eager_b1_ms"] > 0 and steps["eager_b2_ms"] > 0 and "graph_b1_ms" not in steps  # no CUDA here
+    assert figures["t3_step_graph"] == {"skipped": "no CUDA device"}
+    assert figures["self_check"]["decode"] == "eager" and figures["self_check"]["warmup_s"] > 0
     assert "upstream_inference_turbo_b1_ms" in steps
     assert figures["t3_concurrent"]["2"]["tokens"] > 2 and figures["t3_concurrent"]["2"]["most_live_slots"] == 2
     prefill = figures["prefill"]
@@ -49,8 +55,9 @@ def test_gpu_bench_runs_every_phase_and_writes_its_figures(tmp_path: Path) -> No
     assert all(b["first_chunk_words"] >= 1 and b["first_chunk_p50_ms"] > 0 and not b["errors"] for b in budgets.values())
     sweep = figures["worker_streams"]
     assert sweep["2"]["streams"] == 2 and sweep["2"]["errors"] == 0 and sweep["2"]["most_live_slots"] >= 1
-    assert "most_streams_without_underrun" in sweep and figures["total_s"] > 0
-    assert (tmp_path / "out" / "gpu-bench.log").read_text().count("== ") >= 9
+    assert "most_streams_without_underrun" in sweep and figures["total_s"] > 0 and figures["failed_phases"] == []
+    assert list(figures)[:2] == ["environment", "load_s"]  # the versions first, whatever fails later
+    assert (tmp_path / "out" / "gpu-bench.log").read_text().count("== ") >= 14
 
 
 def test_gpu_bench_refuses_missing_weights_in_one_sentence(tmp_path: Path) -> None:
@@ -62,3 +69,16 @@ def test_gpu_bench_refuses_missing_weights_in_one_sentence(tmp_path: Path) -> No
     assert result.returncode == 3 and "Traceback" not in result.stderr, result.stderr
     assert f"refusing to start: no Chatterbox-Turbo weights: --model-dir {missing} is not a directory" in result.stderr
     assert "Fix: fetch them with `chatterbox-fast weights download" in result.stderr
+
+
+def test_a_failing_phase_is_recorded_and_the_others_go_on(tmp_path: Path) -> None:
+    from engine.turbo_bench import Figures
+
+    figures = Figures(tmp_path / "gpu-bench.json")
+    figures.phase("first", lambda: {"ms": 1.0})
+    figures.phase("broken", lambda: 1 / 0)
+    figures.phase("after", lambda: {"ms": 2.0})
+    written = json.loads((tmp_path / "gpu-bench.json").read_text())
+    assert written == {"first": {"ms": 1.0}, "broken": {"error": "ZeroDivisionError: division by zero"},
+                       "after": {"ms": 2.0}}
+    assert figures.failed == ["broken"]

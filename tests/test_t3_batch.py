@@ -16,9 +16,10 @@ import torch  # noqa: E402
 from turbo_checkpoint import write_tiny_checkpoint  # noqa: E402
 
 from engine.engines.base import Cancelled  # noqa: E402
+from engine.engines.graph_check import slot_logits, transformers_logits  # noqa: E402
 from engine.engines.t3_batch import BatchDecoder, Join  # noqa: E402
 from engine.engines.t3_loop import DecodeLoop  # noqa: E402
-from engine.engines.t3_static import SlotKV, voice_prefix  # noqa: E402
+from engine.engines.t3_static import voice_prefix  # noqa: E402
 from engine.engines.turbo import TurboEngine, synthetic_reference  # noqa: E402
 
 pytestmark = pytest.mark.slow
@@ -67,30 +68,13 @@ def test_tokens_equal_upstream_inference_turbo_under_a_fixed_seed(engine: TurboE
 
 
 def test_logits_match_upstream_eager_forward(engine: TurboEngine, voices: list) -> None:
-    """Prefill after a reused prefix, then decode steps in a middle slot: speech logits allclose to transformers'."""
-    t3, tokens = engine.t3, text_tokens(engine, TEXTS[2])
-    forced = torch.tensor([[17, 3000, 6000, 42, 5]])
-    start = torch.tensor([[t3.hp.start_speech_token]])
+    """Prefill after a reused prefix, then decode steps in a middle slot: speech logits allclose to transformers' own
+    forward (fp32). Works on transformers 5.17 (``past_key_values``) and 5.24 (``cache``)."""
+    tokens, forced = text_tokens(engine, TEXTS[2]), [17, 3000, 6000, 42, 5]
     with torch.inference_mode():
-        embeds, _ = t3.prepare_input_embeds(t3_cond=copy.copy(voices[0].t3), text_tokens=tokens, speech_tokens=start)
-        out = t3.tfmr(inputs_embeds=embeds, use_cache=True)
-        expected = [t3.speech_head(out[0][:, -1])]
-        for token in forced[0]:
-            out = t3.tfmr(inputs_embeds=t3.speech_emb(token.view(1, 1)), cache=out.past_key_values, use_cache=True)
-            expected.append(t3.speech_head(out[0][:, -1]))
-
-        body = engine.decoder.body
-        prefix = voice_prefix(t3, body, voices[0].t3)
-        kv = SlotKV.empty(t3, slots=3, capacity=1024)
-        kv.load_prefix(1, prefix)
-        suffix = torch.cat([t3.text_emb(tokens), t3.speech_emb(start)], dim=1)
-        pos = prefix.length + suffix.shape[1]
-        hidden = body(suffix, torch.arange(prefix.length, pos)[None], kv, first_slot=1, attend=pos)
-        ours = [t3.speech_head(hidden[:, -1])]
-        for token in forced[0]:
-            hidden = body(t3.speech_emb(token.view(1, 1)), torch.tensor([[pos]]), kv, first_slot=1, attend=1024)
-            ours.append(t3.speech_head(hidden[:, -1]))
-            pos += 1
+        expected = transformers_logits(engine.t3, voices[0].t3, tokens, forced)
+        ours = slot_logits(engine.t3, engine.decoder, voices[0].t3, tokens, forced, slot=1)
+    assert len(ours) == len(expected) == 6
     for got, want in zip(ours, expected):
         torch.testing.assert_close(got, want, rtol=1e-4, atol=1e-4)
 
@@ -207,7 +191,8 @@ def test_graphed_steps_capture_once_per_bucket_and_replay_the_eager_step(engine:
     stream = type("Stream", (), {"wait_stream": lambda self, other: None})
     for name, fake in [("Stream", lambda *_: stream()), ("current_stream", lambda *_: stream()),
                        ("stream", lambda _: contextlib.nullcontext()), ("CUDAGraph", FakeGraph),
-                       ("graph", capture), ("graph_pool_handle", lambda: None)]:
+                       ("graph", capture), ("graph_pool_handle", lambda: None),
+                       ("device", lambda _: contextlib.nullcontext())]:
         monkeypatch.setattr(torch.cuda, name, fake)
     graphed.run_step = steps = GraphedSteps(graphed)
     prefix = voice_prefix(engine.t3, engine.decoder.body, voices[0].t3)
@@ -216,6 +201,9 @@ def test_graphed_steps_capture_once_per_bucket_and_replay_the_eager_step(engine:
     assert ours == decode(BatchDecoder(engine.t3, 4), joins, join_at={0: 0, 2: 3})
     assert set(steps.graphs) == {(1, 512), (4, 512)} and recorded == [(1, 512), (4, 512)]
     assert sum(g.replays for g in steps.graphs.values()) == 20  # every step a replay, the warm-ups undone
+    steps.sealed = True  # as after capture_all at warm-up: a bucket missing while serving is an error, not a capture
+    with pytest.raises(RuntimeError, match="no CUDA graph for batch 2 over 512 positions"):
+        steps(2, 512)
 
 
 def test_cancel_mid_decode_stops_only_that_slot_within_one_step(engine: TurboEngine, voices: list) -> None:

@@ -242,3 +242,16 @@ async def test_the_worker_serves_turbo_chunks_planned_and_watermarked(tiny_check
     audio = np.frombuffer(b"".join(c.pcm for c in chunks), dtype=np.int16).astype(np.float32) / 32768
     assert audio.size / 24000 > 1.0
     assert Watermarker().detect(audio, 24000) >= 0.5
+
+
+def test_trim_silence_equals_librosa_effects_trim() -> None:
+    """Our copy of the voice encoder's trim (librosa.effects needs scikit-learn, absent on the GPU host)."""
+    import librosa.effects
+
+    from engine.engines.turbo import trim_silence
+
+    clip = synthetic_reference(6.0, seed=2)[::3]
+    padded = np.concatenate([np.zeros(9000, np.float32), clip, 1e-4 * np.ones(7000, np.float32)])
+    for wav in (padded, clip, np.zeros(5000, np.float32)):
+        np.testing.assert_array_equal(trim_silence(wav), librosa.effects.trim(wav, top_db=20)[0])
+    assert 0 < trim_silence(padded).size < padded.size

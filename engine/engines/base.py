@@ -26,6 +26,11 @@ class EngineError(Exception):
         self.code = code
 
 
+class GraphCheckFailed(Exception):
+    """``--decode graph`` was asked for and the CUDA graphs failed their start-up self-check (graph_check.py): a
+    start-up refusal (engine/startup_checks.py), where ``--decode auto`` falls back to eager."""
+
+
 @dataclass(frozen=True)
 class EngineInfo:
     name: str  # "chatterbox-turbo", "espeak", ...
@@ -34,6 +39,7 @@ class EngineInfo:
     weights: str  # where the weights came from; "random (compute cost only)" for the random-weights mode
     notes: str = ""
     decode: str | None = None  # how a batching engine decodes: "eager" or "graph" (CUDA graphs); None for the others
+    decode_fallback: str | None = None  # why it decodes eagerly although CUDA graphs were meant (their self-check)
 
 
 class Engine(ABC):

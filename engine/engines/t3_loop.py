@@ -3,22 +3,29 @@
 Between two decode steps it admits waiting requests into free slots, earliest listener deadline first, and prefills
 the ones admitted together in one batched prefill; after each
 step it drops cancelled slots (so a cancel takes effect within one step) and hands finished slots' tokens to their
-futures. Stop tokens are read back every ``check_every`` steps, not every step.
+futures. Stop tokens are read back every ``check_every`` steps, not every step. On CUDA the thread works on the
+decoder's own device and a stream of its own, so its steps do not queue behind S3Gen's or PerTh's kernels, and
+graphs captured for that device replay there. ``call`` runs other work on that same thread (the CUDA-graph captures
+and their self-check at warm-up). A sticky CUDA error (engine/device_errors.py) ends the worker instead of failing
+every later step.
 """
 
 from __future__ import annotations
 
+import contextlib
 import heapq
 import itertools
 import logging
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from concurrent.futures import Future
 from dataclasses import dataclass, field, replace
 from typing import Any
 
 import torch
+
+from engine import device_errors
 
 from .base import Cancelled
 from .t3_batch import BatchDecoder, Join
@@ -52,6 +59,7 @@ class DecodeLoop:
         self.most_joined = 0  # the most requests ever prefilled together
         self.busy_since: float | None = None  # monotonic start of the step or prefill running now (engine/watchdog.py)
         self._pending: list[TokenRequest] = []
+        self._calls: list[tuple[Callable[[], Any], Future[Any]]] = []
         self._order = itertools.count()
         self._running: dict[int, TokenRequest] = {}
         self._wake = threading.Condition()
@@ -70,6 +78,17 @@ class DecodeLoop:
             self._wake.notify()
         return request.future
 
+    def call(self, fn: Callable[[], Any]) -> Future[Any]:
+        """Run ``fn`` on the loop's thread (its device and stream) before the next admission; its result or error
+        goes to the future."""
+        future: Future[Any] = Future()
+        with self._wake:
+            if self._closed:
+                raise RuntimeError("the decode loop is closed")
+            self._calls.append((fn, future))
+            self._wake.notify()
+        return future
+
     def close(self) -> None:
         with self._wake:
             self._closed = True
@@ -77,7 +96,7 @@ class DecodeLoop:
         self._thread.join()
 
     def _run(self) -> None:
-        with torch.inference_mode():
+        with torch.inference_mode(), on_device(self.decoder.device):
             while self._admit():
                 if self.decoder.live:
                     self.busy_since = time.monotonic()
@@ -89,8 +108,16 @@ class DecodeLoop:
     def _admit(self) -> bool:
         """Move waiting requests into free slots, earliest deadline first; False once closed."""
         with self._wake:
-            while not self._pending and not self.decoder.live and not self._closed:
+            while not self._pending and not self._calls and not self.decoder.live and not self._closed:
                 self._wake.wait()
+            calls, self._calls = self._calls, []
+        for fn, future in calls:
+            if future.set_running_or_notify_cancel():
+                try:
+                    future.set_result(fn())
+                except BaseException as exc:
+                    future.set_exception(exc)
+        with self._wake:
             if self._closed:
                 for request in self._pending + list(self._running.values()):
                     request.future.cancel() or request.future.set_exception(Cancelled())
@@ -165,6 +192,7 @@ class DecodeLoop:
                     self._finish(slot, self.decoder.tokens_of(slot))
         except Exception as exc:  # a failed step fails the requests in it, never the loop
             log.exception("decode step failed")
+            device_errors.check(exc)  # unless the device is gone for good: then the worker ends
             for slot in self.decoder.live:
                 self._finish(slot, exc)
 
@@ -175,3 +203,13 @@ class DecodeLoop:
             request.future.set_exception(outcome)
         else:
             request.future.set_result(outcome)
+
+
+@contextlib.contextmanager
+def on_device(device: torch.device) -> Iterator[None]:
+    """On CUDA: ``device`` current and a stream of its own for the calling thread; elsewhere nothing."""
+    if device.type != "cuda":
+        yield
+        return
+    with torch.cuda.device(device), torch.cuda.stream(torch.cuda.Stream(device)):
+        yield

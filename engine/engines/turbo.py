@@ -8,13 +8,15 @@ No watermark is applied here: the worker marks every chunk itself.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
+import logging
 import os
 import tempfile
 import threading
 import time
 from collections.abc import Iterator, Sequence
 from concurrent.futures import Future
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
@@ -33,7 +35,9 @@ from transformers import AutoTokenizer, PreTrainedTokenizerBase
 
 from engine.weights import download, find_weights, has_tokenizer, is_complete
 
-from .base import BatchingEngine, EngineError, EngineInfo
+from .base import BatchingEngine, EngineError, EngineInfo, GraphCheckFailed
+from .graph_check import GraphCheck, SelfCheck
+from .prefix_cache import PrefixCache
 from .s3gen_batch import MAX_BATCH, VocodeRow, vocode_rows
 from .t3_batch import BATCH_BUCKETS, BatchDecoder
 from .t3_loop import DecodeLoop
@@ -56,19 +60,19 @@ ENC_COND_LEN = 15 * S3_SR  # reference audio the T3 speech prompt sees (as Chatt
 DEC_COND_LEN = 10 * S3GEN_SR  # reference audio S3Gen sees
 MIN_REFERENCE_S = 5.0
 TARGET_LUFS = -27.0
+PROMPT_CACHE_VOICES = 64  # voices whose prompt K/V stay on the device (~37 MB each in bf16 at full size)
 MAX_TEXT_TOKENS = 320  # a chunk is at most ~300 characters (the planner's cap); the KV cache is sized for this
 SPEECH_CHARS_PER_S = 14.0  # English read aloud; random weights stop after this much speech, real ones at EOS
 
 
 @dataclass
 class TurboVoice(Conditionals):
-    """A voice's conditionals, and beside them the keys and values of its T3 conditioning prefix per (dtype, device),
-    computed on first use. They live with the voice (in the voice store), never on the model."""
-
-    prefixes: dict[tuple[str, str], VoicePrefix] = field(default_factory=dict, repr=False, compare=False)
+    """A voice's conditionals (owned by the voice store, never kept on the model)."""
 
 
 _QUIET = threading.Lock()
+log = logging.getLogger("chatterbox_fast.engine")
+CHECK_TEXTS = ("Hello there, thanks for calling.", "Sure.", "Let me check that for you, one moment please.")
 
 
 @contextlib.contextmanager
@@ -134,6 +138,8 @@ class TurboEngine(BatchingEngine):
         info: EngineInfo,
         sampling: Sampling = Sampling(),
         slots: int = 8,
+        decode_asked: str = "auto",
+        prompt_cache_voices: int = PROMPT_CACHE_VOICES,
     ) -> None:
         self.t3 = t3
         self.s3gen = s3gen
@@ -145,6 +151,8 @@ class TurboEngine(BatchingEngine):
         self.random_weights = info.weights == RANDOM_WEIGHTS
         self.max_tokens = sampling.max_tokens  # per-chunk cap; may be lowered after loading
         self._builtin = builtin
+        self.decode_asked = decode_asked  # "graph" asked explicitly: a failed self-check refuses to start
+        self.graph_check: dict | None = None  # the self-check's result once it ran (GraphCheck.as_json)
         self.decoder = BatchDecoder(t3, slots, sampling, max_text_tokens=MAX_TEXT_TOKENS)
         self.graphs = None
         if info.decode == "graph":
@@ -152,7 +160,9 @@ class TurboEngine(BatchingEngine):
 
             self.graphs = GraphedSteps(self.decoder)
             self.decoder.run_step = self.graphs
-        self.loop = DecodeLoop(self.decoder, self._prefix)
+        self.prompts = PrefixCache(prompt_cache_voices,
+                                   lambda voice: voice_prefix(self.t3, self.decoder.body, voice.t3))
+        self.loop = DecodeLoop(self.decoder, self.prompts.get)
         # S3Gen on a stream of its own, so its kernels do not queue in front of the decode loop's steps
         self._s3gen_stream = torch.cuda.Stream(self.device) if self.device.type == "cuda" else None
 
@@ -168,6 +178,7 @@ class TurboEngine(BatchingEngine):
         llama_config: str | None = None,
         decode: str = "auto",
         slots: int = 0,
+        prompt_cache_voices: int = PROMPT_CACHE_VOICES,
     ) -> TurboEngine:
         """Load weights from ``model_dir``, the HF cache or a download; or random weights of the same shapes.
 
@@ -177,7 +188,7 @@ class TurboEngine(BatchingEngine):
         together (0: 64 on CUDA, 8 elsewhere).
         """
         dev = _pick_device(device)
-        decode = _pick_decode(decode, dev)
+        asked, decode = decode, _pick_decode(decode, dev)
         slots = slots or (64 if dev.type == "cuda" else 8)
         t3_dtype = _pick_dtype(dtype, dev)
         if dev.type == "cuda":
@@ -224,7 +235,8 @@ class TurboEngine(BatchingEngine):
                   f"tf32={'on' if tf32 and dev.type == 'cuda' else 'off'}",
             decode=decode,
         )
-        return cls(t3=t3, s3gen=s3gen, ve=ve, tokenizer=tokenizer, builtin=builtin, info=info, slots=slots)
+        return cls(t3=t3, s3gen=s3gen, ve=ve, tokenizer=tokenizer, builtin=builtin, info=info, slots=slots,
+                   decode_asked=asked, prompt_cache_voices=prompt_cache_voices)
 
     @staticmethod
     def _tokenizer_for(source: Path | None) -> PreTrainedTokenizerBase:
@@ -255,12 +267,15 @@ class TurboEngine(BatchingEngine):
             gen = self.s3gen.embed_ref(ref_24k[:DEC_COND_LEN], S3GEN_SR, device=self.device)
             prompt_tokens, _ = self.s3gen.tokenizer.forward([ref_16k[:ENC_COND_LEN]],
                                                             max_len=self.t3.hp.speech_cond_prompt_len)
-            ve_embed = torch.from_numpy(self.ve.embeds_from_wavs([ref_16k], sample_rate=S3_SR))
+            ve_embed = torch.from_numpy(self.ve.embeds_from_wavs([trim_silence(ref_16k)], sample_rate=S3_SR,
+                                                                 trim_top_db=None))
         t3_cond = T3Cond(
             speaker_emb=ve_embed.mean(dim=0, keepdim=True),
             cond_prompt_speech_tokens=torch.atleast_2d(prompt_tokens),
             emotion_adv=0.5 * torch.ones(1, 1, 1),
         ).to(device=self.device)
+        if self.device.type == "cuda":  # its tensors are read on the decode loop's and S3Gen's own streams next
+            torch.cuda.current_stream(self.device).synchronize()
         return TurboVoice(t3_cond, gen)
 
     def save_conditionals(self, conds: Conditionals, path: Path) -> None:
@@ -272,20 +287,57 @@ class TurboEngine(BatchingEngine):
         return TurboVoice.load(path, map_location=self.device).to(self.device)
 
     def _prefix(self, voice: TurboVoice) -> VoicePrefix:
-        """The voice's prefix keys and values for this engine's dtype and device (computed once; decode thread)."""
-        key = (str(self.dtype), str(self.device))
-        if key not in voice.prefixes:
-            voice.prefixes[key] = voice_prefix(self.t3, self.decoder.body, voice.t3)
-        return voice.prefixes[key]
+        """The voice's prefix keys and values on this engine's device (computed once while it stays in the cache)."""
+        return self.prompts.get(voice)
 
     # ----- synthesis -----
 
     def warmup(self) -> None:
-        """One short synthesis in the default voice; with CUDA graphs, capture every bucket first."""
-        if self.graphs is not None:
-            with torch.inference_mode():
-                self.graphs.capture_all(BATCH_BUCKETS)
+        """One short synthesis in the default voice; with CUDA graphs, first every bucket captured and the start-up
+        self-check (engine/engines/graph_check.py), both on the decode loop's thread. A failed check falls back to
+        eager decoding (``info.decode_fallback`` says why), or raises ``GraphCheckFailed`` if graphs were asked for."""
+        if self.graphs is not None and self.graph_check is None:
+            check = self.loop.call(self._capture_and_check).result()
+            if check.ok:
+                self._vocode_runs(check)
+            self.graph_check = check.as_json()
+            if not check.ok:
+                self._fall_back(check.reason())
         self.synthesize("Warming up.", self.default_voice(), threading.Event())
+
+    def _capture_and_check(self) -> GraphCheck:
+        """On the decode loop's thread: capture every bucket, then compare replays with eager steps."""
+        assert self.graphs is not None
+        try:
+            self.graphs.capture_all(BATCH_BUCKETS)
+        except Exception as exc:
+            return GraphCheck([f"capturing the decode step failed: {type(exc).__name__}: {exc}"])
+        texts = [self.tokenizer(text, return_tensors="pt").input_ids for text in CHECK_TEXTS]
+        conds = check_voices(self.default_voice().t3)
+        try:
+            return SelfCheck(self.t3, self.decoder, self.graphs, conds, texts,
+                             timing=self.device.type == "cuda").run()
+        except Exception as exc:
+            return GraphCheck([f"the self-check itself failed: {type(exc).__name__}: {exc}"])
+
+    def _vocode_runs(self, check: GraphCheck) -> None:
+        try:
+            wav = self.vocode(list(range(25)), self.default_voice())
+        except Exception as exc:
+            check.problems.append(f"S3Gen fails after the captures: {type(exc).__name__}: {exc}")
+            return
+        if wav.size == 0 or not np.isfinite(wav).all():
+            check.problems.append("S3Gen's audio after the captures is empty or not finite")
+
+    def _fall_back(self, reason: str) -> None:
+        if self.decode_asked == "graph":
+            raise GraphCheckFailed(reason)
+        log.warning("CUDA graphs failed their start-up self-check, decoding eagerly instead: %s", reason)
+        self.graphs = None
+        self.decoder.run_step = self.decoder.step
+        self.info = dataclasses.replace(self.info, decode="eager", decode_fallback=reason,
+                                        notes=self.info.notes.replace("graph decode", "eager decode (graphs failed "
+                                                                      "their self-check)"))
 
     def submit_tokens(self, text: str, voice: TurboVoice, cancel: threading.Event, deadline: float,
                       seed: int | None = None) -> Future[list[int]]:
@@ -327,6 +379,27 @@ class TurboEngine(BatchingEngine):
 
 def _seed() -> int:
     return int(torch.randint(0, 2**62, ()).item())
+
+
+def check_voices(cond: T3Cond, count: int = 3) -> list[T3Cond]:
+    """``count`` distinct voices for the self-check, made from one: its speaker embedding scaled and its prompt
+    tokens rotated (their conditioning prefixes differ, which is all the check needs)."""
+    return [dataclasses.replace(cond, speaker_emb=cond.speaker_emb * (1 - 0.2 * i), cond_prompt_speech_emb=None,
+                                cond_prompt_speech_tokens=torch.roll(cond.cond_prompt_speech_tokens, 7 * i, dims=-1))
+            for i in range(count)]
+
+
+def trim_silence(wav: np.ndarray, top_db: float = 20.0, frame_length: int = 2048, hop_length: int = 512) -> np.ndarray:
+    """``librosa.effects.trim(wav, top_db=20)``, which ``VoiceEncoder.embeds_from_wavs`` applies, computed here the
+    same way: importing ``librosa.effects`` imports scikit-learn (through ``librosa.decompose``), which the GPU
+    measurement host does not have and its wheels would not fit beside the others."""
+    rms = librosa.feature.rms(y=wav, frame_length=frame_length, hop_length=hop_length)
+    loud = np.flatnonzero(librosa.amplitude_to_db(rms[0], ref=np.max, top_db=None) > -top_db)
+    if loud.size == 0:
+        return wav[:0]
+    start = int(librosa.frames_to_samples(loud[0], hop_length=hop_length))
+    end = min(wav.shape[-1], int(librosa.frames_to_samples(loud[-1] + 1, hop_length=hop_length)))
+    return wav[start:end]
 
 
 def _norm_loudness(wav: np.ndarray, sample_rate: int = S3GEN_SR) -> np.ndarray:

@@ -34,7 +34,8 @@ def health_body(state: GatewayState) -> dict[str, Any]:
         "status": status,
         **({"reason": reason} if reason else {}),  # why the worker stopped: cannot start, stalled, killed...
         "engine": ready and {k: v for k, v in asdict(ready).items() if k in ("engine", "device", "dtype", "weights",
-                                                                              "notes", "decode", "backend")},
+                                                                              "notes", "decode", "backend",
+                                                                              "decode_fallback")},
         "watermark": bool(ready and ready.watermark),
         "sessions": len(state.sessions),
         "engines": engines,
