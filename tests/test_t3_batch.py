@@ -129,11 +129,15 @@ def test_requests_prefilled_together_each_equal_their_solo_run(engine: TurboEngi
                 decoder.leave(slot)
     for slot, job in jobs.items():
         assert together[slot] == decode(BatchDecoder(engine.t3, 1), {0: job})[0]
-    gate = threading.Event()  # the first request's prefix is held until the others wait behind it
-    loop = DecodeLoop(BatchDecoder(engine.t3, 4), lambda voice: (gate.wait(30), engine._prefix(voice))[1])
+    # The first request's prefix is held until the others wait behind it. They are submitted only once the loop is
+    # inside that prefix (it took the first request alone), or a slow loop thread could take one of them with it.
+    entered, gate = threading.Event(), threading.Event()
+    loop = DecodeLoop(BatchDecoder(engine.t3, 4),
+                      lambda voice: (entered.set(), gate.wait(30), engine._prefix(voice))[2])
     try:
         now = time.monotonic()
         busy = loop.submit(voices[0], text_tokens(engine, "Busy."), 2, 0, threading.Event(), now)
+        assert entered.wait(30)
         waiting = [loop.submit(voices[i % 2], text_tokens(engine, text), 2, i, threading.Event(), now)
                    for i, text in enumerate(TEXTS)]
         gate.set()
