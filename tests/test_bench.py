@@ -82,15 +82,15 @@ SERVER_TTFA_S = 0.05  # the stand-in's done.ttfa
 
 def stalling_app() -> Starlette:
     """A stand-in for the gateway that speaks a second of tone to any text and stalls 0.8 s after its first 0.1 s,
-    over ``POST /v1/tts`` and ``/v1/stream``."""
-    piece = PCM_BYTES_PER_SECOND // 20  # 50 ms of audio per write
+    over ``POST /v1/tts`` and ``/v1/stream``. Each side of the stall is one write: sent as many small ones, a busy
+    machine's scheduling between them became underruns of their own (3 where the stall makes 2)."""
     clip = (b"\x00\x10" * (PCM_BYTES_PER_SECOND // 2))[: int(CLIP_S * PCM_BYTES_PER_SECOND)]
+    stall_at = int(STALL_AFTER_S * PCM_BYTES_PER_SECOND)
 
     async def pieces():
-        for start in range(0, len(clip), piece):
-            if start == int(STALL_AFTER_S * PCM_BYTES_PER_SECOND):
-                await asyncio.sleep(STALL_S)
-            yield clip[start:start + piece]
+        yield clip[:stall_at]
+        await asyncio.sleep(STALL_S)
+        yield clip[stall_at:]
 
     async def health(request: Request) -> Response:
         return JSONResponse({"status": "ok", "engine": {"engine": "stand-in"}})

@@ -39,13 +39,13 @@ def test_the_decode_loop_hands_a_sticky_error_to_the_handler_and_fails_the_reque
         def live(self) -> list[int]:
             return self.live_slots
 
-        def join(self, slot, *_):  # noqa: ANN001, ANN002
-            self.live_slots = [slot]
+        def join_many(self, joins) -> None:  # noqa: ANN001
+            self.live_slots = [join.slot for join in joins]
 
         def advance(self) -> list[int]:
             raise RuntimeError(ILLEGAL)
 
-        def free_slot(self) -> int:
+        def free_slot(self, taken=()) -> int:  # noqa: ANN001
             return 0
 
         def leave(self, slot: int) -> None:

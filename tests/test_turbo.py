@@ -218,7 +218,14 @@ def test_t3_configs_are_added_never_replaced(tmp_path: Path) -> None:
         llama_config_name("no-such-config")
 
 
-async def test_the_worker_serves_turbo_chunks_planned_and_watermarked(tiny_checkpoint: Path, tmp_path: Path) -> None:
+@pytest.fixture(scope="module")
+def ending_checkpoint(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Utterances that end by themselves after 2-7 s of audio (a stop bias of 3; conftest's 4 ends some chunks after
+    0.2 s), so a whole worker warms up, calibrates and speaks in seconds rather than at the 1000-token cap."""
+    return write_tiny_checkpoint(tmp_path_factory.mktemp("turbo-ending"), stop_bias=3.0)
+
+
+async def test_the_worker_serves_turbo_chunks_planned_and_watermarked(ending_checkpoint: Path, tmp_path: Path) -> None:
     """The real adapter behind the real worker process: loading from the model directory, chunks cut by the planner
     (at a flush here: on this CPU the tiny model is slower than real time, so the planner would rightly not split
     whole text), and PerTh on every chunk (random tiny weights make noise-like audio, not speech)."""
@@ -226,11 +233,11 @@ async def test_the_worker_serves_turbo_chunks_planned_and_watermarked(tiny_check
     from engine.protocol import Chunk
     from cbf_tools.say import worker_client
 
-    flags = ["--engine", "chatterbox-turbo", "--model-dir", str(tiny_checkpoint), "--device", "cpu",
+    flags = ["--engine", "chatterbox-turbo", "--model-dir", str(ending_checkpoint), "--device", "cpu",
              "--voices-dir", str(tmp_path), "--log-level", "warning"]
     async with worker_client(flags, timeout=300) as client:
         assert client.ready and client.ready.engine == "chatterbox-turbo" and client.ready.device == "cpu"
-        assert client.ready.weights == str(tiny_checkpoint) and client.ready.watermark
+        assert client.ready.weights == str(ending_checkpoint) and client.ready.watermark
         utterance = await client.start("default")
         await utterance.text("Hello there, how are")
         await utterance.flush()
