@@ -107,6 +107,8 @@ GATEWAY_OPTIONS = (
     Option("--max-upload-bytes", "CBF_MAX_UPLOAD_BYTES", "voice upload size", int, 10 * 1024 * 1024),
     Option("--stall-timeout", "CBF_STALL_TIMEOUT", "seconds a client may take no audio before it is closed", float,
            30.0),
+    Option("--twilio-auth-token", "CBF_TWILIO_AUTH_TOKEN", "Twilio auth token: /v1/twilio then refuses an upgrade "
+           "without a valid X-Twilio-Signature", secret=True),
     Option("--ice-server", "CBF_ICE_SERVERS", "STUN/TURN URLs, comma-separated (turn:user:pass@host:port); "
            "none by default", _list, ()),
     Option("--rtc-ports", "CBF_RTC_PORTS", "UDP port range LOW-HIGH for WebRTC media (host networking behind a "
@@ -227,7 +229,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
     settings = GatewaySettings(
         host=args.host, port=args.port, api_keys=args.api_key, max_sessions=args.max_sessions,
         max_text_chars=args.max_text_chars, max_upload_bytes=args.max_upload_bytes, ice_servers=args.ice_server,
-        stall_timeout_s=args.stall_timeout,
+        stall_timeout_s=args.stall_timeout, twilio_auth_token=args.twilio_auth_token,
         engine_urls=args.engine_url, engine_secret=args.engine_secret,
         engine_args=tuple(engine_argv(args) + ["--log-level", args.log_level]),
         engine_resolve_interval_s=args.engine_resolve_interval, rtc_ports=rtc_ports,

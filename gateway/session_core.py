@@ -105,7 +105,9 @@ class _Turn:
 
 @dataclass
 class SessionCore:
-    """The session's rules. ``configurable``: whether the sink takes a client-chosen format (``config``)."""
+    """The session's rules. ``configurable``: whether the sink takes a client-chosen format (``config``).
+    ``heard_from``: what the sink's position is (``AudioSink.heard_from``); None: ``track`` on WebRTC, else
+    ``sent``."""
 
     session_id: str
     transport: str
@@ -114,6 +116,7 @@ class SessionCore:
     voice: str = "default"
     max_queued: int = MAX_QUEUED_UTTERANCES
     closed: bool = False
+    heard_from: str | None = None
     _turns: list[_Turn] = field(default_factory=list)  # every turn not yet fully sent, in order
     _current: _Turn | None = None  # the turn taking text
     _next_key: int = 0
@@ -288,7 +291,7 @@ class SessionCore:
         if turn.reported is not None:
             seconds, source = min(turn.reported, sent), "playout"
         else:
-            seconds, source = sent, "track" if self.transport == "webrtc" else "sent"
+            seconds, source = sent, self.heard_from or ("track" if self.transport == "webrtc" else "sent")
         return {"heard_s": round(seconds, 3), "heard_text": heard_text(turn.words, seconds), "heard_from": source}
 
     def failed(self, key: int, code: str, message: str) -> list[Action]:

@@ -14,6 +14,7 @@ class GatewaySettings:
     max_text_chars: int = 5000
     max_upload_bytes: int = 10 * 1024 * 1024
     stall_timeout_s: float = 30.0  # a client that takes no audio for this long is closed
+    twilio_auth_token: str | None = None  # when set, /v1/twilio checks X-Twilio-Signature
     ice_servers: tuple[str, ...] = ()
     rtc_ports: tuple[int, int] | None = None  # UDP range for WebRTC media; None: the kernel picks
     engine_urls: tuple[str, ...] = ()  # running engine workers; none starts the embedded worker

@@ -1,10 +1,12 @@
-"""What every endpoint of one gateway shares: settings, the engine pool, the session registry, metrics, live peers."""
+"""What every endpoint of one gateway shares: settings, the engine pool, the session registry, metrics, live peers
+and calls."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 from typing import Any
 
+from gateway.driven import CallDirectory
 from gateway.engine_link.pool import EnginePool
 from gateway.engine_link.process import EngineProcess
 from gateway.metrics import Metrics
@@ -22,3 +24,4 @@ class GatewayState:
     process: EngineProcess | None = None
     siblings: SiblingHealth | None = None  # the other gateway processes of `serve --processes N`
     peers: set[Any] = field(default_factory=set)  # live WebRTC peers (gateway.webrtc.signalling.WebRTCPeer)
+    calls: CallDirectory = field(default_factory=CallDirectory)  # live phone calls (gateway/telephony/)
