@@ -1,6 +1,8 @@
-"""``WS /v1/twilio``: a Twilio Media Streams call as a session an agent drives by its callSid (docs/protocol.md).
+"""The phone stacks' WebSockets (docs/protocol.md).
 
-Close codes: 4400 a frame that is not Media Streams (or no ``start`` within ``START_TIMEOUT_S``), 4401 no valid
+``WS /v1/jambonz/tts``: jambonz's streaming TTS vendor API; jambonz sends the text, each socket is one session.
+
+``WS /v1/twilio``: a Twilio Media Streams call as a session an agent drives by its callSid. Close codes: 4400 a frame that is not Media Streams (or no ``start`` within ``START_TIMEOUT_S``), 4401 no valid
 key in ``customParameters``, 4408 Twilio stopped reading, 4409 a live call has this callSid, 1013 the server is full.
 With ``--twilio-auth-token`` an upgrade without a valid ``X-Twilio-Signature`` is refused (HTTP 403).
 """
@@ -11,15 +13,18 @@ import asyncio
 import contextlib
 import json
 import logging
+from typing import Any
 
 from starlette.websockets import WebSocket
 
 from engine.protocol import ProtocolError
-from gateway.auth import key_matches, presented_key
+from gateway.auth import authorized, key_matches, presented_key
+from gateway.session import Session
+from gateway.session_registry import SessionLimitReached
 from gateway.shared_state import GatewayState
-from gateway.telephony import twilio
+from gateway.telephony import jambonz, twilio
 from gateway.telephony.call import PhoneCall, PhoneSink
-from gateway.websocket import STALLED_CLOSE_CODE, client_frames, until_stalled
+from gateway.websocket import STALLED_CLOSE_CODE, WebSocketSink, client_frames, serve_session, until_stalled
 
 log = logging.getLogger("chatterbox_fast.gateway")
 START_TIMEOUT_S = 10.0  # a stream whose ``start`` has not come by then is closed
@@ -108,3 +113,41 @@ async def _receive(ws: WebSocket, call: PhoneCall) -> str:
             case twilio.Stop():
                 return "the call ended (stop)"
     return "the stream was dropped"
+
+
+async def jambonz_tts(ws: WebSocket) -> None:
+    """``WS /v1/jambonz/tts?voice=&language=&sampleRate=``: jambonz's text in, binary PCM out."""
+    state: GatewayState = ws.app.state.gateway
+    if not authorized(ws, state.settings.api_keys):
+        log.info("jambonz tts socket refused: no valid key")
+        await ws.close(1008)  # before accepting: the upgrade is answered 403
+        return
+    await ws.accept()
+    rate = jambonz.sample_rate(ws.query_params.get("sampleRate"))
+
+    async def send_event(event: dict[str, Any]) -> None:
+        if event["type"] == "error":  # jambonz reads nothing else
+            await ws.send_json(jambonz.error(event["message"]))
+
+    sink = WebSocketSink(ws, state.settings.stall_timeout_s)
+    sink.configure("pcm", rate)
+    session = Session(state, sink, send_event, transport="jambonz", voice=ws.query_params.get("voice") or "default")
+    try:
+        await session.open()
+    except SessionLimitReached as exc:
+        await ws.send_json(jambonz.error(str(exc)))
+        await ws.close(FULL_CLOSE_CODE)
+        return
+    await ws.send_json(jambonz.connect(rate))
+    await serve_session(ws, session, sink, _jambonz_frames(ws, session))
+
+
+async def _jambonz_frames(ws: WebSocket, session: Session) -> None:
+    async for frame in client_frames(ws):
+        try:
+            message = jambonz.parse(frame)
+        except ProtocolError as exc:
+            await ws.send_json(jambonz.error(str(exc)))
+            continue
+        if message is not None:
+            await session.handle(message)

@@ -119,7 +119,7 @@ class Outbox:
                     self._final_sent = True
                     out.append(Mark(f"e{self.epoch}.{self._sent}.{END}"))
                 return out, None
-            if ahead >= self.lead_s:
+            if ahead >= self.lead_s - 1e-9:
                 return out, ahead - self.lead_s + 1e-3
             if self.exact and len(self._pending) < self.frame_bytes:
                 if not self._ended:

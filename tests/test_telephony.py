@@ -1,8 +1,14 @@
-"""Twilio Media Streams (``WS /v1/twilio``) against a real gateway (eSpeak), with streamdouble (PyPI), a Twilio Media
+"""The phone stacks' WebSockets against one real gateway (eSpeak).
+
+Twilio Media Streams (``WS /v1/twilio``), with streamdouble (PyPI), a Twilio Media
 Streams simulator, as the phone side: it sends ``connected``/``start``/20 ms of caller audio every 20 ms/``dtmf``/
 ``stop``, records our ``media``, ``mark`` and ``clear``, and echoes each mark when the audio before it would have
 played. The agent is a controller on ``WS /v1/stream?session={callSid}``. Refusals before any audio (signature, key,
-no ``start``) are checked on the app in process, where the engine is not needed."""
+no ``start``) are checked on the app in process, where the engine is not needed.
+
+jambonz's streaming custom-TTS vendor API (``WS /v1/jambonz/tts``): no client of it installs from PyPI, so jambonz's
+side is a replica written from its documentation (docs.jambonz.org, "Custom TTS providers", streaming WebSocket API):
+a Bearer key on the upgrade, voice/language/sampleRate in the query, ``stream``/``flush``/``stop``/``keepalive``."""
 
 from __future__ import annotations
 
@@ -11,6 +17,7 @@ import json
 import time
 
 import httpx
+import numpy as np
 import pytest
 from starlette.testclient import TestClient
 from starlette.websockets import WebSocketDisconnect
@@ -19,6 +26,7 @@ from streamdouble.scenario import Dtmf, Hangup, Scenario, Wait, WaitFor
 from streamdouble.session import Session as SimulatedCall
 from streamdouble.session import SessionConfig, SessionResult
 from websockets.asyncio.client import ClientConnection, connect
+from websockets.exceptions import InvalidStatus
 
 from engine.watermark import Watermarker
 from gateway.app import create_app
@@ -234,3 +242,65 @@ def test_frames_out():
     assert media == {"event": "media", "streamSid": "MZ9", "media": {"payload": "/38="}}
     assert json.loads(out.mark("e1.800")) == {"event": "mark", "streamSid": "MZ9", "mark": {"name": "e1.800"}}
     assert json.loads(out.clear()) == {"event": "clear", "streamSid": "MZ9"}
+
+
+# jambonz: a replica of jambonz's side, from its documentation.
+
+async def jambonz(url: str, rate: int = 8000, key: str = KEY) -> ClientConnection:
+    ws = await connect(url.replace("http://", "ws://") + f"/v1/jambonz/tts?voice=default&language=en-US&sampleRate={rate}",
+                       additional_headers={"Authorization": f"Bearer {key}"})
+    assert json.loads(await ws.recv()) == {"type": "connect", "data": {"sample_rate": rate, "base64_encoding": False}}
+    return ws
+
+
+async def pcm_until_quiet(ws: ClientConnection, quiet: float = 1.0, timeout: float = 30) -> bytes:
+    """Binary audio until none has come for ``quiet`` seconds (text frames must not come)."""
+    audio = bytearray()
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            frame = await asyncio.wait_for(ws.recv(), quiet if audio else timeout)
+        except TimeoutError:
+            break
+        assert isinstance(frame, bytes), frame
+        audio += frame
+    return bytes(audio)
+
+
+async def test_jambonz_streams_text_in_and_marked_pcm_out(url, watermarker: Watermarker):
+    ws = await jambonz(url)
+    for piece in ("Thanks for calling. ", "Your table for four is booked ", "for Friday at noon, see you then."):
+        await ws.send(json.dumps({"type": "stream", "text": piece}))
+        await ws.send(json.dumps({"type": "keepalive"}))
+    await ws.send(json.dumps({"type": "flush"}))
+    audio = np.frombuffer(await pcm_until_quiet(ws), "<i2").astype(np.float32) / 32768
+    check(watermarker, "jambonz pcm 8000", "Thanks for calling", audio, 8000)
+    await ws.send("not json")
+    assert json.loads(await ws.recv())["type"] == "error"  # refused, and the socket goes on
+    await ws.send(json.dumps({"type": "stream", "text": "Still here."}))
+    await ws.send(json.dumps({"type": "flush"}))
+    assert len(await pcm_until_quiet(ws)) > 0.3 * 8000 * 2
+    await ws.close()
+    await no_sessions_left(url)
+
+
+async def test_jambonz_stop_ends_the_utterance_at_once(url):
+    ws = await jambonz(url, rate=16000)
+    await ws.send(json.dumps({"type": "stream", "text": LONG_TEXT}))
+    await ws.send(json.dumps({"type": "flush"}))
+    assert isinstance(await asyncio.wait_for(ws.recv(), 30), bytes)
+    await ws.send(json.dumps({"type": "stop"}))
+    stopped_at = time.monotonic()
+    await pcm_until_quiet(ws, quiet=0.5, timeout=5)
+    assert time.monotonic() - stopped_at < 3  # the text lasts ~30 s: the audio stopped soon after the stop
+    await ws.send(json.dumps({"type": "stream", "text": "A new answer."}))  # the socket serves the next one
+    await ws.send(json.dumps({"type": "flush"}))
+    assert len(await pcm_until_quiet(ws)) > 0.3 * 16000 * 2
+    await ws.close()
+
+
+async def test_jambonz_without_the_key_is_refused(url):
+    for key in ("wrong", ""):
+        with pytest.raises(InvalidStatus) as refused:
+            await jambonz(url, key=key)
+        assert refused.value.response.status_code == 403
