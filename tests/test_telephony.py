@@ -6,6 +6,11 @@ Streams simulator, as the phone side: it sends ``connected``/``start``/20 ms of 
 played. The agent is a controller on ``WS /v1/stream?session={callSid}``. Refusals before any audio (signature, key,
 no ``start``) are checked on the app in process, where the engine is not needed.
 
+Telnyx media streaming (``WS /v1/telnyx``): no Telnyx client installs from PyPI, so ``TelnyxCaller`` is a replica
+written from Telnyx's "Stream call media over WebSocket" AsyncAPI page: ``connected``, ``start`` (stream_id,
+call_control_id, media_format PCMA), 20 ms of caller audio every 20 ms, ``dtmf``, ``stop``; it plays what it is sent
+from a buffer and echoes each mark when the audio before it has played, and empties the buffer on ``clear``.
+
 jambonz's streaming custom-TTS vendor API (``WS /v1/jambonz/tts``): no client of it installs from PyPI, so jambonz's
 side is a replica written from its documentation (docs.jambonz.org, "Custom TTS providers", streaming WebSocket API):
 a Bearer key on the upgrade, voice/language/sampleRate in the query, ``stream``/``flush``/``stop``/``keepalive``."""
@@ -13,9 +18,11 @@ a Bearer key on the upgrade, voice/language/sampleRate in the query, ``stream``/
 from __future__ import annotations
 
 import asyncio
+import base64
 import json
 import time
 
+import av
 import httpx
 import numpy as np
 import pytest
@@ -31,7 +38,7 @@ from websockets.exceptions import InvalidStatus
 from engine.watermark import Watermarker
 from gateway.app import create_app
 from gateway.settings import GatewaySettings
-from gateway.telephony import endpoint, twilio
+from gateway.telephony import endpoint, events, telnyx, twilio
 from gateway.telephony.outbox import FRAME_S, LEAD_S
 from tests.server import running_server
 from tests.test_watermark_delivered import check, mulaw_decode
@@ -56,12 +63,12 @@ def simulated(url: str, steps: list, **params: str) -> tuple[SimulatedCall, str]
     return call, identity.call_sid
 
 
-async def controller(url: str, call_sid: str) -> ClientConnection:
+async def controller(url: str, call_sid: str, codec: str = "pcmu") -> ClientConnection:
     """The agent, attached by callSid (waiting for the call if its stream has not arrived yet)."""
     ws = await connect(url.replace("http://", "ws://") + f"/v1/stream?session={call_sid}&wait=20",
                        additional_headers={"Authorization": f"Bearer {KEY}"})
     ready = json.loads(await ws.recv())
-    assert ready["type"] == "ready" and ready["session"] == call_sid and ready["codec"] == "pcmu", ready
+    assert ready["type"] == "ready" and ready["session"] == call_sid and ready["codec"] == codec, ready
     return ws
 
 
@@ -222,12 +229,12 @@ def test_the_signature_is_twilios_hmac_of_the_url():
 
 
 def test_frames_in():
-    assert twilio.parse(json.dumps(START)) == twilio.Start("CA1", "MZ1", {"key": KEY})
+    assert twilio.parse(json.dumps(START)) == events.Start("CA1", "MZ1", {"key": KEY})
     assert twilio.parse('{"event": "mark", "streamSid": "MZ1", "mark": {"name": "e1.800"}}') == \
-        twilio.MarkPlayed("e1.800")
-    assert twilio.parse('{"event": "dtmf", "dtmf": {"track": "inbound_track", "digit": "#"}}') == twilio.Dtmf("#")
-    assert twilio.parse('{"event": "stop", "stop": {}}') == twilio.Stop()
-    assert twilio.parse('{"event": "media", "media": {"payload": ""}}') == twilio.Ignored("media")
+        events.MarkPlayed("e1.800")
+    assert twilio.parse('{"event": "dtmf", "dtmf": {"track": "inbound_track", "digit": "#"}}') == events.Dtmf("#")
+    assert twilio.parse('{"event": "stop", "stop": {}}') == events.Stop()
+    assert twilio.parse('{"event": "media", "media": {"payload": ""}}') == events.Ignored("media")
     alaw = {**START, "start": {**START["start"], "mediaFormat": {"encoding": "audio/x-alaw", "sampleRate": 8000}}}
     for bad in ("[]", '{"event": 1}', b"\x00", '{"event": "dtmf", "dtmf": {"digit": "55"}}', json.dumps(alaw),
                 '{"event": "start", "start": {"streamSid": "MZ1"}}'):
@@ -236,12 +243,120 @@ def test_frames_in():
         assert getattr(refused.value, "code", None) == "bad_message"
 
 
+def test_telnyx_frames():
+    start = {"event": "start", "stream_id": "S1", "start": {"call_control_id": "v3:abc", "custom_parameters": {"voice":
+             "v"}, "media_format": {"encoding": "PCMA", "sample_rate": 8000, "channels": 1}}}
+    assert telnyx.parse(json.dumps(start)) == events.Start("v3:abc", "S1", {"voice": "v"}, "alaw")
+    assert telnyx.parse('{"event": "dtmf", "payload": {"digit": "1"}}') == events.Dtmf("1")
+    g722 = {**start, "start": {**start["start"], "media_format": {"encoding": "G722", "sample_rate": 16000}}}
+    with pytest.raises(Exception, match="PCMU or PCMA"):
+        telnyx.parse(json.dumps(g722))
+    out = telnyx.Outbound("S1")
+    assert json.loads(out.media(b"\xd5")) == {"event": "media", "media": {"payload": "1Q=="}}
+    assert json.loads(out.clear()) == {"event": "clear"}
+
+
 def test_frames_out():
     out = twilio.Outbound("MZ9")
     media = json.loads(out.media(b"\xff\x7f"))
     assert media == {"event": "media", "streamSid": "MZ9", "media": {"payload": "/38="}}
     assert json.loads(out.mark("e1.800")) == {"event": "mark", "streamSid": "MZ9", "mark": {"name": "e1.800"}}
     assert json.loads(out.clear()) == {"event": "clear", "streamSid": "MZ9"}
+
+
+# Telnyx: a replica of Telnyx's side, from its documentation.
+
+class TelnyxCaller:
+    def __init__(self, ws: ClientConnection, call_id: str) -> None:
+        self.ws, self.call_id = ws, call_id
+        self.audio = bytearray()
+        self.marks_echoed: list[str] = []
+        self.clears = 0
+        self._plays_until = 0.0
+        self._echoes: list[asyncio.TimerHandle] = []
+        self._tasks: list[asyncio.Task] = []
+
+    async def start(self, **params: str) -> None:
+        await self.ws.send(json.dumps({"event": "connected", "version": "1.0.0"}))
+        await self.ws.send(json.dumps({
+            "event": "start", "sequence_number": "1", "stream_id": "32DE0DEA-53CB-4B21-89A4-9E1819C043BC",
+            "start": {"user_id": "3E6F995F", "call_control_id": self.call_id, "call_session_id": "ff55a038",
+                      "from": "+13122010094", "to": "+13122123456", "custom_parameters": params,
+                      "media_format": {"encoding": "PCMA", "sample_rate": 8000, "channels": 1}}}))
+        self._tasks = [asyncio.create_task(self._receive()), asyncio.create_task(self._caller_audio())]
+
+    async def send(self, event: dict) -> None:
+        await self.ws.send(json.dumps({"stream_id": "32DE0DEA-53CB-4B21-89A4-9E1819C043BC", **event}))
+
+    async def _caller_audio(self) -> None:
+        chunk = 0
+        while True:
+            chunk += 1
+            await self.send({"event": "media", "sequence_number": str(chunk + 1), "media": {
+                "track": "inbound", "chunk": str(chunk), "timestamp": str(chunk * 20),
+                "payload": base64.b64encode(b"\xd5" * 160).decode()}})
+            await asyncio.sleep(0.02)
+
+    async def _receive(self) -> None:
+        loop = asyncio.get_running_loop()
+        async for frame in self.ws:
+            msg = json.loads(frame)
+            now = loop.time()
+            if msg["event"] == "media":
+                payload = base64.b64decode(msg["media"]["payload"])
+                self.audio += payload
+                self._plays_until = max(now, self._plays_until) + len(payload) / 8000
+            elif msg["event"] == "mark":
+                name = msg["mark"]["name"]
+                self._echoes.append(loop.call_at(max(now, self._plays_until), lambda n=name: self._echo(n)))
+            elif msg["event"] == "clear":
+                self.clears += 1
+                for handle in self._echoes:
+                    handle.cancel()
+                self._plays_until = now
+
+    def _echo(self, name: str) -> None:
+        self.marks_echoed.append(name)
+        asyncio.ensure_future(self.send({"event": "mark", "mark": {"name": name}}))
+
+    async def stop(self) -> None:
+        await self.send({"event": "stop", "stop": {"user_id": "3E6F995F", "call_control_id": self.call_id}})
+        for task in self._tasks:
+            task.cancel()
+
+
+def alaw_decode(data: bytes) -> np.ndarray:
+    decoder = av.CodecContext.create("pcm_alaw", "r")
+    decoder.sample_rate, decoder.layout = 8000, "mono"
+    return np.concatenate([f.to_ndarray().reshape(-1) for f in decoder.decode(av.Packet(data))])
+
+
+async def test_a_telnyx_pcma_call_greets_takes_dtmf_clears_on_barge_in_and_stops(url):
+    call_id = "v3:MdI91X4lWFEs7IgbBEOT9M4AigoY08M0WWZFISt1Yw2axZ_IiE4pqg"
+    ws = await connect(url.replace("http://", "ws://") + "/v1/telnyx")
+    caller = TelnyxCaller(ws, call_id)
+    await caller.start(key=KEY, text="Hello from the gateway, you are through to the booking line.")
+    agent = await controller(url, call_id, codec="pcma")
+    done, _ = await next_event(agent, "done")  # the greeting, heard to its end by the echoed marks
+    assert done["heard_from"] == "marks" and abs(done["heard_s"] - done["audio_seconds"]) < 0.1, done
+    assert np.abs(alaw_decode(bytes(caller.audio))).max() > 3000  # speech, in A-law
+    await caller.send({"event": "dtmf", "sequence_number": "9", "dtmf": {"digit": "7"}})
+    assert (await next_event(agent, "dtmf"))[0]["digit"] == "7"
+    await agent.send(json.dumps({"type": "speak", "text": LONG_TEXT}))
+    await next_event(agent, "chunk")
+    await asyncio.sleep(1.5)
+    await agent.send(json.dumps({"type": "cancel"}))
+    cancelled, _ = await next_event(agent, "cancelled")
+    assert cancelled["heard_from"] == "marks" and 0.5 < cancelled["heard_s"] <= 1.6, cancelled
+    deadline = time.monotonic() + 2
+    while not caller.clears:
+        assert time.monotonic() < deadline, "no clear"
+        await asyncio.sleep(0.01)
+    await caller.stop()
+    ended, _ = await next_event(agent, "ended", timeout=10)
+    assert "stop" in ended["reason"]
+    await asyncio.wait_for(ws.wait_closed(), 5)
+    await no_sessions_left(url)
 
 
 # jambonz: a replica of jambonz's side, from its documentation.

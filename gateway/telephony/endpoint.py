@@ -1,10 +1,12 @@
 """The phone stacks' WebSockets (docs/protocol.md).
 
-``WS /v1/jambonz/tts``: jambonz's streaming TTS vendor API; jambonz sends the text, each socket is one session.
+``WS /v1/twilio`` and ``WS /v1/telnyx``: a media stream (Twilio Media Streams, Telnyx media streaming) is a phone
+call, a session an agent drives by the call's id (callSid, call_control_id). Close codes: 4400 a frame that is not
+the dialect's (or no ``start`` within ``START_TIMEOUT_S``), 4401 no valid key (``customParameters`` ``key``, or the
+usual ways), 4408 the stack stopped reading, 4409 a live call has this id, 1013 the server is full. With
+``--twilio-auth-token`` a Twilio upgrade without a valid ``X-Twilio-Signature`` is refused (HTTP 403).
 
-``WS /v1/twilio``: a Twilio Media Streams call as a session an agent drives by its callSid. Close codes: 4400 a frame that is not Media Streams (or no ``start`` within ``START_TIMEOUT_S``), 4401 no valid
-key in ``customParameters``, 4408 Twilio stopped reading, 4409 a live call has this callSid, 1013 the server is full.
-With ``--twilio-auth-token`` an upgrade without a valid ``X-Twilio-Signature`` is refused (HTTP 403).
+``WS /v1/jambonz/tts``: jambonz's streaming TTS vendor API; jambonz sends the text, each socket is one session.
 """
 
 from __future__ import annotations
@@ -13,7 +15,8 @@ import asyncio
 import contextlib
 import json
 import logging
-from typing import Any
+from dataclasses import dataclass
+from typing import Any, Callable
 
 from starlette.websockets import WebSocket
 
@@ -22,8 +25,8 @@ from gateway.auth import authorized, key_matches, presented_key
 from gateway.session import Session
 from gateway.session_registry import SessionLimitReached
 from gateway.shared_state import GatewayState
-from gateway.telephony import jambonz, twilio
-from gateway.telephony.call import PhoneCall, PhoneSink
+from gateway.telephony import events, jambonz, telnyx, twilio
+from gateway.telephony.call import Dialect, PhoneCall, PhoneSink
 from gateway.websocket import STALLED_CLOSE_CODE, WebSocketSink, client_frames, serve_session, until_stalled
 
 log = logging.getLogger("chatterbox_fast.gateway")
@@ -32,85 +35,108 @@ BAD_FRAME_CLOSE_CODE = 4400
 UNAUTHORIZED_CLOSE_CODE = 4401
 DUPLICATE_CLOSE_CODE = 4409
 FULL_CLOSE_CODE = 1013
+CODECS = {"mulaw": "pcmu", "alaw": "pcma"}
 
 
-async def first_start(ws: WebSocket, timeout: float) -> twilio.Start:
-    """Twilio's ``start`` (after ``connected``) within ``timeout`` seconds; raises ProtocolError for a stream that
+@dataclass(frozen=True)
+class StreamDialect:
+    name: str
+    parse: Callable[[str | bytes], events.Inbound]
+    outbound: Callable[[str], Dialect]  # from the stream's id
+
+
+TWILIO = StreamDialect("twilio", twilio.parse, twilio.Outbound)
+TELNYX = StreamDialect("telnyx", telnyx.parse, telnyx.Outbound)
+
+
+async def first_start(ws: WebSocket, parse: Callable[[str | bytes], events.Inbound],
+                      timeout: float) -> events.Start:
+    """The stream's ``start`` (after ``connected``) within ``timeout`` seconds; raises ProtocolError for a stream that
     sends something else first, TimeoutError for one that sends nothing, EOFError for one that goes."""
-    async def read() -> twilio.Start:
+    async def read() -> events.Start:
         async for frame in client_frames(ws):
-            match twilio.parse(frame):
-                case twilio.Start() as start:
+            match parse(frame):
+                case events.Start() as start:
                     return start
-                case twilio.Ignored(event="connected"):
+                case events.Ignored(event="connected"):
                     continue
                 case other:
-                    raise ProtocolError(f"expected 'start', got {type(other).__name__.lower()}", "bad_message")
+                    raise events.bad(f"expected 'start', got {type(other).__name__.lower()}")
         raise EOFError
 
     return await asyncio.wait_for(read(), timeout)
 
 
 async def twilio_stream(ws: WebSocket) -> None:
-    state: GatewayState = ws.app.state.gateway
-    token = state.settings.twilio_auth_token
+    token = ws.app.state.gateway.settings.twilio_auth_token
     if token and not twilio.signature_valid(token, str(ws.url), ws.headers.get("x-twilio-signature")):
         log.info("twilio stream refused: no valid X-Twilio-Signature")
         await ws.close(1008)  # before accepting: the upgrade is answered 403
         return
+    await media_stream(ws, TWILIO)
+
+
+async def telnyx_stream(ws: WebSocket) -> None:
+    await media_stream(ws, TELNYX)
+
+
+async def media_stream(ws: WebSocket, dialect: StreamDialect) -> None:
+    """One call: its ``start`` checked, then the stack's frames into the call until it stops or goes."""
+    state: GatewayState = ws.app.state.gateway
     await ws.accept()
     try:
-        start = await first_start(ws, START_TIMEOUT_S)
+        start = await first_start(ws, dialect.parse, START_TIMEOUT_S)
     except (ProtocolError, TimeoutError, EOFError) as exc:
         reason = str(exc) if isinstance(exc, ProtocolError) else f"no 'start' within {START_TIMEOUT_S:g} s"
-        log.info("twilio stream closed before its start: %s", reason)
+        log.info("%s stream closed before its start: %s", dialect.name, reason)
         with contextlib.suppress(Exception):
             await ws.close(BAD_FRAME_CLOSE_CODE, reason[:120])
         return
     if not key_matches(start.parameters.get("key") or presented_key(ws), state.settings.api_keys):
-        log.info("twilio call %s refused: no valid key parameter", start.call_sid)
+        log.info("%s call %s refused: no valid key", dialect.name, start.call_id)
         await ws.close(UNAUTHORIZED_CLOSE_CODE, "a valid API key is required (<Parameter name=\"key\">)")
         return
-    outbound = twilio.Outbound(start.stream_sid)
-    sink = PhoneSink(outbound, ws.send_text, "mulaw", twilio.SAMPLE_RATE, state.settings.stall_timeout_s)
-    call = PhoneCall(state, start.call_sid, "twilio", sink, start.parameters.get("voice") or "default", "pcmu")
+    sink = PhoneSink(dialect.outbound(start.stream_id), ws.send_text, start.encoding, 8000,
+                     state.settings.stall_timeout_s)
+    call = PhoneCall(state, start.call_id, dialect.name, sink, start.parameters.get("voice") or "default",
+                     CODECS[start.encoding])
     if (refusal := await call.open()) is not None:
-        log.info("twilio call %s refused: %s", start.call_sid, refusal)
+        log.info("%s call %s refused: %s", dialect.name, start.call_id, refusal)
         code = DUPLICATE_CLOSE_CODE if "live already" in refusal else FULL_CLOSE_CODE
         await ws.close(code, refusal[:120])
         return
-    log.info("twilio call %s: stream %s started", call.id, start.stream_sid)
+    log.info("%s call %s: stream %s started", dialect.name, call.id, start.stream_id)
     if text := start.parameters.get("text"):
         await call.feed(json.dumps({"type": "speak", "text": text}))
-    receiving = asyncio.create_task(_receive(ws, call))
+    receiving = asyncio.create_task(_receive(ws, call, dialect.parse))
     watching = asyncio.create_task(until_stalled(sink))
     try:
         await asyncio.wait({receiving, watching}, return_when=asyncio.FIRST_COMPLETED)
     finally:
         receiving.cancel()
         watching.cancel()
-        reason = receiving.result() if receiving.done() and not receiving.cancelled() else "twilio stopped reading"
-        log.info("twilio call %s ended: %s", call.id, reason)
+        reason = receiving.result() if receiving.done() and not receiving.cancelled() else (
+            f"{dialect.name} stopped reading")
+        log.info("%s call %s ended: %s", dialect.name, call.id, reason)
         await call.close(reason)
-    code, why = (STALLED_CLOSE_CODE, reason) if watching.done() else (
-        BAD_FRAME_CLOSE_CODE, reason) if reason.startswith("bad frame") else (1000, reason)
+    code = STALLED_CLOSE_CODE if watching.done() else BAD_FRAME_CLOSE_CODE if reason.startswith("bad frame") else 1000
     with contextlib.suppress(Exception):
-        await asyncio.wait_for(ws.close(code, why[:120]), 1.0)
+        await asyncio.wait_for(ws.close(code, reason[:120]), 1.0)
 
 
-async def _receive(ws: WebSocket, call: PhoneCall) -> str:
-    """Twilio's frames into the call until it stops; returns why the call ended."""
+async def _receive(ws: WebSocket, call: PhoneCall, parse: Callable[[str | bytes], events.Inbound]) -> str:
+    """The stack's frames into the call until it stops; returns why the call ended."""
     async for frame in client_frames(ws):
         try:
-            event = twilio.parse(frame)
+            event = parse(frame)
         except ProtocolError as exc:
             return f"bad frame: {exc}"
         match event:
-            case twilio.MarkPlayed(name=name):
+            case events.MarkPlayed(name=name):
                 call.sink.echoed(name)
-            case twilio.Dtmf(digit=digit):
+            case events.Dtmf(digit=digit):
                 call.dtmf(digit)
-            case twilio.Stop():
+            case events.Stop():
                 return "the call ended (stop)"
     return "the stream was dropped"
 

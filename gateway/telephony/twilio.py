@@ -14,89 +14,30 @@ import base64
 import hashlib
 import hmac
 import json
-from dataclasses import dataclass, field
-from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
-from engine.protocol import ProtocolError
+from gateway.telephony import events
+from gateway.telephony.events import Ignored, Inbound, Start, Stop
 
 ENCODING = "audio/x-mulaw"
 SAMPLE_RATE = 8000
 
 
-@dataclass(frozen=True)
-class Start:
-    call_sid: str
-    stream_sid: str
-    parameters: dict[str, str] = field(default_factory=dict)
-
-
-@dataclass(frozen=True)
-class MarkPlayed:
-    name: str
-
-
-@dataclass(frozen=True)
-class Dtmf:
-    digit: str
-
-
-@dataclass(frozen=True)
-class Stop:
-    pass
-
-
-@dataclass(frozen=True)
-class Ignored:
-    """``connected``, the caller's ``media``, and events this gateway does not use."""
-
-    event: str
-
-
-Inbound = Start | MarkPlayed | Dtmf | Stop | Ignored
-
-
-def _object(value: Any, what: str) -> dict[str, Any]:
-    if not isinstance(value, dict):
-        raise ProtocolError(f"{what} must be an object", "bad_message")
-    return value
-
-
-def _string(obj: dict[str, Any], key: str, what: str) -> str:
-    value = obj.get(key)
-    if not isinstance(value, str) or not value:
-        raise ProtocolError(f"{what} needs a string {key!r}", "bad_message")
-    return value
-
-
 def parse(raw: str | bytes) -> Inbound:
     """One frame from Twilio; raises ProtocolError for one that is not a Media Streams message."""
-    if isinstance(raw, bytes):
-        raise ProtocolError("Media Streams frames are JSON text, not binary", "bad_message")
-    try:
-        msg = _object(json.loads(raw), "a frame")
-    except ValueError:
-        raise ProtocolError("a frame is not JSON", "bad_message") from None
-    event = msg.get("event")
-    if not isinstance(event, str):
-        raise ProtocolError("a frame needs a string 'event'", "bad_message")
+    event, msg = events.event_frame(raw)
     if event == "start":
-        start = _object(msg.get("start"), "'start'")
+        start = events.obj(msg.get("start"), "'start'")
         fmt = start.get("mediaFormat")
         if isinstance(fmt, dict) and (fmt.get("encoding"), fmt.get("sampleRate")) != (ENCODING, SAMPLE_RATE):
-            raise ProtocolError(f"the stream's mediaFormat must be {ENCODING} at {SAMPLE_RATE} Hz", "bad_message")
-        params = start.get("customParameters") or {}
-        params = {str(k): str(v) for k, v in _object(params, "'customParameters'").items()}
-        stream_sid = msg.get("streamSid") or start.get("streamSid")
-        return Start(_string(start, "callSid", "'start'"), _string({"streamSid": stream_sid}, "streamSid", "'start'"),
-                     params)
+            raise events.bad(f"the stream's mediaFormat must be {ENCODING} at {SAMPLE_RATE} Hz")
+        return Start(events.string(start.get("callSid"), "'start' callSid"),
+                     events.string(msg.get("streamSid") or start.get("streamSid"), "'start' streamSid"),
+                     events.parameters(start.get("customParameters")))
     if event == "mark":
-        return MarkPlayed(_string(_object(msg.get("mark"), "'mark'"), "name", "'mark'"))
+        return events.mark(msg.get("mark"))
     if event == "dtmf":
-        digit = _string(_object(msg.get("dtmf"), "'dtmf'"), "digit", "'dtmf'")
-        if len(digit) != 1 or digit not in "0123456789*#ABCD":
-            raise ProtocolError("a dtmf digit is one of 0-9 * # A-D", "bad_message")
-        return Dtmf(digit)
+        return events.dtmf(msg.get("dtmf"))
     if event == "stop":
         return Stop()
     return Ignored(event)
