@@ -134,6 +134,7 @@ def create_app(settings: GatewaySettings, on_engine_refusal: Callable[[str], Non
         WebSocketRoute("/v1/stream", stream),
         WebSocketRoute("/v1/twilio", telephony.twilio_stream),
         WebSocketRoute("/v1/telnyx", telephony.telnyx_stream),
+        WebSocketRoute("/v1/asterisk", telephony.asterisk_stream),
         WebSocketRoute("/v1/jambonz/tts", telephony.jambonz_tts),
         WebSocketRoute("/v1/text-to-speech/{voice_id}/stream-input", elevenlabs.stream_input),
         WebSocketRoute("/v1/text-to-speech/{voice_id}/multi-stream-input", elevenlabs.multi_stream_input),

@@ -11,6 +11,11 @@ written from Telnyx's "Stream call media over WebSocket" AsyncAPI page: ``connec
 call_control_id, media_format PCMA), 20 ms of caller audio every 20 ms, ``dtmf``, ``stop``; it plays what it is sent
 from a buffer and echoes each mark when the audio before it has played, and empties the buffer on ``clear``.
 
+Asterisk 22 chan_websocket (``WS /v1/asterisk``): Asterisk is not on PyPI (nor in Debian 12), so ``AsteriskChannel``
+is a replica written from Asterisk's WebSocket channel driver documentation (JSON control format): ``MEDIA_START``
+(slin16, optimal_frame_size 640, ptime 20, channel variables), binary caller audio, ``DTMF_END``, ``MEDIA_XOFF``/
+``MEDIA_XON``, ``MEDIA_MARK_PROCESSED`` when a ``MARK_MEDIA`` reaches the front of its queue, ``FLUSH_MEDIA``.
+
 jambonz's streaming custom-TTS vendor API (``WS /v1/jambonz/tts``): no client of it installs from PyPI, so jambonz's
 side is a replica written from its documentation (docs.jambonz.org, "Custom TTS providers", streaming WebSocket API):
 a Bearer key on the upgrade, voice/language/sampleRate in the query, ``stream``/``flush``/``stop``/``keepalive``."""
@@ -19,6 +24,7 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import itertools
 import json
 import time
 
@@ -38,7 +44,7 @@ from websockets.exceptions import InvalidStatus
 from engine.watermark import Watermarker
 from gateway.app import create_app
 from gateway.settings import GatewaySettings
-from gateway.telephony import endpoint, events, telnyx, twilio
+from gateway.telephony import asterisk, endpoint, events, telnyx, twilio
 from gateway.telephony.outbox import FRAME_S, LEAD_S
 from tests.server import running_server
 from tests.test_watermark_delivered import check, mulaw_decode
@@ -246,7 +252,7 @@ def test_frames_in():
 def test_telnyx_frames():
     start = {"event": "start", "stream_id": "S1", "start": {"call_control_id": "v3:abc", "custom_parameters": {"voice":
              "v"}, "media_format": {"encoding": "PCMA", "sample_rate": 8000, "channels": 1}}}
-    assert telnyx.parse(json.dumps(start)) == events.Start("v3:abc", "S1", {"voice": "v"}, "alaw")
+    assert telnyx.parse(json.dumps(start)) == events.Start("v3:abc", "S1", {"voice": "v"}, "alaw", "pcma")
     assert telnyx.parse('{"event": "dtmf", "payload": {"digit": "1"}}') == events.Dtmf("1")
     g722 = {**start, "start": {**start["start"], "media_format": {"encoding": "G722", "sample_rate": 16000}}}
     with pytest.raises(Exception, match="PCMU or PCMA"):
@@ -254,6 +260,23 @@ def test_telnyx_frames():
     out = telnyx.Outbound("S1")
     assert json.loads(out.media(b"\xd5")) == {"event": "media", "media": {"payload": "1Q=="}}
     assert json.loads(out.clear()) == {"event": "clear"}
+
+
+def test_asterisk_frames():
+    start = {"event": "MEDIA_START", "connection_id": "c1", "channel_id": "1761245643.1", "format": "ulaw",
+             "optimal_frame_size": 160, "ptime": 20, "channel_variables": {"CBF_VOICE": "v", "OTHER": "x"}}
+    assert asterisk.parse(json.dumps(start)) == events.Start("1761245643.1", "c1", {"voice": "v"}, "mulaw", "ulaw",
+                                                             8000, 800)
+    assert asterisk.parse(b"\x00" * 160) == events.Ignored("media")
+    assert asterisk.parse('{"event": "MEDIA_XOFF"}') == events.Pause(True)
+    for bad in ("MEDIA_START connection_id:c1 format:ulaw", json.dumps({**start, "format": "opus"}),
+                json.dumps({**start, "optimal_frame_size": "160"})):
+        with pytest.raises(Exception) as refused:
+            asterisk.parse(bad)
+        assert getattr(refused.value, "code", None) == "bad_message"
+    out = asterisk.Outbound("c1")
+    assert out.media(b"\x01") == b"\x01" and json.loads(out.clear()) == {"command": "FLUSH_MEDIA"}
+    assert json.loads(out.mark("e1.8")) == {"command": "MARK_MEDIA", "correlation_id": "e1.8"}
 
 
 def test_frames_out():
@@ -266,63 +289,102 @@ def test_frames_out():
 
 # Telnyx: a replica of Telnyx's side, from its documentation.
 
-class TelnyxCaller:
-    def __init__(self, ws: ClientConnection, call_id: str) -> None:
-        self.ws, self.call_id = ws, call_id
+class PlayingStack:
+    """What a phone stack does with our audio, as Telnyx and Asterisk document it: it plays what it is sent from a
+    buffer at real time, answers each mark once the audio before it has played, and empties the buffer (marks
+    included) on a clear. Subclasses speak the dialect: ``heard`` (a frame in → ("media", bytes) / ("mark", name) /
+    ("clear", None) / None), ``echo`` (a mark's answer), ``caller_frame`` (20 ms of the caller's audio)."""
+
+    bytes_per_second = 8000
+
+    def __init__(self, ws: ClientConnection) -> None:
+        self.ws = ws
         self.audio = bytearray()
-        self.marks_echoed: list[str] = []
+        self.frames: list[bytes] = []
         self.clears = 0
         self._plays_until = 0.0
         self._echoes: list[asyncio.TimerHandle] = []
         self._tasks: list[asyncio.Task] = []
 
-    async def start(self, **params: str) -> None:
-        await self.ws.send(json.dumps({"event": "connected", "version": "1.0.0"}))
-        await self.ws.send(json.dumps({
-            "event": "start", "sequence_number": "1", "stream_id": "32DE0DEA-53CB-4B21-89A4-9E1819C043BC",
-            "start": {"user_id": "3E6F995F", "call_control_id": self.call_id, "call_session_id": "ff55a038",
-                      "from": "+13122010094", "to": "+13122123456", "custom_parameters": params,
-                      "media_format": {"encoding": "PCMA", "sample_rate": 8000, "channels": 1}}}))
+    def run(self) -> None:
         self._tasks = [asyncio.create_task(self._receive()), asyncio.create_task(self._caller_audio())]
 
-    async def send(self, event: dict) -> None:
-        await self.ws.send(json.dumps({"stream_id": "32DE0DEA-53CB-4B21-89A4-9E1819C043BC", **event}))
+    def heard(self, frame: str | bytes) -> tuple[str, bytes | str | None] | None: ...
+
+    def echo(self, name: str) -> str: ...
+
+    def caller_frame(self, n: int) -> str | bytes: ...
 
     async def _caller_audio(self) -> None:
-        chunk = 0
-        while True:
-            chunk += 1
-            await self.send({"event": "media", "sequence_number": str(chunk + 1), "media": {
-                "track": "inbound", "chunk": str(chunk), "timestamp": str(chunk * 20),
-                "payload": base64.b64encode(b"\xd5" * 160).decode()}})
+        for n in itertools.count(1):
+            await self.ws.send(self.caller_frame(n))
             await asyncio.sleep(0.02)
 
     async def _receive(self) -> None:
         loop = asyncio.get_running_loop()
         async for frame in self.ws:
-            msg = json.loads(frame)
+            kind, value = self.heard(frame) or (None, None)
             now = loop.time()
-            if msg["event"] == "media":
-                payload = base64.b64decode(msg["media"]["payload"])
-                self.audio += payload
-                self._plays_until = max(now, self._plays_until) + len(payload) / 8000
-            elif msg["event"] == "mark":
-                name = msg["mark"]["name"]
-                self._echoes.append(loop.call_at(max(now, self._plays_until), lambda n=name: self._echo(n)))
-            elif msg["event"] == "clear":
+            if kind == "media":
+                self.audio += value
+                self.frames.append(value)
+                self._plays_until = max(now, self._plays_until) + len(value) / self.bytes_per_second
+            elif kind == "mark":
+                when = max(now, self._plays_until)
+                self._echoes.append(loop.call_at(when, lambda n=value: asyncio.ensure_future(self.ws.send(self.echo(n)))))
+            elif kind == "clear":
                 self.clears += 1
                 for handle in self._echoes:
                     handle.cancel()
                 self._plays_until = now
 
-    def _echo(self, name: str) -> None:
-        self.marks_echoed.append(name)
-        asyncio.ensure_future(self.send({"event": "mark", "mark": {"name": name}}))
+    async def cleared(self) -> None:
+        deadline = time.monotonic() + 2
+        while not self.clears:
+            assert time.monotonic() < deadline, "no clear"
+            await asyncio.sleep(0.01)
+
+    def stop_tasks(self) -> None:
+        for task in self._tasks:
+            task.cancel()
+
+
+class TelnyxCaller(PlayingStack):
+    STREAM = "32DE0DEA-53CB-4B21-89A4-9E1819C043BC"
+
+    def __init__(self, ws: ClientConnection, call_id: str) -> None:
+        super().__init__(ws)
+        self.call_id = call_id
+
+    async def start(self, **params: str) -> None:
+        await self.ws.send(json.dumps({"event": "connected", "version": "1.0.0"}))
+        await self.ws.send(json.dumps({
+            "event": "start", "sequence_number": "1", "stream_id": self.STREAM,
+            "start": {"user_id": "3E6F995F", "call_control_id": self.call_id, "call_session_id": "ff55a038",
+                      "from": "+13122010094", "to": "+13122123456", "custom_parameters": params,
+                      "media_format": {"encoding": "PCMA", "sample_rate": 8000, "channels": 1}}}))
+        self.run()
+
+    async def send(self, event: dict) -> None:
+        await self.ws.send(json.dumps({"stream_id": self.STREAM, **event}))
+
+    def caller_frame(self, n: int) -> str:
+        return json.dumps({"event": "media", "sequence_number": str(n + 1), "stream_id": self.STREAM, "media": {
+            "track": "inbound", "chunk": str(n), "timestamp": str(n * 20),
+            "payload": base64.b64encode(b"\xd5" * 160).decode()}})
+
+    def heard(self, frame: str | bytes) -> tuple[str, bytes | str | None] | None:
+        msg = json.loads(frame)
+        if msg["event"] == "media":
+            return "media", base64.b64decode(msg["media"]["payload"])
+        return (msg["event"], msg.get("mark", {}).get("name")) if msg["event"] in ("mark", "clear") else None
+
+    def echo(self, name: str) -> str:
+        return json.dumps({"event": "mark", "stream_id": self.STREAM, "mark": {"name": name}})
 
     async def stop(self) -> None:
         await self.send({"event": "stop", "stop": {"user_id": "3E6F995F", "call_control_id": self.call_id}})
-        for task in self._tasks:
-            task.cancel()
+        self.stop_tasks()
 
 
 def alaw_decode(data: bytes) -> np.ndarray:
@@ -348,14 +410,69 @@ async def test_a_telnyx_pcma_call_greets_takes_dtmf_clears_on_barge_in_and_stops
     await agent.send(json.dumps({"type": "cancel"}))
     cancelled, _ = await next_event(agent, "cancelled")
     assert cancelled["heard_from"] == "marks" and 0.5 < cancelled["heard_s"] <= 1.6, cancelled
-    deadline = time.monotonic() + 2
-    while not caller.clears:
-        assert time.monotonic() < deadline, "no clear"
-        await asyncio.sleep(0.01)
+    await caller.cleared()
     await caller.stop()
     ended, _ = await next_event(agent, "ended", timeout=10)
     assert "stop" in ended["reason"]
     await asyncio.wait_for(ws.wait_closed(), 5)
+    await no_sessions_left(url)
+
+
+# Asterisk: a replica of chan_websocket, from its documentation.
+
+class AsteriskChannel(PlayingStack):
+    bytes_per_second = 16000 * 2  # slin16
+    FRAME = 640  # optimal_frame_size: 20 ms of slin16
+
+    async def start(self, channel_id: str, **variables: str) -> None:
+        await self.ws.send(json.dumps({
+            "event": "MEDIA_START", "connection_id": "e226e283-c90a", "channel": "WebSocket/cbf/0x5140001a0040",
+            "channel_id": channel_id, "format": "slin16", "optimal_frame_size": self.FRAME, "ptime": 20,
+            "channel_variables": {"MEDIA_WEBSOCKET_CONNECTION_ID": "e226e283-c90a", **variables}}))
+        self.run()
+
+    def caller_frame(self, n: int) -> bytes:
+        return bytes(self.FRAME)
+
+    def heard(self, frame: str | bytes) -> tuple[str, bytes | str | None] | None:
+        if isinstance(frame, bytes):
+            return "media", frame
+        msg = json.loads(frame)
+        return {"MARK_MEDIA": ("mark", msg.get("correlation_id")), "FLUSH_MEDIA": ("clear", None)}.get(msg["command"])
+
+    def echo(self, name: str) -> str:
+        return json.dumps({"event": "MEDIA_MARK_PROCESSED", "channel_id": "pbx1-1761245643.1", "correlation_id": name})
+
+
+async def test_an_asterisk_channel_greets_honours_xoff_flushes_on_barge_in_and_hangs_up(url):
+    channel_id = "pbx1-1761245643.1"
+    ws = await connect(url.replace("http://", "ws://") + f"/v1/asterisk?api_key={KEY}")
+    channel = AsteriskChannel(ws)
+    await channel.start(channel_id, CBF_TEXT="You are through to the gateway on an Asterisk channel.")
+    agent = await controller(url, channel_id, codec="slin16")
+    done, _ = await next_event(agent, "done")
+    assert done["heard_from"] == "marks" and abs(done["heard_s"] - done["audio_seconds"]) < 0.1, done
+    assert channel.frames and all(len(f) % channel.FRAME == 0 and len(f) <= 65500 for f in channel.frames)
+    assert np.abs(np.frombuffer(bytes(channel.audio), "<i2")).max() > 3000  # speech, 16-bit linear at 16 kHz
+    await ws.send(json.dumps({"event": "DTMF_END", "channel_id": channel_id, "digit": "#"}))
+    assert (await next_event(agent, "dtmf"))[0]["digit"] == "#"
+    await ws.send(json.dumps({"event": "MEDIA_XOFF", "channel_id": channel_id}))
+    await agent.send(json.dumps({"type": "speak", "text": LONG_TEXT}))
+    await next_event(agent, "chunk")
+    frames_then = len(channel.frames)
+    await asyncio.sleep(1.0)
+    assert len(channel.frames) == frames_then  # nothing sent while Asterisk's queue is full
+    await ws.send(json.dumps({"event": "MEDIA_XON", "channel_id": channel_id}))
+    await asyncio.sleep(1.5)
+    assert len(channel.frames) > frames_then
+    await agent.send(json.dumps({"type": "cancel"}))
+    cancelled, _ = await next_event(agent, "cancelled")
+    assert cancelled["heard_from"] == "marks" and 0.5 < cancelled["heard_s"] <= 1.6, cancelled
+    await channel.cleared()
+    channel.stop_tasks()
+    await ws.close()  # the channel hung up
+    ended, _ = await next_event(agent, "ended", timeout=10)
+    assert "dropped" in ended["reason"]
     await no_sessions_left(url)
 
 

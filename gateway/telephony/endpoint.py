@@ -1,7 +1,8 @@
 """The phone stacks' WebSockets (docs/protocol.md).
 
-``WS /v1/twilio`` and ``WS /v1/telnyx``: a media stream (Twilio Media Streams, Telnyx media streaming) is a phone
-call, a session an agent drives by the call's id (callSid, call_control_id). Close codes: 4400 a frame that is not
+``WS /v1/twilio``, ``WS /v1/telnyx``, ``WS /v1/asterisk``: a media stream (Twilio Media Streams, Telnyx media
+streaming, Asterisk's chan_websocket) is a phone call, a session an agent drives by the call's id (callSid,
+call_control_id, channel_id). Close codes: 4400 a frame that is not
 the dialect's (or no ``start`` within ``START_TIMEOUT_S``), 4401 no valid key (``customParameters`` ``key``, or the
 usual ways), 4408 the stack stopped reading, 4409 a live call has this id, 1013 the server is full. With
 ``--twilio-auth-token`` a Twilio upgrade without a valid ``X-Twilio-Signature`` is refused (HTTP 403).
@@ -25,7 +26,7 @@ from gateway.auth import authorized, key_matches, presented_key
 from gateway.session import Session
 from gateway.session_registry import SessionLimitReached
 from gateway.shared_state import GatewayState
-from gateway.telephony import events, jambonz, telnyx, twilio
+from gateway.telephony import asterisk, events, jambonz, telnyx, twilio
 from gateway.telephony.call import Dialect, PhoneCall, PhoneSink
 from gateway.websocket import STALLED_CLOSE_CODE, WebSocketSink, client_frames, serve_session, until_stalled
 
@@ -35,7 +36,6 @@ BAD_FRAME_CLOSE_CODE = 4400
 UNAUTHORIZED_CLOSE_CODE = 4401
 DUPLICATE_CLOSE_CODE = 4409
 FULL_CLOSE_CODE = 1013
-CODECS = {"mulaw": "pcmu", "alaw": "pcma"}
 
 
 @dataclass(frozen=True)
@@ -47,6 +47,7 @@ class StreamDialect:
 
 TWILIO = StreamDialect("twilio", twilio.parse, twilio.Outbound)
 TELNYX = StreamDialect("telnyx", telnyx.parse, telnyx.Outbound)
+ASTERISK = StreamDialect("asterisk", asterisk.parse, asterisk.Outbound)
 
 
 async def first_start(ws: WebSocket, parse: Callable[[str | bytes], events.Inbound],
@@ -80,6 +81,10 @@ async def telnyx_stream(ws: WebSocket) -> None:
     await media_stream(ws, TELNYX)
 
 
+async def asterisk_stream(ws: WebSocket) -> None:
+    await media_stream(ws, ASTERISK)
+
+
 async def media_stream(ws: WebSocket, dialect: StreamDialect) -> None:
     """One call: its ``start`` checked, then the stack's frames into the call until it stops or goes."""
     state: GatewayState = ws.app.state.gateway
@@ -96,10 +101,13 @@ async def media_stream(ws: WebSocket, dialect: StreamDialect) -> None:
         log.info("%s call %s refused: no valid key", dialect.name, start.call_id)
         await ws.close(UNAUTHORIZED_CLOSE_CODE, "a valid API key is required (<Parameter name=\"key\">)")
         return
-    sink = PhoneSink(dialect.outbound(start.stream_id), ws.send_text, start.encoding, 8000,
-                     state.settings.stall_timeout_s)
+    async def send(frame: str | bytes) -> None:
+        await (ws.send_bytes(frame) if isinstance(frame, bytes) else ws.send_text(frame))
+
+    sink = PhoneSink(dialect.outbound(start.stream_id), send, start.encoding, start.rate,
+                     state.settings.stall_timeout_s, start.frame_bytes)
     call = PhoneCall(state, start.call_id, dialect.name, sink, start.parameters.get("voice") or "default",
-                     CODECS[start.encoding])
+                     start.codec)
     if (refusal := await call.open()) is not None:
         log.info("%s call %s refused: %s", dialect.name, start.call_id, refusal)
         code = DUPLICATE_CLOSE_CODE if "live already" in refusal else FULL_CLOSE_CODE
@@ -136,6 +144,8 @@ async def _receive(ws: WebSocket, call: PhoneCall, parse: Callable[[str | bytes]
                 call.sink.echoed(name)
             case events.Dtmf(digit=digit):
                 call.dtmf(digit)
+            case events.Pause(paused=paused):
+                call.sink.pause(paused)
             case events.Stop():
                 return "the call ended (stop)"
     return "the stream was dropped"

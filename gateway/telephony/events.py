@@ -1,4 +1,5 @@
-"""What a media-stream dialect's frames say (Twilio, Telnyx), once parsed, and the checks their parsers share (pure)."""
+"""What a media-stream dialect's frames say (Twilio, Telnyx, Asterisk), once parsed, and the checks their parsers
+share (pure)."""
 
 from __future__ import annotations
 
@@ -9,16 +10,22 @@ from typing import Any
 from engine.protocol import ProtocolError
 
 DTMF_DIGITS = "0123456789*#ABCD"
+MAX_FRAME_CHARS = 64 * 1024  # a caller's 20 ms of media is ~300 characters; a start with its parameters a few kB
 
 
 @dataclass(frozen=True)
 class Start:
-    """The stream began: the call's id (the session's), the stream's, <Parameter>s, and the wire format."""
+    """The stream began: the call's id (the session's), the stream's, <Parameter>s (``key``, ``voice``, ``text``),
+    and the wire format: ``encoding`` (mulaw, alaw, pcm) at ``rate``, as the stack names it (``codec``), in frames of
+    exactly ``frame_bytes`` where the stack wants that."""
 
     call_id: str
     stream_id: str
     parameters: dict[str, str] = field(default_factory=dict)
-    encoding: str = "mulaw"  # or "alaw"
+    encoding: str = "mulaw"
+    codec: str = "pcmu"
+    rate: int = 8000
+    frame_bytes: int | None = None
 
 
 @dataclass(frozen=True)
@@ -37,13 +44,20 @@ class Stop:
 
 
 @dataclass(frozen=True)
+class Pause:
+    """Stop sending (``True``: Asterisk's MEDIA_XOFF) or go on (``False``: MEDIA_XON)."""
+
+    paused: bool
+
+
+@dataclass(frozen=True)
 class Ignored:
     """``connected``, the caller's ``media``, and events the gateway does not use."""
 
     event: str
 
 
-Inbound = Start | MarkPlayed | Dtmf | Stop | Ignored
+Inbound = Start | MarkPlayed | Dtmf | Stop | Pause | Ignored
 
 
 def bad(message: str) -> ProtocolError:
@@ -54,6 +68,8 @@ def event_frame(raw: str | bytes) -> tuple[str, dict[str, Any]]:
     """A JSON text frame with a string ``event``: (the event, the frame)."""
     if isinstance(raw, bytes):
         raise bad("media-stream frames are JSON text, not binary")
+    if len(raw) > MAX_FRAME_CHARS:
+        raise bad(f"a control frame is over {MAX_FRAME_CHARS} characters")
     try:
         msg = json.loads(raw)
     except ValueError:
@@ -81,7 +97,11 @@ def parameters(value: Any) -> dict[str, str]:
 
 
 def dtmf(value: Any) -> Dtmf:
-    digit = string(obj(value, "'dtmf'").get("digit"), "the dtmf digit")
+    return digit(obj(value, "'dtmf'").get("digit"))
+
+
+def digit(value: Any) -> Dtmf:
+    digit = string(value, "the dtmf digit")
     if len(digit) != 1 or digit not in DTMF_DIGITS:
         raise bad("a dtmf digit is one of 0-9 * # A-D")
     return Dtmf(digit)

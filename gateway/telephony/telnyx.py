@@ -18,6 +18,7 @@ from gateway.telephony import events
 from gateway.telephony.events import Ignored, Inbound, Start, Stop
 
 ENCODINGS = {"PCMU": "mulaw", "PCMA": "alaw"}
+CODECS = {"mulaw": "pcmu", "alaw": "pcma"}
 SAMPLE_RATE = 8000
 
 
@@ -33,7 +34,7 @@ def parse(raw: str | bytes) -> Inbound:
             raise events.bad(f"the stream's media_format must be PCMU or PCMA at {SAMPLE_RATE} Hz")
         return Start(events.string(start.get("call_control_id"), "'start' call_control_id"),
                      events.string(msg.get("stream_id") or start.get("stream_id"), "'start' stream_id"),
-                     events.parameters(start.get("custom_parameters")), encoding)
+                     events.parameters(start.get("custom_parameters")), encoding, CODECS[encoding])
     if event == "mark":
         return events.mark(msg.get("mark"))
     if event == "dtmf":
