@@ -386,6 +386,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--minutes", type=float, default=10.0)
     p.add_argument("--sessions", type=int, default=20, help="concurrent callers, WebRTC ones included")
     p.add_argument("--webrtc", type=int, default=4, help="how many of the callers use WebRTC")
+    p.add_argument("--phone", type=int, default=4, help="how many of the callers place phone calls (Twilio, Telnyx, "
+                   "Asterisk and jambonz in turn)")
     p.add_argument("--max-growth", type=float, default=2.0,
                    help="MiB per minute the gateway's memory may grow over the second half (runs of 4 min or more)")
     _served_bench_arguments(p)

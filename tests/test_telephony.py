@@ -6,15 +6,10 @@ Streams simulator, as the phone side: it sends ``connected``/``start``/20 ms of 
 played. The agent is a controller on ``WS /v1/stream?session={callSid}``. Refusals before any audio (signature, key,
 no ``start``) are checked on the app in process, where the engine is not needed.
 
-Telnyx media streaming (``WS /v1/telnyx``): no Telnyx client installs from PyPI, so ``TelnyxCaller`` is a replica
-written from Telnyx's "Stream call media over WebSocket" AsyncAPI page: ``connected``, ``start`` (stream_id,
-call_control_id, media_format PCMA), 20 ms of caller audio every 20 ms, ``dtmf``, ``stop``; it plays what it is sent
-from a buffer and echoes each mark when the audio before it has played, and empties the buffer on ``clear``.
-
-Asterisk 22 chan_websocket (``WS /v1/asterisk``): Asterisk is not on PyPI (nor in Debian 12), so ``AsteriskChannel``
-is a replica written from Asterisk's WebSocket channel driver documentation (JSON control format): ``MEDIA_START``
-(slin16, optimal_frame_size 640, ptime 20, channel variables), binary caller audio, ``DTMF_END``, ``MEDIA_XOFF``/
-``MEDIA_XON``, ``MEDIA_MARK_PROCESSED`` when a ``MARK_MEDIA`` reaches the front of its queue, ``FLUSH_MEDIA``.
+Telnyx media streaming (``WS /v1/telnyx``) and Asterisk 22 chan_websocket (``WS /v1/asterisk``): no Telnyx client
+installs from PyPI and Asterisk is on neither PyPI nor Debian 12, so their side is a replica written from each
+vendor's documentation (cbf_tools/phone_callers.py: it plays what it is sent at real time, answers marks once their
+audio has played, empties its buffer on a clear, sends dtmf and hangs up; Asterisk's also XOFF/XON).
 
 jambonz's streaming custom-TTS vendor API (``WS /v1/jambonz/tts``): no client of it installs from PyPI, so jambonz's
 side is a replica written from its documentation (docs.jambonz.org, "Custom TTS providers", streaming WebSocket API):
@@ -41,6 +36,7 @@ from streamdouble.session import SessionConfig, SessionResult
 from websockets.asyncio.client import ClientConnection, connect
 from websockets.exceptions import InvalidStatus
 
+from cbf_tools.phone_callers import AsteriskChannel, connect_call
 from engine.watermark import Watermarker
 from gateway.app import create_app
 from gateway.settings import GatewaySettings
@@ -222,6 +218,9 @@ def test_refusals_before_any_audio(app_client: TestClient):
     assert closed_with(app_client, [{"event": "connected"}], signed) == endpoint.BAD_FRAME_CLOSE_CODE  # no start
     assert closed_with(app_client, ["not json"], signed) == endpoint.BAD_FRAME_CLOSE_CODE
     assert closed_with(app_client, [{"event": "media", "media": {}}], signed) == endpoint.BAD_FRAME_CLOSE_CODE
+    # A bad frame mid-call: 4400, not the stalled code (a regression: the cancelled watcher counted as a stall).
+    assert closed_with(app_client, [START, "not json"], signed) == endpoint.BAD_FRAME_CLOSE_CODE
+    assert closed_with(app_client, [START, {"event": "stop"}], signed) == 1000
 
 
 def test_the_signature_is_twilios_hmac_of_the_url():
@@ -289,104 +288,6 @@ def test_frames_out():
 
 # Telnyx: a replica of Telnyx's side, from its documentation.
 
-class PlayingStack:
-    """What a phone stack does with our audio, as Telnyx and Asterisk document it: it plays what it is sent from a
-    buffer at real time, answers each mark once the audio before it has played, and empties the buffer (marks
-    included) on a clear. Subclasses speak the dialect: ``heard`` (a frame in → ("media", bytes) / ("mark", name) /
-    ("clear", None) / None), ``echo`` (a mark's answer), ``caller_frame`` (20 ms of the caller's audio)."""
-
-    bytes_per_second = 8000
-
-    def __init__(self, ws: ClientConnection) -> None:
-        self.ws = ws
-        self.audio = bytearray()
-        self.frames: list[bytes] = []
-        self.clears = 0
-        self._plays_until = 0.0
-        self._echoes: list[asyncio.TimerHandle] = []
-        self._tasks: list[asyncio.Task] = []
-
-    def run(self) -> None:
-        self._tasks = [asyncio.create_task(self._receive()), asyncio.create_task(self._caller_audio())]
-
-    def heard(self, frame: str | bytes) -> tuple[str, bytes | str | None] | None: ...
-
-    def echo(self, name: str) -> str: ...
-
-    def caller_frame(self, n: int) -> str | bytes: ...
-
-    async def _caller_audio(self) -> None:
-        for n in itertools.count(1):
-            await self.ws.send(self.caller_frame(n))
-            await asyncio.sleep(0.02)
-
-    async def _receive(self) -> None:
-        loop = asyncio.get_running_loop()
-        async for frame in self.ws:
-            kind, value = self.heard(frame) or (None, None)
-            now = loop.time()
-            if kind == "media":
-                self.audio += value
-                self.frames.append(value)
-                self._plays_until = max(now, self._plays_until) + len(value) / self.bytes_per_second
-            elif kind == "mark":
-                when = max(now, self._plays_until)
-                self._echoes.append(loop.call_at(when, lambda n=value: asyncio.ensure_future(self.ws.send(self.echo(n)))))
-            elif kind == "clear":
-                self.clears += 1
-                for handle in self._echoes:
-                    handle.cancel()
-                self._plays_until = now
-
-    async def cleared(self) -> None:
-        deadline = time.monotonic() + 2
-        while not self.clears:
-            assert time.monotonic() < deadline, "no clear"
-            await asyncio.sleep(0.01)
-
-    def stop_tasks(self) -> None:
-        for task in self._tasks:
-            task.cancel()
-
-
-class TelnyxCaller(PlayingStack):
-    STREAM = "32DE0DEA-53CB-4B21-89A4-9E1819C043BC"
-
-    def __init__(self, ws: ClientConnection, call_id: str) -> None:
-        super().__init__(ws)
-        self.call_id = call_id
-
-    async def start(self, **params: str) -> None:
-        await self.ws.send(json.dumps({"event": "connected", "version": "1.0.0"}))
-        await self.ws.send(json.dumps({
-            "event": "start", "sequence_number": "1", "stream_id": self.STREAM,
-            "start": {"user_id": "3E6F995F", "call_control_id": self.call_id, "call_session_id": "ff55a038",
-                      "from": "+13122010094", "to": "+13122123456", "custom_parameters": params,
-                      "media_format": {"encoding": "PCMA", "sample_rate": 8000, "channels": 1}}}))
-        self.run()
-
-    async def send(self, event: dict) -> None:
-        await self.ws.send(json.dumps({"stream_id": self.STREAM, **event}))
-
-    def caller_frame(self, n: int) -> str:
-        return json.dumps({"event": "media", "sequence_number": str(n + 1), "stream_id": self.STREAM, "media": {
-            "track": "inbound", "chunk": str(n), "timestamp": str(n * 20),
-            "payload": base64.b64encode(b"\xd5" * 160).decode()}})
-
-    def heard(self, frame: str | bytes) -> tuple[str, bytes | str | None] | None:
-        msg = json.loads(frame)
-        if msg["event"] == "media":
-            return "media", base64.b64decode(msg["media"]["payload"])
-        return (msg["event"], msg.get("mark", {}).get("name")) if msg["event"] in ("mark", "clear") else None
-
-    def echo(self, name: str) -> str:
-        return json.dumps({"event": "mark", "stream_id": self.STREAM, "mark": {"name": name}})
-
-    async def stop(self) -> None:
-        await self.send({"event": "stop", "stop": {"user_id": "3E6F995F", "call_control_id": self.call_id}})
-        self.stop_tasks()
-
-
 def alaw_decode(data: bytes) -> np.ndarray:
     decoder = av.CodecContext.create("pcm_alaw", "r")
     decoder.sample_rate, decoder.layout = 8000, "mono"
@@ -395,14 +296,13 @@ def alaw_decode(data: bytes) -> np.ndarray:
 
 async def test_a_telnyx_pcma_call_greets_takes_dtmf_clears_on_barge_in_and_stops(url):
     call_id = "v3:MdI91X4lWFEs7IgbBEOT9M4AigoY08M0WWZFISt1Yw2axZ_IiE4pqg"
-    ws = await connect(url.replace("http://", "ws://") + "/v1/telnyx")
-    caller = TelnyxCaller(ws, call_id)
-    await caller.start(key=KEY, text="Hello from the gateway, you are through to the booking line.")
+    caller = await connect_call(url, "telnyx", call_id, key=KEY,
+                                text="Hello from the gateway, you are through to the booking line.")
     agent = await controller(url, call_id, codec="pcma")
     done, _ = await next_event(agent, "done")  # the greeting, heard to its end by the echoed marks
     assert done["heard_from"] == "marks" and abs(done["heard_s"] - done["audio_seconds"]) < 0.1, done
     assert np.abs(alaw_decode(bytes(caller.audio))).max() > 3000  # speech, in A-law
-    await caller.send({"event": "dtmf", "sequence_number": "9", "dtmf": {"digit": "7"}})
+    await caller.dtmf("7")
     assert (await next_event(agent, "dtmf"))[0]["digit"] == "7"
     await agent.send(json.dumps({"type": "speak", "text": LONG_TEXT}))
     await next_event(agent, "chunk")
@@ -411,66 +311,40 @@ async def test_a_telnyx_pcma_call_greets_takes_dtmf_clears_on_barge_in_and_stops
     cancelled, _ = await next_event(agent, "cancelled")
     assert cancelled["heard_from"] == "marks" and 0.5 < cancelled["heard_s"] <= 1.6, cancelled
     await caller.cleared()
-    await caller.stop()
+    await caller.hang_up()  # stop
     ended, _ = await next_event(agent, "ended", timeout=10)
     assert "stop" in ended["reason"]
-    await asyncio.wait_for(ws.wait_closed(), 5)
     await no_sessions_left(url)
 
 
 # Asterisk: a replica of chan_websocket, from its documentation.
 
-class AsteriskChannel(PlayingStack):
-    bytes_per_second = 16000 * 2  # slin16
-    FRAME = 640  # optimal_frame_size: 20 ms of slin16
-
-    async def start(self, channel_id: str, **variables: str) -> None:
-        await self.ws.send(json.dumps({
-            "event": "MEDIA_START", "connection_id": "e226e283-c90a", "channel": "WebSocket/cbf/0x5140001a0040",
-            "channel_id": channel_id, "format": "slin16", "optimal_frame_size": self.FRAME, "ptime": 20,
-            "channel_variables": {"MEDIA_WEBSOCKET_CONNECTION_ID": "e226e283-c90a", **variables}}))
-        self.run()
-
-    def caller_frame(self, n: int) -> bytes:
-        return bytes(self.FRAME)
-
-    def heard(self, frame: str | bytes) -> tuple[str, bytes | str | None] | None:
-        if isinstance(frame, bytes):
-            return "media", frame
-        msg = json.loads(frame)
-        return {"MARK_MEDIA": ("mark", msg.get("correlation_id")), "FLUSH_MEDIA": ("clear", None)}.get(msg["command"])
-
-    def echo(self, name: str) -> str:
-        return json.dumps({"event": "MEDIA_MARK_PROCESSED", "channel_id": "pbx1-1761245643.1", "correlation_id": name})
-
-
 async def test_an_asterisk_channel_greets_honours_xoff_flushes_on_barge_in_and_hangs_up(url):
     channel_id = "pbx1-1761245643.1"
-    ws = await connect(url.replace("http://", "ws://") + f"/v1/asterisk?api_key={KEY}")
-    channel = AsteriskChannel(ws)
-    await channel.start(channel_id, CBF_TEXT="You are through to the gateway on an Asterisk channel.")
+    channel = await connect_call(url, "asterisk", channel_id, key=KEY,  # CBF_KEY, CBF_TEXT channel variables
+                                 text="You are through to the gateway on an Asterisk channel.")
+    assert isinstance(channel, AsteriskChannel)
     agent = await controller(url, channel_id, codec="slin16")
     done, _ = await next_event(agent, "done")
     assert done["heard_from"] == "marks" and abs(done["heard_s"] - done["audio_seconds"]) < 0.1, done
     assert channel.frames and all(len(f) % channel.FRAME == 0 and len(f) <= 65500 for f in channel.frames)
     assert np.abs(np.frombuffer(bytes(channel.audio), "<i2")).max() > 3000  # speech, 16-bit linear at 16 kHz
-    await ws.send(json.dumps({"event": "DTMF_END", "channel_id": channel_id, "digit": "#"}))
+    await channel.dtmf("#")
     assert (await next_event(agent, "dtmf"))[0]["digit"] == "#"
-    await ws.send(json.dumps({"event": "MEDIA_XOFF", "channel_id": channel_id}))
+    await channel.ws.send(channel.flow(off=True))
     await agent.send(json.dumps({"type": "speak", "text": LONG_TEXT}))
     await next_event(agent, "chunk")
     frames_then = len(channel.frames)
     await asyncio.sleep(1.0)
     assert len(channel.frames) == frames_then  # nothing sent while Asterisk's queue is full
-    await ws.send(json.dumps({"event": "MEDIA_XON", "channel_id": channel_id}))
+    await channel.ws.send(channel.flow(off=False))
     await asyncio.sleep(1.5)
     assert len(channel.frames) > frames_then
     await agent.send(json.dumps({"type": "cancel"}))
     cancelled, _ = await next_event(agent, "cancelled")
     assert cancelled["heard_from"] == "marks" and 0.5 < cancelled["heard_s"] <= 1.6, cancelled
     await channel.cleared()
-    channel.stop_tasks()
-    await ws.close()  # the channel hung up
+    await channel.hang_up()  # Asterisk closes the socket
     ended, _ = await next_event(agent, "ended", timeout=10)
     assert "dropped" in ended["reason"]
     await no_sessions_left(url)

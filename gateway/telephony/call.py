@@ -129,6 +129,11 @@ class PhoneSink(AudioSink):
             await self._send_wire(frame)
 
     async def _send_due(self) -> None:
+        """Until the socket goes (the endpoint sees that from its side and ends the call)."""
+        with contextlib.suppress(Exception):
+            await self._send_loop()
+
+    async def _send_loop(self) -> None:
         while True:
             wait: float | None = None
             if not self._paused:
@@ -183,6 +188,8 @@ class PhoneCall(DrivenSession):
             return
         self._closed = True
         self.state.calls.remove(self)
-        await self.release(reason)
-        await self.sink.stop()
-        await self.session.close()
+        try:
+            await self.release(reason)
+            await self.sink.stop()
+        finally:
+            await self.session.close()

@@ -127,7 +127,8 @@ async def media_stream(ws: WebSocket, dialect: StreamDialect) -> None:
             f"{dialect.name} stopped reading")
         log.info("%s call %s ended: %s", dialect.name, call.id, reason)
         await call.close(reason)
-    code = STALLED_CLOSE_CODE if watching.done() else BAD_FRAME_CLOSE_CODE if reason.startswith("bad frame") else 1000
+    stalled = watching.done() and not watching.cancelled()
+    code = STALLED_CLOSE_CODE if stalled else BAD_FRAME_CLOSE_CODE if reason.startswith("bad frame") else 1000
     with contextlib.suppress(Exception):
         await asyncio.wait_for(ws.close(code, reason[:120]), 1.0)
 
@@ -163,7 +164,7 @@ async def jambonz_tts(ws: WebSocket) -> None:
 
     async def send_event(event: dict[str, Any]) -> None:
         if event["type"] == "error":  # jambonz reads nothing else
-            await ws.send_json(jambonz.error(event["message"]))
+            await ws.send_json(jambonz.error(event["message"], event["code"]))
 
     sink = WebSocketSink(ws, state.settings.stall_timeout_s)
     sink.configure("pcm", rate)
@@ -171,7 +172,7 @@ async def jambonz_tts(ws: WebSocket) -> None:
     try:
         await session.open()
     except SessionLimitReached as exc:
-        await ws.send_json(jambonz.error(str(exc)))
+        await ws.send_json(jambonz.error(str(exc), exc.code))
         await ws.close(FULL_CLOSE_CODE)
         return
     await ws.send_json(jambonz.connect(rate))
@@ -183,7 +184,7 @@ async def _jambonz_frames(ws: WebSocket, session: Session) -> None:
         try:
             message = jambonz.parse(frame)
         except ProtocolError as exc:
-            await ws.send_json(jambonz.error(str(exc)))
+            await ws.send_json(jambonz.error(str(exc), exc.code))
             continue
         if message is not None:
             await session.handle(message)

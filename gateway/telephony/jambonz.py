@@ -5,7 +5,7 @@ text itself: ``{"type": "stream", "text"}`` as its LLM produces it, ``{"type": "
 here the end of one utterance, the next ``stream`` starts another), ``{"type": "stop"}`` (barge-in: the engine's work
 ends at once; the socket stays for the call's next utterance) and ``{"type": "keepalive"}``. The gateway answers
 ``{"type": "connect", "data": {"sample_rate", "base64_encoding": false}}``, then binary 16-bit PCM at that rate as it
-is made, and ``{"type": "error", "error"}`` for anything refused.
+is made, and ``{"type": "error", "error", "code"}`` for anything refused.
 """
 
 from __future__ import annotations
@@ -33,8 +33,9 @@ def connect(rate: int) -> dict[str, Any]:
     return {"type": "connect", "data": {"sample_rate": rate, "base64_encoding": False}}
 
 
-def error(message: str) -> dict[str, Any]:
-    return {"type": "error", "error": message}
+def error(message: str, code: str) -> dict[str, Any]:
+    """jambonz reads ``error``; ``code`` is ours (docs/protocol.md's error codes), for logs and tools."""
+    return {"type": "error", "error": message, "code": code}
 
 
 def parse(raw: str | bytes) -> messages.Message | None:
