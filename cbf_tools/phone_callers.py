@@ -30,6 +30,7 @@ class PlayingStack:
     ``dtmf_frame``, ``stop_frame``)."""
 
     path = ""
+    subprotocols: list[str] | None = None
     bytes_per_second = 8000
     codec = "pcmu"
 
@@ -193,6 +194,7 @@ class AsteriskChannel(PlayingStack):
     """chan_websocket dialled with ``c(slin16)f(json)``: 20 ms frames of 640 bytes."""
 
     path = "/v1/asterisk"
+    subprotocols = ["media"]  # websocket_client.conf: protocols = media
     bytes_per_second = 16000 * 2
     codec = "slin16"
     FRAME = 640
@@ -230,7 +232,8 @@ async def connect_call(url: str, stack: str, call_id: str, headers: dict[str, st
                        **params: str) -> PlayingStack:
     """A call from ``stack`` (a name in STACKS) to the gateway at ``url`` (http://HOST:PORT), started."""
     kind = STACKS[stack]
-    ws = await connect(url.replace("http", "ws", 1) + kind.path, additional_headers=headers or {}, max_size=None)
+    ws = await connect(url.replace("http", "ws", 1) + kind.path, additional_headers=headers or {}, max_size=None,
+                       subprotocols=kind.subprotocols)
     caller = kind(ws, call_id)
     await caller.start(**params)
     return caller

@@ -323,7 +323,7 @@ async def test_an_asterisk_channel_greets_honours_xoff_flushes_on_barge_in_and_h
     channel_id = "pbx1-1761245643.1"
     channel = await connect_call(url, "asterisk", channel_id, key=KEY,  # CBF_KEY, CBF_TEXT channel variables
                                  text="You are through to the gateway on an Asterisk channel.")
-    assert isinstance(channel, AsteriskChannel)
+    assert isinstance(channel, AsteriskChannel) and channel.ws.subprotocol == "media"
     agent = await controller(url, channel_id, codec="slin16")
     done, _ = await next_event(agent, "done")
     assert done["heard_from"] == "marks" and abs(done["heard_s"] - done["audio_seconds"]) < 0.1, done

@@ -22,7 +22,7 @@ from typing import Any, Callable
 from starlette.websockets import WebSocket
 
 from engine.protocol import ProtocolError
-from gateway.auth import authorized, key_matches, presented_key
+from gateway.auth import authorized, key_matches, offered_subprotocols, presented_key
 from gateway.session import Session
 from gateway.session_registry import SessionLimitReached
 from gateway.shared_state import GatewayState
@@ -36,6 +36,7 @@ BAD_FRAME_CLOSE_CODE = 4400
 UNAUTHORIZED_CLOSE_CODE = 4401
 DUPLICATE_CLOSE_CODE = 4409
 FULL_CLOSE_CODE = 1013
+MEDIA_SUBPROTOCOL = "media"
 
 
 @dataclass(frozen=True)
@@ -88,7 +89,8 @@ async def asterisk_stream(ws: WebSocket) -> None:
 async def media_stream(ws: WebSocket, dialect: StreamDialect) -> None:
     """One call: its ``start`` checked, then the stack's frames into the call until it stops or goes."""
     state: GatewayState = ws.app.state.gateway
-    await ws.accept()
+    # Asterisk's websocket_client.conf asks for the "media" subprotocol (protocols = media): it must be answered.
+    await ws.accept(subprotocol=MEDIA_SUBPROTOCOL if MEDIA_SUBPROTOCOL in offered_subprotocols(ws) else None)
     try:
         start = await first_start(ws, dialect.parse, START_TIMEOUT_S)
     except (ProtocolError, TimeoutError, EOFError) as exc:
