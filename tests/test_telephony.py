@@ -18,8 +18,6 @@ a Bearer key on the upgrade, voice/language/sampleRate in the query, ``stream``/
 from __future__ import annotations
 
 import asyncio
-import base64
-import itertools
 import json
 import time
 
@@ -241,7 +239,7 @@ def test_frames_in():
     assert twilio.parse('{"event": "stop", "stop": {}}') == events.Stop()
     assert twilio.parse('{"event": "media", "media": {"payload": ""}}') == events.Ignored("media")
     alaw = {**START, "start": {**START["start"], "mediaFormat": {"encoding": "audio/x-alaw", "sampleRate": 8000}}}
-    for bad in ("[]", '{"event": 1}', b"\x00", '{"event": "dtmf", "dtmf": {"digit": "55"}}', json.dumps(alaw),
+    for bad in ("[]", '{"event": 1}', b"\x00", "[" * 20000, '{"event": "mark", "mark": {"name": "\\ud800"}}', '{"event": "dtmf", "dtmf": {"digit": "55"}}', json.dumps(alaw),
                 '{"event": "start", "start": {"streamSid": "MZ1"}}'):
         with pytest.raises(Exception) as refused:
             twilio.parse(bad)

@@ -33,6 +33,8 @@ def test_heard_comes_from_the_echoed_marks_of_this_utterance_only() -> None:
     box.echoed("e1.1600")
     assert box.heard_s == 0.2
     box.echoed("someone-else's")
+    box.echoed("e1.99999999")  # a forged mark: never more than was sent
+    assert box.heard_s == 1.0
     box.clear(0.5)
     assert box.heard_s == 0.0 and box.idle
     box.echoed("e1.8000")  # Twilio sends a cleared stream's marks back at once: they were not heard

@@ -19,7 +19,7 @@ from gateway.session import Session
 from gateway.session_registry import SessionLimitReached
 from gateway.shared_state import GatewayState
 from gateway.sink import AudioSink
-from gateway.telephony.outbox import Mark, Media, Outbox
+from gateway.telephony.outbox import Media, Outbox
 from gateway.websocket import SendWatch
 
 log = logging.getLogger("chatterbox_fast.gateway")
@@ -59,7 +59,6 @@ class PhoneSink(AudioSink):
         self._progress = asyncio.Event()  # a mark came back, or the audio was cleared
         self._paused = False  # the stack asked us to stop sending (Asterisk's XOFF)
         self._watch = SendWatch(stall_timeout)
-        self.stall_timeout = stall_timeout
         self._sender: asyncio.Task[None] | None = None
 
     def start(self) -> None:
@@ -135,15 +134,15 @@ class PhoneSink(AudioSink):
 
     async def _send_loop(self) -> None:
         while True:
+            self._wake.clear()  # before looking: a write while this sends wakes the next round
             wait: float | None = None
             if not self._paused:
                 out, wait = self.outbox.due(time.monotonic())
                 for item in out:
                     frame = self.dialect.media(item.payload) if isinstance(item, Media) else self.dialect.mark(
-                        item.name) if isinstance(item, Mark) else None
+                        item.name)
                     if frame is not None:
                         await self._send(frame)
-            self._wake.clear()
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(self._wake.wait(), wait)
 

@@ -125,14 +125,23 @@ async def media_stream(ws: WebSocket, dialect: StreamDialect) -> None:
     finally:
         receiving.cancel()
         watching.cancel()
-        reason = receiving.result() if receiving.done() and not receiving.cancelled() else (
-            f"{dialect.name} stopped reading")
+        reason = _outcome(receiving, f"{dialect.name} stopped reading")
         log.info("%s call %s ended: %s", dialect.name, call.id, reason)
         await call.close(reason)
     stalled = watching.done() and not watching.cancelled()
     code = STALLED_CLOSE_CODE if stalled else BAD_FRAME_CLOSE_CODE if reason.startswith("bad frame") else 1000
     with contextlib.suppress(Exception):
         await asyncio.wait_for(ws.close(code, reason[:120]), 1.0)
+
+
+def _outcome(receiving: asyncio.Task[str], otherwise: str) -> str:
+    """Why the call ended: what the receiving task returned, or ``otherwise`` when it did not finish."""
+    if not receiving.done() or receiving.cancelled():
+        return otherwise
+    if (exc := receiving.exception()) is not None:
+        log.warning("a media stream's frames broke off: %r", exc)
+        return f"the stream broke off: {type(exc).__name__}"
+    return receiving.result()
 
 
 async def _receive(ws: WebSocket, call: PhoneCall, parse: Callable[[str | bytes], events.Inbound]) -> str:

@@ -101,7 +101,7 @@ class Outbox:
         parsed = _parse_mark(name)
         if parsed is None or parsed[0] != self.epoch:
             return False
-        self._heard = max(self._heard, parsed[1])
+        self._heard = max(self._heard, min(parsed[1], self._sent))  # a stack cannot have played more than it got
         if parsed[2]:
             self.final_heard = True
         return parsed[2]
