@@ -154,7 +154,9 @@ async def test_dtmf_reaches_the_controller_and_a_hang_up_ends_the_call(url):
     call, call_sid = simulated(url, [WaitFor("audio", 30), Dtmf("5"), Wait(0.3), Hangup()])
     running = asyncio.create_task(call.run())
     agent = await controller(url, call_sid)
-    await agent.send(json.dumps({"type": "speak", "text": LONG_TEXT}))
+    async with httpx.AsyncClient(headers={"Authorization": f"Bearer {KEY}"}) as http:  # the agent's HTTP route
+        reply = await http.post(f"{url}/v1/sessions/{call_sid}/speak", json={"text": LONG_TEXT})
+    assert reply.status_code == 202 and reply.json()["session"] == call_sid, reply.text
     dtmf, _ = await next_event(agent, "dtmf")
     assert dtmf == {"type": "dtmf", "digit": "5"}
     cancelled, _ = await next_event(agent, "cancelled", timeout=10)  # the caller hung up mid-utterance
