@@ -269,6 +269,7 @@ def test_asterisk_frames():
     assert asterisk.parse(b"\x00" * 160) == events.Ignored("media")
     assert asterisk.parse('{"event": "MEDIA_XOFF"}') == events.Pause(True)
     for bad in ("MEDIA_START connection_id:c1 format:ulaw", json.dumps({**start, "format": "opus"}),
+                json.dumps({**start, "format": {"a": 1}}), json.dumps({**start, "ptime": True}),
                 json.dumps({**start, "optimal_frame_size": "160"})):
         with pytest.raises(Exception) as refused:
             asterisk.parse(bad)

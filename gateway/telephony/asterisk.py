@@ -27,13 +27,13 @@ VARIABLES = {"CBF_VOICE": "voice", "CBF_TEXT": "text", "CBF_KEY": "key"}
 
 def _start(msg: dict) -> Start:
     fmt = msg.get("format")
-    if fmt not in FORMATS:
+    if not isinstance(fmt, str) or fmt not in FORMATS:
         raise events.bad(f"the channel's format must be one of {', '.join(FORMATS)} (c(ulaw) in the dial string)")
     encoding, rate = FORMATS[fmt]
     frame, ptime = msg.get("optimal_frame_size"), msg.get("ptime") or 20
     if not isinstance(frame, int) or isinstance(frame, bool) or not 0 < frame <= MAX_MESSAGE_BYTES:
         raise events.bad("MEDIA_START needs a positive integer optimal_frame_size")
-    if not isinstance(ptime, int) or not 0 < ptime <= FRAME_MS:
+    if not isinstance(ptime, int) or isinstance(ptime, bool) or not 0 < ptime <= FRAME_MS:
         raise events.bad("MEDIA_START's ptime must be 1-100 ms")
     variables = events.obj(msg.get("channel_variables") or {}, "'channel_variables'")
     params = {name: str(variables[var]) for var, name in VARIABLES.items() if variables.get(var)}

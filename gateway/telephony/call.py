@@ -151,11 +151,12 @@ class PhoneCall(DrivenSession):
     """One call: its session (id: the stack's call id), driven by the controller that attaches by that id."""
 
     def __init__(self, state: GatewayState, call_id: str, transport: str, sink: PhoneSink, voice: str,
-                 codec: str) -> None:
+                 codec: str, greeting: str = "") -> None:
         super().__init__()
         self.state = state
         self.sink = sink
         self.codec = codec
+        self.greeting = greeting  # spoken at once, before any controller attaches
         self.session = Session(state, sink, self.send_event, transport=transport, voice=voice, session_id=call_id)
         self._closed = False
 
@@ -166,18 +167,18 @@ class PhoneCall(DrivenSession):
         """A key the caller pressed, for the controller."""
         self.to_controller({"type": "dtmf", "digit": digit})
 
-    async def open(self) -> str | None:
-        """Register the session and list the call; the reason when it cannot be (a full server, or a live call with
-        this id: then nothing is left open)."""
+    async def open(self) -> tuple[bool, str] | None:
+        """Register the session and list the call; (whether a live call has this id, why) when it cannot be (that,
+        or a full server): then nothing is left open."""
         try:
             await self.session.open()
         except SessionLimitReached as exc:
             self._closed = True
-            return str(exc)
+            return False, str(exc)
         if not await self.state.calls.add(self):
             self._closed = True
             self.state.sessions.remove(self.session)
-            return "a call with this id is live already"
+            return True, "a call with this id is live already"
         self.sink.start()
         return None
 

@@ -88,38 +88,15 @@ async def asterisk_stream(ws: WebSocket) -> None:
 
 async def media_stream(ws: WebSocket, dialect: StreamDialect) -> None:
     """One call: its ``start`` checked, then the stack's frames into the call until it stops or goes."""
-    state: GatewayState = ws.app.state.gateway
     # Asterisk's websocket_client.conf asks for the "media" subprotocol (protocols = media): it must be answered.
     await ws.accept(subprotocol=MEDIA_SUBPROTOCOL if MEDIA_SUBPROTOCOL in offered_subprotocols(ws) else None)
-    try:
-        start = await first_start(ws, dialect.parse, START_TIMEOUT_S)
-    except (ProtocolError, TimeoutError, EOFError) as exc:
-        reason = str(exc) if isinstance(exc, ProtocolError) else f"no 'start' within {START_TIMEOUT_S:g} s"
-        log.info("%s stream closed before its start: %s", dialect.name, reason)
-        with contextlib.suppress(Exception):
-            await ws.close(BAD_FRAME_CLOSE_CODE, reason[:120])
+    call = await _open_call(ws, dialect)
+    if call is None:
         return
-    if not key_matches(start.parameters.get("key") or presented_key(ws), state.settings.api_keys):
-        log.info("%s call %s refused: no valid key", dialect.name, start.call_id)
-        await ws.close(UNAUTHORIZED_CLOSE_CODE, "a valid API key is required (<Parameter name=\"key\">)")
-        return
-    async def send(frame: str | bytes) -> None:
-        await (ws.send_bytes(frame) if isinstance(frame, bytes) else ws.send_text(frame))
-
-    sink = PhoneSink(dialect.outbound(start.stream_id), send, start.encoding, start.rate,
-                     state.settings.stall_timeout_s, start.frame_bytes)
-    call = PhoneCall(state, start.call_id, dialect.name, sink, start.parameters.get("voice") or "default",
-                     start.codec)
-    if (refusal := await call.open()) is not None:
-        log.info("%s call %s refused: %s", dialect.name, start.call_id, refusal)
-        code = DUPLICATE_CLOSE_CODE if "live already" in refusal else FULL_CLOSE_CODE
-        await ws.close(code, refusal[:120])
-        return
-    log.info("%s call %s: stream %s started", dialect.name, call.id, start.stream_id)
-    if text := start.parameters.get("text"):
+    if text := call.greeting:
         await call.feed(json.dumps({"type": "speak", "text": text}))
     receiving = asyncio.create_task(_receive(ws, call, dialect.parse))
-    watching = asyncio.create_task(until_stalled(sink))
+    watching = asyncio.create_task(until_stalled(call.sink))
     try:
         await asyncio.wait({receiving, watching}, return_when=asyncio.FIRST_COMPLETED)
     finally:
@@ -132,6 +109,39 @@ async def media_stream(ws: WebSocket, dialect: StreamDialect) -> None:
     code = STALLED_CLOSE_CODE if stalled else BAD_FRAME_CLOSE_CODE if reason.startswith("bad frame") else 1000
     with contextlib.suppress(Exception):
         await asyncio.wait_for(ws.close(code, reason[:120]), 1.0)
+
+
+async def _open_call(ws: WebSocket, dialect: StreamDialect) -> PhoneCall | None:
+    """The call of the stream's ``start``, open; None when the stream was closed instead (no start in time, a bad
+    frame, no key, a live call with its id, a full server)."""
+    state: GatewayState = ws.app.state.gateway
+    try:
+        start = await first_start(ws, dialect.parse, START_TIMEOUT_S)
+    except (ProtocolError, TimeoutError, EOFError) as exc:
+        reason = str(exc) if isinstance(exc, ProtocolError) else f"no 'start' within {START_TIMEOUT_S:g} s"
+        log.info("%s stream closed before its start: %s", dialect.name, reason)
+        with contextlib.suppress(Exception):
+            await ws.close(BAD_FRAME_CLOSE_CODE, reason[:120])
+        return None
+    if not key_matches(start.parameters.get("key") or presented_key(ws), state.settings.api_keys):
+        log.info("%s call %s refused: no valid key", dialect.name, start.call_id)
+        await ws.close(UNAUTHORIZED_CLOSE_CODE, "a valid API key is required (<Parameter name=\"key\">)")
+        return None
+
+    async def send(frame: str | bytes) -> None:
+        await (ws.send_bytes(frame) if isinstance(frame, bytes) else ws.send_text(frame))
+
+    sink = PhoneSink(dialect.outbound(start.stream_id), send, start.encoding, start.rate,
+                     state.settings.stall_timeout_s, start.frame_bytes)
+    call = PhoneCall(state, start.call_id, dialect.name, sink, start.parameters.get("voice") or "default",
+                     start.codec, start.parameters.get("text", ""))
+    if (refusal := await call.open()) is not None:
+        duplicate, reason = refusal
+        log.info("%s call %s refused: %s", dialect.name, start.call_id, reason)
+        await ws.close(DUPLICATE_CLOSE_CODE if duplicate else FULL_CLOSE_CODE, reason[:120])
+        return None
+    log.info("%s call %s: stream %s started", dialect.name, call.id, start.stream_id)
+    return call
 
 
 def _outcome(receiving: asyncio.Task[str], otherwise: str) -> str:
