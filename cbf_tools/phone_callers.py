@@ -72,9 +72,9 @@ class PlayingStack:
         """End the call (again: nothing more)."""
         if (frame := self.stop_frame()) is not None:
             await self._send_quietly(frame)
+        await self.ws.close()  # while still reading: the gateway's close frame is behind its last audio
         for task in self._tasks:
             task.cancel()
-        await self.ws.close()
 
     async def cleared(self, before: int = 0, timeout: float = 2.0) -> None:
         """Until the gateway has sent more than ``before`` clears."""

@@ -60,11 +60,14 @@ class PhoneSink(AudioSink):
         self._paused = False  # the stack asked us to stop sending (Asterisk's XOFF)
         self._watch = SendWatch(stall_timeout)
         self._sender: asyncio.Task[None] | None = None
+        self._stopped = False
 
     def start(self) -> None:
         self._sender = asyncio.create_task(self._send_due())
 
     async def stop(self) -> None:
+        """The call is over: nothing more is sent (a stack that has gone may never take it)."""
+        self._stopped = True
         if self._sender is not None:
             self._sender.cancel()
             with contextlib.suppress(asyncio.CancelledError):
@@ -103,8 +106,9 @@ class PhoneSink(AudioSink):
         self._encoder = None
         self.outbox.clear(time.monotonic())
         self._progress.set()
-        with contextlib.suppress(Exception):  # the call may be going: its end is handled by the endpoint
-            await self._send(self.dialect.clear())
+        if not self._stopped:
+            with contextlib.suppress(Exception):  # the call may be going: its end is handled by the endpoint
+                await self._send(self.dialect.clear())
 
     def played_seconds(self) -> float:
         """What the echoed marks say the caller heard of the current utterance."""
@@ -189,7 +193,7 @@ class PhoneCall(DrivenSession):
         self._closed = True
         self.state.calls.remove(self)
         try:
+            await self.sink.stop()  # first: a stack that has gone, or stopped reading, is sent nothing more
             await self.release(reason)
-            await self.sink.stop()
         finally:
             await self.session.close()
