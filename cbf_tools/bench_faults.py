@@ -37,7 +37,9 @@ HTTP_CONCURRENCY = 4
 ELEVENLABS_PATH = "/v1/text-to-speech/default/multi-stream-input?output_format=pcm_16000"
 JAMBONZ_PATH = "/v1/jambonz/tts?voice=default&language=en-US&sampleRate=8000"
 FRAMES_PER_CALL = 10
-BAD_FRAME_CLOSE_CODE = 4400  # a media stream closed for a frame that is not its dialect's: a refusal
+# A media stream closed for a frame that is not its dialect's (4400), or because the server is full (1013: the
+# offers of the surfaces before are still waiting to connect): refusals.
+REFUSAL_CLOSE_CODES = (4400, 1013)
 
 
 def _error_code(event: dict[str, Any]) -> str | None:
@@ -107,7 +109,7 @@ async def _phone(url: str, stack: str, frames: list[str | bytes], headers: dict[
                  rng: random.Random) -> dict[str, int]:
     """The frames sent on calls from ``stack`` (FRAMES_PER_CALL each, WEBSOCKET_CLIENTS calls at once), each call
     started properly (sometimes with a hostile greeting) and hung up; a call the server closed with another code than
-    1000 or BAD_FRAME_CLOSE_CODE, or did not close, counts as a server error."""
+    1000 or a refusal's, or did not close, counts as a server error (its close code listed)."""
     counts = {"server_errors": 0, "refused": 0}
     calls = [frames[i:i + FRAMES_PER_CALL] for i in range(0, len(frames), FRAMES_PER_CALL)]
     greetings = [websocket_messages(rng, 1)[0][:200] if rng.random() < 0.3 else "" for _ in calls]
@@ -126,10 +128,11 @@ async def _phone(url: str, stack: str, frames: list[str | bytes], headers: dict[
         except TimeoutError:
             counts["server_errors"] += 1
             return
-        if caller.ws.close_code == BAD_FRAME_CLOSE_CODE:
+        if caller.ws.close_code in REFUSAL_CLOSE_CODES:
             counts["refused"] += 1
         elif caller.ws.close_code != 1000:
             counts["server_errors"] += 1
+            counts.setdefault("close_codes", []).append(caller.ws.close_code)  # what to look into
 
     pending = iter(zip(calls, greetings))
 
