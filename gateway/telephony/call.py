@@ -68,11 +68,11 @@ class PhoneSink(AudioSink):
     async def stop(self) -> None:
         """The call is over: nothing more is sent (a stack that has gone may never take it)."""
         self._stopped = True
+        self._wake.set()
+        self._progress.set()
         if self._sender is not None:
             self._sender.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._sender
-        self._progress.set()
+            await asyncio.wait({self._sender}, timeout=1.0)
 
     async def begin(self) -> None:
         self._encoder = make_encoder(self.format, self.rate)
@@ -89,7 +89,7 @@ class PhoneSink(AudioSink):
         self._encoder = None
         self.outbox.end()
         self._wake.set()
-        while not self.outbox.final_heard:
+        while not self.outbox.final_heard and not self._stopped:
             plays_until = self.outbox.plays_until or time.monotonic()
             wait = plays_until + MARK_GRACE_S - time.monotonic()
             if not self.outbox.idle:
@@ -98,8 +98,7 @@ class PhoneSink(AudioSink):
                 log.debug("the stack did not echo the last mark of an utterance; taking it as played")
                 return
             self._progress.clear()
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(self._progress.wait(), wait)
+            await _wait(self._progress, wait)
 
     async def clear(self) -> None:
         """Barge-in: nothing more goes out, and the stack drops what it holds, at once."""
@@ -137,7 +136,7 @@ class PhoneSink(AudioSink):
             await self._send_loop()
 
     async def _send_loop(self) -> None:
-        while True:
+        while not self._stopped:
             self._wake.clear()  # before looking: a write while this sends wakes the next round
             wait: float | None = None
             if not self._paused:
@@ -147,8 +146,16 @@ class PhoneSink(AudioSink):
                         item.name)
                     if frame is not None:
                         await self._send(frame)
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(self._wake.wait(), wait)
+            await _wait(self._wake, wait)
+
+
+async def _wait(event: asyncio.Event, timeout: float | None) -> None:
+    """Until ``event`` is set or ``timeout`` seconds pass. Not ``asyncio.wait_for``: on Python 3.11 it can swallow a
+    cancel that meets its timeout, and a sink that swallows the player's cancel leaves the session's player running
+    for good (bench faults under load found calls that never closed)."""
+    with contextlib.suppress(TimeoutError):
+        async with asyncio.timeout(timeout):
+            await event.wait()
 
 
 class PhoneCall(DrivenSession):
