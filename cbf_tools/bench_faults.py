@@ -1,9 +1,11 @@
 """``chatterbox-fast bench faults``: generated hostile inputs (cbf_tools/hostile_inputs.py) on every surface a client
-reaches (WebSocket, ElevenLabs-compatible multi-stream-input, data-channel and controller messages; POST /v1/tts,
-/v1/audio/speech (its SSE streams too), /v1/webrtc/offer and /v1/whep with mangled SDP, /v1/voices with mangled
-uploads, and Wyoming events on its TCP port), then what they did to a real server. Each figure must be 0:
-server errors (HTTP 5xx, a stream cut short, a socket the server dropped, an engine failure event), engine connections
-the gateway lost, embedded-worker restarts, sessions still open once every client has gone, and stored voices lost."""
+reaches (WebSocket, ElevenLabs-compatible multi-stream-input, data-channel and controller messages; the phone stacks'
+sockets: Twilio, Telnyx and Asterisk media streams, jambonz's TTS socket; POST /v1/tts, /v1/audio/speech (its SSE
+streams too), /v1/webrtc/offer and /v1/whep with mangled SDP, /v1/voices with mangled uploads, and Wyoming events on
+its TCP port), then what they did to a real server. Each figure must be 0: server errors (HTTP 5xx, a stream cut
+short, a socket the server dropped, an engine failure event), engine connections the gateway lost, embedded-worker
+restarts, sessions still open once every client has gone, and stored voices lost. A media stream the server closes
+for a bad frame (code 4400) is a refusal."""
 
 from __future__ import annotations
 
@@ -14,6 +16,7 @@ import json
 import random
 import sys
 import time
+import uuid
 from typing import Any, Callable
 from urllib.parse import urlsplit
 
@@ -21,9 +24,11 @@ import httpx
 from websockets.asyncio.client import ClientConnection, connect
 from websockets.exceptions import ConnectionClosed
 
-from cbf_tools.hostile_inputs import (ELEVENLABS_FIELDS, OPENAI_FIELDS, TTS_FIELDS, http_bodies, offer_bodies,
-                                     voice_uploads, websocket_messages, whep_offers, wyoming_frames)
+from cbf_tools.hostile_inputs import (ELEVENLABS_FIELDS, JAMBONZ_FIELDS, MEDIA_STREAM_FIELDS, OPENAI_FIELDS,
+                                     TTS_FIELDS, asterisk_frames, http_bodies, offer_bodies, voice_uploads,
+                                     websocket_messages, whep_offers, wyoming_frames)
 from cbf_tools.local_server import ServerFailed, free_port, local_server, quiet_client_logs
+from cbf_tools.phone_callers import connect_call
 from cbf_tools.rtc_listener import Listener
 from engine.protocol import ProtocolError
 from gateway.http import sse
@@ -36,6 +41,11 @@ HTTP_CONCURRENCY = 4
 
 
 ELEVENLABS_PATH = "/v1/text-to-speech/default/multi-stream-input?output_format=pcm_16000"
+JAMBONZ_PATH = "/v1/jambonz/tts?voice=default&language=en-US&sampleRate=8000"
+FRAMES_PER_CALL = 10
+# A media stream closed for a frame that is not its dialect's (4400), or because the server is full (1013: the
+# offers of the surfaces before are still waiting to connect): refusals.
+REFUSAL_CLOSE_CODES = (4400, 1013)
 
 
 def _error_code(event: dict[str, Any]) -> str | None:
@@ -99,6 +109,45 @@ async def _controller(url: str, messages: list[str], headers: dict[str, str]) ->
                                 clients=1)
     finally:
         await listener.close()
+
+
+async def _phone(url: str, stack: str, frames: list[str | bytes], headers: dict[str, str],
+                 rng: random.Random) -> dict[str, int]:
+    """The frames sent on calls from ``stack`` (FRAMES_PER_CALL each, WEBSOCKET_CLIENTS calls at once), each call
+    started properly (sometimes with a hostile greeting) and hung up; a call the server closed with another code than
+    1000 or a refusal's, or did not close, counts as a server error (its close code listed)."""
+    counts = {"server_errors": 0, "refused": 0}
+    calls = [frames[i:i + FRAMES_PER_CALL] for i in range(0, len(frames), FRAMES_PER_CALL)]
+    greetings = [websocket_messages(rng, 1)[0][:200] if rng.random() < 0.3 else "" for _ in calls]
+
+    async def call(share: list[str | bytes], greeting: str) -> None:
+        caller = await connect_call(url, stack, f"fuzz-{uuid.uuid4().hex}", headers, text=greeting)
+        try:
+            for frame in share:
+                await caller.ws.send(frame)
+                await asyncio.sleep(0.002)
+            await caller.hang_up()
+        except ConnectionClosed:
+            pass
+        try:
+            await asyncio.wait_for(caller.closed.wait(), 10)
+        except TimeoutError:
+            counts["server_errors"] += 1
+            return
+        if caller.ws.close_code in REFUSAL_CLOSE_CODES:
+            counts["refused"] += 1
+        elif caller.ws.close_code != 1000:
+            counts["server_errors"] += 1
+            counts.setdefault("close_codes", []).append(caller.ws.close_code)  # what to look into
+
+    pending = iter(zip(calls, greetings))
+
+    async def worker() -> None:
+        for share, greeting in pending:
+            await call(share, greeting)
+
+    await asyncio.gather(*(worker() for _ in range(WEBSOCKET_CLIENTS)))
+    return counts
 
 
 def _json(bodies: list[str]) -> list[tuple[str, bytes]]:
@@ -265,6 +314,13 @@ async def measure(url: str, count: int, seed: int, api_key: str | None,
                                             _json(http_bodies(rng, count, OPENAI_FIELDS)), headers),
             "/v1/webrtc/offer": await _http(url, "/v1/webrtc/offer", _json(offer_bodies(rng, count)), headers),
             "controller": await _controller(url, websocket_messages(rng, count), headers),
+            "/v1/twilio": await _phone(url, "twilio", websocket_messages(rng, count, MEDIA_STREAM_FIELDS), headers,
+                                       rng),
+            "/v1/telnyx": await _phone(url, "telnyx", websocket_messages(rng, count, MEDIA_STREAM_FIELDS), headers,
+                                       rng),
+            "/v1/asterisk": await _phone(url, "asterisk", asterisk_frames(rng, count), headers, rng),
+            "/v1/jambonz/tts": await _websocket(url, websocket_messages(rng, count, JAMBONZ_FIELDS), headers,
+                                                path=JAMBONZ_PATH, farewell='{"type": "stop"}'),
             "/v1/whep": await _http(url, "/v1/whep", whep_offers(rng, count), headers),
             "/v1/voices": await _http(url, "/v1/voices", voice_uploads(rng, count), headers),
         }

@@ -5,7 +5,9 @@ Each WebSocket session loops until the time is up, choosing at random (seeded) t
 end, stream one token by token, barge in once audio starts, stop reading for a few seconds, or hang up mid-sentence
 and dial again; each WebRTC session speaks, barges in, or hangs up and offers again; each OpenAI SSE caller streams
 a reply or hangs up at its first audio; each Wyoming caller (Home Assistant's client) synthesizes in one piece or
-streamed, or hangs up at its first audio. Every few seconds the bench reads
+streamed, or hangs up at its first audio; each phone caller places calls in turn from Twilio, Telnyx, Asterisk (a
+replica of the stack, cbf_tools/phone_callers.py, driven by a controller attached by the call's id) and jambonz,
+each speaking, barging in (the stack must see its clear) or hanging up. Every few seconds the bench reads
 the resident memory (VmRSS) of the gateway and of its engine worker from /proc (only when it started the server
 itself). It prints the figures and a JSON line; exit status 1 when a server error or timeout happened, a session was
 left open, an engine utterance was left in flight (``/health``'s ``engines[].in_flight``), or (on runs of 4 minutes
@@ -17,6 +19,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import itertools
 import json
 import random
 import sys
@@ -32,11 +35,14 @@ from websockets.exceptions import ConnectionClosed
 from cbf_tools.bench_faults import SERVER_FAILURES
 from cbf_tools.bench_gateway import TEXTS
 from cbf_tools.local_server import ServerFailed, free_port, local_server, quiet_client_logs
+from cbf_tools.phone_callers import connect_call
 from cbf_tools.rtc_listener import Listener
 from engine.protocol import ProtocolError
 from gateway.wyoming.wire import Event, EventReader, encode
 
 SAMPLE_EVERY_S = 5.0
+PHONE_STACKS = ("twilio", "telnyx", "asterisk", "jambonz")
+JAMBONZ_PATH = "/v1/jambonz/tts?voice=default&language=en-US&sampleRate=8000"
 TURN_TIMEOUT_S = 60.0
 MIN_MINUTES_FOR_GROWTH = 4.0  # shorter runs are mostly warm-up: growth over them says little
 
@@ -229,6 +235,84 @@ async def _wyoming_turn(reader: asyncio.StreamReader, writer: asyncio.StreamWrit
     tally.error("wyoming connection closed mid-turn")
 
 
+async def _media_stream_call(url: str, headers: dict[str, str], stack: str, rng: random.Random, deadline: float,
+                             tally: Tally) -> None:
+    """One call from ``stack``, driven by a controller, until the time is up or the caller hangs up."""
+    call_id = f"soak-{stack}-{rng.getrandbits(64):x}"
+    caller = await connect_call(url, stack, call_id, headers)
+    try:
+        async with connect(url.replace("http", "ws", 1) + f"/v1/stream?session={call_id}&wait=10",
+                           additional_headers=headers) as agent:
+            await _until(agent, {"ready"}, tally)
+            while time.monotonic() < deadline:
+                await agent.send(json.dumps({"type": "speak", "text": rng.choice(TEXTS)}))
+                choice = rng.random()
+                if choice < 0.5:
+                    event = await _until(agent, {"done", "error"}, tally)
+                    tally.done += event["type"] == "done"
+                    continue
+                await _until(agent, {"chunk"}, tally)
+                if choice < 0.8:  # barge-in: the stack drops what it holds
+                    clears = caller.clears
+                    await agent.send('{"type": "cancel"}')
+                    await _until(agent, {"cancelled"}, tally)
+                    await caller.cleared(clears, timeout=10)
+                    tally.cancelled += 1
+                    continue
+                tally.hung_up += 1
+                await caller.hang_up()
+                await _until(agent, {"ended"}, tally)
+                return
+    finally:
+        await caller.hang_up()
+
+
+async def _jambonz_call(url: str, headers: dict[str, str], rng: random.Random, deadline: float,
+                        tally: Tally) -> None:
+    """jambonz's TTS socket: text streamed, each answer heard to its end, stopped, or the socket dropped."""
+    async with connect(url.replace("http", "ws", 1) + JAMBONZ_PATH, additional_headers=headers) as ws:
+        await ws.recv()  # connect
+        while time.monotonic() < deadline:
+            for word in rng.choice(TEXTS).split():
+                await ws.send(json.dumps({"type": "stream", "text": word + " "}))
+            await ws.send('{"type": "flush"}')
+            choice = rng.random()
+            frame = await ws.recv()
+            if isinstance(frame, str):
+                _fail_on(json.loads(frame), tally)
+                continue
+            if choice < 0.5:  # heard to its end: a second without audio
+                with contextlib.suppress(TimeoutError):
+                    while True:
+                        await asyncio.wait_for(ws.recv(), 1.0)
+                tally.done += 1
+            elif choice < 0.8:
+                await ws.send('{"type": "stop"}')
+                tally.cancelled += 1
+                with contextlib.suppress(TimeoutError):
+                    while True:
+                        await asyncio.wait_for(ws.recv(), 0.5)
+            else:
+                tally.hung_up += 1
+                return
+
+
+async def _phone_caller(url: str, headers: dict[str, str], rng: random.Random, deadline: float, tally: Tally,
+                        first: int) -> None:
+    for n in itertools.count(first):
+        if time.monotonic() >= deadline:
+            return
+        stack = PHONE_STACKS[n % len(PHONE_STACKS)]
+        try:
+            call = (_jambonz_call(url, headers, rng, deadline, tally) if stack == "jambonz"
+                    else _media_stream_call(url, headers, stack, rng, deadline, tally))
+            await asyncio.wait_for(call, max(deadline - time.monotonic(), 0) + TURN_TIMEOUT_S)
+        except TimeoutError:
+            tally.timeouts += 1
+        except (ConnectionClosed, OSError) as exc:
+            tally.error(f"{stack} call dropped: {exc!r}")
+
+
 def rss_mib(pid: int | None) -> float | None:
     """Resident memory of ``pid`` in MiB, from /proc; None when unknown or gone."""
     if pid is None:
@@ -285,8 +369,10 @@ async def measure(url: str, gateway_pid: int | None, args: argparse.Namespace,
     wyoming = args.wyoming if wyoming_port is not None else 0
     callers += [_wyoming_caller(urlsplit(url).hostname or "127.0.0.1", wyoming_port, random.Random(rng.random()),
                                 deadline, tally) for _ in range(wyoming)]
+    callers += [_phone_caller(url, headers, random.Random(rng.random()), deadline, tally, first=n)
+                for n in range(args.phone)]
     callers += [_websocket_caller(url, headers, random.Random(rng.random()), deadline, tally)
-                for _ in range(args.sessions - args.webrtc - args.sse - wyoming)]
+                for _ in range(max(0, args.sessions - args.webrtc - args.sse - wyoming - args.phone))]
     await asyncio.gather(*callers)
     stop.set()
     most_sessions = await sampler
@@ -306,7 +392,7 @@ async def measure(url: str, gateway_pid: int | None, args: argparse.Namespace,
                              "end_mib": round(samples[-1][1], 1),
                              "growth_mib_per_min_second_half": _round(growth_per_minute(samples))}
     return {"bench": "soak", "minutes": args.minutes, "sessions": args.sessions, "webrtc": args.webrtc,
-            "sse": args.sse, "wyoming": wyoming,
+            "sse": args.sse, "wyoming": wyoming, "phone": args.phone,
             "most_sessions_at_once": most_sessions, "done": tally.done, "cancelled": tally.cancelled,
             "hung_up": tally.hung_up, "slow_reads": tally.slow_reads, "server_errors": tally.server_errors,
             "timeouts": tally.timeouts, "webrtc_underruns": tally.underruns, "leaked_sessions": left,
@@ -327,7 +413,7 @@ def failed(summary: dict[str, Any], max_growth: float) -> bool:
 
 def render(s: dict[str, Any]) -> str:
     lines = [f"bench soak: {s['sessions']} sessions ({s['webrtc']} WebRTC, {s['sse']} OpenAI SSE, {s['wyoming']} "
-             f"Wyoming) for {s['minutes']} min, "
+             f"Wyoming, {s['phone']} phone) for {s['minutes']} min, "
              f"{s['most_sessions_at_once']} at once at most (sampled)",
              f"  turns: {s['done']} done, {s['cancelled']} cancelled, {s['hung_up']} hung up, "
              f"{s['slow_reads']} slow reads; WebRTC underruns {s['webrtc_underruns']}",

@@ -73,6 +73,48 @@ WEBSOCKET_FIELDS = {"type": _pick("speak", "text", "flush", "end", "cancel", "co
 ELEVENLABS_FIELDS = {"text": _text, "context_id": _pick("a", "b", "", 3), "flush": _pick(True, False, "yes"),
                      "close_context": _pick(True, False, 1), "voice_settings": _pick({"speed": 2}, "fast"),
                      "xi_api_key": _pick("key", 5)}
+# Phone stacks' frames: Twilio's and Telnyx's media-stream events ("stop" left out: it ends the call legitimately),
+# Asterisk's chan_websocket events, jambonz's TTS vendor messages.
+_MARKS = ("e1.800", "e1.800.end", "e0.0", "e" + "9" * 40 + ".1", "e1.-5", "e1.x", "e1", "", "x" * 5000, "\ud800")
+
+
+def _named(key: str, *choices: Any) -> Callable[[random.Random], Any]:
+    return lambda rng: {key: rng.choice(choices)} if rng.random() < 0.8 else _value(rng)
+
+
+MEDIA_STREAM_FIELDS = {
+    "event": _pick("media", "media", "mark", "dtmf", "start", "connected", "clear", "error", "", 5),
+    "streamSid": _pick("MZ1", "", 5), "stream_id": _pick("S1", None),
+    "media": _named("payload", "/////w==", "not base64!", 5, "", "A" * 20000),
+    "mark": _named("name", *_MARKS), "dtmf": _named("digit", "5", "#", "55", "", 5, "\x00", "\ud800"),
+    "payload": _named("digit", "1", "x"),
+    "start": _named("callSid", "CA1", "", 5, "\ud800"),
+}
+ASTERISK_FIELDS = {
+    "event": _pick("DTMF_END", "MEDIA_XOFF", "MEDIA_XON", "MEDIA_MARK_PROCESSED", "MEDIA_START", "STATUS",
+                   "QUEUE_DRAINED", "HANGUP", ""),
+    "channel_id": _pick("1761245643.1", "", 5), "correlation_id": _pick(*_MARKS), "digit": _pick("5", "55", 5, ""),
+    "format": _pick("ulaw", "slin16", "opus", 5), "optimal_frame_size": _pick(160, 0, -1, 70000, "160", True),
+    "ptime": _pick(20, 0, 1000, "20"),
+}
+JAMBONZ_FIELDS = {"type": _pick("stream", "stream", "stream", "flush", "stop", "keepalive", "x", ""), "text": _text}
+
+
+def asterisk_frames(rng: random.Random, count: int) -> list[str | bytes]:
+    """chan_websocket TEXT frames (JSON, and the deprecated plain text a misconfigured dial string sends) and BINARY
+    caller audio of odd sizes."""
+    frames: list[str | bytes] = []
+    for _ in range(count):
+        kind = rng.random()
+        if kind < 0.1:
+            frames.append(bytes(rng.getrandbits(8) for _ in range(rng.choice((0, 1, 161, 640)))))
+        elif kind < 0.15:
+            frames.append(rng.choice(("MEDIA_XOFF", "DTMF_END digit:5", "MEDIA_START format:ulaw")))
+        else:
+            frames.append(_frame(rng, ASTERISK_FIELDS))
+    return frames
+
+
 TTS_FIELDS = {"text": _text, "voice": _pick("default", "nobody", "\ud800"), "format": _pick("pcm", "wav", "opus", "x"),
               "sample_rate": _pick(8000, 24000, 7, "24000"), "latency": _LATENCY,
               "stream": _pick(True, False, "yes")}

@@ -32,6 +32,7 @@ from gateway.settings import GatewaySettings
 from gateway.shared_state import GatewayState
 from gateway.siblings import SiblingHealth
 from gateway.silent_sockets import WaitingRoom
+from gateway.telephony import endpoint as telephony
 from gateway.webrtc import audio_level, control, udp_ports, whep
 from gateway.webrtc.signalling import close_all_peers, webrtc_offer
 from gateway.websocket import stream_endpoint
@@ -116,6 +117,8 @@ def create_app(settings: GatewaySettings, on_engine_refusal: Callable[[str], Non
             if isinstance(owner, Session):
                 await owner.notify_shutdown()
         await close_all_peers(state)
+        for call in state.calls:
+            await call.close("the server is shutting down")
         await engine.close()
         if process is not None:
             await process.stop()
@@ -139,6 +142,10 @@ def create_app(settings: GatewaySettings, on_engine_refusal: Callable[[str], Non
         Route("/v1/sessions/{session}/speak", control.speak, methods=["POST"]),
         Route("/v1/sessions/{session}/cancel", control.cancel, methods=["POST"]),
         WebSocketRoute("/v1/stream", stream),
+        WebSocketRoute("/v1/twilio", telephony.twilio_stream),
+        WebSocketRoute("/v1/telnyx", telephony.telnyx_stream),
+        WebSocketRoute("/v1/asterisk", telephony.asterisk_stream),
+        WebSocketRoute("/v1/jambonz/tts", telephony.jambonz_tts),
         WebSocketRoute("/v1/text-to-speech/{voice_id}/stream-input", elevenlabs.stream_input),
         WebSocketRoute("/v1/text-to-speech/{voice_id}/multi-stream-input", elevenlabs.multi_stream_input),
         Mount("/", StaticFiles(directory=WEB_DIR, html=True), name="web"),

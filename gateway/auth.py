@@ -25,12 +25,16 @@ def presented_key(conn: HTTPConnection) -> str | None:
     return offered[0] if offered else conn.query_params.get("api_key")
 
 
-def authorized(conn: HTTPConnection, keys: tuple[str, ...]) -> bool:
-    """True when no keys are configured, or the connection carries one of them (compared in constant time)."""
+def key_matches(key: str | None, keys: tuple[str, ...]) -> bool:
+    """True when no keys are configured, or ``key`` is one of them (compared in constant time)."""
     if not keys:
         return True
-    key = presented_key(conn)
     return key is not None and any(hmac.compare_digest(key.encode(), k.encode()) for k in keys)
+
+
+def authorized(conn: HTTPConnection, keys: tuple[str, ...]) -> bool:
+    """True when no keys are configured, or the connection carries one of them."""
+    return key_matches(presented_key(conn), keys)
 
 
 async def accept_websocket(ws: WebSocket, keys: tuple[str, ...]) -> bool:

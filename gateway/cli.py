@@ -133,8 +133,11 @@ GATEWAY_OPTIONS = (
     Option("--idle-timeout", "CBF_IDLE_TIMEOUT", "seconds a Wyoming connection, or an ElevenLabs socket without an "
            "inactivity_timeout query, may receive and send nothing before it is closed", float, 20.0),
     Option("--max-unauthenticated", "CBF_MAX_UNAUTHENTICATED", "connections at once whose key may still come in a "
-           "message (ElevenLabs sockets without a key header; Wyoming connections before their first event); more "
+           "message (ElevenLabs sockets without a key header; phone media streams before their start; Wyoming "
+           "connections before their first event); more "
            "are refused", int, 64),
+    Option("--twilio-auth-token", "CBF_TWILIO_AUTH_TOKEN", "Twilio auth token: /v1/twilio then refuses an upgrade "
+           "without a valid X-Twilio-Signature", secret=True),
     Option("--ice-server", "CBF_ICE_SERVERS", "STUN/TURN URLs, comma-separated (turn:user:pass@host:port); "
            "none by default", _list, ()),
     Option("--rtc-ports", "CBF_RTC_PORTS", "UDP port range LOW-HIGH for WebRTC media (host networking behind a "
@@ -304,7 +307,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
         host=args.host, port=args.port, api_keys=args.api_key, max_sessions=args.max_sessions,
         max_text_chars=args.max_text_chars, max_upload_bytes=args.max_upload_bytes, ice_servers=args.ice_server,
         stall_timeout_s=args.stall_timeout, idle_timeout_s=args.idle_timeout,
-        max_unauthenticated=args.max_unauthenticated,
+        max_unauthenticated=args.max_unauthenticated, twilio_auth_token=args.twilio_auth_token,
         engine_urls=args.engine_url, engine_secret=args.engine_secret,
         engine_args=tuple(engine_argv(args) + ["--log-level", args.log_level]),
         engine_resolve_interval_s=args.engine_resolve_interval, rtc_ports=rtc_ports,
@@ -492,6 +495,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--sse", type=int, default=2, help="how many of the callers use OpenAI's SSE speech stream")
     p.add_argument("--wyoming", type=int, default=2, help="how many of the callers use the Wyoming port (none "
                    "with --url unless --wyoming-port is given)")
+    p.add_argument("--phone", type=int, default=4, help="how many of the callers place phone calls (Twilio, Telnyx, "
+                   "Asterisk and jambonz in turn)")
     p.add_argument("--max-growth", type=float, default=2.0,
                    help="MiB per minute the gateway's memory may grow over the second half (runs of 4 min or more)")
     _served_bench_arguments(p)

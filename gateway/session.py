@@ -27,13 +27,13 @@ SendEvent = Callable[[dict[str, Any]], Awaitable[None]]
 
 class Session:
     def __init__(self, state: GatewayState, sink: AudioSink, send_event: SendEvent, *, transport: str,
-                 voice: str = "default") -> None:
+                 voice: str = "default", session_id: str | None = None) -> None:
         self.state = state
         self.sink = sink
         self.send_event = send_event
         self.transport = transport
-        self.core = core.SessionCore(uuid.uuid4().hex, transport, state.settings.max_text_chars,
-                                     sink.configurable, voice)
+        self.core = core.SessionCore(session_id or uuid.uuid4().hex, transport, state.settings.max_text_chars,
+                                     sink.configurable, voice, heard_from=sink.heard_from)
         self._utterances: dict[int, tuple[RemoteUtterance, UtteranceStats]] = {}  # turn -> engine side, until sent
         self._playing: asyncio.Queue[int] = asyncio.Queue()  # turns to send, in order
         self._player: asyncio.Task[None] | None = None

@@ -106,7 +106,9 @@ class _Turn:
 
 @dataclass
 class SessionCore:
-    """The session's rules. ``configurable``: whether the sink takes a client-chosen format (``config``)."""
+    """The session's rules. ``configurable``: whether the sink takes a client-chosen format (``config``).
+    ``heard_from``: what the sink's position is (``AudioSink.heard_from``); None: ``track`` on WebRTC, else
+    ``sent``."""
 
     session_id: str
     transport: str
@@ -116,6 +118,7 @@ class SessionCore:
     latency: str | float | None = None  # the session's (``config``); a ``speak`` may set its own utterance's
     max_queued: int = MAX_QUEUED_UTTERANCES
     closed: bool = False
+    heard_from: str | None = None
     _turns: list[_Turn] = field(default_factory=list)  # every turn not yet fully sent, in order
     _current: _Turn | None = None  # the turn taking text
     _next_key: int = 0
@@ -293,7 +296,7 @@ class SessionCore:
         if turn.reported is not None:
             seconds, source = min(turn.reported, sent), "playout"
         else:
-            seconds, source = sent, "track" if self.transport == "webrtc" else "sent"
+            seconds, source = sent, self.heard_from or ("track" if self.transport == "webrtc" else "sent")
         return {"heard_s": round(seconds, 3), "heard_text": heard_text(turn.words, seconds), "heard_from": source}
 
     def failed(self, key: int, code: str, message: str) -> list[Action]:

@@ -16,6 +16,7 @@ class GatewaySettings:
     stall_timeout_s: float = 30.0  # a client that takes no audio for this long is closed
     idle_timeout_s: float = 20.0  # a Wyoming connection (an ElevenLabs socket by default) silent this long is closed
     max_unauthenticated: int = 64  # connections whose key may still come in a message (gateway/silent_sockets.py)
+    twilio_auth_token: str | None = None  # when set, /v1/twilio checks X-Twilio-Signature
     ice_servers: tuple[str, ...] = ()
     rtc_ports: tuple[int, int] | None = None  # UDP range for WebRTC media; None: the kernel picks
     engine_urls: tuple[str, ...] = ()  # running engine workers; none starts the embedded worker

@@ -1,11 +1,12 @@
-"""What every endpoint of one gateway shares: settings, the engine pool, the session registry, metrics, live peers,
-the connections not yet authenticated."""
+"""What every endpoint of one gateway shares: settings, the engine pool, the session registry, metrics, live peers
+and calls, the connections not yet authenticated."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 from typing import Any
 
+from gateway.driven import CallDirectory
 from gateway.engine_link.pool import EnginePool
 from gateway.engine_link.process import EngineProcess
 from gateway.metrics import Metrics
@@ -25,3 +26,4 @@ class GatewayState:
     siblings: SiblingHealth | None = None  # the other gateway processes of `serve --processes N`
     peers: set[Any] = field(default_factory=set)  # live WebRTC peers (gateway.webrtc.signalling.WebRTCPeer)
     unauthenticated: WaitingRoom = field(default_factory=lambda: WaitingRoom(GatewaySettings.max_unauthenticated))
+    calls: CallDirectory = field(default_factory=CallDirectory)  # live phone calls (gateway/telephony/)

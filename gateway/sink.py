@@ -14,6 +14,7 @@ class AudioSink(ABC):
     """
 
     configurable: bool = False  # a client may choose the wire format with ``config`` (see ``configure``)
+    heard_from: str | None = None  # what ``played_seconds`` is, for ``heard_from`` (None: the transport's default)
 
     @abstractmethod
     async def begin(self) -> None: ...

@@ -6,7 +6,7 @@ import asyncio
 import contextlib
 import logging
 import time
-from typing import Any, AsyncIterator, Iterator
+from typing import Any, AsyncIterator, Awaitable, Iterator
 
 from starlette.websockets import WebSocket, WebSocketDisconnect
 
@@ -119,7 +119,13 @@ async def stream_endpoint(ws: WebSocket) -> None:
         await send_event({"type": "error", "code": exc.code, "message": str(exc)})
         await ws.close(1013)
         return
-    receiving = asyncio.create_task(_receive_all(ws, session))
+    await serve_session(ws, session, sink, _receive_all(ws, session))
+
+
+async def serve_session(ws: WebSocket, session: Session, sink: WebSocketSink, receive: Awaitable[None]) -> None:
+    """Run ``receive`` (the client's frames into ``session``) until the client goes or stops reading; then close the
+    session, and on a stall the socket too (code 4408)."""
+    receiving = asyncio.create_task(receive)
     watching = asyncio.create_task(until_stalled(sink))
     try:
         await asyncio.wait({receiving, watching}, return_when=asyncio.FIRST_COMPLETED)
@@ -128,7 +134,7 @@ async def stream_endpoint(ws: WebSocket) -> None:
         watching.cancel()
         await session.close()
     if watching.done() and not watching.cancelled():
-        log.info("websocket session %s closed: %s", session.id, sink.stall_reason)
+        log.info("%s session %s closed: %s", session.transport, session.id, sink.stall_reason)
         with contextlib.suppress(Exception):  # the close frame may never get through to a client that reads nothing
             await asyncio.wait_for(ws.close(STALLED_CLOSE_CODE, sink.stall_reason), 1.0)
 

@@ -1,6 +1,6 @@
 """``chatterbox-fast bench faults``, short: generated hostile inputs on every surface of a real server (eSpeak engine:
-WebSocket, data channel, a WebRTC session's controller, JSON routes and OpenAI's SSE, SDP offers
-(JSON and WHEP), voice uploads, Wyoming events) cause no server error, drop no engine connection,
+WebSocket, data channel, a WebRTC session's controller, the phone stacks' sockets, JSON routes and OpenAI's SSE, SDP
+offers (JSON and WHEP), voice uploads, Wyoming events) cause no server error, drop no engine connection,
 restart no worker, leak no session and lose no stored voice."""
 
 from __future__ import annotations
@@ -26,6 +26,8 @@ def test_hostile_inputs_are_reproducible_and_hostile() -> None:
     assert any("m=audio" in o for o in offers) and any(len(o) > 32 * 1024 for o in offers)
     whep = hostile_inputs.whep_offers(random.Random(7), 300)
     assert any(c == "application/sdp" for c, _ in whep) and any(c != "application/sdp" for c, _ in whep)
+    asterisk = hostile_inputs.asterisk_frames(random.Random(7), 300)
+    assert any(isinstance(f, bytes) for f in asterisk) and any('"MEDIA_START"' in f for f in asterisk if isinstance(f, str))
     uploads = hostile_inputs.voice_uploads(random.Random(7), 300)
     assert any(b"WAVEfmt " in body for _, body in uploads) and any(c == "application/json" for c, _ in uploads)
 
@@ -39,7 +41,8 @@ def test_a_short_run_leaves_every_figure_at_zero(capsys: pytest.CaptureFixture[s
     summary = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
     assert status == 0, summary
     assert set(summary["surfaces"]) == {"websocket", "elevenlabs", "datachannel", "controller", "/v1/tts",
-                                        "/v1/audio/speech", "/v1/webrtc/offer", "/v1/whep", "/v1/voices", "wyoming"}
+                                        "/v1/audio/speech", "/v1/webrtc/offer", "/v1/whep", "/v1/voices", "wyoming",
+                                        "/v1/twilio", "/v1/telnyx", "/v1/asterisk", "/v1/jambonz/tts"}
     assert summary["server_errors"] == summary["dropped_engine_connections"] == summary["leaked_sessions"] == 0
     assert summary["worker_restarts"] == 0 and summary["lost_voices"] == [] and summary["health"] == "ok"
     assert all(s["refused"] > 0 for s in summary["surfaces"].values())  # the inputs were hostile

@@ -1,5 +1,5 @@
 """``chatterbox-fast bench soak``, short: callers that speak, stream tokens, barge in, stop reading and hang up, on a
-server it starts (eSpeak), leave no server error, no timeout and no session behind, and the memory figures are read."""
+server it starts (eSpeak), phone calls among them, leave no server error, no timeout and no session behind, and the memory figures are read."""
 
 from __future__ import annotations
 
@@ -20,8 +20,8 @@ def test_growth_is_the_second_half_slope_in_mib_per_minute() -> None:
 
 
 def test_a_short_soak_leaves_nothing_behind(capsys: pytest.CaptureFixture[str]) -> None:
-    args = build_parser().parse_args(["bench", "soak", "--minutes", "0.4", "--sessions", "4", "--webrtc", "1",
-                                    "--sse", "1", "--wyoming", "1"])
+    args = build_parser().parse_args(["bench", "soak", "--minutes", "0.4", "--sessions", "6", "--webrtc", "1",
+                                      "--sse", "1", "--wyoming", "1", "--phone", "2"])
     status = args.run(args)
     summary = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
     assert status == 0, summary

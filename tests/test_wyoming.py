@@ -12,6 +12,7 @@ import httpx
 import numpy as np
 import pytest
 from websockets.asyncio.client import connect
+from websockets.exceptions import ConnectionClosed
 from wyoming.audio import AudioChunk, AudioStart, AudioStop
 from wyoming.client import AsyncTcpClient
 from wyoming.error import Error
@@ -227,6 +228,10 @@ async def test_silent_connections_are_closed_and_capped(server: tuple[str, int])
         async with connect(ws_base, additional_headers={}) as over:
             assert json.loads(await over.recv())["error"] == "too_many_unauthenticated"
         assert over.close_code == 1013
+        async with connect(url.replace("http://", "ws://") + "/v1/twilio") as phone:  # its key would come in start
+            with pytest.raises(ConnectionClosed):
+                await asyncio.wait_for(phone.recv(), 10)
+        assert phone.close_code == 1013
         with pytest.raises(Exception):
             async with asyncio.timeout(10):
                 await quiet.recv()

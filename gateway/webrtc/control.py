@@ -1,8 +1,9 @@
-"""Driving a WebRTC session from another connection: ``WS /v1/stream?session={id}`` and
-``POST /v1/sessions/{id}/speak`` / ``/cancel`` (the rules: gateway/session_control.py).
+"""Driving a WebRTC session or a phone call from another connection: ``WS /v1/stream?session={id}`` and
+``POST /v1/sessions/{id}/speak`` / ``/cancel`` (the rules: gateway/session_control.py, gateway/driven.py).
 
 A controller socket takes the same client messages as ``/v1/stream`` and gets the session's events; its audio goes
-out on the session's WebRTC track. Events are queued for it and written by a task of its own, so a controller that
+out on the session's WebRTC track or media stream. With ``&wait=S`` a controller may attach before its phone call's
+stream has arrived: it waits up to S seconds (at most ``MAX_WAIT_S``) for a call with that id. Events are queued for it and written by a task of its own, so a controller that
 stops reading never holds up the call's audio: past ``MAX_QUEUED_EVENTS`` unread it is closed (code 4408).
 """
 
@@ -23,12 +24,27 @@ from gateway.http.body import body_field, json_body
 from gateway.http.errors import ApiError
 from gateway.session_control import CANCEL, refusal_status
 from gateway.shared_state import GatewayState
-from gateway.webrtc.signalling import WebRTCPeer, find_peer
+from gateway.driven import DrivenSession
+from gateway.webrtc.signalling import find_peer
 from gateway.websocket import STALLED_CLOSE_CODE, client_frames
 
 log = logging.getLogger("chatterbox_fast.gateway")
 MAX_QUEUED_EVENTS = 512
 UNKNOWN_SESSION_CLOSE_CODE = 4404
+MAX_WAIT_S = 30.0
+UNKNOWN = "no live WebRTC session or phone call has this id"
+
+
+def find_driven(state: GatewayState, session_id: str) -> DrivenSession | None:
+    """The live WebRTC session or phone call with this id, if any."""
+    return find_peer(state, session_id) or state.calls.get(session_id)
+
+
+def _wait_seconds(raw: str | None) -> float:
+    try:
+        return min(max(float(raw or 0), 0.0), MAX_WAIT_S)
+    except ValueError:
+        return 0.0
 
 
 class SocketController:
@@ -75,18 +91,21 @@ class SocketController:
 
 
 async def control_socket(ws: WebSocket) -> None:
-    """``WS /v1/stream?session={id}``: attach to a live WebRTC session and drive it until this socket closes."""
+    """``WS /v1/stream?session={id}[&wait=S]``: attach to a live WebRTC session or phone call (waiting up to S
+    seconds for a call to arrive) and drive it until this socket closes."""
     state: GatewayState = ws.app.state.gateway
     if not await accept_websocket(ws, state.settings.api_keys):
         return
-    peer = find_peer(state, ws.query_params.get("session", ""))
+    session_id = ws.query_params.get("session", "")
+    peer = find_driven(state, session_id)
+    if peer is None and (wait := _wait_seconds(ws.query_params.get("wait"))):
+        peer = await state.calls.wait_for(session_id, wait)
     if peer is None:
-        await ws.send_json({"type": "error", "code": "unknown_session",
-                            "message": "no live WebRTC session has this id"})
+        await ws.send_json({"type": "error", "code": "unknown_session", "message": UNKNOWN})
         await ws.close(UNKNOWN_SESSION_CLOSE_CODE)
         return
     controller = SocketController(ws)
-    log.info("webrtc session %s: a controller attached%s", peer.id, " (took over)" if peer.seat.current else "")
+    log.info("session %s: a controller attached%s", peer.id, " (took over)" if peer.seat.current else "")
     await peer.attach(controller)
     try:
         async for data in client_frames(ws):
@@ -96,10 +115,10 @@ async def control_socket(ws: WebSocket) -> None:
         await controller.stop()
 
 
-def _peer(request: Request) -> WebRTCPeer:
-    peer = find_peer(request.app.state.gateway, request.path_params["session"])
+def _peer(request: Request) -> DrivenSession:
+    peer = find_driven(request.app.state.gateway, request.path_params["session"])
     if peer is None:
-        raise ApiError(404, "unknown_session", "no live WebRTC session has this id")
+        raise ApiError(404, "unknown_session", UNKNOWN)
     return peer
 
 

@@ -21,10 +21,10 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse
 
 from gateway.formats import WEBRTC_CODECS, codec_rate
+from gateway.driven import DrivenSession
 from gateway.http.body import body_field, json_body
 from gateway.http.errors import ApiError
 from gateway.session import Session
-from gateway.session_control import CANCEL, REPLACED_CLOSE_CODE, ControlSeat, Controller, is_answer
 from gateway.session_registry import SessionLimitReached
 from gateway.shared_state import GatewayState
 from gateway.webrtc.dtls import peer_connection
@@ -108,28 +108,25 @@ async def negotiate(pc: RTCPeerConnection, track: PacedAudioTrack, offer_sdp: st
     return chosen
 
 
-class WebRTCPeer:
+class WebRTCPeer(DrivenSession):
     """One peer connection and its session: control messages in (in order, from the data channel, an attached
     controller or HTTP), events out (to the data channel and the controller), cleanup once.
 
     A phone bridge opens no data channel: its session is driven by a controller attached by session id
-    (gateway/webrtc/control.py). At most one controller at a time: a new one takes over (``attach``).
+    (gateway/webrtc/control.py, gateway/driven.py).
     """
 
     def __init__(self, state: GatewayState, pc: RTCPeerConnection, track: PacedAudioTrack, voice: str,
                  expects_channel: bool) -> None:
+        super().__init__()
         self.state = state
         self.expects_channel = expects_channel
         self.pc = pc
         self.track = track
-        self.codec = ""
         self.session = Session(state, TrackSink(track), self.send_event, transport="webrtc", voice=voice)
         self.channel: RTCDataChannel | None = None
-        self.seat = ControlSeat()
         self._pending: list[str] = []  # events sent before the data channel opened
         self._inbox: asyncio.Queue[str | bytes] = asyncio.Queue()
-        self._feeding = asyncio.Lock()  # one input at a time, whichever way it came
-        self._answers: list[dict[str, Any]] | None = None  # what the input being fed was answered, while collected
         self._tasks: list[asyncio.Task[None]] = []
         self._closing: asyncio.Task[None] | None = None  # holds the close task started by an event
         self._closed = False
@@ -137,46 +134,15 @@ class WebRTCPeer:
         pc.on("datachannel", self._on_datachannel)
         pc.on("connectionstatechange", self._on_state)
 
-    @property
-    def id(self) -> str:
-        return self.session.id
-
     async def send_event(self, event: dict[str, Any]) -> None:
         """To the controller, if one is attached, and on the data channel (held until it opens; dropped when there is
         none or it has closed)."""
-        if self._answers is not None and is_answer(event):
-            self._answers.append(event)
-        if (controller := self.seat.current) is not None:
-            controller.send(event)
+        self.to_controller(event)
         channel = self.channel
         if channel is not None and channel.readyState == "open":
             channel.send(json.dumps(event))
         elif self.expects_channel and (channel is None or channel.readyState == "connecting"):
             self._pending.append(json.dumps(event))
-
-    async def feed(self, raw: str | bytes) -> list[dict[str, Any]]:
-        """One client message into the session, after any other input's; returns the events that answered it
-        (refusals, ``cancelled``), which also went to the controller and the data channel."""
-        async with self._feeding:
-            self._answers = answers = []
-            try:
-                await self.session.handle_text(raw)
-            finally:
-                self._answers = None
-        return answers
-
-    async def attach(self, controller: Controller) -> None:
-        """``controller`` drives the session from now on; one attached before is told and let go (it takes over)."""
-        previous = self.seat.attach(controller)
-        if previous is not None:
-            previous.end("another controller attached to this session", code=REPLACED_CLOSE_CODE)
-        ready = self.session.core.greeting(self.state.engine.ready)[0].event
-        controller.send({**ready, "codec": self.codec})
-
-    async def detach(self, controller: Controller) -> None:
-        """The controller went away: if it was the one driving, its speech stops (the call keeps its silence)."""
-        if self.seat.detach(controller) and not self._closed and self.session.core.queued:
-            await self.feed(CANCEL)
 
     def start(self) -> None:
         self._tasks = [asyncio.create_task(self._read()), asyncio.create_task(self._watchdog())]
@@ -232,9 +198,7 @@ class WebRTCPeer:
         self.state.peers.discard(self)
         for task in self._tasks:
             task.cancel()
-        controller = self.seat.current
-        if controller is not None and self.session.core.queued:
-            await self.feed(CANCEL)
+        await self.release(reason)
         self.track.stop()
         await self.session.close()
         try:
@@ -242,8 +206,6 @@ class WebRTCPeer:
         except Exception:  # aiortc cannot close a connection a malformed offer left half set up; nothing is running
             log.debug("webrtc session %s: peer connection half set up; closed what there was", self.session.id,
                       exc_info=True)
-        if controller is not None:
-            controller.end(reason)
 
 
 async def open_peer(state: GatewayState, sdp: str, voice: str, codec: str | None) -> WebRTCPeer:

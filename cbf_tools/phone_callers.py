@@ -1,0 +1,239 @@
+"""The phone stacks' side of a media-stream WebSocket, for benchmarks and tests: replicas written from each vendor's
+documentation (Twilio's "Media Streams - WebSocket Messages", Telnyx's "Stream call media over WebSocket" AsyncAPI
+page, Asterisk's WebSocket channel driver page, JSON control format).
+
+Each does what its stack documents: ``start`` (the stream's opening frames), 20 ms of the caller's audio every 20 ms,
+our audio played from a buffer at real time, each mark answered once the audio before it has played, the buffer
+(marks included) emptied on a clear, ``dtmf``, and ``hang_up`` (Twilio and Telnyx send ``stop``; Asterisk closes the
+socket). ``connect_call`` opens one on a gateway.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import contextlib
+import itertools
+import json
+import time
+import uuid
+from typing import Any, AsyncIterator
+
+from websockets.asyncio.client import ClientConnection, connect
+from websockets.exceptions import ConnectionClosed
+
+Heard = tuple[str, Any] | None  # ("media", bytes) / ("mark", name) / ("clear", None); None: nothing for us
+
+
+class PlayingStack:
+    """The common part: subclasses speak the dialect (``opening``, ``heard``, ``echo``, ``caller_frame``,
+    ``dtmf_frame``, ``stop_frame``)."""
+
+    path = ""
+    subprotocols: list[str] | None = None
+    bytes_per_second = 8000
+    codec = "pcmu"
+
+    def __init__(self, ws: ClientConnection, call_id: str) -> None:
+        self.ws, self.call_id = ws, call_id
+        self.audio = bytearray()
+        self.frames: list[bytes] = []
+        self.marks_echoed: list[str] = []
+        self.clears = 0
+        self._plays_until = 0.0
+        self._echoes: list[asyncio.TimerHandle] = []
+        self._tasks: list[asyncio.Task[None]] = []
+        self.closed = asyncio.Event()
+
+    def opening(self, params: dict[str, str]) -> list[str]: ...
+
+    def heard(self, frame: str | bytes) -> Heard: ...
+
+    def echo(self, name: str) -> str: ...
+
+    def caller_frame(self, n: int) -> str | bytes: ...
+
+    def dtmf_frame(self, digit: str) -> str: ...
+
+    def stop_frame(self) -> str | None:
+        return None
+
+    async def start(self, **params: str) -> None:
+        """The stream's opening frames (``params``: <Parameter>s or channel variables: key, voice, text), then the
+        caller's audio and our playout."""
+        for frame in self.opening(params):
+            await self.ws.send(frame)
+        self._tasks = [asyncio.create_task(self._receive()), asyncio.create_task(self._caller_audio())]
+
+    async def dtmf(self, digit: str) -> None:
+        await self.ws.send(self.dtmf_frame(digit))
+
+    async def hang_up(self) -> None:
+        """End the call (again: nothing more)."""
+        if (frame := self.stop_frame()) is not None:
+            await self._send_quietly(frame)
+        await self.ws.close()  # while still reading: the gateway's close frame is behind its last audio
+        for task in self._tasks:
+            task.cancel()
+
+    async def cleared(self, before: int = 0, timeout: float = 2.0) -> None:
+        """Until the gateway has sent more than ``before`` clears."""
+        deadline = time.monotonic() + timeout
+        while self.clears <= before:
+            if time.monotonic() > deadline:
+                raise TimeoutError("the gateway sent no clear")
+            await asyncio.sleep(0.01)
+
+    async def _caller_audio(self) -> None:
+        with contextlib.suppress(ConnectionClosed):  # the call is over
+            for n in itertools.count(1):
+                await self.ws.send(self.caller_frame(n))
+                await asyncio.sleep(0.02)
+
+    async def _receive(self) -> None:
+        loop = asyncio.get_running_loop()
+        try:
+            async for frame in self._frames():
+                kind, value = self.heard(frame) or (None, None)
+                now = loop.time()
+                if kind == "media":
+                    self.audio += value
+                    self.frames.append(value)
+                    self._plays_until = max(now, self._plays_until) + len(value) / self.bytes_per_second
+                elif kind == "mark":
+                    self._echoes.append(loop.call_at(max(now, self._plays_until), self._echo, value))
+                elif kind == "clear":
+                    self.clears += 1
+                    for handle in self._echoes:
+                        handle.cancel()
+                    self._plays_until = now
+        finally:
+            self.closed.set()
+
+    async def _frames(self) -> AsyncIterator[str | bytes]:
+        with contextlib.suppress(ConnectionClosed):
+            async for frame in self.ws:
+                yield frame
+
+    def _echo(self, name: str) -> None:
+        self.marks_echoed.append(name)
+        self._tasks.append(asyncio.ensure_future(self._send_quietly(self.echo(name))))
+
+    async def _send_quietly(self, frame: str) -> None:
+        with contextlib.suppress(ConnectionClosed):
+            await self.ws.send(frame)
+
+
+class TwilioCaller(PlayingStack):
+    path = "/v1/twilio"
+
+    def __init__(self, ws: ClientConnection, call_id: str) -> None:
+        super().__init__(ws, call_id)
+        self.stream_sid = "MZ" + uuid.uuid4().hex
+
+    def opening(self, params: dict[str, str]) -> list[str]:
+        return [json.dumps({"event": "connected", "protocol": "Call", "version": "1.0.0"}), json.dumps({
+            "event": "start", "sequenceNumber": "1", "streamSid": self.stream_sid, "start": {
+                "accountSid": "AC" + "0" * 32, "streamSid": self.stream_sid, "callSid": self.call_id,
+                "tracks": ["inbound"], "customParameters": params,
+                "mediaFormat": {"encoding": "audio/x-mulaw", "sampleRate": 8000, "channels": 1}}})]
+
+    def caller_frame(self, n: int) -> str:
+        return json.dumps({"event": "media", "sequenceNumber": str(n + 1), "streamSid": self.stream_sid,
+                           "media": {"track": "inbound", "chunk": str(n), "timestamp": str(n * 20),
+                                     "payload": base64.b64encode(b"\xff" * 160).decode()}})
+
+    def heard(self, frame: str | bytes) -> Heard:
+        msg = json.loads(frame)
+        if msg["event"] == "media":
+            return "media", base64.b64decode(msg["media"]["payload"])
+        return (msg["event"], msg.get("mark", {}).get("name")) if msg["event"] in ("mark", "clear") else None
+
+    def echo(self, name: str) -> str:
+        return json.dumps({"event": "mark", "streamSid": self.stream_sid, "mark": {"name": name}})
+
+    def dtmf_frame(self, digit: str) -> str:
+        return json.dumps({"event": "dtmf", "streamSid": self.stream_sid,
+                           "dtmf": {"track": "inbound_track", "digit": digit}})
+
+    def stop_frame(self) -> str:
+        return json.dumps({"event": "stop", "streamSid": self.stream_sid,
+                           "stop": {"accountSid": "AC" + "0" * 32, "callSid": self.call_id}})
+
+
+class TelnyxCaller(TwilioCaller):
+    """Telnyx's frames are Twilio's with snake-case ids (``stream_id``, ``call_control_id``); PCMA here."""
+
+    path = "/v1/telnyx"
+    codec = "pcma"
+
+    def opening(self, params: dict[str, str]) -> list[str]:
+        return [json.dumps({"event": "connected", "version": "1.0.0"}), json.dumps({
+            "event": "start", "sequence_number": "1", "stream_id": self.stream_sid, "start": {
+                "user_id": "3E6F995F", "call_control_id": self.call_id, "call_session_id": "ff55a038",
+                "from": "+13122010094", "to": "+13122123456", "custom_parameters": params,
+                "media_format": {"encoding": "PCMA", "sample_rate": 8000, "channels": 1}}})]
+
+    def caller_frame(self, n: int) -> str:
+        return json.dumps({"event": "media", "sequence_number": str(n + 1), "stream_id": self.stream_sid,
+                           "media": {"track": "inbound", "chunk": str(n), "timestamp": str(n * 20),
+                                     "payload": base64.b64encode(b"\xd5" * 160).decode()}})
+
+    def echo(self, name: str) -> str:
+        return json.dumps({"event": "mark", "stream_id": self.stream_sid, "mark": {"name": name}})
+
+    def dtmf_frame(self, digit: str) -> str:
+        return json.dumps({"event": "dtmf", "stream_id": self.stream_sid, "dtmf": {"digit": digit}})
+
+    def stop_frame(self) -> str:
+        return json.dumps({"event": "stop", "stream_id": self.stream_sid,
+                           "stop": {"user_id": "3E6F995F", "call_control_id": self.call_id}})
+
+
+class AsteriskChannel(PlayingStack):
+    """chan_websocket dialled with ``c(slin16)f(json)``: 20 ms frames of 640 bytes."""
+
+    path = "/v1/asterisk"
+    subprotocols = ["media"]  # websocket_client.conf: protocols = media
+    bytes_per_second = 16000 * 2
+    codec = "slin16"
+    FRAME = 640
+
+    def opening(self, params: dict[str, str]) -> list[str]:
+        variables = {f"CBF_{name.upper()}": value for name, value in params.items()}
+        return [json.dumps({"event": "MEDIA_START", "connection_id": "e226e283-c90a",
+                            "channel": "WebSocket/cbf/0x5140001a0040", "channel_id": self.call_id,
+                            "format": "slin16", "optimal_frame_size": self.FRAME, "ptime": 20,
+                            "channel_variables": {"MEDIA_WEBSOCKET_CONNECTION_ID": "e226e283-c90a", **variables}})]
+
+    def caller_frame(self, n: int) -> bytes:
+        return bytes(self.FRAME)
+
+    def heard(self, frame: str | bytes) -> Heard:
+        if isinstance(frame, bytes):
+            return "media", frame
+        msg = json.loads(frame)
+        return {"MARK_MEDIA": ("mark", msg.get("correlation_id")), "FLUSH_MEDIA": ("clear", None)}.get(msg["command"])
+
+    def echo(self, name: str) -> str:
+        return json.dumps({"event": "MEDIA_MARK_PROCESSED", "channel_id": self.call_id, "correlation_id": name})
+
+    def dtmf_frame(self, digit: str) -> str:
+        return json.dumps({"event": "DTMF_END", "channel_id": self.call_id, "digit": digit})
+
+    def flow(self, off: bool) -> str:
+        return json.dumps({"event": "MEDIA_XOFF" if off else "MEDIA_XON", "channel_id": self.call_id})
+
+
+STACKS: dict[str, type[PlayingStack]] = {"twilio": TwilioCaller, "telnyx": TelnyxCaller, "asterisk": AsteriskChannel}
+
+
+async def connect_call(url: str, stack: str, call_id: str, headers: dict[str, str] | None = None,
+                       **params: str) -> PlayingStack:
+    """A call from ``stack`` (a name in STACKS) to the gateway at ``url`` (http://HOST:PORT), started."""
+    kind = STACKS[stack]
+    ws = await connect(url.replace("http", "ws", 1) + kind.path, additional_headers=headers or {}, max_size=None,
+                       subprotocols=kind.subprotocols)
+    caller = kind(ws, call_id)
+    await caller.start(**params)
+    return caller

@@ -1,0 +1,206 @@
+"""A phone call over a media-stream WebSocket: a session driven by a controller (gateway/driven.py), whose sink
+sends the dialect's media and marks, paced by the outbox (gateway/telephony/outbox.py).
+
+The dialect (Twilio, Telnyx, Asterisk) only says how a frame, a mark and a clear look on its wire; everything else,
+pacing, what was heard, barge-in, the end of a call, is here once.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import time
+from typing import Any, Awaitable, Callable, Protocol
+
+from gateway.audio import Encoder, make_encoder
+from gateway.driven import DrivenSession
+from gateway.session import Session
+from gateway.session_registry import SessionLimitReached
+from gateway.shared_state import GatewayState
+from gateway.sink import AudioSink
+from gateway.telephony.outbox import Media, Outbox
+from gateway.websocket import SendWatch
+
+log = logging.getLogger("chatterbox_fast.gateway")
+MARK_GRACE_S = 2.0  # how long past its estimated playout an utterance's last mark may take to come back
+Wire = str | bytes
+Send = Callable[[Wire], Awaitable[None]]
+SILENCE = {"mulaw": b"\xff", "alaw": b"\xd5", "pcm": b"\0\0"}  # one sample of it, per wire format
+
+
+class Dialect(Protocol):
+    """How one phone stack's frames look (None from ``mark``: this stack has no marks)."""
+
+    def media(self, payload: bytes) -> Wire: ...
+
+    def mark(self, name: str) -> Wire | None: ...
+
+    def clear(self) -> Wire: ...
+
+
+class PhoneSink(AudioSink):
+    """Engine audio encoded for the call (``fmt`` at ``rate``) into the outbox, and a task sending what is due.
+
+    ``end`` returns once the utterance's last mark has come back (so ``done`` reports what the marks say was heard),
+    or ``MARK_GRACE_S`` after its estimated playout when the stack does not echo it, or as soon as it is cleared.
+    """
+
+    heard_from = "marks"
+
+    def __init__(self, dialect: Dialect, send: Send, fmt: str, rate: int, stall_timeout: float,
+                 frame_bytes: int | None = None) -> None:
+        self.dialect = dialect
+        self._send_wire = send
+        self.format, self.rate = fmt, rate
+        self.outbox = Outbox(rate * len(SILENCE[fmt]), frame_bytes, SILENCE[fmt])
+        self._encoder: Encoder | None = None
+        self._wake = asyncio.Event()
+        self._progress = asyncio.Event()  # a mark came back, or the audio was cleared
+        self._paused = False  # the stack asked us to stop sending (Asterisk's XOFF)
+        self._watch = SendWatch(stall_timeout)
+        self._sender: asyncio.Task[None] | None = None
+        self._stopped = False
+
+    def start(self) -> None:
+        self._sender = asyncio.create_task(self._send_due())
+
+    async def stop(self) -> None:
+        """The call is over: nothing more is sent (a stack that has gone may never take it)."""
+        self._stopped = True
+        self._wake.set()
+        self._progress.set()
+        if self._sender is not None:
+            self._sender.cancel()
+            await asyncio.wait({self._sender}, timeout=1.0)
+
+    async def begin(self) -> None:
+        self._encoder = make_encoder(self.format, self.rate)
+        self.outbox.begin()
+
+    async def write(self, pcm: bytes) -> None:
+        if self._encoder is not None:
+            self.outbox.push(self._encoder.encode(pcm))
+            self._wake.set()
+
+    async def end(self) -> None:
+        if self._encoder is not None:
+            self.outbox.push(self._encoder.flush())
+        self._encoder = None
+        self.outbox.end()
+        self._wake.set()
+        while not self.outbox.final_heard and not self._stopped:
+            plays_until = self.outbox.plays_until or time.monotonic()
+            wait = plays_until + MARK_GRACE_S - time.monotonic()
+            if not self.outbox.idle:
+                wait = max(wait, MARK_GRACE_S)  # still sending: its playout end is not known yet
+            if wait <= 0:
+                log.debug("the stack did not echo the last mark of an utterance; taking it as played")
+                return
+            self._progress.clear()
+            await _wait(self._progress, wait)
+
+    async def clear(self) -> None:
+        """Barge-in: nothing more goes out, and the stack drops what it holds, at once."""
+        self._encoder = None
+        self.outbox.clear(time.monotonic())
+        self._progress.set()
+        if not self._stopped:
+            with contextlib.suppress(Exception):  # the call may be going: its end is handled by the endpoint
+                await self._send(self.dialect.clear())
+
+    def played_seconds(self) -> float:
+        """What the echoed marks say the caller heard of the current utterance."""
+        return self.outbox.heard_s
+
+    def echoed(self, name: str) -> None:
+        """The stack echoed mark ``name``."""
+        self.outbox.echoed(name)
+        self._progress.set()
+
+    def pause(self, paused: bool) -> None:
+        """Stop sending (``True``) or go on (``False``), as the stack asks."""
+        self._paused = paused
+        self._wake.set()
+
+    def stalled(self, now: float) -> bool:
+        return self._watch.stalled(now)
+
+    async def _send(self, frame: Wire) -> None:
+        with self._watch.sending():
+            await self._send_wire(frame)
+
+    async def _send_due(self) -> None:
+        """Until the socket goes (the endpoint sees that from its side and ends the call)."""
+        with contextlib.suppress(Exception):
+            await self._send_loop()
+
+    async def _send_loop(self) -> None:
+        while not self._stopped:
+            self._wake.clear()  # before looking: a write while this sends wakes the next round
+            wait: float | None = None
+            if not self._paused:
+                out, wait = self.outbox.due(time.monotonic())
+                for item in out:
+                    frame = self.dialect.media(item.payload) if isinstance(item, Media) else self.dialect.mark(
+                        item.name)
+                    if frame is not None:
+                        await self._send(frame)
+            await _wait(self._wake, wait)
+
+
+async def _wait(event: asyncio.Event, timeout: float | None) -> None:
+    """Until ``event`` is set or ``timeout`` seconds pass. Not ``asyncio.wait_for``: on Python 3.11 it can swallow a
+    cancel that meets its timeout, and a sink that swallows the player's cancel leaves the session's player running
+    for good (bench faults under load found calls that never closed)."""
+    with contextlib.suppress(TimeoutError):
+        async with asyncio.timeout(timeout):
+            await event.wait()
+
+
+class PhoneCall(DrivenSession):
+    """One call: its session (id: the stack's call id), driven by the controller that attaches by that id."""
+
+    def __init__(self, state: GatewayState, call_id: str, transport: str, sink: PhoneSink, voice: str,
+                 codec: str, greeting: str = "") -> None:
+        super().__init__()
+        self.state = state
+        self.sink = sink
+        self.codec = codec
+        self.greeting = greeting  # spoken at once, before any controller attaches
+        self.session = Session(state, sink, self.send_event, transport=transport, voice=voice, session_id=call_id)
+        self._closed = False
+
+    async def send_event(self, event: dict[str, Any]) -> None:
+        self.to_controller(event)
+
+    def dtmf(self, digit: str) -> None:
+        """A key the caller pressed, for the controller."""
+        self.to_controller({"type": "dtmf", "digit": digit})
+
+    async def open(self) -> tuple[bool, str] | None:
+        """Register the session and list the call; (whether a live call has this id, why) when it cannot be (that,
+        or a full server): then nothing is left open."""
+        try:
+            await self.session.open()
+        except SessionLimitReached as exc:
+            self._closed = True
+            return False, str(exc)
+        if not await self.state.calls.add(self):
+            self._closed = True
+            self.state.sessions.remove(self.session)
+            return True, "a call with this id is live already"
+        self.sink.start()
+        return None
+
+    async def close(self, reason: str) -> None:
+        """The call is over: the controller hears ``ended``; the engine's work on it stops."""
+        if self._closed:
+            return
+        self._closed = True
+        self.state.calls.remove(self)
+        try:
+            await self.sink.stop()  # first: a stack that has gone, or stopped reading, is sent nothing more
+            await self.release(reason)
+        finally:
+            await self.session.close()
