@@ -30,7 +30,6 @@ from cbf_tools.hostile_inputs import (ELEVENLABS_FIELDS, JAMBONZ_FIELDS, MEDIA_S
 from cbf_tools.local_server import ServerFailed, free_port, local_server, quiet_client_logs
 from cbf_tools.phone_callers import connect_call
 from cbf_tools.rtc_listener import Listener
-from engine.protocol import ProtocolError
 from gateway.http import sse
 from gateway.webrtc.signalling import SETUP_TIMEOUT_S
 from gateway.wyoming.wire import Event, EventReader, encode

@@ -336,7 +336,6 @@ def cmd_engine(args: argparse.Namespace) -> int:
     from engine.startup_checks import Misconfigured, start_worker
     from engine.worker import serve_worker
     from gateway.bind import CannotListen, bind_tcp
-    from gateway.operator_safety import redact_keys_in_logs
 
     from engine.watchdog import exit_on_sticky_errors, exit_with_parent, watch_device
     from gateway.engine_link.process import STALLED_EXIT_CODE

@@ -101,3 +101,18 @@ def serving(app: Any) -> Iterator[str]:
 KEYED_KEY = "clients-test-key"  # the API key of ``keyed_gateway`` (tests/conftest.py)
 KEYED_IDLE_S = 3  # its --idle-timeout
 KEYED_MAX_UNAUTHENTICATED = 3
+
+
+async def next_event(ws: Any, kind: str, timeout: float = 30) -> tuple[dict, list[dict]]:
+    """A controller socket's JSON events until one of ``kind``: (that one, all of them)."""
+    import asyncio
+    import json
+    import time
+
+    seen: list[dict] = []
+    deadline = time.monotonic() + timeout
+    while True:
+        event = json.loads(await asyncio.wait_for(ws.recv(), deadline - time.monotonic()))
+        seen.append(event)
+        if event["type"] == kind:
+            return event, seen

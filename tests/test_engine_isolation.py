@@ -4,7 +4,6 @@ utterance id means something only on the connection that started it. Real worker
 from __future__ import annotations
 
 import asyncio
-from pathlib import Path
 from typing import Iterator
 
 import httpx

@@ -40,7 +40,7 @@ from gateway.app import create_app
 from gateway.settings import GatewaySettings
 from gateway.telephony import asterisk, endpoint, events, telnyx, twilio
 from gateway.telephony.outbox import FRAME_S, LEAD_S
-from tests.server import running_server
+from tests.server import next_event, running_server
 from tests.test_watermark_delivered import check, mulaw_decode
 
 KEY = "phone-key"
@@ -70,16 +70,6 @@ async def controller(url: str, call_sid: str, codec: str = "pcmu") -> ClientConn
     ready = json.loads(await ws.recv())
     assert ready["type"] == "ready" and ready["session"] == call_sid and ready["codec"] == codec, ready
     return ws
-
-
-async def next_event(ws: ClientConnection, kind: str, timeout: float = 30) -> tuple[dict, list[dict]]:
-    seen: list[dict] = []
-    deadline = time.monotonic() + timeout
-    while True:
-        event = json.loads(await asyncio.wait_for(ws.recv(), deadline - time.monotonic()))
-        seen.append(event)
-        if event["type"] == kind:
-            return event, seen
 
 
 def echoed_position(result: SessionResult, epoch: int) -> float:

@@ -10,14 +10,14 @@ import time
 
 import httpx
 import pytest
-from websockets.asyncio.client import ClientConnection, connect
+from websockets.asyncio.client import connect
 
 from cbf_tools import rtc_listener
 from cbf_tools.rtc_listener import Listener
 from gateway.app import create_app
 from gateway.settings import GatewaySettings
 from tests.rtc_helpers import bridge_offer, loopback_only, rsa_peer_connection
-from tests.server import running_server, serving
+from tests.server import next_event, running_server, serving
 
 LONG_TEXT = " ".join(["this sentence keeps the caller listening for a good while without a break"] * 6)
 
@@ -50,17 +50,6 @@ async def bridge(url: str, codec: str = "pcmu", path: str = "/v1/whep", sendrecv
 
 def ws_url(url: str, session: str) -> str:
     return url.replace("http://", "ws://") + f"/v1/stream?session={session}"
-
-
-async def next_event(ws: ClientConnection, kind: str, timeout: float = 30) -> tuple[dict, list[dict]]:
-    """Events until one of ``kind``: (that one, all of them)."""
-    seen: list[dict] = []
-    deadline = time.monotonic() + timeout
-    while True:
-        event = json.loads(await asyncio.wait_for(ws.recv(), deadline - time.monotonic()))
-        seen.append(event)
-        if event["type"] == kind:
-            return event, seen
 
 
 async def fell_silent(listener: Listener) -> None:

@@ -13,16 +13,15 @@ import numpy as np
 import pytest
 from websockets.asyncio.client import connect
 from websockets.exceptions import ConnectionClosed
-from wyoming.audio import AudioChunk, AudioStart, AudioStop
+from wyoming.audio import AudioChunk, AudioStart
 from wyoming.client import AsyncTcpClient
 from wyoming.error import Error
 from wyoming.event import Event as TheirEvent
 from wyoming.info import Describe, Info
-from wyoming.tts import Synthesize, SynthesizeChunk, SynthesizeStart, SynthesizeStop, SynthesizeStopped, SynthesizeVoice
+from wyoming.tts import Synthesize, SynthesizeChunk, SynthesizeStart, SynthesizeStop, SynthesizeVoice
 
 from engine.protocol import ProtocolError
 from gateway.silent_sockets import IdleClock, WaitingRoom
-from gateway.wyoming import translate
 from gateway.wyoming.server import listen_host
 from gateway.wyoming.translate import Cancel, Conversation, Describe as DescribeCmd, Finish, Reply, Say, Start
 from gateway.wyoming.wire import MAX_DATA_BYTES, Event, EventReader, encode
