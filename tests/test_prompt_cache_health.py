@@ -61,13 +61,3 @@ def test_health_shows_the_prompt_cache_and_follows_it(tiny_checkpoint: Path, tmp
         serving.close()
         engine.loop.close()
 
-
-def test_an_engine_without_a_prompt_cache_says_nothing_of_one() -> None:
-    """eSpeak keeps no prompts on a device: its ready has no ``prompt_cache`` and /health shows none."""
-    from engine import protocol
-    from engine.engines.espeak import EspeakEngine
-
-    engine = EspeakEngine()
-    assert engine.prompt_cache() is None
-    ready = protocol.EngineReady("espeak", "cpu", "float32", "embedded", True, prompt_cache=engine.prompt_cache())
-    assert "prompt_cache" not in protocol.encode(ready)
