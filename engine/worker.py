@@ -50,6 +50,7 @@ MAX_COST_MODELS = 256  # voices whose learnt generation cost is kept
 BACKEND_PROBE_S = 5.0  # an engine's server quiet this long is asked whether it is there
 BACKEND_RETRY_S = 1.0  # ...and this often while it is down
 BACKEND_POLL_S = 0.25  # how often its state (as its requests leave it) is looked at
+PROMPT_CACHE_POLL_S = 1.0  # how often the prompt cache's figures are looked at (and at most re-announced)
 
 Send = Callable[[str | bytes], Awaitable[None]]
 WordStarts = list[tuple[int, float]] | None  # (character index, seconds) of each word, where the engine knows them
@@ -296,7 +297,8 @@ class Worker:
         self._costs: dict[str, CostModel] = {}
         info = synth.engine.info
         self.ready = EngineReady(info.name, info.device, info.dtype, info.weights, watermark=True, notes=info.notes,
-                                 decode=info.decode, decode_fallback=info.decode_fallback)
+                                 decode=info.decode, decode_fallback=info.decode_fallback,
+                                 prompt_cache=synth.engine.prompt_cache())
         self._connections: set[Send] = set()
         if isinstance(synth.engine, RemoteEngine):
             self.ready = replace(self.ready, backend=synth.engine.backend())
@@ -341,12 +343,25 @@ class Worker:
             backend = engine.backend()
             if {k: backend[k] for k in ("state", "error")} != {k: (self.ready.backend or {}).get(k)
                                                               for k in ("state", "error")}:
-                self.ready = replace(self.ready, backend=backend)
-                frame = protocol.encode(self.ready)
-                for send in list(self._connections):
-                    with contextlib.suppress(ConnectionClosed):
-                        await send(frame)
+                await self._announce(replace(self.ready, backend=backend))
             await asyncio.sleep(BACKEND_POLL_S)
+
+    async def watch_prompt_cache(self) -> None:
+        """Tell every gateway (a new ``ready``) when the engine's prompt cache holds other voices or bytes than it
+        last said: looked at every PROMPT_CACHE_POLL_S, so at most that often however many voices come and go."""
+        while True:
+            await asyncio.sleep(PROMPT_CACHE_POLL_S)
+            figures = self.synth.engine.prompt_cache()
+            if figures != self.ready.prompt_cache:
+                await self._announce(replace(self.ready, prompt_cache=figures))
+
+    async def _announce(self, ready: EngineReady) -> None:
+        """Make ``ready`` the greeting, and send it to every gateway connected now."""
+        self.ready = ready
+        frame = protocol.encode(ready)
+        for send in list(self._connections):
+            with contextlib.suppress(ConnectionClosed):
+                await send(frame)
 
     async def _dispatch(self, frame: str | bytes, send: Send) -> None:
         request = protocol.decode_request(frame)
@@ -487,7 +502,9 @@ async def serve_worker(worker: Worker, listen: str, stop: asyncio.Event | None =
         host, _, port = listen.rpartition(":")
         server = serve(worker.handle, host or "127.0.0.1", int(port), **kwargs)
     engine = worker.synth.engine
-    watch = asyncio.create_task(worker.watch_backend(engine)) if isinstance(engine, RemoteEngine) else None
+    watches = [asyncio.create_task(worker.watch_backend(engine))] if isinstance(engine, RemoteEngine) else []
+    if worker.ready.prompt_cache is not None:
+        watches.append(asyncio.create_task(worker.watch_prompt_cache()))
     async with server:
         log.info("engine worker listening on %s (protocol v%d)", listen, protocol.PROTOCOL_VERSION)
         if not secret:
@@ -496,5 +513,5 @@ async def serve_worker(worker: Worker, listen: str, stop: asyncio.Event | None =
         try:
             await (stop.wait() if stop else asyncio.Future())
         finally:
-            if watch is not None:
+            for watch in watches:
                 watch.cancel()

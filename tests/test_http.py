@@ -265,15 +265,18 @@ def test_metrics(server: str) -> None:
 
 
 def test_health_reports_the_engine_and_its_decode(server: str) -> None:
-    """eSpeak has no decode mode (null); a batching engine's ``decode`` from its ready message is shown as it came."""
+    """eSpeak has no decode mode and no prompt cache (null, and none in its engines entry); a batching engine's
+    ``decode`` from its ready message is shown as it came."""
     from types import SimpleNamespace
 
     from engine.protocol import EngineReady
     from gateway.http.health import health_body
     from gateway.settings import GatewaySettings
 
-    engine = httpx.get(server + "/health").json()["engine"]
-    assert engine["engine"] == "espeak" and engine["decode"] is None
+    health = httpx.get(server + "/health").json()
+    engine = health["engine"]
+    assert engine["engine"] == "espeak" and engine["decode"] is None and engine["prompt_cache"] is None
+    assert "prompt_cache" not in health["engines"][0]
     ready = EngineReady("chatterbox-turbo", "cuda:0", "bfloat16", "/weights", True, decode="graph")
     state = SimpleNamespace(engine=SimpleNamespace(ready=ready, engines=[]), process=None, sessions={},
                             settings=GatewaySettings())

@@ -106,6 +106,10 @@ def test_the_wire_format_is_the_documented_one() -> None:
     assert protocol.encode(EngineReady("chatterbox-turbo", "cuda:0", "bfloat16", "/w", True, decode="graph")) == (
         '{"type":"ready","engine":"chatterbox-turbo","device":"cuda:0","dtype":"bfloat16","weights":"/w",'
         '"watermark":true,"sample_rate":24000,"protocol":1,"notes":"","decode":"graph"}')
+    cached = EngineReady("chatterbox-turbo", "cuda:0", "bfloat16", "/w", True,
+                         prompt_cache={"voices": 2, "bytes": 74_000_000, "limit": 64})
+    assert protocol.encode(cached).endswith(',"prompt_cache":{"voices":2,"bytes":74000000,"limit":64}}')
+    assert protocol.decode_event(protocol.encode(cached)) == cached
     assert protocol.encode(Chunk(ChunkHeader("u1", 0, "Hi.", 0.0, 0.5, 0.12), b"\x01\x00")) == binary(
         '{"type":"chunk","id":"u1","seq":0,"text":"Hi.","offset":0.0,"duration":0.5,"gen_time":0.12,'
         '"sample_rate":24000}', b"\x01\x00")

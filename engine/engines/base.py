@@ -76,6 +76,11 @@ class Engine(ABC):
         Raise ``Cancelled`` promptly once ``cancel`` is set. Never keep per-voice state on the shared model.
         """
 
+    def prompt_cache(self) -> dict[str, int] | None:
+        """What /health shows of voice prompts kept on the device: ``voices`` held, their ``bytes`` and the ``limit``
+        of voices; None for an engine that keeps none."""
+        return None
+
     def named_voices(self) -> dict[str, Any]:
         """Voices the engine itself knows by name beside the voice store's files (a TTS server's own voices), by
         lower-case name; none for a model that runs here."""

@@ -292,6 +292,10 @@ class TurboEngine(BatchingEngine):
 
     # ----- synthesis -----
 
+    def prompt_cache(self) -> dict[str, int]:
+        figures = self.prompts.figures()
+        return {k: figures[k] for k in ("voices", "bytes", "limit")}
+
     def warmup(self) -> None:
         """One short synthesis in the default voice; with CUDA graphs, first every bucket captured and the start-up
         self-check (engine/engines/graph_check.py), both on the decode loop's thread. A failed check falls back to

@@ -201,9 +201,11 @@ class EngineClient:
             utt._deliver(event if isinstance(event, Done) else EngineRequestError(event.code, event.message))
         elif isinstance(event, Error):
             log.warning("engine error: %s", event)
-        elif isinstance(event, EngineReady):  # the worker's TTS server changed state
+        elif isinstance(event, EngineReady):  # its TTS server's state or its prompt cache's figures changed
+            state = (event.backend or {}).get("state")
+            if self.ready is not None and state != (self.ready.backend or {}).get("state"):
+                log.info("engine %s: its TTS server is %s", self.url, state)
             self.ready = event
-            log.info("engine %s: its TTS server is %s", self.url, (event.backend or {}).get("state"))
 
     async def _send(self, message: Request) -> None:
         ws = self._ws

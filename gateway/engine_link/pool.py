@@ -49,7 +49,8 @@ class EnginePool:
     def engines(self) -> list[dict[str, Any]]:
         """Per worker, for /health: its URL, whether it is up, its engine and device, its utterances in flight and
         started so far, how many of its connections were lost, why the last one failed, the back-off before the next
-        try, whether it is draining (discovery no longer lists it), and the state of its TTS server where it drives one."""
+        try, whether it is draining (discovery no longer lists it), the state of its TTS server where it drives one, and its
+        voice prompts on the device (voices, bytes, limit) where it keeps them."""
         out = []
         for client in self.clients:
             ready = client.ready if client.available else None
@@ -57,7 +58,8 @@ class EnginePool:
                         "device": ready and ready.device, "in_flight": client.in_flight, "started": client.started, "lost": client.lost,
                         "last_error": client.last_error, "draining": client.url in self.draining,
                         "retry_in": None if client.retry_in is None else round(client.retry_in, 2),
-                        **({"backend": client.ready.backend} if client.ready and client.ready.backend else {})})
+                        **({"backend": client.ready.backend} if client.ready and client.ready.backend else {}),
+                        **({"prompt_cache": ready.prompt_cache} if ready and ready.prompt_cache else {})})
         return out
 
     def _available(self) -> list[EngineClient]:

@@ -35,7 +35,7 @@ def health_body(state: GatewayState) -> dict[str, Any]:
         **({"reason": reason} if reason else {}),  # why the worker stopped: cannot start, stalled, killed...
         "engine": ready and {k: v for k, v in asdict(ready).items() if k in ("engine", "device", "dtype", "weights",
                                                                               "notes", "decode", "backend",
-                                                                              "decode_fallback")},
+                                                                              "decode_fallback", "prompt_cache")},
         "watermark": bool(ready and ready.watermark),
         "sessions": len(state.sessions),
         "engines": engines,
