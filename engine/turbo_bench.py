@@ -157,6 +157,7 @@ def time_steps(engine: TurboEngine, voice: TurboVoice, batch: int, graph: bool, 
         from engine.engines.cuda_graphs import GraphedSteps
 
         decoder.run_step = GraphedSteps(decoder)
+        decoder.noise_in_step = True  # as the engine decodes under graphs: the noise drawn inside the replay
     tokens = engine.tokenizer(SHORT_TEXTS[0], return_tensors="pt").input_ids
     for slot in range(batch):
         decoder.join(slot, engine._prefix(voice), tokens, torch.Generator(engine.device).manual_seed(slot), 10**6)

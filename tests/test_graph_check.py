@@ -97,6 +97,29 @@ def test_a_broken_replay_is_named(engine: TurboEngine, spoil: str, says: str) ->
     assert not result.ok and says in result.reason(), result.problems
 
 
+def test_the_check_guards_noise_drawn_inside_the_step(engine: TurboEngine) -> None:
+    """Under graphs ``step`` draws its own noise (``noise_in_step``): replays drawing it pass; a replay whose noise
+    came from somewhere else (here: the generator path's buffer) is caught."""
+    engine.decoder.noise_in_step = True
+    try:
+        assert run_check(engine, None)[0].ok
+        replay = StandInReplay(engine.decoder)
+
+        def outside_noise(batch: int, attend: int) -> None:
+            engine.decoder.noise_in_step = False
+            try:
+                replay(batch, attend)
+            finally:
+                engine.decoder.noise_in_step = True
+
+        texts = [engine.tokenizer(text, return_tensors="pt").input_ids for text in CHECK_TEXTS]
+        result = SelfCheck(engine.t3, engine.decoder, outside_noise, check_voices(engine.default_voice().t3), texts,
+                           timing=False).run()
+    finally:
+        engine.decoder.noise_in_step = False
+    assert not result.ok and "differ from 4 eager steps in tokens" in result.reason(), result.problems
+
+
 def stand_in_graphs(checkpoint: Path, asked: str, spoil: str | None) -> TurboEngine:
     """A CPU engine made to believe it decodes with (stand-in) graphs, as ``--decode asked`` on CUDA would."""
     engine = TurboEngine.load(model_dir=checkpoint, device="cpu", slots=8)

@@ -18,6 +18,7 @@ from turbo_checkpoint import write_tiny_checkpoint  # noqa: E402
 from engine.engines.base import Cancelled  # noqa: E402
 from engine.engines.graph_check import slot_logits, transformers_logits  # noqa: E402
 from engine.engines.t3_batch import BatchDecoder, Join  # noqa: E402
+from engine.engines.t3_sampling import counter_noise, slot_key  # noqa: E402
 from engine.engines.t3_loop import DecodeLoop  # noqa: E402
 from engine.engines.t3_static import voice_prefix  # noqa: E402
 from engine.engines.turbo import TurboEngine, synthetic_reference  # noqa: E402
@@ -111,6 +112,35 @@ def test_each_slot_in_a_batch_equals_its_solo_run(engine: TurboEngine, voices: l
     for slot, job in joins.items():
         assert batched[slot] == decode(BatchDecoder(engine.t3, 1), {0: job})[0]
     assert batched[0] != batched[3]
+
+
+def test_counter_noise_is_exp1_per_row_from_its_key_and_step_alone() -> None:
+    """The draws graphs make inside the step: a row's depend on its key and counter only; they look like Exp(1)."""
+    columns = torch.arange(6561)
+    keys, counters = torch.tensor([slot_key(1), slot_key(2), slot_key(1)]), torch.tensor([5, 5, 6])
+    rows = counter_noise(keys, counters, columns)
+    assert torch.equal(rows[0], counter_noise(keys[:1], counters[:1], columns)[0])  # neighbours change nothing
+    assert not torch.equal(rows[0], rows[1]) and not torch.equal(rows[0], rows[2])  # another seed, another step
+    assert slot_key(1) != slot_key(1 + 2**32)  # all 64 bits of a seed count
+    many = counter_noise(torch.tensor([slot_key(s) for s in range(20)]), torch.arange(20), columns).flatten()
+    assert bool((many > 0).all()) and bool(torch.isfinite(many).all())
+    assert abs(float(many.mean()) - 1) < 0.02 and abs(float(many.var()) - 1) < 0.05
+    assert abs(float((many > 1).float().mean()) - 0.3679) < 0.01  # P(X > 1) = 1/e
+
+
+def test_with_noise_in_the_step_each_slot_still_equals_its_solo_run(engine: TurboEngine, voices: list) -> None:
+    def in_step(slots: int) -> BatchDecoder:
+        decoder = BatchDecoder(engine.t3, slots)
+        decoder.noise_in_step = True
+        return decoder
+
+    prefixes = [voice_prefix(engine.t3, engine.decoder.body, v.t3) for v in voices]
+    joins = {0: (prefixes[0], text_tokens(engine, TEXTS[0]), 1, 16),
+             2: (prefixes[1], text_tokens(engine, TEXTS[1]), 2, 12)}
+    batched = decode(in_step(4), joins, join_at={0: 0, 2: 4})
+    for slot, job in joins.items():
+        assert batched[slot] == decode(in_step(1), {0: job})[0]
+    assert len(batched[0]) > 1
 
 
 def test_requests_prefilled_together_each_equal_their_solo_run(engine: TurboEngine, voices: list) -> None:

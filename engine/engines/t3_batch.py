@@ -17,7 +17,7 @@ import torch
 from chatterbox.models.t3 import T3
 from chatterbox.models.t3.modules.cond_enc import T3Cond
 
-from .t3_sampling import Sampling, draw_noise, sample_rows
+from .t3_sampling import Sampling, counter_noise, draw_noise, sample_rows, slot_key
 from .t3_static import Gpt2Body, SlotKV, VoicePrefix, conditioning_embeds
 
 BATCH_BUCKETS = (1, 2, 4, 8, 16, 32, 64, 128)
@@ -78,6 +78,10 @@ class BatchDecoder:
         self.active = torch.zeros(slots, dtype=torch.bool, device=dev)
         self.seen = torch.zeros(slots, vocab, dtype=torch.bool, device=dev)  # the repetition penalty's tokens
         self.noise = torch.ones(slots, vocab, dtype=torch.float32, device=dev)
+        # True under CUDA graphs: ``step`` draws its noise itself (``counter_noise``), else ``advance`` fills ``noise``
+        self.noise_in_step = False
+        self.keys = torch.zeros(slots, dtype=torch.long, device=dev)  # each slot's ``slot_key``
+        self.columns = torch.arange(vocab, device=dev)
         self.history = torch.zeros(slots, sampling.max_tokens + 1, dtype=torch.long, device=dev)
         self.counts = torch.zeros(slots, dtype=torch.long, device=dev)
         self.stopped = torch.zeros(slots, dtype=torch.bool, device=dev)
@@ -160,6 +164,7 @@ class BatchDecoder:
         self.counts[rows] = 1
         self.stopped[rows] = first == self.stop
         self.active[rows] = True
+        self.keys[rows] = torch.tensor([slot_key(join.generator.initial_seed()) for join in joins], device=dev)
         for join, length in zip(joins, lengths):
             limit = min(join.budget + 1, self.sampling.max_tokens + 1, self.kv.capacity - length)
             self._slots[join.slot] = _Slot(join.generator, length, 1, limit)
@@ -174,11 +179,12 @@ class BatchDecoder:
         rows, act = self.rows[:batch], self.active[:batch]
         tokens, positions = self.tokens[:batch], self.positions[:batch]
         hidden = self.body(self.t3.speech_emb(tokens)[:, None], positions[:, None], self.kv, 0, attend)
-        sampled = sample_rows(self.t3.speech_head(hidden[:, 0]), self.seen[:batch], self.noise[:batch], self.sampling)
+        counts = self.counts[:batch]
+        noise = counter_noise(self.keys[:batch], counts, self.columns) if self.noise_in_step else self.noise[:batch]
+        sampled = sample_rows(self.t3.speech_head(hidden[:, 0]), self.seen[:batch], noise, self.sampling)
         new = torch.where(act, sampled, tokens)
         tokens.copy_(new)
         self.seen[rows, new] = self.seen[rows, new] | act
-        counts = self.counts[:batch]
         self.history[rows, counts] = torch.where(act, new, self.history[rows, counts])
         counts += act
         self.stopped[:batch] |= act & (new == self.stop)
@@ -201,7 +207,8 @@ class BatchDecoder:
         if not live:
             return []
         states = [self._slots[i] for i in live]
-        draw_noise(self.noise, live, [s.generator for s in states])
+        if not self.noise_in_step:
+            draw_noise(self.noise, live, [s.generator for s in states])
         attend = length_bucket(max(s.position for s in states) + 1, self.kv.capacity)
         self.run_step(batch_bucket(live[-1] + 1, self.slots), attend)
         for state in states:

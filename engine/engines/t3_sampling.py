@@ -5,11 +5,17 @@
 from the generator; drawing ``q`` for each row from that row's own generator therefore gives each slot exactly the
 tokens it would get alone, whatever its neighbours do. The functions here mirror transformers' processors operation by
 operation so the arithmetic (and so the tokens) is the same.
+
+Under CUDA graphs the noise is drawn inside the captured step instead (``counter_noise``): a pure function of the
+slot's key (from its request's seed), its step counter and the column, so a step is one replay and not 1 + B launches
+of ``exponential_``. Those draws are Exp(1) and per slot too, but not the generator's: tokens differ from the eager
+path's for the same seed (the self-check compares replays with eager steps drawing the same way).
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import TypeVar
 from dataclasses import dataclass
 
 import torch
@@ -51,3 +57,37 @@ def draw_noise(noise: torch.Tensor, rows: Sequence[int], generators: Sequence[to
     """Fill ``noise[row]`` with Exp(1) draws from that row's generator (what multinomial draws for one sample)."""
     for row, generator in zip(rows, generators):
         noise[row].exponential_(1, generator=generator)
+
+
+MASK32 = 0xFFFFFFFF
+Word = TypeVar("Word", int, torch.Tensor)  # a Python int or an int64 tensor of values below 2**32
+
+
+def _mul32(h: Word, c: int) -> Word:
+    """``h * c mod 2**32`` in two 16-bit halves, so no int64 product overflows."""
+    return (h * (c & 0xFFFF) + (((h * (c >> 16)) & 0xFFFF) << 16)) & MASK32
+
+
+def _fmix32(h: Word) -> Word:
+    """MurmurHash3's 32-bit finaliser: a bijection whose output bits each depend on every input bit."""
+    h = h & MASK32
+    h = h ^ (h >> 16)
+    h = _mul32(h, 0x85EBCA6B)
+    h = h ^ (h >> 13)
+    h = _mul32(h, 0xC2B2AE35)
+    return h ^ (h >> 16)
+
+
+def slot_key(seed: int) -> int:
+    """The 32-bit key ``counter_noise`` draws from for a request seeded with ``seed`` (all 64 bits count)."""
+    return _fmix32(_fmix32(seed >> 32) ^ (seed & MASK32))
+
+
+def counter_noise(keys: torch.Tensor, counters: torch.Tensor, columns: torch.Tensor) -> torch.Tensor:
+    """Exp(1) draws [B, V] for rows with ``keys`` [B] at step ``counters`` [B] over ``columns`` [V] (int64): row i
+    depends on ``keys[i]`` and ``counters[i]`` only. Fixed shapes, no generator, nothing read back: graph-capturable."""
+    index = counters[:, None] * columns.numel() + columns[None]
+    key = keys[:, None]
+    h = _fmix32(_fmix32(index ^ key) + key)
+    uniform = ((h >> 8).float() + 0.5) * 2.0 ** -24  # 24 bits, in (0, 1): exact in float32
+    return -torch.log(uniform)

@@ -160,6 +160,7 @@ class TurboEngine(BatchingEngine):
 
             self.graphs = GraphedSteps(self.decoder)
             self.decoder.run_step = self.graphs
+            self.decoder.noise_in_step = True  # drawn inside the replay: one launch per step
         self.prompts = PrefixCache(prompt_cache_voices,
                                    lambda voice: voice_prefix(self.t3, self.decoder.body, voice.t3))
         self.loop = DecodeLoop(self.decoder, self.prompts.get)
@@ -339,6 +340,7 @@ class TurboEngine(BatchingEngine):
         log.warning("CUDA graphs failed their start-up self-check, decoding eagerly instead: %s", reason)
         self.graphs = None
         self.decoder.run_step = self.decoder.step
+        self.decoder.noise_in_step = False  # eager: each slot's generator again, one draw per row
         self.info = dataclasses.replace(self.info, decode="eager", decode_fallback=reason,
                                         notes=self.info.notes.replace("graph decode", "eager decode (graphs failed "
                                                                       "their self-check)"))
