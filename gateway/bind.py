@@ -16,7 +16,10 @@ def bind_tcp(host: str, port: int, flag: str, reuse_port: bool = False) -> socke
     ``reuse_port``: share the port with other processes that set it too (SO_REUSEPORT: the kernel spreads new
     connections over them)."""
     family = socket.AF_INET6 if ":" in host else socket.AF_INET
-    sock = socket.socket(family, socket.SOCK_STREAM)
+    # IPPROTO_TCP named, not 0: asyncio sets TCP_NODELAY only on connections whose socket says TCP, and accepted
+    # sockets take the listener's proto. With 0, Nagle held each small frame after the first (a chunk event, then its
+    # audio) until the client's delayed ACK, ~40 ms later: first audio went from ~30 ms to ~70 ms.
+    sock = socket.socket(family, socket.SOCK_STREAM, socket.IPPROTO_TCP)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as uvicorn and asyncio do: TIME_WAIT is no conflict
     if reuse_port:
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEPORT, 1)
