@@ -237,7 +237,8 @@ def _stuck_worker():
             await asyncio.Event().wait()
 
     synth = StuckDevice()
-    synth.engine = SimpleNamespace(info=EngineInfo("stub", "cpu", "float32", "none"))  # type: ignore[attr-defined]
+    synth.engine = SimpleNamespace(info=EngineInfo("stub", "cpu", "float32", "none"),  # type: ignore[attr-defined]
+                                   prompt_cache=lambda: None)  # no device-side voice cache, as Engine's default
     return Worker(synth, SimpleNamespace(conditionals=None), EngineSettings())  # type: ignore[arg-type]
 
 
