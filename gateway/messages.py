@@ -67,16 +67,22 @@ def _string(message: dict[str, Any], name: str, *, required: bool) -> str | None
     return value
 
 
-def parse_message(raw: str | bytes) -> Message:
-    """Parse one client frame; raises ``ProtocolError`` with a stable code for anything malformed."""
+def json_frame(raw: str | bytes, binary: str = "binary frames are not accepted; send JSON text messages") -> Any:
+    """One JSON text frame of a client socket, bounded and made safe (gateway/client_input.py); ``ProtocolError``
+    (``binary`` for a binary frame) for anything else. Shared by every socket protocol that speaks JSON."""
     if isinstance(raw, bytes):
-        raise ProtocolError("binary frames are not accepted; send JSON text messages")
+        raise ProtocolError(binary)
     if len(raw) > MAX_MESSAGE_BYTES:
         raise ProtocolError(f"message larger than {MAX_MESSAGE_BYTES} bytes")
     try:
-        message = load_json(raw)
+        return load_json(raw)
     except BadInput as exc:
         raise ProtocolError(str(exc)) from None
+
+
+def parse_message(raw: str | bytes) -> Message:
+    """Parse one client frame; raises ``ProtocolError`` with a stable code for anything malformed."""
+    message = json_frame(raw)
     if not isinstance(message, dict) or not isinstance(message.get("type"), str):
         raise ProtocolError("a message is a JSON object with a string 'type'")
     kind = message["type"]

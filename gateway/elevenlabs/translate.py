@@ -20,7 +20,7 @@ from typing import Any
 
 from engine.protocol import SAMPLE_RATE, ProtocolError
 from gateway import messages
-from gateway.client_input import BadInput, load_json, speech_text
+from gateway.client_input import speech_text
 
 # optimize_streaming_latency: 0 their default (no optimisation: a longer first chunk), 1-2 "normal" and "strong"
 # optimisations, 3-4 the most (4 also skips their text normaliser, which we do not have).
@@ -74,14 +74,7 @@ class ClientMessage:
 
 def parse(raw: str | bytes) -> ClientMessage:
     """One of their JSON text frames; ``ProtocolError`` for anything malformed."""
-    if isinstance(raw, bytes):
-        raise ProtocolError("binary frames are not accepted; send JSON text messages")
-    if len(raw) > messages.MAX_MESSAGE_BYTES:
-        raise ProtocolError(f"message larger than {messages.MAX_MESSAGE_BYTES} bytes")
-    try:
-        message = load_json(raw)
-    except BadInput as exc:
-        raise ProtocolError(str(exc)) from None
+    message = messages.json_frame(raw)
     if not isinstance(message, dict):
         raise ProtocolError("a message is a JSON object")
     text = _typed(message, "text", str)

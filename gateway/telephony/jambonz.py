@@ -14,7 +14,7 @@ from typing import Any
 
 from engine.protocol import SAMPLE_RATE, ProtocolError
 from gateway import messages
-from gateway.client_input import BadInput, load_json, speech_text
+from gateway.client_input import speech_text
 from gateway.formats import PCM_RATES
 
 _COMMANDS = {"flush": messages.End(), "stop": messages.Cancel()}
@@ -40,14 +40,7 @@ def error(message: str, code: str) -> dict[str, Any]:
 
 def parse(raw: str | bytes) -> messages.Message | None:
     """One frame from jambonz as a session message; None for a keepalive. Raises ProtocolError."""
-    if isinstance(raw, bytes):
-        raise ProtocolError("jambonz sends JSON text frames, not binary")
-    if len(raw) > messages.MAX_MESSAGE_BYTES:
-        raise ProtocolError(f"message larger than {messages.MAX_MESSAGE_BYTES} bytes")
-    try:
-        msg = load_json(raw)
-    except BadInput as exc:
-        raise ProtocolError(str(exc)) from None
+    msg = messages.json_frame(raw, binary="jambonz sends JSON text frames, not binary")
     if not isinstance(msg, dict) or not isinstance(msg.get("type"), str):
         raise ProtocolError("a message is a JSON object with a string 'type'")
     kind = msg["type"]
