@@ -21,9 +21,12 @@ def health_body(state: GatewayState) -> dict[str, Any]:
     process = state.process
     engines = state.engine.engines
     backend_down = next((e["backend"]["error"] for e in engines if e.get("backend", {}).get("state") == "down"), None)
+    # starting: the first worker has not connected yet. A worker whose connection was lost is down at once, before
+    # its supervisor has noticed the exit (restarts still 0): otherwise a killed worker read "starting" for a moment.
+    first = process is not None and process.restarts == 0 and not any(e["lost"] for e in engines)
     if ready is not None:
         status = "ok"
-    elif backend_down is None and process is not None and process.restarts == 0 and process.refusal is None:
+    elif backend_down is None and first and process.refusal is None:
         status = "starting"
     else:
         status = "down"
