@@ -134,6 +134,8 @@ class EngineReady:
     # again (a later ``ready``) whenever the state changes; the gateway starts no utterance there while it is down.
     backend: dict[str, Any] | None = None
     decode_fallback: str | None = None  # why it decodes eagerly where CUDA graphs were meant (failed self-check)
+    vocode: str | None = None  # a batching engine's S3Gen mode ("eager", "graph"); absent for the others
+    vocode_fallback: str | None = None  # why S3Gen runs eagerly where CUDA graphs were meant (failed self-check)
     # An engine that keeps voice prompts' keys and values on the device (chatterbox-turbo): {voices, bytes, limit}.
     # Sent again (a later ``ready``, at most once a second) when its figures change; absent for the others.
     prompt_cache: dict[str, Any] | None = None

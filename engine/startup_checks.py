@@ -21,7 +21,8 @@ WEIGHTS_FIX = ("fetch them with `chatterbox-fast weights download --to DIR` (on 
                "pass --model-dir DIR (CBF_MODEL_DIR); `chatterbox-fast doctor` checks the result")
 CUDA_FIX = ("check `nvidia-smi -L` and the driver (>= 580 for CUDA 13), set CUDA_VISIBLE_DEVICES to the card's UUID, "
             "or use --device cpu / auto")
-GRAPHS_FIX = "use --decode auto (falls back to eager decoding, /health says why) or --decode eager (CBF_DECODE)"
+GRAPHS_FIX = "use {flag} auto (falls back to eager, /health says why) or {flag} eager ({env})"
+GRAPH_FLAGS = {"--decode": "CBF_DECODE", "--vocode": "CBF_VOCODE"}
 WATERMARK_FIX = "reinstall the engine packages (`make venv`: resemble-perth 1.0.1 with setuptools<81)"
 
 
@@ -56,24 +57,27 @@ def check_device(device: str) -> None:
         raise Misconfigured(problem, CUDA_FIX)
 
 
-def check_decode(decode: str, batch_slots: int, device: str, prompt_cache_voices: int = 64) -> None:
-    """``--decode graph`` needs CUDA (``device`` is known to be usable by now); ``--batch-slots`` is not negative,
-    ``--prompt-cache-voices`` positive."""
+def check_decode(decode: str, batch_slots: int, device: str, prompt_cache_voices: int = 64,
+                 vocode: str = "auto") -> None:
+    """``--decode graph`` and ``--vocode graph`` need CUDA (``device`` is known to be usable by now); ``--batch-slots``
+    is not negative, ``--prompt-cache-voices`` positive."""
     if batch_slots < 0:
         raise Misconfigured(f"--batch-slots {batch_slots} is negative",
                             "pass 0 (64 slots on CUDA, 8 elsewhere) or a positive count (CBF_BATCH_SLOTS)")
     if prompt_cache_voices < 1:
         raise Misconfigured(f"--prompt-cache-voices {prompt_cache_voices} keeps no voice",
                             "pass a positive count (CBF_PROMPT_CACHE_VOICES; 64 by default)")
-    if decode != "graph" or device.startswith("cuda"):
+    graphs = [flag for flag, mode in (("--decode", decode), ("--vocode", vocode)) if mode == "graph"]
+    if not graphs or device.startswith("cuda"):
         return
     import torch
 
     if device == "auto" and torch.cuda.is_available():
         return
     where = "no CUDA device is visible" if device == "auto" else f"--device is {device}"
-    raise Misconfigured(f"--decode graph replays CUDA graphs, but {where}",
-                        "use --decode auto or eager (CBF_DECODE), or a CUDA --device")
+    flag = graphs[0]
+    raise Misconfigured(f"{flag} graph replays CUDA graphs, but {where}",
+                        f"use {flag} auto or eager ({GRAPH_FLAGS[flag]}), or a CUDA --device")
 
 
 def weights_problem(report: WeightsReport) -> Misconfigured | None:
@@ -127,7 +131,8 @@ def preflight(settings: EngineSettings, engine: str) -> EngineSettings:
     if engine != "chatterbox-turbo":
         return settings
     check_device(settings.device)
-    check_decode(settings.decode, settings.batch_slots, settings.device, settings.prompt_cache_voices)
+    check_decode(settings.decode, settings.batch_slots, settings.device, settings.prompt_cache_voices,
+                 settings.vocode)
     if settings.weights != "pretrained":
         return settings
     return dataclasses.replace(settings, model_dir=locate_weights(settings.model_dir))
@@ -152,8 +157,8 @@ def loading(settings: EngineSettings, on_gpu: bool) -> Iterator[None]:
                             "free the card (`nvidia-smi` lists what holds it) or pin a larger one by UUID "
                             "(CUDA_VISIBLE_DEVICES / CBF_GPU_UUID)") from exc
     except GraphCheckFailed as exc:
-        raise Misconfigured(f"--decode graph was asked for, but the CUDA graphs failed their start-up self-check "
-                            f"({exc})", GRAPHS_FIX) from exc
+        raise Misconfigured(f"{exc.flag} graph was asked for, but the CUDA graphs failed their start-up self-check "
+                            f"({exc})", GRAPHS_FIX.format(flag=exc.flag, env=GRAPH_FLAGS[exc.flag])) from exc
     except WatermarkUnavailable as exc:
         raise Misconfigured(str(exc).rstrip("."), WATERMARK_FIX) from exc
 

@@ -298,6 +298,7 @@ class Worker:
         info = synth.engine.info
         self.ready = EngineReady(info.name, info.device, info.dtype, info.weights, watermark=True, notes=info.notes,
                                  decode=info.decode, decode_fallback=info.decode_fallback,
+                                 vocode=info.vocode, vocode_fallback=info.vocode_fallback,
                                  prompt_cache=synth.engine.prompt_cache())
         self._connections: set[Send] = set()
         if isinstance(synth.engine, RemoteEngine):

@@ -80,6 +80,8 @@ ENGINE_OPTIONS = (
            "baseline runs it: the Turbo decode path always uses SDPA)", _bool, True),
     Option("--decode", "CBF_DECODE", "chatterbox-turbo T3 decode: auto = CUDA graphs on CUDA, eager elsewhere",
            default="auto", choices=("auto", "eager", "graph")),
+    Option("--vocode", "CBF_VOCODE", "chatterbox-turbo S3Gen: auto = CUDA graphs per (batch, length) bucket on CUDA, "
+           "eager elsewhere", default="auto", choices=("auto", "eager", "graph")),
     Option("--batch-slots", "CBF_BATCH_SLOTS",
            "chatterbox-turbo: chunks decoded together (0 = 64 on CUDA, 8 elsewhere)", int, 0),
     Option("--vocode-window-ms", "CBF_VOCODE_WINDOW_MS", "chatterbox-turbo: the longest a chunk's S3Gen call waits "
@@ -197,7 +199,7 @@ def engine_settings(args: argparse.Namespace):  # -> EngineSettings (imported la
 
     return EngineSettings(
         engine=args.engine, model_dir=args.model_dir, weights=args.weights, device=args.device, dtype=args.dtype,
-        tf32=args.tf32, sdpa=args.sdpa, decode=args.decode, batch_slots=args.batch_slots, voices_dir=args.voices_dir,
+        tf32=args.tf32, sdpa=args.sdpa, decode=args.decode, vocode=args.vocode, batch_slots=args.batch_slots, voices_dir=args.voices_dir,
         vocode_window_s=args.vocode_window_ms / 1000,
         prompt_cache_voices=args.prompt_cache_voices,
         sim_fixed_s=args.sim_fixed, sim_rtf=args.sim_rtf,

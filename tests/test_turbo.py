@@ -21,7 +21,7 @@ from engine.engines.base import Cancelled, EngineError  # noqa: E402
 from engine.engines.turbo import (  # noqa: E402
     RANDOM_WEIGHTS,
     TurboEngine,
-    _pick_decode,
+    _pick_graphs,
     find_weights,
     synthetic_reference,
 )
@@ -181,12 +181,13 @@ def test_find_weights(tmp_path: Path, checkpoint: Path) -> None:
     assert find_weights(checkpoint) == checkpoint
 
 
-def test_decode_mode_graph_is_for_cuda_only(checkpoint: Path) -> None:
-    assert _pick_decode("auto", torch.device("cpu")) == "eager"
-    assert _pick_decode("auto", torch.device("cuda", 0)) == "graph"
+@pytest.mark.parametrize("flag", ["decode", "vocode"])
+def test_graph_modes_are_for_cuda_only(checkpoint: Path, flag: str) -> None:
+    assert _pick_graphs("auto", torch.device("cpu")) == "eager"
+    assert _pick_graphs("auto", torch.device("cuda", 0)) == "graph"
     with pytest.raises(EngineError) as refused:
-        TurboEngine.load(model_dir=checkpoint, device="cpu", decode="graph")
-    assert refused.value.code == "bad_config"
+        TurboEngine.load(model_dir=checkpoint, device="cpu", **{flag: "graph"})
+    assert refused.value.code == "bad_config" and f"--{flag} graph" in str(refused.value)
 
 
 def test_pretrained_without_weights_is_refused(tmp_path: Path) -> None:

@@ -27,8 +27,13 @@ class EngineError(Exception):
 
 
 class GraphCheckFailed(Exception):
-    """``--decode graph`` was asked for and the CUDA graphs failed their start-up self-check (graph_check.py): a
-    start-up refusal (engine/startup_checks.py), where ``--decode auto`` falls back to eager."""
+    """``--decode graph`` (T3) or ``--vocode graph`` (S3Gen) was asked for and those CUDA graphs failed their start-up
+    self-check (graph_check.py, vocode_check.py): a start-up refusal (engine/startup_checks.py), where ``auto`` falls
+    back to eager."""
+
+    def __init__(self, reason: str, flag: str = "--decode") -> None:
+        super().__init__(reason)
+        self.flag = flag
 
 
 @dataclass(frozen=True)
@@ -40,6 +45,8 @@ class EngineInfo:
     notes: str = ""
     decode: str | None = None  # how a batching engine decodes: "eager" or "graph" (CUDA graphs); None for the others
     decode_fallback: str | None = None  # why it decodes eagerly although CUDA graphs were meant (their self-check)
+    vocode: str | None = None  # how a batching engine runs S3Gen: "eager" or "graph" (CUDA graphs per bucket)
+    vocode_fallback: str | None = None  # why S3Gen runs eagerly although CUDA graphs were meant (their self-check)
 
 
 class Engine(ABC):

@@ -1,10 +1,14 @@
 """S3Gen over several chunks in one call: each row's audio equals its solo ``S3Gen.inference`` (float tolerance).
 
 Upstream's ``S3Gen.inference`` handles one chunk; at the Turbo sizes a call dispatches thousands of small operations
-whatever its length, so on a GPU each chunk costs its launch time. Here rows of any voices and lengths are padded to
-the longest and go together through upstream's own modules, in upstream's order: the flow encoder, the 2 meanflow
-steps of the estimator and the HiFT vocoder, then each row is cut back to its length. (Eager calls gain nothing from
-rounding lengths up to buckets; that belongs with capturing the call as a CUDA graph per bucket, not done yet.)
+whatever its length, so on a GPU each chunk costs its launch time. Here rows of any voices and lengths are padded to a
+common ``Shape`` and go together through upstream's own modules, in upstream's order: the flow encoder, the 2 meanflow
+steps of the estimator and the HiFT vocoder, then each row is cut back to its length.
+
+The call is three stages over plain tensors (``flow_stage``, ``source_stage``, ``decode_stage``) with a little
+per-row glue between them (the noise, HiFT's STFT and inverse STFT, whose edges depend on each row's own length). The
+stages have static shapes and no host synchronisation, so ``s3gen_graphs`` captures each as a CUDA graph per bucket;
+eagerly (``vocode_rows``) they run at the call's exact sizes.
 
 Why each row stays its solo run:
 - Flow: a row is ``[its voice's prompt tokens][its tokens]`` then padding, with its own lengths; the encoder and the
@@ -16,6 +20,7 @@ Why each row stays its solo run:
 - Noise: each row draws from its own generator exactly what the solo run draws from torch's global one, same shapes,
   same order (the flow's noise, the estimator's initial noise, HiFT's sine phases and noise). So seeding a row's
   generator with ``s`` reproduces ``torch.manual_seed(s); s3gen.inference(...)`` on the same device.
+- Rows added to fill a batch bucket copy the first row's inputs; their audio is dropped.
 """
 
 from __future__ import annotations
@@ -23,17 +28,19 @@ from __future__ import annotations
 import contextlib
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
 import numpy as np
 import torch
 import torch.nn.functional as F
 from chatterbox.models.s3gen import S3Gen
 from chatterbox.models.s3gen.hifigan import HiFTGenerator
+from chatterbox.models.s3gen.utils import mask as upstream_mask
 from chatterbox.models.s3gen.utils.mask import make_pad_mask
 
 N_TIMESTEPS = 2  # Turbo's meanflow steps (``n_cfm_timesteps=2``)
 MAX_BATCH = 16  # the most chunks vocoded in one call
+MEL_PER_TOKEN = 2  # the flow's mel frames per speech token
 
 
 @dataclass(frozen=True)
@@ -45,22 +52,94 @@ class VocodeRow:
     generator: torch.Generator
 
 
+@dataclass(frozen=True)
+class Shape:
+    """A call's padded sizes: rows, flow positions (a row's prompt tokens then its chunk's) and generated mel frames."""
+
+    batch: int
+    positions: int
+    frames: int
+
+
+@dataclass
+class FlowInputs:
+    token: torch.Tensor  # [B, positions] long: prompt then chunk tokens, zero-padded
+    token_len: torch.Tensor  # [B] long
+    embedding: torch.Tensor  # [B, E] the voices' x-vectors as stored
+    cond: torch.Tensor  # [B, 80, 2 * positions] the prompt mels, zero after
+    z: torch.Tensor  # [B, 80, 2 * positions] the estimator's initial noise, the flow's noise placed in it
+
+
+@dataclass
+class HiftInputs:
+    starts: torch.Tensor  # [B] long: where a row's generated mels begin in the flow's output (its prompt mels' length)
+    frames: torch.Tensor  # [B] long: a row's generated mel frames
+    phase: torch.Tensor  # [B, harmonics, 1] the sine generator's initial phases
+    draws: torch.Tensor  # [B, harmonics, samples] the sine generator's noise, zero past a row's samples
+
+
+@dataclass
+class Prepared:
+    """One call's inputs at its ``shape``, and each row's sizes (rows past ``count`` only fill a bucket)."""
+
+    shape: Shape
+    flow: FlowInputs
+    hift: HiftInputs
+    samples: list[int]  # per batch row
+    count: int
+
+
+class Stages(Protocol):
+    """The three static-shape parts of a call: run eagerly (``EagerStages``) or replayed (``s3gen_graphs``)."""
+
+    def flow(self, shape: Shape, inputs: FlowInputs) -> torch.Tensor: ...
+
+    def source(self, shape: Shape, mel: torch.Tensor, hift: HiftInputs) -> torch.Tensor: ...
+
+    def decode(self, shape: Shape, mel: torch.Tensor, s_stft: torch.Tensor, frames: torch.Tensor) -> torch.Tensor: ...
+
+
 def _lengths_mask(lengths: torch.Tensor, total: int) -> torch.Tensor:
     """[B, total] True where a row is valid."""
     return ~make_pad_mask(lengths, total)
 
 
+def graph_safe_chunk_mask(xs: torch.Tensor, masks: torch.Tensor, use_dynamic_chunk: bool,
+                          use_dynamic_left_chunk: bool, decoding_chunk_size: int, static_chunk_size: int,
+                          num_decoding_left_chunks: int, enable_full_context: bool = True) -> torch.Tensor:
+    """Upstream's ``add_optional_chunk_mask`` without its host synchronisation, so the flow can be captured as a CUDA
+    graph: upstream asks (``.item()``) whether a row's mask is all false, logs, and sets such rows true; this sets them
+    true unconditionally (the same mask, no warning). Padded positions of a batch are such rows. Dynamic chunks (a
+    training path, never taken by inference) go to upstream's own function."""
+    if use_dynamic_chunk:
+        return _UPSTREAM_CHUNK_MASK(xs, masks, use_dynamic_chunk, use_dynamic_left_chunk, decoding_chunk_size,
+                                    static_chunk_size, num_decoding_left_chunks, enable_full_context)
+    if static_chunk_size > 0:
+        chunk = upstream_mask.subsequent_chunk_mask(xs.size(1), static_chunk_size, num_decoding_left_chunks, xs.device)
+        masks = masks & chunk.unsqueeze(0)
+    return masks | (masks.sum(dim=-1, keepdim=True) == 0)
+
+
+_UPSTREAM_CHUNK_MASK = upstream_mask.add_optional_chunk_mask
+
+
+def install_graph_safe_masks() -> None:
+    """Point the flow encoder's and estimator's ``add_optional_chunk_mask`` at ``graph_safe_chunk_mask`` (idempotent;
+    the masks are the same, only the synchronisation and its warning go)."""
+    from chatterbox.models.s3gen import decoder
+    from chatterbox.models.s3gen.transformer import upsample_encoder
+
+    for module in (decoder, upsample_encoder):
+        module.add_optional_chunk_mask = graph_safe_chunk_mask
+
+
 @contextlib.contextmanager
-def _zeroed_past(modules: Sequence[torch.nn.Module], lengths: list[int], base: int, time_dim: int,
-                 device: torch.device) -> Iterator[None]:
-    """While open, each module's input is zeroed past its row's length. ``lengths`` are at a base resolution of
+def _zeroed_past(modules: Sequence[torch.nn.Module], lengths: torch.Tensor, base: int,
+                 time_dim: int) -> Iterator[None]:
+    """While open, each module's input is zeroed past its row's length. ``lengths`` [B] are at a base resolution of
     ``base`` steps; a module seeing ``T = r * base + c`` steps (an up- or down-sampled stage) has ``r * length + c``.
-    One mask per resolution; none at all when no row is padded."""
-    if min(lengths) == base:
-        yield
-        return
+    One mask per resolution, computed on the device (no host synchronisation)."""
     masks: dict[tuple[int, torch.dtype], torch.Tensor] = {}
-    counts = torch.tensor(lengths, device=device)
 
     def hook(_: torch.nn.Module, args: tuple[torch.Tensor, ...]) -> tuple[torch.Tensor, ...]:
         x = args[0]
@@ -68,7 +147,7 @@ def _zeroed_past(modules: Sequence[torch.nn.Module], lengths: list[int], base: i
         if (steps, x.dtype) not in masks:
             shape = [x.shape[0], 1, 1]
             shape[time_dim] = steps
-            valid = steps - (steps // base) * (base - counts)
+            valid = steps - (steps // base) * (base - lengths)
             masks[steps, x.dtype] = _lengths_mask(valid, steps).to(x.dtype).view(shape)
         return (x * masks[steps, x.dtype],) + args[1:]
 
@@ -84,138 +163,199 @@ def _convs(module: torch.nn.Module) -> list[torch.nn.Module]:
     return [m for m in module.modules() if isinstance(m, (torch.nn.Conv1d, torch.nn.ConvTranspose1d))]
 
 
+def samples_per_frame(hift: HiFTGenerator) -> int:
+    return int(hift.f0_upsamp.scale_factor)
+
+
+def stft_steps(hift: HiFTGenerator, frames: int) -> int:
+    """STFT frames of a source of ``frames`` mel frames (centred: one more than samples over the hop)."""
+    return frames * samples_per_frame(hift) // hift.istft_params["hop_len"] + 1
+
+
+# ----- inputs -----
+
+def exact_shape(rows: Sequence[VocodeRow]) -> Shape:
+    """The smallest shape holding ``rows``."""
+    positions = [r.ref["prompt_token"].numel() + r.tokens.numel() for r in rows]
+    frames = [MEL_PER_TOKEN * n - r.ref["prompt_feat"].reshape(-1, 80).shape[0] for n, r in zip(positions, rows)]
+    return Shape(len(rows), max(positions), max(frames))
+
+
+def zero_inputs(s3gen: S3Gen, shape: Shape) -> tuple[FlowInputs, HiftInputs]:
+    """A call's input tensors at ``shape``, all zero."""
+    dev, dtype = s3gen.device, s3gen.dtype
+    hift = s3gen.mel2wav
+    harmonics = hift.m_source.l_sin_gen.harmonic_num + 1
+    batch, total = shape.batch, shape.positions
+    cond = torch.zeros(batch, 80, MEL_PER_TOKEN * total, dtype=dtype, device=dev)
+    flow = FlowInputs(token=torch.zeros(batch, total, dtype=torch.long, device=dev),
+                      token_len=torch.zeros(batch, dtype=torch.long, device=dev),
+                      embedding=torch.zeros(batch, s3gen.flow.spk_embed_affine_layer.in_features, dtype=dtype,
+                                            device=dev),
+                      cond=cond, z=torch.zeros_like(cond))
+    return flow, HiftInputs(starts=torch.zeros(batch, dtype=torch.long, device=dev),
+                            frames=torch.zeros(batch, dtype=torch.long, device=dev),
+                            phase=torch.zeros(batch, harmonics, 1, dtype=dtype, device=dev),
+                            draws=torch.zeros(batch, harmonics, shape.frames * samples_per_frame(hift), dtype=dtype,
+                                              device=dev))
+
+
+def prepare(s3gen: S3Gen, rows: Sequence[VocodeRow], shape: Shape) -> Prepared:
+    """The call's inputs at ``shape`` (which must hold every row), each row's noise drawn from its generator in the
+    order of its solo run."""
+    dev, dtype = s3gen.device, s3gen.dtype
+    hift = s3gen.mel2wav
+    flow, source = zero_inputs(s3gen, shape)
+    token, token_len, embedding, cond, z = flow.token, flow.token_len, flow.embedding, flow.cond, flow.z
+    starts, frames, phase, draws = source.starts, source.frames, source.phase, source.draws
+    harmonics, total = phase.shape[1], shape.positions
+    samples: list[int] = []
+    sizes: list[tuple[int, int, int]] = []  # per row: positions, prompt mels, generated frames
+    low, high = torch.tensor(-np.pi), torch.tensor(np.pi)  # as torch.distributions.Uniform(-pi, pi) samples
+    for i, row in enumerate(rows):
+        g = row.generator
+        prompt = row.ref["prompt_token"].reshape(-1).to(dev).long()
+        feat = row.ref["prompt_feat"].reshape(-1, 80).to(device=dev, dtype=dtype)  # [2P, 80]
+        chunk = row.tokens.to(dev).reshape(-1)
+        n = len(prompt) + len(chunk)
+        generated = MEL_PER_TOKEN * n - len(feat)
+        if n > total or generated > shape.frames:
+            raise ValueError(f"a row of {n} positions and {generated} frames does not fit {shape}")
+        # the solo run's draws, in its order: flow_inference's noise for the generated mels, the estimator's z, then
+        # HiFT's sine phases and noise
+        noised = torch.randn((1, 80, MEL_PER_TOKEN * len(chunk)), generator=g, dtype=dtype, device=dev)
+        z[i, :, :MEL_PER_TOKEN * n] = torch.randn((1, 80, MEL_PER_TOKEN * n), generator=g, dtype=dtype, device=dev)[0]
+        z[i, :, MEL_PER_TOKEN * len(prompt):MEL_PER_TOKEN * n] = noised[0]
+        phase[i] = (low + torch.rand((harmonics, 1), generator=g, device=g.device) * (high - low)).to(phase)
+        samples.append(generated * samples_per_frame(hift))
+        draws[i, :, :samples[-1]] = torch.randn((1, harmonics, samples[-1]), generator=g, dtype=dtype, device=dev)[0]
+        token[i, :len(prompt)], token[i, len(prompt):n] = prompt, chunk
+        sizes.append((n, len(feat), generated))
+        embedding[i] = torch.atleast_2d(row.ref["embedding"])[0].to(embedding)
+        cond[i, :, :len(feat)] = feat.T
+    token_len[:len(rows)], starts[:len(rows)], frames[:len(rows)] = torch.tensor(sizes, device=dev).T
+    phase[:, 0, :] = 0
+    for tensor in (token, token_len, embedding, cond, z, starts, frames, phase, draws):
+        tensor[len(rows):] = tensor[0]  # rows that only fill the bucket repeat the first
+    samples += samples[:1] * (shape.batch - len(rows))
+    return Prepared(shape, flow, source, samples, len(rows))
+
+
+# ----- the static-shape stages -----
+
+def flow_stage(s3gen: S3Gen, inputs: FlowInputs) -> torch.Tensor:
+    """Mels [B, 80, 2 * positions] (prompt part included): upstream's ``flow_inference`` ->
+    ``CausalMaskedDiffWithXvec.inference`` -> ``CausalConditionalCFM.forward`` -> ``basic_euler``, every row at once."""
+    flow, dtype = s3gen.flow, s3gen.dtype
+    total = inputs.token.shape[1]
+    embedding = flow.spk_embed_affine_layer(F.normalize(inputs.embedding, dim=1))
+    x = flow.input_embedding(inputs.token) * _lengths_mask(inputs.token_len, total).unsqueeze(-1).to(embedding)
+    with _zeroed_past([flow.encoder.pre_lookahead_layer], inputs.token_len, total, time_dim=1):
+        h, _ = flow.encoder(x, inputs.token_len)
+    mu = flow.encoder_proj(h).transpose(1, 2).contiguous()  # [B, 80, 2 * positions]
+    mask = _lengths_mask(MEL_PER_TOKEN * inputs.token_len, mu.shape[2]).unsqueeze(1).to(mu)
+    estimator = flow.decoder.estimator
+    x, mu, mask, embedding, cond = (t.to(estimator.dtype) for t in (inputs.z, mu, mask, embedding, inputs.cond))
+    t_span = torch.linspace(0, 1, N_TIMESTEPS + 1, device=x.device, dtype=x.dtype)
+    for t, r in zip(t_span[:-1], t_span[1:]):
+        t, r = t[None], r[None]
+        x = x + (r - t) * estimator.forward(x, mask=mask, mu=mu, t=t, spks=embedding, cond=cond, r=r)
+    return x.to(dtype)
+
+
+def generated_mels(mels: torch.Tensor, hift: HiftInputs, frames: int) -> torch.Tensor:
+    """[B, 80, frames]: each row's mels from its prompt's end (upstream cuts at the prompt mels' length), zero after."""
+    at = hift.starts[:, None] + torch.arange(frames, device=mels.device)[None]
+    picked = mels.gather(2, at.clamp(max=mels.shape[2] - 1)[:, None, :].expand(-1, mels.shape[1], -1))
+    return picked * _lengths_mask(hift.frames, frames)[:, None, :].to(picked)
+
+
+def source_stage(hift: HiFTGenerator, mel: torch.Tensor, inputs: HiftInputs) -> torch.Tensor:
+    """HiFT's source [B, 1, samples]: ``HiFTGenerator.inference`` up to ``m_source``, with the phases and noise
+    drawn beforehand. Its last draw (the noise branch, unused by ``inference``) is skipped: nothing is drawn after."""
+    with _zeroed_past(_convs(hift.f0_predictor), inputs.frames, mel.shape[2], time_dim=2):
+        f0 = hift.f0_predictor(mel)
+    f0 = hift.f0_upsamp(f0[:, None])  # [B, 1, samples]
+    source, sine_gen = hift.m_source, hift.m_source.l_sin_gen
+    harmonics = sine_gen.harmonic_num + 1
+    f_mat = torch.cat([f0 * (i + 1) / sine_gen.sampling_rate for i in range(harmonics)], dim=1)
+    theta = 2 * np.pi * (torch.cumsum(f_mat, dim=-1) % 1)
+    sine = sine_gen.sine_amp * torch.sin(theta + inputs.phase)
+    uv = (f0 > sine_gen.voiced_threshold).type(torch.float32)
+    noise_amp = uv * sine_gen.noise_std + (1 - uv) * sine_gen.sine_amp / 3
+    sine = sine * uv + noise_amp * inputs.draws
+    return source.l_tanh(source.l_linear(sine.transpose(1, 2))).transpose(1, 2)
+
+
+def stft_rows(hift: HiFTGenerator, s: torch.Tensor, samples: list[int], steps: int) -> torch.Tensor:
+    """[B, n_fft + 2, steps]: each row's source through HiFT's STFT at its own length, zero after."""
+    spec = torch.zeros(s.shape[0], hift.istft_params["n_fft"] + 2, steps, dtype=s.dtype, device=s.device)
+    for i, n in enumerate(samples):
+        real, imag = hift._stft(s[i:i + 1, 0, :n])
+        spec[i, :, :real.shape[2]] = torch.cat([real, imag], dim=1)[0]
+    return spec
+
+
+def decode_stage(hift: HiFTGenerator, mel: torch.Tensor, s_stft: torch.Tensor, frames: torch.Tensor) -> torch.Tensor:
+    """``HiFTGenerator.decode`` between its STFT and its inverse: [B, n_fft + 2, steps]."""
+    with _zeroed_past(_convs(hift), frames, mel.shape[2], time_dim=2):
+        x = hift.conv_pre(mel)
+        for i in range(hift.num_upsamples):
+            x = F.leaky_relu(x, hift.lrelu_slope)
+            x = hift.ups[i](x)
+            if i == hift.num_upsamples - 1:
+                x = hift.reflection_pad(x)
+            x = x + hift.source_resblocks[i](hift.source_downs[i](s_stft))
+            xs = hift.resblocks[i * hift.num_kernels](x)
+            for j in range(1, hift.num_kernels):
+                xs += hift.resblocks[i * hift.num_kernels + j](x)
+            x = xs / hift.num_kernels
+        return hift.conv_post(F.leaky_relu(x))
+
+
+def istft_rows(hift: HiFTGenerator, x: torch.Tensor, samples: list[int]) -> list[torch.Tensor]:
+    """Each row's audio [samples]: HiFT's inverse STFT over the row's own frames, clamped."""
+    half, hop = hift.istft_params["n_fft"] // 2 + 1, hift.istft_params["hop_len"]
+    wavs = []
+    for i, n in enumerate(samples):
+        row = x[i:i + 1, :, :n // hop + 1]
+        wav = hift._istft(torch.exp(row[:, :half]), torch.sin(row[:, half:]))
+        wavs.append(torch.clamp(wav, -hift.audio_limit, hift.audio_limit)[0])
+    return wavs
+
+
+class EagerStages:
+    def __init__(self, s3gen: S3Gen) -> None:
+        self.s3gen = s3gen
+
+    def flow(self, shape: Shape, inputs: FlowInputs) -> torch.Tensor:
+        return flow_stage(self.s3gen, inputs)
+
+    def source(self, shape: Shape, mel: torch.Tensor, hift: HiftInputs) -> torch.Tensor:
+        return source_stage(self.s3gen.mel2wav, mel, hift)
+
+    def decode(self, shape: Shape, mel: torch.Tensor, s_stft: torch.Tensor, frames: torch.Tensor) -> torch.Tensor:
+        return decode_stage(self.s3gen.mel2wav, mel, s_stft, frames)
+
+
 @torch.inference_mode()
-def vocode_rows(s3gen: S3Gen, rows: Sequence[VocodeRow]) -> list[torch.Tensor]:
-    """Audio [samples] per row, as ``s3gen.inference(speech_tokens=row.tokens, ref_dict=row.ref,
-    n_cfm_timesteps=2)`` gives it with torch's global generator in the state of ``row.generator``."""
-    mels, frames = _flow(s3gen, rows)
-    wavs = _hift(s3gen.mel2wav, mels.to(s3gen.dtype), frames, [row.generator for row in rows])
+def run(s3gen: S3Gen, call: Prepared, stages: Stages) -> list[torch.Tensor]:
+    """Audio [samples] for each of the call's rows (those that fill a bucket dropped), faded in as upstream does."""
+    hift, shape = s3gen.mel2wav, call.shape
+    mels = generated_mels(stages.flow(shape, call.flow), call.hift, shape.frames).to(s3gen.dtype)
+    s = stages.source(shape, mels, call.hift)
+    s_stft = stft_rows(hift, s, call.samples, stft_steps(hift, shape.frames))
+    wavs = istft_rows(hift, stages.decode(shape, mels, s_stft, call.hift.frames), call.samples[:call.count])
     fade = s3gen.trim_fade
     for wav in wavs:
         wav[:len(fade)] *= fade
     return wavs
 
 
-def _randn(shape: tuple[int, ...], row: VocodeRow, like: torch.Tensor) -> torch.Tensor:
-    return torch.randn(shape, generator=row.generator, dtype=like.dtype, device=like.device)
-
-
-def _flow(s3gen: S3Gen, rows: Sequence[VocodeRow]) -> tuple[torch.Tensor, list[int]]:
-    """Mels of the generated part, [B, 80, frames] padded, and each row's frame count (twice its tokens): upstream's
-    ``flow_inference`` -> ``CausalMaskedDiffWithXvec.inference`` -> ``CausalConditionalCFM.forward`` -> ``basic_euler``
-    for every row at once."""
-    flow, dev, dtype = s3gen.flow, s3gen.device, s3gen.dtype
-    refs = [{k: v.to(device=dev, dtype=dtype) if torch.is_tensor(v) else v for k, v in row.ref.items()} for row in rows]
-    prompts = [ref["prompt_token"].reshape(-1).long() for ref in refs]
-    feats = [ref["prompt_feat"].reshape(-1, ref["prompt_feat"].shape[-1]) for ref in refs]  # [2P, 80]
-    tokens = [row.tokens.to(dev).reshape(-1) for row in rows]
-    lengths = [len(p) + len(t) for p, t in zip(prompts, tokens)]
-    total = max(lengths)
-    batch = len(rows)
-    probe = torch.empty(0, dtype=dtype, device=dev)
-    # the solo run's draws, in its order: flow_inference's noise for the generated mels, then the estimator's z
-    noised = [_randn((1, 80, 2 * len(t)), row, probe) for row, t in zip(rows, tokens)]
-    z = torch.zeros(batch, 80, 2 * total, dtype=dtype, device=dev)
-    for i, (row, n) in enumerate(zip(rows, lengths)):
-        z[i, :, :2 * n] = _randn((1, 80, 2 * n), row, probe)[0]
-        z[i, :, 2 * len(prompts[i]):2 * n] = noised[i][0]
-
-    token = torch.zeros(batch, total, dtype=torch.long, device=dev)
-    for i, (p, t) in enumerate(zip(prompts, tokens)):
-        token[i, :len(p)], token[i, len(p):lengths[i]] = p, t
-    token_len = torch.tensor(lengths, device=dev)
-    embedding = torch.cat([torch.atleast_2d(ref["embedding"]) for ref in refs])
-    embedding = flow.spk_embed_affine_layer(F.normalize(embedding, dim=1))
-    x = flow.input_embedding(token) * _lengths_mask(token_len, total).unsqueeze(-1).to(embedding)
-    with _zeroed_past([flow.encoder.pre_lookahead_layer], lengths, total, time_dim=1, device=dev):
-        h, _ = flow.encoder(x, token_len)
-    mu = flow.encoder_proj(h).transpose(1, 2).contiguous()  # [B, 80, 2 * total]
-    cond = torch.zeros_like(mu)
-    for i, feat in enumerate(feats):
-        cond[i, :, :len(feat)] = feat.T
-    mel_len = 2 * token_len
-    mask = _lengths_mask(mel_len, mu.shape[2]).unsqueeze(1).to(mu)
-
-    estimator = flow.decoder.estimator
-    x, mu, mask, embedding, cond = (t.to(estimator.dtype) for t in (z, mu, mask, embedding, cond))
-    t_span = torch.linspace(0, 1, N_TIMESTEPS + 1, device=dev, dtype=x.dtype)
-    for t, r in zip(t_span[:-1], t_span[1:]):
-        t, r = t[None], r[None]
-        x = x + (r - t) * estimator.forward(x, mask=mask, mu=mu, t=t, spks=embedding, cond=cond, r=r)
-    x = x.to(dtype)
-
-    starts = [len(feat) for feat in feats]  # upstream cuts at the prompt mels' length
-    counts = [2 * n - start for n, start in zip(lengths, starts)]
-    out = torch.zeros(batch, 80, max(counts), dtype=dtype, device=dev)
-    for i, (start, count) in enumerate(zip(starts, counts)):
-        out[i, :, :count] = x[i, :, start:start + count]
-    return out, counts
-
-
-def _hift(hift: HiFTGenerator, mel: torch.Tensor, frames: list[int],
-          generators: Sequence[torch.Generator]) -> list[torch.Tensor]:
-    """``HiFTGenerator.inference`` (no cache source) for every row at once; audio [samples] per row."""
-    base = mel.shape[2]
-    with _zeroed_past(_convs(hift), frames, base, time_dim=2, device=mel.device):
-        f0 = hift.f0_predictor(mel)
-        s = hift.f0_upsamp(f0[:, None]).transpose(1, 2)  # [B, samples, 1]
-        samples = [n * (s.shape[1] // base) for n in frames]
-        s = _source(hift, s, samples, generators).transpose(1, 2)  # [B, 1, samples]
-        return _decode(hift, mel, s, samples)
-
-
-def _source(hift: HiFTGenerator, f0: torch.Tensor, samples: list[int],
-            generators: Sequence[torch.Generator]) -> torch.Tensor:
-    """``SourceModuleHnNSF.forward`` (its ``SineGen`` included) with each row's phases and noise from its own
-    generator. Its last draw (the noise branch, unused by ``inference``) is skipped: nothing is drawn after it."""
-    source = hift.m_source
-    sine_gen = source.l_sin_gen
-    f0 = f0.transpose(1, 2)  # [B, 1, samples]
-    harmonics = sine_gen.harmonic_num + 1
-    f_mat = torch.cat([f0 * (i + 1) / sine_gen.sampling_rate for i in range(harmonics)], dim=1)
-    theta = 2 * np.pi * (torch.cumsum(f_mat, dim=-1) % 1)
-    low, high = torch.tensor(-np.pi), torch.tensor(np.pi)  # as torch.distributions.Uniform(-pi, pi) samples
-    phase = torch.stack([low + torch.rand((harmonics, 1), generator=g, device=g.device) * (high - low)
-                         for g in generators]).to(f_mat.device)
-    phase[:, 0, :] = 0
-    sine = sine_gen.sine_amp * torch.sin(theta + phase)
-    uv = (f0 > sine_gen.voiced_threshold).type(torch.float32)
-    noise_amp = uv * sine_gen.noise_std + (1 - uv) * sine_gen.sine_amp / 3
-    draws = torch.zeros_like(sine)
-    for i, g in enumerate(generators):
-        n = samples[i]
-        draws[i, :, :n] = torch.randn((1, harmonics, n), generator=g, dtype=sine.dtype, device=g.device)[0]
-    sine = sine * uv + noise_amp * draws
-    return source.l_tanh(source.l_linear(sine.transpose(1, 2)))
-
-
-def _decode(hift: HiFTGenerator, x: torch.Tensor, s: torch.Tensor, samples: list[int]) -> list[torch.Tensor]:
-    """``HiFTGenerator.decode`` with the STFT and inverse STFT per row (their edges depend on the row's length)."""
-    specs = []
-    for i in range(x.shape[0]):
-        real, imag = hift._stft(s[i:i + 1, 0, :samples[i]])
-        specs.append(torch.cat([real, imag], dim=1)[0])
-    s_stft = torch.zeros(x.shape[0], specs[0].shape[0], max(sp.shape[1] for sp in specs), dtype=x.dtype,
-                         device=x.device)
-    for i, spec in enumerate(specs):
-        s_stft[i, :, :spec.shape[1]] = spec
-
-    x = hift.conv_pre(x)
-    for i in range(hift.num_upsamples):
-        x = F.leaky_relu(x, hift.lrelu_slope)
-        x = hift.ups[i](x)
-        if i == hift.num_upsamples - 1:
-            x = hift.reflection_pad(x)
-        x = x + hift.source_resblocks[i](hift.source_downs[i](s_stft))
-        xs = hift.resblocks[i * hift.num_kernels](x)
-        for j in range(1, hift.num_kernels):
-            xs += hift.resblocks[i * hift.num_kernels + j](x)
-        x = xs / hift.num_kernels
-    x = hift.conv_post(F.leaky_relu(x))
-    half = hift.istft_params["n_fft"] // 2 + 1
-    wavs = []
-    for i, spec in enumerate(specs):
-        row = x[i:i + 1, :, :spec.shape[1]]
-        wav = hift._istft(torch.exp(row[:, :half]), torch.sin(row[:, half:]))
-        wavs.append(torch.clamp(wav, -hift.audio_limit, hift.audio_limit)[0])
-    return wavs
+def vocode_rows(s3gen: S3Gen, rows: Sequence[VocodeRow]) -> list[torch.Tensor]:
+    """Audio [samples] per row, as ``s3gen.inference(speech_tokens=row.tokens, ref_dict=row.ref,
+    n_cfm_timesteps=2)`` gives it with torch's global generator in the state of ``row.generator``; eager, at the
+    rows' exact sizes."""
+    install_graph_safe_masks()
+    with torch.inference_mode():
+        return run(s3gen, prepare(s3gen, rows, exact_shape(rows)), EagerStages(s3gen))

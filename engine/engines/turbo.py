@@ -39,10 +39,12 @@ from .base import BatchingEngine, EngineError, EngineInfo, GraphCheckFailed
 from .graph_check import GraphCheck, SelfCheck
 from .prefix_cache import PrefixCache
 from .s3gen_batch import MAX_BATCH, VocodeRow, vocode_rows
+from .s3gen_graphs import Buckets, GraphedVocoder
 from .t3_batch import BATCH_BUCKETS, BatchDecoder
 from .t3_loop import DecodeLoop
 from .t3_sampling import Sampling
 from .t3_static import VoicePrefix, voice_prefix
+from .vocode_check import VocodeCheck
 from .turbo_arch import (
     CONDS_FILE,
     S3GEN_FILE,
@@ -60,6 +62,7 @@ ENC_COND_LEN = 15 * S3_SR  # reference audio the T3 speech prompt sees (as Chatt
 DEC_COND_LEN = 10 * S3GEN_SR  # reference audio S3Gen sees
 MIN_REFERENCE_S = 5.0
 TARGET_LUFS = -27.0
+S3GEN_PROMPT_TOKENS = DEC_COND_LEN // S3GEN_SR * 25  # the longest voice prompt S3Gen sees: 250 tokens (25 per s)
 PROMPT_CACHE_VOICES = 64  # voices whose prompt K/V stay on the device (~37 MB each in bf16 at full size)
 MAX_TEXT_TOKENS = 320  # a chunk is at most ~300 characters (the planner's cap); the KV cache is sized for this
 SPEECH_CHARS_PER_S = 14.0  # English read aloud; random weights stop after this much speech, real ones at EOS
@@ -99,14 +102,15 @@ def _pick_dtype(dtype: str, device: torch.device) -> torch.dtype:
     return {"bfloat16": torch.bfloat16, "float16": torch.float16, "float32": torch.float32}[dtype]
 
 
-def _pick_decode(decode: str, device: torch.device) -> str:
-    if decode == "auto":
+def _pick_graphs(mode: str, device: torch.device, flag: str = "--decode") -> str:
+    """``auto``, ``eager`` or ``graph`` (``--decode`` for T3, ``--vocode`` for S3Gen) resolved on ``device``."""
+    if mode == "auto":
         return "graph" if device.type == "cuda" else "eager"
-    if decode == "graph" and device.type != "cuda":
-        raise EngineError("--decode graph needs a CUDA device", code="bad_config")
-    if decode not in ("eager", "graph"):
-        raise ValueError(f"decode must be 'auto', 'eager' or 'graph', not {decode!r}")
-    return decode
+    if mode == "graph" and device.type != "cuda":
+        raise EngineError(f"{flag} graph needs a CUDA device", code="bad_config")
+    if mode not in ("eager", "graph"):
+        raise ValueError(f"{flag.lstrip('-')} must be 'auto', 'eager' or 'graph', not {mode!r}")
+    return mode
 
 
 def _load_tokenizer(source: Path) -> PreTrainedTokenizerBase:
@@ -139,6 +143,7 @@ class TurboEngine(BatchingEngine):
         sampling: Sampling = Sampling(),
         slots: int = 8,
         decode_asked: str = "auto",
+        vocode_asked: str = "auto",
         prompt_cache_voices: int = PROMPT_CACHE_VOICES,
     ) -> None:
         self.t3 = t3
@@ -153,6 +158,8 @@ class TurboEngine(BatchingEngine):
         self._builtin = builtin
         self.decode_asked = decode_asked  # "graph" asked explicitly: a failed self-check refuses to start
         self.graph_check: dict | None = None  # the self-check's result once it ran (GraphCheck.as_json)
+        self.vocode_asked = vocode_asked  # the same for S3Gen's graphs
+        self.vocode_check: dict | None = None
         self.decoder = BatchDecoder(t3, slots, sampling, max_text_tokens=MAX_TEXT_TOKENS)
         self.graphs = None
         if info.decode == "graph":
@@ -166,6 +173,13 @@ class TurboEngine(BatchingEngine):
         self.loop = DecodeLoop(self.decoder, self.prompts.get)
         # S3Gen on a stream of its own, so its kernels do not queue in front of the decode loop's steps
         self._s3gen_stream = torch.cuda.Stream(self.device) if self.device.type == "cuda" else None
+        self.vocoder_graphs: GraphedVocoder | None = None
+        if info.vocode == "graph":
+            from .s3gen_graphs import cuda_capture
+
+            prompt = builtin.gen["prompt_token"].shape[-1] if builtin is not None else 0
+            self.vocoder_graphs = GraphedVocoder(s3gen, Buckets(max(S3GEN_PROMPT_TOKENS, prompt)),
+                                                 cuda_capture(self.device))
 
     @classmethod
     def load(
@@ -180,16 +194,18 @@ class TurboEngine(BatchingEngine):
         decode: str = "auto",
         slots: int = 0,
         prompt_cache_voices: int = PROMPT_CACHE_VOICES,
+        vocode: str = "auto",
     ) -> TurboEngine:
         """Load weights from ``model_dir``, the HF cache or a download; or random weights of the same shapes.
 
         ``llama_config`` (a ``LLAMA_CONFIGS`` key or a JSON file) overrides the T3 body the checkpoint declares.
         T3 runs in ``dtype`` (bf16 on CUDA when supported); S3Gen and the voice encoder stay float32.
-        ``decode``: auto (CUDA graphs on CUDA, eager elsewhere), eager or graph; ``slots``: the most chunks decoded
-        together (0: 64 on CUDA, 8 elsewhere).
+        ``decode``: auto (CUDA graphs on CUDA, eager elsewhere), eager or graph; ``vocode``: the same for S3Gen;
+        ``slots``: the most chunks decoded together (0: 64 on CUDA, 8 elsewhere).
         """
         dev = _pick_device(device)
-        asked, decode = decode, _pick_decode(decode, dev)
+        asked, decode = decode, _pick_graphs(decode, dev)
+        vocode_asked, vocode = vocode, _pick_graphs(vocode, dev, "--vocode")
         slots = slots or (64 if dev.type == "cuda" else 8)
         t3_dtype = _pick_dtype(dtype, dev)
         if dev.type == "cuda":
@@ -232,12 +248,13 @@ class TurboEngine(BatchingEngine):
             device=str(dev),
             dtype=str(t3_dtype).removeprefix("torch."),
             weights=RANDOM_WEIGHTS if weights == "random" else str(source),
-            notes=f"T3 {t3.hp.llama_config_name}, {decode} decode over {slots} batch slots; S3Gen float32; "
-                  f"tf32={'on' if tf32 and dev.type == 'cuda' else 'off'}",
+            notes=f"T3 {t3.hp.llama_config_name}, {decode} decode over {slots} batch slots; S3Gen float32, "
+                  f"{vocode}; tf32={'on' if tf32 and dev.type == 'cuda' else 'off'}",
             decode=decode,
+            vocode=vocode,
         )
         return cls(t3=t3, s3gen=s3gen, ve=ve, tokenizer=tokenizer, builtin=builtin, info=info, slots=slots,
-                   decode_asked=asked, prompt_cache_voices=prompt_cache_voices)
+                   decode_asked=asked, vocode_asked=vocode_asked, prompt_cache_voices=prompt_cache_voices)
 
     @staticmethod
     def _tokenizer_for(source: Path | None) -> PreTrainedTokenizerBase:
@@ -299,8 +316,9 @@ class TurboEngine(BatchingEngine):
 
     def warmup(self) -> None:
         """One short synthesis in the default voice; with CUDA graphs, first every bucket captured and the start-up
-        self-check (engine/engines/graph_check.py), both on the decode loop's thread. A failed check falls back to
-        eager decoding (``info.decode_fallback`` says why), or raises ``GraphCheckFailed`` if graphs were asked for."""
+        self-checks: T3's on the decode loop's thread (engine/engines/graph_check.py), then S3Gen's on its stream
+        (vocode_check.py). A failed check falls back to eager (``info.decode_fallback``, ``info.vocode_fallback`` say
+        why), or raises ``GraphCheckFailed`` if those graphs were asked for."""
         if self.graphs is not None and self.graph_check is None:
             check = self.loop.call(self._capture_and_check).result()
             if check.ok:
@@ -308,7 +326,38 @@ class TurboEngine(BatchingEngine):
             self.graph_check = check.as_json()
             if not check.ok:
                 self._fall_back(check.reason())
+        if self.vocoder_graphs is not None and self.vocode_check is None:
+            check = self._capture_and_check_vocoder(self.vocoder_graphs)
+            self.vocode_check = check.as_json()
+            if not check.ok:
+                self._vocoder_fall_back(check.reason())
         self.synthesize("Warming up.", self.default_voice(), threading.Event())
+
+    def _capture_and_check_vocoder(self, graphs: GraphedVocoder) -> GraphCheck:
+        """On S3Gen's stream: capture every bucket, then compare replayed calls with eager ones."""
+        stream = torch.cuda.stream(self._s3gen_stream) if self._s3gen_stream else contextlib.nullcontext()
+        with stream:
+            started = time.perf_counter()
+            try:
+                graphs.capture_all()
+            except Exception as exc:
+                return GraphCheck([f"capturing S3Gen failed: {type(exc).__name__}: {exc}"])
+            captured = {"graphs": graphs.captured, "capture_s": round(time.perf_counter() - started, 2)}
+            try:
+                check = VocodeCheck(graphs, self.default_voice().gen, timing=self.device.type == "cuda").run()
+            except Exception as exc:
+                check = GraphCheck([f"S3Gen's self-check itself failed: {type(exc).__name__}: {exc}"])
+        check.figures.update(captured)
+        return check
+
+    def _vocoder_fall_back(self, reason: str) -> None:
+        if self.vocode_asked == "graph":
+            raise GraphCheckFailed(reason, flag="--vocode")
+        log.warning("S3Gen's CUDA graphs failed their start-up self-check, vocoding eagerly instead: %s", reason)
+        self.vocoder_graphs = None
+        self.info = dataclasses.replace(self.info, vocode="eager", vocode_fallback=reason,
+                                        notes=self.info.notes.replace("S3Gen float32, graph", "S3Gen float32, eager "
+                                                                      "(graphs failed their self-check)"))
 
     def _capture_and_check(self) -> GraphCheck:
         """On the decode loop's thread: capture every bucket, then compare replays with eager steps."""
@@ -364,7 +413,7 @@ class TurboEngine(BatchingEngine):
             rows = [VocodeRow(torch.tensor([t for t in tokens if t < SPEECH_VOCAB_SIZE] + [S3GEN_SIL] * 3),
                               voice.gen, torch.Generator(self.device).manual_seed(_seed()))
                     for tokens, voice in items]
-            wavs = vocode_rows(self.s3gen, rows)
+            wavs = self.vocoder_graphs(rows) if self.vocoder_graphs else vocode_rows(self.s3gen, rows)
             return [wav.float().cpu().numpy().astype(np.float32, copy=False) for wav in wavs]
 
     @property

@@ -14,6 +14,10 @@ from starlette.responses import JSONResponse, Response
 
 from gateway.shared_state import GatewayState
 
+# what /health repeats of the worker's ready message
+ENGINE_FIELDS = ("engine", "device", "dtype", "weights", "notes", "decode", "decode_fallback", "vocode",
+                 "vocode_fallback", "backend", "prompt_cache")
+
 
 def health_body(state: GatewayState) -> dict[str, Any]:
     """This process's health: ``status`` is ok, starting or down."""
@@ -36,9 +40,7 @@ def health_body(state: GatewayState) -> dict[str, Any]:
     body: dict[str, Any] = {
         "status": status,
         **({"reason": reason} if reason else {}),  # why the worker stopped: cannot start, stalled, killed...
-        "engine": ready and {k: v for k, v in asdict(ready).items() if k in ("engine", "device", "dtype", "weights",
-                                                                              "notes", "decode", "backend",
-                                                                              "decode_fallback", "prompt_cache")},
+        "engine": ready and {k: v for k, v in asdict(ready).items() if k in ENGINE_FIELDS},
         "watermark": bool(ready and ready.watermark),
         "sessions": len(state.sessions),
         "engines": engines,
