@@ -40,7 +40,8 @@ from engine import protocol
 from chatterbox.models.s3gen.const import S3GEN_SIL
 from chatterbox.models.s3tokenizer import SPEECH_VOCAB_SIZE
 
-from engine.engines.s3gen_batch import VocodeRow, vocode_rows
+from engine.engines.s3gen_batch import VocodeRow, exact_shape, vocode_rows
+from engine.engines.s3gen_graphs import GraphedVocoder, Replay
 from engine.engines.t3_batch import BatchDecoder, Join
 from engine.engines.t3_sampling import Sampling
 from engine.engines.t3_static import voice_prefix
@@ -250,6 +251,49 @@ def upstream_vocode(engine: TurboEngine, tokens: list[int], voice: TurboVoice) -
         return engine.s3gen.inference(speech_tokens=speech, ref_dict=dict(voice.gen), n_cfm_timesteps=2)[0]
 
 
+def skipped_replays(stage: Callable[[], torch.Tensor]) -> tuple[Replay, torch.Tensor]:
+    """A capture for counting only: the stage runs once for its output's shape; its "replay" launches nothing."""
+    return (lambda: None), stage()
+
+
+def graphed_ops(counting: GraphedVocoder, tokens: list[int], voice: TurboVoice, batch: int) -> int:
+    """Operations a call of ``batch`` chunks dispatches when its stages are replayed: the glue, counted, and one
+    launch per replay (3)."""
+    speech = torch.tensor(tokens + [S3GEN_SIL] * 3)
+    rows = [VocodeRow(speech, voice.gen, torch.Generator(counting.s3gen.device).manual_seed(i)) for i in range(batch)]
+    shape = counting.buckets.holding(exact_shape(rows))
+    if shape is None:
+        return -1  # past the largest bucket: eager
+    counting.capture_bucket(shape)
+    ops, _ = count_ops(lambda: counting(rows))
+    return ops + 3
+
+
+def s3gen_graphed(engine: TurboEngine, voice: TurboVoice, batches: list[int], lengths: list[int],
+                  repeat: int) -> dict[str, Any]:
+    """S3Gen ms per chunk replayed from its bucket's graphs (after the start-up self-check) beside the same calls
+    eager, and what capturing cost."""
+    graphs = engine.vocoder_graphs
+    if graphs is None or engine.vocoder is not graphs:
+        return {"skipped": engine.info.vocode_fallback or "S3Gen's graphs are off (no CUDA, or --vocode eager)"}
+    result: dict[str, Any] = {k: v for k, v in (engine.vocode_check or {}).items() if k in ("graphs", "capture_s")}
+    try:
+        for n in lengths:
+            items = [(random_tokens(n, n), voice)]
+            per: dict[str, Any] = {}
+            for batch in batches:
+                for kind, vocoder in (("eager", lambda rows: vocode_rows(engine.s3gen, rows)), ("graphed", graphs)):
+                    engine.vocoder = vocoder
+                    engine.vocode_batch(items * batch)
+                    seconds = timed(engine.device, lambda: engine.vocode_batch(items * batch), repeat)
+                    per[f"{kind}_b{batch}_ms_per_chunk"] = round(1000 * seconds / batch, 2)
+            result[f"tokens_{n}"] = per
+    finally:
+        engine.vocoder = graphs
+    result["eager_calls_past_the_largest_bucket"] = graphs.eager_calls
+    return result
+
+
 def random_tokens(n: int, seed: int) -> list[int]:
     return torch.randint(0, SPEECH_VOCAB_SIZE, (n,), generator=torch.Generator().manual_seed(seed)).tolist()
 
@@ -258,9 +302,12 @@ def dispatch_counts(engine: TurboEngine, voice: TurboVoice, batches: list[int], 
                     lengths: list[int]) -> dict[str, Any]:
     """Aten operations the host dispatches (engine/op_count.py) per T3 step and per prefill at each of ``batches``,
     and per S3Gen call at each of ``lengths`` tokens: upstream's one chunk per call vs ``s3gen_batches`` chunks per
-    call; each also per second of audio, with the launch time it implies on a GPU (an estimate)."""
+    call, eager and replayed from graphs (the per-row glue plus one launch per replay; counted here with the replays
+    skipped, so on any device); each also per second of audio, with the launch time it implies on a GPU (an
+    estimate)."""
     text = engine.tokenizer(SHORT_TEXTS[3], return_tensors="pt").input_ids
     prefix = engine._prefix(voice)
+    counting = GraphedVocoder(engine.s3gen, engine.vocode_buckets, skipped_replays)
     result: dict[str, Any] = {"launch_us_assumed": list(LAUNCH_US)}
     with torch.inference_mode():
         for batch in batches:
@@ -284,6 +331,7 @@ def dispatch_counts(engine: TurboEngine, voice: TurboVoice, batches: list[int], 
                 ops, _ = count_ops(lambda: engine.vocode_batch([(tokens, voice)] * batch))
                 per[f"batched_b{batch}"] = ops
                 per[f"batched_b{batch}_per_audio_s"] = round(ops / (batch * audio_s))
+                per[f"graphed_b{batch}"] = graphed_ops(counting, tokens, voice, batch)
             result[f"s3gen_tokens_{n}"] = per
     return result
 
@@ -478,6 +526,7 @@ def parse(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--device", default="auto")
     parser.add_argument("--dtype", default="auto")
     parser.add_argument("--decode", default="auto", choices=("auto", "eager", "graph"))
+    parser.add_argument("--vocode", default="auto", choices=("auto", "eager", "graph"))
     parser.add_argument("--batches", type=ints, default=[1, 8, 32], help="batch sizes for the T3 step timings")
     parser.add_argument("--steps", type=int, default=60, help="decode steps per timing")
     parser.add_argument("--concurrent", type=ints, default=[1, 8, 32], help="chunks decoded at once (T3 tokens/s)")
@@ -507,11 +556,12 @@ def main(argv: list[str] | None = None) -> None:
     figures.phase("environment", environment)
     try:  # the server's start-up checks: no weights, no CUDA, --decode graph off CUDA... are one sentence, exit 3
         settings = preflight(EngineSettings(engine="chatterbox-turbo", model_dir=args.model_dir, weights=args.weights,
-                                            device=args.device, dtype=args.dtype, decode=args.decode),
+                                            device=args.device, dtype=args.dtype, decode=args.decode,
+                                            vocode=args.vocode),
                              "chatterbox-turbo")
         with loading(settings, on_gpu=True):
             engine = TurboEngine.load(settings.model_dir, weights=args.weights, device=args.device, dtype=args.dtype,
-                                      decode=args.decode,
+                                      decode=args.decode, vocode=args.vocode,
                                       slots=max(args.concurrent + ([] if args.no_worker else args.streams)))
     except Misconfigured as exc:
         print(f"engine.turbo_bench: refusing to start: {exc}", file=sys.stderr)
@@ -531,6 +581,8 @@ def main(argv: list[str] | None = None) -> None:
         figures.phase("self_check", lambda: self_check(engine))
         figures.phase("t3_step_graph", lambda: t3_steps(engine, voice, args.batches, args.steps, graph=True) if cuda
                       else {"skipped": "no CUDA device"})
+        figures.phase("s3gen_graphed", lambda: s3gen_graphed(engine, voice, args.s3gen_batches,
+                                                             args.s3gen_batch_tokens, args.repeat))
         figures.phase("t3_concurrent", lambda: t3_concurrent(engine, voice, args.concurrent))
     if not (args.no_worker or args.callers_only):
         with tempfile.TemporaryDirectory(prefix="cbf-bench-") as tmp:  # short: Unix socket paths are ~100 bytes
@@ -552,7 +604,9 @@ def self_check(engine: TurboEngine) -> dict[str, Any]:
     engine.warmup()
     return {"warmup_s": round(time.monotonic() - started, 2), "decode": engine.info.decode,
             "decode_fallback": engine.info.decode_fallback, "graphs_captured": len(engine.graphs.graphs)
-            if engine.graphs else 0, **(engine.graph_check or {})}
+            if engine.graphs else 0, **(engine.graph_check or {}),
+            "vocode": engine.info.vocode, "vocode_fallback": engine.info.vocode_fallback,
+            "vocode_check": engine.vocode_check}
 
 
 if __name__ == "__main__":

@@ -127,14 +127,18 @@ class GraphedVocoder:
             return run(self.s3gen, call, self)
 
     def capture_all(self) -> None:
-        """Every bucket's three graphs, before serving (``Buckets.all``: a few seconds on a GPU)."""
+        """Every bucket's three graphs, before serving (``Buckets.all``)."""
+        for shape in self.buckets.all():
+            self.capture_bucket(shape)
+
+    def capture_bucket(self, shape: Shape) -> None:
+        """The graphs a call of bucket ``shape`` replays, those not captured yet."""
         with torch.inference_mode():
-            for b in self.buckets.batches:
-                for p in self.buckets.positions:
-                    self._flow_graph(b, p)
-                for f in self.buckets.frames:
-                    self._source_graph(b, f)
-                    self._decode_graph(b, f)
+            if (shape.batch, shape.positions) not in self.flows:
+                self._flow_graph(shape.batch, shape.positions)
+            if (shape.batch, shape.frames) not in self.sources:
+                self._source_graph(shape.batch, shape.frames)
+                self._decode_graph(shape.batch, shape.frames)
 
     # ----- s3gen_batch.Stages -----
 

@@ -9,12 +9,13 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import functools
 import logging
 import os
 import tempfile
 import threading
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import Future
 from dataclasses import dataclass
 from pathlib import Path
@@ -44,7 +45,6 @@ from .t3_batch import BATCH_BUCKETS, BatchDecoder
 from .t3_loop import DecodeLoop
 from .t3_sampling import Sampling
 from .t3_static import VoicePrefix, voice_prefix
-from .vocode_check import VocodeCheck
 from .turbo_arch import (
     CONDS_FILE,
     S3GEN_FILE,
@@ -56,6 +56,7 @@ from .turbo_arch import (
     build_t3,
     write_byte_tokenizer,
 )
+from .vocode_check import VocodeCheck
 
 RANDOM_WEIGHTS = "random (compute cost only)"
 ENC_COND_LEN = 15 * S3_SR  # reference audio the T3 speech prompt sees (as ChatterboxTurboTTS)
@@ -73,6 +74,7 @@ class TurboVoice(Conditionals):
     """A voice's conditionals (owned by the voice store, never kept on the model)."""
 
 
+Vocoder = Callable[[Sequence[VocodeRow]], list[torch.Tensor]]
 _QUIET = threading.Lock()
 log = logging.getLogger("chatterbox_fast.engine")
 CHECK_TEXTS = ("Hello there, thanks for calling.", "Sure.", "Let me check that for you, one moment please.")
@@ -173,13 +175,14 @@ class TurboEngine(BatchingEngine):
         self.loop = DecodeLoop(self.decoder, self.prompts.get)
         # S3Gen on a stream of its own, so its kernels do not queue in front of the decode loop's steps
         self._s3gen_stream = torch.cuda.Stream(self.device) if self.device.type == "cuda" else None
+        self.vocoder: Vocoder = functools.partial(vocode_rows, s3gen)  # S3Gen's calls: eager until graphs pass
+        prompt = builtin.gen["prompt_token"].shape[-1] if builtin is not None else 0
+        self.vocode_buckets = Buckets(max(S3GEN_PROMPT_TOKENS, prompt))
         self.vocoder_graphs: GraphedVocoder | None = None
         if info.vocode == "graph":
             from .s3gen_graphs import cuda_capture
 
-            prompt = builtin.gen["prompt_token"].shape[-1] if builtin is not None else 0
-            self.vocoder_graphs = GraphedVocoder(s3gen, Buckets(max(S3GEN_PROMPT_TOKENS, prompt)),
-                                                 cuda_capture(self.device))
+            self.vocoder_graphs = GraphedVocoder(s3gen, self.vocode_buckets, cuda_capture(self.device))
 
     @classmethod
     def load(
@@ -329,7 +332,9 @@ class TurboEngine(BatchingEngine):
         if self.vocoder_graphs is not None and self.vocode_check is None:
             check = self._capture_and_check_vocoder(self.vocoder_graphs)
             self.vocode_check = check.as_json()
-            if not check.ok:
+            if check.ok:
+                self.vocoder = self.vocoder_graphs
+            else:
                 self._vocoder_fall_back(check.reason())
         self.synthesize("Warming up.", self.default_voice(), threading.Event())
 
@@ -413,7 +418,7 @@ class TurboEngine(BatchingEngine):
             rows = [VocodeRow(torch.tensor([t for t in tokens if t < SPEECH_VOCAB_SIZE] + [S3GEN_SIL] * 3),
                               voice.gen, torch.Generator(self.device).manual_seed(_seed()))
                     for tokens, voice in items]
-            wavs = self.vocoder_graphs(rows) if self.vocoder_graphs else vocode_rows(self.s3gen, rows)
+            wavs = self.vocoder(rows)
             return [wav.float().cpu().numpy().astype(np.float32, copy=False) for wav in wavs]
 
     @property

@@ -21,7 +21,15 @@ from typing import Any
 import torch
 
 from .graph_check import GraphCheck, close
-from .s3gen_batch import MEL_PER_TOKEN, EagerStages, VocodeRow, exact_shape, prepare, run, vocode_rows
+from .s3gen_batch import (
+    MEL_PER_TOKEN,
+    EagerStages,
+    VocodeRow,
+    exact_shape,
+    prepare,
+    run,
+    vocode_rows,
+)
 from .s3gen_graphs import GraphedVocoder
 
 AUDIO_TOLERANCE = 1e-3  # -60 dB of full scale: far below hearing, far above float32 or TF32 rounding
