@@ -160,7 +160,7 @@ class HostData(TorchDispatchMode):
 
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):  # type: ignore[no-untyped-def]
         flat, _ = tree_flatten((args, kwargs or {}))
-        if any(isinstance(t, torch.Tensor) and t.device.type != "meta" and t.dim() > 0 for t in flat):
+        if any(isinstance(t, torch.Tensor) and t.device.type != "meta" for t in flat):
             self.operations.add(str(func))
         return func(*args, **(kwargs or {}))
 
