@@ -5,8 +5,6 @@ CPU)."""
 
 from __future__ import annotations
 
-import contextlib
-import os
 from collections.abc import Iterator
 
 import pytest
@@ -14,7 +12,8 @@ import pytest
 pytest.importorskip("chatterbox.tts_turbo")
 
 import torch  # noqa: E402
-from turbo_checkpoint import builtin_conditionals, write_tiny_checkpoint  # noqa: E402
+from s3gen_rows import solo, two_voices  # noqa: E402
+from turbo_checkpoint import write_tiny_checkpoint  # noqa: E402
 
 from engine.engines.s3gen_batch import VocodeRow, vocode_rows  # noqa: E402
 from engine.engines.turbo import TurboEngine, TurboVoice  # noqa: E402
@@ -36,20 +35,7 @@ def engine(tmp_path_factory: pytest.TempPathFactory) -> Iterator[TurboEngine]:
 
 @pytest.fixture(scope="module")
 def voices(engine: TurboEngine) -> list[TurboVoice]:
-    """The built-in voice (100 prompt tokens) and another of 60 (cut from a second stand-in, as cheap as a clone)."""
-    other = builtin_conditionals(seed=5).gen
-    short = dict(other, prompt_token=other["prompt_token"][:, :60], prompt_token_len=torch.tensor([60]),
-                 prompt_feat=other["prompt_feat"][:, :120])
-    return [engine.default_voice(), TurboVoice(engine.default_voice().t3, short)]
-
-
-def solo(engine: TurboEngine, tokens: torch.Tensor, voice: TurboVoice, seed: int) -> torch.Tensor:
-    """Upstream's own call, its noise from torch's global generator."""
-    torch.manual_seed(seed)
-    with torch.inference_mode(), open(os.devnull, "w") as sink, contextlib.redirect_stdout(sink), \
-            contextlib.redirect_stderr(sink):
-        wav, _ = engine.s3gen.inference(speech_tokens=tokens, ref_dict=dict(voice.gen), n_cfm_timesteps=2)
-    return wav[0]
+    return two_voices(engine)
 
 
 def test_each_row_of_a_mixed_batch_equals_its_solo_upstream_run(engine: TurboEngine, voices: list[TurboVoice]) -> None:

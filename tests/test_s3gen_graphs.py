@@ -10,10 +10,8 @@ device, where an ``.item()`` raises and a host tensor shows up in the dispatch l
 
 from __future__ import annotations
 
-import contextlib
 import copy
 import dataclasses
-import os
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
@@ -22,9 +20,10 @@ import pytest
 pytest.importorskip("chatterbox.tts_turbo")
 
 import torch  # noqa: E402
+from s3gen_rows import solo, two_voices  # noqa: E402
 from torch.utils._python_dispatch import TorchDispatchMode  # noqa: E402
 from torch.utils._pytree import tree_flatten  # noqa: E402
-from turbo_checkpoint import builtin_conditionals, write_tiny_checkpoint  # noqa: E402
+from turbo_checkpoint import write_tiny_checkpoint  # noqa: E402
 
 from engine.cost import CostModel  # noqa: E402
 from engine.engines import s3gen_graphs  # noqa: E402
@@ -80,11 +79,7 @@ def engine(tmp_path_factory: pytest.TempPathFactory) -> Iterator[TurboEngine]:
 
 @pytest.fixture(scope="module")
 def voices(engine: TurboEngine) -> list[TurboVoice]:
-    """The built-in voice (100 prompt tokens) and one of 60."""
-    other = builtin_conditionals(seed=5).gen
-    short = dict(other, prompt_token=other["prompt_token"][:, :60], prompt_token_len=torch.tensor([60]),
-                 prompt_feat=other["prompt_feat"][:, :120])
-    return [engine.default_voice(), TurboVoice(engine.default_voice().t3, short)]
+    return two_voices(engine)
 
 
 @pytest.fixture(scope="module")
@@ -92,14 +87,6 @@ def graphed(engine: TurboEngine) -> GraphedVocoder:
     vocoder = GraphedVocoder(engine.s3gen, SMALL, stand_in_capture())
     vocoder.capture_all()
     return vocoder
-
-
-def solo(engine: TurboEngine, tokens: torch.Tensor, voice: TurboVoice, seed: int) -> torch.Tensor:
-    torch.manual_seed(seed)
-    with torch.inference_mode(), open(os.devnull, "w") as sink, contextlib.redirect_stdout(sink), \
-            contextlib.redirect_stderr(sink):
-        wav, _ = engine.s3gen.inference(speech_tokens=tokens, ref_dict=dict(voice.gen), n_cfm_timesteps=2)
-    return wav[0]
 
 
 def test_the_graph_safe_chunk_mask_equals_upstreams() -> None:
