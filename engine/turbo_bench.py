@@ -257,8 +257,8 @@ def skipped_replays(stage: Callable[[], torch.Tensor]) -> tuple[Replay, torch.Te
 
 
 def graphed_ops(counting: GraphedVocoder, tokens: list[int], voice: TurboVoice, batch: int) -> int:
-    """Operations a call of ``batch`` chunks dispatches when its stages are replayed: the glue, counted, and one
-    launch per replay (3)."""
+    """Operations a call of ``batch`` chunks dispatches when its stages are replayed: the per-row work, counted, and
+    one launch per replay (2)."""
     speech = torch.tensor(tokens + [S3GEN_SIL] * 3)
     rows = [VocodeRow(speech, voice.gen, torch.Generator(counting.s3gen.device).manual_seed(i)) for i in range(batch)]
     shape = counting.buckets.holding(exact_shape(rows))
@@ -266,7 +266,7 @@ def graphed_ops(counting: GraphedVocoder, tokens: list[int], voice: TurboVoice, 
         return -1  # past the largest bucket: eager
     counting.capture_bucket(shape)
     ops, _ = count_ops(lambda: counting(rows))
-    return ops + 3
+    return ops + 2
 
 
 def s3gen_graphed(engine: TurboEngine, voice: TurboVoice, batches: list[int], lengths: list[int],
@@ -302,7 +302,7 @@ def dispatch_counts(engine: TurboEngine, voice: TurboVoice, batches: list[int], 
                     lengths: list[int]) -> dict[str, Any]:
     """Aten operations the host dispatches (engine/op_count.py) per T3 step and per prefill at each of ``batches``,
     and per S3Gen call at each of ``lengths`` tokens: upstream's one chunk per call vs ``s3gen_batches`` chunks per
-    call, eager and replayed from graphs (the per-row glue plus one launch per replay; counted here with the replays
+    call, eager and replayed from graphs (the per-row work plus one launch per replay; counted here with the replays
     skipped, so on any device); each also per second of audio, with the launch time it implies on a GPU (an
     estimate)."""
     text = engine.tokenizer(SHORT_TEXTS[3], return_tensors="pt").input_ids

@@ -44,7 +44,7 @@ from engine.worker import Synthesizer, Worker  # noqa: E402
 pytestmark = pytest.mark.slow
 
 TOLERANCE = 1e-5  # float32 sums in another order (padded shapes); the audio peaks at ~0.05
-SMALL = Buckets(max_prompt_tokens=100, batches=(1, 4), chunk_tokens=(32, 64))  # 2 x 3 x 2 buckets, 14 graphs
+SMALL = Buckets(max_prompt_tokens=100, batches=(1, 4), chunk_tokens=(32, 64))  # 2 x 3 x 2 buckets, 10 graphs
 
 
 def stand_in_capture(spoil: str | None = None) -> s3gen_graphs.Capture:
@@ -215,7 +215,7 @@ def test_vocode_auto_falls_back_to_eager_and_the_ready_message_says_why(engine: 
     graphed.warmup()
     assert graphed.vocoder_graphs is None and graphed.vocode_check["ok"] is False
     assert graphed.info.vocode == "eager" and "differs from the eager call" in graphed.info.vocode_fallback
-    assert graphed.vocode_check["graphs"] == 14
+    assert graphed.vocode_check["graphs"] == 10
     worker = Worker(Synthesizer(graphed, watermarker), VoiceStore(tmp_path / "voices", graphed), EngineSettings(),
                     CostModel())
     assert worker.ready.vocode == "eager" and worker.ready.vocode_fallback == graphed.info.vocode_fallback

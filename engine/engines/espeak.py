@@ -163,7 +163,9 @@ class EspeakEngine(Engine):
         return EspeakVoice()
 
     def prepare_voice(self, wav: np.ndarray, sample_rate: int) -> EspeakVoice:
-        from engine.engines.voice_features import estimate_voice_features  # librosa import is slow: only when used
+        from engine.engines.voice_features import (
+            estimate_voice_features,  # librosa import is slow: only when used
+        )
 
         features = estimate_voice_features(wav, sample_rate)
         variant = "m3" if features.median_f0 < _GENDER_SPLIT_HZ else "f2"

@@ -5,10 +5,10 @@ whatever its length, so on a GPU each chunk costs its launch time. Here rows of 
 common ``Shape`` and go together through upstream's own modules, in upstream's order: the flow encoder, the 2 meanflow
 steps of the estimator and the HiFT vocoder, then each row is cut back to its length.
 
-The call is three stages over plain tensors (``flow_stage``, ``source_stage``, ``decode_stage``) with a little
-per-row glue between them (the noise, HiFT's STFT and inverse STFT, whose edges depend on each row's own length). The
-stages have static shapes and no host synchronisation, so ``s3gen_graphs`` captures each as a CUDA graph per bucket;
-eagerly (``vocode_rows``) they run at the call's exact sizes.
+The call is two stages over plain tensors (``flow_stage``; ``hift_stage``: HiFT's source, STFT, decoder and inverse
+STFT) with a little per-row work around them (each row's noise and inputs, the prompt cut, each row's audio cut back).
+The stages have static shapes and no host synchronisation, so ``s3gen_graphs`` captures each as a CUDA graph per
+bucket; eagerly (``vocode_rows``) they run at the call's exact sizes.
 
 Why each row stays its solo run:
 - Flow: a row is ``[its voice's prompt tokens][its tokens]`` then padding, with its own lengths; the encoder and the
@@ -16,7 +16,8 @@ Why each row stays its solo run:
   look-ahead convolution (``PreLookaheadLayer``) would see padding where the solo run sees zeros, so its input is
   zeroed there. Conditions and the prompt-part cut are per row (voices' prompts differ in length).
 - HiFT is convolutions without masks, so every convolution's input is zeroed past the row's length (the zeros its
-  solo run pads with); its STFT and inverse STFT (reflect padding, window normalisation at the edges) run per row.
+  solo run pads with). Its STFT reflects each row at the row's own end (a gather), and its inverse STFT overlap-adds
+  only the row's own frames, window envelope included, so both edges are the solo run's.
 - Noise: each row draws from its own generator exactly what the solo run draws from torch's global one, same shapes,
   same order (the flow's noise, the estimator's initial noise, HiFT's sine phases and noise). So seeding a row's
   generator with ``s`` reproduces ``torch.manual_seed(s); s3gen.inference(...)`` on the same device.
@@ -90,13 +91,11 @@ class Prepared:
 
 
 class Stages(Protocol):
-    """The three static-shape parts of a call: run eagerly (``EagerStages``) or replayed (``s3gen_graphs``)."""
+    """The two static-shape parts of a call: run eagerly (``EagerStages``) or replayed (``s3gen_graphs``)."""
 
     def flow(self, shape: Shape, inputs: FlowInputs) -> torch.Tensor: ...
 
-    def source(self, shape: Shape, mel: torch.Tensor, hift: HiftInputs) -> torch.Tensor: ...
-
-    def decode(self, shape: Shape, mel: torch.Tensor, s_stft: torch.Tensor, frames: torch.Tensor) -> torch.Tensor: ...
+    def hift(self, shape: Shape, mel: torch.Tensor, inputs: HiftInputs) -> torch.Tensor: ...
 
 
 def _lengths_mask(lengths: torch.Tensor, total: int) -> torch.Tensor:
@@ -165,11 +164,6 @@ def _convs(module: torch.nn.Module) -> list[torch.nn.Module]:
 
 def samples_per_frame(hift: HiFTGenerator) -> int:
     return int(hift.f0_upsamp.scale_factor)
-
-
-def stft_steps(hift: HiFTGenerator, frames: int) -> int:
-    """STFT frames of a source of ``frames`` mel frames (centred: one more than samples over the hop)."""
-    return frames * samples_per_frame(hift) // hift.istft_params["hop_len"] + 1
 
 
 # ----- inputs -----
@@ -270,12 +264,23 @@ def generated_mels(mels: torch.Tensor, hift: HiftInputs, frames: int) -> torch.T
     return picked * _lengths_mask(hift.frames, frames)[:, None, :].to(picked)
 
 
-def source_stage(hift: HiFTGenerator, mel: torch.Tensor, inputs: HiftInputs) -> torch.Tensor:
-    """HiFT's source [B, 1, samples]: ``HiFTGenerator.inference`` up to ``m_source``, with the phases and noise
-    drawn beforehand. Its last draw (the noise branch, unused by ``inference``) is skipped: nothing is drawn after."""
-    with _zeroed_past(_convs(hift.f0_predictor), inputs.frames, mel.shape[2], time_dim=2):
-        f0 = hift.f0_predictor(mel)
-    f0 = hift.f0_upsamp(f0[:, None])  # [B, 1, samples]
+def hift_stage(s3gen: S3Gen, mel: torch.Tensor, inputs: HiftInputs) -> torch.Tensor:
+    """Audio [B, samples], each row valid up to its own length and faded in: ``HiFTGenerator.inference`` (no cache
+    source) for every row at once, then upstream's fade."""
+    hift = s3gen.mel2wav
+    samples = inputs.frames * samples_per_frame(hift)
+    with _zeroed_past(_convs(hift), inputs.frames, mel.shape[2], time_dim=2):
+        s = _source(hift, mel, inputs)
+        x = _decode(hift, mel, _stft(hift, s, samples))
+    wav = torch.clamp(_istft(hift, x, samples), -hift.audio_limit, hift.audio_limit)
+    fade = s3gen.trim_fade
+    return torch.cat([wav[:, :len(fade)] * fade, wav[:, len(fade):]], dim=1)
+
+
+def _source(hift: HiFTGenerator, mel: torch.Tensor, inputs: HiftInputs) -> torch.Tensor:
+    """HiFT's source [B, samples]: ``inference`` up to ``m_source``, with the phases and noise drawn beforehand. Its
+    last draw (the noise branch, unused by ``inference``) is skipped: nothing is drawn after it."""
+    f0 = hift.f0_upsamp(hift.f0_predictor(mel)[:, None])  # [B, 1, samples]
     source, sine_gen = hift.m_source, hift.m_source.l_sin_gen
     harmonics = sine_gen.harmonic_num + 1
     f_mat = torch.cat([f0 * (i + 1) / sine_gen.sampling_rate for i in range(harmonics)], dim=1)
@@ -284,44 +289,57 @@ def source_stage(hift: HiFTGenerator, mel: torch.Tensor, inputs: HiftInputs) -> 
     uv = (f0 > sine_gen.voiced_threshold).type(torch.float32)
     noise_amp = uv * sine_gen.noise_std + (1 - uv) * sine_gen.sine_amp / 3
     sine = sine * uv + noise_amp * inputs.draws
-    return source.l_tanh(source.l_linear(sine.transpose(1, 2))).transpose(1, 2)
+    return source.l_tanh(source.l_linear(sine.transpose(1, 2)))[..., 0]
 
 
-def stft_rows(hift: HiFTGenerator, s: torch.Tensor, samples: list[int], steps: int) -> torch.Tensor:
-    """[B, n_fft + 2, steps]: each row's source through HiFT's STFT at its own length, zero after."""
-    spec = torch.zeros(s.shape[0], hift.istft_params["n_fft"] + 2, steps, dtype=s.dtype, device=s.device)
-    for i, n in enumerate(samples):
-        real, imag = hift._stft(s[i:i + 1, 0, :n])
-        spec[i, :, :real.shape[2]] = torch.cat([real, imag], dim=1)[0]
-    return spec
+def _stft(hift: HiFTGenerator, s: torch.Tensor, samples: torch.Tensor) -> torch.Tensor:
+    """[B, n_fft + 2, frames]: ``HiFTGenerator._stft`` of each row at its own length (centred: reflected at both of
+    its ends); frames past a row's end are left as they come (the decoder's inputs are zeroed there)."""
+    n_fft, hop = hift.istft_params["n_fft"], hift.istft_params["hop_len"]
+    pad, total = n_fft // 2, s.shape[1]
+    at = torch.arange(-pad, total + pad, device=s.device)[None]
+    last = (samples - 1)[:, None]
+    at = torch.where(at < 0, -at, torch.where(at > last, 2 * last - at, at)).clamp(0, total - 1)
+    spec = torch.stft(s.gather(1, at), n_fft, hop, n_fft, window=hift.stft_window, center=False, return_complex=True)
+    spec = torch.view_as_real(spec)
+    return torch.cat([spec[..., 0], spec[..., 1]], dim=1)
 
 
-def decode_stage(hift: HiFTGenerator, mel: torch.Tensor, s_stft: torch.Tensor, frames: torch.Tensor) -> torch.Tensor:
-    """``HiFTGenerator.decode`` between its STFT and its inverse: [B, n_fft + 2, steps]."""
-    with _zeroed_past(_convs(hift), frames, mel.shape[2], time_dim=2):
-        x = hift.conv_pre(mel)
-        for i in range(hift.num_upsamples):
-            x = F.leaky_relu(x, hift.lrelu_slope)
-            x = hift.ups[i](x)
-            if i == hift.num_upsamples - 1:
-                x = hift.reflection_pad(x)
-            x = x + hift.source_resblocks[i](hift.source_downs[i](s_stft))
-            xs = hift.resblocks[i * hift.num_kernels](x)
-            for j in range(1, hift.num_kernels):
-                xs += hift.resblocks[i * hift.num_kernels + j](x)
-            x = xs / hift.num_kernels
-        return hift.conv_post(F.leaky_relu(x))
+def _decode(hift: HiFTGenerator, x: torch.Tensor, s_stft: torch.Tensor) -> torch.Tensor:
+    """``HiFTGenerator.decode`` between its STFT and its inverse STFT."""
+    x = hift.conv_pre(x)
+    for i in range(hift.num_upsamples):
+        x = F.leaky_relu(x, hift.lrelu_slope)
+        x = hift.ups[i](x)
+        if i == hift.num_upsamples - 1:
+            x = hift.reflection_pad(x)
+        x = x + hift.source_resblocks[i](hift.source_downs[i](s_stft))
+        xs = hift.resblocks[i * hift.num_kernels](x)
+        for j in range(1, hift.num_kernels):
+            xs += hift.resblocks[i * hift.num_kernels + j](x)
+        x = xs / hift.num_kernels
+    return hift.conv_post(F.leaky_relu(x))
 
 
-def istft_rows(hift: HiFTGenerator, x: torch.Tensor, samples: list[int]) -> list[torch.Tensor]:
-    """Each row's audio [samples]: HiFT's inverse STFT over the row's own frames, clamped."""
-    half, hop = hift.istft_params["n_fft"] // 2 + 1, hift.istft_params["hop_len"]
-    wavs = []
-    for i, n in enumerate(samples):
-        row = x[i:i + 1, :, :n // hop + 1]
-        wav = hift._istft(torch.exp(row[:, :half]), torch.sin(row[:, half:]))
-        wavs.append(torch.clamp(wav, -hift.audio_limit, hift.audio_limit)[0])
-    return wavs
+def _istft(hift: HiFTGenerator, x: torch.Tensor, samples: torch.Tensor) -> torch.Tensor:
+    """[B, samples]: ``HiFTGenerator._istft`` (``torch.istft``, centred) of each row over its own frames only: the
+    overlap-add and its window envelope both leave out the frames past the row, as the row's solo run has none."""
+    n_fft, hop = hift.istft_params["n_fft"], hift.istft_params["hop_len"]
+    half, steps = n_fft // 2 + 1, x.shape[2]
+    magnitude = torch.clip(torch.exp(x[:, :half]), max=1e2)
+    phase = torch.sin(x[:, half:])
+    spec = torch.complex(magnitude * torch.cos(phase), magnitude * torch.sin(phase))
+    own = _lengths_mask(samples // hop + 1, steps).to(magnitude)[:, None, :]  # [B, 1, steps]
+    window = hift.stft_window[None, :, None]
+    length = n_fft + hop * (steps - 1)
+
+    def overlap_add(columns: torch.Tensor) -> torch.Tensor:
+        return F.fold(columns, output_size=(1, length), kernel_size=(1, n_fft), stride=(1, hop))[:, 0, 0]
+
+    y = overlap_add(torch.fft.irfft(spec, n=n_fft, dim=1) * window * own)
+    envelope = overlap_add((window * window * own).expand(x.shape[0], -1, -1))
+    y = torch.where(envelope > 1e-11, y / envelope, 0.0)
+    return y[:, n_fft // 2:n_fft // 2 + hop * (steps - 1)]
 
 
 class EagerStages:
@@ -331,25 +349,16 @@ class EagerStages:
     def flow(self, shape: Shape, inputs: FlowInputs) -> torch.Tensor:
         return flow_stage(self.s3gen, inputs)
 
-    def source(self, shape: Shape, mel: torch.Tensor, hift: HiftInputs) -> torch.Tensor:
-        return source_stage(self.s3gen.mel2wav, mel, hift)
-
-    def decode(self, shape: Shape, mel: torch.Tensor, s_stft: torch.Tensor, frames: torch.Tensor) -> torch.Tensor:
-        return decode_stage(self.s3gen.mel2wav, mel, s_stft, frames)
+    def hift(self, shape: Shape, mel: torch.Tensor, inputs: HiftInputs) -> torch.Tensor:
+        return hift_stage(self.s3gen, mel, inputs)
 
 
 @torch.inference_mode()
 def run(s3gen: S3Gen, call: Prepared, stages: Stages) -> list[torch.Tensor]:
-    """Audio [samples] for each of the call's rows (those that fill a bucket dropped), faded in as upstream does."""
-    hift, shape = s3gen.mel2wav, call.shape
-    mels = generated_mels(stages.flow(shape, call.flow), call.hift, shape.frames).to(s3gen.dtype)
-    s = stages.source(shape, mels, call.hift)
-    s_stft = stft_rows(hift, s, call.samples, stft_steps(hift, shape.frames))
-    wavs = istft_rows(hift, stages.decode(shape, mels, s_stft, call.hift.frames), call.samples[:call.count])
-    fade = s3gen.trim_fade
-    for wav in wavs:
-        wav[:len(fade)] *= fade
-    return wavs
+    """Audio [samples] for each of the call's rows (those that fill a bucket dropped): views of the stage's output."""
+    mels = generated_mels(stages.flow(call.shape, call.flow), call.hift, call.shape.frames).to(s3gen.dtype)
+    wav = stages.hift(call.shape, mels, call.hift)
+    return [wav[i, :n] for i, n in enumerate(call.samples[:call.count])]
 
 
 def vocode_rows(s3gen: S3Gen, rows: Sequence[VocodeRow]) -> list[torch.Tensor]:

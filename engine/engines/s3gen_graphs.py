@@ -1,5 +1,5 @@
-"""S3Gen's three static-shape stages (``s3gen_batch``) captured as CUDA graphs, one per bucket, so a call of up to 16
-chunks costs 3 graph launches and a little per-row glue instead of ~6,000 kernel launches.
+"""S3Gen's two static-shape stages (``s3gen_batch``) captured as CUDA graphs, one per bucket, so a call of up to 16
+chunks costs 2 graph launches and a little per-row work instead of ~6,000 kernel launches.
 
 Buckets: rows rounded up to 1, 2, 4, 8 or 16; the flow's positions (a voice's prompt tokens plus the chunk's) rounded
 up to a multiple of 64; the generated mel frames to twice one of ``CHUNK_TOKEN_BUCKETS``. A call past the largest
@@ -30,15 +30,13 @@ from .s3gen_batch import (
     Prepared,
     Shape,
     VocodeRow,
-    decode_stage,
     exact_shape,
     flow_stage,
+    hift_stage,
     install_graph_safe_masks,
     prepare,
     run,
     samples_per_frame,
-    source_stage,
-    stft_steps,
     vocode_rows,
     zero_inputs,
 )
@@ -98,22 +96,19 @@ class GraphedVocoder:
     def __init__(self, s3gen: S3Gen, buckets: Buckets, capture: Capture) -> None:
         install_graph_safe_masks()
         self.s3gen, self.buckets, self.capture = s3gen, buckets, capture
-        self.hift = s3gen.mel2wav
+        self.samples_per_frame = samples_per_frame(s3gen.mel2wav)
         top = buckets.largest
         dev, dtype = s3gen.device, s3gen.dtype
         self._flow, self._hift = zero_inputs(s3gen, top)
         self._mel = torch.zeros(top.batch, 80, top.frames, dtype=dtype, device=dev)
-        self._stft = torch.zeros(top.batch, self.hift.istft_params["n_fft"] + 2, stft_steps(self.hift, top.frames),
-                                 dtype=dtype, device=dev)
         self.flows: dict[tuple[int, int], tuple[Replay, torch.Tensor]] = {}
-        self.sources: dict[tuple[int, int], tuple[Replay, torch.Tensor]] = {}
-        self.decodes: dict[tuple[int, int], tuple[Replay, torch.Tensor]] = {}
+        self.hifts: dict[tuple[int, int], tuple[Replay, torch.Tensor]] = {}
         self.eager_calls = 0  # calls past the largest bucket
         self._lock = threading.Lock()  # one call at a time: the buffers and the pool are shared
 
     @property
     def captured(self) -> int:
-        return len(self.flows) + len(self.sources) + len(self.decodes)
+        return len(self.flows) + len(self.hifts)
 
     def __call__(self, rows: Sequence[VocodeRow]) -> list[torch.Tensor]:
         shape = self.buckets.holding(exact_shape(rows))
@@ -123,11 +118,12 @@ class GraphedVocoder:
         return self.run(prepare(self.s3gen, rows, shape))
 
     def run(self, call: Prepared) -> list[torch.Tensor]:
+        """The rows' audio, copied out of the graph's output before the next call can overwrite it."""
         with self._lock:
-            return run(self.s3gen, call, self)
+            return [wav.clone() for wav in run(self.s3gen, call, self)]
 
     def capture_all(self) -> None:
-        """Every bucket's three graphs, before serving (``Buckets.all``)."""
+        """Every bucket's graphs, before serving (``Buckets.all``)."""
         for shape in self.buckets.all():
             self.capture_bucket(shape)
 
@@ -136,9 +132,8 @@ class GraphedVocoder:
         with torch.inference_mode():
             if (shape.batch, shape.positions) not in self.flows:
                 self._flow_graph(shape.batch, shape.positions)
-            if (shape.batch, shape.frames) not in self.sources:
-                self._source_graph(shape.batch, shape.frames)
-                self._decode_graph(shape.batch, shape.frames)
+            if (shape.batch, shape.frames) not in self.hifts:
+                self._hift_graph(shape.batch, shape.frames)
 
     # ----- s3gen_batch.Stages -----
 
@@ -148,17 +143,10 @@ class GraphedVocoder:
         replay()
         return out
 
-    def source(self, shape: Shape, mel: torch.Tensor, hift: HiftInputs) -> torch.Tensor:
-        replay, out = self.sources[shape.batch, shape.frames]
+    def hift(self, shape: Shape, mel: torch.Tensor, inputs: HiftInputs) -> torch.Tensor:
+        replay, out = self.hifts[shape.batch, shape.frames]
         views = self._hift_views(shape.batch, shape.frames)
-        _fill((views[0], *views[1]), (mel, *_hift_fields(hift)))
-        replay()
-        return out
-
-    def decode(self, shape: Shape, mel: torch.Tensor, s_stft: torch.Tensor, frames: torch.Tensor) -> torch.Tensor:
-        replay, out = self.decodes[shape.batch, shape.frames]
-        mel_view, (_, view_frames, _, _) = self._hift_views(shape.batch, shape.frames)
-        _fill((mel_view, self._stft_view(shape.batch, shape.frames), view_frames), (mel, s_stft, frames))
+        _fill((views[0], *views[1]), (mel, *_hift_fields(inputs)))
         replay()
         return out
 
@@ -174,10 +162,7 @@ class GraphedVocoder:
         harmonics = h.phase.shape[1]
         return _view(self._mel, (b, 80, frames)), [
             _view(h.starts, (b,)), _view(h.frames, (b,)), _view(h.phase, (b, harmonics, 1)),
-            _view(h.draws, (b, harmonics, frames * samples_per_frame(self.hift)))]
-
-    def _stft_view(self, b: int, frames: int) -> torch.Tensor:
-        return _view(self._stft, (b, self._stft.shape[1], stft_steps(self.hift, frames)))
+            _view(h.draws, (b, harmonics, frames * self.samples_per_frame))]
 
     def _flow_graph(self, b: int, p: int) -> None:
         token, token_len, embedding, cond, z = self._flow_views(b, p)
@@ -185,16 +170,11 @@ class GraphedVocoder:
         inputs = FlowInputs(token, token_len, embedding, cond, z)
         self.flows[b, p] = self.capture(lambda: flow_stage(self.s3gen, inputs))
 
-    def _source_graph(self, b: int, frames: int) -> None:
+    def _hift_graph(self, b: int, frames: int) -> None:
         mel, fields = self._hift_views(b, frames)
         fields[1].fill_(frames)
         inputs = HiftInputs(*fields)
-        self.sources[b, frames] = self.capture(lambda: source_stage(self.hift, mel, inputs))
-
-    def _decode_graph(self, b: int, frames: int) -> None:
-        mel, (_, counts, _, _) = self._hift_views(b, frames)
-        s_stft = self._stft_view(b, frames)
-        self.decodes[b, frames] = self.capture(lambda: decode_stage(self.hift, mel, s_stft, counts))
+        self.hifts[b, frames] = self.capture(lambda: hift_stage(self.s3gen, mel, inputs))
 
 
 def _flow_fields(inputs: FlowInputs) -> list[torch.Tensor]:

@@ -15,8 +15,8 @@ path's for the same seed (the self-check compares replays with eager steps drawi
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TypeVar
 from dataclasses import dataclass
+from typing import TypeVar
 
 import torch
 import torch.nn.functional as F

@@ -24,7 +24,9 @@ from chatterbox.models.s3gen.f0_predictor import ConvRNNF0Predictor
 from chatterbox.models.s3gen.flow import CausalMaskedDiffWithXvec
 from chatterbox.models.s3gen.flow_matching import CausalConditionalCFM
 from chatterbox.models.s3gen.hifigan import HiFTGenerator
-from chatterbox.models.s3gen.transformer.upsample_encoder import UpsampleConformerEncoder
+from chatterbox.models.s3gen.transformer.upsample_encoder import (
+    UpsampleConformerEncoder,
+)
 from chatterbox.models.s3gen.utils.mel import mel_spectrogram
 from chatterbox.models.s3gen.xvector import CAMPPlus
 from chatterbox.models.s3tokenizer import S3_SR
@@ -167,6 +169,11 @@ class SizedS3Gen(S3Gen):
             upsample_kernel_sizes=[16, 11, 7], source_resblock_kernel_sizes=[7, 7, 11],
             source_resblock_dilation_sizes=[[1, 3, 5], [1, 3, 5], [1, 3, 5]], f0_predictor=ConvRNNF0Predictor(),
         )
+        # upstream keeps HiFT's STFT window on the CPU and copies it to the device on every call (which no CUDA graph
+        # capture allows); as a buffer it moves with the model (not in the state dict, as before)
+        window = self.mel2wav.stft_window
+        del self.mel2wav.stft_window
+        self.mel2wav.register_buffer("stft_window", window, persistent=False)
         n_trim = S3GEN_SR // 50  # upstream: silence 20 ms, then fade in, against spill-over from the reference
         trim_fade = torch.zeros(2 * n_trim)
         trim_fade[n_trim:] = (torch.cos(torch.linspace(torch.pi, 0, n_trim)) + 1) / 2
