@@ -26,7 +26,7 @@ class EngineSettings:
     tf32: bool = True
     sdpa: bool = True
     decode: str = "auto"  # chatterbox-turbo: auto (CUDA graphs on CUDA, eager elsewhere) | eager | graph
-    vocode: str = "auto"  # chatterbox-turbo S3Gen: auto (CUDA graphs per bucket on CUDA, eager elsewhere) | eager | graph
+    vocode: str = "auto"  # chatterbox-turbo S3Gen: auto (CUDA graphs per bucket on CUDA, else eager) | eager | graph
     batch_slots: int = 0  # chatterbox-turbo: chunks decoded together (0: 64 on CUDA, 8 elsewhere)
     vocode_window_s: float = DEFAULT_VOCODE_WINDOW_S  # chatterbox-turbo: longest wait for chunks to vocode together
     prompt_cache_voices: int = 64  # chatterbox-turbo: voices whose prompt keys and values stay on the device

@@ -39,8 +39,8 @@ def load_engine(settings: EngineSettings) -> Engine:
 
         return TurboEngine.load(
             settings.model_dir, weights=settings.weights, device=settings.device, dtype=settings.dtype,
-            tf32=settings.tf32, sdpa=settings.sdpa, decode=settings.decode, vocode=settings.vocode, slots=settings.batch_slots,
-            prompt_cache_voices=settings.prompt_cache_voices,
+            tf32=settings.tf32, sdpa=settings.sdpa, decode=settings.decode, vocode=settings.vocode,
+            slots=settings.batch_slots, prompt_cache_voices=settings.prompt_cache_voices,
         )
     if name == "http":
         from engine.engines.http import HttpEngine

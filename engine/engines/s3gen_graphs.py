@@ -15,6 +15,7 @@ self-check (``vocode_check``) compares replays with eager runs before the worker
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import threading
 from collections.abc import Callable, Sequence
@@ -85,6 +86,10 @@ def _view(buffer: torch.Tensor, shape: tuple[int, ...]) -> torch.Tensor:
     return buffer.view(-1)[:math.prod(shape)].view(shape)
 
 
+def _tensors(inputs: FlowInputs | HiftInputs) -> list[torch.Tensor]:
+    return [getattr(inputs, f.name) for f in dataclasses.fields(inputs)]
+
+
 def _fill(views: Sequence[torch.Tensor], values: Sequence[torch.Tensor]) -> None:
     for view, value in zip(views, values):
         view.copy_(value)
@@ -139,50 +144,41 @@ class GraphedVocoder:
 
     def flow(self, shape: Shape, inputs: FlowInputs) -> torch.Tensor:
         replay, out = self.flows[shape.batch, shape.positions]
-        _fill(self._flow_views(shape.batch, shape.positions), _flow_fields(inputs))
+        _fill(_tensors(self._flow_views(shape.batch, shape.positions)), _tensors(inputs))
         replay()
         return out
 
     def hift(self, shape: Shape, mel: torch.Tensor, inputs: HiftInputs) -> torch.Tensor:
         replay, out = self.hifts[shape.batch, shape.frames]
-        views = self._hift_views(shape.batch, shape.frames)
-        _fill((views[0], *views[1]), (mel, *_hift_fields(inputs)))
+        mel_view, views = self._hift_views(shape.batch, shape.frames)
+        _fill([mel_view, *_tensors(views)], [mel, *_tensors(inputs)])
         replay()
         return out
 
     # ----- captures -----
 
-    def _flow_views(self, b: int, p: int) -> list[torch.Tensor]:
+    def _flow_views(self, b: int, p: int) -> FlowInputs:
         f = self._flow
-        return [_view(f.token, (b, p)), _view(f.token_len, (b,)), _view(f.embedding, (b, f.embedding.shape[1])),
-                _view(f.cond, (b, 80, MEL_PER_TOKEN * p)), _view(f.z, (b, 80, MEL_PER_TOKEN * p))]
+        mels = (b, 80, MEL_PER_TOKEN * p)
+        return FlowInputs(_view(f.token, (b, p)), _view(f.token_len, (b,)),
+                          _view(f.embedding, (b, f.embedding.shape[1])), _view(f.cond, mels), _view(f.z, mels))
 
-    def _hift_views(self, b: int, frames: int) -> tuple[torch.Tensor, list[torch.Tensor]]:
+    def _hift_views(self, b: int, frames: int) -> tuple[torch.Tensor, HiftInputs]:
         h = self._hift
         harmonics = h.phase.shape[1]
-        return _view(self._mel, (b, 80, frames)), [
+        return _view(self._mel, (b, 80, frames)), HiftInputs(
             _view(h.starts, (b,)), _view(h.frames, (b,)), _view(h.phase, (b, harmonics, 1)),
-            _view(h.draws, (b, harmonics, frames * self.samples_per_frame))]
+            _view(h.draws, (b, harmonics, frames * self.samples_per_frame)))
 
     def _flow_graph(self, b: int, p: int) -> None:
-        token, token_len, embedding, cond, z = self._flow_views(b, p)
-        token_len.fill_(p)  # what a capture runs on: any valid input (the graph keeps the addresses, not the values)
-        inputs = FlowInputs(token, token_len, embedding, cond, z)
+        inputs = self._flow_views(b, p)
+        inputs.token_len.fill_(p)  # a capture runs on any valid input: the graph keeps the addresses, not the values
         self.flows[b, p] = self.capture(lambda: flow_stage(self.s3gen, inputs))
 
     def _hift_graph(self, b: int, frames: int) -> None:
-        mel, fields = self._hift_views(b, frames)
-        fields[1].fill_(frames)
-        inputs = HiftInputs(*fields)
+        mel, inputs = self._hift_views(b, frames)
+        inputs.frames.fill_(frames)
         self.hifts[b, frames] = self.capture(lambda: hift_stage(self.s3gen, mel, inputs))
-
-
-def _flow_fields(inputs: FlowInputs) -> list[torch.Tensor]:
-    return [inputs.token, inputs.token_len, inputs.embedding, inputs.cond, inputs.z]
-
-
-def _hift_fields(inputs: HiftInputs) -> list[torch.Tensor]:
-    return [inputs.starts, inputs.frames, inputs.phase, inputs.draws]
 
 
 def cuda_capture(device: torch.device) -> Capture:
