@@ -25,6 +25,7 @@ import torch
 from chatterbox.models.s3gen import S3Gen
 
 from .s3gen_batch import (
+    MAX_BATCH,
     MEL_PER_TOKEN,
     FlowInputs,
     HiftInputs,
@@ -42,7 +43,7 @@ from .s3gen_batch import (
     zero_inputs,
 )
 
-BATCH_BUCKETS = (1, 2, 4, 8, 16)
+BATCH_BUCKETS = (1, 2, 4, 8, MAX_BATCH)  # the largest: the most chunks a call takes (scheduler.Gathered)
 CHUNK_TOKEN_BUCKETS = (32, 64, 96, 128, 192, 256)  # a chunk's speech tokens, silence included (25 per second)
 POSITION_STEP = 64
 
