@@ -36,7 +36,8 @@ from gateway.telephony import endpoint as telephony
 from gateway.webrtc import audio_level, control, udp_ports, whep
 from gateway.webrtc.signalling import close_all_peers, webrtc_offer
 from gateway.websocket import stream_endpoint
-from gateway.wyoming import announce, server as wyoming
+from gateway.wyoming import announce
+from gateway.wyoming import server as wyoming
 
 log = logging.getLogger("chatterbox_fast.gateway")
 WEB_DIR = Path(__file__).resolve().parent.parent / "web"
