@@ -6,10 +6,12 @@ pure announcement, a name another responder holds (one warning; nothing stops) a
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import queue
 import uuid
 from pathlib import Path
+from typing import Iterator
 
 import pytest
 from wyoming.client import AsyncTcpClient
@@ -18,8 +20,9 @@ from zeroconf import IPVersion, ServiceBrowser, ServiceStateChange, Zeroconf
 from zeroconf.asyncio import AsyncServiceInfo, AsyncZeroconf
 
 from gateway.wyoming.announce import SERVICE_TYPE, Announcement, Announcer, announcement, instance_name
+from cbf_tools.local_server import free_port
 from tests.cli_run import run_cli
-from tests.server import running_server
+from tests.server import health_when, running_server
 
 LOOPBACK = {"interfaces": ["127.0.0.1"], "ip_version": IPVersion.V4Only}  # multicast on lo: no other host hears
 WAIT_S = 20  # a bound on a hang, not a speed
@@ -37,29 +40,53 @@ async def describe(host: str, port: int) -> Info:
     return Info.from_event(event)
 
 
-def test_a_browser_finds_the_port_describes_it_and_sees_it_withdrawn_on_stop(tmp_path: Path) -> None:
-    name = unique_name()
-    full = f"{name}.{SERVICE_TYPE}"
+@contextlib.contextmanager
+def browsing(full: str) -> Iterator[tuple[Zeroconf, queue.Queue[ServiceStateChange]]]:
+    """A python-zeroconf browser for ``_wyoming._tcp.local.`` on loopback, as Home Assistant's: (its Zeroconf, what
+    happens to the service ``full``)."""
     changes: queue.Queue[ServiceStateChange] = queue.Queue()
 
     def seen(zeroconf: Zeroconf, service_type: str, name: str, state_change: ServiceStateChange) -> None:
         if name == full:
             changes.put(state_change)
 
-    browsing = Zeroconf(**LOOPBACK)
+    zeroconf = Zeroconf(**LOOPBACK)
+    browser = ServiceBrowser(zeroconf, SERVICE_TYPE, handlers=[seen])
     try:
-        browser = ServiceBrowser(browsing, SERVICE_TYPE, handlers=[seen])
+        yield zeroconf, changes
+    finally:
+        browser.cancel()
+        zeroconf.close()
+
+
+def test_a_browser_finds_the_port_describes_it_and_sees_it_withdrawn_on_stop(tmp_path: Path) -> None:
+    name = unique_name()
+    full = f"{name}.{SERVICE_TYPE}"
+    with browsing(full) as (zeroconf, changes):
         with running_server("--wyoming-port", "0", "--wyoming-zeroconf", name, voices_dir=tmp_path):
             assert changes.get(timeout=WAIT_S) == ServiceStateChange.Added
-            info = browsing.get_service_info(SERVICE_TYPE, full, timeout=WAIT_S * 1000)
+            info = zeroconf.get_service_info(SERVICE_TYPE, full, timeout=WAIT_S * 1000)
             assert info is not None and info.port and info.properties == {}
             assert info.parsed_addresses() == ["127.0.0.1"]  # where --host 127.0.0.1 has the port listen
             (program,) = asyncio.run(describe(info.parsed_addresses()[0], info.port)).tts
             assert "default" in [voice.name for voice in program.voices]
         assert changes.get(timeout=WAIT_S) == ServiceStateChange.Removed  # the goodbye, not a TTL run out
-        browser.cancel()
-    finally:
-        browsing.close()
+
+
+def test_processes_sharing_the_port_announce_it_once(tmp_path: Path, capfd: pytest.CaptureFixture[str]) -> None:
+    name, port = unique_name(), free_port()
+    full = f"{name}.{SERVICE_TYPE}"
+    with browsing(full) as (zeroconf, changes):
+        with running_server("--processes", "2", "--wyoming-port", str(port), "--wyoming-zeroconf", name,
+                            voices_dir=tmp_path) as url:
+            assert changes.get(timeout=WAIT_S) == ServiceStateChange.Added
+            health_when(url, lambda h: len(h["processes"]) == 2 and all(p["status"] == "ok" for p in h["processes"]),
+                        "the second process did not start", within=WAIT_S)
+            info = zeroconf.get_service_info(SERVICE_TYPE, full, timeout=WAIT_S * 1000)
+            assert info is not None and info.port == port
+        assert changes.get(timeout=WAIT_S) == ServiceStateChange.Removed
+    logs = capfd.readouterr().err
+    assert logs.count(f"announced {full}") == 1 and "cannot announce" not in logs  # no clash with itself
 
 
 def test_the_announcement_names_the_address_the_port_listens_on() -> None:

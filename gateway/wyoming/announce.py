@@ -20,6 +20,7 @@ log = logging.getLogger("chatterbox_fast.gateway")
 SERVICE_TYPE = "_wyoming._tcp.local."
 MAX_NAME_BYTES = 63  # one DNS label
 ANY = ("0.0.0.0", "::", "")
+CANNOT = "wyoming zeroconf: cannot announce %s (%s); the Wyoming port serves on without it"
 
 
 def instance_name(raw: str) -> str:
@@ -78,13 +79,14 @@ class Announcer:
         self._registering = asyncio.create_task(self._register())
 
     async def _register(self) -> None:
-        content = self.content
         from zeroconf import Error, IPVersion
         from zeroconf.asyncio import AsyncServiceInfo, AsyncZeroconf
 
+        content = self.content
+        if not content.addresses:
+            log.warning(CANNOT, content.name, "this host has no address but loopback to advertise")
+            return
         try:
-            if not content.addresses:
-                raise OSError("this host has no address but loopback to advertise")
             versions = {ipaddress.ip_address(a).version for a in content.addresses}
             version = IPVersion.All if len(versions) > 1 else IPVersion.V4Only if 4 in versions else IPVersion.V6Only
             where = {"interfaces": list(content.interfaces)} if content.interfaces else {}
@@ -93,8 +95,7 @@ class Announcer:
                                     parsed_addresses=list(content.addresses))
             await (await self._zeroconf.async_register_service(info))
         except (OSError, Error) as exc:  # no multicast on these interfaces, the name taken by another host...
-            log.warning("wyoming zeroconf: cannot announce %s (%s); the Wyoming port serves on without it",
-                        content.name, f"{type(exc).__name__}: {exc}".rstrip(": "))
+            log.warning(CANNOT, content.name, f"{type(exc).__name__}: {exc}".rstrip(": "))
             await self.stop()
             return
         log.info("wyoming zeroconf: announced %s at %s port %d", content.name, ", ".join(content.addresses),
