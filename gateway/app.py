@@ -36,6 +36,7 @@ from gateway.telephony import endpoint as telephony
 from gateway.webrtc import audio_level, control, udp_ports, whep
 from gateway.webrtc.signalling import close_all_peers, webrtc_offer
 from gateway.websocket import stream_endpoint
+from gateway.wyoming import announce
 from gateway.wyoming import server as wyoming
 
 log = logging.getLogger("chatterbox_fast.gateway")
@@ -107,9 +108,15 @@ def create_app(settings: GatewaySettings, on_engine_refusal: Callable[[str], Non
         wyoming_server = await wyoming.start(state, wyoming_socket) if wyoming_socket is not None else None
         if wyoming_server is not None and (warning := wyoming_exposure_warning(wyoming_socket.getsockname()[0])):
             log.warning(warning)
+        announcer = (announce.announcer_for(settings.wyoming_zeroconf, wyoming_socket)
+                     if wyoming_socket is not None and settings.wyoming_zeroconf else None)
+        if announcer is not None:
+            announcer.start()
         yield
         if reporting is not None:
             reporting.cancel()
+        if announcer is not None:
+            await announcer.stop()  # goodbye before the port closes
         if wyoming_server is not None:
             wyoming_server.close()
         log.info("shutting down: closing %d sessions", len(state.sessions))

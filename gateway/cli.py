@@ -61,6 +61,15 @@ def _seconds_or_auto(value: str) -> float | None:
     return seconds
 
 
+def _zeroconf_name(value: str) -> str:
+    from gateway.wyoming.announce import instance_name
+
+    try:
+        return instance_name(value)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
 def _list(value: str) -> tuple[str, ...]:
     return tuple(item.strip() for item in value.split(",") if item.strip())
 
@@ -132,6 +141,9 @@ GATEWAY_OPTIONS = (
            "(10200 is the usual one); off when not set", int),
     Option("--wyoming-host", "CBF_WYOMING_HOST", "address the Wyoming port listens on (Wyoming has no "
            "authentication: with API keys set the default is 127.0.0.1, else --host)"),
+    Option("--wyoming-zeroconf", "CBF_WYOMING_ZEROCONF", "announce the Wyoming port by zeroconf as "
+           "NAME._wyoming._tcp.local., for Home Assistant to discover (needs --wyoming-port); off when not set",
+           _zeroconf_name),
     Option("--idle-timeout", "CBF_IDLE_TIMEOUT", "seconds a Wyoming connection, or an ElevenLabs socket without an "
            "inactivity_timeout query, may receive and send nothing before it is closed", float, 20.0),
     Option("--max-unauthenticated", "CBF_MAX_UNAUTHENTICATED", "connections at once whose key may still come in a "
@@ -276,6 +288,10 @@ def cmd_serve(args: argparse.Namespace) -> int:
     if args.processes < 1:
         print("chatterbox-fast serve: --processes must be at least 1", file=sys.stderr)
         return 2
+    if args.wyoming_zeroconf and args.wyoming_port is None:
+        print("chatterbox-fast serve: --wyoming-zeroconf (CBF_WYOMING_ZEROCONF) announces the Wyoming port: set "
+              "--wyoming-port (CBF_WYOMING_PORT) too, e.g. 10200", file=sys.stderr)
+        return 2
     try:
         ice_servers(args.ice_server)
         for url in args.engine_url:
@@ -313,6 +329,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
         engine_urls=args.engine_url, engine_secret=args.engine_secret,
         engine_args=tuple(engine_argv(args) + ["--log-level", args.log_level]),
         engine_resolve_interval_s=args.engine_resolve_interval, rtc_ports=rtc_ports,
+        wyoming_zeroconf=args.wyoming_zeroconf,
         shared_dir=os.environ.get("PROMETHEUS_MULTIPROC_DIR") or None,
     )
     refusals: list[str] = []

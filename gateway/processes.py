@@ -72,6 +72,8 @@ class GatewayProcesses:
             env = dict(self.env)
             if self.rtc_slices is not None:
                 env["CBF_RTC_PORTS"] = "%d-%d" % self.rtc_slices[index]
+            if index:  # the shared Wyoming port is announced once: its name would clash with itself
+                env.pop("CBF_WYOMING_ZEROCONF", None)
             proc = await asyncio.create_subprocess_exec(sys.executable, "-m", "gateway.cli", "serve",
                                                         stdin=asyncio.subprocess.DEVNULL, env=env)
             self._procs[index] = proc

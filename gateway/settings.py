@@ -14,6 +14,7 @@ class GatewaySettings:
     max_text_chars: int = 5000
     max_upload_bytes: int = 10 * 1024 * 1024
     stall_timeout_s: float = 30.0  # a client that takes no audio for this long is closed
+    wyoming_zeroconf: str | None = None  # the Wyoming port's zeroconf name (gateway/wyoming/announce.py)
     idle_timeout_s: float = 20.0  # a Wyoming connection (an ElevenLabs socket by default) silent this long is closed
     max_unauthenticated: int = 64  # connections whose key may still come in a message (gateway/silent_sockets.py)
     twilio_auth_token: str | None = None  # when set, /v1/twilio checks X-Twilio-Signature
