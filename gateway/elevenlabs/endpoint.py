@@ -33,6 +33,7 @@ from gateway.websocket import STALLED_CLOSE_CODE, SendWatch, client_frames, unti
 log = logging.getLogger("chatterbox_fast.gateway")
 POLICY_VIOLATION = 1008  # their close code for a refused request (and for a socket idle past its timeout)
 TRY_AGAIN_LATER = 1013
+UNAUTHORIZED = "a valid API key is required"
 MAX_INACTIVITY_S = 180  # theirs: ``inactivity_timeout`` up to 180 s
 
 
@@ -217,9 +218,15 @@ def _inactivity_timeout(ws: WebSocket, default: float) -> float:
     return seconds
 
 
+def close_reason(code: str, message: str) -> str:
+    """A refusal's close-frame reason: the error message's code and text, cut to fit a close frame (123 bytes).
+    ElevenLabs' SDK raises the error message or the close reason, whichever it reads first."""
+    return f"{code}: {message}".encode()[:120].decode(errors="ignore")
+
+
 async def _refuse(ws: WebSocket, code: str, message: str, close_code: int = POLICY_VIOLATION) -> None:
     await ws.send_json(translate.error_message(code, message))
-    await ws.close(close_code)
+    await ws.close(close_code, close_reason(code, message))
 
 
 async def _serve(ws: WebSocket, *, multi: bool) -> None:
@@ -255,9 +262,9 @@ async def _serve(ws: WebSocket, *, multi: bool) -> None:
         await asyncio.wait({receiving, finishing, watching, idling}, return_when=asyncio.FIRST_COMPLETED)
         if receiving.done() and not receiving.cancelled() and (exc := receiving.exception()) is not None:
             raise exc
-    except _Refused:
+    except _Refused as refused:
         with contextlib.suppress(Exception):
-            await ws.close(POLICY_VIOLATION)
+            await ws.close(POLICY_VIOLATION, refused.reason)
     finally:
         if waiting is not None:
             waiting.leave()
@@ -279,7 +286,11 @@ async def _serve(ws: WebSocket, *, multi: bool) -> None:
 
 
 class _Refused(Exception):
-    """The socket is closed with a policy violation (their clients raise its message)."""
+    """The socket is closed with a policy violation (their clients raise its message; the close repeats it)."""
+
+    def __init__(self, code: str, message: str) -> None:
+        super().__init__(message)
+        self.reason = close_reason(code, message)
 
 
 async def _receive_all(ws: WebSocket, socket: _Socket, keys: tuple[str, ...], waiting: Admission | None) -> None:
@@ -290,15 +301,15 @@ async def _receive_all(ws: WebSocket, socket: _Socket, keys: tuple[str, ...], wa
             msg = translate.parse(raw)
             if waiting is not None:
                 if not _key_accepted(msg.api_key, keys):
-                    await socket.send(translate.error_message("unauthorized", "a valid API key is required"))
-                    raise _Refused()
+                    await socket.send(translate.error_message("unauthorized", UNAUTHORIZED))
+                    raise _Refused("unauthorized", UNAUTHORIZED)
                 waiting.leave()
                 waiting = None
             commands = socket.rules.receive(msg)
         except ProtocolError as exc:
             await socket.send(translate.error_message(exc.code, str(exc)))
             if not socket.multi:
-                raise _Refused() from None
+                raise _Refused(exc.code, str(exc)) from None
             continue
         for command in commands:
             await socket.run(command)
