@@ -3,9 +3,12 @@
 Phases, each adding to ``<out>/gpu-bench.json`` (so a run cut short still leaves what it measured):
   t3_step     ms per decode step, eager vs CUDA graph, per batch size (and upstream's eager loop at batch 1)
   prefill     a chunk's prefill with the voice prompt's keys and values reused vs prefilled again
-  dispatch    aten operations the host dispatches per T3 step, prefill and S3Gen call (and per audio second)
+  dispatch    aten operations the host dispatches per T3 step, prefill and S3Gen call (and per audio second;
+              S3Gen eager and replayed from graphs)
   s3gen_batched  S3Gen ms per chunk, upstream's one call per chunk vs chunks batched across callers
   s3gen       S3Gen milliseconds per second of audio, per token length
+  self_check  the warm-up as the server runs it: T3's and S3Gen's graphs captured and checked (or the fallback)
+  s3gen_graphed  S3Gen ms per chunk, batched calls eager vs replayed from their bucket's CUDA graphs
   worker      through the real worker (planner, batched decode loop, joins, watermark) over its real protocol:
               time to first chunk at 1 and N concurrent streams, and the most concurrent streams with no underrun;
               and the first chunk's time and words under the default first-audio budget and larger ones
