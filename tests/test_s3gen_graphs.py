@@ -5,7 +5,7 @@ There is no CUDA here, so ``stand_in_capture`` stands in for ``cuda_capture``: a
 the same static buffers and writes the output tensor the capture returned, as a graph's replay rewrites its output;
 where asked it then spoils it the way a broken graph would (nothing at all, a wrong sample). Everything else (the
 buckets, the static buffers and their views, the glue between stages, the comparison, the fallback and the refusal) is
-the real code. That the stages could be captured at all (no host synchronisation, no host data) is proved on the meta
+the real code. That the stages could be captured at all (no host synchronisation, no host data, no draws) is proved on the meta
 device, where an ``.item()`` raises and a host tensor shows up in the dispatch log."""
 
 from __future__ import annotations
@@ -138,8 +138,13 @@ def test_a_call_past_the_largest_bucket_runs_eagerly(engine: TurboEngine, voices
     assert (wav - solo(engine, row.tokens, voices[1], 3)).abs().max().item() < TOLERANCE
 
 
+RANDOM = ("rand", "normal", "uniform", "bernoulli", "exponential", "multinomial")
+
+
 class HostData(TorchDispatchMode):
-    """Notes every operation that reads a tensor off the meta device (what a capture would copy from the host)."""
+    """Notes every operation that reads a tensor off the meta device (what a capture would copy from the host), and
+    every random draw (a replay would draw anew, unlike the eager run it is checked against: the draws belong in the
+    per-row work before the stages)."""
 
     def __init__(self) -> None:
         super().__init__()
@@ -147,7 +152,8 @@ class HostData(TorchDispatchMode):
 
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):  # type: ignore[no-untyped-def]
         flat, _ = tree_flatten((args, kwargs or {}))
-        if any(isinstance(t, torch.Tensor) and t.device.type != "meta" for t in flat):
+        if any(isinstance(t, torch.Tensor) and t.device.type != "meta" for t in flat) or \
+                any(word in str(func) for word in RANDOM):
             self.operations.add(str(func))
         return func(*args, **(kwargs or {}))
 
@@ -167,8 +173,8 @@ def meta_capture(found: set[str]) -> s3gen_graphs.Capture:
     return capture
 
 
-def test_the_stages_need_no_host_synchronisation_and_no_host_data(engine: TurboEngine,
-                                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+def test_the_stages_need_no_host_synchronisation_no_host_data_and_draw_nothing(engine: TurboEngine,
+                                                                                monkeypatch: pytest.MonkeyPatch) -> None:
     meta = copy.deepcopy(engine.s3gen).to("meta")
     buckets = Buckets(max_prompt_tokens=100, batches=(2,), chunk_tokens=(32,))
     found: set[str] = set()
