@@ -4,9 +4,9 @@ CPU, tiny checkpoint, real S3Gen classes.
 There is no CUDA here, so ``stand_in_capture`` stands in for ``cuda_capture``: a "replay" runs the stage eagerly on
 the same static buffers and writes the output tensor the capture returned, as a graph's replay rewrites its output;
 where asked it then spoils it the way a broken graph would (nothing at all, a wrong sample). Everything else (the
-buckets, the static buffers and their views, the glue between stages, the comparison, the fallback and the refusal) is
-the real code. That the stages could be captured at all (no host synchronisation, no host data, no draws) is proved on the meta
-device, where an ``.item()`` raises and a host tensor shows up in the dispatch log."""
+buckets, the static buffers and their views, the per-row work around the stages, the comparison, the fallback and the
+refusal) is the real code. That the stages could be captured at all (no host synchronisation, no host data, no random
+draws) is proved on the meta device, where an ``.item()`` raises and the rest shows up in the dispatch log."""
 
 from __future__ import annotations
 
