@@ -40,7 +40,7 @@ from .base import BatchingEngine, EngineError, EngineInfo, GraphCheckFailed
 from .graph_check import GraphCheck, SelfCheck
 from .prefix_cache import PrefixCache
 from .s3gen_batch import MAX_BATCH, VocodeRow, vocode_rows
-from .s3gen_graphs import Buckets, GraphedVocoder
+from .s3gen_graphs import Buckets, GraphedVocoder, cuda_capture
 from .t3_batch import BATCH_BUCKETS, BatchDecoder
 from .t3_loop import DecodeLoop
 from .t3_sampling import Sampling
@@ -180,8 +180,6 @@ class TurboEngine(BatchingEngine):
         self.vocode_buckets = Buckets(max(S3GEN_PROMPT_TOKENS, prompt))
         self.vocoder_graphs: GraphedVocoder | None = None
         if info.vocode == "graph":
-            from .s3gen_graphs import cuda_capture
-
             self.vocoder_graphs = GraphedVocoder(s3gen, self.vocode_buckets, cuda_capture(self.device))
 
     @classmethod
