@@ -11,10 +11,7 @@ Fields relied on (Telnyx's "Stream call media over WebSocket" AsyncAPI page and 
 
 from __future__ import annotations
 
-import base64
-import json
-
-from gateway.telephony import events
+from gateway.telephony import events, twilio
 from gateway.telephony.events import Ignored, Inbound, Start, Stop
 
 ENCODINGS = {"PCMU": "mulaw", "PCMA": "alaw"}
@@ -44,17 +41,7 @@ def parse(raw: str | bytes) -> Inbound:
     return Ignored(event)
 
 
-class Outbound:
-    """The gateway's frames for one stream (Telnyx routes them by the socket: no stream id in them)."""
+class Outbound(twilio.Outbound):
+    """The gateway's frames for one stream: Twilio's, without the stream's id (Telnyx routes them by the socket)."""
 
-    def __init__(self, stream_id: str) -> None:
-        self.stream_id = stream_id
-
-    def media(self, payload: bytes) -> str:
-        return json.dumps({"event": "media", "media": {"payload": base64.b64encode(payload).decode()}})
-
-    def mark(self, name: str) -> str:
-        return json.dumps({"event": "mark", "mark": {"name": name}})
-
-    def clear(self) -> str:
-        return json.dumps({"event": "clear"})
+    routed = False

@@ -14,6 +14,7 @@ import base64
 import hashlib
 import hmac
 import json
+from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
 from gateway.telephony import events
@@ -44,20 +45,24 @@ def parse(raw: str | bytes) -> Inbound:
 
 
 class Outbound:
-    """The gateway's frames for one stream."""
+    """The gateway's frames for one stream, each naming it (``routed``)."""
+
+    routed = True  # Telnyx routes its frames by the socket: the same frames, without the stream's id
 
     def __init__(self, stream_sid: str) -> None:
-        self.stream_sid = stream_sid
+        self.route = {"streamSid": stream_sid} if self.routed else {}
+
+    def _frame(self, event: str, **fields: Any) -> str:
+        return json.dumps({"event": event, **self.route, **fields})
 
     def media(self, payload: bytes) -> str:
-        return json.dumps({"event": "media", "streamSid": self.stream_sid,
-                           "media": {"payload": base64.b64encode(payload).decode()}})
+        return self._frame("media", media={"payload": base64.b64encode(payload).decode()})
 
     def mark(self, name: str) -> str:
-        return json.dumps({"event": "mark", "streamSid": self.stream_sid, "mark": {"name": name}})
+        return self._frame("mark", mark={"name": name})
 
     def clear(self) -> str:
-        return json.dumps({"event": "clear", "streamSid": self.stream_sid})
+        return self._frame("clear")
 
 
 def signature(auth_token: str, url: str) -> str:
