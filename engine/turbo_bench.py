@@ -259,11 +259,11 @@ def skipped_replays(stage: Callable[[], torch.Tensor]) -> tuple[Replay, torch.Te
     return (lambda: None), stage()
 
 
-def graphed_ops(counting: GraphedVocoder, tokens: list[int], voice: TurboVoice, batch: int) -> int:
+def graphed_ops(engine: TurboEngine, counting: GraphedVocoder, tokens: list[int], voice: TurboVoice,
+                batch: int) -> int:
     """Operations a call of ``batch`` chunks dispatches when its stages are replayed: the per-row work, counted, and
     one launch per replay (2)."""
-    speech = torch.tensor(tokens + [S3GEN_SIL] * 3)
-    rows = [VocodeRow(speech, voice.gen, torch.Generator(counting.s3gen.device).manual_seed(i)) for i in range(batch)]
+    rows = engine.vocode_inputs([(tokens, voice)] * batch)
     shape = counting.buckets.holding(exact_shape(rows))
     if shape is None:
         return -1  # past the largest bucket: eager
@@ -334,7 +334,7 @@ def dispatch_counts(engine: TurboEngine, voice: TurboVoice, batches: list[int], 
                 ops, _ = count_ops(lambda: engine.vocode_batch([(tokens, voice)] * batch))
                 per[f"batched_b{batch}"] = ops
                 per[f"batched_b{batch}_per_audio_s"] = round(ops / (batch * audio_s))
-                per[f"graphed_b{batch}"] = graphed_ops(counting, tokens, voice, batch)
+                per[f"graphed_b{batch}"] = graphed_ops(engine, counting, tokens, voice, batch)
             result[f"s3gen_tokens_{n}"] = per
     return result
 

@@ -185,11 +185,11 @@ class SelfCheck:
                          f"{1000 * eager_s / STEPS:.2f} ms")
 
     def _run(self, step: Step, batch: int, attend: int) -> float:
-        _sync(self.decoder.device)
+        synchronize(self.decoder.device)
         started = time.perf_counter()
         for _ in range(STEPS):
             step(batch, attend)
-        _sync(self.decoder.device)
+        synchronize(self.decoder.device)
         return time.perf_counter() - started
 
     def _state(self, slots: list[int], attend: int) -> dict[str, torch.Tensor]:
@@ -253,6 +253,6 @@ class SelfCheck:
             self.problem(f"random draws on {device} are not finite after the captures")
 
 
-def _sync(device: torch.device) -> None:
+def synchronize(device: torch.device) -> None:
     if device.type == "cuda":
         torch.cuda.synchronize(device)

@@ -273,8 +273,8 @@ def hift_stage(s3gen: S3Gen, mel: torch.Tensor, inputs: HiftInputs) -> torch.Ten
         s = _source(hift, mel, inputs)
         x = _decode(hift, mel, _stft(hift, s, samples))
     wav = torch.clamp(_istft(hift, x, samples), -hift.audio_limit, hift.audio_limit)
-    fade = s3gen.trim_fade
-    return torch.cat([wav[:, :len(fade)] * fade, wav[:, len(fade):]], dim=1)
+    wav[:, :len(s3gen.trim_fade)] *= s3gen.trim_fade
+    return wav
 
 
 def _source(hift: HiFTGenerator, mel: torch.Tensor, inputs: HiftInputs) -> torch.Tensor:

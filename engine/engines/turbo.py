@@ -408,16 +408,18 @@ class TurboEngine(BatchingEngine):
         return self.loop.submit(voice, tokens, self.token_budget(text), seed, cancel, deadline)
 
     def vocode_batch(self, items: Sequence[tuple[list[int], TurboVoice]]) -> list[np.ndarray]:
-        """S3Gen on T3's tokens (special tokens dropped, three silence tokens appended, as ``generate``), every item
-        in one batched call (``s3gen_batch``). Each row's noise comes from a generator of its own, seeded from torch's
-        global one, so ``torch.manual_seed`` still makes a run reproducible and no row depends on its neighbours."""
+        """S3Gen on T3's tokens, every item in one batched call (``s3gen_batch``)."""
         stream = torch.cuda.stream(self._s3gen_stream) if self._s3gen_stream else contextlib.nullcontext()
         with torch.inference_mode(), stream:
-            rows = [VocodeRow(torch.tensor([t for t in tokens if t < SPEECH_VOCAB_SIZE] + [S3GEN_SIL] * 3),
-                              voice.gen, torch.Generator(self.device).manual_seed(_seed()))
-                    for tokens, voice in items]
-            wavs = self.vocoder(rows)
+            wavs = self.vocoder(self.vocode_inputs(items))
             return [wav.float().cpu().numpy().astype(np.float32, copy=False) for wav in wavs]
+
+    def vocode_inputs(self, items: Sequence[tuple[list[int], TurboVoice]]) -> list[VocodeRow]:
+        """S3Gen's rows for T3's tokens: special tokens dropped, three silence tokens appended (as ``generate``). Each
+        row's noise comes from a generator of its own, seeded from torch's global one, so ``torch.manual_seed`` still
+        makes a run reproducible and no row depends on its neighbours."""
+        return [VocodeRow(torch.tensor([t for t in tokens if t < SPEECH_VOCAB_SIZE] + [S3GEN_SIL] * 3), voice.gen,
+                          torch.Generator(self.device).manual_seed(_seed())) for tokens, voice in items]
 
     @property
     def busy_since(self) -> float | None:

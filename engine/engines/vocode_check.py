@@ -20,7 +20,7 @@ from typing import Any
 
 import torch
 
-from .graph_check import GraphCheck, close
+from .graph_check import GraphCheck, close, synchronize
 from .s3gen_batch import (
     MEL_PER_TOKEN,
     EagerStages,
@@ -123,10 +123,8 @@ def _fresh(rows: Sequence[VocodeRow]) -> list[VocodeRow]:
 
 
 def _timed(device: torch.device, call: Callable[[], list[torch.Tensor]]) -> tuple[float, list[torch.Tensor]]:
-    if device.type == "cuda":
-        torch.cuda.synchronize(device)
+    synchronize(device)
     started = time.perf_counter()
     wavs = call()
-    if device.type == "cuda":
-        torch.cuda.synchronize(device)
+    synchronize(device)
     return time.perf_counter() - started, wavs
