@@ -184,7 +184,6 @@ def test_the_stages_need_no_host_synchronisation_no_host_data_and_draw_nothing(e
     from chatterbox.models.s3gen import decoder
     from chatterbox.models.s3gen.utils import mask
 
-    monkeypatch.setattr(s3gen_graphs, "install_graph_safe_masks", lambda: None)
     monkeypatch.setattr(decoder, "add_optional_chunk_mask", mask.add_optional_chunk_mask)
     with pytest.raises(RuntimeError, match="item"):
         GraphedVocoder(meta, buckets, meta_capture(found)).capture_all()

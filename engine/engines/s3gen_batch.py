@@ -122,14 +122,17 @@ def graph_safe_chunk_mask(xs: torch.Tensor, masks: torch.Tensor, use_dynamic_chu
 _UPSTREAM_CHUNK_MASK = upstream_mask.add_optional_chunk_mask
 
 
-def install_graph_safe_masks() -> None:
-    """Point the flow encoder's and estimator's ``add_optional_chunk_mask`` at ``graph_safe_chunk_mask`` (idempotent;
-    the masks are the same, only the synchronisation and its warning go)."""
+def _install_graph_safe_masks() -> None:
+    """Point the flow encoder's and estimator's ``add_optional_chunk_mask`` at ``graph_safe_chunk_mask``, once, on
+    import: every S3Gen call in the process then uses the same masks, only the synchronisation and its warning go."""
     from chatterbox.models.s3gen import decoder
     from chatterbox.models.s3gen.transformer import upsample_encoder
 
     for module in (decoder, upsample_encoder):
         module.add_optional_chunk_mask = graph_safe_chunk_mask
+
+
+_install_graph_safe_masks()
 
 
 @contextlib.contextmanager
@@ -365,6 +368,5 @@ def vocode_rows(s3gen: S3Gen, rows: Sequence[VocodeRow]) -> list[torch.Tensor]:
     """Audio [samples] per row, as ``s3gen.inference(speech_tokens=row.tokens, ref_dict=row.ref,
     n_cfm_timesteps=2)`` gives it with torch's global generator in the state of ``row.generator``; eager, at the
     rows' exact sizes."""
-    install_graph_safe_masks()
     with torch.inference_mode():
         return run(s3gen, prepare(s3gen, rows, exact_shape(rows)), EagerStages(s3gen))

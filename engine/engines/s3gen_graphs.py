@@ -35,7 +35,6 @@ from .s3gen_batch import (
     exact_shape,
     flow_stage,
     hift_stage,
-    install_graph_safe_masks,
     prepare,
     run,
     samples_per_frame,
@@ -100,7 +99,6 @@ class GraphedVocoder:
     """``vocode_rows`` with the stages replayed from graphs (``s3gen_batch.Stages``); eager past the largest bucket."""
 
     def __init__(self, s3gen: S3Gen, buckets: Buckets, capture: Capture) -> None:
-        install_graph_safe_masks()
         self.s3gen, self.buckets, self.capture = s3gen, buckets, capture
         self.samples_per_frame = samples_per_frame(s3gen.mel2wav)
         top = buckets.largest
