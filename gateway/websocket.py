@@ -25,6 +25,11 @@ STALLED_CLOSE_CODE = 4408
 STALL_CHECK_S = 0.5
 
 
+def close_reason(text: str) -> str:
+    """``text`` cut to fit a close frame's reason (123 bytes of UTF-8), on a character boundary."""
+    return text.encode()[:120].decode(errors="ignore")
+
+
 class SendWatch:
     """When the send under way began: one the client has not taken within ``timeout`` seconds is a stall."""
 

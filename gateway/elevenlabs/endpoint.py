@@ -28,7 +28,7 @@ from gateway.session_registry import SessionLimitReached
 from gateway.shared_state import GatewayState
 from gateway.silent_sockets import Admission, IdleClock, until_idle
 from gateway.sink import AudioSink
-from gateway.websocket import STALLED_CLOSE_CODE, SendWatch, client_frames, until_stalled
+from gateway.websocket import STALLED_CLOSE_CODE, SendWatch, client_frames, close_reason, until_stalled
 
 log = logging.getLogger("chatterbox_fast.gateway")
 POLICY_VIOLATION = 1008  # their close code for a refused request (and for a socket idle past its timeout)
@@ -218,15 +218,15 @@ def _inactivity_timeout(ws: WebSocket, default: float) -> float:
     return seconds
 
 
-def close_reason(code: str, message: str) -> str:
-    """A refusal's close-frame reason: the error message's code and text, cut to fit a close frame (123 bytes).
-    ElevenLabs' SDK raises the error message or the close reason, whichever it reads first."""
-    return f"{code}: {message}".encode()[:120].decode(errors="ignore")
+def refusal_reason(code: str, message: str) -> str:
+    """A refusal's close-frame reason: the error message's code and text. ElevenLabs' SDK raises the error message or
+    the close reason, whichever it reads first."""
+    return close_reason(f"{code}: {message}")
 
 
 async def _refuse(ws: WebSocket, code: str, message: str, close_code: int = POLICY_VIOLATION) -> None:
     await ws.send_json(translate.error_message(code, message))
-    await ws.close(close_code, close_reason(code, message))
+    await ws.close(close_code, refusal_reason(code, message))
 
 
 async def _serve(ws: WebSocket, *, multi: bool) -> None:
@@ -290,7 +290,7 @@ class _Refused(Exception):
 
     def __init__(self, code: str, message: str) -> None:
         super().__init__(message)
-        self.reason = close_reason(code, message)
+        self.reason = refusal_reason(code, message)
 
 
 async def _receive_all(ws: WebSocket, socket: _Socket, keys: tuple[str, ...], waiting: Admission | None) -> None:

@@ -29,7 +29,8 @@ from gateway.session_registry import SessionLimitReached
 from gateway.shared_state import GatewayState
 from gateway.telephony import asterisk, events, jambonz, telnyx, twilio
 from gateway.telephony.call import Dialect, PhoneCall, PhoneSink
-from gateway.websocket import STALLED_CLOSE_CODE, WebSocketSink, client_frames, serve_session, until_stalled
+from gateway.websocket import (STALLED_CLOSE_CODE, WebSocketSink, client_frames, close_reason, serve_session,
+                               until_stalled)
 
 log = logging.getLogger("chatterbox_fast.gateway")
 START_TIMEOUT_S = 10.0  # a stream whose ``start`` has not come by then is closed
@@ -109,7 +110,7 @@ async def media_stream(ws: WebSocket, dialect: StreamDialect) -> None:
     stalled = watching.done() and not watching.cancelled()
     code = STALLED_CLOSE_CODE if stalled else BAD_FRAME_CLOSE_CODE if reason.startswith("bad frame") else 1000
     with contextlib.suppress(Exception):
-        await asyncio.wait_for(ws.close(code, reason[:120]), 1.0)
+        await asyncio.wait_for(ws.close(code, close_reason(reason)), 1.0)
 
 
 async def _open_call(ws: WebSocket, dialect: StreamDialect) -> PhoneCall | None:
@@ -120,7 +121,7 @@ async def _open_call(ws: WebSocket, dialect: StreamDialect) -> PhoneCall | None:
     waiting = None
     if not authorized(ws, keys):  # its key may come in its start (Twilio cannot send headers)
         if (waiting := state.unauthenticated.enter()) is None:
-            await ws.close(FULL_CLOSE_CODE, state.unauthenticated.full_message[:120])
+            await ws.close(FULL_CLOSE_CODE, close_reason(state.unauthenticated.full_message))
             return None
     try:
         start = await first_start(ws, dialect.parse, START_TIMEOUT_S)
@@ -128,7 +129,7 @@ async def _open_call(ws: WebSocket, dialect: StreamDialect) -> PhoneCall | None:
         reason = str(exc) if isinstance(exc, ProtocolError) else f"no 'start' within {START_TIMEOUT_S:g} s"
         log.info("%s stream closed before its start: %s", dialect.name, reason)
         with contextlib.suppress(Exception):
-            await ws.close(BAD_FRAME_CLOSE_CODE, reason[:120])
+            await ws.close(BAD_FRAME_CLOSE_CODE, close_reason(reason))
         return None
     finally:
         if waiting is not None:
@@ -148,7 +149,7 @@ async def _open_call(ws: WebSocket, dialect: StreamDialect) -> PhoneCall | None:
     if (refusal := await call.open()) is not None:
         duplicate, reason = refusal
         log.info("%s call %s refused: %s", dialect.name, start.call_id, reason)
-        await ws.close(DUPLICATE_CLOSE_CODE if duplicate else FULL_CLOSE_CODE, reason[:120])
+        await ws.close(DUPLICATE_CLOSE_CODE if duplicate else FULL_CLOSE_CODE, close_reason(reason))
         return None
     log.info("%s call %s: stream %s started", dialect.name, call.id, start.stream_id)
     return call
