@@ -13,7 +13,7 @@ import contextlib
 import ipaddress
 import logging
 import socket
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 log = logging.getLogger("chatterbox_fast.gateway")
@@ -39,8 +39,6 @@ class Announcement:
     port: int
     addresses: tuple[str, ...]  # advertised to browsers: where the Wyoming port can be reached
     interfaces: tuple[str, ...] | None  # where to answer mDNS; None: every interface
-    type: str = SERVICE_TYPE
-    properties: dict[str, str] = field(default_factory=dict)
 
 
 def announcement(name: str, host: str, port: int, host_addresses: list[str]) -> Announcement:
@@ -91,7 +89,7 @@ class Announcer:
             version = IPVersion.All if len(versions) > 1 else IPVersion.V4Only if 4 in versions else IPVersion.V6Only
             where = {"interfaces": list(content.interfaces)} if content.interfaces else {}
             self._zeroconf = AsyncZeroconf(ip_version=version, **where)
-            info = AsyncServiceInfo(content.type, content.name, port=content.port, properties=content.properties,
+            info = AsyncServiceInfo(SERVICE_TYPE, content.name, port=content.port, properties={},
                                     parsed_addresses=list(content.addresses))
             await (await self._zeroconf.async_register_service(info))
         except (OSError, Error) as exc:  # no multicast on these interfaces, the name taken by another host...
