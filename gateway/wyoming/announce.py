@@ -21,6 +21,11 @@ SERVICE_TYPE = "_wyoming._tcp.local."
 MAX_NAME_BYTES = 63  # one DNS label
 ANY = ("0.0.0.0", "::", "")
 CANNOT = "wyoming zeroconf: cannot announce %s (%s); the Wyoming port serves on without it"
+# How long to ask whether another responder answers for the name before claiming it. python-zeroconf's own probing
+# hears answers only between its three probes (~350 ms, none after the last), too short for a busy host or Wi-Fi
+# (RFC 6762 allows 750 ms). A held name is one answered with its SRV record (the port): a holder's address record
+# may stay away longer (a responder multicasts a record at most once a second).
+CLAIM_QUERY_MS = 1500
 
 
 def instance_name(raw: str) -> str:
@@ -77,7 +82,7 @@ class Announcer:
         self._registering = asyncio.create_task(self._register())
 
     async def _register(self) -> None:
-        from zeroconf import Error, IPVersion
+        from zeroconf import Error, IPVersion, NonUniqueNameException
         from zeroconf.asyncio import AsyncServiceInfo, AsyncZeroconf
 
         content = self.content
@@ -89,6 +94,10 @@ class Announcer:
             version = IPVersion.All if len(versions) > 1 else IPVersion.V4Only if 4 in versions else IPVersion.V6Only
             where = {"interfaces": list(content.interfaces)} if content.interfaces else {}
             self._zeroconf = AsyncZeroconf(ip_version=version, **where)
+            held = AsyncServiceInfo(SERVICE_TYPE, content.name)
+            await held.async_request(self._zeroconf.zeroconf, CLAIM_QUERY_MS)
+            if held.port is not None:
+                raise NonUniqueNameException("another responder answers for this name")
             info = AsyncServiceInfo(SERVICE_TYPE, content.name, port=content.port, properties={},
                                     parsed_addresses=list(content.addresses))
             await (await self._zeroconf.async_register_service(info))
