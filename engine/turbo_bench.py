@@ -9,6 +9,8 @@ Phases, each adding to ``<out>/gpu-bench.json`` (so a run cut short still leaves
   s3gen       S3Gen milliseconds per second of audio, per token length
   self_check  the warm-up as the server runs it: T3's and S3Gen's graphs captured and checked (or the fallback)
   s3gen_graphed  S3Gen ms per chunk, batched calls eager vs replayed from their bucket's CUDA graphs
+  s3gen_compiled  (only with --compile MODE) S3Gen ms per chunk with both stages through torch.compile, and what
+              compiling cost
   worker      through the real worker (planner, batched decode loop, joins, watermark) over its real protocol:
               time to first chunk at 1 and N concurrent streams, and the most concurrent streams with no underrun;
               and the first chunk's time and words under the default first-audio budget and larger ones
@@ -43,7 +45,19 @@ from engine import protocol
 from chatterbox.models.s3gen.const import S3GEN_SIL
 from chatterbox.models.s3tokenizer import SPEECH_VOCAB_SIZE
 
-from engine.engines.s3gen_batch import VocodeRow, exact_shape, vocode_rows
+from engine.engines.s3gen_batch import (
+    EagerStages,
+    FlowInputs,
+    HiftInputs,
+    Shape,
+    VocodeRow,
+    exact_shape,
+    flow_stage,
+    hift_stage,
+    prepare,
+    run,
+    vocode_rows,
+)
 from engine.engines.s3gen_graphs import GraphedVocoder, Replay
 from engine.engines.t3_batch import BatchDecoder, Join
 from engine.engines.t3_sampling import Sampling
@@ -297,6 +311,58 @@ def s3gen_graphed(engine: TurboEngine, voice: TurboVoice, batches: list[int], le
     return result
 
 
+class CompiledStages:
+    """S3Gen's two stages through ``torch.compile`` (``fullgraph``: a graph break is an error, not a slow fragment),
+    one static shape per call."""
+
+    def __init__(self, s3gen: Any, backend: str, mode: str) -> None:
+        options = {"backend": backend, "fullgraph": True, "dynamic": False, "mode": None if mode == "default" else mode}
+        self.s3gen = s3gen
+        self._flow = torch.compile(flow_stage, **options)
+        self._hift = torch.compile(hift_stage, **options)
+
+    def flow(self, shape: Shape, inputs: FlowInputs) -> torch.Tensor:
+        return self._flow(self.s3gen, inputs)
+
+    def hift(self, shape: Shape, mel: torch.Tensor, inputs: HiftInputs) -> torch.Tensor:
+        return self._hift(self.s3gen, mel, inputs)
+
+
+def s3gen_compiled(engine: TurboEngine, voice: TurboVoice, batches: list[int], tokens: int, repeat: int,
+                   backend: str, mode: str) -> dict[str, Any]:
+    """S3Gen ms per chunk with both stages compiled, at the bucket shapes S3Gen's graphs use (the exact shape past
+    the largest), beside eager at the same shapes: the first call's seconds (compiling) and its largest difference
+    from eager. ``torch.compile`` as the alternative to the captured graphs (issue 20); the graphs' figures for the
+    same calls are in ``s3gen_graphed``."""
+    s3gen = engine.s3gen
+    kinds = {"eager": EagerStages(s3gen), "compiled": CompiledStages(s3gen, backend, mode)}
+    items = [(random_tokens(tokens, tokens), voice)]
+    result: dict[str, Any] = {"backend": backend, "mode": mode, "tokens": tokens}
+    limit = torch._dynamo.config.recompile_limit
+    torch._dynamo.config.recompile_limit = max(limit, 2 * len(batches))  # a shape per batch and stage
+    try:
+        for batch in batches:
+            shape = engine.vocode_buckets.holding(exact_shape(engine.vocode_inputs(items * batch)))
+
+            def call(kind: str) -> list[torch.Tensor]:
+                torch.manual_seed(batch)  # every call the same rows, the same noise
+                rows = engine.vocode_inputs(items * batch)
+                return run(s3gen, prepare(s3gen, rows, shape or exact_shape(rows)), kinds[kind])
+
+            eager = call("eager")
+            started = time.perf_counter()
+            compiled = call("compiled")
+            sync(engine.device)
+            first_s = time.perf_counter() - started
+            per = {f"{kind}_ms_per_chunk": round(1000 * timed(engine.device, lambda: call(kind), repeat) / batch, 2)
+                   for kind in kinds}
+            result[f"b{batch}"] = {"first_call_s": round(first_s, 1), **per,
+                                   "max_abs_vs_eager": max(float((a - b).abs().max()) for a, b in zip(compiled, eager))}
+    finally:
+        torch._dynamo.config.recompile_limit = limit
+    return result
+
+
 def random_tokens(n: int, seed: int) -> list[int]:
     return torch.randint(0, SPEECH_VOCAB_SIZE, (n,), generator=torch.Generator().manual_seed(seed)).tolist()
 
@@ -536,6 +602,11 @@ def parse(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--s3gen-tokens", type=ints, default=[25, 50, 100, 200])
     parser.add_argument("--s3gen-batches", type=ints, default=[1, 4, 8, 16], help="chunks per batched S3Gen call")
     parser.add_argument("--s3gen-batch-tokens", type=ints, default=[25, 50, 100], help="tokens per chunk, batched")
+    parser.add_argument("--compile", default=None, metavar="MODE",
+                        help="also time S3Gen through torch.compile in this mode (default, reduce-overhead, "
+                             "max-autotune-no-cudagraphs...) at the smallest and largest --s3gen-batches and the "
+                             "middle --s3gen-batch-tokens: minutes of compiling, so not in the one-call run")
+    parser.add_argument("--compile-backend", default="inductor", help="torch.compile's backend (aot_eager: a CPU test)")
     parser.add_argument("--callers-only", action="store_true",
                         help="only the many-callers phases (dispatch counts, batched S3Gen): a CPU run of them")
     parser.add_argument("--repeat", type=int, default=5)
@@ -587,6 +658,11 @@ def main(argv: list[str] | None = None) -> None:
         figures.phase("s3gen_graphed", lambda: s3gen_graphed(engine, voice, args.s3gen_batches,
                                                              args.s3gen_batch_tokens, args.repeat))
         figures.phase("t3_concurrent", lambda: t3_concurrent(engine, voice, args.concurrent))
+    if args.compile:
+        tokens = sorted(args.s3gen_batch_tokens)[len(args.s3gen_batch_tokens) // 2]
+        figures.phase("s3gen_compiled", lambda: s3gen_compiled(
+            engine, voice, sorted({min(args.s3gen_batches), max(args.s3gen_batches)}), tokens, args.repeat,
+            args.compile_backend, args.compile))
     if not (args.no_worker or args.callers_only):
         with tempfile.TemporaryDirectory(prefix="cbf-bench-") as tmp:  # short: Unix socket paths are ~100 bytes
             figures.phase("worker", lambda: asyncio.run(through_worker(

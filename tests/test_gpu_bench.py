@@ -26,6 +26,7 @@ def test_gpu_bench_runs_every_phase_and_writes_its_figures(tmp_path: Path) -> No
            "OMP_NUM_THREADS": "1"}  # on a shared 2-core machine two torch threads spin against each other
     small = ["--batches", "1,2", "--steps", "3", "--concurrent", "2", "--s3gen-tokens", "10", "--repeat", "1",
              "--s3gen-batches", "1,2", "--s3gen-batch-tokens", "10",
+             "--compile", "default", "--compile-backend", "aot_eager",  # inductor's code generation: minutes here
              "--single-runs", "1", "--streams", "2", "--paragraph", "One short line. And another."]
     subprocess.run([str(ROOT / "scripts" / "gpu-bench"), *small], env=env, check=True, timeout=300, capture_output=True)
     figures = json.loads((tmp_path / "out" / "gpu-bench.json").read_text())
@@ -48,6 +49,10 @@ def test_gpu_bench_runs_every_phase_and_writes_its_figures(tmp_path: Path) -> No
     assert s3gen_ops["batched_b2"] < 2 * s3gen_ops["upstream_b1"]  # two chunks in one call: far fewer than two calls
     assert 3 < s3gen_ops["graphed_b2"] < s3gen_ops["batched_b2"] / 5  # replayed: the per-row work and 2 launches
     assert figures["s3gen_graphed"] == {"skipped": "S3Gen's graphs are off (no CUDA, or --vocode eager)"}
+    compiled = figures["s3gen_compiled"]  # both stages traced whole (fullgraph), the same audio as eager
+    assert (compiled["backend"], compiled["mode"], compiled["tokens"]) == ("aot_eager", "default", 10)
+    assert all(compiled[b]["max_abs_vs_eager"] < 1e-5 and compiled[b]["compiled_ms_per_chunk"] > 0
+               and compiled[b]["first_call_s"] >= 0 for b in ("b1", "b2"))
     assert figures["self_check"]["vocode"] == "eager" and figures["self_check"]["vocode_check"] is None
     batched = figures["s3gen_batched"]
     assert batched["rows_check"]["max_abs_vs_alone"] < 1e-5 and batched["rows_check"]["max_abs_vs_upstream"] < 1e-5

@@ -29,9 +29,17 @@ from engine.cost import CostModel  # noqa: E402
 from engine.engines import s3gen_graphs  # noqa: E402
 from engine.engines.base import GraphCheckFailed  # noqa: E402
 from engine.engines.s3gen_batch import (  # noqa: E402
+    EagerStages,
+    FlowInputs,
+    HiftInputs,
     Shape,
     VocodeRow,
+    exact_shape,
+    flow_stage,
     graph_safe_chunk_mask,
+    hift_stage,
+    prepare,
+    run,
 )
 from engine.engines.s3gen_graphs import Buckets, GraphedVocoder  # noqa: E402
 from engine.engines.turbo import TurboEngine, TurboVoice  # noqa: E402
@@ -187,6 +195,37 @@ def test_the_stages_need_no_host_synchronisation_no_host_data_and_draw_nothing(e
     monkeypatch.setattr(decoder, "add_optional_chunk_mask", mask.add_optional_chunk_mask)
     with pytest.raises(RuntimeError, match="item"):
         GraphedVocoder(meta, buckets, meta_capture(found)).capture_all()
+
+
+def test_the_stages_trace_whole_for_torch_compile(engine: TurboEngine, voices: list[TurboVoice]) -> None:
+    """torch.compile with ``fullgraph`` (any graph break raises) traces each stage as one graph, and the compiled
+    call's rows equal the eager call's. The backend here is AOT autograd's eager one (no code generation on this CPU;
+    inductor on a GPU is what a measurement would use); an eager call first, as the warm-up, installs the hooks."""
+
+    def rows() -> list[VocodeRow]:
+        gen = torch.Generator().manual_seed(3)
+        return [VocodeRow(torch.randint(0, 6561, (n,), generator=gen), voices[v].gen, torch.Generator().manual_seed(n))
+                for n, v in ((20, 0), (9, 1))]
+
+    shape = exact_shape(rows())
+    want = run(engine.s3gen, prepare(engine.s3gen, rows(), shape), EagerStages(engine.s3gen))
+    torch._dynamo.reset()
+    flow = torch.compile(flow_stage, backend="aot_eager", fullgraph=True, dynamic=False)
+    hift = torch.compile(hift_stage, backend="aot_eager", fullgraph=True, dynamic=False)
+
+    class Compiled:
+        def flow(self, shape: Shape, inputs: FlowInputs) -> torch.Tensor:
+            return flow(engine.s3gen, inputs)
+
+        def hift(self, shape: Shape, mel: torch.Tensor, inputs: HiftInputs) -> torch.Tensor:
+            return hift(engine.s3gen, mel, inputs)
+
+    try:
+        got = run(engine.s3gen, prepare(engine.s3gen, rows(), shape), Compiled())
+    finally:
+        torch._dynamo.reset()
+    for a, b in zip(got, want, strict=True):
+        assert a.shape == b.shape and (a - b).abs().max().item() < TOLERANCE
 
 
 def test_the_self_check_passes_true_replays(engine: TurboEngine, graphed: GraphedVocoder) -> None:

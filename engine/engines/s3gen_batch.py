@@ -26,8 +26,7 @@ Why each row stays its solo run:
 
 from __future__ import annotations
 
-import contextlib
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -135,30 +134,54 @@ def _install_graph_safe_masks() -> None:
 _install_graph_safe_masks()
 
 
-@contextlib.contextmanager
-def _zeroed_past(modules: Sequence[torch.nn.Module], lengths: torch.Tensor, base: int,
-                 time_dim: int) -> Iterator[None]:
-    """While open, each module's input is zeroed past its row's length. ``lengths`` [B] are at a base resolution of
-    ``base`` steps; a module seeing ``T = r * base + c`` steps (an up- or down-sampled stage) has ``r * length + c``.
-    One mask per resolution, computed on the device (no host synchronisation)."""
-    masks: dict[tuple[int, torch.dtype], torch.Tensor] = {}
+class _PastZeroing:
+    """Forward pre-hooks, installed once on a set of modules, that zero each module's input past its row's length
+    while a stage runs (``start``/``stop``) and leave it untouched otherwise. Installed once, not per call: hooks
+    registered inside a stage break a torch.compile graph. ``lengths`` [B] are at a base resolution of ``base`` steps;
+    a module seeing ``T = r * base + c`` steps (an up- or down-sampled stage) has ``r * length + c``. One mask per
+    resolution, computed on the device (no host synchronisation)."""
 
-    def hook(_: torch.nn.Module, args: tuple[torch.Tensor, ...]) -> tuple[torch.Tensor, ...]:
+    def __init__(self, modules: Sequence[torch.nn.Module], time_dim: int) -> None:
+        self.time_dim = time_dim
+        self.lengths: torch.Tensor | None = None
+        self.base = 1
+        self.masks: dict[tuple[int, torch.dtype], torch.Tensor] = {}
+        for module in modules:
+            module.register_forward_pre_hook(self._hook)
+
+    def start(self, lengths: torch.Tensor, base: int) -> None:
+        self.lengths, self.base, self.masks = lengths, base, {}
+
+    def stop(self) -> None:
+        self.lengths, self.masks = None, {}
+
+    def _hook(self, _: torch.nn.Module, args: tuple[torch.Tensor, ...]) -> tuple[torch.Tensor, ...] | None:
+        if self.lengths is None:
+            return None
         x = args[0]
-        steps = x.shape[time_dim]
-        if (steps, x.dtype) not in masks:
+        steps = x.shape[self.time_dim]
+        if (steps, x.dtype) not in self.masks:
             shape = [x.shape[0], 1, 1]
-            shape[time_dim] = steps
-            valid = steps - (steps // base) * (base - lengths)
-            masks[steps, x.dtype] = _lengths_mask(valid, steps).to(x.dtype).view(shape)
-        return (x * masks[steps, x.dtype],) + args[1:]
+            shape[self.time_dim] = steps
+            valid = steps - (steps // self.base) * (self.base - self.lengths)
+            self.masks[steps, x.dtype] = _lengths_mask(valid, steps).to(x.dtype).view(shape)
+        return (x * self.masks[steps, x.dtype],) + args[1:]
 
-    handles = [m.register_forward_pre_hook(hook) for m in modules]
-    try:
-        yield
-    finally:
-        for handle in handles:
-            handle.remove()
+
+def _zeroings(s3gen: S3Gen) -> tuple[_PastZeroing, _PastZeroing]:
+    """The flow encoder's and HiFT's ``_PastZeroing``, installed on first use (an eager call: the warm-up's). HiFT's
+    convolution sizes are made plain ints then too: upstream builds some from numpy ints, which torch.compile's
+    guards mishandle under inference mode (seen: "Guard failed on the same frame it was created")."""
+    zeroings = s3gen.__dict__.get("_cbf_zeroings")
+    if zeroings is None:
+        convs = _convs(s3gen.mel2wav)
+        for conv in convs:
+            for size in ("kernel_size", "stride", "padding", "dilation", "output_padding"):
+                if isinstance(getattr(conv, size), tuple):
+                    setattr(conv, size, tuple(int(n) for n in getattr(conv, size)))
+        zeroings = s3gen.__dict__["_cbf_zeroings"] = (
+            _PastZeroing([s3gen.flow.encoder.pre_lookahead_layer], time_dim=1), _PastZeroing(convs, time_dim=2))
+    return zeroings
 
 
 def _convs(module: torch.nn.Module) -> list[torch.nn.Module]:
@@ -247,8 +270,12 @@ def flow_stage(s3gen: S3Gen, inputs: FlowInputs) -> torch.Tensor:
     total = inputs.token.shape[1]
     embedding = flow.spk_embed_affine_layer(F.normalize(inputs.embedding, dim=1))
     x = flow.input_embedding(inputs.token) * _lengths_mask(inputs.token_len, total).unsqueeze(-1).to(embedding)
-    with _zeroed_past([flow.encoder.pre_lookahead_layer], inputs.token_len, total, time_dim=1):
+    zeroing = _zeroings(s3gen)[0]
+    zeroing.start(inputs.token_len, total)
+    try:
         h, _ = flow.encoder(x, inputs.token_len)
+    finally:
+        zeroing.stop()
     mu = flow.encoder_proj(h).transpose(1, 2).contiguous()  # [B, 80, 2 * positions]
     mask = _lengths_mask(MEL_PER_TOKEN * inputs.token_len, mu.shape[2]).unsqueeze(1).to(mu)
     estimator = flow.decoder.estimator
@@ -272,9 +299,13 @@ def hift_stage(s3gen: S3Gen, mel: torch.Tensor, inputs: HiftInputs) -> torch.Ten
     source) for every row at once, then upstream's fade."""
     hift = s3gen.mel2wav
     samples = inputs.frames * samples_per_frame(hift)
-    with _zeroed_past(_convs(hift), inputs.frames, mel.shape[2], time_dim=2):
+    zeroing = _zeroings(s3gen)[1]
+    zeroing.start(inputs.frames, mel.shape[2])
+    try:
         s = _source(hift, mel, inputs)
         x = _decode(hift, mel, _stft(hift, s, samples))
+    finally:
+        zeroing.stop()
     wav = torch.clamp(_istft(hift, x, samples), -hift.audio_limit, hift.audio_limit)
     wav[:, :len(s3gen.trim_fade)] *= s3gen.trim_fade
     return wav
