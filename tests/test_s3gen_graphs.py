@@ -30,14 +30,10 @@ from engine.engines import s3gen_graphs  # noqa: E402
 from engine.engines.base import GraphCheckFailed  # noqa: E402
 from engine.engines.s3gen_batch import (  # noqa: E402
     EagerStages,
-    FlowInputs,
-    HiftInputs,
     Shape,
     VocodeRow,
     exact_shape,
-    flow_stage,
     graph_safe_chunk_mask,
-    hift_stage,
     prepare,
     run,
 )
@@ -46,6 +42,7 @@ from engine.engines.turbo import TurboEngine, TurboVoice  # noqa: E402
 from engine.engines.vocode_check import VocodeCheck  # noqa: E402
 from engine.settings import EngineSettings  # noqa: E402
 from engine.startup_checks import Misconfigured, loading  # noqa: E402
+from engine.turbo_bench import CompiledStages  # noqa: E402
 from engine.voices import VoiceStore  # noqa: E402
 from engine.worker import Synthesizer, Worker  # noqa: E402
 
@@ -198,9 +195,10 @@ def test_the_stages_need_no_host_synchronisation_no_host_data_and_draw_nothing(e
 
 
 def test_the_stages_trace_whole_for_torch_compile(engine: TurboEngine, voices: list[TurboVoice]) -> None:
-    """torch.compile with ``fullgraph`` (any graph break raises) traces each stage as one graph, and the compiled
-    call's rows equal the eager call's. The backend here is AOT autograd's eager one (no code generation on this CPU;
-    inductor on a GPU is what a measurement would use); an eager call first, as the warm-up, installs the hooks."""
+    """torch.compile with ``fullgraph`` (any graph break raises; the kit's ``CompiledStages``) traces each stage as one
+    graph, and the compiled call's rows equal the eager call's. The backend here is AOT autograd's eager one (no code
+    generation on this CPU; inductor on a GPU is what a measurement would use); an eager call first, as the warm-up,
+    installs the hooks."""
 
     def rows() -> list[VocodeRow]:
         gen = torch.Generator().manual_seed(3)
@@ -210,18 +208,9 @@ def test_the_stages_trace_whole_for_torch_compile(engine: TurboEngine, voices: l
     shape = exact_shape(rows())
     want = run(engine.s3gen, prepare(engine.s3gen, rows(), shape), EagerStages(engine.s3gen))
     torch._dynamo.reset()
-    flow = torch.compile(flow_stage, backend="aot_eager", fullgraph=True, dynamic=False)
-    hift = torch.compile(hift_stage, backend="aot_eager", fullgraph=True, dynamic=False)
-
-    class Compiled:
-        def flow(self, shape: Shape, inputs: FlowInputs) -> torch.Tensor:
-            return flow(engine.s3gen, inputs)
-
-        def hift(self, shape: Shape, mel: torch.Tensor, inputs: HiftInputs) -> torch.Tensor:
-            return hift(engine.s3gen, mel, inputs)
-
     try:
-        got = run(engine.s3gen, prepare(engine.s3gen, rows(), shape), Compiled())
+        compiled = CompiledStages(engine.s3gen, "aot_eager", "default")
+        got = run(engine.s3gen, prepare(engine.s3gen, rows(), shape), compiled)
     finally:
         torch._dynamo.reset()
     for a, b in zip(got, want, strict=True):
