@@ -33,6 +33,7 @@ ARTIFACTS = ROOT / "test-artifacts"
 SENTENCE = "The quick brown fox jumps over the lazy dog, and then it runs far away into the quiet green hills."
 LONG_TEXT = " ".join([SENTENCE] * 4)
 STOP_SILENCE_MS = 200
+STOP_AFTER_BUFFER_MS = 150  # WebRTC: beyond the browser's jitter buffer at Stop
 # Chrome's jitter buffer (NetEq) on the loopback path adapts down to a 20 ms target (30 to 40 ms buffered). On a
 # shared 2-core host a scheduling stall of the gateway or of Chromium (70 to 120 ms, measured at load 4 to 5 in about
 # one utterance in four) outlasts that, and Chrome conceals: a fact about the host, not about the server's pacing.
@@ -266,8 +267,15 @@ def test_stop_silences_at_once(page, server, transport):
                                timeout=5_000)
         page.wait_for_timeout(300)
     print(f"\n{transport}: silent after Stop (ms, buffer ahead at Stop ms): {figures}")
-    median = sorted(ms for ms, _ in figures)[1]
-    assert median <= STOP_SILENCE_MS, f"audio went on after Stop: {figures} (ms, buffer ahead ms)"
+    if transport == "webrtc":
+        # Chromium's jitter buffer (NetEq) plays out what it holds, and holds more on a loaded machine (seen: 273 and
+        # 282 ms in a CI run, against ~110 idle); no page can flush it. What the gateway controls is that nothing
+        # comes after it: silence within what was buffered at Stop, plus a tick, a stats poll and the detector.
+        after = sorted(ms - (buffered or 0) for ms, buffered in figures)[1]
+        assert after <= STOP_AFTER_BUFFER_MS, f"audio went on after Stop: {figures} (ms, buffer ahead ms)"
+    else:  # the page's own playout buffer, which Stop drops
+        median = sorted(ms for ms, _ in figures)[1]
+        assert median <= STOP_SILENCE_MS, f"audio went on after Stop: {figures} (ms, buffer ahead ms)"
     # the session goes on: the next utterance plays (nothing of the cancelled ones is left to block it)
     u = speak_and_wait(page, "Still here.")
     assert not u["failed"] and u["peak"] > page.evaluate("cbf.THRESH")
