@@ -122,6 +122,22 @@ def g711_encode(pcm: bytes, codec: str) -> bytes:
     return _g711_table(codec)[samples].tobytes()
 
 
+@cache
+def _g711_decode_table(codec: str) -> np.ndarray:
+    """Every G.711 byte's s16 value, decoded once with FFmpeg's own decoder."""
+    ctx = av.CodecContext.create(codec, "r")
+    ctx.sample_rate, ctx.layout = 8000, "mono"
+    frames = ctx.decode(av.Packet(bytes(range(256))))
+    table = np.concatenate([f.to_ndarray().reshape(-1) for f in frames]).astype("<i2")
+    assert table.size == 256
+    return table
+
+
+def g711_decode(data: bytes, codec: str) -> np.ndarray:
+    """G.711 bytes to s16 samples; ``codec`` is ``pcm_mulaw`` or ``pcm_alaw``."""
+    return _g711_decode_table(codec)[np.frombuffer(data, dtype=np.uint8)]
+
+
 UNKNOWN_SIZE = 0xFFFFFFFF
 
 

@@ -137,6 +137,16 @@ GATEWAY_OPTIONS = (
     Option("--max-upload-bytes", "CBF_MAX_UPLOAD_BYTES", "voice upload size", int, 10 * 1024 * 1024),
     Option("--stall-timeout", "CBF_STALL_TIMEOUT", "seconds a client may take no audio before it is closed", float,
            30.0),
+    Option("--barge-in", "CBF_BARGE_IN", "what a caller's speech does while the gateway speaks, on calls whose "
+           "audio reaches it (phone streams, WebRTC peers that send): vad stops at once, pause pauses and cancels "
+           "after 0.5 s of speech, off leaves it to the controller", default="vad", choices=("vad", "pause", "off")),
+    Option("--vad-threshold", "CBF_VAD_THRESHOLD", "Silero VAD speech probability for a voiced window", float, 0.5),
+    Option("--vad-min-speech-ms", "CBF_VAD_MIN_SPEECH_MS", "voiced time before the caller's speech counts as "
+           "started", float, 120.0),
+    Option("--vad-min-silence-ms", "CBF_VAD_MIN_SILENCE_MS", "unvoiced time before it counts as stopped", float,
+           300.0),
+    Option("--echo-margin-db", "CBF_ECHO_MARGIN_DB", "the echo guard: caller audio more than this many dB below "
+           "what the gateway is sending is taken for its own voice coming back", float, 10.0),
     Option("--wyoming-port", "CBF_WYOMING_PORT", "serve Home Assistant's Wyoming TTS protocol on this TCP port "
            "(10200 is the usual one); off when not set", int),
     Option("--wyoming-host", "CBF_WYOMING_HOST", "address the Wyoming port listens on (Wyoming has no "
@@ -279,6 +289,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
     from gateway.app import create_app
     from gateway.bind import CannotListen, bind_tcp
     from gateway.engine_link.discovery import PREFIX, parse_dns_url
+    from gateway.listen.detector import VadConfig
     from gateway.operator_safety import redact_keys_in_logs
     from gateway.settings import GatewaySettings
     from gateway.webrtc.signalling import ice_servers
@@ -298,6 +309,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
             if url.startswith(PREFIX):
                 parse_dns_url(url)
         rtc_ports = parse_port_range(args.rtc_ports) if args.rtc_ports else None
+        vad = VadConfig(args.vad_threshold, args.vad_min_speech_ms, args.vad_min_silence_ms, args.echo_margin_db)
         if rtc_ports is not None:
             split_range(*rtc_ports, args.processes)
     except ValueError as exc:
@@ -324,7 +336,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
     settings = GatewaySettings(
         host=args.host, port=args.port, api_keys=args.api_key, max_sessions=args.max_sessions,
         max_text_chars=args.max_text_chars, max_upload_bytes=args.max_upload_bytes, ice_servers=args.ice_server,
-        stall_timeout_s=args.stall_timeout, idle_timeout_s=args.idle_timeout,
+        stall_timeout_s=args.stall_timeout, idle_timeout_s=args.idle_timeout, barge_in=args.barge_in, vad=vad,
         max_unauthenticated=args.max_unauthenticated, twilio_auth_token=args.twilio_auth_token,
         engine_urls=args.engine_url, engine_secret=args.engine_secret,
         engine_args=tuple(engine_argv(args) + ["--log-level", args.log_level]),

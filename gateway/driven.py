@@ -8,20 +8,30 @@ from __future__ import annotations
 
 import asyncio
 import hmac
+from dataclasses import asdict
 from typing import TYPE_CHECKING, Any, Iterator
 
+from engine.protocol import ProtocolError
+from gateway.client_input import BadInput, load_json
+from gateway.listen import messages as caller_messages
+from gateway.listen.barge_in import Act
+from gateway.listen.caller import CallerSide
 from gateway.session_control import CANCEL, REPLACED_CLOSE_CODE, ControlSeat, Controller, is_answer
 
 if TYPE_CHECKING:
     from gateway.session import Session
 
+NO_CALLER = "no audio reaches this session from its caller (a WebRTC peer that sends none, or WHEP)"
+
 
 class DrivenSession:
     """``session`` and its controller seat. Subclasses set ``session`` and ``codec``, and route every session event
-    through ``to_controller``."""
+    through ``to_controller``; one whose caller's audio reaches the gateway sets ``caller`` (``open_caller``) and
+    hands each frame to ``hear``."""
 
     session: Session
     codec: str = ""
+    caller: CallerSide | None = None
 
     def __init__(self) -> None:
         self.seat = ControlSeat()
@@ -39,9 +49,54 @@ class DrivenSession:
         if (controller := self.seat.current) is not None:
             controller.send(event)
 
+    async def send_event(self, event: dict[str, Any]) -> None:
+        """A session event out (the controller; a WebRTC peer's data channel too)."""
+        self.to_controller(event)
+
+    def open_caller(self, encoding: str, rate: int, mode: str | None = None) -> CallerSide:
+        """The caller's audio, ``encoding`` at ``rate``, reaches this session; ``mode``: its barge-in, where the call
+        set one (a <Parameter>), else the server's."""
+        settings, metrics = self.session.state.settings, self.session.state.metrics
+        self.caller = CallerSide(encoding, rate, settings.vad, mode if mode in ("vad", "pause", "off") else
+                                 settings.barge_in, lambda: bool(self.session.core.queued), metrics.caller_audio)
+        return self.caller
+
+    async def hear(self, audio: bytes, timestamp_ms: float | None) -> None:
+        """One frame of the caller's audio, as received: to a listening controller, through the VAD; barge-in."""
+        if self.caller is None:
+            return
+        for out in self.caller.hear(audio, timestamp_ms):
+            if isinstance(out, Act):
+                await self._barge_in(out)
+            else:
+                await self.send_event(out)
+        if self.caller.feed is not None and (controller := self.seat.current) is not None:
+            controller.caller_audio(self.caller.feed)
+
+    async def _barge_in(self, act: Act) -> None:
+        """Carry out what the caller's speech does to the gateway's."""
+        self.session.state.metrics.barge_ins.labels(self.session.transport, act.value).inc()
+        if act is Act.INTERRUPT:
+            answers = await self.feed(CANCEL)
+            cutoffs = [{k: v for k, v in event.items() if k != "type"} for event in answers
+                       if event["type"] == "cancelled" and event["utterance"]]
+            await self.send_event({"type": "interrupted", "utterances": cutoffs})
+        else:
+            await self.pause_speech(act is Act.PAUSE)
+            await self.send_event({"type": "paused" if act is Act.PAUSE else "resumed"})
+
+    async def pause_speech(self, paused: bool) -> None:
+        """Hold the speech under way where it is (``True``) or go on with it (``False``)."""
+        await self.session.sink.hold(paused)
+
     async def feed(self, raw: str | bytes) -> list[dict[str, Any]]:
         """One client message into the session, after any other input's; returns the events that answered it
         (refusals, ``cancelled``), which also went to the controller."""
+        if (message := _caller_message(raw)) is not None:
+            answers = [self._caller_input(message)]
+            for event in answers:
+                await self.send_event(event)
+            return answers
         async with self._feeding:
             self._answers = answers = []
             try:
@@ -50,9 +105,33 @@ class DrivenSession:
                 self._answers = None
         return answers
 
+    def _caller_input(self, message: dict[str, Any]) -> dict[str, Any]:
+        """``listen`` or ``barge_in``: what answers it."""
+        try:
+            parsed = caller_messages.parse(message)
+            if self.caller is None:
+                raise ProtocolError(NO_CALLER, "no_caller_audio")
+            if isinstance(parsed, caller_messages.Listen):
+                controller = self.seat.current
+                if controller is None and parsed.format != "off":
+                    raise ProtocolError("'listen' comes from a controller socket (WS /v1/stream?session=)",
+                                        "no_controller")
+                start = self.caller.listen(parsed.format)
+                if controller is not None:
+                    controller.caller_audio(self.caller.feed)
+                return start or {"type": "caller_audio_stopped"}
+            self.caller.configure(caller_messages.configured(self.caller.vad_config, parsed.vad))
+            if parsed.mode is not None and (act := self.caller.barge.set_mode(parsed.mode)) is not None:
+                self.session.state.metrics.barge_ins.labels(self.session.transport, act.value).inc()
+            return {"type": "barge_in", "mode": self.caller.barge.mode, **asdict(self.caller.vad_config)}
+        except ProtocolError as exc:
+            return {"type": "error", "code": exc.code, "message": str(exc)}
+
     async def attach(self, controller: Controller) -> None:
         """``controller`` drives the session from now on; one attached before is told and let go (it takes over)."""
         previous = self.seat.attach(controller)
+        if self.caller is not None:
+            self.caller.listen("off")  # the caller's audio goes to a controller that asks for it
         if previous is not None:
             previous.end("another controller attached to this session", code=REPLACED_CLOSE_CODE)
         ready = self.session.core.greeting(self.session.state.engine.ready)[0].event
@@ -60,7 +139,11 @@ class DrivenSession:
 
     async def detach(self, controller: Controller) -> None:
         """The controller went away: if it was the one driving, its speech stops (the call keeps its silence)."""
-        if self.seat.detach(controller) and not self.session.core.closed and self.session.core.queued:
+        if not self.seat.detach(controller):
+            return
+        if self.caller is not None:
+            self.caller.listen("off")
+        if not self.session.core.closed and self.session.core.queued:
             await self.feed(CANCEL)
 
     async def close(self, reason: str) -> None:
@@ -75,6 +158,17 @@ class DrivenSession:
             await self.feed(CANCEL)
         if controller is not None:
             controller.end(reason)
+
+
+def _caller_message(raw: str | bytes) -> dict[str, Any] | None:
+    """``raw`` when it is a ``listen`` or ``barge_in`` message (else the session's own parser answers it)."""
+    if not isinstance(raw, str) or not any(f'"{kind}"' in raw for kind in caller_messages.TYPES):
+        return None
+    try:
+        message = load_json(raw)
+    except BadInput:
+        return None
+    return message if isinstance(message, dict) and message.get("type") in caller_messages.TYPES else None
 
 
 class CallDirectory:

@@ -6,6 +6,8 @@ and histograms added up, active sessions summed over the live processes, ``cbf_e
 
 from __future__ import annotations
 
+from collections import Counter as Tally
+
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
 from prometheus_client.multiprocess import MultiProcessCollector
 
@@ -30,8 +32,19 @@ class Metrics:
                               multiprocess_mode="livesum")
         self.utterances = Counter("cbf_utterances_total", "Utterances finished", ["transport", "outcome"], registry=r)
         self.errors = Counter("cbf_errors_total", "Errors sent to clients", ["code"], registry=r)
+        self.caller_frames = Counter("cbf_caller_audio_frames_total", "Frames of callers' audio: heard, rejected (not "
+                                     "the call's format), flooded (faster than real time), dropped (a controller "
+                                     "listening did not read them)", ["outcome"], registry=r)
+        self.caller_tally: Tally[str] = Tally()  # the same figures for /health (this process's)
+        self.barge_ins = Counter("cbf_barge_ins_total", "The gateway's speech stopped (or paused) by the caller's",
+                                 ["transport", "act"], registry=r)
         self.engine_up = Gauge("cbf_engine_up", "1 when the engine worker is connected and ready", registry=r,
                                multiprocess_mode="livemax")
+
+    def caller_audio(self, outcome: str, frames: int = 1) -> None:
+        if frames:
+            self.caller_frames.labels(outcome).inc(frames)
+            self.caller_tally[outcome] += frames
 
     def render(self) -> bytes:
         if self.shared_dir is None:

@@ -8,7 +8,10 @@ or ``POST /v1/sessions/{id}/speak``) and drives it. The I/O is in ``gateway/webr
 from __future__ import annotations
 
 import json
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
+
+if TYPE_CHECKING:
+    from gateway.listen.feed import CallerAudioFeed
 
 CANCEL = json.dumps({"type": "cancel"})
 REPLACED_CLOSE_CODE = 4409  # a controller's socket, closed because another controller took over
@@ -18,11 +21,15 @@ _REFUSAL_STATUS = {"too_many_utterances": 429, "unknown_voice": 404, "engine_una
 
 
 class Controller(Protocol):
-    """An attached controller, as the session sees it: events go to it without waiting; ``end`` lets it go."""
+    """An attached controller, as the session sees it: events go to it without waiting; ``end`` lets it go; the
+    caller's audio it asked for (``listen``) is taken from ``caller_audio``'s feed as fast as it reads."""
 
     def send(self, event: dict[str, Any]) -> None: ...
 
     def end(self, reason: str, code: int = 1000) -> None: ...
+
+    def caller_audio(self, feed: CallerAudioFeed | None) -> None:
+        """The caller's audio waits in ``feed`` (None: no longer listening)."""
 
 
 class ControlSeat:

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+
+from gateway.listen.detector import VadConfig
 
 
 @dataclass
@@ -14,6 +16,8 @@ class GatewaySettings:
     max_text_chars: int = 5000
     max_upload_bytes: int = 10 * 1024 * 1024
     stall_timeout_s: float = 30.0  # a client that takes no audio for this long is closed
+    barge_in: str = "vad"  # what a caller's speech does to the gateway's (gateway/listen/barge_in.py)
+    vad: VadConfig = field(default_factory=VadConfig)  # the caller's voice activity (gateway/listen/detector.py)
     wyoming_zeroconf: str | None = None  # the Wyoming port's zeroconf name (gateway/wyoming/announce.py)
     idle_timeout_s: float = 20.0  # a Wyoming connection (an ElevenLabs socket by default) silent this long is closed
     max_unauthenticated: int = 64  # connections whose key may still come in a message (gateway/silent_sockets.py)

@@ -9,7 +9,7 @@ class AudioSink(ABC):
     """Takes a session's audio, one utterance at a time; ``pcm`` is always 24 kHz mono s16le.
 
     ``begin`` (an utterance starts), ``write`` (its audio, in order), ``end`` (it is complete: flush resamplers and
-    encoders), ``clear`` (barge-in: drop everything buffered now). The optional capabilities have defaults that say
+    encoders), ``clear`` (barge-in: drop everything buffered now), ``hold`` (barge-in's pause). The optional capabilities have defaults that say
     the sink does not have them.
     """
 
@@ -36,6 +36,10 @@ class AudioSink(ABC):
         """Seconds of the current utterance the listener has been handed so far, where the sink paces playout
         itself (so the engine's planner can size chunks on the true buffer); None where it cannot know."""
         return None
+
+    async def hold(self, held: bool) -> None:
+        """Barge-in's pause: stop the speech where it is (``True``), to go on from there (``False``), where the sink
+        paces playout itself; elsewhere the speech goes on."""
 
     def underruns(self) -> int | None:
         """Times playout has run dry so far, where the sink paces playout itself; None where it cannot know."""

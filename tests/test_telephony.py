@@ -229,7 +229,13 @@ def test_frames_in():
         events.MarkPlayed("e1.800")
     assert twilio.parse('{"event": "dtmf", "dtmf": {"track": "inbound_track", "digit": "#"}}') == events.Dtmf("#")
     assert twilio.parse('{"event": "stop", "stop": {}}') == events.Stop()
-    assert twilio.parse('{"event": "media", "media": {"payload": ""}}') == events.Ignored("media")
+    media = {"event": "media", "media": {"track": "inbound", "chunk": "2", "timestamp": "20", "payload": "/3/+"}}
+    assert twilio.parse(json.dumps(media)) == events.CallerMedia(b"\xff\x7f\xfe", 20.0)
+    assert twilio.parse('{"event": "media", "media": {"track": "outbound", "payload": "/3/+"}}') == \
+        events.Ignored("media")  # a fork's other track is not the caller
+    for undecodable in ('"not base64!"', "null", '"/3/"'):  # kept as empty audio: the call counts it as rejected
+        assert twilio.parse('{"event": "media", "media": {"payload": %s, "timestamp": "x"}}' % undecodable) == \
+            events.CallerMedia(b"", None)
     alaw = {**START, "start": {**START["start"], "mediaFormat": {"encoding": "audio/x-alaw", "sampleRate": 8000}}}
     for bad in ("[]", '{"event": 1}', b"\x00", "[" * 20000, '{"event": "mark", "mark": {"name": "\\ud800"}}', '{"event": "dtmf", "dtmf": {"digit": "55"}}', json.dumps(alaw),
                 '{"event": "start", "start": {"streamSid": "MZ1"}}'):
@@ -256,7 +262,7 @@ def test_asterisk_frames():
              "optimal_frame_size": 160, "ptime": 20, "channel_variables": {"CBF_VOICE": "v", "OTHER": "x"}}
     assert asterisk.parse(json.dumps(start)) == events.Start("1761245643.1", "c1", {"voice": "v"}, "mulaw", "ulaw",
                                                              8000, 800)
-    assert asterisk.parse(b"\x00" * 160) == events.Ignored("media")
+    assert asterisk.parse(b"\x00" * 160) == events.CallerMedia(b"\x00" * 160)  # the caller, without timestamps
     assert asterisk.parse('{"event": "MEDIA_XOFF"}') == events.Pause(True)
     for bad in ("MEDIA_START connection_id:c1 format:ulaw", json.dumps({**start, "format": "opus"}),
                 json.dumps({**start, "format": {"a": 1}}), json.dumps({**start, "ptime": True}),

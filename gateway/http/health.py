@@ -43,6 +43,8 @@ def health_body(state: GatewayState) -> dict[str, Any]:
         "engine": ready and {k: v for k, v in asdict(ready).items() if k in ENGINE_FIELDS},
         "watermark": bool(ready and ready.watermark),
         "sessions": len(state.sessions),
+        "caller_audio": {outcome: state.metrics.caller_tally[outcome]
+                         for outcome in ("heard", "rejected", "flooded", "dropped")},
         "engines": engines,
     }
     if state.settings.rtc_ports is not None:

@@ -4,7 +4,7 @@ Asterisk dials out to ``WS /v1/asterisk`` (``Dial(WebSocket/<client>/c(ulaw)f(js
 entry whose ``uri`` carries ``?api_key=``). In (TEXT frames): ``MEDIA_START`` (channel_id, the session's id; format;
 optimal_frame_size; ptime; channel_variables: ``CBF_VOICE``, ``CBF_TEXT`` are the voice and a greeting),
 ``DTMF_END`` (digit), ``MEDIA_XOFF``/``MEDIA_XON`` (stop and resume sending), ``MEDIA_MARK_PROCESSED``
-(correlation_id: a mark's audio has reached the front of its queue); BINARY frames are the caller's audio (ignored).
+(correlation_id: a mark's audio has reached the front of its queue); BINARY frames are the caller's audio (in the channel's format, no timestamps).
 Out: BINARY media in the channel's format in multiples of optimal_frame_size, and the commands ``MARK_MEDIA``
 (correlation_id) and ``FLUSH_MEDIA`` (barge-in). Asterisk closes the socket when the channel hangs up.
 """
@@ -22,7 +22,7 @@ FORMATS = {"ulaw": ("mulaw", 8000), "alaw": ("alaw", 8000), "slin": ("pcm", 8000
            "slin24": ("pcm", 24000), "slin32": ("pcm", 32000), "slin44": ("pcm", 44100), "slin48": ("pcm", 48000)}
 FRAME_MS = 100  # audio per binary message: a multiple of the channel's frame
 MAX_MESSAGE_BYTES = 65500  # Asterisk's WebSocket code closes the socket (and hangs up) on a longer message
-VARIABLES = {"CBF_VOICE": "voice", "CBF_TEXT": "text", "CBF_KEY": "key"}
+VARIABLES = {"CBF_VOICE": "voice", "CBF_TEXT": "text", "CBF_KEY": "key", "CBF_BARGE_IN": "barge_in"}
 
 
 def _start(msg: dict) -> Start:
@@ -45,7 +45,7 @@ def _start(msg: dict) -> Start:
 def parse(raw: str | bytes) -> Inbound:
     """One frame from Asterisk; raises ProtocolError for a TEXT frame that is not a JSON event."""
     if isinstance(raw, bytes):
-        return Ignored("media")
+        return events.CallerMedia(raw)
     if not raw.lstrip().startswith("{"):
         raise events.bad("the control messages must be JSON: add f(json) to the dial string (Asterisk 22.8+)")
     event, msg = events.event_frame(raw)

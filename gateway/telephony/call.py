@@ -13,8 +13,12 @@ import logging
 import time
 from typing import Any, Awaitable, Callable, Protocol
 
-from gateway.audio import Encoder, make_encoder
+import numpy as np
+
+from gateway.audio import Encoder, g711_decode, make_encoder
 from gateway.driven import DrivenSession
+from gateway.listen.caller import G711
+from gateway.listen.echo import EchoReference, rms
 from gateway.session import Session
 from gateway.session_registry import SessionLimitReached
 from gateway.shared_state import GatewayState
@@ -58,6 +62,8 @@ class PhoneSink(AudioSink):
         self._wake = asyncio.Event()
         self._progress = asyncio.Event()  # a mark came back, or the audio was cleared
         self._paused = False  # the stack asked us to stop sending (Asterisk's XOFF)
+        self._held = False  # barge-in's pause
+        self.echo: EchoReference | None = None  # told what plays, for the echo guard
         self._watch = SendWatch(stall_timeout)
         self._sender: asyncio.Task[None] | None = None
         self._stopped = False
@@ -103,11 +109,28 @@ class PhoneSink(AudioSink):
     async def clear(self) -> None:
         """Barge-in: nothing more goes out, and the stack drops what it holds, at once."""
         self._encoder = None
-        self.outbox.clear(time.monotonic())
+        self._held = False
+        now = time.monotonic()
+        self.outbox.clear(now)
+        if self.echo is not None:
+            self.echo.clear(now)
         self._progress.set()
         if not self._stopped:
             with contextlib.suppress(Exception):  # the call may be going: its end is handled by the endpoint
                 await self._send(self.dialect.clear())
+
+    async def hold(self, held: bool) -> None:
+        """Barge-in's pause: the stack drops what it holds unplayed, which waits here to go again on release."""
+        self._held = held
+        if held:
+            now = time.monotonic()
+            self.outbox.rewind(now)
+            if self.echo is not None:
+                self.echo.clear(now)
+            if not self._stopped:
+                with contextlib.suppress(Exception):
+                    await self._send(self.dialect.clear())
+        self._wake.set()
 
     def played_seconds(self) -> float:
         """What the echoed marks say the caller heard of the current utterance."""
@@ -122,6 +145,13 @@ class PhoneSink(AudioSink):
         """Stop sending (``True``) or go on (``False``), as the stack asks."""
         self._paused = paused
         self._wake.set()
+
+    def _heard_echo(self, item: Media) -> None:
+        """Tell the echo guard what will play when."""
+        if self.echo is None:
+            return
+        pcm = np.frombuffer(item.payload, "<i2") if self.format == "pcm" else g711_decode(item.payload, G711[self.format])
+        self.echo.played(item.plays_at, pcm.size / self.rate, rms(pcm / 32768))
 
     def stalled(self, now: float) -> bool:
         return self._watch.stalled(now)
@@ -139,9 +169,11 @@ class PhoneSink(AudioSink):
         while not self._stopped:
             self._wake.clear()  # before looking: a write while this sends wakes the next round
             wait: float | None = None
-            if not self._paused:
+            if not self._paused and not self._held:
                 out, wait = self.outbox.due(time.monotonic())
                 for item in out:
+                    if isinstance(item, Media):
+                        self._heard_echo(item)
                     frame = self.dialect.media(item.payload) if isinstance(item, Media) else self.dialect.mark(
                         item.name)
                     if frame is not None:
@@ -170,9 +202,6 @@ class PhoneCall(DrivenSession):
         self.greeting = greeting  # spoken at once, before any controller attaches
         self.session = Session(state, sink, self.send_event, transport=transport, voice=voice, session_id=call_id)
         self._closed = False
-
-    async def send_event(self, event: dict[str, Any]) -> None:
-        self.to_controller(event)
 
     def dtmf(self, digit: str) -> None:
         """A key the caller pressed, for the controller."""

@@ -146,6 +146,7 @@ async def _open_call(ws: WebSocket, dialect: StreamDialect) -> PhoneCall | None:
                      state.settings.stall_timeout_s, start.frame_bytes)
     call = PhoneCall(state, start.call_id, dialect.name, sink, start.parameters.get("voice") or "default",
                      start.codec, start.parameters.get("text", ""))
+    sink.echo = call.open_caller(start.encoding, start.rate, start.parameters.get("barge_in")).echo
     if (refusal := await call.open()) is not None:
         duplicate, reason = refusal
         log.info("%s call %s refused: %s", dialect.name, start.call_id, reason)
@@ -173,6 +174,8 @@ async def _receive(ws: WebSocket, call: PhoneCall, parse: Callable[[str | bytes]
         except ProtocolError as exc:
             return f"bad frame: {exc}"
         match event:
+            case events.CallerMedia(audio=audio, timestamp_ms=timestamp):
+                await call.hear(audio, timestamp)
             case events.MarkPlayed(name=name):
                 call.sink.echoed(name)
             case events.Dtmf(digit=digit):

@@ -3,6 +3,8 @@ share (pure)."""
 
 from __future__ import annotations
 
+import base64
+import binascii
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -44,6 +46,15 @@ class Stop:
 
 
 @dataclass(frozen=True)
+class CallerMedia:
+    """The caller's audio as received, in the start's encoding (empty: a payload that did not decode), and its stream
+    time in ms where the stack gives one."""
+
+    audio: bytes
+    timestamp_ms: float | None = None
+
+
+@dataclass(frozen=True)
 class Pause:
     """Stop sending (``True``: Asterisk's MEDIA_XOFF) or go on (``False``: MEDIA_XON)."""
 
@@ -52,12 +63,12 @@ class Pause:
 
 @dataclass(frozen=True)
 class Ignored:
-    """``connected``, the caller's ``media``, and events the gateway does not use."""
+    """``connected``, media of a track other than the caller's, and events the gateway does not use."""
 
     event: str
 
 
-Inbound = Start | MarkPlayed | Dtmf | Stop | Pause | Ignored
+Inbound = Start | MarkPlayed | Dtmf | Stop | Pause | CallerMedia | Ignored
 
 
 def bad(message: str) -> ProtocolError:
@@ -105,6 +116,24 @@ def digit(value: Any) -> Dtmf:
     if len(digit) != 1 or digit not in DTMF_DIGITS:
         raise bad("a dtmf digit is one of 0-9 * # A-D")
     return Dtmf(digit)
+
+
+def media(value: Any) -> CallerMedia | Ignored:
+    """Twilio's and Telnyx's ``media``: base64 ``payload``, ``timestamp`` (ms, a string), ``track`` (inbound, or
+    absent; a fork's outbound track is not the caller)."""
+    media = obj(value, "'media'")
+    if media.get("track", "inbound") not in ("inbound", "inbound_track"):
+        return Ignored("media")
+    payload = media.get("payload")
+    try:
+        audio = base64.b64decode(payload, validate=True) if isinstance(payload, str) else b""
+    except binascii.Error:
+        audio = b""
+    try:
+        timestamp = float(media["timestamp"])
+    except (KeyError, TypeError, ValueError):
+        timestamp = None
+    return CallerMedia(audio, timestamp if timestamp is not None and 0 <= timestamp < 1e10 else None)
 
 
 def mark(value: Any) -> MarkPlayed:

@@ -12,7 +12,7 @@ echoes for audio it dropped on a ``clear`` (Twilio sends them all back at once) 
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 FRAME_S = 0.1  # audio per media message
 LEAD_S = 1.0  # the most audio sent ahead of real time
@@ -22,6 +22,7 @@ END = "end"
 @dataclass(frozen=True)
 class Media:
     payload: bytes
+    plays_at: float = field(default=0.0, compare=False)  # when it starts playing, by the outbox's estimate
 
 
 @dataclass(frozen=True)
@@ -62,6 +63,7 @@ class Outbox:
         self._ended = False  # the utterance's audio is all in: send the rest, then its final mark
         self._sent = 0  # bytes of this utterance sent
         self._heard = 0  # bytes of this utterance the echoed marks say were played
+        self._unheard = bytearray()  # what was sent from the heard position on (a rewind sends it again)
         self._final_sent = False
         self.final_heard = False
         self.plays_until: float | None = None  # when everything sent so far will have played, by our estimate
@@ -72,6 +74,7 @@ class Outbox:
         self._pending.clear()
         self._ended = self._final_sent = self.final_heard = False
         self._sent = self._heard = 0
+        self._unheard.clear()
 
     def push(self, data: bytes) -> None:
         self._pending += data
@@ -85,6 +88,17 @@ class Outbox:
         self.begin()
         self._ended = True
         self._final_sent = self.final_heard = True  # nothing of it is left to wait for
+        self.plays_until = now
+
+    def rewind(self, now: float) -> None:
+        """Barge-in's pause: what was sent but not heard goes back to be sent again (the stack is told to drop it,
+        its ``clear``), as a new epoch, so the marks it echoes for what it dropped count for nothing."""
+        self.epoch += 1
+        self._pending[:0] = self._unheard
+        self._unheard.clear()
+        self._sent = self._heard
+        if not self.final_heard:
+            self._final_sent = False
         self.plays_until = now
 
     @property
@@ -101,7 +115,9 @@ class Outbox:
         parsed = _parse_mark(name)
         if parsed is None or parsed[0] != self.epoch:
             return False
-        self._heard = max(self._heard, min(parsed[1], self._sent))  # a stack cannot have played more than it got
+        heard = max(self._heard, min(parsed[1], self._sent))  # a stack cannot have played more than it got
+        del self._unheard[:heard - self._heard]
+        self._heard = heard
         if parsed[2]:
             self.final_heard = True
         return parsed[2]
@@ -129,5 +145,6 @@ class Outbox:
             frame = bytes(self._pending[:self.frame_bytes])
             del self._pending[:self.frame_bytes]
             self._sent += len(frame)
+            self._unheard += frame
+            out += [Media(frame, self.plays_until), Mark(f"e{self.epoch}.{self._sent}")]
             self.plays_until += len(frame) / self.bytes_per_second
-            out += [Media(frame), Mark(f"e{self.epoch}.{self._sent}")]

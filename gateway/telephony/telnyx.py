@@ -32,6 +32,8 @@ def parse(raw: str | bytes) -> Inbound:
         return Start(events.string(start.get("call_control_id"), "'start' call_control_id"),
                      events.string(msg.get("stream_id") or start.get("stream_id"), "'start' stream_id"),
                      events.parameters(start.get("custom_parameters")), encoding, CODECS[encoding])
+    if event == "media":
+        return events.media(msg.get("media"))
     if event == "mark":
         return events.mark(msg.get("mark"))
     if event == "dtmf":

@@ -1,7 +1,7 @@
 """Twilio Media Streams, bidirectional (``<Connect><Stream>``), as the gateway speaks it (pure).
 
-In: ``connected``, ``start`` (callSid, streamSid, mediaFormat, customParameters), ``media`` (the caller's audio,
-ignored: this is a speech server), ``mark`` (echoed once the audio before it has played, or at once on a ``clear``),
+In: ``connected``, ``start`` (callSid, streamSid, mediaFormat, customParameters), ``media`` (the caller's audio:
+gateway/listen/), ``mark`` (echoed once the audio before it has played, or at once on a ``clear``),
 ``dtmf``, ``stop``. Out: ``media`` (base64 mu-law 8 kHz), ``mark``, ``clear``, each with the call's streamSid.
 
 Twilio sends no headers of ours: the API key travels as a ``<Parameter name="key">``; Twilio signs the upgrade
@@ -35,6 +35,8 @@ def parse(raw: str | bytes) -> Inbound:
         return Start(events.string(start.get("callSid"), "'start' callSid"),
                      events.string(msg.get("streamSid") or start.get("streamSid"), "'start' streamSid"),
                      events.parameters(start.get("customParameters")))
+    if event == "media":
+        return events.media(msg.get("media"))
     if event == "mark":
         return events.mark(msg.get("mark"))
     if event == "dtmf":

@@ -4,7 +4,8 @@
 A controller socket takes the same client messages as ``/v1/stream`` and gets the session's events; its audio goes
 out on the session's WebRTC track or media stream. With ``&wait=S`` a controller may attach before its phone call's
 stream has arrived: it waits up to S seconds (at most ``MAX_WAIT_S``) for a call with that id. Events are queued for it and written by a task of its own, so a controller that
-stops reading never holds up the call's audio: past ``MAX_QUEUED_EVENTS`` unread it is closed (code 4408).
+stops reading never holds up the call's audio: past ``MAX_QUEUED_EVENTS`` unread it is closed (code 4408); the caller's
+audio it listens to is dropped instead, oldest first, and counted (gateway/listen/feed.py).
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ import asyncio
 import contextlib
 import json
 import logging
+from collections import deque
 from typing import Any
 
 from starlette.requests import Request
@@ -22,6 +24,7 @@ from starlette.websockets import WebSocket
 from gateway.auth import accept_websocket
 from gateway.http.body import body_field, json_body
 from gateway.http.errors import ApiError
+from gateway.listen.feed import CallerAudioFeed
 from gateway.session_control import CANCEL, refusal_status
 from gateway.shared_state import GatewayState
 from gateway.driven import DrivenSession
@@ -48,39 +51,57 @@ def _wait_seconds(raw: str | None) -> float:
 
 
 class SocketController:
-    """A controller's WebSocket as the session sees it (gateway.session_control.Controller)."""
+    """A controller's WebSocket as the session sees it (gateway.session_control.Controller): one writer task sends
+    the queued events first, then the caller's audio it listens to (bounded in its feed, gateway/listen/feed.py)."""
 
     def __init__(self, ws: WebSocket) -> None:
         self.ws = ws
-        self._queue: asyncio.Queue[dict[str, Any] | tuple[int, str]] = asyncio.Queue()
+        self._queue: deque[dict[str, Any] | tuple[int, str]] = deque()
+        self._feed: CallerAudioFeed | None = None
+        self._wake = asyncio.Event()
         self._writer = asyncio.create_task(self._write())
         self._ended = False
 
     def send(self, event: dict[str, Any]) -> None:
         if self._ended:
             return
-        if self._queue.qsize() >= MAX_QUEUED_EVENTS:
+        if len(self._queue) >= MAX_QUEUED_EVENTS:
             log.info("controller closed: not reading (%d events unread)", MAX_QUEUED_EVENTS)
             self.end(f"not reading: {MAX_QUEUED_EVENTS} events unread", STALLED_CLOSE_CODE)
             return
-        self._queue.put_nowait(event)
+        self._put(event)
+
+    def caller_audio(self, feed: CallerAudioFeed | None) -> None:
+        self._feed = feed
+        self._wake.set()
 
     def end(self, reason: str, code: int = 1000) -> None:
         """Send ``ended`` with ``reason`` after what is queued, then close the socket with ``code``."""
         if self._ended:
             return
-        self._queue.put_nowait({"type": "ended", "reason": reason})
-        self._queue.put_nowait((code, reason))
+        self._put({"type": "ended", "reason": reason})
+        self._put((code, reason))
         self._ended = True
+
+    def _put(self, item: dict[str, Any] | tuple[int, str]) -> None:
+        self._queue.append(item)
+        self._wake.set()
+
+    def _next(self) -> dict[str, Any] | tuple[int, str] | None:
+        if self._queue:
+            return self._queue.popleft()
+        return None if self._feed is None or self._ended else self._feed.take()
 
     async def _write(self) -> None:
         with contextlib.suppress(Exception):  # the socket went away: nothing more to say
             while True:
-                item = await self._queue.get()
-                if isinstance(item, tuple):
-                    await self.ws.close(*item)
-                    return
-                await self.ws.send_json(item)
+                self._wake.clear()  # before looking: what is put while this sends wakes the next round
+                while (item := self._next()) is not None:
+                    if isinstance(item, tuple):
+                        await self.ws.close(*item)
+                        return
+                    await self.ws.send_json(item)
+                await self._wake.wait()
 
     async def stop(self) -> None:
         """The socket is gone or done: stop writing (after a queued close has gone out, within a second)."""

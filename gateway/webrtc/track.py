@@ -17,7 +17,10 @@ from collections.abc import Awaitable, Callable
 import av
 from aiortc.mediastreams import MediaStreamError, MediaStreamTrack
 
+import numpy as np
+
 from gateway.audio import Resampler
+from gateway.listen.echo import EchoReference, rms
 from gateway.formats import codec_rate
 from gateway.sink import AudioSink
 from gateway.webrtc.jitter import JitterBuffer
@@ -41,6 +44,8 @@ class PacedAudioTrack(MediaStreamTrack):
         self._waiters: list[tuple[int, asyncio.Future[None]]] = []
         self.late_ticks = 0
         self.max_late = 0.0
+        self.held = False  # barge-in's pause: silence goes out, the queued audio waits
+        self.echo: EchoReference | None = None  # told what plays, where the peer's audio is heard
         self._configure(sample_rate)
 
     def _configure(self, sample_rate: int) -> None:
@@ -113,7 +118,9 @@ class PacedAudioTrack(MediaStreamTrack):
         elif -wait > LATE_TICK_SECONDS:  # behind schedule: return at once until caught up, never re-anchor
             self.late_ticks += 1
             self.max_late = max(self.max_late, -wait)
-        data = self.jitter.pop() or self._silence
+        data = (None if self.held else self.jitter.pop()) or self._silence
+        if self.echo is not None and data is not self._silence:
+            self.echo.played(now, FRAME_SECONDS, rms(np.frombuffer(data, "<i2") / 32768))
         frame = av.AudioFrame(format="s16", layout="mono", samples=self.frame_samples)
         frame.planes[0].update(data)
         frame.sample_rate = self.sample_rate
@@ -152,8 +159,12 @@ class TrackSink(AudioSink):
         self._end_at = self.track.jitter.write_position
         await self.track.played(self._end_at)
 
+    async def hold(self, held: bool) -> None:
+        self.track.held = held
+
     async def clear(self) -> None:
         self.track.clear()
+        self.track.held = False
         self._begin_at = self.track.jitter.write_position
         self._end_at = None
 

@@ -1,0 +1,148 @@
+"""A call's inbound audio, frame by frame: checked, to the listening controller, through the VAD, into barge-in.
+
+No sockets: the call's adapter (gateway/driven.py) hands each frame in with its stream timestamp and carries out
+what comes back: events for the controller and what barge-in does to the gateway's speech. Nothing here writes the
+caller's audio anywhere but to the controller's feed.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any, Callable
+
+import numpy as np
+
+from gateway.audio import Resampler, g711_decode
+from gateway.listen.barge_in import Act, BargeIn
+from gateway.listen.detector import SpeechDetector, SpeechStarted, SpeechStopped, VadConfig
+from gateway.listen.echo import EchoReference, rms
+from gateway.listen.feed import CallerAudioFeed
+from gateway.listen.silero import SileroVad
+
+G711 = {"mulaw": "pcm_mulaw", "alaw": "pcm_alaw"}
+PCM16_RATE = 16000  # what ``listen`` ``pcm16`` sends: what STT services take
+MAX_FRAME_S = 1.0  # a caller frame of more audio than this is refused (carriers send 20 ms)
+BURST_S = 1.0  # audio that may arrive ahead of real time before frames are dropped as a flood
+DRAIN = 1.05  # the flood budget drains a little faster than real time: a carrier's clock may run fast
+
+
+class FloodGuard:
+    """Audio faster than real time (a leaky bucket of ``BURST_S``): frames past it are dropped."""
+
+    def __init__(self) -> None:
+        self._level = 0.0
+        self._last: float | None = None
+
+    def admit(self, seconds: float, now: float) -> bool:
+        if self._last is not None:
+            self._level = max(0.0, self._level - (now - self._last) * DRAIN)
+        self._last = now
+        if self._level + seconds > BURST_S + 1e-9:
+            return False
+        self._level += seconds
+        return True
+
+
+class CallerSide:
+    """The caller's side of one call whose inbound audio is ``encoding`` (mulaw, alaw, pcm: s16le) at ``rate``.
+
+    ``tally(outcome, frames)`` counts frames: heard, rejected (empty, odd-sized or over ``MAX_FRAME_S``: not audio of
+    the call's format), flooded (past the ``FloodGuard``), dropped (the listening controller did not read them).
+    """
+
+    def __init__(self, encoding: str, rate: int, vad: VadConfig, mode: str,
+                 gateway_speaking: Callable[[], bool], tally: Callable[[str, int], None] = lambda outcome, n: None,
+                 clock: Callable[[], float] = time.monotonic) -> None:
+        if encoding not in (*G711, "pcm"):
+            raise ValueError(f"caller audio is mulaw, alaw or pcm, not {encoding}")
+        self.encoding, self.rate = encoding, rate
+        self.echo = EchoReference()
+        self.detector = SpeechDetector(vad)
+        self.barge = BargeIn(mode)
+        self._tally = tally
+        self.feed: CallerAudioFeed | None = None  # the controller listens
+        self._pcm16_out: Resampler | None = None
+        self._gateway_speaking = gateway_speaking
+        self._clock = clock
+        self._flood = FloodGuard()
+        self._vad = SileroVad(8000 if rate == 8000 else PCM16_RATE)
+        self._to_vad = None if rate == self._vad.rate else Resampler(self._vad.rate, rate)
+        self._window = np.empty(0, dtype=np.float32)
+        self._samples = 0  # samples heard, for streams without timestamps (Asterisk)
+        self._bytes_per_sample = 2 if encoding == "pcm" else 1
+
+    @property
+    def vad_config(self) -> VadConfig:
+        return self.detector.config
+
+    def configure(self, vad: VadConfig) -> None:
+        """New VAD settings; speech under way is judged afresh."""
+        self.detector = SpeechDetector(vad)
+
+    def listen(self, fmt: str) -> dict[str, Any] | None:
+        """``listen`` ``fmt`` (native, pcm16, off): the feed's start message, None for off."""
+        self.feed = None
+        self._pcm16_out = None
+        if fmt == "off":
+            return None
+        native = fmt == "native" and not (self.encoding == "pcm" and self.rate != PCM16_RATE)
+        if native:
+            self.feed = CallerAudioFeed(self.encoding, self.rate)
+        else:
+            self.feed = CallerAudioFeed("pcm16", PCM16_RATE)
+            if self.rate != PCM16_RATE:
+                self._pcm16_out = Resampler(PCM16_RATE, self.rate)
+        return self.feed.start()
+
+    def hear(self, audio: bytes, timestamp_ms: float | None) -> list[dict[str, Any] | Act]:
+        """One frame as received; returns events for the controller and what barge-in does, in order."""
+        seconds = len(audio) / self._bytes_per_sample / self.rate
+        if not audio or seconds > MAX_FRAME_S or len(audio) % self._bytes_per_sample:
+            self._tally("rejected", 1)
+            return []
+        now = self._clock()
+        if not self._flood.admit(seconds, now):
+            self._tally("flooded", 1)
+            return []
+        self._tally("heard", 1)
+        pcm = g711_decode(audio, G711[self.encoding]) if self.encoding in G711 else np.frombuffer(audio, "<i2")
+        start_ms = timestamp_ms if timestamp_ms is not None else self._samples * 1000 / self.rate
+        self._samples += pcm.size
+        if self.feed is not None:
+            self._tally("dropped", self.feed.push(start_ms, self._listener_bytes(audio, pcm)))
+        return self._detect(pcm, start_ms, now)
+
+    def _listener_bytes(self, audio: bytes, pcm: np.ndarray) -> bytes:
+        if self.feed is None or self.feed.encoding != "pcm16":
+            return audio
+        raw = pcm.astype("<i2").tobytes()
+        return self._pcm16_out.process(raw) if self._pcm16_out is not None else raw
+
+    def _detect(self, pcm: np.ndarray, start_ms: float, now: float) -> list[dict[str, Any] | Act]:
+        samples = pcm if self._to_vad is None else np.frombuffer(
+            self._to_vad.process(pcm.astype("<i2").tobytes()), "<i2")
+        held_ms = self._window.size * 1000 / self._vad.rate
+        self._window = np.concatenate([self._window, samples.astype(np.float32) / 32768])
+        size, window_ms = self._vad.window_samples, self._vad.window_samples * 1000 / self._vad.rate
+        out: list[dict[str, Any] | Act] = []
+        at_ms = start_ms - held_ms
+        echo = self.echo.level(now)
+        while self._window.size >= size:
+            window, self._window = self._window[:size], self._window[size:]
+            event = self.detector.window(at_ms, window_ms, self._vad.probability(window), rms(window), echo)
+            out += self._on(event, at_ms + window_ms)
+            at_ms += window_ms
+        return out
+
+    def _on(self, event: SpeechStarted | SpeechStopped | None, at_ms: float) -> list[dict[str, Any] | Act]:
+        match event:
+            case SpeechStarted(onset_ms=onset, at_ms=confirmed):
+                act = self.barge.started(onset, confirmed, self._gateway_speaking())
+                started = {"type": "speech_started", "timestamp": round(onset, 1), "confirmed": round(confirmed, 1)}
+                return [started] + ([act] if act else [])
+            case SpeechStopped(at_ms=stopped, duration_ms=duration):
+                act = self.barge.stopped()
+                return [{"type": "speech_stopped", "timestamp": round(stopped, 1), "duration_ms": round(duration)}
+                        ] + ([act] if act else [])
+        act = self.barge.speaking(at_ms) if self.detector.speaking else None
+        return [act] if act else []

@@ -1,0 +1,159 @@
+"""The caller is heard: a phone call's inbound audio to the controller, barge-in at the edge, on a real gateway.
+
+The phone side is streamdouble (PyPI), a Twilio Media Streams simulator: it streams 20 ms mu-law frames all call
+long (near-silence while its caller is quiet), a WAV as the caller's voice, and checks that a correct agent sends a
+``clear`` when the caller talks over it. The caller's voice is a clip the deploy gate ships
+(cbf_tools/gate_references/high.ogg, synthetic speech), at 8 kHz. The agent is a controller on
+``WS /v1/stream?session={callSid}``."""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import json
+import wave
+from pathlib import Path
+
+import av
+import httpx
+import numpy as np
+import pytest
+from streamdouble import audio as sd_audio
+from streamdouble.scenario import Expect, Say, Wait, WaitFor
+
+from tests.server import next_event, running_server
+from tests.test_telephony import KEY, LONG_TEXT, controller, no_sessions_left, simulated
+
+CLIP = Path(__file__).resolve().parents[1] / "cbf_tools" / "gate_references" / "high.ogg"
+
+
+@pytest.fixture(scope="module")
+def url():
+    with running_server("--api-key", KEY, "--max-text-chars", "1000") as base:
+        yield base
+
+
+@pytest.fixture(scope="module")
+def caller_wav(tmp_path_factory) -> Path:
+    """Two seconds of the clip as the 8 kHz mono WAV streamdouble plays."""
+    resampler = av.AudioResampler(format="s16", layout="mono", rate=8000)
+    with av.open(str(CLIP)) as container:
+        pcm = np.concatenate([out.to_ndarray().reshape(-1) for frame in container.decode(audio=0)
+                              for out in resampler.resample(frame)])
+    path = tmp_path_factory.mktemp("caller") / "caller.wav"
+    with wave.open(str(path), "wb") as wav:
+        wav.setnchannels(1), wav.setsampwidth(2), wav.setframerate(8000)
+        wav.writeframes(pcm[:16000].astype("<i2").tobytes())
+    return path
+
+
+def say(path: Path) -> Say:
+    return Say(path, sd_audio.wav_to_ulaw_frames(path))
+
+
+async def events_until(agent, kind: str, timeout: float = 20) -> list[dict]:
+    _, seen = await next_event(agent, kind, timeout=timeout)
+    return seen
+
+
+async def test_the_callers_audio_reaches_the_controller_byte_for_byte(url, caller_wav):
+    clip = say(caller_wav)
+    call, call_sid = simulated(url, [Wait(0.6), clip, Wait(0.4)], barge_in="off")
+    running = asyncio.create_task(call.run())
+    agent = await controller(url, call_sid)
+    await agent.send(json.dumps({"type": "listen"}))
+    started = json.loads(await agent.recv())
+    assert started == {"type": "caller_audio_start", "encoding": "mulaw", "sample_rate": 8000, "channels": 1}
+    frames: list[tuple[float, bytes]] = []
+    speech: list[dict] = []
+    while not speech or speech[-1]["type"] != "speech_stopped" or frames[-1][0] < speech[-1]["timestamp"] + 300:
+        message = json.loads(await asyncio.wait_for(agent.recv(), 20))
+        if message["type"] == "caller_audio":
+            frames.append((message["timestamp"], base64.b64decode(message["audio"])))
+        elif message["type"] in ("speech_started", "speech_stopped"):
+            speech.append(message)
+    await agent.send(json.dumps({"type": "speak", "text": "I heard you."}))  # the call ends once this has played
+    await next_event(agent, "done")
+    await running
+    received = b"".join(audio for _, audio in frames)
+    assert b"".join(clip.frames) in received  # the carrier's own mu-law, not re-encoded
+    stamps = [stamp for stamp, _ in frames]
+    assert stamps == sorted(stamps) and all(b - a == 20 for a, b in zip(stamps, stamps[1:])), stamps[:10]
+    # barge_in off: the controller still hears when the caller spoke, once, within the clip's time.
+    kinds = [event["type"] for event in speech]
+    assert kinds == ["speech_started", "speech_stopped"], speech
+    clip_start = stamps[received.index(b"".join(clip.frames)) // 160]
+    assert clip_start - 50 <= speech[0]["timestamp"] <= clip_start + 300, (clip_start, speech)
+    await agent.close()
+    await no_sessions_left(url)
+
+
+async def test_the_caller_talking_over_the_agent_stops_it_at_once(url, caller_wav):
+    call, call_sid = simulated(url, [WaitFor("audio", 30), Wait(1.5), say(caller_wav), Expect("clear"),
+                                     Wait(0.5)])
+    running = asyncio.create_task(call.run())
+    agent = await controller(url, call_sid)
+    await agent.send(json.dumps({"type": "speak", "text": LONG_TEXT}))
+    seen = await events_until(agent, "interrupted", timeout=30)
+    interrupted = seen[-1]
+    kinds = [event["type"] for event in seen]
+    assert kinds.index("speech_started") < kinds.index("cancelled") < kinds.index("interrupted"), kinds
+    (cut,) = interrupted["utterances"]
+    assert cut["heard_from"] == "marks" and cut["heard_s"] > 1.0 and cut["heard_text"], interrupted
+    result = await running
+    assert result.clears_received == 1 and not result.failed_expectations and not result.violations
+    # Nothing of the utterance was sent after the clear.
+    clear_at = result.events_of("clear_received")[0].at
+    assert not [e for e in result.events_of("media_received") if e.at > clear_at + 0.05]
+    await agent.close()
+    await no_sessions_left(url)
+
+
+async def test_pcm16_at_16_khz_on_request_and_bad_frames_are_counted(url):
+    call, call_sid = simulated(url, [Wait(1.0)], barge_in="off")
+    running = asyncio.create_task(call.run())
+    agent = await controller(url, call_sid)
+    await agent.send(json.dumps({"type": "listen", "format": "pcm16"}))
+    assert json.loads(await agent.recv())["sample_rate"] == 16000
+    pcm = b""
+    while len(pcm) < 16000:  # half a second
+        message = json.loads(await asyncio.wait_for(agent.recv(), 10))
+        if message["type"] == "caller_audio":
+            pcm += base64.b64decode(message["audio"])
+    assert len(pcm) % 2 == 0
+    await agent.send(json.dumps({"type": "listen", "format": "wav"}))
+    while (message := json.loads(await asyncio.wait_for(agent.recv(), 10)))["type"] == "caller_audio":
+        pass
+    assert message["type"] == "error" and message["code"] == "bad_config", message
+    await running
+    await agent.close()
+
+
+async def test_garbage_and_floods_are_dropped_and_the_call_goes_on(url):
+    """Frames that are not the call's audio, and audio far faster than real time: counted, never heard."""
+    from websockets.asyncio.client import connect
+
+    async with httpx.AsyncClient() as http:
+        before = (await http.get(url + "/health")).json()["caller_audio"]
+    async with connect(url.replace("http://", "ws://") + "/v1/twilio") as phone:
+        await phone.send(json.dumps({"event": "connected", "protocol": "Call", "version": "1.0.0"}))
+        await phone.send(json.dumps({"event": "start", "streamSid": "MZflood", "start": {
+            "callSid": "CAflood", "streamSid": "MZflood", "customParameters": {"key": KEY},
+            "mediaFormat": {"encoding": "audio/x-mulaw", "sampleRate": 8000, "channels": 1}}}))
+        agent = await controller(url, "CAflood")
+        frame = base64.b64encode(b"\xff" * 160).decode()
+        for payload in ("!!!", "", base64.b64encode(b"\xff" * 9000).decode()):  # not base64, empty, over a second
+            await phone.send(json.dumps({"event": "media", "media": {"payload": payload, "timestamp": "0"}}))
+        for i in range(250):  # 5 s of audio at once
+            await phone.send(json.dumps({"event": "media", "media": {"payload": frame, "timestamp": str(20 * i)}}))
+        await agent.send(json.dumps({"type": "speak", "text": "Still here."}))
+        done, _ = await next_event(agent, "done", timeout=20)  # this phone echoes no marks: nothing counts as heard
+        assert done["audio_seconds"] > 0.3 and json.loads(await phone.recv())["event"] == "media"
+        async with httpx.AsyncClient() as http:
+            after = (await http.get(url + "/health")).json()["caller_audio"]
+        assert after["rejected"] - before["rejected"] == 3
+        assert after["flooded"] - before["flooded"] >= 150  # a second of burst is let through, the rest dropped
+        assert after["heard"] - before["heard"] <= 100
+        await phone.send(json.dumps({"event": "stop", "stop": {}}))
+        await agent.close()
+    await no_sessions_left(url)
