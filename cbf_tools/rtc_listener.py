@@ -1,5 +1,6 @@
 """A listening aiortc peer (the client side): offers to receive audio (and a data channel), decodes what arrives
-and records each decoded frame's arrival time and energy. Used by ``bench gateway`` and the WebRTC tests."""
+and records each decoded frame's arrival time and energy; it may talk back on a ``Microphone``. Used by ``bench
+gateway`` and the WebRTC tests."""
 
 from __future__ import annotations
 
@@ -9,9 +10,10 @@ import json
 import time
 from dataclasses import dataclass, field
 
+import av
 import numpy as np
 from aiortc import RTCConfiguration, RTCPeerConnection, RTCRtpSender, RTCSessionDescription
-from aiortc.mediastreams import MediaStreamError
+from aiortc.mediastreams import MediaStreamError, MediaStreamTrack
 
 SPEECH_RMS = 300.0  # a decoded 20 ms frame louder than this carries audio
 
@@ -22,6 +24,41 @@ class Frame:
     rms: float
     samples: int
     rate: int
+
+
+class Microphone(MediaStreamTrack):
+    """The peer's own voice: silence until ``say(samples)`` (s16 mono at 48 kHz), paced on the wall clock in 20 ms
+    frames as a browser's microphone is. ``said_at``: when the last ``say`` began going out."""
+
+    kind = "audio"
+    RATE, FRAME = 48000, 960
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._queued = np.zeros(0, dtype=np.int16)
+        self._pts = 0
+        self._start: float | None = None
+        self.said_at: float | None = None
+        self._pending_say = False
+
+    def say(self, samples: np.ndarray) -> None:
+        self._queued = np.concatenate([self._queued, samples.astype(np.int16)])
+        self._pending_say = True
+
+    async def recv(self) -> av.AudioFrame:
+        if self._start is None:
+            self._start = time.monotonic()
+        wait = self._start + self._pts / self.RATE - time.monotonic()
+        if wait > 0:
+            await asyncio.sleep(wait)
+        chunk, self._queued = self._queued[:self.FRAME], self._queued[self.FRAME:]
+        if self._pending_say and chunk.size:
+            self._pending_say, self.said_at = False, time.time()
+        frame = av.AudioFrame.from_ndarray(np.pad(chunk, (0, self.FRAME - chunk.size)).reshape(1, -1),
+                                           format="s16", layout="mono")
+        frame.sample_rate, frame.pts = self.RATE, self._pts
+        self._pts += self.FRAME
+        return frame
 
 
 @dataclass
@@ -38,13 +75,15 @@ class Listener:
 
     @classmethod
     def create(cls, codecs: list[str] | None = None, datachannel: bool = True, prefetch: int | None = 0,
-               keep_audio: bool = False, config: RTCConfiguration | None = None) -> "Listener":
+               keep_audio: bool = False, config: RTCConfiguration | None = None,
+               microphone: Microphone | None = None) -> "Listener":
         """``codecs``: offer only these (e.g. ["pcmu"]); ``prefetch``: the receiver jitter buffer's hold-back in
         frames (aiortc's default 4 adds 80 ms; 0 measures the server); ``keep_audio``: keep what was heard;
-        ``config``: ICE servers and policy (default: none, every candidate)."""
+        ``config``: ICE servers and policy (default: none, every candidate); ``microphone``: talk back on it
+        (the offer is then sendrecv)."""
         pc = RTCPeerConnection(config or RTCConfiguration(iceServers=[]))
         listener = cls(pc, keep_audio=keep_audio)
-        transceiver = pc.addTransceiver("audio", direction="recvonly")
+        transceiver = pc.addTransceiver(microphone or "audio", direction="sendrecv" if microphone else "recvonly")
         if codecs:
             caps = RTCRtpSender.getCapabilities("audio").codecs
             transceiver.setCodecPreferences(

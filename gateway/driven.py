@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import hmac
+import time
 from dataclasses import asdict
 from typing import TYPE_CHECKING, Any, Iterator
 
@@ -80,14 +81,14 @@ class DrivenSession:
             answers = await self.feed(CANCEL)
             cutoffs = [{k: v for k, v in event.items() if k != "type"} for event in answers
                        if event["type"] == "cancelled" and event["utterance"]]
-            await self.send_event({"type": "interrupted", "utterances": cutoffs})
+            assert self.caller is not None  # only the caller's audio barges in
+            onset = self.caller.onset_ms or 0.0
+            reaction = self.caller.since(onset, time.monotonic())
+            await self.send_event({"type": "interrupted", "timestamp": round(onset, 1),
+                                   "reaction_ms": round(reaction), "utterances": cutoffs})
         else:
-            await self.pause_speech(act is Act.PAUSE)
+            await self.session.sink.hold(act is Act.PAUSE)
             await self.send_event({"type": "paused" if act is Act.PAUSE else "resumed"})
-
-    async def pause_speech(self, paused: bool) -> None:
-        """Hold the speech under way where it is (``True``) or go on with it (``False``)."""
-        await self.session.sink.hold(paused)
 
     async def feed(self, raw: str | bytes) -> list[dict[str, Any]]:
         """One client message into the session, after any other input's; returns the events that answered it

@@ -20,14 +20,15 @@ def tone(seconds: float, freq: float = 440.0, amp: int = 8000) -> bytes:
     return (np.sin(2 * np.pi * freq * t) * amp).astype("<i2").tobytes()
 
 
-async def connect(url: str, keep_audio: bool = False, **body) -> tuple[Listener, dict]:
+async def connect(url: str, keep_audio: bool = False, key: str | None = None, **body) -> tuple[Listener, dict]:
     """A listening peer connected to the gateway at ``url`` (``offer_codecs``: offer only these), its data channel
     open and the session's ``ready`` received; and the offer's JSON answer."""
     codecs = body.pop("offer_codecs", None)
-    listener = Listener.create(codecs=codecs, keep_audio=keep_audio)
+    listener = Listener.create(codecs=codecs, keep_audio=keep_audio, microphone=body.pop("microphone", None))
     async with httpx.AsyncClient() as http:
         reply = await http.post(url + "/v1/webrtc/offer", json={"sdp": await listener.offer(), "type": "offer",
-                                                                **body})
+                                                                **body},
+                                headers={"Authorization": f"Bearer {key}"} if key else None)
     assert reply.status_code == 200, reply.text
     answer = reply.json()
     await listener.accept(answer["sdp"])

@@ -157,3 +157,45 @@ async def test_garbage_and_floods_are_dropped_and_the_call_goes_on(url):
         await phone.send(json.dumps({"event": "stop", "stop": {}}))
         await agent.close()
     await no_sessions_left(url)
+
+
+def clip_48k(seconds: float = 2.0) -> np.ndarray:
+    resampler = av.AudioResampler(format="s16", layout="mono", rate=48000)
+    with av.open(str(CLIP)) as container:
+        pcm = np.concatenate([out.to_ndarray().reshape(-1) for frame in container.decode(audio=0)
+                              for out in resampler.resample(frame)])
+    return pcm[: int(seconds * 48000)]
+
+
+async def test_a_webrtc_peer_that_talks_over_the_gateway_silences_it_from_the_next_frame(url, monkeypatch):
+    """A real aiortc peer sends its microphone (Opus) on the session's connection; a controller listens as PCM16."""
+    from cbf_tools.rtc_listener import SPEECH_RMS, Microphone
+    from tests.rtc_helpers import connect, loopback_only
+
+    loopback_only(monkeypatch)
+    microphone = Microphone()
+    listener, answer = await connect(url, microphone=microphone, key=KEY)
+    agent = await controller(url, answer["session"], codec="opus")
+    try:
+        await agent.send(json.dumps({"type": "listen"}))
+        assert json.loads(await agent.recv())["encoding"] == "pcm16"  # WebRTC: PCM16 at 16 kHz
+        listener.channel.send(json.dumps({"type": "speak", "text": LONG_TEXT}))
+        await listener.wait_for(lambda: len(listener.loud()) >= 50, timeout=30)  # a second of the gateway
+        microphone.say(clip_48k())
+        await listener.wait_for(lambda: any(e["type"] == "interrupted" for e in listener.events), timeout=10)
+        await asyncio.sleep(0.5)  # what was in flight arrives
+        kinds = [e["type"] for e in listener.events]
+        assert kinds.index("speech_started") < kinds.index("cancelled") < kinds.index("interrupted"), kinds
+        interrupted = next(e for e in listener.events if e["type"] == "interrupted")
+        assert interrupted["utterances"][0]["heard_from"] == "track" and interrupted["reaction_ms"] >= 0
+        # Silent within the gateway's reaction and the path back: nothing loud past half a second of the speech.
+        last_loud = max(f.at for f in listener.frames if f.rms > SPEECH_RMS)
+        assert last_loud - microphone.said_at < 0.6, (last_loud - microphone.said_at, interrupted)
+        loudest = 0
+        while loudest < 1000:  # the controller hears the peer's voice itself as PCM16, not only silence
+            message = json.loads(await asyncio.wait_for(agent.recv(), 10))
+            if message["type"] == "caller_audio":
+                loudest = max(loudest, int(np.abs(np.frombuffer(base64.b64decode(message["audio"]), "<i2")).max()))
+    finally:
+        await agent.close()
+        await listener.close()

@@ -69,6 +69,8 @@ class CallerSide:
         self._to_vad = None if rate == self._vad.rate else Resampler(self._vad.rate, rate)
         self._window = np.empty(0, dtype=np.float32)
         self._samples = 0  # samples heard, for streams without timestamps (Asterisk)
+        self._latest = (0.0, 0.0)  # (stream ms, monotonic s) of the latest frame's end
+        self.onset_ms: float | None = None  # the latest speech onset
         self._bytes_per_sample = 2 if encoding == "pcm" else 1
 
     @property
@@ -85,9 +87,8 @@ class CallerSide:
         self._pcm16_out = None
         if fmt == "off":
             return None
-        native = fmt == "native" and not (self.encoding == "pcm" and self.rate != PCM16_RATE)
-        if native:
-            self.feed = CallerAudioFeed(self.encoding, self.rate)
+        if fmt == "native":  # as received: the carrier's G.711, or its PCM16 at its own rate
+            self.feed = CallerAudioFeed("pcm16" if self.encoding == "pcm" else self.encoding, self.rate)
         else:
             self.feed = CallerAudioFeed("pcm16", PCM16_RATE)
             if self.rate != PCM16_RATE:
@@ -108,12 +109,18 @@ class CallerSide:
         pcm = g711_decode(audio, G711[self.encoding]) if self.encoding in G711 else np.frombuffer(audio, "<i2")
         start_ms = timestamp_ms if timestamp_ms is not None else self._samples * 1000 / self.rate
         self._samples += pcm.size
+        self._latest = (start_ms + seconds * 1000, now)
         if self.feed is not None:
             self._tally("dropped", self.feed.push(start_ms, self._listener_bytes(audio, pcm)))
         return self._detect(pcm, start_ms, now)
 
+    def since(self, stream_ms: float, now: float) -> float:
+        """Milliseconds from when the audio of stream time ``stream_ms`` arrived to ``now`` (monotonic s)."""
+        latest_ms, arrived = self._latest
+        return (now - arrived) * 1000 + latest_ms - stream_ms
+
     def _listener_bytes(self, audio: bytes, pcm: np.ndarray) -> bytes:
-        if self.feed is None or self.feed.encoding != "pcm16":
+        if self.feed is None or self.feed.encoding != "pcm16" or self.feed.rate == self.rate:
             return audio
         raw = pcm.astype("<i2").tobytes()
         return self._pcm16_out.process(raw) if self._pcm16_out is not None else raw
@@ -137,6 +144,7 @@ class CallerSide:
     def _on(self, event: SpeechStarted | SpeechStopped | None, at_ms: float) -> list[dict[str, Any] | Act]:
         match event:
             case SpeechStarted(onset_ms=onset, at_ms=confirmed):
+                self.onset_ms = onset
                 act = self.barge.started(onset, confirmed, self._gateway_speaking())
                 started = {"type": "speech_started", "timestamp": round(onset, 1), "confirmed": round(confirmed, 1)}
                 return [started] + ([act] if act else [])
