@@ -28,6 +28,7 @@ from gateway.session import Session
 from gateway.session_registry import SessionLimitReached
 from gateway.shared_state import GatewayState
 from gateway.webrtc.dtls import peer_connection
+from gateway.webrtc.dtmf import accept_telephone_event, hear_dtmf
 from gateway.webrtc.track import PacedAudioTrack, TrackSink
 
 log = logging.getLogger("chatterbox_fast.gateway")
@@ -100,6 +101,7 @@ async def negotiate(pc: RTCPeerConnection, track: PacedAudioTrack, offer_sdp: st
     transceiver.setCodecPreferences(preferences)
     try:
         await pc.setRemoteDescription(RTCSessionDescription(sdp=offer_sdp, type="offer"))
+        accept_telephone_event(transceiver, offer_sdp)  # the keys the peer presses, if it offers them
         await pc.setLocalDescription(await pc.createAnswer())
     except Exception as exc:  # aiortc raises ValueError, OperationError, InvalidStateError... for bad offers
         raise ValueError(f"the offer was not accepted: {exc}") from None
@@ -230,6 +232,7 @@ async def open_peer(state: GatewayState, sdp: str, voice: str, codec: str | None
     except ValueError as exc:
         await peer.close()
         raise ApiError(400, "bad_sdp", str(exc)) from None
+    hear_dtmf(pc, peer.to_controller)
     state.peers.add(peer)
     peer.start()
     return peer
