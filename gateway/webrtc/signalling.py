@@ -14,7 +14,9 @@ import logging
 import re
 from typing import Any
 
+import av
 from aiortc import RTCConfiguration, RTCIceServer, RTCPeerConnection, RTCRtpSender, RTCSessionDescription
+from aiortc.mediastreams import MediaStreamError, MediaStreamTrack
 from aiortc.rtcdatachannel import RTCDataChannel
 from aiortc.sdp import SessionDescription
 from starlette.requests import Request
@@ -24,6 +26,7 @@ from gateway.formats import WEBRTC_CODECS, codec_rate
 from gateway.driven import DrivenSession
 from gateway.http.body import body_field, json_body
 from gateway.http.errors import ApiError
+from gateway.listen.caller import PCM16_RATE
 from gateway.session import Session
 from gateway.session_registry import SessionLimitReached
 from gateway.shared_state import GatewayState
@@ -96,8 +99,10 @@ async def negotiate(pc: RTCPeerConnection, track: PacedAudioTrack, offer_sdp: st
     preferences = [cap for name in wanted for cap in capabilities if cap.mimeType.lower() == f"audio/{name}"]
     if not preferences or (codec and codec not in offered):
         raise ValueError(f"the offer has no audio codec the server can send ({codec or ', '.join(WEBRTC_CODECS)})")
-    # The transceiver and its preferences must exist before setRemoteDescription fixes the answer's codecs.
-    transceiver = pc.addTransceiver(track, direction="sendonly")
+    # The transceiver and its preferences must exist before setRemoteDescription fixes the answer's codecs. sendrecv:
+    # a peer that sends (a browser's microphone, a phone bridge's caller) is heard; one that only receives (WHEP,
+    # the page without its microphone) gets a sendonly answer, as aiortc intersects the directions.
+    transceiver = pc.addTransceiver(track, direction="sendrecv")
     transceiver.setCodecPreferences(preferences)
     try:
         await pc.setRemoteDescription(RTCSessionDescription(sdp=offer_sdp, type="offer"))
@@ -135,6 +140,7 @@ class WebRTCPeer(DrivenSession):
         self._ready = asyncio.Event()  # connected, and the data channel open if the offer has one
         pc.on("datachannel", self._on_datachannel)
         pc.on("connectionstatechange", self._on_state)
+        pc.on("track", self._on_track)
 
     async def send_event(self, event: dict[str, Any]) -> None:
         """To the controller, if one is attached, and on the data channel (held until it opens; dropped when there is
@@ -147,7 +153,28 @@ class WebRTCPeer(DrivenSession):
             self._pending.append(json.dumps(event))
 
     def start(self) -> None:
-        self._tasks = [asyncio.create_task(self._read()), asyncio.create_task(self._watchdog())]
+        self._tasks += [asyncio.create_task(self._read()), asyncio.create_task(self._watchdog())]
+
+    def _on_track(self, track: MediaStreamTrack) -> None:
+        """The peer sends audio (a browser's microphone, a bridge's caller): it is heard (gateway/listen/)."""
+        if track.kind == "audio" and self.caller is None:
+            self.track.echo = self.open_caller("pcm", PCM16_RATE).echo
+            self._tasks.append(asyncio.create_task(self._hear(track)))
+
+    async def _hear(self, track: MediaStreamTrack) -> None:
+        """The peer's audio, decoded by aiortc, as PCM16 at 16 kHz with its stream time, until the track ends (read
+        even when nobody listens: aiortc queues what is not read without bound)."""
+        resampler = av.AudioResampler(format="s16", layout="mono", rate=PCM16_RATE)
+        first: float | None = None
+        while True:
+            try:
+                frame = await track.recv()
+            except MediaStreamError:
+                return
+            at = float(frame.time or 0.0)
+            first = at if first is None else first
+            for out in resampler.resample(frame):
+                await self.hear(out.to_ndarray().tobytes(), (at - first) * 1000)
 
     def _on_datachannel(self, channel: RTCDataChannel) -> None:
         if self.channel is not None:
