@@ -199,3 +199,28 @@ async def test_a_webrtc_peer_that_talks_over_the_gateway_silences_it_from_the_ne
     finally:
         await agent.close()
         await listener.close()
+
+
+async def test_pause_mode_pauses_on_a_short_sound_and_goes_on_where_it_stopped(url, caller_wav, tmp_path):
+    """``barge_in: pause``: a "mm-hm" under the cancel minimum pauses the speech (the stack's buffer cleared) and it
+    resumes from what the marks say was heard; the utterance still ends in ``done``, whole."""
+    with wave.open(str(caller_wav)) as wav:
+        blip = wav.readframes(wav.getnframes())[: 2 * 2400]  # 0.3 s of the clip's speech
+    short = tmp_path / "mm-hm.wav"
+    with wave.open(str(short), "wb") as wav:
+        wav.setnchannels(1), wav.setsampwidth(2), wav.setframerate(8000)
+        wav.writeframes(blip)
+    call, call_sid = simulated(url, [WaitFor("audio", 30), Wait(1.5), say(short), Wait(1.0), WaitFor("quiet", 30)],
+                               barge_in="pause")
+    running = asyncio.create_task(call.run())
+    agent = await controller(url, call_sid)
+    text = "This sentence runs on for a while so that the caller can murmur over the middle of it and be ignored."
+    await agent.send(json.dumps({"type": "speak", "text": text}))
+    done, seen = await next_event(agent, "done", timeout=40)
+    kinds = [event["type"] for event in seen]
+    assert "paused" in kinds and kinds.index("paused") < kinds.index("resumed"), kinds
+    assert "cancelled" not in kinds and "interrupted" not in kinds
+    assert done["heard_text"] == text and done["heard_from"] == "marks"
+    result = await running
+    assert result.clears_received == 1 and not result.violations
+    await agent.close()

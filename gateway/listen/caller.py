@@ -152,5 +152,5 @@ class CallerSide:
                 act = self.barge.stopped()
                 return [{"type": "speech_stopped", "timestamp": round(stopped, 1), "duration_ms": round(duration)}
                         ] + ([act] if act else [])
-        act = self.barge.speaking(at_ms) if self.detector.speaking else None
+        act = self.barge.speaking(at_ms) if self.detector.speaking and self.detector.voiced_now else None
         return [act] if act else []

@@ -56,6 +56,7 @@ class SpeechDetector:
         self._run_from: float | None = None  # the first voiced window of the current run
         self._silent_from: float | None = None  # the first unvoiced window since speech started
         self.echo_rejected = 0  # voiced windows the echo guard set aside
+        self.voiced_now = False  # the latest window was voiced
 
     def voiced(self, probability: float, level: float, echo_level: float) -> bool:
         floor = self.config.threshold - (RELEASE if self.speaking else 0.0)
@@ -71,7 +72,8 @@ class SpeechDetector:
         """One window starting at stream time ``at_ms``: its probability, its RMS ``level`` and the gateway's own
         loudest level in the echo's reach (0: silent). Returns what changed, if anything."""
         end = at_ms + window_ms
-        if self.voiced(probability, level, echo_level):
+        self.voiced_now = self.voiced(probability, level, echo_level)
+        if self.voiced_now:
             self._silent_from = None
             if self._run_from is None:
                 self._run_from = at_ms
