@@ -224,3 +224,51 @@ async def test_pause_mode_pauses_on_a_short_sound_and_goes_on_where_it_stopped(u
     result = await running
     assert result.clears_received == 1 and not result.violations
     await agent.close()
+
+
+def clip_at(rate: int, seconds: float = 2.0) -> np.ndarray:
+    resampler = av.AudioResampler(format="s16", layout="mono", rate=rate)
+    with av.open(str(CLIP)) as container:
+        pcm = np.concatenate([out.to_ndarray().reshape(-1) for frame in container.decode(audio=0)
+                              for out in resampler.resample(frame)])
+    return pcm[: int(seconds * rate)]
+
+
+@pytest.mark.parametrize(("stack", "encoding", "rate"), [("telnyx", "alaw", 8000), ("asterisk", "pcm16", 16000)])
+async def test_telnyx_and_asterisk_callers_are_heard_and_barge_in(url, stack, encoding, rate):
+    """The stacks' replicas (cbf_tools/phone_callers.py: no client of either installs from PyPI or Debian) speak over
+    the agent: PCMA base64 on Telnyx, binary slin16 on Asterisk. The controller gets the very bytes, and the clear
+    (Telnyx ``clear``, Asterisk ``FLUSH_MEDIA``) comes."""
+    from cbf_tools.phone_callers import connect_call
+    from gateway.audio import g711_encode
+
+    pcm = clip_at(rate)
+    wire = g711_encode(pcm.astype("<i2").tobytes(), "pcm_alaw") if encoding == "alaw" else pcm.astype("<i2").tobytes()
+    frame = len(wire) // 100  # 20 ms
+    frames = iter([wire[i * frame:(i + 1) * frame] for i in range(100)])
+    call_id = f"{stack}-barge"
+    caller = await connect_call(url, stack, call_id, key=KEY)
+    agent = await controller(url, call_id, codec=caller.codec)
+    await agent.send(json.dumps({"type": "listen"}))
+    assert json.loads(await agent.recv()) == {"type": "caller_audio_start", "encoding": encoding, "sample_rate": rate,
+                                              "channels": 1}
+    await agent.send(json.dumps({"type": "speak", "text": LONG_TEXT}))
+    while len(caller.audio) < caller.bytes_per_second:  # a second of the agent reached the caller
+        await asyncio.sleep(0.05)
+    caller.voice = lambda at: next(frames, None)
+    received = b""
+    seen = []
+    while "interrupted" not in [event["type"] for event in seen]:
+        message = json.loads(await asyncio.wait_for(agent.recv(), 10))
+        if message["type"] == "caller_audio":
+            received += base64.b64decode(message["audio"])
+        else:
+            seen.append(message)
+    await caller.cleared()
+    assert [e["type"] for e in seen if e["type"] != "chunk"][:3] == ["speech_started", "cancelled", "interrupted"]
+    while wire[: 20 * frame] not in received:  # the stack's own bytes, as it sent them
+        message = json.loads(await asyncio.wait_for(agent.recv(), 5))
+        received += base64.b64decode(message["audio"]) if message["type"] == "caller_audio" else b""
+    await caller.hang_up()
+    await agent.close()
+    await no_sessions_left(url)
