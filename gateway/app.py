@@ -24,6 +24,7 @@ from gateway.engine_link.pool import EnginePool
 from gateway.engine_link.process import EngineProcess
 from gateway.http import health, speech, voices
 from gateway.http.errors import ApiError, api_error_response, error_response
+from gateway.listen import silero
 from gateway.metrics import Metrics
 from gateway.operator_safety import exposure_warning, wyoming_exposure_warning
 from gateway.session import Session
@@ -100,6 +101,7 @@ def create_app(settings: GatewaySettings, on_engine_refusal: Callable[[str], Non
         if process is not None:
             process.start()
         engine.start_background()
+        await asyncio.to_thread(silero.load)  # the caller VAD's model, once: no call waits for it
         log.info("gateway on http://%s:%d/ (engine: %s)", settings.host, settings.port,
                  ", ".join(settings.engine_urls) or "embedded worker")
         if warning := exposure_warning(settings.host, settings.api_keys):
