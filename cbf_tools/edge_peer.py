@@ -14,17 +14,14 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import fractions
 import json
 import time
 import uuid
 from pathlib import Path
 
-import av
 import numpy as np
 import uvicorn
 from aiortc import RTCConfiguration, RTCPeerConnection, RTCRtpSender, RTCSessionDescription
-from aiortc.mediastreams import MediaStreamTrack
 from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import JSONResponse
@@ -32,9 +29,10 @@ from starlette.routing import Mount, Route, WebSocketRoute
 from starlette.staticfiles import StaticFiles
 from starlette.websockets import WebSocket, WebSocketDisconnect
 
+from cbf_tools.rtc_listener import PacedSource
+
 TONE_S = 0.5
 TONE_HZ = 440.0
-FRAME_S = 0.020
 RATES = {"opus": 48000, "pcmu": 8000, "pcma": 8000}
 WEB_DIR = Path(__file__).resolve().parent.parent / "web"
 
@@ -43,41 +41,6 @@ def tone(rate: int, seconds: float = TONE_S) -> bytes:
     """A sine at a third of full scale, s16le mono."""
     t = np.arange(round(rate * seconds)) / rate
     return (np.sin(2 * np.pi * TONE_HZ * t) * 32767 / 3).astype("<i2").tobytes()
-
-
-class ToneTrack(MediaStreamTrack):
-    """20 ms frames on the wall clock from the first ``recv()``: silence, or the tone once ``play`` asked for it."""
-
-    kind = "audio"
-
-    def __init__(self, rate: int) -> None:
-        super().__init__()
-        self.rate, self.samples = rate, round(rate * FRAME_S)
-        self._start: float | None = None
-        self._pts = 0
-        self._pending = b""
-        self._played: asyncio.Event | None = None
-
-    def play(self) -> asyncio.Event:
-        """Start the tone with the next frame; the event is set once its last frame has gone out."""
-        self._pending, self._played = tone(self.rate), asyncio.Event()
-        return self._played
-
-    async def recv(self) -> av.AudioFrame:
-        if self._start is None:
-            self._start = time.monotonic()
-        wait = self._start + self._pts / self.rate - time.monotonic()
-        if wait > 0:
-            await asyncio.sleep(wait)
-        size = self.samples * 2
-        data, self._pending = self._pending[:size].ljust(size, b"\0"), self._pending[size:]
-        if not self._pending and self._played is not None and data.strip(b"\0"):
-            self._played.set()
-        frame = av.AudioFrame(format="s16", layout="mono", samples=self.samples)
-        frame.planes[0].update(data)
-        frame.sample_rate, frame.pts, frame.time_base = self.rate, self._pts, fractions.Fraction(1, self.rate)
-        self._pts += self.samples
-        return frame
 
 
 async def stream(ws: WebSocket) -> None:
@@ -105,7 +68,7 @@ async def offer(request: Request) -> JSONResponse:
     codec = str(body.get("codec") or "opus").lower()
     pc = RTCPeerConnection(RTCConfiguration(iceServers=[]))
     PEERS.add(pc)
-    track = ToneTrack(RATES.get(codec, 48000))
+    track = PacedSource(RATES.get(codec, 48000))
     transceiver = pc.addTransceiver(track, direction="sendonly")
     transceiver.setCodecPreferences([c for c in RTCRtpSender.getCapabilities("audio").codecs
                                      if c.mimeType.lower() == f"audio/{codec}"])
@@ -135,9 +98,9 @@ def _chunk(uid: str, speak: dict) -> dict:
             "duration": TONE_S, "gen_time": 0.0, "words": []}
 
 
-async def speak(channel, track: ToneTrack, message: dict) -> None:
+async def speak(channel, track: PacedSource, message: dict) -> None:
     uid = uuid.uuid4().hex[:12]
-    played = track.play()
+    played = track.play(tone(track.rate))
     channel.send(json.dumps(_chunk(uid, message)))
     await played.wait()
     channel.send(json.dumps({"type": "done", "utterance": uid, "ttfa": 0.0, "audio_seconds": TONE_S, "chunks": 1,

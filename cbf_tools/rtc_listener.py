@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import fractions
 import json
 import time
 from dataclasses import dataclass, field
@@ -26,38 +27,44 @@ class Frame:
     rate: int
 
 
-class Microphone(MediaStreamTrack):
-    """The peer's own voice: silence until ``say(samples)`` (s16 mono at 48 kHz), paced on the wall clock in 20 ms
-    frames as a browser's microphone is. ``said_at``: when the last ``say`` began going out."""
+class PacedSource(MediaStreamTrack):
+    """20 ms s16 mono frames at ``rate`` on the wall clock from the first ``recv()``, as a microphone sends them:
+    silence, or what ``play`` queued (a caller's voice; ``bench edge``'s tone). ``started_at``: when the latest
+    ``play`` began going out (time.time())."""
 
     kind = "audio"
-    RATE, FRAME = 48000, 960
 
-    def __init__(self) -> None:
+    def __init__(self, rate: int = 48000) -> None:
         super().__init__()
-        self._queued = np.zeros(0, dtype=np.int16)
-        self._pts = 0
+        self.rate, self.samples = rate, round(rate * 0.02)
         self._start: float | None = None
-        self.said_at: float | None = None
-        self._pending_say = False
+        self._pts = 0
+        self._pending = b""
+        self._played: asyncio.Event | None = None
+        self._starting = False
+        self.started_at: float | None = None
 
-    def say(self, samples: np.ndarray) -> None:
-        self._queued = np.concatenate([self._queued, samples.astype(np.int16)])
-        self._pending_say = True
+    def play(self, pcm: bytes) -> asyncio.Event:
+        """Send ``pcm`` (s16le at ``rate``) from the next frame; the event is set once its last frame has gone out."""
+        self._pending, self._played, self._starting = bytes(pcm), asyncio.Event(), True
+        return self._played
 
     async def recv(self) -> av.AudioFrame:
         if self._start is None:
             self._start = time.monotonic()
-        wait = self._start + self._pts / self.RATE - time.monotonic()
+        wait = self._start + self._pts / self.rate - time.monotonic()
         if wait > 0:
             await asyncio.sleep(wait)
-        chunk, self._queued = self._queued[:self.FRAME], self._queued[self.FRAME:]
-        if self._pending_say and chunk.size:
-            self._pending_say, self.said_at = False, time.time()
-        frame = av.AudioFrame.from_ndarray(np.pad(chunk, (0, self.FRAME - chunk.size)).reshape(1, -1),
-                                           format="s16", layout="mono")
-        frame.sample_rate, frame.pts = self.RATE, self._pts
-        self._pts += self.FRAME
+        size = self.samples * 2
+        data, self._pending = self._pending[:size].ljust(size, b"\0"), self._pending[size:]
+        if self._starting:
+            self._starting, self.started_at = False, time.time()
+        if not self._pending and self._played is not None and not self._played.is_set():
+            self._played.set()
+        frame = av.AudioFrame(format="s16", layout="mono", samples=self.samples)
+        frame.planes[0].update(data)
+        frame.sample_rate, frame.pts, frame.time_base = self.rate, self._pts, fractions.Fraction(1, self.rate)
+        self._pts += self.samples
         return frame
 
 
@@ -76,7 +83,7 @@ class Listener:
     @classmethod
     def create(cls, codecs: list[str] | None = None, datachannel: bool = True, prefetch: int | None = 0,
                keep_audio: bool = False, config: RTCConfiguration | None = None,
-               microphone: Microphone | None = None) -> "Listener":
+               microphone: PacedSource | None = None) -> "Listener":
         """``codecs``: offer only these (e.g. ["pcmu"]); ``prefetch``: the receiver jitter buffer's hold-back in
         frames (aiortc's default 4 adds 80 ms; 0 measures the server); ``keep_audio``: keep what was heard;
         ``config``: ICE servers and policy (default: none, every candidate); ``microphone``: talk back on it

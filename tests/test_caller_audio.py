@@ -169,11 +169,11 @@ def clip_48k(seconds: float = 2.0) -> np.ndarray:
 
 async def test_a_webrtc_peer_that_talks_over_the_gateway_silences_it_from_the_next_frame(url, monkeypatch):
     """A real aiortc peer sends its microphone (Opus) on the session's connection; a controller listens as PCM16."""
-    from cbf_tools.rtc_listener import SPEECH_RMS, Microphone
+    from cbf_tools.rtc_listener import SPEECH_RMS, PacedSource
     from tests.rtc_helpers import connect, loopback_only
 
     loopback_only(monkeypatch)
-    microphone = Microphone()
+    microphone = PacedSource()
     listener, answer = await connect(url, microphone=microphone, key=KEY)
     agent = await controller(url, answer["session"], codec="opus")
     try:
@@ -181,7 +181,7 @@ async def test_a_webrtc_peer_that_talks_over_the_gateway_silences_it_from_the_ne
         assert json.loads(await agent.recv())["encoding"] == "pcm16"  # WebRTC: PCM16 at 16 kHz
         listener.channel.send(json.dumps({"type": "speak", "text": LONG_TEXT}))
         await listener.wait_for(lambda: len(listener.loud()) >= 50, timeout=30)  # a second of the gateway
-        microphone.say(clip_48k())
+        microphone.play(clip_48k().astype("<i2").tobytes())
         await listener.wait_for(lambda: any(e["type"] == "interrupted" for e in listener.events), timeout=10)
         await asyncio.sleep(0.5)  # what was in flight arrives
         kinds = [e["type"] for e in listener.events]
@@ -190,7 +190,7 @@ async def test_a_webrtc_peer_that_talks_over_the_gateway_silences_it_from_the_ne
         assert interrupted["utterances"][0]["heard_from"] == "track" and interrupted["reaction_ms"] >= 0
         # Silent within the gateway's reaction and the path back: nothing loud past half a second of the speech.
         last_loud = max(f.at for f in listener.frames if f.rms > SPEECH_RMS)
-        assert last_loud - microphone.said_at < 0.6, (last_loud - microphone.said_at, interrupted)
+        assert last_loud - microphone.started_at < 0.6, (last_loud - microphone.started_at, interrupted)
         loudest = 0
         while loudest < 1000:  # the controller hears the peer's voice itself as PCM16, not only silence
             message = json.loads(await asyncio.wait_for(agent.recv(), 10))
