@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any, Iterator
 from engine.protocol import ProtocolError
 from gateway.client_input import BadInput, load_json
 from gateway.listen import messages as caller_messages
-from gateway.listen.barge_in import Act
+from gateway.listen.barge_in import MODES, Act
 from gateway.listen.caller import CallerSide
 from gateway.session_control import CANCEL, REPLACED_CLOSE_CODE, ControlSeat, Controller, is_answer
 
@@ -58,8 +58,8 @@ class DrivenSession:
         """The caller's audio, ``encoding`` at ``rate``, reaches this session; ``mode``: its barge-in, where the call
         set one (a <Parameter>), else the server's."""
         settings, metrics = self.session.state.settings, self.session.state.metrics
-        self.caller = CallerSide(encoding, rate, settings.vad, mode if mode in ("vad", "pause", "off") else
-                                 settings.barge_in, lambda: bool(self.session.core.queued), metrics.caller_audio)
+        self.caller = CallerSide(encoding, rate, settings.vad, mode if mode in MODES else settings.barge_in,
+                                 lambda: bool(self.session.core.queued), metrics.caller_audio)
         return self.caller
 
     async def hear(self, audio: bytes, timestamp_ms: float | None) -> None:
