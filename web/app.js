@@ -6,6 +6,7 @@
 //   audio.js       audio graph and the onset meter (first audible sample, level, Stop -> silence)
 //   transports.js  WebRTC (default) and WebSocket (fallback or chosen), reconnects, WebRTC statistics
 //   speech.js      Speak / Stop and the server's events about utterances
+//   barge.js       "talk to interrupt": the microphone over WebRTC, speech heard, barge-in and its figures
 //   meters.js      drawing: meters, figures, TTFA history, chunk timeline
 //   voices.js      voice picker, delete, clone from an upload or the microphone
 //   pcm-worklet.js the WebSocket's PCM player (an AudioWorklet, loaded by audio.js)
@@ -15,6 +16,7 @@ import { lastLoudAt, resumeAudio, startMeter } from "./audio.js";
 import { connect, onServerEvent, rtcStats } from "./transports.js";
 import { finishUnheard, onEvent, onFirstAudio, speak, stop } from "./speech.js";
 import { drawMeters } from "./meters.js";
+import { setBarge } from "./barge.js";
 import { VOICE_STORE, loadVoices, voices, wireVoices } from "./voices.js";
 
 const MODE_STORE = "cbf.transport";
@@ -46,6 +48,10 @@ document.addEventListener("keydown", (e) => {
 });
 $("codec-pref").addEventListener("change", () => {
   sessionStorage.setItem(CODEC_STORE, $("codec-pref").value);
+  if (state.mode !== "ws") connect();
+});
+$("barge").addEventListener("change", () => {
+  setBarge($("barge").checked); // on: the microphone is opened and sent on a new WebRTC connection; off: closed
   if (state.mode !== "ws") connect();
 });
 $("transport").addEventListener("change", () => {

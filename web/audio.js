@@ -1,6 +1,6 @@
 // The audio graph and the onset meter. Whatever plays (the WebSocket's PCM worklet, or the WebRTC stream) also
 // feeds one AnalyserNode; polling it every 5 ms (and every frame) finds each utterance's first audible sample, the
-// level, and how long audio went on after Stop.
+// level, and how long audio went on after Stop (or after the gateway said the caller interrupted it).
 
 import { $, THRESH, state, metrics, current } from "./state.js";
 
@@ -17,7 +17,7 @@ export let worklet = null; // the WebSocket's PCM player (pcm-worklet.js), once 
 export let lastLoudAt = -1e9; // performance.now() when an audible sample was last seen
 
 let tbuf = null;
-let stopWatch = null; // {t0, lastLoud, until, wasAudible}
+const watches = new Map(); // what -> {t0, lastLoud, until, wasAudible, done}: silence watched for after t0
 let unmuteWhenQuiet = false;
 
 // The AudioContext, made on first use.
@@ -79,11 +79,19 @@ export function unmuteOnceQuiet() {
   unmuteWhenQuiet = true;
 }
 
+// From t0, how long audio goes on: after STOP_WINDOW_MS, done(ms from t0 to the last audible sample seen, or 0;
+// whether audio was playing at t0). One watch of each kind `what` at a time: a new one replaces the old.
+export function watchSilence(what, t0, done) {
+  watches.set(what, { t0, lastLoud: t0, until: t0 + STOP_WINDOW_MS, wasAudible: t0 - lastLoudAt < 300, done });
+}
+
 // Stop was pressed at t0: measure how long audio goes on (metrics.stopToSilenceMs, after STOP_WINDOW_MS).
 export function watchStop(t0) {
-  const wasAudible = t0 - lastLoudAt < 300;
-  stopWatch = { t0, lastLoud: t0, until: t0 + STOP_WINDOW_MS, wasAudible };
   metrics.stopToSilenceMs = null;
+  watchSilence("stop", t0, (ms, wasAudible) => {
+    metrics.stopToSilenceMs = ms;
+    metrics.stopWasAudible = wasAudible;
+  });
 }
 
 // One look at the analyser; `onFirstAudio(u)` when the current utterance's first audible sample shows up.
@@ -113,15 +121,14 @@ function poll(onFirstAudio) {
       onFirstAudio(u);
     }
     if (u && u.firstAudible != null && !u.stoppedAt) u.peak = Math.max(u.peak || 0, peak);
-    if (stopWatch) stopWatch.lastLoud = now;
+    for (const w of watches.values()) w.lastLoud = now;
   }
   if (unmuteWhenQuiet && remoteAudio.muted && now - lastLoudAt > 40) remoteAudio.muted = false;
   if (!remoteAudio.muted) unmuteWhenQuiet = false;
-  if (stopWatch && now >= stopWatch.until) {
-    const ms = Math.max(0, stopWatch.lastLoud - stopWatch.t0);
-    metrics.stopToSilenceMs = Math.round(ms);
-    metrics.stopWasAudible = stopWatch.wasAudible;
-    stopWatch = null;
+  for (const [what, w] of watches) {
+    if (now < w.until) continue;
+    watches.delete(what);
+    w.done(Math.round(Math.max(0, w.lastLoud - w.t0)), w.wasAudible);
   }
 }
 

@@ -28,6 +28,8 @@ export function drawMeters() {
   $("underruns").textContent = fmt(metrics.underruns);
   $("stop-silence").textContent = metrics.stopToSilenceMs == null ? "–"
     : metrics.stopToSilenceMs >= STOP_WINDOW_MS - 50 ? `≥${STOP_WINDOW_MS}` : String(metrics.stopToSilenceMs);
+  $("cut-in").textContent = fmt(metrics.cutInMs);
+  $("cut-silence").textContent = fmt(metrics.interruptToSilenceMs);
   $("rtf").textContent = fmt(metrics.rtf, 2);
   $("audio-s").textContent = fmt(metrics.audioSeconds, 1);
   $("chunks").textContent = u ? String(u.chunks.length) : "–";

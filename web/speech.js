@@ -1,11 +1,12 @@
 // Speak and Stop, and the server's events about utterances (ready, chunk, done, cancelled, error), over whichever
 // transport is connected. Each Speak makes an utterance record (cbf.utterances) that collects its chunks, its first
-// audible sample, the server's figures and its underruns.
+// audible sample, the server's figures and its underruns. The caller's side (speech heard, barge-in): barge.js.
 
 import { $, state, metrics, utterances, events, view, current, active, playing, recordFor, finishUtterance,
   setStatus } from "./state.js";
 import { lastLoudAt, resumeAudio, unmuteOnceQuiet, watchStop } from "./audio.js";
 import { cancelAll, cancelled, conn, connection, rtcStats, utteranceSent } from "./transports.js";
+import { bargeSpeak, onCallerEvent } from "./barge.js";
 
 let nextLocalId = 1;
 
@@ -106,6 +107,7 @@ export function onEvent(data) {
       break;
     }
     default:
+      onCallerEvent(msg, now);
       break;
   }
 }
@@ -120,6 +122,7 @@ export async function speak() {
   const t0 = performance.now();
   resumeAudio();
   unmuteOnceQuiet(); // after a Stop, no stale tail of the old stream is heard
+  bargeSpeak();
   if (!conn) {
     setStatus("waiting for the connection…");
     if (!(await connection())) {

@@ -16,6 +16,9 @@ export const state = {
   voice: "",
   latency: "", // the latency control: "" (the server's default) | fastest | balanced | prosody
   speaking: false,
+  bargeIn: false, // the "talk to interrupt" switch (WebRTC only): the microphone goes to the gateway
+  micLive: false, // the connection in use sends the microphone
+  bargeMode: null, // the gateway's answer to the page's barge_in message: "vad" | "pause" | "off"
   fallbackReason: null,
   sampleRate: null,
 };
@@ -31,6 +34,8 @@ export const metrics = {
   concealedSamples: null,
   stopToSilenceMs: null,
   stopWasAudible: null,
+  cutInMs: null, // the latest interrupted.reaction_ms: the onset's audio arriving at the gateway -> its silence
+  interruptToSilenceMs: null, // interrupted arriving here -> the last audible sample the page played (0: silent)
   rtf: null,
   audioSeconds: null,
   chunks: 0,

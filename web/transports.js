@@ -2,10 +2,12 @@
 // the WebSocket (JSON events + binary PCM into the worklet). In auto mode a WebRTC connection that is not up within
 // 4 s falls back to the WebSocket; a dropped connection reconnects. Also the WebRTC statistics (getStats): codec,
 // jitter-buffer level, concealment. Server events of either transport go to the handler set by onServerEvent().
+// With "talk to interrupt" on (barge.js), the WebRTC offer also sends the microphone (sendrecv).
 
 import { $, state, metrics, utterances, current, active, finishUtterance } from "./state.js";
 import { api, apiKey, askKey, errorText, forgetKey, keyProtocols } from "./api.js";
 import { audio, dropRemote, lastLoudAt, loadWorklet, muteRemote, playRemote, worklet } from "./audio.js";
+import { bargeAvailability, micStream, micTracks, openMic } from "./barge.js";
 
 const WEBRTC_AUTO_TIMEOUT_MS = 4000; // auto mode: fall back to the WebSocket after this
 const WEBRTC_FORCED_TIMEOUT_MS = 10000;
@@ -41,12 +43,18 @@ export function connect() {
   disconnect();
   state.mode = $("transport").value;
   $("codec-pref").disabled = state.mode === "ws";
+  bargeAvailability(null);
   state.connecting = true;
   state.connected = false;
   state.fallbackReason = null;
   setConn("wait", "connecting…");
   const p = (async () => {
     let c = null;
+    if (state.mode !== "ws" && state.bargeIn) {
+      setConn("wait", "opening the microphone…");
+      await openMic(); // before the WebRTC timeout starts: a permission prompt may take a while
+      if (gen !== connectGen) return null;
+    }
     if (state.mode !== "ws") {
       setConn("wait", "connecting over WebRTC…");
       const limit = state.mode === "auto" ? WEBRTC_AUTO_TIMEOUT_MS : WEBRTC_FORCED_TIMEOUT_MS;
@@ -87,6 +95,7 @@ export function connect() {
     state.transport = c.kind;
     state.connected = true;
     state.connecting = false;
+    bargeAvailability(c);
     const fb = state.fallbackReason && c.kind === "ws" ? ` (WebRTC fell back: ${state.fallbackReason})` : "";
     setConn("ok", `connected · ${c.kind === "webrtc" ? "WebRTC" : "WebSocket"}${fb}`);
     $("transport-used").textContent = c.kind === "webrtc" ? "WebRTC" : "WebSocket";
@@ -137,6 +146,7 @@ async function connectWebRTC(gen) {
     kind: "webrtc",
     pc,
     dc: null,
+    mic: false, // the microphone is sent on this connection
     send: (obj) => c.dc.send(JSON.stringify(obj)),
     close: () => {
       closed = true;
@@ -146,7 +156,14 @@ async function connectWebRTC(gen) {
     },
   };
   try {
-    pc.addTransceiver("audio", { direction: "recvonly" });
+    // Before the offer: with the microphone, the offer's audio is sendrecv (the gateway hears it); without, recvonly.
+    const tracks = micTracks();
+    if (tracks.length) {
+      for (const t of tracks) pc.addTrack(t, micStream());
+      c.mic = true;
+    } else {
+      pc.addTransceiver("audio", { direction: "recvonly" });
+    }
     // The data channel must exist before the offer (its m=application line is in the BUNDLE group).
     const dc = pc.createDataChannel("control", { ordered: true });
     c.dc = dc;
@@ -193,6 +210,7 @@ async function connectWebRTC(gen) {
     await Promise.all([iceConnected, dcOpen, gotTrack]);
     dc.onclose = () => { if (conn === c && !closed) lost(gen, "data channel closed"); };
     if (closed) return null;
+    if (c.mic) c.send({ type: "barge_in", mode: "vad" }); // talking stops it, whatever the server's default
     startRtcStats(c);
     return c;
   } catch (e) {
