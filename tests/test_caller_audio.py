@@ -125,6 +125,8 @@ async def test_pcm16_at_16_khz_on_request_and_bad_frames_are_counted(url):
     while (message := json.loads(await asyncio.wait_for(agent.recv(), 10)))["type"] == "caller_audio":
         pass
     assert message["type"] == "error" and message["code"] == "bad_config", message
+    await agent.send(json.dumps({"type": "speak", "text": "Okay."}))  # the call ends once this has played
+    await next_event(agent, "done")
     await running
     await agent.close()
 
