@@ -7,11 +7,13 @@ getStats(), the WebSocket path's underruns from the AudioWorklet. Needs Debian's
 
 from __future__ import annotations
 
+import contextlib
 import io
 import math
 import os
 import warnings
 import wave
+from collections.abc import Iterator
 
 import httpx
 import numpy as np
@@ -77,13 +79,30 @@ def _sync_playwright():
     return sync_playwright
 
 
-@pytest.fixture(scope="module")
-def browser():
-    sync_playwright = _sync_playwright()
-    with sync_playwright() as p:
-        b = p.chromium.launch(executable_path=CHROMIUM, headless=False, args=CHROMIUM_ARGS)
+@contextlib.contextmanager
+def chromium(*extra_args: str) -> Iterator:
+    """Debian's Chromium under playwright, with the suite's flags and ``extra_args``."""
+    with _sync_playwright()() as p:
+        b = p.chromium.launch(executable_path=CHROMIUM, headless=False, args=CHROMIUM_ARGS + list(extra_args))
         yield b
         b.close()
+
+
+def checked_page(browser, **context_options) -> Iterator:
+    """A page in a context of its own; the test fails on any JavaScript error the page raised."""
+    context = browser.new_context(viewport={"width": 1280, "height": 900}, **context_options)
+    pg = context.new_page()
+    errors: list[str] = []
+    pg.on("pageerror", lambda e: errors.append(str(e)))
+    yield pg
+    context.close()
+    assert not errors, f"JavaScript errors in the page: {errors}"
+
+
+@pytest.fixture(scope="module")
+def browser():
+    with chromium() as b:
+        yield b
 
 
 @pytest.fixture(scope="module")
@@ -94,13 +113,7 @@ def server(tmp_path_factory):
 
 @pytest.fixture
 def page(browser):
-    context = browser.new_context(viewport={"width": 1280, "height": 900})
-    pg = context.new_page()
-    errors: list[str] = []
-    pg.on("pageerror", lambda e: errors.append(str(e)))
-    yield pg
-    context.close()
-    assert not errors, f"JavaScript errors in the page: {errors}"
+    yield from checked_page(browser)
 
 
 def open_page(page, url: str, query: str = "") -> None:

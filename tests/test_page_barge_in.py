@@ -16,7 +16,7 @@ import pytest
 
 from cbf_tools.local_server import ROOT
 from tests.server import running_server
-from tests.test_page import ARTIFACTS, CHROMIUM, CHROMIUM_ARGS, LONG_TEXT, _sync_playwright, open_page
+from tests.test_page import ARTIFACTS, LONG_TEXT, checked_page, chromium, open_page
 
 pytestmark = pytest.mark.slow
 
@@ -51,12 +51,8 @@ def mic_loop_s(tmp_path_factory):
 @pytest.fixture(scope="module")
 def browser(mic_loop_s):
     folder, _ = mic_loop_s
-    sync_playwright = _sync_playwright()
-    with sync_playwright() as p:
-        b = p.chromium.launch(executable_path=CHROMIUM, headless=False,
-                              args=CHROMIUM_ARGS + [f"--use-file-for-fake-audio-capture={folder / 'mic.wav'}"])
+    with chromium(f"--use-file-for-fake-audio-capture={folder / 'mic.wav'}") as b:
         yield b
-        b.close()
 
 
 @pytest.fixture(scope="module")
@@ -67,13 +63,7 @@ def server(tmp_path_factory):
 
 @pytest.fixture
 def page(browser):
-    context = browser.new_context(viewport={"width": 1280, "height": 900}, permissions=["microphone"])
-    pg = context.new_page()
-    errors: list[str] = []
-    pg.on("pageerror", lambda e: errors.append(str(e)))
-    yield pg
-    context.close()
-    assert not errors, f"JavaScript errors in the page: {errors}"
+    yield from checked_page(browser, permissions=["microphone"])
 
 
 def audio_direction(sdp: str) -> str:
