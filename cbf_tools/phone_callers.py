@@ -2,10 +2,12 @@
 documentation (Twilio's "Media Streams - WebSocket Messages", Telnyx's "Stream call media over WebSocket" AsyncAPI
 page, Asterisk's WebSocket channel driver page, JSON control format).
 
-Each does what its stack documents: ``start`` (the stream's opening frames), 20 ms of the caller's audio every 20 ms,
-our audio played from a buffer at real time, each mark answered once the audio before it has played, the buffer
-(marks included) emptied on a clear, ``dtmf``, and ``hang_up`` (Twilio and Telnyx send ``stop``; Asterisk closes the
-socket). ``connect_call`` opens one on a gateway.
+Each does what its stack documents: ``start`` (the stream's opening frames), 20 ms of the caller's audio every 20 ms
+on a fixed schedule (silence, or what ``voice`` says), our audio played from a buffer at real time, each mark answered
+once the audio before it has played, the buffer (marks included) emptied on a clear, ``dtmf``, and ``hang_up`` (Twilio
+and Telnyx send ``stop``; Asterisk closes the socket). Each records when each of our frames arrived (``arrived``),
+what played when (``heard_between``) and when each clear came (``cleared_at``): the caller's side of barge-in
+timings. ``connect_call`` opens one on a gateway.
 """
 
 from __future__ import annotations
@@ -17,12 +19,14 @@ import itertools
 import json
 import time
 import uuid
-from typing import Any, AsyncIterator
+from typing import Any, AsyncIterator, Callable
 
 from websockets.asyncio.client import ClientConnection, connect
 from websockets.exceptions import ConnectionClosed
 
 Heard = tuple[str, Any] | None  # ("media", bytes) / ("mark", name) / ("clear", None); None: nothing for us
+Voice = Callable[[float], bytes | None]  # the caller's 20 ms frame to send at a monotonic time (None: silence)
+FRAME_S = 0.02  # the caller's audio per media frame
 
 
 class PlayingStack:
@@ -32,14 +36,20 @@ class PlayingStack:
     path = ""
     subprotocols: list[str] | None = None
     bytes_per_second = 8000
+    sample_bytes = 1
+    silence = b"\xff" * 160  # 20 ms of the caller's silence on this stack's wire
     codec = "pcmu"
 
     def __init__(self, ws: ClientConnection, call_id: str) -> None:
         self.ws, self.call_id = ws, call_id
         self.audio = bytearray()
         self.frames: list[bytes] = []
+        self.arrived: list[float] = []  # when each of ``frames`` arrived (monotonic s)
         self.marks_echoed: list[str] = []
         self.clears = 0
+        self.cleared_at: list[float] = []
+        self.voice: Voice = lambda at: None
+        self._playout: list[tuple[float, bytes]] = []  # what plays from when; a clear cuts what had not played
         self._plays_until = 0.0
         self._echoes: list[asyncio.TimerHandle] = []
         self._tasks: list[asyncio.Task[None]] = []
@@ -51,7 +61,7 @@ class PlayingStack:
 
     def echo(self, name: str) -> str: ...
 
-    def caller_frame(self, n: int) -> str | bytes: ...
+    def caller_frame(self, n: int, audio: bytes) -> str | bytes: ...
 
     def dtmf_frame(self, digit: str) -> str: ...
 
@@ -84,11 +94,31 @@ class PlayingStack:
                 raise TimeoutError("the gateway sent no clear")
             await asyncio.sleep(0.01)
 
+    def heard_between(self, start: float, end: float) -> bytes:
+        """What the caller heard from ``start`` to ``end`` (monotonic s), on this stack's wire: our audio where it
+        played, silence elsewhere."""
+        def at(seconds: float) -> int:
+            return max(0, round(seconds * self.bytes_per_second / self.sample_bytes)) * self.sample_bytes
+
+        out = bytearray(self.silence[:self.sample_bytes] * (at(end - start) // self.sample_bytes))
+        for begins, audio in reversed(self._playout):
+            if begins >= end:
+                continue
+            skip = at(start - begins)
+            if skip >= len(audio):
+                break  # this piece, and every one before it, ended before ``start``
+            into = at(begins - start)
+            piece = audio[skip:skip + len(out) - into]
+            out[into:into + len(piece)] = piece
+        return bytes(out)
+
     async def _caller_audio(self) -> None:
+        loop = asyncio.get_running_loop()
+        started = loop.time()
         with contextlib.suppress(ConnectionClosed):  # the call is over
             for n in itertools.count(1):
-                await self.ws.send(self.caller_frame(n))
-                await asyncio.sleep(0.02)
+                await self.ws.send(self.caller_frame(n, self.voice(loop.time()) or self.silence))
+                await asyncio.sleep(max(0.0, started + n * FRAME_S - loop.time()))
 
     async def _receive(self) -> None:
         loop = asyncio.get_running_loop()
@@ -99,13 +129,17 @@ class PlayingStack:
                 if kind == "media":
                     self.audio += value
                     self.frames.append(value)
+                    self.arrived.append(now)
+                    self._playout.append((max(now, self._plays_until), value))
                     self._plays_until = max(now, self._plays_until) + len(value) / self.bytes_per_second
                 elif kind == "mark":
                     self._echoes.append(loop.call_at(max(now, self._plays_until), self._echo, value))
                 elif kind == "clear":
                     self.clears += 1
+                    self.cleared_at.append(now)
                     for handle in self._echoes:
                         handle.cancel()
+                    self._cut(now)
                     self._plays_until = now
         finally:
             self.closed.set()
@@ -114,6 +148,15 @@ class PlayingStack:
         with contextlib.suppress(ConnectionClosed):
             async for frame in self.ws:
                 yield frame
+
+    def _cut(self, now: float) -> None:
+        """A clear: what had not played by ``now`` never plays."""
+        kept = [(begins, audio) for begins, audio in self._playout if begins < now]
+        if kept:
+            begins, audio = kept[-1]
+            played = round((now - begins) * self.bytes_per_second / self.sample_bytes) * self.sample_bytes
+            kept[-1] = (begins, audio[:played])
+        self._playout = kept
 
     def _echo(self, name: str) -> None:
         self.marks_echoed.append(name)
@@ -138,10 +181,10 @@ class TwilioCaller(PlayingStack):
                 "tracks": ["inbound"], "customParameters": params,
                 "mediaFormat": {"encoding": "audio/x-mulaw", "sampleRate": 8000, "channels": 1}}})]
 
-    def caller_frame(self, n: int) -> str:
+    def caller_frame(self, n: int, audio: bytes) -> str:
         return json.dumps({"event": "media", "sequenceNumber": str(n + 1), "streamSid": self.stream_sid,
                            "media": {"track": "inbound", "chunk": str(n), "timestamp": str(n * 20),
-                                     "payload": base64.b64encode(b"\xff" * 160).decode()}})
+                                     "payload": base64.b64encode(audio).decode()}})
 
     def heard(self, frame: str | bytes) -> Heard:
         msg = json.loads(frame)
@@ -166,6 +209,7 @@ class TelnyxCaller(TwilioCaller):
 
     path = "/v1/telnyx"
     codec = "pcma"
+    silence = b"\xd5" * 160
 
     def opening(self, params: dict[str, str]) -> list[str]:
         return [json.dumps({"event": "connected", "version": "1.0.0"}), json.dumps({
@@ -174,10 +218,10 @@ class TelnyxCaller(TwilioCaller):
                 "from": "+13122010094", "to": "+13122123456", "custom_parameters": params,
                 "media_format": {"encoding": "PCMA", "sample_rate": 8000, "channels": 1}}})]
 
-    def caller_frame(self, n: int) -> str:
+    def caller_frame(self, n: int, audio: bytes) -> str:
         return json.dumps({"event": "media", "sequence_number": str(n + 1), "stream_id": self.stream_sid,
                            "media": {"track": "inbound", "chunk": str(n), "timestamp": str(n * 20),
-                                     "payload": base64.b64encode(b"\xd5" * 160).decode()}})
+                                     "payload": base64.b64encode(audio).decode()}})
 
     def echo(self, name: str) -> str:
         return json.dumps({"event": "mark", "stream_id": self.stream_sid, "mark": {"name": name}})
@@ -196,8 +240,10 @@ class AsteriskChannel(PlayingStack):
     path = "/v1/asterisk"
     subprotocols = ["media"]  # websocket_client.conf: protocols = media
     bytes_per_second = 16000 * 2
+    sample_bytes = 2
     codec = "slin16"
     FRAME = 640
+    silence = bytes(FRAME)
 
     def opening(self, params: dict[str, str]) -> list[str]:
         variables = {f"CBF_{name.upper()}": value for name, value in params.items()}
@@ -206,8 +252,8 @@ class AsteriskChannel(PlayingStack):
                             "format": "slin16", "optimal_frame_size": self.FRAME, "ptime": 20,
                             "channel_variables": {"MEDIA_WEBSOCKET_CONNECTION_ID": "e226e283-c90a", **variables}})]
 
-    def caller_frame(self, n: int) -> bytes:
-        return bytes(self.FRAME)
+    def caller_frame(self, n: int, audio: bytes) -> bytes:
+        return audio
 
     def heard(self, frame: str | bytes) -> Heard:
         if isinstance(frame, bytes):

@@ -439,6 +439,12 @@ def cmd_bench_fleet(args: argparse.Namespace) -> int:
     return bench_fleet.run(args)
 
 
+def cmd_bench_barge_in(args: argparse.Namespace) -> int:
+    from cbf_tools import bench_barge_in
+
+    return bench_barge_in.run(args)
+
+
 def cmd_gate(args: argparse.Namespace) -> int:
     from cbf_tools import deploy_gate
 
@@ -539,6 +545,18 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--after", type=float, default=20.0, help="seconds the sessions go on after the kill")
     p.add_argument("--pause", type=float, default=0.5, help="seconds a session waits between utterances")
     p.add_argument("--stagger", type=float, default=4.0, help="seconds over which the sessions start, evenly")
+    p = command(bench, "barge-in", "phone callers talking over the gateway: onset to clear; false barge-ins on "
+                "echo and noise; VAD CPU; a slow listener", cmd_bench_barge_in)
+    p.add_argument("--trials", type=int, default=50, help="trials of each kind: speech, echo, noise")
+    p.add_argument("--concurrency", type=int, default=1, help="calls at once (1: clean figures)")
+    p.add_argument("--echo-db", type=float, default=-20.0, help="the echo trials' level of the gateway's own voice")
+    p.add_argument("--call-seconds", type=float, default=5.0, help="how long each echo, noise and slow-listener "
+                   "call speaks, and each CPU window")
+    p.add_argument("--seed", type=int, default=1)
+    p.add_argument("--url", help="a running server (http://HOST:PORT) instead of one started on eSpeak here")
+    p.add_argument("--api-key", "--key", default=_api_key_default(),
+                   help="API key for --url [env CBF_API_KEY, else the first of CBF_API_KEYS]")
+    p.add_argument("--json", action="store_true", help="print only the JSON object")
 
     p = command(sub, "gate", "the A-B deploy gate against a running server", cmd_gate)
     _gate_arguments(p)
