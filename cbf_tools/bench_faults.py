@@ -1,11 +1,14 @@
 """``chatterbox-fast bench faults``: generated hostile inputs (cbf_tools/hostile_inputs.py) on every surface a client
 reaches (WebSocket, ElevenLabs-compatible multi-stream-input, data-channel and controller messages; the phone stacks'
 sockets: Twilio, Telnyx and Asterisk media streams, jambonz's TTS socket; POST /v1/tts, /v1/audio/speech (its SSE
-streams too), /v1/webrtc/offer and /v1/whep with mangled SDP, /v1/voices with mangled uploads, and Wyoming events on
-its TCP port), then what they did to a real server. Each figure must be 0: server errors (HTTP 5xx, a stream cut
-short, a socket the server dropped, an engine failure event), engine connections the gateway lost, embedded-worker
-restarts, sessions still open once every client has gone, and stored voices lost. A media stream the server closes
-for a bad frame (code 4400) is a refusal."""
+streams too), /v1/webrtc/offer and /v1/whep with mangled SDP, /v1/voices with mangled uploads, Wyoming events on
+its TCP port; and the caller's side of phone calls: the caller's audio mangled, before ``start`` and in floods, and a
+call's controller's ``listen`` and ``barge_in`` mangled, beside a sound call that must go on as if nothing happened),
+then what they did to a real server. Each figure must be 0: server errors (HTTP 5xx, a stream cut short, a socket the
+server dropped, an engine failure event, caller audio that should have been dropped and counted and was not),
+engine connections the gateway lost, embedded-worker restarts, sessions still open once every client has gone,
+stored voices lost, and turns of the sound call that failed. A media stream the server closes for a bad frame (code
+4400) is a refusal."""
 
 from __future__ import annotations
 
@@ -24,11 +27,11 @@ import httpx
 from websockets.asyncio.client import ClientConnection, connect
 from websockets.exceptions import ConnectionClosed
 
-from cbf_tools.hostile_inputs import (ELEVENLABS_FIELDS, JAMBONZ_FIELDS, MEDIA_STREAM_FIELDS, OPENAI_FIELDS,
-                                     TTS_FIELDS, asterisk_frames, http_bodies, offer_bodies, voice_uploads,
-                                     websocket_messages, whep_offers, wyoming_frames)
+from cbf_tools.hostile_inputs import (CALLER_CONTROL_FIELDS, ELEVENLABS_FIELDS, JAMBONZ_FIELDS, MEDIA_STREAM_FIELDS,
+                                     OPENAI_FIELDS, TTS_FIELDS, asterisk_frames, caller_media, http_bodies,
+                                     offer_bodies, voice_uploads, websocket_messages, whep_offers, wyoming_frames)
 from cbf_tools.local_server import ServerFailed, free_port, local_server, quiet_client_logs
-from cbf_tools.phone_callers import connect_call
+from cbf_tools.phone_callers import PlayingStack, connect_call
 from cbf_tools.rtc_listener import Listener
 from gateway.http import sse
 from gateway.webrtc.signalling import SETUP_TIMEOUT_S
@@ -45,6 +48,10 @@ FRAMES_PER_CALL = 10
 # A media stream closed for a frame that is not its dialect's (4400), or because the server is full (1013: the
 # offers of the surfaces before are still waiting to connect): refusals.
 REFUSAL_CLOSE_CODES = (4400, 1013)
+EARLY_MEDIA = 0.1  # of the caller-audio calls: their first frame before ``start``
+FLOODS = 0.2  # of the others: a flood after their frames
+FLOOD_FRAMES = 250  # 5 s of sound audio at once, 4 s past the burst the gateway lets through
+BYSTANDER_TEXT = "All right, your table for two is ready now."
 
 
 def _error_code(event: dict[str, Any]) -> str | None:
@@ -128,16 +135,7 @@ async def _phone(url: str, stack: str, frames: list[str | bytes], headers: dict[
             await caller.hang_up()
         except ConnectionClosed:
             pass
-        try:
-            await asyncio.wait_for(caller.closed.wait(), 10)
-        except TimeoutError:
-            counts["server_errors"] += 1
-            return
-        if caller.ws.close_code in REFUSAL_CLOSE_CODES:
-            counts["refused"] += 1
-        elif caller.ws.close_code != 1000:
-            counts["server_errors"] += 1
-            counts.setdefault("close_codes", []).append(caller.ws.close_code)  # what to look into
+        _judge_close(counts, await _close_code(caller))
 
     pending = iter(zip(calls, greetings))
 
@@ -147,6 +145,137 @@ async def _phone(url: str, stack: str, frames: list[str | bytes], headers: dict[
 
     await asyncio.gather(*(worker() for _ in range(WEBSOCKET_CLIENTS)))
     return counts
+
+
+async def _close_code(caller: PlayingStack, within: float = 10.0) -> int | None:
+    """The code the server closed the call's socket with (None: it did not close it within ``within`` s)."""
+    with contextlib.suppress(TimeoutError):
+        await asyncio.wait_for(caller.closed.wait(), within)
+    return caller.ws.close_code
+
+
+def _judge_close(counts: dict[str, Any], code: int | None, expected: int | None = None) -> None:
+    """A media stream's close code (None: not closed): exactly ``expected`` where given (or 1013: the server is full),
+    else 1000 or a refusal's. A refusal's is counted as refused; any other a server error, its code listed."""
+    allowed = {1000, *REFUSAL_CLOSE_CODES} if expected is None else {expected, 1013}
+    if code not in allowed:
+        counts["server_errors"] += 1
+        counts.setdefault("close_codes", []).append(code)  # what to look into
+    elif code in REFUSAL_CLOSE_CODES:
+        counts["refused"] += 1
+
+
+async def _caller_audio(url: str, frames: list[tuple[str, str | bytes]], headers: dict[str, str],
+                        http: httpx.AsyncClient, rng: random.Random) -> dict[str, Any]:
+    """The caller's audio, hostile (``caller_media``), on Twilio calls of FRAMES_PER_CALL frames, WEBSOCKET_CLIENTS at
+    once. Some calls send their first frame before ``start`` (they must be closed with 4400); the rest start, send a
+    flood of sound audio first (some of them) and then their frames, and hang up (they must close with 1000, or 4400
+    at a binary frame). /health's ``caller_audio`` must count every rejected frame that arrived, and most of each
+    flood as flooded; a frame miscounted is a server error."""
+    counts: dict[str, Any] = {"server_errors": 0, "refused": 0}
+    expected = {"rejected": 0, "flooded": 0}
+    before = (await http.get("/health")).json()["caller_audio"]
+    plans = [(frames[i:i + FRAMES_PER_CALL], rng.random() < EARLY_MEDIA, rng.random() < FLOODS)
+             for i in range(0, len(frames), FRAMES_PER_CALL)]
+
+    async def early(share: list[tuple[str, str | bytes]]) -> None:
+        ws = await connect(url.replace("http", "ws", 1) + "/v1/twilio", additional_headers=headers)
+        try:
+            with contextlib.suppress(ConnectionClosed):
+                await ws.send(json.dumps({"event": "connected", "protocol": "Call", "version": "1.0.0"}))
+                await ws.send(share[0][1])
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(ws.wait_closed(), 10)
+            _judge_close(counts, ws.close_code, 4400)
+        finally:
+            await ws.close()
+
+    async def started(share: list[tuple[str, str | bytes]], flood: bool) -> None:
+        caller = await connect_call(url, "twilio", f"fuzz-{uuid.uuid4().hex}", headers)
+        rejected, closes = 0, False
+        try:
+            if flood:
+                for n in range(FLOOD_FRAMES):
+                    await caller.ws.send(caller.caller_frame(n, caller.silence))
+                expected["flooded"] += FLOOD_FRAMES // 2
+            for outcome, frame in share:
+                await caller.ws.send(frame)
+                closes = outcome == "closes"
+                if closes:
+                    break
+                rejected += outcome == "rejected"
+                await asyncio.sleep(0.002)
+            if not closes:  # else the server's 4400 comes first: a hang-up would race it
+                await caller.hang_up()
+        except ConnectionClosed:
+            pass
+        expected["rejected"] += rejected
+        _judge_close(counts, await _close_code(caller), 4400 if closes else 1000)
+        await caller.hang_up()  # the replica's own tasks end, if they have not
+
+    pending = iter(plans)
+
+    async def worker() -> None:
+        for share, before_start, flood in pending:
+            await (early(share) if before_start else started(share, flood))
+
+    await asyncio.gather(*(worker() for _ in range(WEBSOCKET_CLIENTS)))
+    after = (await http.get("/health")).json()["caller_audio"]
+    counts["rejected"] = after["rejected"] - before["rejected"]
+    counts["flooded"] = after["flooded"] - before["flooded"]
+    if counts["rejected"] != expected["rejected"] or counts["flooded"] < expected["flooded"]:
+        counts["server_errors"] += 1
+        counts["expected"] = expected  # what to look into
+    return counts
+
+
+async def _call_controller(url: str, messages: list[str], headers: dict[str, str]) -> dict[str, Any]:
+    """Controller messages about the caller's side (``listen``, ``barge_in``: ``CALLER_CONTROL_FIELDS``) on
+    WEBSOCKET_CLIENTS Twilio calls at once, a share each; every call must then hang up as a sound one does (1000)."""
+    counts: dict[str, Any] = {"server_errors": 0, "refused": 0}
+
+    async def call(share: list[str]) -> None:
+        call_id = f"fuzz-{uuid.uuid4().hex}"
+        caller = await connect_call(url, "twilio", call_id, headers)
+        try:
+            got = await _websocket(url, share, headers, clients=1, path=f"/v1/stream?session={call_id}&wait=10")
+        finally:
+            await caller.hang_up()
+        for name in ("server_errors", "refused"):
+            counts[name] += got[name]
+        _judge_close(counts, await _close_code(caller), 1000)
+
+    await asyncio.gather(*(call(messages[i::WEBSOCKET_CLIENTS]) for i in range(WEBSOCKET_CLIENTS)))
+    return counts
+
+
+async def _bystander(url: str, headers: dict[str, str], stop: asyncio.Event) -> dict[str, int]:
+    """A sound Twilio call beside the hostile ones: its controller listens and speaks one sentence after another until
+    ``stop``. A turn that does not end ``done`` (heard to its end by the marks), or in which no caller audio reached
+    the listener, is a failure."""
+    figures = {"turns": 0, "failures": 0}
+    call_id = f"bystander-{uuid.uuid4().hex}"
+    caller = await connect_call(url, "twilio", call_id, headers)
+    try:
+        async with connect(url.replace("http", "ws", 1) + f"/v1/stream?session={call_id}&wait=10",
+                           additional_headers=headers, max_size=None) as agent:
+            await agent.recv()  # ready
+            await agent.send('{"type": "listen"}')
+            while not stop.is_set():
+                await agent.send(json.dumps({"type": "speak", "text": BYSTANDER_TEXT}))
+                heard, end = 0, None
+                async with asyncio.timeout(30):
+                    while end is None:
+                        event = json.loads(await agent.recv())
+                        heard += event["type"] == "caller_audio"
+                        end = event["type"] if event["type"] in ("done", "cancelled", "error", "ended") else None
+                figures["turns"] += 1
+                figures["failures"] += end != "done" or not heard
+    except (ConnectionClosed, TimeoutError, OSError):
+        figures["failures"] += 1
+    finally:
+        await caller.hang_up()
+    return figures
 
 
 def _json(bodies: list[str]) -> list[tuple[str, bytes]]:
@@ -326,6 +455,13 @@ async def measure(url: str, count: int, seed: int, api_key: str | None,
         if wyoming_port is not None:
             surfaces["wyoming"] = await _wyoming(urlsplit(url).hostname or "127.0.0.1", wyoming_port,
                                                  wyoming_frames(rng, count))
+        stop = asyncio.Event()
+        bystanding = asyncio.create_task(_bystander(url, headers, stop))
+        surfaces["caller audio"] = await _caller_audio(url, caller_media(rng, count), headers, http, rng)
+        surfaces["call controller"] = await _call_controller(url, websocket_messages(rng, count,
+                                                                                     CALLER_CONTROL_FIELDS), headers)
+        stop.set()
+        bystander = await bystanding
         leaked = await _sessions_left(http)
         voices_after = await _voices(http)
         for name in voices_after - voices_before:  # what the uploads stored: leave the server as it was
@@ -335,7 +471,7 @@ async def measure(url: str, count: int, seed: int, api_key: str | None,
     return {"bench": "faults", "inputs_per_surface": count, "seed": seed, "surfaces": surfaces,
             "server_errors": sum(s["server_errors"] for s in surfaces.values()),
             "dropped_engine_connections": lost - lost_before, "worker_restarts": restarts - restarts_before,
-            "leaked_sessions": leaked, "lost_voices": sorted(voices_before - voices_after),
+            "leaked_sessions": leaked, "lost_voices": sorted(voices_before - voices_after), "bystander": bystander,
             "health": health["status"], "seconds": round(time.monotonic() - started, 1)}
 
 
@@ -348,12 +484,15 @@ def render(summary: dict[str, Any]) -> str:
                  f"{summary['dropped_engine_connections']}, worker restarts {summary['worker_restarts']}, "
                  f"leaked sessions {summary['leaked_sessions']}, lost voices {len(summary['lost_voices'])}; "
                  f"/health {summary['health']}")
+    lines.append(f"  a sound call beside the caller-side surfaces: {summary['bystander']['turns']} turns, "
+                 f"{summary['bystander']['failures']} failed")
     return "\n".join(lines)
 
 
 def failed(summary: dict[str, Any]) -> bool:
     return bool(summary["server_errors"] or summary["dropped_engine_connections"] or summary["worker_restarts"]
-                or summary["leaked_sessions"] or summary["lost_voices"] or summary["health"] != "ok")
+                or summary["leaked_sessions"] or summary["lost_voices"] or summary["health"] != "ok"
+                or summary["bystander"]["failures"] or not summary["bystander"]["turns"])
 
 
 def run(args: argparse.Namespace) -> int:

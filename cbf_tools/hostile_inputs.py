@@ -3,6 +3,7 @@ WebSocket and to the HTTP JSON routes. Used by ``bench faults``; every one must 
 
 from __future__ import annotations
 
+import base64
 import json
 import math
 import random
@@ -98,6 +99,41 @@ ASTERISK_FIELDS = {
     "ptime": _pick(20, 0, 1000, "20"),
 }
 JAMBONZ_FIELDS = {"type": _pick("stream", "stream", "stream", "flush", "stop", "keepalive", "x", ""), "text": _text}
+# A controller's messages about the caller's side of a call (``listen``, ``barge_in``): bad formats and modes,
+# settings out of range or of the wrong type, beside sound ones.
+_MS = _pick(120, 0, 300, 5000, 5001, -1, 1e9, "120", True, None, [120])
+CALLER_CONTROL_FIELDS = {"type": _pick("listen", "barge_in", "listen", "barge_in", "listen_", "barge-in"),
+                         "format": _pick("native", "pcm16", "off", "wav", "PCM16", "", 5, None, True, ["native"]),
+                         "mode": _pick("vad", "pause", "off", "VAD", "", 1, None, False, {"mode": "vad"}),
+                         "threshold": _pick(0.5, 0.01, 0, 1, -0.1, 1.5, "0.5", True, None, 1e308, 2**63),
+                         "min_speech_ms": _MS, "min_silence_ms": _MS,
+                         "echo_margin_db": _pick(10, 0, 60, 61, -1, "10", None, [], {})}
+_CALLER_PAYLOADS_REJECTED = ("not base64!", "/w", "////w", "AAAA\nAAAA", "", None, 5, ["/w=="], {"payload": "/w=="},
+                             base64.b64encode(b"\xff" * 8001).decode(), base64.b64encode(b"\xff" * 16000).decode())
+_CALLER_TIMESTAMPS = ("0", "20", "-20", "1e12", "x", "", None, 40, True)
+
+
+def caller_media(rng: random.Random, count: int) -> list[tuple[str, str | bytes]]:
+    """The caller's audio on a started Twilio stream, as a broken or hostile carrier sends it, each frame with what
+    it must do: ``rejected`` (dropped and counted: a payload that is not base64 or not a string, an empty one, one of
+    over a second of audio), ``heard`` (mu-law of an odd but sound size, up to a second) or ``closes`` (a binary
+    frame, which a Media Stream never sends: closed with 4400). Timestamps are odd too; they are only the stream's."""
+    frames: list[tuple[str, str | bytes]] = []
+    for _ in range(count):
+        kind = rng.random()
+        if kind < 0.05:
+            frames.append(("closes", rng.randbytes(rng.choice((0, 1, 160, 1000)))))
+            continue
+        if kind < 0.65:
+            outcome, payload = "rejected", rng.choice(_CALLER_PAYLOADS_REJECTED)
+        else:
+            outcome = "heard"
+            payload = base64.b64encode(rng.randbytes(rng.choice((1, 159, 160, 161, 800, 8000)))).decode()
+        media: dict[str, Any] = {"track": "inbound", "timestamp": rng.choice(_CALLER_TIMESTAMPS)}
+        if payload is not None:
+            media["payload"] = payload
+        frames.append((outcome, json.dumps({"event": "media", "streamSid": "MZ1", "media": media})))
+    return frames
 
 
 def asterisk_frames(rng: random.Random, count: int) -> list[str | bytes]:

@@ -1,7 +1,8 @@
 """``chatterbox-fast bench faults``, short: generated hostile inputs on every surface of a real server (eSpeak engine:
 WebSocket, data channel, a WebRTC session's controller, the phone stacks' sockets, JSON routes and OpenAI's SSE, SDP
-offers (JSON and WHEP), voice uploads, Wyoming events) cause no server error, drop no engine connection,
-restart no worker, leak no session and lose no stored voice."""
+offers (JSON and WHEP), voice uploads, Wyoming events, the caller's audio and a phone call's controller's listen and
+barge_in) cause no server error, drop no engine connection, restart no worker, leak no session, lose no stored voice
+and leave a sound call beside them unharmed."""
 
 from __future__ import annotations
 
@@ -30,6 +31,11 @@ def test_hostile_inputs_are_reproducible_and_hostile() -> None:
     assert any(isinstance(f, bytes) for f in asterisk) and any('"MEDIA_START"' in f for f in asterisk if isinstance(f, str))
     uploads = hostile_inputs.voice_uploads(random.Random(7), 300)
     assert any(b"WAVEfmt " in body for _, body in uploads) and any(c == "application/json" for c, _ in uploads)
+    media = hostile_inputs.caller_media(random.Random(7), 300)
+    assert {outcome for outcome, _ in media} == {"rejected", "heard", "closes"}
+    assert all(isinstance(f, bytes) == (outcome == "closes") for outcome, f in media)
+    control = hostile_inputs.websocket_messages(random.Random(7), 300, hostile_inputs.CALLER_CONTROL_FIELDS)
+    assert any('"listen"' in m for m in control) and any('"barge_in"' in m for m in control)
 
 
 def test_a_short_run_leaves_every_figure_at_zero(capsys: pytest.CaptureFixture[str]) -> None:
@@ -42,7 +48,11 @@ def test_a_short_run_leaves_every_figure_at_zero(capsys: pytest.CaptureFixture[s
     assert status == 0, summary
     assert set(summary["surfaces"]) == {"websocket", "elevenlabs", "datachannel", "controller", "/v1/tts",
                                         "/v1/audio/speech", "/v1/webrtc/offer", "/v1/whep", "/v1/voices", "wyoming",
-                                        "/v1/twilio", "/v1/telnyx", "/v1/asterisk", "/v1/jambonz/tts"}
+                                        "/v1/twilio", "/v1/telnyx", "/v1/asterisk", "/v1/jambonz/tts",
+                                        "caller audio", "call controller"}
     assert summary["server_errors"] == summary["dropped_engine_connections"] == summary["leaked_sessions"] == 0
     assert summary["worker_restarts"] == 0 and summary["lost_voices"] == [] and summary["health"] == "ok"
     assert all(s["refused"] > 0 for s in summary["surfaces"].values())  # the inputs were hostile
+    caller = summary["surfaces"]["caller audio"]
+    assert caller["rejected"] > 0 and caller["flooded"] > 0  # dropped, and counted
+    assert summary["bystander"]["turns"] > 0 and summary["bystander"]["failures"] == 0
