@@ -7,7 +7,9 @@ and dial again; each WebRTC session speaks, barges in, or hangs up and offers ag
 a reply or hangs up at its first audio; each Wyoming caller (Home Assistant's client) synthesizes in one piece or
 streamed, or hangs up at its first audio; each phone caller places calls in turn from Twilio, Telnyx, Asterisk (a
 replica of the stack, cbf_tools/phone_callers.py, driven by a controller attached by the call's id) and jambonz,
-each speaking, barging in (the stack must see its clear) or hanging up. Every few seconds the bench reads
+each speaking, barging in (the stack must see its clear) or hanging up; half the controllers listen to their caller's
+audio (native or PCM16), and on some turns the caller talks over the gateway (the deploy gate's clip: the gateway's
+own barge-in stops it, and the stack must see its clear). Every few seconds the bench reads
 the resident memory (VmRSS) of the gateway and of its engine worker from /proc (only when it started the server
 itself). It prints the figures and a JSON line; exit status 1 when a server error or timeout happened, a session was
 left open, an engine utterance was left in flight (``/health``'s ``engines[].in_flight``), or (on runs of 4 minutes
@@ -25,6 +27,7 @@ import random
 import sys
 import time
 from dataclasses import dataclass, field
+from functools import cache
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -32,10 +35,11 @@ import httpx
 from websockets.asyncio.client import ClientConnection, connect
 from websockets.exceptions import ConnectionClosed
 
+from cbf_tools import caller_voices
 from cbf_tools.bench_faults import SERVER_FAILURES
 from cbf_tools.bench_gateway import TEXTS
 from cbf_tools.local_server import ServerFailed, free_port, local_server, quiet_client_logs
-from cbf_tools.phone_callers import connect_call
+from cbf_tools.phone_callers import PlayingStack, connect_call
 from cbf_tools.rtc_listener import Listener
 from engine.protocol import ProtocolError
 from gateway.wyoming.wire import Event, EventReader, encode
@@ -45,6 +49,8 @@ PHONE_STACKS = ("twilio", "telnyx", "asterisk", "jambonz")
 JAMBONZ_PATH = "/v1/jambonz/tts?voice=default&language=en-US&sampleRate=8000"
 TURN_TIMEOUT_S = 60.0
 MIN_MINUTES_FOR_GROWTH = 4.0  # shorter runs are mostly warm-up: growth over them says little
+CALLER_TURN_S = 1.5  # what a caller says over the gateway: this much of the clip
+VAD_SILENCE_S = 0.5  # after it, until the VAD has heard them stop (its minimum silence, 0.3 s, and some)
 
 
 @dataclass
@@ -52,6 +58,8 @@ class Tally:
     done: int = 0
     cancelled: int = 0
     hung_up: int = 0
+    barged_in: int = 0  # the caller's speech stopped the gateway's (phone calls)
+    listened: int = 0  # phone calls whose controller listened to the caller
     slow_reads: int = 0
     server_errors: int = 0
     timeouts: int = 0
@@ -235,6 +243,25 @@ async def _wyoming_turn(reader: asyncio.StreamReader, writer: asyncio.StreamWrit
     tally.error("wyoming connection closed mid-turn")
 
 
+@cache
+def _caller_turn(codec: str) -> list[bytes]:
+    """``CALLER_TURN_S`` of the clip from its onset, on the wire of a stack whose codec is ``codec``."""
+    frames = caller_voices.wire_frames(caller_voices.clip_pcm(caller_voices.WIRE[codec][0]), codec)
+    return frames[:round(CALLER_TURN_S / caller_voices.FRAME_S)]
+
+
+async def _caller_talks(agent: ClientConnection, caller: PlayingStack, tally: Tally) -> bool:
+    """The caller says its turn over the gateway's speech, then falls silent; True when the gateway stopped for it
+    (``interrupted``), False when its speech ended first."""
+    speech = caller_voices.Speech(_caller_turn(caller.codec), time.monotonic())
+    caller.voice = speech
+    interrupted = (await _until(agent, {"interrupted", "done"}, tally))["type"] == "interrupted"
+    while not speech.said:
+        await asyncio.sleep(0.05)
+    await asyncio.sleep(VAD_SILENCE_S)  # quiet again before the next turn
+    return interrupted
+
+
 async def _media_stream_call(url: str, headers: dict[str, str], stack: str, rng: random.Random, deadline: float,
                              tally: Tally) -> None:
     """One call from ``stack``, driven by a controller, until the time is up or the caller hangs up."""
@@ -244,20 +271,28 @@ async def _media_stream_call(url: str, headers: dict[str, str], stack: str, rng:
         async with connect(url.replace("http", "ws", 1) + f"/v1/stream?session={call_id}&wait=10",
                            additional_headers=headers) as agent:
             await _until(agent, {"ready"}, tally)
+            if rng.random() < 0.5:  # the caller's audio to the controller, read (and dropped) with its events
+                await agent.send(json.dumps({"type": "listen", "format": rng.choice(("native", "pcm16"))}))
+                tally.listened += 1
             while time.monotonic() < deadline:
                 await agent.send(json.dumps({"type": "speak", "text": rng.choice(TEXTS)}))
                 choice = rng.random()
-                if choice < 0.5:
+                if choice < 0.4:
                     event = await _until(agent, {"done", "error"}, tally)
                     tally.done += event["type"] == "done"
                     continue
                 await _until(agent, {"chunk"}, tally)
                 if choice < 0.8:  # barge-in: the stack drops what it holds
-                    clears = caller.clears
-                    await agent.send('{"type": "cancel"}')
-                    await _until(agent, {"cancelled"}, tally)
+                    clears, by_caller = caller.clears, choice < 0.6
+                    if by_caller and not await _caller_talks(agent, caller, tally):
+                        tally.done += 1  # it ended before the caller was heard
+                        continue
+                    if not by_caller:
+                        await agent.send('{"type": "cancel"}')
+                        await _until(agent, {"cancelled"}, tally)
                     await caller.cleared(clears, timeout=10)
-                    tally.cancelled += 1
+                    tally.barged_in += by_caller
+                    tally.cancelled += not by_caller
                     continue
                 tally.hung_up += 1
                 await caller.hang_up()
@@ -394,7 +429,8 @@ async def measure(url: str, gateway_pid: int | None, args: argparse.Namespace,
     return {"bench": "soak", "minutes": args.minutes, "sessions": args.sessions, "webrtc": args.webrtc,
             "sse": args.sse, "wyoming": wyoming, "phone": args.phone,
             "most_sessions_at_once": most_sessions, "done": tally.done, "cancelled": tally.cancelled,
-            "hung_up": tally.hung_up, "slow_reads": tally.slow_reads, "server_errors": tally.server_errors,
+            "hung_up": tally.hung_up, "barged_in": tally.barged_in, "listened": tally.listened,
+            "slow_reads": tally.slow_reads, "server_errors": tally.server_errors,
             "timeouts": tally.timeouts, "webrtc_underruns": tally.underruns, "leaked_sessions": left,
             "leaked_utterances": in_flight,
             "memory": figures, "errors_seen": tally.errors_seen}
@@ -415,8 +451,9 @@ def render(s: dict[str, Any]) -> str:
     lines = [f"bench soak: {s['sessions']} sessions ({s['webrtc']} WebRTC, {s['sse']} OpenAI SSE, {s['wyoming']} "
              f"Wyoming, {s['phone']} phone) for {s['minutes']} min, "
              f"{s['most_sessions_at_once']} at once at most (sampled)",
-             f"  turns: {s['done']} done, {s['cancelled']} cancelled, {s['hung_up']} hung up, "
-             f"{s['slow_reads']} slow reads; WebRTC underruns {s['webrtc_underruns']}",
+             f"  turns: {s['done']} done, {s['cancelled']} cancelled, {s['barged_in']} stopped by the caller's "
+             f"speech, {s['hung_up']} hung up, {s['slow_reads']} slow reads; {s['listened']} phone calls listened to; "
+             f"WebRTC underruns {s['webrtc_underruns']}",
              f"  server errors {s['server_errors']}, timeouts {s['timeouts']}, leaked sessions {s['leaked_sessions']}, "
              f"engine utterances left in flight {s['leaked_utterances']}"]
     for name, m in s["memory"].items():

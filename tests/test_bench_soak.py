@@ -1,5 +1,6 @@
 """``chatterbox-fast bench soak``, short: callers that speak, stream tokens, barge in, stop reading and hang up, on a
-server it starts (eSpeak), phone calls among them, leave no server error, no timeout and no session behind, and the memory figures are read."""
+server it starts (eSpeak), phone calls among them (their callers' audio listened to, their callers talking over the
+gateway), leave no server error, no timeout and no session behind, and the memory figures are read."""
 
 from __future__ import annotations
 
@@ -28,4 +29,5 @@ def test_a_short_soak_leaves_nothing_behind(capsys: pytest.CaptureFixture[str]) 
     assert summary["server_errors"] == summary["timeouts"] == summary["leaked_sessions"] == 0
     assert summary["leaked_utterances"] == 0  # the gateway's engine links hold no utterance of a session gone
     assert summary["done"] > 0 and summary["cancelled"] > 0 and summary["hung_up"] > 0
+    assert summary["barged_in"] > 0 and summary["listened"] > 0  # phone callers heard, and talking over the gateway
     assert summary["memory"]["gateway"]["peak_mib"] > 0 and summary["memory"]["worker"]["peak_mib"] > 0
