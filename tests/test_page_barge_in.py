@@ -15,8 +15,7 @@ import numpy as np
 import pytest
 
 from cbf_tools.local_server import ROOT
-from tests.server import running_server
-from tests.test_page import ARTIFACTS, LONG_TEXT, checked_page, chromium, open_page
+from tests.test_page import ARTIFACTS, LONG_TEXT, checked_page, chromium, open_page, server  # noqa: F401 (fixture)
 
 pytestmark = pytest.mark.slow
 
@@ -53,12 +52,6 @@ def browser(mic_loop_s):
     folder, _ = mic_loop_s
     with chromium(f"--use-file-for-fake-audio-capture={folder / 'mic.wav'}") as b:
         yield b
-
-
-@pytest.fixture(scope="module")
-def server(tmp_path_factory):
-    with running_server(voices_dir=tmp_path_factory.mktemp("voices")) as url:
-        yield url
 
 
 @pytest.fixture
