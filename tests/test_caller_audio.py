@@ -58,7 +58,7 @@ async def events_until(agent, kind: str, timeout: float = 20) -> list[dict]:
 
 async def test_the_callers_audio_reaches_the_controller_byte_for_byte(url, caller_wav):
     clip = say(caller_wav)
-    call, call_sid = simulated(url, [Wait(0.6), clip, Wait(0.4)], barge_in="off")
+    call, call_sid = simulated(url, [Wait(0.6), clip, Wait(1.0)], barge_in="off")
     running = asyncio.create_task(call.run())
     agent = await controller(url, call_sid)
     await agent.send(json.dumps({"type": "listen"}))

@@ -199,3 +199,28 @@ def test_g711_decode_inverts_the_encoder():
     decoded = g711_decode(g711_encode(pcm.tobytes(), "pcm_mulaw"), "pcm_mulaw")
     assert np.max(np.abs(decoded.astype(int) - pcm)) < 12000 * 0.04
     assert json.dumps(int(decoded[0]))  # plain int16 samples
+
+
+def test_the_pregate_spares_the_model_on_silence_and_keeps_the_onset():
+    """webrtcvad gates Silero: a silent line costs no model call, and speech starts where the model alone says it
+    does, to within a window."""
+    silence = np.zeros(8000, dtype=np.int16)  # a second
+    payloads = frames(np.concatenate([silence, silence, clip_8k()[:16000], silence]))
+    onsets, calls = [], []
+    for gated in (True, False):
+        side, _ = caller(mode="off")
+        if not gated:
+            side._pregate.is_speech = lambda *args: True
+        model, windows = side._vad.probability, []
+
+        def counted(window, model=model, windows=windows):
+            windows.append(side._samples)
+            return model(window)
+
+        side._vad.probability = counted
+        out = hear_all(side, payloads)
+        onsets.append(next(o["timestamp"] for o in out if isinstance(o, dict) and o["type"] == "speech_started"))
+        calls.append((sum(1 for heard in windows if heard <= 8000), len(windows)))
+    assert calls[0][0] == 0 and calls[1][0] >= 8000 // 256  # the first silent second: no model call behind the gate
+    assert calls[0][1] < calls[1][1]
+    assert abs(onsets[0] - onsets[1]) <= 32, onsets  # within a window: the model's state differs a little

@@ -58,6 +58,11 @@ class SpeechDetector:
         self.echo_rejected = 0  # voiced windows the echo guard set aside
         self.voiced_now = False  # the latest window was voiced
 
+    @property
+    def listening_closely(self) -> bool:
+        """Speech is under way, or a run of voiced windows may be becoming speech: every window counts."""
+        return self.speaking or self._run_from is not None
+
     def voiced(self, probability: float, level: float, echo_level: float) -> bool:
         floor = self.config.threshold - (RELEASE if self.speaking else 0.0)
         if probability < floor:
