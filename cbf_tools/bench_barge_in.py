@@ -12,8 +12,8 @@ controller on ``WS /v1/stream?session=<callSid>`` that speaks a long text. The c
 - noise trials: it sends synthetic room noise at -45..-35 dBFS.
   For both: ``interrupted`` events and clears (false barge-ins), and ``speech_started`` (the VAD's false onsets).
 - the VAD's CPU: Silero on the clip at 8 kHz in this process, per 32 ms window, back to back and paced at real time;
-  and, when the bench started the server itself, the gateway process's CPU (/proc) with no call, with a call whose
-  caller talks while the gateway is silent, and with that call's controller listening too.
+  and, when the bench started the server itself, the gateway process's CPU (/proc), the gateway silent, with no call,
+  with a call whose caller is quiet (room noise), one whose caller talks, and that call's controller listening too.
 - a slow listener: a call whose controller asks for the caller's audio (``listen`` pcm16) and never reads again,
   beside one with no listener and one with a listener that reads: first audio and pacing (media inter-arrival
   jitter, starved playout) at the caller.
@@ -338,10 +338,11 @@ async def _sessions_gone(http: httpx.AsyncClient, within: float = 15.0) -> None:
 
 
 async def process_cpu(url: str, api_key: str | None, pid: int, http: httpx.AsyncClient, clip: list[bytes],
-                      seconds: float) -> dict[str, float]:
-    """The gateway process's CPU (its own, not its engine worker's), each over ``seconds``: with no call; with one
-    call whose caller talks (the clip, looped) while the gateway is silent (the VAD and the rest of the inbound path);
-    and with that call's controller listening too (``listen``: every frame to it)."""
+                      room: list[bytes], seconds: float) -> dict[str, float]:
+    """The gateway process's CPU (its own, not its engine worker's), each over ``seconds``, the gateway silent: with no
+    call; with one whose caller is quiet (``room``: its room noise); with one whose caller talks (the clip, looped:
+    the VAD at work, and the rest of the inbound path); and with that call's controller listening too (``listen``:
+    every frame to it)."""
     async def spent() -> float:
         before = tree_cpu(pid)[0]
         await asyncio.sleep(seconds)
@@ -349,17 +350,23 @@ async def process_cpu(url: str, api_key: str | None, pid: int, http: httpx.Async
 
     await _sessions_gone(http)
     idle = await spent()
+    call = await place_call(url, api_key, lambda stack: voices.Looped(room))
+    try:
+        quiet = await spent()
+    finally:
+        await call.hang_up()
     call = await place_call(url, api_key, lambda stack: voices.Looped(clip))
     try:
-        heard = await spent()
+        talking = await spent()
         await call.agent.send(json.dumps({"type": "listen", "format": "native"}))
         await _until(lambda: bool(call.of("caller_audio")), 10, "the listener got no caller audio")
         listened = await spent()
     finally:
         await call.hang_up()
-    return {"window_s": seconds, "idle_core_pct": round(idle, 2), "heard_call_core_pct": round(heard, 2),
-            "listened_call_core_pct": round(listened, 2), "per_call_core_pct": round(heard - idle, 2),
-            "per_listener_core_pct": round(listened - heard, 2)}
+    return {"window_s": seconds, "idle_core_pct": round(idle, 2), "quiet_call_core_pct": round(quiet, 2),
+            "talking_call_core_pct": round(talking, 2), "listened_call_core_pct": round(listened, 2),
+            "per_quiet_call_core_pct": round(quiet - idle, 2), "per_talking_call_core_pct": round(talking - idle, 2),
+            "per_listener_core_pct": round(listened - talking, 2)}
 
 
 def _stats(values: list[float | None]) -> dict[str, float | None]:
@@ -422,7 +429,7 @@ async def measure(url: str, api_key: str | None, pid: int | None, args: argparse
                     url, api_key, http, name, room, args.call_seconds), errors)
                 slow[name] += [paced] if paced else []
         process = await _attempt("process CPU", process_cpu(
-            url, api_key, pid, http, clip, args.call_seconds), errors) if pid else None
+            url, api_key, pid, http, clip, room, args.call_seconds), errors) if pid else None
     vad = await vad_cpu(pcm, args.call_seconds)
     return summarise(args, "started" if pid else url, speech, echo, noise, slow, vad, process, errors,
                      {"seconds": round(len(clip) * voices.FRAME_S, 2), "active_dbfs": round(_active_dbfs(pcm), 1)},
@@ -519,10 +526,12 @@ def render(s: dict[str, Any]) -> str:
               f"{s['vad_cpu']['paced_ms_per_window']:.3f} ms = {s['vad_cpu']['paced_core_pct']:.2f} % "
               f"({verdict['vad_paced_core_pct']})"]
     if (p := s["process_cpu"]) is not None:
-        lines.append(f"gateway process CPU (over {p['window_s']:g} s each): idle {p['idle_core_pct']:.2f} %; a call "
-                     f"whose caller talks, the gateway silent, {p['heard_call_core_pct']:.2f} % -> "
-                     f"{p['per_call_core_pct']:.2f} % of a core per call; its controller listening too "
-                     f"{p['listened_call_core_pct']:.2f} % -> {p['per_listener_core_pct']:.2f} % more")
+        lines.append(f"gateway process CPU, the gateway silent (over {p['window_s']:g} s each): idle "
+                     f"{p['idle_core_pct']:.2f} %; a call whose caller is quiet (room noise) "
+                     f"{p['quiet_call_core_pct']:.2f} % -> {p['per_quiet_call_core_pct']:.2f} % of a core per call; "
+                     f"whose caller talks {p['talking_call_core_pct']:.2f} % -> {p['per_talking_call_core_pct']:.2f} %; "
+                     f"its controller listening too {p['listened_call_core_pct']:.2f} % -> "
+                     f"{p['per_listener_core_pct']:.2f} % more")
     else:
         lines.append("gateway process CPU: not measured (the bench did not start the server)")
     sl = s["slow_listener"]

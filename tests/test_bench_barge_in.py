@@ -49,7 +49,7 @@ def test_a_short_run_clears_every_speech_trial_and_counts_the_rest(capsys: pytes
     echo = summary["echo"]  # the echo was sent, about 20 dB below the gateway's voice
     assert echo["gain_db"] == -20 and -30 < echo["sent_dbfs"] - echo["played_dbfs"] < -10, echo
     assert _numbers(summary["vad_cpu"]) and summary["vad_cpu"]["core_pct"] > 0
-    assert _numbers(summary["process_cpu"]) and summary["process_cpu"]["heard_call_core_pct"] > 0
+    assert _numbers(summary["process_cpu"]) and summary["process_cpu"]["talking_call_core_pct"] > 0
     for side in ("none", "reading", "slow"):
         pacing = summary["slow_listener"][side]
         assert _numbers(pacing) and pacing["first_audio_ms"] > 0 and pacing["audio_s"] > 1
