@@ -146,7 +146,7 @@ GATEWAY_OPTIONS = (
     Option("--vad-min-silence-ms", "CBF_VAD_MIN_SILENCE_MS", "unvoiced time before it counts as stopped", float,
            300.0),
     Option("--echo-margin-db", "CBF_ECHO_MARGIN_DB", "the echo guard: caller audio more than this many dB below "
-           "what the gateway is sending is taken for its own voice coming back", float, 10.0),
+           "what the gateway is sending is taken for its own voice coming back", float, 15.0),
     Option("--wyoming-port", "CBF_WYOMING_PORT", "serve Home Assistant's Wyoming TTS protocol on this TCP port "
            "(10200 is the usual one); off when not set", int),
     Option("--wyoming-host", "CBF_WYOMING_HOST", "address the Wyoming port listens on (Wyoming has no "

@@ -20,7 +20,7 @@ class VadConfig:
     threshold: float = 0.5
     min_speech_ms: float = 120.0
     min_silence_ms: float = 300.0
-    echo_margin_db: float = 10.0
+    echo_margin_db: float = 15.0  # 10 missed callers 10 dB below the gateway's voice; 20 took echo at -15 dB
 
     def __post_init__(self) -> None:
         if not 0 < self.threshold < 1:
