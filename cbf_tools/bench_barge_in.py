@@ -529,7 +529,8 @@ def render(s: dict[str, Any]) -> str:
         lines.append(f"gateway process CPU, the gateway silent (over {p['window_s']:g} s each): idle "
                      f"{p['idle_core_pct']:.2f} %; a call whose caller is quiet (room noise) "
                      f"{p['quiet_call_core_pct']:.2f} % -> {p['per_quiet_call_core_pct']:.2f} % of a core per call; "
-                     f"whose caller talks {p['talking_call_core_pct']:.2f} % -> {p['per_talking_call_core_pct']:.2f} %; "
+                     f"whose caller talks {p['talking_call_core_pct']:.2f} % -> "
+                     f"{p['per_talking_call_core_pct']:.2f} %; "
                      f"its controller listening too {p['listened_call_core_pct']:.2f} % -> "
                      f"{p['per_listener_core_pct']:.2f} % more")
     else:

@@ -120,7 +120,8 @@ def test_talking_interrupts_the_gateway(page, server, mic_loop_s):
     # What the page heard after the event is what Chromium's jitter buffer held (no page can flush it, as for Stop
     # in tests/test_page.py); the gateway went silent from its next frame, so nothing comes beyond it. One sample,
     # hence more room than test_stop_silences_at_once's median of three.
-    assert after <= (buffered or 0) + AFTER_BUFFER_MS, f"audio went on {after} ms after interrupted ({buffered} ms buffered)"
+    assert after <= (buffered or 0) + AFTER_BUFFER_MS, \
+        f"audio went on {after} ms after interrupted ({buffered} ms buffered)"
     ARTIFACTS.mkdir(exist_ok=True)
     page.screenshot(path=str(ARTIFACTS / "page-barge-in.png"), full_page=True)
     print(f"\nbarge-in: cut in {reaction} ms at the gateway; the page heard its last audio {after} ms after "

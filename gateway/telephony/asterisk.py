@@ -4,7 +4,8 @@ Asterisk dials out to ``WS /v1/asterisk`` (``Dial(WebSocket/<client>/c(ulaw)f(js
 entry whose ``uri`` carries ``?api_key=``). In (TEXT frames): ``MEDIA_START`` (channel_id, the session's id; format;
 optimal_frame_size; ptime; channel_variables: ``CBF_VOICE``, ``CBF_TEXT`` are the voice and a greeting),
 ``DTMF_END`` (digit), ``MEDIA_XOFF``/``MEDIA_XON`` (stop and resume sending), ``MEDIA_MARK_PROCESSED``
-(correlation_id: a mark's audio has reached the front of its queue); BINARY frames are the caller's audio (in the channel's format, no timestamps).
+(correlation_id: a mark's audio has reached the front of its queue); BINARY frames are the caller's audio (in the
+channel's format, no timestamps).
 Out: BINARY media in the channel's format in multiples of optimal_frame_size, and the commands ``MARK_MEDIA``
 (correlation_id) and ``FLUSH_MEDIA`` (barge-in). Asterisk closes the socket when the channel hangs up.
 """

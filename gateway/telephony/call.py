@@ -112,12 +112,8 @@ class PhoneSink(AudioSink):
         self._held = False
         now = time.monotonic()
         self.outbox.clear(now)
-        if self.echo is not None:
-            self.echo.clear(now)
         self._progress.set()
-        if not self._stopped:
-            with contextlib.suppress(Exception):  # the call may be going: its end is handled by the endpoint
-                await self._send(self.dialect.clear())
+        await self._drop_unplayed(now)
 
     async def hold(self, held: bool) -> None:
         """Barge-in's pause: the stack drops what it holds unplayed, which waits here to go again on release."""
@@ -125,12 +121,16 @@ class PhoneSink(AudioSink):
         if held:
             now = time.monotonic()
             self.outbox.rewind(now)
-            if self.echo is not None:
-                self.echo.clear(now)
-            if not self._stopped:
-                with contextlib.suppress(Exception):
-                    await self._send(self.dialect.clear())
+            await self._drop_unplayed(now)
         self._wake.set()
+
+    async def _drop_unplayed(self, now: float) -> None:
+        """The stack drops what it has not played (its clear); the echo guard forgets it too."""
+        if self.echo is not None:
+            self.echo.clear(now)
+        if not self._stopped:
+            with contextlib.suppress(Exception):  # the call may be going: its end is handled by the endpoint
+                await self._send(self.dialect.clear())
 
     def played_seconds(self) -> float:
         """What the echoed marks say the caller heard of the current utterance."""
@@ -150,7 +150,8 @@ class PhoneSink(AudioSink):
         """Tell the echo guard what will play when."""
         if self.echo is None:
             return
-        pcm = np.frombuffer(item.payload, "<i2") if self.format == "pcm" else g711_decode(item.payload, G711[self.format])
+        payload = item.payload
+        pcm = np.frombuffer(payload, "<i2") if self.format == "pcm" else g711_decode(payload, G711[self.format])
         self.echo.played(item.plays_at, pcm.size / self.rate, rms(pcm / 32768))
 
     def stalled(self, now: float) -> bool:
