@@ -94,10 +94,11 @@ class DrivenSession:
         """One client message into the session, after any other input's; returns the events that answered it
         (refusals, ``cancelled``), which also went to the controller."""
         if (message := _caller_message(raw)) is not None:
-            answers = [self._caller_input(message)]
-            for event in answers:
-                await self.send_event(event)
-            return answers
+            answer, act = self._caller_input(message)
+            await self.send_event(answer)
+            if act is not None:
+                await self._barge_in(act)  # a mode change that ends a pause under way resumes it
+            return [answer]
         async with self._feeding:
             self._answers = answers = []
             try:
@@ -106,8 +107,8 @@ class DrivenSession:
                 self._answers = None
         return answers
 
-    def _caller_input(self, message: dict[str, Any]) -> dict[str, Any]:
-        """``listen`` or ``barge_in``: what answers it."""
+    def _caller_input(self, message: dict[str, Any]) -> tuple[dict[str, Any], Act | None]:
+        """``listen`` or ``barge_in``: what answers it, and what it does to speech under way."""
         try:
             parsed = caller_messages.parse(message)
             if self.caller is None:
@@ -120,13 +121,12 @@ class DrivenSession:
                 start = self.caller.listen(parsed.format)
                 if controller is not None:
                     controller.caller_audio(self.caller.feed)
-                return start or {"type": "caller_audio_stopped"}
+                return start or {"type": "caller_audio_stopped"}, None
             self.caller.configure(caller_messages.configured(self.caller.vad_config, parsed.vad))
-            if parsed.mode is not None and (act := self.caller.barge.set_mode(parsed.mode)) is not None:
-                self.session.state.metrics.barge_ins.labels(self.session.transport, act.value).inc()
-            return {"type": "barge_in", "mode": self.caller.barge.mode, **asdict(self.caller.vad_config)}
+            act = self.caller.barge.set_mode(parsed.mode) if parsed.mode is not None else None
+            return {"type": "barge_in", "mode": self.caller.barge.mode, **asdict(self.caller.vad_config)}, act
         except ProtocolError as exc:
-            return {"type": "error", "code": exc.code, "message": str(exc)}
+            return {"type": "error", "code": exc.code, "message": str(exc)}, None
 
     async def attach(self, controller: Controller) -> None:
         """``controller`` drives the session from now on; one attached before is told and let go (it takes over)."""
