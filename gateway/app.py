@@ -18,7 +18,7 @@ from starlette.staticfiles import StaticFiles
 from starlette.websockets import WebSocket
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from gateway.auth import OPEN_PATHS, authorized
+from gateway.guard.auth import OPEN_PATHS, authorized
 from gateway.elevenlabs import endpoint as elevenlabs
 from gateway.engine_link.pool import EnginePool
 from gateway.engine_link.process import EngineProcess
@@ -26,13 +26,13 @@ from gateway.http import health, speech, voices
 from gateway.http.errors import ApiError, api_error_response, error_response
 from gateway.listen import silero
 from gateway.metrics import Metrics
-from gateway.operator_safety import exposure_warning, wyoming_exposure_warning
-from gateway.session import Session
-from gateway.session_registry import SessionRegistry
+from gateway.guard.operator_safety import exposure_warning, wyoming_exposure_warning
+from gateway.sessions.session import Session
+from gateway.sessions.registry import SessionRegistry
 from gateway.settings import GatewaySettings
 from gateway.shared_state import GatewayState
-from gateway.siblings import SiblingHealth
-from gateway.silent_sockets import WaitingRoom
+from gateway.host.siblings import SiblingHealth
+from gateway.guard.silent_sockets import WaitingRoom
 from gateway.telephony import endpoint as telephony
 from gateway.webrtc import audio_level, control, udp_ports, whep
 from gateway.webrtc.signalling import close_all_peers, webrtc_offer

@@ -196,7 +196,7 @@ GATE_OPTIONS = (
            "watermark), similarity, intelligibility, seams", _checks, GATE_CHECKS),
     Option("--texts", "CBF_GATE_TEXTS", "a file of texts, one a line, instead of the built-in four", Path),
     Option("--reference-dir", "CBF_GATE_REFERENCE_DIR", "reference clips (wav, flac, ogg, mp3; at least 5 s of one "
-           "voice each) to clone on both servers (default: the two synthetic ones in cbf_tools/gate_references)", Path),
+           "voice each) to clone on both servers (default: the two synthetic ones in cbf_tools/gate/references)", Path),
     Option("--model-dir", "CBF_MODEL_DIR", "Chatterbox weights: with ve.safetensors there, similarity uses "
            "Chatterbox's own voice encoder instead of Resemblyzer's", Path),
     Option("--similarity-margin", "CBF_GATE_SIMILARITY_MARGIN", "how far below the baseline's similarity to its "
@@ -287,10 +287,10 @@ def cmd_serve(args: argparse.Namespace) -> int:
     import uvicorn
 
     from gateway.app import create_app
-    from gateway.bind import CannotListen, bind_tcp
+    from gateway.host.bind import CannotListen, bind_tcp
     from gateway.engine_link.discovery import PREFIX, parse_dns_url
     from gateway.listen.detector import VadConfig
-    from gateway.operator_safety import redact_keys_in_logs
+    from gateway.guard.operator_safety import redact_keys_in_logs
     from gateway.settings import GatewaySettings
     from gateway.webrtc.signalling import ice_servers
     from gateway.webrtc.udp_ports import parse_port_range, split_range
@@ -327,7 +327,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
         sock.close()
         if wyoming_sock is not None:
             wyoming_sock.close()
-        from gateway.processes import serve_processes
+        from gateway.host.processes import serve_processes
 
         env = {**os.environ, **options_env(args, (*GATEWAY_OPTIONS, *ENGINE_SECRET, *ENGINE_OPTIONS, LOG_OPTION))}
         code, refusal = serve_processes(args.processes, env, engine_argv(args) + ["--log-level", args.log_level],
@@ -366,7 +366,7 @@ def cmd_engine(args: argparse.Namespace) -> int:
     os.environ.setdefault("TQDM_DISABLE", "1")  # upstream S3Gen draws a progress bar on every chunk
     from engine.startup_checks import Misconfigured, start_worker
     from engine.worker import serve_worker
-    from gateway.bind import CannotListen, bind_tcp
+    from gateway.host.bind import CannotListen, bind_tcp
 
     from engine.watchdog import exit_on_sticky_errors, exit_with_parent, watch_device
     from gateway.engine_link.process import STALLED_EXIT_CODE
@@ -404,55 +404,55 @@ def cmd_say(args: argparse.Namespace) -> int:
 
 
 def cmd_bench_engine(args: argparse.Namespace) -> int:
-    from cbf_tools import bench_engine
+    from cbf_tools.bench import engine as bench_engine
 
     return bench_engine.run(args, engine_argv(args), engine_settings(args))
 
 
 def cmd_bench_gateway(args: argparse.Namespace) -> int:
-    from cbf_tools import bench_gateway
+    from cbf_tools.bench import gateway as bench_gateway
 
     return bench_gateway.run(args, engine_argv(args))
 
 
 def cmd_bench_edge(args: argparse.Namespace) -> int:
-    from cbf_tools import bench_edge
+    from cbf_tools.bench import edge as bench_edge
 
     return bench_edge.run(args, engine_argv(args))
 
 
 def cmd_bench_faults(args: argparse.Namespace) -> int:
-    from cbf_tools import bench_faults
+    from cbf_tools.bench import faults as bench_faults
 
     return bench_faults.run(args)
 
 
 def cmd_bench_soak(args: argparse.Namespace) -> int:
-    from cbf_tools import bench_soak
+    from cbf_tools.bench import soak as bench_soak
 
     return bench_soak.run(args)
 
 
 def cmd_bench_fleet(args: argparse.Namespace) -> int:
-    from cbf_tools import bench_fleet
+    from cbf_tools.bench import fleet as bench_fleet
 
     return bench_fleet.run(args)
 
 
 def cmd_bench_barge_in(args: argparse.Namespace) -> int:
-    from cbf_tools import bench_barge_in
+    from cbf_tools.bench import barge_in as bench_barge_in
 
     return bench_barge_in.run(args)
 
 
 def cmd_gate(args: argparse.Namespace) -> int:
-    from cbf_tools import deploy_gate
+    from cbf_tools.gate import deploy as deploy_gate
 
     return deploy_gate.run(args)
 
 
 def cmd_doctor(args: argparse.Namespace) -> int:
-    from cbf_tools import doctor
+    from cbf_tools.doctor.command import command as doctor
 
     return doctor.run(args, engine_settings(args), engine_argv(args))
 

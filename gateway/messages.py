@@ -6,7 +6,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from engine.protocol import ProtocolError, check_latency
-from gateway.client_input import BadInput, load_json, speech_text
+from gateway.guard.client_input import BadInput, load_json, speech_text
 from gateway.formats import WEBSOCKET_DEFAULT_FORMAT, WEBSOCKET_FORMATS, output_format
 
 MAX_MESSAGE_BYTES = 64 * 1024
@@ -68,7 +68,7 @@ def _string(message: dict[str, Any], name: str, *, required: bool) -> str | None
 
 
 def json_frame(raw: str | bytes, binary: str = "binary frames are not accepted; send JSON text messages") -> Any:
-    """One JSON text frame of a client socket, bounded and made safe (gateway/client_input.py); ``ProtocolError``
+    """One JSON text frame of a client socket, bounded and made safe (gateway/guard/client_input.py); ``ProtocolError``
     (``binary`` for a binary frame) for anything else. Shared by every socket protocol that speaks JSON."""
     if isinstance(raw, bytes):
         raise ProtocolError(binary)

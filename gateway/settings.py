@@ -20,7 +20,7 @@ class GatewaySettings:
     vad: VadConfig = field(default_factory=VadConfig)  # the caller's voice activity (gateway/listen/detector.py)
     wyoming_zeroconf: str | None = None  # the Wyoming port's zeroconf name (gateway/wyoming/announce.py)
     idle_timeout_s: float = 20.0  # a Wyoming connection (an ElevenLabs socket by default) silent this long is closed
-    max_unauthenticated: int = 64  # connections whose key may still come in a message (gateway/silent_sockets.py)
+    max_unauthenticated: int = 64  # connections whose key may still come in a message (gateway/guard/silent_sockets.py)
     twilio_auth_token: str | None = None  # when set, /v1/twilio checks X-Twilio-Signature
     ice_servers: tuple[str, ...] = ()
     rtc_ports: tuple[int, int] | None = None  # UDP range for WebRTC media; None: the kernel picks

@@ -6,14 +6,14 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from gateway.driven import CallDirectory
+from gateway.sessions.driven import CallDirectory
 from gateway.engine_link.pool import EnginePool
 from gateway.engine_link.process import EngineProcess
 from gateway.metrics import Metrics
-from gateway.session_registry import SessionRegistry
+from gateway.sessions.registry import SessionRegistry
 from gateway.settings import GatewaySettings
-from gateway.siblings import SiblingHealth
-from gateway.silent_sockets import WaitingRoom
+from gateway.host.siblings import SiblingHealth
+from gateway.guard.silent_sockets import WaitingRoom
 
 
 @dataclass

@@ -12,11 +12,11 @@ from starlette.websockets import WebSocket, WebSocketDisconnect
 
 from engine.protocol import SAMPLE_RATE
 from gateway.audio import Encoder, make_encoder
-from gateway.auth import accept_websocket
+from gateway.guard.auth import accept_websocket
 from gateway.formats import WEBSOCKET_DEFAULT_FORMAT, output_format
 from gateway.playout import SentAudio
-from gateway.session import Session
-from gateway.session_registry import SessionLimitReached
+from gateway.sessions.session import Session
+from gateway.sessions.registry import SessionLimitReached
 from gateway.shared_state import GatewayState
 from gateway.sink import AudioSink
 

@@ -45,7 +45,7 @@ def damaged_checkpoint(tiny_checkpoint, tmp_path_factory: pytest.TempPathFactory
 def keyed_gateway(tmp_path_factory: pytest.TempPathFactory):
     """One gateway (eSpeak) for the third-party client tests (Wyoming, LiveKit): an API key, a Wyoming port, short
     idle limits (tests/server.py KEYED_*). Yields (base URL, Wyoming port)."""
-    from cbf_tools.local_server import free_port
+    from cbf_tools.peers.local_server import free_port
     from tests.server import KEYED_IDLE_S, KEYED_KEY, KEYED_MAX_UNAUTHENTICATED, running_server
 
     port = free_port()

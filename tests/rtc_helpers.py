@@ -1,4 +1,4 @@
-"""Test helpers around the listening peer (cbf_tools/rtc_listener.py): loopback-only ICE, a test tone, and a peer
+"""Test helpers around the listening peer (cbf_tools/peers/rtc_listener.py): loopback-only ICE, a test tone, and a peer
 connected to a gateway."""
 
 from __future__ import annotations
@@ -7,7 +7,7 @@ import aioice.ice
 import httpx
 import numpy as np
 
-from cbf_tools.rtc_listener import Listener
+from cbf_tools.peers.rtc_listener import Listener
 
 
 def loopback_only(monkeypatch) -> None:

@@ -9,7 +9,7 @@ import threading
 from pathlib import Path
 from typing import Any, Callable, Iterator
 
-from cbf_tools.local_server import local_server
+from cbf_tools.peers.local_server import local_server
 
 
 @contextlib.contextmanager

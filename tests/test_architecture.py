@@ -33,8 +33,8 @@ def test_gateway_and_tools_import_no_torch_and_no_engine_module_but_the_protocol
                          check=True).stdout.split()
     imported, loaded = int(out[0]), set(out[1:])
     assert imported > 30  # the walk found the sub-packages too
-    assert {"gateway.session_core", "gateway.webrtc.signalling", "gateway.http.speech", "cbf_tools.bench_gateway",
-            "cbf_tools.gate_similarity", "aiortc", "starlette"} <= loaded  # (the gate's encoders load torch when run)
+    assert {"gateway.sessions.core", "gateway.webrtc.signalling", "gateway.http.speech", "cbf_tools.bench.gateway",
+            "cbf_tools.gate.similarity", "aiortc", "starlette"} <= loaded  # (the gate's encoders load torch when run)
     assert not {"resemblyzer", "pocketsphinx", "jiwer", "librosa"} & loaded  # nor the gate's models, until they run
     assert not {name for name in loaded if name.split(".")[0] == "torch"}
     assert {name for name in loaded if name.split(".")[0] == "engine"} == {"engine", "engine.protocol"}

@@ -18,7 +18,7 @@ from starlette.websockets import WebSocket
 
 from gateway.cli import build_parser
 from server import running_server, serving
-from cbf_tools.bench_gateway import PCM_BYTES_PER_SECOND, TEXTS
+from cbf_tools.bench.gateway import PCM_BYTES_PER_SECOND, TEXTS
 
 FIELDS = {"bench", "transport", "codec", "receiver_prefetch", "sessions", "pause_s", "utterances", "errors", "engine", "server",
           "ttfa_p50_ms", "ttfa_p95_ms", "server_ttfa_p50_ms", "server_ttfa_p95_ms", "transport_p50_ms",
@@ -148,7 +148,7 @@ def test_bench_engine_prints_its_figures_as_a_json_line(tmp_path, engine: list[s
     import subprocess
     import sys
 
-    from cbf_tools.local_server import ROOT
+    from cbf_tools.peers.local_server import ROOT
 
     result = subprocess.run(
         [sys.executable, "-m", "gateway.cli", "bench", "engine", "--engine", *engine, "--runs", "1",

@@ -11,7 +11,7 @@ import math
 import numpy as np
 import pytest
 
-from cbf_tools import caller_voices as voices
+from cbf_tools.bench import caller_voices as voices
 from gateway.cli import build_parser
 
 

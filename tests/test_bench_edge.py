@@ -1,4 +1,4 @@
-"""``chatterbox-fast bench edge``'s yardstick and loop: the bare peer (cbf_tools/edge_peer.py, a benchmark fixture)
+"""``chatterbox-fast bench edge``'s yardstick and loop: the bare peer (cbf_tools/peers/edge.py, a benchmark fixture)
 answers ``bench gateway``'s own WebSocket and aiortc clients with its tone, and the alternating rounds and their
 summary run with the peer on both sides (the product's start-up is what makes the full command slow; its figures
 are in the README). No latency thresholds: those depend on the machine."""
@@ -9,9 +9,9 @@ import json
 
 import pytest
 
-from cbf_tools.bench_edge import CHROME, MEASURES, measure, peer_server, render
-from cbf_tools.bench_gateway import WebRTCClient, WebSocketClient
-from cbf_tools.edge_peer import TONE_S
+from cbf_tools.bench.edge import CHROME, MEASURES, measure, peer_server, render
+from cbf_tools.bench.gateway import WebRTCClient, WebSocketClient
+from cbf_tools.peers.edge import TONE_S
 from gateway.cli import build_parser
 
 

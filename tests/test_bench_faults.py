@@ -10,10 +10,10 @@ import json
 
 import pytest
 
-from cbf_tools.local_server import free_port
+from cbf_tools.peers.local_server import free_port
 from gateway.cli import build_parser
 from tests.server import running_server
-from cbf_tools import hostile_inputs
+from cbf_tools.bench import hostile_inputs
 
 
 def test_hostile_inputs_are_reproducible_and_hostile() -> None:

@@ -8,7 +8,7 @@ import json
 
 import pytest
 
-from cbf_tools.bench_soak import growth_per_minute
+from cbf_tools.bench.soak import growth_per_minute
 from gateway.cli import build_parser
 
 

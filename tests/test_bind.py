@@ -1,11 +1,11 @@
-"""The listening socket every server of the project is handed (gateway/bind.py)."""
+"""The listening socket every server of the project is handed (gateway/host/bind.py)."""
 
 from __future__ import annotations
 
 import asyncio
 import socket
 
-from gateway.bind import bind_tcp
+from gateway.host.bind import bind_tcp
 
 
 async def test_connections_accepted_on_a_bound_port_send_small_frames_at_once() -> None:

@@ -3,7 +3,7 @@
 The phone side is streamdouble (PyPI), a Twilio Media Streams simulator: it streams 20 ms mu-law frames all call
 long (near-silence while its caller is quiet), a WAV as the caller's voice, and checks that a correct agent sends a
 ``clear`` when the caller talks over it. The caller's voice is a clip the deploy gate ships
-(cbf_tools/gate_references/high.ogg, synthetic speech), at 8 kHz. The agent is a controller on
+(cbf_tools/gate/references/high.ogg, synthetic speech), at 8 kHz. The agent is a controller on
 ``WS /v1/stream?session={callSid}``."""
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ from streamdouble.scenario import Expect, Say, Wait, WaitFor
 from tests.server import next_event, running_server
 from tests.test_telephony import KEY, LONG_TEXT, controller, no_sessions_left, simulated
 
-CLIP = Path(__file__).resolve().parents[1] / "cbf_tools" / "gate_references" / "high.ogg"
+CLIP = Path(__file__).resolve().parents[1] / "cbf_tools" / "gate" / "references" / "high.ogg"
 
 
 @pytest.fixture(scope="module")
@@ -171,7 +171,7 @@ def clip_48k(seconds: float = 2.0) -> np.ndarray:
 
 async def test_a_webrtc_peer_that_talks_over_the_gateway_silences_it_from_the_next_frame(url, monkeypatch):
     """A real aiortc peer sends its microphone (Opus) on the session's connection; a controller listens as PCM16."""
-    from cbf_tools.rtc_listener import SPEECH_RMS, PacedSource
+    from cbf_tools.peers.rtc_listener import SPEECH_RMS, PacedSource
     from tests.rtc_helpers import connect, loopback_only
 
     loopback_only(monkeypatch)
@@ -238,10 +238,10 @@ def clip_at(rate: int, seconds: float = 2.0) -> np.ndarray:
 
 @pytest.mark.parametrize(("stack", "encoding", "rate"), [("telnyx", "alaw", 8000), ("asterisk", "pcm16", 16000)])
 async def test_telnyx_and_asterisk_callers_are_heard_and_barge_in(url, stack, encoding, rate):
-    """The stacks' replicas (cbf_tools/phone_callers.py: no client of either installs from PyPI or Debian) speak over
+    """The stacks' replicas (cbf_tools/peers/phone_callers.py: no client of either installs from PyPI or Debian) speak over
     the agent: PCMA base64 on Telnyx, binary slin16 on Asterisk. The controller gets the very bytes, and the clear
     (Telnyx ``clear``, Asterisk ``FLUSH_MEDIA``) comes."""
-    from cbf_tools.phone_callers import connect_call
+    from cbf_tools.peers.phone_callers import connect_call
     from gateway.audio import g711_encode
 
     pcm = clip_at(rate)

@@ -220,7 +220,7 @@ IGNORED_PATTERNS = [line.strip() for line in (ROOT / ".dockerignore").read_text(
                     if line.strip() and not line.startswith("#")]
 IGNORED = PatternMatcher(IGNORED_PATTERNS)
 SOURCES = ["pyproject.toml", "README.md", "requirements/lock.txt", "requirements/engine-nodeps.txt", "gateway/app.py",
-           "gateway/http/speech.py", "engine/worker.py", "engine/engines/turbo.py", "cbf_tools/doctor.py",
+           "gateway/http/speech.py", "engine/worker.py", "engine/engines/turbo.py", "cbf_tools/doctor/command.py",
            "web/index.html", "docs/protocol.md"]
 LOCAL_STATE = [
     "voices/narrator.wav", "voices/narrator/conds.pt",  # the voice library `make run` writes

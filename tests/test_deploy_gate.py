@@ -22,7 +22,7 @@ from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
 
 from gateway.cli import build_parser
-from cbf_tools import deploy_gate
+from cbf_tools.gate import deploy as deploy_gate
 from tests.server import running_server, serving
 
 CLIP_TEXT = "Hello there, this is a quick test."  # about 2 s of speech

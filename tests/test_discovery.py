@@ -14,7 +14,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from cbf_tools.local_server import free_port, local_workers
+from cbf_tools.peers.local_server import free_port, local_workers
 from engine.protocol import Done
 from gateway.engine_link.discovery import Changes, DnsTarget, Membership, parse_dns_url, resolve
 from gateway.engine_link.pool import EnginePool

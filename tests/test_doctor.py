@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from tests.cli_run import run_cli
-from cbf_tools.local_server import free_port
+from cbf_tools.peers.local_server import free_port
 
 
 def doctor(*flags: str) -> tuple[int, dict[str, Any]]:

@@ -10,8 +10,8 @@ from aiortc import RTCPeerConnection
 from aiortc.rtcdtlstransport import SRTP_PROFILES
 from OpenSSL import SSL
 
-from cbf_tools import rtc_listener
-from cbf_tools.rtc_listener import Listener
+from cbf_tools.peers import rtc_listener
+from cbf_tools.peers.rtc_listener import Listener
 from gateway.app import create_app
 from gateway.settings import GatewaySettings
 from gateway.webrtc import dtls, signalling

@@ -17,8 +17,8 @@ import pytest
 from websockets.asyncio.client import connect
 from websockets.exceptions import ConnectionClosed
 
-from cbf_tools.local_server import free_port
-from cbf_tools.rtc_listener import Listener
+from cbf_tools.peers.local_server import free_port
+from cbf_tools.peers.rtc_listener import Listener
 from tests.server import running_server
 
 LONG = " ".join(["The quick brown fox jumps over the lazy dog, and then it runs far away across the field."] * 20)

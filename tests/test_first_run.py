@@ -16,7 +16,7 @@ import pytest
 
 from tests.cli_run import ROOT, hide_pkg_resources, refusal, run_cli, shadowing
 from tests.server import assert_goes_down, health_when
-from cbf_tools.local_server import free_port
+from cbf_tools.peers.local_server import free_port
 
 
 def test_serve_without_weights_says_where_it_looked(tmp_path: Path) -> None:

@@ -8,7 +8,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 
-from cbf_tools.bench_fleet import fleet, measure
+from cbf_tools.bench.fleet import fleet, measure
 
 
 def test_two_gateways_two_workers_behind_nginx_survive_losing_one_of_each() -> None:

@@ -28,7 +28,11 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
-from cbf_tools import deploy_gate, gate_intelligibility, gate_listening, gate_seams, gate_similarity
+from cbf_tools.gate import deploy as deploy_gate
+from cbf_tools.gate import intelligibility as gate_intelligibility
+from cbf_tools.gate import listening as gate_listening
+from cbf_tools.gate import seams as gate_seams
+from cbf_tools.gate import similarity as gate_similarity
 from gateway.cli import build_parser
 from tests.server import running_servers, serving
 

@@ -71,7 +71,7 @@ def test_gpu_bench_runs_every_phase_and_writes_its_figures(tmp_path: Path) -> No
 def test_gpu_bench_refuses_missing_weights_in_one_sentence(tmp_path: Path) -> None:
     """The kit runs the server's start-up checks: no weights is one sentence with the fix and exit code 3."""
     missing = tmp_path / "no-weights"
-    result = subprocess.run([sys.executable, "-m", "engine.turbo_bench", "--out", str(tmp_path / "out"), "--weights",
+    result = subprocess.run([sys.executable, "-m", "engine.gpu_kit.turbo_bench", "--out", str(tmp_path / "out"), "--weights",
                              "pretrained", "--model-dir", str(missing), "--device", "cpu"],
                             cwd=ROOT, capture_output=True, text=True, timeout=120)
     assert result.returncode == 3 and "Traceback" not in result.stderr, result.stderr
@@ -80,7 +80,7 @@ def test_gpu_bench_refuses_missing_weights_in_one_sentence(tmp_path: Path) -> No
 
 
 def test_a_failing_phase_is_recorded_and_the_others_go_on(tmp_path: Path) -> None:
-    from engine.turbo_bench import Figures
+    from engine.gpu_kit.turbo_bench import Figures
 
     figures = Figures(tmp_path / "gpu-bench.json")
     figures.phase("first", lambda: {"ms": 1.0})

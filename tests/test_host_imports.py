@@ -21,7 +21,7 @@ except ModuleNotFoundError:
     pass
 else:
     raise SystemExit("the blocker did not block av")
-import engine.worker, engine.turbo_bench, engine.engines.turbo  # noqa: F401
+import engine.worker, engine.gpu_kit.turbo_bench, engine.engines.turbo  # noqa: F401
 from engine.audio_decode import decode_audio
 from engine.engines.base import EngineError
 out = io.BytesIO()

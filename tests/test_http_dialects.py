@@ -189,8 +189,8 @@ def test_a_server_that_is_not_there_is_engine_unavailable_at_once() -> None:
 
 
 def test_doctor_checks_the_tts_server(replicas) -> None:
-    from cbf_tools.doctor import backend_check
-    from cbf_tools.local_server import free_port
+    from cbf_tools.doctor.command import backend_check
+    from cbf_tools.peers.local_server import free_port
     from engine.settings import EngineSettings
 
     _, url = replicas

@@ -11,7 +11,7 @@ import httpx
 import pytest
 from websockets.asyncio.client import ClientConnection, connect
 
-from gateway.client_input import MAX_JSON_DEPTH, BadInput, load_json, speech_text
+from gateway.guard.client_input import MAX_JSON_DEPTH, BadInput, load_json, speech_text
 from tests.server import running_server
 
 SURROGATE = '{"type": "speak", "text": "hi \\ud800 there"}'  # the JSON escape: a client can send it as ASCII

@@ -16,7 +16,7 @@ from websockets.asyncio.client import ClientConnection, connect
 from engine.protocol import ProtocolError
 from gateway import messages
 from gateway.elevenlabs import translate
-from gateway.session_core import SessionCore, StartUtterance
+from gateway.sessions.core import SessionCore, StartUtterance
 from tests.server import running_server
 
 TEXT = ("Hello there, this is a streaming test of the real-time voice gateway. It should start speaking before the "

@@ -1,6 +1,6 @@
 """The caller's side, piece by piece (gateway/listen/): the detector's onsets and ends, the echo guard, barge-in's
 modes, the bounded feed, the flood guard, the controller's messages, and the whole CallerSide on real speech through
-the real Silero model (the clip the deploy gate ships, cbf_tools/gate_references/high.ogg)."""
+the real Silero model (the clip the deploy gate ships, cbf_tools/gate/references/high.ogg)."""
 
 from __future__ import annotations
 
@@ -22,7 +22,7 @@ from gateway.listen.echo import EchoReference, rms
 from gateway.listen.feed import CallerAudioFeed
 from gateway.telephony.outbox import Mark, Media, Outbox
 
-CLIP = Path(__file__).resolve().parents[1] / "cbf_tools" / "gate_references" / "high.ogg"
+CLIP = Path(__file__).resolve().parents[1] / "cbf_tools" / "gate" / "references" / "high.ogg"
 
 
 def clip_8k() -> np.ndarray:

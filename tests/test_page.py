@@ -19,7 +19,7 @@ import httpx
 import numpy as np
 import pytest
 
-from cbf_tools.local_server import ROOT
+from cbf_tools.peers.local_server import ROOT
 from tests.server import running_server
 
 pytestmark = pytest.mark.slow

@@ -1,7 +1,7 @@
 """The audition page's "talk to interrupt" in headless Chromium with a fake microphone, against a real gateway.
 
 Chromium's fake capture device plays a WAV made here (--use-file-for-fake-audio-capture): a short silence, then
-speech (cbf_tools/gate_references/high.ogg), looped by Chromium. The page sends it on its WebRTC connection; the
+speech (cbf_tools/gate/references/high.ogg), looped by Chromium. The page sends it on its WebRTC connection; the
 gateway's VAD hears it and, as it speaks, stops (docs/protocol.md, "The caller's side"). Conventions as in
 tests/test_page.py (Debian's Chromium, everything read in the page through window.cbf).
 """
@@ -14,12 +14,12 @@ import av
 import numpy as np
 import pytest
 
-from cbf_tools.local_server import ROOT
+from cbf_tools.peers.local_server import ROOT
 from tests.test_page import ARTIFACTS, LONG_TEXT, checked_page, chromium, open_page, server  # noqa: F401 (fixture)
 
 pytestmark = pytest.mark.slow
 
-SPEECH = ROOT / "cbf_tools" / "gate_references" / "high.ogg"
+SPEECH = ROOT / "cbf_tools" / "gate" / "references" / "high.ogg"
 AFTER_BUFFER_MS = 250  # interrupted -> silence in the page, beyond the jitter buffer's delay
 LEAD_S = 2.0  # silence before the speech in the fake microphone's file (Chromium loops it: a fresh onset each loop)
 

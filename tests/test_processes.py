@@ -12,8 +12,8 @@ from pathlib import Path
 
 import httpx
 
-from cbf_tools.local_server import free_port, local_server
-from cbf_tools.rtc_listener import Listener
+from cbf_tools.peers.local_server import free_port, local_server
+from cbf_tools.peers.rtc_listener import Listener
 from tests.cli_run import refusal, run_cli
 from tests.test_turn import speak_over, candidates
 

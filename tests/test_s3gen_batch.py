@@ -1,6 +1,6 @@
 """S3Gen over several chunks in one call against upstream's ``S3Gen.inference`` run alone (tiny checkpoint, real
 classes, CPU): different voices (prompts of different lengths) and different token lengths in one batch. The
-full-size architecture's rows are checked the same way by ``python -m engine.turbo_bench --callers-only`` (slow on a
+full-size architecture's rows are checked the same way by ``python -m engine.gpu_kit.turbo_bench --callers-only`` (slow on a
 CPU)."""
 
 from __future__ import annotations

@@ -42,7 +42,7 @@ from engine.engines.turbo import TurboEngine, TurboVoice  # noqa: E402
 from engine.engines.vocode_check import VocodeCheck  # noqa: E402
 from engine.settings import EngineSettings  # noqa: E402
 from engine.startup_checks import Misconfigured, loading  # noqa: E402
-from engine.turbo_bench import CompiledStages  # noqa: E402
+from engine.gpu_kit.turbo_bench import CompiledStages  # noqa: E402
 from engine.voices import VoiceStore  # noqa: E402
 from engine.worker import Synthesizer, Worker  # noqa: E402
 

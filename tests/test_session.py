@@ -1,4 +1,4 @@
-"""gateway/session_core.py (the pure session rules) directly, and gateway/session.py (its asyncio adapter) with a fake
+"""gateway/sessions/core.py (the pure session rules) directly, and gateway/sessions/session.py (its asyncio adapter) with a fake
 engine and a fake sink: turn order, cancel, disconnect with queued turns, engine failures, playout feedback."""
 
 from __future__ import annotations
@@ -9,11 +9,11 @@ import json
 import pytest
 
 from engine.protocol import Chunk, ChunkHeader, Done, EngineReady
-from gateway import session_core as core
+from gateway.sessions import core
 from gateway.engine_link.client import EngineRequestError, EngineUnavailable
 from gateway.metrics import Metrics
-from gateway.session import Session
-from gateway.session_registry import SessionRegistry
+from gateway.sessions.session import Session
+from gateway.sessions.registry import SessionRegistry
 from gateway.settings import GatewaySettings
 from gateway.shared_state import GatewayState
 from gateway.sink import AudioSink

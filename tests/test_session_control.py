@@ -1,8 +1,8 @@
-"""gateway/session_control.py: who drives a session from outside, and what answers an input (pure)."""
+"""gateway/sessions/control.py: who drives a session from outside, and what answers an input (pure)."""
 
 from __future__ import annotations
 
-from gateway.session_control import ControlSeat, is_answer, refusal_status
+from gateway.sessions.control import ControlSeat, is_answer, refusal_status
 
 
 class Agent:

@@ -10,7 +10,7 @@ import pytest
 from gateway.app import create_app
 from gateway.settings import GatewaySettings
 from gateway.webrtc import signalling
-from cbf_tools.rtc_listener import SPEECH_RMS, Listener
+from cbf_tools.peers.rtc_listener import SPEECH_RMS, Listener
 from tests.rtc_helpers import connect, loopback_only
 from server import running_server
 

@@ -11,7 +11,7 @@ import sys
 import time
 from pathlib import Path
 
-from cbf_tools.local_server import free_port
+from cbf_tools.peers.local_server import free_port
 from tests.cli_run import ROOT
 from tests.server import health_when
 

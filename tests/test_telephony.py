@@ -8,7 +8,7 @@ no ``start``) are checked on the app in process, where the engine is not needed.
 
 Telnyx media streaming (``WS /v1/telnyx``) and Asterisk 22 chan_websocket (``WS /v1/asterisk``): no Telnyx client
 installs from PyPI and Asterisk is on neither PyPI nor Debian 12, so their side is a replica written from each
-vendor's documentation (cbf_tools/phone_callers.py: it plays what it is sent at real time, answers marks once their
+vendor's documentation (cbf_tools/peers/phone_callers.py: it plays what it is sent at real time, answers marks once their
 audio has played, empties its buffer on a clear, sends dtmf and hangs up; Asterisk's also XOFF/XON).
 
 jambonz's streaming custom-TTS vendor API (``WS /v1/jambonz/tts``): no client of it installs from PyPI, so jambonz's
@@ -34,7 +34,7 @@ from streamdouble.session import SessionConfig, SessionResult
 from websockets.asyncio.client import ClientConnection, connect
 from websockets.exceptions import InvalidStatus
 
-from cbf_tools.phone_callers import AsteriskChannel, connect_call
+from cbf_tools.peers.phone_callers import AsteriskChannel, connect_call
 from engine.watermark import Watermarker
 from gateway.app import create_app
 from gateway.settings import GatewaySettings

@@ -8,7 +8,7 @@ import pytest
 
 from gateway.webrtc.signalling import negotiate
 from gateway.webrtc.track import PacedAudioTrack, TrackSink
-from cbf_tools.rtc_listener import SPEECH_RMS, Listener
+from cbf_tools.peers.rtc_listener import SPEECH_RMS, Listener
 from tests.rtc_helpers import loopback_only, tone
 
 

@@ -18,8 +18,8 @@ import httpx
 import pytest
 from aiortc import RTCConfiguration, RTCIceServer, RTCIceTransportPolicy
 
-from cbf_tools.local_server import free_port
-from cbf_tools.rtc_listener import Listener
+from cbf_tools.peers.local_server import free_port
+from cbf_tools.peers.rtc_listener import Listener
 from gateway.webrtc.udp_ports import PortRange, parse_port_range, split_range
 from tests.cli_run import run_cli
 from tests.server import running_server

@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 from websockets.asyncio.client import connect as ws_connect
 
-from cbf_tools.rtc_listener import SPEECH_RMS
+from cbf_tools.peers.rtc_listener import SPEECH_RMS
 from engine.watermark import Watermarker
 from tests.rtc_helpers import connect as rtc_connect
 from tests.server import running_server

@@ -12,8 +12,8 @@ import httpx
 import pytest
 from websockets.asyncio.client import connect
 
-from cbf_tools import rtc_listener
-from cbf_tools.rtc_listener import Listener
+from cbf_tools.peers import rtc_listener
+from cbf_tools.peers.rtc_listener import Listener
 from gateway.app import create_app
 from gateway.settings import GatewaySettings
 from tests.rtc_helpers import bridge_offer, loopback_only, rsa_peer_connection

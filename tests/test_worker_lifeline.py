@@ -11,7 +11,7 @@ from pathlib import Path
 
 import httpx
 
-from cbf_tools.local_server import local_server
+from cbf_tools.peers.local_server import local_server
 
 
 def gone(pid: int) -> bool:

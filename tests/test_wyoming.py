@@ -1,6 +1,6 @@
 """Home Assistant's Wyoming protocol: the pure framing and rules, then the ``wyoming`` package's own client against a
 real gateway on 127.0.0.1 (eSpeak) in Home Assistant's event order, the audio checked for speech and the PerTh
-watermark; then silent connections, here and on the ElevenLabs sockets (gateway/silent_sockets.py)."""
+watermark; then silent connections, here and on the ElevenLabs sockets (gateway/guard/silent_sockets.py)."""
 
 from __future__ import annotations
 
@@ -21,7 +21,7 @@ from wyoming.info import Describe, Info
 from wyoming.tts import Synthesize, SynthesizeChunk, SynthesizeStart, SynthesizeStop, SynthesizeVoice
 
 from engine.protocol import ProtocolError
-from gateway.silent_sockets import IdleClock, WaitingRoom
+from gateway.guard.silent_sockets import IdleClock, WaitingRoom
 from gateway.wyoming.server import listen_host
 from gateway.wyoming.translate import Cancel, Conversation, Describe as DescribeCmd, Finish, Reply, Say, Start
 from gateway.wyoming.wire import MAX_DATA_BYTES, Event, EventReader, encode

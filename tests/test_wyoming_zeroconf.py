@@ -20,7 +20,7 @@ from zeroconf import IPVersion, ServiceBrowser, ServiceStateChange, Zeroconf
 from zeroconf.asyncio import AsyncServiceInfo, AsyncZeroconf
 
 from gateway.wyoming.announce import SERVICE_TYPE, Announcement, Announcer, announcement, instance_name
-from cbf_tools.local_server import free_port
+from cbf_tools.peers.local_server import free_port
 from tests.cli_run import run_cli
 from tests.server import health_when, running_server
 

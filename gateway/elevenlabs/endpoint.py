@@ -1,7 +1,7 @@
 """ElevenLabs-compatible input streaming: WebSocket ``/v1/text-to-speech/{voice_id}/stream-input`` (one context) and
 ``/v1/text-to-speech/{voice_id}/multi-stream-input`` (contexts by ``context_id``).
 
-A thin adapter: ``translate.Contexts`` decides, each context is one of our sessions (gateway/session.py) whose sink
+A thin adapter: ``translate.Contexts`` decides, each context is one of our sessions (gateway/sessions/session.py) whose sink
 sends their audio replies with alignment. docs/protocol.md describes what is honoured and what is ignored.
 """
 
@@ -19,14 +19,14 @@ from starlette.websockets import WebSocket
 from engine.protocol import ProtocolError
 from gateway import messages
 from gateway.audio import Encoder, make_encoder
-from gateway.auth import authorized
+from gateway.guard.auth import authorized
 from gateway.elevenlabs import translate
 from gateway.formats import ELEVENLABS_DEFAULT_FORMAT, ELEVENLABS_FORMATS
 from gateway.playout import SentAudio
-from gateway.session import Session
-from gateway.session_registry import SessionLimitReached
+from gateway.sessions.session import Session
+from gateway.sessions.registry import SessionLimitReached
 from gateway.shared_state import GatewayState
-from gateway.silent_sockets import Admission, IdleClock, until_idle
+from gateway.guard.silent_sockets import Admission, IdleClock, until_idle
 from gateway.sink import AudioSink
 from gateway.websocket import STALLED_CLOSE_CODE, SendWatch, client_frames, close_reason, until_stalled
 

@@ -20,7 +20,7 @@ from typing import Any
 
 from engine.protocol import SAMPLE_RATE, ProtocolError
 from gateway import messages
-from gateway.client_input import speech_text
+from gateway.guard.client_input import speech_text
 
 # optimize_streaming_latency: 0 their default (no optimisation: a longer first chunk), 1-2 "normal" and "strong"
 # optimisations, 3-4 the most (4 also skips their text normaliser, which we do not have).

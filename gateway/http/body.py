@@ -7,7 +7,7 @@ from typing import Any
 from starlette.requests import Request
 
 from engine.protocol import ProtocolError, check_latency
-from gateway.client_input import BadInput, load_json
+from gateway.guard.client_input import BadInput, load_json
 from gateway.http.errors import ApiError
 
 MAX_JSON_BYTES = 1024 * 1024

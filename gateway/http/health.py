@@ -1,7 +1,7 @@
 """GET /health (open, for load balancers and orchestrators) and GET /metrics (Prometheus).
 
 Under ``serve --processes N`` the status code is that of the process that answered (a load balancer's check hits one
-process of the port), and ``"processes"`` lists every gateway process's last snapshot (gateway/siblings.py)."""
+process of the port), and ``"processes"`` lists every gateway process's last snapshot (gateway/host/siblings.py)."""
 
 from __future__ import annotations
 

@@ -12,7 +12,7 @@ from starlette.responses import Response
 
 from engine.protocol import SAMPLE_RATE, Chunk
 from gateway.audio import make_encoder
-from gateway.client_input import speech_text
+from gateway.guard.client_input import speech_text
 from gateway.engine_link.client import EngineRequestError, EngineUnavailable
 from gateway.formats import OPENAI_FORMATS, OPENAI_PCM_RATE, TTS_FORMATS
 from gateway.http import ndjson, sse
@@ -21,7 +21,7 @@ from gateway.http.errors import ApiError, engine_error
 from gateway.http.stream import AudioBytes, Framing, SpeechStream, StreamAborted, encoded
 from gateway.http.voices import known_voices
 from gateway.playout import SentAudio, report_playout
-from gateway.session_registry import SessionLimitReached
+from gateway.sessions.registry import SessionLimitReached
 from gateway.shared_state import GatewayState
 from gateway.utterance_stream import MetricsLabel, UtteranceStats, chunks
 

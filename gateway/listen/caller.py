@@ -1,6 +1,6 @@
 """A call's inbound audio, frame by frame: checked, to the listening controller, through the VAD, into barge-in.
 
-No sockets: the call's adapter (gateway/driven.py) hands each frame in with its stream timestamp and carries out
+No sockets: the call's adapter (gateway/sessions/driven.py) hands each frame in with its stream timestamp and carries out
 what comes back: events for the controller and what barge-in does to the gateway's speech. Nothing here writes the
 caller's audio anywhere but to the controller's feed.
 """

@@ -1,4 +1,4 @@
-"""A phone call over a media-stream WebSocket: a session driven by a controller (gateway/driven.py), whose sink
+"""A phone call over a media-stream WebSocket: a session driven by a controller (gateway/sessions/driven.py), whose sink
 sends the dialect's media and marks, paced by the outbox (gateway/telephony/outbox.py).
 
 The dialect (Twilio, Telnyx, Asterisk) only says how a frame, a mark and a clear look on its wire; everything else,
@@ -16,11 +16,11 @@ from typing import Any, Awaitable, Callable, Protocol
 import numpy as np
 
 from gateway.audio import Encoder, g711_decode, make_encoder
-from gateway.driven import DrivenSession
+from gateway.sessions.driven import DrivenSession
 from gateway.listen.caller import G711
 from gateway.listen.echo import EchoReference, rms
-from gateway.session import Session
-from gateway.session_registry import SessionLimitReached
+from gateway.sessions.session import Session
+from gateway.sessions.registry import SessionLimitReached
 from gateway.shared_state import GatewayState
 from gateway.sink import AudioSink
 from gateway.telephony.outbox import Media, Outbox

@@ -5,7 +5,7 @@ streaming, Asterisk's chan_websocket) is a phone call, a session an agent drives
 call_control_id, channel_id). Close codes: 4400 a frame that is not
 the dialect's (or no ``start`` within ``START_TIMEOUT_S``), 4401 no valid key (``customParameters`` ``key``, or the
 usual ways), 4408 the stack stopped reading, 4409 a live call has this id, 1013 the server is full (of calls, or
-of connections not yet authenticated: gateway/silent_sockets.py). With
+of connections not yet authenticated: gateway/guard/silent_sockets.py). With
 ``--twilio-auth-token`` a Twilio upgrade without a valid ``X-Twilio-Signature`` is refused (HTTP 403).
 
 ``WS /v1/jambonz/tts``: jambonz's streaming TTS vendor API; jambonz sends the text, each socket is one session.
@@ -23,9 +23,9 @@ from typing import Any, Callable
 from starlette.websockets import WebSocket
 
 from engine.protocol import ProtocolError
-from gateway.auth import authorized, key_matches, offered_subprotocols, presented_key
-from gateway.session import Session
-from gateway.session_registry import SessionLimitReached
+from gateway.guard.auth import authorized, key_matches, offered_subprotocols, presented_key
+from gateway.sessions.session import Session
+from gateway.sessions.registry import SessionLimitReached
 from gateway.shared_state import GatewayState
 from gateway.telephony import asterisk, events, jambonz, telnyx, twilio
 from gateway.telephony.call import Dialect, PhoneCall, PhoneSink

@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from engine.protocol import ProtocolError
-from gateway.client_input import BadInput, load_json
+from gateway.guard.client_input import BadInput, load_json
 
 DTMF_DIGITS = "0123456789*#ABCD"
 MAX_FRAME_CHARS = 64 * 1024  # a caller's 20 ms of media is ~300 characters; a start with its parameters a few kB
@@ -82,7 +82,7 @@ def event_frame(raw: str | bytes) -> tuple[str, dict[str, Any]]:
     if len(raw) > MAX_FRAME_CHARS:
         raise bad(f"a control frame is over {MAX_FRAME_CHARS} characters")
     try:
-        msg = load_json(raw)  # bounded nesting, no lone surrogates (gateway/client_input.py)
+        msg = load_json(raw)  # bounded nesting, no lone surrogates (gateway/guard/client_input.py)
     except BadInput as exc:
         raise bad(f"a frame is not usable JSON: {exc}") from None
     if not isinstance(msg, dict) or not isinstance(msg.get("event"), str):

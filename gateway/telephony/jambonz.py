@@ -14,7 +14,7 @@ from typing import Any
 
 from engine.protocol import SAMPLE_RATE, ProtocolError
 from gateway import messages
-from gateway.client_input import speech_text
+from gateway.guard.client_input import speech_text
 from gateway.formats import PCM_RATES
 
 _COMMANDS = {"flush": messages.End(), "stop": messages.Cancel()}

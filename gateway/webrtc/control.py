@@ -1,5 +1,5 @@
 """Driving a WebRTC session or a phone call from another connection: ``WS /v1/stream?session={id}`` and
-``POST /v1/sessions/{id}/speak`` / ``/cancel`` (the rules: gateway/session_control.py, gateway/driven.py).
+``POST /v1/sessions/{id}/speak`` / ``/cancel`` (the rules: gateway/sessions/control.py, gateway/sessions/driven.py).
 
 A controller socket takes the same client messages as ``/v1/stream`` and gets the session's events; its audio goes
 out on the session's WebRTC track or media stream. With ``&wait=S`` a controller may attach before its phone call's
@@ -21,13 +21,13 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse
 from starlette.websockets import WebSocket
 
-from gateway.auth import accept_websocket
+from gateway.guard.auth import accept_websocket
 from gateway.http.body import body_field, json_body
 from gateway.http.errors import ApiError
 from gateway.listen.feed import CallerAudioFeed
-from gateway.session_control import CANCEL, refusal_status
+from gateway.sessions.control import CANCEL, refusal_status
 from gateway.shared_state import GatewayState
-from gateway.driven import DrivenSession
+from gateway.sessions.driven import DrivenSession
 from gateway.webrtc.signalling import find_peer
 from gateway.websocket import STALLED_CLOSE_CODE, client_frames
 
@@ -51,7 +51,7 @@ def _wait_seconds(raw: str | None) -> float:
 
 
 class SocketController:
-    """A controller's WebSocket as the session sees it (gateway.session_control.Controller): one writer task sends
+    """A controller's WebSocket as the session sees it (gateway.sessions.control.Controller): one writer task sends
     the queued events first, then the caller's audio it listens to (bounded in its feed, gateway/listen/feed.py)."""
 
     def __init__(self, ws: WebSocket) -> None:

@@ -23,12 +23,12 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse
 
 from gateway.formats import WEBRTC_CODECS, codec_rate
-from gateway.driven import DrivenSession
+from gateway.sessions.driven import DrivenSession
 from gateway.http.body import body_field, json_body
 from gateway.http.errors import ApiError
 from gateway.listen.caller import PCM16_RATE
-from gateway.session import Session
-from gateway.session_registry import SessionLimitReached
+from gateway.sessions.session import Session
+from gateway.sessions.registry import SessionLimitReached
 from gateway.shared_state import GatewayState
 from gateway.webrtc.dtls import peer_connection
 from gateway.webrtc.dtmf import accept_telephone_event, hear_dtmf
@@ -120,7 +120,7 @@ class WebRTCPeer(DrivenSession):
     controller or HTTP), events out (to the data channel and the controller), cleanup once.
 
     A phone bridge opens no data channel: its session is driven by a controller attached by session id
-    (gateway/webrtc/control.py, gateway/driven.py).
+    (gateway/webrtc/control.py, gateway/sessions/driven.py).
     """
 
     def __init__(self, state: GatewayState, pc: RTCPeerConnection, track: PacedAudioTrack, voice: str,

@@ -4,7 +4,7 @@
 
 Wyoming has no authentication: with API keys set the port listens on loopback unless ``--wyoming-host`` says
 otherwise (``listen_host``). A connection that shows nothing for the idle timeout is closed, and one that has sent
-no event yet holds a place among the connections not yet authenticated (gateway/silent_sockets.py).
+no event yet holds a place among the connections not yet authenticated (gateway/guard/silent_sockets.py).
 """
 
 from __future__ import annotations
@@ -19,9 +19,9 @@ from importlib.metadata import PackageNotFoundError, version
 from engine.protocol import ProtocolError
 from gateway.engine_link.client import EngineRequestError, EngineUnavailable, RemoteUtterance
 from gateway.playout import SentAudio, report_playout
-from gateway.session_registry import SessionLimitReached
+from gateway.sessions.registry import SessionLimitReached
 from gateway.shared_state import GatewayState
-from gateway.silent_sockets import Admission, IdleClock, until_idle
+from gateway.guard.silent_sockets import Admission, IdleClock, until_idle
 from gateway.utterance_stream import MetricsLabel, UtteranceStats, chunks
 from gateway.wyoming import translate
 from gateway.wyoming.translate import RATE, WIDTH, Cancel, Describe, Finish, Reply, Say, Start

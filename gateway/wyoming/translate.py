@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from engine.protocol import SAMPLE_RATE, ProtocolError
-from gateway.client_input import speech_text
+from gateway.guard.client_input import speech_text
 from gateway.wyoming.wire import Event
 
 RATE, WIDTH, CHANNELS = SAMPLE_RATE, 2, 1  # the engine's own audio: 16-bit mono at 24 kHz, never resampled

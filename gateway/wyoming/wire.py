@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from engine.protocol import ProtocolError
-from gateway.client_input import BadInput, load_json
+from gateway.guard.client_input import BadInput, load_json
 
 PROTOCOL_VERSION = "1.10.2"  # the ``wyoming`` release whose events this server speaks
 MAX_LINE_BYTES = 64 * 1024

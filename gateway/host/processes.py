@@ -4,7 +4,7 @@ One gateway process carries about 20 Opus streams per core; a GPU host feeds mor
 ``serve`` configured through its environment (CBF_*, so no API key or secret shows on a command line), binding the
 shared port with SO_REUSEPORT: the kernel spreads new connections over the processes, and each owns the WebRTC
 sessions it answered. They share one directory, PROMETHEUS_MULTIPROC_DIR: prometheus-client's multiprocess mode adds
-their metrics up for /metrics, and each writes its /health snapshot there (gateway/siblings.py). A gateway process
+their metrics up for /metrics, and each writes its /health snapshot there (gateway/host/siblings.py). A gateway process
 that dies is restarted with back-off; one that cannot start (exit code 3: its one sentence is already printed), or an
 embedded worker that cannot start, stops them all.
 """
@@ -24,7 +24,7 @@ from prometheus_client.multiprocess import mark_process_dead
 
 from gateway.engine_link.backoff import Backoff
 from gateway.engine_link.process import REFUSED_EXIT_CODE, EngineProcess
-from gateway.siblings import SiblingHealth
+from gateway.host.siblings import SiblingHealth
 
 log = logging.getLogger("chatterbox_fast.gateway")
 STABLE_S = 60.0

@@ -1,6 +1,6 @@
 """``chatterbox-fast bench edge``: the product's first audio against a bare aiortc + Starlette peer's instant tone.
 
-Both answer the same client protocol (``cbf_tools/edge_peer.py`` is the peer, a benchmark fixture); the same clients
+Both answer the same client protocol (``cbf_tools/peers/edge.py`` is the peer, a benchmark fixture); the same clients
 as ``bench gateway`` measure each, alternating product and peer round by round (so load from other work on the host
 falls on both alike): WebSocket first audio (the first binary frame after ``speak``) and aiortc first audible (the
 first decoded 20 ms frame with energy, receiver prefetch 0) over Opus and over PCMU; and, where Playwright and
@@ -23,8 +23,8 @@ from typing import Any, Iterator
 
 import httpx
 
-from cbf_tools.bench_gateway import BenchError, Client, WebRTCClient, WebSocketClient
-from cbf_tools.local_server import (ROOT, ServerFailed, free_port, local_server, quiet_client_logs, stop,
+from cbf_tools.bench.gateway import BenchError, Client, WebRTCClient, WebSocketClient
+from cbf_tools.peers.local_server import (ROOT, ServerFailed, free_port, local_server, quiet_client_logs, stop,
                                     wait_healthy)
 
 TEXT = ("Hello there, this is a streaming test of the real-time voice gateway. It should start speaking before the "
@@ -48,7 +48,7 @@ SPEAK_IN_PAGE = """async (text) => {
 def peer_server(ready_timeout: float = 30.0) -> Iterator[str]:
     """The bare peer in a process of its own (as the product is); yields its base URL once it answers."""
     port = free_port()
-    proc = subprocess.Popen([sys.executable, "-m", "cbf_tools.edge_peer", "--port", str(port)], cwd=ROOT)
+    proc = subprocess.Popen([sys.executable, "-m", "cbf_tools.peers.edge", "--port", str(port)], cwd=ROOT)
     url = f"http://127.0.0.1:{port}"
     try:
         wait_healthy(proc, url, ready_timeout, "the peer")

@@ -17,7 +17,7 @@ from typing import Any, Iterator, Protocol, Sequence
 
 import numpy as np
 
-SHIPPED_REFERENCES = Path(__file__).resolve().parent / "gate_references"
+SHIPPED_REFERENCES = Path(__file__).resolve().parent / "references"
 REFERENCE_SUFFIXES = (".wav", ".flac", ".ogg", ".mp3")
 CHATTERBOX_VE = "ve.safetensors"
 

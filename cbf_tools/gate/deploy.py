@@ -44,11 +44,12 @@ from typing import Any, Sequence
 import httpx
 import numpy as np
 
-from cbf_tools import gate_listening, gate_quality
-from cbf_tools.gate_http import Endpoint, GateError, choose_endpoint, speech
-from cbf_tools.gate_listening import Pair
-from cbf_tools.gate_quality import Side, Verdict
-from cbf_tools.gate_similarity import SHIPPED_REFERENCES, load_encoder, load_references, voice_name
+from cbf_tools.gate import listening as gate_listening
+from cbf_tools.gate import quality as gate_quality
+from cbf_tools.gate.http import Endpoint, GateError, choose_endpoint, speech
+from cbf_tools.gate.listening import Pair
+from cbf_tools.gate.quality import Side, Verdict
+from cbf_tools.gate.similarity import SHIPPED_REFERENCES, load_encoder, load_references, voice_name
 from engine.protocol import SAMPLE_RATE
 
 BYTES_PER_SECOND = SAMPLE_RATE * 2  # s16le mono

@@ -11,9 +11,9 @@ import tomllib
 from importlib import metadata
 from pathlib import Path
 
-from cbf_tools.doctor_check import Check
+from cbf_tools.doctor.check import Check
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 LOCK = ROOT / "requirements" / "lock.txt"
 LOCK_FIX = "recreate the environment from the lock: `make venv` (the image pins the same: `-c requirements/lock.txt`)"
 MIN_DRIVER = {12: 525, 13: 580}  # CUDA major version -> the oldest NVIDIA driver that runs it (Linux)

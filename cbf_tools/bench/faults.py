@@ -1,4 +1,4 @@
-"""``chatterbox-fast bench faults``: generated hostile inputs (cbf_tools/hostile_inputs.py) on every surface a client
+"""``chatterbox-fast bench faults``: generated hostile inputs (cbf_tools/bench/hostile_inputs.py) on every surface a client
 reaches (WebSocket, ElevenLabs-compatible multi-stream-input, data-channel and controller messages; the phone stacks'
 sockets: Twilio, Telnyx and Asterisk media streams, jambonz's TTS socket; POST /v1/tts, /v1/audio/speech (its SSE
 streams too), /v1/webrtc/offer and /v1/whep with mangled SDP, /v1/voices with mangled uploads, Wyoming events on
@@ -27,12 +27,12 @@ import httpx
 from websockets.asyncio.client import ClientConnection, connect
 from websockets.exceptions import ConnectionClosed
 
-from cbf_tools.hostile_inputs import (CALLER_CONTROL_FIELDS, ELEVENLABS_FIELDS, JAMBONZ_FIELDS, MEDIA_STREAM_FIELDS,
+from cbf_tools.bench.hostile_inputs import (CALLER_CONTROL_FIELDS, ELEVENLABS_FIELDS, JAMBONZ_FIELDS, MEDIA_STREAM_FIELDS,
                                      OPENAI_FIELDS, TTS_FIELDS, asterisk_frames, caller_media, http_bodies,
                                      offer_bodies, voice_uploads, websocket_messages, whep_offers, wyoming_frames)
-from cbf_tools.local_server import ServerFailed, free_port, local_server, quiet_client_logs
-from cbf_tools.phone_callers import PlayingStack, connect_call
-from cbf_tools.rtc_listener import Listener
+from cbf_tools.peers.local_server import ServerFailed, free_port, local_server, quiet_client_logs
+from cbf_tools.peers.phone_callers import PlayingStack, connect_call
+from cbf_tools.peers.rtc_listener import Listener
 from gateway.http import sse
 from gateway.webrtc.signalling import SETUP_TIMEOUT_S
 from gateway.wyoming.wire import Event, EventReader, encode

@@ -1,4 +1,4 @@
-"""One interactive client (a WebSocket or a WebRTC peer): the asyncio adapter around ``gateway/session_core.py``.
+"""One interactive client (a WebSocket or a WebRTC peer): the asyncio adapter around ``gateway/sessions/core.py``.
 
 The core decides; this module carries its actions out (engine calls, sink calls, events) and reports back what
 happened. Transports know nothing about the engine; the engine knows nothing about transports.
@@ -14,7 +14,7 @@ import uuid
 from typing import Any, Awaitable, Callable
 
 from gateway import messages
-from gateway import session_core as core
+from gateway.sessions import core
 from gateway.engine_link.client import EngineRequestError, EngineUnavailable, RemoteUtterance
 from gateway.playout import report_playout
 from gateway.shared_state import GatewayState

@@ -38,8 +38,8 @@ from typing import Any, Iterator
 import httpx
 from websockets.exceptions import WebSocketException
 
-from cbf_tools.bench_gateway import TEXTS, BenchError, Client, Result, WebRTCClient, WebSocketClient
-from cbf_tools.local_server import ROOT, ServerFailed, free_port, local_server, local_workers, stop
+from cbf_tools.bench.gateway import TEXTS, BenchError, Client, Result, WebRTCClient, WebSocketClient
+from cbf_tools.peers.local_server import ROOT, ServerFailed, free_port, local_server, local_workers, stop
 
 NGINX = "/usr/sbin/nginx"
 LOST_AFTER_S = 12.0  # an utterance with no `done` by then: its gateway is taken for gone

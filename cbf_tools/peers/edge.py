@@ -7,7 +7,7 @@ starts the tone; ``done`` once it has played) -- with no engine, planner, waterm
 what the product adds to first audio over the same transports shows as the difference. It also serves the product's
 page (``web/``, with ``/health`` and a one-voice ``/v1/voices``), so a browser measures both the same way.
 
-Run: ``python -m cbf_tools.edge_peer --port 8199`` (127.0.0.1).
+Run: ``python -m cbf_tools.peers.edge --port 8199`` (127.0.0.1).
 """
 
 from __future__ import annotations
@@ -29,12 +29,12 @@ from starlette.routing import Mount, Route, WebSocketRoute
 from starlette.staticfiles import StaticFiles
 from starlette.websockets import WebSocket, WebSocketDisconnect
 
-from cbf_tools.rtc_listener import PacedSource
+from cbf_tools.peers.rtc_listener import PacedSource
 
 TONE_S = 0.5
 TONE_HZ = 440.0
 RATES = {"opus": 48000, "pcmu": 8000, "pcma": 8000}
-WEB_DIR = Path(__file__).resolve().parent.parent / "web"
+WEB_DIR = Path(__file__).resolve().parents[2] / "web"
 
 
 def tone(rate: int, seconds: float = TONE_S) -> bytes:

@@ -1,9 +1,9 @@
 """What a simulated phone caller sends, for ``bench barge-in`` and ``bench soak``: a recorded clip from its speech
 onset, synthetic room noise, or the gateway's own voice coming back as echo. Each is a ``Voice``
-(cbf_tools/phone_callers.py): the 20 ms frame the caller sends at a given moment, on its stack's wire (``WIRE``; the
+(cbf_tools/peers/phone_callers.py): the 20 ms frame the caller sends at a given moment, on its stack's wire (``WIRE``; the
 echo: mu-law, Twilio's).
 
-The clip is the deploy gate's synthetic speech (cbf_tools/gate_references/high.ogg). The room noise is synthesised
+The clip is the deploy gate's synthetic speech (cbf_tools/gate/references/high.ogg). The room noise is synthesised
 (pink and brown noise with a mains hum), not recorded: a stand-in for an office or a car at rest.
 """
 
@@ -14,10 +14,10 @@ from pathlib import Path
 import av
 import numpy as np
 
-from cbf_tools.phone_callers import FRAME_S, PlayingStack, Voice
+from cbf_tools.peers.phone_callers import FRAME_S, PlayingStack, Voice
 from gateway.audio import g711_decode, g711_encode
 
-CLIP = Path(__file__).with_name("gate_references") / "high.ogg"
+CLIP = Path(__file__).resolve().parent.parent / "gate" / "references" / "high.ogg"
 RATE = 8000
 FRAME = round(RATE * FRAME_S)  # samples per caller frame at RATE
 WIRE = {"pcmu": (8000, "pcm_mulaw"), "pcma": (8000, "pcm_alaw"), "slin16": (16000, None)}  # codec: (rate, G.711)

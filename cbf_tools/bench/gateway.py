@@ -10,7 +10,7 @@ until one has played before sending the next, and the bench measures at the clie
   (``done.ttfa``: text in to first chunk into the session) is subtracted too, which leaves the transport's share.
 - underruns after first audio. WebRTC: the server's ``done.underruns`` (its jitter buffer ran dry), and gaps in the
   decoded audio (an utterance's loud span longer than its audio); WebSocket, HTTP: a listener who plays from the first
-  byte at 1x starves (``cbf_tools.deploy_gate.count_underruns``).
+  byte at 1x starves (``cbf_tools.gate.deploy.count_underruns``).
 - server CPU per stream: CPU seconds of the server process and its descendants (the engine worker), from /proc, over
   the window in which every session is connected, divided by stream-seconds (sessions x window). Only when the bench
   started the server itself (without ``--url``).
@@ -38,10 +38,10 @@ from websockets.asyncio.client import ClientConnection, connect
 from websockets.exceptions import WebSocketException
 
 from engine.protocol import SAMPLE_RATE
-from cbf_tools.bench_engine import percentile
-from cbf_tools.deploy_gate import count_underruns
-from cbf_tools.local_server import ServerFailed, local_server, quiet_client_logs
-from cbf_tools.rtc_listener import SPEECH_RMS, Listener
+from cbf_tools.bench.engine import percentile
+from cbf_tools.gate.deploy import count_underruns
+from cbf_tools.peers.local_server import ServerFailed, local_server, quiet_client_logs
+from cbf_tools.peers.rtc_listener import SPEECH_RMS, Listener
 
 TEXTS = (  # vowel-initial, so the first decoded frame of speech is not a quiet consonant
     "All right, your table for two is ready now.",

@@ -1,6 +1,6 @@
 """A session an agent drives from another connection (a WebRTC call, a phone call over a media-stream WebSocket):
 inputs in one at a time from wherever they come, events out to the attached controller, and the directory where a
-controller finds the call by its id, waiting for one that has not arrived yet. The rules: gateway/session_control.py;
+controller finds the call by its id, waiting for one that has not arrived yet. The rules: gateway/sessions/control.py;
 the controller's socket and HTTP routes: gateway/webrtc/control.py.
 """
 
@@ -13,14 +13,14 @@ from dataclasses import asdict
 from typing import TYPE_CHECKING, Any, Iterator
 
 from engine.protocol import ProtocolError
-from gateway.client_input import BadInput, load_json
+from gateway.guard.client_input import BadInput, load_json
 from gateway.listen import messages as caller_messages
 from gateway.listen.barge_in import MODES, Act
 from gateway.listen.caller import CallerSide
-from gateway.session_control import CANCEL, REPLACED_CLOSE_CODE, ControlSeat, Controller, is_answer
+from gateway.sessions.control import CANCEL, REPLACED_CLOSE_CODE, ControlSeat, Controller, is_answer
 
 if TYPE_CHECKING:
-    from gateway.session import Session
+    from gateway.sessions.session import Session
 
 NO_CALLER = "no audio reaches this session from its caller (a WebRTC peer that sends none, or WHEP)"
 

@@ -16,8 +16,8 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from cbf_tools.doctor_check import Check, passed, render_json, render_table
-from cbf_tools.doctor_host import cuda_check, gpu_check, packages_check, python_check
+from cbf_tools.doctor.check import Check, passed, render_json, render_table
+from cbf_tools.doctor.host import cuda_check, gpu_check, packages_check, python_check
 
 if TYPE_CHECKING:
     from engine.settings import EngineSettings

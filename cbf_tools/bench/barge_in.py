@@ -1,9 +1,9 @@
 """``chatterbox-fast bench barge-in``: how fast a phone caller talking over the gateway stops it, and whether anything
 but speech does.
 
-Every call is a simulated Twilio Media Stream (cbf_tools/phone_callers.py: 20 ms mu-law frames at real time all call
+Every call is a simulated Twilio Media Stream (cbf_tools/peers/phone_callers.py: 20 ms mu-law frames at real time all call
 long, the gateway's media played at real time, marks echoed, the time of every frame and clear recorded) driven by a
-controller on ``WS /v1/stream?session=<callSid>`` that speaks a long text. The caller (cbf_tools/caller_voices.py):
+controller on ``WS /v1/stream?session=<callSid>`` that speaks a long text. The caller (cbf_tools/bench/caller_voices.py):
 
 - speech trials: 1.0-3.0 s (at random) after the first audio it says the deploy gate's clip from its speech onset
   (t0: when its first frame went). Measured at the caller: onset to ``clear``, onset to the last voiced media frame it
@@ -45,11 +45,11 @@ import numpy as np
 from websockets.asyncio.client import ClientConnection, connect
 from websockets.exceptions import ConnectionClosed, WebSocketException
 
-from cbf_tools import caller_voices as voices
-from cbf_tools.bench_engine import percentile
-from cbf_tools.bench_gateway import tree_cpu
-from cbf_tools.local_server import ServerFailed, local_server, quiet_client_logs
-from cbf_tools.phone_callers import PlayingStack, Voice, connect_call
+from cbf_tools.bench import caller_voices as voices
+from cbf_tools.bench.engine import percentile
+from cbf_tools.bench.gateway import tree_cpu
+from cbf_tools.peers.local_server import ServerFailed, local_server, quiet_client_logs
+from cbf_tools.peers.phone_callers import PlayingStack, Voice, connect_call
 from gateway.listen.silero import SileroVad
 from gateway.telephony.outbox import LEAD_S
 

@@ -14,7 +14,7 @@ from typing import Iterator, Sequence
 
 import httpx
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 
 
 class ServerFailed(RuntimeError):

@@ -12,9 +12,11 @@ from typing import Any, Sequence
 import httpx
 import numpy as np
 
-from cbf_tools import gate_intelligibility, gate_seams, gate_similarity
-from cbf_tools.gate_http import NATIVE, Endpoint, GateError, NoVoiceUpload, delete_voice, say, speak_timed, upload_voice
-from cbf_tools.gate_listening import Pair
+from cbf_tools.gate import intelligibility as gate_intelligibility
+from cbf_tools.gate import seams as gate_seams
+from cbf_tools.gate import similarity as gate_similarity
+from cbf_tools.gate.http import NATIVE, Endpoint, GateError, NoVoiceUpload, delete_voice, say, speak_timed, upload_voice
+from cbf_tools.gate.listening import Pair
 from engine.protocol import SAMPLE_RATE
 
 CLONE_TEXTS = 2  # each clone says the set's first texts (the built-in set's short and medium: 9 s of speech)

@@ -1,5 +1,5 @@
 """Optional API keys: a bearer header; on a WebSocket, a ``cbf.key.<key>`` subprotocol (a browser cannot set its
-headers); ``?api_key=`` still accepted (and redacted from the logs, gateway/operator_safety.py)."""
+headers); ``?api_key=`` still accepted (and redacted from the logs, gateway/guard/operator_safety.py)."""
 
 from __future__ import annotations
 

@@ -2,7 +2,7 @@
 
 Feed it what happened (a client frame, an utterance the engine started or refused, a chunk, the end of an utterance,
 a disconnect); it answers with the actions that follow, in order: engine calls, audio-sink calls and client events.
-``gateway/session.py`` is the asyncio adapter that carries them out.
+``gateway/sessions/session.py`` is the asyncio adapter that carries them out.
 
 A *turn* is one utterance of the session. Turns take text one at a time (the *current* turn, until ``end``), are
 spoken in order, and stay queued until their audio has been sent; at most ``max_queued`` turns wait at once.

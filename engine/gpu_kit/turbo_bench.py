@@ -63,7 +63,7 @@ from engine.engines.t3_batch import BatchDecoder, Join
 from engine.engines.t3_sampling import Sampling
 from engine.engines.t3_static import voice_prefix
 from engine.engines.turbo import TurboEngine, TurboVoice
-from engine.op_count import LAUNCH_US, count_ops, launch_ms
+from engine.gpu_kit.op_count import LAUNCH_US, count_ops, launch_ms
 from engine.settings import EngineSettings
 from engine.text import count_words
 from engine.startup_checks import Misconfigured, loading, preflight
@@ -369,7 +369,7 @@ def random_tokens(n: int, seed: int) -> list[int]:
 
 def dispatch_counts(engine: TurboEngine, voice: TurboVoice, batches: list[int], s3gen_batches: list[int],
                     lengths: list[int]) -> dict[str, Any]:
-    """Aten operations the host dispatches (engine/op_count.py) per T3 step and per prefill at each of ``batches``,
+    """Aten operations the host dispatches (engine/gpu_kit/op_count.py) per T3 step and per prefill at each of ``batches``,
     and per S3Gen call at each of ``lengths`` tokens: upstream's one chunk per call vs ``s3gen_batches`` chunks per
     call, eager and replayed from graphs (the per-row work plus one launch per replay; counted here with the replays
     skipped, so on any device); each also per second of audio, with the launch time it implies on a GPU (an
@@ -638,7 +638,7 @@ def main(argv: list[str] | None = None) -> None:
                                       decode=args.decode, vocode=args.vocode,
                                       slots=max(args.concurrent + ([] if args.no_worker else args.streams)))
     except Misconfigured as exc:
-        print(f"engine.turbo_bench: refusing to start: {exc}", file=sys.stderr)
+        print(f"engine.gpu_kit.turbo_bench: refusing to start: {exc}", file=sys.stderr)
         raise SystemExit(3) from None
     figures.add("load_s", round(time.monotonic() - started, 1))
     figures.phase("engine", lambda: engine_facts(engine))

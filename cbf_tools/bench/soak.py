@@ -6,7 +6,7 @@ end, stream one token by token, barge in once audio starts, stop reading for a f
 and dial again; each WebRTC session speaks, barges in, or hangs up and offers again; each OpenAI SSE caller streams
 a reply or hangs up at its first audio; each Wyoming caller (Home Assistant's client) synthesizes in one piece or
 streamed, or hangs up at its first audio; each phone caller places calls in turn from Twilio, Telnyx, Asterisk (a
-replica of the stack, cbf_tools/phone_callers.py, driven by a controller attached by the call's id) and jambonz,
+replica of the stack, cbf_tools/peers/phone_callers.py, driven by a controller attached by the call's id) and jambonz,
 each speaking, barging in (the stack must see its clear) or hanging up; half the controllers listen to their caller's
 audio (native or PCM16), and on some turns the caller talks over the gateway (the deploy gate's clip: the gateway's
 own barge-in stops it, and the stack must see its clear). Every few seconds the bench reads
@@ -35,12 +35,12 @@ import httpx
 from websockets.asyncio.client import ClientConnection, connect
 from websockets.exceptions import ConnectionClosed
 
-from cbf_tools import caller_voices
-from cbf_tools.bench_faults import SERVER_FAILURES
-from cbf_tools.bench_gateway import TEXTS
-from cbf_tools.local_server import ServerFailed, free_port, local_server, quiet_client_logs
-from cbf_tools.phone_callers import PlayingStack, connect_call
-from cbf_tools.rtc_listener import Listener
+from cbf_tools.bench import caller_voices
+from cbf_tools.bench.faults import SERVER_FAILURES
+from cbf_tools.bench.gateway import TEXTS
+from cbf_tools.peers.local_server import ServerFailed, free_port, local_server, quiet_client_logs
+from cbf_tools.peers.phone_callers import PlayingStack, connect_call
+from cbf_tools.peers.rtc_listener import Listener
 from engine.protocol import ProtocolError
 from gateway.wyoming.wire import Event, EventReader, encode
 

@@ -1,0 +1,1 @@
+"""``chatterbox-fast doctor``: the command, its host checks and the table of results."""
