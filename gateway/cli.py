@@ -452,7 +452,7 @@ def cmd_gate(args: argparse.Namespace) -> int:
 
 
 def cmd_doctor(args: argparse.Namespace) -> int:
-    from cbf_tools.doctor.command import command as doctor
+    from cbf_tools.doctor import command as doctor
 
     return doctor.run(args, engine_settings(args), engine_argv(args))
 
