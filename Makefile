@@ -4,7 +4,7 @@ PY := $(VENV)/bin/python
 PIP := $(PY) -m pip --disable-pip-version-check -q
 ARGS ?=
 
-.PHONY: run test venv chromium gstreamer fleet-tools
+.PHONY: run test venv config-reference chromium gstreamer fleet-tools
 
 run: $(VENV)/.ready
 	$(VENV)/bin/chatterbox-fast serve $(ARGS)
@@ -13,6 +13,12 @@ test: $(VENV)/.ready chromium gstreamer fleet-tools
 	OMP_NUM_THREADS=1 $(VENV)/bin/pytest -n auto --dist loadfile $(ARGS)
 
 venv: $(VENV)/.ready
+
+# docs/configuration.md from the parser's own flags, variables and defaults (tests/test_configuration_reference.py
+# fails when the committed page differs).
+config-reference: $(VENV)/.ready
+	$(VENV)/bin/chatterbox-fast config-reference > docs/configuration.md.tmp
+	mv docs/configuration.md.tmp docs/configuration.md
 
 # The *-nodeps.txt packages pin releases below ours: installed without their dependencies, their real needs are in
 # pyproject.toml's extras (engine-nodeps: the engine's; test-nodeps: pipecat, whose client the tests run; gate-nodeps:

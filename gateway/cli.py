@@ -36,8 +36,9 @@ class Option:
         raw = os.environ.get(self.env)
         default = self.type(raw) if raw not in (None, "") else self.default
         shown = ("set" if default else "not set") if self.secret else repr(default)
-        parser.add_argument(self.flag, type=self.type, default=default, choices=self.choices,
-                            help=f"{self.help} [env {self.env}; default {shown}]")
+        action = parser.add_argument(self.flag, type=self.type, default=default, choices=self.choices,
+                                     help=f"{self.help} [env {self.env}; default {shown}]")
+        action.secret = self.secret  # type: ignore[attr-defined]  # for gateway/config_reference.py
 
 
 def _bool(value: str) -> bool:
@@ -469,6 +470,31 @@ def cmd_weights_verify(args: argparse.Namespace) -> int:
     return weights.verify(args.dir)
 
 
+CONFIG_REFERENCE = "docs/configuration.md"
+REGENERATE = ("make config-reference", f"chatterbox-fast config-reference > {CONFIG_REFERENCE}")
+
+
+def config_reference() -> str:
+    """docs/configuration.md: every command's flags, from this parser built with no CBF_* variable set (the code's
+    defaults, never this shell's), the engine's flags once."""
+    from gateway.config_reference import render
+
+    saved = {name: value for name, value in os.environ.items() if name.startswith("CBF_")}
+    for name in saved:
+        del os.environ[name]
+    try:
+        parser = build_parser()
+    finally:
+        os.environ.update(saved)
+    return render(parser, groups=[("Engine options", [option.flag for option in ENGINE_OPTIONS])],
+                  regenerate=REGENERATE, check="tests/test_configuration_reference.py")
+
+
+def cmd_config_reference(args: argparse.Namespace) -> int:
+    sys.stdout.write(config_reference())
+    return 0
+
+
 def _api_key_default() -> str | None:
     """For the tools that call a server: CBF_API_KEY, else the first of the server's own CBF_API_KEYS."""
     keys = os.environ.get("CBF_API_KEYS", "").split(",")
@@ -573,6 +599,8 @@ def build_parser() -> argparse.ArgumentParser:
     p = command(weights, "verify", "check every file of the from_local layout in a directory", cmd_weights_verify)
     p.add_argument("dir", type=Path, nargs="?" if model_dir else None, default=model_dir,
                    help=f"the directory [env CBF_MODEL_DIR; default {model_dir!r}]")
+    sub.add_parser("config-reference", help=f"print the configuration reference ({CONFIG_REFERENCE}): every "
+                   "command's flags, variables and defaults").set_defaults(run=cmd_config_reference, log_level="info")
     return parser
 
 
