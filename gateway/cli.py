@@ -103,7 +103,8 @@ ENGINE_OPTIONS = (
     Option("--sim-fixed", "CBF_SIM_FIXED", "simulated engine: fixed seconds per chunk", float, 0.15),
     Option("--sim-rtf", "CBF_SIM_RTF", "simulated engine: real-time factor", float, 3.0),
     Option("--engine-http-url", "CBF_ENGINE_HTTP_URL", "--engine http: base URL of a buffered TTS server, driven "
-           "one chunk per request (http://HOST:PORT)"),
+           "one chunk per request: http://HOST:PORT, or http://HOST:PORT/v1 as OpenAI clients write it (the "
+           "dialect's own leading path is not doubled; a proxy's prefix is kept)"),
     Option("--engine-http-dialect", "CBF_ENGINE_HTTP_DIALECT", "--engine http: what the server speaks: openai "
            "(POST /v1/audio/speech), devnen (POST /tts), fish (POST /v1/tts)", default="openai",
            choices=("openai", "devnen", "fish")),

@@ -21,7 +21,7 @@ from starlette.routing import Route
 
 from engine.engines.base import EngineError
 from engine.engines.http import HttpEngine
-from engine.engines.http_dialects import Voice, decode_reply, dialect
+from engine.engines.http_dialects import Voice, base_url, decode_reply, dialect
 from gateway.audio import make_encoder
 from tests.server import serving
 
@@ -53,6 +53,22 @@ def test_each_dialect_asks_for_one_whole_chunk_in_a_voice() -> None:
     assert "reference_id" not in dialect("fish").speech("Hi.", Voice("default")).json
     with pytest.raises(ValueError, match="openai, devnen or fish"):
         dialect("elevenlabs")
+
+
+@pytest.mark.parametrize(("given", "spoken", "root"), [
+    ("http://tts:8880", "openai", "http://tts:8880"),
+    ("http://tts:8880/", "openai", "http://tts:8880"),
+    ("http://tts:8880/v1", "openai", "http://tts:8880"),  # as OpenAI clients write it
+    ("http://tts:8880/v1/", "openai", "http://tts:8880"),
+    ("http://tts:8880/v1/audio", "openai", "http://tts:8880"),
+    ("https://proxy/kokoro/v1", "openai", "https://proxy/kokoro"),  # a proxy's prefix is kept
+    ("http://fish:8080/v1", "fish", "http://fish:8080"),
+    ("http://fish:8080/v1/tts/", "fish", "http://fish:8080"),
+    ("http://devnen:8004/", "devnen", "http://devnen:8004"),
+    ("http://devnen:8004/v1", "devnen", "http://devnen:8004/v1"),  # its paths are /tts...: nothing would double
+])
+def test_the_base_url_loses_only_the_path_its_dialect_would_double(given: str, spoken: str, root: str) -> None:
+    assert base_url(given, dialect(spoken)) == root
 
 
 def test_voice_listings_in_the_shapes_servers_answer() -> None:
@@ -208,3 +224,22 @@ def test_at_most_the_set_number_of_requests_are_in_flight(replicas) -> None:
     with ThreadPoolExecutor(5) as callers:  # five chunks of five utterances at once
         list(callers.map(lambda n: engine.synthesize(f"Chunk {n}.", Voice("default"), threading.Event()), range(5)))
     assert replica.most_in_flight == 2
+
+
+def test_the_base_url_as_openai_clients_write_it_speaks_and_a_404_names_the_url_tried(replicas) -> None:
+    """A new user's ``--engine-http-url http://host:8880/v1`` (what OpenAI clients take) once 404ed on every chunk."""
+    from engine.settings import EngineSettings
+
+    _, url = replicas
+    for given in (url, f"{url}/", f"{url}/v1", f"{url}/v1/"):
+        engine = HttpEngine.from_settings(EngineSettings(engine="http", http_url=given, http_dialect="openai"))
+        assert engine.url == url, given
+        assert engine.synthesize("Hello there.", Voice("default"), threading.Event()).size > 12000, given
+    fish = HttpEngine(f"{url}/v1", dialect("fish"))  # Fish's /v1/tts is not doubled either
+    assert fish.synthesize("Hello from Fish.", Voice("default"), threading.Event()).size > 12000
+    wrong = HttpEngine(f"{url}/kokoro/v1", dialect("openai"))  # a prefix this server does not have: kept, refused
+    with pytest.raises(EngineError) as refused:
+        wrong.synthesize("Hello?", Voice("default"), threading.Event())
+    assert refused.value.code == "bad_backend_reply"
+    assert f"POST {url}/kokoro/v1/audio/speech answered HTTP 404" in str(refused.value)
+    assert "--engine-http-url" in str(refused.value) and "--engine-http-dialect openai" in str(refused.value)

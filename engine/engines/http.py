@@ -26,7 +26,7 @@ import httpx
 import numpy as np
 
 from engine.engines.base import Cancelled, EngineError, EngineInfo, RemoteEngine
-from engine.engines.http_dialects import BAD_REPLY, Dialect, Voice, decode_reply
+from engine.engines.http_dialects import BAD_REPLY, Dialect, Voice, base_url, decode_reply
 from engine.protocol import SAMPLE_RATE
 from engine.settings import EngineSettings
 from engine.voices import voice_key
@@ -44,7 +44,9 @@ class HttpEngine(RemoteEngine):
                  timeout_s: float = 60.0, voices: tuple[str, ...] = ()) -> None:
         if concurrency < 1 or not timeout_s > 0:
             raise ValueError(f"need concurrency >= 1 and timeout > 0, got {concurrency} and {timeout_s}")
-        self.url = url.rstrip("/")
+        self.url = base_url(url, dialect)  # http://host:8880/v1 (as OpenAI clients write it) is http://host:8880
+        if self.url != url.strip().rstrip("/"):
+            log.info("TTS backend %s: sending %s requests to %s", url, dialect.name, self.url)
         self.dialect = dialect
         self.concurrency = concurrency
         self.timeout_s = timeout_s
@@ -119,8 +121,10 @@ class HttpEngine(RemoteEngine):
         request = self.dialect.speech(text, voice)
         reply = self._call("POST", request.path, json=request.json)
         if reply.status_code >= 400:
-            raise EngineError(f"the TTS backend refused the chunk: HTTP {reply.status_code} {reply.text[:200]!r}",
-                              BAD_REPLY)
+            hint = (f" (is that the server's speech endpoint? check --engine-http-url, and that the server speaks "
+                    f"--engine-http-dialect {self.dialect.name})" if reply.status_code in (404, 405) else "")
+            raise EngineError(f"the TTS backend refused the chunk: POST {reply.request.url} answered HTTP "
+                              f"{reply.status_code} {reply.text[:200]!r}{hint}", BAD_REPLY)
         wav = decode_reply(reply.content, reply.headers.get("content-type", ""), self.dialect.pcm_rate, SAMPLE_RATE)
         if wav.size == 0:
             raise EngineError("the TTS backend answered no audio", BAD_REPLY)
@@ -179,8 +183,8 @@ class HttpEngine(RemoteEngine):
         name = f"cbf-{hashlib.sha256(data).hexdigest()[:16]}.wav"
         reply = self._call("POST", self.dialect.upload_path, files={"files": (name, data, "audio/wav")})
         if reply.status_code >= 400:
-            raise EngineError(f"the TTS backend refused the reference clip: HTTP {reply.status_code} "
-                              f"{reply.text[:200]!r}", BAD_REPLY)
+            raise EngineError(f"the TTS backend refused the reference clip: POST {reply.request.url} answered "
+                              f"HTTP {reply.status_code} {reply.text[:200]!r}", BAD_REPLY)
         return Voice(name, "clone")
 
     def save_conditionals(self, conds: Voice, path: Path) -> None:

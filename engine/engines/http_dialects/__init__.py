@@ -88,6 +88,29 @@ def resample(samples: np.ndarray, native: int, rate: int) -> np.ndarray:
     return soxr.resample(samples, native, rate, quality="HQ").astype(np.float32, copy=False)
 
 
+def paths(spoken: Dialect) -> list[str]:
+    """Every path a dialect sends to (its speech request's, its listing's, its upload's)."""
+    return [path for path in (spoken.speech("", Voice("default")).path, spoken.voices_path, spoken.upload_path)
+            if path]
+
+
+def base_url(url: str, spoken: Dialect) -> str:
+    """The server's root from the URL an operator gave: ``http://host:8880``, with a trailing slash, or as OpenAI
+    clients write it, ``http://host:8880/v1``. The URL's trailing path segments that begin every one of the dialect's
+    paths are dropped (they would be doubled: ``/v1/v1/audio/speech``); any other path (a proxy's prefix) is kept.
+    devnen's paths share no first segment, so its URL keeps its path."""
+    scheme, sep, rest = url.strip().partition("://")
+    host, _, path = rest.partition("/")
+    given = [part for part in path.split("/") if part]
+    leading = [[part for part in sent.split("/") if part] for sent in paths(spoken)]
+    for size in range(len(given), 0, -1):
+        tail = given[-size:]
+        if leading and all(sent[:size] == tail for sent in leading):
+            given = given[:-size]
+            break
+    return f"{scheme}{sep}{host}" + "".join(f"/{part}" for part in given)
+
+
 def dialect(name: str) -> Dialect:
     from engine.engines.http_dialects import devnen, fish, openai
 
