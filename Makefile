@@ -4,7 +4,7 @@ PY := $(VENV)/bin/python
 PIP := $(PY) -m pip --disable-pip-version-check -q
 ARGS ?=
 
-.PHONY: run test venv config-reference chromium gstreamer fleet-tools
+.PHONY: run test venv docs config-reference chromium gstreamer fleet-tools
 
 run: $(VENV)/.ready
 	$(VENV)/bin/chatterbox-fast serve $(ARGS)
@@ -20,6 +20,11 @@ config-reference: $(VENV)/.ready
 	$(VENV)/bin/chatterbox-fast config-reference > docs/configuration.md.tmp
 	mv docs/configuration.md.tmp docs/configuration.md
 
+# The documentation site from docs/ (mkdocs.yml) into site/, strict: a broken link or anchor, or a page missing from
+# the nav, fails it. Nothing is fetched, to build or to read it. The generated configuration page is made first.
+docs: $(VENV)/.ready config-reference
+	NO_MKDOCS_2_WARNING=1 $(VENV)/bin/mkdocs build --strict --site-dir site
+
 # The *-nodeps.txt packages pin releases below ours: installed without their dependencies, their real needs are in
 # pyproject.toml's extras (engine-nodeps: the engine's; test-nodeps: pipecat, whose client the tests run; gate-nodeps:
 # the deploy gate's speaker encoder and recognizer).
@@ -29,7 +34,7 @@ $(VENV)/.ready: pyproject.toml requirements/engine-nodeps.txt requirements/test-
 	$(PIP) install --upgrade "pip>=25"
 	$(PIP) install --no-deps -c requirements/lock.txt -r requirements/engine-nodeps.txt -r requirements/test-nodeps.txt \
 		-r requirements/gate-nodeps.txt
-	$(PIP) install -c requirements/lock.txt -e '.[engine,test,gate]'
+	$(PIP) install -c requirements/lock.txt -e '.[engine,test,gate,docs]'
 	touch $@
 
 # Debian's Chromium for the browser tests (never a browser download).
