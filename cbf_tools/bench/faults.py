@@ -432,6 +432,17 @@ async def measure(url: str, count: int, seed: int, api_key: str | None,
         lost_before, restarts_before = _engine_figures((await http.get("/health")).json())
         voices_before = await _voices(http)
         started = time.monotonic()
+        # The caller's side first: the hostile offers below leave sessions that never connect, held for
+        # SETUP_TIMEOUT_S, and those would fill the session limit under these calls on a fast machine.
+        stop = asyncio.Event()
+        bystanding = asyncio.create_task(_bystander(url, headers, stop))
+        caller_side = {
+            "caller audio": await _caller_audio(url, caller_media(rng, count), headers, http, rng),
+            "call controller": await _call_controller(url, websocket_messages(rng, count, CALLER_CONTROL_FIELDS),
+                                                      headers),
+        }
+        stop.set()
+        bystander = await bystanding
         surfaces = {
             "websocket": await _websocket(url, websocket_messages(rng, count), headers),
             "elevenlabs": await _websocket(url, websocket_messages(rng, count, ELEVENLABS_FIELDS), headers,
@@ -452,16 +463,10 @@ async def measure(url: str, count: int, seed: int, api_key: str | None,
             "/v1/whep": await _http(url, "/v1/whep", whep_offers(rng, count), headers),
             "/v1/voices": await _http(url, "/v1/voices", voice_uploads(rng, count), headers),
         }
+        surfaces |= caller_side
         if wyoming_port is not None:
             surfaces["wyoming"] = await _wyoming(urlsplit(url).hostname or "127.0.0.1", wyoming_port,
                                                  wyoming_frames(rng, count))
-        stop = asyncio.Event()
-        bystanding = asyncio.create_task(_bystander(url, headers, stop))
-        surfaces["caller audio"] = await _caller_audio(url, caller_media(rng, count), headers, http, rng)
-        surfaces["call controller"] = await _call_controller(url, websocket_messages(rng, count,
-                                                                                     CALLER_CONTROL_FIELDS), headers)
-        stop.set()
-        bystander = await bystanding
         leaked = await _sessions_left(http)
         voices_after = await _voices(http)
         for name in voices_after - voices_before:  # what the uploads stored: leave the server as it was
