@@ -60,7 +60,7 @@ def wait_healthy(proc: subprocess.Popen, url: str, timeout: float, what: str) ->
                 return
         if time.monotonic() > deadline:
             raise ServerFailed(f"{what} did not become ready")
-        time.sleep(0.2)
+        time.sleep(0.05)
 
 
 def stop(proc: subprocess.Popen) -> None:

@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import itertools
 import logging
+import os
 import time
 import uuid
 from typing import Any, AsyncIterator, Callable
@@ -25,6 +26,7 @@ log = logging.getLogger("chatterbox_fast.gateway")
 RETRY_FIRST_S = 0.1  # a restarted worker is found again this fast
 RETRY_MAX_S = 2.0  # a restarted worker is used within this long of listening again
 STABLE_S = 10.0  # a connection that lasted this long was a success: the back-off starts again from RETRY_FIRST_S
+SOCKET_POLL_S = 0.02  # how often a Unix socket not yet there is looked for while the back-off runs
 _LINK_FAILURES = (OSError, TimeoutError, InvalidHandshake, ConnectionClosed, protocol.ProtocolError)
 
 
@@ -164,7 +166,17 @@ class EngineClient:
             if time.monotonic() - opened > STABLE_S:
                 retry.reset()
             self.retry_in = retry.next()
-            await asyncio.sleep(self.retry_in)
+            await self._wait(self.retry_in)
+
+    async def _wait(self, delay: float) -> None:
+        """The back-off's delay; a Unix socket that is not there yet (the embedded worker still loading) is tried
+        the moment its file appears, which costs a stat per SOCKET_POLL_S, not a connection."""
+        if not self.url.startswith("unix:") or os.path.exists(self.url[5:]):
+            await asyncio.sleep(delay)
+            return
+        deadline = time.monotonic() + delay
+        while not os.path.exists(self.url[5:]) and (left := deadline - time.monotonic()) > 0:
+            await asyncio.sleep(min(SOCKET_POLL_S, left))
 
     async def _serve(self, ws: ClientConnection) -> None:
         ready = protocol.decode_event(await ws.recv())
