@@ -61,10 +61,8 @@ def speech_span(audio: np.ndarray, rate: int) -> np.ndarray:
     return frames[loud[0]: loud[-1] + 1].reshape(-1) if loud.size else audio[:0]
 
 
-@pytest.mark.parametrize("codec", ["opus", "pcmu"])
-@pytest.mark.parametrize("text", UTTERANCES, ids=["short", "long"])
-async def test_an_aiortc_peer_receives_marked_speech(server: str, watermarker: Watermarker, codec: str,
-                                                     text: str) -> None:
+async def _received_over_webrtc(server: str, codec: str, text: str) -> tuple[np.ndarray, int]:
+    """What a peer offering only ``codec`` heard of ``text``, played at real time."""
     listener, answer = await rtc_connect(server, keep_audio=True, offer_codecs=[codec])
     try:
         assert answer["codec"] == codec
@@ -75,7 +73,18 @@ async def test_an_aiortc_peer_receives_marked_speech(server: str, watermarker: W
     finally:
         await listener.close()
     assert rate == (48000 if codec == "opus" else 8000)
-    check(watermarker, f"WebRTC {codec}", text, speech_span(audio, rate), rate)
+    return speech_span(audio, rate), rate
+
+
+@pytest.mark.parametrize("text", UTTERANCES, ids=["short", "long"])
+async def test_aiortc_peers_receive_marked_speech_over_opus_and_pcmu(server: str, watermarker: Watermarker,
+                                                                     text: str) -> None:
+    """An Opus peer and a PCMU peer at once (each its own session): the audio plays at real time, so side by side
+    rather than one after the other."""
+    codecs = ["opus", "pcmu"]
+    received = await asyncio.gather(*(_received_over_webrtc(server, codec, text) for codec in codecs))
+    for codec, (audio, rate) in zip(codecs, received):
+        check(watermarker, f"WebRTC {codec}", text, audio, rate)
 
 
 @pytest.mark.parametrize(("fmt", "rate"), [("mulaw", 8000), ("pcm_s16le", 24000), ("pcm_s16le", 16000)])
