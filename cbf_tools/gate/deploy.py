@@ -15,9 +15,9 @@ utterance, what a listener gets:
 
 The speed criteria: TTFA p50 < 0.6 s, RTF > 3x, no underrun, every utterance watermarked; the baseline's figures
 are shown beside them, not judged. The quality criteria compare the candidate with the baseline (the current
-server), each in its own module: cloned-voice similarity (gate_similarity.py), intelligibility
-(gate_intelligibility.py), seams on the received stream (gate_seams.py); gate_quality.py drives them. With a baseline
-the gate also writes the blind listening page (gate_listening.py). ``--checks`` picks the criteria (all by default);
+server), each in its own module: cloned-voice similarity (similarity.py), intelligibility
+(intelligibility.py), seams on the received stream (seams.py); quality.py drives them. With a baseline
+the gate also writes the blind listening page (listening.py). ``--checks`` picks the criteria (all by default);
 the report (every figure, each criterion's pass/fail, the total) is printed as one JSON line and written to
 ``--report-dir``/report.json. A server that does not speak ``POST /v1/tts`` is driven through the OpenAI-compatible
 ``POST /v1/audio/speech`` instead.
