@@ -9,6 +9,8 @@ import json
 import os
 import signal
 import socket
+import subprocess
+import sys
 import threading
 import time
 
@@ -22,15 +24,21 @@ from cbf_tools.peers.rtc_listener import Listener
 from tests.server import running_server
 
 LONG = " ".join(["The quick brown fox jumps over the lazy dog, and then it runs far away across the field."] * 20)
-STALL_S = 2
+STALL_S = 1
 # The sockets take ~3 MB before a send to a client that reads nothing blocks (~30 s of audio at 96 kB/s): a bound on
 # a hang, generous for a loaded box (seen: ~10 s).
 SOCKET_FILLED_S = 120
 
 
 @pytest.fixture(scope="module")
-def server(tmp_path_factory: pytest.TempPathFactory):
-    with running_server("--stall-timeout", str(STALL_S), voices_dir=tmp_path_factory.mktemp("voices")) as url:
+def wyoming_port() -> int:
+    return free_port()
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory: pytest.TempPathFactory, wyoming_port: int):
+    with running_server("--stall-timeout", str(STALL_S), "--wyoming-port", str(wyoming_port),
+                        voices_dir=tmp_path_factory.mktemp("voices")) as url:
         yield url
 
 
@@ -116,98 +124,108 @@ def test_an_http_client_that_stops_reading_is_dropped(server: str) -> None:
     assert not received.endswith(b"0\r\n\r\n"), "a stream cut short ended like a complete one"
 
 
-def _killed_mid_utterance(url: str) -> None:
-    """Kill the engine worker once the utterance under way has sent audio."""
+def _kill_worker(url: str) -> None:
     os.kill(health(url)["worker"]["pid"], signal.SIGKILL)
 
 
-def test_an_http_stream_whose_worker_dies_mid_way_is_aborted(tmp_path) -> None:
-    wyoming_port = free_port()
-    with running_server("--wyoming-port", str(wyoming_port), voices_dir=tmp_path) as url:
-        for path, body in (("/v1/tts", {"text": LONG}), ("/v1/audio/speech", {"model": "tts-1", "input": LONG})):
-            wait_for(lambda: httpx.get(url + "/health").status_code == 200, "the worker did not come back", 60)
-            with httpx.stream("POST", url + path, json=body, timeout=30) as r:
+async def test_one_worker_death_cuts_every_stream_short_and_the_sessions_go_on(server: str,
+                                                                               wyoming_port: int) -> None:
+    """Six callers, one of each kind, each mid-way through a long utterance (each has had its first audio) when the
+    worker is killed: no stream looks complete. HTTP bodies (our /v1/tts, OpenAI's raw /v1/audio/speech) are
+    aborted; OpenAI's SSE stream ends with an error event, never its "done"; a Wyoming synthesis gets an error event
+    and a closed connection, never an audio-stop; a WebSocket and a WebRTC session get an error event (never a
+    "done"), outlive their worker and, once a new one is up, speak again on the same session."""
+    ws_url = server.replace("http", "ws")
+    listener = Listener.create()
+    async with contextlib.AsyncExitStack() as stack:
+        stack.push_async_callback(listener.close)
+        http = await stack.enter_async_context(httpx.AsyncClient(timeout=30))
+        ws = await stack.enter_async_context(connect(ws_url + "/v1/stream"))
+        assert json.loads(await ws.recv())["type"] == "ready"
+        reply = await http.post(server + "/v1/webrtc/offer", json={"sdp": await listener.offer(), "type": "offer"})
+        await listener.accept(reply.json()["sdp"])
+        await listener.wait_for(lambda: listener.channel.readyState == "open" and listener.events, 15)
+
+        heard = {name: asyncio.Event() for name in ("tts", "openai", "sse", "wyoming", "websocket", "webrtc")}
+        killed = asyncio.Event()
+
+        async def http_body(name: str, path: str, body: dict) -> None:  # read to the end: an abort, not an end
+            async with http.stream("POST", server + path, json=body) as r:
                 assert r.status_code == 200
-                stream = r.iter_raw()
-                next(stream)
-                _killed_mid_utterance(url)
                 with pytest.raises(httpx.RemoteProtocolError):
-                    for _ in stream:
-                        pass
-        # OpenAI's SSE stream ends with an error event instead, never with its "done"
-        wait_for(lambda: httpx.get(url + "/health").status_code == 200, "the worker did not come back", 60)
-        body = {"model": "gpt-4o-mini-tts", "input": LONG, "response_format": "pcm", "stream_format": "sse"}
-        with httpx.stream("POST", url + "/v1/audio/speech", json=body, timeout=30) as r:
-            lines = r.iter_lines()
-            assert json.loads(next(line for line in lines if line)[6:])["type"] == "speech.audio.delta"
-            _killed_mid_utterance(url)
-            events = [json.loads(line[6:]) for line in lines if line.startswith("data: ")]
-        assert events[-1]["type"] == "error" and events[-1]["error"]["code"] == "engine_unavailable"
-        assert {e["type"] for e in events[:-1]} <= {"speech.audio.delta"}
-        # a Wyoming synthesis: an error event, then the connection closes, never an audio-stop
-        wait_for(lambda: httpx.get(url + "/health").status_code == 200, "the worker did not come back", 60)
-        assert asyncio.run(_wyoming_cut_short(url, wyoming_port)) == ["audio-start", "error"]
+                    async for _ in r.aiter_raw():
+                        heard[name].set()
+                assert killed.is_set()
 
+        async def sse() -> list[dict]:
+            body = {"model": "gpt-4o-mini-tts", "input": LONG, "response_format": "pcm", "stream_format": "sse"}
+            events = []
+            async with http.stream("POST", server + "/v1/audio/speech", json=body) as r:
+                async for line in r.aiter_lines():
+                    if line.startswith("data: "):
+                        events.append(json.loads(line[6:]))
+                        heard["sse"].set()
+            return events
 
-async def _wyoming_cut_short(url: str, port: int) -> list[str]:
-    """The events of a long Wyoming synthesis whose worker is killed at its first audio, until the server closes."""
-    from gateway.wyoming.wire import Event, EventReader, encode
+        async def wyoming() -> list[str]:
+            """The events until the server closes (runs of audio-chunk as one)."""
+            from gateway.wyoming.wire import Event, EventReader, encode
 
-    reader, writer = await asyncio.open_connection("127.0.0.1", port)
-    writer.write(encode(Event("synthesize", {"text": LONG})))
-    kinds, events = [], EventReader()
-    async with asyncio.timeout(30):  # a bound on a hang, not a speed
-        while data := await reader.read(65536):
-            for event in events.feed(data):
-                if event.type == "audio-chunk" and "audio-chunk" not in kinds:
-                    await asyncio.to_thread(_killed_mid_utterance, url)
-                if not kinds or kinds[-1] != event.type:
-                    kinds.append(event.type)
-    writer.close()
-    return [kind for kind in kinds if kind != "audio-chunk"]
+            reader, writer = await asyncio.open_connection("127.0.0.1", wyoming_port)
+            writer.write(encode(Event("synthesize", {"text": LONG})))
+            kinds, events = [], EventReader()
+            while data := await reader.read(65536):
+                for event in events.feed(data):
+                    if event.type == "audio-chunk":
+                        heard["wyoming"].set()
+                    if not kinds or kinds[-1] != event.type:
+                        kinds.append(event.type)
+            writer.close()
+            return kinds
 
-
-async def test_a_websocket_whose_worker_dies_mid_way_gets_an_error_event(tmp_path) -> None:
-    with running_server(voices_dir=tmp_path) as url:
-        async with connect(url.replace("http", "ws") + "/v1/stream") as ws:
-            assert json.loads(await ws.recv())["type"] == "ready"
+        async def websocket() -> dict:
             await ws.send(json.dumps({"type": "speak", "text": LONG}))
-            while not isinstance(await ws.recv(), bytes):
-                pass
-            await asyncio.to_thread(_killed_mid_utterance, url)
-            while isinstance(frame := await asyncio.wait_for(ws.recv(), 30), bytes) or \
-                    json.loads(frame)["type"] == "chunk":
-                pass
-            event = json.loads(frame)
-            assert event["type"] == "error" and event["code"] == "engine_unavailable" and event["utterance"]
-            # The socket outlives its worker: once a new one is up, the same session speaks again.
-            await asyncio.to_thread(wait_for, lambda: health(url)["status"] == "ok", "no new worker", 60)
-            await ws.send(json.dumps({"type": "speak", "text": "Back again."}))
-            while not isinstance(frame := await asyncio.wait_for(ws.recv(), 30), bytes):
-                assert json.loads(frame)["type"] != "error", frame
+            while isinstance(frame := await ws.recv(), bytes) or json.loads(frame)["type"] == "chunk":
+                if isinstance(frame, bytes):
+                    heard["websocket"].set()
+            return json.loads(frame)
 
-
-async def test_a_webrtc_session_whose_worker_dies_mid_way_gets_an_error_event_and_goes_on(tmp_path) -> None:
-    with running_server(voices_dir=tmp_path) as url:
-        listener = Listener.create()
-        try:
-            async with httpx.AsyncClient() as http:
-                reply = await http.post(url + "/v1/webrtc/offer", json={"sdp": await listener.offer(), "type": "offer"})
-            await listener.accept(reply.json()["sdp"])
-            await listener.wait_for(lambda: listener.channel.readyState == "open" and listener.events, 15)
+        async def webrtc() -> None:
             listener.channel.send(json.dumps({"type": "speak", "text": LONG}))
             await listener.wait_for(lambda: listener.loud(), 30)
-            await asyncio.to_thread(_killed_mid_utterance, url)
+            heard["webrtc"].set()
             await listener.wait_for(lambda: any(e["type"] == "error" for e in listener.events), 30)
-            error = next(e for e in listener.events if e["type"] == "error")
-            assert error["code"] == "engine_unavailable" and error["utterance"]
-            assert not any(e["type"] == "done" for e in listener.events)  # a cut turn never looks complete
-            await asyncio.to_thread(wait_for, lambda: health(url)["status"] == "ok", "no new worker", 60)
-            listener.channel.send(json.dumps({"type": "speak", "text": "Back again."}))
-            await listener.wait_for(lambda: any(e["type"] == "done" for e in listener.events), 30)
-            assert listener.channel.readyState == "open" and health(url)["sessions"] == 1
-        finally:
-            await listener.close()
+
+        async with asyncio.timeout(60):  # a bound on a hang, not a speed
+            callers = [asyncio.create_task(c) for c in (
+                http_body("tts", "/v1/tts", {"text": LONG}),
+                http_body("openai", "/v1/audio/speech", {"model": "tts-1", "input": LONG}),
+                sse(), wyoming(), websocket(), webrtc())]
+            waiting = asyncio.gather(*(event.wait() for event in heard.values()))
+            done, _ = await asyncio.wait([waiting, *callers], return_when=asyncio.FIRST_COMPLETED)
+            assert waiting in done, [c.result() for c in callers if c.done()]  # none ended before the kill
+            killed.set()
+            await asyncio.to_thread(_kill_worker, server)
+            _, _, sse_events, wyoming_kinds, ws_error, _ = await asyncio.gather(*callers)
+
+        assert sse_events[-1]["type"] == "error" and sse_events[-1]["error"]["code"] == "engine_unavailable"
+        assert {e["type"] for e in sse_events[:-1]} == {"speech.audio.delta"}
+        assert [kind for kind in wyoming_kinds if kind != "audio-chunk"] == ["audio-start", "error"]
+        assert ws_error["type"] == "error" and ws_error["code"] == "engine_unavailable" and ws_error["utterance"]
+        rtc_error = next(e for e in listener.events if e["type"] == "error")
+        assert rtc_error["code"] == "engine_unavailable" and rtc_error["utterance"]
+        assert not any(e["type"] == "done" for e in listener.events)  # a cut turn never looks complete
+
+        # Both sockets outlive their worker: once a new one is up, the same sessions speak again.
+        await asyncio.to_thread(wait_for, lambda: health(server)["status"] == "ok", "no new worker", 60)
+        await ws.send(json.dumps({"type": "speak", "text": "Back again."}))
+        while not isinstance(frame := await asyncio.wait_for(ws.recv(), 30), bytes):
+            assert json.loads(frame)["type"] != "error", frame
+        listener.channel.send(json.dumps({"type": "speak", "text": "Back again."}))
+        await listener.wait_for(lambda: any(e["type"] == "done" for e in listener.events), 30)
+        assert listener.channel.readyState == "open"
+        await ws.close()
+        await asyncio.to_thread(wait_for, lambda: health(server)["sessions"] == 1, "the WebRTC session was dropped")
 
 
 def test_a_chunked_upload_over_the_limit_is_refused_while_it_streams(server: str) -> None:
@@ -236,10 +254,31 @@ def test_a_chunked_upload_over_the_limit_is_refused_while_it_streams(server: str
     assert sent < 50 * 1024 * 1024  # the server stopped reading at the 10 MB limit (sockets hold a few MB)
 
 
-def test_keys_never_reach_the_logs_and_an_open_server_says_so_loudly(capfd: pytest.CaptureFixture[str]) -> None:
-    with running_server("--host", "0.0.0.0") as url:  # every address, no key
-        pass
-    assert "SERVING ON 0.0.0.0 WITH NO API KEY" in capfd.readouterr().err
+def test_an_open_server_says_so_loudly(tmp_path) -> None:
+    """Every address, no key: the warning is logged while the gateway starts, before it says it has (uvicorn's
+    "Application startup complete", after the app's start-up), whether or not its engine is ready yet."""
+    argv = [sys.executable, "-m", "gateway.cli", "serve", "--host", "0.0.0.0", "--port", str(free_port()),
+            "--engine", "espeak", "--voices-dir", str(tmp_path)]
+    proc = subprocess.Popen(argv, stderr=subprocess.PIPE, text=True)
+    hung = threading.Timer(90, proc.kill)  # a bound on a hang, not a speed: the log then ends
+    hung.start()
+    logged: list[str] = []
+    try:
+        while not logged or "Application startup complete" not in logged[-1]:
+            assert (line := proc.stderr.readline()), "".join(logged)  # (the server exited)
+            logged.append(line)
+    finally:
+        hung.cancel()
+        proc.terminate()
+        try:
+            proc.communicate(timeout=30)  # (read to the end: the worker shares the pipe)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.communicate()
+    assert any("SERVING ON 0.0.0.0 WITH NO API KEY" in line for line in logged), "".join(logged)
+
+
+def test_keys_never_reach_the_logs_and_a_keyed_server_gives_no_warning(capfd: pytest.CaptureFixture[str]) -> None:
     with running_server("--host", "0.0.0.0", "--api-key", "s3cret-key") as url:
         assert httpx.get(url + "/v1/voices?api_key=s3cret-key").status_code == 200
 
@@ -250,4 +289,5 @@ def test_keys_never_reach_the_logs_and_an_open_server_says_so_loudly(capfd: pyte
         asyncio.run(websocket())
     logged = capfd.readouterr()
     assert "/v1/voices?api_key=[redacted]" in logged.out + logged.err
+    assert "Application startup complete" in logged.err  # (the warning would have come before it)
     assert "s3cret-key" not in logged.out + logged.err and "WITH NO API KEY" not in logged.err
