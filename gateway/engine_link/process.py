@@ -73,6 +73,9 @@ class EngineProcess:
             self.last_exit = await self.proc.wait()
             if self._stopping:
                 return
+            # A killed worker leaves its socket file: gone, the next worker is connected to the moment it listens
+            # (gateway/engine_link/client.py), not at the back-off's next try of a refused connection (up to 2 s).
+            Path(self.url[5:]).unlink(missing_ok=True)
             self.last_exit_reason = self._exit_reason(self.last_exit)
             if self.last_exit == REFUSED_EXIT_CODE:
                 self._refused()
