@@ -501,12 +501,12 @@ async def speak(path: str, text: str, latency: str | float | None = None) -> Str
     return stream
 
 
-async def first_audio_budgets(path: str, repeats: int) -> dict[str, Any]:
+async def first_audio_budgets(path: str, repeats: int, text: str = FIRST_AUDIO_TEXT) -> dict[str, Any]:
     """The first chunk's time (p50) and length in words under the default first-audio budget and larger ones, for
     one text: what the default (engine/settings.py GPU_FIRST_AUDIO_TARGET_S) should be, measured."""
     figures: dict[str, Any] = {}
     for latency in FIRST_AUDIO_LATENCIES:
-        streams = [await speak(path, FIRST_AUDIO_TEXT, latency) for _ in range(repeats)]
+        streams = [await speak(path, text, latency) for _ in range(repeats)]
         firsts = [s.first_chunk_s for s in streams if s.first_chunk_s is not None]
         figures[str(latency)] = {
             "budget_s": streams[-1].done.first_audio_s if streams[-1].done else None,
@@ -536,7 +536,8 @@ def summary(streams: list[Stream], wall_s: float) -> dict[str, Any]:
 
 
 async def through_worker(engine: TurboEngine, sock: Path, repeats: int, streams: list[int], paragraph: str,
-                         deadline: float, report: Callable[[str, Any], None]) -> None:
+                         deadline: float, report: Callable[[str, Any], None],
+                         first_audio_text: str = FIRST_AUDIO_TEXT) -> None:
     settings = EngineSettings(engine="chatterbox-turbo", voices_dir=sock.parent / "voices")
     worker = await asyncio.to_thread(worker_for, engine, settings, Watermarker())
     stop = asyncio.Event()
@@ -549,7 +550,7 @@ async def through_worker(engine: TurboEngine, sock: Path, repeats: int, streams:
         for i in range(repeats):
             singles.append(await speak(path, SHORT_TEXTS[i % len(SHORT_TEXTS)]))
         report("worker_1_stream", summary(singles, time.monotonic() - started))
-        report("first_audio_budgets", await first_audio_budgets(path, repeats))
+        report("first_audio_budgets", await first_audio_budgets(path, repeats, first_audio_text))
         sweep: dict[str, Any] = {}
         held = 0
         for n in streams:
@@ -614,6 +615,8 @@ def parse(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--streams", type=ints, default=[8, 16, 32, 64, 96, 128], help="concurrent-stream sweep")
     parser.add_argument("--no-worker", action="store_true", help="skip the phase through the worker")
     parser.add_argument("--paragraph", default=PARAGRAPH, help="what each stream of the sweep says")
+    parser.add_argument("--first-audio-text", default=FIRST_AUDIO_TEXT,
+                        help="what the first-audio budget figures speak (each budget, --single-runs times)")
     parser.add_argument("--time-budget", type=float, default=400.0, help="seconds; the sweep stops past it")
     return parser.parse_args(argv)
 
@@ -667,7 +670,7 @@ def main(argv: list[str] | None = None) -> None:
         with tempfile.TemporaryDirectory(prefix="cbf-bench-") as tmp:  # short: Unix socket paths are ~100 bytes
             figures.phase("worker", lambda: asyncio.run(through_worker(
                 engine, Path(tmp) / "engine.sock", args.single_runs, args.streams, args.paragraph, deadline,
-                figures.add)))
+                figures.add, args.first_audio_text)))
     if cuda:
         figures.add("peak_vram_gib", round(torch.cuda.max_memory_allocated(engine.device) / 2**30, 2))
     figures.phase("prompt_cache", engine.prompts.figures)
