@@ -10,7 +10,7 @@ import time
 import wave
 from typing import AsyncIterator
 
-from engine.protocol import SAMPLE_RATE
+from engine.protocol import SAMPLE_RATE, Reading
 from gateway.engine_link.client import EngineClient, EngineRequestError
 from gateway.engine_link.process import EngineProcess, WorkerRefused
 from gateway.utterance_stream import UtteranceStats, chunks
@@ -42,10 +42,11 @@ async def worker_client(engine_args: list[str], url: str | None = None, timeout:
             await process.stop()
 
 
-async def speak(client: EngineClient, text: str, voice: str = "default") -> tuple[bytes, UtteranceStats]:
+async def speak(client: EngineClient, text: str, voice: str = "default",
+                reading: Reading = Reading()) -> tuple[bytes, UtteranceStats]:
     """One utterance through ``client``: its audio (24 kHz mono s16le) and its figures."""
     stats, pcm = UtteranceStats(time.monotonic()), bytearray()
-    utterance = await client.start(voice)
+    utterance = await client.start(voice, reading)
     await utterance.text(text)
     await utterance.end()
     async for chunk in chunks(utterance, stats):
@@ -56,7 +57,7 @@ async def speak(client: EngineClient, text: str, voice: str = "default") -> tupl
 async def say(args: argparse.Namespace, engine_args: list[str]) -> int:
     async with worker_client(engine_args + ["--log-level", args.log_level]) as client:
         try:
-            pcm, spoken = await speak(client, args.text, args.voice)
+            pcm, spoken = await speak(client, args.text, args.voice, Reading(normalize=args.normalize))
             ready = client.ready
         except EngineRequestError as exc:
             print(f"error: {exc.code}: {exc}")
@@ -72,3 +73,18 @@ async def say(args: argparse.Namespace, engine_args: list[str]) -> int:
     print(f"time to first chunk {spoken.first_chunk_s:.3f} s, total {spoken.total_s:.3f} s, "
           f"real-time factor {spoken.rtf:.1f}x")
     return 0
+
+
+def dry_run(text: str, normalize: str | None) -> str:
+    """What the engine would speak for ``text`` (read as ``normalize`` says), then each stretch of the text the front
+    end rewrote and what it became."""
+    from engine.speech_text.reader import Reader  # the engine's own reader (pure), only for this
+
+    reader = Reader(normalize)
+    reader.feed(text)
+    reader.flush(final=True)
+    lines = [reader.spoken.strip()]
+    for piece in reader.pieces:
+        if not piece.verbatim and text[piece.start:piece.end].strip():
+            lines.append(f"  {text[piece.start:piece.end]!r} -> {piece.text.strip()!r}")
+    return "\n".join(lines)

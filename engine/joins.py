@@ -49,17 +49,20 @@ class Joiner:
         self._gain_db: float | None = None
         self.placement: Placement | None = None  # how ``process`` moved the last chunk (None: nothing audible)
 
-    def process(self, wav: np.ndarray, sample_rate: int, previous_boundary: str | Enum | None) -> np.ndarray:
+    def process(self, wav: np.ndarray, sample_rate: int, previous_boundary: str | Enum | None,
+                pause_s: float | None = None) -> np.ndarray:
         """Return the chunk trimmed, preceded by its pause, faded, levelled and limited (float32).
 
         ``previous_boundary`` is how the previous chunk's text ended: a name such as "sentence", or an enum member
-        whose name is one (``engine.text.BoundaryKind``), or None for the first chunk.
+        whose name is one (``engine.text.BoundaryKind``), or None for the first chunk. ``pause_s``: the pause the
+        text asked for before this chunk (an SSML break), instead of the boundary's.
         """
         cfg = self.config
         name = previous_boundary.name.lower() if isinstance(previous_boundary, Enum) else previous_boundary
         if name not in cfg.pauses:
             raise ValueError(f"unknown boundary {previous_boundary!r}; expected one of {sorted(map(str, cfg.pauses))}")
-        pause = np.zeros(int(round(cfg.pauses[name] * sample_rate)), dtype=np.float32)
+        seconds = cfg.pauses[name] if pause_s is None else pause_s
+        pause = np.zeros(int(round(seconds * sample_rate)), dtype=np.float32)
         wav = np.nan_to_num(np.asarray(wav, dtype=np.float32).reshape(-1))
         frame = max(1, int(round(cfg.frame * sample_rate)))
         level_db = _frame_db(wav, frame)

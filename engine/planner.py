@@ -40,7 +40,7 @@ import math
 from dataclasses import dataclass
 
 from engine.cost import CostModel
-from engine.text import Boundary, BoundaryKind, count_words, find_boundaries, punc_norm, safe_cut
+from engine.text import WORD_JOINER, Boundary, BoundaryKind, count_words, find_boundaries, punc_norm, safe_cut
 
 
 _ROUNDING_S = 1e-6  # so a chunk that fitted with zero spare at wake_at still fits when asked again at wake_at
@@ -79,6 +79,9 @@ class PlannerConfig:
     # play through without a stall, instead of stuttering (``release_at``). Off: such an engine's listener waits
     # between chunks.
     hold_slow_start: bool = False
+    # How fast the utterance is spoken (engine/speed.py stretches each chunk): its audio is 1/speed of what the model
+    # made. The cost model learns the model's audio (what the text makes at speed 1); the buffer counts what plays.
+    speed: float = 1.0
 
     def __post_init__(self) -> None:
         if self.first_chunk_min_words < 1 or self.first_chunk_max_words < 1:
@@ -89,6 +92,8 @@ class PlannerConfig:
             raise PlannerError("max_lead_s must be finite and > 0", "bad_value")
         if not 0 <= self.first_audio_target_s < math.inf:
             raise PlannerError("first_audio_target_s must be finite and >= 0", "bad_value")
+        if not 0 < self.speed < math.inf:
+            raise PlannerError("speed must be finite and > 0", "bad_value")
 
 
 @dataclass(frozen=True)
@@ -98,6 +103,8 @@ class PlannedChunk:
     source: str  # the client's text this chunk covers, as sent (stripped of surrounding whitespace)
     boundary: BoundaryKind  # what kind of place the chunk ends at (joins choose their pause from it)
     estimate_s: float  # the cost model's cautious (upper) estimate of its generation time, as budgeted
+    start: int = 0  # where ``source`` is in all the text appended to the planner (character offsets)
+    end: int = 0
 
 
 @dataclass(frozen=True)
@@ -116,6 +123,7 @@ class ChunkPlanner:
         self.config = config
         self.cost_model = cost_model
         self._pending = ""  # text not yet planned; never starts with whitespace
+        self._received = 0  # characters appended so far (_pending is always the last of them)
         self._closed: list[int] = []  # flush points: positions in _pending that chunks end at and never cross
         self._ended = False
         self._outstanding: PlannedChunk | None = None
@@ -138,6 +146,7 @@ class ChunkPlanner:
         """Add text as it arrives (token by token is fine); it is only cut at complete boundaries."""
         if self._ended:
             raise PlannerError("text after the end of the utterance", "ended")
+        self._received += len(text)
         self._pending += text if self._pending else text.lstrip()
 
     def flush(self) -> None:
@@ -148,6 +157,11 @@ class ChunkPlanner:
     def end(self) -> None:
         """No more text will come for this utterance."""
         self._ended = True
+
+    @property
+    def ended(self) -> bool:
+        """Whether the input has ended (``end``)."""
+        return self._ended
 
     @property
     def finished(self) -> bool:
@@ -163,9 +177,10 @@ class ChunkPlanner:
         self._advance(now)
         self._delivered_s += audio_seconds
         self._outstanding = None
+        made = audio_seconds * self.config.speed  # the model's audio, before stretching
         self.cost_model.observe(len(planned.text), gen_time)
-        self.cost_model.observe_audio(len(planned.text), audio_seconds)
-        self._spoken = (self._spoken[0] + len(planned.text), self._spoken[1] + audio_seconds)
+        self.cost_model.observe_audio(len(planned.text), made)
+        self._spoken = (self._spoken[0] + len(planned.text), self._spoken[1] + made)
         self._generating_s += gen_time
         if self._clock is None and not self._holding:  # first audio: it plays from now, unless it must wait
             if self.config.hold_slow_start and self.slower_than_real_time():
@@ -198,7 +213,7 @@ class ChunkPlanner:
         """Whether the engine cannot make even the longest chunk faster than it plays, by cautious estimates. Never
         when this utterance's chunks so far came faster than real time: a longer chunk spreads the fixed cost wider
         still (and a cost model calibrated under other load may be far off)."""
-        if self._spoken[1] > self._generating_s:
+        if self._spoken[1] / self.config.speed > self._generating_s:
             return False
         chars = self.config.max_chars
         return self._upper(chars) > self._audio_lower(chars)
@@ -245,13 +260,15 @@ class ChunkPlanner:
             cut = self._choose(now, max_gen_s)
             if cut is None:
                 return None
-            source = self._pending[: cut.end].strip()
+            source = self._pending[: cut.end].strip().replace(WORD_JOINER, " ")
+            start = self._received - len(self._pending)
             self._consume(cut.end)
             self._unit_since = None
             starts, self._sentence_start = self._sentence_start, cut.kind.ends_sentence
             text = punc_norm(source, starts_sentence=starts, ends_sentence=cut.kind.ends_sentence)
             if text:  # nothing speakable (stray quotes, say): skip it
-                self._outstanding = PlannedChunk(self._seq, text, source, cut.kind, cut.estimate_s)
+                self._outstanding = PlannedChunk(self._seq, text, source, cut.kind, cut.estimate_s, start,
+                                                 start + len(source))
                 self._seq += 1
                 return self._outstanding
         return None
@@ -436,7 +453,8 @@ class ChunkPlanner:
         return slack if cut.follow else buffer
 
     def _audio_lower(self, chars: int) -> float:
-        return self.cost_model.audio_lower(chars, self._rate())
+        """A cautious estimate of the seconds ``chars`` characters play for (at this utterance's speed)."""
+        return self.cost_model.audio_lower(chars, self._rate()) / self.config.speed
 
     def _shortfall(self, cut: _Candidate, ahead: float) -> float:
         """Predicted waiting (margins included) if cut here: for this chunk, then for the next minimal unit."""

@@ -15,18 +15,20 @@ See docs/engine-protocol.md for the message reference.
 from __future__ import annotations
 
 import json
-import re
 import struct
-from dataclasses import MISSING, dataclass, fields
+from dataclasses import MISSING, astuple, dataclass, fields
 from typing import Any, Callable, ClassVar
+
+from engine.speech_text.tags import TURBO_TAG
 
 PROTOCOL_VERSION = 1
 ENGINE_PATH = "/v1/engine"
 SAMPLE_RATE = 24000  # every chunk on the wire is mono s16le at this rate
 # A paralinguistic tag in the text ([laugh], [clear throat]): spoken as a sound, never as words, never split. One
-# definition for the engine (chunk planning) and the gateway (which words a client hears).
-TAG_MAX_LEN = 40  # longest bracketed span, brackets included, still a tag; a longer one is plain text
-TAG = re.compile(r"\[[^\[\]\n]{1,%d}\]" % (TAG_MAX_LEN - 2))
+# definition for the engine (chunk planning) and the gateway (which words a client hears). Only Turbo's own tags: any
+# other bracketed text is words (a markdown link's, say).
+TAG_MAX_LEN = 40  # a "[" with no "]" within this many characters opens no tag (text still arriving)
+TAG = TURBO_TAG
 _HEADER_LEN = struct.Struct("!I")
 # A caller's latency preference (an utterance's ``latency``): how long its first audio may take to buy prosody.
 # "fastest": the shortest natural unit first; "balanced": the worker's default first-audio budget; "prosody": a
@@ -34,6 +36,11 @@ _HEADER_LEN = struct.Struct("!I")
 LATENCY_PRESETS = ("fastest", "balanced", "prosody")
 LATENCY_PROSODY_S = 0.5
 MAX_LATENCY_S = 5.0
+# How an utterance's text is read (ElevenLabs' apply_text_normalization): "on" and "auto" as a person would say it
+# (markdown, numbers, money, dates, symbols...: engine/speech_text/), SSML when it starts with <speak>; "off" as sent,
+# with Chatterbox-Turbo's own punctuation rules only.
+NORMALIZE_MODES = ("auto", "on", "off")
+MIN_SPEED, MAX_SPEED = 0.25, 4.0  # an utterance's speaking speed (OpenAI's range), pitch unchanged (engine/speed.py)
 
 
 class ProtocolError(ValueError):
@@ -44,6 +51,26 @@ class ProtocolError(ValueError):
         self.code = code
 
 
+@dataclass(frozen=True)
+class Reading:
+    """How one utterance is read, as a client asked (None: the worker's default): ``latency`` (LATENCY_PRESETS or a
+    first-audio budget in seconds), ``normalize`` (NORMALIZE_MODES). The fields of ``Start`` after its voice."""
+
+    latency: str | float | None = None
+    normalize: str | None = None
+    speed: float | None = None  # MIN_SPEED..MAX_SPEED; None: 1
+
+    def __post_init__(self) -> None:
+        check_latency(self.latency)
+        check_normalize(self.normalize)
+        check_speed(self.speed)
+
+    def over(self, base: "Reading") -> "Reading":
+        """This reading where it says something, ``base``'s elsewhere (an utterance's over its session's)."""
+        return Reading(*(mine if mine is not None else theirs
+                         for mine, theirs in zip(astuple(self), astuple(base), strict=True)))
+
+
 # Gateway -> worker: one utterance's requests (``id`` is chosen by the gateway, unique on its connection).
 @dataclass(frozen=True)
 class Start:
@@ -51,9 +78,13 @@ class Start:
     id: str
     voice: str = "default"
     latency: str | float | None = None  # a preset of LATENCY_PRESETS or a first-audio budget (s); None: "balanced"
+    normalize: str | None = None  # one of NORMALIZE_MODES: how the text is read (None: "auto")
+    speed: float | None = None  # MIN_SPEED..MAX_SPEED: how fast it is spoken (None: 1)
 
     def __post_init__(self) -> None:
         check_latency(self.latency)
+        check_normalize(self.normalize)
+        check_speed(self.speed)
 
 
 @dataclass(frozen=True)
@@ -153,7 +184,9 @@ class ChunkHeader:
     duration: float  # seconds of audio in this chunk
     gen_time: float  # seconds the engine spent generating it
     sample_rate: int = SAMPLE_RATE
-    words: list[dict[str, Any]] | None = None  # [{word, start, end}] in seconds of utterance audio
+    words: list[dict[str, Any]] | None = None  # [{word, start, end, span}] in seconds of utterance audio; ``span``:
+    # [start, end) of the caller's characters the word speaks for (every word of "one hundred" has 100's)
+    span: list[int] | None = None  # [start, end) of the caller's characters this chunk speaks for
     timing: str | None = None  # "exact" (the engine placed the words) or "estimated" (spread by syllables)
 
 
@@ -304,6 +337,23 @@ def check_latency(value: Any) -> str | float | None:
                         f"in seconds from 0 to {MAX_LATENCY_S:g}, not {value!r}", "bad_latency")
 
 
+def check_normalize(value: Any) -> str | None:
+    """A normalisation mode as sent (None: the default), or ``ProtocolError`` (``bad_normalize``)."""
+    if value is None or value in NORMALIZE_MODES:
+        return value
+    raise ProtocolError(f"normalize must be one of {', '.join(map(repr, NORMALIZE_MODES))}, not {value!r}",
+                        "bad_normalize")
+
+
+def check_speed(value: Any) -> float | None:
+    """A speaking speed as sent (None: the default), or ``ProtocolError`` (``bad_speed``) naming the range."""
+    if value is None:
+        return None
+    if _is_number(value) and MIN_SPEED <= value <= MAX_SPEED:
+        return float(value)
+    raise ProtocolError(f"speed must be a number from {MIN_SPEED} to {MAX_SPEED}, not {value!r}", "bad_speed")
+
+
 # What a JSON value must be for each field annotation used above ("| None" aside).
 _CHECKS: dict[str, tuple[str, Callable[[Any], bool]]] = {
     "str": ("a string", lambda v: isinstance(v, str)),
@@ -312,6 +362,8 @@ _CHECKS: dict[str, tuple[str, Callable[[Any], bool]]] = {
     "bool": ("true or false", lambda v: isinstance(v, bool)),
     "str | float": ("a string or a number", lambda v: isinstance(v, str) or _is_number(v)),
     "dict[str, Any]": ("an object", lambda v: isinstance(v, dict)),
+    "list[int]": ("a list of integers",
+                  lambda v: isinstance(v, list) and all(isinstance(x, int) and not isinstance(x, bool) for x in v)),
     "list[dict[str, Any]]": ("a list of objects",
                              lambda v: isinstance(v, list) and all(isinstance(x, dict) for x in v)),
 }

@@ -15,6 +15,9 @@ from enum import IntEnum
 
 from engine.protocol import TAG, TAG_MAX_LEN
 
+# Holds the words of one rewritten phrase together ("three million dollars" for "$3 million"): not whitespace, so no
+# boundary is found at it and no chunk splits the phrase; spoken as a space (the planner puts the spaces back).
+WORD_JOINER = "\u2060"
 _SPACE_RUN = re.compile(r"\s+")
 _NON_SPACE = re.compile(r"\S+")
 _SENTENCE_END = re.compile(r"[.!?]['\"”’)]*$")
@@ -51,7 +54,7 @@ _BINDS_FORWARD = _DETERMINERS | _PREPOSITIONS | _CONJUNCTIONS | _RELATIVES | _TI
 _NOUN_PHRASE_WORDS = 3  # a determiner's noun phrase is taken to run this many words on ("the quick brown fox")
 
 # Chatterbox's punc_norm replacements, plus double quotes removed: Turbo voices `"` as a sigh (chatterbox#433).
-_REPLACEMENTS = (
+TURBO_PUNCTUATION = (
     ("…", ", "),
     (":", ","),
     ("—", "-"),
@@ -183,7 +186,7 @@ def punc_norm(text: str, *, starts_sentence: bool = True, ends_sentence: bool = 
 
 def _plain_norm(text: str) -> str:
     """Turbo's replacements and whitespace rules on text outside tags (a whitespace run becomes one space)."""
-    for old, new in _REPLACEMENTS:
+    for old, new in TURBO_PUNCTUATION:
         text = text.replace(old, new)
     return _SPACE_RUN.sub(" ", text).replace(" ,", ",")
 

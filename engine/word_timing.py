@@ -10,6 +10,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from engine.protocol import TAG
 from engine.text import strip_tags
 
 _WORD = re.compile(r"\S+")
@@ -103,3 +104,9 @@ def _filled(words: list[str], placed: list[float | None], start: float, end: flo
             bounds[j] = bounds[anchor] + (bounds[i] - bounds[anchor]) * seen / total
         anchor = i
     return bounds
+
+
+def word_offsets(text: str) -> list[tuple[int, int]]:
+    """``(start, end)`` in ``text`` of each word ``spoken_words`` finds for it (tags are not words)."""
+    blanked = TAG.sub(lambda m: " " * len(m.group()), text)
+    return [m.span() for m in _WORD.finditer(blanked)]

@@ -37,10 +37,13 @@ from engine.protocol import (AddVoice, Cancel, Chunk, ChunkHeader, DeleteVoice, 
                              ListVoices, Playout, ProtocolError, Result, Start, Text)
 from engine.scheduler import DeviceQueue, Gathered
 from engine.settings import DEFAULT_VOCODE_WINDOW_S, EngineSettings
-from engine.text import BoundaryKind
+from engine.text import WORD_JOINER, BoundaryKind
 from engine.voices import VoiceStore, voice_key
 from engine.watermark import Watermarker
-from engine.word_timing import chunk_words
+from engine.speech_text.reader import Reader, Stretch
+from engine.speech_text.ssml import MAX_BREAK_S as MAX_PAUSE_S
+from engine.speed import stretch, stretched_time
+from engine.word_timing import chunk_words, word_offsets
 
 log = logging.getLogger("chatterbox_fast.engine")
 MAX_MESSAGE_BYTES = 16 * 1024 * 1024  # voice uploads travel as one binary frame
@@ -82,8 +85,12 @@ class Synthesizer:
             raise Cancelled()
         return self.engine.synthesize_timed(text, voice, cancel)
 
-    def finish(self, wav: np.ndarray, joiner: Joiner, previous: BoundaryKind | None) -> np.ndarray:
-        wav = joiner.process(wav, self.engine.sample_rate, previous)
+    def finish(self, wav: np.ndarray, joiner: Joiner, previous: BoundaryKind | None, speed: float = 1.0,
+               pause_s: float | None = None) -> np.ndarray:
+        """Stretched to ``speed``, joined (after ``pause_s`` if the text asked for one), then watermarked: PerTh
+        goes on what the listener hears."""
+        wav = stretch(wav, speed, self.engine.sample_rate)
+        wav = joiner.process(wav, self.engine.sample_rate, previous, pause_s)
         return self.watermarker.apply(wav, self.engine.sample_rate)
 
     def chunk(self, text: str, voice: Any, joiner: Joiner, previous: BoundaryKind | None,
@@ -117,15 +124,18 @@ class Synthesizer:
         """Run on the device thread; ``buffered`` is the audio the waiting listener has in hand (its slack)."""
         return await asyncio.wrap_future(self.device.submit(time.monotonic() + buffered, fn, *args))
 
-    async def after(self, wav: np.ndarray, joiner: Joiner, previous: BoundaryKind | None) -> np.ndarray:
-        return await asyncio.get_running_loop().run_in_executor(self.post, self.finish, wav, joiner, previous)
+    async def after(self, wav: np.ndarray, joiner: Joiner, previous: BoundaryKind | None, speed: float = 1.0,
+                    pause_s: float | None = None) -> np.ndarray:
+        return await asyncio.get_running_loop().run_in_executor(self.post, self.finish, wav, joiner, previous, speed,
+                                                                pause_s)
 
 
 class Utterance:
     """One utterance: text in, planned chunks generated one by one, chunks out."""
 
     def __init__(self, uid: str, voice: str, worker: "Worker", send: Send,
-                 latency: str | float | None = None) -> None:
+                 latency: str | float | None = None, normalize: str | None = None,
+                 speed: float | None = None) -> None:
         self.id = uid
         self.key = (send, uid)  # ids are the gateway's choice, unique only on its own connection
         self.voice = voice
@@ -133,8 +143,13 @@ class Utterance:
         self.send = send
         self.latency = latency or "balanced"
         budget = worker.settings.latency_budget(worker.synth.engine.info.device, latency)
-        config = dataclasses.replace(worker.planner_config, first_audio_target_s=budget)
+        self.speed = speed or 1.0
+        config = dataclasses.replace(worker.planner_config, first_audio_target_s=budget, speed=self.speed)
         self.planner = ChunkPlanner(config, worker.cost_model(voice))
+        self.reader = Reader(normalize)  # the caller's text as it is spoken, and the way back
+        self.spoken = ""  # what the reader gave the planner: chunks' start and end are offsets in it
+        self._rates: list[tuple[int, float]] = [(0, 1.0)]  # (offset in spoken, SSML rate from there on)
+        self._pauses: list[tuple[int, float]] = []  # (offset in spoken, seconds of silence asked for there)
         self.cancel_event = threading.Event()
         self.wakeup = asyncio.Event()
         self.chars = 0
@@ -148,19 +163,39 @@ class Utterance:
         self.chars += len(text)
         if self.chars > MAX_TEXT_CHARS:
             raise ProtocolError(f"utterance longer than {MAX_TEXT_CHARS} characters", "text_too_long")
-        try:
-            self.planner.append(text)
-        except PlannerError as exc:  # text after end
-            raise ProtocolError(str(exc), exc.code) from None
+        if self.planner.ended:
+            raise ProtocolError("text after the end of the utterance", "ended")
+        self._plan(self.reader.feed(text))
         self.wakeup.set()
 
     def flush(self) -> None:
+        self._plan(self.reader.flush())
         self.planner.flush()
         self.wakeup.set()
 
     def end(self) -> None:
+        self._plan(self.reader.flush(final=True))
         self.planner.end()
         self.wakeup.set()
+
+    def _plan(self, stretches: list[Stretch]) -> None:
+        """The reader's spoken text to the planner: no chunk spans a change of rate or an asked-for pause."""
+        for part in stretches:
+            if part.rate != self._rates[-1][1]:
+                self.planner.flush()
+                self._rates.append((len(self.spoken), part.rate))
+            self.spoken += part.text
+            self.planner.append(part.text)
+            if part.pause_after:
+                self.planner.flush()
+                self._pauses.append((len(self.spoken), part.pause_after))
+
+    def _chunk_reading(self, planned: PlannedChunk, previous: PlannedChunk | None) -> tuple[float, float | None]:
+        """The speed ``planned`` is spoken at, and the pause asked for before it (None: the joins' own)."""
+        rate = next(r for at, r in reversed(self._rates) if at <= planned.start)
+        since = previous.end if previous else 0
+        asked = [s for at, s in self._pauses if since <= at <= planned.start]
+        return self.speed * rate, min(MAX_PAUSE_S, sum(asked)) if asked else None
 
     def playout(self, played: float) -> None:
         self.planner.on_playout(played, time.monotonic())
@@ -190,15 +225,20 @@ class Utterance:
                     continue
                 t0 = time.monotonic()
                 raw, starts = await synth.generate(planned.text, voice, self.cancel_event, self.planner.buffered(t0))
-                wav = await synth.after(raw, joiner, previous.boundary if previous else None)
+                speed, pause = self._chunk_reading(planned, previous)
+                wav = await synth.after(raw, joiner, previous.boundary if previous else None, speed, pause)
+                if starts and speed != 1.0:
+                    starts = [(index, stretched_time(at, speed)) for index, at in starts]
                 now = time.monotonic()
                 gen_time = now - t0
                 duration = len(wav) / synth.engine.sample_rate
                 self.planner.on_generated(planned, gen_time=gen_time, audio_seconds=duration, now=now)
                 words, timing = chunk_words(planned.text, joiner.placement, starts, duration)
+                spans = self._word_spans(planned, len(words))
                 header = ChunkHeader(self.id, seq, planned.text, round(offset, 4), round(duration, 4),
-                                     round(gen_time, 4), words=[w.later(offset).as_json() for w in words],
-                                     timing=timing)
+                                     round(gen_time, 4),
+                                     words=[{**w.later(offset).as_json(), "span": span} for w, span in zip(words, spans)],
+                                     timing=timing, span=list(self.reader.source(planned.start, planned.end)))
                 await self._deliver(protocol.encode(Chunk(header, to_int16(wav))))
                 seq, offset, gen_total, previous = seq + 1, offset + duration, gen_total + gen_time, planned
             if seq == 0:
@@ -223,6 +263,15 @@ class Utterance:
         finally:
             if self._releaser is not None:
                 self._releaser.cancel()
+
+    def _word_spans(self, planned: PlannedChunk, count: int) -> list[list[int]]:
+        """The caller's characters each of the chunk's ``count`` timed words speaks for. The planner's text of a chunk
+        has the same words as its timed text (punc_norm only changes a capital and ends a sentence); where it does
+        not (a full stop after a closing tag is a word of its own), the words past the planner's take the chunk's."""
+        whole = list(self.reader.source(planned.start, planned.end))
+        found = [list(self.reader.word_span(planned.start + a, planned.start + b))
+                 for a, b in word_offsets(self.spoken[planned.start:planned.end].replace(WORD_JOINER, " "))]
+        return (found + [whole] * count)[:count]
 
     async def _deliver(self, frame: str | bytes) -> None:
         """Send a chunk, or hold it while the planner holds first audio back (until ``release_at``)."""
@@ -372,7 +421,7 @@ class Worker:
         if isinstance(request, Start):
             if (send, request.id) in self.utterances:
                 raise ProtocolError(f"utterance {request.id!r} already exists", "duplicate_id")
-            utt = Utterance(request.id, request.voice, self, send, request.latency)
+            utt = Utterance(request.id, request.voice, self, send, request.latency, request.normalize, request.speed)
             self.utterances[utt.key] = utt
             utt.task = asyncio.create_task(utt.run())
             utt.task.add_done_callback(lambda _: self._forget(utt))
@@ -383,16 +432,27 @@ class Worker:
                 return  # already finished: nothing to do
             raise ProtocolError(f"no utterance {request.id!r}", "unknown_utterance")
         match request:
-            case Text(text=text):
-                utt.append(text)
-            case Flush():
-                utt.flush()
-            case End():
-                utt.end()
+            case Text() | Flush() | End():
+                await self._take_text(utt, request)
             case Cancel():
                 utt.cancel()
             case Playout(played=played):
                 utt.playout(played)
+
+    async def _take_text(self, utt: Utterance, request: Text | Flush | End) -> None:
+        """Text for ``utt``: text it cannot take (too long, SSML that does not parse) ends it with that error."""
+        try:
+            match request:
+                case Text(text=text):
+                    utt.append(text)
+                case Flush():
+                    utt.flush()
+                case End():
+                    utt.end()
+        except ProtocolError as exc:
+            utt.cancel()
+            self._forget(utt)
+            await utt.send(protocol.encode(Error(id=utt.id, code=exc.code, message=str(exc))))
 
     def _forget(self, utt: Utterance) -> None:
         """``utt``'s task ended, however: also when it was cancelled before it ever ran (a Cancel, or the connection

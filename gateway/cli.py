@@ -17,6 +17,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
+from engine.protocol import NORMALIZE_MODES
+
 
 @dataclass(frozen=True)
 class Option:
@@ -400,8 +402,11 @@ def cmd_engine(args: argparse.Namespace) -> int:
 
 
 def cmd_say(args: argparse.Namespace) -> int:
-    from cbf_tools.say import say
+    from cbf_tools.say import dry_run, say
 
+    if args.dry_run:
+        print(dry_run(args.text, args.normalize))
+        return 0
     return asyncio.run(say(args, engine_argv(args)))
 
 
@@ -531,6 +536,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("text")
     p.add_argument("--voice", default="default")
     p.add_argument("--out", type=Path, default=Path("out.wav"))
+    p.add_argument("--normalize", choices=NORMALIZE_MODES, default=None,
+                   help="how the text is read: auto and on as a person would say it, off as written (default auto)")
+    p.add_argument("--dry-run", action="store_true",
+                   help="print what would be spoken, and what each rewritten piece of the text becomes; no audio")
 
     bench = sub.add_parser("bench", help="benchmarks that print figures").add_subparsers(dest="target", required=True)
     p = command(bench, "engine", "time to first chunk and real-time factor", cmd_bench_engine, ENGINE_OPTIONS,

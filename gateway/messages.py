@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
-from engine.protocol import ProtocolError, check_latency
+from engine.protocol import ProtocolError, Reading
 from gateway.guard.client_input import BadInput, load_json, speech_text
 from gateway.formats import WEBSOCKET_DEFAULT_FORMAT, WEBSOCKET_FORMATS, output_format
 
@@ -17,7 +17,7 @@ class Config:
     voice: str | None = None
     format: str | None = None
     sample_rate: int | None = None
-    latency: str | float | None = None  # the session's latency preference (engine/protocol.py LATENCY_PRESETS)
+    reading: Reading = field(default_factory=Reading)  # the session's (latency, normalize): None fields keep theirs
 
 
 @dataclass(frozen=True)
@@ -29,7 +29,7 @@ class Text:
 class Speak:
     text: str
     voice: str | None = None
-    latency: str | float | None = None  # this utterance's, over the session's
+    reading: Reading = field(default_factory=Reading)  # this utterance's, over the session's
 
 
 @dataclass(frozen=True)
@@ -94,7 +94,7 @@ def parse_message(raw: str | bytes) -> Message:
         text = speech_text(_string(message, "text", required=True) or "")
         if not text.strip():
             raise ProtocolError("'speak' needs non-empty text")
-        return Speak(text, _string(message, "voice", required=False), check_latency(message.get("latency")))
+        return Speak(text, _string(message, "voice", required=False), reading(message))
     if kind == "config":
         return _parse_config(message)
     if kind == "playout":
@@ -117,4 +117,10 @@ def _parse_config(message: dict[str, Any]) -> Config:
                                 "bad_config")
     elif len(spec.rates) == 1:  # a format with a rate of its own: say which
         rate = spec.rates[0]
-    return Config(_string(message, "voice", required=False), fmt, rate, check_latency(message.get("latency")))
+    return Config(_string(message, "voice", required=False), fmt, rate, reading(message))
+
+
+def reading(message: dict[str, Any]) -> Reading:
+    """A message's (or a request body's) ``latency``, ``normalize`` and ``speed``, checked (``ProtocolError``
+    otherwise)."""
+    return Reading(message.get("latency"), message.get("normalize"), message.get("speed"))

@@ -37,7 +37,10 @@ def test_gateway_and_tools_import_no_torch_and_no_engine_module_but_the_protocol
             "cbf_tools.gate.similarity", "aiortc", "starlette"} <= loaded  # (the gate's encoders load torch when run)
     assert not {"resemblyzer", "pocketsphinx", "jiwer", "librosa"} & loaded  # nor the gate's models, until they run
     assert not {name for name in loaded if name.split(".")[0] == "torch"}
-    assert {name for name in loaded if name.split(".")[0] == "engine"} == {"engine", "engine.protocol"}
+    # the protocol, and the one list it shares with the engine's text front end (Turbo's tags)
+    assert {name for name in loaded if name.split(".")[0] == "engine"} == {"engine", "engine.protocol",
+                                                                          "engine.speech_text",
+                                                                          "engine.speech_text.tags"}
 
 
 def test_the_engine_worker_command_loads_no_gateway_transport_and_no_tool(tmp_path: Path) -> None:

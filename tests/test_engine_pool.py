@@ -16,7 +16,7 @@ import httpx
 import pytest
 from websockets.asyncio.client import connect
 
-from engine.protocol import EngineReady
+from engine.protocol import EngineReady, Reading
 from gateway.engine_link.client import EngineRequestError, EngineUnavailable
 from gateway.engine_link.pool import EnginePool
 from tests.server import assert_goes_down, running_server
@@ -215,7 +215,7 @@ class FakeClient:
         self._add, self._delete, self._voices = add, delete, list(voices)
         self.started = 0
 
-    async def start(self, voice: str, latency: str | float | None = None) -> str:
+    async def start(self, voice: str, reading: Reading = Reading()) -> str:
         self.started += 1
         self.in_flight += 1
         return self.url

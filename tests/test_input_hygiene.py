@@ -63,7 +63,8 @@ async def test_websocket_refuses_or_cleans_and_another_client_speaks_on(url: str
             assert error["type"] == "error" and error["code"] == "bad_message" and says in error["message"], error
         await attacker.send('{"type": "speak", "text": "hi \\u00000\\u0000 there"}')  # once an IndexError
         texts, last = await spoken(attacker)
-        assert last["type"] == "done" and "".join(texts) == "Hi 0 there."
+        # (the control characters are gone, and the "0" between them is read as a number)
+        assert last["type"] == "done" and "".join(texts) == "Hi zero there."
         await attacker.send('{"type": "speak", "text": "hello \\u00000\\u0000 there [laugh]"}')  # once a forged tag
         texts, last = await spoken(attacker)
         assert last["type"] == "done" and " ".join(texts).count("[laugh]") == 1 and "\x00" not in "".join(texts)

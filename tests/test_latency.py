@@ -13,7 +13,7 @@ import openai
 import pytest
 from websockets.asyncio.client import ClientConnection, connect
 
-from engine.protocol import ProtocolError
+from engine.protocol import ProtocolError, Reading
 from gateway import messages
 from gateway.elevenlabs import translate
 from gateway.sessions.core import SessionCore, StartUtterance
@@ -48,11 +48,11 @@ def test_config_and_speak_carry_the_preference_to_the_engine() -> None:
     core = SessionCore("s", "websocket", 1000, configurable=True)
     core.receive(json.dumps({"type": "config", "latency": "prosody"}))
     starts = [a for a in core.receive(json.dumps({"type": "speak", "text": "One."})) if isinstance(a, StartUtterance)]
-    assert starts == [StartUtterance(0, "default", "prosody")]
+    assert starts == [StartUtterance(0, "default", Reading("prosody"))]
     starts = [a for a in core.receive(json.dumps({"type": "speak", "text": "Two.", "latency": 0.2}))
               if isinstance(a, StartUtterance)]
-    assert starts == [StartUtterance(1, "default", 0.2)]  # this utterance only: the session keeps its own
-    assert core.latency == "prosody"
+    assert starts == [StartUtterance(1, "default", Reading(0.2))]  # this utterance only: the session keeps its own
+    assert core.reading == Reading("prosody")
     for bad in ("slow", -1, 6, True, [0.1]):
         with pytest.raises(ProtocolError) as info:
             messages.parse_message(json.dumps({"type": "speak", "text": "x", "latency": bad}))

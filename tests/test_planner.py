@@ -92,6 +92,26 @@ def test_chunks_cover_the_input_in_order_without_splitting_tags_or_exceeding_the
     assert all(c.text == punc_norm(c.source, starts_sentence=s, ends_sentence=c.boundary.ends_sentence)
                for c, s in zip(chunks, starts))
     assert [c.seq for c in chunks] == list(range(len(chunks)))
+    assert all(text[c.start:c.end] == c.source for c in chunks)  # where each chunk is in all the text appended
+
+
+def test_at_speed_two_the_buffer_counts_what_plays_and_the_cost_model_what_the_model_made() -> None:
+    """A chunk stretched to twice the speed plays half as long: the planner's buffer holds what plays, while the
+    voice's cost model learns the model's own audio per character (the same at any speed)."""
+    models = {speed: CostModel() for speed in (1.0, 2.0)}
+    buffered = {}
+    for speed, model in models.items():
+        planner = ChunkPlanner(PlannerConfig(speed=speed), model)
+        planner.append("Hello there, how are you today? ")
+        planner.end()
+        planned = planner.next_chunk(0.0)
+        assert planned is not None
+        planner.on_generated(planned, gen_time=0.2, audio_seconds=2.0 / speed, now=0.2)
+        buffered[speed] = planner.buffered(0.2)
+    assert models[1.0].audio_per_char_s == pytest.approx(models[2.0].audio_per_char_s)
+    assert buffered[2.0] == pytest.approx(buffered[1.0] / 2)
+    with pytest.raises(PlannerError):
+        PlannerConfig(speed=0)
 
 
 def settled_words(sent: str) -> int:

@@ -8,7 +8,7 @@ import json
 
 import pytest
 
-from engine.protocol import Chunk, ChunkHeader, Done, EngineReady
+from engine.protocol import Chunk, ChunkHeader, Done, EngineReady, Reading
 from gateway.sessions import core
 from gateway.engine_link.client import EngineRequestError, EngineUnavailable
 from gateway.metrics import Metrics
@@ -240,7 +240,7 @@ class FakeEngine:
         self.utterances: list[FakeUtterance] = []
         self.available = True
 
-    async def start(self, voice: str, latency: str | float | None = None) -> FakeUtterance:
+    async def start(self, voice: str, reading: Reading = Reading()) -> FakeUtterance:
         if not self.available:
             raise EngineUnavailable("the engine worker is not connected")
         utterance = FakeUtterance(f"u{len(self.utterances)}")

@@ -206,4 +206,4 @@ def test_punc_norm_holds_tags_apart_so_none_can_be_forged() -> None:
     assert punc_norm("hi \x000\x00 there") == "Hi \x000\x00 there."
     assert punc_norm("hello \x000\x00 there [laugh]") == "Hello \x000\x00 there [laugh]."
     assert punc_norm("  [laugh] , ok…  “wow”:  [clear   throat]") == "[laugh], ok, wow, [clear throat]."
-    assert punc_norm("[a: “b”] x") == "[a: “b”] x."  # nothing inside a tag is rewritten
+    assert punc_norm("[a: “b”] x") == "[a, b] x."  # only Turbo's own tags are tags: other brackets are text

@@ -245,8 +245,13 @@ async def test_the_worker_serves_turbo_chunks_planned_and_watermarked(ending_che
         await utterance.text(" you today? Fine, thanks.")
         await utterance.end()
         chunks = [event async for event in utterance.events() if isinstance(event, Chunk)]
-    assert [c.header.text for c in chunks] == ["Hello there, how are.", "You today? Fine, thanks."]  # punc_norm
-    assert [c.header.seq for c in chunks] == [0, 1] and chunks[1].header.offset == chunks[0].header.duration
+    # The flush ends the first chunk (punc_norm's full stop); the rest may come as one chunk or be cut where the
+    # planner's measured cost says (a loaded machine makes shorter ones), but it is all spoken, in order.
+    texts = [c.header.text for c in chunks]
+    assert texts[0] == "Hello there, how are." and " ".join(texts[1:]) == "You today? Fine, thanks.", texts
+    assert [c.header.seq for c in chunks] == list(range(len(chunks)))
+    assert all(later.header.offset == pytest.approx(earlier.header.offset + earlier.header.duration, abs=1e-3)
+               for earlier, later in zip(chunks, chunks[1:]))
     audio = np.frombuffer(b"".join(c.pcm for c in chunks), dtype=np.int16).astype(np.float32) / 32768
     assert audio.size / 24000 > 1.0
     assert Watermarker().detect(audio, 24000) >= 0.5

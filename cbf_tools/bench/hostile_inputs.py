@@ -15,7 +15,21 @@ _NASTY_TEXT = ("\ud800", "\udfff", "\x00", "\x000\x00", "\x00\x31\x00 [laugh]", 
                "\n" * 30, " ", "", "e\u0301" * 20, "Ω≈ç√", "Dr. J. Smith", "\t\r\n")
 
 
+# Whole texts the text front end (engine/speech_text/) must refuse clearly or read in bounded time: SSML bombs and
+# malformed SSML, absurd numbers, markdown or emoji and nothing else.
+_NASTY_DOCUMENTS = ("<speak>" + "<p>" * 10000 + "x" + "</p>" * 10000 + "</speak>",
+                    '<?xml version="1.0"?><!DOCTYPE lol [<!ENTITY a "aaaaaaaa">]><speak>&a;&a;&a;</speak>',
+                    "<speak>" + '<break time="10s"/>' * 100 + "</speak>", '<speak><break time="1e9s"/>hi</speak>',
+                    "<speak>hi", "<speak><p>hi</s></speak>", "<speak>hi</speak> and more", '<speak a=b>hi</speak>',
+                    "<speak>&bogus;</speak>", '<speak><say-as interpret-as="cardinal">' + "9" * 5000 + "</say-as></speak>",
+                    "9" * 1000, "$" + "9" * 400 + ".99", "1" + ",000" * 300, "-" * 5000, "*" * 10000, "```\n" * 50,
+                    "| a | b |\n|---|---|\n" * 200, "😀" * 5000, "[" * 3000 + "](" * 3000,
+                    "https://" + "a." * 3000 + "com", "@" * 5000, "12:" * 2000, "1/" * 3000, "%" * 5000)
+
+
 def _text(rng: random.Random) -> str:
+    if rng.random() < 0.1:
+        return rng.choice(_NASTY_DOCUMENTS)
     pieces = [rng.choice(_NASTY_TEXT) if rng.random() < 0.5 else rng.choice(("hi", "there", "ok.", "a,", "b!"))
               for _ in range(rng.randint(0, 6))]
     return " ".join(pieces)
@@ -66,13 +80,16 @@ def _pick(*choices: Any) -> Callable[[random.Random], Any]:
 
 
 _LATENCY = _pick("fastest", "prosody", 0.2, 0, -1, 1e9, "slow", True, None, [0.1], {"s": 1})
+_NORMALIZE = _pick("auto", "on", "off", "OFF", "", 1, True, None, ["on"])
+_SPEED = _pick(0.25, 1.5, 4.0, 0, 0.24, 4.01, -1, 1e308, "1", True, None, [1])
 WEBSOCKET_FIELDS = {"type": _pick("speak", "text", "flush", "end", "cancel", "config", "playout", "sing", ""),
                     "text": _text, "voice": _pick("default", "Default", "nobody", "\ud800", "../x"),
                     "format": _pick("pcm_s16le", "mulaw", "mp3"), "sample_rate": _pick(8000, 16000, 44100, True),
-                    "played": _pick(0.5, -1, "1", 1e9, True), "latency": _LATENCY}
+                    "played": _pick(0.5, -1, "1", 1e9, True), "latency": _LATENCY, "normalize": _NORMALIZE,
+                    "speed": _SPEED}
 # ElevenLabs' multi-stream-input messages (close_socket left out: it would end the client's socket legitimately)
 ELEVENLABS_FIELDS = {"text": _text, "context_id": _pick("a", "b", "", 3), "flush": _pick(True, False, "yes"),
-                     "close_context": _pick(True, False, 1), "voice_settings": _pick({"speed": 2}, "fast"),
+                     "close_context": _pick(True, False, 1), "voice_settings": _pick({"speed": 2}, {"speed": 0.1}, {"speed": "x"}, "fast", None),
                      "xi_api_key": _pick("key", 5)}
 # Phone stacks' frames: Twilio's and Telnyx's media-stream events ("stop" left out: it ends the call legitimately),
 # Asterisk's chan_websocket events, jambonz's TTS vendor messages.
@@ -153,9 +170,9 @@ def asterisk_frames(rng: random.Random, count: int) -> list[str | bytes]:
 
 TTS_FIELDS = {"text": _text, "voice": _pick("default", "nobody", "\ud800"), "format": _pick("pcm", "wav", "opus", "x"),
               "sample_rate": _pick(8000, 24000, 7, "24000"), "latency": _LATENCY,
-              "stream": _pick(True, False, "yes")}
+              "stream": _pick(True, False, "yes"), "normalize": _NORMALIZE, "speed": _SPEED}
 OPENAI_FIELDS = {"model": _pick("tts-1", 1), "input": _text, "voice": _pick("alloy", "marin", "default", "\ud800"),
-                 "response_format": _pick("pcm", "wav", "mp3", "flac", "opus", "x"), "speed": _pick(1.0, 2.0, "1"),
+                 "response_format": _pick("pcm", "wav", "mp3", "flac", "opus", "x"), "speed": _SPEED, "normalize": _NORMALIZE,
                  "stream_format": _pick("audio", "sse", "sse", "ws"), "instructions": _pick("Calm.", 3),
                  "latency": _LATENCY, "stream": _pick(True, False, 0)}
 # The data of Wyoming events (the event's type is picked apart, in wyoming_frames)

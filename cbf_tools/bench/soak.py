@@ -37,7 +37,6 @@ from websockets.exceptions import ConnectionClosed
 
 from cbf_tools.bench import caller_voices
 from cbf_tools.bench.faults import SERVER_FAILURES
-from cbf_tools.bench.gateway import TEXTS
 from cbf_tools.peers.local_server import ServerFailed, free_port, local_server, quiet_client_logs
 from cbf_tools.peers.phone_callers import PlayingStack, connect_call
 from cbf_tools.peers.rtc_listener import Listener
@@ -51,6 +50,16 @@ TURN_TIMEOUT_S = 60.0
 MIN_MINUTES_FOR_GROWTH = 4.0  # shorter runs are mostly warm-up: growth over them says little
 CALLER_TURN_S = 1.5  # what a caller says over the gateway: this much of the clip
 VAD_SILENCE_S = 0.5  # after it, until the VAD has heard them stop (its minimum silence, 0.3 s, and some)
+
+# What callers say: as an LLM writes it (markdown, money, a time, a link, an emoji) and as a phone stack sends it
+# (SSML), so the text front end runs under the load; the OpenAI callers ask for a speed.
+TEXTS = (
+    "All right, your **table for two** is ready now.",
+    "Okay, I moved your booking to Thursday at 7:30 pm; the deposit is $25.",
+    '<speak>Of course. <break time="300ms"/>Your parcel left the warehouse this morning.</speak>',
+    "Excellent 🎉, that is all done: see [your order](https://example.com/o/42). Anything else?",
+)
+SPEEDS = {TEXTS[1]: 1.25, TEXTS[3]: 0.8}  # by text, so the callers' random draws are the seed's as before
 
 
 @dataclass
@@ -176,8 +185,10 @@ async def _sse_caller(url: str, headers: dict[str, str], rng: random.Random, dea
     """OpenAI's SSE speech stream, as LiveKit's OpenAI plugin reads it; sometimes hung up at the first audio."""
     async with httpx.AsyncClient(base_url=url, headers=headers, timeout=TURN_TIMEOUT_S) as http:
         while time.monotonic() < deadline:
-            body = {"model": "gpt-4o-mini-tts", "voice": rng.choice(("ash", "default")), "input": rng.choice(TEXTS),
-                    "response_format": rng.choice(("pcm", "mp3", "opus")), "stream_format": "sse"}
+            text = rng.choice(TEXTS)
+            body = {"model": "gpt-4o-mini-tts", "voice": rng.choice(("ash", "default")), "input": text,
+                    "response_format": rng.choice(("pcm", "mp3", "opus")), "stream_format": "sse",
+                    "speed": SPEEDS.get(text, 1.0)}
             hang_up = rng.random() < 0.25
             try:
                 async with http.stream("POST", "/v1/audio/speech", json=body) as reply:

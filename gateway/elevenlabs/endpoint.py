@@ -16,7 +16,7 @@ from typing import Any
 
 from starlette.websockets import WebSocket
 
-from engine.protocol import ProtocolError
+from engine.protocol import ProtocolError, Reading
 from gateway import messages
 from gateway.audio import Encoder, make_encoder
 from gateway.guard.auth import authorized
@@ -59,7 +59,7 @@ class ElevenLabsSink(AudioSink):
             return
         for piece in translate.audio_pieces(chunk["words"], chunk["offset"], chunk["duration"]):
             audio = self._encoder.encode(translate.pcm_slice(pcm, piece.start, piece.end))
-            await self.socket.send(translate.audio_message(audio, piece.alignment, self.context))
+            await self.socket.send(translate.audio_message(audio, piece.alignment, self.context, piece.normalized))
             self._sent.sent(piece.end - piece.start)
 
     async def end(self) -> None:
@@ -87,10 +87,10 @@ class _Socket:
     """One client socket: its contexts and the order of what is sent on it."""
 
     def __init__(self, ws: WebSocket, state: GatewayState, voice: str, fmt: str, rate: int, multi: bool,
-                 idle: IdleClock, latency: str | None = None) -> None:
+                 idle: IdleClock, reading: Reading = Reading()) -> None:
         self.ws, self.state, self.voice, self.format, self.rate, self.multi = ws, state, voice, fmt, rate, multi
         self.idle = idle  # touched by every message in and out
-        self.latency = latency  # from the URL: every context's
+        self.reading = reading  # from the URL: every context's
         self.rules = translate.Contexts(multi)
         self.contexts: dict[str | None, _Context] = {}  # by id: the context now taking that id's messages
         self.live: set[_Context] = set()  # every context not yet final (an id used again may leave one finishing)
@@ -149,8 +149,8 @@ class _Socket:
             return
         self.contexts[ctx] = entry
         self.live.add(entry)
-        if self.latency is not None:
-            await entry.session.handle(messages.Config(latency=self.latency))
+        if self.reading != Reading():
+            await entry.session.handle(messages.Config(reading=self.reading))
 
     async def _event(self, entry: _Context, sink: ElevenLabsSink, event: dict[str, Any]) -> None:
         kind = event["type"]
@@ -243,7 +243,7 @@ async def _serve(ws: WebSocket, *, multi: bool) -> None:
         return
     fmt, rate = ELEVENLABS_FORMATS[name]
     try:
-        latency = translate.latency_preference(ws.query_params)
+        reading = translate.query_reading(ws.query_params)
     except ProtocolError as exc:
         await _refuse(ws, exc.code, str(exc))
         return
@@ -253,7 +253,7 @@ async def _serve(ws: WebSocket, *, multi: bool) -> None:
         if (waiting := state.unauthenticated.enter()) is None:  # its key may come in its first message
             await _refuse(ws, "too_many_unauthenticated", state.unauthenticated.full_message, TRY_AGAIN_LATER)
             return
-    socket = _Socket(ws, state, ws.path_params["voice_id"], fmt, rate, multi, idle, latency)
+    socket = _Socket(ws, state, ws.path_params["voice_id"], fmt, rate, multi, idle, reading)
     receiving = asyncio.create_task(_receive_all(ws, socket, keys, waiting))
     finishing = asyncio.create_task(socket.done.wait())
     watching = asyncio.create_task(until_stalled(socket))

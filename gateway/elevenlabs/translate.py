@@ -7,8 +7,11 @@ close the socket. ``audio_pieces`` and ``audio_message`` build their replies: ba
 relative to each message's own audio, as their clients (the ``elevenlabs`` SDK, pipecat) add it up.
 
 Their ``optimize_streaming_latency`` (0-4) and ``auto_mode`` query parameters choose our latency preference
-(``latency_preference``). What it cannot honour is accepted and ignored: ``voice_settings``, ``generation_config``, ``model_id``,
-``pronunciation_dictionary_locators``, ``try_trigger_generation``, and the bit rate in an ``output_format`` name.
+(``latency_preference``), ``apply_text_normalization`` our ``normalize`` mode (``query_reading``), and
+``voice_settings.speed`` a context's speaking speed; replies carry ``alignment`` of the text as sent and
+``normalizedAlignment`` of the text as spoken. What it cannot honour is accepted and ignored: the rest of
+``voice_settings``, ``generation_config``, ``model_id``, ``pronunciation_dictionary_locators``,
+``try_trigger_generation``, and the bit rate in an ``output_format`` name.
 """
 
 from __future__ import annotations
@@ -18,7 +21,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from engine.protocol import SAMPLE_RATE, ProtocolError
+from engine.protocol import NORMALIZE_MODES, SAMPLE_RATE, ProtocolError, Reading, check_speed
 from gateway import messages
 from gateway.guard.client_input import speech_text
 
@@ -70,6 +73,7 @@ class ClientMessage:
     close_context: bool = False
     close_socket: bool = False
     api_key: str | None = None  # ``xi_api_key`` (or ``xi-api-key``) in a first message
+    speed: float | None = None  # ``voice_settings.speed``: the context's speaking speed from here on
 
 
 def parse(raw: str | bytes) -> ClientMessage:
@@ -81,7 +85,26 @@ def parse(raw: str | bytes) -> ClientMessage:
     key = _typed(message, "xi_api_key", str) or _typed(message, "xi-api-key", str)
     return ClientMessage(speech_text(text) if text is not None else None, _typed(message, "context_id", str),
                          bool(_typed(message, "flush", bool)), bool(_typed(message, "close_context", bool)),
-                         bool(_typed(message, "close_socket", bool)), key)
+                         bool(_typed(message, "close_socket", bool)), key, _speed(message))
+
+
+def _speed(message: dict[str, Any]) -> float | None:
+    """``voice_settings.speed`` (theirs: 0.7-1.2; any speed this server speaks is taken), or None."""
+    settings = message.get("voice_settings")
+    if settings is None:
+        return None
+    if not isinstance(settings, dict):
+        raise ProtocolError("field 'voice_settings' must be an object")
+    return check_speed(settings.get("speed"))
+
+
+def query_reading(query: Mapping[str, str]) -> Reading:
+    """How their query parameters ask every context to be read: ``apply_text_normalization`` (auto, on, off: ours
+    too) and the latency preference of ``latency_preference``; ``ProtocolError`` for a bad value."""
+    normalize = query.get("apply_text_normalization")
+    if normalize is not None and normalize not in NORMALIZE_MODES:
+        raise ProtocolError("apply_text_normalization must be auto, on or off", "invalid_text_normalization")
+    return Reading(latency_preference(query), normalize)
 
 
 def latency_preference(query: Mapping[str, str]) -> str | None:
@@ -146,6 +169,8 @@ class Contexts:
             state = self._open[ctx] = _Context()
             self._finishing.discard(ctx)  # the id is the new context's now
             out.append(Open(ctx))
+        if msg.speed is not None:
+            out.append(Say(ctx, messages.Config(reading=Reading(speed=msg.speed))))
         if msg.text and (state.spoken or msg.text.strip()):  # leading blanks (their first message) open only
             state.spoken = state.unflushed = True
             out.append(Say(ctx, messages.Text(msg.text)))
@@ -168,7 +193,8 @@ class Contexts:
 class Piece:
     start: float  # seconds of the chunk
     end: float
-    alignment: dict[str, list[Any]]
+    alignment: dict[str, list[Any]]  # the client's text's characters (theirs: ``alignment``)
+    normalized: dict[str, list[Any]] | None = None  # the spoken text's (``normalizedAlignment``); None: the same
 
 
 def audio_pieces(words: list[dict[str, Any]], offset: float, duration: float,
@@ -179,9 +205,11 @@ def audio_pieces(words: list[dict[str, Any]], offset: float, duration: float,
     Every word's characters are followed by a space, so a client that builds words from the characters completes
     each word within its piece; the last character of a piece ends where the piece does, so a client that adds
     up ``start + duration`` of each last character keeps the utterance's clock. ``words``: the chunk event's, in
-    seconds of the utterance (``offset``: where the chunk starts)."""
-    local = [(w["word"], max(0.0, w["start"] - offset), min(duration, max(0.0, w["end"] - offset))) for w in words]
-    groups: list[list[tuple[str, float, float]]] = []
+    seconds of the utterance (``offset``: where the chunk starts); a word's ``spoken`` (what was said for it, where the
+    front end rewrote it: "one hundred" for "100") is what the normalised alignment spells."""
+    local = [(w["word"], max(0.0, w["start"] - offset), min(duration, max(0.0, w["end"] - offset)), w.get("spoken"))
+             for w in words]
+    groups: list[list[tuple[str, float, float, str | None]]] = []
     for word in local:
         if groups and word[2] - (groups[-1][0][1] if len(groups) > 1 else 0.0) <= max_piece_s:
             groups[-1].append(word)
@@ -190,7 +218,10 @@ def audio_pieces(words: list[dict[str, Any]], offset: float, duration: float,
     if not groups:
         return [Piece(0.0, duration, {"chars": [], "charStartTimesMs": [], "charDurationsMs": []})]
     cuts = [0.0] + [group[0][1] for group in groups[1:]] + [duration]
-    return [Piece(cuts[i], cuts[i + 1], _alignment(group, cuts[i], cuts[i + 1])) for i, group in enumerate(groups)]
+    return [Piece(cuts[i], cuts[i + 1], _alignment([w[:3] for w in group], cuts[i], cuts[i + 1]),
+                  _alignment([(w[3] or w[0], *w[1:3]) for w in group], cuts[i], cuts[i + 1])
+                  if any(w[3] for w in group) else None)
+            for i, group in enumerate(groups)]
 
 
 def _alignment(words: list[tuple[str, float, float]], start: float, end: float) -> dict[str, list[Any]]:
@@ -213,10 +244,12 @@ def pcm_slice(pcm: bytes, start: float, end: float) -> bytes:
     return pcm[first:last]
 
 
-def audio_message(audio: bytes, alignment: dict[str, list[Any]] | None, context: str | None) -> dict[str, Any]:
-    """One audio reply, as theirs: ``alignment`` and ``normalizedAlignment`` alike (we do not rewrite the text)."""
+def audio_message(audio: bytes, alignment: dict[str, list[Any]] | None, context: str | None,
+                  normalized: dict[str, list[Any]] | None = None) -> dict[str, Any]:
+    """One audio reply, as theirs: ``alignment`` of the text as sent, ``normalizedAlignment`` of the text as spoken
+    (``normalized``; None: the same)."""
     reply: dict[str, Any] = {"audio": base64.b64encode(audio).decode(), "isFinal": None,
-                             "normalizedAlignment": alignment, "alignment": alignment}
+                             "normalizedAlignment": normalized or alignment, "alignment": alignment}
     if context is not None:
         reply["contextId"] = context
     return reply

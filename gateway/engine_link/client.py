@@ -12,6 +12,7 @@ import logging
 import os
 import time
 import uuid
+from dataclasses import astuple
 from typing import Any, AsyncIterator, Callable
 
 from websockets.asyncio.client import ClientConnection, connect, unix_connect
@@ -19,7 +20,7 @@ from websockets.exceptions import ConnectionClosed, InvalidHandshake
 
 from engine import protocol
 from engine.protocol import (AddVoice, Cancel, Chunk, DeleteVoice, Done, End, EngineReady, Error, Flush, ListVoices,
-                             Playout, Request, Result, Start, Text)
+                             Playout, Reading, Request, Result, Start, Text)
 from gateway.engine_link.backoff import Backoff
 
 log = logging.getLogger("chatterbox_fast.gateway")
@@ -235,13 +236,13 @@ class EngineClient:
         except ConnectionClosed as exc:
             raise EngineUnavailable("the engine worker went away") from exc
 
-    async def start(self, voice: str, latency: str | float | None = None) -> RemoteUtterance:
-        """A new utterance; ``latency``: its preference (engine/protocol.py LATENCY_PRESETS), None: the default."""
+    async def start(self, voice: str, reading: Reading = Reading()) -> RemoteUtterance:
+        """A new utterance, read as ``reading`` says (engine/protocol.py ``Reading``: latency, normalisation)."""
         uid = uuid.uuid4().hex[:12]
         utt = RemoteUtterance(self, uid)
         self._utterances[uid] = utt
         try:
-            await self._send(Start(uid, voice, latency))
+            await self._send(Start(uid, voice, *astuple(reading)))
         except EngineUnavailable:
             self._utterances.pop(uid, None)
             raise

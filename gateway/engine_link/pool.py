@@ -17,7 +17,7 @@ import asyncio
 import logging
 from typing import Any, Awaitable, Callable, Sequence
 
-from engine.protocol import EngineReady
+from engine.protocol import EngineReady, Reading
 from gateway.engine_link.client import EngineClient, EngineRequestError, EngineUnavailable, RemoteUtterance
 from gateway.engine_link.discovery import PREFIX, Changes, Membership, Resolver, parse_dns_url, resolve
 
@@ -119,13 +119,13 @@ class EnginePool:
             task.cancel()
         await asyncio.gather(*(client.close() for client in self.clients))
 
-    async def start(self, voice: str, latency: str | float | None = None) -> RemoteUtterance:
+    async def start(self, voice: str, reading: Reading = Reading()) -> RemoteUtterance:
         """On the least busy worker that is not draining."""
         serving = [client for client in self._available() if client.url not in self.draining]
         if not serving:
             raise EngineUnavailable("every connected engine worker is draining")
         client = min(serving, key=lambda c: (c.in_flight, c.started))  # min keeps the first of equals
-        return await client.start(voice, latency)
+        return await client.start(voice, reading)
 
     async def list_voices(self) -> list[dict[str, Any]]:
         """The union by name of every available worker's voices (first occurrence wins), sorted by name."""

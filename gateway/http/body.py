@@ -6,8 +6,9 @@ from typing import Any
 
 from starlette.requests import Request
 
-from engine.protocol import ProtocolError, check_latency
+from engine.protocol import ProtocolError, Reading
 from gateway.guard.client_input import BadInput, load_json
+from gateway.messages import reading
 from gateway.http.errors import ApiError
 
 MAX_JSON_BYTES = 1024 * 1024
@@ -39,10 +40,10 @@ async def json_body(request: Request) -> dict[str, Any]:
     return body
 
 
-def body_latency(body: dict[str, Any]) -> str | float | None:
-    """The body's ``latency`` preference (engine/protocol.py LATENCY_PRESETS, or seconds); None: the default."""
+def body_reading(body: dict[str, Any]) -> Reading:
+    """The body's ``latency`` preference and ``normalize`` mode (engine/protocol.py ``Reading``); unset: defaults."""
     try:
-        return check_latency(body.get("latency"))
+        return reading(body)
     except ProtocolError as exc:
         raise ApiError(400, exc.code, str(exc)) from None
 

@@ -18,10 +18,12 @@ def _line(obj: dict[str, Any]) -> bytes:
     return json.dumps(obj, separators=(",", ":"), ensure_ascii=False).encode() + b"\n"
 
 
-def chunk_line(header: ChunkHeader, audio: bytes, words: list[dict[str, Any]]) -> bytes:
-    """One chunk: its text, where it sits in the utterance, its timed words, and its audio (the encoder's output
-    for it; a compressed format may hold some back to the next line)."""
-    return _line({"type": "chunk", "seq": header.seq, "text": header.text, "offset": header.offset,
+def chunk_line(header: ChunkHeader, audio: bytes, words: list[dict[str, Any]],
+               spanned: dict[str, Any] | None = None) -> bytes:
+    """One chunk: its spoken text (and ``spanned``: the client's text it speaks for, ``ClientWords.spanned``), where
+    it sits in the utterance, its timed words, and its audio (the encoder's output for it; a compressed format may
+    hold some back to the next line)."""
+    return _line({"type": "chunk", "seq": header.seq, "text": header.text, **(spanned or {}), "offset": header.offset,
                   "duration": header.duration, "words": words, "timing": header.timing or "estimated",
                   "audio": base64.b64encode(audio).decode()})
 
@@ -46,7 +48,7 @@ class TimedLines:
         self.spelling.add(text)
 
     def chunk(self, audio: bytes, header: ChunkHeader) -> bytes:
-        return chunk_line(header, audio, self.spelling.rename(header.words or []))
+        return chunk_line(header, audio, self.spelling.rename(header.words or []), self.spelling.spanned(header.span))
 
     def tail(self, audio: bytes) -> bytes:
         return tail_line(audio)

@@ -10,13 +10,13 @@ from typing import AsyncIterator
 from starlette.requests import Request
 from starlette.responses import Response
 
-from engine.protocol import SAMPLE_RATE, Chunk
+from engine.protocol import SAMPLE_RATE, Chunk, Reading
 from gateway.audio import make_encoder
 from gateway.guard.client_input import speech_text
 from gateway.engine_link.client import EngineRequestError, EngineUnavailable
 from gateway.formats import OPENAI_FORMATS, OPENAI_PCM_RATE, TTS_FORMATS
 from gateway.http import ndjson, sse
-from gateway.http.body import body_field, body_latency, json_body
+from gateway.http.body import body_field, body_reading, json_body
 from gateway.http.errors import ApiError, engine_error
 from gateway.http.stream import AudioBytes, Framing, SpeechStream, StreamAborted, encoded
 from gateway.http.voices import known_voices
@@ -42,7 +42,7 @@ def _text(state: GatewayState, text: str) -> str:
 
 
 async def _speech(state: GatewayState, text: str, voice: str, fmt: str, sample_rate: int | None,
-                  transport: str, framing: Framing = AudioBytes(), latency: str | float | None = None,
+                  transport: str, framing: Framing = AudioBytes(), reading: Reading = Reading(),
                   whole: bool = False) -> SpeechStream:
     """Start one utterance and stream it encoded, in ``framing``; errors before the first chunk become proper HTTP
     errors. ``whole``: a format that differs as a whole file (wav: its true sizes) is sent whole, at the end."""
@@ -57,7 +57,7 @@ async def _speech(state: GatewayState, text: str, voice: str, fmt: str, sample_r
         raise ApiError(503, exc.code, str(exc)) from None
     stats = UtteranceStats(time.monotonic())
     try:
-        utterance = await state.engine.start(voice, latency)
+        utterance = await state.engine.start(voice, reading)
         await utterance.text(text)
         await utterance.end()
         stream = chunks(utterance, stats, to=MetricsLabel(state.metrics, transport))
@@ -119,7 +119,7 @@ async def tts(request: Request) -> Response:
     framing = ndjson.TimedLines(text) if timed else AudioBytes()
     whole = not timed and not body_field(body, "stream", bool, False)
     return await _speech(state, text, body_field(body, "voice", str, "default"), fmt, rate, "http", framing,
-                         body_latency(body), whole)
+                         body_reading(body), whole)
 
 
 async def openai_speech(request: Request) -> Response:
@@ -131,9 +131,6 @@ async def openai_speech(request: Request) -> Response:
     fmt = body_field(body, "response_format", str, "mp3")
     if fmt not in OPENAI_FORMATS:
         raise ApiError(400, "bad_request", f"response_format must be one of {sorted(OPENAI_FORMATS)}")
-    speed = body.get("speed", 1.0)
-    if isinstance(speed, bool) or not isinstance(speed, (int, float)) or float(speed) != 1.0:
-        raise ApiError(400, "bad_request", "speed must be 1.0: this server does not change the speaking rate")
     body_field(body, "instructions", str)  # accepted, not followed: the voice is the library voice's
     stream_format = body_field(body, "stream_format", str, "audio")
     if stream_format not in STREAM_FORMATS:
@@ -142,7 +139,7 @@ async def openai_speech(request: Request) -> Response:
     framing = sse.SpeechEvents(text) if stream_format == "sse" else AudioBytes()
     whole = stream_format == "audio" and not body_field(body, "stream", bool, False)
     return await _speech(state, text, voice, fmt, OPENAI_PCM_RATE if fmt == "pcm" else None, "http", framing,
-                         body_latency(body), whole)
+                         body_reading(body), whole)
 
 
 async def _openai_voice(state: GatewayState, voice: str) -> str:

@@ -13,10 +13,10 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from engine.protocol import SAMPLE_RATE, ChunkHeader, EngineReady, ProtocolError
+from engine.protocol import SAMPLE_RATE, ChunkHeader, EngineReady, ProtocolError, Reading
 from gateway import messages
 from gateway.formats import WEBSOCKET_DEFAULT_FORMAT
-from gateway.word_match import ClientWords, heard_text
+from gateway.word_match import ClientWords, heard_chars, heard_text
 
 MAX_QUEUED_UTTERANCES = 8  # per session: utterances started but not yet fully sent
 
@@ -28,7 +28,7 @@ class StartUtterance:
 
     turn: int
     voice: str
-    latency: str | float | None = None  # None: the engine's default ("balanced")
+    reading: Reading = field(default_factory=Reading)  # None fields: the engine's defaults
 
 
 @dataclass(frozen=True)
@@ -115,7 +115,7 @@ class SessionCore:
     max_text_chars: int
     configurable: bool
     voice: str = "default"
-    latency: str | float | None = None  # the session's (``config``); a ``speak`` may set its own utterance's
+    reading: Reading = field(default_factory=Reading)  # the session's (``config``); a ``speak`` may set its own
     max_queued: int = MAX_QUEUED_UTTERANCES
     closed: bool = False
     heard_from: str | None = None
@@ -167,10 +167,10 @@ class SessionCore:
                 return self._configure(msg)
             case messages.Text(text=text):
                 return self._append(text)
-            case messages.Speak(text=text, voice=voice, latency=latency):
+            case messages.Speak(text=text, voice=voice, reading=reading):
                 if voice is not None:
                     self.voice = voice
-                return self._append(text, latency) + self._end()
+                return self._append(text, reading) + self._end()
             case messages.Flush():
                 return [FlushText(self._current.key)] if self._current else []
             case messages.End():
@@ -191,12 +191,12 @@ class SessionCore:
             actions.append(ConfigureSink(config.format or WEBSOCKET_DEFAULT_FORMAT, config.sample_rate or SAMPLE_RATE))
         if config.voice is not None:
             self.voice = config.voice
-        if config.latency is not None:
-            self.latency = config.latency
+        self.reading = config.reading.over(self.reading)
         return actions
 
-    def _append(self, text: str, latency: str | float | None = None) -> list[Action]:
-        """``text`` for the current turn, starting one (with ``latency``, else the session's) where none is."""
+    def _append(self, text: str, reading: Reading = Reading()) -> list[Action]:
+        """``text`` for the current turn, starting one (read as ``reading`` says, else as the session's) where none
+        is."""
         turn = self._current
         used = turn.chars if turn else 0
         if used + len(text) > self.max_text_chars:
@@ -212,7 +212,7 @@ class SessionCore:
             turn = self._current = _Turn(self._next_key)
             self._next_key += 1
             self._turns.append(turn)
-            actions.append(StartUtterance(turn.key, self.voice, self.latency if latency is None else latency))
+            actions.append(StartUtterance(turn.key, self.voice, reading.over(self.reading)))
         turn.chars += len(text)
         turn.text.add(text)
         actions.append(SendText(turn.key, text))
@@ -270,6 +270,7 @@ class SessionCore:
         words = turn.text.rename(header.words or [])
         turn.words += words
         actions.append(Emit({"type": "chunk", "utterance": turn.utterance, "seq": header.seq, "text": header.text,
+                             **turn.text.spanned(header.span),
                              "offset": header.offset, "duration": header.duration, "gen_time": header.gen_time,
                              "words": words, "timing": header.timing or "estimated"}))
         actions.append(WriteAudio(pcm))
@@ -297,7 +298,9 @@ class SessionCore:
             seconds, source = min(turn.reported, sent), "playout"
         else:
             seconds, source = sent, self.heard_from or ("track" if self.transport == "webrtc" else "sent")
-        return {"heard_s": round(seconds, 3), "heard_text": heard_text(turn.words, seconds), "heard_from": source}
+        chars = heard_chars(turn.words, seconds)
+        return {"heard_s": round(seconds, 3), "heard_text": heard_text(turn.words, seconds), "heard_from": source,
+                **({} if chars is None else {"heard_chars": chars})}
 
     def failed(self, key: int, code: str, message: str) -> list[Action]:
         """The engine failed ``key``'s utterance."""

@@ -93,8 +93,8 @@ class Session:
             case core.Emit(event=event):
                 self._count(event)
                 await self.send_event(event)
-            case core.StartUtterance(turn=turn, voice=voice, latency=latency):
-                utterance = await self.state.engine.start(voice, latency)
+            case core.StartUtterance(turn=turn, voice=voice, reading=reading):
+                utterance = await self.state.engine.start(voice, reading)
                 if turn not in self.core.queued:  # cancelled, or the client went away, while it started
                     await asyncio.shield(utterance.cancel())
                     return

@@ -1,0 +1,115 @@
+"""Abbreviations, titles and ALL-CAPS words. Pure.
+
+ALL-CAPS rule, per token of two or more capitals (a plural "s" allowed): a word in ``WORD_ACRONYMS`` is said as a
+word ("NASA" -> "Nasa"); one in ``SPELLED`` is spelled ("US" -> "U S"); a common English word is lower-cased
+("VERY" -> "very"); any other token of up to four letters, or with no vowel, is spelled ("FBI" -> "F B I", "HTML");
+a longer one is a shouted word, lower-cased ("IMPORTANT" -> "important").
+"""
+
+from __future__ import annotations
+
+import re
+
+from engine.speech_text.numbers import Rule, ends_sentence_after
+
+TITLES = {"Dr.": "Doctor", "Mr.": "Mister", "Mrs.": "Missus", "Ms.": "Miz", "Prof.": "Professor", "Jr.": "Junior",
+          "Sr.": "Senior", "Mt.": "Mount", "Fig.": "Figure", "No.": "number", "Gen.": "General", "Gov.": "Governor",
+          "Sen.": "Senator", "Rep.": "Representative", "Capt.": "Captain", "Lt.": "Lieutenant", "Sgt.": "Sergeant"}
+# Said in place; the full stop of those in ENDINGS also ends a sentence where one ends ("... and so on, etc.").
+ABBREVIATIONS = {"e.g.": "for example", "i.e.": "that is", "etc.": "et cetera", "vs.": "versus", "vs": "versus",
+                 "approx.": "approximately", "a.k.a.": "also known as", "cf.": "compare", "incl.": "including",
+                 "Ave.": "Avenue", "Blvd.": "Boulevard", "Rd.": "Road", "Dept.": "Department", "Inc.": "Incorporated",
+                 "Ltd.": "Limited", "Corp.": "Corporation", "Co.": "Company", "w/": "with", "w/o": "without",
+                 "Ph.D.": "P H D", "PhD": "P H D", "govt.": "government",
+                 "and/or": "and or"}
+ENDINGS = frozenset({"etc.", "Inc.", "Ltd.", "Corp.", "Co.", "Ave.", "Blvd.", "Rd.", "Ph.D.", "Dept.", "govt."})
+
+WORD_ACRONYMS = frozenset(
+    "NASA NATO FIFA OPEC AIDS JPEG JSON YAML GIF PIN RAM ROM SIM LAN SARS FEMA OSHA UEFA IKEA LEGO WASP NAFTA "
+    "UNESCO UNICEF SCUBA LASER RADAR SONAR COVID ASCII POSIX NASDAQ CAPTCHA FOMO YOLO SWAT TOEFL".split()
+)
+SPELLED = frozenset("US UK EU UN TV PC AI ID IQ DJ OS UI UX PR HR CEO CTO CFO API URL CPU GPU SQL USB USA".split())
+COMMON_WORDS = frozenset(
+    """a am an and any are as at be big but by can do did does done dont each else even ever far few fine for from
+    get go goes good got had has have he her here hers him his how huge i if in into is it its just keep kind last
+    less like long look lot love made make many may me mine more most much must my need new next nice no none nor
+    not now of off oh ok old on once one only or our ours out over own past plan real rest run said same saw say
+    see seen she shop show shut sign so some soon stay stop such sure take than that the them then they this thus
+    time to too top try turn two up upon us use very wait want was way we well went were what when who why will
+    wish with word work yes yet you your zero also back best both call came come days deal down easy fact fast feel
+    free full give gone half hard hate hear help high hold home hope hour idea into item join key kill kids late
+    lead life line live lose loss main mark mean meet mind miss move name near note open part pay pick play plus
+    pull push read rich risk role rule safe sale save seem sell send ship side size slow sort step sure talk task
+    team tell test text than till told tone tool town true type unit vote walk wall warn week what wide wife wild
+    win wire word yeah year zone all any few hot law lie low mad man men nor odd out pro put raw red sad sat set
+    sit six sky ten war wet why win yes yet boy car cat cup cut day die dog dry due eat end eye fix fly fun gas god
+    gun guy hey hit ice job leg let lit map mom net nut oil pen pet pot ran row sea sun tax tea tie toy try van win
+    won fire firm five four nine gold hand head heat hell hero kick kiss lady land lift loud luck mail mass meal
+    menu mood nope okay pain pass plot poor pour race rain rank rate ring rise road rock room rush seat sick sing
+    site skin slip snow soft soil song star stuff sweet tall tank tiny tire told tour tree trip unit user view wake
+    warm wash wave wear wind wine wise wood yell""".split()
+)
+ROMAN = {"II": "two", "III": "three"}
+_SPOKEN_CAPS = {"OK": "okay"}
+_VOWELS = frozenset("AEIOUY")
+
+
+def _title(match: re.Match[str]) -> str:
+    text = match.group()
+    if text == "St.":  # Saint before a name ("St. Louis"), Street otherwise ("Main St. is closed")
+        rest = match.string[match.end(): match.end() + 2]
+        return "Saint" if rest[:1] == " " and rest[1:2].isupper() else "Street"
+    return TITLES[text]
+
+
+def _abbreviation(match: re.Match[str]) -> str:
+    text = match.group()
+    said = ABBREVIATIONS.get(text) or ABBREVIATIONS[text.lower()]
+    if text[0].isupper() and text.lower() in ABBREVIATIONS:
+        said = said[0].upper() + said[1:]
+    ends = text in ENDINGS or text.lower() in ENDINGS
+    return said + ("." if ends and ends_sentence_after(match) else "")
+
+
+def _dotted(match: re.Match[str]) -> str:
+    """"U.S." -> "U S" (and the full stop, where a sentence ends)."""
+    letters = [c.upper() for c in match.group() if c.isalpha()]
+    return " ".join(letters) + ("." if ends_sentence_after(match) else "")
+
+
+def caps(token: str) -> str:
+    """An ALL-CAPS token as it is said (see the module docstring)."""
+    if "'" in token or "’" in token:  # a shouted contraction: "DON'T"
+        said = token.lower()
+        return "I" + said[1:] if said[:2] in ("i'", "i’") else said
+    base, plural = (token[:-1], "s") if token.endswith("s") else (token, "")
+    if base in _SPOKEN_CAPS:
+        return _SPOKEN_CAPS[base] + plural
+    if base in ROMAN and not plural:
+        return ROMAN[base]
+    if base in WORD_ACRONYMS:
+        return base.capitalize() + plural
+    if base not in SPELLED and base.lower() in COMMON_WORDS:
+        return base.lower() + plural
+    if base in SPELLED or len(base) <= 4 or not _VOWELS & set(base):
+        return " ".join(base) + ("'s" if plural else "")
+    return base.lower() + plural
+
+
+def _caps(match: re.Match[str]) -> str:
+    return caps(match.group())
+
+
+def _pattern(words: dict[str, str]) -> str:
+    return "|".join(re.escape(k) for k in sorted(words, key=len, reverse=True))
+
+
+_LOWER_ABBREVIATIONS = {k: v for k, v in ABBREVIATIONS.items() if k.islower() and "." in k}
+RULES: list[Rule] = [
+    ("title", rf"(?<![\w.])(?:St\.|(?:{_pattern({k: v for k, v in TITLES.items() if k != 'No.'})})|No\.(?=[ \t]?\d))",
+     _title),
+    ("abbreviation",
+     rf"(?<![\w.])(?:{_pattern(ABBREVIATIONS)}|(?i:{_pattern(_LOWER_ABBREVIATIONS)}))(?![\w])", _abbreviation),
+    ("dotted", r"(?<![\w.])(?:[A-Za-z]\.){2,}(?![\w])", _dotted),
+    ("caps", r"(?<![\w'’])[A-Z][A-Z'’]*[A-Z]s?(?![\w'’])", _caps),
+]

@@ -1,0 +1,60 @@
+"""The text front end's rules: caller text (mostly LLM output) to the text Chatterbox-Turbo should read. Pure.
+
+Four passes, chained with ``compose`` so every piece points into the caller's text: markdown (markdown.py), then
+words (URLs and emails, numbers in context, abbreviations, ALL-CAPS, symbols and emoji: one regular expression of
+all their rules, tried left to right, the first that matches at a place winning), then Turbo's own punctuation
+replacements (engine/text.py ``TURBO_PUNCTUATION``), then whitespace: a run of it is one space, or one newline where it
+held one; none before ``, . ; ! ?``. Every rule is local (see numbers.py), so text normalised piece by piece as it
+streams in (engine/speech_text/stream.py, with markdown.py's ``open_tail``) reads the same as the whole.
+"""
+
+from __future__ import annotations
+
+import re
+
+from engine.speech_text import abbreviations, numbers, symbols, web
+from engine.speech_text.markdown import markdown, open_tail
+from engine.speech_text.spans import Piece, compose, spoken, substitute
+from engine.text import TURBO_PUNCTUATION
+
+__all__ = ["normalize", "open_tail", "punctuation_only", "words"]  # open_tail: markdown's, for the streaming front end
+
+_TAG = ("tag", r"\[[^\[\]\n]{1,38}\]", lambda match: match.group())  # only Turbo's tags are left by markdown()
+_RULES = [_TAG, *web.RULES, *numbers.RULES, *abbreviations.RULES, *symbols.RULES]
+_WORDS = re.compile("|".join(f"(?P<{name}>{pattern})" for name, pattern, _ in _RULES))
+_HANDLERS = {name: handler for name, _, handler in _RULES}
+
+_PUNCTUATION = re.compile("|".join(re.escape(old) for old, _ in TURBO_PUNCTUATION))
+_PUNCTUATION_WORDS = dict(TURBO_PUNCTUATION)
+
+_WHITESPACE = re.compile(r"(?P<line>[^\S\n]*\n\s*)|(?P<before>[^\S\n]+(?=[,.;!?]))|(?P<commas>,(?:[^\S\n]*,)+)|(?P<run>[^\S\n]{2,}|[^\S \n])")
+
+
+def _word(match: re.Match[str]) -> str | None:
+    return _HANDLERS[match.lastgroup or ""](match)
+
+
+def _space(match: re.Match[str]) -> str:
+    return {"line": "\n", "before": "", "commas": ",", "run": " "}[match.lastgroup or "run"]
+
+
+def words(text: str) -> list[Piece]:
+    """The word rules alone (no markdown), on ``text``."""
+    return substitute(_WORDS, text, _word)
+
+
+def normalize(text: str) -> list[Piece]:
+    """The spoken form of ``text`` as pieces of it (covering it in order)."""
+    pieces = markdown(text)
+    for rules in (words, punctuation_only, _whitespace):
+        pieces = compose(pieces, rules(spoken(pieces)))
+    return pieces
+
+
+def _whitespace(text: str) -> list[Piece]:
+    return substitute(_WHITESPACE, text, _space)
+
+
+def punctuation_only(text: str) -> list[Piece]:
+    """The ``normalize = off`` form: only Chatterbox-Turbo's own punctuation rules, nothing else."""
+    return substitute(_PUNCTUATION, text, lambda match: _PUNCTUATION_WORDS[match.group()])

@@ -1,0 +1,326 @@
+"""Numbers in context: money, percentages, units, temperatures, times, dates, phone numbers, fractions, ranges,
+versions, ordinals, years. Pure.
+
+Each rule is a regular expression for one construct, matched at a token's start, that looks at most two tokens past
+its own start ("$3" + "million", "March 5," + "2024", "(555)" + "123-4567"): its whole match becomes one rewritten
+piece. Conventions: "3/5/2024" is a US date (month first); a plain four-digit number from 1100 to 2099 is a year;
+"3-5" is a range ("three to five"); times say "AM"/"PM".
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Callable
+
+from engine.speech_text import words as w
+
+Rule = tuple[str, str, Callable[[re.Match[str]], "str | None"]]
+
+NUM = r"(?:\d{1,3}(?:,\d{3})+(?!\d)|\d+)(?:\.\d+)?"
+_START = r"(?<![\w.,/:])"  # a number starts a token (or follows a sign, a bracket, a dash: "COVID-19")
+_END = r"(?![\w])"
+
+MONTHS = "January February March April May June July August September October November December".split()
+_MONTH_NUMBER = {m: i + 1 for i, m in enumerate(MONTHS)} | {m[:3]: i + 1 for i, m in enumerate(MONTHS)} | {"Sept": 9}
+_MONTH = r"(?:%s)" % "|".join(sorted(_MONTH_NUMBER, key=len, reverse=True))
+_DAY = r"(?:[12]\d|3[01]|0?[1-9])(?!\d)(?:st|nd|rd|th)?"
+
+# Currency symbol -> (one, many, one hundredth, hundredths).
+CURRENCIES = {
+    "$": ("dollar", "dollars", "cent", "cents"),
+    "US$": ("dollar", "dollars", "cent", "cents"),
+    "£": ("pound", "pounds", "penny", "pence"),
+    "€": ("euro", "euros", "cent", "cents"),
+    "¥": ("yen", "yen", "sen", "sen"),
+    "₹": ("rupee", "rupees", "paisa", "paise"),
+}
+MULTIPLIERS = {
+    "k": "thousand", "K": "thousand", "thousand": "thousand",
+    "m": "million", "M": "million", "mn": "million", "million": "million",
+    "b": "billion", "B": "billion", "bn": "billion", "billion": "billion",
+    "t": "trillion", "T": "trillion", "tn": "trillion", "trillion": "trillion",
+}
+PER = {"hr": "hour", "h": "hour", "hour": "hour", "day": "day", "wk": "week", "week": "week", "mo": "month",
+       "month": "month", "yr": "year", "year": "year", "night": "night", "person": "person", "user": "user",
+       "seat": "seat", "unit": "unit", "GB": "gigabyte", "kg": "kilogram", "lb": "pound", "item": "item"}
+# Unit -> (one, many, may stand a space apart from its number: "5 km"; "5 in" and "5 s" may not).
+UNITS = {
+    "km": ("kilometer", "kilometers", True), "m": ("meter", "meters", True), "cm": ("centimeter", "centimeters", True),
+    "mm": ("millimeter", "millimeters", True), "nm": ("nanometer", "nanometers", True),
+    "mi": ("mile", "miles", True), "ft": ("foot", "feet", True), "in": ("inch", "inches", False),
+    "yd": ("yard", "yards", True), "kg": ("kilogram", "kilograms", True), "g": ("gram", "grams", True),
+    "mg": ("milligram", "milligrams", True), "lb": ("pound", "pounds", True), "lbs": ("pound", "pounds", True),
+    "oz": ("ounce", "ounces", True), "L": ("liter", "liters", True), "l": ("liter", "liters", False),
+    "ml": ("milliliter", "milliliters", True), "mL": ("milliliter", "milliliters", True),
+    "gal": ("gallon", "gallons", True), "km/h": ("kilometer per hour", "kilometers per hour", True),
+    "kph": ("kilometer per hour", "kilometers per hour", True), "mph": ("mile per hour", "miles per hour", True),
+    "m/s": ("meter per second", "meters per second", True), "KB": ("kilobyte", "kilobytes", True),
+    "MB": ("megabyte", "megabytes", True), "GB": ("gigabyte", "gigabytes", True), "TB": ("terabyte", "terabytes", True),
+    "PB": ("petabyte", "petabytes", True), "kbps": ("kilobit per second", "kilobits per second", True),
+    "Mbps": ("megabit per second", "megabits per second", True),
+    "Gbps": ("gigabit per second", "gigabits per second", True), "Hz": ("hertz", "hertz", True),
+    "kHz": ("kilohertz", "kilohertz", True), "MHz": ("megahertz", "megahertz", True),
+    "GHz": ("gigahertz", "gigahertz", True), "W": ("watt", "watts", True), "kW": ("kilowatt", "kilowatts", True),
+    "kWh": ("kilowatt hour", "kilowatt hours", True), "V": ("volt", "volts", True),
+    "mAh": ("milliamp hour", "milliamp hours", True), "ms": ("millisecond", "milliseconds", True),
+    "s": ("second", "seconds", False), "sec": ("second", "seconds", True), "secs": ("second", "seconds", True),
+    "min": ("minute", "minutes", True), "mins": ("minute", "minutes", True), "h": ("hour", "hours", False),
+    "hr": ("hour", "hours", True), "hrs": ("hour", "hours", True), "yr": ("year", "years", True),
+    "yrs": ("year", "years", True), "px": ("pixel", "pixels", True), "dB": ("decibel", "decibels", True),
+    "fps": ("frame per second", "frames per second", True), "x": ("times", "times", False),
+    "¢": ("cent", "cents", False), "%": ("percent", "percent", True),
+}
+_DEGREES = {"F": "Fahrenheit", "C": "Celsius", "K": "Kelvin", "": ""}
+_UNIT = r"(?:%s)" % "|".join(re.escape(u) for u in sorted(UNITS, key=len, reverse=True))
+_SPACED_UNIT = r"(?:%s)" % "|".join(re.escape(u) for u in sorted(UNITS, key=len, reverse=True) if UNITS[u][2])
+_AMPM = r"(?:[aApP](?:\.[mM]\.?|[mM]))"
+_SIGN = r"(?:[-−+](?=\d))?"
+_QUANTITY = (
+    rf"{_START}{_SIGN}{NUM}(?:(?:-|–|[ \t]–[ \t]?)[-−]?{NUM})?"
+    rf"(?:st|nd|rd|th|(?:[ \t]?(?:°[ \t]?[FCK]?|[℃℉]))|{_UNIT}|[ \t]{_SPACED_UNIT}|(?:k|M|bn|B)(?![\w]))?{_END}"
+)
+
+
+def ends_sentence_after(match: re.Match[str]) -> bool:
+    """Whether the text after ``match`` starts a new sentence (the end, a line break, or a capital next)."""
+    rest = match.string[match.end(): match.end() + 3]
+    return not rest.strip(" \t") or rest.lstrip(" \t")[:1] == "\n" or (rest[:1] == " " and rest[1:2].isupper())
+
+
+# --- quantities: plain numbers, signs, ranges, percentages, units, temperatures, ordinals ---------------------------
+
+_QUANTITY_PARTS = re.compile(
+    rf"(?P<sign>[-−+]?)(?P<a>{NUM})(?:(?:-|–|[ \t]–[ \t]?)(?P<bsign>[-−]?)(?P<b>{NUM}))?[ \t]?(?P<suffix>.*)", re.S
+)
+
+
+def _value(text: str, alone: bool) -> str:
+    """A number's words; a plain four-digit one alone is a year."""
+    return w.year(int(text)) if alone and w.is_year(text) else w.number(text)
+
+
+def _quantity(match: re.Match[str]) -> str:
+    parts = _QUANTITY_PARTS.fullmatch(match.group())
+    assert parts
+    sign, a, b, suffix = parts["sign"], parts["a"], parts["b"], parts["suffix"].strip()
+    if suffix in ("st", "nd", "rd", "th") and not b and "." not in a:
+        said = w.ordinal(a)
+    else:
+        plain = not suffix
+        said = _value(a, plain)
+        if b:
+            said += " to " + ("minus " if parts["bsign"] else "") + _value(b, plain)
+        if suffix in ("k", "M", "bn", "B"):
+            said += " " + MULTIPLIERS[suffix]
+        elif suffix.startswith("°") or suffix in ("℃", "℉"):
+            scale = {"℃": "C", "℉": "F"}.get(suffix, suffix[1:].strip())
+            said += (" degree" if a == "1" and not b else " degrees") + (" " + _DEGREES[scale] if scale else "")
+        elif suffix:
+            one, many, _ = UNITS[suffix]
+            said += " " + (one if a == "1" and not b else many)
+    return {"-": "minus ", "−": "minus ", "+": "plus "}.get(sign, "") + said
+
+
+# --- money -------------------------------------------------------------------------------------------------------
+
+_CURRENCY = r"(?:US\$|[$£€¥₹])"
+_MULTIPLIER = r"(?:[ \t]?(?:k|K|M|m|mn|bn|B|b|tn|T)(?![\w])|[ \t](?:thousand|million|billion|trillion)(?![\w]))"
+_PER = r"(?:[ \t]?/[ \t]?(?:%s)(?![\w]))" % "|".join(sorted(PER, key=len, reverse=True))
+_MONEY = (
+    rf"(?<![\w.])(?:[-−](?={_CURRENCY}))?{_CURRENCY}[ \t]?{NUM}{_MULTIPLIER}?"
+    rf"(?:[ \t]?[-–][ \t]?{_CURRENCY}?[ \t]?{NUM}{_MULTIPLIER}?)?{_PER}?{_END}"
+)
+_MONEY_PARTS = re.compile(
+    rf"(?P<sign>[-−]?)(?P<cur>{_CURRENCY})[ \t]?(?P<a>{NUM})(?P<am>{_MULTIPLIER})?"
+    rf"(?:[ \t]?[-–][ \t]?{_CURRENCY}?[ \t]?(?P<b>{NUM})(?P<bm>{_MULTIPLIER})?)?(?:[ \t]?/[ \t]?(?P<per>\w+))?"
+)
+
+
+def _amount(text: str, names: tuple[str, str, str, str]) -> str:
+    """"4.99" -> "four dollars and ninety-nine cents"; "0.50" -> "fifty cents"; "1" -> "one dollar"."""
+    whole, _, cents = text.replace(",", "").partition(".")
+    if len(cents) > 2:
+        return w.number(text) + " " + names[1]
+    said = [] if whole in ("", "0") and cents else [w.cardinal(whole) + " " + (names[0] if whole == "1" else names[1])]
+    if cents and int(cents.ljust(2, "0")):
+        hundredths = int(cents.ljust(2, "0"))
+        said.append(w.cardinal(str(hundredths)) + " " + (names[2] if hundredths == 1 else names[3]))
+    return " and ".join(said) or w.cardinal(whole) + " " + names[1]
+
+
+def _money(match: re.Match[str]) -> str:
+    parts = _MONEY_PARTS.fullmatch(match.group())
+    assert parts
+    names = CURRENCIES[parts["cur"]]
+    a_mult, b_mult = (MULTIPLIERS[(m or "").strip()] if m else None for m in (parts["am"], parts["bm"]))
+    if parts["b"] or a_mult or b_mult:
+        said = w.number(parts["a"].replace(",", "")) + (" " + a_mult if a_mult else "")
+        if parts["b"]:
+            said += " to " + w.number(parts["b"].replace(",", "")) + (" " + b_mult if b_mult else "")
+        said += " " + names[1]
+    else:
+        said = _amount(parts["a"], names)
+    if parts["per"]:
+        said += " per " + PER[parts["per"]]
+    return ("minus " if parts["sign"] else "") + said
+
+
+# --- times, dates ------------------------------------------------------------------------------------------------
+
+_TIME = rf"(?<![\w:.])(?:[01]?\d|2[0-4]):[0-5]\d(?::[0-5]\d)?(?:[ \t]?(?:{_AMPM}|noon|midnight))?(?![\w:])"
+_HOUR_AMPM = rf"(?<![\w:.])(?:1[0-2]|0?[1-9])[ \t]?(?:{_AMPM}|noon|midnight)(?![\w])"
+_TIME_PARTS = re.compile(rf"(\d{{1,2}})(?::(\d\d))?(?::(\d\d))?[ \t]?(?:({_AMPM})|(noon|midnight))?")
+
+
+def _time(match: re.Match[str]) -> str:
+    parts = _TIME_PARTS.fullmatch(match.group())
+    assert parts
+    hour, minutes, seconds, ampm, named = parts.groups()
+    said = w.cardinal(str(int(hour)))
+    if minutes and minutes != "00":
+        said += " " + ("oh " + w.cardinal(minutes[1]) if minutes[0] == "0" else w.cardinal(minutes))
+    elif minutes and not ampm and not named:
+        said += " hundred" if int(hour) > 12 or hour[0] == "0" else " o'clock"
+    if seconds:
+        said += " and " + w.cardinal(str(int(seconds))) + (" second" if int(seconds) == 1 else " seconds")
+    if ampm:
+        said += " AM" if ampm[0] in "aA" else " PM"
+        if "." in ampm and ampm.endswith(".") and ends_sentence_after(match):
+            said += "."
+    elif named:
+        said += " " + named
+    return said
+
+
+def _ratio(match: re.Match[str]) -> str:
+    a, b = match.group().split(":")
+    return w.cardinal(a) + " to " + w.cardinal(b)
+
+
+def _date_words(month: int, day: int | None, year: int | None, day_first: str | None = None) -> str:
+    """A date's words; a day-first date says ``day_first`` before its day ("the ", or "" where the text has "of")."""
+    name = MONTHS[month - 1]
+    if day is None:
+        return name + (" " + w.year(year) if year is not None else "")
+    said = f"{name} {w.ordinal(str(day))}" if day_first is None else f"{day_first}{w.ordinal(str(day))} of {name}"
+    return said + (", " + w.year(year) if year is not None else "")
+
+
+def _iso_date(match: re.Match[str]) -> str:
+    y, m, d = (int(x) for x in match.group().split("-"))
+    return _date_words(m, d, y)
+
+
+def _slash_date(match: re.Match[str]) -> str:
+    m, d, y = match.group().split("/")
+    full = int(y) if len(y) == 4 else 2000 + int(y) if int(y) < 50 else 1900 + int(y)
+    return _date_words(int(m), int(d), full)
+
+
+_MONTH_DATE_PARTS = re.compile(rf"({_MONTH})\.?[ \t](?:(?:the[ \t])?(\d{{1,2}})(?:st|nd|rd|th)?(?:,?[ \t](\d{{4}}))?|(\d{{4}}))")
+_DAY_MONTH_PARTS = re.compile(rf"(\d{{1,2}})(?:st|nd|rd|th)?[ \t](of[ \t])?({_MONTH})\.?(?:,?[ \t](\d{{4}}))?")
+
+
+def _month_date(match: re.Match[str]) -> str:
+    parts = _MONTH_DATE_PARTS.fullmatch(match.group())
+    assert parts
+    month, day, year, year_only = parts.groups()
+    return _date_words(_MONTH_NUMBER[month], int(day) if day else None, int(year or year_only) if (year or year_only) else None)
+
+
+def _day_month(match: re.Match[str]) -> str:
+    parts = _DAY_MONTH_PARTS.fullmatch(match.group())
+    assert parts
+    day, of, month, year = parts.groups()
+    return _date_words(_MONTH_NUMBER[month], int(day), int(year) if year else None, "" if of else "the ")
+
+
+def _decade(match: re.Match[str]) -> str:
+    text = match.group().lstrip("'’").rstrip("s")
+    if len(text) == 4:
+        said = w.year(int(text))
+    else:
+        said = w.cardinal(text)
+    return w.plural(said)
+
+
+# --- phone numbers, fractions, versions, number signs --------------------------------------------------------------
+
+_PHONE = (
+    r"(?<![\w+])(?:\(\d{3}\)[ \t]?\d{3}[-. \t]\d{4}"
+    r"|\+\d{1,3}(?:[-. \t]\(?\d{1,4}\)?(?![\d])){2,5}"
+    r"|(?:1[-.])?\d{3}[-.]\d{3}[-.]\d{4})(?![\w-])"
+)
+_DIGIT_GROUP = re.compile(r"\d+")
+
+
+def _phone(match: re.Match[str]) -> str:
+    groups = _DIGIT_GROUP.findall(match.group())
+    said = [w.digits(g) for g in groups]
+    if match.group().startswith("+"):
+        said[0] = "plus " + said[0]
+    return ", ".join(said)
+
+
+_FRACTION_NAMES = {2: ("half", "halves"), 4: ("quarter", "quarters")}
+_SPECIAL_FRACTIONS = {"24/7": "twenty-four seven", "50/50": "fifty-fifty", "9/11": "nine eleven"}
+
+
+def _fraction_words(numerator: int, denominator: int) -> str:
+    if not 2 <= denominator <= 10:
+        return f"{w.cardinal(str(numerator))} over {w.cardinal(str(denominator))}"
+    one, many = _FRACTION_NAMES.get(denominator) or (w.ordinal(str(denominator)),) * 2
+    many = many if denominator in _FRACTION_NAMES else one + "s"
+    return f"{w.cardinal(str(numerator))} {one if numerator == 1 else many}"
+
+
+def _fraction(match: re.Match[str]) -> str:
+    if match.group() in _SPECIAL_FRACTIONS:
+        return _SPECIAL_FRACTIONS[match.group()]
+    a, b = match.group().split("/")
+    return _fraction_words(int(a), int(b))
+
+
+def _mixed_fraction(match: re.Match[str]) -> str:
+    whole, fraction = match.group().split()
+    a, b = (int(x) for x in fraction.split("/"))
+    said = _fraction_words(a, b)
+    if a == 1:
+        said = "a " + said.split(" ", 1)[1]
+    return f"{w.cardinal(whole)} and {said}"
+
+
+def _version(match: re.Match[str]) -> str:
+    text = match.group()
+    prefix = ""
+    if text[0] in "vV":
+        prefix, text = "version ", text[1:]
+    parts = text.split(".")
+    if len(parts) == 4 and all(p.isdigit() and int(p) < 256 for p in parts) and not prefix:  # an IP address
+        return " dot ".join(w.digits(p) for p in parts)
+    if len(parts) == 2:
+        return prefix + w.number(text)
+    return prefix + " point ".join(w.cardinal(p) for p in parts)
+
+
+def _number_sign(match: re.Match[str]) -> str:
+    return "number " + w.cardinal(match.group()[1:])
+
+
+RULES: list[Rule] = [
+    ("phone", _PHONE, _phone),
+    ("iso_date", r"(?<![\w.-])\d{4}-(?:0[1-9]|1[0-2])-(?:0[1-9]|[12]\d|3[01])(?![\w-])", _iso_date),
+    ("slash_date", r"(?<![\w./])(?:0?[1-9]|1[0-2])/(?:0?[1-9]|[12]\d|3[01])/(?:\d{4}|\d{2})(?![\w/])", _slash_date),
+    ("month_date", rf"(?<![\w]){_MONTH}\.?[ \t](?:(?:the[ \t])?{_DAY}(?:,?[ \t]\d{{4}})?|\d{{4}})(?![\w])", _month_date),
+    ("day_month", rf"(?<![\w.,]){_DAY}[ \t](?:of[ \t])?{_MONTH}\.?(?:,?[ \t]\d{{4}})?(?![\w])", _day_month),
+    ("time", _TIME, _time),
+    ("hour", _HOUR_AMPM, _time),
+    ("ratio", r"(?<![\w:.])\d{1,2}:\d(?![\w:])", _ratio),
+    ("money", _MONEY, _money),
+    ("version", r"(?<![\w.])(?:[vV]\d+(?:\.\d+)*|\d+\.\d+\.\d+(?:\.\d+)*)(?![\w]|\.\d)", _version),
+    ("mixed_fraction", r"(?<![\w./,])\d{1,3}[ \t]\d{1,2}/\d{1,2}(?![\w/])", _mixed_fraction),
+    ("fraction", r"(?<![\w./,])\d{1,3}/\d{1,3}(?![\w/])", _fraction),
+    ("decade", r"(?<![\w.])(?:['’]?[1-9]0s|1[1-9]\d0s|20\d0s)(?![\w])", _decade),
+    ("number_sign", r"(?<![\w&#])#\d[\d,]*(?![\w])", _number_sign),
+    ("quantity", _QUANTITY, _quantity),
+]

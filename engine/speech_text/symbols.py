@@ -1,0 +1,57 @@
+"""Emoji, stray symbols and the symbols a person reading aloud says as words. Pure.
+
+Emoji are removed by a Unicode range rule (pictographs, dingbats, arrows, box drawing, variation selectors, skin
+tones, joiners, tag characters, keycaps, flags) rather than the ``emoji`` package: one character class, O(n), no
+dependency. ``&`` -> "and", ``@`` -> "at", ``%`` -> "percent", ``+`` -> "plus", ``=`` -> "equals", ``/`` between words
+-> "or", arrows -> "to"; an em or en dash between words becomes a spaced pause (" - ").
+"""
+
+from __future__ import annotations
+
+import re
+
+from engine.speech_text.numbers import Rule
+
+EMOJI = (
+    "\u00a9\u00ae\u203c\u2049\u2122\u2139\u2194-\u21ff\u2300-\u23ff\u2460-\u24ff\u2500-\u27bf\u2900-\u297f"
+    "\u2b00-\u2bff\u3030\u303d\u3297\u3299\ufe00-\ufe0f\u200b-\u200d\u2060\ufeff\u20e3\u00ad"
+    "\U0001f000-\U0001faff\U000e0000-\U000e007f"
+)
+_WORDS = {
+    "&": " and ", "@": " at ", "%": " percent", "+": " plus ", "=": " equals ", "==": " equals ", "===": " equals ",
+    "!=": " does not equal ", "≠": " does not equal ", "<=": " less than or equal to ", "≤": " less than or equal to ",
+    ">=": " greater than or equal to ", "≥": " greater than or equal to ", "->": " to ", "=>": " to ", "→": " to ",
+    "⟶": " to ", "×": " times ", "÷": " divided by ", "±": " plus or minus ", "≈": " approximately ", "§": " section ",
+    "№": " number ", "°": " degrees",
+}
+
+
+def _said(match: re.Match[str]) -> str:
+    return _WORDS[match.group()]
+
+
+def _compare(match: re.Match[str]) -> str:
+    return " less than " if match.group().strip() == "<" else " greater than "
+
+
+def _sharp(match: re.Match[str]) -> str:
+    return match.group()[0] + " sharp"
+
+
+def _saying(words: str):  # type: ignore[no-untyped-def]
+    """A handler that says ``words`` for whatever it matched."""
+    return lambda match: words
+
+
+RULES: list[Rule] = [
+    ("sharp", r"(?<![\w])[CF]#(?![\w#])", _sharp),
+    ("words", "|".join(re.escape(s) for s in sorted(_WORDS, key=len, reverse=True)), _said),
+    ("compare", r"(?<=\s)[<>](?=\s)", _compare),
+    ("about", r"~(?=[$£€¥]?\d)", _saying("about ")),
+    ("power", r"(?<=\d)\^(?=\d)", _saying(" to the power of ")),
+    ("slash", r"(?<=[^\W\d_])[ \t]?/[ \t]?(?=[^\W\d_])", _saying(" or ")),
+    ("dash", r"[ \t]*[—–][ \t]*", _saying(" - ")),
+    ("emoji", rf"[{EMOJI}]+", _saying("")),
+    ("stray", r"[\\{}<>^~*#$•·¶†‡]+", _saying("")),
+    ("bar", r"[|/]", _saying(" ")),
+]

@@ -1,0 +1,62 @@
+"""Numbers as English words (num2words, in the US style: no "and", no commas). Pure.
+
+Bounded: a number of more than ``MAX_DIGITS`` digits (or with a leading zero) is read digit by digit, so no reading
+costs more than its text's length.
+"""
+
+from __future__ import annotations
+
+from num2words import num2words
+
+MAX_DIGITS = 15
+
+DIGIT_WORDS = "zero one two three four five six seven eight nine".split()
+
+
+def _us(words: str) -> str:
+    return words.replace(",", "").replace(" and ", " ").replace("oh-", "oh ")
+
+
+def digits(text: str) -> str:
+    """"4567" -> "four five six seven" (anything but a digit skipped)."""
+    return " ".join(DIGIT_WORDS[int(c)] for c in text if c.isdigit())
+
+
+def cardinal(text: str) -> str:
+    """"1,234" -> "one thousand two hundred thirty-four"; "007" and very long numbers digit by digit."""
+    plain = text.replace(",", "")
+    if len(plain) > MAX_DIGITS or (len(plain) > 1 and plain[0] == "0"):
+        return digits(plain)
+    return _us(num2words(int(plain)))
+
+
+def number(text: str) -> str:
+    """A cardinal or a decimal: "3.14" -> "three point one four"."""
+    whole, dot, fraction = text.partition(".")
+    said = cardinal(whole) if whole else ""
+    if dot:
+        said = (said + " point " + digits(fraction)).strip()
+    return said
+
+
+def ordinal(text: str) -> str:
+    """"22" -> "twenty-second"."""
+    plain = text.replace(",", "")
+    if len(plain) > MAX_DIGITS:
+        return digits(plain) + "th"
+    return _us(num2words(int(plain), to="ordinal"))
+
+
+def year(value: int) -> str:
+    """1999 -> "nineteen ninety-nine", 2007 -> "two thousand seven", 2024 -> "twenty twenty-four"."""
+    return _us(num2words(value, to="year"))
+
+
+def is_year(text: str) -> bool:
+    """A plain four-digit number read as a year (1001-2099: "ten sixty-six"; 1000 is "one thousand")."""
+    return len(text) == 4 and text.isdigit() and 1000 < int(text) <= 2099
+
+
+def plural(word: str) -> str:
+    """"twenty" -> "twenties", "five" -> "fives", "sixty" -> "sixties" (a decade's name)."""
+    return word[:-1] + "ies" if word.endswith("y") else word + "s"
