@@ -416,6 +416,12 @@ def cmd_bench_engine(args: argparse.Namespace) -> int:
     return bench_engine.run(args, engine_argv(args), engine_settings(args))
 
 
+def cmd_bench_text(args: argparse.Namespace) -> int:
+    from cbf_tools.bench import text as bench_text
+
+    return bench_text.run(args)
+
+
 def cmd_bench_gateway(args: argparse.Namespace) -> int:
     from cbf_tools.bench import gateway as bench_gateway
 
@@ -547,6 +553,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--runs", type=int, default=3, help="times each text is spoken (after one warm-up)")
     p.add_argument("--voice", default="default")
     p.add_argument("--engine-url", default=None, help="bench a running worker instead of starting one")
+    p = command(bench, "text", "what the text front end costs: a text read whole, each streamed token", cmd_bench_text)
+    p.add_argument("--repeats", type=int, default=200, help="times each text is read, each way")
+    p.add_argument("--json", action="store_true", help="print only the JSON object")
     p = command(bench, "gateway", "client-side latency through a transport", cmd_bench_gateway, ENGINE_OPTIONS)
     _bench_gateway_arguments(p)
     p = command(bench, "edge", "first audio of the product vs a bare aiortc + Starlette peer with an instant tone",

@@ -203,3 +203,14 @@ def test_say_dry_run_shows_the_spoken_form_without_audio(capsys: pytest.CaptureF
     out = capsys.readouterr().out.splitlines()
     assert "Doctor Smith" in out[0] and "four dollars and ninety-nine cents" in out[0] and "*" not in out[0]
     assert any(line.strip().startswith("'$4.99") for line in out[1:])
+
+
+def test_bench_text_prints_the_front_ends_cost(capsys: pytest.CaptureFixture[str]) -> None:
+    from gateway.cli import build_parser
+
+    args = build_parser().parse_args(["bench", "text", "--repeats", "2", "--json"])
+    assert args.run(args) == 0
+    figures = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+    assert figures["texts"] == 5 and figures["repeats"] == 2
+    for way in ("whole_text", "per_token", "streamed_text"):
+        assert 0 < figures[way]["p50_ms"] <= figures[way]["p95_ms"] <= figures[way]["max_ms"]
