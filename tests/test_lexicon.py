@@ -197,6 +197,17 @@ def test_re_adding_a_name_replaces_its_lexicon_even_in_the_other_format(tmp_path
     assert sorted(p.name for p in tmp_path.iterdir()) == ["mine.json"]  # no temp file left, no stale .pls
 
 
+def test_a_file_changed_by_hand_is_read_again(tmp_path: Path) -> None:
+    store = LexiconStore(tmp_path)
+    store.add("mine", eleven(alias("SQL", "sequel")))
+    assert said(store.get("mine"), "SQL") == "sequel"
+    (tmp_path / "mine.json").write_bytes(eleven(alias("SQL", "S Q L")))
+    assert said(store.get("mine"), "SQL") == "S Q L"
+    (tmp_path / "mine.json").unlink()
+    with pytest.raises(LexiconNotFound):
+        store.get("mine")
+
+
 def test_a_bad_lexicon_is_not_stored_and_leaves_the_old_one(tmp_path: Path) -> None:
     store = LexiconStore(tmp_path)
     store.add("mine", eleven(alias("SQL", "sequel")))

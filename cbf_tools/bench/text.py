@@ -12,8 +12,6 @@ import json
 import statistics
 import time
 
-from engine.speech_text.reader import Reader
-
 TEXTS = (
     "Sure! Your order **#4521** shipped on March 5, 2024 and should arrive by 3:30 pm tomorrow.",
     "The total is $1,249.99 (a 15% discount), or about €1.1k; see [your invoice](https://example.com/i/4521).",
@@ -36,6 +34,8 @@ def _ms(values: list[float]) -> dict[str, float]:
 
 
 def measure(repeats: int) -> dict[str, dict[str, float]]:
+    from engine.speech_text.reader import Reader  # the engine's own (pure), loaded when the bench runs
+
     whole, per_token, streamed = [], [], []
     for _ in range(repeats):
         for text in TEXTS:
