@@ -15,6 +15,7 @@ See docs/engine-protocol.md for the message reference.
 from __future__ import annotations
 
 import json
+import re
 import struct
 from dataclasses import MISSING, astuple, dataclass, fields
 from typing import Any, Callable, ClassVar
@@ -41,6 +42,8 @@ MAX_LATENCY_S = 5.0
 # with Chatterbox-Turbo's own punctuation rules only.
 NORMALIZE_MODES = ("auto", "on", "off")
 MIN_SPEED, MAX_SPEED = 0.25, 4.0  # an utterance's speaking speed (OpenAI's range), pitch unchanged (engine/speed.py)
+MAX_LEXICONS = 3  # lexicons one utterance names (ElevenLabs' limit on pronunciation_dictionary_locators)
+LEXICON_NAME = re.compile(r"[a-z0-9_-]{1,64}")
 
 
 class ProtocolError(ValueError):
@@ -59,11 +62,13 @@ class Reading:
     latency: str | float | None = None
     normalize: str | None = None
     speed: float | None = None  # MIN_SPEED..MAX_SPEED; None: 1
+    lexicons: list[str] | None = None  # pronunciation lexicons by name, applied in order (MAX_LEXICONS at most)
 
     def __post_init__(self) -> None:
         check_latency(self.latency)
         check_normalize(self.normalize)
         check_speed(self.speed)
+        check_lexicons(self.lexicons)
 
     def over(self, base: "Reading") -> "Reading":
         """This reading where it says something, ``base``'s elsewhere (an utterance's over its session's)."""
@@ -80,11 +85,14 @@ class Start:
     latency: str | float | None = None  # a preset of LATENCY_PRESETS or a first-audio budget (s); None: "balanced"
     normalize: str | None = None  # one of NORMALIZE_MODES: how the text is read (None: "auto")
     speed: float | None = None  # MIN_SPEED..MAX_SPEED: how fast it is spoken (None: 1)
+    lexicons: list[str] | None = None  # the worker's lexicons to read it with, in order, before its voice's and
+    # the server's ``default``
 
     def __post_init__(self) -> None:
         check_latency(self.latency)
         check_normalize(self.normalize)
         check_speed(self.speed)
+        check_lexicons(self.lexicons)
 
 
 @dataclass(frozen=True)
@@ -121,8 +129,8 @@ class Playout:
     played: float
 
 
-# Gateway -> worker: voice requests, answered by a ``Result`` or an ``Error`` with the same ``req``. (Field order is
-# the wire's key order.)
+# Gateway -> worker: voice and lexicon requests, answered by a ``Result`` or an ``Error`` with the same ``req``. (Field
+# order is the wire's key order.)
 @dataclass(frozen=True)
 class ListVoices:
     type: ClassVar[str] = "list_voices"
@@ -134,6 +142,29 @@ class DeleteVoice:
     type: ClassVar[str] = "delete_voice"
     name: str
     req: str
+
+
+@dataclass(frozen=True)
+class ListLexicons:
+    type: ClassVar[str] = "list_lexicons"
+    req: str
+
+
+@dataclass(frozen=True)
+class DeleteLexicon:
+    type: ClassVar[str] = "delete_lexicon"
+    name: str
+    req: str
+
+
+@dataclass(frozen=True)
+class AddLexicon:
+    """A binary frame: the header carries ``name`` and ``req``, the payload is the lexicon file (PLS or JSON)."""
+
+    type: ClassVar[str] = "add_lexicon"
+    name: str
+    req: str
+    data: bytes
 
 
 @dataclass(frozen=True)
@@ -233,14 +264,19 @@ class Result:
     req: str
     voices: list[dict[str, Any]] | None = None
     voice: dict[str, Any] | None = None
+    lexicons: list[dict[str, Any]] | None = None  # for ``list_lexicons``
+    lexicon: dict[str, Any] | None = None  # for ``add_lexicon``
 
 
-Request = Start | Text | Flush | End | Cancel | Playout | ListVoices | DeleteVoice | AddVoice
+Request = (Start | Text | Flush | End | Cancel | Playout | ListVoices | DeleteVoice | AddVoice | ListLexicons
+           | DeleteLexicon | AddLexicon)
+StoreRequest = ListVoices | DeleteVoice | AddVoice | ListLexicons | DeleteLexicon | AddLexicon
 Event = EngineReady | Chunk | Done | Error | Result
 _REQUESTS: dict[str, type] = {cls.type: cls for cls in (Start, Text, Flush, End, Cancel, Playout, ListVoices,
-                                                        DeleteVoice, AddVoice)}
+                                                        DeleteVoice, AddVoice, ListLexicons, DeleteLexicon,
+                                                        AddLexicon)}
 _EVENTS: dict[str, type] = {cls.type: cls for cls in (EngineReady, ChunkHeader, Done, Error, Result)}
-_BINARY = frozenset({AddVoice.type, ChunkHeader.type})  # the types sent as binary frames
+_BINARY = frozenset({AddVoice.type, AddLexicon.type, ChunkHeader.type})  # the types sent as binary frames
 
 
 def encode(message: Request | Event) -> str | bytes:
@@ -249,6 +285,8 @@ def encode(message: Request | Event) -> str | bytes:
         return _encode_binary(_header(message.header), message.pcm)
     if isinstance(message, AddVoice):
         return _encode_binary(_header(message), message.audio)
+    if isinstance(message, AddLexicon):
+        return _encode_binary(_header(message), message.data)
     return _encode_json(_header(message))
 
 
@@ -257,6 +295,8 @@ def decode_request(frame: str | bytes) -> Request:
     header, payload = _split(frame, _REQUESTS)
     if header["type"] == AddVoice.type:
         return AddVoice(**_fields(AddVoice, header), audio=payload)
+    if header["type"] == AddLexicon.type:
+        return AddLexicon(**_fields(AddLexicon, header), data=payload)
     return _REQUESTS[header["type"]](**_fields(_REQUESTS[header["type"]], header))
 
 
@@ -354,6 +394,17 @@ def check_speed(value: Any) -> float | None:
     raise ProtocolError(f"speed must be a number from {MIN_SPEED} to {MAX_SPEED}, not {value!r}", "bad_speed")
 
 
+def check_lexicons(value: Any) -> list[str] | None:
+    """Lexicon names as sent (None: none), or ``ProtocolError`` (``bad_lexicons``)."""
+    if value is None:
+        return None
+    if (not isinstance(value, list) or len(value) > MAX_LEXICONS
+            or not all(isinstance(name, str) and LEXICON_NAME.fullmatch(name) for name in value)):
+        raise ProtocolError(f"lexicons must be a list of at most {MAX_LEXICONS} lexicon names (1-64 of a-z 0-9 - _), "
+                            f"not {value!r}"[:300], "bad_lexicons")
+    return value
+
+
 # What a JSON value must be for each field annotation used above ("| None" aside).
 _CHECKS: dict[str, tuple[str, Callable[[Any], bool]]] = {
     "str": ("a string", lambda v: isinstance(v, str)),
@@ -362,6 +413,7 @@ _CHECKS: dict[str, tuple[str, Callable[[Any], bool]]] = {
     "bool": ("true or false", lambda v: isinstance(v, bool)),
     "str | float": ("a string or a number", lambda v: isinstance(v, str) or _is_number(v)),
     "dict[str, Any]": ("an object", lambda v: isinstance(v, dict)),
+    "list[str]": ("a list of strings", lambda v: isinstance(v, list) and all(isinstance(x, str) for x in v)),
     "list[int]": ("a list of integers",
                   lambda v: isinstance(v, list) and all(isinstance(x, int) and not isinstance(x, bool) for x in v)),
     "list[dict[str, Any]]": ("a list of objects",

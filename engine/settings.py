@@ -31,6 +31,7 @@ class EngineSettings:
     vocode_window_s: float = DEFAULT_VOCODE_WINDOW_S  # chatterbox-turbo: longest wait for chunks to vocode together
     prompt_cache_voices: int = 64  # chatterbox-turbo: voices whose prompt keys and values stay on the device
     voices_dir: Path = field(default_factory=lambda: Path("voices"))
+    lexicons_dir: Path | None = None  # pronunciation lexicons; None: VOICES_DIR/lexicons
     sim_fixed_s: float = 0.15  # simulated engine: fixed cost per chunk
     sim_rtf: float = 3.0  # simulated engine: real-time factor
     http_url: str | None = None  # http engine: the TTS server's base URL

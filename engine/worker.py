@@ -33,13 +33,15 @@ from engine.cost import CostModel
 from engine.engines.base import BatchingEngine, Cancelled, Engine, EngineError, RemoteEngine
 from engine.joins import Joiner, to_int16
 from engine.planner import ChunkPlanner, PlannedChunk, PlannerConfig, PlannerError
-from engine.protocol import (AddVoice, Cancel, Chunk, ChunkHeader, DeleteVoice, Done, End, EngineReady, Error, Flush,
-                             ListVoices, Playout, ProtocolError, Result, Start, Text)
+from engine.protocol import (LEXICON_NAME, AddLexicon, AddVoice, Cancel, Chunk, ChunkHeader, DeleteLexicon, DeleteVoice,
+                             Done, End, EngineReady, Error, Flush, ListLexicons, ListVoices, Playout, ProtocolError,
+                             Result, Start, StoreRequest, Text)
 from engine.scheduler import DeviceQueue, Gathered
 from engine.settings import DEFAULT_VOCODE_WINDOW_S, EngineSettings
 from engine.text import WORD_JOINER, BoundaryKind
 from engine.voices import VoiceStore, voice_key
 from engine.watermark import Watermarker
+from engine.speech_text.lexicon import Lexicon, LexiconError, LexiconNotFound, LexiconStore
 from engine.speech_text.reader import Reader, Stretch
 from engine.speech_text.ssml import MAX_BREAK_S as MAX_PAUSE_S
 from engine.speed import stretch, stretched_time
@@ -49,6 +51,7 @@ log = logging.getLogger("chatterbox_fast.engine")
 MAX_MESSAGE_BYTES = 16 * 1024 * 1024  # voice uploads travel as one binary frame
 MAX_TEXT_CHARS = 20000  # per utterance, a backstop behind the gateway's own limit
 VOICE_UPLOAD_SLACK_S = 1.0  # a clone waits behind listeners with less than this much audio in hand
+DEFAULT_LEXICON = "default"  # the lexicon every utterance is read with, where the server holds one
 MAX_COST_MODELS = 256  # voices whose learnt generation cost is kept
 BACKEND_PROBE_S = 5.0  # an engine's server quiet this long is asked whether it is there
 BACKEND_RETRY_S = 1.0  # ...and this often while it is down
@@ -135,7 +138,7 @@ class Utterance:
 
     def __init__(self, uid: str, voice: str, worker: "Worker", send: Send,
                  latency: str | float | None = None, normalize: str | None = None,
-                 speed: float | None = None) -> None:
+                 speed: float | None = None, lexicon: Lexicon | None = None) -> None:
         self.id = uid
         self.key = (send, uid)  # ids are the gateway's choice, unique only on its own connection
         self.voice = voice
@@ -146,7 +149,7 @@ class Utterance:
         self.speed = speed or 1.0
         config = dataclasses.replace(worker.planner_config, first_audio_target_s=budget, speed=self.speed)
         self.planner = ChunkPlanner(config, worker.cost_model(voice))
-        self.reader = Reader(normalize)  # the caller's text as it is spoken, and the way back
+        self.reader = Reader(normalize, lexicon)  # the caller's text as it is spoken, and the way back
         self.spoken = ""  # what the reader gave the planner: chunks' start and end are offsets in it
         self._rates: list[tuple[int, float]] = [(0, 1.0)]  # (offset in spoken, SSML rate from there on)
         self._pauses: list[tuple[int, float]] = []  # (offset in spoken, seconds of silence asked for there)
@@ -237,7 +240,8 @@ class Utterance:
                 spans = self._word_spans(planned, len(words))
                 header = ChunkHeader(self.id, seq, planned.text, round(offset, 4), round(duration, 4),
                                      round(gen_time, 4),
-                                     words=[{**w.later(offset).as_json(), "span": span} for w, span in zip(words, spans)],
+                                     words=[{**w.later(offset).as_json(), "span": span}
+                                            for w, span in zip(words, spans)],
                                      timing=timing, span=list(self.reader.source(planned.start, planned.end)))
                 await self._deliver(protocol.encode(Chunk(header, to_int16(wav))))
                 seq, offset, gen_total, previous = seq + 1, offset + duration, gen_total + gen_time, planned
@@ -335,6 +339,7 @@ class Worker:
         self._calibrated = calibrated or CostModel()
         self.voices = voices
         self.settings = settings
+        self.lexicons = LexiconStore(settings.lexicons_dir or voices.root / "lexicons")
         self.planner_config = PlannerConfig(
             first_chunk_min_words=settings.first_chunk_words,
             max_chars=settings.max_chunk_chars,
@@ -415,13 +420,19 @@ class Worker:
 
     async def _dispatch(self, frame: str | bytes, send: Send) -> None:
         request = protocol.decode_request(frame)
-        if isinstance(request, (ListVoices, DeleteVoice, AddVoice)):
-            asyncio.create_task(self._voice_request(request, send))
+        if isinstance(request, StoreRequest):
+            asyncio.create_task(self._store_request(request, send))
             return
         if isinstance(request, Start):
             if (send, request.id) in self.utterances:
                 raise ProtocolError(f"utterance {request.id!r} already exists", "duplicate_id")
-            utt = Utterance(request.id, request.voice, self, send, request.latency, request.normalize, request.speed)
+            try:
+                lexicon = self.lexicon_for(request.lexicons, request.voice)
+            except EngineError as exc:
+                await send(protocol.encode(Error(id=request.id, code=exc.code, message=str(exc))))
+                return
+            utt = Utterance(request.id, request.voice, self, send, request.latency, request.normalize, request.speed,
+                            lexicon)
             self.utterances[utt.key] = utt
             utt.task = asyncio.create_task(utt.run())
             utt.task.add_done_callback(lambda _: self._forget(utt))
@@ -460,10 +471,32 @@ class Worker:
         if self.utterances.get(utt.key) is utt:
             del self.utterances[utt.key]
 
-    async def _voice_request(self, request: ListVoices | DeleteVoice | AddVoice, send: Send) -> None:
+    def lexicon_for(self, names: list[str] | None, voice: str) -> Lexicon | None:
+        """What an utterance is read with: the lexicons it names, in order, then its voice's and the server's
+        ``default`` where they exist (the first to define a grapheme wins); ``unknown_lexicon`` for a name not held."""
+        own = voice_key(voice)
+        chosen: Lexicon | None = None
+        for name in [*(names or []), *([own] if LEXICON_NAME.fullmatch(own) else []), DEFAULT_LEXICON]:
+            try:
+                lexicon = self.lexicons.get(name)
+            except LexiconError as exc:
+                if name in (names or []):
+                    raise EngineError(str(exc), "unknown_lexicon") from None
+                continue
+            chosen = lexicon if chosen is None else chosen.then(lexicon)
+        return chosen
+
+    async def _store_request(self, request: StoreRequest, send: Send) -> None:
         reply: Result | Error
         try:
             match request:
+                case ListLexicons():
+                    reply = Result(request.req, lexicons=await asyncio.to_thread(self.lexicons.list))
+                case DeleteLexicon(name=name):
+                    await asyncio.to_thread(self.lexicons.delete, name)
+                    reply = Result(request.req)
+                case AddLexicon(name=name, data=data):
+                    reply = Result(request.req, lexicon=await asyncio.to_thread(self.lexicons.add, name, data))
                 case ListVoices():
                     voices = await asyncio.to_thread(self.voices.list)
                     reply = Result(request.req, voices=[asdict(v) for v in voices])
@@ -475,8 +508,12 @@ class Worker:
                     reply = Result(request.req, voice=asdict(info))
         except EngineError as exc:
             reply = Error(req=request.req, code=exc.code, message=str(exc))
+        except LexiconNotFound as exc:
+            reply = Error(req=request.req, code="unknown_lexicon", message=str(exc))
+        except LexiconError as exc:
+            reply = Error(req=request.req, code="bad_lexicon", message=str(exc))
         except Exception as exc:
-            log.exception("voice request failed")
+            log.exception("voice or lexicon request failed")
             reply = Error(req=request.req, code="engine_error", message=str(exc))
         try:
             await send(protocol.encode(reply))

@@ -22,7 +22,7 @@ from gateway.guard.auth import OPEN_PATHS, authorized
 from gateway.elevenlabs import endpoint as elevenlabs
 from gateway.engine_link.pool import EnginePool
 from gateway.engine_link.process import EngineProcess
-from gateway.http import health, speech, voices
+from gateway.http import health, lexicons, speech, voices
 from gateway.http.errors import ApiError, api_error_response, error_response
 from gateway.listen import silero
 from gateway.metrics import Metrics
@@ -140,6 +140,9 @@ def create_app(settings: GatewaySettings, on_engine_refusal: Callable[[str], Non
         Route("/v1/voices", voices.list_voices, methods=["GET"]),
         Route("/v1/voices", voices.add_voice, methods=["POST"]),
         Route("/v1/voices/{name}", voices.delete_voice, methods=["DELETE"]),
+        Route("/v1/lexicons", lexicons.list_lexicons, methods=["GET"]),
+        Route("/v1/lexicons/{name}", lexicons.put_lexicon, methods=["PUT"]),
+        Route("/v1/lexicons/{name}", lexicons.delete_lexicon, methods=["DELETE"]),
         Route("/v1/webrtc/offer", webrtc_offer, methods=["POST"]),
         Route("/v1/whep", whep.offer, methods=["POST"]),
         Route("/v1/whep", whep.endpoint_options, methods=["OPTIONS"]),
@@ -160,7 +163,7 @@ def create_app(settings: GatewaySettings, on_engine_refusal: Callable[[str], Non
         Mount("/", StaticFiles(directory=WEB_DIR, html=True), name="web"),
     ]
     middleware = [
-        Middleware(CORSMiddleware, allow_origins=["*"], allow_methods=["GET", "POST", "DELETE", "PATCH", "OPTIONS"],
+        Middleware(CORSMiddleware, allow_origins=["*"], allow_methods=["GET", "POST", "PUT", "DELETE", "PATCH", "OPTIONS"],
                    allow_headers=["authorization", "content-type"], expose_headers=["location"]),
         Middleware(ApiKeyMiddleware, keys=settings.api_keys),
     ]

@@ -102,6 +102,9 @@ ENGINE_OPTIONS = (
     Option("--prompt-cache-voices", "CBF_PROMPT_CACHE_VOICES", "chatterbox-turbo: voices whose prompt keys and "
            "values stay on the device (~37 MB each in bf16), least recently used forgotten first", int, 64),
     Option("--voices-dir", "CBF_VOICES_DIR", "where predefined and cloned voices live", Path, Path("voices")),
+    Option("--lexicons-dir", "CBF_LEXICONS_DIR", "where pronunciation lexicons live (W3C PLS or ElevenLabs rules "
+           "JSON; `default` applies to every utterance, one named after a voice to that voice's; default: "
+           "VOICES_DIR/lexicons)", Path),
     Option("--sim-fixed", "CBF_SIM_FIXED", "simulated engine: fixed seconds per chunk", float, 0.15),
     Option("--sim-rtf", "CBF_SIM_RTF", "simulated engine: real-time factor", float, 3.0),
     Option("--engine-http-url", "CBF_ENGINE_HTTP_URL", "--engine http: base URL of a buffered TTS server, driven "
@@ -226,6 +229,7 @@ def engine_settings(args: argparse.Namespace):  # -> EngineSettings (imported la
     return EngineSettings(
         engine=args.engine, model_dir=args.model_dir, weights=args.weights, device=args.device, dtype=args.dtype,
         tf32=args.tf32, sdpa=args.sdpa, decode=args.decode, vocode=args.vocode, batch_slots=args.batch_slots, voices_dir=args.voices_dir,
+        lexicons_dir=args.lexicons_dir,
         vocode_window_s=args.vocode_window_ms / 1000,
         prompt_cache_voices=args.prompt_cache_voices,
         sim_fixed_s=args.sim_fixed, sim_rtf=args.sim_rtf,

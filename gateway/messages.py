@@ -121,6 +121,6 @@ def _parse_config(message: dict[str, Any]) -> Config:
 
 
 def reading(message: dict[str, Any]) -> Reading:
-    """A message's (or a request body's) ``latency``, ``normalize`` and ``speed``, checked (``ProtocolError``
-    otherwise)."""
-    return Reading(message.get("latency"), message.get("normalize"), message.get("speed"))
+    """A message's (or a request body's) ``latency``, ``normalize``, ``speed`` and ``lexicons``, checked
+    (``ProtocolError`` otherwise)."""
+    return Reading(message.get("latency"), message.get("normalize"), message.get("speed"), message.get("lexicons"))

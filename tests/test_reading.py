@@ -214,3 +214,54 @@ def test_bench_text_prints_the_front_ends_cost(capsys: pytest.CaptureFixture[str
     assert figures["texts"] == 5 and figures["repeats"] == 2
     for way in ("whole_text", "per_token", "streamed_text"):
         assert 0 < figures[way]["p50_ms"] <= figures[way]["p95_ms"] <= figures[way]["max_ms"]
+
+
+PLS = """<?xml version="1.0" encoding="UTF-8"?>
+<lexicon version="1.0" xmlns="http://www.w3.org/2005/01/pronunciation-lexicon" alphabet="ipa" xml:lang="en-US">
+  <lexeme><grapheme>SQL</grapheme><alias>sequel</alias></lexeme>
+  <lexeme><grapheme>Nginx</grapheme><phoneme>ˈɛndʒɪn ˈɛks</phoneme></lexeme>
+</lexicon>""".encode()
+
+
+def ndjson_text(server: str, **body: Any) -> tuple[int, list[dict[str, Any]]]:
+    reply = httpx.post(server + "/v1/tts", json={"format": "ndjson", **body}, timeout=30)
+    if reply.status_code != 200:
+        return reply.status_code, [reply.json()]
+    return 200, [json.loads(line) for line in reply.text.splitlines() if '"chunk"' in line[:20]]
+
+
+async def test_lexicons_uploaded_then_named_by_a_request_or_applied_as_the_default(server: str) -> None:
+    text = "Our SQL server runs nginx."
+    bad = httpx.put(server + "/v1/lexicons/tech", content=b"<lexicon><lexeme><grapheme>x", timeout=30)
+    assert bad.status_code == 400 and bad.json()["error"]["code"] == "bad_lexicon", bad.text
+    stored = httpx.put(server + "/v1/lexicons/tech", content=PLS, timeout=30)
+    assert stored.status_code == 201 and stored.json()["lexicon"] == {"name": "tech", "rules": 1, "skipped": 1}
+    assert [x["name"] for x in httpx.get(server + "/v1/lexicons").json()["lexicons"]] == ["tech"]
+    _, plain = ndjson_text(server, text=text)
+    assert "S Q L" in plain[0]["text"]  # an acronym, spelled
+    _, named = ndjson_text(server, text=text, lexicons=["tech"])
+    sql = next(w for c in named for w in c["words"] if w["word"] == "SQL")
+    assert "sequel" in named[0]["text"] and sql["spoken"] == "sequel"  # the caller's word, the lexicon's reading
+    status, refused = ndjson_text(server, text=text, lexicons=["nobody"])
+    assert status == 404 and refused[0]["error"]["code"] == "unknown_lexicon"
+    rules = {"rules": [{"type": "alias", "string_to_replace": "nginx", "alias": "engine x", "case_sensitive": False}]}
+    assert httpx.put(server + "/v1/lexicons/default", content=json.dumps(rules), timeout=30).status_code == 201
+    try:
+        _, defaulted = ndjson_text(server, text=text, lexicons=["tech"])  # the request's, then the server's default
+        assert "sequel" in defaulted[0]["text"] and "engine x" in " ".join(c["text"] for c in defaulted)
+        url = (server.replace("http://", "ws://") + "/v1/text-to-speech/default/stream-input"
+               "?model_id=eleven_flash_v2_5&output_format=pcm_24000")
+        async with connect(url) as ws:  # ElevenLabs' locators name the lexicons
+            await ws.send(json.dumps({"text": " ", "pronunciation_dictionary_locators": [
+                {"pronunciation_dictionary_id": "tech", "version_id": "v1"}]}))
+            await ws.send(json.dumps({"text": text + " "}))
+            await ws.send(json.dumps({"text": ""}))
+            said = ""
+            async with asyncio.timeout(30):
+                while not (reply := json.loads(await ws.recv())).get("isFinal"):
+                    said += "".join((reply.get("normalizedAlignment") or {}).get("chars", []))
+        assert "sequel" in said and "engine x" in said, said
+    finally:
+        assert httpx.delete(server + "/v1/lexicons/default", timeout=30).status_code == 204
+    assert httpx.delete(server + "/v1/lexicons/tech", timeout=30).status_code == 204
+    assert httpx.delete(server + "/v1/lexicons/tech", timeout=30).status_code == 404

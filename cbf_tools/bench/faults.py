@@ -1,7 +1,7 @@
 """``chatterbox-fast bench faults``: generated hostile inputs (cbf_tools/bench/hostile_inputs.py) on every surface a client
 reaches (WebSocket, ElevenLabs-compatible multi-stream-input, data-channel and controller messages; the phone stacks'
 sockets: Twilio, Telnyx and Asterisk media streams, jambonz's TTS socket; POST /v1/tts, /v1/audio/speech (its SSE
-streams too), /v1/webrtc/offer and /v1/whep with mangled SDP, /v1/voices with mangled uploads, Wyoming events on
+streams too), /v1/webrtc/offer and /v1/whep with mangled SDP, /v1/voices and /v1/lexicons with mangled uploads, Wyoming events on
 its TCP port; and the caller's side of phone calls: the caller's audio mangled, before ``start`` and in floods, and a
 call's controller's ``listen`` and ``barge_in`` mangled, beside a sound call that must go on as if nothing happened),
 then what they did to a real server. Each figure must be 0: server errors (HTTP 5xx, a stream cut short, a socket the
@@ -29,7 +29,8 @@ from websockets.exceptions import ConnectionClosed
 
 from cbf_tools.bench.hostile_inputs import (CALLER_CONTROL_FIELDS, ELEVENLABS_FIELDS, JAMBONZ_FIELDS, MEDIA_STREAM_FIELDS,
                                      OPENAI_FIELDS, TTS_FIELDS, asterisk_frames, caller_media, http_bodies,
-                                     offer_bodies, voice_uploads, websocket_messages, whep_offers, wyoming_frames)
+                                     lexicon_uploads, offer_bodies, voice_uploads, websocket_messages, whep_offers,
+                                     wyoming_frames)
 from cbf_tools.peers.local_server import ServerFailed, free_port, local_server, quiet_client_logs
 from cbf_tools.peers.phone_callers import PlayingStack, connect_call
 from cbf_tools.peers.rtc_listener import Listener
@@ -282,8 +283,9 @@ def _json(bodies: list[str]) -> list[tuple[str, bytes]]:
     return [("application/json", body.encode("utf-8", "surrogatepass")) for body in bodies]
 
 
-async def _http(url: str, route: str, requests: list[tuple[str, bytes]], headers: dict[str, str]) -> dict[str, int]:
-    """``requests`` ((content type, body) pairs) POSTed to ``route`` a few at a time; 5xx other than a session-limit
+async def _http(url: str, route: str, requests: list[tuple[str, bytes]], headers: dict[str, str],
+                method: str = "POST") -> dict[str, int]:
+    """``requests`` ((content type, body) pairs) sent to ``route`` a few at a time; 5xx other than a session-limit
     refusal and dropped connections count as server errors."""
     counts = {"server_errors": 0, "refused": 0, "accepted": 0}
     pending = iter(requests)
@@ -291,7 +293,7 @@ async def _http(url: str, route: str, requests: list[tuple[str, bytes]], headers
     async def worker(http: httpx.AsyncClient) -> None:
         for content_type, body in pending:
             try:
-                reply = await http.post(route, content=body, headers={"content-type": content_type})
+                reply = await http.request(method, route, content=body, headers={"content-type": content_type})
             except httpx.HTTPError:  # a stream aborted mid-way, a dropped connection
                 counts["server_errors"] += 1
                 continue
@@ -462,6 +464,7 @@ async def measure(url: str, count: int, seed: int, api_key: str | None,
                                                 path=JAMBONZ_PATH, farewell='{"type": "stop"}'),
             "/v1/whep": await _http(url, "/v1/whep", whep_offers(rng, count), headers),
             "/v1/voices": await _http(url, "/v1/voices", voice_uploads(rng, count), headers),
+            "/v1/lexicons": await _http(url, "/v1/lexicons/fuzz", lexicon_uploads(rng, count), headers, "PUT"),
         }
         surfaces |= caller_side
         if wyoming_port is not None:
@@ -471,6 +474,7 @@ async def measure(url: str, count: int, seed: int, api_key: str | None,
         voices_after = await _voices(http)
         for name in voices_after - voices_before:  # what the uploads stored: leave the server as it was
             await http.delete(f"/v1/voices/{name}")
+        await http.delete("/v1/lexicons/fuzz")
         health = (await http.get("/health")).json()
     lost, restarts = _engine_figures(health)
     return {"bench": "faults", "inputs_per_surface": count, "seed": seed, "surfaces": surfaces,

@@ -340,3 +340,32 @@ def voice_uploads(rng: random.Random, count: int) -> list[tuple[str, bytes]]:
             "multipart/form-data", "application/json", f"multipart/form-data; boundary={boundary}x"))
         uploads.append((content_type, body))
     return uploads
+
+
+_PLS_HEAD = '<?xml version="1.0"?><lexicon version="1.0" xmlns="http://www.w3.org/2005/01/pronunciation-lexicon">'
+_LEXICON_BODIES = (
+    _PLS_HEAD + "<lexeme><grapheme>SQL</grapheme><alias>sequel</alias></lexeme></lexicon>",
+    '<?xml version="1.0"?><!DOCTYPE l [<!ENTITY a "aaaaaaaaaa"><!ENTITY b "&a;&a;&a;&a;">]><lexicon>&b;</lexicon>',
+    _PLS_HEAD + "<lexeme><grapheme>x</grapheme>" * 3000,
+    _PLS_HEAD + "<lexeme><grapheme>" + "g" * 5000 + "</grapheme><alias>a</alias></lexeme></lexicon>",
+    '{"rules": [{"type": "alias", "string_to_replace": "api", "alias": "A P I", "case_sensitive": false}]}',
+    '{"rules": [' + ",".join(['{"type": "alias", "string_to_replace": "w%d", "alias": "x"}' % i
+                               for i in range(2001)]) + "]}",
+    '{"rules": "many"}', '{"rules": [{"type": "alias"}]}', "[]", "null", "", "<", "\ufeff<lexicon/>",
+)
+
+
+def lexicon_uploads(rng: random.Random, count: int) -> list[tuple[str, bytes]]:
+    """(content type, body) pairs for PUT /v1/lexicons/NAME: sound and broken PLS and rules JSON, entity bombs, too
+    many rules, a huge grapheme, a body over the size limit, and anything else."""
+    uploads = []
+    for _ in range(count):
+        kind = rng.random()
+        if kind < 0.7:
+            body = rng.choice(_LEXICON_BODIES).encode("utf-8", "surrogatepass")
+        elif kind < 0.75:
+            body = b"<" * (300 * 1024)
+        else:
+            body = _frame(rng, {"rules": _pick([], [{"type": "alias"}], "x", None)}).encode("utf-8", "surrogatepass")
+        uploads.append((rng.choice(("application/pls+xml", "application/json", "text/plain", "")), body))
+    return uploads

@@ -13,6 +13,7 @@ from __future__ import annotations
 import re
 
 from engine.speech_text import abbreviations, numbers, symbols, web
+from engine.speech_text.lexicon import Lexicon
 from engine.speech_text.markdown import markdown, open_tail
 from engine.speech_text.spans import Piece, compose, spoken, substitute
 from engine.text import TURBO_PUNCTUATION
@@ -43,10 +44,13 @@ def words(text: str) -> list[Piece]:
     return substitute(_WORDS, text, _word)
 
 
-def normalize(text: str) -> list[Piece]:
-    """The spoken form of ``text`` as pieces of it (covering it in order)."""
+def normalize(text: str, lexicon: Lexicon | None = None) -> list[Piece]:
+    """The spoken form of ``text`` as pieces of it (covering it in order); ``lexicon``'s aliases replace its
+    graphemes first, before the word rules (its "SQL" is "sequel", never spelled)."""
     pieces = markdown(text)
-    for rules in (words, punctuation_only, _whitespace):
+    passes = (words, punctuation_only, _whitespace) if lexicon is None else (lexicon.apply, words, punctuation_only,
+                                                                             _whitespace)
+    for rules in passes:
         pieces = compose(pieces, rules(spoken(pieces)))
     return pieces
 

@@ -7,13 +7,15 @@ text has neither). ``source`` maps offsets in everything spoken so far back to t
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 
 from engine.protocol import ProtocolError
 from engine.speech_text import normalize as rules
 from engine.speech_text import ssml
-from engine.speech_text.spans import Piece, SpanMap
-from engine.speech_text.stream import FrontEnd, joined
+from engine.speech_text.lexicon import Lexicon
+from engine.speech_text.spans import Piece, SpanMap, compose, spoken
+from engine.speech_text.stream import FrontEnd, Normalizer, joined
 
 
 @dataclass(frozen=True)
@@ -25,6 +27,12 @@ class Stretch:
 
 def _nothing_open(text: str) -> int | None:
     return None
+
+
+def _lexicon_then_punctuation(lexicon: Lexicon, text: str) -> list[Piece]:
+    """``normalize`` off with a lexicon: its aliases, then Turbo's punctuation rules only."""
+    pieces = lexicon.apply(text)
+    return compose(pieces, rules.punctuation_only(spoken(pieces)))
 
 
 _SSML_OPENINGS = ("<speak", "<?xml", "<!DOCTYPE")
@@ -45,11 +53,17 @@ def _may_open_ssml(text: str) -> bool:
 
 class Reader:
     """``normalize`` mode ``off``: the text as sent, Chatterbox-Turbo's punctuation rules only; ``on`` / ``auto``
-    (None): as a person would read it aloud. A text that starts with ``<speak`` is SSML either way (normalised
-    inside unless ``off``); it is read once the caller ends or flushes it whole."""
+    (None): as a person would read it aloud. A ``lexicon``'s aliases apply in every mode. A text that starts with
+    ``<speak`` is SSML either way (normalised inside unless ``off``); it is read once the caller ends or flushes it
+    whole."""
 
-    def __init__(self, mode: str | None = None) -> None:
-        self._normalize = rules.punctuation_only if mode == "off" else rules.normalize
+    def __init__(self, mode: str | None = None, lexicon: Lexicon | None = None) -> None:
+        if mode != "off":
+            self._normalize: Normalizer = functools.partial(rules.normalize, lexicon=lexicon)
+        elif lexicon is not None:
+            self._normalize = functools.partial(_lexicon_then_punctuation, lexicon)
+        else:
+            self._normalize = rules.punctuation_only
         self._plain = FrontEnd(self._normalize, _nothing_open if mode == "off" else rules.open_tail)
         self._ssml: str | None = None  # the SSML document so far; None: plain text (or nothing yet)
         self._ssml_map = SpanMap([])

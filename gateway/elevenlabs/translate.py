@@ -9,8 +9,8 @@ relative to each message's own audio, as their clients (the ``elevenlabs`` SDK, 
 Their ``optimize_streaming_latency`` (0-4) and ``auto_mode`` query parameters choose our latency preference
 (``latency_preference``), ``apply_text_normalization`` our ``normalize`` mode (``query_reading``), and
 ``voice_settings.speed`` a context's speaking speed; replies carry ``alignment`` of the text as sent and
-``normalizedAlignment`` of the text as spoken. What it cannot honour is accepted and ignored: the rest of
-``voice_settings``, ``generation_config``, ``model_id``, ``pronunciation_dictionary_locators``,
+``normalizedAlignment`` of the text as spoken; ``pronunciation_dictionary_locators`` name our lexicons. What it cannot
+honour is accepted and ignored: the rest of ``voice_settings``, ``generation_config``, ``model_id``,
 ``try_trigger_generation``, and the bit rate in an ``output_format`` name.
 """
 
@@ -21,7 +21,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from engine.protocol import NORMALIZE_MODES, SAMPLE_RATE, ProtocolError, Reading, check_speed
+from engine.protocol import NORMALIZE_MODES, SAMPLE_RATE, ProtocolError, Reading, check_lexicons, check_speed
 from gateway import messages
 from gateway.guard.client_input import speech_text
 
@@ -74,6 +74,7 @@ class ClientMessage:
     close_socket: bool = False
     api_key: str | None = None  # ``xi_api_key`` (or ``xi-api-key``) in a first message
     speed: float | None = None  # ``voice_settings.speed``: the context's speaking speed from here on
+    lexicons: list[str] | None = None  # ``pronunciation_dictionary_locators``' ids: our lexicons by name
 
 
 def parse(raw: str | bytes) -> ClientMessage:
@@ -85,7 +86,18 @@ def parse(raw: str | bytes) -> ClientMessage:
     key = _typed(message, "xi_api_key", str) or _typed(message, "xi-api-key", str)
     return ClientMessage(speech_text(text) if text is not None else None, _typed(message, "context_id", str),
                          bool(_typed(message, "flush", bool)), bool(_typed(message, "close_context", bool)),
-                         bool(_typed(message, "close_socket", bool)), key, _speed(message))
+                         bool(_typed(message, "close_socket", bool)), key, _speed(message), _lexicons(message))
+
+
+def _lexicons(message: dict[str, Any]) -> list[str] | None:
+    """``pronunciation_dictionary_locators`` (``[{pronunciation_dictionary_id, version_id?}]``, up to 3, in order): each
+    id names one of the server's lexicons (``/v1/lexicons``); the version is not kept."""
+    locators = message.get("pronunciation_dictionary_locators")
+    if locators is None:
+        return None
+    if not isinstance(locators, list) or not all(isinstance(x, dict) for x in locators):
+        raise ProtocolError("field 'pronunciation_dictionary_locators' must be a list of objects")
+    return check_lexicons([x.get("pronunciation_dictionary_id") for x in locators])
 
 
 def _speed(message: dict[str, Any]) -> float | None:
@@ -169,8 +181,8 @@ class Contexts:
             state = self._open[ctx] = _Context()
             self._finishing.discard(ctx)  # the id is the new context's now
             out.append(Open(ctx))
-        if msg.speed is not None:
-            out.append(Say(ctx, messages.Config(reading=Reading(speed=msg.speed))))
+        if msg.speed is not None or msg.lexicons is not None:
+            out.append(Say(ctx, messages.Config(reading=Reading(speed=msg.speed, lexicons=msg.lexicons))))
         if msg.text and (state.spoken or msg.text.strip()):  # leading blanks (their first message) open only
             state.spoken = state.unflushed = True
             out.append(Say(ctx, messages.Text(msg.text)))

@@ -19,8 +19,9 @@ from websockets.asyncio.client import ClientConnection, connect, unix_connect
 from websockets.exceptions import ConnectionClosed, InvalidHandshake
 
 from engine import protocol
-from engine.protocol import (AddVoice, Cancel, Chunk, DeleteVoice, Done, End, EngineReady, Error, Flush, ListVoices,
-                             Playout, Reading, Request, Result, Start, Text)
+from engine.protocol import (AddLexicon, AddVoice, Cancel, Chunk, DeleteLexicon, DeleteVoice, Done, End, EngineReady,
+                             Error, Flush, ListLexicons, ListVoices, Playout, Reading, Request, Result, Start,
+                             StoreRequest, Text)
 from gateway.engine_link.backoff import Backoff
 
 log = logging.getLogger("chatterbox_fast.gateway")
@@ -249,7 +250,7 @@ class EngineClient:
         self.started += 1
         return utt
 
-    async def _request(self, make: Callable[[str], ListVoices | DeleteVoice | AddVoice],
+    async def _request(self, make: Callable[[str], StoreRequest],
                        timeout: float = 120) -> Result:
         """Send the voice request ``make(req)`` and wait for its answer; a refusal raises ``EngineRequestError``."""
         req = str(next(self._ids))
@@ -275,3 +276,15 @@ class EngineClient:
 
     async def delete_voice(self, name: str) -> None:
         await self._request(lambda req: DeleteVoice(name, req))
+
+    async def list_lexicons(self) -> list[dict[str, Any]]:
+        return (await self._request(ListLexicons)).lexicons or []
+
+    async def add_lexicon(self, name: str, data: bytes) -> dict[str, Any]:
+        lexicon = (await self._request(lambda req: AddLexicon(name, req, data))).lexicon
+        if lexicon is None:
+            raise EngineRequestError("engine_error", "the worker's answer to add_lexicon carried no lexicon")
+        return lexicon
+
+    async def delete_lexicon(self, name: str) -> None:
+        await self._request(lambda req: DeleteLexicon(name, req))

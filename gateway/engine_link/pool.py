@@ -128,26 +128,39 @@ class EnginePool:
         return await client.start(voice, reading)
 
     async def list_voices(self) -> list[dict[str, Any]]:
-        """The union by name of every available worker's voices (first occurrence wins), sorted by name."""
+        return await self._union(lambda client: client.list_voices())
+
+    async def _union(self, call: Callable[[EngineClient], Awaitable[list[dict[str, Any]]]]) -> list[dict[str, Any]]:
+        """The union by name of every available worker's answers to ``call`` (voices, lexicons; the first occurrence
+        wins), sorted by name."""
         clients = self._available()
-        results = await asyncio.gather(*(client.list_voices() for client in clients), return_exceptions=True)
-        voices: dict[str, dict[str, Any]] = {}
+        results = await asyncio.gather(*(call(client) for client in clients), return_exceptions=True)
+        named: dict[str, dict[str, Any]] = {}
         errors: list[BaseException] = []
         for result in results:
             if isinstance(result, BaseException):
                 errors.append(result)
                 continue
-            for voice in result:
-                voices.setdefault(voice["name"], voice)
+            for item in result:
+                named.setdefault(item["name"], item)
         if errors and len(errors) == len(results):
             raise errors[0]
-        return sorted(voices.values(), key=lambda voice: voice["name"])
+        return sorted(named.values(), key=lambda item: item["name"])
 
     async def add_voice(self, name: str, data: bytes) -> dict[str, Any]:
         return await self._everywhere(lambda client: client.add_voice(name, data), tolerated="exists")
 
     async def delete_voice(self, name: str) -> None:
         await self._everywhere(lambda client: client.delete_voice(name), tolerated="unknown_voice")
+
+    async def list_lexicons(self) -> list[dict[str, Any]]:
+        return await self._union(lambda client: client.list_lexicons())
+
+    async def add_lexicon(self, name: str, data: bytes) -> dict[str, Any]:
+        return await self._everywhere(lambda client: client.add_lexicon(name, data), tolerated="")  # replaces one
+
+    async def delete_lexicon(self, name: str) -> None:
+        await self._everywhere(lambda client: client.delete_lexicon(name), tolerated="unknown_lexicon")
 
     async def _everywhere(self, call: Callable[[EngineClient], Awaitable[Any]], tolerated: str) -> Any:
         """Run ``call`` on every available worker. Succeeds when at least one succeeded and every other one succeeded

@@ -8,7 +8,7 @@ from starlette.responses import JSONResponse
 from gateway.engine_link.client import EngineRequestError, EngineUnavailable
 from gateway.shared_state import GatewayState
 
-_STATUS = {"unknown_voice": 404, "exists": 409, "too_large": 413, "session_limit": 503, "engine_unavailable": 503,
+_STATUS = {"unknown_voice": 404, "unknown_lexicon": 404, "exists": 409, "too_large": 413, "session_limit": 503, "engine_unavailable": 503,
            "engine_error": 500, "bad_backend_reply": 502}
 
 

@@ -1,0 +1,44 @@
+"""/v1/lexicons: pronunciation lexicons (W3C PLS or ElevenLabs' rules JSON) listed, stored and deleted on every
+engine worker. A lexicon is named in an utterance's ``lexicons`` (or ElevenLabs' ``pronunciation_dictionary_locators``);
+``default`` applies to every utterance, one named after a voice to that voice's (docs/text.md)."""
+
+from __future__ import annotations
+
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
+
+from gateway.engine_link.client import EngineRequestError, EngineUnavailable
+from gateway.http.body import bounded_body
+from gateway.http.errors import ApiError, engine_error
+from gateway.shared_state import GatewayState
+
+MAX_LEXICON_BYTES = 256 * 1024  # the worker's own limit (engine/speech_text/lexicon.py), refused here before sending
+
+
+async def list_lexicons(request: Request) -> Response:
+    state: GatewayState = request.app.state.gateway
+    try:
+        return JSONResponse({"lexicons": await state.engine.list_lexicons()})
+    except EngineUnavailable as exc:
+        raise engine_error(exc) from None
+
+
+async def put_lexicon(request: Request) -> Response:
+    """The body is the lexicon file itself (``application/pls+xml`` or JSON); a lexicon of that name is replaced."""
+    state: GatewayState = request.app.state.gateway
+    data = await bounded_body(request, MAX_LEXICON_BYTES,
+                              ApiError(413, "too_large", f"a lexicon is at most {MAX_LEXICON_BYTES} bytes"))
+    try:
+        lexicon = await state.engine.add_lexicon(request.path_params["name"], data)
+    except (EngineUnavailable, EngineRequestError) as exc:
+        raise engine_error(exc) from None
+    return JSONResponse({"lexicon": lexicon}, status_code=201)
+
+
+async def delete_lexicon(request: Request) -> Response:
+    state: GatewayState = request.app.state.gateway
+    try:
+        await state.engine.delete_lexicon(request.path_params["name"])
+    except (EngineUnavailable, EngineRequestError) as exc:
+        raise engine_error(exc) from None
+    return Response(status_code=204)
