@@ -90,7 +90,6 @@ class VoiceStore:
         max_seconds: float = 30.0,
     ) -> None:
         self._root = Path(root)
-        self.root = self._root  # where the voices are (the worker keeps its lexicons beside them)
         self._engine = engine
         self._max_upload_bytes = max_upload_bytes
         self._min_seconds = min_seconds

@@ -33,9 +33,9 @@ from engine.cost import CostModel
 from engine.engines.base import BatchingEngine, Cancelled, Engine, EngineError, RemoteEngine
 from engine.joins import Joiner, to_int16
 from engine.planner import ChunkPlanner, PlannedChunk, PlannerConfig, PlannerError
-from engine.protocol import (LEXICON_NAME, AddLexicon, AddVoice, Cancel, Chunk, ChunkHeader, DeleteLexicon, DeleteVoice,
-                             Done, End, EngineReady, Error, Flush, ListLexicons, ListVoices, Playout, ProtocolError,
-                             Result, Start, StoreRequest, Text)
+from engine.protocol import (LEXICON_NAME, MAX_SPEED, MIN_SPEED, AddLexicon, AddVoice, Cancel, Chunk, ChunkHeader,
+                             DeleteLexicon, DeleteVoice, Done, End, EngineReady, Error, Flush, ListLexicons, ListVoices,
+                             Playout, ProtocolError, Result, Start, StoreRequest, Text)
 from engine.scheduler import DeviceQueue, Gathered
 from engine.settings import DEFAULT_VOCODE_WINDOW_S, EngineSettings
 from engine.text import WORD_JOINER, BoundaryKind
@@ -194,11 +194,13 @@ class Utterance:
                 self._pauses.append((len(self.spoken), part.pause_after))
 
     def _chunk_reading(self, planned: PlannedChunk, previous: PlannedChunk | None) -> tuple[float, float | None]:
-        """The speed ``planned`` is spoken at, and the pause asked for before it (None: the joins' own)."""
+        """The speed ``planned`` is spoken at (the utterance's times SSML's rate, within the protocol's range), and the
+        pause asked for before it (None: the joins' own)."""
         rate = next(r for at, r in reversed(self._rates) if at <= planned.start)
         since = previous.end if previous else 0
         asked = [s for at, s in self._pauses if since <= at <= planned.start]
-        return self.speed * rate, min(MAX_PAUSE_S, sum(asked)) if asked else None
+        speed = min(MAX_SPEED, max(MIN_SPEED, self.speed * rate))
+        return speed, min(MAX_PAUSE_S, sum(asked)) if asked else None
 
     def playout(self, played: float) -> None:
         self.planner.on_playout(played, time.monotonic())
@@ -339,7 +341,7 @@ class Worker:
         self._calibrated = calibrated or CostModel()
         self.voices = voices
         self.settings = settings
-        self.lexicons = LexiconStore(settings.lexicons_dir or voices.root / "lexicons")
+        self.lexicons = LexiconStore(settings.lexicons_dir or settings.voices_dir / "lexicons")
         self.planner_config = PlannerConfig(
             first_chunk_min_words=settings.first_chunk_words,
             max_chars=settings.max_chunk_chars,

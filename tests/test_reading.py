@@ -265,3 +265,17 @@ async def test_lexicons_uploaded_then_named_by_a_request_or_applied_as_the_defau
         assert httpx.delete(server + "/v1/lexicons/default", timeout=30).status_code == 204
     assert httpx.delete(server + "/v1/lexicons/tech", timeout=30).status_code == 204
     assert httpx.delete(server + "/v1/lexicons/tech", timeout=30).status_code == 404
+
+
+async def test_websocket_speed_and_ssml_prosody_rate_set_the_pace(server: str) -> None:
+    """A session's ``speed`` and SSML's ``<prosody rate>`` (on top of it) stretch the audio; the words are the same."""
+    text = "The quick brown fox jumps over the lazy dog, and then it runs away into the forest."
+    seconds = {}
+    for name, config, said in (("plain", {}, text), ("fast", {"speed": 1.5}, text),
+                               ("faster", {"speed": 1.5}, f'<speak><prosody rate="x-fast">{text}</prosody></speak>')):
+        chunks, done, audio = await speak_over_websocket(server, [said], **config)
+        assert done["type"] == "done", done
+        assert " ".join(c["text"] for c in chunks).split() == text.split()
+        seconds[name] = len(audio) / 48000
+    assert seconds["fast"] / seconds["plain"] == pytest.approx(1 / 1.5, abs=0.08)
+    assert seconds["faster"] / seconds["plain"] == pytest.approx(1 / 2.25, abs=0.08)  # 1.5 x x-fast's 1.5

@@ -268,8 +268,7 @@ class LexiconStore:
     once and cached until its file changes."""
 
     def __init__(self, directory: Path | str) -> None:
-        self.directory = Path(directory)
-        self.directory.mkdir(parents=True, exist_ok=True)
+        self.directory = Path(directory)  # made by the first add
         self._cache: dict[str, tuple[os.stat_result, Lexicon]] = {}  # name -> (its file's stat when read, lexicon)
 
     def add(self, name: str, data: bytes) -> dict[str, Any]:
@@ -281,6 +280,7 @@ class LexiconStore:
             raise LexiconError(f"{MAX_STORED} lexicons are stored already; delete one first")
         suffix = ".pls" if is_pls(data) else ".json"
         path = self.directory / f"{name}{suffix}"
+        self.directory.mkdir(parents=True, exist_ok=True)
         fd, temp = tempfile.mkstemp(prefix=_TEMP_PREFIX, dir=self.directory)
         try:
             with os.fdopen(fd, "wb") as f:
@@ -335,6 +335,8 @@ class LexiconStore:
         return out
 
     def _names(self) -> set[str]:
+        if not self.directory.is_dir():
+            return set()
         return {path.stem for path in self.directory.iterdir()
                 if path.suffix in _SUFFIXES and _NAME.fullmatch(path.stem)}
 
