@@ -12,7 +12,6 @@ from __future__ import annotations
 import math
 
 import numpy as np
-from scipy.signal import correlate
 
 _FRAME_S = 0.040  # window length: at least two periods of a 60 Hz voice
 _FADE_S = 0.005
@@ -23,6 +22,7 @@ def stretch(wav: np.ndarray, speed: float, sample_rate: int) -> np.ndarray:
     change); float32 in, float32 out, length round(len(wav) / speed) (exactly), no click at either end."""
     if speed == 1.0:
         return wav
+    from scipy.signal import correlate  # half a second to import: only for a speed other than 1
     out_len = round(len(wav) / speed)
     if out_len == 0 or len(wav) == 0:
         return np.zeros(out_len, dtype=np.float32)

@@ -53,3 +53,13 @@ def keyed_gateway(tmp_path_factory: pytest.TempPathFactory):
                         "--max-unauthenticated", str(KEYED_MAX_UNAUTHENTICATED),
                         voices_dir=tmp_path_factory.mktemp("keyed-voices")) as url:
         yield url, port
+
+
+@pytest.fixture(scope="session")
+def plain_server():
+    """One gateway on the embedded engine with the default flags, shared by the test files that only speak through
+    it (nothing they do changes what the next one meets): a server start costs 4-9 s here. Yields its base URL."""
+    from tests.server import running_server
+
+    with running_server() as url:
+        yield url

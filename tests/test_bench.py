@@ -17,7 +17,7 @@ from starlette.routing import Route, WebSocketRoute
 from starlette.websockets import WebSocket
 
 from gateway.cli import build_parser
-from server import running_server, serving
+from server import serving
 from cbf_tools.bench.gateway import PCM_BYTES_PER_SECOND, TEXTS
 
 FIELDS = {"bench", "transport", "codec", "receiver_prefetch", "sessions", "pause_s", "utterances", "errors", "engine", "server",
@@ -27,9 +27,8 @@ FIELDS = {"bench", "transport", "codec", "receiver_prefetch", "sessions", "pause
 
 
 @pytest.fixture(scope="module")
-def url():
-    with running_server() as base:
-        yield base
+def url(plain_server: str) -> str:
+    return plain_server  # tests/conftest.py: one server for the files that only speak through it
 
 
 def bench(capsys: pytest.CaptureFixture[str], *flags: str) -> tuple[int, dict, str]:

@@ -23,7 +23,7 @@ from starlette.routing import Route
 
 from gateway.cli import build_parser
 from cbf_tools.gate import deploy as deploy_gate
-from tests.server import running_server, serving
+from tests.server import serving
 
 CLIP_TEXT = "Hello there, this is a quick test."  # about 2 s of speech
 API_KEY = "stand-in-key"
@@ -164,9 +164,8 @@ def test_rejected_key_is_an_error_not_a_verdict(clips, capsys):
     assert result["gate"] == "error" and "401" in result["error"]
 
 
-def test_real_server_with_the_embedded_engine_passes(capsys):
-    with running_server() as url:
-        code = run_gate("--url", url, "--json-only")
+def test_real_server_with_the_embedded_engine_passes(capsys, plain_server: str):
+    code = run_gate("--url", plain_server, "--json-only")
     out = capsys.readouterr().out
     assert code == 0, out
     assert out.count("\n") == 1  # --json-only: the JSON line and nothing else

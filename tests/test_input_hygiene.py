@@ -12,7 +12,6 @@ import pytest
 from websockets.asyncio.client import ClientConnection, connect
 
 from gateway.guard.client_input import MAX_JSON_DEPTH, BadInput, load_json, speech_text
-from tests.server import running_server
 
 SURROGATE = '{"type": "speak", "text": "hi \\ud800 there"}'  # the JSON escape: a client can send it as ASCII
 DEEP = "[" * 5000 + "]" * 5000  # past the JSON parser's own recursion limit
@@ -20,9 +19,8 @@ JUST_TOO_DEEP = '{"type": "speak", "text": "hi", "x": ' + "[" * MAX_JSON_DEPTH +
 
 
 @pytest.fixture(scope="module")
-def url():
-    with running_server() as base:
-        yield base
+def url(plain_server: str) -> str:
+    return plain_server  # tests/conftest.py: one server for the files that only speak through it
 
 
 async def next_event(ws: ClientConnection, timeout: float = 20) -> dict:
