@@ -137,6 +137,7 @@ def errors(data: bytes) -> str:
     (b'{"rules": {}}', 'an object with a "rules" list'),
     (b'{\n"rules": [\n{"type": "alias",}]}', "line 3, column 18: not valid JSON"),
     (b"\xff\xfe\x00{", "not valid JSON"),
+    (b"[" * 20000, "nested far too deeply"),  # past the stack: once a 500 (found by bench faults)
     (eleven(alias("a", "b"), {"type": "alias", "string_to_replace": "tomato"}),
      "rule 2: \"alias\" for 'tomato' is missing"),
     (eleven({"type": "sound", "string_to_replace": "a", "alias": "b"}), 'rule 1: "type" must be'),

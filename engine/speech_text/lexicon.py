@@ -222,6 +222,8 @@ def _read_json(data: bytes) -> tuple[list[Rule], int]:
         raise LexiconError(f"line {exc.lineno}, column {exc.colno}: not valid JSON ({exc.msg})") from None
     except UnicodeDecodeError:
         raise LexiconError("not valid JSON (not UTF-8 text)") from None
+    except RecursionError:  # "[[[[..." deeper than the interpreter's stack
+        raise LexiconError("not a lexicon: JSON nested far too deeply") from None
     if not isinstance(document, dict) or not isinstance(document.get("rules"), list):
         raise LexiconError('a JSON lexicon must be an object with a "rules" list')
     rules: list[Rule] = []

@@ -18,7 +18,9 @@ from engine.text import WORD_JOINER
 
 LOOKAHEAD_TOKENS = 2
 WHOLE_PHRASE_CHARS = 80  # a rewritten phrase up to this long is kept in one chunk (its words joined)
-_COMPLETE_TOKEN = re.compile(r"\S+(?=\s)")
+# A word with a space after it; matched only from a word's start, so a run without spaces costs its length once (not
+# its square: "-" * 5000).
+_COMPLETE_TOKEN = re.compile(r"(?<!\S)\S+(?=\s)")
 
 Normalizer = Callable[[str], list[Piece]]
 OpenTail = Callable[[str], "int | None"]
@@ -52,8 +54,16 @@ class FrontEnd:
     def feed(self, text: str) -> str:
         """Take more caller text; the spoken text that can be let go of now (maybe "")."""
         self._held += text
+        # Nothing can be let go of (so nothing is normalised again: a long unfinished thing streamed in small pieces
+        # must not cost its square) while no word was completed, or while all that is held is an unfinished
+        # construct (an open code fence or table row).
+        if not any(c.isspace() for c in text):
+            return ""
+        tail = self._open_tail(self._held)
+        if tail is not None and not self._held[:tail].strip():
+            return ""
         pieces = self._normalize(self._held)
-        cut = self._safe_cut(pieces)
+        cut = self._safe_cut(pieces, tail)
         return self._let_go(pieces, cut) if cut else ""
 
     def flush(self) -> str:
@@ -66,10 +76,10 @@ class FrontEnd:
         """The caller's span that spoken ``[start, end)`` (offsets in ``spoken``) speaks for."""
         return self._map.source(start, end)
 
-    def _safe_cut(self, pieces: list[Piece]) -> int:
-        """The last place in the held text that no later text can change the reading of (0: none)."""
+    def _safe_cut(self, pieces: list[Piece], tail: int | None) -> int:
+        """The last place in the held text that no later text can change the reading of (0: none); ``tail``: where
+        an unfinished construct starts in it."""
         held = self._held
-        tail = self._open_tail(held)
         limit = len(held) if tail is None else tail
         rewritten = [(p.start, p.end) for p in pieces if not p.verbatim]
         tokens = list(_COMPLETE_TOKEN.finditer(held))
