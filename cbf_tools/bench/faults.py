@@ -39,6 +39,7 @@ from gateway.webrtc.signalling import SETUP_TIMEOUT_S
 from gateway.wyoming.wire import Event, EventReader, encode
 
 SERVER_FAILURES = {"engine_error", "engine_unavailable"}  # events no client input may cause
+TRY_AGAIN_LATER = 1013  # the close code of a socket refused because the server is full
 WEBSOCKET_CLIENTS = 4
 HTTP_CONCURRENCY = 4
 
@@ -93,8 +94,11 @@ async def _websocket(url: str, messages: list[str], headers: dict[str, str], ses
                 await asyncio.sleep(0.5)
                 await ws.close()
                 await reader
-            except ConnectionClosed:
-                counts["server_errors"] += 1  # the server dropped the socket
+            except ConnectionClosed as exc:
+                # 1013 "try again later": the server full (the hostile offers' sessions are held a while), a refusal
+                # it announced; any other close mid-way is the server dropping the socket
+                full = exc.rcvd is not None and exc.rcvd.code == TRY_AGAIN_LATER
+                counts["refused" if full else "server_errors"] += 1
             finally:
                 reader.cancel()
 
