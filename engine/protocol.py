@@ -42,6 +42,7 @@ MAX_LATENCY_S = 5.0
 # with Chatterbox-Turbo's own punctuation rules only.
 NORMALIZE_MODES = ("auto", "on", "off")
 MIN_SPEED, MAX_SPEED = 0.25, 4.0  # an utterance's speaking speed (OpenAI's range), pitch unchanged (engine/speed.py)
+MAX_LEXICON_BYTES = 256 * 1024  # one lexicon file (the gateway refuses a bigger upload before sending it)
 MAX_LEXICONS = 3  # lexicons one utterance names (ElevenLabs' limit on pronunciation_dictionary_locators)
 LEXICON_NAME = re.compile(r"[a-z0-9_-]{1,64}")
 

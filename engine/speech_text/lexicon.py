@@ -25,11 +25,11 @@ from pathlib import Path
 from typing import Any, Sequence
 from xml.parsers import expat
 
+from engine.protocol import MAX_LEXICON_BYTES  # one limit, the gateway's and the worker's
 from engine.speech_text.spans import Piece, substitute, verbatim
 
 log = logging.getLogger(__name__)
 
-MAX_LEXICON_BYTES = 256 * 1024
 MAX_RULES = 2000
 MAX_GRAPHEME_CHARS = 100
 MAX_ALIAS_CHARS = 200

@@ -2,14 +2,17 @@
 
 from __future__ import annotations
 
+from typing import Awaitable, TypeVar
+
 from starlette.requests import Request
 from starlette.responses import JSONResponse
 
 from gateway.engine_link.client import EngineRequestError, EngineUnavailable
 from gateway.shared_state import GatewayState
 
-_STATUS = {"unknown_voice": 404, "unknown_lexicon": 404, "exists": 409, "too_large": 413, "session_limit": 503, "engine_unavailable": 503,
-           "engine_error": 500, "bad_backend_reply": 502}
+_STATUS = {"unknown_voice": 404, "unknown_lexicon": 404, "exists": 409, "too_large": 413, "session_limit": 503,
+           "engine_unavailable": 503, "engine_error": 500, "bad_backend_reply": 502}
+T = TypeVar("T")
 
 
 class ApiError(Exception):
@@ -33,3 +36,11 @@ def api_error_response(request: Request, exc: Exception) -> JSONResponse:
 def engine_error(exc: EngineUnavailable | EngineRequestError) -> ApiError:
     """An engine failure as an HTTP error with the engine's own code (503 while the worker is away)."""
     return ApiError(_STATUS.get(exc.code, 400), exc.code, str(exc))
+
+
+async def engine_call(call: Awaitable[T]) -> T:
+    """``call``'s answer, or the engine's failure as its HTTP error (a voice or lexicon request)."""
+    try:
+        return await call
+    except (EngineUnavailable, EngineRequestError) as exc:
+        raise engine_error(exc) from None

@@ -7,20 +7,15 @@ from __future__ import annotations
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
-from gateway.engine_link.client import EngineRequestError, EngineUnavailable
+from engine.protocol import MAX_LEXICON_BYTES
 from gateway.http.body import bounded_body
-from gateway.http.errors import ApiError, engine_error
+from gateway.http.errors import ApiError, engine_call
 from gateway.shared_state import GatewayState
-
-MAX_LEXICON_BYTES = 256 * 1024  # the worker's own limit (engine/speech_text/lexicon.py), refused here before sending
 
 
 async def list_lexicons(request: Request) -> Response:
     state: GatewayState = request.app.state.gateway
-    try:
-        return JSONResponse({"lexicons": await state.engine.list_lexicons()})
-    except EngineUnavailable as exc:
-        raise engine_error(exc) from None
+    return JSONResponse({"lexicons": await engine_call(state.engine.list_lexicons())})
 
 
 async def put_lexicon(request: Request) -> Response:
@@ -28,17 +23,11 @@ async def put_lexicon(request: Request) -> Response:
     state: GatewayState = request.app.state.gateway
     data = await bounded_body(request, MAX_LEXICON_BYTES,
                               ApiError(413, "too_large", f"a lexicon is at most {MAX_LEXICON_BYTES} bytes"))
-    try:
-        lexicon = await state.engine.add_lexicon(request.path_params["name"], data)
-    except (EngineUnavailable, EngineRequestError) as exc:
-        raise engine_error(exc) from None
+    lexicon = await engine_call(state.engine.add_lexicon(request.path_params["name"], data))
     return JSONResponse({"lexicon": lexicon}, status_code=201)
 
 
 async def delete_lexicon(request: Request) -> Response:
     state: GatewayState = request.app.state.gateway
-    try:
-        await state.engine.delete_lexicon(request.path_params["name"])
-    except (EngineUnavailable, EngineRequestError) as exc:
-        raise engine_error(exc) from None
+    await engine_call(state.engine.delete_lexicon(request.path_params["name"]))
     return Response(status_code=204)

@@ -8,9 +8,9 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.types import Message
 
-from gateway.engine_link.client import EngineRequestError, EngineUnavailable
+from gateway.engine_link.client import EngineUnavailable
 from gateway.http.body import bounded_body
-from gateway.http.errors import ApiError, engine_error
+from gateway.http.errors import ApiError, engine_call, engine_error
 from gateway.shared_state import GatewayState
 
 FORM_OVERHEAD = 64 * 1024  # multipart boundaries, headers and the name field around the file
@@ -58,17 +58,11 @@ async def add_voice(request: Request) -> Response:
     data = await upload.read(limit + 1)
     if len(data) > limit:
         raise ApiError(413, "too_large", f"uploads are limited to {limit} bytes")
-    try:
-        voice = await state.engine.add_voice(name, data)
-    except (EngineUnavailable, EngineRequestError) as exc:
-        raise engine_error(exc) from None
+    voice = await engine_call(state.engine.add_voice(name, data))
     return JSONResponse({"voice": voice}, status_code=201)
 
 
 async def delete_voice(request: Request) -> Response:
     state: GatewayState = request.app.state.gateway
-    try:
-        await state.engine.delete_voice(request.path_params["name"])
-    except (EngineUnavailable, EngineRequestError) as exc:
-        raise engine_error(exc) from None
+    await engine_call(state.engine.delete_voice(request.path_params["name"]))
     return Response(status_code=204)
