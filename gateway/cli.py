@@ -178,6 +178,11 @@ GATEWAY_OPTIONS = (
            "least busy) instead of starting one", _list, ()),
     Option("--engine-resolve-interval", "CBF_ENGINE_RESOLVE_INTERVAL", "seconds between resolutions of a "
            "dns+ws:// engine URL (new addresses are added, vanished ones drained)", float, 5.0),
+    Option("--failover-wait", "CBF_FAILOVER_WAIT", "seconds an utterance whose worker went away waits for another "
+           "(or the restarted one) to go on with the rest of its text; 0 = no failover: it ends with "
+           "engine_unavailable", float, 10.0),
+    Option("--max-failovers", "CBF_MAX_FAILOVERS", "times one utterance may move to another worker before it ends "
+           "with engine_unavailable (a text that kills every worker it reaches)", int, 2),
     Option("--processes", "CBF_PROCESSES", "gateway processes sharing the port (SO_REUSEPORT) and one engine "
            "worker (or the --engine-url ones); about 20 Opus streams per process", int, 1),
     Option("--reuse-port", "CBF_REUSE_PORT", "share the port with other processes that set it too (SO_REUSEPORT); "
@@ -348,7 +353,8 @@ def cmd_serve(args: argparse.Namespace) -> int:
         max_unauthenticated=args.max_unauthenticated, twilio_auth_token=args.twilio_auth_token,
         engine_urls=args.engine_url, engine_secret=args.engine_secret,
         engine_args=tuple(engine_argv(args) + ["--log-level", args.log_level]),
-        engine_resolve_interval_s=args.engine_resolve_interval, rtc_ports=rtc_ports,
+        engine_resolve_interval_s=args.engine_resolve_interval,
+        failover_wait_s=args.failover_wait, max_failovers=args.max_failovers, rtc_ports=rtc_ports,
         wyoming_zeroconf=args.wyoming_zeroconf,
         shared_dir=os.environ.get("PROMETHEUS_MULTIPROC_DIR") or None,
     )
