@@ -243,6 +243,10 @@ class Done:
     latency: str | float | None = None  # the preference that applied (a preset, or the budget the caller gave)
     first_audio_s: float | None = None  # the first-audio budget it meant, seconds (0: the shortest natural unit)
     start_delay: float | None = None  # seconds first audio was held back (an engine slower than real time)
+    # set by the gateway (gateway/engine_link/failover.py), never sent by a worker: the times the utterance moved
+    # to another worker after its own went away, and the gaps that made, summed (seconds)
+    failovers: int | None = None
+    failover_gap: float | None = None
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -20,6 +20,7 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 
 from gateway.guard.auth import OPEN_PATHS, authorized
 from gateway.elevenlabs import endpoint as elevenlabs
+from gateway.engine_link.failover import FailoverPolicy
 from gateway.engine_link.pool import EnginePool
 from gateway.engine_link.process import EngineProcess
 from gateway.http import health, lexicons, speech, voices
@@ -87,9 +88,11 @@ def create_app(settings: GatewaySettings, on_engine_refusal: Callable[[str], Non
     audio_level.install()
     metrics = Metrics(settings.shared_dir)
     process = None if settings.engine_urls else EngineProcess(list(settings.engine_args), on_engine_refusal)
+    failover = {"failover": FailoverPolicy(settings.failover_wait_s, settings.max_failovers),
+                "on_failover": lambda moved: metrics.failovers.labels("moved" if moved else "given_up").inc()}
     engine = (EnginePool(list(settings.engine_urls), settings.engine_secret,
-                         resolve_interval=settings.engine_resolve_interval_s) if process is None
-              else EnginePool([process.url], process.secret))
+                         resolve_interval=settings.engine_resolve_interval_s, **failover) if process is None
+              else EnginePool([process.url], process.secret, **failover))
     siblings = SiblingHealth(settings.shared_dir) if settings.shared_dir else None
     state = GatewayState(settings, engine, metrics, SessionRegistry(settings.max_sessions, metrics), process,
                          siblings, unauthenticated=WaitingRoom(settings.max_unauthenticated))

@@ -31,6 +31,8 @@ class Metrics:
         self.sessions = Gauge("cbf_active_sessions", "Open sessions and streams", ["transport"], registry=r,
                               multiprocess_mode="livesum")
         self.utterances = Counter("cbf_utterances_total", "Utterances finished", ["transport", "outcome"], registry=r)
+        self.failovers = Counter("cbf_failovers_total", "Utterances whose engine worker went away mid-way: moved "
+                                 "to another (moved) or failed (given_up)", ["outcome"], registry=r)
         self.errors = Counter("cbf_errors_total", "Errors sent to clients", ["code"], registry=r)
         self.caller_frames = Counter("cbf_caller_audio_frames_total", "Frames of callers' audio: heard, rejected (not "
                                      "the call's format), flooded (faster than real time), dropped (a controller "

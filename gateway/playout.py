@@ -13,7 +13,8 @@ import asyncio
 import contextlib
 from typing import Callable
 
-from gateway.engine_link.client import EngineUnavailable, RemoteUtterance
+from gateway.engine_link.client import EngineUnavailable
+from gateway.engine_link.failover import Utterance
 
 REPORT_EVERY_S = 0.2
 
@@ -34,7 +35,7 @@ class SentAudio:
         return self.seconds
 
 
-async def report_playout(utterance: RemoteUtterance, taken: Callable[[], float | None]) -> None:
+async def report_playout(utterance: Utterance, taken: Callable[[], float | None]) -> None:
     """Until the engine has finished ``utterance``, tell it every REPORT_EVERY_S how much its client has taken
     (``taken()``; None: it cannot be known, stop telling)."""
     with contextlib.suppress(EngineUnavailable):

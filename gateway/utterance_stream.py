@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from typing import Any, AsyncIterator, Callable
 
 from engine.protocol import SAMPLE_RATE, Chunk, ChunkHeader, Done
-from gateway.engine_link.client import RemoteUtterance
+from gateway.engine_link.failover import Utterance
 from gateway.metrics import Metrics
 
 
@@ -68,6 +68,7 @@ class UtteranceStats:
             "latency": done.latency if done else None,  # the preference that applied, and its first-audio budget
             "first_audio_s": done.first_audio_s if done else None,
             **({"start_delay": done.start_delay} if done and done.start_delay is not None else {}),
+            **({"failovers": done.failovers, "failover_gap": done.failover_gap} if done and done.failovers else {}),
         }
 
 
@@ -79,7 +80,7 @@ class MetricsLabel:
     transport: str
 
 
-async def chunks(utterance: RemoteUtterance, stats: UtteranceStats, *, to: MetricsLabel | None = None,
+async def chunks(utterance: Utterance, stats: UtteranceStats, *, to: MetricsLabel | None = None,
                  clock: Callable[[], float] = time.monotonic) -> AsyncIterator[Chunk]:
     """``utterance``'s chunks in order, each recorded in ``stats`` (and metrics) as the consumer takes it.
 

@@ -116,3 +116,45 @@ async def next_event(ws: Any, kind: str, timeout: float = 30) -> tuple[dict, lis
         seen.append(event)
         if event["type"] == kind:
             return event, seen
+
+
+class EngineWorkers:
+    """``chatterbox-fast engine`` worker processes on Unix sockets ``base/NAME.sock``, each killed and started again
+    by name (a stale socket file left by a killed one is replaced by the next)."""
+
+    def __init__(self, base: Path, flags: tuple[str, ...] = ("--engine", "espeak")) -> None:
+        self.base, self.flags = base, flags
+        self.procs: dict[str, Any] = {}
+
+    def url(self, name: str) -> str:
+        return f"unix:{self.base / name}.sock"
+
+    def start(self, name: str, voices_dir: Path | None = None) -> None:
+        import subprocess
+        import sys
+
+        voices = voices_dir or self.base / f"voices-{name}"
+        self.procs[name] = subprocess.Popen(
+            [sys.executable, "-m", "gateway.cli", "engine", *self.flags, "--listen", self.url(name),
+             "--voices-dir", str(voices), "--log-level", "warning"], cwd=Path(__file__).resolve().parent.parent)
+
+    def wait_listening(self, name: str, within: float = 120) -> None:
+        """Until the worker's socket file is there (a new one: only for a worker started on an empty path)."""
+        import time
+
+        deadline = time.monotonic() + within
+        while not (self.base / f"{name}.sock").exists():
+            assert self.procs[name].poll() is None and time.monotonic() < deadline, f"worker {name} did not start"
+            time.sleep(0.1)
+
+    def kill(self, name: str) -> None:
+        proc = self.procs.pop(name)
+        proc.kill()
+        proc.wait(15)
+
+    def stop(self) -> None:
+        for proc in self.procs.values():
+            proc.terminate()
+        for proc in self.procs.values():
+            proc.wait(15)
+        self.procs.clear()

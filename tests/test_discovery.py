@@ -89,15 +89,15 @@ def test_a_name_with_two_loopback_addresses_drains_and_revives_real_workers() ->
         try:
             await _until(lambda: sum(e["available"] for e in pool.engines) == 2, "both workers connected")
             first, second = await pool.start("default"), await pool.start("default")
-            assert {first._client.url, second._client.url} == {f"ws://127.0.0.2:{port}", f"ws://127.0.0.3:{port}"}
-            leaving = first if first._client.url.endswith(f"127.0.0.3:{port}") else second
+            assert {first.worker, second.worker} == {f"ws://127.0.0.2:{port}", f"ws://127.0.0.3:{port}"}
+            leaving = first if first.worker.endswith(f"127.0.0.3:{port}") else second
             staying = second if leaving is first else first
 
             addresses.remove("127.0.0.3")  # scaled down while an utterance is in flight there
             await _until(lambda: f"ws://127.0.0.3:{port}" in pool.draining, "the vanished worker is draining")
             for _ in range(3):  # new utterances go elsewhere
                 other = await pool.start("default")
-                assert other._client.url == f"ws://127.0.0.2:{port}"
+                assert other.worker == f"ws://127.0.0.2:{port}"
                 assert await _speak(other, "Somewhere else.") >= 1
             assert any(e["url"].endswith(f"127.0.0.3:{port}") and e["draining"] for e in pool.engines)
             assert await _speak(leaving, "The utterance in flight finishes on its worker.") >= 1

@@ -7,9 +7,9 @@ import asyncio
 import contextlib
 import json
 import subprocess
-import sys
 import time
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Iterator
 
 import httpx
@@ -19,7 +19,7 @@ from websockets.asyncio.client import connect
 from engine.protocol import EngineReady, Reading
 from gateway.engine_link.client import EngineRequestError, EngineUnavailable
 from gateway.engine_link.pool import EnginePool
-from tests.server import assert_goes_down, running_server
+from tests.server import EngineWorkers, assert_goes_down, running_server
 
 ROOT = Path(__file__).resolve().parent.parent
 SENTENCE = "The quick brown fox jumps over the lazy dog, and then it runs away into the forest."
@@ -28,24 +28,15 @@ SENTENCE = "The quick brown fox jumps over the lazy dog, and then it runs away i
 @contextlib.contextmanager
 def workers(base: Path, *, shared_voices: bool) -> Iterator[list[subprocess.Popen]]:
     """Two ``chatterbox-fast engine --engine espeak`` workers on ``base/a.sock`` and ``base/b.sock``."""
-    procs: list[subprocess.Popen] = []
+    procs = EngineWorkers(base)
     try:
         for name in ("a", "b"):
-            voices = base / ("voices" if shared_voices else f"voices-{name}")
-            procs.append(subprocess.Popen(
-                [sys.executable, "-m", "gateway.cli", "engine", "--engine", "espeak", "--listen",
-                 f"unix:{base / name}.sock", "--voices-dir", str(voices), "--log-level", "warning"], cwd=ROOT))
-        deadline = time.monotonic() + 120
-        for name, proc in zip(("a", "b"), procs):
-            while not (base / f"{name}.sock").exists():
-                assert proc.poll() is None and time.monotonic() < deadline, "a worker did not start"
-                time.sleep(0.1)
-        yield procs
+            procs.start(name, base / "voices" if shared_voices else None)
+        for name in ("a", "b"):
+            procs.wait_listening(name)
+        yield [procs.procs["a"], procs.procs["b"]]
     finally:
-        for proc in procs:
-            proc.terminate()
-        for proc in procs:
-            proc.wait(15)
+        procs.stop()
 
 
 @contextlib.contextmanager
@@ -215,10 +206,11 @@ class FakeClient:
         self._add, self._delete, self._voices = add, delete, list(voices)
         self.started = 0
 
-    async def start(self, voice: str, reading: Reading = Reading()) -> str:
+    async def start(self, voice: str, reading: Reading = Reading()) -> SimpleNamespace:
+        """An utterance handle named after this client."""
         self.started += 1
         self.in_flight += 1
-        return self.url
+        return SimpleNamespace(id=self.url)
 
     async def list_voices(self) -> list[dict]:
         return self._voices
@@ -242,10 +234,10 @@ def pool_of(*clients: FakeClient) -> EnginePool:
 def test_pool_start_picks_the_least_busy_available_engine() -> None:
     a, b, c = FakeClient("a", in_flight=1), FakeClient("b", available=False), FakeClient("c")
     pool = pool_of(a, b, c)
-    assert [asyncio.run(pool.start("default")) for _ in range(3)] == ["c", "a", "c"]
+    assert [asyncio.run(pool.start("default")).id for _ in range(3)] == ["c", "a", "c"]
     d, e = FakeClient("d"), FakeClient("e")  # equally busy: the one that has started fewer utterances
     d.started = 5
-    assert asyncio.run(pool_of(d, e).start("default")) == "e"
+    assert asyncio.run(pool_of(d, e).start("default")).id == "e"
     assert pool.ready == a.ready and pool.available
     assert [(e["url"], e["available"], e["in_flight"]) for e in pool.engines] == [("a", True, 2), ("b", False, 0),
                                                                                   ("c", True, 2)]
@@ -295,7 +287,7 @@ def test_a_worker_whose_tts_server_is_down_takes_no_utterances_until_it_is_back(
     assert not client.available
     pool = pool_of(FakeClient("turbo"))
     pool.clients.append(client)  # type: ignore[arg-type]
-    assert asyncio.run(pool.start("default")) == "turbo"
+    assert asyncio.run(pool.start("default")).id == "turbo"
     assert pool.engines[1]["backend"]["state"] == "down" and not pool.engines[1]["available"]
     client._route(protocol.encode(EngineReady("http", "remote", "n/a", "http://tts:8004", True, backend=backend)))
     assert client.available

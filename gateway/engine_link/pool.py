@@ -20,14 +20,18 @@ from typing import Any, Awaitable, Callable, Sequence
 from engine.protocol import EngineReady, Reading
 from gateway.engine_link.client import EngineClient, EngineRequestError, EngineUnavailable, RemoteUtterance
 from gateway.engine_link.discovery import PREFIX, Changes, Membership, Resolver, parse_dns_url, resolve
+from gateway.engine_link.failover import FailoverPolicy, FailoverUtterance
 
 log = logging.getLogger("chatterbox_fast.gateway")
 
 
 class EnginePool:
     def __init__(self, urls: Sequence[str], secret: str | None = None, *, resolve_interval: float = 5.0,
-                 resolver: Resolver = resolve) -> None:
-        """``resolver``: how ``dns+ws://`` names are resolved (the system resolver; tests inject their own)."""
+                 resolver: Resolver = resolve, failover: FailoverPolicy = FailoverPolicy(),
+                 on_failover: Callable[[bool], None] = lambda moved: None) -> None:
+        """``resolver``: how ``dns+ws://`` names are resolved (the system resolver; tests inject their own);
+        ``failover``: how an utterance whose worker went away goes on elsewhere; ``on_failover(moved)``: told of each
+        move (True) and each utterance lost with its worker while failover is on (False)."""
         if not urls:
             raise ValueError("an engine pool needs at least one URL")
         self.secret, self.resolve_interval, self.resolver = secret, resolve_interval, resolver
@@ -35,6 +39,8 @@ class EnginePool:
         self.clients = [EngineClient(url, secret) for url in urls if not url.startswith(PREFIX)]
         self.draining: set[str] = set()  # URLs of clients taking no new utterances
         self._tasks: list[asyncio.Task[None]] = []
+        self.failover, self.on_failover = failover, on_failover
+        self.failovers = {"moved": 0, "given_up": 0}  # for /health
 
     @property
     def ready(self) -> EngineReady | None:
@@ -119,13 +125,24 @@ class EnginePool:
             task.cancel()
         await asyncio.gather(*(client.close() for client in self.clients))
 
-    async def start(self, voice: str, reading: Reading = Reading()) -> RemoteUtterance:
-        """On the least busy worker that is not draining."""
+    async def start(self, voice: str, reading: Reading = Reading()) -> FailoverUtterance:
+        """On the least busy worker that is not draining; should that worker go away mid-way, the rest goes on on
+        another (gateway/engine_link/failover.py)."""
+        def start_one() -> Awaitable[RemoteUtterance]:
+            return self._start_one(voice, reading)
+
+        return FailoverUtterance(await start_one(), start_one, self.failover, self._moved)
+
+    async def _start_one(self, voice: str, reading: Reading) -> RemoteUtterance:
         serving = [client for client in self._available() if client.url not in self.draining]
         if not serving:
             raise EngineUnavailable("every connected engine worker is draining")
         client = min(serving, key=lambda c: (c.in_flight, c.started))  # min keeps the first of equals
         return await client.start(voice, reading)
+
+    def _moved(self, moved: bool) -> None:
+        self.failovers["moved" if moved else "given_up"] += 1
+        self.on_failover(moved)
 
     async def list_voices(self) -> list[dict[str, Any]]:
         return await self._union(lambda client: client.list_voices())

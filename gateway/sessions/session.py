@@ -15,7 +15,8 @@ from typing import Any, Awaitable, Callable
 
 from gateway import messages
 from gateway.sessions import core
-from gateway.engine_link.client import EngineRequestError, EngineUnavailable, RemoteUtterance
+from gateway.engine_link.client import EngineRequestError, EngineUnavailable
+from gateway.engine_link.failover import FailoverUtterance
 from gateway.playout import report_playout
 from gateway.shared_state import GatewayState
 from gateway.sink import AudioSink
@@ -34,7 +35,7 @@ class Session:
         self.transport = transport
         self.core = core.SessionCore(session_id or uuid.uuid4().hex, transport, state.settings.max_text_chars,
                                      sink.configurable, voice, heard_from=sink.heard_from)
-        self._utterances: dict[int, tuple[RemoteUtterance, UtteranceStats]] = {}  # turn -> engine side, until sent
+        self._utterances: dict[int, tuple[FailoverUtterance, UtteranceStats]] = {}  # turn -> engine side, until sent
         self._playing: asyncio.Queue[int] = asyncio.Queue()  # turns to send, in order
         self._player: asyncio.Task[None] | None = None
         self._audible: int | None = None  # the turn whose audio the sink is taking
@@ -126,7 +127,7 @@ class Session:
             case core.ClearAudio():
                 await self.sink.clear()
 
-    def _engine_side(self, turn: int) -> RemoteUtterance | None:
+    def _engine_side(self, turn: int) -> FailoverUtterance | None:
         """``turn``'s engine utterance; None once it was stopped (a cancel or a disconnect came first)."""
         entry = self._utterances.get(turn)
         return entry[0] if entry is not None else None
@@ -177,7 +178,7 @@ class Session:
                 await self._play(turn, *self._utterances[turn])
                 self._utterances.pop(turn, None)
 
-    async def _play(self, turn: int, utterance: RemoteUtterance, stats: UtteranceStats) -> None:
+    async def _play(self, turn: int, utterance: FailoverUtterance, stats: UtteranceStats) -> None:
         underruns_before = self.sink.underruns()
         try:
             async for chunk in chunks(utterance, stats, to=self._label):

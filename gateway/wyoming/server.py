@@ -17,7 +17,8 @@ import time
 from importlib.metadata import PackageNotFoundError, version
 
 from engine.protocol import ProtocolError
-from gateway.engine_link.client import EngineRequestError, EngineUnavailable, RemoteUtterance
+from gateway.engine_link.client import EngineRequestError, EngineUnavailable
+from gateway.engine_link.failover import FailoverUtterance
 from gateway.playout import SentAudio, report_playout
 from gateway.sessions.registry import SessionLimitReached
 from gateway.shared_state import GatewayState
@@ -107,7 +108,7 @@ class _Connection:
         except SessionLimitReached as exc:
             await self._after(self.conversation.failed(exc.code, str(exc)))
             return
-        utterance: RemoteUtterance | None = None
+        utterance: FailoverUtterance | None = None
         tasks: list[asyncio.Task[None]] = []
         sent, at, started = SentAudio(), 0, False
         try:
@@ -159,7 +160,7 @@ class _Connection:
             self._speaking = None
 
 
-async def _feed(utterance: RemoteUtterance, texts: asyncio.Queue[str | None]) -> None:
+async def _feed(utterance: FailoverUtterance, texts: asyncio.Queue[str | None]) -> None:
     with contextlib.suppress(EngineUnavailable):
         while (text := await texts.get()) is not None:
             await utterance.text(text)
