@@ -125,17 +125,20 @@ class EngineWorkers:
     def __init__(self, base: Path, flags: tuple[str, ...] = ("--engine", "espeak")) -> None:
         self.base, self.flags = base, flags
         self.procs: dict[str, Any] = {}
+        self.flags_of: dict[str, tuple[str, ...]] = {}
 
     def url(self, name: str) -> str:
         return f"unix:{self.base / name}.sock"
 
-    def start(self, name: str, voices_dir: Path | None = None) -> None:
+    def start(self, name: str, voices_dir: Path | None = None, flags: tuple[str, ...] | None = None) -> None:
+        """``flags``: this one's engine flags, instead of the group's."""
         import subprocess
         import sys
 
         voices = voices_dir or self.base / f"voices-{name}"
+        self.flags_of[name] = flags or self.flags
         self.procs[name] = subprocess.Popen(
-            [sys.executable, "-m", "gateway.cli", "engine", *self.flags, "--listen", self.url(name),
+            [sys.executable, "-m", "gateway.cli", "engine", *self.flags_of[name], "--listen", self.url(name),
              "--voices-dir", str(voices), "--log-level", "warning"], cwd=Path(__file__).resolve().parent.parent)
 
     def wait_listening(self, name: str, within: float = 120) -> None:

@@ -197,11 +197,11 @@ def test_speech_goes_on_through_the_other_engine_when_one_dies(tmp_path_factory:
 class FakeClient:
     """Stands in for one EngineClient: answers voice requests from a script, counts utterances in flight."""
 
-    lost, last_error, retry_in = 0, None, None  # what /health shows of its connection
+    lost, last_error, retry_in, joining = 0, None, None, False  # what /health shows of its connection
 
     def __init__(self, url: str, *, available: bool = True, in_flight: int = 0, add=None, delete=None,
                  voices=()) -> None:
-        self.url, self.available, self.in_flight = url, available, in_flight
+        self.url, self.available, self.reachable, self.in_flight = url, available, available, in_flight
         self.ready = EngineReady("espeak", "cpu", "float32", "embedded", True, notes=url) if available else None
         self._add, self._delete, self._voices = add, delete, list(voices)
         self.started = 0
@@ -210,7 +210,7 @@ class FakeClient:
         """An utterance handle named after this client."""
         self.started += 1
         self.in_flight += 1
-        return SimpleNamespace(id=self.url)
+        return SimpleNamespace(id=self.url, engine_kind=("espeak", "embedded"))
 
     async def list_voices(self) -> list[dict]:
         return self._voices

@@ -9,7 +9,7 @@ import asyncio
 import json
 import time
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any, Callable, Iterator
 
 import httpx
 import pytest
@@ -71,28 +71,33 @@ def test_nothing_heard_sends_everything_again_and_heard_ssml_cannot_move() -> No
 
 # -- real workers ----------------------------------------------------------------------------------------------------
 
-# the simulated engine (a GPU's timing around eSpeak's audio) at about real time: an utterance is still being
+# the simulated engine (a GPU's timing around eSpeak's audio) at 3x real time: an utterance is still being
 # generated for seconds after its first chunk, so a worker can be killed mid-way
-SLOW = ("--engine", "simulated", "--sim-rtf", "1.5", "--sim-fixed", "0.1")
+SLOW = ("--engine", "simulated", "--sim-rtf", "3", "--sim-fixed", "0.1")
 
 
 @pytest.fixture(scope="module")
 def fleet(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, EngineWorkers]]:
-    """A gateway over workers a and b (failover within 5 s), both up at the start of each test."""
+    """A gateway over workers a and b (failover within 5 s, once per utterance), both up at the start of each
+    test."""
     workers = EngineWorkers(tmp_path_factory.mktemp("failover"), SLOW)
     try:
         for name in ("a", "b"):
             workers.start(name)
         for name in ("a", "b"):
             workers.wait_listening(name)
-        with running_server("--engine-url", f"{workers.url('a')},{workers.url('b')}", "--failover-wait", "5") as url:
+        with running_server("--engine-url", f"{workers.url('a')},{workers.url('b')}", "--failover-wait", "5",
+                            "--max-failovers", "1") as url:
             yield url, workers
     finally:
         workers.stop()
 
 
 def both_up(url: str, workers: EngineWorkers) -> None:
+    """Both workers simulated and connected (a killed one started again, an eSpeak one replaced)."""
     for name in ("a", "b"):
+        if name in workers.procs and workers.flags_of[name] != SLOW:
+            workers.kill(name)
         if name not in workers.procs:
             workers.start(name)
     health_when(url, lambda h: all(e["available"] for e in h["engines"]), "both workers connected", within=60)
@@ -107,6 +112,11 @@ def kill_the_speaking_one(url: str, workers: EngineWorkers) -> str:
     return name
 
 
+def first(action: Callable[[], None]) -> Callable[[int], None]:
+    """``action`` at the first chunk only."""
+    return lambda n: action() if n == 1 else None
+
+
 def assert_said_once_in_order(chunks: list[dict[str, Any]], text: str) -> None:
     """Every chunk's caller span follows the one before without overlap, and together they speak the whole text."""
     assert [c["seq"] for c in chunks] == list(range(len(chunks)))
@@ -118,9 +128,10 @@ def assert_said_once_in_order(chunks: list[dict[str, Any]], text: str) -> None:
     assert offsets == sorted(offsets)
 
 
-async def speak_over_websocket(url: str, on_first_chunk) -> tuple[list[dict], dict]:
+async def speak_over_websocket(url: str, on_chunk: Callable[[int], None], text: str = TEXT) -> tuple[list[dict], dict]:
+    """Speak ``text``; ``on_chunk(n)`` is run (in a thread) as the n-th chunk event arrives (from 1)."""
     async with connect(url.replace("http", "ws") + "/v1/stream") as ws:
-        await ws.send(json.dumps({"type": "speak", "text": TEXT}))
+        await ws.send(json.dumps({"type": "speak", "text": text}))
         chunks: list[dict] = []
         while True:
             frame = await asyncio.wait_for(ws.recv(), 60)
@@ -130,8 +141,7 @@ async def speak_over_websocket(url: str, on_first_chunk) -> tuple[list[dict], di
             assert event["type"] != "error", event
             if event["type"] == "chunk":
                 chunks.append(event)
-                if len(chunks) == 1:
-                    await asyncio.to_thread(on_first_chunk)
+                await asyncio.to_thread(on_chunk, len(chunks))
             elif event["type"] == "done":
                 return chunks, event
 
@@ -140,7 +150,7 @@ def test_a_websocket_utterance_goes_on_on_the_other_worker_when_its_worker_is_ki
     url, workers = fleet
     both_up(url, workers)
     killed: list[str] = []
-    chunks, done = asyncio.run(speak_over_websocket(url, lambda: killed.append(kill_the_speaking_one(url, workers))))
+    chunks, done = asyncio.run(speak_over_websocket(url, first(lambda: killed.append(kill_the_speaking_one(url, workers)))))
     assert killed and done["failovers"] == 1 and done["failover_gap"] < 5, done
     print("failover gap", done["failover_gap"])
     assert_said_once_in_order(chunks, TEXT)
@@ -176,7 +186,7 @@ def test_with_no_worker_to_go_to_the_utterance_fails_as_before(fleet) -> None:
 
     started = time.monotonic()
     with pytest.raises(AssertionError, match="engine_unavailable"):
-        asyncio.run(speak_over_websocket(url, kill_both))
+        asyncio.run(speak_over_websocket(url, first(kill_both)))
     assert time.monotonic() - started < 30
     assert 'cbf_failovers_total{outcome="given_up"}' in httpx.get(url + "/metrics").text
     both_up(url, workers)
@@ -191,7 +201,37 @@ def test_the_embedded_worker_restarted_by_its_supervisor_says_the_rest(tmp_path:
         def kill_worker() -> None:
             os.kill(httpx.get(url + "/health").json()["worker"]["pid"], signal.SIGKILL)
 
-        chunks, done = asyncio.run(speak_over_websocket(url, kill_worker))
+        chunks, done = asyncio.run(speak_over_websocket(url, first(kill_worker)))
         assert done["failovers"] == 1
         assert_said_once_in_order(chunks, TEXT)
         assert httpx.get(url + "/health").json()["worker"]["restarts"] == 1
+
+
+def test_a_move_loop_ends_with_the_error_after_max_failovers(fleet) -> None:
+    """Moved once (--max-failovers 1), the worker it moved to killed too while the first is back: the error."""
+    url, workers = fleet
+    both_up(url, workers)
+    lost_at: list[float] = []
+
+    def kill_twice(n: int) -> None:
+        if n == 1:
+            workers.start(kill_the_speaking_one(url, workers))
+        elif not lost_at:
+            health_when(url, lambda h: all(e["available"] for e in h["engines"]), "the killed worker is back", 60)
+            kill_the_speaking_one(url, workers)
+            lost_at.append(time.monotonic())
+
+    with pytest.raises(AssertionError, match="engine_unavailable"):
+        asyncio.run(speak_over_websocket(url, kill_twice, text=TEXT * 3))
+    assert lost_at and time.monotonic() - lost_at[0] < 5  # not waited for: no move was left
+
+
+def test_a_worker_of_another_engine_is_not_used_to_go_on(fleet) -> None:
+    """b comes back as eSpeak: an utterance on either cannot move to the other (its voice would change)."""
+    url, workers = fleet
+    both_up(url, workers)
+    workers.kill("b")
+    workers.start("b", flags=("--engine", "espeak"))
+    health_when(url, lambda h: {e["engine"] for e in h["engines"]} == {"simulated", "espeak"}, "b back as eSpeak", 60)
+    with pytest.raises(AssertionError, match="engine_unavailable"):
+        asyncio.run(speak_over_websocket(url, first(lambda: kill_the_speaking_one(url, workers))))

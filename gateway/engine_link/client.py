@@ -13,15 +13,15 @@ import os
 import time
 import uuid
 from dataclasses import astuple
-from typing import Any, AsyncIterator, Callable
+from typing import Any, AsyncIterator, Awaitable, Callable, TypeVar
 
 from websockets.asyncio.client import ClientConnection, connect, unix_connect
 from websockets.exceptions import ConnectionClosed, InvalidHandshake
 
 from engine import protocol
 from engine.protocol import (AddLexicon, AddVoice, Cancel, Chunk, DeleteLexicon, DeleteVoice, Done, End, EngineReady,
-                             Error, Flush, ListLexicons, ListVoices, Playout, Reading, Request, Result, Start,
-                             StoreRequest, Text)
+                             Error, Flush, GetLexicon, GetVoice, ListLexicons, ListVoices, Playout, Reading, Request,
+                             Result, Start, Stored, StoreRequest, Text)
 from gateway.engine_link.backoff import Backoff
 
 log = logging.getLogger("chatterbox_fast.gateway")
@@ -30,6 +30,7 @@ RETRY_MAX_S = 2.0  # a restarted worker is used within this long of listening ag
 STABLE_S = 10.0  # a connection that lasted this long was a success: the back-off starts again from RETRY_FIRST_S
 SOCKET_POLL_S = 0.02  # how often a Unix socket not yet there is looked for while the back-off runs
 _LINK_FAILURES = (OSError, TimeoutError, InvalidHandshake, ConnectionClosed, protocol.ProtocolError)
+Answer = TypeVar("Answer", Result, Stored)  # what a store request is answered with
 
 
 class EngineUnavailable(Exception):
@@ -52,6 +53,15 @@ class RemoteUtterance:
         self._client = client
         self._events: asyncio.Queue[Chunk | Done | EngineRequestError] = asyncio.Queue()
         self.finished = False
+
+    @property
+    def worker(self) -> str:
+        """The URL of the worker saying it."""
+        return self._client.url
+
+    @property
+    def engine_kind(self) -> tuple[str, str] | None:
+        return self._client.engine_kind
 
     async def text(self, text: str) -> None:
         await self._client._send(Text(self.id, text))
@@ -101,7 +111,7 @@ class EngineClient:
         self.ready: EngineReady | None = None
         self._ws: ClientConnection | None = None
         self._utterances: dict[str, RemoteUtterance] = {}
-        self._requests: dict[str, asyncio.Future[Result | Error]] = {}
+        self._requests: dict[str, asyncio.Future[Result | Stored | Error]] = {}
         self._ids = itertools.count()
         self._connected = asyncio.Event()
         self._task: asyncio.Task[None] | None = None
@@ -109,11 +119,27 @@ class EngineClient:
         self.retry_in: float | None = None  # the delay before the next try, while not connected
         self.lost = 0  # ready connections that ended
         self.started = 0  # utterances started on this worker
+        # Run on every connection's greeting; until it returns the worker takes no new utterances (``joining``), voice
+        # requests it does take: the pool copies the voices and lexicons it lacks (EnginePool._join).
+        self.on_ready: Callable[[EngineClient], Awaitable[None]] | None = None
+        self.joining = False
+        self._join: asyncio.Task[None] | None = None
+
+    @property
+    def reachable(self) -> bool:
+        """Connected, and (for an engine in another server) that server is not down: it takes voice requests."""
+        return self._ws is not None and self.ready is not None and (self.ready.backend or {}).get("state") != "down"
 
     @property
     def available(self) -> bool:
-        """Connected, and (for an engine in another server) that server is not down."""
-        return self._ws is not None and self.ready is not None and (self.ready.backend or {}).get("state") != "down"
+        """Reachable and done joining: it takes new utterances."""
+        return self.reachable and not self.joining
+
+    @property
+    def engine_kind(self) -> tuple[str, str] | None:
+        """Its engine and weights while connected: an utterance moves only between workers of the same kind (the same
+        voice)."""
+        return (self.ready.engine, self.ready.weights) if self.ready is not None else None
 
     @property
     def in_flight(self) -> int:
@@ -164,6 +190,9 @@ class EngineClient:
                     self.lost += 1
                 self._ws, self.ready = None, None
                 self._connected.clear()
+                if self._join is not None:
+                    self._join.cancel()
+                self.joining = False
                 self._fail_all()
             if time.monotonic() - opened > STABLE_S:
                 retry.reset()
@@ -189,9 +218,19 @@ class EngineClient:
         self._connected.set()
         log.info("connected to engine %s at %s (%s, %s, weights: %s)", ready.engine, self.url,
                  ready.device, ready.dtype, ready.weights)
+        if self.on_ready is not None:
+            self.joining = True
+            self._join = asyncio.create_task(self._joined(self.on_ready))
         async for frame in ws:
             self._route(frame)
         raise ConnectionError("the worker closed the connection")
+
+    async def _joined(self, on_ready: Callable[[EngineClient], Awaitable[None]]) -> None:
+        try:
+            await on_ready(self)
+        finally:
+            if self._join is asyncio.current_task():  # not a join cancelled when its connection ended
+                self.joining = False
 
     def _fail_all(self) -> None:
         error = EngineRequestError("engine_unavailable", "the engine worker went away")
@@ -205,7 +244,7 @@ class EngineClient:
 
     def _route(self, frame: str | bytes) -> None:
         event = protocol.decode_event(frame)
-        if isinstance(event, (Result, Error)) and event.req is not None:
+        if isinstance(event, (Result, Stored, Error)) and event.req is not None:
             if (fut := self._requests.pop(event.req, None)) is not None and not fut.done():
                 fut.set_result(event)
         elif isinstance(event, Chunk):
@@ -250,11 +289,11 @@ class EngineClient:
         self.started += 1
         return utt
 
-    async def _request(self, make: Callable[[str], StoreRequest],
-                       timeout: float = 120) -> Result:
-        """Send the voice request ``make(req)`` and wait for its answer; a refusal raises ``EngineRequestError``."""
+    async def _request(self, make: Callable[[str], StoreRequest], answer: type[Answer],
+                       timeout: float = 120) -> Answer:
+        """Send the voice request ``make(req)`` and wait for its ``answer``; a refusal raises ``EngineRequestError``."""
         req = str(next(self._ids))
-        fut: asyncio.Future[Result | Error] = asyncio.get_running_loop().create_future()
+        fut: asyncio.Future[Result | Stored | Error] = asyncio.get_running_loop().create_future()
         self._requests[req] = fut
         try:
             await self._send(make(req))
@@ -263,28 +302,38 @@ class EngineClient:
             self._requests.pop(req, None)
         if isinstance(reply, Error):
             raise EngineRequestError(reply.code, reply.message)
+        if not isinstance(reply, answer):
+            raise EngineRequestError("engine_error", f"the worker answered {reply.type!r}, not {answer.type!r}")
         return reply
 
     async def list_voices(self) -> list[dict[str, Any]]:
-        return (await self._request(ListVoices)).voices or []
+        return (await self._request(ListVoices, Result)).voices or []
 
     async def add_voice(self, name: str, data: bytes) -> dict[str, Any]:
-        voice = (await self._request(lambda req: AddVoice(name, req, data))).voice
+        voice = (await self._request(lambda req: AddVoice(name, req, data), Result)).voice
         if voice is None:
             raise EngineRequestError("engine_error", "the worker's answer to add_voice carried no voice")
         return voice
 
     async def delete_voice(self, name: str) -> None:
-        await self._request(lambda req: DeleteVoice(name, req))
+        await self._request(lambda req: DeleteVoice(name, req), Result)
+
+    async def get_voice(self, name: str) -> bytes:
+        """A stored voice's audio file, as ``add_voice`` takes it."""
+        return (await self._request(lambda req: GetVoice(name, req), Stored)).data
 
     async def list_lexicons(self) -> list[dict[str, Any]]:
-        return (await self._request(ListLexicons)).lexicons or []
+        return (await self._request(ListLexicons, Result)).lexicons or []
 
     async def add_lexicon(self, name: str, data: bytes) -> dict[str, Any]:
-        lexicon = (await self._request(lambda req: AddLexicon(name, req, data))).lexicon
+        lexicon = (await self._request(lambda req: AddLexicon(name, req, data), Result)).lexicon
         if lexicon is None:
             raise EngineRequestError("engine_error", "the worker's answer to add_lexicon carried no lexicon")
         return lexicon
 
     async def delete_lexicon(self, name: str) -> None:
-        await self._request(lambda req: DeleteLexicon(name, req))
+        await self._request(lambda req: DeleteLexicon(name, req), Result)
+
+    async def get_lexicon(self, name: str) -> bytes:
+        """A stored lexicon's file, as ``add_lexicon`` takes it."""
+        return (await self._request(lambda req: GetLexicon(name, req), Stored)).data

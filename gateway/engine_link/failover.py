@@ -142,7 +142,7 @@ class FailoverUtterance:
     @property
     def worker(self) -> str:
         """The URL of the worker saying it now."""
-        return self._inner._client.url
+        return self._inner.worker
 
     @property
     def finished(self) -> bool:

@@ -2,9 +2,14 @@
 
 New utterances go to the available worker with the fewest utterances in flight; among equally busy ones, to the one
 that has started the fewest so far (so idle workers take turns rather than the first one taking everything), then
-the first given. Voice uploads and deletions go to every available worker; workers may keep their own voices
+the first given. Voice uploads and deletions go to every connected worker; workers may keep their own voices
 directories or share one (then all but one answer ``exists`` / ``unknown_voice``, which is success). With one URL the
 pool behaves exactly like that worker's ``EngineClient``.
+
+A worker that connects (a new one, one that comes back) first joins (``_join``): it is given every cloned voice and
+lexicon another connected worker holds and it lacks, and loses those this gateway deleted since it started and did
+not add again; until then it takes no new utterances. Copies only ever go to the one joining, so a voice deleted while
+a worker was away does not come back from it.
 
 A ``dns+ws://NAME:PORT`` URL is one worker per address of NAME, resolved again every ``resolve_interval`` seconds
 (gateway/engine_link/discovery.py): new addresses become workers; a worker whose address vanished is drained (its
@@ -15,14 +20,38 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from dataclasses import dataclass
 from typing import Any, Awaitable, Callable, Sequence
 
-from engine.protocol import EngineReady, Reading
+from engine.protocol import EngineReady, Reading, voice_key
 from gateway.engine_link.client import EngineClient, EngineRequestError, EngineUnavailable, RemoteUtterance
 from gateway.engine_link.discovery import PREFIX, Changes, Membership, Resolver, parse_dns_url, resolve
 from gateway.engine_link.failover import FailoverPolicy, FailoverUtterance
 
 log = logging.getLogger("chatterbox_fast.gateway")
+
+
+@dataclass(frozen=True)
+class _Kept:
+    """One kind of stored thing the pool keeps alike on its workers, through the client's methods for it."""
+
+    what: str  # "voices", "lexicons"
+    list: Callable[[EngineClient], Awaitable[list[dict[str, Any]]]]
+    get: Callable[[EngineClient, str], Awaitable[bytes]]
+    add: Callable[[EngineClient, str, bytes], Awaitable[dict[str, Any]]]
+    delete: Callable[[EngineClient, str], Awaitable[None]]
+    exists: str  # the code of an add that found it there (workers sharing a directory): success
+    unknown: str  # the code of a delete that found nothing: success
+    key: Callable[[str], str]  # a name as the workers store it
+    copied: Callable[[dict[str, Any]], bool]  # which listed ones travel
+
+
+VOICES = _Kept("voices", lambda c: c.list_voices(), lambda c, name: c.get_voice(name),
+               lambda c, name, data: c.add_voice(name, data), lambda c, name: c.delete_voice(name), "exists",
+               "unknown_voice", voice_key, lambda voice: voice.get("kind") == "file")  # not a built-in or server's own
+LEXICONS = _Kept("lexicons", lambda c: c.list_lexicons(), lambda c, name: c.get_lexicon(name),
+                 lambda c, name, data: c.add_lexicon(name, data), lambda c, name: c.delete_lexicon(name),
+                 "", "unknown_lexicon", str, lambda lexicon: True)  # an add replaces one: never "exists"
 
 
 class EnginePool:
@@ -36,11 +65,12 @@ class EnginePool:
             raise ValueError("an engine pool needs at least one URL")
         self.secret, self.resolve_interval, self.resolver = secret, resolve_interval, resolver
         self.memberships = [Membership(parse_dns_url(url)) for url in urls if url.startswith(PREFIX)]
-        self.clients = [EngineClient(url, secret) for url in urls if not url.startswith(PREFIX)]
+        self.clients = [self._client(url) for url in urls if not url.startswith(PREFIX)]
         self.draining: set[str] = set()  # URLs of clients taking no new utterances
         self._tasks: list[asyncio.Task[None]] = []
         self.failover, self.on_failover = failover, on_failover
         self.failovers = {"moved": 0, "given_up": 0}  # for /health
+        self._deleted: dict[str, set[str]] = {VOICES.what: set(), LEXICONS.what: set()}  # since it started, by name
 
     @property
     def ready(self) -> EngineReady | None:
@@ -55,12 +85,14 @@ class EnginePool:
     def engines(self) -> list[dict[str, Any]]:
         """Per worker, for /health: its URL, whether it is up, its engine and device, its utterances in flight and
         started so far, how many of its connections were lost, why the last one failed, the back-off before the next
-        try, whether it is draining (discovery no longer lists it), the state of its TTS server where it drives one, and its
-        voice prompts on the device (voices, bytes, limit) where it keeps them."""
+        try, whether it is draining (discovery no longer lists it) or joining (being given the voices and lexicons it
+        lacks), the state of its TTS server where it drives one, and its voice prompts on the device (voices, bytes,
+        limit) where it keeps them."""
         out = []
         for client in self.clients:
-            ready = client.ready if client.available else None
-            out.append({"url": client.url, "available": client.available, "engine": ready and ready.engine,
+            ready = client.ready if client.reachable else None
+            out.append({"url": client.url, "available": client.available, "joining": client.joining,
+                        "engine": ready and ready.engine,
                         "device": ready and ready.device, "in_flight": client.in_flight, "started": client.started, "lost": client.lost,
                         "last_error": client.last_error, "draining": client.url in self.draining,
                         "retry_in": None if client.retry_in is None else round(client.retry_in, 2),
@@ -68,8 +100,9 @@ class EnginePool:
                         **({"prompt_cache": ready.prompt_cache} if ready and ready.prompt_cache else {})})
         return out
 
-    def _available(self) -> list[EngineClient]:
-        clients = [client for client in self.clients if client.available]
+    def _available(self, joining: bool = False) -> list[EngineClient]:
+        """The workers taking new utterances; with ``joining``, those taking voice requests (joining ones too)."""
+        clients = [client for client in self.clients if (client.reachable if joining else client.available)]
         if not clients:
             raise EngineUnavailable("no engine worker is connected")
         return clients
@@ -95,7 +128,7 @@ class EnginePool:
     def _apply(self, membership: Membership, changes: Changes) -> None:
         for url in changes.add:
             log.info("engine discovery: %s -> new worker %s", membership.target.name, url)
-            client = EngineClient(url, self.secret)
+            client = self._client(url)
             self.clients.append(client)
             client.start_background()
         for url in changes.drain:
@@ -110,6 +143,69 @@ class EnginePool:
             self.draining.discard(client.url)
             membership.drained(client.url)
             await client.close()
+
+    def _client(self, url: str) -> EngineClient:
+        client = EngineClient(url, self.secret)
+        client.on_ready = self._join
+        return client
+
+    async def _join(self, client: EngineClient) -> None:
+        """Give a worker that just connected what its peers hold (logged; a failure is a warning, and the worker
+        takes utterances all the same)."""
+        peers = [peer for peer in self.clients if peer is not client and peer.reachable]
+        try:
+            (voices, stale_voices), (lexicons, stale_lexicons) = [await self._catch_up(client, peers, kept)
+                                                                  for kept in (VOICES, LEXICONS)]
+        except Exception as exc:  # it went away, or timed out
+            log.warning("engine %s: copying voices and lexicons to it failed: %s", client.url, exc,
+                        exc_info=not isinstance(exc, (EngineUnavailable, EngineRequestError, TimeoutError)))
+            return
+        if peers:
+            log.info("engine %s: copied %d voices, %d lexicons from %s", client.url, voices, lexicons,
+                     ", ".join(peer.url for peer in peers))
+        if stale_voices or stale_lexicons:
+            log.info("engine %s: deleted %d voices, %d lexicons deleted through this gateway while it was away",
+                     client.url, stale_voices, stale_lexicons)
+
+    async def _catch_up(self, client: EngineClient, peers: list[EngineClient], kept: _Kept) -> tuple[int, int]:
+        """Delete on ``client`` what this gateway deleted, then copy to it, one at a time, what a peer holds and it
+        lacks; returns how many were copied and deleted. A peer that fails is passed over, an item that fails is
+        logged and passed over."""
+        deleted = self._deleted[kept.what]
+        if not peers and not deleted:
+            return 0, 0
+        held = {item["name"] for item in await kept.list(client)}
+        stale = sorted(held & deleted)
+        for name in stale:
+            await self._tolerating(kept.delete(client, name), kept.unknown)
+        copied = 0
+        for peer in peers:
+            try:
+                for item in await kept.list(peer):
+                    name = item["name"]
+                    if name in held or name in deleted or not kept.copied(item):
+                        continue
+                    held.add(name)
+                    try:
+                        copied += await self._tolerating(kept.add(client, name, await kept.get(peer, name)),
+                                                         kept.exists)
+                    except EngineRequestError as exc:
+                        log.warning("engine %s: %s %r from %s not copied: %s (%s)", client.url, kept.what, name,
+                                    peer.url, exc, exc.code)
+            except (EngineUnavailable, TimeoutError) as exc:
+                log.warning("engine %s: cannot copy %s from %s: %s", client.url, kept.what, peer.url, exc)
+        return copied, len(stale)
+
+    @staticmethod
+    async def _tolerating(call: Awaitable[Any], tolerated: str) -> bool:
+        """Whether ``call`` did it (True) or found it done (False: refused with ``tolerated``)."""
+        try:
+            await call
+        except EngineRequestError as exc:
+            if exc.code != tolerated:
+                raise
+            return False
+        return True
 
     async def wait_ready(self, timeout: float) -> bool:
         """True as soon as one worker is ready, False when none is within ``timeout`` seconds."""
@@ -127,16 +223,22 @@ class EnginePool:
 
     async def start(self, voice: str, reading: Reading = Reading()) -> FailoverUtterance:
         """On the least busy worker that is not draining; should that worker go away mid-way, the rest goes on on
-        another (gateway/engine_link/failover.py)."""
+        another of the same engine and weights (gateway/engine_link/failover.py): never in another voice."""
+        first = await self._start_one(voice, reading)
+        kind = first.engine_kind
+
         def start_one() -> Awaitable[RemoteUtterance]:
-            return self._start_one(voice, reading)
+            return self._start_one(voice, reading, kind)
 
-        return FailoverUtterance(await start_one(), start_one, self.failover, self._moved)
+        return FailoverUtterance(first, start_one, self.failover, self._moved)
 
-    async def _start_one(self, voice: str, reading: Reading) -> RemoteUtterance:
-        serving = [client for client in self._available() if client.url not in self.draining]
+    async def _start_one(self, voice: str, reading: Reading, kind: tuple[str, str] | None = None) -> RemoteUtterance:
+        """On the least busy worker taking utterances (of engine and weights ``kind``, when given)."""
+        serving = [client for client in self._available() if client.url not in self.draining
+                   and (kind is None or client.engine_kind == kind)]
         if not serving:
-            raise EngineUnavailable("every connected engine worker is draining")
+            raise EngineUnavailable("no engine worker to go to" if kind else
+                                    "every connected engine worker is draining")
         client = min(serving, key=lambda c: (c.in_flight, c.started))  # min keeps the first of equals
         return await client.start(voice, reading)
 
@@ -148,9 +250,9 @@ class EnginePool:
         return await self._union(lambda client: client.list_voices())
 
     async def _union(self, call: Callable[[EngineClient], Awaitable[list[dict[str, Any]]]]) -> list[dict[str, Any]]:
-        """The union by name of every available worker's answers to ``call`` (voices, lexicons; the first occurrence
+        """The union by name of every connected worker's answers to ``call`` (voices, lexicons; the first occurrence
         wins), sorted by name."""
-        clients = self._available()
+        clients = self._available(joining=True)
         results = await asyncio.gather(*(call(client) for client in clients), return_exceptions=True)
         named: dict[str, dict[str, Any]] = {}
         errors: list[BaseException] = []
@@ -165,24 +267,35 @@ class EnginePool:
         return sorted(named.values(), key=lambda item: item["name"])
 
     async def add_voice(self, name: str, data: bytes) -> dict[str, Any]:
-        return await self._everywhere(lambda client: client.add_voice(name, data), tolerated="exists")
+        return await self._add(VOICES, name, data)
 
     async def delete_voice(self, name: str) -> None:
-        await self._everywhere(lambda client: client.delete_voice(name), tolerated="unknown_voice")
+        await self._delete(VOICES, name)
 
     async def list_lexicons(self) -> list[dict[str, Any]]:
         return await self._union(lambda client: client.list_lexicons())
 
     async def add_lexicon(self, name: str, data: bytes) -> dict[str, Any]:
-        return await self._everywhere(lambda client: client.add_lexicon(name, data), tolerated="")  # replaces one
+        return await self._add(LEXICONS, name, data)
 
     async def delete_lexicon(self, name: str) -> None:
-        await self._everywhere(lambda client: client.delete_lexicon(name), tolerated="unknown_lexicon")
+        await self._delete(LEXICONS, name)
+
+    async def _add(self, kept: _Kept, name: str, data: bytes) -> dict[str, Any]:
+        added = await self._everywhere(lambda client: kept.add(client, name, data), kept.exists)
+        self._deleted[kept.what].discard(kept.key(name))
+        return added
+
+    async def _delete(self, kept: _Kept, name: str) -> None:
+        """Deleted on every connected worker, and remembered: one away now is made to delete it when it joins."""
+        await self._everywhere(lambda client: kept.delete(client, name), kept.unknown)
+        self._deleted[kept.what].add(kept.key(name))
 
     async def _everywhere(self, call: Callable[[EngineClient], Awaitable[Any]], tolerated: str) -> Any:
-        """Run ``call`` on every available worker. Succeeds when at least one succeeded and every other one succeeded
+        """Run ``call`` on every connected worker. Succeeds when at least one succeeded and every other one succeeded
         too or refused with ``tolerated`` (workers sharing one voices directory); else raises the first real error."""
-        results = await asyncio.gather(*(call(client) for client in self._available()), return_exceptions=True)
+        results = await asyncio.gather(*(call(client) for client in self._available(joining=True)),
+                                       return_exceptions=True)
         successes = [r for r in results if not isinstance(r, BaseException)]
         errors = [r for r in results if isinstance(r, BaseException)]
         real = [e for e in errors if not (isinstance(e, EngineRequestError) and e.code == tolerated)]
