@@ -19,7 +19,8 @@ from websockets.asyncio.client import connect
 from engine.protocol import EngineReady, Reading
 from gateway.engine_link.client import EngineRequestError, EngineUnavailable
 from gateway.engine_link.pool import EnginePool
-from tests.server import EngineWorkers, assert_goes_down, running_server
+from cbf_tools.peers.local_server import Workers
+from tests.server import assert_goes_down, running_server
 
 ROOT = Path(__file__).resolve().parent.parent
 SENTENCE = "The quick brown fox jumps over the lazy dog, and then it runs away into the forest."
@@ -28,15 +29,16 @@ SENTENCE = "The quick brown fox jumps over the lazy dog, and then it runs away i
 @contextlib.contextmanager
 def workers(base: Path, *, shared_voices: bool) -> Iterator[list[subprocess.Popen]]:
     """Two ``chatterbox-fast engine --engine espeak`` workers on ``base/a.sock`` and ``base/b.sock``."""
-    procs = EngineWorkers(base)
+    group = Workers()
     try:
         for name in ("a", "b"):
-            procs.start(name, base / "voices" if shared_voices else None)
-        for name in ("a", "b"):
-            procs.wait_listening(name)
-        yield [procs.procs["a"], procs.procs["b"]]
+            group.start(f"unix:{base / name}.sock", "--voices-dir",
+                        str(base / ("voices" if shared_voices else f"voices-{name}")))
+        for listen in group.procs:
+            group.wait_listening(listen)
+        yield list(group.procs.values())
     finally:
-        procs.stop()
+        group.stop()
 
 
 @contextlib.contextmanager

@@ -8,6 +8,7 @@ from __future__ import annotations
 import asyncio
 import json
 import time
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Iterator
 
@@ -17,7 +18,8 @@ from websockets.asyncio.client import connect
 
 from engine.protocol import ChunkHeader, Done
 from gateway.engine_link.failover import Resume
-from tests.server import EngineWorkers, health_when, running_server
+from cbf_tools.peers.local_server import Workers
+from tests.server import health_when, running_server
 
 TEXT = ("The first train leaves at nine in the morning. It stops at every station along the coast. "
         "Passengers for the islands change at the harbour, where the ferry waits. The last train comes back "
@@ -76,40 +78,55 @@ def test_nothing_heard_sends_everything_again_and_heard_ssml_cannot_move() -> No
 SLOW = ("--engine", "simulated", "--sim-rtf", "3", "--sim-fixed", "0.1")
 
 
+@dataclass
+class Fleet:
+    """A gateway over two workers (failover within 5 s, once per utterance)."""
+
+    url: str
+    workers: Workers
+    base: Path
+
+    def listen(self, name: str) -> str:
+        return f"unix:{self.base / name}.sock"
+
+    def start(self, name: str, *flags: str) -> None:
+        self.workers.start(self.listen(name), "--voices-dir", str(self.base / f"voices-{name}"), *flags)
+
+    def both_up(self) -> None:
+        """Both workers simulated and connected (a killed one started again, an eSpeak one replaced)."""
+        for name in ("a", "b"):
+            listen = self.listen(name)
+            if listen in self.workers.procs and "espeak" in self.workers.flags_of[listen]:
+                self.workers.kill(listen)
+            if listen not in self.workers.procs:
+                self.start(name)
+        health_when(self.url, lambda h: all(e["engine"] == "simulated" for e in h["engines"]),
+                    "both workers connected", within=60)
+
+    def kill_the_speaking_one(self) -> str:
+        engines = httpx.get(self.url + "/health").json()["engines"]
+        busy = [e["url"] for e in engines if e["in_flight"]]
+        assert len(busy) == 1, engines
+        self.workers.kill(busy[0])
+        return next(name for name in ("a", "b") if self.listen(name) == busy[0])
+
+
 @pytest.fixture(scope="module")
-def fleet(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, EngineWorkers]]:
-    """A gateway over workers a and b (failover within 5 s, once per utterance), both up at the start of each
-    test."""
-    workers = EngineWorkers(tmp_path_factory.mktemp("failover"), SLOW)
+def fleet(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Fleet]:
+    """Both workers up at the start of each test that calls ``both_up``."""
+    workers = Workers(*SLOW)
     try:
+        group = Fleet("", workers, tmp_path_factory.mktemp("failover"))
         for name in ("a", "b"):
-            workers.start(name)
-        for name in ("a", "b"):
-            workers.wait_listening(name)
-        with running_server("--engine-url", f"{workers.url('a')},{workers.url('b')}", "--failover-wait", "5",
+            group.start(name)
+        for listen in list(workers.procs):
+            workers.wait_listening(listen)
+        with running_server("--engine-url", f"{group.listen('a')},{group.listen('b')}", "--failover-wait", "5",
                             "--max-failovers", "1") as url:
-            yield url, workers
+            group.url = url
+            yield group
     finally:
         workers.stop()
-
-
-def both_up(url: str, workers: EngineWorkers) -> None:
-    """Both workers simulated and connected (a killed one started again, an eSpeak one replaced)."""
-    for name in ("a", "b"):
-        if name in workers.procs and workers.flags_of[name] != SLOW:
-            workers.kill(name)
-        if name not in workers.procs:
-            workers.start(name)
-    health_when(url, lambda h: all(e["available"] for e in h["engines"]), "both workers connected", within=60)
-
-
-def kill_the_speaking_one(url: str, workers: EngineWorkers) -> str:
-    engines = httpx.get(url + "/health").json()["engines"]
-    busy = [e["url"] for e in engines if e["in_flight"]]
-    assert len(busy) == 1, engines
-    name = next(n for n in ("a", "b") if workers.url(n) == busy[0])
-    workers.kill(name)
-    return name
 
 
 def first(action: Callable[[], None]) -> Callable[[int], None]:
@@ -146,11 +163,11 @@ async def speak_over_websocket(url: str, on_chunk: Callable[[int], None], text: 
                 return chunks, event
 
 
-def test_a_websocket_utterance_goes_on_on_the_other_worker_when_its_worker_is_killed(fleet) -> None:
-    url, workers = fleet
-    both_up(url, workers)
+def test_a_websocket_utterance_goes_on_on_the_other_worker_when_its_worker_is_killed(fleet: Fleet) -> None:
+    url = fleet.url
+    fleet.both_up()
     killed: list[str] = []
-    chunks, done = asyncio.run(speak_over_websocket(url, first(lambda: killed.append(kill_the_speaking_one(url, workers)))))
+    chunks, done = asyncio.run(speak_over_websocket(url, first(lambda: killed.append(fleet.kill_the_speaking_one()))))
     assert killed and done["failovers"] == 1 and done["failover_gap"] < 5, done
     print("failover gap", done["failover_gap"])
     assert_said_once_in_order(chunks, TEXT)
@@ -159,16 +176,16 @@ def test_a_websocket_utterance_goes_on_on_the_other_worker_when_its_worker_is_ki
     assert 'cbf_failovers_total{outcome="moved"}' in metrics
 
 
-def test_an_http_stream_goes_on_too_and_its_audio_is_whole(fleet) -> None:
-    url, workers = fleet
-    both_up(url, workers)
+def test_an_http_stream_goes_on_too_and_its_audio_is_whole(fleet: Fleet) -> None:
+    url = fleet.url
+    fleet.both_up()
     lines: list[dict] = []
     with httpx.stream("POST", url + "/v1/tts", json={"text": TEXT, "format": "ndjson"}, timeout=60) as reply:
         assert reply.status_code == 200
         for line in reply.iter_lines():
             lines.append(json.loads(line))
             if len(lines) == 1:
-                kill_the_speaking_one(url, workers)
+                fleet.kill_the_speaking_one()
     chunks = [line for line in lines if line["type"] == "chunk"]
     done = lines[-1]
     assert done["type"] == "done" and done["failovers"] == 1, done
@@ -176,20 +193,20 @@ def test_an_http_stream_goes_on_too_and_its_audio_is_whole(fleet) -> None:
     assert sum(c["duration"] for c in chunks) == pytest.approx(done["audio_seconds"], abs=0.01)
 
 
-def test_with_no_worker_to_go_to_the_utterance_fails_as_before(fleet) -> None:
-    url, workers = fleet
-    both_up(url, workers)
+def test_with_no_worker_to_go_to_the_utterance_fails_as_before(fleet: Fleet) -> None:
+    url = fleet.url
+    fleet.both_up()
 
     def kill_both() -> None:
-        dead = kill_the_speaking_one(url, workers)
-        workers.kill("b" if dead == "a" else "a")
+        dead = fleet.kill_the_speaking_one()
+        fleet.workers.kill(fleet.listen("b" if dead == "a" else "a"))
 
     started = time.monotonic()
     with pytest.raises(AssertionError, match="engine_unavailable"):
         asyncio.run(speak_over_websocket(url, first(kill_both)))
     assert time.monotonic() - started < 30
     assert 'cbf_failovers_total{outcome="given_up"}' in httpx.get(url + "/metrics").text
-    both_up(url, workers)
+    fleet.both_up()
     assert httpx.post(url + "/v1/tts", json={"text": "Back again."}, timeout=30).status_code == 200
 
 
@@ -207,18 +224,18 @@ def test_the_embedded_worker_restarted_by_its_supervisor_says_the_rest(tmp_path:
         assert httpx.get(url + "/health").json()["worker"]["restarts"] == 1
 
 
-def test_a_move_loop_ends_with_the_error_after_max_failovers(fleet) -> None:
+def test_a_move_loop_ends_with_the_error_after_max_failovers(fleet: Fleet) -> None:
     """Moved once (--max-failovers 1), the worker it moved to killed too while the first is back: the error."""
-    url, workers = fleet
-    both_up(url, workers)
+    url = fleet.url
+    fleet.both_up()
     lost_at: list[float] = []
 
     def kill_twice(n: int) -> None:
         if n == 1:
-            workers.start(kill_the_speaking_one(url, workers))
+            fleet.start(fleet.kill_the_speaking_one())
         elif not lost_at:
             health_when(url, lambda h: all(e["available"] for e in h["engines"]), "the killed worker is back", 60)
-            kill_the_speaking_one(url, workers)
+            fleet.kill_the_speaking_one()
             lost_at.append(time.monotonic())
 
     with pytest.raises(AssertionError, match="engine_unavailable"):
@@ -226,12 +243,12 @@ def test_a_move_loop_ends_with_the_error_after_max_failovers(fleet) -> None:
     assert lost_at and time.monotonic() - lost_at[0] < 5  # not waited for: no move was left
 
 
-def test_a_worker_of_another_engine_is_not_used_to_go_on(fleet) -> None:
+def test_a_worker_of_another_engine_is_not_used_to_go_on(fleet: Fleet) -> None:
     """b comes back as eSpeak: an utterance on either cannot move to the other (its voice would change)."""
-    url, workers = fleet
-    both_up(url, workers)
-    workers.kill("b")
-    workers.start("b", flags=("--engine", "espeak"))
+    url = fleet.url
+    fleet.both_up()
+    fleet.workers.kill(fleet.listen("b"))
+    fleet.start("b", "--engine", "espeak")
     health_when(url, lambda h: {e["engine"] for e in h["engines"]} == {"simulated", "espeak"}, "b back as eSpeak", 60)
     with pytest.raises(AssertionError, match="engine_unavailable"):
-        asyncio.run(speak_over_websocket(url, first(lambda: kill_the_speaking_one(url, workers))))
+        asyncio.run(speak_over_websocket(url, first(fleet.kill_the_speaking_one)))

@@ -84,24 +84,55 @@ def _listening(listen: str) -> bool:
         return False
 
 
+class Workers:
+    """Engine worker processes, ``engine --listen L`` (HOST:PORT or unix:/path), each killed and started again by its
+    address: the benchmarks' and tests' fleets (a killed worker's Unix socket file is replaced by the next one)."""
+
+    def __init__(self, *flags: str) -> None:
+        """``flags``: every worker's (the engine: eSpeak unless they say otherwise)."""
+        self.flags = flags if "--engine" in flags else ("--engine", "espeak", *flags)
+        self.procs: dict[str, subprocess.Popen] = {}
+        self.flags_of: dict[str, tuple[str, ...]] = {}
+
+    def start(self, listen: str, *flags: str) -> None:
+        """One worker on ``listen``, with ``flags`` after the group's (the later of a flag given twice wins)."""
+        self.flags_of[listen] = (*self.flags, *flags)
+        self.procs[listen] = subprocess.Popen([sys.executable, "-m", "gateway.cli", "engine", "--listen", listen,
+                                               "--log-level", "warning", *self.flags_of[listen]], cwd=ROOT)
+
+    def wait_listening(self, listen: str, timeout: float = 120.0) -> None:
+        """Until the worker on ``listen`` accepts connections (it listens once its engine is warm); for a Unix
+        socket, until its file is there (so not after a kill: wait for the gateway to see it instead)."""
+        deadline = time.monotonic() + timeout
+        while not _listening(listen):
+            if (code := self.procs[listen].poll()) is not None:
+                raise ServerFailed(f"the worker on {listen} exited with code {code}")
+            if time.monotonic() > deadline:
+                raise ServerFailed(f"the worker on {listen} did not start")
+            time.sleep(0.1)
+
+    def kill(self, listen: str) -> None:
+        """SIGKILL: no goodbye to its gateways."""
+        proc = self.procs.pop(listen)
+        proc.kill()
+        proc.wait(15)
+
+    def stop(self) -> None:
+        for proc in self.procs.values():
+            stop(proc)
+        self.procs.clear()
+
+
 @contextlib.contextmanager
 def local_workers(listens: Sequence[str], *flags: str, ready_timeout: float = 120.0) -> Iterator[list[subprocess.Popen]]:
     """eSpeak engine workers, ``engine --listen L`` for each of ``listens`` (HOST:PORT or unix:/path) with ``flags``;
-    yields their processes once each accepts connections (a worker listens once its engine is warm)."""
-    procs: list[subprocess.Popen] = []
+    yields their processes once each accepts connections."""
+    workers = Workers(*flags)
     try:
         for listen in listens:
-            procs.append(subprocess.Popen([sys.executable, "-m", "gateway.cli", "engine", "--engine", "espeak",
-                                           "--listen", listen, "--log-level", "warning", *flags], cwd=ROOT))
-        deadline = time.monotonic() + ready_timeout
-        for listen, proc in zip(listens, procs):
-            while not _listening(listen):
-                if proc.poll() is not None:
-                    raise ServerFailed(f"the worker on {listen} exited with code {proc.returncode}")
-                if time.monotonic() > deadline:
-                    raise ServerFailed(f"the worker on {listen} did not start")
-                time.sleep(0.1)
-        yield procs
+            workers.start(listen)
+        for listen in listens:
+            workers.wait_listening(listen, ready_timeout)
+        yield [workers.procs[listen] for listen in listens]
     finally:
-        for proc in procs:
-            stop(proc)
+        workers.stop()
