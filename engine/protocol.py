@@ -47,6 +47,12 @@ MAX_LEXICONS = 3  # lexicons one utterance names (ElevenLabs' limit on pronuncia
 LEXICON_NAME = re.compile(r"[a-z0-9_-]{1,64}")
 
 
+def voice_key(name: str) -> str:
+    """Voice names are case-insensitive: every name is looked up in this form (trimmed, lowercased), by the worker's
+    voice store and by a gateway remembering the voices it deleted."""
+    return name.strip().lower()
+
+
 class ProtocolError(ValueError):
     """A message that does not follow the protocol. ``code`` is stable for clients."""
 
@@ -178,6 +184,25 @@ class AddVoice:
     audio: bytes
 
 
+@dataclass(frozen=True)
+class GetVoice:
+    """A stored voice's audio file, answered by a ``Stored``: how a gateway copies a voice to a worker that lacks
+    it (one that joins later, with its own voices directory)."""
+
+    type: ClassVar[str] = "get_voice"
+    name: str
+    req: str
+
+
+@dataclass(frozen=True)
+class GetLexicon:
+    """A stored lexicon's file, answered by a ``Stored`` (as ``GetVoice``)."""
+
+    type: ClassVar[str] = "get_lexicon"
+    name: str
+    req: str
+
+
 # Worker -> gateway.
 @dataclass(frozen=True)
 class EngineReady:
@@ -273,24 +298,35 @@ class Result:
     lexicon: dict[str, Any] | None = None  # for ``add_lexicon``
 
 
-Request = (Start | Text | Flush | End | Cancel | Playout | ListVoices | DeleteVoice | AddVoice | ListLexicons
-           | DeleteLexicon | AddLexicon)
-StoreRequest = ListVoices | DeleteVoice | AddVoice | ListLexicons | DeleteLexicon | AddLexicon
-Event = EngineReady | Chunk | Done | Error | Result
+@dataclass(frozen=True)
+class Stored:
+    """A binary frame answering ``get_voice`` or ``get_lexicon``: the header carries ``req``, the payload is the file
+    as the worker keeps it (what ``add_voice`` or ``add_lexicon`` takes)."""
+
+    type: ClassVar[str] = "stored"
+    req: str
+    data: bytes
+
+
+Request = (Start | Text | Flush | End | Cancel | Playout | ListVoices | DeleteVoice | AddVoice | GetVoice
+           | ListLexicons | DeleteLexicon | AddLexicon | GetLexicon)
+StoreRequest = ListVoices | DeleteVoice | AddVoice | GetVoice | ListLexicons | DeleteLexicon | AddLexicon | GetLexicon
+Event = EngineReady | Chunk | Done | Error | Result | Stored
 _REQUESTS: dict[str, type] = {cls.type: cls for cls in (Start, Text, Flush, End, Cancel, Playout, ListVoices,
-                                                        DeleteVoice, AddVoice, ListLexicons, DeleteLexicon,
-                                                        AddLexicon)}
-_EVENTS: dict[str, type] = {cls.type: cls for cls in (EngineReady, ChunkHeader, Done, Error, Result)}
-_BINARY = frozenset({AddVoice.type, AddLexicon.type, ChunkHeader.type})  # the types sent as binary frames
+                                                        DeleteVoice, AddVoice, GetVoice, ListLexicons, DeleteLexicon,
+                                                        AddLexicon, GetLexicon)}
+_EVENTS: dict[str, type] = {cls.type: cls for cls in (EngineReady, ChunkHeader, Done, Error, Result, Stored)}
+_BINARY = frozenset({AddVoice.type, AddLexicon.type, ChunkHeader.type, Stored.type})  # sent as binary frames
 
 
 def encode(message: Request | Event) -> str | bytes:
-    """The frame for ``message``: JSON text, or a binary frame for ``Chunk`` and ``AddVoice``."""
+    """The frame for ``message``: JSON text, or a binary frame for ``Chunk``, ``AddVoice``, ``AddLexicon`` and
+    ``Stored``."""
     if isinstance(message, Chunk):
         return _encode_binary(_header(message.header), message.pcm)
     if isinstance(message, AddVoice):
         return _encode_binary(_header(message), message.audio)
-    if isinstance(message, AddLexicon):
+    if isinstance(message, (AddLexicon, Stored)):
         return _encode_binary(_header(message), message.data)
     return _encode_json(_header(message))
 
@@ -311,6 +347,8 @@ def decode_event(frame: str | bytes) -> Event:
     kind = header["type"]
     if kind == ChunkHeader.type:
         return Chunk(ChunkHeader(**_fields(ChunkHeader, header)), payload)
+    if kind == Stored.type:
+        return Stored(**_fields(Stored, header), data=payload)
     if kind == EngineReady.type and header.get("protocol") != PROTOCOL_VERSION:
         raise ProtocolError(f"the worker speaks engine protocol {header.get('protocol')!r}, not {PROTOCOL_VERSION}")
     return _EVENTS[kind](**_fields(_EVENTS[kind], header))

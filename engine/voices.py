@@ -27,7 +27,7 @@ import soxr
 
 from engine.audio_decode import decode_audio
 from engine.engines.base import Engine, EngineError
-from engine.protocol import SAMPLE_RATE
+from engine.protocol import SAMPLE_RATE, voice_key
 
 log = logging.getLogger(__name__)
 
@@ -53,11 +53,6 @@ class VoiceInfo:
 class _Entry:
     path: Path
     info: VoiceInfo
-
-
-def voice_key(name: str) -> str:
-    """Voice names are case-insensitive: every name is looked up in this form (trimmed, lowercased)."""
-    return name.strip().lower()
 
 
 def sanitize_name(raw: str) -> str:
@@ -128,17 +123,22 @@ class VoiceStore:
                     return self._memory[name]
             conds = self._load_cached(entry.path)
             if conds is None:
-                try:
-                    audio = entry.path.read_bytes()
-                except FileNotFoundError:  # another store sharing the directory deleted it
-                    with self._lock:
-                        self._entries.pop(name, None)
-                    raise EngineError(f"unknown voice {name!r}", "unknown_voice") from None
-                conds = self._prepare(audio)
+                conds = self._prepare(self._read(name, entry))
                 self._save_cached(entry.path, conds)
             with self._lock:
                 self._memory[name] = conds
             return conds
+
+    def audio(self, name: str) -> bytes:
+        """A stored voice's audio file as kept (an upload's 24 kHz WAV, or a file put in the directory), which
+        ``add`` takes again: ``unknown_voice`` for the built-in voice and a TTS server's own, ``too_large`` for a file
+        past the upload limit."""
+        name = voice_key(name)
+        with self._locked_entry(name) as entry:
+            data = self._read(name, entry)
+        if len(data) > self._max_upload_bytes:
+            raise EngineError(f"the voice file is larger than {self._max_upload_bytes} bytes", "too_large")
+        return data
 
     def add(self, name: str, data: bytes) -> VoiceInfo:
         """Validate an uploaded clip, store it as a 24 kHz mono PCM16 wav and cache its conditionals."""
@@ -195,6 +195,16 @@ class VoiceStore:
             if entry is None:  # deleted while we waited for the lock
                 raise EngineError(f"unknown voice {name!r}", "unknown_voice")
             yield entry
+
+    def _read(self, name: str, entry: _Entry) -> bytes:
+        """The voice's audio file (call with its lock held); ``unknown_voice`` if another store sharing the directory
+        deleted it."""
+        try:
+            return entry.path.read_bytes()
+        except FileNotFoundError:
+            with self._lock:
+                self._entries.pop(name, None)
+            raise EngineError(f"unknown voice {name!r}", "unknown_voice") from None
 
     def _file_on_disk(self, name: str) -> Path | None:
         """The audio file ``<name>.<suffix>`` in ``root`` (first in AUDIO_SUFFIXES order), for a valid name only."""

@@ -34,8 +34,9 @@ from engine.engines.base import BatchingEngine, Cancelled, Engine, EngineError, 
 from engine.joins import Joiner, to_int16
 from engine.planner import ChunkPlanner, PlannedChunk, PlannerConfig, PlannerError
 from engine.protocol import (LEXICON_NAME, MAX_SPEED, MIN_SPEED, AddLexicon, AddVoice, Cancel, Chunk, ChunkHeader,
-                             DeleteLexicon, DeleteVoice, Done, End, EngineReady, Error, Flush, ListLexicons, ListVoices,
-                             Playout, ProtocolError, Result, Start, StoreRequest, Text)
+                             DeleteLexicon, DeleteVoice, Done, End, EngineReady, Error, Flush, GetLexicon, GetVoice,
+                             ListLexicons, ListVoices, Playout, ProtocolError, Result, Start, Stored, StoreRequest,
+                             Text)
 from engine.scheduler import DeviceQueue, Gathered
 from engine.settings import DEFAULT_VOCODE_WINDOW_S, EngineSettings
 from engine.text import WORD_JOINER, BoundaryKind
@@ -489,7 +490,7 @@ class Worker:
         return chosen
 
     async def _store_request(self, request: StoreRequest, send: Send) -> None:
-        reply: Result | Error
+        reply: Result | Stored | Error
         try:
             match request:
                 case ListLexicons():
@@ -499,6 +500,8 @@ class Worker:
                     reply = Result(request.req)
                 case AddLexicon(name=name, data=data):
                     reply = Result(request.req, lexicon=await asyncio.to_thread(self.lexicons.add, name, data))
+                case GetLexicon(name=name):
+                    reply = Stored(request.req, await asyncio.to_thread(self.lexicons.source, name))
                 case ListVoices():
                     voices = await asyncio.to_thread(self.voices.list)
                     reply = Result(request.req, voices=[asdict(v) for v in voices])
@@ -508,6 +511,8 @@ class Worker:
                 case AddVoice(name=name, audio=audio):
                     info = await self.synth.run(self.voices.add, name, audio, buffered=VOICE_UPLOAD_SLACK_S)
                     reply = Result(request.req, voice=asdict(info))
+                case GetVoice(name=name):
+                    reply = Stored(request.req, await asyncio.to_thread(self.voices.audio, name))
         except EngineError as exc:
             reply = Error(req=request.req, code=exc.code, message=str(exc))
         except LexiconNotFound as exc:

@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 
 from engine import protocol
 from engine.protocol import (AddVoice, Cancel, Chunk, ChunkHeader, DeleteVoice, Done, End, EngineReady, Error, Flush,
-                             ListVoices, Playout, ProtocolError, Result, Start, Text)
+                             GetLexicon, GetVoice, ListVoices, Playout, ProtocolError, Result, Start, Stored, Text)
 from tests.test_messages import json_values
 
 texts = st.text(max_size=12)
@@ -24,6 +24,7 @@ requests = st.one_of(
     st.builds(Start, texts, texts, latencies), st.builds(Text, texts, texts), st.builds(Flush, texts), st.builds(End, texts),
     st.builds(Cancel, texts), st.builds(Playout, texts, numbers), st.builds(ListVoices, texts),
     st.builds(DeleteVoice, texts, texts), st.builds(AddVoice, texts, texts, st.binary(max_size=32)),
+    st.builds(GetVoice, texts, texts), st.builds(GetLexicon, texts, texts),
 )
 events = st.one_of(
     st.builds(EngineReady, texts, texts, texts, texts, st.booleans(), st.integers(1, 192000), notes=texts,
@@ -34,15 +35,16 @@ events = st.one_of(
               st.none() | numbers),
     st.builds(Error, id=st.none() | texts, req=st.none() | texts, code=texts, message=texts),
     st.builds(Result, texts, st.none() | st.lists(objects, max_size=3), st.none() | objects),
+    st.builds(Stored, texts, st.binary(max_size=32)),
 )
 field_values = json_values | st.binary(max_size=8).map(lambda b: b.hex())
 request_like = st.fixed_dictionaries(
     {"type": st.sampled_from(["start", "text", "flush", "end", "cancel", "playout", "list_voices", "delete_voice",
-                              "add_voice", "chunk", "sing"])},
+                              "add_voice", "get_voice", "get_lexicon", "chunk", "sing"])},
     optional={name: field_values for name in ("id", "text", "voice", "played", "req", "name")},
 )
 event_like = st.fixed_dictionaries(
-    {"type": st.sampled_from(["ready", "chunk", "done", "error", "result", "start", "sing"])},
+    {"type": st.sampled_from(["ready", "chunk", "done", "error", "result", "stored", "start", "sing"])},
     optional={name: field_values for name in ("protocol", "engine", "watermark", "id", "seq", "offset", "chunks",
                                               "audio", "code", "message", "req", "voices", "voice")},
 )
@@ -135,6 +137,22 @@ def test_the_wire_format_is_the_documented_one() -> None:
     assert protocol.encode(Result("2")) == '{"type":"result","req":"2"}'
 
 
+def test_stored_files_are_fetched_as_binary_answers() -> None:
+    """How a gateway copies a voice or a lexicon to a worker that lacks it: a text request, a binary answer whose
+    payload is the file as kept."""
+    assert protocol.encode(GetVoice("amy", "4")) == '{"type":"get_voice","name":"amy","req":"4"}'
+    assert protocol.encode(GetLexicon("names", "5")) == '{"type":"get_lexicon","name":"names","req":"5"}'
+    assert protocol.decode_request(protocol.encode(GetVoice("amy", "4"))) == GetVoice("amy", "4")
+    assert protocol.encode(Stored("4", b"RIFF\x00")) == binary('{"type":"stored","req":"4"}', b"RIFF\x00")
+    assert protocol.decode_event(binary('{"type":"stored","req":"4"}', b"RIFF\x00")) == Stored("4", b"RIFF\x00")
+    with pytest.raises(ProtocolError, match="must be sent as a binary frame"):
+        protocol.decode_event('{"type": "stored", "req": "4"}')
+    with pytest.raises(ProtocolError, match="needs field 'req'"):
+        protocol.decode_event(binary('{"type":"stored"}', b""))
+    with pytest.raises(ProtocolError, match="must be sent as a text frame"):
+        protocol.decode_request(binary('{"type":"get_voice","name":"amy","req":"4"}', b""))
+
+
 @pytest.mark.parametrize(("frame", "code", "words"), [
     ('{"type": "text", "id": "u1"}', "bad_message", "needs field 'text'"),
     ('{"type": "text", "id": 7, "text": "x"}', "bad_message", "'id' of 'text' must be a string"),
@@ -187,8 +205,8 @@ def test_every_field_of_every_message_has_a_type_check() -> None:
     """A field added with an annotation the decoder has no check for would fail every decode with a KeyError."""
     from dataclasses import fields
 
-    messages = (Start, Text, Flush, End, Cancel, Playout, ListVoices, DeleteVoice, AddVoice, EngineReady, ChunkHeader,
-                Done, Error, Result)
+    messages = (Start, Text, Flush, End, Cancel, Playout, ListVoices, DeleteVoice, AddVoice, GetVoice, GetLexicon,
+                EngineReady, ChunkHeader, Done, Error, Result, Stored)
     unchecked = [(cls.__name__, f.name, f.type) for cls in messages for f in fields(cls)
                  if f.type != "bytes" and f.type.removesuffix(" | None") not in protocol._CHECKS]
     assert unchecked == []

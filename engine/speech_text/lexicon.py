@@ -313,6 +313,18 @@ class LexiconStore:
         self._cache[name] = (stat, lexicon)
         return lexicon
 
+    def source(self, name: str) -> bytes:
+        """The lexicon's file as stored (PLS or JSON), which ``add`` takes again; one past MAX_LEXICON_BYTES (put
+        there by hand) is a ``LexiconError``."""
+        _check_name(name)
+        try:
+            path, stat = self._file(name)
+            if stat.st_size > MAX_LEXICON_BYTES:
+                raise LexiconError(f"the lexicon file is {stat.st_size} bytes; at most {MAX_LEXICON_BYTES}")
+            return path.read_bytes()
+        except FileNotFoundError:  # (deleted meanwhile, too)
+            raise LexiconNotFound(f"no lexicon {name!r}") from None
+
     def delete(self, name: str) -> None:
         _check_name(name)
         self._cache.pop(name, None)
