@@ -23,4 +23,4 @@ def test_two_gateways_two_workers_behind_nginx_survive_losing_one_of_each() -> N
     # every session of the killed gateway reconnected through nginx and was served; no other session reconnected
     assert faults["sessions_on_killed_gateway"] >= 1, s
     assert faults["sessions_reconnected"] == faults["reconnected_and_served"] == faults["sessions_on_killed_gateway"], s
-    assert set(faults["other_sessions_error_codes"]) <= {"engine_unavailable"}, s  # only utterances on the dead worker
+    assert faults["other_sessions_errors"] == 0, s  # utterances on the dead worker moved to the other

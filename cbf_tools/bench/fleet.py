@@ -10,8 +10,8 @@ text after another (the bench gateway's clients: a WebSocket listener playing at
 - Fault phase (``--after`` s): one worker and one gateway are SIGKILLed at once. A session whose gateway is gone
   (its socket closes, or no ``done`` comes within ``LOST_AFTER_S``) reconnects through nginx: the bench counts those
   reconnects and whether each was served afterwards. The other sessions keep their connection; an utterance that was
-  in flight on the killed worker ends with ``engine_unavailable`` (counted apart: the gateways do not move an
-  utterance between workers mid-way), and their next utterances go to the surviving worker.
+  in flight on the killed worker goes on on the surviving one (gateway/engine_link/failover.py: no error), and so do
+  their next utterances.
 
 Prints a table and, last, one JSON line. Exit 1 unless the steady phase had no error and no underrun, sessions and
 utterances spread over both gateways and both workers, and every session of the killed gateway was served again.
@@ -263,6 +263,9 @@ def verdict(s: dict[str, Any]) -> list[str]:
         failed.append(f"sessions did not spread over both gateways: {steady['sessions_per_gateway']}")
     if min(steady["utterances_per_worker"]) == 0:
         failed.append(f"utterances did not spread over both workers: {steady['utterances_per_worker']}")
+    if faults["other_sessions_errors"]:
+        failed.append(f"sessions on the surviving gateway saw {faults['other_sessions_errors']} errors "
+                      f"({', '.join(faults['other_sessions_error_codes'])}; want 0: their utterances move)")
     if faults["reconnected_and_served"] < faults["sessions_on_killed_gateway"]:
         failed.append(f"{faults['sessions_on_killed_gateway']} sessions were on the killed gateway, "
                       f"{faults['reconnected_and_served']} were served again after reconnecting")
