@@ -202,9 +202,10 @@ class FakeClient:
     lost, last_error, retry_in, joining = 0, None, None, False  # what /health shows of its connection
 
     def __init__(self, url: str, *, available: bool = True, in_flight: int = 0, add=None, delete=None,
-                 voices=()) -> None:
+                 voices=(), engine: str = "espeak") -> None:
         self.url, self.available, self.reachable, self.in_flight = url, available, available, in_flight
-        self.ready = EngineReady("espeak", "cpu", "float32", "embedded", True, notes=url) if available else None
+        self.ready = EngineReady(engine, "cpu", "float32", "embedded", True, notes=url) if available else None
+        self.engine_kind = (engine, "embedded") if available else None
         self._add, self._delete, self._voices = add, delete, list(voices)
         self.started = 0
 
@@ -212,7 +213,7 @@ class FakeClient:
         """An utterance handle named after this client."""
         self.started += 1
         self.in_flight += 1
-        return SimpleNamespace(id=self.url, engine_kind=("espeak", "embedded"))
+        return SimpleNamespace(id=self.url, engine_kind=self.engine_kind)
 
     async def list_voices(self) -> list[dict]:
         return self._voices
@@ -249,6 +250,19 @@ def test_pool_start_picks_the_least_busy_available_engine() -> None:
         asyncio.run(down.start("default"))
     with pytest.raises(EngineUnavailable):
         asyncio.run(down.list_voices())
+
+
+def test_an_utterance_moves_only_to_a_worker_of_its_engine_and_weights() -> None:
+    """The next worker for an utterance whose own went away (EnginePool.start's start_one): one of another engine
+    (another voice) is passed over; with none of its kind, none."""
+    simulated, espeak = FakeClient("a", engine="simulated"), FakeClient("b")
+    pool = pool_of(simulated, espeak)
+    kind = ("simulated", "embedded")
+    assert asyncio.run(pool._start_one("default", Reading(), kind)).id == "a"
+    simulated.available = False
+    with pytest.raises(EngineUnavailable, match="no engine worker to go to"):
+        asyncio.run(pool._start_one("default", Reading(), kind))
+    assert asyncio.run(pool._start_one("default", Reading())).id == "b"  # a new utterance takes any
 
 
 def test_pool_voice_lists_are_merged_by_name() -> None:

@@ -170,10 +170,10 @@ def summary(trials: list[dict[str, Any]]) -> dict[str, Any]:
         "said_once": sum(t["wrong"] is None for t in done),
         "errors": [t["error"] for t in trials if not t["completed"]][:5],
         "wrong": [t["wrong"] for t in done if t["wrong"]][:5],
-        "gap_p50_s": round(percentile(gaps, 50), 3) if gaps else None,
-        "gap_p95_s": round(percentile(gaps, 95), 3) if gaps else None,
+        "gap_p50_s": round(percentile(gaps, 0.5), 3) if gaps else None,
+        "gap_p95_s": round(percentile(gaps, 0.95), 3) if gaps else None,
         "gap_max_s": round(max(gaps), 3) if gaps else None,
-        "client_wait_p95_s": round(percentile(waits, 95), 3) if waits else None,
+        "client_wait_p95_s": round(percentile(waits, 0.95), 3) if waits else None,
         "per_transport": {tr: sum(t["transport"] == tr and t["completed"] and t["wrong"] is None for t in trials)
                           for tr in TRANSPORTS},
     }
