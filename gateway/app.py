@@ -23,7 +23,9 @@ from gateway.elevenlabs import endpoint as elevenlabs
 from gateway.engine_link.failover import FailoverPolicy
 from gateway.engine_link.pool import EnginePool
 from gateway.engine_link.process import EngineProcess
-from gateway.http import health, lexicons, speech, voices
+from gateway.host.drain import Drain
+from gateway.host.draining import Draining
+from gateway.http import admin, health, lexicons, speech, voices
 from gateway.http.errors import ApiError, api_error_response, error_response
 from gateway.listen import silero
 from gateway.metrics import Metrics
@@ -77,7 +79,7 @@ async def _report_to_siblings(state: GatewayState) -> None:
     assert state.siblings is not None
     while True:
         state.metrics.engine_up.set(1 if state.engine.available else 0)
-        state.siblings.write(health.snapshot(health.health_body(state)))
+        state.siblings.write(health.snapshot(health.health_body(state), state.drain.listening))
         await asyncio.sleep(1.0)
 
 
@@ -94,8 +96,17 @@ def create_app(settings: GatewaySettings, on_engine_refusal: Callable[[str], Non
                          resolve_interval=settings.engine_resolve_interval_s, **failover) if process is None
               else EnginePool([process.url], process.secret, **failover))
     siblings = SiblingHealth(settings.shared_dir) if settings.shared_dir else None
-    state = GatewayState(settings, engine, metrics, SessionRegistry(settings.max_sessions, metrics), process,
-                         siblings, unauthenticated=WaitingRoom(settings.max_unauthenticated))
+    drain = Drain(settings.drain_grace_s)
+    state = GatewayState(settings, engine, metrics, SessionRegistry(settings.max_sessions, metrics, drain), process,
+                         siblings, unauthenticated=WaitingRoom(settings.max_unauthenticated), drain=Draining(drain))
+
+    async def close_calls(reason: str) -> None:
+        """The WebRTC peers and phone calls (they cannot move to another process): told why, then closed."""
+        for peer in list(state.peers):
+            await peer.session.notify_shutdown(reason)
+        await close_all_peers(state, reason)
+        for call in list(state.calls):
+            await call.close(reason)
 
     @contextlib.asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
@@ -117,7 +128,11 @@ def create_app(settings: GatewaySettings, on_engine_refusal: Callable[[str], Non
                      if wyoming_socket is not None and settings.wyoming_zeroconf else None)
         if announcer is not None:
             announcer.start()
+        if wyoming_server is not None:
+            state.drain.listeners.append(wyoming_server)
+        state.drain.attach(state.sessions, close_calls)
         yield
+        state.drain.detach()
         if reporting is not None:
             reporting.cancel()
         if announcer is not None:
@@ -128,9 +143,7 @@ def create_app(settings: GatewaySettings, on_engine_refusal: Callable[[str], Non
         for owner in state.sessions.owners():
             if isinstance(owner, Session):
                 await owner.notify_shutdown()
-        await close_all_peers(state)
-        for call in state.calls:
-            await call.close("the server is shutting down")
+        await close_calls("the server is shutting down")
         await engine.close()
         if process is not None:
             await process.stop()
@@ -156,6 +169,7 @@ def create_app(settings: GatewaySettings, on_engine_refusal: Callable[[str], Non
         Route("/v1/whep/{voice}", whep.endpoint_options, methods=["OPTIONS"]),
         Route("/v1/sessions/{session}/speak", control.speak, methods=["POST"]),
         Route("/v1/sessions/{session}/cancel", control.cancel, methods=["POST"]),
+        Route("/v1/admin/drain", admin.drain, methods=["POST"]),
         WebSocketRoute("/v1/stream", stream),
         WebSocketRoute("/v1/twilio", telephony.twilio_stream),
         WebSocketRoute("/v1/telnyx", telephony.telnyx_stream),

@@ -187,6 +187,9 @@ GATEWAY_OPTIONS = (
            "worker (or the --engine-url ones); about 20 Opus streams per process", int, 1),
     Option("--reuse-port", "CBF_REUSE_PORT", "share the port with other processes that set it too (SO_REUSEPORT); "
            "--processes sets it for its own", _bool, False),
+    Option("--drain-grace", "CBF_DRAIN_GRACE", "seconds a drain (SIGTERM, SIGHUP, POST /v1/admin/drain) lets the "
+           "utterances in flight go on before it closes the rest with 1012 (above the longest utterance: "
+           "--max-text-chars 5000 is about 5.5 min of speech)", float, 360.0),
 )
 
 ENGINE_SECRET = (Option("--engine-secret", "CBF_ENGINE_SECRET", "shared secret of a gateway and its engine workers: a "
@@ -301,6 +304,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
 
     from gateway.app import create_app
     from gateway.host.bind import CannotListen, bind_tcp
+    from gateway.host.draining import DrainingServer
     from gateway.engine_link.discovery import PREFIX, parse_dns_url
     from gateway.listen.detector import VadConfig
     from gateway.guard.operator_safety import redact_keys_in_logs
@@ -344,7 +348,8 @@ def cmd_serve(args: argparse.Namespace) -> int:
 
         env = {**os.environ, **options_env(args, (*GATEWAY_OPTIONS, *ENGINE_SECRET, *ENGINE_OPTIONS, LOG_OPTION))}
         code, refusal = serve_processes(args.processes, env, engine_argv(args) + ["--log-level", args.log_level],
-                                        split_range(*rtc_ports, args.processes) if rtc_ports else None)
+                                        split_range(*rtc_ports, args.processes) if rtc_ports else None,
+                                        args.drain_grace)
         return _refuse(args, refusal) if refusal else code
     settings = GatewaySettings(
         host=args.host, port=args.port, api_keys=args.api_key, max_sessions=args.max_sessions,
@@ -356,7 +361,8 @@ def cmd_serve(args: argparse.Namespace) -> int:
         engine_resolve_interval_s=args.engine_resolve_interval,
         failover_wait_s=args.failover_wait, max_failovers=args.max_failovers, rtc_ports=rtc_ports,
         wyoming_zeroconf=args.wyoming_zeroconf,
-        shared_dir=os.environ.get("PROMETHEUS_MULTIPROC_DIR") or None,
+        shared_dir=os.environ.get("PROMETHEUS_MULTIPROC_DIR") or None, drain_grace_s=args.drain_grace,
+        supervisor_pid=int(os.environ["CBF_SUPERVISOR_PID"]) if os.environ.get("CBF_SUPERVISOR_PID") else None,
     )
     refusals: list[str] = []
 
@@ -364,13 +370,12 @@ def cmd_serve(args: argparse.Namespace) -> int:
         refusals.append(reason)
         server.should_exit = True
 
-    server = uvicorn.Server(uvicorn.Config(create_app(settings, on_engine_refusal=engine_refused,
-                                                      wyoming_socket=wyoming_sock),
-                                           log_level=args.log_level, timeout_graceful_shutdown=5,
-                                           ws_max_size=1024 * 1024))
+    app = create_app(settings, on_engine_refusal=engine_refused, wyoming_socket=wyoming_sock)
+    server = DrainingServer(uvicorn.Config(app, log_level=args.log_level, timeout_graceful_shutdown=5,
+                                           ws_max_size=1024 * 1024), app.state.gateway.drain)
     redact_keys_in_logs()  # after uvicorn's logging set-up
-    # uvicorn shuts down on SIGTERM, then raises it again under the handler it found: the default one would kill this
-    # process after its clean shutdown (exit 143 under a container's init, where it is not PID 1). A stop is a stop.
+    # A SIGTERM once the server has stopped serving (a second one, during its shutdown) is a stop too, not the default
+    # action, which would end this process with 143 under a container's init, where it is not PID 1.
     signal.signal(signal.SIGTERM, lambda *_: setattr(server, "should_exit", True))
     server.run(sockets=[sock])
     return _refuse(args, refusals[0]) if refusals else 0
@@ -460,6 +465,12 @@ def cmd_bench_fleet(args: argparse.Namespace) -> int:
     from cbf_tools.bench import fleet as bench_fleet
 
     return bench_fleet.run(args)
+
+
+def cmd_bench_drain(args: argparse.Namespace) -> int:
+    from cbf_tools.bench import drain as bench_drain
+
+    return bench_drain.run(args)
 
 
 def cmd_bench_barge_in(args: argparse.Namespace) -> int:
@@ -600,6 +611,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--after", type=float, default=20.0, help="seconds the sessions go on after the kill")
     p.add_argument("--pause", type=float, default=0.5, help="seconds a session waits between utterances")
     p.add_argument("--stagger", type=float, default=4.0, help="seconds over which the sessions start, evenly")
+    p = command(bench, "drain", "a rolling restart (SIGHUP) of serve --processes 2 on this host under calls: "
+                "dropped calls (must be 0)", cmd_bench_drain)
+    p.add_argument("--calls", type=int, default=50, help="calls placed, each on a fresh connection")
+    p.add_argument("--interval", type=float, default=0.15, help="seconds between the starts of two calls")
+    p.add_argument("--drain-grace", type=float, default=30.0, help="the server's --drain-grace")
     p = command(bench, "barge-in", "phone callers talking over the gateway: onset to clear; false barge-ins on "
                 "echo and noise; VAD CPU; a slow listener", cmd_bench_barge_in)
     p.add_argument("--trials", type=int, default=50, help="trials of each kind: speech, echo, noise")

@@ -31,3 +31,5 @@ class GatewaySettings:
     failover_wait_s: float = 10.0  # how long an utterance whose worker went away waits for another (0: no failover)
     max_failovers: int = 2  # moves of one utterance to another worker before it fails
     shared_dir: str | None = None  # set in each of `serve --processes N`'s processes: metrics and /health shared
+    drain_grace_s: float = 360.0  # a drain lets utterances in flight go on this long (gateway/host/drain.py)
+    supervisor_pid: int | None = None  # `serve --processes N`'s: POST /v1/admin/drain drains it, every process

@@ -1,5 +1,5 @@
 """What every endpoint of one gateway shares: settings, the engine pool, the session registry, metrics, live peers
-and calls, the connections not yet authenticated."""
+and calls, the connections not yet authenticated, the drain."""
 
 from __future__ import annotations
 
@@ -9,6 +9,8 @@ from typing import Any
 from gateway.sessions.driven import CallDirectory
 from gateway.engine_link.pool import EnginePool
 from gateway.engine_link.process import EngineProcess
+from gateway.host.drain import Drain
+from gateway.host.draining import Draining
 from gateway.metrics import Metrics
 from gateway.sessions.registry import SessionRegistry
 from gateway.settings import GatewaySettings
@@ -27,3 +29,4 @@ class GatewayState:
     peers: set[Any] = field(default_factory=set)  # live WebRTC peers (gateway.webrtc.signalling.WebRTCPeer)
     unauthenticated: WaitingRoom = field(default_factory=lambda: WaitingRoom(GatewaySettings.max_unauthenticated))
     calls: CallDirectory = field(default_factory=CallDirectory)  # live phone calls (gateway/telephony/)
+    drain: Draining = field(default_factory=lambda: Draining(Drain(GatewaySettings.drain_grace_s)))

@@ -14,6 +14,7 @@ from engine.protocol import SAMPLE_RATE
 from gateway.audio import Encoder, make_encoder
 from gateway.guard.auth import accept_websocket
 from gateway.formats import WEBSOCKET_DEFAULT_FORMAT, output_format
+from gateway.host.drain import CLOSING, RESTART_CLOSE_CODE
 from gateway.playout import SentAudio
 from gateway.sessions.session import Session
 from gateway.sessions.registry import SessionLimitReached
@@ -122,26 +123,34 @@ async def stream_endpoint(ws: WebSocket) -> None:
         await session.open()
     except SessionLimitReached as exc:
         await send_event({"type": "error", "code": exc.code, "message": str(exc)})
-        await ws.close(1013)
+        await ws.close(exc.close_code)
         return
     await serve_session(ws, session, sink, _receive_all(ws, session))
 
 
 async def serve_session(ws: WebSocket, session: Session, sink: WebSocketSink, receive: Awaitable[None]) -> None:
-    """Run ``receive`` (the client's frames into ``session``) until the client goes or stops reading; then close the
-    session, and on a stall the socket too (code 4408)."""
+    """Run ``receive`` (the client's frames into ``session``) until the client goes or stops reading, or a drain lets
+    the session go; then close the session, and on a stall the socket too (code 4408), on a drain with a ``closing``
+    event and code 1012."""
     receiving = asyncio.create_task(receive)
     watching = asyncio.create_task(until_stalled(sink))
+    releasing = asyncio.create_task(session.released())
     try:
-        await asyncio.wait({receiving, watching}, return_when=asyncio.FIRST_COMPLETED)
+        await asyncio.wait({receiving, watching, releasing}, return_when=asyncio.FIRST_COMPLETED)
+        if releasing.done() and not releasing.cancelled():
+            await session.notify_shutdown(CLOSING)  # before the session leaves the registry (that may end the drain)
     finally:
-        receiving.cancel()
-        watching.cancel()
+        for task in (receiving, watching, releasing):
+            task.cancel()
         await session.close()
     if watching.done() and not watching.cancelled():
         log.info("%s session %s closed: %s", session.transport, session.id, sink.stall_reason)
         with contextlib.suppress(Exception):  # the close frame may never get through to a client that reads nothing
             await asyncio.wait_for(ws.close(STALLED_CLOSE_CODE, sink.stall_reason), 1.0)
+    elif releasing.done() and not releasing.cancelled():
+        log.info("%s session %s closed: draining", session.transport, session.id)
+        with contextlib.suppress(Exception):
+            await asyncio.wait_for(ws.close(RESTART_CLOSE_CODE, close_reason(CLOSING)), 1.0)
 
 
 async def until_stalled(sink: WebSocketSink | Any) -> None:

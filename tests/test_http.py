@@ -271,6 +271,8 @@ def test_health_reports_the_engine_and_its_decode(server: str) -> None:
     from types import SimpleNamespace
 
     from engine.protocol import EngineReady
+    from gateway.host.drain import Drain
+    from gateway.host.draining import Draining
     from gateway.http.health import health_body
     from gateway.metrics import Metrics
     from gateway.settings import GatewaySettings
@@ -281,7 +283,7 @@ def test_health_reports_the_engine_and_its_decode(server: str) -> None:
     assert "prompt_cache" not in health["engines"][0]
     ready = EngineReady("chatterbox-turbo", "cuda:0", "bfloat16", "/weights", True, decode="graph")
     state = SimpleNamespace(engine=SimpleNamespace(ready=ready, engines=[]), process=None, sessions={},
-                            settings=GatewaySettings(), metrics=Metrics())
+                            settings=GatewaySettings(), metrics=Metrics(), drain=Draining(Drain(30)))
     body = health_body(state)  # type: ignore[arg-type]
     assert body["status"] == "ok" and body["engine"]["decode"] == "graph"
     assert body["engine"]["device"] == "cuda:0" and body["watermark"] is True

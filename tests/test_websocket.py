@@ -132,7 +132,8 @@ async def test_shutdown_closes_sockets_with_service_restart_and_stops_the_worker
         async with connect(ws_url) as ws:
             await ws.recv()
             worker_pid = httpx.get(url + "/health").json()["worker"]["pid"]
-            os.kill(_parent_pid(worker_pid), signal.SIGTERM)
+            os.kill(_parent_pid(worker_pid), signal.SIGTERM)  # a drain: this idle session is let go at once
+            assert json.loads(await asyncio.wait_for(ws.recv(), 10))["type"] == "closing"
             with pytest.raises(ConnectionClosed) as closed:
                 await asyncio.wait_for(ws.recv(), 10)
             assert closed.value.rcvd is not None and closed.value.rcvd.code == 1012  # service restart

@@ -22,9 +22,10 @@ from gateway.audio import Encoder, make_encoder
 from gateway.guard.auth import authorized
 from gateway.elevenlabs import translate
 from gateway.formats import ELEVENLABS_DEFAULT_FORMAT, ELEVENLABS_FORMATS
+from gateway.host.drain import CLOSING, RESTART_CLOSE_CODE
 from gateway.playout import SentAudio
 from gateway.sessions.session import Session
-from gateway.sessions.registry import SessionLimitReached
+from gateway.sessions.registry import ServerDraining, SessionLimitReached
 from gateway.shared_state import GatewayState
 from gateway.guard.silent_sockets import Admission, IdleClock, until_idle
 from gateway.sink import AudioSink
@@ -183,6 +184,15 @@ class _Socket:
         if not self.multi:
             self.done.set()
 
+    async def released(self) -> None:
+        """Returns once a drain lets this socket go: each of its contexts has nothing left to say (or the grace is
+        over)."""
+        await self.state.drain.begun.wait()
+        while pending := list(self.live):
+            await asyncio.gather(*(entry.session.released() for entry in pending if entry.session is not None))
+            if self.live <= set(pending):  # none opened meanwhile
+                return
+
     async def close(self) -> None:
         for entry in list(self.live):
             entry.finished.set()
@@ -247,6 +257,9 @@ async def _serve(ws: WebSocket, *, multi: bool) -> None:
     except ProtocolError as exc:
         await _refuse(ws, exc.code, str(exc))
         return
+    if (refusal := state.drain.rules.refusal()) is not None:
+        await _refuse(ws, ServerDraining.code, refusal, RESTART_CLOSE_CODE)
+        return
     keys = state.settings.api_keys
     waiting = None
     if not (authorized(ws, keys) or _key_accepted(ws.headers.get("xi-api-key"), keys)):
@@ -258,8 +271,9 @@ async def _serve(ws: WebSocket, *, multi: bool) -> None:
     finishing = asyncio.create_task(socket.done.wait())
     watching = asyncio.create_task(until_stalled(socket))
     idling = asyncio.create_task(until_idle(idle))
+    releasing = asyncio.create_task(socket.released())
     try:
-        await asyncio.wait({receiving, finishing, watching, idling}, return_when=asyncio.FIRST_COMPLETED)
+        await asyncio.wait({receiving, finishing, watching, idling, releasing}, return_when=asyncio.FIRST_COMPLETED)
         if receiving.done() and not receiving.cancelled() and (exc := receiving.exception()) is not None:
             raise exc
     except _Refused as refused:
@@ -268,7 +282,7 @@ async def _serve(ws: WebSocket, *, multi: bool) -> None:
     finally:
         if waiting is not None:
             waiting.leave()
-        for task in (receiving, finishing, watching, idling):
+        for task in (receiving, finishing, watching, idling, releasing):
             task.cancel()
         await socket.close()
     if idling.done() and not idling.cancelled():
@@ -283,6 +297,10 @@ async def _serve(ws: WebSocket, *, multi: bool) -> None:
     elif finishing.done() and not finishing.cancelled():
         with contextlib.suppress(Exception):
             await ws.close(POLICY_VIOLATION if socket.refused else 1000)
+    elif releasing.done() and not releasing.cancelled():
+        log.info("elevenlabs socket closed: draining")
+        with contextlib.suppress(Exception):
+            await _refuse(ws, ServerDraining.code, CLOSING, RESTART_CLOSE_CODE)
 
 
 class _Refused(Exception):

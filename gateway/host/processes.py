@@ -7,6 +7,11 @@ sessions it answered. They share one directory, PROMETHEUS_MULTIPROC_DIR: promet
 their metrics up for /metrics, and each writes its /health snapshot there (gateway/host/siblings.py). A gateway process
 that dies is restarted with back-off; one that cannot start (exit code 3: its one sentence is already printed), or an
 embedded worker that cannot start, stops them all.
+
+SIGTERM drains every process at once (gateway/host/drain.py) and waits for them. SIGHUP restarts them one at a time
+without refusing a call: a new process for the slot starts and, once it takes connections on the port, the old one
+gets SIGHUP (it closes its listening socket, so the kernel gives every new connection to the others, and exits once
+its sessions are done); then the next slot.
 """
 
 from __future__ import annotations
@@ -28,22 +33,28 @@ from gateway.host.siblings import SiblingHealth
 
 log = logging.getLogger("chatterbox_fast.gateway")
 STABLE_S = 60.0
+STOP_MARGIN_S = 15.0  # past the drain grace: a gateway process that has not exited by then is killed
+SERVING_TIMEOUT_S = 120.0  # a rolling restart's new process that does not take connections by then is given up
 
 
 class GatewayProcesses:
     def __init__(self, count: int, env: dict[str, str], engine_args: list[str],
-                 rtc_slices: list[tuple[int, int]] | None = None) -> None:
+                 rtc_slices: list[tuple[int, int]] | None, drain_grace_s: float) -> None:
         """``env``: the gateway's configuration as CBF_* variables; ``engine_args``: flags for the embedded worker,
-        started when ``env`` names no CBF_ENGINE_URL; ``rtc_slices``: each process's own UDP range (--rtc-ports)."""
-        self.count, self.rtc_slices = count, rtc_slices
+        started when ``env`` names no CBF_ENGINE_URL; ``rtc_slices``: each process's own UDP range (--rtc-ports);
+        ``drain_grace_s``: how long a stopping process may drain (--drain-grace)."""
+        self.count, self.rtc_slices, self.stop_timeout_s = count, rtc_slices, drain_grace_s + STOP_MARGIN_S
         self.shared_dir = tempfile.mkdtemp(prefix="cbf-gateways-")
-        self.env = {**env, "CBF_PROCESSES": "1", "CBF_REUSE_PORT": "true", "PROMETHEUS_MULTIPROC_DIR": self.shared_dir}
+        self.env = {**env, "CBF_PROCESSES": "1", "CBF_REUSE_PORT": "true", "PROMETHEUS_MULTIPROC_DIR": self.shared_dir,
+                    "CBF_SUPERVISOR_PID": str(os.getpid())}
         self.engine = None if env.get("CBF_ENGINE_URL") else EngineProcess(engine_args, self._engine_refused)
         self.refusal: str | None = None  # why the embedded worker cannot start
         self.refused = False  # it, or a gateway process, cannot start
         self._done = asyncio.Event()
-        self._procs: dict[int, asyncio.subprocess.Process] = {}
+        self._procs: dict[int, asyncio.subprocess.Process] = {}  # each slot's process
+        self._live: set[asyncio.subprocess.Process] = set()  # with those a rolling restart is draining
         self._siblings = SiblingHealth(self.shared_dir)
+        self._rolling: asyncio.Task[None] | None = None
 
     def _engine_refused(self, reason: str) -> None:
         self.refusal, self.refused = reason, True
@@ -54,32 +65,44 @@ class GatewayProcesses:
         loop = asyncio.get_running_loop()
         for sig in (signal.SIGTERM, signal.SIGINT):
             loop.add_signal_handler(sig, self._done.set)
+        loop.add_signal_handler(signal.SIGHUP, self._restart)
         if self.engine is not None:
             self.engine.start()
             self.env.update(CBF_ENGINE_URL=self.engine.url, CBF_ENGINE_SECRET=self.engine.secret)
         tasks = [asyncio.create_task(self._supervise(index)) for index in range(self.count)]
         await self._done.wait()
+        if self._rolling is not None:
+            tasks.append(self._rolling)
         for task in tasks:
             task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
         await self._stop_all()
         shutil.rmtree(self.shared_dir, ignore_errors=True)
         return REFUSED_EXIT_CODE if self.refused else 0
+
+    async def _spawn(self, index: int) -> asyncio.subprocess.Process:
+        env = dict(self.env)
+        if self.rtc_slices is not None:
+            env["CBF_RTC_PORTS"] = "%d-%d" % self.rtc_slices[index]
+        if index:  # the shared Wyoming port is announced once: its name would clash with itself
+            env.pop("CBF_WYOMING_ZEROCONF", None)
+        proc = await asyncio.create_subprocess_exec(sys.executable, "-m", "gateway.cli", "serve",
+                                                    stdin=asyncio.subprocess.DEVNULL, env=env)
+        self._live.add(proc)
+        log.info("gateway process %d started (pid %d)", index, proc.pid)
+        return proc
 
     async def _supervise(self, index: int) -> None:
         backoff = Backoff(1.0, 30.0)
         while True:
             started = asyncio.get_running_loop().time()
-            env = dict(self.env)
-            if self.rtc_slices is not None:
-                env["CBF_RTC_PORTS"] = "%d-%d" % self.rtc_slices[index]
-            if index:  # the shared Wyoming port is announced once: its name would clash with itself
-                env.pop("CBF_WYOMING_ZEROCONF", None)
-            proc = await asyncio.create_subprocess_exec(sys.executable, "-m", "gateway.cli", "serve",
-                                                        stdin=asyncio.subprocess.DEVNULL, env=env)
-            self._procs[index] = proc
-            log.info("gateway process %d started (pid %d)", index, proc.pid)
+            proc = self._procs[index] = await self._spawn(index)
             code = await proc.wait()
-            self._forget(proc.pid)
+            self._forget(proc)
+            while self._procs[index] is not proc:  # a rolling restart replaced it (and drained it): watch the new one
+                proc = self._procs[index]
+                code = await proc.wait()
+                self._forget(proc)
             if code == REFUSED_EXIT_CODE:
                 self.refused = True
                 self._done.set()
@@ -90,18 +113,61 @@ class GatewayProcesses:
             log.error("gateway process %d (pid %d) exited with %d; restarting in %.1f s", index, proc.pid, code, delay)
             await asyncio.sleep(delay)
 
-    def _forget(self, pid: int) -> None:
+    def _restart(self) -> None:
+        """SIGHUP: replace every gateway process, one at a time (a second SIGHUP during a restart changes nothing)."""
+        if self._rolling is None or self._rolling.done():
+            self._rolling = asyncio.create_task(self._roll())
+        else:
+            log.warning("SIGHUP: a rolling restart is under way already")
+
+    async def _roll(self) -> None:
+        log.info("rolling restart of %d gateway processes", self.count)
+        for index in range(self.count):
+            old = self._procs.get(index)
+            if old is None or old.returncode is not None:
+                continue  # being restarted after a crash anyway
+            new = await self._spawn(index)
+            serving = await self._until_serving(new)
+            if not serving or self._procs.get(index) is not old:  # (the old one died meanwhile: restarted already)
+                if not serving:
+                    log.error("rolling restart stopped: the new gateway process %d (pid %d) did not take connections",
+                              index, new.pid)
+                if new.returncode is None:
+                    new.kill()
+                await new.wait()
+                self._forget(new)
+                if not serving:
+                    return
+                continue
+            self._procs[index] = new
+            log.info("gateway process %d (pid %d) replaced by pid %d: draining it", index, old.pid, new.pid)
+            old.send_signal(signal.SIGHUP)
+        log.info("rolling restart done")
+
+    async def _until_serving(self, proc: asyncio.subprocess.Process) -> bool:
+        """Whether ``proc`` reports itself ok and taking connections on the port before it exits or a timeout."""
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + SERVING_TIMEOUT_S
+        while proc.returncode is None and loop.time() < deadline:
+            if any(s["pid"] == proc.pid and s["status"] == "ok" and s.get("listening")
+                   for s in self._siblings.read_all()):
+                return True
+            await asyncio.sleep(0.2)
+        return False
+
+    def _forget(self, proc: asyncio.subprocess.Process) -> None:
         """A gone process's live gauges and /health snapshot leave the shared directory."""
-        mark_process_dead(pid, self.shared_dir)
-        self._siblings.remove(pid)
+        self._live.discard(proc)
+        mark_process_dead(proc.pid, self.shared_dir)
+        self._siblings.remove(proc.pid)
 
     async def _stop_all(self) -> None:
-        procs = [proc for proc in self._procs.values() if proc.returncode is None]
+        procs = [proc for proc in self._live if proc.returncode is None]
         for proc in procs:
             proc.terminate()
         for proc in procs:
             try:
-                await asyncio.wait_for(proc.wait(), 15)
+                await asyncio.wait_for(proc.wait(), self.stop_timeout_s)
             except TimeoutError:
                 proc.kill()
                 await proc.wait()
@@ -110,10 +176,10 @@ class GatewayProcesses:
 
 
 def serve_processes(count: int, env: dict[str, str], engine_args: list[str],
-                    rtc_slices: list[tuple[int, int]] | None = None) -> tuple[int, str | None]:
+                    rtc_slices: list[tuple[int, int]] | None, drain_grace_s: float) -> tuple[int, str | None]:
     """The exit code, and the embedded worker's reason when it cannot start (for ``serve`` to say)."""
     os.environ.pop("PROMETHEUS_MULTIPROC_DIR", None)  # the supervisor keeps no metrics of its own
-    processes = GatewayProcesses(count, env, engine_args, rtc_slices)
+    processes = GatewayProcesses(count, env, engine_args, rtc_slices, drain_grace_s)
     code = 0
     with contextlib.suppress(KeyboardInterrupt):
         code = asyncio.run(processes.run())

@@ -5,6 +5,7 @@ process of the port), and ``"processes"`` lists every gateway process's last sna
 
 from __future__ import annotations
 
+import time
 from dataclasses import asdict
 from typing import Any
 
@@ -12,6 +13,7 @@ from prometheus_client import CONTENT_TYPE_LATEST
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
+from gateway.host.drain import DRAINING
 from gateway.shared_state import GatewayState
 
 # what /health repeats of the worker's ready message
@@ -20,7 +22,8 @@ ENGINE_FIELDS = ("engine", "device", "dtype", "weights", "notes", "decode", "dec
 
 
 def health_body(state: GatewayState) -> dict[str, Any]:
-    """This process's health: ``status`` is ok, starting or down."""
+    """This process's health: ``status`` is ok, starting, down or draining (gateway/host/drain.py: taken out of a
+    load balancer's rotation, whatever its engine's state)."""
     ready = state.engine.ready
     process = state.process
     engines = state.engine.engines
@@ -35,7 +38,10 @@ def health_body(state: GatewayState) -> dict[str, Any]:
     else:
         status = "down"
     reason = None
-    if status == "down":  # why: the worker's TTS server is down, or the worker stopped (cannot start, stalled...)
+    left = state.drain.rules.left(time.monotonic())
+    if state.drain.rules.state == DRAINING:
+        status = DRAINING
+    elif status == "down":  # why: the worker's TTS server is down, or the worker stopped (cannot start, stalled...)
         reason = backend_down or (process.last_exit_reason if process is not None else None)
     body: dict[str, Any] = {
         "status": status,
@@ -43,6 +49,7 @@ def health_body(state: GatewayState) -> dict[str, Any]:
         "engine": ready and {k: v for k, v in asdict(ready).items() if k in ENGINE_FIELDS},
         "watermark": bool(ready and ready.watermark),
         "sessions": len(state.sessions),
+        **({"drain_left_s": round(left, 1)} if left is not None else {}),  # of the grace for utterances in flight
         "caller_audio": {outcome: state.metrics.caller_tally[outcome]
                          for outcome in ("heard", "rejected", "flooded", "dropped")},
         "engines": engines,
@@ -57,17 +64,18 @@ def health_body(state: GatewayState) -> dict[str, Any]:
     return body
 
 
-def snapshot(body: dict[str, Any]) -> dict[str, Any]:
+def snapshot(body: dict[str, Any], listening: bool) -> dict[str, Any]:
     """What one gateway process tells its siblings about itself."""
     return {"status": body["status"], "sessions": body["sessions"], "rtc_ports": body.get("rtc_ports"),
-            "engines_available": sum(1 for engine in body["engines"] if engine["available"])}
+            "engines_available": sum(1 for engine in body["engines"] if engine["available"]),
+            "listening": listening}  # it takes connections on the port: what a rolling restart waits for
 
 
 async def health(request: Request) -> Response:
     state: GatewayState = request.app.state.gateway
     body = health_body(state)
     if state.siblings is not None:
-        state.siblings.write(snapshot(body))
+        state.siblings.write(snapshot(body, state.drain.listening))
         body["pid"] = state.siblings.pid
         body["processes"] = state.siblings.read_all()
     return JSONResponse(body, status_code=200 if body["status"] == "ok" else 503)

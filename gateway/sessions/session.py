@@ -41,6 +41,9 @@ class Session:
         self._audible: int | None = None  # the turn whose audio the sink is taking
         self._feedback: dict[int, asyncio.Task[None]] = {}  # turn -> its playout reports to the engine
         self._label = MetricsLabel(state.metrics, transport)
+        self._idle = asyncio.Event()  # no turn queued or playing (what a drain waits for)
+        self._idle.set()
+        self._told_closing = False
 
     @property
     def id(self) -> str:
@@ -51,10 +54,17 @@ class Session:
         self.state.sessions.add(self, self.transport)
         await self._run(self.core.greeting(self.state.engine.ready))
 
-    async def notify_shutdown(self) -> None:
-        """The server is stopping: say so while the client can still hear it."""
+    async def notify_shutdown(self, reason: str = "the server is shutting down") -> None:
+        """The server is stopping: say so (once) while the client can still hear it."""
+        if self._told_closing:
+            return
+        self._told_closing = True
         with contextlib.suppress(Exception):
-            await self.send_event({"type": "closing", "reason": "the server is shutting down"})
+            await self.send_event({"type": "closing", "reason": reason})
+
+    async def released(self) -> None:
+        """Returns once a drain lets this session go: when it has nothing left to say, or at the end of the grace."""
+        await self.state.drain.until_released(self._idle)
 
     async def close(self) -> None:
         """The client went away: cancel all its engine work, queued turns included, and forget it."""
@@ -79,15 +89,21 @@ class Session:
 
     async def _run(self, actions: list[core.Action]) -> None:
         """Carry ``actions`` out in order; an engine call that fails ends the batch with an ``error`` event."""
-        for action in actions:
-            try:
-                await self._do(action)
-            except (EngineUnavailable, EngineRequestError) as exc:
-                if isinstance(action, core.StartUtterance):
-                    await self._run(self.core.start_failed(action.turn, exc.code, str(exc)))
-                else:
-                    await self._run(self.core.engine_failed(exc.code, str(exc)))
-                return
+        try:
+            for action in actions:
+                try:
+                    await self._do(action)
+                except (EngineUnavailable, EngineRequestError) as exc:
+                    if isinstance(action, core.StartUtterance):
+                        await self._run(self.core.start_failed(action.turn, exc.code, str(exc)))
+                    else:
+                        await self._run(self.core.engine_failed(exc.code, str(exc)))
+                    return
+        finally:
+            if self.core.queued:
+                self._idle.clear()
+            else:
+                self._idle.set()
 
     async def _do(self, action: core.Action) -> None:
         match action:

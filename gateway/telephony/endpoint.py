@@ -208,7 +208,7 @@ async def jambonz_tts(ws: WebSocket) -> None:
         await session.open()
     except SessionLimitReached as exc:
         await ws.send_json(jambonz.error(str(exc), exc.code))
-        await ws.close(FULL_CLOSE_CODE)
+        await ws.close(exc.close_code)
         return
     await ws.send_json(jambonz.connect(rate))
     await serve_session(ws, session, sink, _jambonz_frames(ws, session))

@@ -23,6 +23,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse
 
 from gateway.formats import WEBRTC_CODECS, codec_rate
+from gateway.host.drain import CLOSING
 from gateway.sessions.driven import DrivenSession
 from gateway.http.body import body_field, json_body
 from gateway.http.errors import ApiError
@@ -154,6 +155,14 @@ class WebRTCPeer(DrivenSession):
 
     def start(self) -> None:
         self._tasks += [asyncio.create_task(self._read()), asyncio.create_task(self._watchdog())]
+        if self.expects_channel:  # a client of our protocol, which reconnects when told `closing`; a bridge's call
+            self._tasks.append(asyncio.create_task(self._until_released()))  # (no data channel) goes on instead
+
+    async def _until_released(self) -> None:
+        """A drain lets this session go (gateway/host/draining.py): ``closing``, then the peer connection closes."""
+        await self.session.released()
+        await self.session.notify_shutdown(CLOSING)
+        self.close_soon(CLOSING)
 
     def _on_track(self, track: MediaStreamTrack) -> None:
         """The peer sends audio (a browser's microphone, a bridge's caller): it is heard (gateway/listen/)."""
@@ -293,9 +302,9 @@ async def webrtc_offer(request: Request) -> JSONResponse:
                          "codec": peer.codec})
 
 
-async def close_all_peers(state: GatewayState) -> None:
+async def close_all_peers(state: GatewayState, reason: str = "the server is shutting down") -> None:
     """Shutdown: close every live peer connection and its session."""
     peers = list(state.peers)
     for peer in peers:
         with contextlib.suppress(Exception):
-            await peer.close("the server is shutting down")
+            await peer.close(reason)
