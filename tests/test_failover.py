@@ -163,8 +163,10 @@ def test_with_no_worker_to_go_to_the_utterance_fails_as_before(fleet) -> None:
         dead = group.kill_the_speaking_one(url)
         group.workers.kill(group.listen("b" if dead == "a" else "a"))
 
+    given_up = httpx.get(url + "/health").json()["failovers"]["given_up"]
     started = time.monotonic()
     with pytest.raises(SpeechFailed, match="engine_unavailable"):
         speak("ws", url, TEXT, first(kill_both))
     assert time.monotonic() - started < 30
     assert 'cbf_failovers_total{outcome="given_up"}' in httpx.get(url + "/metrics").text
+    assert httpx.get(url + "/health").json()["failovers"]["given_up"] == given_up + 1

@@ -282,7 +282,8 @@ def test_health_reports_the_engine_and_its_decode(server: str) -> None:
     assert engine["engine"] == "espeak" and engine["decode"] is None and engine["prompt_cache"] is None
     assert "prompt_cache" not in health["engines"][0]
     ready = EngineReady("chatterbox-turbo", "cuda:0", "bfloat16", "/weights", True, decode="graph")
-    state = SimpleNamespace(engine=SimpleNamespace(ready=ready, engines=[]), process=None, sessions={},
+    state = SimpleNamespace(engine=SimpleNamespace(ready=ready, engines=[], failovers={"moved": 0, "given_up": 0}),
+                            process=None, sessions={},
                             settings=GatewaySettings(), metrics=Metrics(), drain=Draining(Drain(30)))
     body = health_body(state)  # type: ignore[arg-type]
     assert body["status"] == "ok" and body["engine"]["decode"] == "graph"

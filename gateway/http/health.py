@@ -53,6 +53,7 @@ def health_body(state: GatewayState) -> dict[str, Any]:
         "caller_audio": {outcome: state.metrics.caller_tally[outcome]
                          for outcome in ("heard", "rejected", "flooded", "dropped")},
         "engines": engines,
+        "failovers": dict(state.engine.failovers),  # utterances whose worker went away: moved on, or given up
     }
     if state.settings.rtc_ports is not None:
         body["rtc_ports"] = "%d-%d" % state.settings.rtc_ports
