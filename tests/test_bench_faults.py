@@ -10,10 +10,11 @@ import json
 
 import pytest
 
+from cbf_tools.bench import hostile_inputs
+from cbf_tools.bench.faults import combined, failed, render_combined
 from cbf_tools.peers.local_server import free_port
 from gateway.cli import build_parser
 from tests.server import running_server
-from cbf_tools.bench import hostile_inputs
 
 
 def test_hostile_inputs_are_reproducible_and_hostile() -> None:
@@ -56,3 +57,22 @@ def test_a_short_run_leaves_every_figure_at_zero(capsys: pytest.CaptureFixture[s
     caller = summary["surfaces"]["caller audio"]
     assert caller["rejected"] > 0 and caller["flooded"] > 0  # dropped, and counted
     assert summary["bystander"]["turns"] > 0 and summary["bystander"]["failures"] == 0
+
+
+def test_seeds_add_up_to_one_summary_line() -> None:
+    def run(seed: int, errors: int, leaked: int, lost: list[str]) -> dict:
+        return {"inputs_per_surface": 1000, "seed": seed, "surfaces": {"websocket": {}, "/v1/tts": {}},
+                "server_errors": errors, "dropped_engine_connections": 1, "worker_restarts": 0,
+                "leaked_sessions": leaked, "lost_voices": lost, "bystander": {"turns": 3, "failures": 0},
+                "health": "ok", "seconds": 60.04}
+
+    clean = combined([run(1, 0, 0, []), run(2, 0, 0, [])])
+    assert clean["seeds"] == [1, 2] and clean["seconds"] == 120.1 and clean["bystander"] == {"turns": 6, "failures": 0}
+    assert clean["dropped_engine_connections"] == 2 and failed(clean)  # a lost engine connection fails it
+    summary = combined([run(1, 2, 1, ["x"]), run(2, 3, 0, ["x", "y"]), run(3, 0, 0, [])])
+    assert (summary["server_errors"], summary["leaked_sessions"], summary["lost_voices"]) == (5, 1, ["x", "y"])
+    assert len(summary["runs"]) == 3 and failed(summary)
+    assert render_combined(summary).startswith("bench faults: 3 seeds x 1000 hostile inputs on 2 surfaces, 180.1 s: "
+                                               "server errors 5, dropped engine connections 3, worker restarts 0, "
+                                               "leaked sessions 1, lost voices 2;")
+    assert build_parser().parse_args(["bench", "faults", "--seeds", "10"]).seeds == 10

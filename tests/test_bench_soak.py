@@ -1,36 +1,98 @@
-"""``chatterbox-fast bench soak``, short: callers that speak, stream tokens, barge in, stop reading and hang up, on a
-server it starts (eSpeak), phone calls among them (their callers' audio listened to, their callers talking over the
-gateway), leave no server error, no timeout and no session behind, and the memory figures are read."""
+"""``chatterbox-fast bench soak``, short: callers of every transport that speak, stream tokens, barge in, stop reading
+and hang up, on a server it starts (eSpeak), phone calls among them (their callers' audio listened to, their callers
+talking over the gateway), leave no server error, no timeout and no session behind, print a line per interval, and
+the memory figures are read; under chaos (the embedded worker SIGKILLed, a gateway process of ``--processes 2`` sent
+SIGTERM) the server stays up, leaks nothing, and the chaos and its figures are counted per transport."""
 
 from __future__ import annotations
 
 import json
+from typing import Any
 
 import pytest
 
-from cbf_tools.bench.soak import growth_per_minute
+from cbf_tools.bench.soak import TRANSPORTS, growth_per_minute, mix
 from gateway.cli import build_parser
 
+CHAOS_FIGURES = {"engine_unavailable", "failovers", "dropped", "reconnects", "refused"}
 
-def test_growth_is_the_second_half_slope_in_mib_per_minute() -> None:
+
+def soak(capsys: pytest.CaptureFixture[str], *flags: str) -> tuple[int, dict[str, Any], list[str]]:
+    """The exit status, the JSON summary and the lines printed as it ran."""
+    args = build_parser().parse_args(["bench", "soak", *flags])
+    status = args.run(args)
+    out = capsys.readouterr().out.strip().splitlines()
+    return status, json.loads(out[-1]), [line for line in out if " min: " in line]
+
+
+def test_growth_is_the_slope_after_the_warm_up_in_mib_per_minute() -> None:
     warm_up_then_flat = [(t, 100.0 if t < 60 else 150.0) for t in range(0, 600, 5)]
-    assert growth_per_minute(warm_up_then_flat) == pytest.approx(0.0)
+    assert growth_per_minute(warm_up_then_flat) == pytest.approx(0.0)  # no warm-up said: the second half
+    assert growth_per_minute(warm_up_then_flat, warm_up_s=120) == pytest.approx(0.0)
+    assert growth_per_minute(warm_up_then_flat, warm_up_s=0) > 0  # the warm-up's step counted
     leaking = [(t, 100 + t / 30) for t in range(0, 600, 5)]  # 2 MiB a minute
-    assert growth_per_minute(leaking) == pytest.approx(2.0)
+    assert growth_per_minute(leaking, warm_up_s=60) == pytest.approx(2.0)
     assert growth_per_minute([(0, 1.0)]) is None
+
+
+def test_the_callers_are_shared_among_every_transport() -> None:
+    assert mix(50, dict.fromkeys(("webrtc", "phone", "sse", "wyoming", "http", "elevenlabs"))) == {
+        "webrtc": 10, "phone": 10, "sse": 5, "wyoming": 5, "http": 5, "elevenlabs": 5, "websocket": 10}
+    # the flags that say how many keep their word; the rest share what is left, the WebSocket last
+    assert mix(6, {"webrtc": 1, "sse": 1, "wyoming": 1, "phone": 2, "http": None, "elevenlabs": None}) == {
+        "webrtc": 1, "sse": 1, "wyoming": 1, "phone": 2, "http": 0, "elevenlabs": 0, "websocket": 1}
+    with pytest.raises(ValueError, match="--webrtc 4, --phone 4: more than the 6 callers"):
+        mix(6, {"webrtc": 4, "phone": 4})
 
 
 def test_a_short_soak_leaves_nothing_behind(capsys: pytest.CaptureFixture[str]) -> None:
     # Every caller's choices come from the seed, not the clock: with seed 4 each outcome asserted below is on some
     # caller's first turn (the WebSocket caller cancels, a phone caller listens and talks over the gateway, ...),
     # about 2 s in here; the rest of the 9 s is more turns of the same kinds.
-    args = build_parser().parse_args(["bench", "soak", "--minutes", "0.15", "--seed", "4", "--sessions", "6",
-                                      "--webrtc", "1", "--sse", "1", "--wyoming", "1", "--phone", "2"])
-    status = args.run(args)
-    summary = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+    status, summary, lines = soak(capsys, "--minutes", "0.15", "--seed", "4", "--callers", "9", "--webrtc", "2",
+                                  "--sse", "1", "--wyoming", "1", "--phone", "2", "--http", "1", "--elevenlabs", "1",
+                                  "--report-every", "3")
     assert status == 0, summary
     assert summary["server_errors"] == summary["timeouts"] == summary["leaked_sessions"] == 0
     assert summary["leaked_utterances"] == 0  # the gateway's engine links hold no utterance of a session gone
+    assert summary["engine_unavailable"] == summary["dropped"] == 0 and summary["chaos"] is None
     assert summary["done"] > 0 and summary["cancelled"] > 0 and summary["hung_up"] > 0
     assert summary["barged_in"] > 0 and summary["listened"] > 0  # phone callers heard, and talking over the gateway
     assert summary["memory"]["gateway"]["peak_mib"] > 0 and summary["memory"]["worker"]["peak_mib"] > 0
+    every = summary["transports"]
+    assert set(every) == set(TRANSPORTS)
+    for name in ("websocket", "webrtc-opus", "webrtc-pcmu", "http", "sse", "elevenlabs", "wyoming", "twilio"):
+        assert every[name]["done"] + every[name]["cancelled"] + every[name]["barged_in"] > 0, name
+        assert 0 < every[name]["first_audio_p50_s"] <= every[name]["first_audio_p95_s"] < 5, name
+    assert len(lines) == len(summary["intervals"]) >= 2  # a line every 3 s as it ran
+    during = [i for i in summary["intervals"] if i["minute"] <= 0.15]  # (the rest: the last turns' tails)
+    assert len(during) == 3 and all(i["turns"] > 0 and i["memory_mib"]["gateway"] > 0 for i in during)
+    assert sum(i["done"] for i in summary["intervals"]) <= summary["done"]
+
+
+def test_the_embedded_worker_killed_every_2_s_leaves_the_server_up_and_nothing_behind(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    status, summary, lines = soak(capsys, "--minutes", "0.12", "--callers", "6", "--webrtc", "1", "--phone", "1",
+                                  "--kill-worker-every", "2", "--report-every", "3")
+    assert status == 0, summary
+    assert summary["chaos"]["workers_killed"] >= 2
+    assert summary["status_at_end"] == "ok" and summary["leaked_sessions"] == summary["leaked_utterances"] == 0
+    assert summary["server_errors"] == summary["timeouts"] == 0  # the worker's loss is no engine_error, no hang
+    assert summary["done"] > 0  # speech between the kills
+    assert all(CHAOS_FIGURES <= set(t) for t in summary["transports"].values())
+    assert summary["memory"]["worker"]["growth_mib_per_min"] is None  # the restarts', not a leak's
+    assert "workers killed" in lines[-1] and "engine_unavailable" in lines[-1]
+
+
+@pytest.mark.slow
+def test_gateway_processes_sent_sigterm_in_turn_are_restarted_and_callers_carry_on(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    """30-40 s here: two gateway processes start, each drains once."""
+    status, summary, _ = soak(capsys, "--minutes", "0.3", "--callers", "6", "--webrtc", "1", "--phone", "1",
+                              "--processes", "2", "--restart-gateway-every", "6", "--report-every", "6")
+    chaos = summary["chaos"]
+    assert status == 0, summary
+    assert chaos["gateways_signalled"] >= 2 and chaos["gateways_restarted"] >= 1
+    assert chaos["gateway_processes_now"] == 2
+    assert summary["status_at_end"] == "ok" and summary["leaked_sessions"] == 0 and summary["server_errors"] == 0
+    assert summary["transports"]["jambonz"]["done"] > 0 and summary["transports"]["twilio"]["done"] == 0

@@ -56,14 +56,14 @@ FLOOD_FRAMES = 250  # 5 s of sound audio at once, 4 s past the burst the gateway
 BYSTANDER_TEXT = "All right, your table for two is ready now."
 
 
-def _error_code(event: dict[str, Any]) -> str | None:
+def error_code(event: dict[str, Any]) -> str | None:
     """The error code of an event of ours (``type: error``) or of theirs (``error``), else None."""
     return event.get("code") if event.get("type") == "error" or "error" in event else None
 
 
 def _count(counts: dict[str, int], event: dict[str, Any]) -> None:
     """An error event counted as a server error (no client input may cause it) or a refusal."""
-    if (code := _error_code(event)) is not None:
+    if (code := error_code(event)) is not None:
         counts["server_errors" if code in SERVER_FAILURES else "refused"] += 1
 
 
@@ -435,7 +435,9 @@ async def measure(url: str, count: int, seed: int, api_key: str | None,
     rng = random.Random(seed)
     headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
     async with httpx.AsyncClient(base_url=url, headers=headers, timeout=30) as http:
-        lost_before, restarts_before = _engine_figures((await http.get("/health")).json())
+        health = (await http.get("/health")).json()
+        lost_before, restarts_before = _engine_figures(health)
+        sessions_before = health["sessions"]  # left by an earlier seed's run on this server: counted there
         voices_before = await _voices(http)
         started = time.monotonic()
         # The caller's side first: the hostile offers below leave sessions that never connect, held for
@@ -484,7 +486,7 @@ async def measure(url: str, count: int, seed: int, api_key: str | None,
     return {"bench": "faults", "inputs_per_surface": count, "seed": seed, "surfaces": surfaces,
             "server_errors": sum(s["server_errors"] for s in surfaces.values()),
             "dropped_engine_connections": lost - lost_before, "worker_restarts": restarts - restarts_before,
-            "leaked_sessions": leaked, "lost_voices": sorted(voices_before - voices_after), "bystander": bystander,
+            "leaked_sessions": max(0, leaked - sessions_before), "lost_voices": sorted(voices_before - voices_after), "bystander": bystander,
             "health": health["status"], "seconds": round(time.monotonic() - started, 1)}
 
 
@@ -502,6 +504,28 @@ def render(summary: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
+def combined(runs: list[dict[str, Any]]) -> dict[str, Any]:
+    """Several seeds' runs on one server as one summary: every figure added up (the lost voices: each named once),
+    ``health`` the last run's; each run's own summary in ``runs``."""
+    total = {name: sum(run[name] for run in runs)
+             for name in ("server_errors", "dropped_engine_connections", "worker_restarts", "leaked_sessions")}
+    return {"bench": "faults", "inputs_per_surface": runs[0]["inputs_per_surface"],
+            "seeds": [run["seed"] for run in runs], "surface_count": len(runs[0]["surfaces"]), **total,
+            "seconds": round(sum(run["seconds"] for run in runs), 1),
+            "lost_voices": sorted({name for run in runs for name in run["lost_voices"]}),
+            "bystander": {name: sum(run["bystander"][name] for run in runs) for name in ("turns", "failures")},
+            "health": runs[-1]["health"], "runs": runs}
+
+
+def render_combined(summary: dict[str, Any]) -> str:
+    return (f"bench faults: {len(summary['seeds'])} seeds x {summary['inputs_per_surface']} hostile inputs on "
+            f"{summary['surface_count']} surfaces, {summary['seconds']} s: server errors {summary['server_errors']}, "
+            f"dropped engine connections {summary['dropped_engine_connections']}, worker restarts "
+            f"{summary['worker_restarts']}, leaked sessions {summary['leaked_sessions']}, lost voices "
+            f"{len(summary['lost_voices'])}; a sound call beside them {summary['bystander']['turns']} turns, "
+            f"{summary['bystander']['failures']} failed; /health {summary['health']}")
+
+
 def failed(summary: dict[str, Any]) -> bool:
     return bool(summary["server_errors"] or summary["dropped_engine_connections"] or summary["worker_restarts"]
                 or summary["leaked_sessions"] or summary["lost_voices"] or summary["health"] != "ok"
@@ -509,19 +533,30 @@ def failed(summary: dict[str, Any]) -> bool:
 
 
 def run(args: argparse.Namespace) -> int:
-    """Exit status 1 when any figure is not 0; the last line is the summary as JSON."""
+    """Exit status 1 when any figure is not 0; the last line is the summary as JSON. ``--seeds N``: N runs on the
+    same server, seeds ``--seed`` on, each printed as it ends, then one line of their totals."""
     quiet_client_logs()
     try:
         if args.url:
-            summary = asyncio.run(measure(args.url, args.count, args.seed, args.api_key, args.wyoming_port))
+            summary = _seeds(args, args.url, args.api_key, args.wyoming_port)
         else:
             port = free_port()
             with local_server(["--engine", "espeak", "--log-level", "warning", "--wyoming-port", str(port)],
                               quiet=True) as (url, _):
-                summary = asyncio.run(measure(url, args.count, args.seed, None, port))
+                summary = _seeds(args, url, None, port)
     except (ServerFailed, OSError, httpx.HTTPError) as exc:
         print(f"bench faults: {type(exc).__name__}: {exc}", file=sys.stderr)
         return 2
-    print(render(summary))
     print(json.dumps(summary))
     return 1 if failed(summary) else 0
+
+
+def _seeds(args: argparse.Namespace, url: str, api_key: str | None, wyoming_port: int | None) -> dict[str, Any]:
+    runs = []
+    for seed in range(args.seed, args.seed + args.seeds):
+        runs.append(asyncio.run(measure(url, args.count, seed, api_key, wyoming_port)))
+        print(render(runs[-1]), flush=True)
+    if len(runs) == 1:
+        return runs[0]
+    print(render_combined(summary := combined(runs)))
+    return summary

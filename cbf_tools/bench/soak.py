@@ -1,19 +1,37 @@
-"""``chatterbox-fast bench soak``: many sessions behaving like real and careless callers for minutes on end, and the
-server's memory while they do.
+"""``chatterbox-fast bench soak``: many callers of every transport behaving like real and careless ones for minutes
+on end (an hour: ``--minutes 60 --callers 50``), the server's memory while they do, and optionally chaos under them.
 
-Each WebSocket session loops until the time is up, choosing at random (seeded) to speak a sentence and listen to the
-end, stream one token by token, barge in once audio starts, stop reading for a few seconds, or hang up mid-sentence
-and dial again; each WebRTC session speaks, barges in, or hangs up and offers again; each OpenAI SSE caller streams
-a reply or hangs up at its first audio; each Wyoming caller (Home Assistant's client) synthesizes in one piece or
-streamed, or hangs up at its first audio; each phone caller places calls in turn from Twilio, Telnyx, Asterisk (a
-replica of the stack, cbf_tools/peers/phone_callers.py, driven by a controller attached by the call's id) and jambonz,
-each speaking, barging in (the stack must see its clear) or hanging up; half the controllers listen to their caller's
-audio (native or PCM16), and on some turns the caller talks over the gateway (the deploy gate's clip: the gateway's
-own barge-in stops it, and the stack must see its clear). Every few seconds the bench reads
-the resident memory (VmRSS) of the gateway and of its engine worker from /proc (only when it started the server
-itself). It prints the figures and a JSON line; exit status 1 when a server error or timeout happened, a session was
-left open, an engine utterance was left in flight (``/health``'s ``engines[].in_flight``), or (on runs of 4 minutes
-or more) the gateway's memory grew over the second half by more than ``--max-growth`` MiB per minute.
+``--callers`` (or ``--sessions``) are shared among the transports (``MIX``, or as many as ``--webrtc``, ``--sse``,
+... say; the rest use the WebSocket). Each WebSocket caller loops until the time is up, choosing at random (seeded)
+to speak a sentence and listen to the end, stream one token by token, barge in once audio starts, stop reading for a
+few seconds, or hang up mid-sentence and dial again; each WebRTC caller (Opus and PCMU in turn) speaks, barges in, or
+hangs up and offers again; each HTTP caller streams ``POST /v1/tts`` (raw audio, or ndjson with its ``done``) and
+each OpenAI SSE caller ``/v1/audio/speech``, sometimes hung up at the first audio; each ElevenLabs caller (pipecat's
+multi-stream-input) speaks a context to its ``isFinal``, closes it once audio starts, or drops the socket; each
+Wyoming caller (Home Assistant's client) synthesizes in one piece or streamed, or hangs up at its first audio; each
+phone caller places calls in turn from Twilio, Telnyx, Asterisk (a replica of the stack,
+cbf_tools/peers/phone_callers.py, driven by a controller attached by the call's id) and jambonz, each speaking,
+barging in (the stack must see its clear) or hanging up; half the controllers listen to their caller's audio (native
+or PCM16), and on some turns the caller talks over the gateway (the deploy gate's clip: the gateway's own barge-in
+stops it, and the stack must see its clear).
+
+Every few seconds the bench reads ``/health`` and, when it started the server itself, the resident memory (VmRSS) of
+its gateway and engine worker processes from /proc; every ``--report-every`` s (a minute) it prints one line: that
+interval's turns, errors, underruns and first audio (p50/p95: from the text leaving the caller to the first audio
+there), the memory now, and the chaos so far. Then a summary per transport, the memory's growth per minute after
+``--warm-up``, and a JSON line.
+
+Chaos (a server it starts only): ``--kill-worker-every S`` SIGKILLs the engine worker every S s (the embedded one,
+which the gateway starts again; with ``--workers 2`` the soak's own, in turn, each started again at once while the
+other is up); ``--restart-gateway-every S`` (with ``--processes N``) sends SIGTERM to one gateway process at a time:
+it drains and its parent starts another. Per transport it counts the turns completed, those failed with
+``engine_unavailable`` (what failover brings to 0), the ``failovers`` ``done`` reported, the calls the server dropped,
+the sessions a drain let go (1012: the caller dials again) and the refusals (a full or draining process).
+
+Exit status 1 when a server error or timeout happened, a call was dropped or a turn failed for want of an engine
+(both only without chaos: under it they are its figures), a session was left open, an engine utterance was left in
+flight (``/health``'s ``engines[].in_flight``), the server was not ``ok`` at the end, or (on runs of 4 minutes or
+more, no gateway restarted) the gateway's memory grew after the warm-up by more than ``--max-growth`` MiB per minute.
 """
 
 from __future__ import annotations
@@ -21,14 +39,17 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import dataclasses
 import itertools
 import json
 import random
 import sys
+import tempfile
 import time
 from dataclasses import dataclass, field
 from functools import cache
-from typing import Any
+from pathlib import Path
+from typing import Any, Coroutine
 from urllib.parse import urlsplit
 
 import httpx
@@ -36,8 +57,10 @@ from websockets.asyncio.client import ClientConnection, connect
 from websockets.exceptions import ConnectionClosed
 
 from cbf_tools.bench import caller_voices
-from cbf_tools.bench.faults import SERVER_FAILURES
-from cbf_tools.peers.local_server import ServerFailed, free_port, local_server, quiet_client_logs
+from cbf_tools.bench.chaos import Chaos, Served
+from cbf_tools.bench.engine import percentile
+from cbf_tools.bench.faults import ELEVENLABS_PATH, JAMBONZ_PATH, SERVER_FAILURES, TRY_AGAIN_LATER, error_code
+from cbf_tools.peers.local_server import ServerFailed, Workers, free_port, local_server, quiet_client_logs
 from cbf_tools.peers.phone_callers import PlayingStack, connect_call
 from cbf_tools.peers.rtc_listener import Listener
 from engine.protocol import ProtocolError
@@ -45,11 +68,19 @@ from gateway.wyoming.wire import Event, EventReader, encode
 
 SAMPLE_EVERY_S = 5.0
 PHONE_STACKS = ("twilio", "telnyx", "asterisk", "jambonz")
-JAMBONZ_PATH = "/v1/jambonz/tts?voice=default&language=en-US&sampleRate=8000"
+# Each transport's share of the callers where its flag does not say how many; the WebSocket takes the rest (0.2).
+MIX = {"webrtc": 0.2, "phone": 0.2, "sse": 0.1, "wyoming": 0.1, "http": 0.1, "elevenlabs": 0.1}
+WEBRTC_CODECS = ("opus", "pcmu")  # the WebRTC callers', in turn
+TRANSPORTS = ("websocket", "webrtc-opus", "webrtc-pcmu", "http", "sse", "elevenlabs", "wyoming", *PHONE_STACKS)
 TURN_TIMEOUT_S = 60.0
+REFUSED_PAUSE_S = 0.5  # a refused caller tries again after this
+SETTLE_S = 20.0  # after the run: how long the sessions may take to close, and the server to say ok
 MIN_MINUTES_FOR_GROWTH = 4.0  # shorter runs are mostly warm-up: growth over them says little
 CALLER_TURN_S = 1.5  # what a caller says over the gateway: this much of the clip
 VAD_SILENCE_S = 0.5  # after it, until the VAD has heard them stop (its minimum silence, 0.3 s, and some)
+REFUSALS = {"session_limit", "draining"}  # a full or draining gateway process: try again (elsewhere)
+DECODE_TAIL_S = 0.15  # WebRTC: `done` leaves once playout ends; the last frames are decoded just after it
+SERVICE_RESTART = 1012  # the close code of a session a draining gateway let go: the caller dials again
 
 # What callers say: as an LLM writes it (markdown, money, a time, a link, an emoji) and as a phone stack sends it
 # (SSML), so the text front end runs under the load; the OpenAI callers ask for a speed.
@@ -64,7 +95,10 @@ SPEEDS = {TEXTS[1]: 1.25, TEXTS[3]: 0.8}  # by text, so the callers' random draw
 
 @dataclass
 class Tally:
-    done: int = 0
+    """One transport's figures."""
+
+    errors_seen: list[str]  # every transport's: the first few server errors and dropped calls, to look into
+    done: int = 0  # turns heard to their end
     cancelled: int = 0
     hung_up: int = 0
     barged_in: int = 0  # the caller's speech stopped the gateway's (phone calls)
@@ -72,35 +106,114 @@ class Tally:
     slow_reads: int = 0
     server_errors: int = 0
     timeouts: int = 0
-    underruns: int = 0  # WebRTC: the server's jitter buffer ran dry (done.underruns)
-    errors_seen: list[str] = field(default_factory=list)
+    underruns: int = 0  # the stream ran dry after first audio (``done.underruns``: WebRTC, phone calls)
+    engine_unavailable: int = 0  # turns failed for want of an engine worker: what failover brings to 0
+    failovers: int = 0  # an utterance's moves to another worker, as ``done.failovers`` reports them
+    dropped: int = 0  # calls the server ended before the caller did (a socket closed, a stream cut short)
+    reconnects: int = 0  # sessions a draining gateway let go (1012): the caller dials again
+    refused: int = 0  # refusals of a full or draining gateway process: the caller tries again
+    first_audio: list[tuple[float, float]] = field(default_factory=list)  # (monotonic s when, seconds)
 
     def error(self, what: str) -> None:
         self.server_errors += 1
+        self.note(what)
+
+    def note(self, what: str) -> None:
+        """What went wrong, kept among the first few (server errors, dropped calls)."""
         if len(self.errors_seen) < 10:
             self.errors_seen.append(what)
 
+    def drop(self, what: str) -> None:
+        """A call the server ended before the caller did."""
+        self.dropped += 1
+        self.note(what)
 
-def _fail_on(event: dict[str, Any], tally: Tally) -> None:
-    if event.get("type") == "error" and event.get("code") in SERVER_FAILURES:
-        tally.error(f"{event.get('code')}: {event.get('message')}")
+    def heard(self, seconds: float) -> None:
+        """A turn's first audio, ``seconds`` after its text left the caller."""
+        self.first_audio.append((time.monotonic(), seconds))
+
+    async def judge(self, code: str | None, message: str = "") -> None:
+        """An error's code: the engine away or a refusal (then a pause before the caller tries again, as a client
+        backs off), or a server error (what no careless caller may cause)."""
+        if code == "engine_unavailable":
+            self.engine_unavailable += 1
+        elif code in REFUSALS:
+            self.refused += 1
+        elif code in SERVER_FAILURES:
+            self.error(f"{code}: {message}")
+        if code == "engine_unavailable" or code in REFUSALS:
+            await asyncio.sleep(REFUSED_PAUSE_S)
+
+    def ended(self, event: dict[str, Any]) -> None:
+        """A turn's last event (an error was judged as it came)."""
+        if event["type"] == "done":
+            self.done += 1
+            self.failovers += event.get("failovers") or 0
+            self.underruns += event.get("underruns") or 0
+        self.cancelled += event["type"] == "cancelled"
+
+    def closed(self, exc: ConnectionClosed) -> None:
+        """A socket the server closed: a drain's 1012, a full server's 1013, or a dropped call."""
+        code = exc.rcvd.code if exc.rcvd is not None else None
+        if code == SERVICE_RESTART:
+            self.reconnects += 1
+        elif code == TRY_AGAIN_LATER:
+            self.refused += 1
+        else:
+            self.drop(f"closed: {exc!r}")
+
+    def counts(self) -> dict[str, int]:
+        return {f.name: getattr(self, f.name) for f in dataclasses.fields(self) if f.type == "int"}
 
 
-async def _until(ws: ClientConnection, kinds: set[str], tally: Tally) -> dict[str, Any]:
-    """Read (and drop audio) until an event of ``kinds``."""
+class Turn:
+    """One turn's clock: from its text leaving the caller to its first audio there."""
+
+    def __init__(self, tally: Tally) -> None:
+        self.tally, self.sent, self.audio = tally, time.monotonic(), False
+
+    def heard(self) -> None:
+        if not self.audio:
+            self.audio = True
+            self.tally.heard(time.monotonic() - self.sent)
+
+
+@dataclass
+class Line:
+    """What every caller of a run shares: the server, its headers, and when the run ends."""
+
+    url: str
+    headers: dict[str, str]
+    deadline: float
+
+    @property
+    def open(self) -> bool:
+        return time.monotonic() < self.deadline
+
+    def ws(self, path: str) -> str:
+        return self.url.replace("http", "ws", 1) + path
+
+
+async def _until(ws: ClientConnection, kinds: set[str], tally: Tally, turn: Turn | None = None) -> dict[str, Any]:
+    """Read until an event of ``kinds`` (audio: the turn's first audio); every error judged on the way."""
     while True:
         frame = await ws.recv()
-        if isinstance(frame, str):
-            event = json.loads(frame)
-            _fail_on(event, tally)
-            if event["type"] in kinds:
-                return event
+        if isinstance(frame, bytes):
+            if turn is not None:
+                turn.heard()
+            continue
+        event = json.loads(frame)
+        if event.get("type") == "error":
+            await tally.judge(event.get("code"), event.get("message", ""))
+        if event["type"] in kinds:
+            return event
 
 
 async def _websocket_turn(ws: ClientConnection, rng: random.Random, tally: Tally) -> bool:
     """One turn; False when the caller hung up (the socket is gone)."""
     text = rng.choice(TEXTS)
     choice = rng.random()
+    turn = Turn(tally)
     if choice < 0.15:  # an LLM's tokens
         for word in text.split():
             await ws.send(json.dumps({"type": "text", "text": word + " "}))
@@ -109,98 +222,171 @@ async def _websocket_turn(ws: ClientConnection, rng: random.Random, tally: Tally
     else:
         await ws.send(json.dumps({"type": "speak", "text": text}))
     if choice < 0.55:
-        event = await _until(ws, {"done", "error"}, tally)
-        tally.done += event["type"] == "done"
+        tally.ended(await _until(ws, {"done", "error"}, tally, turn))
     elif choice < 0.75:  # barge-in once audio starts
-        await _until(ws, {"chunk"}, tally)
-        await ws.send('{"type": "cancel"}')
-        await _until(ws, {"cancelled"}, tally)
-        tally.cancelled += 1
+        if (await _until(ws, {"chunk", "error"}, tally, turn))["type"] == "chunk":
+            await ws.send('{"type": "cancel"}')
+            tally.ended(await _until(ws, {"cancelled"}, tally))
     elif choice < 0.85:  # a listener that stops reading for a while, then reads on
         await asyncio.sleep(rng.uniform(1.0, 4.0))
-        tally.slow_reads += 1
-        await _until(ws, {"done", "error"}, tally)
-    else:  # hang up mid-sentence
-        await _until(ws, {"chunk"}, tally)
+        tally.slow_reads += 1  # (its first audio is when it reads again: not the server's)
+        tally.ended(await _until(ws, {"done", "error"}, tally))
+    elif (await _until(ws, {"chunk", "error"}, tally, turn))["type"] == "chunk":  # hang up mid-sentence
         tally.hung_up += 1
         return False
     return True
 
 
-async def _websocket_caller(url: str, headers: dict[str, str], rng: random.Random, deadline: float,
-                            tally: Tally) -> None:
-    while time.monotonic() < deadline:
+async def _opened(ws: ClientConnection, tally: Tally) -> bool:
+    """Until the session's ``ready``; False when it was refused (its error judged)."""
+    return (await _until(ws, {"ready", "error"}, tally))["type"] == "ready"
+
+
+async def _websocket_caller(line: Line, rng: random.Random, tally: Tally) -> None:
+    while line.open:
         try:
-            async with connect(url.replace("http", "ws", 1) + "/v1/stream", additional_headers=headers,
-                               max_size=None) as ws:
-                await _until(ws, {"ready"}, tally)
-                while time.monotonic() < deadline:
+            async with connect(line.ws("/v1/stream"), additional_headers=line.headers, max_size=None) as ws:
+                if not await _opened(ws, tally):
+                    continue
+                while line.open:
                     if not await asyncio.wait_for(_websocket_turn(ws, rng, tally), TURN_TIMEOUT_S):
                         break
         except TimeoutError:
             tally.timeouts += 1
-        except (ConnectionClosed, OSError) as exc:
-            tally.error(f"websocket dropped: {exc!r}")
+        except ConnectionClosed as exc:
+            tally.closed(exc)
+        except OSError as exc:
+            tally.drop(f"websocket: {exc!r}")
 
 
-async def _webrtc_caller(url: str, headers: dict[str, str], rng: random.Random, deadline: float,
-                         tally: Tally) -> None:
-    while time.monotonic() < deadline:
-        listener = Listener.create()
+async def _refused(reply: httpx.Response, tally: Tally) -> None:
+    """A reply other than 200: a refusal or the engine away (then a pause), else a server error."""
+    await reply.aread()
+    code = None
+    with contextlib.suppress(ValueError, KeyError, TypeError):
+        code = reply.json()["error"]["code"]
+    if code in REFUSALS or code == "engine_unavailable":
+        await tally.judge(code)
+    else:
+        tally.error(f"{reply.request.url.path}: HTTP {reply.status_code} {code}")
+
+
+async def _webrtc_caller(line: Line, rng: random.Random, tally: Tally, codec: str) -> None:
+    while line.open:
+        listener = Listener.create(codecs=[codec], prefetch=0)
         try:
-            async with httpx.AsyncClient(headers=headers, timeout=30) as http:
-                reply = await http.post(url + "/v1/webrtc/offer", json={"sdp": await listener.offer(),
-                                                                       "type": "offer"})
-            reply.raise_for_status()
+            async with httpx.AsyncClient(headers=line.headers, timeout=30) as http:
+                reply = await http.post(line.url + "/v1/webrtc/offer", json={"sdp": await listener.offer(),
+                                                                            "type": "offer"})
+            if reply.status_code != 200:
+                await _refused(reply, tally)
+                continue
             await listener.accept(reply.json()["sdp"])
             await listener.wait_for(lambda: listener.channel.readyState == "open" and listener.events, 15)
-            while time.monotonic() < deadline:
-                seen = len(listener.events)
-                listener.channel.send(json.dumps({"type": "speak", "text": rng.choice(TEXTS)}))
-                choice = rng.random()
-                if choice < 0.2:
-                    tally.hung_up += 1
-                    break
-                ended = lambda: next((e for e in listener.events[seen:]  # noqa: E731
-                                      if e["type"] in ("done", "cancelled", "error")), None)
-                if choice < 0.45:
-                    await listener.wait_for(lambda: any(e["type"] == "chunk" for e in listener.events[seen:]),
-                                            TURN_TIMEOUT_S)
-                    listener.channel.send('{"type": "cancel"}')
-                await listener.wait_for(ended, TURN_TIMEOUT_S)
-                event = ended()
-                _fail_on(event, tally)
-                tally.done += event["type"] == "done"
-                tally.cancelled += event["type"] == "cancelled"
-                tally.underruns += event.get("underruns") or 0
+            while line.open and await _webrtc_turn(listener, rng, tally):
+                await asyncio.sleep(DECODE_TAIL_S)  # its last frames: not the next turn's first audio
         except TimeoutError:
             tally.timeouts += 1
         except httpx.HTTPError as exc:
-            tally.error(f"webrtc offer failed: {exc!r}")
+            tally.drop(f"webrtc offer: {exc!r}")
         finally:
             await listener.close()
 
 
-async def _sse_caller(url: str, headers: dict[str, str], rng: random.Random, deadline: float, tally: Tally) -> None:
+async def _webrtc_turn(listener: Listener, rng: random.Random, tally: Tally) -> bool:
+    """One turn over the data channel: heard to its end, cancelled once audio starts, or hung up (False, as when
+    the server ended the call: a drain's ``closing`` said first, or not)."""
+    events, seen, sent = listener.events, len(listener.events), time.time()
+    ending = ("done", "cancelled", "error")
+
+    def first(*kinds: str) -> dict[str, Any] | None:
+        return next((e for e in events[seen:] if e["type"] in kinds), None)
+
+    def gone() -> bool:
+        return listener.channel.readyState != "open" or any(e["type"] == "closing" for e in events)
+
+    if not gone():
+        listener.channel.send(json.dumps({"type": "speak", "text": rng.choice(TEXTS)}))
+        choice = rng.random()
+        if choice < 0.2:
+            tally.hung_up += 1
+            return False
+        if choice < 0.45:
+            await listener.wait_for(lambda: first("chunk", *ending) or gone(), TURN_TIMEOUT_S)
+            if not (first(*ending) or gone()):
+                listener.channel.send('{"type": "cancel"}')
+        await listener.wait_for(lambda: first(*ending) or gone(), TURN_TIMEOUT_S)
+    if (event := first(*ending)) is None:
+        if any(e["type"] == "closing" for e in events):
+            tally.reconnects += 1
+        else:
+            tally.drop("webrtc: the data channel closed")
+        return False
+    if event["type"] == "error":
+        await tally.judge(event.get("code"), event.get("message", ""))
+    tally.ended(event)
+    if loud := listener.loud(since=sent):  # its first 20 ms of speech, decoded
+        tally.heard(loud[0].at - sent)
+    return True
+
+
+async def _http_caller(line: Line, rng: random.Random, tally: Tally) -> None:
+    """``POST /v1/tts`` streamed: raw audio (done when it ends cleanly) or ndjson lines (its ``done`` and ``error``
+    lines); sometimes hung up at the first audio."""
+    async with httpx.AsyncClient(base_url=line.url, headers=line.headers, timeout=TURN_TIMEOUT_S) as http:
+        while line.open:
+            text, timed, hang_up = rng.choice(TEXTS), rng.random() < 0.5, rng.random() < 0.2
+            body = ({"text": text, "format": "ndjson"} if timed
+                    else {"text": text, "format": rng.choice(("pcm", "mp3", "wav")), "stream": True})
+            turn = Turn(tally)
+            try:
+                async with http.stream("POST", "/v1/tts", json=body) as reply:
+                    if reply.status_code != 200:
+                        await _refused(reply, tally)
+                        continue
+                    pieces = reply.aiter_lines() if timed else reply.aiter_bytes()
+                    async for piece in pieces:
+                        event = json.loads(piece) if timed else {"type": "chunk"}
+                        if event["type"] == "error":
+                            await tally.judge(event.get("code"), event.get("message", ""))
+                            break
+                        if event["type"] == "done":
+                            tally.ended(event)
+                        elif event["type"] == "chunk":
+                            turn.heard()
+                            if hang_up:
+                                tally.hung_up += 1
+                                break
+                    else:
+                        tally.done += not timed  # the raw stream ended cleanly
+            except httpx.TimeoutException:
+                tally.timeouts += 1
+            except httpx.HTTPError as exc:  # cut short
+                tally.drop(f"http stream: {exc!r}")
+
+
+async def _sse_caller(line: Line, rng: random.Random, tally: Tally) -> None:
     """OpenAI's SSE speech stream, as LiveKit's OpenAI plugin reads it; sometimes hung up at the first audio."""
-    async with httpx.AsyncClient(base_url=url, headers=headers, timeout=TURN_TIMEOUT_S) as http:
-        while time.monotonic() < deadline:
+    async with httpx.AsyncClient(base_url=line.url, headers=line.headers, timeout=TURN_TIMEOUT_S) as http:
+        while line.open:
             text = rng.choice(TEXTS)
             body = {"model": "gpt-4o-mini-tts", "voice": rng.choice(("ash", "default")), "input": text,
                     "response_format": rng.choice(("pcm", "mp3", "opus")), "stream_format": "sse",
                     "speed": SPEEDS.get(text, 1.0)}
             hang_up = rng.random() < 0.25
+            turn = Turn(tally)
             try:
                 async with http.stream("POST", "/v1/audio/speech", json=body) as reply:
-                    if reply.status_code == 503:  # the session limit: a refusal, not an error
-                        await asyncio.sleep(0.5)
+                    if reply.status_code != 200:
+                        await _refused(reply, tally)
                         continue
-                    reply.raise_for_status()
-                    async for line in reply.aiter_lines():
-                        event = json.loads(line[6:]) if line.startswith("data: ") else {}
+                    async for event_line in reply.aiter_lines():
+                        event = json.loads(event_line[6:]) if event_line.startswith("data: ") else {}
                         if event.get("type") == "error":
-                            _fail_on({"type": "error", **event["error"]}, tally)
+                            await tally.judge(event["error"].get("code"), event["error"].get("message", ""))
                             break
+                        if event.get("type") == "speech.audio.delta":
+                            turn.heard()
                         if event.get("type") == "speech.audio.done":
                             tally.done += 1
                         elif hang_up and event:
@@ -209,19 +395,71 @@ async def _sse_caller(url: str, headers: dict[str, str], rng: random.Random, dea
             except httpx.TimeoutException:
                 tally.timeouts += 1
             except httpx.HTTPError as exc:
-                tally.error(f"sse stream failed: {exc!r}")
+                tally.drop(f"sse stream: {exc!r}")
 
 
-async def _wyoming_caller(host: str, port: int, rng: random.Random, deadline: float, tally: Tally) -> None:
+async def _elevenlabs_caller(line: Line, rng: random.Random, tally: Tally) -> None:
+    """pipecat's way with ElevenLabs' multi-stream-input socket: a context a turn, its text flushed; heard to its
+    ``isFinal``, closed again once audio starts (an interruption), or the socket dropped at the first audio."""
+    while line.open:
+        try:
+            async with connect(line.ws(ELEVENLABS_PATH), additional_headers=line.headers, max_size=None) as ws:
+                for n in itertools.count():
+                    if not line.open or not await asyncio.wait_for(_elevenlabs_turn(ws, f"c{n}", rng, tally),
+                                                                   TURN_TIMEOUT_S):
+                        break
+        except TimeoutError:
+            tally.timeouts += 1
+        except ConnectionClosed as exc:
+            tally.closed(exc)
+        except OSError as exc:
+            tally.drop(f"elevenlabs: {exc!r}")
+
+
+async def _elevenlabs_turn(ws: ClientConnection, context: str, rng: random.Random, tally: Tally) -> bool:
+    """One context; False when the caller dropped the socket."""
+    close = json.dumps({"context_id": context, "close_context": True})
+    choice, turn, failed = rng.random(), Turn(tally), False
+    await ws.send(json.dumps({"text": rng.choice(TEXTS) + " ", "context_id": context, "flush": True}))
+    closed = choice < 0.6
+    if closed:
+        await ws.send(close)  # it speaks what was flushed, then says isFinal
+    while True:
+        reply = json.loads(await ws.recv())
+        if reply.get("contextId", context) != context:
+            continue  # the tail of a context closed before
+        if (code := error_code(reply)) is not None:
+            await tally.judge(code, reply.get("message", ""))
+            failed = True
+        elif reply.get("isFinal"):
+            tally.done += choice < 0.6 and not failed
+            return True
+        elif reply.get("audio") and not turn.audio:
+            turn.heard()
+            if choice >= 0.85:
+                tally.hung_up += 1
+                return False
+            tally.cancelled += not closed  # the caller speaks: pipecat closes the context again
+        if not closed and (failed or turn.audio):
+            await ws.send(close)
+            closed = True
+
+
+async def _wyoming_caller(host: str, port: int, line: Line, rng: random.Random, tally: Tally) -> None:
     """Home Assistant's Wyoming client: one-shot or streamed syntheses, sometimes hung up at the first audio."""
-    while time.monotonic() < deadline:
-        reader, writer = await asyncio.open_connection(host, port)
+    while line.open:
+        try:
+            reader, writer = await asyncio.open_connection(host, port)
+        except OSError as exc:
+            tally.drop(f"wyoming connect: {exc!r}")
+            await asyncio.sleep(REFUSED_PAUSE_S)
+            continue
         try:
             await asyncio.wait_for(_wyoming_turn(reader, writer, rng, tally), TURN_TIMEOUT_S)
         except TimeoutError:
             tally.timeouts += 1
         except (ConnectionError, ProtocolError) as exc:
-            tally.error(f"wyoming connection failed: {exc!r}")
+            tally.drop(f"wyoming connection: {exc!r}")
         finally:
             writer.close()
 
@@ -229,6 +467,7 @@ async def _wyoming_caller(host: str, port: int, rng: random.Random, deadline: fl
 async def _wyoming_turn(reader: asyncio.StreamReader, writer: asyncio.StreamWriter, rng: random.Random,
                         tally: Tally) -> None:
     text, streamed, hang_up = rng.choice(TEXTS), rng.random() < 0.5, rng.random() < 0.2
+    turn = Turn(tally)
     if streamed:
         writer.write(encode(Event("synthesize-start", {"voice": {"name": "default"}})))
         for word in text.split():
@@ -243,15 +482,17 @@ async def _wyoming_turn(reader: asyncio.StreamReader, writer: asyncio.StreamWrit
     while data := await reader.read(65536):
         for event in events.feed(data):
             if event.type == "error":
-                _fail_on({"type": "error", **event.data}, tally)
+                await tally.judge(event.data.get("code"), event.data.get("text", ""))
                 return
             if event.type == last:
                 tally.done += 1
                 return
-            if hang_up and event.type == "audio-chunk":
-                tally.hung_up += 1
-                return
-    tally.error("wyoming connection closed mid-turn")
+            if event.type == "audio-chunk":
+                turn.heard()
+                if hang_up:
+                    tally.hung_up += 1
+                    return
+    tally.drop("wyoming connection closed mid-turn")
 
 
 @cache
@@ -273,60 +514,65 @@ async def _caller_talks(agent: ClientConnection, caller: PlayingStack, tally: Ta
     return interrupted
 
 
-async def _media_stream_call(url: str, headers: dict[str, str], stack: str, rng: random.Random, deadline: float,
-                             tally: Tally) -> None:
+async def _media_stream_call(line: Line, stack: str, rng: random.Random, tally: Tally) -> None:
     """One call from ``stack``, driven by a controller, until the time is up or the caller hangs up."""
     call_id = f"soak-{stack}-{rng.getrandbits(64):x}"
-    caller = await connect_call(url, stack, call_id, headers)
+    caller = await connect_call(line.url, stack, call_id, line.headers)
     try:
-        async with connect(url.replace("http", "ws", 1) + f"/v1/stream?session={call_id}&wait=10",
-                           additional_headers=headers) as agent:
-            await _until(agent, {"ready"}, tally)
+        async with connect(line.ws(f"/v1/stream?session={call_id}&wait=10"),
+                           additional_headers=line.headers) as agent:
+            if not await _opened(agent, tally):
+                return
             if rng.random() < 0.5:  # the caller's audio to the controller, read (and dropped) with its events
                 await agent.send(json.dumps({"type": "listen", "format": rng.choice(("native", "pcm16"))}))
                 tally.listened += 1
-            while time.monotonic() < deadline:
+            while line.open:
                 await agent.send(json.dumps({"type": "speak", "text": rng.choice(TEXTS)}))
-                choice = rng.random()
+                sent, choice = time.monotonic(), rng.random()
                 if choice < 0.4:
-                    event = await _until(agent, {"done", "error"}, tally)
-                    tally.done += event["type"] == "done"
+                    tally.ended(await _until(agent, {"done", "error"}, tally))
+                elif (await _until(agent, {"chunk", "error"}, tally))["type"] == "error":
                     continue
-                await _until(agent, {"chunk"}, tally)
-                if choice < 0.8:  # barge-in: the stack drops what it holds
+                elif choice < 0.8:  # barge-in: the stack drops what it holds
                     clears, by_caller = caller.clears, choice < 0.6
                     if by_caller and not await _caller_talks(agent, caller, tally):
                         tally.done += 1  # it ended before the caller was heard
-                        continue
-                    if not by_caller:
-                        await agent.send('{"type": "cancel"}')
-                        await _until(agent, {"cancelled"}, tally)
-                    await caller.cleared(clears, timeout=10)
-                    tally.barged_in += by_caller
-                    tally.cancelled += not by_caller
-                    continue
-                tally.hung_up += 1
-                await caller.hang_up()
-                await _until(agent, {"ended"}, tally)
-                return
+                    else:
+                        if not by_caller:
+                            await agent.send('{"type": "cancel"}')
+                            await _until(agent, {"cancelled"}, tally)
+                        await caller.cleared(clears, timeout=10)
+                        tally.barged_in += by_caller
+                        tally.cancelled += not by_caller
+                else:
+                    tally.hung_up += 1
+                    await caller.hang_up()
+                    await _until(agent, {"ended"}, tally)
+                    return
+                if heard := [at for at in caller.arrived if at >= sent]:  # the stack's first audio frame
+                    tally.heard(heard[0] - sent)
     finally:
         await caller.hang_up()
 
 
-async def _jambonz_call(url: str, headers: dict[str, str], rng: random.Random, deadline: float,
-                        tally: Tally) -> None:
+async def _jambonz_call(line: Line, rng: random.Random, tally: Tally) -> None:
     """jambonz's TTS socket: text streamed, each answer heard to its end, stopped, or the socket dropped."""
-    async with connect(url.replace("http", "ws", 1) + JAMBONZ_PATH, additional_headers=headers) as ws:
-        await ws.recv()  # connect
-        while time.monotonic() < deadline:
+    async with connect(line.ws(JAMBONZ_PATH), additional_headers=line.headers) as ws:
+        if (code := error_code(json.loads(await ws.recv()))) is not None:  # connect, or a refusal
+            await tally.judge(code)
+            return
+        while line.open:
+            turn = Turn(tally)
             for word in rng.choice(TEXTS).split():
                 await ws.send(json.dumps({"type": "stream", "text": word + " "}))
             await ws.send('{"type": "flush"}')
             choice = rng.random()
             frame = await ws.recv()
             if isinstance(frame, str):
-                _fail_on(json.loads(frame), tally)
+                event = json.loads(frame)
+                await tally.judge(error_code(event), event.get("error", ""))
                 continue
+            turn.heard()
             if choice < 0.5:  # heard to its end: a second without audio
                 with contextlib.suppress(TimeoutError):
                     while True:
@@ -343,20 +589,23 @@ async def _jambonz_call(url: str, headers: dict[str, str], rng: random.Random, d
                 return
 
 
-async def _phone_caller(url: str, headers: dict[str, str], rng: random.Random, deadline: float, tally: Tally,
-                        first: int) -> None:
+async def _phone_caller(line: Line, rng: random.Random, tallies: dict[str, Tally], first: int,
+                        stacks: tuple[str, ...]) -> None:
     for n in itertools.count(first):
-        if time.monotonic() >= deadline:
+        if not line.open:
             return
-        stack = PHONE_STACKS[n % len(PHONE_STACKS)]
+        stack = stacks[n % len(stacks)]
+        tally = tallies[stack]
         try:
-            call = (_jambonz_call(url, headers, rng, deadline, tally) if stack == "jambonz"
-                    else _media_stream_call(url, headers, stack, rng, deadline, tally))
-            await asyncio.wait_for(call, max(deadline - time.monotonic(), 0) + TURN_TIMEOUT_S)
+            call = _jambonz_call(line, rng, tally) if stack == "jambonz" else _media_stream_call(line, stack, rng,
+                                                                                                 tally)
+            await asyncio.wait_for(call, max(line.deadline - time.monotonic(), 0) + TURN_TIMEOUT_S)
         except TimeoutError:
             tally.timeouts += 1
-        except (ConnectionClosed, OSError) as exc:
-            tally.error(f"{stack} call dropped: {exc!r}")
+        except ConnectionClosed as exc:
+            tally.closed(exc)
+        except OSError as exc:
+            tally.drop(f"{stack} call: {exc!r}")
 
 
 def rss_mib(pid: int | None) -> float | None:
@@ -371,80 +620,184 @@ def rss_mib(pid: int | None) -> float | None:
     return None
 
 
-def growth_per_minute(samples: list[tuple[float, float]]) -> float | None:
-    """Least-squares slope of (seconds, MiB) samples over their second half, in MiB per minute."""
-    half = [s for s in samples if s[0] >= samples[-1][0] / 2] if samples else []
-    if len(half) < 3:
+def growth_per_minute(samples: list[tuple[float, float]], warm_up_s: float = float("inf")) -> float | None:
+    """Least-squares slope of (seconds, MiB) samples after ``warm_up_s`` (at most the first half), in MiB per
+    minute."""
+    after = [s for s in samples if s[0] >= min(warm_up_s, samples[-1][0] / 2)] if samples else []
+    if len(after) < 3:
         return None
-    n = len(half)
-    mean_t, mean_m = sum(t for t, _ in half) / n, sum(m for _, m in half) / n
-    spread = sum((t - mean_t) ** 2 for t, _ in half)
+    n = len(after)
+    mean_t, mean_m = sum(t for t, _ in after) / n, sum(m for _, m in after) / n
+    spread = sum((t - mean_t) ** 2 for t, _ in after)
     if spread == 0:
         return None
-    return 60 * sum((t - mean_t) * (m - mean_m) for t, m in half) / spread
+    return 60 * sum((t - mean_t) * (m - mean_m) for t, m in after) / spread
 
 
-async def _sample(url: str, headers: dict[str, str], gateway_pid: int | None, stop: asyncio.Event,
-                  out: dict[str, list[tuple[float, float]]]) -> int:
-    """Memory samples until ``stop``; returns the most sessions seen at once."""
-    started, most = time.monotonic(), 0
-    async with httpx.AsyncClient(base_url=url, headers=headers, timeout=10) as http:
+def open_sessions(health: dict[str, Any]) -> int:
+    """Sessions open in every gateway process (``serve --processes N``: each one's last snapshot)."""
+    return sum(p["sessions"] for p in health["processes"]) if "processes" in health else health["sessions"]
+
+
+def mix(callers: int, given: dict[str, int | None]) -> dict[str, int]:
+    """How many callers each transport has: as ``given`` where it says, the rest shared by ``MIX`` (rounded down),
+    the WebSocket's what is left. ValueError when ``given`` says more than ``callers``."""
+    counts = {kind: n for kind, n in given.items() if n is not None}
+    left = callers - sum(counts.values())
+    if left < 0:
+        raise ValueError(f"{', '.join(f'--{k} {n}' for k, n in counts.items())}: more than the {callers} callers")
+    unsaid = [kind for kind in MIX if kind not in counts]
+    weight = sum(MIX[kind] for kind in unsaid) + 1 - sum(MIX.values())
+    counts |= {kind: int(left * MIX[kind] / weight) for kind in unsaid}
+    return counts | {"websocket": callers - sum(counts.values())}
+
+
+def _first_audio(values: list[float]) -> dict[str, float | None]:
+    return {f"first_audio_p{q}_s": round(percentile(values, q / 100), 3) if values else None for q in (50, 95)}
+
+
+class Watch:
+    """The figures as the run goes: /health and the memory every SAMPLE_EVERY_S, one line every ``report_every``."""
+
+    def __init__(self, tallies: dict[str, Tally], served: Served | None, chaos: Chaos | None,
+                 report_every: float) -> None:
+        self.tallies, self.served, self.chaos, self.report_every = tallies, served, chaos, report_every
+        self.memory: dict[str, list[tuple[float, float]]] = {"gateway": [], "worker": []}
+        self.intervals: list[dict[str, Any]] = []
+        self.sessions = self.most_sessions = 0
+        self.started = time.monotonic()
+        self._last: dict[str, int] = self.totals()
+
+    def totals(self) -> dict[str, int]:
+        totals: dict[str, int] = {}
+        for tally in self.tallies.values():
+            for name, value in tally.counts().items():
+                totals[name] = totals.get(name, 0) + value
+        return totals
+
+    async def run(self, http: httpx.AsyncClient, stop: asyncio.Event) -> None:
+        report_at = self.started + self.report_every
         while not stop.is_set():
-            health = (await http.get("/health")).json()
-            most = max(most, health["sessions"])
-            at = time.monotonic() - started
-            for name, pid in (("gateway", gateway_pid), ("worker", (health.get("worker") or {}).get("pid"))):
-                if (mib := rss_mib(pid if gateway_pid else None)) is not None:
-                    out[name].append((at, mib))
+            with contextlib.suppress(httpx.TransportError):  # a gateway process going away as it answered
+                self.sessions = open_sessions((await http.get("/health")).json())
+            self.most_sessions = max(self.most_sessions, self.sessions)
+            at = time.monotonic() - self.started
+            if self.served is not None:
+                for name, pids in self.served.pids().items():
+                    if rss := [m for m in map(rss_mib, pids) if m is not None]:
+                        self.memory[name].append((at, sum(rss)))
+            if self.chaos is not None:
+                self.chaos.observe()
+            if time.monotonic() >= report_at:
+                self.intervals.append(self.interval(report_at))
+                print(render_interval(self.intervals[-1]), flush=True)
+                report_at += self.report_every
             with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(stop.wait(), SAMPLE_EVERY_S)
-    return most
+                await asyncio.wait_for(stop.wait(), min(SAMPLE_EVERY_S, max(0.0, report_at - time.monotonic())))
+
+    def interval(self, now: float) -> dict[str, Any]:
+        """What happened since the last line (the memory and the chaos: as they are now)."""
+        totals = self.totals()
+        since = now - self.report_every
+        first = [s for tally in self.tallies.values() for at, s in tally.first_audio if since <= at < now]
+        figures = {name: totals[name] - self._last[name] for name in totals}
+        self._last = totals
+        return {"minute": round((now - self.started) / 60, 2), "turns": sum(figures[k] for k in (
+                    "done", "cancelled", "barged_in", "hung_up")), **figures, **_first_audio(first),
+                "sessions": self.sessions,
+                "memory_mib": {name: round(samples[-1][1], 1) for name, samples in self.memory.items() if samples},
+                **({"chaos": self.chaos.figures()} if self.chaos is not None else {})}
 
 
-async def measure(url: str, gateway_pid: int | None, args: argparse.Namespace,
-                  wyoming_port: int | None) -> dict[str, Any]:
-    tally = Tally()
+def render_interval(i: dict[str, Any]) -> str:
+    line = (f"  {i['minute']:6.2f} min: {i['turns']} turns ({i['done']} done), {i['server_errors']} server errors, "
+            f"{i['timeouts']} timeouts, {i['underruns']} underruns; first audio p50 {i['first_audio_p50_s']} s, "
+            f"p95 {i['first_audio_p95_s']} s; {i['sessions']} sessions")
+    line += "".join(f"; {name} {mib} MiB" for name, mib in i["memory_mib"].items())
+    if "chaos" in i:
+        line += (f"; chaos so far {_chaos_words(i['chaos'])}: in this interval {i['failovers']} failovers, "
+                 f"{i['engine_unavailable']} engine_unavailable, {i['dropped']} dropped, {i['reconnects']} "
+                 f"reconnects, {i['refused']} refused")
+    return line
+
+
+def _chaos_words(chaos: dict[str, int]) -> str:
+    return ", ".join(f"{value} {name.replace('_', ' ')}" for name, value in chaos.items())
+
+
+async def measure(url: str, args: argparse.Namespace, wyoming_port: int | None,
+                  served: Served | None = None) -> dict[str, Any]:
     headers = {"Authorization": f"Bearer {args.api_key}"} if args.api_key else {}
-    memory: dict[str, list[tuple[float, float]]] = {"gateway": [], "worker": []}
-    deadline = time.monotonic() + args.minutes * 60
-    stop = asyncio.Event()
-    sampler = asyncio.create_task(_sample(url, headers, gateway_pid, stop, memory))
+    callers = mix(args.sessions, {kind: getattr(args, kind) for kind in MIX})
+    if wyoming_port is None:
+        callers["websocket"] += callers["wyoming"]
+        callers["wyoming"] = 0
+    errors_seen: list[str] = []
+    tallies = {name: Tally(errors_seen) for name in TRANSPORTS}
+    line = Line(url, headers, time.monotonic() + args.minutes * 60)
+    # only jambonz's socket under several processes: a controller reaches a call only on the process holding it
+    stacks = PHONE_STACKS if args.processes == 1 else ("jambonz",)
+    chaos = (Chaos(served, args.kill_worker_every, args.restart_gateway_every)
+             if served is not None and (args.kill_worker_every or args.restart_gateway_every) else None)
+    watch = Watch(tallies, served, chaos, args.report_every)
     rng = random.Random(args.seed)
-    callers = [_webrtc_caller(url, headers, random.Random(rng.random()), deadline, tally) for _ in range(args.webrtc)]
-    callers += [_sse_caller(url, headers, random.Random(rng.random()), deadline, tally) for _ in range(args.sse)]
-    wyoming = args.wyoming if wyoming_port is not None else 0
-    callers += [_wyoming_caller(urlsplit(url).hostname or "127.0.0.1", wyoming_port, random.Random(rng.random()),
-                                deadline, tally) for _ in range(wyoming)]
-    callers += [_phone_caller(url, headers, random.Random(rng.random()), deadline, tally, first=n)
-                for n in range(args.phone)]
-    callers += [_websocket_caller(url, headers, random.Random(rng.random()), deadline, tally)
-                for _ in range(max(0, args.sessions - args.webrtc - args.sse - wyoming - args.phone))]
-    await asyncio.gather(*callers)
-    stop.set()
-    most_sessions = await sampler
+    runs: list[Coroutine[Any, Any, None]] = [
+        _webrtc_caller(line, random.Random(rng.random()), tallies[f"webrtc-{codec}"], codec)
+        for codec in itertools.islice(itertools.cycle(WEBRTC_CODECS), callers["webrtc"])]
+    runs += [_sse_caller(line, random.Random(rng.random()), tallies["sse"]) for _ in range(callers["sse"])]
+    host = urlsplit(url).hostname or "127.0.0.1"
+    runs += [_wyoming_caller(host, wyoming_port, line, random.Random(rng.random()), tallies["wyoming"])
+             for _ in range(callers["wyoming"])]
+    runs += [_phone_caller(line, random.Random(rng.random()), tallies, n, stacks) for n in range(callers["phone"])]
+    runs += [_websocket_caller(line, random.Random(rng.random()), tallies["websocket"])
+             for _ in range(callers["websocket"])]
+    runs += [_http_caller(line, random.Random(rng.random()), tallies["http"]) for _ in range(callers["http"])]
+    runs += [_elevenlabs_caller(line, random.Random(rng.random()), tallies["elevenlabs"])
+             for _ in range(callers["elevenlabs"])]
+    if chaos is not None:
+        runs.append(chaos.run(line.deadline))
+    stop = asyncio.Event()
     async with httpx.AsyncClient(base_url=url, headers=headers, timeout=10) as http:
-        settle = time.monotonic() + 20
-        while True:
+        watching = asyncio.create_task(watch.run(http, stop))
+        await asyncio.gather(*runs)
+        stop.set()
+        await watching
+        health = await _settled(http)
+    left, in_flight = open_sessions(health), _in_flight(health)
+    warm_up_s = args.warm_up * 60
+    restarted = {"worker": args.kill_worker_every, "gateway": args.restart_gateway_every}  # growth: the restarts'
+    memory = {name: {"start_mib": round(samples[0][1], 1), "peak_mib": round(max(m for _, m in samples), 1),
+                     "end_mib": round(samples[-1][1], 1),
+                     "growth_mib_per_min": None if restarted[name] else _round(growth_per_minute(samples, warm_up_s))}
+              for name, samples in watch.memory.items() if samples}
+    every_first = [s for tally in tallies.values() for _, s in tally.first_audio]
+    return {"bench": "soak", "minutes": args.minutes, "sessions": args.sessions, "callers": callers,
+            "processes": args.processes, "workers": args.workers, "most_sessions_at_once": watch.most_sessions,
+            **watch.totals(), **_first_audio(every_first), "leaked_sessions": left, "leaked_utterances": in_flight,
+            "status_at_end": health["status"], "warm_up_min": min(args.warm_up, args.minutes / 2), "memory": memory,
+            "transports": {name: {**tally.counts(), **_first_audio([s for _, s in tally.first_audio])}
+                           for name, tally in tallies.items()},
+            "chaos": chaos.figures() if chaos is not None else None,
+            "intervals": watch.intervals, "errors_seen": errors_seen}
+
+
+def _in_flight(health: dict[str, Any]) -> int:
+    return sum(engine.get("in_flight") or 0 for engine in health.get("engines", []))
+
+
+async def _settled(http: httpx.AsyncClient) -> dict[str, Any]:
+    """/health once no session is open, no engine utterance is in flight and it says ok, or its last answer after
+    SETTLE_S."""
+    deadline, health = time.monotonic() + SETTLE_S, None
+    while True:
+        with contextlib.suppress(httpx.TransportError):
             health = (await http.get("/health")).json()
-            left = health["sessions"]
-            in_flight = sum(engine.get("in_flight") or 0 for engine in health.get("engines", []))
-            if not (left or in_flight) or time.monotonic() > settle:
-                break
-            await asyncio.sleep(0.2)
-    figures: dict[str, Any] = {}
-    for name, samples in memory.items():
-        if samples:
-            figures[name] = {"start_mib": round(samples[0][1], 1), "peak_mib": round(max(m for _, m in samples), 1),
-                             "end_mib": round(samples[-1][1], 1),
-                             "growth_mib_per_min_second_half": _round(growth_per_minute(samples))}
-    return {"bench": "soak", "minutes": args.minutes, "sessions": args.sessions, "webrtc": args.webrtc,
-            "sse": args.sse, "wyoming": wyoming, "phone": args.phone,
-            "most_sessions_at_once": most_sessions, "done": tally.done, "cancelled": tally.cancelled,
-            "hung_up": tally.hung_up, "barged_in": tally.barged_in, "listened": tally.listened,
-            "slow_reads": tally.slow_reads, "server_errors": tally.server_errors,
-            "timeouts": tally.timeouts, "webrtc_underruns": tally.underruns, "leaked_sessions": left,
-            "leaked_utterances": in_flight,
-            "memory": figures, "errors_seen": tally.errors_seen}
+        settled = health is not None and not (open_sessions(health) or _in_flight(health)) and health["status"] == "ok"
+        if settled or (health is not None and time.monotonic() > deadline):
+            return health
+        if time.monotonic() > deadline:
+            raise ServerFailed("/health did not answer after the run")
+        await asyncio.sleep(0.2)
 
 
 def _round(value: float | None) -> float | None:
@@ -452,44 +805,94 @@ def _round(value: float | None) -> float | None:
 
 
 def failed(summary: dict[str, Any], max_growth: float) -> bool:
-    growth = (summary["memory"].get("gateway") or {}).get("growth_mib_per_min_second_half")
+    growth = (summary["memory"].get("gateway") or {}).get("growth_mib_per_min")
     grew = summary["minutes"] >= MIN_MINUTES_FOR_GROWTH and growth is not None and growth > max_growth
+    unexplained = not summary["chaos"] and (summary["engine_unavailable"] or summary["dropped"])
     return bool(summary["server_errors"] or summary["timeouts"] or summary["leaked_sessions"]
-                or summary["leaked_utterances"] or grew)
+                or summary["leaked_utterances"] or summary["status_at_end"] != "ok" or unexplained or grew)
 
 
 def render(s: dict[str, Any]) -> str:
-    lines = [f"bench soak: {s['sessions']} sessions ({s['webrtc']} WebRTC, {s['sse']} OpenAI SSE, {s['wyoming']} "
-             f"Wyoming, {s['phone']} phone) for {s['minutes']} min, "
-             f"{s['most_sessions_at_once']} at once at most (sampled)",
+    mixed = ", ".join(f"{n} {kind}" for kind, n in s["callers"].items() if n)
+    lines = [f"bench soak: {s['sessions']} callers ({mixed}) for {s['minutes']} min on {s['processes']} gateway "
+             f"process(es), {s['most_sessions_at_once']} sessions at once at most (sampled)",
              f"  turns: {s['done']} done, {s['cancelled']} cancelled, {s['barged_in']} stopped by the caller's "
              f"speech, {s['hung_up']} hung up, {s['slow_reads']} slow reads; {s['listened']} phone calls listened to; "
-             f"WebRTC underruns {s['webrtc_underruns']}",
-             f"  server errors {s['server_errors']}, timeouts {s['timeouts']}, leaked sessions {s['leaked_sessions']}, "
-             f"engine utterances left in flight {s['leaked_utterances']}"]
+             f"underruns {s['underruns']}; first audio p50 {s['first_audio_p50_s']} s, p95 {s['first_audio_p95_s']} s",
+             f"  server errors {s['server_errors']}, timeouts {s['timeouts']}, engine_unavailable "
+             f"{s['engine_unavailable']}, failovers {s['failovers']}, dropped {s['dropped']}, reconnects "
+             f"{s['reconnects']}, refused {s['refused']}; leaked sessions {s['leaked_sessions']}, engine utterances "
+             f"left in flight {s['leaked_utterances']}; /health {s['status_at_end']} at the end",
+             f"  {'transport':<12} {'done':>6} {'cancel':>6} {'hungup':>6} {'p50 s':>6} {'p95 s':>6} {'errors':>6} "
+             f"{'unavail':>7} {'failov':>6} {'drop':>5} {'reconn':>6} {'refuse':>6}"]
+    for name, t in s["transports"].items():
+        if any(t.values()):  # a transport with no caller, or no call (a phone stack left out)
+            lines.append(f"  {name:<12} {t['done']:>6} {t['cancelled'] + t['barged_in']:>6} {t['hung_up']:>6} "
+                         f"{_cell(t['first_audio_p50_s'])} {_cell(t['first_audio_p95_s'])} "
+                         f"{t['server_errors'] + t['timeouts']:>6} {t['engine_unavailable']:>7} {t['failovers']:>6} "
+                         f"{t['dropped']:>5} {t['reconnects']:>6} {t['refused']:>6}")
     for name, m in s["memory"].items():
         lines.append(f"  {name:<8} RSS {m['start_mib']} MiB at start, peak {m['peak_mib']}, end {m['end_mib']}; "
-                     f"second-half growth {m['growth_mib_per_min_second_half']} MiB/min")
-    lines += [f"  error: {e}" for e in s["errors_seen"]]
+                     f"growth after {s['warm_up_min']} min of warm-up {m['growth_mib_per_min']} MiB/min")
+    if s["chaos"]:
+        lines.append(f"  chaos: {_chaos_words(s['chaos'])}")
+    lines += [f"  seen: {e}" for e in s["errors_seen"]]
     return "\n".join(lines)
+
+
+def _cell(seconds: float | None) -> str:
+    return f"{'-' if seconds is None else seconds:>6}"
+
+
+def _chaos_refusal(args: argparse.Namespace) -> str | None:
+    if args.restart_gateway_every and args.processes < 2:
+        return "--restart-gateway-every needs --processes 2 or more (the parent starts a gateway process again)"
+    if args.url and (args.kill_worker_every or args.restart_gateway_every or args.processes > 1 or args.workers):
+        return "--kill-worker-every, --restart-gateway-every, --processes and --workers are for a server it starts"
+    return None
 
 
 def run(args: argparse.Namespace) -> int:
     quiet_client_logs()
-    if args.webrtc + args.sse + args.wyoming > args.sessions:
-        print("bench soak: --webrtc, --sse and --wyoming callers are among --sessions: more than it", file=sys.stderr)
+    try:
+        mix(args.sessions, {kind: getattr(args, kind) for kind in MIX})
+    except ValueError as exc:
+        print(f"bench soak: {exc}", file=sys.stderr)
+        return 2
+    if (refusal := _chaos_refusal(args)) is not None:
+        print(f"bench soak: {refusal}", file=sys.stderr)
         return 2
     try:
         if args.url:
-            summary = asyncio.run(measure(args.url, None, args, args.wyoming_port))
+            summary = asyncio.run(measure(args.url, args, args.wyoming_port))
         else:
-            port = free_port()
-            with local_server(["--engine", "espeak", "--log-level", "warning", "--wyoming-port", str(port)],
-                              quiet=True) as (url, pid):
-                summary = asyncio.run(measure(url, pid, args, port))
+            summary = _soak_here(args)
     except (ServerFailed, OSError, httpx.HTTPError) as exc:
         print(f"bench soak: {type(exc).__name__}: {exc}", file=sys.stderr)
         return 2
     print(render(summary))
     print(json.dumps(summary))
     return 1 if failed(summary, args.max_growth) else 0
+
+
+def _soak_here(args: argparse.Namespace) -> dict[str, Any]:
+    """On a server started here (eSpeak, or the simulated engine: ``--sim-rtf``): its embedded worker, or
+    ``--workers`` of the soak's own."""
+    port = free_port()
+    engine = ["--engine", "simulated", "--sim-rtf", str(args.sim_rtf)] if args.sim_rtf else ["--engine", "espeak"]
+    flags = [*engine, "--log-level", "warning", "--wyoming-port", str(port), "--processes", str(args.processes),
+             "--max-sessions", str(max(32, 2 * args.sessions))]  # room for every caller: refusals are the chaos'
+    workers = Workers(*engine)
+    with tempfile.TemporaryDirectory(prefix="cbf-soak-") as tmp:
+        listens = tuple(f"unix:{Path(tmp) / f'worker-{n}.sock'}" for n in range(args.workers))
+        try:
+            for listen in listens:
+                workers.start(listen)
+            for listen in listens:
+                workers.wait_listening(listen)
+            with local_server(flags + (["--engine-url", ",".join(listens)] if listens else []),
+                              quiet=True) as (url, pid):
+                served = Served(pid, workers if listens else None, listens)
+                return asyncio.run(measure(url, args, port, served))
+        finally:
+            workers.stop()
