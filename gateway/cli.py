@@ -467,6 +467,12 @@ def cmd_bench_fleet(args: argparse.Namespace) -> int:
     return bench_fleet.run(args)
 
 
+def cmd_bench_failover(args: argparse.Namespace) -> int:
+    from cbf_tools.bench import failover as bench_failover
+
+    return bench_failover.run(args)
+
+
 def cmd_bench_drain(args: argparse.Namespace) -> int:
     from cbf_tools.bench import drain as bench_drain
 
@@ -588,21 +594,44 @@ def build_parser() -> argparse.ArgumentParser:
     p = command(bench, "faults", "hostile inputs on every JSON surface: server errors, dropped engine connections, "
                 "leaked sessions (all must be 0)", cmd_bench_faults)
     p.add_argument("--count", type=int, default=1000, help="generated inputs per surface")
+    p.add_argument("--seeds", type=int, default=1, help="runs on the same server, seeds --seed, --seed + 1, ...; "
+                   "then one line of their totals")
     _served_bench_arguments(p)
-    p = command(bench, "soak", "sessions that speak, barge in, stall and hang up for minutes: errors, leaked "
-                "sessions, gateway and worker memory", cmd_bench_soak)
+    p = command(bench, "soak", "callers of every transport that speak, barge in, stall and hang up for minutes: "
+                "errors, first audio, leaked sessions, gateway and worker memory; chaos: workers killed, gateway "
+                "processes restarted", cmd_bench_soak)
     p.add_argument("--minutes", type=float, default=10.0)
-    p.add_argument("--sessions", type=int, default=20, help="concurrent callers, WebRTC ones included")
-    p.add_argument("--webrtc", type=int, default=4, help="how many of the callers use WebRTC")
-    p.add_argument("--sse", type=int, default=2, help="how many of the callers use OpenAI's SSE speech stream")
-    p.add_argument("--wyoming", type=int, default=2, help="how many of the callers use the Wyoming port (none "
-                   "with --url unless --wyoming-port is given)")
-    p.add_argument("--phone", type=int, default=4, help="how many of the callers place phone calls (Twilio, Telnyx, "
-                   "Asterisk and jambonz in turn)")
+    p.add_argument("--callers", "--sessions", dest="sessions", type=int, default=20,
+                   help="concurrent callers of every transport, shared as the flags below say (each unsaid: a share "
+                        "of what is left), the WebSocket's the rest")
+    for name, what in (("webrtc", "use WebRTC (Opus and PCMU in turn)"),
+                       ("phone", "place phone calls (Twilio, Telnyx, Asterisk and jambonz in turn)"),
+                       ("sse", "use OpenAI's SSE speech stream"), ("http", "stream POST /v1/tts"),
+                       ("elevenlabs", "use ElevenLabs' multi-stream-input socket"),
+                       ("wyoming", "use the Wyoming port (none with --url unless --wyoming-port is given)")):
+        p.add_argument(f"--{name}", type=int, help=f"how many of the callers {what} (default: its share)")
+    p.add_argument("--report-every", type=float, default=60.0, help="seconds between the lines printed as it runs")
+    p.add_argument("--warm-up", type=float, default=5.0, help="minutes of the run (at most half) left out of the "
+                   "memory growth")
     p.add_argument("--max-growth", type=float, default=2.0,
-                   help="MiB per minute the gateway's memory may grow over the second half (runs of 4 min or more)")
+                   help="MiB per minute the gateway's memory may grow after the warm-up (runs of 4 min or more)")
+    p.add_argument("--processes", type=int, default=1, help="the server's gateway processes (serve --processes; "
+                   "phone callers then use jambonz only)")
+    p.add_argument("--workers", type=int, default=0, help="engine workers the soak starts itself for the server "
+                   "(--engine-url); 0: the server's embedded one")
+    p.add_argument("--sim-rtf", type=float, help="the simulated engine at this real-time factor (eSpeak slowed "
+                   "down, as a GPU model speaks) instead of eSpeak: utterances are in flight when a worker dies")
+    p.add_argument("--kill-worker-every", type=float, metavar="S", help="chaos: SIGKILL an engine worker every S "
+                   "seconds (the embedded one; with --workers, the soak's own in turn)")
+    p.add_argument("--restart-gateway-every", type=float, metavar="S", help="chaos (with --processes 2 or more): "
+                   "SIGTERM one gateway process every S seconds, none while the last one still drains")
     _served_bench_arguments(p)
 
+    p = command(bench, "failover", "utterances whose engine worker is SIGKILLed mid-way while another is up: "
+                "completed, gaps, every word said once", cmd_bench_failover)
+    p.add_argument("--utterances", type=int, default=100, help="utterances, WebSocket and HTTP in turn, one "
+                   "killed worker each")
+    p.add_argument("--sim-rtf", type=float, default=3.0, help="the simulated workers' real-time factor")
     p = command(bench, "fleet", "2 gateways x 2 engine workers behind nginx on this host, then one of each killed",
                 cmd_bench_fleet)
     p.add_argument("--ws-sessions", type=int, default=20, help="WebSocket sessions through the balancer")
