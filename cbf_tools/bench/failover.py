@@ -17,7 +17,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
-import logging
 import tempfile
 import time
 from dataclasses import dataclass
@@ -28,7 +27,7 @@ import httpx
 from websockets.asyncio.client import connect
 
 from cbf_tools.bench.engine import percentile
-from cbf_tools.peers.local_server import Workers, local_server
+from cbf_tools.peers.local_server import Workers, local_server, quiet_client_logs
 
 TEXT = ("The first train leaves at nine in the morning. It stops at every station along the coast. "
         "Passengers for the islands change at the harbour, where the ferry waits. The last train comes back "
@@ -180,7 +179,7 @@ def summary(trials: list[dict[str, Any]]) -> dict[str, Any]:
 
 
 def run(args: argparse.Namespace) -> int:
-    logging.getLogger("httpx").setLevel(logging.WARNING)  # a line per /health poll otherwise
+    quiet_client_logs()
     flags = ("--engine", "simulated", "--sim-rtf", str(args.sim_rtf), "--sim-fixed", "0.1")
     with tempfile.TemporaryDirectory(prefix="cbf-failover-") as tmp:
         fleet = Fleet(Path(tmp), flags)

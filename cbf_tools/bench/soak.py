@@ -49,7 +49,7 @@ import time
 from dataclasses import dataclass, field
 from functools import cache
 from pathlib import Path
-from typing import Any, Coroutine
+from typing import Any, Coroutine, Iterator
 from urllib.parse import urlsplit
 
 import httpx
@@ -242,21 +242,29 @@ async def _opened(ws: ClientConnection, tally: Tally) -> bool:
     return (await _until(ws, {"ready", "error"}, tally))["type"] == "ready"
 
 
+@contextlib.contextmanager
+def _counted(tally: Tally, what: str) -> Iterator[None]:
+    """How a caller's connection ended, when not well: a timeout, a close (by its code), any other socket failure a
+    drop (``what`` names it)."""
+    try:
+        yield
+    except TimeoutError:
+        tally.timeouts += 1
+    except ConnectionClosed as exc:
+        tally.closed(exc)
+    except OSError as exc:
+        tally.drop(f"{what}: {exc!r}")
+
+
 async def _websocket_caller(line: Line, rng: random.Random, tally: Tally) -> None:
     while line.open:
-        try:
+        with _counted(tally, "websocket"):
             async with connect(line.ws("/v1/stream"), additional_headers=line.headers, max_size=None) as ws:
                 if not await _opened(ws, tally):
                     continue
                 while line.open:
                     if not await asyncio.wait_for(_websocket_turn(ws, rng, tally), TURN_TIMEOUT_S):
                         break
-        except TimeoutError:
-            tally.timeouts += 1
-        except ConnectionClosed as exc:
-            tally.closed(exc)
-        except OSError as exc:
-            tally.drop(f"websocket: {exc!r}")
 
 
 async def _refused(reply: httpx.Response, tally: Tally) -> None:
@@ -402,18 +410,12 @@ async def _elevenlabs_caller(line: Line, rng: random.Random, tally: Tally) -> No
     """pipecat's way with ElevenLabs' multi-stream-input socket: a context a turn, its text flushed; heard to its
     ``isFinal``, closed again once audio starts (an interruption), or the socket dropped at the first audio."""
     while line.open:
-        try:
+        with _counted(tally, "elevenlabs"):
             async with connect(line.ws(ELEVENLABS_PATH), additional_headers=line.headers, max_size=None) as ws:
                 for n in itertools.count():
                     if not line.open or not await asyncio.wait_for(_elevenlabs_turn(ws, f"c{n}", rng, tally),
                                                                    TURN_TIMEOUT_S):
                         break
-        except TimeoutError:
-            tally.timeouts += 1
-        except ConnectionClosed as exc:
-            tally.closed(exc)
-        except OSError as exc:
-            tally.drop(f"elevenlabs: {exc!r}")
 
 
 async def _elevenlabs_turn(ws: ClientConnection, context: str, rng: random.Random, tally: Tally) -> bool:
@@ -596,16 +598,10 @@ async def _phone_caller(line: Line, rng: random.Random, tallies: dict[str, Tally
             return
         stack = stacks[n % len(stacks)]
         tally = tallies[stack]
-        try:
+        with _counted(tally, f"{stack} call"):
             call = _jambonz_call(line, rng, tally) if stack == "jambonz" else _media_stream_call(line, stack, rng,
                                                                                                  tally)
             await asyncio.wait_for(call, max(line.deadline - time.monotonic(), 0) + TURN_TIMEOUT_S)
-        except TimeoutError:
-            tally.timeouts += 1
-        except ConnectionClosed as exc:
-            tally.closed(exc)
-        except OSError as exc:
-            tally.drop(f"{stack} call: {exc!r}")
 
 
 def rss_mib(pid: int | None) -> float | None:

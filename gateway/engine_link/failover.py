@@ -122,6 +122,11 @@ class Resume:
 StartOne = Callable[[], Awaitable[RemoteUtterance]]
 
 
+async def _send_op(utterance: RemoteUtterance, kind: str, text: str) -> None:
+    """One recorded message (``Op``) sent to ``utterance``: its text, flush or end."""
+    await getattr(utterance, kind)(*([text] if kind == "text" else []))
+
+
 class FailoverUtterance:
     """The interface of ``RemoteUtterance`` over any worker of the pool: when its worker goes away (an
     ``engine_unavailable``), the utterance is started again on the next one (``start_one``: the pool's least busy
@@ -176,7 +181,7 @@ class FailoverUtterance:
         async with self._lock:
             self._resume.sent(kind, text)
             try:
-                await getattr(self._inner, kind)(*([text] if kind == "text" else []))
+                await _send_op(self._inner, kind, text)
             except EngineUnavailable:
                 if not self._can_move():
                     raise
@@ -225,7 +230,7 @@ class FailoverUtterance:
                     self._inner = utterance
                     try:
                         for kind, text in ops:
-                            await getattr(utterance, kind)(*([text] if kind == "text" else []))
+                            await _send_op(utterance, kind, text)
                     except EngineUnavailable:  # that one went too: its events say so, and the next move starts
                         pass
                     log.info("utterance %s: its worker went away; going on on another from character %d "
