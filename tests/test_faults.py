@@ -37,7 +37,9 @@ def wyoming_port() -> int:
 
 @pytest.fixture(scope="module")
 def server(tmp_path_factory: pytest.TempPathFactory, wyoming_port: int):
-    with running_server("--stall-timeout", str(STALL_S), "--wyoming-port", str(wyoming_port),
+    # --failover-wait 0: an utterance whose worker dies fails, as it does with failover on once no worker takes the
+    # rest in time (tests/test_failover.py has the moves): these tests are how each transport ends such an utterance
+    with running_server("--stall-timeout", str(STALL_S), "--wyoming-port", str(wyoming_port), "--failover-wait", "0",
                         voices_dir=tmp_path_factory.mktemp("voices")) as url:
         yield url
 
