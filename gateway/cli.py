@@ -711,6 +711,10 @@ def _bench_gateway_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--pause", type=float, default=0.2,
                         help="seconds a session waits after hearing an utterance before the next text (plus up to "
                              "0.2 s at random); longer pauses ask less of the engine per stream")
+    parser.add_argument("--playback-rate", type=float, help="WebSocket: the listener plays the audio at this "
+                        "multiple of real time as it arrives (0.9: a slow player) and counts its buffer running dry")
+    parser.add_argument("--report-playout", action="store_true", help="WebSocket: the listener reports how far it "
+                        "has played (playout, every 100 ms), so the server paces the utterance on it")
 
 
 def _gate_arguments(parser: argparse.ArgumentParser) -> None:

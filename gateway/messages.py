@@ -49,9 +49,11 @@ class Cancel:
 
 @dataclass(frozen=True)
 class Playout:
-    """Seconds of the utterance now playing that the client has played out (WebSocket clients that play audio)."""
+    """Seconds of an utterance that the client has played out (WebSocket clients that play audio): the one named
+    (its id, from its ``chunk`` events), else the one now being sent."""
 
     played: float
+    utterance: str | None = None
 
 
 Message = Config | Text | Speak | Flush | End | Cancel | Playout
@@ -101,7 +103,7 @@ def parse_message(raw: str | bytes) -> Message:
         played = message.get("played")
         if not isinstance(played, (int, float)) or isinstance(played, bool) or not 0 <= played < 1e6:
             raise ProtocolError("'playout' needs a number 'played' (seconds, 0 or more)")
-        return Playout(float(played))
+        return Playout(float(played), _string(message, "utterance", required=False))
     raise ProtocolError(f"unknown message type {kind!r}", "unknown_type")
 
 

@@ -20,7 +20,8 @@ from gateway.cli import build_parser
 from server import serving
 from cbf_tools.bench.gateway import PCM_BYTES_PER_SECOND, TEXTS
 
-FIELDS = {"bench", "transport", "codec", "receiver_prefetch", "sessions", "pause_s", "utterances", "errors", "engine", "server",
+FIELDS = {"bench", "transport", "codec", "receiver_prefetch", "sessions", "pause_s", "playback_rate",
+          "playout_reports", "utterances", "errors", "engine", "server",
           "ttfa_p50_ms", "ttfa_p95_ms", "server_ttfa_p50_ms", "server_ttfa_p95_ms", "transport_p50_ms",
           "transport_p95_ms", "no_audio", "underruns_server", "underruns_client", "starved_ms", "audio_s", "window_s",
           "stream_s", "gateway_cpu_s", "engine_cpu_s", "cpu_ms_per_stream_s", "server_cpu_pct", "loadavg_1m"}
@@ -72,6 +73,20 @@ def test_bench_each_transport(url: str, transport: str, spoken_s: float, capsys:
         assert result["codec"] is None and result["underruns_server"] is None
     assert result["cpu_ms_per_stream_s"] is None and result["gateway_cpu_s"] is None  # not its server: no CPU
     assert "targets:" in table and "time to first audio" in table
+
+
+def test_bench_ws_with_a_slow_listener_that_reports_its_playout(url: str, spoken_s: float,
+                                                                 capsys: pytest.CaptureFixture[str]) -> None:
+    status, result, table = bench(capsys, "--transport", "ws", "--url", url, "--stagger", "0.2",
+                                  "--playback-rate", "0.9", "--report-playout")
+    assert status == 0, table
+    assert result["playback_rate"] == 0.9 and result["errors"] == 0 and result["no_audio"] == 0
+    assert 0.9 * spoken_s <= result["audio_s"] <= 1.3 * spoken_s
+    assert result["window_s"] >= result["audio_s"] / 2 / 0.9 - 0.02  # each session's listener plays at 0.9x
+    assert result["playout_reports"] >= 2 * (result["audio_s"] / 2 / 0.9 / 0.1) * 0.5  # ~every 100 ms of playing
+    assert "played at 0.9x, reporting playout" in table
+    refused = build_parser().parse_args(["bench", "gateway", "--transport", "http", "--playback-rate", "0.9"])
+    assert refused.run(refused) == 2 and "for --transport ws" in capsys.readouterr().err  # WebSocket only
 
 
 CLIP_S = 1.0  # what the stand-in says to any text

@@ -127,15 +127,15 @@ def test_a_playout_report_is_what_was_heard_but_never_past_what_was_sent() -> No
     session.receive(frame("speak", text="three four"))
     session.started(1, "u1")
     session.chunk(1, timed(0, 0.0, ("Three", 0.0, 0.4), ("four.", 0.5, 0.9)), b"")
-    assert session.receive(frame("playout", played=0.45)) == []
+    assert session.receive(frame("playout", played=0.45), sent=0.5) == []
     [done] = session.audio_ended(1, {"audio_seconds": 1.0}, sent=1.0)
     assert (done.event["heard_s"], done.event["heard_text"], done.event["heard_from"]) == (  # type: ignore
         0.45, "three", "playout")
     session.receive(frame("speak", text="five"))
     session.started(2, "u2")
     session.chunk(2, timed(0, 0.0, ("Five.", 0.0, 0.4)), b"")
-    session.receive(frame("playout", played=9.0))
-    assert session.receive(frame("cancel"), sent=0.5)[-1].event["heard_s"] == 0.5  # type: ignore[union-attr]
+    session.receive(frame("playout", played=9.0), sent=0.3)  # past what had been sent then: what had been sent
+    assert session.receive(frame("cancel"), sent=0.5)[-1].event["heard_s"] == 0.3  # type: ignore[union-attr]
     assert session.receive(frame("playout", played=-1))[0].event["code"] == "bad_message"  # type: ignore
 
 

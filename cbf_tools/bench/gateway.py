@@ -10,7 +10,9 @@ until one has played before sending the next, and the bench measures at the clie
   (``done.ttfa``: text in to first chunk into the session) is subtracted too, which leaves the transport's share.
 - underruns after first audio. WebRTC: the server's ``done.underruns`` (its jitter buffer ran dry), and gaps in the
   decoded audio (an utterance's loud span longer than its audio); WebSocket, HTTP: a listener who plays from the first
-  byte at 1x starves (``cbf_tools.gate.deploy.count_underruns``).
+  byte at 1x starves (``cbf_tools.gate.deploy.count_underruns``). WebSocket with ``--playback-rate R`` and/or
+  ``--report-playout``: a listener that plays at R times real time as the audio arrives, and reports its position
+  (``playout``) every 100 ms (``cbf_tools.peers.ws_player``): its buffer running dry before the utterance's end.
 - server CPU per stream: CPU seconds of the server process and its descendants (the engine worker), from /proc, over
   the window in which every session is connected, divided by stream-seconds (sessions x window). Only when the bench
   started the server itself (without ``--url``).
@@ -42,6 +44,7 @@ from cbf_tools.bench.engine import percentile
 from cbf_tools.gate.deploy import count_underruns
 from cbf_tools.peers.local_server import ServerFailed, local_server, quiet_client_logs
 from cbf_tools.peers.rtc_listener import SPEECH_RMS, Listener
+from cbf_tools.peers.ws_player import play
 
 TEXTS = (  # vowel-initial, so the first decoded frame of speech is not a quiet consonant
     "All right, your table for two is ready now.",
@@ -74,6 +77,7 @@ class Result:
     server_underruns: int | None  # done.underruns (WebRTC)
     client_underruns: int  # WebRTC: 1 when the decoded audio has a gap; else the simulated listener's
     starved_s: float  # WebRTC: length of the decoded gaps; else the simulated listener's wait
+    reports: int = 0  # ``playout`` messages the WebSocket listener sent
 
 
 class Client(Protocol):
@@ -148,9 +152,11 @@ class WebRTCClient:
 class WebSocketClient:
     """``/v1/stream``: JSON text in, 24 kHz PCM binary frames and events out."""
 
-    def __init__(self, url: str, api_key: str | None, voice: str) -> None:
+    def __init__(self, url: str, api_key: str | None, voice: str, rate: float | None = None,
+                 report: bool = False) -> None:
         self.url = url.replace("http", "ws", 1) + "/v1/stream"
         self.api_key, self.voice = api_key, voice
+        self.rate, self.report = rate, report  # a playing listener (ws_player) where either is set
         self.ws: ClientConnection | None = None
 
     async def connect(self) -> None:
@@ -163,6 +169,15 @@ class WebSocketClient:
 
     async def speak(self, text: str) -> Result:
         assert self.ws is not None
+        if self.rate is not None or self.report:
+            try:
+                played = await play(self.ws, text, rate=self.rate or 1.0, report=self.report,
+                                    bytes_per_second=PCM_BYTES_PER_SECOND, timeout=UTTERANCE_TIMEOUT_S)
+            except RuntimeError as exc:
+                raise BenchError(str(exc)) from None
+            return Result(ttfa_s=played.ttfa_s, server_ttfa_s=played.done.get("ttfa"), audio_s=played.audio_s,
+                          server_underruns=None, client_underruns=played.underruns, starved_s=played.starved_s,
+                          reports=played.reports)
         arrivals: list[tuple[float, float]] = []
         received = 0
         sent = time.perf_counter()
@@ -220,7 +235,7 @@ def make_client(args: argparse.Namespace, url: str) -> Client:
     if args.transport == "webrtc":
         return WebRTCClient(url, args.api_key, args.voice, args.codec)
     if args.transport == "ws":
-        return WebSocketClient(url, args.api_key, args.voice)
+        return WebSocketClient(url, args.api_key, args.voice, args.playback_rate, args.report_playout)
     return HttpClient(url, args.api_key, args.voice)
 
 
@@ -303,10 +318,12 @@ def summarise(args: argparse.Namespace, engine: dict[str, Any], server: str, res
     server_ttfa = [r.server_ttfa_s for r in results if r.server_ttfa_s is not None]
     share = [r.ttfa_s - r.server_ttfa_s for r in results if r.ttfa_s is not None and r.server_ttfa_s is not None]
     stream_s = args.sessions * window_s
-    webrtc = args.transport == "webrtc"
+    webrtc, ws = args.transport == "webrtc", args.transport == "ws"
     summary: dict[str, Any] = {
         "bench": "gateway", "transport": args.transport, "codec": args.codec if webrtc else None,
         "receiver_prefetch": 0 if webrtc else None, "sessions": args.sessions, "pause_s": args.pause,
+        "playback_rate": (args.playback_rate or 1.0) if ws else None,
+        "playout_reports": sum(r.reports for r in results) if ws and args.report_playout else None,
         "utterances": len(results),
         "errors": len(errors), "engine": engine.get("engine"), "server": server,
         "ttfa_p50_ms": _ms(ttfa, 0.5), "ttfa_p95_ms": _ms(ttfa, 0.95),
@@ -338,7 +355,9 @@ def _cell(value: float | None, unit: str = " ms") -> str:
 def render(s: dict[str, Any]) -> str:
     """The short human-readable table printed above the JSON line."""
     how = {"webrtc": f"{s['codec']}, first decoded frame with speech energy, receiver jitter-buffer prefetch 0",
-           "ws": "first binary frame", "http": "first body byte of POST /v1/tts"}[s["transport"]]
+           "ws": f"first binary frame; played at {s['playback_rate']:g}x, "
+                 + ("reporting playout" if s["playout_reports"] is not None else "no playout reports"),
+           "http": "first body byte of POST /v1/tts"}[s["transport"]]
     lines = [
         f"bench gateway: {s['transport']} ({how}); {s['sessions']} sessions, {s['utterances']} utterances, "
         f"{s['errors']} errors; engine {s['engine']}; server {s['server']}; load {s['loadavg_1m']}",
@@ -382,6 +401,12 @@ def run(args: argparse.Namespace, engine_args: list[str]) -> int:
     """Measure, print the table and the JSON line; exit status 1 when a session failed, 2 when nothing ran."""
     if args.sessions < 1 or args.utterances < 1:
         print("bench gateway: --sessions and --utterances must be at least 1", file=sys.stderr)
+        return 2
+    if (args.playback_rate is not None or args.report_playout) and args.transport != "ws":
+        print("bench gateway: --playback-rate and --report-playout are for --transport ws", file=sys.stderr)
+        return 2
+    if args.playback_rate is not None and not 0 < args.playback_rate < math.inf:
+        print("bench gateway: --playback-rate must be > 0", file=sys.stderr)
         return 2
     quiet_client_logs()
     try:

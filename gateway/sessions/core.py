@@ -16,6 +16,7 @@ from typing import Any
 from engine.protocol import SAMPLE_RATE, ChunkHeader, EngineReady, ProtocolError, Reading
 from gateway import messages
 from gateway.formats import WEBSOCKET_DEFAULT_FORMAT
+from gateway.playout import PlayoutReports
 from gateway.word_match import ClientWords, heard_chars, heard_text
 
 MAX_QUEUED_UTTERANCES = 8  # per session: utterances started but not yet fully sent
@@ -101,7 +102,7 @@ class _Turn:
     audio_begun: bool = False
     text: ClientWords = field(default_factory=ClientWords)  # what the client sent, to spell the timed words
     words: list[dict[str, Any]] = field(default_factory=list)  # every timed word sent so far
-    reported: float | None = None  # seconds the client says it played (``playout``)
+    reported: PlayoutReports = field(default_factory=PlayoutReports)  # what the client says it played (``playout``)
 
 
 @dataclass
@@ -138,22 +139,22 @@ class SessionCore:
             "limits": {"max_text_chars": self.max_text_chars, "max_message_bytes": messages.MAX_MESSAGE_BYTES},
         })]
 
-    def receive(self, raw: str | bytes, sent: float | None = None) -> list[Action]:
+    def receive(self, raw: str | bytes, sent: float | None = None, now: float = 0.0) -> list[Action]:
         """One client frame. A refusal is an ``error`` event; nothing a client sends ends the session. ``sent``: the
         sink's position in the turn it is playing (``AudioSink.played_seconds``), for what a ``cancel`` says was
-        heard."""
+        heard and what a ``playout`` report may claim; ``now``: a monotonic clock's (for the reports' flood limit)."""
         try:
             msg = messages.parse_message(raw)
         except ProtocolError as exc:
             return [] if self.closed else [self.error(exc.code, str(exc))]
-        return self.apply(msg, sent)
+        return self.apply(msg, sent, now)
 
-    def apply(self, msg: messages.Message, sent: float | None = None) -> list[Action]:
+    def apply(self, msg: messages.Message, sent: float | None = None, now: float = 0.0) -> list[Action]:
         """One message already parsed (by another protocol's adapter, gateway/elevenlabs/); as ``receive``."""
         if self.closed:
             return []
         try:
-            return self._apply(msg, sent)
+            return self._apply(msg, sent, now)
         except ProtocolError as exc:
             return [self.error(exc.code, str(exc))]
 
@@ -161,7 +162,7 @@ class SessionCore:
     def error(code: str, message: str, **extra: Any) -> Emit:
         return Emit({"type": "error", "code": code, "message": message, **extra})
 
-    def _apply(self, msg: messages.Message, sent: float | None) -> list[Action]:
+    def _apply(self, msg: messages.Message, sent: float | None, now: float) -> list[Action]:
         match msg:
             case messages.Config():
                 return self._configure(msg)
@@ -177,10 +178,11 @@ class SessionCore:
                 return self._end()
             case messages.Cancel():
                 return self._cancel(sent)
-            case messages.Playout(played=played):
-                if self._turns and self._turns[0].audio_begun:
-                    self._turns[0].reported = played
-                return []
+            case messages.Playout(played=played, utterance=utterance):
+                head = self._turns[0] if self._turns else None
+                if head is not None and head.audio_begun and utterance in (None, head.utterance):
+                    head.reported.report(played, sent or 0.0, now)
+                return []  # else of an utterance sent whole already, or none playing yet: ignored
         raise AssertionError(f"unhandled message {msg!r}")
 
     def _configure(self, config: messages.Config) -> list[Action]:
@@ -289,13 +291,19 @@ class SessionCore:
         sent = summary.get("audio_seconds", 0.0) if sent is None else sent
         return [Emit({"type": "done", "utterance": turn.utterance, **summary, **self._heard(turn, sent)})]
 
+    def played(self, key: int, sent: float, now: float) -> float | None:
+        """Where ``key``'s client says it is now (``PlayoutReports.position``), never past ``sent``; None when it has
+        not reported (or the turn is gone)."""
+        turn = self._find(key)
+        return turn.reported.position(sent, now) if turn is not None else None
+
     def _heard(self, turn: _Turn, sent: float | None) -> dict[str, Any]:
         """How far the listener got in ``turn``: the client's ``playout`` report (never past what was sent), else
         what the sink played (WebRTC: the frames the paced track sent) or sent (WebSocket). A turn that never began
         playing: nothing."""
         sent = sent if turn.audio_begun and sent is not None else 0.0
-        if turn.reported is not None:
-            seconds, source = min(turn.reported, sent), "playout"
+        if turn.reported.played is not None:
+            seconds, source = min(turn.reported.played, sent), "playout"
         else:
             seconds, source = sent, self.heard_from or ("track" if self.transport == "webrtc" else "sent")
         chars = heard_chars(turn.words, seconds)

@@ -77,11 +77,11 @@ class Session:
     async def handle_text(self, raw: str | bytes) -> None:
         """One client frame, carried out to its end even when the caller is cancelled (a client gone mid-frame): an
         engine utterance it starts is then always known to the session, and cancelled with it."""
-        await asyncio.shield(self._run(self.core.receive(raw, self._position())))
+        await asyncio.shield(self._run(self.core.receive(raw, self._position(), time.monotonic())))
 
     async def handle(self, msg: messages.Message) -> None:
         """One message another protocol's adapter parsed (gateway/elevenlabs/), carried out as ``handle_text``."""
-        await asyncio.shield(self._run(self.core.apply(msg, self._position())))
+        await asyncio.shield(self._run(self.core.apply(msg, self._position(), time.monotonic())))
 
     def _position(self) -> float | None:
         """The sink's position in the turn it is playing; None when none is."""
@@ -175,8 +175,15 @@ class Session:
 
     def _taken(self, turn: int) -> float | None:
         """What ``turn``'s client has taken: nothing while it waits behind another turn (so the engine generates
-        no more of it than its planner buffers), then what the sink knows."""
-        return self.sink.played_seconds() if self._audible == turn else 0.0
+        no more of it than its planner buffers), then where the client's ``playout`` reports put it (never past the
+        sink's position), else what the sink knows."""
+        if self._audible != turn:
+            return 0.0
+        position = self.sink.played_seconds()
+        if position is None:
+            return None
+        reported = self.core.played(turn, position, time.monotonic())
+        return position if reported is None else reported
 
     async def _stop_player(self) -> None:
         player, self._player = self._player, None
