@@ -7,6 +7,9 @@ import asyncio
 
 import pytest
 
+from cbf_tools.peers.ws_player import Playback
+from engine.protocol import ProtocolError
+from gateway.messages import Playout, parse_message
 from gateway.playout import EXTRAPOLATE_S, REPORTS_BURST, REPORTS_PER_S, PlayoutReports
 from tests.test_session import Client, FakeSink, frame, header, new_core
 
@@ -95,3 +98,24 @@ async def test_the_engine_is_told_the_reported_position_and_without_reports_what
         await asyncio.sleep(0.01)
     assert 0.5 <= second.playouts[-1] <= 0.5 + EXTRAPOLATE_S  # the report, played on for at most a second
     await client.session.close()
+
+
+def test_a_playout_report_may_name_its_utterance_as_a_string() -> None:
+    assert parse_message('{"type": "playout", "played": 1.5, "utterance": "u0"}') == Playout(1.5, "u0")
+    assert parse_message('{"type": "playout", "played": 2}') == Playout(2.0)
+    with pytest.raises(ProtocolError):
+        parse_message('{"type": "playout", "played": 1, "utterance": 7}')
+
+
+def test_the_test_listener_plays_at_its_rate_and_counts_its_buffer_running_dry() -> None:
+    player = Playback(rate=0.5)
+    player.receive(1.0, now=10.0)
+    player.advance(11.0)
+    assert player.position == 0.5 and player.underruns == 0
+    player.advance(13.5)  # dry at 12.0: one underrun, 1.5 s starved so far
+    assert (player.position, player.underruns, player.starved_s) == (1.0, 1, 1.5)
+    player.receive(1.0, now=14.0)  # still dry until now: 2 s starved, one underrun
+    assert (player.underruns, player.starved_s) == (1, 2.0)
+    player.end(now=14.0)
+    player.advance(20.0)  # the end played out: no underrun
+    assert (player.position, player.underruns, player.starved_s, player.remaining_s()) == (2.0, 1, 2.0, 0.0)
