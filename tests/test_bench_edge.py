@@ -7,11 +7,12 @@ from __future__ import annotations
 
 import json
 
+import numpy as np
 import pytest
 
-from cbf_tools.bench.edge import CHROME, MEASURES, measure, peer_server, render
+from cbf_tools.bench.edge import CHROME, MEASURES, measure, onsets, peer_server, render
 from cbf_tools.bench.gateway import WebRTCClient, WebSocketClient
-from cbf_tools.peers.edge import TONE_S
+from cbf_tools.peers.edge import TONE_S, tone
 from gateway.cli import build_parser
 
 
@@ -48,3 +49,26 @@ async def test_rounds_alternate_and_the_summary_has_medians_and_ratios(peer: str
 def test_bad_rounds_exit_2() -> None:
     args = build_parser().parse_args(["bench", "edge", "--rounds", "0"])
     assert args.run(args) == 2
+
+
+def test_the_onset_is_where_speech_first_crosses_each_detectors_level() -> None:
+    rate = 24000
+    quiet = np.full(rate // 100, 50, "<i2")  # 10 ms under both levels
+    loud = np.full(rate // 50, 400, "<i2")  # a 20 ms frame over both levels
+    silence = np.zeros(rate // 50 - quiet.size, "<i2")
+    pcm = np.concatenate([quiet, silence, np.full(rate // 50, 200, "<i2"), loud]).tobytes()
+    # frame 0: quiet and silence; frame 1: RMS 200 (under 300), its samples under 328; frame 2: 400 (over both)
+    assert onsets(pcm) == (0.04, 0.04)
+    ramp = np.concatenate([np.zeros(rate // 50, "<i2"), np.full(rate // 50, 330, "<i2"),
+                           np.full(rate // 50, 1000, "<i2")]).tobytes()
+    assert onsets(ramp) == (0.02, 0.02)
+    assert onsets(bytes(4800)) == (None, None)
+    assert onsets(tone(24000))[0] == 0.0  # the peer's tone starts at once
+
+
+async def test_first_audible_minus_onset_is_reported_per_transport(peer: str) -> None:
+    summary = await measure({"product": peer, "peer": peer}, 1, "Anything.")
+    assert summary["onset_ms"]["peer"] == {"frame": 0.0, "sample": 0.0}  # the tone: no onset to take away
+    assert summary["from_onset_median_ms"]["peer"]["opus"] == summary["median_ms"]["peer"]["opus"]
+    assert all(summary["from_onset_ratio"][m] > 0 for m in MEASURES)
+    assert "first audible minus onset" in render(summary)

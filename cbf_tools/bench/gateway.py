@@ -158,6 +158,7 @@ class WebSocketClient:
         self.api_key, self.voice = api_key, voice
         self.rate, self.report = rate, report  # a playing listener (ws_player) where either is set
         self.ws: ClientConnection | None = None
+        self.audio = b""  # the last utterance's audio (not kept by a playing listener)
 
     async def connect(self) -> None:
         self.ws = await connect(self.url, additional_headers=_headers(self.api_key), open_timeout=30)
@@ -180,11 +181,13 @@ class WebSocketClient:
                           reports=played.reports)
         arrivals: list[tuple[float, float]] = []
         received = 0
+        audio = bytearray()
         sent = time.perf_counter()
         await self.ws.send(json.dumps({"type": "speak", "text": text}))
         while True:
             frame = await asyncio.wait_for(self.ws.recv(), UTTERANCE_TIMEOUT_S)
             if isinstance(frame, bytes):
+                audio += frame
                 received += len(frame)
                 arrivals.append((time.perf_counter() - sent, received / PCM_BYTES_PER_SECOND))
                 continue
@@ -193,6 +196,7 @@ class WebSocketClient:
                 raise BenchError(f"{event['code']}: {event['message']}")
             if event["type"] == "done":
                 break
+        self.audio = bytes(audio)
         return await _heard(sent, arrivals, event.get("ttfa"))
 
     async def close(self) -> None:
