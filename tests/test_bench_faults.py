@@ -47,7 +47,7 @@ def test_a_short_run_leaves_every_figure_at_zero(capsys: pytest.CaptureFixture[s
         status = args.run(args)
     summary = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
     assert status == 0, summary
-    assert set(summary["surfaces"]) == {"websocket", "elevenlabs", "datachannel", "controller", "/v1/tts",
+    assert set(summary["surfaces"]) == {"websocket", "playout", "elevenlabs", "datachannel", "controller", "/v1/tts",
                                         "/v1/audio/speech", "/v1/webrtc/offer", "/v1/whep", "/v1/voices", "/v1/lexicons", "wyoming",
                                         "/v1/twilio", "/v1/telnyx", "/v1/asterisk", "/v1/jambonz/tts",
                                         "caller audio", "call controller"}

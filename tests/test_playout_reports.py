@@ -4,9 +4,13 @@ PlayoutReports (the bounds: what was sent, no going back, a flood), the session 
 from __future__ import annotations
 
 import asyncio
+import itertools
+import json
+import random
 
 import pytest
 
+from cbf_tools.bench.hostile_inputs import playout_lies
 from cbf_tools.peers.ws_player import Playback
 from engine.protocol import ProtocolError
 from gateway.messages import Playout, parse_message
@@ -119,3 +123,14 @@ def test_the_test_listener_plays_at_its_rate_and_counts_its_buffer_running_dry()
     player.end(now=14.0)
     player.advance(20.0)  # the end played out: no underrun
     assert (player.position, player.underruns, player.starved_s, player.remaining_s()) == (2.0, 1, 2.0, 0.0)
+
+
+def test_bench_faults_lying_reports_follow_a_speak_and_lie_every_way() -> None:
+    lies = [json.loads(m) for m in playout_lies(random.Random(3), 2000)]
+    assert len(lies) == 2000 and lies[0]["type"] == "speak"
+    played = [m.get("played") for m in lies if m["type"] == "playout"]
+    assert any(isinstance(p, float) and p >= 1e5 for p in played)  # ahead
+    assert any(p == -1 for p in played) and any(isinstance(p, str) for p in played)  # refused
+    runs = [len(list(g)) for k, g in itertools.groupby(json.dumps(m) for m in lies) if k.startswith('{"type": "playout"')]
+    assert max(runs) >= 30  # a flood of one report
+    assert any(m.get("utterance") is not None for m in lies)  # of another utterance, or not an id

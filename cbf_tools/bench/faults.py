@@ -1,5 +1,5 @@
 """``chatterbox-fast bench faults``: generated hostile inputs (cbf_tools/bench/hostile_inputs.py) on every surface a client
-reaches (WebSocket, ElevenLabs-compatible multi-stream-input, data-channel and controller messages; the phone stacks'
+reaches (WebSocket, and its ``playout`` reports lying while utterances play, ElevenLabs-compatible multi-stream-input, data-channel and controller messages; the phone stacks'
 sockets: Twilio, Telnyx and Asterisk media streams, jambonz's TTS socket; POST /v1/tts, /v1/audio/speech (its SSE
 streams too), /v1/webrtc/offer and /v1/whep with mangled SDP, /v1/voices and /v1/lexicons with mangled uploads, Wyoming events on
 its TCP port; and the caller's side of phone calls: the caller's audio mangled, before ``start`` and in floods, and a
@@ -29,8 +29,8 @@ from websockets.exceptions import ConnectionClosed
 
 from cbf_tools.bench.hostile_inputs import (CALLER_CONTROL_FIELDS, ELEVENLABS_FIELDS, JAMBONZ_FIELDS, MEDIA_STREAM_FIELDS,
                                      OPENAI_FIELDS, TTS_FIELDS, asterisk_frames, caller_media, http_bodies,
-                                     lexicon_uploads, offer_bodies, voice_uploads, websocket_messages, whep_offers,
-                                     wyoming_frames)
+                                     lexicon_uploads, offer_bodies, playout_lies, voice_uploads, websocket_messages,
+                                     whep_offers, wyoming_frames)
 from cbf_tools.peers.local_server import ServerFailed, free_port, local_server, quiet_client_logs
 from cbf_tools.peers.phone_callers import PlayingStack, connect_call
 from cbf_tools.peers.rtc_listener import Listener
@@ -453,6 +453,7 @@ async def measure(url: str, count: int, seed: int, api_key: str | None,
         bystander = await bystanding
         surfaces = {
             "websocket": await _websocket(url, websocket_messages(rng, count), headers),
+            "playout": await _websocket(url, playout_lies(rng, count), headers),
             "elevenlabs": await _websocket(url, websocket_messages(rng, count, ELEVENLABS_FIELDS), headers,
                                            path=ELEVENLABS_PATH, farewell=None),
             "datachannel": await _datachannel(url, websocket_messages(rng, count), headers),

@@ -188,6 +188,35 @@ def websocket_messages(rng: random.Random, count: int,
     return [_frame(rng, fields) for _ in range(count)]
 
 
+_PLAYOUT_LIES = (1e5, 999_999.0, 3600.0, 60.0)  # far ahead of anything sent
+_PLAYOUT_BAD = (-1, "1", True, None, 1e6, [1.0], {"s": 1})  # refused: not seconds, 0 or more, under a million
+
+
+def playout_lies(rng: random.Random, count: int) -> list[str]:
+    """A WebSocket client's ``playout`` reports that lie while its utterances play: ahead of what was sent, going
+    backwards, a flood of them, of another utterance, or not a position at all (refused); each run of them after a
+    ``speak`` so that something is playing."""
+    out: list[str] = []
+    while len(out) < count:
+        out.append(json.dumps({"type": "speak", "text": _text(rng) or "Hello there, how are you today?"}))
+        lie = rng.randrange(5)
+        if lie == 0:
+            reports: list[Any] = [rng.choice(_PLAYOUT_LIES) for _ in range(rng.randrange(1, 6))]
+        elif lie == 1:
+            reports = sorted((rng.uniform(0, 30) for _ in range(rng.randrange(2, 12))), reverse=True)
+        elif lie == 2:
+            reports = [rng.uniform(0, 2)] * rng.randrange(30, 80)
+        else:
+            reports = [rng.choice((*_PLAYOUT_BAD, 0.5)) for _ in range(rng.randrange(1, 8))]
+        utterance = _pick("nobody", "", 5, "\ud800")(rng) if lie == 4 else None
+        out += [json.dumps({"type": "playout", "played": played, **({} if utterance is None else
+                                                                   {"utterance": utterance})})
+                for played in reports]
+        if rng.random() < 0.2:
+            out.append('{"type": "cancel"}')
+    return out[:count]
+
+
 def http_bodies(rng: random.Random, count: int, fields: dict[str, Callable[[random.Random], Any]]) -> list[str]:
     return [_frame(rng, fields) for _ in range(count)]
 
