@@ -131,6 +131,7 @@ def test_bench_faults_lying_reports_follow_a_speak_and_lie_every_way() -> None:
     played = [m.get("played") for m in lies if m["type"] == "playout"]
     assert any(isinstance(p, float) and p >= 1e5 for p in played)  # ahead
     assert any(p == -1 for p in played) and any(isinstance(p, str) for p in played)  # refused
-    runs = [len(list(g)) for k, g in itertools.groupby(json.dumps(m) for m in lies) if k.startswith('{"type": "playout"')]
+    runs = [len(list(group)) for message, group in itertools.groupby(json.dumps(m) for m in lies)
+            if message.startswith('{"type": "playout"')]
     assert max(runs) >= 30  # a flood of one report
     assert any(m.get("utterance") is not None for m in lies)  # of another utterance, or not an id

@@ -44,7 +44,7 @@ from cbf_tools.bench.engine import percentile
 from cbf_tools.gate.deploy import count_underruns
 from cbf_tools.peers.local_server import ServerFailed, local_server, quiet_client_logs
 from cbf_tools.peers.rtc_listener import SPEECH_RMS, Listener
-from cbf_tools.peers.ws_player import play
+from cbf_tools.peers.ws_player import Refused, play
 
 TEXTS = (  # vowel-initial, so the first decoded frame of speech is not a quiet consonant
     "All right, your table for two is ready now.",
@@ -174,7 +174,7 @@ class WebSocketClient:
             try:
                 played = await play(self.ws, text, rate=self.rate or 1.0, report=self.report,
                                     bytes_per_second=PCM_BYTES_PER_SECOND, timeout=UTTERANCE_TIMEOUT_S)
-            except RuntimeError as exc:
+            except Refused as exc:
                 raise BenchError(str(exc)) from None
             return Result(ttfa_s=played.ttfa_s, server_ttfa_s=played.done.get("ttfa"), audio_s=played.audio_s,
                           server_underruns=None, client_underruns=played.underruns, starved_s=played.starved_s,

@@ -3,8 +3,9 @@ on end (an hour: ``--minutes 60 --callers 50``), the server's memory while they 
 
 ``--callers`` (or ``--sessions``) are shared among the transports (``MIX``, or as many as ``--webrtc``, ``--sse``,
 ... say; the rest use the WebSocket). Each WebSocket caller loops until the time is up, choosing at random (seeded)
-to speak a sentence and listen to the end, stream one token by token, barge in once audio starts, stop reading for a
-few seconds, or hang up mid-sentence and dial again; each WebRTC caller (Opus and PCMU in turn) speaks, barges in, or
+to speak a sentence and listen to the end, play it at 0.9x real time reporting its ``playout`` (its own buffer running
+dry counts as an underrun), stream one token by token, barge in once audio starts, stop reading for a few seconds, or
+hang up mid-sentence and dial again; each WebRTC caller (Opus and PCMU in turn) speaks, barges in, or
 hangs up and offers again; each HTTP caller streams ``POST /v1/tts`` (raw audio, or ndjson with its ``done``) and
 each OpenAI SSE caller ``/v1/audio/speech``, sometimes hung up at the first audio; each ElevenLabs caller (pipecat's
 multi-stream-input) speaks a context to its ``isFinal``, closes it once audio starts, or drops the socket; each
@@ -63,6 +64,7 @@ from cbf_tools.bench.faults import ELEVENLABS_PATH, JAMBONZ_PATH, SERVER_FAILURE
 from cbf_tools.peers.local_server import ServerFailed, Workers, free_port, local_server, quiet_client_logs
 from cbf_tools.peers.phone_callers import PlayingStack, connect_call
 from cbf_tools.peers.rtc_listener import Listener
+from cbf_tools.peers.ws_player import Refused, play
 from engine.protocol import ProtocolError
 from gateway.wyoming.wire import Event, EventReader, encode
 
@@ -73,6 +75,7 @@ MIX = {"webrtc": 0.2, "phone": 0.2, "sse": 0.1, "wyoming": 0.1, "http": 0.1, "el
 WEBRTC_CODECS = ("opus", "pcmu")  # the WebRTC callers', in turn
 TRANSPORTS = ("websocket", "webrtc-opus", "webrtc-pcmu", "http", "sse", "elevenlabs", "wyoming", *PHONE_STACKS)
 TURN_TIMEOUT_S = 60.0
+PLAYER_CHOICES, PLAYER_RATE = (0.45, 0.55), 0.9  # a WebSocket turn's draws that play at 0.9x, reporting playout
 REFUSED_PAUSE_S = 0.5  # a refused caller tries again after this
 SETTLE_S = 20.0  # after the run: how long the sessions may take to close, and the server to say ok
 MIN_MINUTES_FOR_GROWTH = 4.0  # shorter runs are mostly warm-up: growth over them says little
@@ -104,9 +107,11 @@ class Tally:
     barged_in: int = 0  # the caller's speech stopped the gateway's (phone calls)
     listened: int = 0  # phone calls whose controller listened to the caller
     slow_reads: int = 0
+    played_out: int = 0  # WebSocket turns played at 0.9x by a caller reporting its playout
     server_errors: int = 0
     timeouts: int = 0
-    underruns: int = 0  # the stream ran dry after first audio (``done.underruns``: WebRTC, phone calls)
+    underruns: int = 0  # the stream ran dry after first audio (``done.underruns``: WebRTC, phone calls; a WebSocket
+    # caller that plays and reports: its own buffer)
     engine_unavailable: int = 0  # turns failed for want of an engine worker: what failover brings to 0
     failovers: int = 0  # an utterance's moves to another worker, as ``done.failovers`` reports them
     dropped: int = 0  # calls the server ended before the caller did (a socket closed, a stream cut short)
@@ -214,6 +219,18 @@ async def _websocket_turn(ws: ClientConnection, rng: random.Random, tally: Tally
     text = rng.choice(TEXTS)
     choice = rng.random()
     turn = Turn(tally)
+    if PLAYER_CHOICES[0] <= choice < PLAYER_CHOICES[1]:  # a player at 0.9x real time that reports its playout
+        try:
+            played = await play(ws, text, rate=PLAYER_RATE, report=True, timeout=TURN_TIMEOUT_S)
+        except Refused as exc:
+            await tally.judge(exc.code, str(exc))
+            return True
+        if played.ttfa_s is not None:
+            tally.heard(played.ttfa_s)
+        tally.played_out += 1
+        tally.underruns += played.underruns
+        tally.ended(played.done)
+        return True
     if choice < 0.15:  # an LLM's tokens
         for word in text.split():
             await ws.send(json.dumps({"type": "text", "text": word + " "}))
@@ -813,7 +830,8 @@ def render(s: dict[str, Any]) -> str:
     lines = [f"bench soak: {s['sessions']} callers ({mixed}) for {s['minutes']} min on {s['processes']} gateway "
              f"process(es), {s['most_sessions_at_once']} sessions at once at most (sampled)",
              f"  turns: {s['done']} done, {s['cancelled']} cancelled, {s['barged_in']} stopped by the caller's "
-             f"speech, {s['hung_up']} hung up, {s['slow_reads']} slow reads; {s['listened']} phone calls listened to; "
+             f"speech, {s['hung_up']} hung up, {s['slow_reads']} slow reads, {s['played_out']} played at 0.9x "
+             f"reporting playout; {s['listened']} phone calls listened to; "
              f"underruns {s['underruns']}; first audio p50 {s['first_audio_p50_s']} s, p95 {s['first_audio_p95_s']} s",
              f"  server errors {s['server_errors']}, timeouts {s['timeouts']}, engine_unavailable "
              f"{s['engine_unavailable']}, failovers {s['failovers']}, dropped {s['dropped']}, reconnects "

@@ -19,6 +19,14 @@ from websockets.asyncio.client import ClientConnection
 REPORT_EVERY_S = 0.1  # how often a reporting listener sends ``playout``
 
 
+class Refused(RuntimeError):
+    """The server answered the utterance with an ``error`` event."""
+
+    def __init__(self, code: str, message: str) -> None:
+        super().__init__(f"{code}: {message}")
+        self.code = code
+
+
 class Playback:
     """One utterance's player, on any monotonic clock (seconds)."""
 
@@ -87,7 +95,7 @@ async def play(ws: ClientConnection, text: str, *, rate: float = 1.0, report: bo
                bytes_per_second: int = 48000, timeout: float = 60.0) -> Played:
     """Speak ``text`` on ``ws`` (an open /v1/stream past its ``ready``, raw 16-bit PCM at ``bytes_per_second``),
     play the audio at ``rate``, reporting where it is every REPORT_EVERY_S when ``report``, until it has all played.
-    Raises ``RuntimeError`` on an ``error`` event."""
+    Raises ``Refused`` on an ``error`` event."""
     player = Playback(rate)
     deadline = time.monotonic() + timeout
     sent = time.monotonic()
@@ -121,7 +129,7 @@ async def play(ws: ClientConnection, text: str, *, rate: float = 1.0, report: bo
         if event["type"] == "chunk":
             utterance = event["utterance"]
         elif event["type"] == "error":
-            raise RuntimeError(f"{event['code']}: {event['message']}")
+            raise Refused(event["code"], event["message"])
         elif event["type"] == "done":
             done = event
             player.end(time.monotonic())
