@@ -14,7 +14,7 @@ from cbf_tools.bench.hostile_inputs import playout_lies
 from cbf_tools.peers.ws_player import Playback
 from engine.protocol import ProtocolError
 from gateway.messages import Playout, parse_message
-from gateway.playout import EXTRAPOLATE_S, REPORTS_BURST, REPORTS_PER_S, PlayoutReports
+from gateway.sessions.playout_reports import EXTRAPOLATE_S, REPORTS_BURST, REPORTS_PER_S, PlayoutReports
 from tests.test_session import Client, FakeSink, frame, header, new_core
 
 

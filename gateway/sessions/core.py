@@ -16,7 +16,7 @@ from typing import Any
 from engine.protocol import SAMPLE_RATE, ChunkHeader, EngineReady, ProtocolError, Reading
 from gateway import messages
 from gateway.formats import WEBSOCKET_DEFAULT_FORMAT
-from gateway.playout import PlayoutReports
+from gateway.sessions.playout_reports import PlayoutReports
 from gateway.word_match import ClientWords, heard_chars, heard_text
 
 MAX_QUEUED_UTTERANCES = 8  # per session: utterances started but not yet fully sent
