@@ -359,7 +359,7 @@ def _cell(value: float | None, unit: str = " ms") -> str:
 def render(s: dict[str, Any]) -> str:
     """The short human-readable table printed above the JSON line."""
     how = {"webrtc": f"{s['codec']}, first decoded frame with speech energy, receiver jitter-buffer prefetch 0",
-           "ws": f"first binary frame; played at {s['playback_rate']:g}x, "
+           "ws": f"first binary frame; played at {s['playback_rate'] or 1:g}x, "
                  + ("reporting playout" if s["playout_reports"] is not None else "no playout reports"),
            "http": "first body byte of POST /v1/tts"}[s["transport"]]
     lines = [
