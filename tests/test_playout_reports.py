@@ -33,7 +33,7 @@ def test_lying_reports_are_held_to_what_is_possible() -> None:
     assert reports.report(50.0, sent=1.5, now=0.0)  # ahead of what was sent: what was sent
     assert reports.played == 1.5
     assert not reports.report(1.0, sent=3.0, now=0.1)  # going backwards: ignored
-    assert reports.played == 1.5 and reports.ignored == 1
+    assert reports.played == 1.5
     assert reports.report(1.5, sent=3.0, now=0.2)  # standing still is no lie (a player that paused)
     assert reports.report(2.5, sent=3.0, now=0.3) and reports.played == 2.5
 
@@ -41,7 +41,7 @@ def test_lying_reports_are_held_to_what_is_possible() -> None:
 def test_a_flood_of_reports_is_cut_to_a_burst_then_a_steady_rate() -> None:
     reports = PlayoutReports()
     taken = [reports.report(0.001 * k, sent=10.0, now=0.0) for k in range(1000)]
-    assert sum(taken) == REPORTS_BURST and reports.ignored == 1000 - REPORTS_BURST
+    assert sum(taken) == REPORTS_BURST
     assert reports.played == pytest.approx(0.001 * (REPORTS_BURST - 1))
     second = [reports.report(1.0 + 0.001 * k, sent=10.0, now=1.0) for k in range(1000)]
     assert sum(second) == REPORTS_BURST  # a second later: as many again (REPORTS_PER_S refills it in 0.5 s)

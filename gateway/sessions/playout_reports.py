@@ -16,13 +16,12 @@ class PlayoutReports:
     """A client's own reports of how far it has played one utterance (``playout``), held to what is possible.
 
     A report past what had been sent when it came counts as what had been sent; one going backwards, and one past
-    the flood allowance (REPORTS_BURST at once, then REPORTS_PER_S), is ignored (counted in ``ignored``). Times are
+    the flood allowance (REPORTS_BURST at once, then REPORTS_PER_S), is ignored. Times are
     seconds on any monotonic clock.
     """
 
     def __init__(self) -> None:
         self.played: float | None = None  # the last report taken; None: none yet
-        self.ignored = 0
         self._at = 0.0  # when it came
         self._allowance = float(REPORTS_BURST)
         self._refilled: float | None = None
@@ -30,7 +29,6 @@ class PlayoutReports:
     def report(self, played: float, sent: float, now: float) -> bool:
         """The client says it has played ``played`` seconds, with ``sent`` seconds sent to it; whether it was taken."""
         if not self._admit(now) or (self.played is not None and played < self.played):
-            self.ignored += 1
             return False
         self.played, self._at = max(min(played, sent), self.played or 0.0), now
         return True
