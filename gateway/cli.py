@@ -603,7 +603,8 @@ def build_parser() -> argparse.ArgumentParser:
     p = command(bench, "text", "what the text front end costs: a text read whole, each streamed token", cmd_bench_text)
     p.add_argument("--repeats", type=int, default=200, help="times each text is read, each way")
     p.add_argument("--json", action="store_true", help="print only the JSON object")
-    p = command(bench, "gateway", "client-side latency through a transport", cmd_bench_gateway, ENGINE_OPTIONS)
+    p = command(bench, "gateway", "client-side latency through a transport", cmd_bench_gateway, ENGINE_OPTIONS,
+                TRACE_OPTIONS)
     _bench_gateway_arguments(p)
     p = command(bench, "edge", "first audio of the product vs a bare aiortc + Starlette peer with an instant tone",
                 cmd_bench_edge, ENGINE_OPTIONS)
