@@ -78,16 +78,19 @@ def traces_url(endpoint: str) -> str:
 
 def start_tracing(endpoint: str, service: str, text: bool = False) -> Tracer:
     """This process's tracer: spans batched (a BatchSpanProcessor, its OTEL_BSP_* variables apply) and posted as
-    OTLP/HTTP protobuf to ``endpoint`` under ``service.name`` ``service`` (OTEL_RESOURCE_ATTRIBUTES adds to it)."""
+    OTLP/HTTP protobuf to ``endpoint`` under ``service.name`` ``service`` (OTEL_RESOURCE_ATTRIBUTES adds to it;
+    OTEL_EXPORTER_OTLP_HEADERS, a collector's credentials)."""
     from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
     from opentelemetry.sdk.resources import Resource
     from opentelemetry.sdk.trace import TracerProvider
     from opentelemetry.sdk.trace.export import BatchSpanProcessor
 
+    url = traces_url(endpoint)
     provider = TracerProvider(resource=Resource.create({"service.name": service}))
-    provider.add_span_processor(BatchSpanProcessor(OTLPSpanExporter(endpoint=traces_url(endpoint))))
-    log.info("traces to %s (service %s, %s)", traces_url(endpoint), service,
-             "text included" if text else "no text")
+    provider.add_span_processor(BatchSpanProcessor(OTLPSpanExporter(endpoint=url)))
+    parts = urlsplit(url)  # said without any user:password@ the URL carries
+    log.info("traces to %s://%s%s%s (service %s, %s)", parts.scheme, parts.hostname,
+             f":{parts.port}" if parts.port else "", parts.path, service, "text included" if text else "no text")
     return _OtelTracer(provider, text)
 
 

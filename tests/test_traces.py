@@ -184,3 +184,40 @@ def test_the_server_refuses_an_endpoint_that_is_not_a_url() -> None:
     done = run_cli("serve", "--port", "0", "--otlp-endpoint", "collector:4318", timeout=60)
     assert done.returncode == 2 and "--otlp-endpoint must be an http://" in done.stderr, done.stderr
     assert "Traceback" not in done.stderr
+
+
+def test_a_failover_is_an_event_and_the_worker_that_said_the_rest_joins_the_trace(
+        receiver: OtlpReceiver, tmp_path: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Two workers tracing (tests/test_failover.py's fleet); the one speaking is SIGKILLed at the first chunk: its
+    queued spans die with it, the gateway's root says ``failover``, and the other's ``engine.utterance`` is under it."""
+    from cbf_tools.bench.failover import TEXT, Fleet, speak
+
+    monkeypatch.setenv("OTEL_BSP_SCHEDULE_DELAY", "100")  # the workers' too
+    group = Fleet(tmp_path, ("--engine", "simulated", "--sim-rtf", "3", "--sim-fixed", "0.1",
+                             "--otlp-endpoint", receiver.url))
+    try:
+        for name in ("a", "b"):
+            group.start(name)
+        for name in ("a", "b"):
+            group.workers.wait_listening(group.listen(name))
+        with running_server("--engine-url", f"{group.listen('a')},{group.listen('b')}", "--failover-wait", "5",
+                            "--otlp-endpoint", receiver.url, env=FAST_EXPORT) as url:
+            killed: list[str] = []
+            spoken = speak("http", url, TEXT, lambda n: killed.append(group.kill_the_speaking_one(url)) if n == 1
+                           else None)
+            assert killed and spoken.done["failovers"] == 1
+
+            def moved(spans: list[ReceivedSpan]) -> bool:
+                roots = [s for s in spans if s.name == "utterance" and s.attributes.get("failovers") == 1]
+                return bool(roots) and any(s.name == "engine.utterance" and s.parent_id == roots[0].span_id
+                                           for s in spans)
+
+            spans = receiver.wait_for(moved)
+    finally:
+        group.workers.stop()
+    root = next(s for s in spans if s.name == "utterance" and s.attributes.get("failovers") == 1)
+    (failover,) = [attrs for name, attrs in root.events if name == "failover"]
+    survivor = "b" if killed[0] == "a" else "a"
+    assert failover["move"] == 1 and failover["worker"] == group.listen(survivor) and failover["from_char"] > 0
+    rest = [s for s in trace_of(spans, root) if s.name == "engine.utterance"]
+    assert len(rest) == 1 and rest[0].error is None and rest[0].attributes["engine"] == "simulated"
