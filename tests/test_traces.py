@@ -196,11 +196,7 @@ def test_a_failover_is_an_event_and_the_worker_that_said_the_rest_joins_the_trac
     group = Fleet(tmp_path, ("--engine", "simulated", "--sim-rtf", "3", "--sim-fixed", "0.1",
                              "--otlp-endpoint", receiver.url))
     try:
-        for name in ("a", "b"):
-            group.start(name)
-        for name in ("a", "b"):
-            group.workers.wait_listening(group.listen(name))
-        with running_server("--engine-url", f"{group.listen('a')},{group.listen('b')}", "--failover-wait", "5",
+        with running_server("--engine-url", group.start_both(), "--failover-wait", "5",
                             "--otlp-endpoint", receiver.url, env=FAST_EXPORT) as url:
             killed: list[str] = []
             spoken = speak("http", url, TEXT, lambda n: killed.append(group.kill_the_speaking_one(url)) if n == 1
