@@ -20,7 +20,7 @@ TRACES_PATH = "/v1/traces"  # OTLP/HTTP's path under a collector's base URL
 
 class Span:
     """A span of a trace, or, this class itself, nothing (tracing off). A context manager too: ended on exit, an
-    exception's type as its error."""
+    exception's type as its error. Once ended, nothing more is added to it."""
 
     traceparent: str | None = None  # this span as a W3C traceparent (what a child in another process continues)
 
@@ -136,13 +136,15 @@ class _OtelSpan(Span):
                                                           attributes=_attributes(attributes), start_time=start_ns))
 
     def event(self, name: str, **attributes: Attribute) -> None:
-        self._span.add_event(name, _attributes(attributes))
+        if not self._ended:  # (an ended span would log a warning)
+            self._span.add_event(name, _attributes(attributes))
 
     def set(self, **attributes: Attribute) -> None:
-        self._span.set_attributes(_attributes(attributes))
+        if not self._ended:
+            self._span.set_attributes(_attributes(attributes))
 
     def text(self, name: str, text: str) -> None:
-        if self._tracer.with_text:
+        if self._tracer.with_text and not self._ended:
             self._span.add_event(name, {"text": text})
 
     def end(self, error: str | None = None) -> None:

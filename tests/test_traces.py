@@ -19,10 +19,11 @@ from engine.protocol import ProtocolError, Start
 from engine.traces import NO_SPAN, NO_TRACES, traces_url
 from gateway.traces import ConnectionScope, tenant
 from tests.cli_run import run_cli
+from tests.test_caller_audio import caller_wav, say  # noqa: F401 (a fixture: the caller's voice)
+from tests.test_telephony import KEY, LONG_TEXT, controller, simulated
 from tests.otlp_receiver import OtlpReceiver, ReceivedSpan
-from tests.server import running_server
+from tests.server import next_event, running_server
 
-KEY = "sk-trace-test-6b1f0c9d2e"
 WORDS = "Quetzalcoatl visited Ouagadougou"  # found nowhere but in what the client sends
 FAST_EXPORT = {"OTEL_BSP_SCHEDULE_DELAY": "100"}  # ms between batches (the SDK's own variable)
 WORKER_STAGES = {"voice", "chunk", "plan", "generate", "joins", "watermark"}
@@ -133,6 +134,35 @@ def test_with_trace_text_the_text_is_in_the_gateway_s_and_the_worker_s_spans() -
     assert ("text", {"text": f"{WORDS} at dawn."}) in root.events
     chunk_texts = [attrs["text"] for s in trace if s.name == "chunk" for name, attrs in s.events if name == "text"]
     assert "Quetzalcoatl" in " ".join(chunk_texts)
+
+
+async def test_a_callers_barge_in_is_an_event_of_the_utterance_it_cut(server: str, receiver: OtlpReceiver,
+                                                                       caller_wav: Any) -> None:
+    """A phone caller (tests/test_caller_audio.py's) talks over the gateway: barge_in, then cancelled, on the
+    utterance's root span; the worker's span says cancelled too; the call's key (a stream parameter) is nowhere."""
+    from streamdouble.scenario import Expect, Wait, WaitFor
+
+    call, call_sid = simulated(server, [WaitFor("audio", 30), Wait(1.5), say(caller_wav), Expect("clear"), Wait(0.5)])
+    running = asyncio.create_task(call.run())
+    agent = await controller(server, call_sid)
+    await agent.send(json.dumps({"type": "speak", "text": LONG_TEXT}))
+    await next_event(agent, "interrupted", timeout=30)
+    await running
+    await agent.close()
+
+    def cut(spans: list[ReceivedSpan]) -> bool:
+        roots = [s for s in spans if s.name == "utterance" and s.attributes.get("session.id") == call_sid]
+        return bool(roots) and any(s.name == "engine.utterance" for s in trace_of(spans, roots[0]))
+
+    spans = receiver.wait_for(cut)
+    root = next(s for s in spans if s.name == "utterance" and s.attributes.get("session.id") == call_sid)
+    assert root.attributes["transport"] == "twilio"
+    names = [name for name, _ in root.events]
+    assert names.index("first_audio") < names.index("barge_in") < names.index("cancelled"), names
+    assert dict(root.events)["barge_in"] == {"act": "interrupt"}
+    (engine,) = [s for s in trace_of(spans, root) if s.name == "engine.utterance"]
+    assert engine.parent_id == root.span_id and "cancelled" in [name for name, _ in engine.events]
+    assert all(KEY.encode() not in body for body in receiver.bodies)
 
 
 # -- the pure parts --------------------------------------------------------------------------------------------------

@@ -229,9 +229,12 @@ class FailoverUtterance:
         except EngineRequestError as exc:
             self.span.end(error=exc.code)
             raise
+        except (asyncio.CancelledError, GeneratorExit):
+            self.span.event("cancelled")  # its consumer stopped taking it: a cancel, a barge-in, a client gone
+            raise
         finally:
             self._ended = True
-            self.span.end()  # a consumer that stopped taking them
+            self.span.end()
 
     async def _move(self) -> bool:
         """Start the rest on the next worker within the wait; False when none took it."""
