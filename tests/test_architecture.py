@@ -64,7 +64,7 @@ def test_the_engine_worker_command_loads_no_gateway_transport_and_no_tool(tmp_pa
     lines = log.read_text().splitlines()
     loaded = {line.rsplit("|", 1)[1].strip() for line in lines if line.startswith("import time:")}
     assert {"engine.worker", "engine.engines.espeak", "gateway", "websockets"} <= loaded
-    forbidden = {"aiortc", "httpx", "starlette", "uvicorn", "cbf_tools"}
+    forbidden = {"aiortc", "httpx", "starlette", "uvicorn", "cbf_tools", "opentelemetry"}  # (no --otlp-endpoint)
     assert not {name for name in loaded if name.split(".")[0] in forbidden}
 
 
