@@ -43,7 +43,8 @@ COPY requirements/ requirements/
 RUN pip install -c requirements/lock.txt --upgrade pip \
  && pip install --no-deps -c requirements/lock.txt -r requirements/engine-nodeps.txt \
  && python -c "import tomllib; p = tomllib.load(open('pyproject.toml', 'rb'))['project']; \
-print('\n'.join(p['dependencies'] + p['optional-dependencies']['engine']))" > /tmp/deps.txt \
+print('\n'.join(p['dependencies'] + p['optional-dependencies']['engine'] + p['optional-dependencies']['traces']))" \
+> /tmp/deps.txt \
  && pip install -c requirements/lock.txt -r /tmp/deps.txt \
  && rm /tmp/deps.txt
 

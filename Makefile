@@ -39,7 +39,7 @@ $(VENV)/.ready: pyproject.toml requirements/engine-nodeps.txt requirements/test-
 	$(PIP) install --upgrade "pip>=25"
 	$(PIP) install --no-deps -c requirements/lock.txt -r requirements/engine-nodeps.txt -r requirements/test-nodeps.txt \
 		-r requirements/gate-nodeps.txt
-	$(PIP) install -c requirements/lock.txt -e '.[engine,test,gate,docs]'
+	$(PIP) install -c requirements/lock.txt -e '.[engine,traces,test,gate,docs]'
 	touch $@
 
 # Debian's Chromium for the browser tests (never a browser download).

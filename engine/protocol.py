@@ -45,6 +45,7 @@ MIN_SPEED, MAX_SPEED = 0.25, 4.0  # an utterance's speaking speed (OpenAI's rang
 MAX_LEXICON_BYTES = 256 * 1024  # one lexicon file (the gateway refuses a bigger upload before sending it)
 MAX_LEXICONS = 3  # lexicons one utterance names (ElevenLabs' limit on pronunciation_dictionary_locators)
 LEXICON_NAME = re.compile(r"[a-z0-9_-]{1,64}")
+TRACEPARENT = re.compile(r"00-[0-9a-f]{32}-[0-9a-f]{16}-[0-9a-f]{2}")  # W3C trace context, version 00
 
 
 def voice_key(name: str) -> str:
@@ -94,12 +95,15 @@ class Start:
     speed: float | None = None  # MIN_SPEED..MAX_SPEED: how fast it is spoken (None: 1)
     lexicons: list[str] | None = None  # the worker's lexicons to read it with, in order, before its voice's and
     # the server's ``default``
+    traceparent: str | None = None  # W3C trace context of the gateway's span (engine/traces.py): the worker's
+    # spans of this utterance continue its trace; absent when the gateway does not trace
 
     def __post_init__(self) -> None:
         check_latency(self.latency)
         check_normalize(self.normalize)
         check_speed(self.speed)
         check_lexicons(self.lexicons)
+        check_traceparent(self.traceparent)
 
 
 @dataclass(frozen=True)
@@ -446,6 +450,14 @@ def check_lexicons(value: Any) -> list[str] | None:
         raise ProtocolError(f"lexicons must be a list of at most {MAX_LEXICONS} lexicon names (1-64 of a-z 0-9 - _), "
                             f"not {value!r}"[:300], "bad_lexicons")
     return value
+
+
+def check_traceparent(value: Any) -> str | None:
+    """A W3C traceparent as sent (None: none), or ``ProtocolError`` (``bad_traceparent``)."""
+    if value is None or (isinstance(value, str) and TRACEPARENT.fullmatch(value)):
+        return value
+    raise ProtocolError(f"traceparent must be a W3C traceparent (00-<32 hex>-<16 hex>-<2 hex>), not {value!r}"[:200],
+                        "bad_traceparent")
 
 
 # What a JSON value must be for each field annotation used above ("| None" aside).

@@ -39,6 +39,7 @@ from engine.protocol import (LEXICON_NAME, MAX_SPEED, MIN_SPEED, AddLexicon, Add
                              Text)
 from engine.scheduler import DeviceQueue, Gathered
 from engine.settings import DEFAULT_VOCODE_WINDOW_S, EngineSettings
+from engine.traces import NO_SPAN, NO_TRACES, Span
 from engine.text import WORD_JOINER, BoundaryKind
 from engine.voices import VoiceStore, voice_key
 from engine.watermark import Watermarker
@@ -58,6 +59,7 @@ BACKEND_PROBE_S = 5.0  # an engine's server quiet this long is asked whether it 
 BACKEND_RETRY_S = 1.0  # ...and this often while it is down
 BACKEND_POLL_S = 0.25  # how often its state (as its requests leave it) is looked at
 PROMPT_CACHE_POLL_S = 1.0  # how often the prompt cache's figures are looked at (and at most re-announced)
+ENGINE_SERVICE = "chatterbox-fast-engine"  # its traces' service.name (--otlp-endpoint)
 
 Send = Callable[[str | bytes], Awaitable[None]]
 WordStarts = list[tuple[int, float]] | None  # (character index, seconds) of each word, where the engine knows them
@@ -90,12 +92,14 @@ class Synthesizer:
         return self.engine.synthesize_timed(text, voice, cancel)
 
     def finish(self, wav: np.ndarray, joiner: Joiner, previous: BoundaryKind | None, speed: float = 1.0,
-               pause_s: float | None = None) -> np.ndarray:
+               pause_s: float | None = None, span: Span = NO_SPAN) -> np.ndarray:
         """Stretched to ``speed``, joined (after ``pause_s`` if the text asked for one), then watermarked: PerTh
-        goes on what the listener hears."""
-        wav = stretch(wav, speed, self.engine.sample_rate)
-        wav = joiner.process(wav, self.engine.sample_rate, previous, pause_s)
-        return self.watermarker.apply(wav, self.engine.sample_rate)
+        goes on what the listener hears. ``span``: the chunk's, each stage a span under it."""
+        with span.child("joins", speed=speed):
+            wav = stretch(wav, speed, self.engine.sample_rate)
+            wav = joiner.process(wav, self.engine.sample_rate, previous, pause_s)
+        with span.child("watermark"):
+            return self.watermarker.apply(wav, self.engine.sample_rate)
 
     def chunk(self, text: str, voice: Any, joiner: Joiner, previous: BoundaryKind | None,
               cancel: threading.Event) -> np.ndarray:
@@ -129,9 +133,9 @@ class Synthesizer:
         return await asyncio.wrap_future(self.device.submit(time.monotonic() + buffered, fn, *args))
 
     async def after(self, wav: np.ndarray, joiner: Joiner, previous: BoundaryKind | None, speed: float = 1.0,
-                    pause_s: float | None = None) -> np.ndarray:
+                    pause_s: float | None = None, span: Span = NO_SPAN) -> np.ndarray:
         return await asyncio.get_running_loop().run_in_executor(self.post, self.finish, wav, joiner, previous, speed,
-                                                                pause_s)
+                                                                pause_s, span)
 
 
 class Utterance:
@@ -139,7 +143,8 @@ class Utterance:
 
     def __init__(self, uid: str, voice: str, worker: "Worker", send: Send,
                  latency: str | float | None = None, normalize: str | None = None,
-                 speed: float | None = None, lexicon: Lexicon | None = None) -> None:
+                 speed: float | None = None, lexicon: Lexicon | None = None, traceparent: str | None = None) -> None:
+        """``traceparent``: the gateway's span, which this utterance's spans continue (with --otlp-endpoint)."""
         self.id = uid
         self.key = (send, uid)  # ids are the gateway's choice, unique only on its own connection
         self.voice = voice
@@ -162,6 +167,10 @@ class Utterance:
         self._releaser: asyncio.Task[None] | None = None
         self._sending = asyncio.Lock()  # chunks leave in order: the releaser's held ones before any later one
         self.first_sent: float | None = None  # when the first chunk was sent (monotonic)
+        info = worker.synth.engine.info
+        self.span = worker.traces.span("engine.utterance", traceparent, voice=voice, engine=info.name,
+                                       device=info.device, latency=str(self.latency), first_audio_target_s=budget,
+                                       **{"utterance.id": uid})
 
     def append(self, text: str) -> None:
         self.chars += len(text)
@@ -216,37 +225,21 @@ class Utterance:
         synth = self.worker.synth
         started = time.monotonic()
         try:
-            voice = await synth.run(self.worker.voices.conditionals, self.voice)
+            with self.span.child("voice"):
+                voice = await synth.run(self.worker.voices.conditionals, self.voice)
             joiner = Joiner()
             previous: PlannedChunk | None = None
             seq, offset, gen_total = 0, 0.0, 0.0
             while True:
-                shared = len(self.worker.utterances) > 1  # others wait for the device too: keep chunks short
-                cap = self.worker.settings.shared_chunk_s if shared else None
-                planned = self.planner.next_chunk(time.monotonic(), cap)
+                waiting = time.time_ns()
+                planned = await self._next_chunk()
                 if planned is None:
-                    if self.planner.finished:
-                        break
-                    await self._sleep_until_needed()
-                    continue
-                t0 = time.monotonic()
-                raw, starts = await synth.generate(planned.text, voice, self.cancel_event, self.planner.buffered(t0))
-                speed, pause = self._chunk_reading(planned, previous)
-                wav = await synth.after(raw, joiner, previous.boundary if previous else None, speed, pause)
-                if starts and speed != 1.0:
-                    starts = [(index, stretched_time(at, speed)) for index, at in starts]
-                now = time.monotonic()
-                gen_time = now - t0
-                duration = len(wav) / synth.engine.sample_rate
-                self.planner.on_generated(planned, gen_time=gen_time, audio_seconds=duration, now=now)
-                words, timing = chunk_words(planned.text, joiner.placement, starts, duration)
-                spans = self._word_spans(planned, len(words))
-                header = ChunkHeader(self.id, seq, planned.text, round(offset, 4), round(duration, 4),
-                                     round(gen_time, 4),
-                                     words=[{**w.later(offset).as_json(), "span": span}
-                                            for w, span in zip(words, spans)],
-                                     timing=timing, span=list(self.reader.source(planned.start, planned.end)))
-                await self._deliver(protocol.encode(Chunk(header, to_int16(wav))))
+                    break
+                with self.span.child("chunk", waiting, seq=seq, chars=len(planned.text),
+                                     boundary=planned.boundary.name.lower()) as chunk:
+                    chunk.text("text", planned.text)
+                    chunk.child("plan", waiting, buffered_s=round(self.planner.buffered(time.monotonic()), 3)).end()
+                    duration, gen_time = await self._say(planned, previous, voice, joiner, seq, offset, chunk)
                 seq, offset, gen_total, previous = seq + 1, offset + duration, gen_total + gen_time, planned
             if seq == 0:
                 raise EngineError("the utterance ended without any text to speak", "empty_text")
@@ -259,17 +252,59 @@ class Utterance:
                                                      latency=self.latency,
                                                      first_audio_s=self.planner.config.first_audio_target_s,
                                                      start_delay=None if delay is None else round(delay, 4))))
+            self.span.set(chunks=seq, audio_s=round(offset, 4), gen_s=round(gen_total, 4),
+                          first_chunk_s=None if first is None else round(first, 4),
+                          start_delay_s=None if delay is None else round(delay, 4))
         except (Cancelled, asyncio.CancelledError):
-            pass
+            self.span.event("cancelled")
         except EngineError as exc:
+            self.span.end(error=exc.code)
             await self._error(exc.code, str(exc))
         except Exception as exc:  # a failure in one utterance never takes the worker down
             log.exception("utterance %s failed", self.id)
+            self.span.end(error="engine_error")
             device_errors.check(exc)  # unless the device is gone for good (the watermark's CUDA calls, say)
             await self._error("engine_error", f"{type(exc).__name__}: {exc}")
         finally:
+            self.span.end()
             if self._releaser is not None:
                 self._releaser.cancel()
+
+    async def _say(self, planned: PlannedChunk, previous: PlannedChunk | None, voice: Any, joiner: Joiner, seq: int,
+                   offset: float, span: Span) -> tuple[float, float]:
+        """Generate, join, watermark and send chunk ``seq`` (``offset`` seconds into the utterance); returns its
+        seconds of audio and of generation."""
+        synth = self.worker.synth
+        t0 = time.monotonic()
+        with span.child("generate"):
+            raw, starts = await synth.generate(planned.text, voice, self.cancel_event, self.planner.buffered(t0))
+        speed, pause = self._chunk_reading(planned, previous)
+        wav = await synth.after(raw, joiner, previous.boundary if previous else None, speed, pause, span)
+        if starts and speed != 1.0:
+            starts = [(index, stretched_time(at, speed)) for index, at in starts]
+        now = time.monotonic()
+        gen_time = now - t0
+        duration = len(wav) / synth.engine.sample_rate
+        self.planner.on_generated(planned, gen_time=gen_time, audio_seconds=duration, now=now)
+        words, timing = chunk_words(planned.text, joiner.placement, starts, duration)
+        spans = self._word_spans(planned, len(words))
+        header = ChunkHeader(self.id, seq, planned.text, round(offset, 4), round(duration, 4), round(gen_time, 4),
+                             words=[{**w.later(offset).as_json(), "span": where} for w, where in zip(words, spans)],
+                             timing=timing, span=list(self.reader.source(planned.start, planned.end)))
+        await self._deliver(protocol.encode(Chunk(header, to_int16(wav))))
+        span.set(audio_s=round(duration, 4), gen_s=round(gen_time, 4))
+        return duration, gen_time
+
+    async def _next_chunk(self) -> PlannedChunk | None:
+        """The next chunk to generate, once the text and the listener's buffer call for one; None once every chunk
+        is planned."""
+        while True:
+            shared = len(self.worker.utterances) > 1  # others wait for the device too: keep chunks short
+            cap = self.worker.settings.shared_chunk_s if shared else None
+            planned = self.planner.next_chunk(time.monotonic(), cap)
+            if planned is not None or self.planner.finished:
+                return planned
+            await self._sleep_until_needed()
 
     def _word_spans(self, planned: PlannedChunk, count: int) -> list[list[int]]:
         """The caller's characters each of the chunk's ``count`` timed words speaks for. The planner's text of a chunk
@@ -315,6 +350,7 @@ class Utterance:
     async def _send_chunk(self, frame: str | bytes) -> None:
         if self.first_sent is None:
             self.first_sent = time.monotonic()
+            self.span.event("first_send", held_s=self.planner.start_delay)
         await self.send(frame)
 
     async def _sleep_until_needed(self) -> None:
@@ -351,6 +387,7 @@ class Worker:
             hold_slow_start=isinstance(synth.engine, RemoteEngine),
         )
         self.utterances: dict[tuple[Send, str], Utterance] = {}  # by (connection, id)
+        self.traces = NO_TRACES  # --otlp-endpoint: a trace of each utterance, continuing its gateway's
         self._costs: dict[str, CostModel] = {}
         info = synth.engine.info
         self.ready = EngineReady(info.name, info.device, info.dtype, info.weights, watermark=True, notes=info.notes,
@@ -435,7 +472,7 @@ class Worker:
                 await send(protocol.encode(Error(id=request.id, code=exc.code, message=str(exc))))
                 return
             utt = Utterance(request.id, request.voice, self, send, request.latency, request.normalize, request.speed,
-                            lexicon)
+                            lexicon, request.traceparent)
             self.utterances[utt.key] = utt
             utt.task = asyncio.create_task(utt.run())
             utt.task.add_done_callback(lambda _: self._forget(utt))
@@ -471,6 +508,7 @@ class Worker:
     def _forget(self, utt: Utterance) -> None:
         """``utt``'s task ended, however: also when it was cancelled before it ever ran (a Cancel, or the connection
         closing, right behind its Start), when nothing inside ``run`` executes."""
+        utt.span.end()  # (one cancelled before it ever ran)
         if self.utterances.get(utt.key) is utt:
             del self.utterances[utt.key]
 

@@ -18,6 +18,7 @@ from starlette.staticfiles import StaticFiles
 from starlette.websockets import WebSocket
 from starlette.types import ASGIApp, Receive, Scope, Send
 
+from engine.traces import NO_TRACES, start_tracing
 from gateway.guard.auth import OPEN_PATHS, authorized
 from gateway.elevenlabs import endpoint as elevenlabs
 from gateway.engine_link.failover import FailoverPolicy
@@ -29,6 +30,7 @@ from gateway.http import admin, health, lexicons, speech, voices
 from gateway.http.errors import ApiError, api_error_response, error_response
 from gateway.listen import silero
 from gateway.metrics import Metrics
+from gateway.traces import ConnectionScope
 from gateway.guard.operator_safety import exposure_warning, wyoming_exposure_warning
 from gateway.sessions.session import Session
 from gateway.sessions.registry import SessionRegistry
@@ -45,6 +47,7 @@ from gateway.wyoming import server as wyoming
 
 log = logging.getLogger("chatterbox_fast.gateway")
 WEB_DIR = Path(__file__).resolve().parent.parent / "web"
+GATEWAY_SERVICE = "chatterbox-fast-gateway"  # its traces' service.name (the worker's: engine/worker.py)
 
 
 class ApiKeyMiddleware:
@@ -97,8 +100,11 @@ def create_app(settings: GatewaySettings, on_engine_refusal: Callable[[str], Non
               else EnginePool([process.url], process.secret, **failover))
     siblings = SiblingHealth(settings.shared_dir) if settings.shared_dir else None
     drain = Drain(settings.drain_grace_s)
+    traces = (start_tracing(settings.otlp_endpoint, GATEWAY_SERVICE, settings.trace_text) if settings.otlp_endpoint
+              else NO_TRACES)
     state = GatewayState(settings, engine, metrics, SessionRegistry(settings.max_sessions, metrics, drain), process,
-                         siblings, unauthenticated=WaitingRoom(settings.max_unauthenticated), drain=Draining(drain))
+                         siblings, unauthenticated=WaitingRoom(settings.max_unauthenticated), drain=Draining(drain),
+                         traces=traces)
 
     async def close_calls(reason: str) -> None:
         """The WebRTC peers and phone calls (they cannot move to another process): told why, then closed."""
@@ -147,6 +153,7 @@ def create_app(settings: GatewaySettings, on_engine_refusal: Callable[[str], Non
         await engine.close()
         if process is not None:
             await process.stop()
+        await asyncio.to_thread(traces.shutdown)  # the spans still queued
 
     routes = [
         Route("/health", health.health),
@@ -183,6 +190,7 @@ def create_app(settings: GatewaySettings, on_engine_refusal: Callable[[str], Non
         Middleware(CORSMiddleware, allow_origins=["*"], allow_methods=["GET", "POST", "PUT", "DELETE", "PATCH", "OPTIONS"],
                    allow_headers=["authorization", "content-type"], expose_headers=["location"]),
         Middleware(ApiKeyMiddleware, keys=settings.api_keys),
+        *([Middleware(ConnectionScope)] if traces.on else []),
     ]
     app = Starlette(routes=routes, middleware=middleware, lifespan=lifespan,
                     exception_handlers={ApiError: api_error_response})

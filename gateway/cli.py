@@ -192,6 +192,14 @@ GATEWAY_OPTIONS = (
            "--max-text-chars 5000 is about 5.5 min of speech)", float, 360.0),
 )
 
+TRACE_OPTIONS = (
+    Option("--otlp-endpoint", "CBF_OTLP_ENDPOINT", "export a trace of every utterance, gateway and worker, over "
+           "OTLP/HTTP to this collector (http://HOST:4318, or a full URL ending in /v1/traces); the embedded worker "
+           "gets it too; off when not set"),
+    Option("--trace-text", "CBF_TRACE_TEXT", "put the callers' text in the traces (each text piece, each chunk's "
+           "text); never audio", _bool, False),
+)
+
 ENGINE_SECRET = (Option("--engine-secret", "CBF_ENGINE_SECRET", "shared secret of a gateway and its engine workers: a "
                         "worker refuses connections without it, a gateway presents it to --engine-url workers (the "
                         "embedded worker gets a generated one)", secret=True),)
@@ -254,7 +262,7 @@ def engine_argv(args: argparse.Namespace) -> list[str]:
     """The engine flags of ``args`` as a command line for a worker process. A secret one goes into this process's
     environment instead, which the worker inherits: never onto a command line."""
     argv: list[str] = []
-    for option in ENGINE_OPTIONS:
+    for option in (*ENGINE_OPTIONS, *(TRACE_OPTIONS if hasattr(args, "otlp_endpoint") else ())):
         value = getattr(args, option.dest)
         if value is None or value == ():
             continue
@@ -312,6 +320,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
     from gateway.webrtc.signalling import ice_servers
     from gateway.webrtc.udp_ports import parse_port_range, split_range
     from gateway.wyoming.server import listen_host
+    from engine.traces import traces_url
 
     if args.processes < 1:
         print("chatterbox-fast serve: --processes must be at least 1", file=sys.stderr)
@@ -322,6 +331,8 @@ def cmd_serve(args: argparse.Namespace) -> int:
         return 2
     try:
         ice_servers(args.ice_server)
+        if args.otlp_endpoint:
+            traces_url(args.otlp_endpoint)
         for url in args.engine_url:
             if url.startswith(PREFIX):
                 parse_dns_url(url)
@@ -346,7 +357,8 @@ def cmd_serve(args: argparse.Namespace) -> int:
             wyoming_sock.close()
         from gateway.host.processes import serve_processes
 
-        env = {**os.environ, **options_env(args, (*GATEWAY_OPTIONS, *ENGINE_SECRET, *ENGINE_OPTIONS, LOG_OPTION))}
+        env = {**os.environ, **options_env(args, (*GATEWAY_OPTIONS, *ENGINE_SECRET, *ENGINE_OPTIONS, *TRACE_OPTIONS,
+                                                  LOG_OPTION))}
         code, refusal = serve_processes(args.processes, env, engine_argv(args) + ["--log-level", args.log_level],
                                         split_range(*rtc_ports, args.processes) if rtc_ports else None,
                                         args.drain_grace)
@@ -363,6 +375,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
         wyoming_zeroconf=args.wyoming_zeroconf,
         shared_dir=os.environ.get("PROMETHEUS_MULTIPROC_DIR") or None, drain_grace_s=args.drain_grace,
         supervisor_pid=int(os.environ["CBF_SUPERVISOR_PID"]) if os.environ.get("CBF_SUPERVISOR_PID") else None,
+        otlp_endpoint=args.otlp_endpoint, trace_text=args.trace_text,
     )
     refusals: list[str] = []
 
@@ -384,7 +397,8 @@ def cmd_serve(args: argparse.Namespace) -> int:
 def cmd_engine(args: argparse.Namespace) -> int:
     os.environ.setdefault("TQDM_DISABLE", "1")  # upstream S3Gen draws a progress bar on every chunk
     from engine.startup_checks import Misconfigured, start_worker
-    from engine.worker import serve_worker
+    from engine.traces import start_tracing, traces_url
+    from engine.worker import ENGINE_SERVICE, serve_worker
     from gateway.host.bind import CannotListen, bind_tcp
 
     from engine.watchdog import exit_on_sticky_errors, exit_with_parent, watch_device
@@ -394,11 +408,15 @@ def cmd_engine(args: argparse.Namespace) -> int:
         exit_with_parent(args.parent_pid)
     host, _, port = args.listen.rpartition(":")
     try:
+        if args.otlp_endpoint:
+            traces_url(args.otlp_endpoint)
         sock = None if args.listen.startswith("unix:") else bind_tcp(host or "127.0.0.1", int(port),
                                                                       "--listen (CBF_LISTEN)")
         worker = start_worker(engine_settings(args))
-    except (CannotListen, Misconfigured) as exc:
+    except (CannotListen, Misconfigured, ValueError) as exc:
         return _refuse(args, str(exc), exc)
+    if args.otlp_endpoint:
+        worker.traces = start_tracing(args.otlp_endpoint, ENGINE_SERVICE, args.trace_text)
     watch_device(worker.synth.watched(), args.device_stall_seconds, STALLED_EXIT_CODE, args.refusal_report)
     exit_on_sticky_errors(STALLED_EXIT_CODE, args.refusal_report)
 
@@ -408,6 +426,7 @@ def cmd_engine(args: argparse.Namespace) -> int:
         await serve_worker(worker, args.listen, stop=stop, sock=sock, secret=args.engine_secret)
 
     asyncio.run(serve_until_terminated())
+    worker.traces.shutdown()  # the spans still queued
     # Nothing is left to save: skip the interpreter's teardown of torch and the model (seconds on a busy host, inside
     # the gateway's and `docker stop`'s grace periods).
     logging.shutdown()
@@ -555,8 +574,9 @@ def build_parser() -> argparse.ArgumentParser:
         return p
 
     command(sub, "serve", "run the gateway (and its embedded engine worker)", cmd_serve, GATEWAY_OPTIONS,
-            ENGINE_SECRET, ENGINE_OPTIONS)
-    p = command(sub, "engine", "run an engine worker on its own", cmd_engine, ENGINE_OPTIONS, ENGINE_SECRET)
+            ENGINE_SECRET, TRACE_OPTIONS, ENGINE_OPTIONS)
+    p = command(sub, "engine", "run an engine worker on its own", cmd_engine, ENGINE_OPTIONS, ENGINE_SECRET,
+                TRACE_OPTIONS)
     p.add_argument("--listen", default=os.environ.get("CBF_LISTEN", "127.0.0.1:8198"),
                    help="HOST:PORT or unix:/path [env CBF_LISTEN; default 127.0.0.1:8198]")
     p.add_argument("--refusal-report", type=Path, default=os.environ.get("CBF_REFUSAL_REPORT"),
@@ -583,7 +603,8 @@ def build_parser() -> argparse.ArgumentParser:
     p = command(bench, "text", "what the text front end costs: a text read whole, each streamed token", cmd_bench_text)
     p.add_argument("--repeats", type=int, default=200, help="times each text is read, each way")
     p.add_argument("--json", action="store_true", help="print only the JSON object")
-    p = command(bench, "gateway", "client-side latency through a transport", cmd_bench_gateway, ENGINE_OPTIONS)
+    p = command(bench, "gateway", "client-side latency through a transport", cmd_bench_gateway, ENGINE_OPTIONS,
+                TRACE_OPTIONS)
     _bench_gateway_arguments(p)
     p = command(bench, "edge", "first audio of the product vs a bare aiortc + Starlette peer with an instant tone",
                 cmd_bench_edge, ENGINE_OPTIONS)

@@ -33,3 +33,5 @@ class GatewaySettings:
     shared_dir: str | None = None  # set in each of `serve --processes N`'s processes: metrics and /health shared
     drain_grace_s: float = 360.0  # a drain lets utterances in flight go on this long (gateway/host/drain.py)
     supervisor_pid: int | None = None  # `serve --processes N`'s: POST /v1/admin/drain drains it, every process
+    otlp_endpoint: str | None = None  # where traces go (engine/traces.py); None: no traces
+    trace_text: bool = False  # the callers' text in the traces

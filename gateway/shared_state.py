@@ -6,6 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from engine.traces import NO_TRACES, Tracer
 from gateway.sessions.driven import CallDirectory
 from gateway.engine_link.pool import EnginePool
 from gateway.engine_link.process import EngineProcess
@@ -30,3 +31,4 @@ class GatewayState:
     unauthenticated: WaitingRoom = field(default_factory=lambda: WaitingRoom(GatewaySettings.max_unauthenticated))
     calls: CallDirectory = field(default_factory=CallDirectory)  # live phone calls (gateway/telephony/)
     drain: Draining = field(default_factory=lambda: Draining(Drain(GatewaySettings.drain_grace_s)))
+    traces: Tracer = NO_TRACES  # --otlp-endpoint: each utterance's trace (gateway/traces.py)

@@ -1,6 +1,7 @@
 """The import rules docs/architecture.md states, checked on fresh interpreters.
 
-- Every module of ``gateway/`` and ``cbf_tools/`` imports without torch, and of ``engine`` only ``engine.protocol``.
+- Every module of ``gateway/`` and ``cbf_tools/`` imports without torch or OpenTelemetry, and of ``engine`` only
+  ``engine.protocol`` and ``engine.traces``.
 - The engine worker command (``chatterbox-fast engine``) never loads aiortc, httpx (but ``--engine http``), Starlette,
   uvicorn or the tools.
 - Nothing in ``gateway/`` or ``cbf_tools/`` imports ``gateway.cli`` back.
@@ -37,10 +38,11 @@ def test_gateway_and_tools_import_no_torch_and_no_engine_module_but_the_protocol
             "cbf_tools.gate.similarity", "aiortc", "starlette"} <= loaded  # (the gate's encoders load torch when run)
     assert not {"resemblyzer", "pocketsphinx", "jiwer", "librosa"} & loaded  # nor the gate's models, until they run
     assert not {name for name in loaded if name.split(".")[0] == "torch"}
-    # the protocol, and the one list it shares with the engine's text front end (Turbo's tags)
+    # the protocol, the one list it shares with the engine's text front end (Turbo's tags), and the traces' spans
     assert {name for name in loaded if name.split(".")[0] == "engine"} == {"engine", "engine.protocol",
                                                                           "engine.speech_text",
-                                                                          "engine.speech_text.tags"}
+                                                                          "engine.speech_text.tags", "engine.traces"}
+    assert "opentelemetry" not in loaded  # imported only with --otlp-endpoint
 
 
 def test_the_engine_worker_command_loads_no_gateway_transport_and_no_tool(tmp_path: Path) -> None:
@@ -62,7 +64,7 @@ def test_the_engine_worker_command_loads_no_gateway_transport_and_no_tool(tmp_pa
     lines = log.read_text().splitlines()
     loaded = {line.rsplit("|", 1)[1].strip() for line in lines if line.startswith("import time:")}
     assert {"engine.worker", "engine.engines.espeak", "gateway", "websockets"} <= loaded
-    forbidden = {"aiortc", "httpx", "starlette", "uvicorn", "cbf_tools"}
+    forbidden = {"aiortc", "httpx", "starlette", "uvicorn", "cbf_tools", "opentelemetry"}  # (no --otlp-endpoint)
     assert not {name for name in loaded if name.split(".")[0] in forbidden}
 
 

@@ -209,11 +209,11 @@ class FakeClient:
         self._add, self._delete, self._voices = add, delete, list(voices)
         self.started = 0
 
-    async def start(self, voice: str, reading: Reading = Reading()) -> SimpleNamespace:
+    async def start(self, voice: str, reading: Reading = Reading(), traceparent: str | None = None) -> SimpleNamespace:
         """An utterance handle named after this client."""
         self.started += 1
         self.in_flight += 1
-        return SimpleNamespace(id=self.url, engine_kind=self.engine_kind)
+        return SimpleNamespace(id=self.url, engine_kind=self.engine_kind, worker=self.url)
 
     async def list_voices(self) -> list[dict]:
         return self._voices

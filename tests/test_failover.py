@@ -79,11 +79,7 @@ def fleet(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, Fleet
     """A gateway over workers a and b (failover within 5 s, once per utterance)."""
     group = Fleet(tmp_path_factory.mktemp("failover"), SLOW)
     try:
-        for name in ("a", "b"):
-            group.start(name)
-        for name in ("a", "b"):
-            group.workers.wait_listening(group.listen(name))
-        with running_server("--engine-url", f"{group.listen('a')},{group.listen('b')}", "--failover-wait", "5",
+        with running_server("--engine-url", group.start_both(), "--failover-wait", "5",
                             "--max-failovers", "1") as url:
             yield url, group
     finally:

@@ -9,6 +9,7 @@ import json
 import pytest
 
 from engine.protocol import Chunk, ChunkHeader, Done, EngineReady, Reading
+from engine.traces import NO_SPAN, Span
 from gateway.sessions import core
 from gateway.engine_link.client import EngineRequestError, EngineUnavailable
 from gateway.metrics import Metrics
@@ -185,6 +186,8 @@ def test_malformed_frames_are_errors() -> None:
 # The adapter, with a fake engine and sink.
 
 class FakeUtterance:
+    span = NO_SPAN
+
     def __init__(self, uid: str) -> None:
         self.id = uid
         self.texts: list[str] = []
@@ -240,7 +243,7 @@ class FakeEngine:
         self.utterances: list[FakeUtterance] = []
         self.available = True
 
-    async def start(self, voice: str, reading: Reading = Reading()) -> FakeUtterance:
+    async def start(self, voice: str, reading: Reading = Reading(), span: Span = NO_SPAN) -> FakeUtterance:
         if not self.available:
             raise EngineUnavailable("the engine worker is not connected")
         utterance = FakeUtterance(f"u{len(self.utterances)}")

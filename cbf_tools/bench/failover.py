@@ -125,6 +125,14 @@ class Fleet:
         """Worker ``name``, with ``flags`` after the fleet's."""
         self.workers.start(self.listen(name), "--voices-dir", str(self.base / f"voices-{name}"), *flags)
 
+    def start_both(self) -> str:
+        """Workers a and b, once both listen; the gateway's --engine-url for them."""
+        for name in ("a", "b"):
+            self.start(name)
+        for name in ("a", "b"):
+            self.workers.wait_listening(self.listen(name))
+        return f"{self.listen('a')},{self.listen('b')}"
+
     def kill_the_speaking_one(self, url: str) -> str:
         """SIGKILL the one worker with an utterance in flight; its name."""
         engines = httpx.get(url + "/health").json()["engines"]
@@ -184,11 +192,7 @@ def run(args: argparse.Namespace) -> int:
     with tempfile.TemporaryDirectory(prefix="cbf-failover-") as tmp:
         fleet = Fleet(Path(tmp), flags)
         try:
-            for name in ("a", "b"):
-                fleet.start(name)
-            for name in ("a", "b"):
-                fleet.workers.wait_listening(fleet.listen(name))
-            engines = f"{fleet.listen('a')},{fleet.listen('b')}"
+            engines = fleet.start_both()
             with local_server(["--engine-url", engines, "--log-level", "warning"], quiet=True) as (url, _):
                 trials = []
                 for i in range(args.utterances):

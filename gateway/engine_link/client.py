@@ -276,13 +276,14 @@ class EngineClient:
         except ConnectionClosed as exc:
             raise EngineUnavailable("the engine worker went away") from exc
 
-    async def start(self, voice: str, reading: Reading = Reading()) -> RemoteUtterance:
-        """A new utterance, read as ``reading`` says (engine/protocol.py ``Reading``: latency, normalisation)."""
+    async def start(self, voice: str, reading: Reading = Reading(), traceparent: str | None = None) -> RemoteUtterance:
+        """A new utterance, read as ``reading`` says (engine/protocol.py ``Reading``: latency, normalisation), in the
+        trace of ``traceparent`` when given."""
         uid = uuid.uuid4().hex[:12]
         utt = RemoteUtterance(self, uid)
         self._utterances[uid] = utt
         try:
-            await self._send(Start(uid, voice, *astuple(reading)))
+            await self._send(Start(uid, voice, *astuple(reading), traceparent=traceparent))
         except EngineUnavailable:
             self._utterances.pop(uid, None)
             raise

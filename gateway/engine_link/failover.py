@@ -22,6 +22,7 @@ from dataclasses import dataclass, field, replace
 from typing import AsyncIterator, Awaitable, Callable
 
 from engine.protocol import Chunk, ChunkHeader, Done
+from engine.traces import NO_SPAN, Span
 from gateway.engine_link.client import EngineRequestError, EngineUnavailable, RemoteUtterance
 
 log = logging.getLogger("chatterbox_fast.gateway")
@@ -133,9 +134,11 @@ class FailoverUtterance:
     worker, the restarted one included) within ``policy.wait_s`` and the rest of it said there."""
 
     def __init__(self, first: RemoteUtterance, start_one: StartOne, policy: FailoverPolicy,
-                 on_move: Callable[[bool], None] = lambda moved: None) -> None:
-        """``on_move(moved)``: told each time a move succeeded (True) or was given up (False)."""
+                 on_move: Callable[[bool], None] = lambda moved: None, span: Span = NO_SPAN) -> None:
+        """``on_move(moved)``: told each time a move succeeded (True) or was given up (False); ``span``: the
+        utterance's trace, told of its text (with --trace-text), its first audio and its moves, ended with it."""
         self.id = first.id
+        self.span = span
         self._inner = first
         self._start_one, self._policy, self._on_move = start_one, policy, on_move
         self._resume = Resume()
@@ -155,6 +158,7 @@ class FailoverUtterance:
         return self._cancelled or self._ended
 
     async def text(self, text: str) -> None:
+        self.span.text("text", text)
         await self._send("text", text)
 
     async def flush(self) -> None:
@@ -172,7 +176,10 @@ class FailoverUtterance:
                     raise
 
     async def cancel(self) -> None:
+        if not self._ended:
+            self.span.event("cancelled")
         self._cancelled = True
+        self.span.end()
         await self._inner.cancel()
 
     async def _send(self, kind: str, text: str = "") -> None:
@@ -198,8 +205,13 @@ class FailoverUtterance:
                 try:
                     async for event in self._inner.events():
                         if isinstance(event, Done):
-                            yield self._resume.done(event)
+                            done = self._resume.done(event)
+                            self.span.set(chunks=done.chunks, audio_s=done.audio, failovers=done.failovers)
+                            self.span.end()
+                            yield done
                             return
+                        if self._resume.chunks == 0:
+                            self.span.event("first_audio")
                         if self._lost_at is not None:
                             self._resume.gap_s += time.monotonic() - self._lost_at
                             self._lost_at = None
@@ -211,10 +223,18 @@ class FailoverUtterance:
                     self._lost_at = self._lost_at or time.monotonic()
                     if not (self._can_move() and await self._move()):
                         if self._policy.wait_s > 0 and not self._cancelled:
+                            self.span.event("failover_given_up", worker=self.worker)
                             self._on_move(False)
                         raise
+        except EngineRequestError as exc:
+            self.span.end(error=exc.code)
+            raise
+        except (asyncio.CancelledError, GeneratorExit):
+            self.span.event("cancelled")  # its consumer stopped taking it: a cancel, a barge-in, a client gone
+            raise
         finally:
             self._ended = True
+            self.span.end()
 
     async def _move(self) -> bool:
         """Start the rest on the next worker within the wait; False when none took it."""
@@ -235,6 +255,8 @@ class FailoverUtterance:
                         pass
                     log.info("utterance %s: its worker went away; going on on another from character %d "
                              "(move %d)", self.id, self._resume.base_chars, self._resume.moves)
+                    self.span.event("failover", move=self._resume.moves, worker=utterance.worker,
+                                    from_char=self._resume.base_chars)
                     self._on_move(True)
                     return True
             if time.monotonic() >= deadline:

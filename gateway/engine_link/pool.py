@@ -24,6 +24,7 @@ from dataclasses import dataclass
 from typing import Any, Awaitable, Callable, Sequence
 
 from engine.protocol import EngineReady, Reading, voice_key
+from engine.traces import NO_SPAN, Span
 from gateway.engine_link.client import EngineClient, EngineRequestError, EngineUnavailable, RemoteUtterance
 from gateway.engine_link.discovery import PREFIX, Changes, Membership, Resolver, parse_dns_url, resolve
 from gateway.engine_link.failover import FailoverPolicy, FailoverUtterance
@@ -221,18 +222,25 @@ class EnginePool:
             task.cancel()
         await asyncio.gather(*(client.close() for client in self.clients))
 
-    async def start(self, voice: str, reading: Reading = Reading()) -> FailoverUtterance:
+    async def start(self, voice: str, reading: Reading = Reading(), span: Span = NO_SPAN) -> FailoverUtterance:
         """On the least busy worker that is not draining; should that worker go away mid-way, the rest goes on on
-        another of the same engine and weights (gateway/engine_link/failover.py): never in another voice."""
-        first = await self._start_one(voice, reading)
+        another of the same engine and weights (gateway/engine_link/failover.py): never in another voice. ``span``:
+        the utterance's trace (gateway/traces.py), which every worker saying it continues."""
+        try:
+            first = await self._start_one(voice, reading, traceparent=span.traceparent)
+        except BaseException as exc:  # no worker, a refusal, the caller gone
+            span.end(error=getattr(exc, "code", type(exc).__name__))
+            raise
         kind = first.engine_kind
+        span.set(engine=kind[0] if kind else None, worker=first.worker, **{"utterance.id": first.id})
 
         def start_one() -> Awaitable[RemoteUtterance]:
-            return self._start_one(voice, reading, kind)
+            return self._start_one(voice, reading, kind, span.traceparent)
 
-        return FailoverUtterance(first, start_one, self.failover, self._moved)
+        return FailoverUtterance(first, start_one, self.failover, self._moved, span)
 
-    async def _start_one(self, voice: str, reading: Reading, kind: tuple[str, str] | None = None) -> RemoteUtterance:
+    async def _start_one(self, voice: str, reading: Reading, kind: tuple[str, str] | None = None,
+                         traceparent: str | None = None) -> RemoteUtterance:
         """On the least busy worker taking utterances (of engine and weights ``kind``, when given)."""
         serving = [client for client in self._available() if client.url not in self.draining
                    and (kind is None or client.engine_kind == kind)]
@@ -240,7 +248,7 @@ class EnginePool:
             raise EngineUnavailable("no engine worker to go to" if kind else
                                     "every connected engine worker is draining")
         client = min(serving, key=lambda c: (c.in_flight, c.started))  # min keeps the first of equals
-        return await client.start(voice, reading)
+        return await client.start(voice, reading, traceparent)
 
     def _moved(self, moved: bool) -> None:
         self.failovers["moved" if moved else "given_up"] += 1

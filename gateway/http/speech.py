@@ -23,6 +23,7 @@ from gateway.http.voices import known_voices
 from gateway.playout import SentAudio, report_playout
 from gateway.sessions.registry import SessionLimitReached
 from gateway.shared_state import GatewayState
+from gateway.traces import utterance_span
 from gateway.utterance_stream import MetricsLabel, UtteranceStats, chunks
 
 log = logging.getLogger("chatterbox_fast.gateway")
@@ -57,7 +58,7 @@ async def _speech(state: GatewayState, text: str, voice: str, fmt: str, sample_r
         raise ApiError(503, exc.code, str(exc)) from None
     stats = UtteranceStats(time.monotonic())
     try:
-        utterance = await state.engine.start(voice, reading)
+        utterance = await state.engine.start(voice, reading, utterance_span(state.traces, transport, voice))
         await utterance.text(text)
         await utterance.end()
         stream = chunks(utterance, stats, to=MetricsLabel(state.metrics, transport))

@@ -77,6 +77,7 @@ class DrivenSession:
     async def _barge_in(self, act: Act) -> None:
         """Carry out what the caller's speech does to the gateway's."""
         self.session.state.metrics.barge_ins.labels(self.session.transport, act.value).inc()
+        self.session.trace_event("barge_in", act=act.value)
         if act is Act.INTERRUPT:
             answers = await self.feed(CANCEL)
             cutoffs = [{k: v for k, v in event.items() if k != "type"} for event in answers

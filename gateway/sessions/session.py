@@ -20,6 +20,7 @@ from gateway.engine_link.failover import FailoverUtterance
 from gateway.playout import report_playout
 from gateway.shared_state import GatewayState
 from gateway.sink import AudioSink
+from gateway.traces import utterance_span
 from gateway.utterance_stream import MetricsLabel, UtteranceStats, chunks
 
 log = logging.getLogger("chatterbox_fast.gateway")
@@ -111,7 +112,8 @@ class Session:
                 self._count(event)
                 await self.send_event(event)
             case core.StartUtterance(turn=turn, voice=voice, reading=reading):
-                utterance = await self.state.engine.start(voice, reading)
+                span = utterance_span(self.state.traces, self.transport, voice, self.id)
+                utterance = await self.state.engine.start(voice, reading, span)
                 if turn not in self.core.queued:  # cancelled, or the client went away, while it started
                     await asyncio.shield(utterance.cancel())
                     return
@@ -142,6 +144,11 @@ class Session:
                 await self.sink.end()
             case core.ClearAudio():
                 await self.sink.clear()
+
+    def trace_event(self, name: str, **attributes: str) -> None:
+        """Something that happened to the utterances under way (a barge-in), in their traces."""
+        for utterance, _ in self._utterances.values():
+            utterance.span.event(name, **attributes)
 
     def _engine_side(self, turn: int) -> FailoverUtterance | None:
         """``turn``'s engine utterance; None once it was stopped (a cancel or a disconnect came first)."""

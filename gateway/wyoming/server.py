@@ -23,6 +23,7 @@ from gateway.playout import SentAudio, report_playout
 from gateway.sessions.registry import SessionLimitReached
 from gateway.shared_state import GatewayState
 from gateway.guard.silent_sockets import Admission, IdleClock, until_idle
+from gateway.traces import utterance_span
 from gateway.utterance_stream import MetricsLabel, UtteranceStats, chunks
 from gateway.wyoming import translate
 from gateway.wyoming.translate import RATE, WIDTH, Cancel, Describe, Finish, Reply, Say, Start
@@ -112,7 +113,7 @@ class _Connection:
         tasks: list[asyncio.Task[None]] = []
         sent, at, started = SentAudio(), 0, False
         try:
-            utterance = await self.state.engine.start(voice)
+            utterance = await self.state.engine.start(voice, span=utterance_span(self.state.traces, TRANSPORT, voice))
             tasks = [asyncio.create_task(_feed(utterance, texts)),
                      asyncio.create_task(report_playout(utterance, sent.taken))]
             step = int(RATE * CHUNK_S) * WIDTH
