@@ -74,6 +74,7 @@ class Result:
     server_underruns: int | None  # done.underruns (WebRTC)
     client_underruns: int  # WebRTC: 1 when the decoded audio has a gap; else the simulated listener's
     starved_s: float  # WebRTC: length of the decoded gaps; else the simulated listener's wait
+    cached: bool = False  # served from the prompt cache (done.cached; HTTP: X-Prompt-Cache)
 
 
 class Client(Protocol):
@@ -90,7 +91,8 @@ def _headers(api_key: str | None) -> dict[str, str]:
     return {"Authorization": f"Bearer {api_key}"} if api_key else {}
 
 
-async def _heard(sent: float, arrivals: list[tuple[float, float]], server_ttfa_s: float | None) -> Result:
+async def _heard(sent: float, arrivals: list[tuple[float, float]], server_ttfa_s: float | None,
+                 cached: bool) -> Result:
     """A byte stream's utterance as a listener playing from the first byte at 1x hears it; returns once it has.
 
     ``sent``: perf_counter when the text left; ``arrivals``: (seconds after ``sent``, audio seconds received so far).
@@ -100,7 +102,7 @@ async def _heard(sent: float, arrivals: list[tuple[float, float]], server_ttfa_s
     audio_s = arrivals[-1][1] if arrivals else 0.0
     await asyncio.sleep(max(0.0, sent + (first or 0.0) + audio_s + starved - time.perf_counter()))
     return Result(ttfa_s=first, server_ttfa_s=server_ttfa_s, audio_s=audio_s, server_underruns=None,
-                  client_underruns=underruns, starved_s=starved)
+                  client_underruns=underruns, starved_s=starved, cached=cached)
 
 
 class WebRTCClient:
@@ -139,7 +141,7 @@ class WebRTCClient:
             gap_frames = max(0, loud[-1] - loud[0] + 1 - expected - GAP_TOLERANCE_FRAMES)
         return Result(ttfa_s=frames[loud[0]].at - sent if loud else None, server_ttfa_s=end.get("ttfa"),
                       audio_s=audio_s, server_underruns=end.get("underruns"), client_underruns=int(gap_frames > 0),
-                      starved_s=gap_frames * FRAME_S)
+                      starved_s=gap_frames * FRAME_S, cached=bool(end.get("cached")))
 
     async def close(self) -> None:
         await self.listener.close()
@@ -178,7 +180,7 @@ class WebSocketClient:
                 raise BenchError(f"{event['code']}: {event['message']}")
             if event["type"] == "done":
                 break
-        return await _heard(sent, arrivals, event.get("ttfa"))
+        return await _heard(sent, arrivals, event.get("ttfa"), bool(event.get("cached")))
 
     async def close(self) -> None:
         if self.ws is not None:
@@ -205,11 +207,12 @@ class HttpClient:
             if response.status_code != 200:
                 await response.aread()
                 raise BenchError(f"POST /v1/tts answered HTTP {response.status_code}: {response.text[:200]}")
+            cached = response.headers.get("x-prompt-cache") == "hit"
             async for data in response.aiter_bytes():
                 if data:
                     received += len(data)
                     arrivals.append((time.perf_counter() - sent, received / PCM_BYTES_PER_SECOND))
-        return await _heard(sent, arrivals, None)
+        return await _heard(sent, arrivals, None, cached)
 
     async def close(self) -> None:
         await self.http.aclose()
@@ -261,10 +264,14 @@ async def _drive(client: Client, index: int, args: argparse.Namespace) -> list[R
     """One session: its share of the stagger, then its utterances, each after the last was heard and a pause."""
     await asyncio.sleep(args.stagger * index / args.sessions)
     results = []
-    for k in range(args.utterances):
+    texts = [TEXTS[(index + k) % len(TEXTS)] for k in range(args.utterances)]
+    if args.prompt_cache:  # each twice in a row: a miss (unless another session said it first), then a hit
+        texts = [f"{text} That was number {index * args.utterances + k}." for k, text in enumerate(texts)
+                 for _ in range(2)]
+    for k, text in enumerate(texts):
         if k:
             await asyncio.sleep(args.pause + random.uniform(0, PAUSE_JITTER_S))
-        results.append(await client.speak(TEXTS[(index + k) % len(TEXTS)]))
+        results.append(await client.speak(text))
     return results
 
 
@@ -321,6 +328,11 @@ def summarise(args: argparse.Namespace, engine: dict[str, Any], server: str, res
         "gateway_cpu_s": None, "engine_cpu_s": None, "cpu_ms_per_stream_s": None, "server_cpu_pct": None,
         "loadavg_1m": round(os.getloadavg()[0], 2),
     }
+    if args.prompt_cache:
+        for name, plural, picked in (("hit", "hits", True), ("miss", "misses", False)):
+            first = [r.ttfa_s for r in results if r.cached is picked and r.ttfa_s is not None]
+            summary.update({f"cache_{plural}": sum(r.cached is picked for r in results),
+                            f"cache_{name}_ttfa_p50_ms": _ms(first, 0.5), f"cache_{name}_ttfa_p95_ms": _ms(first, 0.95)})
     if cpu is not None:
         total = cpu[0] + cpu[1]
         summary.update(gateway_cpu_s=round(cpu[0], 3), engine_cpu_s=round(cpu[1], 3),
@@ -350,6 +362,10 @@ def render(s: dict[str, Any]) -> str:
         f"{'decoded gaps' if s['transport'] == 'webrtc' else 'simulated listener'} {s['underruns_client']} "
         f"({s['starved_ms']:.0f} ms); utterances without audio {s['no_audio']}",
     ]
+    if "cache_hits" in s:
+        for name, plural in (("hit", "hits"), ("miss", "misses")):
+            lines.append(f"{'  prompt cache ' + plural + ' (' + str(s[f'cache_{plural}']) + ')':34s}"
+                         f"{_cell(s[f'cache_{name}_ttfa_p50_ms']):>10s}{_cell(s[f'cache_{name}_ttfa_p95_ms']):>10s}")
     if s["cpu_ms_per_stream_s"] is not None:
         lines.append(f"server CPU: {s['server_cpu_pct']:.1f} % of a core over {s['window_s']:.1f} s (gateway "
                      f"{s['gateway_cpu_s']:.2f} s, engine {s['engine_cpu_s']:.2f} s) = "
