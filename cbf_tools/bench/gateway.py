@@ -15,6 +15,11 @@ until one has played before sending the next, and the bench measures at the clie
   the window in which every session is connected, divided by stream-seconds (sessions x window). Only when the bench
   started the server itself (without ``--url``).
 
+Its clients send ``cache: false``, so what is measured is the engine's path. With ``--prompt-cache`` each session says
+each of its texts twice in a row, the prompt cache allowed: the first is a miss (unless another session said it
+first), the second a hit (``done.cached``; HTTP: ``X-Prompt-Cache``), and the first audio of hits and misses is
+printed apart (docs/prompt-cache.md).
+
 Without ``--url`` it starts ``chatterbox-fast serve`` on 127.0.0.1 with the engine flags (default ``--engine espeak``).
 Prints a table and, last, one JSON line.
 """
@@ -106,10 +111,11 @@ async def _heard(sent: float, arrivals: list[tuple[float, float]], server_ttfa_s
 
 
 class WebRTCClient:
-    """A listening aiortc peer; text over its data channel, speech on its audio track."""
+    """A listening aiortc peer; text over its data channel, speech on its audio track. ``cache``: whether its
+    speaks may come from the prompt cache (off: what is measured is the engine's path)."""
 
-    def __init__(self, url: str, api_key: str | None, voice: str, codec: str) -> None:
-        self.url, self.api_key, self.voice, self.codec = url, api_key, voice, codec
+    def __init__(self, url: str, api_key: str | None, voice: str, codec: str, cache: bool = False) -> None:
+        self.url, self.api_key, self.voice, self.codec, self.cache = url, api_key, voice, codec, cache
         self.listener = Listener.create(codecs=[codec], prefetch=0)
 
     async def connect(self) -> None:
@@ -125,7 +131,7 @@ class WebRTCClient:
     async def speak(self, text: str) -> Result:
         listener, seen = self.listener, len(self.listener.events)
         sent = time.time()
-        listener.channel.send(json.dumps({"type": "speak", "text": text}))
+        listener.channel.send(json.dumps({"type": "speak", "text": text, "cache": self.cache}))
         await listener.wait_for(lambda: any(e["type"] in ("done", "error") for e in listener.events[seen:]),
                                 UTTERANCE_TIMEOUT_S)
         end = next(e for e in listener.events[seen:] if e["type"] in ("done", "error"))
@@ -148,11 +154,11 @@ class WebRTCClient:
 
 
 class WebSocketClient:
-    """``/v1/stream``: JSON text in, 24 kHz PCM binary frames and events out."""
+    """``/v1/stream``: JSON text in, 24 kHz PCM binary frames and events out (``cache`` as WebRTCClient's)."""
 
-    def __init__(self, url: str, api_key: str | None, voice: str) -> None:
+    def __init__(self, url: str, api_key: str | None, voice: str, cache: bool = False) -> None:
         self.url = url.replace("http", "ws", 1) + "/v1/stream"
-        self.api_key, self.voice = api_key, voice
+        self.api_key, self.voice, self.cache = api_key, voice, cache
         self.ws: ClientConnection | None = None
 
     async def connect(self) -> None:
@@ -168,7 +174,7 @@ class WebSocketClient:
         arrivals: list[tuple[float, float]] = []
         received = 0
         sent = time.perf_counter()
-        await self.ws.send(json.dumps({"type": "speak", "text": text}))
+        await self.ws.send(json.dumps({"type": "speak", "text": text, "cache": self.cache}))
         while True:
             frame = await asyncio.wait_for(self.ws.recv(), UTTERANCE_TIMEOUT_S)
             if isinstance(frame, bytes):
@@ -190,7 +196,8 @@ class WebSocketClient:
 class HttpClient:
     """``POST /v1/tts`` streaming 24 kHz PCM, one request per utterance."""
 
-    def __init__(self, url: str, api_key: str | None, voice: str) -> None:
+    def __init__(self, url: str, api_key: str | None, voice: str, cache: bool = False) -> None:
+        self.cache = cache
         self.http = httpx.AsyncClient(base_url=url, headers=_headers(api_key),
                                       timeout=httpx.Timeout(UTTERANCE_TIMEOUT_S, connect=10))
         self.voice = voice
@@ -202,7 +209,7 @@ class HttpClient:
         arrivals: list[tuple[float, float]] = []
         received = 0
         sent = time.perf_counter()
-        body = {"text": text, "voice": self.voice, "format": "pcm", "sample_rate": SAMPLE_RATE}
+        body = {"text": text, "voice": self.voice, "format": "pcm", "sample_rate": SAMPLE_RATE, "cache": self.cache}
         async with self.http.stream("POST", "/v1/tts", json=body) as response:
             if response.status_code != 200:
                 await response.aread()
@@ -221,10 +228,10 @@ class HttpClient:
 def make_client(args: argparse.Namespace, url: str) -> Client:
     """A session of ``args.transport`` on the server at ``url``."""
     if args.transport == "webrtc":
-        return WebRTCClient(url, args.api_key, args.voice, args.codec)
+        return WebRTCClient(url, args.api_key, args.voice, args.codec, args.prompt_cache)
     if args.transport == "ws":
-        return WebSocketClient(url, args.api_key, args.voice)
-    return HttpClient(url, args.api_key, args.voice)
+        return WebSocketClient(url, args.api_key, args.voice, args.prompt_cache)
+    return HttpClient(url, args.api_key, args.voice, args.prompt_cache)
 
 
 def tree_cpu(root: int) -> tuple[float, float]:

@@ -36,13 +36,15 @@ class PromptCache:
         self.counts = {"hits": 0, "misses": 0, "stored": 0, "evicted": 0, "dropped": 0}
         self.warm_up = {"prompts": len(settings.prompts), "done": 0, "failed": 0}
         self._epoch = 0  # bumped by every drop: a recording begun before it is not stored after it
+        self._engine: str | None = None  # the last ready engine and weights: a hit needs no worker up
         self._gauge()
 
     def _key(self, voice: str, text: str, reading: Reading, scope: str | None) -> PromptKey | None:
-        ready = self.engine.ready
-        if scope is None or ready is None:
+        if (ready := self.engine.ready) is not None:
+            self._engine = f"{ready.engine}|{ready.weights}"
+        if scope is None or self._engine is None:
             return None
-        return PromptKey.of(scope, f"{ready.engine}|{ready.weights}", voice, text, reading)
+        return PromptKey.of(scope, self._engine, voice, text, reading)
 
     async def start(self, voice: str, reading: Reading, text: str, *, api_key: str | None,
                     use: bool = True) -> Spoken:
