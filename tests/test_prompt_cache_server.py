@@ -141,7 +141,7 @@ async def test_a_cached_prompt_over_webrtc(server: str) -> None:
 
     text = "All right, thanks for waiting."
     await speak(server, text)  # the same tenant's entry, said once over the WebSocket
-    client = WebRTCClient(server, KEYS[0], "default", "opus")
+    client = WebRTCClient(server, KEYS[0], "default", "opus", cache=True)
     try:
         await client.connect()
         heard = await client.speak(text)
@@ -181,3 +181,24 @@ def test_a_bad_prompts_file_refuses_the_start_with_its_line_number(tmp_path: Pat
                            "--prompts", str(prompts)], cwd=ROOT, capture_output=True, text=True, timeout=60)
     assert done.returncode == 2
     assert f"--prompts {prompts}: line 3:" in done.stderr and "speed" in done.stderr
+
+
+async def test_a_hit_needs_no_engine_worker(tmp_path: Path) -> None:
+    from cbf_tools.peers.local_server import Workers
+
+    workers, listen = Workers(), f"unix:{tmp_path}/worker.sock"
+    workers.start(listen)
+    try:
+        workers.wait_listening(listen)
+        with running_server("--engine-url", listen, "--failover-wait", "0") as url:
+            said, _, audio = await speak(url, "We are open until six.", key=None)
+            workers.kill(listen)
+            async with asyncio.timeout(20):
+                while httpx.get(url + "/health", timeout=10).json()["status"] == "ok":
+                    await asyncio.sleep(0.05)
+            again, _, again_audio = await speak(url, "We are open until six.", key=None)
+            assert again["cached"] is True and again_audio == audio
+            with pytest.raises(AssertionError, match="engine_unavailable"):  # anything new needs a worker
+                await speak(url, "Something never said before.", key=None)
+    finally:
+        workers.stop()
