@@ -1,8 +1,9 @@
 """The prompt cache of one gateway process: lookups, stores, drops, warm-up, and its figures.
 
 ``start`` is where a request whose whole text is known at its start (/v1/tts, /v1/audio/speech, a WebSocket or
-WebRTC ``speak``, a controller's speak, Wyoming's synthesize) gets its utterance: a hit is served from memory (or
-the directory, then kept in memory), a miss starts the engine's and records it. Entries are scoped by API key
+WebRTC ``speak``, a controller's speak) gets its utterance: a hit is served from memory (or the directory, then kept
+in memory), a miss starts the engine's and records it. (Text that streams in, Wyoming's and ElevenLabs' included, is
+not looked up: its whole is not known at its start.) Entries are scoped by API key
 (store.scope_for); the warm-up prompts (--prompts) are heard by every caller.
 """
 
