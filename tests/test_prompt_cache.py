@@ -118,3 +118,24 @@ def test_a_prompts_file_of_text_and_json_lines() -> None:
 def test_a_bad_line_refuses_the_prompts_file_with_its_number(line: str, why: str) -> None:
     with pytest.raises(PromptsFileError, match=rf"^line 3: .*{re.escape(why)}"):
         parse_prompts(f"Thanks for calling.\n# a comment\n{line}\n", 100)
+
+
+def test_speak_and_config_take_a_cache_switch_and_the_core_passes_it_on() -> None:
+    import json
+
+    from engine.protocol import ProtocolError
+    from gateway import messages
+    from gateway.sessions.core import SessionCore, StartUtterance
+
+    with pytest.raises(ProtocolError, match="'cache' must be true or false"):
+        messages.parse_message(json.dumps({"type": "speak", "text": "hi", "cache": "no"}))
+    core = SessionCore("s", "ws", 100, configurable=True)
+    core.receive(json.dumps({"type": "config", "cache": False}))
+    [start] = [a for a in core.receive(json.dumps({"type": "speak", "text": "Hi."})) if isinstance(a, StartUtterance)]
+    assert start.whole == "Hi." and start.cache is False  # the session's switch
+    [start] = [a for a in core.receive(json.dumps({"type": "speak", "text": "Yo.", "cache": True}))
+               if isinstance(a, StartUtterance)]
+    assert start.cache is True  # this speak's own
+    [start] = [a for a in core.receive(json.dumps({"type": "text", "text": "streamed"}))
+               if isinstance(a, StartUtterance)]
+    assert start.whole is None  # streamed text: its whole is not known at its start

@@ -81,6 +81,10 @@ async def test_another_key_and_cache_false_miss(server: str) -> None:
     assert "cached" not in refused
     assert (await speak(server, text))[0]["cached"] is True
     assert (await speak(server, text, key=KEYS[1]))[0]["cached"] is True  # its own entry now
+    metrics = httpx.get(server + "/metrics", headers={"Authorization": f"Bearer {KEYS[1]}"}, timeout=10).text
+    hits = next(line for line in metrics.splitlines()
+                if line.startswith('cbf_prompt_cache_lookups_total{outcome="hit"}'))
+    assert float(hits.split()[-1]) >= 2 and 'cbf_prompt_cache_bytes{store="memory"}' in metrics
 
 
 def test_http_and_openai_bodies_hit_and_take_cache_false(server: str) -> None:

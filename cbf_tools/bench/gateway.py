@@ -339,7 +339,8 @@ def summarise(args: argparse.Namespace, engine: dict[str, Any], server: str, res
         for name, plural, picked in (("hit", "hits", True), ("miss", "misses", False)):
             first = [r.ttfa_s for r in results if r.cached is picked and r.ttfa_s is not None]
             summary.update({f"cache_{plural}": sum(r.cached is picked for r in results),
-                            f"cache_{name}_ttfa_p50_ms": _ms(first, 0.5), f"cache_{name}_ttfa_p95_ms": _ms(first, 0.95)})
+                            f"cache_{name}_ttfa_p50_ms": _ms(first, 0.5),
+                            f"cache_{name}_ttfa_p95_ms": _ms(first, 0.95)})
     if cpu is not None:
         total = cpu[0] + cpu[1]
         summary.update(gateway_cpu_s=round(cpu[0], 3), engine_cpu_s=round(cpu[1], 3),

@@ -29,8 +29,14 @@ _LENGTH = struct.Struct(">I")
 def dumps(entry: CachedPrompt) -> bytes:
     meta = json.dumps({"key": [entry.key.scope, entry.key.engine, entry.key.voice, entry.key.text,
                                list(entry.key.reading)], "text": entry.text}).encode()
-    frames = [meta, *(b"c" + encode(chunk) for chunk in entry.chunks), b"d" + encode(entry.done).encode()]  # type: ignore[operator, union-attr]
+    frames = [meta, *(_frame(b"c", chunk) for chunk in entry.chunks), _frame(b"d", entry.done)]
     return MAGIC + b"".join(_LENGTH.pack(len(frame)) + frame for frame in frames)
+
+
+def _frame(kind: bytes, message: Chunk | Done) -> bytes:
+    """One engine-protocol message as the link carries it (a chunk binary, ``done`` JSON), behind its kind."""
+    data = encode(message)
+    return kind + (data.encode() if isinstance(data, str) else data)
 
 
 def _frames(data: bytes) -> list[bytes]:
