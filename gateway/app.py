@@ -98,7 +98,7 @@ def create_app(settings: GatewaySettings, on_engine_refusal: Callable[[str], Non
               else EnginePool([process.url], process.secret, **failover))
     siblings = SiblingHealth(settings.shared_dir) if settings.shared_dir else None
     drain = Drain(settings.drain_grace_s)
-    prompts = PromptCache(settings.cache, engine, settings.api_keys, metrics)
+    prompts = PromptCache(settings.cache, engine, settings.api_keys, metrics, settings.shared_dir)
     state = GatewayState(settings, engine, metrics, SessionRegistry(settings.max_sessions, metrics, drain), prompts,
                          process, siblings, unauthenticated=WaitingRoom(settings.max_unauthenticated), drain=Draining(drain))
 

@@ -139,3 +139,42 @@ def test_speak_and_config_take_a_cache_switch_and_the_core_passes_it_on() -> Non
     [start] = [a for a in core.receive(json.dumps({"type": "text", "text": "streamed"}))
                if isinstance(a, StartUtterance)]
     assert start.whole is None  # streamed text: its whole is not known at its start
+
+
+def test_processes_sharing_a_directory_tell_each_other_their_drops(tmp_path: Path) -> None:
+    from gateway.prompt_cache.shared_drops import NAME, SharedDrops
+
+    one, two = SharedDrops(tmp_path), SharedDrops(tmp_path)
+    one.tell("voices", "Kiosk")
+    assert two.news() == [("voices", "Kiosk")] and two.news() == []
+    with (tmp_path / NAME).open("ab") as handle:
+        handle.write(b'["lexicons", "bra')  # a line still being written waits for its end
+    assert two.news() == []
+    with (tmp_path / NAME).open("ab") as handle:
+        handle.write(b'nds"]\n')
+    assert two.news() == [("lexicons", "brands")]
+    assert SharedDrops(tmp_path).news() == []  # a process started later: nothing of it was cached before
+
+
+async def test_a_voice_dropped_in_one_process_is_dropped_in_its_siblings(tmp_path: Path) -> None:
+    from types import SimpleNamespace
+
+    from engine.protocol import EngineReady
+    from gateway.engine_link.client import EngineUnavailable
+    from gateway.metrics import Metrics
+    from gateway.prompt_cache.cache import PromptCache
+    from gateway.prompt_cache.store import CacheSettings
+    from gateway.prompt_cache.utterances import CachedUtterance
+
+    async def no_engine(voice: str, reading: Reading) -> None:
+        raise EngineUnavailable("no engine worker is connected")
+
+    engine = SimpleNamespace(ready=EngineReady("espeak", "cpu", "float32", "embedded", True), start=no_engine)
+    one, two = (PromptCache(CacheSettings(), engine, (), Metrics(), str(tmp_path))  # type: ignore[arg-type]
+                for _ in range(2))
+    two.memory.put(entry())
+    assert isinstance(await two.start("default", Reading(), "Please hold.", api_key=None), CachedUtterance)
+    one.drop("voices", "DEFAULT")  # uploaded again through the other process
+    with pytest.raises(EngineUnavailable):  # a miss: the engine is asked, and none is up
+        await two.start("default", Reading(), "Please hold.", api_key=None)
+    assert two.health()["dropped"] == 1 and len(two.memory) == 0

@@ -16,10 +16,12 @@ from pathlib import Path
 from typing import Any, Sequence
 
 from engine.protocol import Reading
+from gateway.engine_link.failover import FailoverUtterance
 from gateway.engine_link.pool import EnginePool
 from gateway.metrics import Metrics
 from gateway.prompt_cache.disk import DirectoryStore
 from gateway.prompt_cache.prompts_file import Prompt
+from gateway.prompt_cache.shared_drops import SharedDrops
 from gateway.prompt_cache.store import SCOPE_WARM, CachedPrompt, CacheSettings, LruBytes, PromptKey, scope_for
 from gateway.prompt_cache.utterances import CachedUtterance, RecordingUtterance, Spoken
 
@@ -29,7 +31,9 @@ MIB = 1024 * 1024
 
 class PromptCache:
     def __init__(self, settings: CacheSettings, engine: EnginePool, api_keys: tuple[str, ...],
-                 metrics: Metrics) -> None:
+                 metrics: Metrics, shared_dir: str | None = None) -> None:
+        """``shared_dir``: the directory of ``serve --processes N``, through which its processes tell each other
+        their drops."""
         self.settings, self.engine, self.api_keys, self.metrics = settings, engine, api_keys, metrics
         self.memory = LruBytes(int(settings.memory_mib * MIB))
         self.directory = (DirectoryStore(Path(settings.directory), int(settings.directory_mib * MIB))
@@ -38,6 +42,7 @@ class PromptCache:
         self.warm_up = {"prompts": len(settings.prompts), "done": 0, "failed": 0}
         self._epoch = 0  # bumped by every drop: a recording begun before it is not stored after it
         self._engine: str | None = None  # the last ready engine and weights: a hit needs no worker up
+        self.siblings = SharedDrops(shared_dir) if shared_dir and settings.enabled else None
         self._gauge()
 
     def _key(self, voice: str, text: str, reading: Reading, scope: str | None) -> PromptKey | None:
@@ -61,11 +66,10 @@ class PromptCache:
         utterance = await self.engine.start(voice, reading)
         if key is None:
             return utterance
-        epoch = self._epoch
-        return RecordingUtterance(utterance, key, text, self.memory.limit,
-                                  lambda entry: self._store(entry) if epoch == self._epoch else None)
+        return self._recorded(utterance, key, text)
 
     async def _lookup(self, key: PromptKey) -> CachedPrompt | None:
+        self._siblings_drops()
         if (entry := self.memory.get(key.digest)) is not None and entry.key == key:
             return entry
         if self.directory is not None and key.digest in self.directory:
@@ -85,6 +89,17 @@ class PromptCache:
         self.counts["evicted"] += len(evicted)
         self._gauge()
 
+    def _recorded(self, utterance: FailoverUtterance, key: PromptKey, text: str) -> RecordingUtterance:
+        """``utterance`` recorded for the cache: stored once whole, unless a drop came while it was said."""
+        epoch = self._epoch
+
+        def store(entry: CachedPrompt) -> None:
+            self._siblings_drops()
+            if epoch == self._epoch:
+                self._store(entry)
+
+        return RecordingUtterance(utterance, key, text, self.memory.limit, store)
+
     def _store(self, entry: CachedPrompt) -> None:
         self._keep(entry)
         self.counts["stored"] += 1
@@ -93,7 +108,17 @@ class PromptCache:
 
     def drop(self, what: str, name: str) -> None:
         """Every entry said with voice ``name`` (``what`` "voices") or read with lexicon ``name`` (``what``
-        "lexicons"): it was uploaded again or deleted."""
+        "lexicons"): it was uploaded again or deleted. The other processes of ``serve --processes N`` are told."""
+        if self.siblings is not None:
+            self.siblings.tell(what, name)
+        self._drop(what, name)
+
+    def _siblings_drops(self) -> None:
+        """Carry out the drops other processes told since the last look."""
+        for what, name in self.siblings.news() if self.siblings is not None else []:
+            self._drop(what, name)
+
+    def _drop(self, what: str, name: str) -> None:
         self._epoch += 1
         which = lambda key: key.uses(what, name)  # noqa: E731
         self.counts["dropped"] += len(self.memory.drop(which))
@@ -125,8 +150,7 @@ class PromptCache:
     async def _say(self, prompt: Prompt, key: PromptKey | None) -> None:
         if key is None:
             raise RuntimeError("no engine is ready")
-        utterance = RecordingUtterance(await self.engine.start(prompt.voice, prompt.reading), key, prompt.text,
-                                       self.memory.limit, self._store)
+        utterance = self._recorded(await self.engine.start(prompt.voice, prompt.reading), key, prompt.text)
         await utterance.text(prompt.text)
         await utterance.end()
         async for _ in utterance.events():
