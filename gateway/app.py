@@ -30,6 +30,7 @@ from gateway.http import admin, health, lexicons, speech, voices
 from gateway.http.errors import ApiError, api_error_response, error_response
 from gateway.listen import silero
 from gateway.metrics import Metrics
+from gateway.prompt_cache.cache import PromptCache
 from gateway.traces import ConnectionScope
 from gateway.guard.operator_safety import exposure_warning, wyoming_exposure_warning
 from gateway.sessions.session import Session
@@ -102,9 +103,10 @@ def create_app(settings: GatewaySettings, on_engine_refusal: Callable[[str], Non
     drain = Drain(settings.drain_grace_s)
     traces = (start_tracing(settings.otlp_endpoint, GATEWAY_SERVICE, settings.trace_text) if settings.otlp_endpoint
               else NO_TRACES)
-    state = GatewayState(settings, engine, metrics, SessionRegistry(settings.max_sessions, metrics, drain), process,
-                         siblings, unauthenticated=WaitingRoom(settings.max_unauthenticated), drain=Draining(drain),
-                         traces=traces)
+    prompts = PromptCache(settings.cache, engine, settings.api_keys, metrics, settings.shared_dir)
+    state = GatewayState(settings, engine, metrics, SessionRegistry(settings.max_sessions, metrics, drain), prompts,
+                         process, siblings, unauthenticated=WaitingRoom(settings.max_unauthenticated),
+                         drain=Draining(drain), traces=traces)
 
     async def close_calls(reason: str) -> None:
         """The WebRTC peers and phone calls (they cannot move to another process): told why, then closed."""
@@ -127,6 +129,7 @@ def create_app(settings: GatewaySettings, on_engine_refusal: Callable[[str], Non
         if warning := exposure_warning(settings.host, settings.api_keys):
             log.warning(warning)
         reporting = asyncio.create_task(_report_to_siblings(state)) if siblings is not None else None
+        warming = asyncio.create_task(prompts.warm(settings.cache.prompts))  # --prompts, once an engine is ready
         wyoming_server = await wyoming.start(state, wyoming_socket) if wyoming_socket is not None else None
         if wyoming_server is not None and (warning := wyoming_exposure_warning(wyoming_socket.getsockname()[0])):
             log.warning(warning)
@@ -139,6 +142,7 @@ def create_app(settings: GatewaySettings, on_engine_refusal: Callable[[str], Non
         state.drain.attach(state.sessions, close_calls)
         yield
         state.drain.detach()
+        warming.cancel()
         if reporting is not None:
             reporting.cancel()
         if announcer is not None:

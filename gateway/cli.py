@@ -183,6 +183,19 @@ GATEWAY_OPTIONS = (
            "engine_unavailable", float, 10.0),
     Option("--max-failovers", "CBF_MAX_FAILOVERS", "times one utterance may move to another worker before it ends "
            "with engine_unavailable (a text that kills every worker it reaches)", int, 2),
+    Option("--cache-mib", "CBF_CACHE_MIB", "the prompt cache: MiB of whole utterances kept in memory, the least "
+           "recently used dropped first; a repeated prompt (voice, text, reading settings) is served from it "
+           "(docs/prompt-cache.md); 0 = off", float, 64.0),
+    Option("--cache-dir", "CBF_CACHE_DIR", "a directory the prompt cache also keeps its entries in, so they outlive "
+           "a restart; one that cannot be used or fills up is a warning (the cache goes on in memory); none by "
+           "default"),
+    Option("--cache-dir-mib", "CBF_CACHE_DIR_MIB", "MiB of entries kept in --cache-dir, the least recently used "
+           "deleted first", float, 1024.0),
+    Option("--cache-shared-across-keys", "CBF_CACHE_SHARED_ACROSS_KEYS", "with API keys set, let a prompt cached "
+           "for one key be served to another (off: each key hears only its own, so no tenant can tell by timing what "
+           "another said)", _bool, False),
+    Option("--prompts", "CBF_PROMPTS", "a file of prompts said into the prompt cache at start, one a line (text, or "
+           "a JSON object with text, voice, latency, normalize, speed, lexicons); a bad line refuses the start"),
     Option("--processes", "CBF_PROCESSES", "gateway processes sharing the port (SO_REUSEPORT) and one engine "
            "worker (or the --engine-url ones); about 20 Opus streams per process", int, 1),
     Option("--reuse-port", "CBF_REUSE_PORT", "share the port with other processes that set it too (SO_REUSEPORT); "
@@ -338,6 +351,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
                 parse_dns_url(url)
         rtc_ports = parse_port_range(args.rtc_ports) if args.rtc_ports else None
         vad = VadConfig(args.vad_threshold, args.vad_min_speech_ms, args.vad_min_silence_ms, args.echo_margin_db)
+        cache = cache_settings(args)
         if rtc_ports is not None:
             split_range(*rtc_ports, args.processes)
     except ValueError as exc:
@@ -372,7 +386,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
         engine_args=tuple(engine_argv(args) + ["--log-level", args.log_level]),
         engine_resolve_interval_s=args.engine_resolve_interval,
         failover_wait_s=args.failover_wait, max_failovers=args.max_failovers, rtc_ports=rtc_ports,
-        wyoming_zeroconf=args.wyoming_zeroconf,
+        wyoming_zeroconf=args.wyoming_zeroconf, cache=cache,
         shared_dir=os.environ.get("PROMETHEUS_MULTIPROC_DIR") or None, drain_grace_s=args.drain_grace,
         supervisor_pid=int(os.environ["CBF_SUPERVISOR_PID"]) if os.environ.get("CBF_SUPERVISOR_PID") else None,
         otlp_endpoint=args.otlp_endpoint, trace_text=args.trace_text,
@@ -392,6 +406,27 @@ def cmd_serve(args: argparse.Namespace) -> int:
     signal.signal(signal.SIGTERM, lambda *_: setattr(server, "should_exit", True))
     server.run(sockets=[sock])
     return _refuse(args, refusals[0]) if refusals else 0
+
+
+def cache_settings(args: argparse.Namespace) -> Any:
+    """The prompt cache's settings, its --prompts file read and checked (``ValueError`` naming the bad line)."""
+    from gateway.prompt_cache.prompts_file import parse_prompts
+    from gateway.prompt_cache.store import CacheSettings
+
+    if args.cache_mib < 0 or args.cache_dir_mib < 0:
+        raise ValueError("--cache-mib and --cache-dir-mib cannot be negative")
+    prompts: list[Any] = []
+    if args.prompts:
+        try:
+            content = Path(args.prompts).read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError) as exc:
+            raise ValueError(f"--prompts {args.prompts}: cannot read it ({exc})") from None
+        try:
+            prompts = parse_prompts(content, args.max_text_chars)
+        except ValueError as exc:
+            raise ValueError(f"--prompts {args.prompts}: {exc}") from None
+    return CacheSettings(args.cache_mib, args.cache_dir, args.cache_dir_mib, args.cache_shared_across_keys,
+                         tuple(prompts))
 
 
 def cmd_engine(args: argparse.Namespace) -> int:
@@ -736,6 +771,9 @@ def _bench_gateway_arguments(parser: argparse.ArgumentParser) -> None:
                         "multiple of real time as it arrives (0.9: a slow player) and counts its buffer running dry")
     parser.add_argument("--report-playout", action="store_true", help="WebSocket: the listener reports how far it "
                         "has played (playout, every 100 ms), so the server paces the utterance on it")
+    parser.add_argument("--prompt-cache", action="store_true",
+                        help="say each text twice in a row: first audio of prompt cache hits and of misses apart "
+                             "(the server's --cache-mib must be above 0)")
 
 
 def _gate_arguments(parser: argparse.ArgumentParser) -> None:

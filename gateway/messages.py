@@ -18,6 +18,7 @@ class Config:
     format: str | None = None
     sample_rate: int | None = None
     reading: Reading = field(default_factory=Reading)  # the session's (latency, normalize): None fields keep theirs
+    cache: bool | None = None  # whether its speaks may come from the prompt cache; None: keep the session's
 
 
 @dataclass(frozen=True)
@@ -30,6 +31,7 @@ class Speak:
     text: str
     voice: str | None = None
     reading: Reading = field(default_factory=Reading)  # this utterance's, over the session's
+    cache: bool | None = None  # whether it may come from the prompt cache; None: as the session says
 
 
 @dataclass(frozen=True)
@@ -96,7 +98,7 @@ def parse_message(raw: str | bytes) -> Message:
         text = speech_text(_string(message, "text", required=True) or "")
         if not text.strip():
             raise ProtocolError("'speak' needs non-empty text")
-        return Speak(text, _string(message, "voice", required=False), reading(message))
+        return Speak(text, _string(message, "voice", required=False), reading(message), _cache(message))
     if kind == "config":
         return _parse_config(message)
     if kind == "playout":
@@ -119,7 +121,14 @@ def _parse_config(message: dict[str, Any]) -> Config:
                                 "bad_config")
     elif len(spec.rates) == 1:  # a format with a rate of its own: say which
         rate = spec.rates[0]
-    return Config(_string(message, "voice", required=False), fmt, rate, reading(message))
+    return Config(_string(message, "voice", required=False), fmt, rate, reading(message), _cache(message))
+
+
+def _cache(message: dict[str, Any]) -> bool | None:
+    value = message.get("cache")
+    if value is not None and not isinstance(value, bool):
+        raise ProtocolError(f"'{message['type']}' field 'cache' must be true or false")
+    return value
 
 
 def reading(message: dict[str, Any]) -> Reading:

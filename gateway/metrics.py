@@ -40,6 +40,10 @@ class Metrics:
         self.caller_tally: Tally[str] = Tally()  # the same figures for /health (this process's)
         self.barge_ins = Counter("cbf_barge_ins_total", "The gateway's speech stopped (or paused) by the caller's",
                                  ["transport", "act"], registry=r)
+        self.prompt_cache = Counter("cbf_prompt_cache_lookups_total", "Requests the prompt cache looked up: served "
+                                    "from it (hit) or said by the engine (miss)", ["outcome"], registry=r)
+        self.prompt_cache_bytes = Gauge("cbf_prompt_cache_bytes", "Bytes of cached prompts, in memory and in the "
+                                        "cache directory", ["store"], registry=r, multiprocess_mode="livesum")
         self.engine_up = Gauge("cbf_engine_up", "1 when the engine worker is connected and ready", registry=r,
                                multiprocess_mode="livemax")
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from gateway.listen.detector import VadConfig
+from gateway.prompt_cache.store import CacheSettings
 
 
 @dataclass
@@ -32,6 +33,7 @@ class GatewaySettings:
     max_failovers: int = 2  # moves of one utterance to another worker before it fails
     shared_dir: str | None = None  # set in each of `serve --processes N`'s processes: metrics and /health shared
     drain_grace_s: float = 360.0  # a drain lets utterances in flight go on this long (gateway/host/drain.py)
+    cache: CacheSettings = field(default_factory=CacheSettings)  # the prompt cache (gateway/prompt_cache/)
     supervisor_pid: int | None = None  # `serve --processes N`'s: POST /v1/admin/drain drains it, every process
     otlp_endpoint: str | None = None  # where traces go (engine/traces.py); None: no traces
     trace_text: bool = False  # the callers' text in the traces

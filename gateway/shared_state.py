@@ -1,4 +1,4 @@
-"""What every endpoint of one gateway shares: settings, the engine pool, the session registry, metrics, live peers
+"""What every endpoint of one gateway shares: settings, the engine pool, the session registry, the prompt cache, metrics, live peers
 and calls, the connections not yet authenticated, the drain."""
 
 from __future__ import annotations
@@ -13,6 +13,7 @@ from gateway.engine_link.process import EngineProcess
 from gateway.host.drain import Drain
 from gateway.host.draining import Draining
 from gateway.metrics import Metrics
+from gateway.prompt_cache.cache import PromptCache
 from gateway.sessions.registry import SessionRegistry
 from gateway.settings import GatewaySettings
 from gateway.host.siblings import SiblingHealth
@@ -25,6 +26,7 @@ class GatewayState:
     engine: EnginePool
     metrics: Metrics
     sessions: SessionRegistry
+    prompts: PromptCache
     process: EngineProcess | None = None
     siblings: SiblingHealth | None = None  # the other gateway processes of `serve --processes N`
     peers: set[Any] = field(default_factory=set)  # live WebRTC peers (gateway.webrtc.signalling.WebRTCPeer)

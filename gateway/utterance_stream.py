@@ -12,6 +12,7 @@ from typing import Any, AsyncIterator, Callable
 
 from engine.protocol import SAMPLE_RATE, Chunk, ChunkHeader, Done
 from gateway.engine_link.failover import Utterance
+from gateway.prompt_cache.utterances import CachedUtterance, Spoken
 from gateway.metrics import Metrics
 
 
@@ -27,6 +28,7 @@ class UtteranceStats:
     chunk_samples: list[int] = field(default_factory=list)  # each chunk's length: where the joins fall
     samples: int = 0
     done: Done | None = None  # the engine's summary
+    cached: bool = False  # served from the prompt cache (gateway/prompt_cache/)
 
     @property
     def audio_s(self) -> float:
@@ -69,6 +71,7 @@ class UtteranceStats:
             "first_audio_s": done.first_audio_s if done else None,
             **({"start_delay": done.start_delay} if done and done.start_delay is not None else {}),
             **({"failovers": done.failovers, "failover_gap": done.failover_gap} if done and done.failovers else {}),
+            **({"cached": True} if self.cached else {}),
         }
 
 
@@ -80,13 +83,14 @@ class MetricsLabel:
     transport: str
 
 
-async def chunks(utterance: Utterance, stats: UtteranceStats, *, to: MetricsLabel | None = None,
+async def chunks(utterance: Utterance | Spoken, stats: UtteranceStats, *, to: MetricsLabel | None = None,
                  clock: Callable[[], float] = time.monotonic) -> AsyncIterator[Chunk]:
     """``utterance``'s chunks in order, each recorded in ``stats`` (and metrics) as the consumer takes it.
 
     Once the last is taken, ``stats.done`` holds the engine's summary. Raises ``EngineRequestError`` when the engine
     fails the utterance.
     """
+    stats.cached = isinstance(utterance, CachedUtterance)
     async for event in utterance.events():
         if isinstance(event, Chunk):
             first = stats.first_chunk_s is None

@@ -12,7 +12,7 @@ from starlette.websockets import WebSocket, WebSocketDisconnect
 
 from engine.protocol import SAMPLE_RATE
 from gateway.audio import Encoder, make_encoder
-from gateway.guard.auth import accept_websocket
+from gateway.guard.auth import accept_websocket, presented_key
 from gateway.formats import WEBSOCKET_DEFAULT_FORMAT, output_format
 from gateway.host.drain import CLOSING, RESTART_CLOSE_CODE
 from gateway.playout import SentAudio
@@ -118,7 +118,7 @@ async def stream_endpoint(ws: WebSocket) -> None:
         await ws.send_json(event)
 
     sink = WebSocketSink(ws, state.settings.stall_timeout_s)
-    session = Session(state, sink, send_event, transport="ws")
+    session = Session(state, sink, send_event, transport="ws", api_key=presented_key(ws))
     try:
         await session.open()
     except SessionLimitReached as exc:

@@ -127,6 +127,19 @@ def stalling_app() -> Starlette:
 
 
 @pytest.mark.parametrize("transport", ["ws", "http"])
+def test_prompt_cache_hits_and_misses_are_measured_apart(url: str, transport: str,
+                                                          capsys: pytest.CaptureFixture[str]) -> None:
+    status, result, table = bench(capsys, "--transport", transport, "--url", url, "--sessions", "1",
+                                  "--utterances", "2", "--pause", "0", "--prompt-cache")
+    assert status == 0, table
+    assert set(result) == FIELDS | {f"cache_{name}{figure}" for name in ("hit", "miss")
+                                    for figure in ("_ttfa_p50_ms", "_ttfa_p95_ms")} | {"cache_hits", "cache_misses"}
+    assert result["utterances"] == 4 and result["cache_hits"] + result["cache_misses"] == 4
+    assert result["cache_hits"] >= 2 and result["cache_hit_ttfa_p50_ms"] > 0  # every text's second time at least
+    assert "prompt cache hits" in table and "prompt cache misses" in table
+
+
+@pytest.mark.parametrize("transport", ["ws", "http"])
 def test_a_stream_that_stalls_is_reported_as_starved(transport: str, capsys: pytest.CaptureFixture[str]) -> None:
     """Each utterance plays 0.1 s, then the listener waits for the rest: one underrun an utterance, and the wait."""
     with serving(stalling_app()) as standin:

@@ -275,6 +275,8 @@ def test_health_reports_the_engine_and_its_decode(server: str) -> None:
     from gateway.host.draining import Draining
     from gateway.http.health import health_body
     from gateway.metrics import Metrics
+    from gateway.prompt_cache.cache import PromptCache
+    from gateway.prompt_cache.store import CacheSettings
     from gateway.settings import GatewaySettings
 
     health = httpx.get(server + "/health").json()
@@ -282,9 +284,10 @@ def test_health_reports_the_engine_and_its_decode(server: str) -> None:
     assert engine["engine"] == "espeak" and engine["decode"] is None and engine["prompt_cache"] is None
     assert "prompt_cache" not in health["engines"][0]
     ready = EngineReady("chatterbox-turbo", "cuda:0", "bfloat16", "/weights", True, decode="graph")
-    state = SimpleNamespace(engine=SimpleNamespace(ready=ready, engines=[], failovers={"moved": 0, "given_up": 0}),
-                            process=None, sessions={},
-                            settings=GatewaySettings(), metrics=Metrics(), drain=Draining(Drain(30)))
+    engine = SimpleNamespace(ready=ready, engines=[], failovers={"moved": 0, "given_up": 0})
+    metrics = Metrics()
+    state = SimpleNamespace(engine=engine, process=None, sessions={}, settings=GatewaySettings(), metrics=metrics,
+                            drain=Draining(Drain(30)), prompts=PromptCache(CacheSettings(), engine, (), metrics))
     body = health_body(state)  # type: ignore[arg-type]
     assert body["status"] == "ok" and body["engine"]["decode"] == "graph"
     assert body["engine"]["device"] == "cuda:0" and body["watermark"] is True

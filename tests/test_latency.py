@@ -48,10 +48,10 @@ def test_config_and_speak_carry_the_preference_to_the_engine() -> None:
     core = SessionCore("s", "websocket", 1000, configurable=True)
     core.receive(json.dumps({"type": "config", "latency": "prosody"}))
     starts = [a for a in core.receive(json.dumps({"type": "speak", "text": "One."})) if isinstance(a, StartUtterance)]
-    assert starts == [StartUtterance(0, "default", Reading("prosody"))]
+    assert starts == [StartUtterance(0, "default", Reading("prosody"), "One.")]
     starts = [a for a in core.receive(json.dumps({"type": "speak", "text": "Two.", "latency": 0.2}))
               if isinstance(a, StartUtterance)]
-    assert starts == [StartUtterance(1, "default", Reading(0.2))]  # this utterance only: the session keeps its own
+    assert starts == [StartUtterance(1, "default", Reading(0.2), "Two.")]  # this utterance only: the session keeps its own
     assert core.reading == Reading("prosody")
     for bad in ("slow", -1, 6, True, [0.1]):
         with pytest.raises(ProtocolError) as info:

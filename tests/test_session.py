@@ -13,6 +13,8 @@ from engine.traces import NO_SPAN, Span
 from gateway.sessions import core
 from gateway.engine_link.client import EngineRequestError, EngineUnavailable
 from gateway.metrics import Metrics
+from gateway.prompt_cache.cache import PromptCache
+from gateway.prompt_cache.store import CacheSettings
 from gateway.sessions.session import Session
 from gateway.sessions.registry import SessionRegistry
 from gateway.settings import GatewaySettings
@@ -38,7 +40,7 @@ def new_core(**kwargs) -> core.SessionCore:
 def test_speak_starts_sends_and_ends_one_turn_and_the_next_text_starts_another() -> None:
     session = new_core()
     assert session.receive(frame("speak", text="Hi.", voice="amy")) == [
-        core.StartUtterance(0, "amy"), core.SendText(0, "Hi."), core.EndText(0)]
+        core.StartUtterance(0, "amy", whole="Hi."), core.SendText(0, "Hi."), core.EndText(0)]
     assert session.receive(frame("text", text="Again")) == [core.StartUtterance(1, "amy"), core.SendText(1, "Again")]
     assert session.receive(frame("flush")) == [core.FlushText(1)]
     assert session.receive(frame("text", text=" more")) == [core.SendText(1, " more")]
@@ -68,7 +70,7 @@ def test_queue_limit_refuses_a_new_turn_until_one_is_sent() -> None:
     assert session.audio_ended(0, {"chunks": 1}) == [core.Emit({"type": "done", "utterance": "u0", "chunks": 1,
                                                                 "heard_s": 0.0, "heard_text": "",
                                                                 "heard_from": "sent"})]
-    assert session.receive(frame("speak", text="three"))[0] == core.StartUtterance(2, "default")
+    assert session.receive(frame("speak", text="three"))[0] == core.StartUtterance(2, "default", whole="three")
 
 
 def test_audio_begins_once_per_turn_and_chunk_events_carry_the_engine_id() -> None:
@@ -291,7 +293,8 @@ class Client:
         self.sink = sink or FakeSink()
         self.metrics = Metrics()
         state = GatewayState(GatewaySettings(max_text_chars=100), self.engine, self.metrics,  # type: ignore[arg-type]
-                             SessionRegistry(4, self.metrics))
+                             SessionRegistry(4, self.metrics),
+                             PromptCache(CacheSettings(memory_mib=0), self.engine, (), self.metrics))  # type: ignore[arg-type]
         self.registry = state.sessions
         self.events: list[dict] = []
         self.session = Session(state, self.sink, self._send, transport="ws")

@@ -82,7 +82,7 @@ async def _ws_call(base: str, text: str) -> None:
 async def _http_call(base: str, text: str) -> None:
     """One ``POST /v1/tts`` on a connection of its own, read to its end."""
     async with httpx.AsyncClient(timeout=CALL_TIMEOUT_S) as http:
-        async with http.stream("POST", base + "/v1/tts", json={"text": text}) as response:
+        async with http.stream("POST", base + "/v1/tts", json={"text": text, "cache": False}) as response:
             if response.status_code == 503 and "draining" in (await response.aread()).decode(errors="replace"):
                 raise Retry("refused: draining")
             if response.status_code != 200:

@@ -67,7 +67,7 @@ def said_once(chunks: list[dict[str, Any]], text: str) -> str | None:
 
 async def speak_ws(url: str, text: str, on_chunk: OnChunk) -> Spoken:
     async with connect(url.replace("http", "ws", 1) + "/v1/stream") as ws:
-        await ws.send(json.dumps({"type": "speak", "text": text}))
+        await ws.send(json.dumps({"type": "speak", "text": text, "cache": False}))  # said by a worker, to kill
         chunks, arrivals = [], []
         while True:
             frame = await asyncio.wait_for(ws.recv(), 60)
@@ -86,7 +86,8 @@ async def speak_ws(url: str, text: str, on_chunk: OnChunk) -> Spoken:
 
 def speak_http(url: str, text: str, on_chunk: OnChunk) -> Spoken:
     chunks, arrivals = [], []
-    with httpx.stream("POST", url + "/v1/tts", json={"text": text, "format": "ndjson"}, timeout=60) as reply:
+    with httpx.stream("POST", url + "/v1/tts", json={"text": text, "format": "ndjson", "cache": False},
+                      timeout=60) as reply:
         if reply.status_code != 200:
             raise SpeechFailed(reply.read().decode())
         for line in reply.iter_lines():

@@ -17,6 +17,11 @@ until one has played before sending the next, and the bench measures at the clie
   the window in which every session is connected, divided by stream-seconds (sessions x window). Only when the bench
   started the server itself (without ``--url``).
 
+Its clients send ``cache: false``, so what is measured is the engine's path. With ``--prompt-cache`` each session says
+each of its texts twice in a row, the prompt cache allowed: the first is a miss (unless another session said it
+first), the second a hit (``done.cached``; HTTP: ``X-Prompt-Cache``), and the first audio of hits and misses is
+printed apart (docs/prompt-cache.md).
+
 Without ``--url`` it starts ``chatterbox-fast serve`` on 127.0.0.1 with the engine flags (default ``--engine espeak``).
 Prints a table and, last, one JSON line.
 """
@@ -78,6 +83,7 @@ class Result:
     client_underruns: int  # WebRTC: 1 when the decoded audio has a gap; else the simulated listener's
     starved_s: float  # WebRTC: length of the decoded gaps; else the simulated listener's wait
     reports: int = 0  # ``playout`` messages the WebSocket listener sent
+    cached: bool = False  # served from the prompt cache (done.cached; HTTP: X-Prompt-Cache)
 
 
 class Client(Protocol):
@@ -94,7 +100,8 @@ def _headers(api_key: str | None) -> dict[str, str]:
     return {"Authorization": f"Bearer {api_key}"} if api_key else {}
 
 
-async def _heard(sent: float, arrivals: list[tuple[float, float]], server_ttfa_s: float | None) -> Result:
+async def _heard(sent: float, arrivals: list[tuple[float, float]], server_ttfa_s: float | None,
+                 cached: bool) -> Result:
     """A byte stream's utterance as a listener playing from the first byte at 1x hears it; returns once it has.
 
     ``sent``: perf_counter when the text left; ``arrivals``: (seconds after ``sent``, audio seconds received so far).
@@ -104,14 +111,15 @@ async def _heard(sent: float, arrivals: list[tuple[float, float]], server_ttfa_s
     audio_s = arrivals[-1][1] if arrivals else 0.0
     await asyncio.sleep(max(0.0, sent + (first or 0.0) + audio_s + starved - time.perf_counter()))
     return Result(ttfa_s=first, server_ttfa_s=server_ttfa_s, audio_s=audio_s, server_underruns=None,
-                  client_underruns=underruns, starved_s=starved)
+                  client_underruns=underruns, starved_s=starved, cached=cached)
 
 
 class WebRTCClient:
-    """A listening aiortc peer; text over its data channel, speech on its audio track."""
+    """A listening aiortc peer; text over its data channel, speech on its audio track. ``cache``: whether its
+    speaks may come from the prompt cache (off: what is measured is the engine's path)."""
 
-    def __init__(self, url: str, api_key: str | None, voice: str, codec: str) -> None:
-        self.url, self.api_key, self.voice, self.codec = url, api_key, voice, codec
+    def __init__(self, url: str, api_key: str | None, voice: str, codec: str, cache: bool = False) -> None:
+        self.url, self.api_key, self.voice, self.codec, self.cache = url, api_key, voice, codec, cache
         self.listener = Listener.create(codecs=[codec], prefetch=0)
 
     async def connect(self) -> None:
@@ -127,7 +135,7 @@ class WebRTCClient:
     async def speak(self, text: str) -> Result:
         listener, seen = self.listener, len(self.listener.events)
         sent = time.time()
-        listener.channel.send(json.dumps({"type": "speak", "text": text}))
+        listener.channel.send(json.dumps({"type": "speak", "text": text, "cache": self.cache}))
         await listener.wait_for(lambda: any(e["type"] in ("done", "error") for e in listener.events[seen:]),
                                 UTTERANCE_TIMEOUT_S)
         end = next(e for e in listener.events[seen:] if e["type"] in ("done", "error"))
@@ -143,19 +151,19 @@ class WebRTCClient:
             gap_frames = max(0, loud[-1] - loud[0] + 1 - expected - GAP_TOLERANCE_FRAMES)
         return Result(ttfa_s=frames[loud[0]].at - sent if loud else None, server_ttfa_s=end.get("ttfa"),
                       audio_s=audio_s, server_underruns=end.get("underruns"), client_underruns=int(gap_frames > 0),
-                      starved_s=gap_frames * FRAME_S)
+                      starved_s=gap_frames * FRAME_S, cached=bool(end.get("cached")))
 
     async def close(self) -> None:
         await self.listener.close()
 
 
 class WebSocketClient:
-    """``/v1/stream``: JSON text in, 24 kHz PCM binary frames and events out."""
+    """``/v1/stream``: JSON text in, 24 kHz PCM binary frames and events out (``cache`` as WebRTCClient's)."""
 
     def __init__(self, url: str, api_key: str | None, voice: str, rate: float | None = None,
-                 report: bool = False) -> None:
+                 report: bool = False, cache: bool = False) -> None:
         self.url = url.replace("http", "ws", 1) + "/v1/stream"
-        self.api_key, self.voice = api_key, voice
+        self.api_key, self.voice, self.cache = api_key, voice, cache
         self.rate, self.report = rate, report  # a playing listener (ws_player) where either is set
         self.ws: ClientConnection | None = None
         self.audio = b""  # the last utterance's audio (not kept by a playing listener)
@@ -172,7 +180,7 @@ class WebSocketClient:
         assert self.ws is not None
         if self.rate is not None or self.report:
             try:
-                played = await play(self.ws, text, rate=self.rate or 1.0, report=self.report,
+                played = await play(self.ws, text, rate=self.rate or 1.0, report=self.report, cache=self.cache,
                                     bytes_per_second=PCM_BYTES_PER_SECOND, timeout=UTTERANCE_TIMEOUT_S)
             except Refused as exc:
                 raise BenchError(str(exc)) from None
@@ -183,7 +191,7 @@ class WebSocketClient:
         received = 0
         audio = bytearray()
         sent = time.perf_counter()
-        await self.ws.send(json.dumps({"type": "speak", "text": text}))
+        await self.ws.send(json.dumps({"type": "speak", "text": text, "cache": self.cache}))
         while True:
             frame = await asyncio.wait_for(self.ws.recv(), UTTERANCE_TIMEOUT_S)
             if isinstance(frame, bytes):
@@ -197,7 +205,7 @@ class WebSocketClient:
             if event["type"] == "done":
                 break
         self.audio = bytes(audio)
-        return await _heard(sent, arrivals, event.get("ttfa"))
+        return await _heard(sent, arrivals, event.get("ttfa"), bool(event.get("cached")))
 
     async def close(self) -> None:
         if self.ws is not None:
@@ -207,7 +215,8 @@ class WebSocketClient:
 class HttpClient:
     """``POST /v1/tts`` streaming 24 kHz PCM, one request per utterance."""
 
-    def __init__(self, url: str, api_key: str | None, voice: str) -> None:
+    def __init__(self, url: str, api_key: str | None, voice: str, cache: bool = False) -> None:
+        self.cache = cache
         self.http = httpx.AsyncClient(base_url=url, headers=_headers(api_key),
                                       timeout=httpx.Timeout(UTTERANCE_TIMEOUT_S, connect=10))
         self.voice = voice
@@ -219,16 +228,17 @@ class HttpClient:
         arrivals: list[tuple[float, float]] = []
         received = 0
         sent = time.perf_counter()
-        body = {"text": text, "voice": self.voice, "format": "pcm", "sample_rate": SAMPLE_RATE}
+        body = {"text": text, "voice": self.voice, "format": "pcm", "sample_rate": SAMPLE_RATE, "cache": self.cache}
         async with self.http.stream("POST", "/v1/tts", json=body) as response:
             if response.status_code != 200:
                 await response.aread()
                 raise BenchError(f"POST /v1/tts answered HTTP {response.status_code}: {response.text[:200]}")
+            cached = response.headers.get("x-prompt-cache") == "hit"
             async for data in response.aiter_bytes():
                 if data:
                     received += len(data)
                     arrivals.append((time.perf_counter() - sent, received / PCM_BYTES_PER_SECOND))
-        return await _heard(sent, arrivals, None)
+        return await _heard(sent, arrivals, None, cached)
 
     async def close(self) -> None:
         await self.http.aclose()
@@ -237,10 +247,11 @@ class HttpClient:
 def make_client(args: argparse.Namespace, url: str) -> Client:
     """A session of ``args.transport`` on the server at ``url``."""
     if args.transport == "webrtc":
-        return WebRTCClient(url, args.api_key, args.voice, args.codec)
+        return WebRTCClient(url, args.api_key, args.voice, args.codec, args.prompt_cache)
     if args.transport == "ws":
-        return WebSocketClient(url, args.api_key, args.voice, args.playback_rate, args.report_playout)
-    return HttpClient(url, args.api_key, args.voice)
+        return WebSocketClient(url, args.api_key, args.voice, args.playback_rate, args.report_playout,
+                               args.prompt_cache)
+    return HttpClient(url, args.api_key, args.voice, args.prompt_cache)
 
 
 def tree_cpu(root: int) -> tuple[float, float]:
@@ -280,10 +291,14 @@ async def _drive(client: Client, index: int, args: argparse.Namespace) -> list[R
     """One session: its share of the stagger, then its utterances, each after the last was heard and a pause."""
     await asyncio.sleep(args.stagger * index / args.sessions)
     results = []
-    for k in range(args.utterances):
+    texts = [TEXTS[(index + k) % len(TEXTS)] for k in range(args.utterances)]
+    if args.prompt_cache:  # each twice in a row: a miss (unless another session said it first), then a hit
+        texts = [f"{text} That was number {index * args.utterances + k}." for k, text in enumerate(texts)
+                 for _ in range(2)]
+    for k, text in enumerate(texts):
         if k:
             await asyncio.sleep(args.pause + random.uniform(0, PAUSE_JITTER_S))
-        results.append(await client.speak(TEXTS[(index + k) % len(TEXTS)]))
+        results.append(await client.speak(text))
     return results
 
 
@@ -342,6 +357,12 @@ def summarise(args: argparse.Namespace, engine: dict[str, Any], server: str, res
         "gateway_cpu_s": None, "engine_cpu_s": None, "cpu_ms_per_stream_s": None, "server_cpu_pct": None,
         "loadavg_1m": round(os.getloadavg()[0], 2),
     }
+    if args.prompt_cache:
+        for name, plural, picked in (("hit", "hits", True), ("miss", "misses", False)):
+            first = [r.ttfa_s for r in results if r.cached is picked and r.ttfa_s is not None]
+            summary.update({f"cache_{plural}": sum(r.cached is picked for r in results),
+                            f"cache_{name}_ttfa_p50_ms": _ms(first, 0.5),
+                            f"cache_{name}_ttfa_p95_ms": _ms(first, 0.95)})
     if cpu is not None:
         total = cpu[0] + cpu[1]
         summary.update(gateway_cpu_s=round(cpu[0], 3), engine_cpu_s=round(cpu[1], 3),
@@ -373,6 +394,10 @@ def render(s: dict[str, Any]) -> str:
         f"{'decoded gaps' if s['transport'] == 'webrtc' else 'simulated listener'} {s['underruns_client']} "
         f"({s['starved_ms']:.0f} ms); utterances without audio {s['no_audio']}",
     ]
+    if "cache_hits" in s:
+        for name, plural in (("hit", "hits"), ("miss", "misses")):
+            lines.append(f"{'  prompt cache ' + plural + ' (' + str(s[f'cache_{plural}']) + ')':34s}"
+                         f"{_cell(s[f'cache_{name}_ttfa_p50_ms']):>10s}{_cell(s[f'cache_{name}_ttfa_p95_ms']):>10s}")
     if s["cpu_ms_per_stream_s"] is not None:
         lines.append(f"server CPU: {s['server_cpu_pct']:.1f} % of a core over {s['window_s']:.1f} s (gateway "
                      f"{s['gateway_cpu_s']:.2f} s, engine {s['engine_cpu_s']:.2f} s) = "

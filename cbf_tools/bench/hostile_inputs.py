@@ -82,11 +82,12 @@ def _pick(*choices: Any) -> Callable[[random.Random], Any]:
 _LATENCY = _pick("fastest", "prosody", 0.2, 0, -1, 1e9, "slow", True, None, [0.1], {"s": 1})
 _NORMALIZE = _pick("auto", "on", "off", "OFF", "", 1, True, None, ["on"])
 _SPEED = _pick(0.25, 1.5, 4.0, 0, 0.24, 4.01, -1, 1e308, "1", True, None, [1])
+_CACHE = _pick(True, False, None, "false", 0, 1, [], {})  # the prompt cache's per-request switch
 WEBSOCKET_FIELDS = {"type": _pick("speak", "text", "flush", "end", "cancel", "config", "playout", "sing", ""),
                     "text": _text, "voice": _pick("default", "Default", "nobody", "\ud800", "../x"),
                     "format": _pick("pcm_s16le", "mulaw", "mp3"), "sample_rate": _pick(8000, 16000, 44100, True),
                     "played": _pick(0.5, -1, "1", 1e9, True), "latency": _LATENCY, "normalize": _NORMALIZE,
-                    "speed": _SPEED}
+                    "speed": _SPEED, "cache": _CACHE}
 # ElevenLabs' multi-stream-input messages (close_socket left out: it would end the client's socket legitimately)
 ELEVENLABS_FIELDS = {"text": _text, "context_id": _pick("a", "b", "", 3), "flush": _pick(True, False, "yes"),
                      "close_context": _pick(True, False, 1), "voice_settings": _pick({"speed": 2}, {"speed": 0.1}, {"speed": "x"}, "fast", None),
@@ -170,11 +171,11 @@ def asterisk_frames(rng: random.Random, count: int) -> list[str | bytes]:
 
 TTS_FIELDS = {"text": _text, "voice": _pick("default", "nobody", "\ud800"), "format": _pick("pcm", "wav", "opus", "x"),
               "sample_rate": _pick(8000, 24000, 7, "24000"), "latency": _LATENCY,
-              "stream": _pick(True, False, "yes"), "normalize": _NORMALIZE, "speed": _SPEED}
+              "stream": _pick(True, False, "yes"), "normalize": _NORMALIZE, "speed": _SPEED, "cache": _CACHE}
 OPENAI_FIELDS = {"model": _pick("tts-1", 1), "input": _text, "voice": _pick("alloy", "marin", "default", "\ud800"),
                  "response_format": _pick("pcm", "wav", "mp3", "flac", "opus", "x"), "speed": _SPEED, "normalize": _NORMALIZE,
                  "stream_format": _pick("audio", "sse", "sse", "ws"), "instructions": _pick("Calm.", 3),
-                 "latency": _LATENCY, "stream": _pick(True, False, 0)}
+                 "latency": _LATENCY, "stream": _pick(True, False, 0), "cache": _CACHE}
 # The data of Wyoming events (the event's type is picked apart, in wyoming_frames)
 WYOMING_FIELDS = {"text": _text, "voice": _pick({"name": "default"}, {"name": "NOBODY"}, {"name": 5}, "x",
                                                 {"language": "en"}, {}),

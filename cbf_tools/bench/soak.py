@@ -20,7 +20,8 @@ Every few seconds the bench reads ``/health`` and, when it started the server it
 its gateway and engine worker processes from /proc; every ``--report-every`` s (a minute) it prints one line: that
 interval's turns, errors, underruns and first audio (p50/p95: from the text leaving the caller to the first audio
 there), the memory now, and the chaos so far. Then a summary per transport, the memory's growth per minute after
-``--warm-up``, and a JSON line.
+``--warm-up``, the prompt cache's hits and misses (callers repeat a few texts, so a served server's cache takes
+many of their speaks: cancels, hang-ups and barge-ins land on cached utterances too), and a JSON line.
 
 Chaos (a server it starts only): ``--kill-worker-every S`` SIGKILLs the engine worker every S s (the embedded one,
 which the gateway starts again; with ``--workers 2`` the soak's own, in turn, each started again at once while the
@@ -791,6 +792,8 @@ async def measure(url: str, args: argparse.Namespace, wyoming_port: int | None,
             "transports": {name: {**tally.counts(), **_first_audio([s for _, s in tally.first_audio])}
                            for name, tally in tallies.items()},
             "chaos": chaos.figures() if chaos is not None else None,
+            "prompt_cache": {k: v for k, v in (health.get("prompt_cache") or {}).items()  # the answering process's
+                             if k in ("hits", "misses", "entries", "bytes")},
             "intervals": watch.intervals, "errors_seen": errors_seen}
 
 
@@ -837,6 +840,8 @@ def render(s: dict[str, Any]) -> str:
              f"{s['engine_unavailable']}, failovers {s['failovers']}, dropped {s['dropped']}, reconnects "
              f"{s['reconnects']}, refused {s['refused']}; leaked sessions {s['leaked_sessions']}, engine utterances "
              f"left in flight {s['leaked_utterances']}; /health {s['status_at_end']} at the end",
+             f"  prompt cache (the process /health asked): " + (", ".join(f"{k} {v}" for k, v in
+                                                                      s["prompt_cache"].items()) or "off"),
              f"  {'transport':<12} {'done':>6} {'cancel':>6} {'hungup':>6} {'p50 s':>6} {'p95 s':>6} {'errors':>6} "
              f"{'unavail':>7} {'failov':>6} {'drop':>5} {'reconn':>6} {'refuse':>6}"]
     for name, t in s["transports"].items():

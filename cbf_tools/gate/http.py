@@ -31,7 +31,8 @@ class Endpoint:
     def body(self, text: str, voice: str) -> dict[str, Any]:
         if self.openai:  # OpenAI's "pcm" is 24 kHz s16le mono too
             return {"model": "tts-1", "input": text, "voice": voice, "response_format": "pcm"}
-        return {"text": text, "voice": voice, "format": "pcm", "sample_rate": SAMPLE_RATE}
+        return {"text": text, "voice": voice, "format": "pcm", "sample_rate": SAMPLE_RATE,
+                "cache": False}  # the engine's speed, not the prompt cache's (an older server ignores the field)
 
 
 NATIVE = Endpoint("/v1/tts", openai=False)
@@ -98,7 +99,7 @@ def delete_voice(client: httpx.Client, name: str) -> None:
 
 def speak_timed(client: httpx.Client, text: str, voice: str) -> list[dict[str, Any]]:
     """``POST /v1/tts`` with ``format: ndjson``: every line of the stream as received, in order."""
-    body = {"text": text, "voice": voice, "format": "ndjson", "sample_rate": SAMPLE_RATE}
+    body = {"text": text, "voice": voice, "format": "ndjson", "sample_rate": SAMPLE_RATE, "cache": False}
     try:
         with client.stream("POST", "/v1/tts", json=body) as response:
             if response.status_code != 200:

@@ -91,15 +91,16 @@ class Played:
     done: dict[str, Any]  # the server's ``done`` event
 
 
-async def play(ws: ClientConnection, text: str, *, rate: float = 1.0, report: bool = False,
+async def play(ws: ClientConnection, text: str, *, rate: float = 1.0, report: bool = False, cache: bool = False,
                bytes_per_second: int = 48000, timeout: float = 60.0) -> Played:
     """Speak ``text`` on ``ws`` (an open /v1/stream past its ``ready``, raw 16-bit PCM at ``bytes_per_second``),
-    play the audio at ``rate``, reporting where it is every REPORT_EVERY_S when ``report``, until it has all played.
+    play the audio at ``rate``, reporting where it is every REPORT_EVERY_S when ``report``, until it has all played
+    (``cache``: whether the prompt cache may answer it; off by default, so that what plays is paced by the engine).
     Raises ``Refused`` on an ``error`` event."""
     player = Playback(rate)
     deadline = time.monotonic() + timeout
     sent = time.monotonic()
-    await ws.send(json.dumps({"type": "speak", "text": text}))
+    await ws.send(json.dumps({"type": "speak", "text": text, "cache": cache}))
     utterance: str | None = None
     reports, next_report = 0, sent
     done: dict[str, Any] | None = None

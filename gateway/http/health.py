@@ -54,6 +54,7 @@ def health_body(state: GatewayState) -> dict[str, Any]:
                          for outcome in ("heard", "rejected", "flooded", "dropped")},
         "engines": engines,
         "failovers": dict(state.engine.failovers),  # utterances whose worker went away: moved on, or given up
+        "prompt_cache": state.prompts.health(),  # hits, misses, bytes (gateway/prompt_cache/)
     }
     if state.settings.rtc_ports is not None:
         body["rtc_ports"] = "%d-%d" % state.settings.rtc_ports

@@ -24,10 +24,12 @@ async def put_lexicon(request: Request) -> Response:
     data = await bounded_body(request, MAX_LEXICON_BYTES,
                               ApiError(413, "too_large", f"a lexicon is at most {MAX_LEXICON_BYTES} bytes"))
     lexicon = await engine_call(state.engine.add_lexicon(request.path_params["name"], data))
+    state.prompts.drop("lexicons", request.path_params["name"])  # prompts read with the old one
     return JSONResponse({"lexicon": lexicon}, status_code=201)
 
 
 async def delete_lexicon(request: Request) -> Response:
     state: GatewayState = request.app.state.gateway
     await engine_call(state.engine.delete_lexicon(request.path_params["name"]))
+    state.prompts.drop("lexicons", request.path_params["name"])
     return Response(status_code=204)

@@ -5,13 +5,14 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from typing import AsyncIterator
+from typing import Any, AsyncIterator
 
 from starlette.requests import Request
 from starlette.responses import Response
 
-from engine.protocol import SAMPLE_RATE, Chunk, Reading
+from engine.protocol import SAMPLE_RATE, Chunk
 from gateway.audio import make_encoder
+from gateway.guard.auth import presented_key
 from gateway.guard.client_input import speech_text
 from gateway.engine_link.client import EngineRequestError, EngineUnavailable
 from gateway.formats import OPENAI_FORMATS, OPENAI_PCM_RATE, TTS_FORMATS
@@ -42,11 +43,12 @@ def _text(state: GatewayState, text: str) -> str:
     return text
 
 
-async def _speech(state: GatewayState, text: str, voice: str, fmt: str, sample_rate: int | None,
-                  transport: str, framing: Framing = AudioBytes(), reading: Reading = Reading(),
-                  whole: bool = False) -> SpeechStream:
-    """Start one utterance and stream it encoded, in ``framing``; errors before the first chunk become proper HTTP
-    errors. ``whole``: a format that differs as a whole file (wav: its true sizes) is sent whole, at the end."""
+async def _speech(state: GatewayState, request: Request, body: dict[str, Any], text: str, voice: str, fmt: str,
+                  sample_rate: int | None, framing: Framing = AudioBytes(), whole: bool = False) -> SpeechStream:
+    """Start one utterance (from the prompt cache where it may be: the body's ``cache``) and stream it encoded, in
+    ``framing``; errors before the first chunk become proper HTTP errors. ``whole``: a format that differs as a
+    whole file (wav: its true sizes) is sent whole, at the end."""
+    transport, reading, use_cache = "http", body_reading(body), body_field(body, "cache", bool, True)
     try:
         encoder = make_encoder(fmt, sample_rate, whole=whole)
     except ValueError as exc:
@@ -58,7 +60,8 @@ async def _speech(state: GatewayState, text: str, voice: str, fmt: str, sample_r
         raise ApiError(503, exc.code, str(exc)) from None
     stats = UtteranceStats(time.monotonic())
     try:
-        utterance = await state.engine.start(voice, reading, utterance_span(state.traces, transport, voice))
+        utterance = await state.prompts.start(voice, reading, text, api_key=presented_key(request), use=use_cache,
+                                              span=utterance_span(state.traces, transport, voice))
         await utterance.text(text)
         await utterance.end()
         stream = chunks(utterance, stats, to=MetricsLabel(state.metrics, transport))
@@ -93,7 +96,8 @@ async def _speech(state: GatewayState, text: str, voice: str, fmt: str, sample_r
         state.sessions.remove(token)
         await utterance.cancel()  # a no-op once finished; stops the engine when the client went away
 
-    headers = {"X-Accel-Buffering": "no", "Cache-Control": "no-store", "X-Utterance-Id": utterance.id}
+    headers = {"X-Accel-Buffering": "no", "Cache-Control": "no-store", "X-Utterance-Id": utterance.id,
+               "X-Prompt-Cache": "hit" if stats.cached else "miss"}
     if framing.media_type is not None:
         headers["X-Audio-Type"] = encoder.content_type
     return SpeechStream(body(), finish, state.settings.stall_timeout_s, headers=headers,
@@ -119,8 +123,8 @@ async def tts(request: Request) -> Response:
     rate = body_field(body, "sample_rate", int)
     framing = ndjson.TimedLines(text) if timed else AudioBytes()
     whole = not timed and not body_field(body, "stream", bool, False)
-    return await _speech(state, text, body_field(body, "voice", str, "default"), fmt, rate, "http", framing,
-                         body_reading(body), whole)
+    return await _speech(state, request, body, text, body_field(body, "voice", str, "default"), fmt, rate, framing,
+                         whole)
 
 
 async def openai_speech(request: Request) -> Response:
@@ -139,8 +143,8 @@ async def openai_speech(request: Request) -> Response:
     voice = await _openai_voice(state, body_field(body, "voice", str, "default"))
     framing = sse.SpeechEvents(text) if stream_format == "sse" else AudioBytes()
     whole = stream_format == "audio" and not body_field(body, "stream", bool, False)
-    return await _speech(state, text, voice, fmt, OPENAI_PCM_RATE if fmt == "pcm" else None, "http", framing,
-                         body_reading(body), whole)
+    return await _speech(state, request, body, text, voice, fmt, OPENAI_PCM_RATE if fmt == "pcm" else None,
+                         framing, whole)
 
 
 async def _openai_voice(state: GatewayState, voice: str) -> str:

@@ -59,10 +59,12 @@ async def add_voice(request: Request) -> Response:
     if len(data) > limit:
         raise ApiError(413, "too_large", f"uploads are limited to {limit} bytes")
     voice = await engine_call(state.engine.add_voice(name, data))
+    state.prompts.drop("voices", name)  # a voice uploaded again: its cached prompts are the old one's
     return JSONResponse({"voice": voice}, status_code=201)
 
 
 async def delete_voice(request: Request) -> Response:
     state: GatewayState = request.app.state.gateway
     await engine_call(state.engine.delete_voice(request.path_params["name"]))
+    state.prompts.drop("voices", request.path_params["name"])
     return Response(status_code=204)

@@ -30,6 +30,8 @@ class StartUtterance:
     turn: int
     voice: str
     reading: Reading = field(default_factory=Reading)  # None fields: the engine's defaults
+    whole: str | None = None  # all of its text, when known at its start (a ``speak``): what the prompt cache looks up
+    cache: bool = True  # whether it may come from the prompt cache
 
 
 @dataclass(frozen=True)
@@ -117,6 +119,7 @@ class SessionCore:
     configurable: bool
     voice: str = "default"
     reading: Reading = field(default_factory=Reading)  # the session's (``config``); a ``speak`` may set its own
+    cache: bool = True  # the session's (``config``); a ``speak`` may say otherwise
     max_queued: int = MAX_QUEUED_UTTERANCES
     closed: bool = False
     heard_from: str | None = None
@@ -168,10 +171,10 @@ class SessionCore:
                 return self._configure(msg)
             case messages.Text(text=text):
                 return self._append(text)
-            case messages.Speak(text=text, voice=voice, reading=reading):
+            case messages.Speak(text=text, voice=voice, reading=reading, cache=cache):
                 if voice is not None:
                     self.voice = voice
-                return self._append(text, reading) + self._end()
+                return self._append(text, reading, whole=True, cache=cache) + self._end()
             case messages.Flush():
                 return [FlushText(self._current.key)] if self._current else []
             case messages.End():
@@ -193,12 +196,15 @@ class SessionCore:
             actions.append(ConfigureSink(config.format or WEBSOCKET_DEFAULT_FORMAT, config.sample_rate or SAMPLE_RATE))
         if config.voice is not None:
             self.voice = config.voice
+        if config.cache is not None:
+            self.cache = config.cache
         self.reading = config.reading.over(self.reading)
         return actions
 
-    def _append(self, text: str, reading: Reading = Reading()) -> list[Action]:
+    def _append(self, text: str, reading: Reading = Reading(), *, whole: bool = False,
+                cache: bool | None = None) -> list[Action]:
         """``text`` for the current turn, starting one (read as ``reading`` says, else as the session's) where none
-        is."""
+        is. ``whole``: ``text`` is all of a new turn's (a ``speak``), so the prompt cache may say it."""
         turn = self._current
         used = turn.chars if turn else 0
         if used + len(text) > self.max_text_chars:
@@ -214,7 +220,8 @@ class SessionCore:
             turn = self._current = _Turn(self._next_key)
             self._next_key += 1
             self._turns.append(turn)
-            actions.append(StartUtterance(turn.key, self.voice, reading.over(self.reading)))
+            actions.append(StartUtterance(turn.key, self.voice, reading.over(self.reading), text if whole else None,
+                                          self.cache if cache is None else cache))
         turn.chars += len(text)
         turn.text.add(text)
         actions.append(SendText(turn.key, text))

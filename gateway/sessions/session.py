@@ -16,8 +16,8 @@ from typing import Any, Awaitable, Callable
 from gateway import messages
 from gateway.sessions import core
 from gateway.engine_link.client import EngineRequestError, EngineUnavailable
-from gateway.engine_link.failover import FailoverUtterance
 from gateway.playout import report_playout
+from gateway.prompt_cache.utterances import Spoken
 from gateway.shared_state import GatewayState
 from gateway.sink import AudioSink
 from gateway.traces import utterance_span
@@ -29,14 +29,17 @@ SendEvent = Callable[[dict[str, Any]], Awaitable[None]]
 
 class Session:
     def __init__(self, state: GatewayState, sink: AudioSink, send_event: SendEvent, *, transport: str,
-                 voice: str = "default", session_id: str | None = None) -> None:
+                 voice: str = "default", session_id: str | None = None, api_key: str | None = None) -> None:
+        """``api_key``: the key the client presented, which scopes its prompt cache entries (None: not known here,
+        so its speaks are not cached while keys are on)."""
         self.state = state
+        self.api_key = api_key
         self.sink = sink
         self.send_event = send_event
         self.transport = transport
         self.core = core.SessionCore(session_id or uuid.uuid4().hex, transport, state.settings.max_text_chars,
                                      sink.configurable, voice, heard_from=sink.heard_from)
-        self._utterances: dict[int, tuple[FailoverUtterance, UtteranceStats]] = {}  # turn -> engine side, until sent
+        self._utterances: dict[int, tuple[Spoken, UtteranceStats]] = {}  # turn -> engine side, until sent
         self._playing: asyncio.Queue[int] = asyncio.Queue()  # turns to send, in order
         self._player: asyncio.Task[None] | None = None
         self._audible: int | None = None  # the turn whose audio the sink is taking
@@ -111,9 +114,11 @@ class Session:
             case core.Emit(event=event):
                 self._count(event)
                 await self.send_event(event)
-            case core.StartUtterance(turn=turn, voice=voice, reading=reading):
+            case core.StartUtterance(turn=turn, voice=voice, reading=reading, whole=whole, cache=cache):
                 span = utterance_span(self.state.traces, self.transport, voice, self.id)
-                utterance = await self.state.engine.start(voice, reading, span)
+                utterance = (await self.state.prompts.start(voice, reading, whole, api_key=self.api_key, use=cache,
+                                                            span=span)
+                             if whole is not None else await self.state.engine.start(voice, reading, span))
                 if turn not in self.core.queued:  # cancelled, or the client went away, while it started
                     await asyncio.shield(utterance.cancel())
                     return
@@ -150,7 +155,7 @@ class Session:
         for utterance, _ in self._utterances.values():
             utterance.span.event(name, **attributes)
 
-    def _engine_side(self, turn: int) -> FailoverUtterance | None:
+    def _engine_side(self, turn: int) -> Spoken | None:
         """``turn``'s engine utterance; None once it was stopped (a cancel or a disconnect came first)."""
         entry = self._utterances.get(turn)
         return entry[0] if entry is not None else None
@@ -208,7 +213,7 @@ class Session:
                 await self._play(turn, *self._utterances[turn])
                 self._utterances.pop(turn, None)
 
-    async def _play(self, turn: int, utterance: FailoverUtterance, stats: UtteranceStats) -> None:
+    async def _play(self, turn: int, utterance: Spoken, stats: UtteranceStats) -> None:
         underruns_before = self.sink.underruns()
         try:
             async for chunk in chunks(utterance, stats, to=self._label):

@@ -23,6 +23,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse
 
 from gateway.formats import WEBRTC_CODECS, codec_rate
+from gateway.guard.auth import presented_key
 from gateway.host.drain import CLOSING
 from gateway.sessions.driven import DrivenSession
 from gateway.http.body import body_field, json_body
@@ -125,13 +126,14 @@ class WebRTCPeer(DrivenSession):
     """
 
     def __init__(self, state: GatewayState, pc: RTCPeerConnection, track: PacedAudioTrack, voice: str,
-                 expects_channel: bool) -> None:
+                 expects_channel: bool, api_key: str | None = None) -> None:
         super().__init__()
         self.state = state
         self.expects_channel = expects_channel
         self.pc = pc
         self.track = track
-        self.session = Session(state, TrackSink(track), self.send_event, transport="webrtc", voice=voice)
+        self.session = Session(state, TrackSink(track), self.send_event, transport="webrtc", voice=voice,
+                               api_key=api_key)
         self.channel: RTCDataChannel | None = None
         self._pending: list[str] = []  # events sent before the data channel opened
         self._inbox: asyncio.Queue[str | bytes] = asyncio.Queue()
@@ -246,8 +248,10 @@ class WebRTCPeer(DrivenSession):
                       exc_info=True)
 
 
-async def open_peer(state: GatewayState, sdp: str, voice: str, codec: str | None) -> WebRTCPeer:
-    """A session for ``sdp``'s offer, answered (``peer.pc.localDescription``) and started.
+async def open_peer(state: GatewayState, sdp: str, voice: str, codec: str | None,
+                    api_key: str | None = None) -> WebRTCPeer:
+    """A session for ``sdp``'s offer, answered (``peer.pc.localDescription``) and started. ``api_key``: the offer's
+    (the session's prompt cache scope).
 
     Raises ApiError: 400 ``bad_sdp`` for an unusable offer, 503 ``session_limit`` on a full server."""
     try:
@@ -257,7 +261,7 @@ async def open_peer(state: GatewayState, sdp: str, voice: str, codec: str | None
         raise ApiError(400, "bad_sdp", str(exc)) from None
     pc = peer_connection(RTCConfiguration(iceServers=ice_servers(state.settings.ice_servers)))
     track = PacedAudioTrack()
-    peer = WebRTCPeer(state, pc, track, voice, expects_channel)
+    peer = WebRTCPeer(state, pc, track, voice, expects_channel, api_key)
     try:
         await peer.session.open()
     except SessionLimitReached as exc:
@@ -297,7 +301,7 @@ async def webrtc_offer(request: Request) -> JSONResponse:
         raise ApiError(400, "bad_request", "field 'type' must be 'offer'")
     voice = body_field(body, "voice", str, "default")
     codec = checked_codec(body_field(body, "codec", str))
-    peer = await open_peer(state, sdp, voice, codec)
+    peer = await open_peer(state, sdp, voice, codec, presented_key(request))
     return JSONResponse({"sdp": peer.pc.localDescription.sdp, "type": "answer", "session": peer.id,
                          "codec": peer.codec})
 
