@@ -223,13 +223,23 @@ class EnginePool:
 
     async def start(self, voice: str, reading: Reading = Reading()) -> FailoverUtterance:
         """On the least busy worker that is not draining; should that worker go away mid-way, the rest goes on on
-        another of the same engine and weights (gateway/engine_link/failover.py): never in another voice."""
-        first = await self._start_one(voice, reading)
-        kind = first.engine_kind
+        another of the same engine and weights (gateway/engine_link/failover.py): never in another voice. With none
+        to take it now (every worker restarting, say), it waits for one within the failover wait as its events are
+        read, and fails then as it would have at once; with failover off (a wait of 0) it fails at once."""
+        kind: tuple[str, str] | None = None
 
-        def start_one() -> Awaitable[RemoteUtterance]:
-            return self._start_one(voice, reading, kind)
+        async def start_one() -> RemoteUtterance:
+            nonlocal kind
+            utterance = await self._start_one(voice, reading, kind)
+            kind = utterance.engine_kind  # the first worker's: a move goes to one of the same (the same voice)
+            return utterance
 
+        try:
+            first: RemoteUtterance | None = await start_one()
+        except EngineUnavailable:
+            if self.failover.wait_s <= 0:
+                raise
+            first = None
         return FailoverUtterance(first, start_one, self.failover, self._moved)
 
     async def _start_one(self, voice: str, reading: Reading, kind: tuple[str, str] | None = None) -> RemoteUtterance:
