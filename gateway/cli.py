@@ -179,8 +179,8 @@ GATEWAY_OPTIONS = (
     Option("--engine-resolve-interval", "CBF_ENGINE_RESOLVE_INTERVAL", "seconds between resolutions of a "
            "dns+ws:// engine URL (new addresses are added, vanished ones drained)", float, 5.0),
     Option("--failover-wait", "CBF_FAILOVER_WAIT", "seconds an utterance whose worker went away waits for another "
-           "(or the restarted one) to go on with the rest of its text; 0 = no failover: it ends with "
-           "engine_unavailable", float, 10.0),
+           "(or the restarted one) to go on with the rest of its text, and a new one that finds no worker "
+           "connected waits for one; 0 = no failover: either ends with engine_unavailable at once", float, 10.0),
     Option("--max-failovers", "CBF_MAX_FAILOVERS", "times one utterance may move to another worker before it ends "
            "with engine_unavailable (a text that kills every worker it reaches)", int, 2),
     Option("--cache-mib", "CBF_CACHE_MIB", "the prompt cache: MiB of whole utterances kept in memory, the least "

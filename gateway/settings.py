@@ -29,7 +29,8 @@ class GatewaySettings:
     engine_secret: str | None = None  # presented to the engine_urls workers (the embedded one gets its own)
     engine_args: tuple[str, ...] = ()  # flags for the embedded worker
     engine_resolve_interval_s: float = 5.0  # how often dns+ws:// engine URLs are resolved again
-    failover_wait_s: float = 10.0  # how long an utterance whose worker went away waits for another (0: no failover)
+    failover_wait_s: float = 10.0  # how long an utterance waits for a worker: its own went away, or none is connected
+    # as it starts (0: no failover, no wait)
     max_failovers: int = 2  # moves of one utterance to another worker before it fails
     shared_dir: str | None = None  # set in each of `serve --processes N`'s processes: metrics and /health shared
     drain_grace_s: float = 360.0  # a drain lets utterances in flight go on this long (gateway/host/drain.py)

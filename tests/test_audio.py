@@ -7,6 +7,7 @@ import av
 import numpy as np
 import pytest
 
+from engine.protocol import SAMPLE_RATE
 from gateway.audio import Resampler, make_encoder, wav_header
 from gateway.formats import FORMATS
 
@@ -185,3 +186,27 @@ def test_resampler_reset_drops_tail():
     r.process(tone(0.05))
     r.reset()
     assert r.flush() == b""
+
+
+def _anon_mib() -> float:
+    return next(int(line.split()[1]) / 1024 for line in open("/proc/self/status") if line.startswith("RssAnon"))
+
+
+def test_a_long_chunk_costs_a_live_resampler_no_memory_to_speak_of() -> None:
+    """libswresample keeps buffers sized for the largest frame it was given for as long as the stream lives (a
+    WebSocket client at 48 kHz that stops reading keeps its session, so its encoder, until --stall-timeout): handed a
+    17 s engine chunk whole it held ~19 MiB per stream. In RESAMPLE_BLOCK pieces the output is the same, and 8 live
+    streams after such a chunk each hold a few MiB between them."""
+    chunk = (np.random.default_rng(1).standard_normal(SAMPLE_RATE * 17) * 3000).astype("<i2").tobytes()
+    one = av.AudioResampler(format="s16", layout="mono", rate=48000)  # the chunk as one frame, as before the blocks
+    frame = av.AudioFrame.from_ndarray(np.frombuffer(chunk, "<i2").reshape(1, -1), format="s16", layout="mono")
+    frame.sample_rate = SAMPLE_RATE
+    whole = b"".join(f.to_ndarray().tobytes() for f in [*one.resample(frame), *one.resample(None)])
+    ours = Resampler(48000)
+    assert ours.process(chunk) + ours.flush() == whole
+    Resampler(48000).process(chunk[:4800])  # the libraries loaded and warm
+    before = _anon_mib()
+    live = [Resampler(48000) for _ in range(8)]
+    for resampler in live:
+        assert len(resampler.process(chunk)) > 0
+    assert _anon_mib() - before < 16, f"{_anon_mib() - before:.1f} MiB for 8 live 48 kHz streams"

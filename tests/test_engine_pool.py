@@ -18,6 +18,7 @@ from websockets.asyncio.client import connect
 
 from engine.protocol import EngineReady, Reading
 from gateway.engine_link.client import EngineRequestError, EngineUnavailable
+from gateway.engine_link.failover import FailoverPolicy
 from gateway.engine_link.pool import EnginePool
 from cbf_tools.peers.local_server import Workers
 from tests.server import assert_goes_down, running_server
@@ -228,8 +229,8 @@ class FakeClient:
             raise self._delete
 
 
-def pool_of(*clients: FakeClient) -> EnginePool:
-    pool = EnginePool([c.url for c in clients])
+def pool_of(*clients: FakeClient, failover: FailoverPolicy = FailoverPolicy()) -> EnginePool:
+    pool = EnginePool([c.url for c in clients], failover=failover)
     pool.clients = list(clients)  # type: ignore[assignment]
     return pool
 
@@ -244,12 +245,21 @@ def test_pool_start_picks_the_least_busy_available_engine() -> None:
     assert pool.ready == a.ready and pool.available
     assert [(e["url"], e["available"], e["in_flight"]) for e in pool.engines] == [("a", True, 2), ("b", False, 0),
                                                                                   ("c", True, 2)]
-    down = pool_of(FakeClient("x", available=False))
+    down = pool_of(FakeClient("x", available=False), failover=FailoverPolicy(wait_s=0.2))
     assert down.ready is None and not down.available
     with pytest.raises(EngineUnavailable):
-        asyncio.run(down.start("default"))
-    with pytest.raises(EngineUnavailable):
         asyncio.run(down.list_voices())
+
+    async def first_event(pool: EnginePool) -> object:
+        return await anext((await pool.start("default")).events())
+
+    # no worker within the wait: taken, then the error as its events are read (tests/test_failover.py: one that
+    # connects within it says it); with failover off, refused at once
+    with pytest.raises(EngineRequestError, match="no engine worker connected within 0.2 s") as failed:
+        asyncio.run(first_event(down))
+    assert failed.value.code == "engine_unavailable"
+    with pytest.raises(EngineUnavailable):
+        asyncio.run(pool_of(FakeClient("x", available=False), failover=FailoverPolicy(wait_s=0)).start("default"))
 
 
 def test_an_utterance_moves_only_to_a_worker_of_its_engine_and_weights() -> None:

@@ -1,19 +1,25 @@
 """Mid-utterance failover (gateway/engine_link/failover.py): the pure record of what was heard and what is sent
 again, then a real gateway with two real engine workers, one SIGKILLed while it speaks: the listener hears the rest
 from the other, no word twice, none missing, on the WebSocket and HTTP streams; the embedded worker restarted by its
-supervisor; and no worker to go to, which ends as before with engine_unavailable."""
+supervisor; and no worker to go to, which ends as before with engine_unavailable. New utterances that find no worker
+connected wait for one within the same --failover-wait (a cancel or a hang-up meanwhile leaves nothing), and fail at
+once with it 0."""
 
 from __future__ import annotations
 
+import asyncio
 import base64
+import json
 import os
 import signal
 import time
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Callable, Iterator
 
 import httpx
 import numpy as np
 import pytest
+from websockets.asyncio.client import connect
 
 from cbf_tools.bench.failover import TEXT, TRANSPORTS, Fleet, SpeechFailed, said_once, speak
 from engine.protocol import ChunkHeader, Done
@@ -128,15 +134,17 @@ def test_a_move_loop_ends_with_the_error_after_max_failovers(fleet) -> None:
     lost_at: list[float] = []
 
     def kill_twice(n: int) -> None:
+        """The first worker at the first chunk (started again at once), the second at the first chunk after the
+        first is back: looked at once a chunk, so the client reads on (and the utterance goes on being generated:
+        six times the text is half a minute of it here) however long the restart takes."""
         if n == 1:
             group.start(group.kill_the_speaking_one(url))
-        elif not lost_at:
-            health_when(url, lambda h: all(e["available"] for e in h["engines"]), "the killed worker is back", 60)
+        elif not lost_at and all(e["available"] for e in httpx.get(url + "/health").json()["engines"]):
             group.kill_the_speaking_one(url)
             lost_at.append(time.monotonic())
 
     with pytest.raises(SpeechFailed, match="engine_unavailable"):
-        speak("ws", url, TEXT * 3, kill_twice)
+        speak("ws", url, TEXT * 6, kill_twice)
     assert lost_at and time.monotonic() - lost_at[0] < 5  # not waited for: no move was left
 
 
@@ -166,3 +174,83 @@ def test_with_no_worker_to_go_to_the_utterance_fails_as_before(fleet) -> None:
     assert time.monotonic() - started < 30
     assert 'cbf_failovers_total{outcome="given_up"}' in httpx.get(url + "/metrics").text
     assert httpx.get(url + "/health").json()["failovers"]["given_up"] == given_up + 1
+
+
+# -- new utterances while no worker is connected -----------------------------------------------------------------------
+
+@pytest.fixture(scope="module")
+def lone(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, Fleet]]:
+    """A gateway over worker a alone, which an utterance waits up to 60 s for (a new one too)."""
+    group = Fleet(tmp_path_factory.mktemp("lone"), SLOW)
+    try:
+        group.start("a")
+        group.workers.wait_listening(group.listen("a"))
+        with running_server("--engine-url", group.listen("a"), "--failover-wait", "60") as url:
+            yield url, group
+    finally:
+        group.workers.stop()
+
+
+def worker_down(url: str, fleet: Fleet) -> None:
+    """Worker a SIGKILLed, and the gateway has seen it go."""
+    fleet.workers.kill(fleet.listen("a"))
+    health_when(url, lambda h: not any(e["available"] for e in h["engines"]), "the gateway saw its worker go", 30)
+
+
+def worker_up(url: str, fleet: Fleet) -> None:
+    if fleet.listen("a") not in fleet.workers.procs:
+        fleet.start("a")
+    health_when(url, lambda h: all(e["available"] for e in h["engines"]), "the worker back", 120)
+
+
+def test_new_utterances_sent_while_no_worker_is_connected_are_said_once_it_is_back(lone) -> None:
+    url, group = lone
+    worker_up(url, group)
+    worker_down(url, group)
+    with ThreadPoolExecutor(2) as pool:
+        calls = [pool.submit(speak, transport, url, TEXT, lambda n: None) for transport in TRANSPORTS]
+        # both are held by the gateway (a WebSocket session and an HTTP stream), none refused, while no worker is up
+        health_when(url, lambda h: h["sessions"] == 2 and not any(e["available"] for e in h["engines"]),
+                    "the two calls held while no worker is connected", 30)
+        assert not any(call.done() for call in calls), [call.exception() for call in calls if call.done()]
+        group.start("a")
+        spoken = [call.result(timeout=120) for call in calls]
+    for one in spoken:
+        assert "failovers" not in one.done, one.done  # its first worker, not a move
+        assert said_once(one.chunks, TEXT) is None
+
+
+async def test_a_cancel_or_a_hang_up_while_waiting_for_a_worker_leaves_no_engine_work(lone) -> None:
+    url, group = lone
+    await asyncio.to_thread(worker_up, url, group)
+    started = httpx.get(url + "/health").json()["engines"][0]["started"]
+    await asyncio.to_thread(worker_down, url, group)
+    async with connect(url.replace("http", "ws", 1) + "/v1/stream") as cancelling, \
+            connect(url.replace("http", "ws", 1) + "/v1/stream") as leaving:
+        for ws in (cancelling, leaving):
+            assert json.loads(await ws.recv())["type"] == "ready"
+            await ws.send(json.dumps({"type": "speak", "text": TEXT}))
+        await cancelling.send(json.dumps({"type": "cancel"}))
+        cancelled = json.loads(await asyncio.wait_for(cancelling.recv(), 30))  # a bound on a hang, not a speed
+        # answered while the worker is still down: the session was not held up by the wait
+        assert cancelled["type"] == "cancelled" and cancelled["utterance"], cancelled
+    await asyncio.to_thread(health_when, url, lambda h: h["sessions"] == 0, "the sessions ended", 30)
+    assert not any(e["available"] for e in httpx.get(url + "/health").json()["engines"])
+    await asyncio.to_thread(worker_up, url, group)
+    spoken = await asyncio.to_thread(speak, "ws", url, TEXT, lambda n: None)
+    assert said_once(spoken.chunks, TEXT) is None
+    engine = httpx.get(url + "/health").json()["engines"][0]
+    assert engine["started"] == started + 1 and engine["in_flight"] == 0, engine  # neither waiting one ever started
+
+
+def test_with_failover_off_a_new_utterance_with_no_worker_fails_at_once(lone) -> None:
+    """A second gateway over the same worker, --failover-wait 0: the error as before the wait existed."""
+    url, group = lone
+    worker_up(url, group)
+    with running_server("--engine-url", group.listen("a"), "--failover-wait", "0") as bare:
+        worker_down(bare, group)
+        with pytest.raises(SpeechFailed, match="engine_unavailable") as failed:
+            speak("ws", bare, TEXT, lambda n: None)
+        assert "utterance" not in json.loads(str(failed.value))  # refused as it started, as before
+        refused = httpx.post(bare + "/v1/tts", json={"text": TEXT}, timeout=30)
+        assert refused.status_code == 503 and refused.json()["error"]["code"] == "engine_unavailable"

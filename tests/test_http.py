@@ -328,7 +328,7 @@ def test_a_killed_worker_is_reported_and_restarted(server: str) -> None:
     """On the module's server (the other tests find its worker back, restarted, when this one has run)."""
     before = httpx.get(server + "/health").json()["worker"]
     os.kill(before["pid"], signal.SIGKILL)
-    assert_goes_down(server, within=5, what="the dead worker")
+    assert_goes_down(server, within=5, what="the dead worker", speech=200)  # held until the restart (--failover-wait)
     deadline = time.monotonic() + 60
     while (h := httpx.get(server + "/health")).status_code != 200:
         assert time.monotonic() < deadline, "the worker was not restarted"

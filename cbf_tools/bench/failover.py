@@ -65,8 +65,12 @@ def said_once(chunks: list[dict[str, Any]], text: str) -> str | None:
     return None
 
 
-async def speak_ws(url: str, text: str, on_chunk: OnChunk) -> Spoken:
-    async with connect(url.replace("http", "ws", 1) + "/v1/stream") as ws:
+def _auth(key: str | None) -> dict[str, str]:
+    return {"Authorization": f"Bearer {key}"} if key else {}
+
+
+async def speak_ws(url: str, text: str, on_chunk: OnChunk, key: str | None = None) -> Spoken:
+    async with connect(url.replace("http", "ws", 1) + "/v1/stream", additional_headers=_auth(key)) as ws:
         await ws.send(json.dumps({"type": "speak", "text": text, "cache": False}))  # said by a worker, to kill
         chunks, arrivals = [], []
         while True:
@@ -84,10 +88,10 @@ async def speak_ws(url: str, text: str, on_chunk: OnChunk) -> Spoken:
                 return Spoken(chunks, event, _longest(arrivals))
 
 
-def speak_http(url: str, text: str, on_chunk: OnChunk) -> Spoken:
+def speak_http(url: str, text: str, on_chunk: OnChunk, key: str | None = None) -> Spoken:
     chunks, arrivals = [], []
     with httpx.stream("POST", url + "/v1/tts", json={"text": text, "format": "ndjson", "cache": False},
-                      timeout=60) as reply:
+                      headers=_auth(key), timeout=60) as reply:
         if reply.status_code != 200:
             raise SpeechFailed(reply.read().decode())
         for line in reply.iter_lines():
@@ -107,10 +111,11 @@ def _longest(arrivals: list[float]) -> float:
     return max((b - a for a, b in zip(arrivals, arrivals[1:])), default=0.0)
 
 
-def speak(transport: str, url: str, text: str, on_chunk: OnChunk) -> Spoken:
+def speak(transport: str, url: str, text: str, on_chunk: OnChunk, key: str | None = None) -> Spoken:
+    """One utterance over ``transport`` (with API key ``key`` where the server wants one)."""
     if transport == "ws":
-        return asyncio.run(speak_ws(url, text, on_chunk))
-    return speak_http(url, text, on_chunk)
+        return asyncio.run(speak_ws(url, text, on_chunk, key))
+    return speak_http(url, text, on_chunk, key)
 
 
 class Fleet:

@@ -18,6 +18,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
+import uuid
 from dataclasses import dataclass, field, replace
 from typing import AsyncIterator, Awaitable, Callable
 
@@ -131,14 +132,19 @@ async def _send_op(utterance: RemoteUtterance, kind: str, text: str) -> None:
 class FailoverUtterance:
     """The interface of ``RemoteUtterance`` over any worker of the pool: when its worker goes away (an
     ``engine_unavailable``), the utterance is started again on the next one (``start_one``: the pool's least busy
-    worker, the restarted one included) within ``policy.wait_s`` and the rest of it said there."""
+    worker, the restarted one included) within ``policy.wait_s`` and the rest of it said there.
 
-    def __init__(self, first: RemoteUtterance, start_one: StartOne, policy: FailoverPolicy,
+    Started with no worker (``first`` None: none was connected), it takes what it is sent and waits for one within
+    the same ``policy.wait_s`` when its events are read (not a move: ``failovers`` does not count it); a cancel ends
+    the wait at once."""
+
+    def __init__(self, first: RemoteUtterance | None, start_one: StartOne, policy: FailoverPolicy,
                  on_move: Callable[[bool], None] = lambda moved: None, span: Span = NO_SPAN) -> None:
         """``on_move(moved)``: told each time a move succeeded (True) or was given up (False); ``span``: the
         utterance's trace, told of its text (with --trace-text), its first audio and its moves, ended with it."""
-        self.id = first.id
+        self.id = first.id if first is not None else uuid.uuid4().hex[:12]
         self.span = span
+        span.set(**{"utterance.id": self.id})
         self._inner = first
         self._start_one, self._policy, self._on_move = start_one, policy, on_move
         self._resume = Resume()
@@ -148,9 +154,9 @@ class FailoverUtterance:
         self._lost_at: float | None = None  # when the worker in flight was lost, until the next one's first chunk
 
     @property
-    def worker(self) -> str:
-        """The URL of the worker saying it now."""
-        return self._inner.worker
+    def worker(self) -> str | None:
+        """The URL of the worker saying it now (None while it waits for its first)."""
+        return self._inner.worker if self._inner is not None else None
 
     @property
     def finished(self) -> bool:
@@ -169,6 +175,8 @@ class FailoverUtterance:
 
     async def playout(self, played: float) -> None:
         async with self._lock:
+            if self._inner is None:
+                return
             try:
                 await self._inner.playout(self._resume.played(played))
             except EngineUnavailable:
@@ -180,13 +188,16 @@ class FailoverUtterance:
             self.span.event("cancelled")
         self._cancelled = True
         self.span.end()
-        await self._inner.cancel()
+        if self._inner is not None:
+            await self._inner.cancel()
 
     async def _send(self, kind: str, text: str = "") -> None:
-        """Recorded, then sent to the worker in flight; a worker already gone is not an error while the utterance
-        can move (the move sends it again)."""
+        """Recorded, then sent to the worker in flight (none yet: its first is sent it all); a worker already gone
+        is not an error while the utterance can move (the move sends it again)."""
         async with self._lock:
             self._resume.sent(kind, text)
+            if self._inner is None:
+                return
             try:
                 await _send_op(self._inner, kind, text)
             except EngineUnavailable:
@@ -201,7 +212,11 @@ class FailoverUtterance:
         """Chunks in order, then one ``Done`` (with ``failovers`` and ``failover_gap`` when it moved); raises
         ``EngineRequestError`` on a failure it cannot move past."""
         try:
+            if self._inner is None and not await self._switch(moving=False):
+                raise EngineRequestError(EngineUnavailable.code, f"no engine worker connected within "
+                                         f"{self._policy.wait_s:g} s")
             while True:
+                assert self._inner is not None
                 try:
                     async for event in self._inner.events():
                         if isinstance(event, Done):
@@ -221,7 +236,7 @@ class FailoverUtterance:
                     if exc.code != EngineUnavailable.code:
                         raise
                     self._lost_at = self._lost_at or time.monotonic()
-                    if not (self._can_move() and await self._move()):
+                    if not (self._can_move() and await self._switch(moving=True)):
                         if self._policy.wait_s > 0 and not self._cancelled:
                             self.span.event("failover_given_up", worker=self.worker)
                             self._on_move(False)
@@ -236,8 +251,9 @@ class FailoverUtterance:
             self._ended = True
             self.span.end()
 
-    async def _move(self) -> bool:
-        """Start the rest on the next worker within the wait; False when none took it."""
+    async def _switch(self, moving: bool) -> bool:
+        """Start the utterance on the next worker within the wait: the rest of it (``moving``: its worker went away),
+        or all it was sent so far (its first worker); False when none took it or it was cancelled meanwhile."""
         deadline = time.monotonic() + self._policy.wait_s
         while not self._cancelled:
             async with self._lock:
@@ -245,19 +261,26 @@ class FailoverUtterance:
                     utterance = await self._start_one()
                 except EngineUnavailable:
                     utterance = None
+                if utterance is not None and self._cancelled:  # cancelled while it started: nothing of it stays
+                    await utterance.cancel()
+                    return False
                 if utterance is not None:
-                    ops = self._resume.resume()
+                    ops = self._resume.resume() if moving else list(self._resume.ops)
                     self._inner = utterance
                     try:
                         for kind, text in ops:
                             await _send_op(utterance, kind, text)
                     except EngineUnavailable:  # that one went too: its events say so, and the next move starts
                         pass
-                    log.info("utterance %s: its worker went away; going on on another from character %d "
-                             "(move %d)", self.id, self._resume.base_chars, self._resume.moves)
-                    self.span.event("failover", move=self._resume.moves, worker=utterance.worker,
-                                    from_char=self._resume.base_chars)
-                    self._on_move(True)
+                    if moving:
+                        log.info("utterance %s: its worker went away; going on on another from character %d "
+                                 "(move %d)", self.id, self._resume.base_chars, self._resume.moves)
+                        self.span.event("failover", move=self._resume.moves, worker=utterance.worker,
+                                        from_char=self._resume.base_chars)
+                        self._on_move(True)
+                    else:
+                        log.info("utterance %s: started on %s once it connected", self.id, utterance.worker)
+                        self.span.event("worker_connected", worker=utterance.worker)
                     return True
             if time.monotonic() >= deadline:
                 return False

@@ -224,19 +224,30 @@ class EnginePool:
 
     async def start(self, voice: str, reading: Reading = Reading(), span: Span = NO_SPAN) -> FailoverUtterance:
         """On the least busy worker that is not draining; should that worker go away mid-way, the rest goes on on
-        another of the same engine and weights (gateway/engine_link/failover.py): never in another voice. ``span``:
+        another of the same engine and weights (gateway/engine_link/failover.py): never in another voice. With none
+        to take it now (every worker restarting, say), it waits for one within the failover wait as its events are
+        read, and fails then as it would have at once; with failover off (a wait of 0) it fails at once. ``span``:
         the utterance's trace (gateway/traces.py), which every worker saying it continues."""
+        kind: tuple[str, str] | None = None
+
+        async def start_one() -> RemoteUtterance:
+            nonlocal kind
+            utterance = await self._start_one(voice, reading, kind, span.traceparent)
+            if kind is None:  # its first worker
+                span.set(engine=utterance.engine_kind[0] if utterance.engine_kind else None, worker=utterance.worker)
+            kind = utterance.engine_kind  # the first worker's: a move goes to one of the same (the same voice)
+            return utterance
+
         try:
-            first = await self._start_one(voice, reading, traceparent=span.traceparent)
-        except BaseException as exc:  # no worker, a refusal, the caller gone
+            first: RemoteUtterance | None = await start_one()
+        except EngineUnavailable as exc:
+            if self.failover.wait_s <= 0:
+                span.end(error=exc.code)
+                raise
+            first = None
+        except BaseException as exc:  # a refusal, the caller gone
             span.end(error=getattr(exc, "code", type(exc).__name__))
             raise
-        kind = first.engine_kind
-        span.set(engine=kind[0] if kind else None, worker=first.worker, **{"utterance.id": first.id})
-
-        def start_one() -> Awaitable[RemoteUtterance]:
-            return self._start_one(voice, reading, kind, span.traceparent)
-
         return FailoverUtterance(first, start_one, self.failover, self._moved, span)
 
     async def _start_one(self, voice: str, reading: Reading, kind: tuple[str, str] | None = None,
