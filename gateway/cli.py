@@ -139,6 +139,9 @@ GATEWAY_OPTIONS = (
     Option("--port", "CBF_PORT", "port to listen on", int, 8197),
     Option("--api-key", "CBF_API_KEYS", "API keys, comma-separated; when set every request needs one", _list, (),
            secret=True),
+    Option("--keys-file", "CBF_KEYS_FILE", "a TOML file of clients, one [keys.NAME] table each: its key (or "
+           "key_sha256) and limits (max_sessions, max_utterances_in_flight, chars_per_minute, voices, routes, admin); "
+           "read again when it changes and on SIGHUP (docs/keys-and-tenants.md)"),
     Option("--max-sessions", "CBF_MAX_SESSIONS", "concurrent sessions and streams before 503", int, 32),
     Option("--max-text-chars", "CBF_MAX_TEXT_CHARS", "text per utterance", int, 5000),
     Option("--max-upload-bytes", "CBF_MAX_UPLOAD_BYTES", "voice upload size", int, 10 * 1024 * 1024),
@@ -332,11 +335,20 @@ def cmd_serve(args: argparse.Namespace) -> int:
     except ValueError as exc:
         print(f"chatterbox-fast serve: {exc}", file=sys.stderr)
         return 2
+    if args.keys_file:
+        from gateway.guard.keys_file import KeysFileError
+        from gateway.guard.tenancy import load
+
+        try:
+            load(args.keys_file)
+        except KeysFileError as exc:
+            return _refuse(args, f"the keys file {args.keys_file}, {exc}")
     wyoming_sock = None
     try:
         sock = bind_tcp(args.host, args.port, "--port (CBF_PORT)", reuse_port=args.reuse_port)
         if args.wyoming_port is not None:
-            wyoming_sock = bind_tcp(listen_host(args.host, args.wyoming_host, args.api_key), args.wyoming_port,
+            wyoming_sock = bind_tcp(listen_host(args.host, args.wyoming_host, bool(args.api_key or args.keys_file)),
+                                    args.wyoming_port,
                                     "--wyoming-port (CBF_WYOMING_PORT)", reuse_port=args.reuse_port)
     except CannotListen as exc:
         return _refuse(args, str(exc), exc)
@@ -352,7 +364,8 @@ def cmd_serve(args: argparse.Namespace) -> int:
                                         args.drain_grace)
         return _refuse(args, refusal) if refusal else code
     settings = GatewaySettings(
-        host=args.host, port=args.port, api_keys=args.api_key, max_sessions=args.max_sessions,
+        host=args.host, port=args.port, api_keys=args.api_key, keys_file=args.keys_file,
+        max_sessions=args.max_sessions,
         max_text_chars=args.max_text_chars, max_upload_bytes=args.max_upload_bytes, ice_servers=args.ice_server,
         stall_timeout_s=args.stall_timeout, idle_timeout_s=args.idle_timeout, barge_in=args.barge_in, vad=vad,
         max_unauthenticated=args.max_unauthenticated, twilio_auth_token=args.twilio_auth_token,

@@ -17,7 +17,9 @@ from gateway.engine_link.client import EngineRequestError, EngineUnavailable
 from gateway.formats import OPENAI_FORMATS, OPENAI_PCM_RATE, TTS_FORMATS
 from gateway.http import ndjson, sse
 from gateway.http.body import body_field, body_reading, json_body
-from gateway.http.errors import ApiError, engine_error
+from gateway.guard.auth import tenant_of
+from gateway.guard.tenants import TenantRefused
+from gateway.http.errors import ApiError, engine_error, refused
 from gateway.http.stream import AudioBytes, Framing, SpeechStream, StreamAborted, encoded
 from gateway.http.voices import known_voices
 from gateway.playout import SentAudio, report_playout
@@ -43,7 +45,7 @@ def _text(state: GatewayState, text: str) -> str:
 
 async def _speech(state: GatewayState, text: str, voice: str, fmt: str, sample_rate: int | None,
                   transport: str, framing: Framing = AudioBytes(), reading: Reading = Reading(),
-                  whole: bool = False) -> SpeechStream:
+                  whole: bool = False, tenant: str | None = None) -> SpeechStream:
     """Start one utterance and stream it encoded, in ``framing``; errors before the first chunk become proper HTTP
     errors. ``whole``: a format that differs as a whole file (wav: its true sizes) is sent whole, at the end."""
     try:
@@ -52,12 +54,13 @@ async def _speech(state: GatewayState, text: str, voice: str, fmt: str, sample_r
         raise ApiError(400, "bad_request", str(exc)) from None
     token = object()
     try:
-        state.sessions.add(token, transport)
-    except SessionLimitReached as exc:
-        raise ApiError(503, exc.code, str(exc)) from None
+        state.tenancy.charge(tenant, len(text))
+        state.sessions.add(token, transport, tenant)
+    except (SessionLimitReached, TenantRefused) as exc:
+        raise refused(exc) from None
     stats = UtteranceStats(time.monotonic())
     try:
-        utterance = await state.engine.start(voice, reading)
+        utterance = await state.tenancy.start(tenant, voice, lambda: state.engine.start(voice, reading))
         await utterance.text(text)
         await utterance.end()
         stream = chunks(utterance, stats, to=MetricsLabel(state.metrics, transport))
@@ -65,6 +68,9 @@ async def _speech(state: GatewayState, text: str, voice: str, fmt: str, sample_r
     except (EngineUnavailable, EngineRequestError) as exc:
         state.sessions.remove(token)
         raise engine_error(exc) from None
+    except TenantRefused as exc:
+        state.sessions.remove(token)
+        raise refused(exc) from None
 
     sent = SentAudio()  # the engine pauses this utterance while the client takes none of it
     feedback = asyncio.create_task(report_playout(utterance, sent.taken))
@@ -119,7 +125,7 @@ async def tts(request: Request) -> Response:
     framing = ndjson.TimedLines(text) if timed else AudioBytes()
     whole = not timed and not body_field(body, "stream", bool, False)
     return await _speech(state, text, body_field(body, "voice", str, "default"), fmt, rate, "http", framing,
-                         body_reading(body), whole)
+                         body_reading(body), whole, tenant_of(request))
 
 
 async def openai_speech(request: Request) -> Response:
@@ -139,7 +145,7 @@ async def openai_speech(request: Request) -> Response:
     framing = sse.SpeechEvents(text) if stream_format == "sse" else AudioBytes()
     whole = stream_format == "audio" and not body_field(body, "stream", bool, False)
     return await _speech(state, text, voice, fmt, OPENAI_PCM_RATE if fmt == "pcm" else None, "http", framing,
-                         body_reading(body), whole)
+                         body_reading(body), whole, tenant_of(request))
 
 
 async def _openai_voice(state: GatewayState, voice: str) -> str:

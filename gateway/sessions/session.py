@@ -17,6 +17,7 @@ from gateway import messages
 from gateway.sessions import core
 from gateway.engine_link.client import EngineRequestError, EngineUnavailable
 from gateway.engine_link.failover import FailoverUtterance
+from gateway.guard.tenants import TenantRefused
 from gateway.playout import report_playout
 from gateway.shared_state import GatewayState
 from gateway.sink import AudioSink
@@ -28,8 +29,10 @@ SendEvent = Callable[[dict[str, Any]], Awaitable[None]]
 
 class Session:
     def __init__(self, state: GatewayState, sink: AudioSink, send_event: SendEvent, *, transport: str,
-                 voice: str = "default", session_id: str | None = None) -> None:
+                 voice: str = "default", session_id: str | None = None, tenant: str | None = None) -> None:
+        """``tenant``: whose key opened it (gateway/guard/auth.py's ``tenant_of``), held to that tenant's limits."""
         self.state = state
+        self.tenant = tenant
         self.sink = sink
         self.send_event = send_event
         self.transport = transport
@@ -51,7 +54,7 @@ class Session:
 
     async def open(self) -> None:
         """Register (raises ``SessionLimitReached``) and greet the client."""
-        self.state.sessions.add(self, self.transport)
+        self.state.sessions.add(self, self.transport, self.tenant)
         await self._run(self.core.greeting(self.state.engine.ready))
 
     async def notify_shutdown(self, reason: str = "the server is shutting down") -> None:
@@ -93,7 +96,7 @@ class Session:
             for action in actions:
                 try:
                     await self._do(action)
-                except (EngineUnavailable, EngineRequestError) as exc:
+                except (EngineUnavailable, EngineRequestError, TenantRefused) as exc:
                     if isinstance(action, core.StartUtterance):
                         await self._run(self.core.start_failed(action.turn, exc.code, str(exc)))
                     else:
@@ -111,7 +114,8 @@ class Session:
                 self._count(event)
                 await self.send_event(event)
             case core.StartUtterance(turn=turn, voice=voice, reading=reading):
-                utterance = await self.state.engine.start(voice, reading)
+                utterance = await self.state.tenancy.start(self.tenant, voice,
+                                                           lambda: self.state.engine.start(voice, reading))
                 if turn not in self.core.queued:  # cancelled, or the client went away, while it started
                     await asyncio.shield(utterance.cancel())
                     return
@@ -123,6 +127,7 @@ class Session:
                     self._player = asyncio.create_task(self._play_all())
             case core.SendText(turn=turn, text=text):
                 if utterance := self._engine_side(turn):
+                    self.state.tenancy.charge(self.tenant, len(text))
                     await utterance.text(text)
             case core.FlushText(turn=turn):
                 if utterance := self._engine_side(turn):
