@@ -96,7 +96,8 @@ class _Socket:
         self.live: set[_Context] = set()  # every context not yet final (an id used again may leave one finishing)
         self.closing: list[asyncio.Event] = []  # contexts finishing before a close_socket
         self.done = asyncio.Event()  # one context: its isFinal went out; the socket closes
-        self.refused = False  # one context whose speech failed: the socket closes with a policy violation
+        # one context whose speech failed: the socket closes with a policy violation and this reason
+        self.refused: str | None = None
         self._watch = SendWatch(state.settings.stall_timeout_s)
         self._ending: set[asyncio.Task[None]] = set()  # sessions being closed after their isFinal
 
@@ -144,7 +145,7 @@ class _Socket:
             await entry.session.open()
         except SessionLimitReached as exc:  # this context is refused; the socket's others go on
             await self.send(translate.error_message(exc.code, str(exc), ctx))
-            self.refused = not self.multi
+            self.refused = None if self.multi else refusal_reason(exc.code, str(exc))
             await self.send(translate.final_message(ctx))
             self._ended()
             return
@@ -162,7 +163,7 @@ class _Socket:
         elif kind == "error":
             await self.send(translate.error_message(event["code"], event["message"], entry.id))
             if not entry.session.core.queued:  # nothing left to speak: the context is over
-                self.refused = not self.multi
+                self.refused = None if self.multi else refusal_reason(event["code"], event["message"])
                 await self._final(entry)
 
     async def _final(self, entry: _Context) -> None:
@@ -291,7 +292,7 @@ async def _serve(ws: WebSocket, *, multi: bool) -> None:
             await asyncio.wait_for(ws.close(STALLED_CLOSE_CODE, reason), 1.0)
     elif finishing.done() and not finishing.cancelled():
         with contextlib.suppress(Exception):
-            await ws.close(POLICY_VIOLATION if socket.refused else 1000)
+            await (ws.close(POLICY_VIOLATION, socket.refused) if socket.refused else ws.close(1000))
     elif releasing.done() and not releasing.cancelled():
         log.info("elevenlabs socket closed: draining")
         with contextlib.suppress(Exception):
