@@ -271,6 +271,7 @@ def test_health_reports_the_engine_and_its_decode(server: str) -> None:
     from types import SimpleNamespace
 
     from engine.protocol import EngineReady
+    from gateway.guard.tenancy import Tenancy
     from gateway.host.drain import Drain
     from gateway.host.draining import Draining
     from gateway.http.health import health_body
@@ -284,7 +285,8 @@ def test_health_reports_the_engine_and_its_decode(server: str) -> None:
     ready = EngineReady("chatterbox-turbo", "cuda:0", "bfloat16", "/weights", True, decode="graph")
     state = SimpleNamespace(engine=SimpleNamespace(ready=ready, engines=[], failovers={"moved": 0, "given_up": 0}),
                             process=None, sessions={},
-                            settings=GatewaySettings(), metrics=Metrics(), drain=Draining(Drain(30)))
+                            settings=GatewaySettings(), metrics=Metrics(), drain=Draining(Drain(30)),
+                            tenancy=Tenancy(None, (), Metrics()))
     body = health_body(state)  # type: ignore[arg-type]
     assert body["status"] == "ok" and body["engine"]["decode"] == "graph"
     assert body["engine"]["device"] == "cuda:0" and body["watermark"] is True
