@@ -119,3 +119,22 @@ def test_chars_per_minute_and_a_reload() -> None:
     with pytest.raises(TenantRefused) as revoked:
         tenants.open_session("bravo")
     assert (revoked.value.status, revoked.value.close_code) == (401, 4401)
+
+
+def test_a_tenants_voices_are_its_own_unless_shared() -> None:
+    tenants = Tenants(parse(GOOD))
+    assert tenants.upload_name("bravo", "narrator", shared=False) == "bravo--narrator"
+    assert tenants.upload_name("bravo", "bravo--narrator", shared=False) == "bravo--narrator"
+    assert tenants.upload_name("bravo", "house", shared=True) == "house"
+    assert tenants.may_use_voice("bravo", "bravo--narrator") and tenants.may_use_voice("bravo", "house")
+    assert not tenants.may_use_voice("bravo", "alpha--secret")  # another tenant's
+    assert not tenants.may_use_voice("alpha", "bravo--narrator") and not tenants.may_use_voice("alpha", "house")
+    assert tenants.may_use_voice("alpha", "alpha-narrator")  # within its voices = ["default", "alpha-*"]
+    assert tenants.may_use_voice(None, "bravo--narrator")  # an operator's key sees every voice
+    with pytest.raises(TenantRefused):
+        tenants.upload_name("bravo", "alpha--mine", shared=True)  # no shared upload under another's prefix
+    with pytest.raises(TenantRefused):
+        tenants.upload_name("alpha", "house", shared=True)  # not in its voices = ["default", "alpha-*"]
+    assert tenants.upload_name("alpha", "narrator", shared=False) == "alpha--narrator"  # alpha-* takes its own
+    with pytest.raises(TenantRefused):
+        tenants.start_utterance("bravo", "alpha--secret")

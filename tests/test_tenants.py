@@ -263,6 +263,39 @@ async def test_sighup_reloads_the_keys_without_a_restart(server: Server) -> None
         assert server.proc.poll() is None and (await http.get(server.url + "/health")).json()["status"] == "ok"
 
 
+async def test_a_tenants_uploaded_voice_is_its_own_unless_shared(server: Server) -> None:
+    from tests.test_voices import speechlike, wav_bytes
+
+    clip = wav_bytes(speechlike(6.0, 16000), 16000)
+    async with httpx.AsyncClient(timeout=60) as http:
+        async def upload(name: str, voice: str, **fields: str) -> httpx.Response:
+            return await http.post(server.url + "/v1/voices", data={"name": voice, **fields},
+                                   files={"file": ("clip.wav", clip, "audio/wav")}, headers=bearer(name))
+
+        async def listed(name: str) -> set[str]:
+            reply = await http.get(server.url + "/v1/voices", headers=bearer(name))
+            return {v["name"] for v in reply.json()["voices"]}
+
+        own = await upload("other", "narrator")
+        assert own.status_code == 201 and own.json()["voice"]["name"] == "other--narrator"
+        assert (await upload("other", "house", shared="true")).status_code == 201
+        assert {"other--narrator", "house"} <= await listed("other")
+        seen_by_solo = await listed("solo")
+        assert "house" in seen_by_solo and "other--narrator" not in seen_by_solo
+        assert "other--narrator" not in await listed("ops")  # admin = true is still a tenant: its own and shared
+        every = await http.get(server.url + "/v1/voices", headers={"Authorization": f"Bearer {OPERATOR}"})
+        assert {"other--narrator", "house"} <= {v["name"] for v in every.json()["voices"]}  # --api-key: every one
+        refused = await http.post(server.url + "/v1/tts", json={"text": "Hi.", "voice": "other--narrator"},
+                                  headers=bearer("solo"))
+        assert refused.status_code == 403 and refused.json()["error"]["code"] == "voice_forbidden"
+        assert (await http.delete(server.url + "/v1/voices/other--narrator", headers=bearer("solo"))).status_code \
+            == 403
+        assert (await http.post(server.url + "/v1/tts", json={"text": "Hi.", "voice": "other--narrator"},
+                                headers=bearer("other"))).status_code == 200
+        assert (await http.delete(server.url + "/v1/voices/other--narrator", headers=bearer("other"))).status_code \
+            == 204
+
+
 def test_no_key_in_the_log_metrics_or_health(server: Server) -> None:
     ops = bearer("ops")
     texts = [server.log.read_text(errors="replace"), httpx.get(server.url + "/metrics", headers=ops).text,

@@ -25,7 +25,7 @@ MIN_KEY_CHARS = 16
 LIMITS = ("max_sessions", "max_utterances_in_flight", "chars_per_minute")
 LISTS = ("voices", "routes")
 FIELDS = ("key", "key_sha256", *LIMITS, *LISTS, "admin")
-_NAME = re.compile(r"^[A-Za-z0-9_.-]{1,64}$")  # it becomes a metrics label
+_NAME = re.compile(r"^[A-Za-z0-9_-]{1,48}$")  # a metrics label, and its voices' prefix (gateway/guard/tenants.py)
 _HEX64 = re.compile(r"^[0-9a-fA-F]{64}$")
 
 
@@ -124,7 +124,7 @@ def _client(text: str, name: str, table: dict[str, Any], line: int) -> Client:
         return KeysFileError(_field_line(text, line, field) if line else 0, f"[keys.{name}] {message}")
 
     if not _NAME.match(name):
-        raise KeysFileError(line, f"[keys.{name}]: a name is 1-64 letters, digits, '_', '-' or '.'")
+        raise KeysFileError(line, f"[keys.{name}]: a name is 1-48 letters, digits, '_' or '-'")
     for field in table:
         if field not in FIELDS:
             raise fail(field, f"has an unknown field {field!r} (known: {', '.join(FIELDS)})")

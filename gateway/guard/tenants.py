@@ -3,6 +3,9 @@
 ``Tenants`` looks a presented key up (its SHA-256 compared in constant time with every known one), counts each
 tenant's open sessions and utterances in flight, and keeps its ``chars_per_minute`` token bucket. A key given with
 ``--api-key`` belongs to no tenant (name None): no limits, like every request without any key configured.
+
+Voices: a voice named ``OWNER--NAME`` is the tenant OWNER's (a tenant's upload is stored under its own prefix unless
+uploaded ``shared``); only OWNER sees and uses it. Every other voice is shared, within each tenant's ``voices``.
 """
 
 from __future__ import annotations
@@ -13,6 +16,7 @@ from typing import Callable
 
 from gateway.guard.keys_file import Client, key_digest
 
+OWNER_SEPARATOR = "--"
 SESSION_RETRY_S = 1.0  # what a refused session is told to wait (its tenant's sessions end when they end)
 REASONS = ("sessions", "utterances", "chars", "voice", "route", "revoked")
 _CODES = {"sessions": "tenant_session_limit", "utterances": "tenant_utterance_limit", "chars": "rate_limited",
@@ -158,7 +162,7 @@ class Tenants:
         if name is None:
             return
         state = self.state(name)
-        if not state.client.may_use_voice(voice):
+        if not self.may_use_voice(name, voice):
             raise self._refuse(name, "voice", f"this key may not use the voice {voice!r}")
         limit = state.client.max_utterances_in_flight
         if limit is not None and state.in_flight >= limit:
@@ -180,9 +184,33 @@ class Tenants:
             raise self._refuse(name, "chars", f"this key is over its {limit} characters a minute; retry in {wait:.1f} s",
                                 wait)
 
+    def may_use_voice(self, name: str | None, voice: str) -> bool:
+        """Whether ``name`` may see and speak with ``voice`` (anyone: every voice)."""
+        if name is None:
+            return True
+        client = self.client(name)
+        return client is not None and client.may_use_voice(voice) and owner_of(voice) in (None, name.lower())
+
+    def upload_name(self, name: str | None, voice: str, shared: bool) -> str:
+        """What ``name``'s upload called ``voice`` is stored as: under its own prefix unless ``shared``; raises
+        ``TenantRefused`` for a voice it may not upload."""
+        if name is None:
+            return voice
+        prefix = name.lower() + OWNER_SEPARATOR
+        stored = voice if shared or voice.lower().startswith(prefix) else prefix + voice
+        if (shared and owner_of(voice) is not None) or not self.may_use_voice(name, stored):
+            raise self._refuse(name, "voice", f"this key may not upload the voice {stored!r}")
+        return stored
+
     def refuse_route(self, name: str, path: str) -> TenantRefused:
         return self._refuse(name, "route", f"this key may not reach {path}")
 
     def _refuse(self, name: str, reason: str, message: str, retry_after: float | None = None) -> TenantRefused:
         self.on_refusal(name, reason)
         return TenantRefused(reason, message, retry_after)
+
+
+def owner_of(voice: str) -> str | None:
+    """The tenant whose voice ``voice`` is (lowercased), None for a shared one."""
+    owner, separator, _ = voice.lower().partition(OWNER_SEPARATOR)
+    return owner if separator and owner else None
