@@ -468,6 +468,12 @@ def cmd_bench_faults(args: argparse.Namespace) -> int:
     return bench_faults.run(args)
 
 
+def cmd_bench_tenants(args: argparse.Namespace) -> int:
+    from cbf_tools.bench import tenants as bench_tenants
+
+    return bench_tenants.run(args)
+
+
 def cmd_bench_soak(args: argparse.Namespace) -> int:
     from cbf_tools.bench import soak as bench_soak
 
@@ -658,6 +664,15 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--calls", type=int, default=50, help="calls placed, each on a fresh connection")
     p.add_argument("--interval", type=float, default=0.15, help="seconds between the starts of two calls")
     p.add_argument("--drain-grace", type=float, default=30.0, help="the server's --drain-grace")
+    p = command(bench, "tenants", "the keys file's checks per request and per chunk (microseconds); a tenant "
+                "flooding at 10x its limit vs at 1x: another tenant's first audio p95", cmd_bench_tenants)
+    p.add_argument("--checks", type=int, default=20000, help="iterations of the in-process checks")
+    p.add_argument("--sessions", type=int, default=4, help="the steady tenant's streams at once")
+    p.add_argument("--utterances", type=int, default=5, help="utterances each steady stream speaks in a phase")
+    p.add_argument("--rounds", type=int, default=3, help="times the three phases (alone, flood 1x, 10x) alternate")
+    p.add_argument("--flood-limit", type=int, default=2, help="the flooding tenant's max_utterances_in_flight")
+    p.add_argument("--flood-cpm", type=int, default=1800, help="the flooding tenant's chars_per_minute")
+    p.add_argument("--no-flood", action="store_true", help="only the in-process checks")
     p = command(bench, "barge-in", "phone callers talking over the gateway: onset to clear; false barge-ins on "
                 "echo and noise; VAD CPU; a slow listener", cmd_bench_barge_in)
     p.add_argument("--trials", type=int, default=50, help="trials of each kind: speech, echo, noise")
@@ -717,6 +732,8 @@ def _bench_gateway_arguments(parser: argparse.ArgumentParser) -> None:
                                       "server CPU is then not measured")
     parser.add_argument("--api-key", default=_api_key_default(),
                         help="API key for --url [env CBF_API_KEY, else the first of CBF_API_KEYS]")
+    parser.add_argument("--keys-file", help="the started server's --keys-file (the key of one of its clients in "
+                                            "--api-key): what its limit checks cost")
     parser.add_argument("--voice", default="default")
     parser.add_argument("--codec", choices=("opus", "pcmu", "pcma"), default="opus", help="WebRTC codec")
     parser.add_argument("--stagger", type=float, default=1.0,

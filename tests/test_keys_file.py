@@ -96,20 +96,21 @@ def test_sessions_and_utterances_in_flight_are_counted_per_tenant() -> None:
 
 
 def test_the_token_bucket_refuses_once_empty_and_refills() -> None:
-    bucket = TokenBucket(600, now=0.0)  # 10 a second, 600 at once
-    assert bucket.take(500, 0.0) == 0.0
+    bucket = TokenBucket(600, now=0.0)  # 10 a second, 10 s worth (100) at once
+    assert bucket.take(60, 0.0) == 0.0
     assert bucket.take(500, 0.0) == 0.0  # anything left: granted whole (one long text is never refused for length)
     wait = bucket.take(1, 0.0)
-    assert wait == pytest.approx(40.0)  # 400 in debt at 10 a second
-    assert bucket.take(1, 39.0) > 0 and bucket.take(1, 41.0) == 0.0
-    assert TokenBucket(600, now=0.0).take(1, 1000.0) == 0.0  # never more than a minute's worth saved up
+    assert wait == pytest.approx(46.0)  # 460 in debt at 10 a second
+    assert bucket.take(1, 45.0) > 0 and bucket.take(1, 47.0) == 0.0
+    idle = TokenBucket(600, now=0.0)
+    assert idle.take(1, 1000.0) == 0.0 and idle.level == pytest.approx(99.0)  # never more than 10 s worth saved up
 
 
 def test_chars_per_minute_and_a_reload() -> None:
     tenants = Tenants(parse(GOOD))
     tenants.take_chars("alpha", 700, now=0.0)
     with pytest.raises(TenantRefused) as refused:
-        tenants.take_chars("alpha", 10, now=1.0)
+        tenants.take_chars("alpha", 10, now=1.0)  # 600 a minute: 100 at once, 10 a second after
     assert refused.value.code == "rate_limited" and refused.value.status == 429 and refused.value.retry_after > 1
     tenants.take_chars("bravo", 10**6, now=1.0)  # no rate: never refused
     tenants.open_session("alpha")

@@ -182,13 +182,14 @@ class TenantUtterance:
 
     async def events(self) -> AsyncIterator[Chunk | Done]:
         metrics, name, first = self._tenancy.metrics, self._name, True
+        audio = metrics.tenant_audio.labels(name)
         try:
             async for event in self._inner.events():
                 if isinstance(event, Chunk):
                     if first:
                         first = False
                         metrics.tenant_ttfa.labels(name).observe(self._tenancy._clock() - self._started)
-                    metrics.tenant_audio.labels(name).inc(len(event.pcm) / 2 / SAMPLE_RATE)
+                    audio.inc(len(event.pcm) / 2 / SAMPLE_RATE)
                 else:
                     metrics.tenant_utterances.labels(name).inc()
                 yield event

@@ -36,13 +36,17 @@ class TenantRefused(Exception):
         self.close_code = 4000 + self.status
 
 
+BURST_S = 10.0  # a token bucket holds this many seconds' worth: a tenant idle a while may send that much at once
+
+
 class TokenBucket:
-    """``per_minute`` units a minute on average: full (a minute's worth) at the start, refilled continuously. A take
-    that finds anything left is granted whole (the level may go below zero), so one long text is never refused for
-    its length alone; a take that finds nothing left is refused with the seconds until there is."""
+    """``per_minute`` units a minute on average: full (``BURST_S`` seconds' worth) at the start, refilled
+    continuously. A take that finds anything left is granted whole (the level may go below zero), so one long text is
+    never refused for its length alone; a take that finds nothing left is refused with the seconds until there is."""
 
     def __init__(self, per_minute: int, now: float) -> None:
-        self.rate, self.capacity = per_minute / 60.0, float(per_minute)
+        self.rate = per_minute / 60.0
+        self.capacity = self.rate * BURST_S
         self.level, self._at = self.capacity, now
 
     def take(self, units: int, now: float) -> float:
