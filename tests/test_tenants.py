@@ -316,3 +316,16 @@ def test_a_bad_keys_file_refuses_the_start_with_its_line(tmp_path: Path) -> None
     lines = done.stderr.strip().splitlines()
     assert len(lines) == 1 and "line 3" in lines[0] and "max_sessions" in lines[0], done.stderr
     assert "long-enough-key-0123" not in done.stderr
+
+
+def test_bench_tenants_prints_the_checks_and_the_flood(capsys: pytest.CaptureFixture[str]) -> None:
+    from gateway.cli import build_parser
+
+    args = build_parser().parse_args(["bench", "tenants", "--checks", "500", "--rounds", "1", "--sessions", "1",
+                                      "--utterances", "2"])
+    assert args.run(args) == 0
+    summary = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+    checks, flood = summary["checks"], summary["flood"]
+    assert checks["request_us_8_keys"] > 0 and checks["request_us_1000_keys"] > checks["request_us_8_keys"]
+    assert all(flood[phase]["utterances"] == 2 for phase in ("alone", "flood_1x", "flood_10x"))
+    assert flood["flood_10x"]["flood"]["refused"] > 0 and flood["flood_1x"]["flood"]["accepted"] > 0
