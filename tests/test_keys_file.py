@@ -68,6 +68,9 @@ def test_lookup_by_key_and_plain_keys() -> None:
     assert tenants.identify("plain-operator-key-123") == ANYONE  # --api-key: no tenant, no limits
     assert tenants.identify("nobody's key at all") is None and tenants.identify(None) is None
     assert Tenants().identify(None) == ANYONE and not Tenants().guarded  # no keys: everyone, unnamed
+    emptied = Tenants(parse(GOOD), keyed=True)
+    emptied.replace(parse(""), now=1.0)  # every client removed from the file: nobody gets in, not everybody
+    assert emptied.guarded and emptied.identify(KEY_A) is None and emptied.identify(None) is None
 
 
 def test_sessions_and_utterances_in_flight_are_counted_per_tenant() -> None:

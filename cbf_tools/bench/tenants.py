@@ -220,8 +220,8 @@ def run(args: argparse.Namespace) -> int:
           f"(1000 keys), {checks['chunk_us']} us a chunk, {checks['socket_send_us']} us a WebSocket message sent")
     if not args.no_flood:
         with tempfile.TemporaryDirectory(prefix="cbf-bench-tenants-") as folder:
-            flags = ["--engine", "espeak", "--keys-file", str(keys_file(Path(folder), args.flood_limit, args.flood_cpm)),
-                     "--max-sessions", "64", "--log-level", "warning"]
+            keys = keys_file(Path(folder), args.flood_limit, args.flood_cpm)
+            flags = ["--engine", "espeak", "--keys-file", str(keys), "--max-sessions", "64", "--log-level", "warning"]
             try:
                 with local_server(flags, quiet=True) as (url, _):
                     summary["flood"] = asyncio.run(flood(url, args))

@@ -42,7 +42,8 @@ def exposure_warning(host: str, guarded: bool) -> str | None:
     if guarded or _loopback(host):
         return None
     return (f"SERVING ON {host} WITH NO API KEY: anyone who can reach this port can speak, upload and delete voices, "
-            "and read the metrics (CORS allows every origin). Set --api-key (CBF_API_KEYS) or --keys-file, or listen on 127.0.0.1.")
+            "and read the metrics (CORS allows every origin). Set --api-key (CBF_API_KEYS) or --keys-file, or listen on "
+            "127.0.0.1.")
 
 
 def wyoming_exposure_warning(host: str) -> str | None:

@@ -23,6 +23,7 @@ from gateway.metrics import Metrics
 
 log = logging.getLogger("chatterbox_fast.gateway")
 WATCH_INTERVAL_S = 1.0
+SETTLE_S = 0.2  # a change is read once the file has stayed the same this long (not while it is being written)
 REVOKED_CLOSE_CODE = 4401
 REVOKED_REASON = "the API key was revoked"
 
@@ -80,7 +81,7 @@ class Tenancy:
         """Raises ``KeysFileError`` when ``path`` does not load (the server refuses to start)."""
         self.path, self.metrics, self._clock = path, metrics, clock
         self._signature = _signature(path) if path else None
-        self.tenants = Tenants(load(path) if path else [], plain_keys)
+        self.tenants = Tenants(load(path) if path else [], plain_keys, keyed=path is not None)
         self.tenants.on_refusal = self._refused
         self.error: str | None = None  # why the last reload was refused
         self.loaded_at = time.time()
@@ -120,12 +121,14 @@ class Tenancy:
             await hook(removed)
 
     async def watch(self) -> None:
-        """Reload whenever the file changes, until cancelled."""
+        """Reload whenever the file changes (and has settled), until cancelled."""
         assert self.path is not None
         while True:
             await asyncio.sleep(WATCH_INTERVAL_S)
-            if _signature(self.path) != self._signature:
-                await self.reload("it changed")
+            if (seen := _signature(self.path)) != self._signature:
+                await asyncio.sleep(SETTLE_S)
+                if _signature(self.path) == seen:
+                    await self.reload("it changed")
 
     def health(self) -> dict[str, Any] | None:
         """What /health says of the keys: never a key."""

@@ -87,6 +87,7 @@ class Tenants:
 
     clients: list[Client] = field(default_factory=list)
     plain_keys: tuple[str, ...] = ()  # --api-key: keys without limits
+    keyed: bool = False  # a keys file is in use: a key is needed even when it names no client (all revoked)
     on_refusal: Callable[[str, str], None] = lambda name, reason: None  # told each refusal: name, reason
 
     def __post_init__(self) -> None:
@@ -97,7 +98,7 @@ class Tenants:
     @property
     def guarded(self) -> bool:
         """Whether a key is needed at all."""
-        return bool(self._plain or self._states)
+        return self.keyed or bool(self._plain or self._states)
 
     @property
     def names(self) -> list[str]:
@@ -185,8 +186,8 @@ class Tenants:
         bucket = self.state(name).bucket
         if bucket is not None and (wait := bucket.take(chars, now)):
             limit = self._states[name].client.chars_per_minute
-            raise self._refuse(name, "chars", f"this key is over its {limit} characters a minute; retry in {wait:.1f} s",
-                                wait)
+            raise self._refuse(name, "chars", f"this key is over its {limit} characters a minute; retry in "
+                               f"{wait:.1f} s", wait)
 
     def may_use_voice(self, name: str | None, voice: str) -> bool:
         """Whether ``name`` may see and speak with ``voice`` (anyone: every voice)."""
