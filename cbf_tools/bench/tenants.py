@@ -6,9 +6,9 @@ moves another tenant's first audio.
    ended, its characters taken) and what one chunk costs (a tenant's utterance counting it), in microseconds.
 2. The flood: ``serve`` (eSpeak) with a keys file of two tenants: ``steady`` (no limits) speaks ``--sessions``
    streams of POST /v1/tts one utterance after another, its time to first byte measured, while ``flood``
-   (``chars_per_minute = --flood-cpm``, ``max_utterances_in_flight = --flood-limit``) sends nothing, then text paced
-   at its limit (1x), then at ten times it, ten times as many at once (10x: the excess refused with 429; it ignores
-   Retry-After). The flood runs in a process of its own. The phases alternate ``--rounds`` times; steady's p50/p95
+   (``chars_per_minute = --flood-cpm``, ``max_utterances_in_flight = --flood-limit``) sends nothing, then all its
+   limits allow (1x: its limit's worth of clients back to back, each waiting out a refusal's Retry-After), then text
+   paced at ten times its rate, ten times as many at once (10x: the excess refused with 429, Retry-After ignored). The flood runs in a process of its own. The phases alternate ``--rounds`` times; steady's p50/p95
    in each, and the change 10x makes against 1x (the target: under 10 %).
 """
 
@@ -140,18 +140,33 @@ async def _steady(url: str, sessions: int, utterances: int) -> list[float]:
     return [t for run in runs for t in run]
 
 
-async def _flood(url: str, chars_per_minute: float, streams: int, stop: Any) -> dict[str, int]:
-    """POST /v1/tts paced at ``chars_per_minute`` characters of text (whatever it is told: it ignores Retry-After),
-    at most ``streams`` at once, until ``stop`` is set; how many were accepted and refused."""
+async def _flood(url: str, chars_per_minute: float, streams: int, stop: Any, honour: bool) -> dict[str, int]:
+    """Until ``stop`` is set: ``honour``, ``streams`` clients speaking back to back that wait out each refusal's
+    Retry-After (a tenant using all its limits allow); else POST /v1/tts paced at ``chars_per_minute`` characters
+    of text, ``streams`` at once, Retry-After ignored. How many were accepted and refused."""
     counts = {"accepted": 0, "refused": 0}
     gate = asyncio.Semaphore(streams)
     async with httpx.AsyncClient(base_url=url, headers={"Authorization": f"Bearer {FLOOD_KEY}"},
                                  timeout=60, limits=httpx.Limits(max_connections=streams + 4)) as http:
-        async def one(text: str) -> None:
+        async def one(text: str) -> float:
             async with gate:
                 async with http.stream("POST", "/v1/tts", json={"text": text, "format": "pcm"}) as reply:
                     await reply.aread()
             counts["accepted" if reply.status_code == 200 else "refused"] += 1
+            return float(reply.headers.get("retry-after", 0)) if reply.status_code == 429 else 0.0
+
+        async def honouring(index: int) -> None:
+            k = index
+            while not stop.is_set():
+                k += 1
+                if wait := await one(TEXTS[k % len(TEXTS)]):
+                    deadline = time.monotonic() + wait
+                    while not stop.is_set() and time.monotonic() < deadline:
+                        await asyncio.sleep(0.1)
+
+        if honour:
+            await asyncio.gather(*(honouring(i) for i in range(streams)))
+            return counts
 
         sending: set[asyncio.Task[None]] = set()
         k = 0
@@ -166,10 +181,10 @@ async def _flood(url: str, chars_per_minute: float, streams: int, stop: Any) -> 
     return counts
 
 
-def _flooder(url: str, chars_per_minute: float, streams: int, stop: Any, out: Any) -> None:
+def _flooder(url: str, chars_per_minute: float, streams: int, stop: Any, out: Any, honour: bool) -> None:
     """The flood in a process of its own: its client's CPU is not the steady tenant's measuring loop's."""
     quiet_client_logs()
-    out.put(asyncio.run(_flood(url, chars_per_minute, streams, stop)))
+    out.put(asyncio.run(_flood(url, chars_per_minute, streams, stop, honour)))
 
 
 async def _phase(url: str, phase: str, args: argparse.Namespace, counts: dict[str, int]) -> list[float]:
@@ -179,7 +194,7 @@ async def _phase(url: str, phase: str, args: argparse.Namespace, counts: dict[st
     context = multiprocessing.get_context("spawn")
     stop, out = context.Event(), context.Queue()
     flooder = context.Process(target=_flooder, args=(url, times * args.flood_cpm, times * args.flood_limit, stop,
-                                                     out), daemon=True)
+                                                     out, times == 1), daemon=True)
     flooder.start()
     try:
         await asyncio.sleep(2.0)  # the flood under way (the process started) before steady speaks
