@@ -240,6 +240,29 @@ async def test_a_removed_key_is_refused_and_its_socket_closed_within_2_s_and_a_b
         assert "reload_error" not in (await http.get(server.url + "/health")).json()["keys"]
 
 
+async def test_a_removed_keys_webrtc_peer_is_told_and_hung_up(server: Server, monkeypatch: pytest.MonkeyPatch) -> None:
+    from tests.rtc_helpers import connect as rtc_connect
+
+    loopback_only(monkeypatch)
+    names = [n for n in FIRST if n != "doomed"]
+    server.keys_file.write_text(keys_toml([*names, "late"]))
+    async with httpx.AsyncClient(timeout=30) as http:
+        deadline = time.monotonic() + 5
+        while (await http.get(server.url + "/health")).json()["keys"]["tenants"] != len(names) + 1:
+            assert time.monotonic() < deadline
+            await asyncio.sleep(0.2)
+    listener, _ = await rtc_connect(server.url, key=KEYS["late"])
+    try:
+        server.keys_file.write_text(keys_toml(names))
+        await listener.wait_for(lambda: any(e["type"] == "closing" for e in listener.events), timeout=5)
+        await listener.wait_for(lambda: listener.pc.connectionState == "closed"
+                                or listener.channel.readyState == "closed", timeout=5)
+        closing = next(e for e in listener.events if e["type"] == "closing")
+        assert "revoked" in closing["reason"]
+    finally:
+        await listener.close()
+
+
 async def test_sighup_reloads_the_keys_without_a_restart(server: Server) -> None:
     """The file is rewritten in place with its size and modification time kept (the watcher sees no change): only
     SIGHUP reads it; the server stays the same process and keeps serving."""
