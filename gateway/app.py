@@ -12,14 +12,13 @@ from typing import AsyncIterator, Callable
 from starlette.applications import Starlette
 from starlette.middleware import Middleware
 from starlette.middleware.cors import CORSMiddleware
-from starlette.requests import HTTPConnection
 from starlette.routing import Mount, Route, WebSocketRoute
 from starlette.staticfiles import StaticFiles
 from starlette.websockets import WebSocket
-from starlette.types import ASGIApp, Receive, Scope, Send
 
 from engine.traces import NO_TRACES, start_tracing
-from gateway.guard.auth import OPEN_PATHS, authorized
+from gateway.guard.auth import ApiKeyMiddleware
+from gateway.guard.tenancy import REVOKED_REASON, Tenancy
 from gateway.elevenlabs import endpoint as elevenlabs
 from gateway.engine_link.failover import FailoverPolicy
 from gateway.engine_link.pool import EnginePool
@@ -27,7 +26,7 @@ from gateway.engine_link.process import EngineProcess
 from gateway.host.drain import Drain
 from gateway.host.draining import Draining
 from gateway.http import admin, health, lexicons, speech, voices
-from gateway.http.errors import ApiError, api_error_response, error_response
+from gateway.http.errors import ApiError, api_error_response
 from gateway.listen import silero
 from gateway.metrics import Metrics
 from gateway.prompt_cache.cache import PromptCache
@@ -49,25 +48,6 @@ from gateway.wyoming import server as wyoming
 log = logging.getLogger("chatterbox_fast.gateway")
 WEB_DIR = Path(__file__).resolve().parent.parent / "web"
 GATEWAY_SERVICE = "chatterbox-fast-gateway"  # its traces' service.name (the worker's: engine/worker.py)
-
-
-class ApiKeyMiddleware:
-    """Every HTTP request under /v1 and /metrics needs a key when keys are set. WebSockets check for themselves,
-    so they can answer with an ``error`` event a browser can read."""
-
-    def __init__(self, app: ASGIApp, keys: tuple[str, ...]) -> None:
-        self.app, self.keys = app, keys
-
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        path = scope.get("path", "")
-        guarded = scope["type"] == "http" and scope.get("method") != "OPTIONS" and (
-            path.startswith("/v1/") or path == "/metrics") and path not in OPEN_PATHS
-        if guarded and not authorized(HTTPConnection(scope), self.keys):
-            response = error_response(401, "unauthorized", "a valid API key is required",
-                                               {"WWW-Authenticate": "Bearer"})
-            await response(scope, receive, send)
-            return
-        await self.app(scope, receive, send)
 
 
 async def stream(ws: WebSocket) -> None:
@@ -103,10 +83,19 @@ def create_app(settings: GatewaySettings, on_engine_refusal: Callable[[str], Non
     drain = Drain(settings.drain_grace_s)
     traces = (start_tracing(settings.otlp_endpoint, GATEWAY_SERVICE, settings.trace_text) if settings.otlp_endpoint
               else NO_TRACES)
-    prompts = PromptCache(settings.cache, engine, settings.api_keys, metrics, settings.shared_dir)
-    state = GatewayState(settings, engine, metrics, SessionRegistry(settings.max_sessions, metrics, drain), prompts,
-                         process, siblings, unauthenticated=WaitingRoom(settings.max_unauthenticated),
-                         drain=Draining(drain), traces=traces)
+    tenancy = Tenancy(settings.keys_file, settings.api_keys, metrics)  # raises KeysFileError: refused at start
+    prompts = PromptCache(settings.cache, engine, lambda: tenancy.tenants.guarded, metrics, settings.shared_dir)
+    state = GatewayState(settings, engine, metrics,
+                         SessionRegistry(settings.max_sessions, metrics, drain, tenancy.tenants), prompts, process,
+                         siblings, unauthenticated=WaitingRoom(settings.max_unauthenticated), drain=Draining(drain),
+                         tenancy=tenancy, traces=traces)
+
+    async def close_revoked_peers(removed: set[str]) -> None:
+        for peer in [p for p in state.peers if p.session.tenant in removed]:
+            await peer.session.notify_shutdown(REVOKED_REASON)
+            await peer.close(REVOKED_REASON)
+
+    tenancy.on_revoked.append(close_revoked_peers)
 
     async def close_calls(reason: str) -> None:
         """The WebRTC peers and phone calls (they cannot move to another process): told why, then closed."""
@@ -126,10 +115,12 @@ def create_app(settings: GatewaySettings, on_engine_refusal: Callable[[str], Non
         await asyncio.to_thread(silero.load)  # the caller VAD's model, once: no call waits for it
         log.info("gateway on http://%s:%d/ (engine: %s)", settings.host, settings.port,
                  ", ".join(settings.engine_urls) or "embedded worker")
-        if warning := exposure_warning(settings.host, settings.api_keys):
+        if warning := exposure_warning(settings.host, tenancy.tenants.guarded):
             log.warning(warning)
         reporting = asyncio.create_task(_report_to_siblings(state)) if siblings is not None else None
         warming = asyncio.create_task(prompts.warm(settings.cache.prompts))  # --prompts, once an engine is ready
+        watching = asyncio.create_task(tenancy.watch()) if tenancy.named else None
+        state.drain.reload_keys = tenancy.reload if tenancy.named else None  # SIGHUP (gateway/host/draining.py)
         wyoming_server = await wyoming.start(state, wyoming_socket) if wyoming_socket is not None else None
         if wyoming_server is not None and (warning := wyoming_exposure_warning(wyoming_socket.getsockname()[0])):
             log.warning(warning)
@@ -142,9 +133,9 @@ def create_app(settings: GatewaySettings, on_engine_refusal: Callable[[str], Non
         state.drain.attach(state.sessions, close_calls)
         yield
         state.drain.detach()
-        warming.cancel()
-        if reporting is not None:
-            reporting.cancel()
+        for task in (warming, reporting, watching):
+            if task is not None:
+                task.cancel()
         if announcer is not None:
             await announcer.stop()  # goodbye before the port closes
         if wyoming_server is not None:
@@ -181,6 +172,7 @@ def create_app(settings: GatewaySettings, on_engine_refusal: Callable[[str], Non
         Route("/v1/sessions/{session}/speak", control.speak, methods=["POST"]),
         Route("/v1/sessions/{session}/cancel", control.cancel, methods=["POST"]),
         Route("/v1/admin/drain", admin.drain, methods=["POST"]),
+        Route("/v1/usage", admin.usage, methods=["GET"]),
         WebSocketRoute("/v1/stream", stream),
         WebSocketRoute("/v1/twilio", telephony.twilio_stream),
         WebSocketRoute("/v1/telnyx", telephony.telnyx_stream),
@@ -193,7 +185,7 @@ def create_app(settings: GatewaySettings, on_engine_refusal: Callable[[str], Non
     middleware = [
         Middleware(CORSMiddleware, allow_origins=["*"], allow_methods=["GET", "POST", "PUT", "DELETE", "PATCH", "OPTIONS"],
                    allow_headers=["authorization", "content-type"], expose_headers=["location"]),
-        Middleware(ApiKeyMiddleware, keys=settings.api_keys),
+        Middleware(ApiKeyMiddleware, tenancy=tenancy),
         *([Middleware(ConnectionScope)] if traces.on else []),
     ]
     app = Starlette(routes=routes, middleware=middleware, lifespan=lifespan,

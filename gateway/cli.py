@@ -139,6 +139,9 @@ GATEWAY_OPTIONS = (
     Option("--port", "CBF_PORT", "port to listen on", int, 8197),
     Option("--api-key", "CBF_API_KEYS", "API keys, comma-separated; when set every request needs one", _list, (),
            secret=True),
+    Option("--keys-file", "CBF_KEYS_FILE", "a TOML file of clients, one [keys.NAME] table each: its key (or "
+           "key_sha256) and limits (max_sessions, max_utterances_in_flight, chars_per_minute, voices, routes, admin); "
+           "read again when it changes and on SIGHUP (docs/keys-and-tenants.md)"),
     Option("--max-sessions", "CBF_MAX_SESSIONS", "concurrent sessions and streams before 503", int, 32),
     Option("--max-text-chars", "CBF_MAX_TEXT_CHARS", "text per utterance", int, 5000),
     Option("--max-upload-bytes", "CBF_MAX_UPLOAD_BYTES", "voice upload size", int, 10 * 1024 * 1024),
@@ -357,11 +360,20 @@ def cmd_serve(args: argparse.Namespace) -> int:
     except ValueError as exc:
         print(f"chatterbox-fast serve: {exc}", file=sys.stderr)
         return 2
+    if args.keys_file:
+        from gateway.guard.keys_file import KeysFileError
+        from gateway.guard.tenancy import load
+
+        try:
+            load(args.keys_file)
+        except KeysFileError as exc:
+            return _refuse(args, f"the keys file {args.keys_file}, {exc}")
     wyoming_sock = None
     try:
         sock = bind_tcp(args.host, args.port, "--port (CBF_PORT)", reuse_port=args.reuse_port)
         if args.wyoming_port is not None:
-            wyoming_sock = bind_tcp(listen_host(args.host, args.wyoming_host, args.api_key), args.wyoming_port,
+            wyoming_sock = bind_tcp(listen_host(args.host, args.wyoming_host, bool(args.api_key or args.keys_file)),
+                                    args.wyoming_port,
                                     "--wyoming-port (CBF_WYOMING_PORT)", reuse_port=args.reuse_port)
     except CannotListen as exc:
         return _refuse(args, str(exc), exc)
@@ -378,7 +390,8 @@ def cmd_serve(args: argparse.Namespace) -> int:
                                         args.drain_grace)
         return _refuse(args, refusal) if refusal else code
     settings = GatewaySettings(
-        host=args.host, port=args.port, api_keys=args.api_key, max_sessions=args.max_sessions,
+        host=args.host, port=args.port, api_keys=args.api_key, keys_file=args.keys_file,
+        max_sessions=args.max_sessions,
         max_text_chars=args.max_text_chars, max_upload_bytes=args.max_upload_bytes, ice_servers=args.ice_server,
         stall_timeout_s=args.stall_timeout, idle_timeout_s=args.idle_timeout, barge_in=args.barge_in, vad=vad,
         max_unauthenticated=args.max_unauthenticated, twilio_auth_token=args.twilio_auth_token,
@@ -507,6 +520,12 @@ def cmd_bench_faults(args: argparse.Namespace) -> int:
     from cbf_tools.bench import faults as bench_faults
 
     return bench_faults.run(args)
+
+
+def cmd_bench_tenants(args: argparse.Namespace) -> int:
+    from cbf_tools.bench import tenants as bench_tenants
+
+    return bench_tenants.run(args)
 
 
 def cmd_bench_soak(args: argparse.Namespace) -> int:
@@ -701,6 +720,15 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--calls", type=int, default=50, help="calls placed, each on a fresh connection")
     p.add_argument("--interval", type=float, default=0.15, help="seconds between the starts of two calls")
     p.add_argument("--drain-grace", type=float, default=30.0, help="the server's --drain-grace")
+    p = command(bench, "tenants", "the keys file's checks per request and per chunk (microseconds); a tenant "
+                "flooding at 10x its limit vs at 1x: another tenant's first audio p95", cmd_bench_tenants)
+    p.add_argument("--checks", type=int, default=20000, help="iterations of the in-process checks")
+    p.add_argument("--sessions", type=int, default=4, help="the steady tenant's streams at once")
+    p.add_argument("--utterances", type=int, default=5, help="utterances each steady stream speaks in a phase")
+    p.add_argument("--rounds", type=int, default=3, help="times the three phases (alone, flood 1x, 10x) alternate")
+    p.add_argument("--flood-limit", type=int, default=2, help="the flooding tenant's max_utterances_in_flight")
+    p.add_argument("--flood-cpm", type=int, default=1800, help="the flooding tenant's chars_per_minute")
+    p.add_argument("--no-flood", action="store_true", help="only the in-process checks")
     p = command(bench, "barge-in", "phone callers talking over the gateway: onset to clear; false barge-ins on "
                 "echo and noise; VAD CPU; a slow listener", cmd_bench_barge_in)
     p.add_argument("--trials", type=int, default=50, help="trials of each kind: speech, echo, noise")
@@ -760,6 +788,8 @@ def _bench_gateway_arguments(parser: argparse.ArgumentParser) -> None:
                                       "server CPU is then not measured")
     parser.add_argument("--api-key", default=_api_key_default(),
                         help="API key for --url [env CBF_API_KEY, else the first of CBF_API_KEYS]")
+    parser.add_argument("--keys-file", help="the started server's --keys-file (the key of one of its clients in "
+                                            "--api-key): what its limit checks cost")
     parser.add_argument("--voice", default="default")
     parser.add_argument("--codec", choices=("opus", "pcmu", "pcma"), default="opus", help="WebRTC codec")
     parser.add_argument("--stagger", type=float, default=1.0,

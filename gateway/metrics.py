@@ -7,6 +7,7 @@ and histograms added up, active sessions summed over the live processes, ``cbf_e
 from __future__ import annotations
 
 from collections import Counter as Tally
+from typing import Any
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
 from prometheus_client.multiprocess import MultiProcessCollector
@@ -44,6 +45,18 @@ class Metrics:
                                     "from it (hit) or said by the engine (miss)", ["outcome"], registry=r)
         self.prompt_cache_bytes = Gauge("cbf_prompt_cache_bytes", "Bytes of cached prompts, in memory and in the "
                                         "cache directory", ["store"], registry=r, multiprocess_mode="livesum")
+        # per tenant of the keys file (gateway/guard/tenancy.py): its name as the label, never its key
+        self.tenant_chars = Counter("cbf_tenant_characters_total", "Characters of text taken from a tenant",
+                                    ["tenant"], registry=r)
+        self.tenant_audio = Counter("cbf_tenant_audio_seconds_total", "Seconds of speech sent to a tenant",
+                                    ["tenant"], registry=r)
+        self.tenant_utterances = Counter("cbf_tenant_utterances_total", "A tenant's utterances done", ["tenant"],
+                                         registry=r)
+        self.tenant_ttfa = Histogram("cbf_tenant_time_to_first_audio_seconds", "From a tenant's utterance's start "
+                                     "to its first audio", ["tenant"], buckets=_LATENCY_BUCKETS, registry=r)
+        self.tenant_refusals = Counter("cbf_tenant_refusals_total", "A tenant's requests refused, by reason "
+                                       "(sessions, utterances, chars, voice, route, revoked)", ["tenant", "reason"],
+                                       registry=r)
         self.engine_up = Gauge("cbf_engine_up", "1 when the engine worker is connected and ready", registry=r,
                                multiprocess_mode="livemax")
 
@@ -52,9 +65,54 @@ class Metrics:
             self.caller_frames.labels(outcome).inc(frames)
             self.caller_tally[outcome] += frames
 
-    def render(self) -> bytes:
+    def _collected(self) -> CollectorRegistry:
+        """This process's registry, or under ``serve --processes N`` every process's summed."""
         if self.shared_dir is None:
-            return generate_latest(self.registry)
+            return self.registry
         merged = CollectorRegistry()
         MultiProcessCollector(merged, path=self.shared_dir)
-        return generate_latest(merged)
+        return merged
+
+    def render(self) -> bytes:
+        return generate_latest(self._collected())
+
+    def usage(self) -> dict[str, dict[str, Any]]:
+        """Each tenant's figures (GET /v1/usage): characters in, audio seconds out, utterances, first audio (count,
+        mean, p95 as the upper bound of its bucket), refusals by reason."""
+        tenants: dict[str, dict[str, Any]] = {}
+        buckets: dict[str, list[tuple[float, float]]] = {}
+
+        def of(name: str) -> dict[str, Any]:
+            return tenants.setdefault(name, {"characters": 0, "audio_seconds": 0.0, "utterances": 0,
+                                             "first_audio": {"count": 0, "mean_s": None, "p95_s": None},
+                                             "refusals": {}})
+
+        for family in self._collected().collect():
+            for sample in family.samples:
+                name = sample.labels.get("tenant")
+                if name is None:
+                    continue
+                figures = of(name)
+                match sample.name:
+                    case "cbf_tenant_characters_total":
+                        figures["characters"] = int(sample.value)
+                    case "cbf_tenant_audio_seconds_total":
+                        figures["audio_seconds"] = round(sample.value, 3)
+                    case "cbf_tenant_utterances_total":
+                        figures["utterances"] = int(sample.value)
+                    case "cbf_tenant_refusals_total":
+                        figures["refusals"][sample.labels["reason"]] = int(sample.value)
+                    case "cbf_tenant_time_to_first_audio_seconds_count":
+                        figures["first_audio"]["count"] = int(sample.value)
+                    case "cbf_tenant_time_to_first_audio_seconds_sum":
+                        figures["first_audio"]["sum"] = sample.value
+                    case "cbf_tenant_time_to_first_audio_seconds_bucket":
+                        buckets.setdefault(name, []).append((float(sample.labels["le"]), sample.value))
+        for name, figures in tenants.items():
+            first = figures["first_audio"]
+            total = first.pop("sum", 0.0)
+            if first["count"]:
+                first["mean_s"] = round(total / first["count"], 4)
+                first["p95_s"] = next((le if le != float("inf") else None for le, n in sorted(buckets.get(name, []))
+                                       if n >= 0.95 * first["count"]), None)
+        return tenants

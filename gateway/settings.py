@@ -13,6 +13,7 @@ class GatewaySettings:
     host: str = "0.0.0.0"
     port: int = 8197
     api_keys: tuple[str, ...] = ()
+    keys_file: str | None = None  # the tenants' keys and limits (gateway/guard/keys_file.py), watched for changes
     max_sessions: int = 32
     max_text_chars: int = 5000
     max_upload_bytes: int = 10 * 1024 * 1024

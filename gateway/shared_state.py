@@ -1,5 +1,5 @@
-"""What every endpoint of one gateway shares: settings, the engine pool, the session registry, the prompt cache, metrics, live peers
-and calls, the connections not yet authenticated, the drain."""
+"""What every endpoint of one gateway shares: settings, the engine pool, the session registry, the prompt cache, the
+keys and their tenants, metrics, live peers and calls, the connections not yet authenticated, the drain."""
 
 from __future__ import annotations
 
@@ -18,6 +18,7 @@ from gateway.sessions.registry import SessionRegistry
 from gateway.settings import GatewaySettings
 from gateway.host.siblings import SiblingHealth
 from gateway.guard.silent_sockets import WaitingRoom
+from gateway.guard.tenancy import Tenancy
 
 
 @dataclass
@@ -32,5 +33,7 @@ class GatewayState:
     peers: set[Any] = field(default_factory=set)  # live WebRTC peers (gateway.webrtc.signalling.WebRTCPeer)
     unauthenticated: WaitingRoom = field(default_factory=lambda: WaitingRoom(GatewaySettings.max_unauthenticated))
     calls: CallDirectory = field(default_factory=CallDirectory)  # live phone calls (gateway/telephony/)
+    # the keys in force and their tenants (gateway/guard/tenancy.py); by default none
+    tenancy: Tenancy = field(default_factory=lambda: Tenancy(None, (), Metrics()))
     drain: Draining = field(default_factory=lambda: Draining(Drain(GatewaySettings.drain_grace_s)))
     traces: Tracer = NO_TRACES  # --otlp-endpoint: each utterance's trace (gateway/traces.py)

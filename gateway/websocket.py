@@ -12,7 +12,7 @@ from starlette.websockets import WebSocket, WebSocketDisconnect
 
 from engine.protocol import SAMPLE_RATE
 from gateway.audio import Encoder, make_encoder
-from gateway.guard.auth import accept_websocket, presented_key
+from gateway.guard.auth import accept_websocket, presented_key, tenant_of
 from gateway.formats import WEBSOCKET_DEFAULT_FORMAT, output_format
 from gateway.host.drain import CLOSING, RESTART_CLOSE_CODE
 from gateway.playout import SentAudio
@@ -111,14 +111,14 @@ class WebSocketSink(AudioSink):
 
 async def stream_endpoint(ws: WebSocket) -> None:
     state: GatewayState = ws.app.state.gateway
-    if not await accept_websocket(ws, state.settings.api_keys):
+    if not await accept_websocket(ws, state.tenancy):
         return
 
     async def send_event(event: dict[str, Any]) -> None:
         await ws.send_json(event)
 
     sink = WebSocketSink(ws, state.settings.stall_timeout_s)
-    session = Session(state, sink, send_event, transport="ws", api_key=presented_key(ws))
+    session = Session(state, sink, send_event, transport="ws", api_key=presented_key(ws), tenant=tenant_of(ws))
     try:
         await session.open()
     except SessionLimitReached as exc:

@@ -35,6 +35,9 @@ def test_hostile_inputs_are_reproducible_and_hostile() -> None:
     media = hostile_inputs.caller_media(random.Random(7), 300)
     assert {outcome for outcome, _ in media} == {"rejected", "heard", "closes"}
     assert all(isinstance(f, bytes) == (outcome == "closes") for outcome, f in media)
+    keys = hostile_inputs.keys_files(random.Random(7), 300, '[keys.a]\nkey = "long-enough-key-0000"\n')
+    assert keys == hostile_inputs.keys_files(random.Random(7), 300, '[keys.a]\nkey = "long-enough-key-0000"\n')
+    assert any(b"max_session =" in k for k in keys) and any(b"\n[keys.twin" in k for k in keys)
     control = hostile_inputs.websocket_messages(random.Random(7), 300, hostile_inputs.CALLER_CONTROL_FIELDS)
     assert any('"listen"' in m for m in control) and any('"barge_in"' in m for m in control)
 
@@ -50,7 +53,7 @@ def test_a_short_run_leaves_every_figure_at_zero(capsys: pytest.CaptureFixture[s
     assert set(summary["surfaces"]) == {"websocket", "playout", "elevenlabs", "datachannel", "controller", "/v1/tts",
                                         "/v1/audio/speech", "/v1/webrtc/offer", "/v1/whep", "/v1/voices", "/v1/lexicons", "wyoming",
                                         "/v1/twilio", "/v1/telnyx", "/v1/asterisk", "/v1/jambonz/tts",
-                                        "caller audio", "call controller"}
+                                        "caller audio", "call controller", "keys file"}
     assert summary["server_errors"] == summary["dropped_engine_connections"] == summary["leaked_sessions"] == 0
     assert summary["worker_restarts"] == 0 and summary["lost_voices"] == [] and summary["health"] == "ok"
     assert all(s["refused"] > 0 for s in summary["surfaces"].values())  # the inputs were hostile

@@ -6,12 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import base64
-import contextlib
-import datetime
-import ipaddress
 import json
-import ssl
-import threading
 from pathlib import Path
 from typing import Any, Callable, Iterator
 
@@ -26,6 +21,7 @@ from gateway.elevenlabs import translate
 from gateway.elevenlabs.endpoint import UNAUTHORIZED
 from gateway.elevenlabs.translate import Close, CloseSocket, Contexts, Final, Open, Say
 from tests.server import running_server
+from tests.tls_front import tls_front
 
 KEY = "el-test-key"
 
@@ -116,70 +112,12 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
         yield url
 
 
-def self_signed(directory: Path) -> tuple[Path, Path]:
-    """A certificate for 127.0.0.1 and its key."""
-    from cryptography import x509
-    from cryptography.hazmat.primitives import hashes, serialization
-    from cryptography.hazmat.primitives.asymmetric import ec
-    from cryptography.x509.oid import NameOID
-
-    key = ec.generate_private_key(ec.SECP256R1())
-    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "127.0.0.1")])
-    now = datetime.datetime.now(datetime.timezone.utc)
-    cert = (x509.CertificateBuilder().subject_name(name).issuer_name(name).public_key(key.public_key())
-            .serial_number(x509.random_serial_number()).not_valid_before(now - datetime.timedelta(minutes=5))
-            .not_valid_after(now + datetime.timedelta(days=1))
-            .add_extension(x509.SubjectAlternativeName([x509.IPAddress(ipaddress.ip_address("127.0.0.1"))]), False)
-            .add_extension(x509.BasicConstraints(ca=True, path_length=None), True)
-            .sign(key, hashes.SHA256()))
-    cert_path, key_path = directory / "cert.pem", directory / "key.pem"
-    cert_path.write_bytes(cert.public_bytes(serialization.Encoding.PEM))
-    key_path.write_bytes(key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
-                                           serialization.NoEncryption()))
-    return cert_path, key_path
-
-
 @pytest.fixture(scope="module")
 def tls_url(server: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, Path]]:
     """``https://127.0.0.1:PORT`` terminating TLS in front of the gateway, as a deployment's proxy does; and the
     certificate a client must trust."""
-    cert, key = self_signed(tmp_path_factory.mktemp("tls"))
-    context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
-    context.load_cert_chain(cert, key)
-    host, port = server.removeprefix("http://").split(":")
-    loop = asyncio.new_event_loop()
-    started: list[int] = []
-
-    async def pipe(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        try:
-            while data := await reader.read(65536):
-                writer.write(data)
-                await writer.drain()
-        except (ConnectionError, ssl.SSLError):
-            pass
-        finally:
-            writer.close()
-
-    async def relay(client_r: asyncio.StreamReader, client_w: asyncio.StreamWriter) -> None:
-        server_r, server_w = await asyncio.open_connection(host, int(port))
-        await asyncio.gather(pipe(client_r, server_w), pipe(server_r, client_w))
-
-    async def main() -> None:
-        proxy = await asyncio.start_server(relay, "127.0.0.1", 0, ssl=context)
-        started.append(proxy.sockets[0].getsockname()[1])
-        await asyncio.Event().wait()
-
-    def run() -> None:
-        with contextlib.suppress(asyncio.CancelledError):
-            loop.run_until_complete(main())
-
-    thread = threading.Thread(target=run, daemon=True)
-    thread.start()
-    while not started:
-        thread.join(0.02)
-    yield f"https://127.0.0.1:{started[0]}", cert
-    loop.call_soon_threadsafe(lambda: [task.cancel() for task in asyncio.all_tasks()])
-    thread.join(5)
+    with tls_front(server, tmp_path_factory.mktemp("tls")) as front:
+        yield front
 
 
 def pcm_of(audio: bytes) -> np.ndarray:

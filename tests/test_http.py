@@ -271,6 +271,7 @@ def test_health_reports_the_engine_and_its_decode(server: str) -> None:
     from types import SimpleNamespace
 
     from engine.protocol import EngineReady
+    from gateway.guard.tenancy import Tenancy
     from gateway.host.drain import Drain
     from gateway.host.draining import Draining
     from gateway.http.health import health_body
@@ -287,7 +288,8 @@ def test_health_reports_the_engine_and_its_decode(server: str) -> None:
     engine = SimpleNamespace(ready=ready, engines=[], failovers={"moved": 0, "given_up": 0})
     metrics = Metrics()
     state = SimpleNamespace(engine=engine, process=None, sessions={}, settings=GatewaySettings(), metrics=metrics,
-                            drain=Draining(Drain(30)), prompts=PromptCache(CacheSettings(), engine, (), metrics))
+                            drain=Draining(Drain(30)), prompts=PromptCache(CacheSettings(), engine, lambda: False, metrics),
+                            tenancy=Tenancy(None, (), metrics))
     body = health_body(state)  # type: ignore[arg-type]
     assert body["status"] == "ok" and body["engine"]["decode"] == "graph"
     assert body["engine"]["device"] == "cuda:0" and body["watermark"] is True

@@ -38,12 +38,15 @@ def test_the_key_ignores_whitespace_but_not_voice_reading_scope_or_words() -> No
     assert len({k.digest for k in [key(), *others]}) == len(others) + 1
 
 
-def test_the_scope_is_a_hash_of_the_api_key_none_when_unknown_shared_on_request() -> None:
-    assert scope_for(None, (), shared=False) == SCOPE_OPEN
-    assert scope_for(None, ("k1",), shared=False) is None  # keys on, the key not known: not cached
-    one, two = scope_for("k1", ("k1", "k2"), shared=False), scope_for("k2", ("k1", "k2"), shared=False)
+def test_the_scope_is_the_tenant_or_a_hash_of_the_api_key_none_when_unknown_shared_on_request() -> None:
+    assert scope_for(None, None, guarded=False, shared=False) == SCOPE_OPEN
+    assert scope_for(None, None, guarded=True, shared=False) is None  # keys on, the key not known: not cached
+    one, two = scope_for("k1", None, True, shared=False), scope_for("k2", None, True, shared=False)
     assert one != two and "k1" not in one  # the key itself is never stored
-    assert scope_for("k1", ("k1",), shared=True) == scope_for(None, ("k1",), shared=True) == SCOPE_SHARED
+    acme, other = scope_for("k1", "acme", True, False), scope_for("k2", "acme", True, False)
+    assert acme == other != scope_for("k1", "globex", True, False)  # a tenant's keys share its entries, its own
+    assert acme != one
+    assert scope_for("k1", "acme", True, shared=True) == scope_for(None, None, True, shared=True) == SCOPE_SHARED
 
 
 def test_the_store_is_bounded_by_bytes_least_recently_used_out() -> None:
@@ -170,7 +173,7 @@ async def test_a_voice_dropped_in_one_process_is_dropped_in_its_siblings(tmp_pat
         raise EngineUnavailable("no engine worker is connected")
 
     engine = SimpleNamespace(ready=EngineReady("espeak", "cpu", "float32", "embedded", True), start=no_engine)
-    one, two = (PromptCache(CacheSettings(), engine, (), Metrics(), str(tmp_path))  # type: ignore[arg-type]
+    one, two = (PromptCache(CacheSettings(), engine, lambda: False, Metrics(), str(tmp_path))  # type: ignore[arg-type]
                 for _ in range(2))
     two.memory.put(entry())
     assert isinstance(await two.start("default", Reading(), "Please hold.", api_key=None), CachedUtterance)

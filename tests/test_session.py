@@ -294,7 +294,7 @@ class Client:
         self.metrics = Metrics()
         state = GatewayState(GatewaySettings(max_text_chars=100), self.engine, self.metrics,  # type: ignore[arg-type]
                              SessionRegistry(4, self.metrics),
-                             PromptCache(CacheSettings(memory_mib=0), self.engine, (), self.metrics))  # type: ignore[arg-type]
+                             PromptCache(CacheSettings(memory_mib=0), self.engine, lambda: False, self.metrics))  # type: ignore[arg-type]
         self.registry = state.sessions
         self.events: list[dict] = []
         self.session = Session(state, self.sink, self._send, transport="ws")

@@ -2,7 +2,8 @@
 reaches (WebSocket, and its ``playout`` reports lying while utterances play, ElevenLabs-compatible multi-stream-input, data-channel and controller messages; the phone stacks'
 sockets: Twilio, Telnyx and Asterisk media streams, jambonz's TTS socket; POST /v1/tts, /v1/audio/speech (its SSE
 streams too), /v1/webrtc/offer and /v1/whep with mangled SDP, /v1/voices and /v1/lexicons with mangled uploads, Wyoming events on
-its TCP port; and the caller's side of phone calls: the caller's audio mangled, before ``start`` and in floods, and a
+its TCP port; keys files (the started server runs with one, every surface presenting its key: a few hostile ones are
+written over it, each reload refused with the keys kept); and the caller's side of phone calls: the caller's audio mangled, before ``start`` and in floods, and a
 call's controller's ``listen`` and ``barge_in`` mangled, beside a sound call that must go on as if nothing happened),
 then what they did to a real server. Each figure must be 0: server errors (HTTP 5xx, a stream cut short, a socket the
 server dropped, an engine failure event, caller audio that should have been dropped and counted and was not),
@@ -18,8 +19,10 @@ import contextlib
 import json
 import random
 import sys
+import tempfile
 import time
 import uuid
+from pathlib import Path
 from typing import Any, Callable
 from urllib.parse import urlsplit
 
@@ -29,11 +32,14 @@ from websockets.exceptions import ConnectionClosed
 
 from cbf_tools.bench.hostile_inputs import (CALLER_CONTROL_FIELDS, ELEVENLABS_FIELDS, JAMBONZ_FIELDS, MEDIA_STREAM_FIELDS,
                                      OPENAI_FIELDS, TTS_FIELDS, asterisk_frames, caller_media, http_bodies,
-                                     lexicon_uploads, offer_bodies, playout_lies, voice_uploads, websocket_messages,
+                                     keys_files, lexicon_uploads, offer_bodies, playout_lies, voice_uploads,
+                                     websocket_messages,
                                      whep_offers, wyoming_frames)
 from cbf_tools.peers.local_server import ServerFailed, free_port, local_server, quiet_client_logs
 from cbf_tools.peers.phone_callers import PlayingStack, connect_call
 from cbf_tools.peers.rtc_listener import Listener
+from gateway.guard.keys_file import KeysFileError, parse
+from gateway.guard.tenancy import WATCH_INTERVAL_S
 from gateway.http import sse
 from gateway.webrtc.signalling import SETUP_TIMEOUT_S
 from gateway.wyoming.wire import Event, EventReader, encode
@@ -53,6 +59,9 @@ REFUSAL_CLOSE_CODES = (4400, 1013)
 EARLY_MEDIA = 0.1  # of the caller-audio calls: their first frame before ``start``
 FLOODS = 0.2  # of the others: a flood after their frames
 FLOOD_FRAMES = 250  # 5 s of sound audio at once, 4 s past the burst the gateway lets through
+BENCH_KEY = "bench-faults-key-0123456789"  # the started server's keys file's one client, without limits
+GOOD_KEYS = f'[keys.bench]\nkey = "{BENCH_KEY}"\n'
+LIVE_RELOADS = 5  # of the hostile keys files: written over the server's own, each reload refused with the keys kept
 BYSTANDER_TEXT = "All right, your table for two is ready now."
 
 
@@ -412,6 +421,34 @@ async def _datachannel(url: str, messages: list[str], headers: dict[str, str]) -
     return counts
 
 
+async def _keys_file(http: httpx.AsyncClient, path: Path | None, files: list[bytes],
+                    rng: random.Random) -> dict[str, int]:
+    """Every hostile keys file parsed (refused with a KeysFileError, or taken); a few written over the server's own
+    file: each refused (``/health`` shows why) with the keys before it still opening speech, then the good file
+    back."""
+    counts = {"server_errors": 0, "refused": 0, "taken": 0}
+    refused = []
+    for data in files:
+        try:
+            parse(data.decode("utf-8"))
+            counts["taken"] += 1
+        except (KeysFileError, UnicodeDecodeError):
+            counts["refused"] += 1
+            refused.append(data)
+        except Exception:  # anything else would be the server's own error on a reload
+            counts["server_errors"] += 1
+    if path is None:
+        return counts
+    for data in [*rng.sample(refused, min(LIVE_RELOADS, len(refused))), GOOD_KEYS.encode()]:
+        path.write_bytes(data)
+        await asyncio.sleep(WATCH_INTERVAL_S + 0.5)
+        keys = (await http.get("/health")).json().get("keys", {})
+        spoken = await http.post("/v1/tts", json={"text": "Still here."})
+        if spoken.status_code != 200 or ("reload_error" in keys) != (data != GOOD_KEYS.encode()):
+            counts["server_errors"] += 1
+    return counts
+
+
 def _engine_figures(health: dict[str, Any]) -> tuple[int, int]:
     """Engine connections lost so far, and restarts of the embedded worker."""
     return sum(e.get("lost", 0) for e in health["engines"]), (health.get("worker") or {}).get("restarts", 0)
@@ -431,7 +468,8 @@ async def _voices(http: httpx.AsyncClient) -> set[str]:
 
 
 async def measure(url: str, count: int, seed: int, api_key: str | None,
-                  wyoming_port: int | None = None) -> dict[str, Any]:
+                  wyoming_port: int | None = None, keys_path: Path | None = None) -> dict[str, Any]:
+    """``keys_path``: the started server's keys file, rewritten by the keys-file surface (then left as it was)."""
     rng = random.Random(seed)
     headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
     async with httpx.AsyncClient(base_url=url, headers=headers, timeout=30) as http:
@@ -472,6 +510,7 @@ async def measure(url: str, count: int, seed: int, api_key: str | None,
             "/v1/whep": await _http(url, "/v1/whep", whep_offers(rng, count), headers),
             "/v1/voices": await _http(url, "/v1/voices", voice_uploads(rng, count), headers),
             "/v1/lexicons": await _http(url, "/v1/lexicons/fuzz", lexicon_uploads(rng, count), headers, "PUT"),
+            "keys file": await _keys_file(http, keys_path, keys_files(rng, count, GOOD_KEYS), rng),
         }
         surfaces |= caller_side
         if wyoming_port is not None:
@@ -542,9 +581,12 @@ def run(args: argparse.Namespace) -> int:
             summary = _seeds(args, args.url, args.api_key, args.wyoming_port)
         else:
             port = free_port()
-            with local_server(["--engine", "espeak", "--log-level", "warning", "--wyoming-port", str(port)],
-                              quiet=True) as (url, _):
-                summary = _seeds(args, url, None, port)
+            with tempfile.TemporaryDirectory(prefix="cbf-bench-faults-") as folder:
+                keys_path = Path(folder) / "keys.toml"
+                keys_path.write_text(GOOD_KEYS)
+                with local_server(["--engine", "espeak", "--log-level", "warning", "--wyoming-port", str(port),
+                                   "--keys-file", str(keys_path)], quiet=True) as (url, _):
+                    summary = _seeds(args, url, BENCH_KEY, port, keys_path)
     except (ServerFailed, OSError, httpx.HTTPError) as exc:
         print(f"bench faults: {type(exc).__name__}: {exc}", file=sys.stderr)
         return 2
@@ -552,10 +594,11 @@ def run(args: argparse.Namespace) -> int:
     return 1 if failed(summary) else 0
 
 
-def _seeds(args: argparse.Namespace, url: str, api_key: str | None, wyoming_port: int | None) -> dict[str, Any]:
+def _seeds(args: argparse.Namespace, url: str, api_key: str | None, wyoming_port: int | None,
+           keys_path: Path | None = None) -> dict[str, Any]:
     runs = []
     for seed in range(args.seed, args.seed + args.seeds):
-        runs.append(asyncio.run(measure(url, args.count, seed, api_key, wyoming_port)))
+        runs.append(asyncio.run(measure(url, args.count, seed, api_key, wyoming_port, keys_path)))
         print(render(runs[-1]), flush=True)
     if len(runs) == 1:
         return runs[0]

@@ -279,7 +279,8 @@ def tree_cpu(root: int) -> tuple[float, float]:
 @contextlib.contextmanager
 def served(args: argparse.Namespace, engine_args: list[str]) -> Iterator[tuple[str, int]]:
     """Run ``chatterbox-fast serve`` on 127.0.0.1 with the engine flags of ``args``; yield (base URL, pid)."""
-    flags = ["--max-sessions", str(max(32, args.sessions)), *engine_args, "--log-level", "warning"]
+    flags = ["--max-sessions", str(max(32, args.sessions)), *engine_args, "--log-level", "warning",
+             *(["--keys-file", args.keys_file] if args.keys_file else [])]
     try:
         with local_server(flags, quiet=True) as served_at:
             yield served_at

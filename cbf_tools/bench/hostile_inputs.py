@@ -399,3 +399,28 @@ def lexicon_uploads(rng: random.Random, count: int) -> list[tuple[str, bytes]]:
             body = _frame(rng, {"rules": _pick([], [{"type": "alias"}], "x", None)}).encode("utf-8", "surrogatepass")
         uploads.append((rng.choice(("application/pls+xml", "application/json", "text/plain", "")), body))
     return uploads
+
+
+def keys_files(rng: random.Random, count: int, good: str) -> list[bytes]:
+    """Keys files (gateway/guard/keys_file.py) a careless or hostile operator might write, made from ``good`` (a
+    file that loads): cut short, bytes flipped, duplicated keys, unknown fields, limits that are not numbers, short
+    keys, other tables, deep nesting, bytes that are not UTF-8."""
+    mutations: list[Callable[[], str | bytes]] = [
+        lambda: good[: rng.randrange(len(good))],
+        lambda: "".join(c if rng.random() > 0.05 else rng.choice("[]=\"'.#\n{},") for c in good),
+        lambda: good + good,
+        lambda: good + f"\n[keys.twin{rng.randrange(99)}]\n" + good.split("\n", 1)[1],
+        lambda: good + f"\n{rng.choice(['max_session', 'admin2', 'key ', 'limits'])} = 1\n",
+        lambda: good + "\nmax_sessions = " + rng.choice(['"4"', "4.5", "-1", "0", "true", "[4]", "{a = 1}"]) + "\n",
+        lambda: f'[keys.short]\nkey = "{_text(rng)[:15]}"\n',
+        lambda: "[" + rng.choice(["clients", "key", "keys.a.b", "KEYS"]) + ']\nkey = "x' + "y" * 20 + '"\n',
+        lambda: "[keys.deep]\nvoices = " + "[" * 200 + "]" * 200 + "\n",
+        lambda: good.encode() + bytes(rng.randrange(256) for _ in range(16)),
+        lambda: f'[keys."{_text(rng)}"]\nkey = "long-enough-key-0000"\n',
+        lambda: f'[keys.h]\nkey_sha256 = "{rng.choice(["", "zz" * 32, "ab" * 31, "ab" * 33])}"\n',
+    ]
+    out = []
+    for _ in range(count):
+        made = rng.choice(mutations)()
+        out.append(made if isinstance(made, bytes) else made.encode("utf-8", "surrogatepass"))
+    return out

@@ -840,7 +840,7 @@ def render(s: dict[str, Any]) -> str:
              f"{s['engine_unavailable']}, failovers {s['failovers']}, dropped {s['dropped']}, reconnects "
              f"{s['reconnects']}, refused {s['refused']}; leaked sessions {s['leaked_sessions']}, engine utterances "
              f"left in flight {s['leaked_utterances']}; /health {s['status_at_end']} at the end",
-             f"  prompt cache (the process /health asked): " + (", ".join(f"{k} {v}" for k, v in
+             "  prompt cache (the process /health asked): " + (", ".join(f"{k} {v}" for k, v in
                                                                       s["prompt_cache"].items()) or "off"),
              f"  {'transport':<12} {'done':>6} {'cancel':>6} {'hungup':>6} {'p50 s':>6} {'p95 s':>6} {'errors':>6} "
              f"{'unavail':>7} {'failov':>6} {'drop':>5} {'reconn':>6} {'refuse':>6}"]

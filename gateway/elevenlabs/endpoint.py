@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import hmac
 import logging
 from dataclasses import dataclass, field
 from typing import Any
@@ -19,7 +18,7 @@ from starlette.websockets import WebSocket
 from engine.protocol import ProtocolError, Reading
 from gateway import messages
 from gateway.audio import Encoder, make_encoder
-from gateway.guard.auth import authorized
+from gateway.guard.auth import admit, authorized, tenant_of
 from gateway.elevenlabs import translate
 from gateway.formats import ELEVENLABS_DEFAULT_FORMAT, ELEVENLABS_FORMATS
 from gateway.host.drain import CLOSING, RESTART_CLOSE_CODE
@@ -97,7 +96,8 @@ class _Socket:
         self.live: set[_Context] = set()  # every context not yet final (an id used again may leave one finishing)
         self.closing: list[asyncio.Event] = []  # contexts finishing before a close_socket
         self.done = asyncio.Event()  # one context: its isFinal went out; the socket closes
-        self.refused = False  # one context whose speech failed: the socket closes with a policy violation
+        # one context whose speech failed: the socket closes with a policy violation and this reason
+        self.refused: str | None = None
         self._watch = SendWatch(state.settings.stall_timeout_s)
         self._ending: set[asyncio.Task[None]] = set()  # sessions being closed after their isFinal
 
@@ -139,12 +139,13 @@ class _Socket:
         async def on_event(event: dict[str, Any]) -> None:
             await self._event(entry, sink, event)
 
-        entry.session = Session(self.state, sink, on_event, transport="elevenlabs", voice=self.voice)
+        entry.session = Session(self.state, sink, on_event, transport="elevenlabs", voice=self.voice,
+                                tenant=tenant_of(self.ws))
         try:
             await entry.session.open()
         except SessionLimitReached as exc:  # this context is refused; the socket's others go on
             await self.send(translate.error_message(exc.code, str(exc), ctx))
-            self.refused = not self.multi
+            self.refused = None if self.multi else refusal_reason(exc.code, str(exc))
             await self.send(translate.final_message(ctx))
             self._ended()
             return
@@ -162,7 +163,7 @@ class _Socket:
         elif kind == "error":
             await self.send(translate.error_message(event["code"], event["message"], entry.id))
             if not entry.session.core.queued:  # nothing left to speak: the context is over
-                self.refused = not self.multi
+                self.refused = None if self.multi else refusal_reason(event["code"], event["message"])
                 await self._final(entry)
 
     async def _final(self, entry: _Context) -> None:
@@ -208,10 +209,6 @@ async def stream_input(ws: WebSocket) -> None:
 
 async def multi_stream_input(ws: WebSocket) -> None:
     await _serve(ws, multi=True)
-
-
-def _key_accepted(key: str | None, keys: tuple[str, ...]) -> bool:
-    return key is not None and any(hmac.compare_digest(key.encode(), k.encode()) for k in keys)
 
 
 def _inactivity_timeout(ws: WebSocket, default: float) -> float:
@@ -260,14 +257,13 @@ async def _serve(ws: WebSocket, *, multi: bool) -> None:
     if (refusal := state.drain.rules.refusal()) is not None:
         await _refuse(ws, ServerDraining.code, refusal, RESTART_CLOSE_CODE)
         return
-    keys = state.settings.api_keys
     waiting = None
-    if not (authorized(ws, keys) or _key_accepted(ws.headers.get("xi-api-key"), keys)):
+    if not (authorized(ws, state.tenancy) or admit(ws, state.tenancy, ws.headers.get("xi-api-key"))):
         if (waiting := state.unauthenticated.enter()) is None:  # its key may come in its first message
             await _refuse(ws, "too_many_unauthenticated", state.unauthenticated.full_message, TRY_AGAIN_LATER)
             return
     socket = _Socket(ws, state, ws.path_params["voice_id"], fmt, rate, multi, idle, reading)
-    receiving = asyncio.create_task(_receive_all(ws, socket, keys, waiting))
+    receiving = asyncio.create_task(_receive_all(ws, socket, waiting))
     finishing = asyncio.create_task(socket.done.wait())
     watching = asyncio.create_task(until_stalled(socket))
     idling = asyncio.create_task(until_idle(idle))
@@ -296,7 +292,7 @@ async def _serve(ws: WebSocket, *, multi: bool) -> None:
             await asyncio.wait_for(ws.close(STALLED_CLOSE_CODE, reason), 1.0)
     elif finishing.done() and not finishing.cancelled():
         with contextlib.suppress(Exception):
-            await ws.close(POLICY_VIOLATION if socket.refused else 1000)
+            await (ws.close(POLICY_VIOLATION, socket.refused) if socket.refused else ws.close(1000))
     elif releasing.done() and not releasing.cancelled():
         log.info("elevenlabs socket closed: draining")
         with contextlib.suppress(Exception):
@@ -311,14 +307,14 @@ class _Refused(Exception):
         self.reason = refusal_reason(code, message)
 
 
-async def _receive_all(ws: WebSocket, socket: _Socket, keys: tuple[str, ...], waiting: Admission | None) -> None:
+async def _receive_all(ws: WebSocket, socket: _Socket, waiting: Admission | None) -> None:
     """``waiting``: the socket's place among those not yet authenticated (None: its handshake had a key)."""
     async for raw in client_frames(ws):
         socket.idle.touch()
         try:
             msg = translate.parse(raw)
             if waiting is not None:
-                if not _key_accepted(msg.api_key, keys):
+                if not admit(ws, socket.state.tenancy, msg.api_key):
                     await socket.send(translate.error_message("unauthorized", UNAUTHORIZED))
                     raise _Refused("unauthorized", UNAUTHORIZED)
                 waiting.leave()

@@ -37,12 +37,13 @@ def _loopback(host: str) -> bool:
         return host == "localhost"
 
 
-def exposure_warning(host: str, api_keys: tuple[str, ...]) -> str | None:
+def exposure_warning(host: str, guarded: bool) -> str | None:
     """The warning to log when ``host`` reaches beyond this machine and no API key guards it; None otherwise."""
-    if api_keys or _loopback(host):
+    if guarded or _loopback(host):
         return None
     return (f"SERVING ON {host} WITH NO API KEY: anyone who can reach this port can speak, upload and delete voices, "
-            "and read the metrics (CORS allows every origin). Set --api-key (CBF_API_KEYS) or listen on 127.0.0.1.")
+            "and read the metrics (CORS allows every origin). Set --api-key (CBF_API_KEYS) or --keys-file, or listen on "
+            "127.0.0.1.")
 
 
 def wyoming_exposure_warning(host: str) -> str | None:

@@ -1,6 +1,8 @@
 """Drains carried out: the asyncio side of gateway/host/drain.py, and uvicorn's server with the signals that start one.
 
-SIGTERM (and ``POST /v1/admin/drain``) drains in place, SIGHUP hands the port over; SIGINT still stops at once. Once a
+SIGTERM (and ``POST /v1/admin/drain``) drains in place, SIGUSR2 hands the port over (what ``serve --processes N``
+sends the process it replaces), and so does SIGHUP unless there is a keys file: then SIGHUP reads it again
+(gateway/guard/tenancy.py) and nothing else; SIGINT still stops at once. Once a
 drain begins, each session whose client can reconnect (a WebSocket's, a WebRTC peer's with a data channel) is let go
 as soon as it has nothing left to say: a ``closing`` event where its protocol has events, then close code 1012 (or the
 peer connection closed). Calls that cannot move (phone media streams, bridges' WebRTC peers), HTTP streams and Wyoming
@@ -37,10 +39,12 @@ class Draining:
         self.overdue = asyncio.Event()  # its grace is over: every session is let go
         self.server: Any = None  # the uvicorn server running the app (DrainingServer), when there is one
         self.listeners: list[asyncio.Server] = []  # the app's other listening sockets (Wyoming), closed on a handover
+        self.reload_keys: Callable[[str], Awaitable[bool]] | None = None  # with a keys file: what SIGHUP does
         self._loop: asyncio.AbstractEventLoop | None = None
         self._sessions: SessionRegistry | None = None
         self._close_calls: Callable[[str], Awaitable[None]] | None = None
         self._task: asyncio.Task[None] | None = None
+        self._reloads: set[asyncio.Future[bool]] = set()
 
     def attach(self, sessions: SessionRegistry, close_calls: Callable[[str], Awaitable[None]]) -> None:
         """At the app's start-up, in its loop: what a drain waits for, and what closes the calls left at its end."""
@@ -65,6 +69,18 @@ class Draining:
                 self.server.should_exit = True
             return
         self._loop.call_soon_threadsafe(self._begin, handover)
+
+    def hangup(self) -> None:
+        """SIGHUP (safe in a signal handler): the keys file read again when there is one, else a handover."""
+        if self.reload_keys is None or self._loop is None:
+            self.request(handover=True)
+            return
+        reload = self.reload_keys
+        self._loop.call_soon_threadsafe(lambda: self._keep(asyncio.ensure_future(reload("SIGHUP"))))
+
+    def _keep(self, task: asyncio.Future[bool]) -> None:
+        self._reloads.add(task)
+        task.add_done_callback(self._reloads.discard)
 
     def _begin(self, handover: bool) -> None:
         if self.rules.begin(time.monotonic(), handover):
@@ -113,8 +129,9 @@ async def _within(awaitable: Awaitable[None], seconds: float | None) -> bool:
 
 
 class DrainingServer(uvicorn.Server):
-    """uvicorn's server whose SIGTERM drains in place and SIGHUP hands the port over; SIGINT stops at once. A second
-    SIGTERM changes nothing: the first drain's deadline stands."""
+    """uvicorn's server whose SIGTERM drains in place and SIGUSR2 hands the port over (SIGHUP too, but with a keys
+    file SIGHUP reloads it); SIGINT stops at once. A second SIGTERM changes nothing: the first drain's deadline
+    stands."""
 
     def __init__(self, config: uvicorn.Config, draining: Draining) -> None:
         super().__init__(config)
@@ -129,9 +146,11 @@ class DrainingServer(uvicorn.Server):
 
     @contextlib.contextmanager
     def capture_signals(self) -> Iterator[None]:
-        previous = signal.signal(signal.SIGHUP, lambda *_: self.draining.request(handover=True))
+        previous = signal.signal(signal.SIGHUP, lambda *_: self.draining.hangup())
+        previous_usr2 = signal.signal(signal.SIGUSR2, lambda *_: self.draining.request(handover=True))
         try:
             with super().capture_signals():
                 yield
         finally:
             signal.signal(signal.SIGHUP, previous)
+            signal.signal(signal.SIGUSR2, previous_usr2)

@@ -10,8 +10,9 @@ embedded worker that cannot start, stops them all.
 
 SIGTERM drains every process at once (gateway/host/drain.py) and waits for them. SIGHUP restarts them one at a time
 without refusing a call: a new process for the slot starts and, once it takes connections on the port, the old one
-gets SIGHUP (it closes its listening socket, so the kernel gives every new connection to the others, and exits once
-its sessions are done); then the next slot.
+gets SIGUSR2 (it closes its listening socket, so the kernel gives every new connection to the others, and exits once
+its sessions are done); then the next slot. (Not SIGHUP: a gateway process with a keys file reloads it on SIGHUP.
+Each process watches its keys file itself, so an edited file is in force everywhere within a second.)
 """
 
 from __future__ import annotations
@@ -141,7 +142,7 @@ class GatewayProcesses:
                 continue
             self._procs[index] = new
             log.info("gateway process %d (pid %d) replaced by pid %d: draining it", index, old.pid, new.pid)
-            old.send_signal(signal.SIGHUP)
+            old.send_signal(signal.SIGUSR2)
         log.info("rolling restart done")
 
     async def _until_serving(self, proc: asyncio.subprocess.Process) -> bool:

@@ -1,8 +1,10 @@
-"""``POST /v1/admin/drain``: drain this server as SIGTERM does (gateway/host/drain.py), then it exits.
+"""The operator's endpoints. ``POST /v1/admin/drain``: drain this server as SIGTERM does (gateway/host/drain.py), then
+it exits. ``GET /v1/usage``: each tenant's usage (gateway/metrics.py), summed over ``serve --processes N``.
 
-With API keys set it needs one (the API key middleware); with none, only a client on this host that did not come
-through a proxy may ask (an open server must not be stopped by whoever reaches it). Under ``serve --processes N`` the
-process that answers asks its supervisor, which drains every process."""
+With API keys set they need an operator's: an --api-key key, or a keys-file client with ``admin = true``; with none,
+only a client on this host that did not come through a proxy may ask (an open server must not be stopped by whoever
+reaches it). Under ``serve --processes N`` the process that answers a drain asks its supervisor, which drains every
+process."""
 
 from __future__ import annotations
 
@@ -12,6 +14,7 @@ import signal
 from starlette.requests import Request
 from starlette.responses import JSONResponse
 
+from gateway.guard.auth import tenant_of
 from gateway.http.errors import ApiError
 from gateway.shared_state import GatewayState
 
@@ -25,11 +28,29 @@ def from_this_host(request: Request) -> bool:
     return request.client is not None and request.client.host in LOOPBACK and not proxied
 
 
+def _operator_only(request: Request) -> None:
+    """Raises 403 unless the request comes from an operator (see above)."""
+    state: GatewayState = request.app.state.gateway
+    tenants = state.tenancy.tenants
+    if not tenants.guarded:
+        if not from_this_host(request):
+            raise ApiError(403, "forbidden", f"with no API keys set, {request.url.path} is accepted only from this "
+                                             "host (127.0.0.1 or ::1, not through a proxy)")
+        return
+    name = tenant_of(request)
+    if name is not None and not getattr(tenants.client(name), "admin", False):
+        raise ApiError(403, "forbidden", f"{request.url.path} needs an operator's key (admin = true)")
+
+
+async def usage(request: Request) -> JSONResponse:
+    state: GatewayState = request.app.state.gateway
+    _operator_only(request)
+    return JSONResponse({"tenants": state.metrics.usage()})
+
+
 async def drain(request: Request) -> JSONResponse:
     state: GatewayState = request.app.state.gateway
-    if not state.settings.api_keys and not from_this_host(request):
-        raise ApiError(403, "forbidden", "with no API keys set, /v1/admin/drain is accepted only from this host "
-                                         "(127.0.0.1 or ::1, not through a proxy)")
+    _operator_only(request)
     supervisor = state.settings.supervisor_pid
     if supervisor is not None and os.getppid() == supervisor:
         os.kill(supervisor, signal.SIGTERM)

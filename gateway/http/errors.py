@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from typing import Awaitable, TypeVar
 
 from starlette.requests import Request
@@ -16,9 +17,10 @@ T = TypeVar("T")
 
 
 class ApiError(Exception):
-    def __init__(self, status: int, code: str, message: str) -> None:
+    def __init__(self, status: int, code: str, message: str, retry_after: float | None = None) -> None:
+        """``retry_after``: seconds, sent as Retry-After (a 503 without it says 2)."""
         super().__init__(message)
-        self.status, self.code = status, code
+        self.status, self.code, self.retry_after = status, code, retry_after
 
 
 def error_response(status: int, code: str, message: str, headers: dict[str, str] | None = None) -> JSONResponse:
@@ -29,7 +31,8 @@ def api_error_response(request: Request, exc: Exception) -> JSONResponse:
     assert isinstance(exc, ApiError)
     state: GatewayState = request.app.state.gateway
     state.metrics.errors.labels(exc.code).inc()
-    headers = {"Retry-After": "2"} if exc.status == 503 else None
+    retry = exc.retry_after if exc.retry_after is not None else (2 if exc.status == 503 else None)
+    headers = {"Retry-After": str(max(1, math.ceil(retry)))} if retry is not None else None
     return error_response(exc.status, exc.code, str(exc), headers)
 
 
@@ -44,3 +47,10 @@ async def engine_call(call: Awaitable[T]) -> T:
         return await call
     except (EngineUnavailable, EngineRequestError) as exc:
         raise engine_error(exc) from None
+
+
+def refused(exc: Exception) -> ApiError:
+    """A refused session (``SessionLimitReached`` and its kin) or a tenant's refusal (``TenantRefused``) as its HTTP
+    error: 503, 429 with Retry-After, 403, 401."""
+    return ApiError(getattr(exc, "status", 503), getattr(exc, "code", "session_limit"), str(exc),
+                    getattr(exc, "retry_after", None))

@@ -56,6 +56,8 @@ def health_body(state: GatewayState) -> dict[str, Any]:
         "failovers": dict(state.engine.failovers),  # utterances whose worker went away: moved on, or given up
         "prompt_cache": state.prompts.health(),  # hits, misses, bytes (gateway/prompt_cache/)
     }
+    if (keys := state.tenancy.health()) is not None:  # the keys file: when loaded, how many, a refused reload
+        body["keys"] = keys
     if state.settings.rtc_ports is not None:
         body["rtc_ports"] = "%d-%d" % state.settings.rtc_ports
     if process is not None:

@@ -12,13 +12,14 @@ from starlette.responses import Response
 
 from engine.protocol import SAMPLE_RATE, Chunk
 from gateway.audio import make_encoder
-from gateway.guard.auth import presented_key
 from gateway.guard.client_input import speech_text
 from gateway.engine_link.client import EngineRequestError, EngineUnavailable
 from gateway.formats import OPENAI_FORMATS, OPENAI_PCM_RATE, TTS_FORMATS
 from gateway.http import ndjson, sse
 from gateway.http.body import body_field, body_reading, json_body
-from gateway.http.errors import ApiError, engine_error
+from gateway.guard.auth import presented_key, tenant_of
+from gateway.guard.tenants import TenantRefused
+from gateway.http.errors import ApiError, engine_error, refused
 from gateway.http.stream import AudioBytes, Framing, SpeechStream, StreamAborted, encoded
 from gateway.http.voices import known_voices
 from gateway.playout import SentAudio, report_playout
@@ -45,23 +46,26 @@ def _text(state: GatewayState, text: str) -> str:
 
 async def _speech(state: GatewayState, request: Request, body: dict[str, Any], text: str, voice: str, fmt: str,
                   sample_rate: int | None, framing: Framing = AudioBytes(), whole: bool = False) -> SpeechStream:
-    """Start one utterance (from the prompt cache where it may be: the body's ``cache``) and stream it encoded, in
-    ``framing``; errors before the first chunk become proper HTTP errors. ``whole``: a format that differs as a
-    whole file (wav: its true sizes) is sent whole, at the end."""
+    """Start one utterance (from the prompt cache where it may be: the body's ``cache``), within its tenant's limits,
+    and stream it encoded, in ``framing``; errors before the first chunk become proper HTTP errors. ``whole``: a
+    format that differs as a whole file (wav: its true sizes) is sent whole, at the end."""
     transport, reading, use_cache = "http", body_reading(body), body_field(body, "cache", bool, True)
+    tenant = tenant_of(request)
     try:
         encoder = make_encoder(fmt, sample_rate, whole=whole)
     except ValueError as exc:
         raise ApiError(400, "bad_request", str(exc)) from None
     token = object()
     try:
-        state.sessions.add(token, transport)
-    except SessionLimitReached as exc:
-        raise ApiError(503, exc.code, str(exc)) from None
+        state.tenancy.charge(tenant, len(text))
+        state.sessions.add(token, transport, tenant)
+    except (SessionLimitReached, TenantRefused) as exc:
+        raise refused(exc) from None
     stats = UtteranceStats(time.monotonic())
     try:
-        utterance = await state.prompts.start(voice, reading, text, api_key=presented_key(request), use=use_cache,
-                                              span=utterance_span(state.traces, transport, voice))
+        utterance = await state.tenancy.start(tenant, voice, lambda: state.prompts.start(
+            voice, reading, text, api_key=presented_key(request), tenant=tenant, use=use_cache,
+            span=utterance_span(state.traces, transport, voice)))
         await utterance.text(text)
         await utterance.end()
         stream = chunks(utterance, stats, to=MetricsLabel(state.metrics, transport))
@@ -69,6 +73,9 @@ async def _speech(state: GatewayState, request: Request, body: dict[str, Any], t
     except (EngineUnavailable, EngineRequestError) as exc:
         state.sessions.remove(token)
         raise engine_error(exc) from None
+    except TenantRefused as exc:
+        state.sessions.remove(token)
+        raise refused(exc) from None
 
     sent = SentAudio()  # the engine pauses this utterance while the client takes none of it
     feedback = asyncio.create_task(report_playout(utterance, sent.taken))

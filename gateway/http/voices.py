@@ -1,4 +1,7 @@
-"""/v1/voices: list, upload (multipart) and delete voices on every engine worker."""
+"""/v1/voices: list, upload (multipart) and delete voices on every engine worker.
+
+With a keys file a tenant's upload is stored as ``TENANT--NAME`` (unless its form says ``shared=true``), and a
+tenant lists and deletes only its own voices and the shared ones its ``voices`` allow (gateway/guard/tenants.py)."""
 
 from __future__ import annotations
 
@@ -10,7 +13,9 @@ from starlette.types import Message
 
 from gateway.engine_link.client import EngineUnavailable
 from gateway.http.body import bounded_body
-from gateway.http.errors import ApiError, engine_call, engine_error
+from gateway.guard.auth import tenant_of
+from gateway.guard.tenants import TenantRefused
+from gateway.http.errors import ApiError, engine_call, engine_error, refused
 from gateway.shared_state import GatewayState
 
 FORM_OVERHEAD = 64 * 1024  # multipart boundaries, headers and the name field around the file
@@ -24,7 +29,9 @@ async def known_voices(state: GatewayState) -> list[dict[str, Any]]:
 
 
 async def list_voices(request: Request) -> Response:
-    return JSONResponse({"voices": await known_voices(request.app.state.gateway)})
+    state: GatewayState = request.app.state.gateway
+    tenant, tenants = tenant_of(request), state.tenancy.tenants
+    return JSONResponse({"voices": [v for v in await known_voices(state) if tenants.may_use_voice(tenant, v["name"])]})
 
 
 async def _bounded(request: Request, limit: int) -> Request:
@@ -58,6 +65,10 @@ async def add_voice(request: Request) -> Response:
     data = await upload.read(limit + 1)
     if len(data) > limit:
         raise ApiError(413, "too_large", f"uploads are limited to {limit} bytes")
+    try:
+        name = state.tenancy.tenants.upload_name(tenant_of(request), name, form.get("shared") == "true")
+    except TenantRefused as exc:
+        raise refused(exc) from None
     voice = await engine_call(state.engine.add_voice(name, data))
     state.prompts.drop("voices", name)  # a voice uploaded again: its cached prompts are the old one's
     return JSONResponse({"voice": voice}, status_code=201)
@@ -65,6 +76,9 @@ async def add_voice(request: Request) -> Response:
 
 async def delete_voice(request: Request) -> Response:
     state: GatewayState = request.app.state.gateway
-    await engine_call(state.engine.delete_voice(request.path_params["name"]))
-    state.prompts.drop("voices", request.path_params["name"])
+    name = request.path_params["name"]
+    if not state.tenancy.tenants.may_use_voice(tenant_of(request), name):
+        raise ApiError(403, "voice_forbidden", f"this key may not delete the voice {name!r}")
+    await engine_call(state.engine.delete_voice(name))
+    state.prompts.drop("voices", name)
     return Response(status_code=204)

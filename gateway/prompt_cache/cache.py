@@ -13,7 +13,7 @@ import asyncio
 import logging
 from dataclasses import replace
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any, Callable, Sequence
 
 from engine.protocol import Reading
 from engine.traces import NO_SPAN, Span
@@ -31,11 +31,11 @@ MIB = 1024 * 1024
 
 
 class PromptCache:
-    def __init__(self, settings: CacheSettings, engine: EnginePool, api_keys: tuple[str, ...],
+    def __init__(self, settings: CacheSettings, engine: EnginePool, guarded: Callable[[], bool],
                  metrics: Metrics, shared_dir: str | None = None) -> None:
-        """``shared_dir``: the directory of ``serve --processes N``, through which its processes tell each other
-        their drops."""
-        self.settings, self.engine, self.api_keys, self.metrics = settings, engine, api_keys, metrics
+        """``guarded``: whether keys are in force now (a keys file's reload may change it); ``shared_dir``: the
+        directory of ``serve --processes N``, through which its processes tell each other their drops."""
+        self.settings, self.engine, self.guarded, self.metrics = settings, engine, guarded, metrics
         self.memory = LruBytes(int(settings.memory_mib * MIB))
         self.directory = (DirectoryStore(Path(settings.directory), int(settings.directory_mib * MIB))
                           if settings.enabled and settings.directory else None)
@@ -54,11 +54,11 @@ class PromptCache:
         return PromptKey.of(scope, self._engine, voice, text, reading)
 
     async def start(self, voice: str, reading: Reading, text: str, *, api_key: str | None,
-                    use: bool = True, span: Span = NO_SPAN) -> Spoken:
+                    tenant: str | None = None, use: bool = True, span: Span = NO_SPAN) -> Spoken:
         """The utterance of ``text`` (its caller then sends the text and the end as to any): a ``CachedUtterance``
         on a hit, else the engine pool's, recorded when it may be cached. ``use``: the request's ``cache``;
         ``span``: the utterance's trace (gateway/traces.py)."""
-        scope = scope_for(api_key, self.api_keys, self.settings.shared_across_keys)
+        scope = scope_for(api_key, tenant, self.guarded(), self.settings.shared_across_keys)
         key = self._key(voice, text, reading, scope) if use and self.settings.enabled else None
         if key is not None:
             entry = await self._lookup(key) or await self._lookup(replace(key, scope=SCOPE_WARM))

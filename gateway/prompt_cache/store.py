@@ -76,13 +76,15 @@ SCOPE_OPEN = "open"  # no API keys configured
 SCOPE_WARM = "warm"  # the operator's warm-up prompts (--prompts): heard by every caller
 
 
-def scope_for(key: str | None, keys: tuple[str, ...], shared: bool) -> str | None:
-    """The scope a request's entries live in: a hash of its API key, so one tenant never hears another's prompts
-    (nor learns by timing that they were said); None: not cached (keys are on but this request's key is not known
-    here)."""
+def scope_for(key: str | None, tenant: str | None, guarded: bool, shared: bool) -> str | None:
+    """The scope a request's entries live in: its keys file tenant's (under whichever of its keys), else a hash of its
+    API key, so one tenant never hears another's prompts (nor learns by timing that they were said); None: not cached
+    (keys are on but this request's key is not known here)."""
     if shared:
         return SCOPE_SHARED
-    if not keys:
+    if tenant is not None:
+        return "tenant:" + tenant
+    if not guarded:
         return SCOPE_OPEN
     if key is None:
         return None

@@ -16,6 +16,7 @@ from typing import Any, Awaitable, Callable
 from gateway import messages
 from gateway.sessions import core
 from gateway.engine_link.client import EngineRequestError, EngineUnavailable
+from gateway.guard.tenants import TenantRefused
 from gateway.playout import report_playout
 from gateway.prompt_cache.utterances import Spoken
 from gateway.shared_state import GatewayState
@@ -29,11 +30,13 @@ SendEvent = Callable[[dict[str, Any]], Awaitable[None]]
 
 class Session:
     def __init__(self, state: GatewayState, sink: AudioSink, send_event: SendEvent, *, transport: str,
-                 voice: str = "default", session_id: str | None = None, api_key: str | None = None) -> None:
+                 voice: str = "default", session_id: str | None = None, api_key: str | None = None,
+                 tenant: str | None = None) -> None:
         """``api_key``: the key the client presented, which scopes its prompt cache entries (None: not known here,
-        so its speaks are not cached while keys are on)."""
+        so its speaks are not cached while keys are on); ``tenant``: whose key opened it (gateway/guard/auth.py's
+        ``tenant_of``), held to that tenant's limits, its entries in the prompt cache its own."""
         self.state = state
-        self.api_key = api_key
+        self.api_key, self.tenant = api_key, tenant
         self.sink = sink
         self.send_event = send_event
         self.transport = transport
@@ -55,7 +58,7 @@ class Session:
 
     async def open(self) -> None:
         """Register (raises ``SessionLimitReached``) and greet the client."""
-        self.state.sessions.add(self, self.transport)
+        self.state.sessions.add(self, self.transport, self.tenant)
         await self._run(self.core.greeting(self.state.engine.ready))
 
     async def notify_shutdown(self, reason: str = "the server is shutting down") -> None:
@@ -97,7 +100,7 @@ class Session:
             for action in actions:
                 try:
                     await self._do(action)
-                except (EngineUnavailable, EngineRequestError) as exc:
+                except (EngineUnavailable, EngineRequestError, TenantRefused) as exc:
                     if isinstance(action, core.StartUtterance):
                         await self._run(self.core.start_failed(action.turn, exc.code, str(exc)))
                     else:
@@ -116,9 +119,14 @@ class Session:
                 await self.send_event(event)
             case core.StartUtterance(turn=turn, voice=voice, reading=reading, whole=whole, cache=cache):
                 span = utterance_span(self.state.traces, self.transport, voice, self.id)
-                utterance = (await self.state.prompts.start(voice, reading, whole, api_key=self.api_key, use=cache,
-                                                            span=span)
-                             if whole is not None else await self.state.engine.start(voice, reading, span))
+
+                def start() -> Awaitable[Spoken]:
+                    if whole is None:
+                        return self.state.engine.start(voice, reading, span)
+                    return self.state.prompts.start(voice, reading, whole, api_key=self.api_key, tenant=self.tenant,
+                                                    use=cache, span=span)
+
+                utterance = await self.state.tenancy.start(self.tenant, voice, start)
                 if turn not in self.core.queued:  # cancelled, or the client went away, while it started
                     await asyncio.shield(utterance.cancel())
                     return
@@ -130,6 +138,7 @@ class Session:
                     self._player = asyncio.create_task(self._play_all())
             case core.SendText(turn=turn, text=text):
                 if utterance := self._engine_side(turn):
+                    self.state.tenancy.charge(self.tenant, len(text))
                     await utterance.text(text)
             case core.FlushText(turn=turn):
                 if utterance := self._engine_side(turn):

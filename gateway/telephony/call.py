@@ -11,7 +11,7 @@ import asyncio
 import contextlib
 import logging
 import time
-from typing import Any, Awaitable, Callable, Protocol
+from typing import Awaitable, Callable, Protocol
 
 import numpy as np
 
@@ -191,35 +191,39 @@ async def _wait(event: asyncio.Event, timeout: float | None) -> None:
             await event.wait()
 
 
+DUPLICATE_CLOSE_CODE = 4409  # a live call has this id
+
+
 class PhoneCall(DrivenSession):
     """One call: its session (id: the stack's call id), driven by the controller that attaches by that id."""
 
     def __init__(self, state: GatewayState, call_id: str, transport: str, sink: PhoneSink, voice: str,
-                 codec: str, greeting: str = "") -> None:
+                 codec: str, greeting: str = "", tenant: str | None = None) -> None:
         super().__init__()
         self.state = state
         self.sink = sink
         self.codec = codec
         self.greeting = greeting  # spoken at once, before any controller attaches
-        self.session = Session(state, sink, self.send_event, transport=transport, voice=voice, session_id=call_id)
+        self.session = Session(state, sink, self.send_event, transport=transport, voice=voice, session_id=call_id,
+                               tenant=tenant)
         self._closed = False
 
     def dtmf(self, digit: str) -> None:
         """A key the caller pressed, for the controller."""
         self.to_controller({"type": "dtmf", "digit": digit})
 
-    async def open(self) -> tuple[bool, str] | None:
-        """Register the session and list the call; (whether a live call has this id, why) when it cannot be (that,
-        or a full server): then nothing is left open."""
+    async def open(self) -> tuple[int, str] | None:
+        """Register the session and list the call; (the close code, why) when it cannot be (a live call with this
+        id, a full server, its key at its limit): then nothing is left open."""
         try:
             await self.session.open()
         except SessionLimitReached as exc:
             self._closed = True
-            return False, str(exc)
+            return exc.close_code, str(exc)
         if not await self.state.calls.add(self):
             self._closed = True
             self.state.sessions.remove(self.session)
-            return True, "a call with this id is live already"
+            return DUPLICATE_CLOSE_CODE, "a call with this id is live already"
         self.sink.start()
         return None
 

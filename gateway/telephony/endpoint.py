@@ -23,7 +23,7 @@ from typing import Any, Callable
 from starlette.websockets import WebSocket
 
 from engine.protocol import ProtocolError
-from gateway.guard.auth import authorized, key_matches, offered_subprotocols, presented_key
+from gateway.guard.auth import admit, authorized, offered_subprotocols, presented_key, tenant_of
 from gateway.sessions.session import Session
 from gateway.sessions.registry import SessionLimitReached
 from gateway.shared_state import GatewayState
@@ -36,7 +36,6 @@ log = logging.getLogger("chatterbox_fast.gateway")
 START_TIMEOUT_S = 10.0  # a stream whose ``start`` has not come by then is closed
 BAD_FRAME_CLOSE_CODE = 4400
 UNAUTHORIZED_CLOSE_CODE = 4401
-DUPLICATE_CLOSE_CODE = 4409
 FULL_CLOSE_CODE = 1013
 MEDIA_SUBPROTOCOL = "media"
 
@@ -117,9 +116,8 @@ async def _open_call(ws: WebSocket, dialect: StreamDialect) -> PhoneCall | None:
     """The call of the stream's ``start``, open; None when the stream was closed instead (no start in time, a bad
     frame, no key, a live call with its id, a full server)."""
     state: GatewayState = ws.app.state.gateway
-    keys = state.settings.api_keys
     waiting = None
-    if not authorized(ws, keys):  # its key may come in its start (Twilio cannot send headers)
+    if not (admitted := authorized(ws, state.tenancy)):  # its key may come in its start (Twilio cannot send headers)
         if (waiting := state.unauthenticated.enter()) is None:
             await ws.close(FULL_CLOSE_CODE, close_reason(state.unauthenticated.full_message))
             return None
@@ -134,7 +132,7 @@ async def _open_call(ws: WebSocket, dialect: StreamDialect) -> PhoneCall | None:
     finally:
         if waiting is not None:
             waiting.leave()  # its start has come (its key is judged next) or the stream is gone
-    if not key_matches(start.parameters.get("key") or presented_key(ws), keys):
+    if not admitted and not admit(ws, state.tenancy, start.parameters.get("key") or presented_key(ws)):
         log.info("%s call %s refused: no valid key", dialect.name, start.call_id)
         await ws.close(UNAUTHORIZED_CLOSE_CODE, "a valid API key is required (<Parameter name=\"key\">)")
         return None
@@ -145,12 +143,12 @@ async def _open_call(ws: WebSocket, dialect: StreamDialect) -> PhoneCall | None:
     sink = PhoneSink(dialect.outbound(start.stream_id), send, start.encoding, start.rate,
                      state.settings.stall_timeout_s, start.frame_bytes)
     call = PhoneCall(state, start.call_id, dialect.name, sink, start.parameters.get("voice") or "default",
-                     start.codec, start.parameters.get("text", ""))
+                     start.codec, start.parameters.get("text", ""), tenant_of(ws))
     sink.echo = call.open_caller(start.encoding, start.rate, start.parameters.get("barge_in")).echo
     if (refusal := await call.open()) is not None:
-        duplicate, reason = refusal
+        code, reason = refusal
         log.info("%s call %s refused: %s", dialect.name, start.call_id, reason)
-        await ws.close(DUPLICATE_CLOSE_CODE if duplicate else FULL_CLOSE_CODE, close_reason(reason))
+        await ws.close(code, close_reason(reason))
         return None
     log.info("%s call %s: stream %s started", dialect.name, call.id, start.stream_id)
     return call
@@ -190,7 +188,7 @@ async def _receive(ws: WebSocket, call: PhoneCall, parse: Callable[[str | bytes]
 async def jambonz_tts(ws: WebSocket) -> None:
     """``WS /v1/jambonz/tts?voice=&language=&sampleRate=``: jambonz's text in, binary PCM out."""
     state: GatewayState = ws.app.state.gateway
-    if not authorized(ws, state.settings.api_keys):
+    if not authorized(ws, state.tenancy):
         log.info("jambonz tts socket refused: no valid key")
         await ws.close(1008)  # before accepting: the upgrade is answered 403
         return
@@ -203,7 +201,8 @@ async def jambonz_tts(ws: WebSocket) -> None:
 
     sink = WebSocketSink(ws, state.settings.stall_timeout_s)
     sink.configure("pcm", rate)
-    session = Session(state, sink, send_event, transport="jambonz", voice=ws.query_params.get("voice") or "default")
+    session = Session(state, sink, send_event, transport="jambonz", voice=ws.query_params.get("voice") or "default",
+                      tenant=tenant_of(ws))
     try:
         await session.open()
     except SessionLimitReached as exc:

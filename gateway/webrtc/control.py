@@ -115,7 +115,7 @@ async def control_socket(ws: WebSocket) -> None:
     """``WS /v1/stream?session={id}[&wait=S]``: attach to a live WebRTC session or phone call (waiting up to S
     seconds for a call to arrive) and drive it until this socket closes."""
     state: GatewayState = ws.app.state.gateway
-    if not await accept_websocket(ws, state.settings.api_keys):
+    if not await accept_websocket(ws, state.tenancy):
         return
     session_id = ws.query_params.get("session", "")
     peer = find_driven(state, session_id)

@@ -23,11 +23,11 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse
 
 from gateway.formats import WEBRTC_CODECS, codec_rate
-from gateway.guard.auth import presented_key
 from gateway.host.drain import CLOSING
 from gateway.sessions.driven import DrivenSession
 from gateway.http.body import body_field, json_body
-from gateway.http.errors import ApiError
+from gateway.guard.auth import presented_key, tenant_of
+from gateway.http.errors import ApiError, refused
 from gateway.listen.caller import PCM16_RATE
 from gateway.sessions.session import Session
 from gateway.sessions.registry import SessionLimitReached
@@ -126,14 +126,14 @@ class WebRTCPeer(DrivenSession):
     """
 
     def __init__(self, state: GatewayState, pc: RTCPeerConnection, track: PacedAudioTrack, voice: str,
-                 expects_channel: bool, api_key: str | None = None) -> None:
+                 expects_channel: bool, api_key: str | None = None, tenant: str | None = None) -> None:
         super().__init__()
         self.state = state
         self.expects_channel = expects_channel
         self.pc = pc
         self.track = track
         self.session = Session(state, TrackSink(track), self.send_event, transport="webrtc", voice=voice,
-                               api_key=api_key)
+                               api_key=api_key, tenant=tenant)
         self.channel: RTCDataChannel | None = None
         self._pending: list[str] = []  # events sent before the data channel opened
         self._inbox: asyncio.Queue[str | bytes] = asyncio.Queue()
@@ -249,11 +249,12 @@ class WebRTCPeer(DrivenSession):
 
 
 async def open_peer(state: GatewayState, sdp: str, voice: str, codec: str | None,
-                    api_key: str | None = None) -> WebRTCPeer:
-    """A session for ``sdp``'s offer, answered (``peer.pc.localDescription``) and started. ``api_key``: the offer's
-    (the session's prompt cache scope).
+                    api_key: str | None = None, tenant: str | None = None) -> WebRTCPeer:
+    """A session for ``sdp``'s offer, answered (``peer.pc.localDescription``) and started. ``api_key`` and
+    ``tenant``: the offer's (the session's prompt cache scope and limits).
 
-    Raises ApiError: 400 ``bad_sdp`` for an unusable offer, 503 ``session_limit`` on a full server."""
+    Raises ApiError: 400 ``bad_sdp`` for an unusable offer, 503 ``session_limit`` on a full server, 429 (with
+    Retry-After) for a tenant at its limit."""
     try:
         offered_codecs(sdp)
         expects_channel = has_datachannel(sdp)
@@ -261,12 +262,12 @@ async def open_peer(state: GatewayState, sdp: str, voice: str, codec: str | None
         raise ApiError(400, "bad_sdp", str(exc)) from None
     pc = peer_connection(RTCConfiguration(iceServers=ice_servers(state.settings.ice_servers)))
     track = PacedAudioTrack()
-    peer = WebRTCPeer(state, pc, track, voice, expects_channel, api_key)
+    peer = WebRTCPeer(state, pc, track, voice, expects_channel, api_key, tenant)
     try:
         await peer.session.open()
     except SessionLimitReached as exc:
         await pc.close()
-        raise ApiError(503, exc.code, str(exc)) from None
+        raise refused(exc) from None
     try:
         peer.codec = await negotiate(pc, track, sdp, codec)
     except ValueError as exc:
@@ -301,7 +302,7 @@ async def webrtc_offer(request: Request) -> JSONResponse:
         raise ApiError(400, "bad_request", "field 'type' must be 'offer'")
     voice = body_field(body, "voice", str, "default")
     codec = checked_codec(body_field(body, "codec", str))
-    peer = await open_peer(state, sdp, voice, codec, presented_key(request))
+    peer = await open_peer(state, sdp, voice, codec, presented_key(request), tenant_of(request))
     return JSONResponse({"sdp": peer.pc.localDescription.sdp, "type": "answer", "session": peer.id,
                          "codec": peer.codec})
 

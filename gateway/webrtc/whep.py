@@ -12,8 +12,8 @@ from __future__ import annotations
 from starlette.requests import Request
 from starlette.responses import Response
 
-from gateway.guard.auth import presented_key
 from gateway.http.body import bounded_body
+from gateway.guard.auth import presented_key, tenant_of
 from gateway.http.errors import ApiError, error_response
 from gateway.shared_state import GatewayState
 from gateway.webrtc.signalling import MAX_SDP_BYTES, checked_codec, find_peer, open_peer
@@ -33,7 +33,8 @@ async def offer(request: Request) -> Response:
     except UnicodeDecodeError:
         raise ApiError(400, "bad_sdp", "the SDP is not UTF-8") from None
     peer = await open_peer(state, sdp, request.path_params.get("voice", "default"),
-                           checked_codec(request.query_params.get("codec")), presented_key(request))
+                           checked_codec(request.query_params.get("codec")), presented_key(request),
+                           tenant_of(request))
     return Response(peer.pc.localDescription.sdp, status_code=201, media_type=SDP,
                     headers={"Location": SESSIONS + peer.id})
 

@@ -36,12 +36,12 @@ LINGER_S = 1.0  # a connection refused mid-way: how long its client's last bytes
 TRANSPORT = "wyoming"
 
 
-def listen_host(host: str, wyoming_host: str | None, api_keys: tuple[str, ...]) -> str:
+def listen_host(host: str, wyoming_host: str | None, guarded: bool) -> str:
     """Where the Wyoming port listens: ``wyoming_host`` if given; else loopback when API keys guard the HTTP port
     (Wyoming cannot ask for one), else the HTTP port's host."""
     if wyoming_host:
         return wyoming_host
-    return "127.0.0.1" if api_keys else host
+    return "127.0.0.1" if guarded else host
 
 
 def _version() -> str:
