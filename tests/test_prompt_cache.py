@@ -169,7 +169,7 @@ async def test_a_voice_dropped_in_one_process_is_dropped_in_its_siblings(tmp_pat
     from gateway.prompt_cache.store import CacheSettings
     from gateway.prompt_cache.utterances import CachedUtterance
 
-    async def no_engine(voice: str, reading: Reading) -> None:
+    async def no_engine(voice: str, reading: Reading, span: object = None) -> None:
         raise EngineUnavailable("no engine worker is connected")
 
     engine = SimpleNamespace(ready=EngineReady("espeak", "cpu", "float32", "embedded", True), start=no_engine)
