@@ -443,6 +443,12 @@ def cmd_bench_gateway(args: argparse.Namespace) -> int:
     return bench_gateway.run(args, engine_argv(args))
 
 
+def cmd_bench_cpu(args: argparse.Namespace) -> int:
+    from cbf_tools.bench import cpu as bench_cpu
+
+    return bench_cpu.run(args, engine_argv(args))
+
+
 def cmd_bench_edge(args: argparse.Namespace) -> int:
     from cbf_tools.bench import edge as bench_edge
 
@@ -585,6 +591,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--json", action="store_true", help="print only the JSON object")
     p = command(bench, "gateway", "client-side latency through a transport", cmd_bench_gateway, ENGINE_OPTIONS)
     _bench_gateway_arguments(p)
+    p = command(bench, "cpu", "CPU per WebRTC stream-second of one gateway process vs a bare aiortc peer, each pinned "
+                "to one core", cmd_bench_cpu, ENGINE_OPTIONS)
+    _bench_cpu_arguments(p)
     p = command(bench, "edge", "first audio of the product vs a bare aiortc + Starlette peer with an instant tone",
                 cmd_bench_edge, ENGINE_OPTIONS)
     _espeak_default(p)
@@ -711,6 +720,19 @@ def _bench_gateway_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--pause", type=float, default=0.2,
                         help="seconds a session waits after hearing an utterance before the next text (plus up to "
                              "0.2 s at random); longer pauses ask less of the engine per stream")
+
+
+def _bench_cpu_arguments(parser: argparse.ArgumentParser) -> None:
+    if not os.environ.get("CBF_ENGINE"):  # the gateway's own work is measured: a cheap engine, fast enough for 40
+        parser.set_defaults(engine="simulated", sim_rtf=100.0, sim_fixed=0.005)
+    parser.add_argument("--streams", type=lambda v: tuple(int(n) for n in _list(v)), default=(10, 20, 40),
+                        help="stream counts, comma-separated")
+    parser.add_argument("--codecs", type=_list, default=("opus", "pcmu"), help="WebRTC codecs, comma-separated")
+    parser.add_argument("--seconds", type=float, default=15.0, help="the measured window of each point")
+    parser.add_argument("--warm-up", type=float, default=3.0, help="seconds of speech before each window")
+    parser.add_argument("--server-core", type=int, default=0, help="the core both servers are pinned to")
+    parser.add_argument("--client-core", type=int, default=1,
+                        help="the core of this process, its listeners and the gateway's engine worker")
 
 
 def _gate_arguments(parser: argparse.ArgumentParser) -> None:
