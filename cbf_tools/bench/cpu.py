@@ -7,7 +7,8 @@ The gateway (``serve``, the simulated engine unless told otherwise) and the bare
 connect and speak back to back (``bench gateway``'s client: the next text after ``done`` and a short pause); after
 ``--warm-up`` seconds the server process's own CPU time (user + system, all its threads, from /proc; not its children)
 is read over ``--seconds``, and divided by the stream-seconds (``N`` x the window). The gateway's ``done.underruns``
-of the utterances that ended after the warm-up are summed. The listeners decode nothing (``Deaf``): they count the
+of the utterances that ended after the warm-up are summed, beside its engine worker's CPU (a worker that cannot keep
+up on the shared client core starves the streams whatever the gateway does). The listeners decode nothing (``Deaf``): they count the
 RTP packets that reach them, 50 per stream-second while the server keeps up. Prints a table and, last, one JSON
 line.
 """
@@ -67,11 +68,6 @@ def pin(pid: int, core: int) -> None:
             os.sched_setaffinity(tid, {core})
 
 
-def own_cpu(pid: int) -> float:
-    """CPU seconds (user + system) of process ``pid`` itself, all its threads, without its children."""
-    return tree_cpu(pid)[0]
-
-
 class Deaf:
     """A listener's receiver that counts the RTP packets routed to it and decodes none: the bench measures the
     server, and 40 decoding aiortc listeners would fill the client core (then their connections lag and fail)."""
@@ -111,9 +107,9 @@ async def point(url: str, pid: int, codec: str, streams: int, args: argparse.Nam
             tasks.append(asyncio.create_task(_speaking(c, i, stop, ended)))
             await asyncio.sleep(min(1.0, args.warm_up) / streams)  # texts at different phases
         await asyncio.sleep(args.warm_up)
-        cpu0, t0, heard0 = own_cpu(pid), time.monotonic(), sum(e.packets for e in ears)
+        cpu0, t0, heard0 = tree_cpu(pid), time.monotonic(), sum(e.packets for e in ears)
         await asyncio.sleep(args.seconds)
-        cpu1, t1, heard1 = own_cpu(pid), time.monotonic(), sum(e.packets for e in ears)
+        cpu1, t1, heard1 = tree_cpu(pid), time.monotonic(), sum(e.packets for e in ears)
         stop.set()
         await asyncio.wait(tasks, timeout=STOP_WAIT_S)
     finally:
@@ -124,8 +120,10 @@ async def point(url: str, pid: int, codec: str, streams: int, args: argparse.Nam
                 await c.close()
     counted = [e for e in ended if e[0] >= t0]
     window = t1 - t0
-    return {"codec": codec, "streams": streams, "window_s": round(window, 2), "cpu_s": round(cpu1 - cpu0, 3),
-            "cpu_ms_per_stream_s": round(1000 * (cpu1 - cpu0) / (streams * window), 2),
+    own = cpu1[0] - cpu0[0]
+    return {"codec": codec, "streams": streams, "window_s": round(window, 2), "cpu_s": round(own, 3),
+            "cpu_ms_per_stream_s": round(1000 * own / (streams * window), 2),
+            "engine_cpu_pct": round(100 * (cpu1[1] - cpu0[1]) / window, 1),
             "packets_per_stream_s": round((heard1 - heard0) / (streams * window), 1),
             "utterances": sum(not e[2] for e in counted), "errors": sum(e[2] for e in counted),
             "underruns": sum(e[1] for e in counted)}
@@ -184,13 +182,14 @@ def render(s: dict[str, Any]) -> str:
              f"(listeners and the engine worker on core {s['client_core']}); {s['seconds']:g} s a point after "
              f"{s['warm_up_s']:g} s",
              f"{'codec':7s}{'streams':>8s}{'gateway':>10s}{'peer':>10s}{'ratio':>8s}{'underruns':>11s}"
-             f"{'utterances':>12s}{'errors':>8s}{'pkt/s':>7s}{'load':>7s}"]
+             f"{'utterances':>12s}{'errors':>8s}{'pkt/s':>7s}{'engine':>8s}{'load':>7s}"]
     for r in s["rows"]:
         g, p = r["gateway"], r["peer"]
         lines.append(f"{r['codec']:7s}{r['streams']:>8d}{g['cpu_ms_per_stream_s']:>10.1f}"
                      f"{p['cpu_ms_per_stream_s']:>10.1f}{_ratio(r['ratio']):>8s}{g['underruns']:>11d}"
                      f"{g['utterances']:>12d}{g['errors'] + p['errors']:>8d}"
-                     f"{min(g['packets_per_stream_s'], p['packets_per_stream_s']):>7.1f}{r['loadavg_1m']:>7.1f}")
+                     f"{min(g['packets_per_stream_s'], p['packets_per_stream_s']):>7.1f}{g['engine_cpu_pct']:>7.0f}%"
+                     f"{r['loadavg_1m']:>7.1f}")
     for name, ok in s["met"].items():
         lines.append(f"  target {name}: {'-' if ok is None else 'met' if ok else 'not met'}")
     return "\n".join(lines)
