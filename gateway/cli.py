@@ -732,7 +732,10 @@ def _bench_cpu_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--warm-up", type=float, default=3.0, help="seconds of speech before each window")
     parser.add_argument("--server-core", type=int, default=0, help="the core both servers are pinned to")
     parser.add_argument("--client-core", type=int, default=1,
-                        help="the core of this process, its listeners and the gateway's engine worker")
+                        help="the core of this process, its listeners and (without --engine-core) the gateway's "
+                             "engine worker")
+    parser.add_argument("--engine-core", type=int, help="the core of the gateway's engine worker (its CPU is never "
+                        "the gateway's: the server core's leaves the listeners theirs)")
 
 
 def _gate_arguments(parser: argparse.ArgumentParser) -> None:

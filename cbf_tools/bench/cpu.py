@@ -137,7 +137,7 @@ def servers(args: argparse.Namespace, engine_args: list[str]) -> Iterator[dict[s
         pin(gateway_pid, args.server_core)
         pin(peer_pid, args.server_core)
         for child in descendants(gateway_pid):
-            pin(child, args.client_core)
+            pin(child, args.client_core if args.engine_core is None else args.engine_core)
         yield {"gateway": (gateway, gateway_pid), "peer": (peer, peer_pid)}
 
 

@@ -31,8 +31,7 @@ from gateway.webrtc.jitter import JitterBuffer
 from gateway.webrtc.outbound import FRAME_SECONDS, Outbound, Prepared, idle_payload
 
 LATE_TICK_SECONDS = 0.005  # a recv() this far behind its schedule counts as late
-HEAD_BYTES = 9600  # 200 ms of 24 kHz s16: a chunk reaching an empty track has these prepared first (~1 ms), and
-# the rest while they play
+HEAD_BYTES = 19200  # 400 ms of 24 kHz s16: what a chunk reaching an empty track has prepared at once
 
 
 class PacedAudioTrack(MediaStreamTrack):
@@ -87,13 +86,15 @@ class PacedAudioTrack(MediaStreamTrack):
         self._queue(self.outbound.prepare(pcm24k, self._generation))
 
     async def prepare(self, pcm24k: bytes) -> None:
-        """``feed``, prepared in a thread (the event loop goes on meanwhile); when the track has nothing queued, its
-        first 200 ms first."""
+        """``feed``, prepared in a thread (the event loop goes on meanwhile). A chunk that reaches a track with nothing
+        queued (an utterance's first, or one after an underrun) has its first 400 ms prepared here and now (~2 ms),
+        so that neither first audio nor the frames due next wait for a thread, only the rest does."""
         generation = self._generation
-        if not self.jitter.buffered_seconds and len(pcm24k) > HEAD_BYTES:
-            self._queue(await asyncio.to_thread(self.outbound.prepare, pcm24k[:HEAD_BYTES], generation))
+        if not self.jitter.buffered_seconds:
+            self._queue(self.outbound.prepare(pcm24k[:HEAD_BYTES], generation))
             pcm24k = pcm24k[HEAD_BYTES:]
-        self._queue(await asyncio.to_thread(self.outbound.prepare, pcm24k, generation))
+        if pcm24k:
+            self._queue(await asyncio.to_thread(self.outbound.prepare, pcm24k, generation))
 
     def end_of_utterance(self) -> None:
         """The utterance is complete: flush the resampler and pad the last frame (prepared here: at most one frame of
