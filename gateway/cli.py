@@ -184,7 +184,7 @@ GATEWAY_OPTIONS = (
     Option("--max-failovers", "CBF_MAX_FAILOVERS", "times one utterance may move to another worker before it ends "
            "with engine_unavailable (a text that kills every worker it reaches)", int, 2),
     Option("--processes", "CBF_PROCESSES", "gateway processes sharing the port (SO_REUSEPORT) and one engine "
-           "worker (or the --engine-url ones); about 20 Opus streams per process", int, 1),
+           "worker (or the --engine-url ones); 40 Opus streams per process measured", int, 1),
     Option("--reuse-port", "CBF_REUSE_PORT", "share the port with other processes that set it too (SO_REUSEPORT); "
            "--processes sets it for its own", _bool, False),
     Option("--drain-grace", "CBF_DRAIN_GRACE", "seconds a drain (SIGTERM, SIGHUP, POST /v1/admin/drain) lets the "
@@ -724,7 +724,10 @@ def _bench_gateway_arguments(parser: argparse.ArgumentParser) -> None:
 
 def _bench_cpu_arguments(parser: argparse.ArgumentParser) -> None:
     if not os.environ.get("CBF_ENGINE"):  # the gateway's own work is measured: a cheap engine, fast enough for 40
-        parser.set_defaults(engine="simulated", sim_rtf=100.0, sim_fixed=0.005)
+        parser.set_defaults(engine="simulated")
+        parser.set_defaults(**{dest: value for dest, env, value in (("sim_rtf", "CBF_SIM_RTF", 100.0),
+                                                                    ("sim_fixed", "CBF_SIM_FIXED", 0.005))
+                               if not os.environ.get(env)})
     parser.add_argument("--streams", type=lambda v: tuple(int(n) for n in _list(v)), default=(10, 20, 40),
                         help="stream counts, comma-separated")
     parser.add_argument("--codecs", type=_list, default=("opus", "pcmu"), help="WebRTC codecs, comma-separated")
@@ -734,8 +737,8 @@ def _bench_cpu_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--client-core", type=int, default=1,
                         help="the core of this process, its listeners and (without --engine-core) the gateway's "
                              "engine worker")
-    parser.add_argument("--engine-core", type=int, help="the core of the gateway's engine worker (its CPU is never "
-                        "the gateway's: the server core's leaves the listeners theirs)")
+    parser.add_argument("--engine-core", type=int, help="the core of the gateway's engine worker (default: the client "
+                        "core); its CPU is never counted as the gateway's")
 
 
 def _gate_arguments(parser: argparse.ArgumentParser) -> None:
