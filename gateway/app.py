@@ -39,7 +39,7 @@ from gateway.shared_state import GatewayState
 from gateway.host.siblings import SiblingHealth
 from gateway.guard.silent_sockets import WaitingRoom
 from gateway.telephony import endpoint as telephony
-from gateway.webrtc import audio_level, control, udp_ports, whep
+from gateway.webrtc import control, udp_ports, whep
 from gateway.webrtc.signalling import close_all_peers, webrtc_offer
 from gateway.websocket import stream_endpoint
 from gateway.wyoming import announce
@@ -71,7 +71,6 @@ def create_app(settings: GatewaySettings, on_engine_refusal: Callable[[str], Non
                wyoming_socket: socket.socket | None = None) -> Starlette:
     """``on_engine_refusal``: told why, when the embedded worker cannot start at all (see EngineProcess);
     ``wyoming_socket``: bound for the Wyoming TTS server (--wyoming-port), served while the app runs."""
-    audio_level.install()
     metrics = Metrics(settings.shared_dir)
     process = None if settings.engine_urls else EngineProcess(list(settings.engine_args), on_engine_refusal)
     failover = {"failover": FailoverPolicy(settings.failover_wait_s, settings.max_failovers),

@@ -200,7 +200,7 @@ GATEWAY_OPTIONS = (
     Option("--prompts", "CBF_PROMPTS", "a file of prompts said into the prompt cache at start, one a line (text, or "
            "a JSON object with text, voice, latency, normalize, speed, lexicons); a bad line refuses the start"),
     Option("--processes", "CBF_PROCESSES", "gateway processes sharing the port (SO_REUSEPORT) and one engine "
-           "worker (or the --engine-url ones); about 20 Opus streams per process", int, 1),
+           "worker (or the --engine-url ones); 40 Opus streams per process measured", int, 1),
     Option("--reuse-port", "CBF_REUSE_PORT", "share the port with other processes that set it too (SO_REUSEPORT); "
            "--processes sets it for its own", _bool, False),
     Option("--drain-grace", "CBF_DRAIN_GRACE", "seconds a drain (SIGTERM, SIGHUP, POST /v1/admin/drain) lets the "
@@ -510,6 +510,12 @@ def cmd_bench_gateway(args: argparse.Namespace) -> int:
     return bench_gateway.run(args, engine_argv(args))
 
 
+def cmd_bench_cpu(args: argparse.Namespace) -> int:
+    from cbf_tools.bench import cpu as bench_cpu
+
+    return bench_cpu.run(args, engine_argv(args))
+
+
 def cmd_bench_edge(args: argparse.Namespace) -> int:
     from cbf_tools.bench import edge as bench_edge
 
@@ -660,6 +666,9 @@ def build_parser() -> argparse.ArgumentParser:
     p = command(bench, "gateway", "client-side latency through a transport", cmd_bench_gateway, ENGINE_OPTIONS,
                 TRACE_OPTIONS)
     _bench_gateway_arguments(p)
+    p = command(bench, "cpu", "CPU per WebRTC stream-second of one gateway process vs a bare aiortc peer, each pinned "
+                "to one core", cmd_bench_cpu, ENGINE_OPTIONS)
+    _bench_cpu_arguments(p)
     p = command(bench, "edge", "first audio of the product vs a bare aiortc + Starlette peer with an instant tone",
                 cmd_bench_edge, ENGINE_OPTIONS)
     _espeak_default(p)
@@ -804,6 +813,25 @@ def _bench_gateway_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--prompt-cache", action="store_true",
                         help="say each text twice in a row: first audio of prompt cache hits and of misses apart "
                              "(the server's --cache-mib must be above 0)")
+
+
+def _bench_cpu_arguments(parser: argparse.ArgumentParser) -> None:
+    if not os.environ.get("CBF_ENGINE"):  # the gateway's own work is measured: a cheap engine, fast enough for 40
+        parser.set_defaults(engine="simulated")
+        parser.set_defaults(**{dest: value for dest, env, value in (("sim_rtf", "CBF_SIM_RTF", 100.0),
+                                                                    ("sim_fixed", "CBF_SIM_FIXED", 0.005))
+                               if not os.environ.get(env)})
+    parser.add_argument("--streams", type=lambda v: tuple(int(n) for n in _list(v)), default=(10, 20, 40),
+                        help="stream counts, comma-separated")
+    parser.add_argument("--codecs", type=_list, default=("opus", "pcmu"), help="WebRTC codecs, comma-separated")
+    parser.add_argument("--seconds", type=float, default=15.0, help="the measured window of each point")
+    parser.add_argument("--warm-up", type=float, default=3.0, help="seconds of speech before each window")
+    parser.add_argument("--server-core", type=int, default=0, help="the core both servers are pinned to")
+    parser.add_argument("--client-core", type=int, default=1,
+                        help="the core of this process, its listeners and (without --engine-core) the gateway's "
+                             "engine worker")
+    parser.add_argument("--engine-core", type=int, help="the core of the gateway's engine worker (default: the client "
+                        "core); its CPU is never counted as the gateway's")
 
 
 def _gate_arguments(parser: argparse.ArgumentParser) -> None:

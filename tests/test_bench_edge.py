@@ -18,7 +18,7 @@ from gateway.cli import build_parser
 
 @pytest.fixture(scope="module")
 def peer():
-    with peer_server() as url:
+    with peer_server() as (url, _):
         yield url
 
 

@@ -56,14 +56,14 @@ SPEAK_IN_PAGE = """async (text) => {
 
 
 @contextlib.contextmanager
-def peer_server(ready_timeout: float = 30.0) -> Iterator[str]:
-    """The bare peer in a process of its own (as the product is); yields its base URL once it answers."""
+def peer_server(ready_timeout: float = 30.0) -> Iterator[tuple[str, int]]:
+    """The bare peer in a process of its own (as the product is); yields (its base URL, pid) once it answers."""
     port = free_port()
     proc = subprocess.Popen([sys.executable, "-m", "cbf_tools.peers.edge", "--port", str(port)], cwd=ROOT)
     url = f"http://127.0.0.1:{port}"
     try:
         wait_healthy(proc, url, ready_timeout, "the peer")
-        yield url
+        yield url, proc.pid
     finally:
         stop(proc)
 
@@ -218,7 +218,7 @@ def _cell(ms: float | None) -> str:
 
 
 async def _bench(args: argparse.Namespace, engine_args: list[str]) -> dict[str, Any]:
-    with local_server([*engine_args, "--log-level", "warning"], quiet=True) as (product, _), peer_server() as peer:
+    with local_server([*engine_args, "--log-level", "warning"], quiet=True) as (product, _), peer_server() as (peer, _):
         return await measure({"product": product, "peer": peer}, args.rounds, args.text or TEXT,
                              chrome_available() and not args.no_chrome)
 

@@ -1,1 +1,1 @@
-"""The WebRTC transport: signalling, the paced outbound track, its jitter buffer, a fast audio-level twin."""
+"""The WebRTC transport: signalling, the paced outbound track, its jitter buffer, its frames prepared per chunk."""

@@ -113,7 +113,7 @@ async def negotiate(pc: RTCPeerConnection, track: PacedAudioTrack, offer_sdp: st
     except Exception as exc:  # aiortc raises ValueError, OperationError, InvalidStateError... for bad offers
         raise ValueError(f"the offer was not accepted: {exc}") from None
     chosen = offered_codecs(pc.localDescription.sdp)[0]
-    track.set_sample_rate(codec_rate(chosen))
+    track.set_sample_rate(codec_rate(chosen), chosen)
     return chosen
 
 

@@ -1,10 +1,14 @@
 """The paced outbound aiortc audio track, and the session sink that feeds it.
 
 aiortc's RTCRtpSender does no pacing: it sends each frame as soon as ``recv()`` returns one. So ``recv()`` is the
-clock. It returns exact 20 ms s16 mono frames at the negotiated codec's own rate (48 kHz for Opus, 8 kHz for G.711,
-so aiortc's encoder holds nothing back), on the wall clock from the first ``recv()``; silence when idle; after a stall
-it catches up with a burst instead of re-anchoring (a receiver's jitter buffer recovers from the burst, while a
-re-anchored clock leaves Chrome's NetEq with a long delay, as measured in the project's WebRTC research).
+clock. It returns exact 20 ms frames at the negotiated codec's own rate (48 kHz for Opus, 8 kHz for G.711), on the
+wall clock from the first ``recv()``; silence when idle; after a stall it catches up with a burst instead of
+re-anchoring (a receiver's jitter buffer recovers from the burst, while a re-anchored clock leaves Chrome's NetEq with
+a long delay, as measured in the project's WebRTC research).
+
+Once the codec is known (``set_sample_rate(rate, codec)``), each frame is an ``av.Packet`` holding its RTP payload,
+prepared with its chunk (gateway/webrtc/outbound.py: resampled and encoded in a thread as the chunk arrives), which
+aiortc's sender sends as it is; before that (and in tests), s16 mono ``av.AudioFrame``s that aiortc encodes.
 """
 
 from __future__ import annotations
@@ -12,6 +16,7 @@ from __future__ import annotations
 import asyncio
 import fractions
 import time
+from collections import deque
 from collections.abc import Awaitable, Callable
 
 import av
@@ -19,14 +24,14 @@ from aiortc.mediastreams import MediaStreamError, MediaStreamTrack
 
 import numpy as np
 
-from gateway.audio import Resampler
 from gateway.listen.echo import EchoReference, rms
 from gateway.formats import codec_rate
 from gateway.sink import AudioSink
 from gateway.webrtc.jitter import JitterBuffer
+from gateway.webrtc.outbound import FRAME_SECONDS, Outbound, Prepared, idle_payload
 
-FRAME_SECONDS = 0.020
 LATE_TICK_SECONDS = 0.005  # a recv() this far behind its schedule counts as late
+HEAD_BYTES = 19200  # 400 ms of 24 kHz s16: what a chunk reaching an empty track has prepared at once
 
 
 class PacedAudioTrack(MediaStreamTrack):
@@ -46,23 +51,30 @@ class PacedAudioTrack(MediaStreamTrack):
         self.max_late = 0.0
         self.held = False  # barge-in's pause: silence goes out, the queued audio waits
         self.echo: EchoReference | None = None  # told what plays, where the peer's audio is heard
-        self._configure(sample_rate)
+        self._generation = 0  # barge-ins so far: what a thread prepared for an older one is dropped
+        self._configure(sample_rate, None)
 
-    def _configure(self, sample_rate: int) -> None:
+    def _configure(self, sample_rate: int, codec: str | None) -> None:
         self.sample_rate = sample_rate
+        self.codec = codec
         self.frame_samples = round(sample_rate * FRAME_SECONDS)
         self.time_base = fractions.Fraction(1, sample_rate)
         self.jitter = JitterBuffer(sample_rate, self.frame_samples)
-        self.resampler = Resampler(sample_rate)
+        self.outbound = Outbound(sample_rate, codec)
+        self._payloads: deque[bytes] = deque()  # one per whole frame in the jitter buffer (with a codec)
+        self._tail: deque[bytes] = deque()  # the silence after the last utterance, due at _tail_at
+        self._tail_at = 0
+        self._idle = idle_payload(codec, sample_rate) if codec else b""
         self._silence = bytes(self.frame_samples * 2)
 
-    def set_sample_rate(self, sample_rate: int) -> None:
-        """Switch to the negotiated codec's rate; only before the first ``recv()`` and before any audio."""
-        if sample_rate == self.sample_rate:
+    def set_sample_rate(self, sample_rate: int, codec: str | None = None) -> None:
+        """Switch to the negotiated codec's rate, and with ``codec`` prepare its payloads here; only before the first
+        ``recv()`` and before any audio."""
+        if sample_rate == self.sample_rate and codec == self.codec:
             return
         if self._start is not None or self.jitter.samples_in:
             raise RuntimeError("the track's sample rate can only change before it starts")
-        self._configure(sample_rate)
+        self._configure(sample_rate, codec)
 
     @property
     def frames_sent(self) -> int:
@@ -70,18 +82,43 @@ class PacedAudioTrack(MediaStreamTrack):
         return self._pts // self.frame_samples
 
     def feed(self, pcm24k: bytes) -> None:
-        """Queue engine audio (24 kHz mono s16le) for playout."""
-        self.jitter.push(self.resampler.process(pcm24k))
+        """Queue engine audio (24 kHz mono s16le) for playout, prepared here and now."""
+        self._queue(self.outbound.prepare(pcm24k, self._generation))
+
+    async def prepare(self, pcm24k: bytes) -> None:
+        """``feed``, prepared in a thread (the event loop goes on meanwhile). A chunk that reaches a track with nothing
+        queued (an utterance's first, or one after an underrun) has its first 400 ms prepared here and now (~2 ms),
+        so that neither first audio nor the frames due next wait for a thread, only the rest does."""
+        generation = self._generation
+        if not self.jitter.buffered_seconds:
+            self._queue(self.outbound.prepare(pcm24k[:HEAD_BYTES], generation))
+            pcm24k = pcm24k[HEAD_BYTES:]
+        if pcm24k:
+            self._queue(await asyncio.to_thread(self.outbound.prepare, pcm24k, generation))
 
     def end_of_utterance(self) -> None:
-        """The utterance is complete: flush the resampler and pad the last frame."""
-        self.jitter.push(self.resampler.flush())
-        self.jitter.mark_end()
+        """The utterance is complete: flush the resampler and pad the last frame (prepared here: at most one frame of
+        audio and the encoder's tail of silence)."""
+        if self._queue(self.outbound.finish(self._generation)):
+            self.jitter.mark_end()
+
+    def _queue(self, prepared: Prepared) -> bool:
+        """Queue what was prepared, unless a barge-in came since (then it is dropped: False)."""
+        if prepared.generation != self._generation:
+            return False
+        self.jitter.push(prepared.pcm)
+        if prepared.payloads is not None:
+            self._payloads.extend(prepared.payloads)
+        if prepared.tail:
+            self._tail, self._tail_at = deque(prepared.tail), self.jitter.write_position
+        return True
 
     def clear(self) -> None:
-        """Barge-in: drop all queued audio now; the next frame is silence."""
-        self.resampler.reset()
+        """Barge-in: drop all queued audio now (prepared frames too); the next frame is silence."""
+        self._generation += 1
         self.jitter.clear()
+        self._payloads.clear()
+        self._tail.clear()
         self._wake(everyone=True)
 
     async def played(self, position: int) -> None:
@@ -106,7 +143,7 @@ class PacedAudioTrack(MediaStreamTrack):
         super().stop()
         self._wake(everyone=True)
 
-    async def recv(self) -> av.AudioFrame:
+    async def recv(self) -> av.AudioFrame | av.Packet:
         if self.readyState != "live":
             raise MediaStreamError
         now = self._clock()
@@ -118,17 +155,26 @@ class PacedAudioTrack(MediaStreamTrack):
         elif -wait > LATE_TICK_SECONDS:  # behind schedule: return at once until caught up, never re-anchor
             self.late_ticks += 1
             self.max_late = max(self.max_late, -wait)
-        data = (None if self.held else self.jitter.pop()) or self._silence
-        if self.echo is not None and data is not self._silence:
-            self.echo.played(now, FRAME_SECONDS, rms(np.frombuffer(data, "<i2") / 32768))
-        frame = av.AudioFrame(format="s16", layout="mono", samples=self.frame_samples)
-        frame.planes[0].update(data)
-        frame.sample_rate = self.sample_rate
+        frame = self._next(now)
         frame.time_base = self.time_base
         frame.pts = self._pts
         self._pts += self.frame_samples
         if self._waiters:
             self._wake()
+        return frame
+
+    def _next(self, now: float) -> av.AudioFrame | av.Packet:
+        """The frame due now: the last utterance's encoder tail once it has played, else queued audio, else silence."""
+        if self._tail and self.jitter.read_position >= self._tail_at:
+            return av.Packet(self._tail.popleft())
+        data = None if self.held else self.jitter.pop()
+        if data is not None and self.echo is not None:
+            self.echo.played(now, FRAME_SECONDS, rms(np.frombuffer(data, "<i2") / 32768))
+        if self.codec is not None:
+            return av.Packet(self._payloads.popleft() if data is not None else self._idle)
+        frame = av.AudioFrame(format="s16", layout="mono", samples=self.frame_samples)
+        frame.planes[0].update(data or self._silence)
+        frame.sample_rate = self.sample_rate
         return frame
 
 
@@ -152,7 +198,7 @@ class TrackSink(AudioSink):
         self._end_at = None
 
     async def write(self, pcm: bytes) -> None:
-        self.track.feed(pcm)
+        await self.track.prepare(pcm)
 
     async def end(self) -> None:
         self.track.end_of_utterance()

@@ -1,0 +1,53 @@
+"""``chatterbox-fast bench cpu``: both servers pinned to one core, the listeners' packets counted, one row per codec
+and stream count with the gateway's and the peer's CPU per stream-second (a short run: the figures are the command's,
+in docs/figures.md; no CPU threshold here, as the machine is shared)."""
+
+from __future__ import annotations
+
+import json
+import os
+
+import pytest
+
+from cbf_tools.bench.cpu import pin, threads
+from gateway.cli import build_parser
+
+pytestmark = pytest.mark.skipif(len(os.sched_getaffinity(0)) < 2, reason="needs two cores to pin to")
+
+
+def test_pin_moves_every_thread() -> None:
+    cores = sorted(os.sched_getaffinity(0))
+    pin(os.getpid(), cores[-1])
+    try:
+        assert threads(os.getpid()) and all(os.sched_getaffinity(t) == {cores[-1]} for t in threads(os.getpid()))
+    finally:
+        for tid in threads(os.getpid()):
+            os.sched_setaffinity(tid, set(cores))
+
+
+def test_a_short_run_measures_both_servers(capsys: pytest.CaptureFixture[str]) -> None:
+    cores = sorted(os.sched_getaffinity(0))
+    args = build_parser().parse_args(["bench", "cpu", "--streams", "2", "--codecs", "pcmu", "--seconds", "2",
+                                      "--warm-up", "1", "--server-core", str(cores[0]),
+                                      "--client-core", str(cores[1])])
+    try:
+        status = args.run(args)
+    finally:
+        os.sched_setaffinity(0, set(cores))
+    lines = capsys.readouterr().out.strip().splitlines()
+    result = json.loads(lines[-1])
+    assert status == 0, lines
+    [row] = result["rows"]
+    assert row["codec"] == "pcmu" and row["streams"] == 2
+    for side in ("gateway", "peer"):
+        assert row[side]["errors"] == 0 and row[side]["cpu_ms_per_stream_s"] > 0
+        assert 40 <= row[side]["packets_per_stream_s"] <= 60  # 20 ms packets reached the listeners
+    assert row["gateway"]["utterances"] >= 1 and row["ratio"] > 0
+    assert set(result["met"]) == {"opus_ratio_at_20", "pcmu_ratio_at_20", "opus_underruns_at_40"}
+    assert all(v is None for v in result["met"].values())  # no point at 20 or 40 streams in this run
+    assert "CPU-ms per stream-second" in lines[0]
+
+
+def test_bad_flags_exit_2() -> None:
+    args = build_parser().parse_args(["bench", "cpu", "--server-core", "1", "--client-core", "1"])
+    assert args.run(args) == 2
