@@ -19,6 +19,7 @@ import httpx
 import pytest
 
 from cbf_tools.peers.local_server import free_port, stop, wait_healthy
+from gateway.http.stream import Revocation, Revoked, until_revoked
 
 ROOT = Path(__file__).resolve().parent.parent
 KEYS = {"doomed": "doomed-secret-key-0123456789", "other": "other-secret-key-0123456789"}
@@ -94,6 +95,40 @@ async def read_raw(http: httpx.AsyncClient, body: dict, name: str, read: Read) -
     except httpx.RemoteProtocolError as exc:
         read.error = exc
     read.ended_at = time.monotonic()
+
+
+async def test_until_revoked_passes_items_then_stops_a_source_that_waits_and_keeps_its_failures() -> None:
+    closed = asyncio.Event()
+
+    async def source():
+        try:
+            yield 1
+            yield 2
+            await asyncio.Event().wait()  # the engine's next chunk, never coming
+        finally:
+            closed.set()
+
+    revocation, got = Revocation("acme"), []
+    with pytest.raises(Revoked):
+        async for item in until_revoked(source(), revocation):
+            got.append(item)
+            if item == 2:
+                asyncio.get_running_loop().call_later(0.05, revocation.revoke)
+    assert got == [1, 2] and closed.is_set()
+
+    async def failing():
+        yield 1
+        raise ValueError("failed mid-way")
+
+    with pytest.raises(ValueError):
+        async for _ in until_revoked(failing(), Revocation(None)):
+            pass
+    assert [item async for item in until_revoked(source_of([3, 4]), Revocation(None))] == [3, 4]
+
+
+async def source_of(items: list[int]):
+    for item in items:
+        yield item
 
 
 async def health(http: httpx.AsyncClient) -> dict:
