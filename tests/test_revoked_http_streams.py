@@ -174,3 +174,30 @@ async def test_a_removed_keys_http_streams_end_within_2_s_with_their_reason_and_
         assert (await http.post("/v1/tts", json={"text": "Hi."}, headers=bearer("doomed"))).status_code == 401
         metrics = (await http.get("/metrics", headers=bearer("other"))).text
     assert 'cbf_tenant_refusals_total{reason="revoked",tenant="doomed"} 3.0' in metrics
+
+
+async def test_a_removed_keys_stream_whose_client_reads_nothing_is_aborted_within_2_s(server: Server) -> None:
+    """Its client took the first audio, then nothing: ~30 s later the sockets are full (~4 MB: 44 s of 48 kHz audio)
+    and the server's send waits on the client; the stream is still aborted within 2 s of the removal, not at the
+    stall timeout (30 s)."""
+    server.replace_keys(["doomed", "other"])
+    async with httpx.AsyncClient(base_url=server.url, timeout=60) as http:
+        deadline = time.monotonic() + 5
+        while (await health(http))["keys"]["tenants"] != 2:
+            assert time.monotonic() < deadline
+            await asyncio.sleep(0.2)
+        body = {"text": LONG, "format": "pcm", "sample_rate": 48000}
+        async with http.stream("POST", "/v1/tts", json=body, headers=bearer("doomed")) as reply:
+            assert reply.status_code == 200
+            pieces = reply.aiter_raw()
+            await anext(pieces)
+            await asyncio.sleep(30)
+            assert (await health(http))["sessions"] == 1
+            server.replace_keys(["other"])
+            removed_at = time.monotonic()
+            while (await health(http))["sessions"]:
+                assert time.monotonic() - removed_at < 2.0
+                await asyncio.sleep(0.1)
+            with pytest.raises(httpx.RemoteProtocolError):  # what the sockets held, then no clean end
+                async for _ in pieces:
+                    pass

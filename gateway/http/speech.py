@@ -111,7 +111,7 @@ async def _speech(state: GatewayState, request: Request, body: dict[str, Any], t
                "X-Prompt-Cache": "hit" if stats.cached else "miss"}
     if framing.media_type is not None:
         headers["X-Audio-Type"] = encoder.content_type
-    return SpeechStream(body(), finish, state.settings.stall_timeout_s, headers=headers,
+    return SpeechStream(body(), finish, state.settings.stall_timeout_s, token, headers=headers,
                         media_type=framing.media_type or encoder.content_type)
 
 

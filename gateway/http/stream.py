@@ -23,6 +23,7 @@ from gateway.utterance_stream import UtteranceStats
 
 log = logging.getLogger("chatterbox_fast.gateway")
 T = TypeVar("T")
+REVOKED_GRACE_S = 1.0  # how long a revoked stream's client has to take what is being sent before it is aborted
 
 
 class StreamAborted(Exception):
@@ -117,20 +118,35 @@ async def encoded(encoder: Encoder, pcm: bytes | None) -> bytes:
 
 class SpeechStream(StreamingResponse):
     """A streaming response that runs ``on_close`` however it ends (a client gone mid-way stops the engine at once),
-    and is aborted when the client takes nothing for ``stall_timeout`` seconds."""
+    and is aborted when the client takes nothing for ``stall_timeout`` seconds, or for ``REVOKED_GRACE_S`` once
+    ``revocation`` is set (the body ends at once then; a client that is not reading would hold it to the stall)."""
 
     def __init__(self, body: AsyncIterator[bytes], on_close: Callable[[], Awaitable[None]], stall_timeout: float,
-                 **kwargs: Any) -> None:
+                 revocation: Revocation | None = None, **kwargs: Any) -> None:
         super().__init__(body, **kwargs)
         self.on_close = on_close
         self.stall_timeout = stall_timeout
+        self.revocation = revocation or Revocation(None)
+
+    async def _sent(self, sending: Awaitable[None]) -> None:
+        task, stopped = asyncio.ensure_future(sending), asyncio.ensure_future(self.revocation.revoked.wait())
+        try:
+            limit = self.stall_timeout
+            await asyncio.wait({task, stopped}, timeout=limit, return_when=asyncio.FIRST_COMPLETED)
+            if not task.done() and stopped.done():
+                limit = REVOKED_GRACE_S
+                await asyncio.wait({task}, timeout=limit)
+            if not task.done():
+                raise StreamAborted(f"the client read nothing for {limit:g} s")
+            task.result()
+        finally:
+            stopped.cancel()
+            if not task.done():
+                task.cancel()
 
     async def stream_response(self, send: Send) -> None:
         async def send_in_time(message: Message) -> None:
-            try:
-                await asyncio.wait_for(send(message), self.stall_timeout)
-            except TimeoutError:
-                raise StreamAborted(f"the client read nothing for {self.stall_timeout:g} s") from None
+            await self._sent(send(message))
 
         try:
             await super().stream_response(send_in_time)
