@@ -27,6 +27,7 @@ from gateway.host.drain import Drain
 from gateway.host.draining import Draining
 from gateway.http import admin, health, lexicons, speech, voices
 from gateway.http.errors import ApiError, api_error_response
+from gateway.http.stream import Revocation
 from gateway.listen import silero
 from gateway.metrics import Metrics
 from gateway.prompt_cache.cache import PromptCache
@@ -89,12 +90,17 @@ def create_app(settings: GatewaySettings, on_engine_refusal: Callable[[str], Non
                          siblings, unauthenticated=WaitingRoom(settings.max_unauthenticated), drain=Draining(drain),
                          tenancy=tenancy, traces=traces)
 
-    async def close_revoked_peers(removed: set[str]) -> None:
+    async def close_revoked(removed: set[str]) -> None:
+        """A removed key's WebRTC peers told and hung up, its HTTP speech streams ended (gateway/http/stream.py)."""
+        for stream in [s for s in state.sessions.owners() if isinstance(s, Revocation) and s.tenant in removed]:
+            tenancy.count_revoked(stream.tenant)
+            stream.revoke()
         for peer in [p for p in state.peers if p.session.tenant in removed]:
+            tenancy.count_revoked(peer.session.tenant)
             await peer.session.notify_shutdown(REVOKED_REASON)
             await peer.close(REVOKED_REASON)
 
-    tenancy.on_revoked.append(close_revoked_peers)
+    tenancy.on_revoked.append(close_revoked)
 
     async def close_calls(reason: str) -> None:
         """The WebRTC peers and phone calls (they cannot move to another process): told why, then closed."""

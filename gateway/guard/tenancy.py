@@ -4,7 +4,8 @@ counted, and the connections of a removed key closed.
 The file is read again when it changes (its size, inode or modification time, looked at once a second) and on
 SIGHUP (gateway/host/draining.py). A file that does not parse is logged once, shown in /health, and changes nothing:
 the keys before it stay in force. A key removed stops working for new requests at once; its WebSockets are closed
-with 4401 and its WebRTC peers hung up, within the second.
+with 4401, its WebRTC peers hung up and its HTTP speech streams ended (gateway/app.py's ``on_revoked`` hook), within
+the second; each is counted as a ``revoked`` refusal.
 """
 
 from __future__ import annotations
@@ -116,7 +117,10 @@ class Tenancy:
         return True
 
     async def _close(self, removed: set[str]) -> None:
-        await asyncio.gather(*(live.revoke() for live in list(self.live) if live.tenant in removed))
+        sockets = [live for live in list(self.live) if live.tenant in removed and not live.closed]
+        for live in sockets:
+            self.count_revoked(live.tenant)
+        await asyncio.gather(*(live.revoke() for live in sockets))
         for hook in self.on_revoked:
             await hook(removed)
 
@@ -137,6 +141,11 @@ class Tenancy:
         return {"file": self.path, "tenants": len(self.tenants.names),
                 "loaded_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(self.loaded_at)),
                 **({"reload_error": self.error} if self.error else {})}
+
+    def count_revoked(self, name: str | None) -> None:
+        """One open session or stream of ``name`` closed because its key was removed."""
+        if name is not None:
+            self._refused(name, "revoked")
 
     def _refused(self, name: str, reason: str) -> None:
         self.metrics.tenant_refusals.labels(name, reason).inc()

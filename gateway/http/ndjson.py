@@ -37,6 +37,11 @@ def done_line(summary: dict[str, Any]) -> bytes:
     return _line({"type": "done", **summary})
 
 
+def error_line(code: str, message: str) -> bytes:
+    """The last line of a stream that cannot be finished (never followed by ``done``): the WebSocket's error event."""
+    return _line({"type": "error", "code": code, "message": message})
+
+
 class TimedLines:
     """The body framing of one timed stream (gateway/http/stream.py ``Framing``): each chunk's words spelt as the
     client sent ``text``."""
@@ -57,4 +62,4 @@ class TimedLines:
         return done_line(stats.summary())
 
     def failed(self, code: str, message: str) -> bytes | None:
-        return None
+        return error_line(code, message)

@@ -20,7 +20,9 @@ from gateway.http.body import body_field, body_reading, json_body
 from gateway.guard.auth import presented_key, tenant_of
 from gateway.guard.tenants import TenantRefused
 from gateway.http.errors import ApiError, engine_error, refused
-from gateway.http.stream import AudioBytes, Framing, SpeechStream, StreamAborted, encoded
+from gateway.guard.tenancy import REVOKED_REASON
+from gateway.http.stream import (AudioBytes, Framing, Revocation, Revoked, SpeechStream, StreamAborted, encoded,
+                                 until_revoked)
 from gateway.http.voices import known_voices
 from gateway.playout import SentAudio, report_playout
 from gateway.sessions.registry import SessionLimitReached
@@ -55,7 +57,7 @@ async def _speech(state: GatewayState, request: Request, body: dict[str, Any], t
         encoder = make_encoder(fmt, sample_rate, whole=whole)
     except ValueError as exc:
         raise ApiError(400, "bad_request", str(exc)) from None
-    token = object()
+    token = Revocation(tenant)  # its entry in the registry: gateway/app.py ends it when its key is removed
     try:
         state.tenancy.charge(tenant, len(text))
         state.sessions.add(token, transport, tenant)
@@ -82,7 +84,7 @@ async def _speech(state: GatewayState, request: Request, body: dict[str, Any], t
 
     async def body() -> AsyncIterator[bytes]:
         try:
-            async for chunk in _chained(first, stream):
+            async for chunk in until_revoked(_chained(first, stream), token):
                 if piece := framing.chunk(await encoded(encoder, chunk.pcm), chunk.header):
                     yield piece
                 sent.sent(len(chunk.pcm) / 2 / SAMPLE_RATE)
@@ -90,10 +92,12 @@ async def _speech(state: GatewayState, request: Request, body: dict[str, Any], t
                 yield framing.tail(data)
             if piece := framing.done(stats):
                 yield piece
-        except EngineRequestError as exc:
-            state.metrics.errors.labels(exc.code).inc()
-            why = f"utterance {utterance.id} failed mid-way ({exc.code}: {exc})"
-            if (last := framing.failed(exc.code, str(exc))) is None:
+        except (EngineRequestError, Revoked) as exc:
+            code, message = ("unauthorized", REVOKED_REASON) if isinstance(exc, Revoked) else (exc.code, str(exc))
+            if isinstance(exc, EngineRequestError):
+                state.metrics.errors.labels(code).inc()
+            why = f"utterance {utterance.id} ended mid-way ({code}: {message})"
+            if (last := framing.failed(code, message)) is None:
                 raise StreamAborted(why) from None
             log.warning("http stream ended with an error event: %s", why)
             yield last
@@ -107,7 +111,7 @@ async def _speech(state: GatewayState, request: Request, body: dict[str, Any], t
                "X-Prompt-Cache": "hit" if stats.cached else "miss"}
     if framing.media_type is not None:
         headers["X-Audio-Type"] = encoder.content_type
-    return SpeechStream(body(), finish, state.settings.stall_timeout_s, headers=headers,
+    return SpeechStream(body(), finish, state.settings.stall_timeout_s, token, headers=headers,
                         media_type=framing.media_type or encoder.content_type)
 
 

@@ -1,9 +1,10 @@
 """The streamed body of an HTTP speech response: encoded off the event loop, closed with its caller, never cut short
 cleanly.
 
-A body that cannot be finished (the utterance failed mid-way, the client took nothing for the stall timeout) is
-aborted: the server closes the connection without the end of the chunked body, so no client can take a truncated
-stream for a complete one.
+A body that cannot be finished (the utterance failed mid-way, its key was revoked, the client took nothing for the
+stall timeout) ends with its framing's error (ndjson's error line, SSE's error event) or, raw audio, is aborted: the
+server closes the connection without the end of the chunked body, so no client can take a truncated stream for a
+complete one.
 """
 
 from __future__ import annotations
@@ -11,7 +12,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from functools import partial
-from typing import Any, AsyncIterator, Awaitable, Callable, Protocol
+from typing import Any, AsyncIterator, Awaitable, Callable, Protocol, TypeVar
 
 from starlette.responses import StreamingResponse
 from starlette.types import Message, Receive, Scope, Send
@@ -21,10 +22,55 @@ from gateway.audio import ContainerEncoder, Encoder
 from gateway.utterance_stream import UtteranceStats
 
 log = logging.getLogger("chatterbox_fast.gateway")
+T = TypeVar("T")
+REVOKED_GRACE_S = 1.0  # how long a revoked stream's client has to take what is being sent before it is aborted
 
 
 class StreamAborted(Exception):
     """The body cannot be finished; the response ends without its clean end."""
+
+
+class Revoked(Exception):
+    """The stream's key was removed from the keys file mid-way."""
+
+
+class Revocation:
+    """One HTTP speech stream's entry in the session registry: its tenant, and whether its key was removed mid-way
+    (set by gateway/app.py's ``tenancy.on_revoked`` hook; the body ends at once, ``until_revoked``)."""
+
+    def __init__(self, tenant: str | None) -> None:
+        self.tenant = tenant
+        self.revoked = asyncio.Event()
+
+    def revoke(self) -> None:
+        self.revoked.set()
+
+
+_END = object()
+
+
+async def until_revoked(source: AsyncIterator[T], revocation: Revocation) -> AsyncIterator[T]:
+    """``source``'s items until ``revocation`` is set; then raises ``Revoked`` (an item still awaited is dropped:
+    its generator is cancelled)."""
+    stopped = asyncio.ensure_future(revocation.revoked.wait())
+    step: asyncio.Future[Any] | None = None
+    try:
+        while True:
+            step = asyncio.ensure_future(anext(source, _END))
+            await asyncio.wait({step, stopped}, return_when=asyncio.FIRST_COMPLETED)
+            if stopped.done():
+                raise Revoked
+            if (item := step.result()) is _END:
+                return
+            yield item
+    finally:
+        stopped.cancel()
+        if step is not None:
+            if not step.done():
+                step.cancel()
+                await asyncio.wait({step})
+            if not step.cancelled():
+                step.exception()  # a failure that lost the race to the revocation is not "never retrieved"
 
 
 class Framing(Protocol):
@@ -41,7 +87,8 @@ class Framing(Protocol):
     def done(self, stats: UtteranceStats) -> bytes: ...
 
     def failed(self, code: str, message: str) -> bytes | None:
-        """The last of a body whose utterance failed mid-way; None: the body is aborted (no clean end)."""
+        """The last of a body whose utterance failed mid-way or whose key was revoked; None: the body is aborted (no
+        clean end)."""
 
 
 class AudioBytes:
@@ -71,20 +118,35 @@ async def encoded(encoder: Encoder, pcm: bytes | None) -> bytes:
 
 class SpeechStream(StreamingResponse):
     """A streaming response that runs ``on_close`` however it ends (a client gone mid-way stops the engine at once),
-    and is aborted when the client takes nothing for ``stall_timeout`` seconds."""
+    and is aborted when the client takes nothing for ``stall_timeout`` seconds, or for ``REVOKED_GRACE_S`` once
+    ``revocation`` is set (the body ends at once then; a client that is not reading would hold it to the stall)."""
 
     def __init__(self, body: AsyncIterator[bytes], on_close: Callable[[], Awaitable[None]], stall_timeout: float,
-                 **kwargs: Any) -> None:
+                 revocation: Revocation | None = None, **kwargs: Any) -> None:
         super().__init__(body, **kwargs)
         self.on_close = on_close
         self.stall_timeout = stall_timeout
+        self.revocation = revocation or Revocation(None)
+
+    async def _sent(self, sending: Awaitable[None]) -> None:
+        task, stopped = asyncio.ensure_future(sending), asyncio.ensure_future(self.revocation.revoked.wait())
+        try:
+            limit = self.stall_timeout
+            await asyncio.wait({task, stopped}, timeout=limit, return_when=asyncio.FIRST_COMPLETED)
+            if not task.done() and stopped.done():
+                limit = REVOKED_GRACE_S
+                await asyncio.wait({task}, timeout=limit)
+            if not task.done():
+                raise StreamAborted(f"the client read nothing for {limit:g} s")
+            task.result()
+        finally:
+            stopped.cancel()
+            if not task.done():
+                task.cancel()
 
     async def stream_response(self, send: Send) -> None:
         async def send_in_time(message: Message) -> None:
-            try:
-                await asyncio.wait_for(send(message), self.stall_timeout)
-            except TimeoutError:
-                raise StreamAborted(f"the client read nothing for {self.stall_timeout:g} s") from None
+            await self._sent(send(message))
 
         try:
             await super().stream_response(send_in_time)

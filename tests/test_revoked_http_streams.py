@@ -1,0 +1,203 @@
+"""HTTP speech streams of a key removed from the keys file mid-way, on a real gateway (the simulated engine at 3x real
+time: a long utterance takes ~30 s to make) with real httpx streaming clients: the key removed by an atomic rename,
+each of its streams ends within 2 s in its framing's way (ndjson: an error line; OpenAI's SSE: its error event; raw
+audio: the body aborted), its utterances are cancelled in the engine and counted as ``revoked`` refusals, and another
+tenant's stream goes on to its end."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any, Iterator
+
+import httpx
+import pytest
+
+from cbf_tools.peers.local_server import free_port, stop, wait_healthy
+from gateway.http.stream import Revocation, Revoked, until_revoked
+
+ROOT = Path(__file__).resolve().parent.parent
+KEYS = {"doomed": "doomed-secret-key-0123456789", "other": "other-secret-key-0123456789"}
+LONG = " ".join(["The quick brown fox jumps over the lazy dog, and then it runs far away across the field."] * 20)
+SHORT = "The quick brown fox jumps over the lazy dog, and then it runs far away across the field."
+
+
+def keys_toml(names: list[str]) -> str:
+    return "".join(f'[keys.{name}]\nkey = "{KEYS[name]}"\n\n' for name in names)
+
+
+class Server:
+    def __init__(self, url: str, keys_file: Path) -> None:
+        self.url, self.keys_file = url, keys_file
+
+    def replace_keys(self, names: list[str]) -> None:
+        """The file written whole beside it, then renamed into place (as docs/keys-and-tenants.md says)."""
+        new = self.keys_file.with_suffix(".new")
+        new.write_text(keys_toml(names))
+        os.replace(new, self.keys_file)
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
+    folder = tmp_path_factory.mktemp("revoked")
+    keys_file, log = folder / "keys.toml", folder / "server.log"
+    keys_file.write_text(keys_toml(["doomed", "other"]))
+    port = free_port()
+    argv = [sys.executable, "-m", "gateway.cli", "serve", "--host", "127.0.0.1", "--port", str(port), "--engine",
+            "simulated", "--sim-rtf", "3", "--keys-file", str(keys_file), "--voices-dir", str(folder / "voices")]
+    with open(log, "wb") as out:
+        proc = subprocess.Popen(argv, cwd=ROOT, stdout=out, stderr=subprocess.STDOUT)
+        url = f"http://127.0.0.1:{port}"
+        try:
+            wait_healthy(proc, url, 90, "the server")
+            yield Server(url, keys_file)
+        finally:
+            stop(proc)
+
+
+def bearer(name: str) -> dict[str, str]:
+    return {"Authorization": f"Bearer {KEYS[name]}"}
+
+
+class Read:
+    """One stream as its client read it: its lines (or raw bytes), how it ended and when."""
+
+    def __init__(self) -> None:
+        self.heard = asyncio.Event()
+        self.lines: list[dict[str, Any]] = []
+        self.audio_bytes = 0
+        self.error: Exception | None = None
+        self.ended_at = 0.0
+
+
+async def read_lines(http: httpx.AsyncClient, path: str, body: dict, name: str, read: Read, prefix: str = "") -> None:
+    async with http.stream("POST", path, json=body, headers=bearer(name)) as reply:
+        assert reply.status_code == 200
+        async for line in reply.aiter_lines():
+            if line.startswith(prefix) and line[len(prefix):].strip():
+                read.lines.append(json.loads(line[len(prefix):]))
+                read.heard.set()
+    read.ended_at = time.monotonic()
+
+
+async def read_raw(http: httpx.AsyncClient, body: dict, name: str, read: Read) -> None:
+    try:
+        async with http.stream("POST", "/v1/tts", json=body, headers=bearer(name)) as reply:
+            assert reply.status_code == 200
+            async for piece in reply.aiter_raw():
+                read.audio_bytes += len(piece)
+                read.heard.set()
+    except httpx.RemoteProtocolError as exc:
+        read.error = exc
+    read.ended_at = time.monotonic()
+
+
+async def test_until_revoked_passes_items_then_stops_a_source_that_waits_and_keeps_its_failures() -> None:
+    closed = asyncio.Event()
+
+    async def source():
+        try:
+            yield 1
+            yield 2
+            await asyncio.Event().wait()  # the engine's next chunk, never coming
+        finally:
+            closed.set()
+
+    revocation, got = Revocation("acme"), []
+    with pytest.raises(Revoked):
+        async for item in until_revoked(source(), revocation):
+            got.append(item)
+            if item == 2:
+                asyncio.get_running_loop().call_later(0.05, revocation.revoke)
+    assert got == [1, 2] and closed.is_set()
+
+    async def failing():
+        yield 1
+        raise ValueError("failed mid-way")
+
+    with pytest.raises(ValueError):
+        async for _ in until_revoked(failing(), Revocation(None)):
+            pass
+    assert [item async for item in until_revoked(source_of([3, 4]), Revocation(None))] == [3, 4]
+
+
+async def source_of(items: list[int]):
+    for item in items:
+        yield item
+
+
+async def health(http: httpx.AsyncClient) -> dict:
+    return (await http.get("/health")).json()
+
+
+async def test_a_removed_keys_http_streams_end_within_2_s_with_their_reason_and_another_tenants_goes_on(
+        server: Server) -> None:
+    timed, sse, raw, other = Read(), Read(), Read(), Read()
+    async with httpx.AsyncClient(base_url=server.url, timeout=60) as http:
+        tasks = [
+            asyncio.create_task(read_lines(http, "/v1/tts", {"text": LONG, "format": "ndjson"}, "doomed", timed)),
+            asyncio.create_task(read_lines(http, "/v1/audio/speech", {"input": LONG, "response_format": "pcm",
+                                                                      "stream_format": "sse"}, "doomed", sse,
+                                           prefix="data: ")),
+            asyncio.create_task(read_raw(http, {"text": LONG, "format": "pcm"}, "doomed", raw)),
+        ]
+        for read in (timed, sse, raw):
+            await asyncio.wait_for(read.heard.wait(), 30)
+        assert (await health(http))["engines"][0]["in_flight"] == 3
+        others = asyncio.create_task(read_raw(http, {"text": SHORT * 2, "format": "pcm"}, "other", other))
+        await asyncio.wait_for(other.heard.wait(), 30)
+        server.replace_keys(["other"])
+        removed_at = time.monotonic()
+        await asyncio.wait_for(asyncio.gather(*tasks), 10)
+
+        for read in (timed, sse, raw):
+            assert read.ended_at - removed_at < 2.0, read.ended_at - removed_at
+        assert timed.lines[-1] == {"type": "error", "code": "unauthorized", "message": "the API key was revoked"}
+        assert all(line["type"] == "chunk" for line in timed.lines[:-1])
+        assert sse.lines[-1] == {"type": "error", "error": {"code": "unauthorized",
+                                                            "message": "the API key was revoked"}}
+        assert all(line["type"] == "speech.audio.delta" for line in sse.lines[:-1])
+        assert isinstance(raw.error, httpx.RemoteProtocolError)  # aborted: never a clean end
+
+        heard_at_removal = other.audio_bytes
+        await asyncio.wait_for(others, 60)
+        assert other.error is None and other.audio_bytes > heard_at_removal  # went on, and ended cleanly
+        deadline = time.monotonic() + 5
+        while (now := await health(http))["engines"][0]["in_flight"] or now["sessions"]:
+            assert time.monotonic() < deadline, now  # the revoked utterances were cancelled in the engine
+            await asyncio.sleep(0.2)
+        assert (await http.post("/v1/tts", json={"text": "Hi."}, headers=bearer("doomed"))).status_code == 401
+        metrics = (await http.get("/metrics", headers=bearer("other"))).text
+    assert 'cbf_tenant_refusals_total{reason="revoked",tenant="doomed"} 3.0' in metrics
+
+
+async def test_a_removed_keys_stream_whose_client_reads_nothing_is_aborted_within_2_s(server: Server) -> None:
+    """Its client took the first audio, then nothing: ~30 s later the sockets are full (~4 MB: 44 s of 48 kHz audio)
+    and the server's send waits on the client; the stream is still aborted within 2 s of the removal, not at the
+    stall timeout (30 s)."""
+    server.replace_keys(["doomed", "other"])
+    async with httpx.AsyncClient(base_url=server.url, timeout=60) as http:
+        deadline = time.monotonic() + 5
+        while (await health(http))["keys"]["tenants"] != 2:
+            assert time.monotonic() < deadline
+            await asyncio.sleep(0.2)
+        body = {"text": LONG, "format": "pcm", "sample_rate": 48000}
+        async with http.stream("POST", "/v1/tts", json=body, headers=bearer("doomed")) as reply:
+            assert reply.status_code == 200
+            pieces = reply.aiter_raw()
+            await anext(pieces)
+            await asyncio.sleep(30)
+            assert (await health(http))["sessions"] == 1
+            server.replace_keys(["other"])
+            removed_at = time.monotonic()
+            while (await health(http))["sessions"]:
+                assert time.monotonic() - removed_at < 2.0
+                await asyncio.sleep(0.1)
+            with pytest.raises(httpx.RemoteProtocolError):  # what the sockets held, then no clean end
+                async for _ in pieces:
+                    pass
