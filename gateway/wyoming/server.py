@@ -73,12 +73,16 @@ class _Connection:
             await self.writer.drain()
         self.idle.touch()
 
-    async def close_gently(self) -> None:
-        """End our side, then drop what the client still sends for a moment: closing with its bytes unread would
-        reset the connection, and the client could lose the error event before it."""
+    async def close_gently(self, last: Event) -> None:
+        """``last`` (an error), then the end of our side and of the synthesis under way (no audio after ``last``),
+        then drop what the client still sends for a moment: closing with its bytes unread would reset the
+        connection, and the client could lose ``last``."""
         async with self._writing:  # after any event being written, never inside one
+            self.writer.write(encode(last))
+            await self.writer.drain()
             self._ended = True
             self.writer.write_eof()
+        await self.stop()
         with contextlib.suppress(TimeoutError, ConnectionError):
             async with asyncio.timeout(LINGER_S):
                 while await self.reader.read(READ_BYTES):
@@ -191,9 +195,8 @@ async def serve_connection(state: GatewayState, reader: asyncio.StreamReader, wr
     connection = _Connection(state, reader, writer)
     try:
         if (waiting := state.unauthenticated.enter()) is None:
-            await connection.send(translate.error("too_many_unauthenticated",
-                                                  state.unauthenticated.full_message).event)
-            await connection.close_gently()
+            await connection.close_gently(translate.error("too_many_unauthenticated",
+                                                          state.unauthenticated.full_message).event)
             return
         reading = asyncio.create_task(connection.read(waiting))
         idling = asyncio.create_task(until_idle(connection.idle))
@@ -203,9 +206,7 @@ async def serve_connection(state: GatewayState, reader: asyncio.StreamReader, wr
                 log.info("wyoming connection closed: %s", connection.idle.reason)
             elif isinstance(exc := reading.exception(), ProtocolError):
                 log.info("wyoming connection closed: %s", exc)
-                await connection.stop()  # no audio after the error: the client is told why, then the end
-                await connection.send(translate.error("bad_event", str(exc)).event)
-                await connection.close_gently()
+                await connection.close_gently(translate.error("bad_event", str(exc)).event)
             elif exc is not None:
                 raise exc
         finally:
