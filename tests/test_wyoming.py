@@ -5,6 +5,7 @@ watermark; then silent connections, here and on the ElevenLabs sockets (gateway/
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import time
 
@@ -20,12 +21,13 @@ from wyoming.event import Event as TheirEvent
 from wyoming.info import Describe, Info
 from wyoming.tts import Synthesize, SynthesizeChunk, SynthesizeStart, SynthesizeStop, SynthesizeVoice
 
+from cbf_tools.peers.local_server import free_port
 from engine.protocol import ProtocolError
 from gateway.guard.silent_sockets import IdleClock, WaitingRoom
 from gateway.wyoming.server import listen_host
 from gateway.wyoming.translate import Cancel, Conversation, Describe as DescribeCmd, Finish, Reply, Say, Start
 from gateway.wyoming.wire import MAX_DATA_BYTES, Event, EventReader, encode
-from tests.server import KEYED_IDLE_S, KEYED_KEY, KEYED_MAX_UNAUTHENTICATED
+from tests.server import KEYED_IDLE_S, KEYED_KEY, KEYED_MAX_UNAUTHENTICATED, running_server
 
 KEY, IDLE_S = KEYED_KEY, KEYED_IDLE_S
 TEXT = "Good evening. The kitchen lights are off, and the front door is locked for the night."
@@ -206,6 +208,54 @@ async def test_a_client_that_disconnects_mid_speech_ends_its_engine_work(server:
     while await asyncio.to_thread(in_flight, url):
         assert time.monotonic() < deadline, "the engine went on for a client that had gone"
         await asyncio.sleep(0.05)
+
+
+
+async def until_server_closes(writer: asyncio.StreamWriter, within: float = 10) -> None:
+    """Bytes every 50 ms until the server has closed the connection whole (our writes reset), past its linger."""
+    async with asyncio.timeout(within):  # a bound on a hang, not a speed
+        with contextlib.suppress(ConnectionError):
+            while True:
+                writer.write(b"\n")
+                await writer.drain()
+                await asyncio.sleep(0.05)
+
+
+async def test_connections_ended_mid_utterance_stop_their_audio_without_a_traceback(
+        capfd: pytest.CaptureFixture[str]) -> None:
+    """A stream the server cannot read on mid-utterance: the synthesis stops before the error event and the end of
+    our side, and nothing is written after that end (asyncio's writer raised RuntimeError, a traceback in the log);
+    a half-close the same. The server goes on: the engine work ends, another connection speaks. Its own server, so
+    that its log is this test's to read."""
+    port = free_port()
+    with running_server("--wyoming-port", str(port), "--wyoming-host", "127.0.0.1") as url:
+        for ending in ("garbage, kept open", "half-close"):
+            reader, writer = await asyncio.open_connection("127.0.0.1", port)
+            writer.write(encode(Event("synthesize", {"text": " ".join([TEXT] * 3)})))
+            await writer.drain()
+            await asyncio.sleep(0.05)  # the synthesis under way before the rest comes
+            writer.write(b"not json\n") if ending.startswith("garbage") else writer.write_eof()
+            await writer.drain()
+            seen, events = [], EventReader()
+            while data := await asyncio.wait_for(reader.read(65536), 30):
+                seen += [event.type for event in events.feed(data)]
+            if ending.startswith("garbage"):
+                assert seen[-1] == "error" and "audio-stop" not in seen  # the error last: no audio after it
+                await until_server_closes(writer)  # the engine's audio came while the server lingered
+            writer.close()
+            deadline = time.monotonic() + 10  # a bound on a leak, not a speed
+            while await asyncio.to_thread(in_flight, url):
+                assert time.monotonic() < deadline, f"the engine went on after a {ending}"
+                await asyncio.sleep(0.05)
+        async with AsyncTcpClient("127.0.0.1", port) as client:
+            await client.write_event(Synthesize("Still here.").event())
+            assert AudioStart.is_type((await read(client)).type)
+            _, audio = await audio_until(client, "audio-stop")
+        assert audio.size / 24000 > 0.5
+    logged = capfd.readouterr().err
+    assert "wyoming tts on tcp://" in logged  # its server's log
+    assert "Traceback" not in logged and "RuntimeError" not in logged, logged
+    assert "wyoming connection closed: an event's header" in logged  # one readable line instead
 
 
 # Silent connections: closed after their timeout; only so many at once before they show a key (or an event).

@@ -61,12 +61,32 @@ class _Connection:
         self._writing = asyncio.Lock()
         self._speaking: asyncio.Task[None] | None = None
         self._texts: asyncio.Queue[str | None] = asyncio.Queue()  # a stream's text; None: its end
+        self._ended = False  # our side ended (``close_gently``): nothing more is written
 
     async def send(self, event: Event) -> None:
+        """``ConnectionResetError`` once our side has ended or the connection is closing (asyncio's writer would
+        raise ``RuntimeError`` after ``write_eof``), so a synthesis still writing ends like one whose client went."""
         async with self._writing:
+            if self._ended or self.writer.is_closing():
+                raise ConnectionResetError("the connection is closing")
             self.writer.write(encode(event))
             await self.writer.drain()
         self.idle.touch()
+
+    async def close_gently(self, last: Event) -> None:
+        """``last`` (an error), then the end of our side and of the synthesis under way (no audio after ``last``),
+        then drop what the client still sends for a moment: closing with its bytes unread would reset the
+        connection, and the client could lose ``last``."""
+        async with self._writing:  # after any event being written, never inside one
+            self.writer.write(encode(last))
+            await self.writer.drain()
+            self._ended = True
+            self.writer.write_eof()
+        await self.stop()
+        with contextlib.suppress(TimeoutError, ConnectionError):
+            async with asyncio.timeout(LINGER_S):
+                while await self.reader.read(READ_BYTES):
+                    pass
 
     async def read(self, waiting: Admission) -> None:
         """The client's events until it goes; ``ProtocolError`` for a stream that cannot be read on."""
@@ -131,6 +151,9 @@ class _Connection:
                 await self.send(translate.audio_start())
             await self.send(translate.audio_stop(at))
             commands = self.conversation.spoken()
+        except ConnectionError as exc:
+            log.info("wyoming connection ended while an utterance was being written (%s); its synthesis stops", exc)
+            return
         except (EngineUnavailable, EngineRequestError) as exc:
             self.state.metrics.errors.labels(exc.code).inc()
             commands = self.conversation.failed(exc.code, str(exc))
@@ -172,9 +195,8 @@ async def serve_connection(state: GatewayState, reader: asyncio.StreamReader, wr
     connection = _Connection(state, reader, writer)
     try:
         if (waiting := state.unauthenticated.enter()) is None:
-            await connection.send(translate.error("too_many_unauthenticated",
-                                                  state.unauthenticated.full_message).event)
-            await _close_gently(reader, writer)
+            await connection.close_gently(translate.error("too_many_unauthenticated",
+                                                          state.unauthenticated.full_message).event)
             return
         reading = asyncio.create_task(connection.read(waiting))
         idling = asyncio.create_task(until_idle(connection.idle))
@@ -183,8 +205,8 @@ async def serve_connection(state: GatewayState, reader: asyncio.StreamReader, wr
             if idling.done():
                 log.info("wyoming connection closed: %s", connection.idle.reason)
             elif isinstance(exc := reading.exception(), ProtocolError):
-                await connection.send(translate.error("bad_event", str(exc)).event)
-                await _close_gently(reader, writer)
+                log.info("wyoming connection closed: %s", exc)
+                await connection.close_gently(translate.error("bad_event", str(exc)).event)
             elif exc is not None:
                 raise exc
         finally:
@@ -198,16 +220,6 @@ async def serve_connection(state: GatewayState, reader: asyncio.StreamReader, wr
         writer.close()
         with contextlib.suppress(Exception):
             await asyncio.wait_for(writer.wait_closed(), 1.0)
-
-
-async def _close_gently(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-    """End our side, then drop what the client still sends for a moment: closing with its bytes unread would reset
-    the connection, and the client could lose the error event before it."""
-    writer.write_eof()
-    with contextlib.suppress(TimeoutError, ConnectionError):
-        async with asyncio.timeout(LINGER_S):
-            while await reader.read(READ_BYTES):
-                pass
 
 
 async def start(state: GatewayState, sock: socket.socket) -> asyncio.Server:
