@@ -25,6 +25,7 @@ from websockets.exceptions import ConnectionClosed
 from cbf_tools.peers.local_server import free_port, stop, wait_healthy
 from cbf_tools.peers.phone_callers import connect_call
 from tests.rtc_helpers import loopback_only
+from tests.test_voices import speechlike, wav_bytes  # imported at collection: not rewritten mid-test
 from tests.tls_front import tls_front
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -287,8 +288,6 @@ async def test_sighup_reloads_the_keys_without_a_restart(server: Server) -> None
 
 
 async def test_a_tenants_uploaded_voice_is_its_own_unless_shared(server: Server) -> None:
-    from tests.test_voices import speechlike, wav_bytes
-
     clip = wav_bytes(speechlike(6.0, 16000), 16000)
     async with httpx.AsyncClient(timeout=60) as http:
         async def upload(name: str, voice: str, **fields: str) -> httpx.Response:

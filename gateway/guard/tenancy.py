@@ -23,7 +23,7 @@ from gateway.guard.tenants import Identity, Tenants
 from gateway.metrics import Metrics
 
 log = logging.getLogger("chatterbox_fast.gateway")
-WATCH_INTERVAL_S = 1.0
+WATCH_INTERVAL_S = 0.5
 SETTLE_S = 0.2  # a change is read once the file has stayed the same this long (not while it is being written)
 REVOKED_CLOSE_CODE = 4401
 REVOKED_REASON = "the API key was revoked"

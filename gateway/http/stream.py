@@ -23,7 +23,7 @@ from gateway.utterance_stream import UtteranceStats
 
 log = logging.getLogger("chatterbox_fast.gateway")
 T = TypeVar("T")
-REVOKED_GRACE_S = 1.0  # how long a revoked stream's client has to take what is being sent before it is aborted
+REVOKED_GRACE_S = 0.5  # how long a revoked stream's client has to take what is being sent before it is aborted
 
 
 class StreamAborted(Exception):
