@@ -120,6 +120,9 @@ async def _controller(url: str, messages: list[str], headers: dict[str, str]) ->
     listener = Listener.create(codecs=["pcmu"], datachannel=False)
     try:
         async with httpx.AsyncClient(base_url=url, headers=headers, timeout=30) as http:
+            # the hostile offers before it leave sessions that never connect, held SETUP_TIMEOUT_S: with enough of
+            # them the server is full (503) until they are dropped, so this sound bridge waits for room as one would
+            await _sessions_left(http)
             reply = await http.post("/v1/whep", content=await listener.offer(),
                                     headers={"content-type": "application/sdp"})
             reply.raise_for_status()
