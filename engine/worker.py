@@ -28,7 +28,7 @@ from websockets.asyncio.server import ServerConnection, serve, unix_serve
 from websockets.exceptions import ConnectionClosed
 from websockets.http11 import Request, Response
 
-from engine import device_errors, protocol
+from engine import device_errors, heap, protocol
 from engine.cost import CostModel
 from engine.engines.base import BatchingEngine, Cancelled, Engine, EngineError, RemoteEngine
 from engine.joins import Joiner, to_int16
@@ -645,7 +645,9 @@ async def serve_worker(worker: Worker, listen: str, stop: asyncio.Event | None =
         host, _, port = listen.rpartition(":")
         server = serve(worker.handle, host or "127.0.0.1", int(port), **kwargs)
     engine = worker.synth.engine
-    watches = [asyncio.create_task(worker.watch_backend(engine))] if isinstance(engine, RemoteEngine) else []
+    watches = [asyncio.create_task(heap.trim_forever())]
+    if isinstance(engine, RemoteEngine):
+        watches.append(asyncio.create_task(worker.watch_backend(engine)))
     if worker.ready.prompt_cache is not None:
         watches.append(asyncio.create_task(worker.watch_prompt_cache()))
     async with server:

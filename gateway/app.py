@@ -16,6 +16,7 @@ from starlette.routing import Mount, Route, WebSocketRoute
 from starlette.staticfiles import StaticFiles
 from starlette.websockets import WebSocket
 
+from engine import heap
 from engine.traces import NO_TRACES, start_tracing
 from gateway.guard.auth import ApiKeyMiddleware
 from gateway.guard.tenancy import REVOKED_REASON, Tenancy
@@ -125,6 +126,7 @@ def create_app(settings: GatewaySettings, on_engine_refusal: Callable[[str], Non
         reporting = asyncio.create_task(_report_to_siblings(state)) if siblings is not None else None
         warming = asyncio.create_task(prompts.warm(settings.cache.prompts))  # --prompts, once an engine is ready
         watching = asyncio.create_task(tenancy.watch()) if tenancy.named else None
+        trimming = asyncio.create_task(heap.trim_forever())
         state.drain.reload_keys = tenancy.reload if tenancy.named else None  # SIGHUP (gateway/host/draining.py)
         wyoming_server = await wyoming.start(state, wyoming_socket) if wyoming_socket is not None else None
         if wyoming_server is not None and (warning := wyoming_exposure_warning(wyoming_socket.getsockname()[0])):
@@ -138,7 +140,7 @@ def create_app(settings: GatewaySettings, on_engine_refusal: Callable[[str], Non
         state.drain.attach(state.sessions, close_calls)
         yield
         state.drain.detach()
-        for task in (warming, reporting, watching):
+        for task in (warming, reporting, watching, trimming):
             if task is not None:
                 task.cancel()
         if announcer is not None:
