@@ -1,7 +1,7 @@
 """The import rules docs/architecture.md states, checked on fresh interpreters.
 
 - Every module of ``gateway/`` and ``cbf_tools/`` imports without torch or OpenTelemetry, and of ``engine`` only
-  ``engine.protocol`` and ``engine.traces``.
+  ``engine.protocol``, ``engine.traces`` and ``engine.heap``.
 - The engine worker command (``chatterbox-fast engine``) never loads aiortc, httpx (but ``--engine http``), Starlette,
   uvicorn or the tools.
 - Nothing in ``gateway/`` or ``cbf_tools/`` imports ``gateway.cli`` back.
@@ -38,8 +38,9 @@ def test_gateway_and_tools_import_no_torch_and_no_engine_module_but_the_protocol
             "cbf_tools.gate.similarity", "aiortc", "starlette"} <= loaded  # (the gate's encoders load torch when run)
     assert not {"resemblyzer", "pocketsphinx", "jiwer", "librosa"} & loaded  # nor the gate's models, until they run
     assert not {name for name in loaded if name.split(".")[0] == "torch"}
-    # the protocol, the one list it shares with the engine's text front end (Turbo's tags), and the traces' spans
-    assert {name for name in loaded if name.split(".")[0] == "engine"} == {"engine", "engine.protocol",
+    # the protocol, the one list it shares with the engine's text front end (Turbo's tags), the traces' spans and the
+    # heap's trim (both processes give freed memory back alike)
+    assert {name for name in loaded if name.split(".")[0] == "engine"} == {"engine", "engine.heap", "engine.protocol",
                                                                           "engine.speech_text",
                                                                           "engine.speech_text.tags", "engine.traces"}
     assert "opentelemetry" not in loaded  # imported only with --otlp-endpoint
