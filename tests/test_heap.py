@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import asyncio
+import os
 import sys
 
 import pytest
 
+from cbf_tools.bench.soak import rss_mib as resident_mib
 from engine import heap
 
 pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux") or heap._malloc_trim() is None,
@@ -14,8 +16,7 @@ pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux") or heap._ma
 
 
 def rss_mib() -> float:
-    with open("/proc/self/status") as f:
-        return next(int(line.split()[1]) for line in f if line.startswith("VmRSS:")) / 1024
+    return resident_mib(os.getpid())
 
 
 def fragment_the_heap() -> list[bytes]:
