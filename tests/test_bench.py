@@ -188,3 +188,15 @@ def test_bench_engine_prints_its_figures_as_a_json_line(tmp_path, engine: list[s
     # The join check: every seam printed with its pause, none clicks, every pause fits its punctuation.
     assert figures["joins"] >= 1 and figures["clicks"] == 0 and figures["pauses_off"] == 0
     assert result.stdout.count("joins: ") == 4 and "CLICK" not in result.stdout
+
+
+def test_a_server_it_cannot_reach_exits_2_with_one_error_line(capsys: pytest.CaptureFixture[str]) -> None:
+    from cbf_tools.peers.local_server import free_port
+
+    args = build_parser().parse_args(["bench", "gateway", "--transport", "http", "--url",
+                                      f"http://127.0.0.1:{free_port()}"])
+    assert args.run(args) == 2
+    out, err = capsys.readouterr()
+    line = json.loads(out.strip().splitlines()[-1])
+    assert (line["bench"], line["transport"]) == ("gateway", "http") and line["error"], line
+    assert err.startswith("bench gateway: ConnectError: ")

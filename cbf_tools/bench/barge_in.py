@@ -45,6 +45,7 @@ import numpy as np
 from websockets.asyncio.client import ClientConnection, connect
 from websockets.exceptions import ConnectionClosed, WebSocketException
 
+from cbf_tools.bench import Summary, report
 from cbf_tools.bench import caller_voices as voices
 from cbf_tools.bench.engine import percentile
 from cbf_tools.bench.gateway import tree_cpu
@@ -564,14 +565,11 @@ def run(args: argparse.Namespace) -> int:
         print("bench barge-in: --trials and --concurrency must be at least 1, --call-seconds above 0", file=sys.stderr)
         return 2
     quiet_client_logs()
-    try:
-        summary = asyncio.run(_bench(args))
-    except (BenchError, ServerFailed, TimeoutError, OSError, WebSocketException, httpx.HTTPError) as exc:
-        print(f"bench barge-in: {type(exc).__name__}: {exc}", file=sys.stderr)
-        print(json.dumps({"bench": "barge-in", "error": str(exc)}))
-        return 2
-    if not args.json:
-        print(render(summary))
-    print(json.dumps(summary))
-    speech = summary["speech"]
-    return 1 if summary["errors"] or speech["cleared"] < speech["trials"] or not speech["trials"] else 0
+
+    def failed(summary: Summary) -> bool:
+        speech = summary["speech"]
+        return bool(summary["errors"]) or speech["cleared"] < speech["trials"] or not speech["trials"]
+
+    return report("barge-in", lambda: asyncio.run(_bench(args)),
+                  (BenchError, ServerFailed, TimeoutError, OSError, WebSocketException, httpx.HTTPError), failed,
+                  None if args.json else render)

@@ -18,7 +18,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
-import json
 import os
 import random
 import sys
@@ -27,6 +26,7 @@ from typing import Any, Iterator
 
 import httpx
 
+from cbf_tools.bench import Summary, report
 from cbf_tools.bench.edge import peer_server
 from cbf_tools.bench.gateway import TEXTS, BenchError, WebRTCClient, tree_cpu
 from cbf_tools.peers.local_server import ServerFailed, local_server, quiet_client_logs
@@ -206,13 +206,10 @@ def run(args: argparse.Namespace, engine_args: list[str]) -> int:
         return 2
     quiet_client_logs()
     os.sched_setaffinity(0, {args.client_core})  # this process, its listeners (the servers are pinned as they start)
-    try:
+
+    def bench() -> Summary:
         with servers(args, engine_args) as targets:
-            summary = asyncio.run(measure(targets, args))
-    except (BenchError, ServerFailed, httpx.HTTPError, OSError, TimeoutError) as exc:
-        print(f"bench cpu: {type(exc).__name__}: {exc}", file=sys.stderr)
-        print(json.dumps({"bench": "cpu", "error": str(exc)}))
-        return 2
-    print(render(summary))
-    print(json.dumps(summary))
-    return 1 if any(r[n]["errors"] for r in summary["rows"] for n in ("gateway", "peer")) else 0
+            return asyncio.run(measure(targets, args))
+
+    return report("cpu", bench, (BenchError, ServerFailed, httpx.HTTPError, OSError, TimeoutError),
+                  lambda summary: any(r[n]["errors"] for r in summary["rows"] for n in ("gateway", "peer")), render)

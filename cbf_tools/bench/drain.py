@@ -20,7 +20,6 @@ import contextlib
 import json
 import os
 import signal
-import sys
 import time
 from dataclasses import dataclass, field
 from typing import Any
@@ -29,6 +28,7 @@ import httpx
 from websockets.asyncio.client import connect
 from websockets.exceptions import ConnectionClosed, WebSocketException
 
+from cbf_tools.bench import Summary, report
 from cbf_tools.bench.gateway import TEXTS
 from cbf_tools.peers.local_server import ServerFailed, local_server, quiet_client_logs
 
@@ -171,13 +171,10 @@ def run(args: argparse.Namespace) -> int:
     quiet_client_logs()
     flags = ["--processes", str(PROCESSES), "--engine", "espeak", "--drain-grace", str(args.drain_grace),
              "--log-level", "warning"]
-    try:
+
+    def bench() -> Summary:
         with local_server(flags, env=dict(os.environ), quiet=True) as (base, supervisor):
-            summary = asyncio.run(measure(base, supervisor, args.calls, args.interval))
-    except (ServerFailed, httpx.HTTPError, OSError) as exc:
-        print(f"bench drain: {type(exc).__name__}: {exc}", file=sys.stderr)
-        print(json.dumps({"bench": "drain", "error": str(exc)}))
-        return 2
-    print(render(summary))
-    print(json.dumps(summary))
-    return 0 if summary["dropped"] == 0 and summary["replaced"] else 1
+            return asyncio.run(measure(base, supervisor, args.calls, args.interval))
+
+    return report("drain", bench, (ServerFailed, httpx.HTTPError, OSError),
+                  lambda summary: summary["dropped"] > 0 or not summary["replaced"], render)

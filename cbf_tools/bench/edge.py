@@ -21,7 +21,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
-import json
 import os
 import statistics
 import subprocess
@@ -31,6 +30,7 @@ from typing import Any, Iterator
 import httpx
 import numpy as np
 
+from cbf_tools.bench import report
 from cbf_tools.bench.gateway import BenchError, Client, WebRTCClient, WebSocketClient
 from cbf_tools.peers.rtc_listener import SPEECH_RMS
 from cbf_tools.peers.local_server import (ROOT, ServerFailed, free_port, local_server, quiet_client_logs, stop,
@@ -229,12 +229,5 @@ def run(args: argparse.Namespace, engine_args: list[str]) -> int:
         print("bench edge: --rounds must be at least 1", file=sys.stderr)
         return 2
     quiet_client_logs()
-    try:
-        summary = asyncio.run(_bench(args, engine_args))
-    except (BenchError, ServerFailed, httpx.HTTPError, OSError, TimeoutError) as exc:
-        print(f"bench edge: {type(exc).__name__}: {exc}", file=sys.stderr)
-        print(json.dumps({"bench": "edge", "error": str(exc)}))
-        return 2
-    print(render(summary))
-    print(json.dumps(summary))
-    return 0
+    return report("edge", lambda: asyncio.run(_bench(args, engine_args)),
+                  (BenchError, ServerFailed, httpx.HTTPError, OSError, TimeoutError), lambda summary: False, render)

@@ -22,13 +22,11 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
-import json
 import logging
 import os
 import signal
 import socket
 import subprocess
-import sys
 import tempfile
 import time
 from dataclasses import dataclass, field
@@ -38,6 +36,7 @@ from typing import Any, Iterator
 import httpx
 from websockets.exceptions import WebSocketException
 
+from cbf_tools.bench import Summary, report
 from cbf_tools.bench.gateway import TEXTS, BenchError, Client, Result, WebRTCClient, WebSocketClient
 from cbf_tools.peers.local_server import ROOT, ServerFailed, free_port, local_server, local_workers, stop
 
@@ -294,13 +293,9 @@ def run(args: argparse.Namespace) -> int:
     if logging.getLogger().getEffectiveLevel() >= logging.INFO:
         for name in ("httpx", "aioice", "aiortc"):
             logging.getLogger(name).setLevel(logging.WARNING)
-    try:
+
+    def bench() -> Summary:
         with fleet(args.ws_sessions + args.webrtc_sessions + 8) as f:
-            summary = asyncio.run(measure(args, f))
-    except (BenchError, httpx.HTTPError, OSError) as exc:
-        print(f"bench fleet: {type(exc).__name__}: {exc}", file=sys.stderr)
-        print(json.dumps({"bench": "fleet", "error": str(exc)}))
-        return 2
-    print(render(summary))
-    print(json.dumps(summary))
-    return 1 if verdict(summary) else 0
+            return asyncio.run(measure(args, f))
+
+    return report("fleet", bench, (BenchError, httpx.HTTPError, OSError), lambda summary: bool(verdict(summary)), render)

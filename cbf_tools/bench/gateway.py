@@ -45,6 +45,7 @@ from websockets.asyncio.client import ClientConnection, connect
 from websockets.exceptions import WebSocketException
 
 from engine.protocol import SAMPLE_RATE
+from cbf_tools.bench import report
 from cbf_tools.bench.engine import percentile
 from cbf_tools.gate.deploy import count_underruns
 from cbf_tools.peers.local_server import ServerFailed, local_server, quiet_client_logs
@@ -439,12 +440,7 @@ def run(args: argparse.Namespace, engine_args: list[str]) -> int:
         print("bench gateway: --playback-rate must be > 0", file=sys.stderr)
         return 2
     quiet_client_logs()
-    try:
-        summary = asyncio.run(_bench(args, engine_args))
-    except (BenchError, httpx.HTTPError, WebSocketException, OSError) as exc:
-        print(f"bench gateway: {type(exc).__name__}: {exc}", file=sys.stderr)
-        print(json.dumps({"bench": "gateway", "transport": args.transport, "error": str(exc)}))
-        return 2
-    print(render(summary))
-    print(json.dumps(summary))
-    return 1 if summary["errors"] or not summary["utterances"] else 0
+    return report("gateway", lambda: asyncio.run(_bench(args, engine_args)),
+                  (BenchError, httpx.HTTPError, WebSocketException, OSError),
+                  lambda summary: bool(summary["errors"]) or not summary["utterances"], render,
+                  transport=args.transport)
