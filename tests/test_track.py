@@ -37,6 +37,20 @@ async def test_frames_exact_paced_from_first_recv():
     assert not np.any(frames[0].to_ndarray())  # idle: silence, never None
 
 
+async def test_tracks_started_apart_tick_together_on_one_grid():
+    """A track's first frame waits for the next tick of the 20 ms grid every track shares, so tracks started at any
+    moments fall due at the same instants: the event loop wakes once a tick for all of them."""
+    opus_time, pcmu_time = FakeTime(), FakeTime()
+    opus_time.now, pcmu_time.now = 100.003, 100.011
+    opus = PacedAudioTrack(48000, clock=opus_time.clock, sleep=opus_time.sleep)
+    pcmu = PacedAudioTrack(8000, clock=pcmu_time.clock, sleep=pcmu_time.sleep)
+    for _ in range(3):
+        await opus.recv()
+        await pcmu.recv()
+    assert opus_time.now == pytest.approx(100.06) and pcmu_time.now == pytest.approx(100.06)
+    assert opus_time.sleeps == pytest.approx([0.017, 0.02, 0.02]) and opus.late_ticks == pcmu.late_ticks == 0
+
+
 async def test_stall_caught_up_not_reanchored():
     t = FakeTime()
     track = PacedAudioTrack(8000, clock=t.clock, sleep=t.sleep)
@@ -193,3 +207,30 @@ async def test_stall_in_event_loop_is_caught_up(monkeypatch):
     finally:
         await client.close()
         await server.close()
+
+
+async def test_two_streams_go_out_from_one_pacer_and_rtcp_reports_their_packets(monkeypatch):
+    """gateway/webrtc/sender.py: both servers' tracks are sent by the loop's one pacer (not aiortc's task per track),
+    on the same ticks, and the receiver's view of each stream from its RTCP sender reports counts what it was sent."""
+    from gateway.webrtc.sender import _pacers
+
+    first, second = await pair(monkeypatch), await pair(monkeypatch, codecs=["pcmu"])
+    try:
+        pacer = _pacers[asyncio.get_running_loop()]
+        assert [s.track for s in pacer.streams] == [first[0], second[0]]
+        ticks_apart = (first[0]._start - second[0]._start) / 0.02
+        assert abs(ticks_apart - round(ticks_apart)) < 1e-6  # on one grid
+        for track, client, _, _ in (first, second):
+            track.feed(tone(0.3, 1000))
+            await client.wait_for(lambda: len(client.loud()) >= 10)
+        await asyncio.sleep(2.0)  # aiortc's sender reports go out every 0.5-1.5 s
+        for track, client, _, _ in (first, second):
+            stats = await client.pc.getReceivers()[0].getStats()
+            reported = [s for s in stats.values() if s.type == "remote-outbound-rtp"]
+            assert reported and 0 < reported[0].packetsSent <= track.frames_sent, reported
+            assert len(client.frames) >= reported[0].packetsSent - 5  # what was reported sent was heard
+    finally:
+        for _, client, server, _ in (first, second):
+            await client.close()
+            await server.close()
+    assert not pacer.streams  # each stream left the pacer as its peer closed

@@ -34,6 +34,7 @@ from gateway.sessions.registry import SessionLimitReached
 from gateway.shared_state import GatewayState
 from gateway.webrtc.dtls import peer_connection
 from gateway.webrtc.dtmf import accept_telephone_event, hear_dtmf
+from gateway.webrtc.sender import adopt
 from gateway.webrtc.track import PacedAudioTrack, TrackSink
 
 log = logging.getLogger("chatterbox_fast.gateway")
@@ -106,6 +107,7 @@ async def negotiate(pc: RTCPeerConnection, track: PacedAudioTrack, offer_sdp: st
     # the page without its microphone) gets a sendonly answer, as aiortc intersects the directions.
     transceiver = pc.addTransceiver(track, direction="sendrecv")
     transceiver.setCodecPreferences(preferences)
+    adopt(transceiver.sender, track)
     try:
         await pc.setRemoteDescription(RTCSessionDescription(sdp=offer_sdp, type="offer"))
         accept_telephone_event(transceiver, offer_sdp)  # the keys the peer presses, if it offers them
