@@ -13,9 +13,11 @@ run: $(VENV)/.ready
 # pace) about as much as it computes, and a third process on two cores fills those waits (2026-12-02, this 2-core
 # machine: 640 s of tests with 2 processes, 520 s with 3, the same 1697 tests passing).
 TEST_PROCESSES ?= $(shell echo $$(( $$(nproc) + 1 )))
+# A file's tests stay in one process (they share its servers); files go out in tests/conftest.py's order, the slowest
+# first (--no-loadscope-reorder: not xdist's own, by how many tests a file has).
 
 test: $(VENV)/.ready chromium gstreamer fleet-tools
-	OMP_NUM_THREADS=1 $(VENV)/bin/pytest -n $(TEST_PROCESSES) --dist loadfile $(ARGS)
+	OMP_NUM_THREADS=1 $(VENV)/bin/pytest -n $(TEST_PROCESSES) --dist loadfile --no-loadscope-reorder $(ARGS)
 
 venv: $(VENV)/.ready
 

@@ -5,6 +5,7 @@ are in the README). No latency thresholds: those depend on the machine."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 
 import numpy as np
@@ -20,6 +21,12 @@ from gateway.cli import build_parser
 def peer():
     with peer_server() as (url, _):
         yield url
+
+
+@pytest.fixture(scope="module")
+def summary(peer: str) -> dict:
+    """One round of every measure, the peer on both sides (what the two tests below read)."""
+    return asyncio.run(measure({"product": peer, "peer": peer}, 1, "Anything."))
 
 
 async def test_the_peer_answers_the_bench_clients_with_its_tone_at_once(peer: str) -> None:
@@ -39,8 +46,7 @@ async def test_the_peer_answers_the_bench_clients_with_its_tone_at_once(peer: st
     assert heard.ttfa_s is not None and heard.client_underruns == 0  # decoded, with energy, no gap
 
 
-async def test_rounds_alternate_and_the_summary_has_medians_and_ratios(peer: str) -> None:
-    summary = await measure({"product": peer, "peer": peer}, 1, "Anything.")
+def test_rounds_alternate_and_the_summary_has_medians_and_ratios(summary: dict) -> None:
     assert summary["samples"] == {t: {**{m: 1 for m in MEASURES}, **{m: 0 for m in CHROME}} for t in ("product", "peer")}
     assert all(summary["ratio"][m] > 0 for m in MEASURES) and summary["targets"]["ws"] == 1.3
     assert "WebSocket first audio" in render(summary) and json.dumps(summary)
@@ -66,8 +72,7 @@ def test_the_onset_is_where_speech_first_crosses_each_detectors_level() -> None:
     assert onsets(tone(24000))[0] == 0.0  # the peer's tone starts at once
 
 
-async def test_first_audible_minus_onset_is_reported_per_transport(peer: str) -> None:
-    summary = await measure({"product": peer, "peer": peer}, 1, "Anything.")
+def test_first_audible_minus_onset_is_reported_per_transport(summary: dict) -> None:
     assert summary["onset_ms"]["peer"] == {"frame": 0.0, "sample": 0.0}  # the tone: no onset to take away
     assert summary["from_onset_median_ms"]["peer"]["opus"] == summary["median_ms"]["peer"]["opus"]
     assert all(summary["from_onset_ratio"][m] > 0 for m in MEASURES)

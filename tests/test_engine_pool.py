@@ -43,9 +43,9 @@ def workers(base: Path, *, shared_voices: bool) -> Iterator[list[subprocess.Pope
 
 
 @contextlib.contextmanager
-def pool_gateway(base: Path, *, shared_voices: bool) -> Iterator[tuple[str, list[subprocess.Popen]]]:
+def pool_gateway(base: Path, *flags: str, shared_voices: bool) -> Iterator[tuple[str, list[subprocess.Popen]]]:
     with workers(base, shared_voices=shared_voices) as procs:
-        with running_server("--engine-url", f"unix:{base / 'a.sock'},unix:{base / 'b.sock'}") as url:
+        with running_server("--engine-url", f"unix:{base / 'a.sock'},unix:{base / 'b.sock'}", *flags) as url:
             deadline = time.monotonic() + 60  # /health is ok with one worker; wait for both
             while not all(e["available"] for e in httpx.get(url + "/health").json()["engines"]):
                 assert time.monotonic() < deadline, "the gateway did not connect to both workers"
@@ -177,7 +177,8 @@ async def unknown_on_both_engines(url: str, voice: str) -> bool:
 
 
 def test_speech_goes_on_through_the_other_engine_when_one_dies(tmp_path_factory: pytest.TempPathFactory) -> None:
-    with pool_gateway(tmp_path_factory.mktemp("dying"), shared_voices=False) as (url, procs):
+    # the last request is held --failover-wait for a worker that never comes back, then refused
+    with pool_gateway(tmp_path_factory.mktemp("dying"), "--failover-wait", "1", shared_voices=False) as (url, procs):
         procs[0].kill()
         procs[0].wait(15)
         deadline = time.monotonic() + 10

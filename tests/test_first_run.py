@@ -102,7 +102,9 @@ def test_a_worker_that_can_no_longer_start_is_given_up(tmp_path: Path) -> None:
     url = f"http://127.0.0.1:{port}"
     with log.open("w") as out:
         proc = subprocess.Popen([sys.executable, "-m", "gateway.cli", "serve", "--host", "127.0.0.1", "--port",
-                                 str(port), "--engine", "espeak", "--voices-dir", str(tmp_path)], cwd=ROOT, env=env,
+                                 str(port), "--engine", "espeak", "--voices-dir", str(tmp_path),
+                                 "--failover-wait", "1"],  # speech asked for while it is down: refused after 1 s
+                                cwd=ROOT, env=env,
                                 stdout=out, stderr=subprocess.STDOUT)
         try:
             health = health_when(url, lambda h: h["status"] == "ok", "the engine was not ready")
