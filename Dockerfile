@@ -56,6 +56,8 @@ USER cbf
 # Real audio through the real stack, not only imports: doctor checks the installed pins, that PerTh marks a probe and
 # finds its mark again, that the voices directory is writable, and speaks one utterance through a real worker. (As the
 # service user, so the numba cache it leaves in /tmp/numba stays writable at run time.)
+# librosa's numba cache written by one process before several workers could race to (engine/numba_warm.py).
+RUN python -m engine.numba_warm
 RUN chatterbox-fast doctor --engine espeak
 
 EXPOSE 8197

@@ -42,6 +42,9 @@ $(VENV)/.ready: pyproject.toml requirements/engine-nodeps.txt requirements/test-
 	$(PIP) install --no-deps -c requirements/lock.txt -r requirements/engine-nodeps.txt -r requirements/test-nodeps.txt \
 		-r requirements/gate-nodeps.txt
 	$(PIP) install -c requirements/lock.txt -e '.[engine,traces,test,gate,docs]'
+	# librosa's numba functions compiled once here, before any two processes could race to write their cache
+	# (numba issue 10128: a fresh venv's test and engine processes died with SIGSEGV in librosa.yin)
+	OMP_NUM_THREADS=1 $(PY) -m engine.numba_warm
 	touch $@
 
 # Debian's Chromium for the browser tests (never a browser download).
