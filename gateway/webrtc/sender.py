@@ -60,12 +60,13 @@ class Stream:
     def _packet(self, payload: bytes, pts: int) -> None:
         packet = RtpPacket(payload_type=self._payload_type, marker=1, sequence_number=self._sequence,
                            timestamp=uint32_add(self._timestamp_origin, pts), ssrc=self.sender._ssrc, payload=payload)
-        packet.extensions.abs_send_time = (clock.current_ntp_time() >> 14) & 0x00FFFFFF
+        ntp = clock.current_ntp_time()  # one reading for the packet's send time and the sender reports' clock
+        packet.extensions.abs_send_time = (ntp >> 14) & 0x00FFFFFF
         packet.extensions.mid = self._mid
         self._send(self._dtls._tx_srtp.protect(packet.serialize(self._extensions)))
         self._sequence = uint16_add(self._sequence, 1)
         sender = self.sender  # what aiortc's RTCP sender reports read
-        sender._RTCRtpSender__ntp_timestamp = clock.current_ntp_time()
+        sender._RTCRtpSender__ntp_timestamp = ntp
         sender._RTCRtpSender__rtp_timestamp = packet.timestamp
         sender._RTCRtpSender__octet_count += len(payload)
         sender._RTCRtpSender__packet_count += 1
