@@ -15,6 +15,7 @@ import copy
 import dataclasses
 import hmac
 import logging
+import os
 import socket
 import threading
 import time
@@ -631,6 +632,27 @@ def require_secret(secret: str) -> Callable[[ServerConnection, Request], Respons
     return check
 
 
+def listening_unix_socket(path: str) -> socket.socket:
+    """A Unix socket that is already listening when its file appears at ``path``: bound under a temporary name in the
+    same folder and renamed into place. Bound at ``path`` itself, the file would exist a moment before the socket
+    listens, and whoever waits for the file (a supervisor, a test) could connect in that moment and be refused."""
+    folder, name = os.path.split(path)
+    temporary = os.path.join(folder, f".{name}.{os.getpid()}")
+    with contextlib.suppress(FileNotFoundError):
+        os.unlink(temporary)
+    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    try:
+        sock.bind(temporary)
+        sock.listen(100)
+        os.replace(temporary, path)
+    except OSError:
+        sock.close()
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(temporary)
+        raise
+    return sock
+
+
 async def serve_worker(worker: Worker, listen: str, stop: asyncio.Event | None = None,
                        sock: socket.socket | None = None, secret: str | None = None) -> None:
     """Listen on ``HOST:PORT`` (or ``sock``, bound to it) or ``unix:/path`` until ``stop`` is set (or forever).
@@ -640,7 +662,7 @@ async def serve_worker(worker: Worker, listen: str, stop: asyncio.Event | None =
     if sock is not None:
         server = serve(worker.handle, sock=sock, **kwargs)
     elif listen.startswith("unix:"):
-        server = unix_serve(worker.handle, listen[5:], **kwargs)
+        server = unix_serve(worker.handle, sock=listening_unix_socket(listen[5:]), **kwargs)
     else:
         host, _, port = listen.rpartition(":")
         server = serve(worker.handle, host or "127.0.0.1", int(port), **kwargs)

@@ -299,3 +299,25 @@ async def test_learnt_costs_are_kept_for_a_bounded_number_of_voices() -> None:
             assert worker.cost_model("alice") is alice  # in use: kept
     assert len(worker._costs) == MAX_COST_MODELS
     assert worker.cost_model("nobody-0") is not None and len(worker._costs) == MAX_COST_MODELS
+
+
+def test_a_unix_socket_file_appears_only_once_it_accepts(tmp_path: Path) -> None:
+    """The file a supervisor or a test waits for is never a bound socket that still refuses (CI met that moment once:
+    ConnectionRefusedError on a file that existed); a stale socket file left at the path is replaced."""
+    import socket
+
+    from engine.worker import listening_unix_socket
+
+    path = tmp_path / "w.sock"
+    stale = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    stale.bind(str(path))  # bound, never listening: what a connect met in that moment
+    stale.close()
+    with pytest.raises(ConnectionRefusedError), socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as client:
+        client.connect(str(path))
+    server = listening_unix_socket(str(path))
+    try:
+        with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as client:
+            client.connect(str(path))
+        assert sorted(p.name for p in tmp_path.iterdir()) == ["w.sock"]  # no temporary name left behind
+    finally:
+        server.close()
