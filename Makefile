@@ -17,7 +17,7 @@ TEST_PROCESSES ?= $(shell echo $$(( $$(nproc) + 1 )))
 # first (--no-loadscope-reorder: not xdist's own, by how many tests a file has).
 
 test: $(VENV)/.ready chromium gstreamer fleet-tools
-	OMP_NUM_THREADS=1 $(VENV)/bin/pytest -n $(TEST_PROCESSES) --dist loadfile --no-loadscope-reorder $(ARGS)
+	PYTHONDONTWRITEBYTECODE= OMP_NUM_THREADS=1 $(VENV)/bin/pytest -n $(TEST_PROCESSES) --dist loadfile --no-loadscope-reorder $(ARGS)
 
 venv: $(VENV)/.ready
 

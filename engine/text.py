@@ -119,8 +119,11 @@ def find_boundaries(text: str) -> list[Boundary]:
         end = space.start()
         if end == 0 or _inside(end, spans):
             continue
-        before = text[:end]
-        previous = _bare(text[start:end].split()[-1]) if text[start:end].split() else ""
+        # What the end-anchored rules read: the words since the last boundary and the whitespace before them (not
+        # text[:end], which each search would scan from its start: quadratic in the text's length).
+        before = text[max(start - 1, 0):end]
+        words = text[start:end].split()
+        previous = _bare(words[-1]) if words else ""
         start = space.end()
         following = _bare(m.group()) if (m := _NON_SPACE.match(text, start)) else ""
         opens_noun_phrase = previous in _DETERMINERS and following not in _VERBS_AFTER_PRONOUN
