@@ -62,13 +62,12 @@ def test_a_gateway_presents_the_secret_from_its_environment(worker_url: str) -> 
         assert reply.status_code == 200 and len(reply.content) > 24000
 
 
-async def test_the_embedded_worker_needs_the_secret_its_gateway_generated() -> None:
-    with running_server() as url:
-        engine_url = httpx.get(url + "/health").json()["engines"][0]["url"]
-        with pytest.raises(InvalidStatus):
-            await raw(engine_url, None)
-        reply = httpx.post(url + "/v1/tts", json={"text": "Only my gateway gets in."}, timeout=30)
-        assert reply.status_code == 200 and len(reply.content) > 24000
+async def test_the_embedded_worker_needs_the_secret_its_gateway_generated(plain_server: str) -> None:
+    engine_url = httpx.get(plain_server + "/health").json()["engines"][0]["url"]
+    with pytest.raises(InvalidStatus):
+        await raw(engine_url, None)
+    reply = httpx.post(plain_server + "/v1/tts", json={"text": "Only my gateway gets in."}, timeout=30)
+    assert reply.status_code == 200 and len(reply.content) > 24000
 
 
 def test_help_never_shows_the_secrets() -> None:

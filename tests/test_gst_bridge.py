@@ -19,8 +19,6 @@ import numpy as np
 import pytest
 from websockets.asyncio.client import connect
 
-from tests.server import running_server
-
 BRIDGE = Path(__file__).with_name("gst_bridge.py")
 SYSTEM_PYTHON = "/usr/bin/python3"
 SPEECH_RMS = 300.0
@@ -44,13 +42,12 @@ def gstreamer_missing() -> str | None:
 
 
 @pytest.fixture(scope="module")
-def url():
+def url(plain_server: str) -> str:
     if reason := gstreamer_missing():
         if os.environ.get("CI") == "true":
             pytest.fail(reason)
         pytest.skip(reason)
-    with running_server() as base:
-        yield base
+    return plain_server  # tests/conftest.py: one server for the files that only speak through it
 
 
 async def line_starting(stream: asyncio.StreamReader, *prefixes: str, timeout: float = 30) -> str:

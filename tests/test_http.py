@@ -26,7 +26,9 @@ SENTENCE = "The quick brown fox jumps over the lazy dog, and then it runs away i
 
 @pytest.fixture(scope="module")
 def server(tmp_path_factory: pytest.TempPathFactory):
-    with running_server("--max-text-chars", "600", "--max-upload-bytes", "2000000",
+    # --failover-wait 60: the killed worker's test asks for speech while it restarts, and a restart (1 s back-off, then
+    # torch and PerTh loaded) took over the default 10 s on this 2-core machine under the whole suite
+    with running_server("--max-text-chars", "600", "--max-upload-bytes", "2000000", "--failover-wait", "60",
                         voices_dir=tmp_path_factory.mktemp("voices")) as url:
         yield url
 

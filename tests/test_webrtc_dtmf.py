@@ -25,7 +25,7 @@ from gateway.webrtc.dtls import peer_connection
 from gateway.webrtc.dtmf import DtmfDecoder, Event, parse_event
 from gateway.webrtc.signalling import negotiate, offered_codecs
 from gateway.webrtc.track import PacedAudioTrack
-from tests.server import next_event, running_server
+from tests.server import next_event
 
 PT = 101
 
@@ -167,9 +167,8 @@ async def test_a_peer_that_only_receives_gets_no_telephone_event():
 
 
 @pytest.fixture(scope="module")
-def url():
-    with running_server() as base:
-        yield base
+def url(plain_server: str) -> str:
+    return plain_server  # tests/conftest.py: one server for the files that only speak through it
 
 
 def ws_url(url: str, session: str) -> str:
