@@ -14,6 +14,7 @@ import httpx
 import pytest
 from websockets.asyncio.client import connect
 
+from cbf_tools.bench.failover import TEXT, Fleet, speak
 from engine import protocol
 from engine.protocol import ProtocolError, Start
 from engine.traces import NO_SPAN, NO_TRACES, traces_url
@@ -41,6 +42,31 @@ def server(receiver: OtlpReceiver) -> Iterator[str]:
         yield url
 
 
+@pytest.fixture(scope="module")
+def texts() -> Iterator[OtlpReceiver]:
+    """The receiver of ``pair``: callers' text arrives there, never at ``receiver``."""
+    with OtlpReceiver() as found:
+        yield found
+
+
+@pytest.fixture(scope="module")
+def pair(texts: OtlpReceiver, tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, Fleet]]:
+    """Two simulated workers (tests/test_failover.py's fleet) behind a gateway, all with --trace-text, exporting to
+    ``texts``: (its base URL, the fleet). One gateway and its workers for the text and the failover test (each start
+    costs seconds of CPU); the failover test kills one worker, so a test here must need only one."""
+    group = Fleet(tmp_path_factory.mktemp("pair"), ("--engine", "simulated", "--sim-rtf", "3", "--sim-fixed", "0.1",
+                                                    "--otlp-endpoint", texts.url, "--trace-text", "true"))
+    try:
+        with pytest.MonkeyPatch.context() as env:
+            env.setenv("OTEL_BSP_SCHEDULE_DELAY", "100")  # the workers' too
+            engines = group.start_both()
+        with running_server("--engine-url", engines, "--failover-wait", "5", "--otlp-endpoint",
+                            texts.url + "/v1/traces", "--trace-text", "true", env=FAST_EXPORT) as url:
+            yield url, group
+    finally:
+        group.workers.stop()
+
+
 def trace_of(spans: list[ReceivedSpan], root: ReceivedSpan) -> list[ReceivedSpan]:
     return [span for span in spans if span.trace_id == root.trace_id]
 
@@ -57,13 +83,14 @@ def whole_trace(attribute: str, value: Any) -> Any:
     return found
 
 
-def check_trace(spans: list[ReceivedSpan], attribute: str, value: Any, transport: str) -> list[ReceivedSpan]:
+def check_trace(spans: list[ReceivedSpan], attribute: str, value: Any, transport: str,
+                engine_name: str = "espeak") -> list[ReceivedSpan]:
     """The one trace of that utterance: the gateway's root, the worker's utterance under it, every chunk's stages
     under their chunk; returns its spans."""
     root = next(s for s in spans if s.name == "utterance" and s.attributes.get(attribute) == value)
     assert root.service == "chatterbox-fast-gateway" and root.parent_id == "" and root.error is None
     assert root.attributes["transport"] == transport and root.attributes["voice"] == "default"
-    assert root.attributes["engine"] == "espeak" and root.attributes["worker"].startswith("unix:")
+    assert root.attributes["engine"] == engine_name and root.attributes["worker"].startswith("unix:")
     assert root.attributes["chunks"] >= 1 and root.attributes["audio_s"] > 0
     assert "first_audio" in [name for name, _ in root.events]
     trace = trace_of(spans, root)
@@ -71,7 +98,7 @@ def check_trace(spans: list[ReceivedSpan], attribute: str, value: Any, transport
     (engine,) = [s for s in trace if s.name == "engine.utterance"]
     assert engine.service == "chatterbox-fast-engine" and engine.parent_id == root.span_id  # across the processes
     assert engine.attributes["utterance.id"] == root.attributes["utterance.id"]
-    assert engine.attributes["engine"] == "espeak" and engine.attributes["voice"] == "default"
+    assert engine.attributes["engine"] == engine_name and engine.attributes["voice"] == "default"
     assert "first_send" in [name for name, _ in engine.events]
     chunks = [s for s in trace if s.name == "chunk"]
     assert [c.attributes["seq"] for c in sorted(chunks, key=lambda c: c.attributes["seq"])] == list(
@@ -123,17 +150,27 @@ def test_an_http_utterance_is_its_own_trace(server: str, receiver: OtlpReceiver)
     assert all(b"Ouagadougou" not in body for body in receiver.bodies)
 
 
-def test_with_trace_text_the_text_is_in_the_gateway_s_and_the_worker_s_spans() -> None:
-    with OtlpReceiver() as texts, running_server("--otlp-endpoint", texts.url + "/v1/traces", "--trace-text", "true",
-                                                 env=FAST_EXPORT) as url:
-        reply = httpx.post(url + "/v1/tts", json={"text": f"{WORDS} at dawn."}, timeout=60)
-        uid = reply.headers["X-Utterance-Id"]
-        spans = texts.wait_for(whole_trace("utterance.id", uid))
-    trace = check_trace(spans, "utterance.id", uid, "http")
+def test_with_trace_text_the_text_is_in_the_gateway_s_and_the_worker_s_spans(pair: tuple[str, Fleet],
+                                                                               texts: OtlpReceiver) -> None:
+    url, _ = pair
+    reply = httpx.post(url + "/v1/tts", json={"text": f"{WORDS} at dawn."}, timeout=60)
+    uid = reply.headers["X-Utterance-Id"]
+    spans = texts.wait_for(whole_trace("utterance.id", uid))
+    trace = check_trace(spans, "utterance.id", uid, "http", engine_name="simulated")
     root = next(s for s in trace if s.name == "utterance")
     assert ("text", {"text": f"{WORDS} at dawn."}) in root.events
     chunk_texts = [attrs["text"] for s in trace if s.name == "chunk" for name, attrs in s.events if name == "text"]
     assert "Quetzalcoatl" in " ".join(chunk_texts)
+
+
+def test_serve_gives_its_embedded_worker_the_trace_flags() -> None:
+    """What the text test above gives its workers by hand: serve's --otlp-endpoint and --trace-text, as the embedded
+    worker's command line (gateway/engine_link/process.py) reads them."""
+    from gateway.cli import build_parser, engine_argv
+
+    serve = build_parser().parse_args(["serve", "--otlp-endpoint", "http://collector:4318", "--trace-text", "true"])
+    engine = build_parser().parse_args(["engine", "--listen", "unix:/tmp/e.sock", *engine_argv(serve)])
+    assert (engine.otlp_endpoint, engine.trace_text) == ("http://collector:4318", True)
 
 
 async def test_a_callers_barge_in_is_an_event_of_the_utterance_it_cut(server: str, receiver: OtlpReceiver,
@@ -216,31 +253,20 @@ def test_the_server_refuses_an_endpoint_that_is_not_a_url() -> None:
     assert "Traceback" not in done.stderr
 
 
-def test_a_failover_is_an_event_and_the_worker_that_said_the_rest_joins_the_trace(
-        receiver: OtlpReceiver, tmp_path: Any, monkeypatch: pytest.MonkeyPatch) -> None:
-    """Two workers tracing (tests/test_failover.py's fleet); the one speaking is SIGKILLed at the first chunk: its
-    queued spans die with it, the gateway's root says ``failover``, and the other's ``engine.utterance`` is under it."""
-    from cbf_tools.bench.failover import TEXT, Fleet, speak
+def test_a_failover_is_an_event_and_the_worker_that_said_the_rest_joins_the_trace(pair: tuple[str, Fleet],
+                                                                                   texts: OtlpReceiver) -> None:
+    """The one speaking is SIGKILLed at the first chunk: its queued spans die with it, the gateway's root says
+    ``failover``, and the other's ``engine.utterance`` is under it."""
+    url, group = pair
+    killed: list[str] = []
+    spoken = speak("http", url, TEXT, lambda n: killed.append(group.kill_the_speaking_one(url)) if n == 1 else None)
+    assert killed and spoken.done["failovers"] == 1
 
-    monkeypatch.setenv("OTEL_BSP_SCHEDULE_DELAY", "100")  # the workers' too
-    group = Fleet(tmp_path, ("--engine", "simulated", "--sim-rtf", "3", "--sim-fixed", "0.1",
-                             "--otlp-endpoint", receiver.url))
-    try:
-        with running_server("--engine-url", group.start_both(), "--failover-wait", "5",
-                            "--otlp-endpoint", receiver.url, env=FAST_EXPORT) as url:
-            killed: list[str] = []
-            spoken = speak("http", url, TEXT, lambda n: killed.append(group.kill_the_speaking_one(url)) if n == 1
-                           else None)
-            assert killed and spoken.done["failovers"] == 1
+    def moved(spans: list[ReceivedSpan]) -> bool:
+        roots = [s for s in spans if s.name == "utterance" and s.attributes.get("failovers") == 1]
+        return bool(roots) and any(s.name == "engine.utterance" and s.parent_id == roots[0].span_id for s in spans)
 
-            def moved(spans: list[ReceivedSpan]) -> bool:
-                roots = [s for s in spans if s.name == "utterance" and s.attributes.get("failovers") == 1]
-                return bool(roots) and any(s.name == "engine.utterance" and s.parent_id == roots[0].span_id
-                                           for s in spans)
-
-            spans = receiver.wait_for(moved)
-    finally:
-        group.workers.stop()
+    spans = texts.wait_for(moved)
     root = next(s for s in spans if s.name == "utterance" and s.attributes.get("failovers") == 1)
     (failover,) = [attrs for name, attrs in root.events if name == "failover"]
     survivor = "b" if killed[0] == "a" else "a"
