@@ -19,7 +19,7 @@ import openai
 import pytest
 from websockets.asyncio.client import connect
 
-from tests.server import assert_goes_down, running_server
+from tests.server import assert_goes_down, health, running_server
 
 SENTENCE = "The quick brown fox jumps over the lazy dog, and then it runs away into the forest."
 
@@ -253,7 +253,7 @@ def test_disconnect_mid_stream_releases_the_stream(server: str) -> None:
     with httpx.stream("POST", server + "/v1/tts", json={"text": " ".join([SENTENCE] * 6)}, timeout=30) as r:
         next(r.iter_raw())
     deadline = time.monotonic() + 10
-    while httpx.get(server + "/health").json()["sessions"] != 0:
+    while health(server).json()["sessions"] != 0:
         assert time.monotonic() < deadline, "the stream was not released after the client went away"
         time.sleep(0.1)
 
@@ -334,7 +334,7 @@ def test_a_killed_worker_is_reported_and_restarted(server: str) -> None:
     os.kill(before["pid"], signal.SIGKILL)
     assert_goes_down(server, within=5, what="the dead worker", speech=200)  # held until the restart (--failover-wait)
     deadline = time.monotonic() + 60
-    while (h := httpx.get(server + "/health")).status_code != 200:
+    while (h := health(server)).status_code != 200:
         assert time.monotonic() < deadline, "the worker was not restarted"
         time.sleep(0.05)
     assert h.json()["worker"]["restarts"] == before["restarts"] + 1 and h.json()["worker"]["pid"] != before["pid"]

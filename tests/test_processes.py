@@ -15,6 +15,7 @@ import httpx
 from cbf_tools.peers.local_server import free_port, local_server
 from cbf_tools.peers.rtc_listener import Listener
 from tests.cli_run import refusal, run_cli
+from tests.server import health
 from tests.test_turn import speak_over, candidates
 
 
@@ -28,7 +29,7 @@ async def test_two_processes_share_the_port_metrics_and_health() -> None:
     with local_server(["--processes", "2", "--engine", "espeak", "--rtc-ports", f"{low}-{low + 39}"],
                       env=dict(os.environ)) as (url, supervisor):
         deadline = time.monotonic() + 30
-        while len((body := httpx.get(url + "/health").json())["processes"]) < 2 or not all(
+        while len((body := health(url).json())["processes"]) < 2 or not all(
                 p["status"] == "ok" for p in body["processes"]):
             assert time.monotonic() < deadline, body
             time.sleep(0.2)

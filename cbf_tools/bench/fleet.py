@@ -128,10 +128,11 @@ def fleet(max_sessions: int) -> Iterator[Fleet]:
                     for _ in range(2)]
         for url, _ in gateways:  # /health is ok with one worker; wait for both
             deadline = time.monotonic() + 60
-            while not all(e["available"] for e in httpx.get(url + "/health").json()["engines"]):
-                if time.monotonic() > deadline:
-                    raise BenchError(f"gateway {url} did not connect to both workers")
-                time.sleep(0.1)
+            with httpx.Client() as http:  # one client: each httpx.get builds an SSL context, ~35 ms of CPU
+                while not all(e["available"] for e in http.get(url + "/health").json()["engines"]):
+                    if time.monotonic() > deadline:
+                        raise BenchError(f"gateway {url} did not connect to both workers")
+                    time.sleep(0.1)
         port = free_port()
         (tmp / "nginx.conf").write_text(nginx_config(tmp, port, [url.split("//")[1] for url, _ in gateways]))
         nginx = subprocess.Popen([NGINX, "-p", str(tmp), "-c", str(tmp / "nginx.conf"), "-g", "daemon off;"],
