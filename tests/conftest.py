@@ -65,13 +65,15 @@ def plain_server():
         yield url
 
 
-# The slowest files, slowest first (their tests' seconds summed, `make test ARGS=--junitxml=...`, 2026-12-03): xdist's
-# loadfile hands files out in collection order (the Makefile turns off its reordering by test count), so these start
-# first and the many short files fill the processes' ends rather than one long file running on alone.
-SLOWEST_FIRST = ("test_failover.py", "test_page.py", "test_bench.py", "test_bench_soak.py", "test_bench_faults.py",
-                 "test_tenants.py", "test_gpu_bench.py", "test_revoked_http_streams.py", "test_doctor.py",
-                 "test_traces.py", "test_first_run.py", "test_engine_pool.py", "test_prompt_cache_server.py",
-                 "test_http_engine.py", "test_gate_quality.py", "test_drain.py")
+# The slowest files, slowest first (their tests' seconds summed, `make test ARGS=--junitxml=...`, 2026-12-04; the GPU
+# kit's dry run, one test of ~50-90 s, ahead of all): xdist's loadfile hands files out in collection order (the Makefile
+# turns off its reordering by test count), so these start first and the many short files fill the processes' ends
+# rather than one long file running on alone.
+SLOWEST_FIRST = ("test_gpu_bench.py", "test_failover.py", "test_page.py", "test_bench.py",
+                 "test_prompt_cache_server.py", "test_bench_faults.py", "test_bench_soak.py", "test_traces.py",
+                 "test_engine_pool.py", "test_faults.py", "test_http.py", "test_tenants.py", "test_worker.py",
+                 "test_doctor.py", "test_gate_quality.py", "test_first_run.py", "test_drain.py", "test_http_engine.py",
+                 "test_revoked_http_streams.py")
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
