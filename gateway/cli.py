@@ -172,6 +172,9 @@ GATEWAY_OPTIONS = (
            "are refused", int, 64),
     Option("--twilio-auth-token", "CBF_TWILIO_AUTH_TOKEN", "Twilio auth token: /v1/twilio then refuses an upgrade "
            "without a valid X-Twilio-Signature", secret=True),
+    Option("--webrtc-setup-timeout", "CBF_WEBRTC_SETUP_TIMEOUT", "seconds a WebRTC peer (/v1/webrtc/offer, "
+           "/v1/whep) has to connect, with its data channel where it offered one, before its session is dropped",
+           float, 15.0),
     Option("--ice-server", "CBF_ICE_SERVERS", "STUN/TURN URLs, comma-separated (turn:user:pass@host:port); "
            "none by default", _list, ()),
     Option("--rtc-ports", "CBF_RTC_PORTS", "UDP port range LOW-HIGH for WebRTC media (host networking behind a "
@@ -393,6 +396,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
         host=args.host, port=args.port, api_keys=args.api_key, keys_file=args.keys_file,
         max_sessions=args.max_sessions,
         max_text_chars=args.max_text_chars, max_upload_bytes=args.max_upload_bytes, ice_servers=args.ice_server,
+        webrtc_setup_timeout_s=args.webrtc_setup_timeout,
         stall_timeout_s=args.stall_timeout, idle_timeout_s=args.idle_timeout, barge_in=args.barge_in, vad=vad,
         max_unauthenticated=args.max_unauthenticated, twilio_auth_token=args.twilio_auth_token,
         engine_urls=args.engine_url, engine_secret=args.engine_secret,

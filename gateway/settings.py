@@ -25,6 +25,8 @@ class GatewaySettings:
     max_unauthenticated: int = 64  # connections whose key may still come in a message (gateway/guard/silent_sockets.py)
     twilio_auth_token: str | None = None  # when set, /v1/twilio checks X-Twilio-Signature
     ice_servers: tuple[str, ...] = ()
+    webrtc_setup_timeout_s: float = 15.0  # a WebRTC peer not connected (with its data channel, if offered) by then is
+    # dropped, its session with it
     rtc_ports: tuple[int, int] | None = None  # UDP range for WebRTC media; None: the kernel picks
     engine_urls: tuple[str, ...] = ()  # running engine workers; none starts the embedded worker
     engine_secret: str | None = None  # presented to the engine_urls workers (the embedded one gets its own)

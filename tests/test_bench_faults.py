@@ -42,9 +42,12 @@ def test_hostile_inputs_are_reproducible_and_hostile() -> None:
     assert any('"listen"' in m for m in control) and any('"barge_in"' in m for m in control)
 
 
+SETUP_TIMEOUT_S = 5  # the server's --webrtc-setup-timeout: the bench waits out the hostile offers' sessions twice
+
+
 def test_a_short_run_leaves_every_figure_at_zero(capsys: pytest.CaptureFixture[str]) -> None:
     port = free_port()
-    with running_server("--wyoming-port", str(port)) as url:
+    with running_server("--wyoming-port", str(port), "--webrtc-setup-timeout", str(SETUP_TIMEOUT_S)) as url:
         args = build_parser().parse_args(["bench", "faults", "--count", "150", "--url", url,
                                           "--wyoming-port", str(port)])
         status = args.run(args)

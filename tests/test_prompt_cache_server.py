@@ -23,15 +23,22 @@ WARM = "Thanks for calling the test line."
 
 @pytest.fixture(scope="module")
 def server(tmp_path_factory: pytest.TempPathFactory):
+    """Keys, warm-up prompts, and a --cache-dir it cannot use (under a file): every test on it shows the cache
+    working in memory then, as the warning says (a server start saved: each costs a worker's, seconds of CPU)."""
     folder = tmp_path_factory.mktemp("cache")
     (folder / "prompts.txt").write_text(f"# said at start\n{WARM}\n" + '{"text": "Warm and quick.", "speed": 1.2}\n')
+    (folder / "a-file").write_text("")
     with running_server("--api-key", ",".join(KEYS), "--prompts", str(folder / "prompts.txt"),
+                        "--cache-dir", str(folder / "a-file" / "cache"),
                         voices_dir=tmp_path_factory.mktemp("voices")) as url:
         yield url
 
 
-def health(url: str, key: str = KEYS[0]) -> dict:
-    return httpx.get(url + "/health", timeout=10).json()["prompt_cache"]
+HTTP = httpx.Client(timeout=10)  # for the /health polls: httpx.get makes a client each call, ~40 ms of CPU
+
+
+def health(url: str) -> dict:
+    return HTTP.get(url + "/health").json()["prompt_cache"]
 
 
 async def speak(url: str, text: str, key: str | None = KEYS[0], **fields) -> tuple[dict, list[dict], bytes]:
@@ -169,13 +176,11 @@ async def test_entries_outlive_a_restart_with_a_cache_dir(tmp_path: Path, waterm
         assert watermarker.detect(np.frombuffer(again_audio, np.int16).astype(np.float32) / 32768, 24000) >= 0.5
 
 
-async def test_an_unusable_cache_dir_is_a_warning_and_the_cache_runs_in_memory(tmp_path: Path) -> None:
-    (tmp_path / "a-file").write_text("")
-    with running_server("--cache-dir", str(tmp_path / "a-file" / "cache"), voices_dir=tmp_path / "voices") as url:
-        directory = health(url)["directory"]
-        assert directory["usable"] is False and "cannot use it" in directory["problem"]
-        await speak(url, "Memory only.", key=None)
-        assert (await speak(url, "Memory only.", key=None))[0]["cached"] is True
+async def test_an_unusable_cache_dir_is_a_warning_and_the_cache_runs_in_memory(server: str) -> None:
+    directory = health(server)["directory"]  # the module server's --cache-dir is under a file
+    assert directory["usable"] is False and "cannot use it" in directory["problem"]
+    await speak(server, "Memory only.")
+    assert (await speak(server, "Memory only."))[0]["cached"] is True
 
 
 def test_a_bad_prompts_file_refuses_the_start_with_its_line_number(tmp_path: Path) -> None:
@@ -198,7 +203,7 @@ async def test_a_hit_needs_no_engine_worker(tmp_path: Path) -> None:
             said, _, audio = await speak(url, "We are open until six.", key=None)
             workers.kill(listen)
             async with asyncio.timeout(20):
-                while httpx.get(url + "/health", timeout=10).json()["status"] == "ok":
+                while HTTP.get(url + "/health").json()["status"] == "ok":
                     await asyncio.sleep(0.05)
             again, _, again_audio = await speak(url, "We are open until six.", key=None)
             assert again["cached"] is True and again_audio == audio

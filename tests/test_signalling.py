@@ -212,7 +212,7 @@ async def test_full_server_is_503_with_retry_after(app, monkeypatch):
 
 
 async def test_unconnected_peer_is_dropped(app, monkeypatch):
-    monkeypatch.setattr(signalling, "SETUP_TIMEOUT_S", 0.3)
+    monkeypatch.setattr(app.state.gateway.settings, "webrtc_setup_timeout_s", 0.3)
     listener = Listener.create()
     try:
         reply = await post(app, {"sdp": await listener.offer(), "type": "offer"})  # the answer is never applied
@@ -225,7 +225,7 @@ async def test_unconnected_peer_is_dropped(app, monkeypatch):
 
 async def test_audio_only_offer_keeps_its_session(app, monkeypatch):
     loopback_only(monkeypatch)
-    monkeypatch.setattr(signalling, "SETUP_TIMEOUT_S", 0.5)
+    monkeypatch.setattr(app.state.gateway.settings, "webrtc_setup_timeout_s", 0.5)
     listener = Listener.create(datachannel=False)
     try:
         reply = await post(app, {"sdp": await listener.offer(), "type": "offer"})

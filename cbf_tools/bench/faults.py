@@ -41,7 +41,7 @@ from cbf_tools.peers.rtc_listener import Listener
 from gateway.guard.keys_file import KeysFileError, parse
 from gateway.guard.tenancy import WATCH_INTERVAL_S
 from gateway.http import sse
-from gateway.webrtc.signalling import SETUP_TIMEOUT_S
+from gateway.settings import GatewaySettings
 from gateway.wyoming.wire import Event, EventReader, encode
 
 SERVER_FAILURES = {"engine_error", "engine_unavailable"}  # events no client input may cause
@@ -63,6 +63,8 @@ BENCH_KEY = "bench-faults-key-0123456789"  # the started server's keys file's on
 GOOD_KEYS = f'[keys.bench]\nkey = "{BENCH_KEY}"\n'
 LIVE_RELOADS = 5  # of the hostile keys files: written over the server's own, each reload refused with the keys kept
 BYSTANDER_TEXT = "All right, your table for two is ready now."
+# A server's --webrtc-setup-timeout by default: a WebRTC offer that never connects holds its session this long
+SETUP_TIMEOUT_S = GatewaySettings.webrtc_setup_timeout_s
 
 
 def error_code(event: dict[str, Any]) -> str | None:
@@ -459,7 +461,7 @@ def _engine_figures(health: dict[str, Any]) -> tuple[int, int]:
 
 async def _sessions_left(http: httpx.AsyncClient, within: float = SETUP_TIMEOUT_S + 5) -> int:
     """Sessions still open once every client has gone (a WebRTC offer never connected is dropped after
-    SETUP_TIMEOUT_S)."""
+    the server's --webrtc-setup-timeout, SETUP_TIMEOUT_S by default)."""
     deadline = time.monotonic() + within
     while (sessions := (await http.get("/health")).json()["sessions"]) and time.monotonic() < deadline:
         await asyncio.sleep(0.1)

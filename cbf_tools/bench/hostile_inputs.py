@@ -10,6 +10,8 @@ import random
 import struct
 from typing import Any, Callable
 
+import numpy as np
+
 _NASTY_TEXT = ("\ud800", "\udfff", "\x00", "\x000\x00", "\x00\x31\x00 [laugh]", "\x1b[31m", "\x7f", "\x85",
                "\u202e", "\ufeff", "\U0001F600", "[", "]", "[" * 50, "[laugh]", "[" + "x" * 60 + "]", "…" * 20,
                "\n" * 30, " ", "", "e\u0301" * 20, "Ω≈ç√", "Dr. J. Smith", "\t\r\n")
@@ -326,10 +328,10 @@ def _sound_wav(rng: random.Random) -> bytes:
     """Six seconds of a voiced-speech stand-in (a harmonic tone, syllable-rate loudness) as 16-bit mono 24 kHz WAV:
     a well-formed upload the engine stores."""
     f0 = rng.uniform(100, 220)
-    samples = [int(6000 * (0.6 + 0.4 * math.sin(2 * math.pi * 4 * t / 24000))
-                   * sum(math.sin(2 * math.pi * k * f0 * t / 24000) / k for k in (1, 2, 3)))
-               for t in range(6 * 24000)]
-    data = struct.pack(f"<{len(samples)}h", *samples)
+    t = np.arange(6 * 24000, dtype=np.float64)  # numpy: sample by sample in Python this took 0.3 s a file
+    loudness = 0.6 + 0.4 * np.sin(2 * math.pi * 4 * t / 24000)
+    tone = sum(np.sin(2 * math.pi * k * f0 * t / 24000) / k for k in (1, 2, 3))
+    data = (6000 * loudness * tone).astype("<i2").tobytes()  # truncated toward zero, as int() does
     return b"RIFF" + struct.pack("<I", 36 + len(data)) + b"WAVEfmt " + struct.pack(
         "<IHHIIHH", 16, 1, 1, 24000, 48000, 2, 16) + b"data" + struct.pack("<I", len(data)) + data
 

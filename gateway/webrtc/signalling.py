@@ -38,7 +38,6 @@ from gateway.webrtc.sender import adopt
 from gateway.webrtc.track import PacedAudioTrack, TrackSink
 
 log = logging.getLogger("chatterbox_fast.gateway")
-SETUP_TIMEOUT_S = 15.0  # a peer that is not connected with a data channel by then is dropped
 MAX_SDP_BYTES = 32 * 1024  # a browser's offer is a few kB; aiortc's parser is slow on huge ones (the event loop waits)
 MAX_M_LINES = 2  # what a session uses: one audio section and one data channel
 _ICE_URL = re.compile(r"^(?P<scheme>stuns?|turns?):(?:(?P<user>[^:@/]+):(?P<password>[^@/]+)@)?(?P<rest>[^@]+)$")
@@ -221,10 +220,10 @@ class WebRTCPeer(DrivenSession):
 
     async def _watchdog(self) -> None:
         try:
-            await asyncio.wait_for(self._ready.wait(), SETUP_TIMEOUT_S)
+            await asyncio.wait_for(self._ready.wait(), self.state.settings.webrtc_setup_timeout_s)
         except TimeoutError:
-            log.info("webrtc session %s: no connection and data channel within %.0f s; closing",
-                     self.session.id, SETUP_TIMEOUT_S)
+            log.info("webrtc session %s: no connection and data channel within %g s; closing",
+                     self.session.id, self.state.settings.webrtc_setup_timeout_s)
             self.close_soon("the peer did not connect")
 
     def close_soon(self, reason: str) -> None:
