@@ -15,7 +15,7 @@ import pytest
 from websockets.asyncio.client import connect
 
 from cbf_tools.peers.local_server import ROOT
-from tests.server import running_server
+from tests.server import health, running_server
 
 KEYS = ("tenant-one", "tenant-two")
 WARM = "Thanks for calling the test line."
@@ -34,11 +34,8 @@ def server(tmp_path_factory: pytest.TempPathFactory):
         yield url
 
 
-HTTP = httpx.Client(timeout=10)  # for the /health polls: httpx.get makes a client each call, ~40 ms of CPU
-
-
-def health(url: str) -> dict:
-    return HTTP.get(url + "/health").json()["prompt_cache"]
+def cache_health(url: str) -> dict:
+    return health(url).json()["prompt_cache"]
 
 
 async def speak(url: str, text: str, key: str | None = KEYS[0], **fields) -> tuple[dict, list[dict], bytes]:
@@ -63,7 +60,7 @@ async def speak(url: str, text: str, key: str | None = KEYS[0], **fields) -> tup
 
 
 async def test_a_repeated_speak_is_served_from_the_cache_watermarked(server: str, watermarker) -> None:
-    before = health(server)
+    before = cache_health(server)
     first, first_chunks, first_audio = await speak(server, "Please hold while we connect you.")
     again, again_chunks, again_audio = await speak(server, "  Please hold   while we connect you. ")
     assert "cached" not in first and again["cached"] is True and again["utterance"] != first["utterance"]
@@ -74,7 +71,7 @@ async def test_a_repeated_speak_is_served_from_the_cache_watermarked(server: str
     assert again["heard_text"].split() == first["heard_text"].split()
     samples = np.frombuffer(again_audio, np.int16).astype(np.float32) / 32768
     assert watermarker.detect(samples, 24000) >= 0.5
-    after = health(server)
+    after = cache_health(server)
     assert after["hits"] == before["hits"] + 1 and after["misses"] == before["misses"] + 1
     assert after["entries"] >= 1 and after["bytes"] >= len(first_audio)
 
@@ -117,7 +114,7 @@ def test_http_and_openai_bodies_hit_and_take_cache_false(server: str) -> None:
 
 async def test_the_warm_up_prompts_hit_on_their_first_request(server: str) -> None:
     async with asyncio.timeout(60):
-        while (warm := health(server)["warm_up"])["done"] < 2:
+        while (warm := cache_health(server)["warm_up"])["done"] < 2:
             await asyncio.sleep(0.1)
     assert warm == {"prompts": 2, "done": 2, "failed": 0}
     for key in KEYS:  # the operator's prompts are every tenant's
@@ -167,17 +164,17 @@ async def test_entries_outlive_a_restart_with_a_cache_dir(tmp_path: Path, waterm
     with running_server(*flags, voices_dir=tmp_path / "voices") as url:
         first, _, audio = await speak(url, "Our opening hours are nine to five.", key=None)
         async with asyncio.timeout(10):
-            while health(url)["directory"]["entries"] < 1:  # written in the background
+            while cache_health(url)["directory"]["entries"] < 1:  # written in the background
                 await asyncio.sleep(0.05)
     with running_server(*flags, voices_dir=tmp_path / "voices") as url:
-        assert health(url)["directory"]["entries"] == 1
+        assert cache_health(url)["directory"]["entries"] == 1
         again, _, again_audio = await speak(url, "Our opening hours are nine to five.", key=None)
         assert again["cached"] is True and again_audio == audio
         assert watermarker.detect(np.frombuffer(again_audio, np.int16).astype(np.float32) / 32768, 24000) >= 0.5
 
 
 async def test_an_unusable_cache_dir_is_a_warning_and_the_cache_runs_in_memory(server: str) -> None:
-    directory = health(server)["directory"]  # the module server's --cache-dir is under a file
+    directory = cache_health(server)["directory"]  # the module server's --cache-dir is under a file
     assert directory["usable"] is False and "cannot use it" in directory["problem"]
     await speak(server, "Memory only.")
     assert (await speak(server, "Memory only."))[0]["cached"] is True
@@ -203,7 +200,7 @@ async def test_a_hit_needs_no_engine_worker(tmp_path: Path) -> None:
             said, _, audio = await speak(url, "We are open until six.", key=None)
             workers.kill(listen)
             async with asyncio.timeout(20):
-                while HTTP.get(url + "/health").json()["status"] == "ok":
+                while health(url).json()["status"] == "ok":
                     await asyncio.sleep(0.05)
             again, _, again_audio = await speak(url, "We are open until six.", key=None)
             assert again["cached"] is True and again_audio == audio
