@@ -29,6 +29,9 @@ class Metrics:
                              buckets=(0.5, 1, 1.5, 2, 3, 4, 6, 10, 20, 50, 100, 1000), registry=r)
         self.underruns = Counter("cbf_underruns_total", "Times a stream ran dry after first audio", ["transport"],
                                  registry=r)
+        self.underruns_in_gateway = Counter("cbf_underruns_in_gateway_total", "Of cbf_underruns_total, those where "
+                                            "the missing audio had reached the gateway and was still being encoded "
+                                            "(the rest: the engine's audio came late)", ["transport"], registry=r)
         self.sessions = Gauge("cbf_active_sessions", "Open sessions and streams", ["transport"], registry=r,
                               multiprocess_mode="livesum")
         self.utterances = Counter("cbf_utterances_total", "Utterances finished", ["transport", "outcome"], registry=r)

@@ -44,3 +44,8 @@ class AudioSink(ABC):
     def underruns(self) -> int | None:
         """Times playout has run dry so far, where the sink paces playout itself; None where it cannot know."""
         return None
+
+    def underruns_in_gateway(self) -> int:
+        """Of ``underruns``, those where the missing audio had reached the sink and was still being prepared (the
+        gateway was late, not the engine)."""
+        return 0

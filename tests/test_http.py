@@ -264,7 +264,8 @@ def test_metrics(server: str) -> None:
     count = [line for line in text.splitlines()
              if line.startswith('cbf_time_to_first_audio_seconds_count{transport="http"}')]
     assert count and float(count[0].split()[-1]) >= 1
-    assert "cbf_underruns_total" in text and "cbf_active_sessions" in text and "cbf_real_time_factor" in text
+    assert "cbf_underruns_total" in text and "cbf_underruns_in_gateway_total" in text
+    assert "cbf_active_sessions" in text and "cbf_real_time_factor" in text
 
 
 def test_health_reports_the_engine_and_its_decode(server: str) -> None:

@@ -102,6 +102,18 @@ def test_an_utterance_plays_from_its_first_frame_to_its_marked_end():
     jb.pop()
     assert jb.playing
     assert jb.pop() is None and jb.underruns == 1  # ran dry before its end
+    assert jb.underruns_preparing == 0
+
+
+def test_an_underrun_with_audio_being_prepared_is_counted_apart():
+    jb = JitterBuffer(8000, FRAME)
+    jb.push(samples(FRAME))
+    jb.pop()
+    assert jb.pop(preparing=True) is None and (jb.underruns, jb.underruns_preparing) == (1, 1)
+    assert jb.pop(preparing=True) is None and (jb.underruns, jb.underruns_preparing) == (1, 1)  # one per dry spell
+    jb.push(samples(FRAME))
+    jb.pop()
+    assert jb.pop() is None and (jb.underruns, jb.underruns_preparing) == (2, 1)
 
 
 def test_queued_utterances_play_back_to_back():

@@ -1,7 +1,10 @@
 """gateway/webrtc/track.py: pacing on a fake clock, and a real in-process pair of aiortc peers."""
 
 import asyncio
+import threading
 import time
+
+import av
 
 import numpy as np
 import pytest
@@ -80,6 +83,27 @@ async def test_feed_resamples_and_pads():
     assert loud == [True, True, True, False]
     assert track.jitter.samples_in + track.jitter.samples_padded == 480
     assert track.jitter.underruns == 0
+
+
+async def test_an_underrun_while_a_chunk_is_being_prepared_is_counted_as_the_gateways():
+    """Running dry while a chunk that has arrived is still being encoded in its thread is the gateway's underrun;
+    running dry with nothing in hand is the engine's (``bench cpu`` and ``/metrics`` tell them apart)."""
+    t = FakeTime()
+    track = PacedAudioTrack(48000, clock=t.clock, sleep=t.sleep)
+    track.set_sample_rate(48000, "opus")
+    sink, frame_24k = TrackSink(track), bytes(960)  # 20 ms at 24 kHz
+    await track.prepare(frame_24k * 2)  # reaches an empty track: prepared at once
+    release, prepare = threading.Event(), track.outbound.prepare
+    track.outbound.prepare = lambda pcm, generation: release.wait(5) and prepare(pcm, generation)  # a slow encoder
+    slow = asyncio.create_task(track.prepare(frame_24k * 2))  # the track is not empty: this one goes to a thread
+    await asyncio.sleep(0.01)
+    assert [isinstance(track.take(t.now), av.Packet) for _ in range(3)] == [True] * 3  # 2 frames, then silence
+    assert (sink.underruns(), sink.underruns_in_gateway()) == (1, 1)
+    release.set()
+    await slow
+    track.take(t.now), track.take(t.now)
+    track.take(t.now)  # dry again, with nothing in hand: the engine's
+    assert (sink.underruns(), sink.underruns_in_gateway()) == (2, 1)
 
 
 async def test_rate_fixed_once_started():

@@ -3,12 +3,15 @@
 The gateway (``serve``, the simulated engine unless told otherwise) and the bare aiortc + Starlette peer of
 ``bench edge`` (``cbf_tools/peers/edge.py``: an instant tone, aiortc's own sender and encoder) both run pinned to
 ``--server-core`` (every thread); this process, its listening aiortc peers and the gateway's engine worker run on
-``--client-core``. For each codec and stream count, gateway then peer (alternating which goes first), ``N`` listeners
+``--client-core``, where the listeners (``--client-nice``, 10 by default) give way to the worker: they stand in for
+callers on other machines. For each codec and stream count, gateway then peer (alternating which goes first), ``N`` listeners
 connect and speak back to back (``bench gateway``'s client: the next text after ``done`` and a short pause); after
 ``--warm-up`` seconds the server process's own CPU time (user + system, all its threads, from /proc; not its children)
 is read over ``--seconds``, and divided by the stream-seconds (``N`` x the window). The gateway's ``done.underruns``
-of the utterances that ended after the warm-up are summed, beside its engine worker's CPU (a worker that cannot keep
-up on the shared client core starves the streams whatever the gateway does). The listeners decode nothing (``Deaf``): they count the
+of the utterances that ended after the warm-up are summed, and told apart by cause from its ``/metrics``: those where
+the missing audio had reached the gateway and was still being encoded (``cbf_underruns_in_gateway_total``) against
+those where the engine's audio came late; beside them its engine worker's CPU (a worker that cannot keep up on the
+shared client core starves the streams whatever the gateway does). The listeners decode nothing (``Deaf``): they count the
 RTP packets that reach them, 50 per stream-second while the server keeps up. Prints a table and, last, one JSON
 line.
 """
@@ -21,10 +24,13 @@ import contextlib
 import os
 import random
 import sys
+import threading
 import time
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Iterator
 
 import httpx
+from prometheus_client.parser import text_string_to_metric_families
 
 from cbf_tools.bench import Summary, report
 from cbf_tools.bench.edge import peer_server
@@ -61,6 +67,13 @@ def descendants(pid: int) -> list[int]:
     return below
 
 
+def lower_priority(by: int) -> None:
+    """The calling thread's niceness raised by ``by`` (on Linux a thread's own; the threads it starts inherit it),
+    leaving the process's other threads, and the servers started before, as they were."""
+    tid = threading.get_native_id()
+    os.setpriority(os.PRIO_PROCESS, tid, os.getpriority(os.PRIO_PROCESS, tid) + by)
+
+
 def pin(pid: int, core: int) -> None:
     """Every thread of ``pid`` onto ``core`` (threads it starts later inherit their starter's)."""
     for tid in threads(pid):
@@ -94,12 +107,24 @@ async def _speaking(client: WebRTCClient, index: int, stop: asyncio.Event,
         await asyncio.sleep(PAUSE_S + random.uniform(0, PAUSE_JITTER_S))
 
 
+async def underruns_in_gateway(url: str, http: httpx.AsyncClient) -> float | None:
+    """The gateway's ``cbf_underruns_in_gateway_total`` over its transports (None from a server without it: the
+    peer)."""
+    reply = await http.get(url + "/metrics")
+    if reply.status_code != 200:
+        return None
+    return sum(sample.value for family in text_string_to_metric_families(reply.text)
+               if family.name == "cbf_underruns_in_gateway" for sample in family.samples
+               if sample.name == "cbf_underruns_in_gateway_total")
+
+
 async def point(url: str, pid: int, codec: str, streams: int, args: argparse.Namespace) -> dict[str, Any]:
     """One server at one stream count: connect, speak, measure the window, close."""
     clients = [WebRTCClient(url, None, "default", codec) for _ in range(streams)]
     ears = [Deaf(c) for c in clients]
     stop, ended = asyncio.Event(), []
     tasks: list[asyncio.Task[None]] = []
+    http = httpx.AsyncClient(timeout=10)
     try:
         for i in range(0, streams, CONNECT_BATCH):
             await asyncio.gather(*(c.connect() for c in clients[i:i + CONNECT_BATCH]))
@@ -108,11 +133,14 @@ async def point(url: str, pid: int, codec: str, streams: int, args: argparse.Nam
             await asyncio.sleep(min(1.0, args.warm_up) / streams)  # texts at different phases
         await asyncio.sleep(args.warm_up)
         cpu0, t0, heard0 = tree_cpu(pid), time.monotonic(), sum(e.packets for e in ears)
+        in_gateway0 = await underruns_in_gateway(url, http)
         await asyncio.sleep(args.seconds)
         cpu1, t1, heard1 = tree_cpu(pid), time.monotonic(), sum(e.packets for e in ears)
         stop.set()
         await asyncio.wait(tasks, timeout=STOP_WAIT_S)
+        in_gateway1 = await underruns_in_gateway(url, http)
     finally:
+        await http.aclose()
         for task in tasks:
             task.cancel()
         for c in clients:
@@ -126,7 +154,9 @@ async def point(url: str, pid: int, codec: str, streams: int, args: argparse.Nam
             "engine_cpu_pct": round(100 * (cpu1[1] - cpu0[1]) / window, 1),
             "packets_per_stream_s": round((heard1 - heard0) / (streams * window), 1),
             "utterances": sum(not e[2] for e in counted), "errors": sum(e[2] for e in counted),
-            "underruns": sum(e[1] for e in counted)}
+            "underruns": sum(e[1] for e in counted),
+            "underruns_in_gateway": None if in_gateway0 is None or in_gateway1 is None else
+            round(in_gateway1 - in_gateway0)}
 
 
 @contextlib.contextmanager
@@ -181,12 +211,13 @@ def render(s: dict[str, Any]) -> str:
     lines = [f"bench cpu: CPU-ms per stream-second of the server process, pinned to core {s['server_core']} "
              f"(listeners and the engine worker on core {s['client_core']}); {s['seconds']:g} s a point after "
              f"{s['warm_up_s']:g} s",
-             f"{'codec':7s}{'streams':>8s}{'gateway':>10s}{'peer':>10s}{'ratio':>8s}{'underruns':>11s}"
+             f"{'codec':7s}{'streams':>8s}{'gateway':>10s}{'peer':>10s}{'ratio':>8s}{'underruns':>11s}{'in gw':>7s}"
              f"{'utterances':>12s}{'errors':>8s}{'pkt/s':>7s}{'engine':>8s}{'load':>7s}"]
     for r in s["rows"]:
         g, p = r["gateway"], r["peer"]
         lines.append(f"{r['codec']:7s}{r['streams']:>8d}{g['cpu_ms_per_stream_s']:>10.1f}"
                      f"{p['cpu_ms_per_stream_s']:>10.1f}{_ratio(r['ratio']):>8s}{g['underruns']:>11d}"
+                     f"{'-' if g['underruns_in_gateway'] is None else g['underruns_in_gateway']:>7}"
                      f"{g['utterances']:>12d}{g['errors'] + p['errors']:>8d}"
                      f"{min(g['packets_per_stream_s'], p['packets_per_stream_s']):>7.1f}{g['engine_cpu_pct']:>7.0f}%"
                      f"{r['loadavg_1m']:>7.1f}")
@@ -208,8 +239,9 @@ def run(args: argparse.Namespace, engine_args: list[str]) -> int:
     os.sched_setaffinity(0, {args.client_core})  # this process, its listeners (the servers are pinned as they start)
 
     def bench() -> Summary:
-        with servers(args, engine_args) as targets:
-            return asyncio.run(measure(targets, args))
+        with servers(args, engine_args) as targets, \
+                ThreadPoolExecutor(1, initializer=lower_priority, initargs=(args.client_nice,)) as listeners:
+            return listeners.submit(asyncio.run, measure(targets, args)).result()
 
     return report("cpu", bench, (BenchError, ServerFailed, httpx.HTTPError, OSError, TimeoutError),
                   lambda summary: any(r[n]["errors"] for r in summary["rows"] for n in ("gateway", "peer")), render)

@@ -223,7 +223,7 @@ class Session:
                 self._utterances.pop(turn, None)
 
     async def _play(self, turn: int, utterance: Spoken, stats: UtteranceStats) -> None:
-        underruns_before = self.sink.underruns()
+        underruns_before, in_gateway_before = self.sink.underruns(), self.sink.underruns_in_gateway()
         try:
             async for chunk in chunks(utterance, stats, to=self._label):
                 await self._run(self.core.chunk(turn, chunk.header, chunk.pcm))
@@ -242,6 +242,8 @@ class Session:
             self._stop_feedback(turn)
             self._audible = None
             if underruns_before is not None:
-                self._label.metrics.underruns.labels(self.transport).inc((self.sink.underruns() or 0)
-                                                                         - underruns_before)
+                metrics = self._label.metrics
+                metrics.underruns.labels(self.transport).inc((self.sink.underruns() or 0) - underruns_before)
+                metrics.underruns_in_gateway.labels(self.transport).inc(self.sink.underruns_in_gateway()
+                                                                        - in_gateway_before)
             await asyncio.shield(utterance.cancel())  # a no-op once finished; else no engine work outlives the turn

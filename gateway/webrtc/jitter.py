@@ -10,7 +10,8 @@ class JitterBuffer:
 
     ``pop()`` returns ``frame_samples * 2`` bytes or None when less than a frame is buffered (the caller sends
     silence). An *utterance* starts with the first frame popped while idle and ends where ``mark_end()`` was called;
-    running dry in between counts one underrun per dry spell. Positions are counted in samples since creation:
+    running dry in between counts one underrun per dry spell, and one in ``underruns_preparing`` too where the caller
+    says the missing audio had reached it and was still being prepared (the gateway was late, not the engine). Positions are counted in samples since creation:
     ``write_position`` is where the next pushed sample will play, ``read_position`` how many have been handed out.
     """
 
@@ -25,6 +26,7 @@ class JitterBuffer:
         self._playing = False  # an utterance has started playing and has not reached its end
         self._dry = False
         self.underruns = 0
+        self.underruns_preparing = 0
         self.frames_out = 0
         self.samples_in = 0
         self.samples_padded = 0
@@ -74,11 +76,13 @@ class JitterBuffer:
         self._playing = False
         self._dry = False
 
-    def pop(self) -> bytes | None:
-        """The next exact frame, or None when less than a frame is buffered."""
+    def pop(self, preparing: bool = False) -> bytes | None:
+        """The next exact frame, or None when less than a frame is buffered; ``preparing``: more audio has arrived
+        and is being prepared (an underrun now is the gateway's)."""
         if len(self._buf) < self.frame_bytes:
             if self._playing and not self._dry:
                 self.underruns += 1
+                self.underruns_preparing += preparing
                 self._dry = True
             return None
         frame = bytes(self._buf[: self.frame_bytes])

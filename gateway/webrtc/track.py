@@ -56,6 +56,7 @@ class PacedAudioTrack(MediaStreamTrack):
         self.held = False  # barge-in's pause: silence goes out, the queued audio waits
         self.echo: EchoReference | None = None  # told what plays, where the peer's audio is heard
         self._generation = 0  # barge-ins so far: what a thread prepared for an older one is dropped
+        self._preparing = 0  # chunks being prepared in a thread now (an underrun meanwhile is the gateway's)
         self._configure(sample_rate, None)
 
     def _configure(self, sample_rate: int, codec: str | None) -> None:
@@ -98,7 +99,12 @@ class PacedAudioTrack(MediaStreamTrack):
             self._queue(self.outbound.prepare(pcm24k[:HEAD_BYTES], generation))
             pcm24k = pcm24k[HEAD_BYTES:]
         if pcm24k:
-            self._queue(await asyncio.to_thread(self.outbound.prepare, pcm24k, generation))
+            self._preparing += 1
+            try:
+                prepared = await asyncio.to_thread(self.outbound.prepare, pcm24k, generation)
+            finally:
+                self._preparing -= 1
+            self._queue(prepared)
 
     def end_of_utterance(self) -> None:
         """The utterance is complete: flush the resampler and pad the last frame (prepared here: at most one frame of
@@ -182,7 +188,7 @@ class PacedAudioTrack(MediaStreamTrack):
         """The frame due now: the last utterance's encoder tail once it has played, else queued audio, else silence."""
         if self._tail and self.jitter.read_position >= self._tail_at:
             return av.Packet(self._tail.popleft())
-        data = None if self.held else self.jitter.pop()
+        data = None if self.held else self.jitter.pop(preparing=self._preparing > 0)
         if data is not None and self.echo is not None:
             self.echo.played(now, FRAME_SECONDS, rms(np.frombuffer(data, "<i2") / 32768))
         if self.codec is not None:
@@ -207,6 +213,9 @@ class TrackSink(AudioSink):
 
     def underruns(self) -> int:
         return self.track.jitter.underruns
+
+    def underruns_in_gateway(self) -> int:
+        return self.track.jitter.underruns_preparing
 
     async def begin(self) -> None:
         self._begin_at = self.track.jitter.write_position
