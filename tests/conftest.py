@@ -65,6 +65,16 @@ def plain_server():
         yield url
 
 
+@pytest.fixture(scope="session")
+def phone_server():
+    """One keyed gateway (tests/test_telephony.py's KEY) with room for long texts, shared by the phone-call test
+    files (each call is its own session and ends before the next). Yields its base URL."""
+    from tests.server import running_server
+
+    with running_server("--api-key", "phone-key", "--max-text-chars", "1000") as url:
+        yield url
+
+
 # The slowest files, slowest first (their tests' seconds summed, `make test ARGS=--junitxml=...`, 2026-12-04; the GPU
 # kit's dry run, one test of ~50-90 s, ahead of all): xdist's loadfile hands files out in collection order (the Makefile
 # turns off its reordering by test count), so these start first and the many short files fill the processes' ends

@@ -23,16 +23,15 @@ from streamdouble import audio as sd_audio
 from streamdouble.scenario import Expect, Say, Wait, WaitFor
 from websockets.exceptions import ConnectionClosed
 
-from tests.server import next_event, running_server
+from tests.server import next_event
 from tests.test_telephony import KEY, LONG_TEXT, controller, no_sessions_left, simulated
 
 CLIP = Path(__file__).resolve().parents[1] / "cbf_tools" / "gate" / "references" / "high.ogg"
 
 
 @pytest.fixture(scope="module")
-def url():
-    with running_server("--api-key", KEY, "--max-text-chars", "1000") as base:
-        yield base
+def url(phone_server: str) -> str:
+    return phone_server
 
 
 @pytest.fixture(scope="module")

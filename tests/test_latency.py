@@ -17,16 +17,14 @@ from engine.protocol import ProtocolError, Reading
 from gateway import messages
 from gateway.elevenlabs import translate
 from gateway.sessions.core import SessionCore, StartUtterance
-from tests.server import running_server
 
 TEXT = ("Hello there, this is a streaming test of the real-time voice gateway. It should start speaking before the "
         "text is complete.")
 
 
 @pytest.fixture(scope="module")
-def server(tmp_path_factory: pytest.TempPathFactory):
-    with running_server(voices_dir=tmp_path_factory.mktemp("voices")) as url:
-        yield url
+def server(plain_server: str) -> str:
+    return plain_server
 
 
 async def until(ws: ClientConnection, kind: str) -> list[dict[str, Any]]:

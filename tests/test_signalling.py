@@ -18,9 +18,8 @@ LONG_TEXT = " ".join(["this sentence keeps the speaker busy for a good while wit
 
 
 @pytest.fixture(scope="module")
-def url():
-    with running_server() as base:
-        yield base
+def url(plain_server: str) -> str:
+    return plain_server
 
 
 def send(listener: Listener, message: str) -> float:

@@ -40,7 +40,7 @@ from gateway.app import create_app
 from gateway.settings import GatewaySettings
 from gateway.telephony import asterisk, endpoint, events, telnyx, twilio
 from gateway.telephony.outbox import FRAME_S, LEAD_S
-from tests.server import next_event, running_server
+from tests.server import next_event
 from tests.test_watermark_delivered import check, mulaw_decode
 
 KEY = "phone-key"
@@ -49,9 +49,8 @@ LONG_TEXT = " ".join(["this sentence keeps the caller listening for a good while
 
 
 @pytest.fixture(scope="module")
-def url():
-    with running_server("--api-key", KEY, "--max-text-chars", "1000") as base:
-        yield base
+def url(phone_server: str) -> str:
+    return phone_server
 
 
 def simulated(url: str, steps: list, **params: str) -> tuple[SimulatedCall, str]:

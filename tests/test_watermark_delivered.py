@@ -17,7 +17,6 @@ from websockets.asyncio.client import connect as ws_connect
 from cbf_tools.peers.rtc_listener import SPEECH_RMS
 from engine.watermark import Watermarker
 from tests.rtc_helpers import connect as rtc_connect
-from tests.server import running_server
 from tests.test_http import decode
 
 UTTERANCES = [
@@ -30,9 +29,8 @@ THRESHOLD = 0.5
 
 
 @pytest.fixture(scope="module")
-def server(tmp_path_factory: pytest.TempPathFactory):
-    with running_server(voices_dir=tmp_path_factory.mktemp("voices")) as url:
-        yield url
+def server(plain_server: str) -> str:
+    return plain_server
 
 
 def check(watermarker: Watermarker, how: str, text: str, audio: np.ndarray, rate: int) -> None:
