@@ -75,15 +75,21 @@ def phone_server():
         yield url
 
 
-# The slowest files, slowest first (their tests' seconds summed, `make test ARGS=--junitxml=...`, 2026-12-04; the GPU
-# kit's dry run, one test of ~50-90 s, ahead of all): xdist's loadfile hands files out in collection order (the Makefile
-# turns off its reordering by test count), so these start first and the many short files fill the processes' ends
-# rather than one long file running on alone.
-SLOWEST_FIRST = ("test_gpu_bench.py", "test_failover.py", "test_page.py", "test_bench.py",
-                 "test_prompt_cache_server.py", "test_bench_faults.py", "test_bench_soak.py", "test_traces.py",
-                 "test_engine_pool.py", "test_faults.py", "test_http.py", "test_tenants.py", "test_worker.py",
-                 "test_doctor.py", "test_gate_quality.py", "test_first_run.py", "test_drain.py", "test_http_engine.py",
-                 "test_revoked_http_streams.py")
+# The slowest files, slowest first: every file of 20 s or more (their tests' seconds summed, `make test
+# ARGS=--junitxml=...`, 2026-12-04 evening; the GPU kit's dry run, one test of ~50-150 s, ahead of all): xdist's
+# loadfile hands files out in collection order (the Makefile turns off its reordering by test count), so these start
+# first and the many short files fill the processes' ends rather than a 40 s file, last in the alphabet, running on
+# alone.
+SLOWEST_FIRST = ("test_gpu_bench.py", "test_failover.py", "test_page.py", "test_bench_soak.py", "test_bench.py",
+                 "test_engine_pool.py", "test_tenants.py", "test_doctor.py", "test_traces.py", "test_http.py",
+                 "test_faults.py", "test_first_run.py", "test_worker.py", "test_drain.py",
+                 "test_prompt_cache_server.py", "test_fleet.py", "test_gate_quality.py", "test_s3gen_graphs.py",
+                 "test_http_engine.py", "test_playout_websocket.py", "test_worker_lifeline.py",
+                 "test_bench_barge_in.py", "test_turbo.py", "test_bench_faults.py", "test_planner_simulation.py",
+                 "test_graph_check.py", "test_revoked_http_streams.py", "test_voice_sync.py", "test_caller_audio.py",
+                 "test_turn.py", "test_page_barge_in.py", "test_deploy_gate.py", "test_wyoming.py",
+                 "test_telephony.py", "test_wyoming_zeroconf.py", "test_signalling.py", "test_whep.py",
+                 "test_processes.py", "test_discovery.py", "test_livekit.py", "test_gst_bridge.py")
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
