@@ -837,8 +837,9 @@ def _bench_cpu_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--engine-core", type=int, help="the core of the gateway's engine worker (default: the client "
                         "core); its CPU is never counted as the gateway's")
     parser.add_argument("--client-nice", type=int, default=10,
-                        help="niceness of this process and its listeners once the servers run: they stand in for "
-                             "callers on other machines, so an engine worker sharing their core goes first")
+                        help="how much lower the listeners' thread runs than the rest (the servers keep their "
+                             "priority): they stand in for callers on other machines, so an engine worker sharing "
+                             "their core goes first")
 
 
 def _gate_arguments(parser: argparse.ArgumentParser) -> None:

@@ -21,7 +21,7 @@ from gateway.engine_link.client import EngineRequestError, EngineUnavailable
 from gateway.engine_link.failover import FailoverPolicy
 from gateway.engine_link.pool import EnginePool
 from cbf_tools.peers.local_server import Workers
-from tests.server import assert_goes_down, health, running_server
+from tests.server import assert_goes_down, health, health_when, running_server
 
 ROOT = Path(__file__).resolve().parent.parent
 SENTENCE = "The quick brown fox jumps over the lazy dog, and then it runs away into the forest."
@@ -46,10 +46,9 @@ def workers(base: Path, *, shared_voices: bool) -> Iterator[list[subprocess.Pope
 def pool_gateway(base: Path, *flags: str, shared_voices: bool) -> Iterator[tuple[str, list[subprocess.Popen]]]:
     with workers(base, shared_voices=shared_voices) as procs:
         with running_server("--engine-url", f"unix:{base / 'a.sock'},unix:{base / 'b.sock'}", *flags) as url:
-            deadline = time.monotonic() + 60  # /health is ok with one worker; wait for both
-            while not all(e["available"] for e in health(url).json()["engines"]):
-                assert time.monotonic() < deadline, "the gateway did not connect to both workers"
-                time.sleep(0.1)
+            # /health is ok with one worker; wait for both
+            health_when(url, lambda h: all(e["available"] for e in h["engines"]),
+                        "the gateway did not connect to both workers", 60)
             yield url, procs
 
 
@@ -185,7 +184,7 @@ def test_speech_goes_on_through_the_other_engine_when_one_dies(tmp_path_factory:
         while (engines := health(url).json()["engines"])[0]["available"]:
             assert time.monotonic() < deadline, "the dead worker was not noticed"
             time.sleep(0.05)
-        one_left = httpx.get(url + "/health")
+        one_left = health(url)
         assert one_left.status_code == 200 and one_left.json()["status"] == "ok"
         assert [e["available"] for e in engines] == [False, True]
         for _ in range(3):

@@ -1,19 +1,19 @@
 """``chatterbox-fast bench cpu``: what one gateway process costs per WebRTC stream, against a bare aiortc peer.
 
-The gateway (``serve``, the simulated engine unless told otherwise) and the bare aiortc + Starlette peer of
-``bench edge`` (``cbf_tools/peers/edge.py``: an instant tone, aiortc's own sender and encoder) both run pinned to
+The gateway (``serve``, the simulated engine unless told otherwise) and the bare aiortc + Starlette peer of ``bench
+edge`` (``cbf_tools/peers/edge.py``: an instant tone, aiortc's own sender and encoder) both run pinned to
 ``--server-core`` (every thread); this process, its listening aiortc peers and the gateway's engine worker run on
 ``--client-core``, where the listeners (``--client-nice``, 10 by default) give way to the worker: they stand in for
-callers on other machines. For each codec and stream count, gateway then peer (alternating which goes first), ``N`` listeners
-connect and speak back to back (``bench gateway``'s client: the next text after ``done`` and a short pause); after
-``--warm-up`` seconds the server process's own CPU time (user + system, all its threads, from /proc; not its children)
-is read over ``--seconds``, and divided by the stream-seconds (``N`` x the window). The gateway's ``done.underruns``
-of the utterances that ended after the warm-up are summed, and told apart by cause from its ``/metrics``: those where
-the missing audio had reached the gateway and was still being encoded (``cbf_underruns_in_gateway_total``) against
-those where the engine's audio came late; beside them its engine worker's CPU (a worker that cannot keep up on the
-shared client core starves the streams whatever the gateway does). The listeners decode nothing (``Deaf``): they count the
-RTP packets that reach them, 50 per stream-second while the server keeps up. Prints a table and, last, one JSON
-line.
+callers on other machines. For each codec and stream count, gateway then peer (alternating which goes first), ``N``
+listeners connect and speak back to back (``bench gateway``'s client: the next text after ``done`` and a short pause);
+after ``--warm-up`` seconds the server process's own CPU time (user + system, all its threads, from /proc; not its
+children) is read over ``--seconds``, and divided by the stream-seconds (``N`` x the window). The gateway's
+``done.underruns`` of the utterances that ended after the warm-up are summed, and told apart by cause from its
+``/metrics``: those where the missing audio had reached the gateway and was still being encoded
+(``cbf_underruns_in_gateway_total``) against those where the engine's audio came late; beside them its engine worker's
+CPU (a worker that cannot keep up on the shared client core starves the streams whatever the gateway does). The
+listeners decode nothing (``Deaf``): they count the RTP packets that reach them, 50 per stream-second while the server
+keeps up. Prints a table and, last, one JSON line.
 """
 
 from __future__ import annotations

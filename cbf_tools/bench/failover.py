@@ -27,7 +27,7 @@ import httpx
 from websockets.asyncio.client import connect
 
 from cbf_tools.bench.engine import percentile
-from cbf_tools.peers.local_server import Workers, local_server, quiet_client_logs
+from cbf_tools.peers.local_server import Workers, engines_available, local_server, quiet_client_logs
 
 TEXT = ("The first train leaves at nine in the morning. It stops at every station along the coast. "
         "Passengers for the islands change at the harbour, where the ferry waits. The last train comes back "
@@ -149,18 +149,10 @@ class Fleet:
         return next(name for name in ("a", "b") if self.listen(name) == busy[0])
 
 
-def wait_both_up(url: str, within: float = 120) -> None:
-    deadline = time.monotonic() + within
-    with httpx.Client() as http:  # one client for the polls: each httpx.get builds an SSL context, ~35 ms of CPU
-        while not all(e["available"] for e in http.get(url + "/health").json()["engines"]):
-            if time.monotonic() > deadline:
-                raise RuntimeError("the restarted worker did not come back")
-            time.sleep(0.05)
-
-
 def trial(fleet: Fleet, url: str, transport: str, text: str) -> dict[str, Any]:
     """One utterance, its worker killed at its first chunk and started again at once."""
-    wait_both_up(url)
+    if not engines_available(url, 120):
+        raise RuntimeError("the restarted worker did not come back")
 
     def kill_at_first(n: int) -> None:
         if n == 1:

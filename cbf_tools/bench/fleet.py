@@ -38,7 +38,8 @@ from websockets.exceptions import WebSocketException
 
 from cbf_tools.bench import Summary, report
 from cbf_tools.bench.gateway import TEXTS, BenchError, Client, Result, WebRTCClient, WebSocketClient
-from cbf_tools.peers.local_server import ROOT, ServerFailed, free_port, local_server, local_workers, stop
+from cbf_tools.peers.local_server import (ROOT, ServerFailed, engines_available, free_port, local_server,
+                                         local_workers, stop)
 
 NGINX = "/usr/sbin/nginx"
 LOST_AFTER_S = 12.0  # an utterance with no `done` by then: its gateway is taken for gone
@@ -126,13 +127,9 @@ def fleet(max_sessions: int) -> Iterator[Fleet]:
         gateways = [stack.enter_context(local_server(["--engine-url", engine_urls, "--max-sessions", str(max_sessions),
                                                       "--log-level", "warning"], quiet=True))
                     for _ in range(2)]
-        for url, _ in gateways:  # /health is ok with one worker; wait for both
-            deadline = time.monotonic() + 60
-            with httpx.Client() as http:  # one client: each httpx.get builds an SSL context, ~35 ms of CPU
-                while not all(e["available"] for e in http.get(url + "/health").json()["engines"]):
-                    if time.monotonic() > deadline:
-                        raise BenchError(f"gateway {url} did not connect to both workers")
-                    time.sleep(0.1)
+        for url, _ in gateways:
+            if not engines_available(url, 60):
+                raise BenchError(f"gateway {url} did not connect to both workers")
         port = free_port()
         (tmp / "nginx.conf").write_text(nginx_config(tmp, port, [url.split("//")[1] for url, _ in gateways]))
         nginx = subprocess.Popen([NGINX, "-p", str(tmp), "-c", str(tmp / "nginx.conf"), "-g", "daemon off;"],

@@ -64,6 +64,18 @@ def wait_healthy(proc: subprocess.Popen, url: str, timeout: float, what: str) ->
             time.sleep(0.05)
 
 
+def engines_available(url: str, within: float) -> bool:
+    """Whether ``url``'s /health lists every engine worker as available within ``within`` seconds (its status is ok
+    with one of several, so a tool that needs them all waits here)."""
+    deadline = time.monotonic() + within
+    with httpx.Client(timeout=10) as http:  # one client: each httpx.get builds an SSL context, ~35 ms of CPU a poll
+        while not all(e["available"] for e in http.get(url + "/health").json()["engines"]):
+            if time.monotonic() > deadline:
+                return False
+            time.sleep(0.05)
+    return True
+
+
 def stop(proc: subprocess.Popen) -> None:
     """SIGTERM, then SIGKILL after 15 s."""
     proc.terminate()

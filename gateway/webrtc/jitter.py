@@ -8,11 +8,12 @@ from collections import deque
 class JitterBuffer:
     """Holds s16 mono samples already at the codec rate and hands them out in exact frames.
 
-    ``pop()`` returns ``frame_samples * 2`` bytes or None when less than a frame is buffered (the caller sends
-    silence). An *utterance* starts with the first frame popped while idle and ends where ``mark_end()`` was called;
-    running dry in between counts one underrun per dry spell, and one in ``underruns_preparing`` too where the caller
-    says the missing audio had reached it and was still being prepared (the gateway was late, not the engine). Positions are counted in samples since creation:
-    ``write_position`` is where the next pushed sample will play, ``read_position`` how many have been handed out.
+    ``pop()`` returns ``frame_samples * 2`` bytes or None when less than a frame is buffered (the caller sends silence).
+    An *utterance* starts with the first frame popped while idle and ends where ``mark_end()`` was called; running dry
+    in between counts one underrun per dry spell, and one in ``underruns_preparing`` too where the caller says the
+    missing audio had reached it and was still being prepared (the gateway was late, not the engine). Positions are
+    counted in samples since creation: ``write_position`` is where the next pushed sample will play, ``read_position``
+    how many have been handed out.
     """
 
     def __init__(self, sample_rate: int, frame_samples: int) -> None:
