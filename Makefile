@@ -9,10 +9,11 @@ ARGS ?=
 run: $(VENV)/.ready
 	$(VENV)/bin/chatterbox-fast serve $(ARGS)
 
-# One test process more than there are cores: the suite waits on real time (servers starting, audio played out at its
-# pace) about as much as it computes, and a third process on two cores fills those waits (2026-12-02, this 2-core
-# machine: 640 s of tests with 2 processes, 520 s with 3, the same 1697 tests passing).
-TEST_PROCESSES ?= $(shell echo $$(( $$(nproc) + 1 )))
+# Two test processes more than there are cores: the suite waits on real time (servers starting, audio played out at
+# its pace) as well as computing, and the extra processes fill those waits (this 2-core machine: 2026-12-02, 640 s of
+# tests with 2 processes, 520 s with 3; 2026-12-04, 674-724 s with 3 (scipy 1.17), 592-618 s with 4 (scipy
+# 1.15), 700 s with 5, whose CPU grew by a fifth: the cores thrash).
+TEST_PROCESSES ?= $(shell echo $$(( $$(nproc) + 2 )))
 # A file's tests stay in one process (they share its servers); files go out in tests/conftest.py's order, the slowest
 # first (--no-loadscope-reorder: not xdist's own, by how many tests a file has).
 

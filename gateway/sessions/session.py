@@ -74,12 +74,17 @@ class Session:
         await self.state.drain.until_released(self._idle)
 
     async def close(self) -> None:
-        """The client went away: cancel all its engine work, queued turns included, and forget it."""
+        """The client went away: cancel all its engine work, queued turns included, and forget it. Forgotten last: a
+        drain waits until its sessions are gone, and then the server stops, closing every socket left with a bare
+        1012; a session forgotten first was still cancelling its engine work, its socket's own close (the reason
+        with it) not yet sent."""
         if self.core.closed:
             return
-        self.state.sessions.remove(self)
-        await self._run(self.core.disconnect())
-        await self._stop_player()
+        try:
+            await self._run(self.core.disconnect())
+            await self._stop_player()
+        finally:
+            self.state.sessions.remove(self)
 
     async def handle_text(self, raw: str | bytes) -> None:
         """One client frame, carried out to its end even when the caller is cancelled (a client gone mid-frame): an
