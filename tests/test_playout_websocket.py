@@ -11,8 +11,6 @@ import time
 import pytest
 from websockets.asyncio.client import ClientConnection, connect
 
-from tests.server import running_server
-
 BYTES_PER_S = 48000  # pcm_s16le at 24 kHz, the default
 SENTENCE = "The quick brown fox jumps over the lazy dog, and then it runs back home across the field again. "
 LONG_TEXT = SENTENCE * 24  # about two minutes of eSpeak's speech: far past the planner's lead limit (~10-20 s)
@@ -20,9 +18,9 @@ LEAD_BOUND_S = 30.0  # what may be generated ahead of a position: the lead limit
 
 
 @pytest.fixture(scope="module")
-def server():
-    with running_server("--max-text-chars", str(len(LONG_TEXT) + 10)) as url:
-        yield url.replace("http://", "ws://") + "/v1/stream"
+def server(plain_server: str) -> str:
+    """The shared default server (tests/conftest.py): its text limit (5,000 characters) holds LONG_TEXT."""
+    return plain_server.replace("http://", "ws://") + "/v1/stream"
 
 
 class Reporter:
