@@ -95,3 +95,31 @@ SLOWEST_FIRST = ("test_gpu_bench.py", "test_failover.py", "test_page.py", "test_
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     rank = {name: place for place, name in enumerate(SLOWEST_FIRST)}
     items.sort(key=lambda item: rank.get(item.path.name, len(rank)))  # stable: the rest keep their order
+
+
+# The files that use each shared session server (above). `make test` (--dist loadfile) hands each group out as one
+# unit, so the server starts once rather than once in every test process (9 gateway and worker starts -> 3 with 4
+# processes). xdist's own --dist loadgroup would do this and does nothing under pytest 9.2 (pytest-xdist issue
+# #1386); tests/test_suite_groups.py fails when a file uses one of these servers and is not listed here.
+SHARED_SERVER_FILES = {
+    "plain_server": ("test_bench.py", "test_deploy_gate.py", "test_engine_isolation.py", "test_gst_bridge.py",
+                     "test_input_hygiene.py", "test_latency.py", "test_playout_websocket.py", "test_signalling.py",
+                     "test_watermark_delivered.py", "test_webrtc_dtmf.py"),
+    "phone_server": ("test_caller_audio.py", "test_telephony.py"),
+    "keyed_gateway": ("test_livekit.py", "test_wyoming.py"),
+}
+GROUP_OF = {file: server for server, files in SHARED_SERVER_FILES.items() for file in files}
+
+
+def pytest_xdist_make_scheduler(config: pytest.Config, log: object) -> object | None:
+    """Under --dist loadfile, xdist's scheduling by file, with each shared server's files as one unit."""
+    if config.getvalue("dist") != "loadfile":
+        return None
+    from xdist.scheduler import LoadScopeScheduling
+
+    class SharedServerScheduling(LoadScopeScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            file = nodeid.split("::", 1)[0]
+            return GROUP_OF.get(file.rsplit("/", 1)[-1], file)
+
+    return SharedServerScheduling(config, log)
