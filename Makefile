@@ -14,8 +14,9 @@ run: $(VENV)/.ready
 # tests with 2 processes, 520 s with 3; 2026-12-04, 674-724 s with 3 (scipy 1.17), 592-618 s with 4 (scipy
 # 1.15), 700 s with 5, whose CPU grew by a fifth: the cores thrash).
 TEST_PROCESSES ?= $(shell echo $$(( $$(nproc) + 2 )))
-# A file's tests stay in one process (they share its servers); files go out in tests/conftest.py's order, the slowest
-# first (--no-loadscope-reorder: not xdist's own, by how many tests a file has).
+# A file's tests stay in one process (they share its servers), and so do all the files of one shared session server
+# (tests/conftest.py's scheduler); files go out in tests/conftest.py's order, the slowest first
+# (--no-loadscope-reorder: not xdist's own, by how many tests a file has).
 
 test: $(VENV)/.ready chromium gstreamer fleet-tools
 	PYTHONDONTWRITEBYTECODE= OMP_NUM_THREADS=1 $(VENV)/bin/pytest -n $(TEST_PROCESSES) --dist loadfile --no-loadscope-reorder $(ARGS)
