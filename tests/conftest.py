@@ -67,11 +67,11 @@ def plain_server():
 
 @pytest.fixture(scope="session")
 def phone_server():
-    """One keyed gateway (tests/test_telephony.py's KEY) with room for long texts, shared by the phone-call test
-    files (each call is its own session and ends before the next). Yields its base URL."""
-    from tests.server import running_server
+    """One keyed gateway (tests/server.py's PHONE_KEY) with room for long texts, shared by the phone-call test files
+    (each call is its own session and ends before the next). Yields its base URL."""
+    from tests.server import PHONE_KEY, running_server
 
-    with running_server("--api-key", "phone-key", "--max-text-chars", "1000") as url:
+    with running_server("--api-key", PHONE_KEY, "--max-text-chars", "1000") as url:
         yield url
 
 

@@ -119,6 +119,7 @@ def serving(app: Any) -> Iterator[str]:
 KEYED_KEY = "clients-test-key"  # the API key of ``keyed_gateway`` (tests/conftest.py)
 KEYED_IDLE_S = 3  # its --idle-timeout
 KEYED_MAX_UNAUTHENTICATED = 3
+PHONE_KEY = "phone-key"  # the API key of ``phone_server`` (tests/conftest.py)
 
 
 async def next_event(ws: Any, kind: str, timeout: float = 30) -> tuple[dict, list[dict]]:

@@ -40,10 +40,10 @@ from gateway.app import create_app
 from gateway.settings import GatewaySettings
 from gateway.telephony import asterisk, endpoint, events, telnyx, twilio
 from gateway.telephony.outbox import FRAME_S, LEAD_S
-from tests.server import next_event
+from tests.server import PHONE_KEY, next_event
 from tests.test_watermark_delivered import check, mulaw_decode
 
-KEY = "phone-key"
+KEY = PHONE_KEY  # phone_server's
 GREETING = "Thanks for calling the gateway. Please hold while I find an agent for you."
 LONG_TEXT = " ".join(["this sentence keeps the caller listening for a good while without a break"] * 6)
 
