@@ -332,7 +332,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
     from gateway.app import create_app
     from gateway.host.bind import CannotListen, bind_tcp
     from gateway.host.draining import DrainingServer
-    from gateway.host.websocket_protocol import BoundedWebSocketProtocol
+    from gateway.host.protocols import BoundedHTTPProtocol, BoundedWebSocketProtocol
     from gateway.engine_link.discovery import PREFIX, parse_dns_url
     from gateway.listen.detector import VadConfig
     from gateway.guard.operator_safety import redact_keys_in_logs
@@ -417,7 +417,8 @@ def cmd_serve(args: argparse.Namespace) -> int:
 
     app = create_app(settings, on_engine_refusal=engine_refused, wyoming_socket=wyoming_sock)
     server = DrainingServer(uvicorn.Config(app, log_level=args.log_level, timeout_graceful_shutdown=5,
-                                           ws=BoundedWebSocketProtocol, ws_max_size=1024 * 1024),
+                                           http=BoundedHTTPProtocol, ws=BoundedWebSocketProtocol,
+                                           ws_max_size=1024 * 1024),
                             app.state.gateway.drain)
     redact_keys_in_logs()  # after uvicorn's logging set-up
     # A SIGTERM once the server has stopped serving (a second one, during its shutdown) is a stop too, not the default

@@ -111,31 +111,47 @@ async def test_a_websocket_client_that_stops_reading_is_closed_with_the_reason(s
     assert (closed.value.rcvd.code, closed.value.rcvd.reason) == (4408, f"not reading: no audio taken for {STALL_S} s")
 
 
+def _long_tts_request(server: str) -> socket.socket:
+    """A tiny-buffer socket that has asked ``/v1/tts`` for a long text at 48 kHz (and read nothing)."""
+    sock = _tiny_buffer_socket(server)
+    body = json.dumps({"text": LONG, "format": "pcm", "sample_rate": 48000}).encode()
+    sock.sendall(b"POST /v1/tts HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+                 b"Content-Length: %d\r\n\r\n%s" % (len(body), body))
+    return sock
+
+
 def _tcp_state(sock: socket.socket) -> int:
     """The kernel's state of ``sock``'s connection (struct tcp_info's first byte: 1 established, 7 closed)."""
     return sock.getsockopt(socket.IPPROTO_TCP, socket.TCP_INFO, 1)[0]
 
 
+def _assert_cut_off(server: str, sock: socket.socket) -> None:
+    """Once the session of ``sock``'s client (which reads nothing) is gone, its connection is still open, with audio
+    on its way, and then the server resets it (gateway/host/protocols.py: 10 s after the close)."""
+    wait_for(lambda: health(server)["sessions"] == 0, "a client that reads nothing kept its session",
+             SOCKET_FILLED_S + STALL_S)
+    assert _tcp_state(sock) == 1
+    wait_for(lambda: _tcp_state(sock) == 7, "the never-reading client's connection was not cut off", 30)
+
+
 async def test_a_websocket_client_that_never_reads_again_is_cut_off(server: str) -> None:
-    """After the 4408 close, which cannot get through to a client that reads nothing, the server's side of the
-    connection is aborted (gateway/host/websocket_protocol.py, 10 s after the endpoint returned): the client sees a
-    reset, not a connection held open with its buffered audio for as long as it stays connected."""
+    """The 4408 close cannot get through to a client that reads nothing: its connection is reset, not held open with
+    its buffered audio for as long as the client stays connected."""
     sock = _tiny_buffer_socket(server)
     async with connect(server.replace("http", "ws") + "/v1/stream", sock=sock, max_queue=1, ping_interval=None) as ws:
         await ws.send(json.dumps({"type": "config", "sample_rate": 48000}))
         await ws.send(json.dumps({"type": "speak", "text": LONG}))
-        await asyncio.to_thread(wait_for, lambda: health(server)["sessions"] == 0,
-                                "a WebSocket that reads nothing kept its session", SOCKET_FILLED_S + STALL_S)
-        assert _tcp_state(sock) == 1  # still open, with audio on its way
-        await asyncio.to_thread(wait_for, lambda: _tcp_state(sock) == 7, "the never-reading client's connection "
-                                "was not cut off", 30)
+        await asyncio.to_thread(_assert_cut_off, server, sock)
+
+
+def test_an_http_client_that_never_reads_again_is_cut_off(server: str) -> None:
+    sock = _long_tts_request(server)
+    _assert_cut_off(server, sock)
+    sock.close()
 
 
 def test_an_http_client_that_stops_reading_is_dropped(server: str) -> None:
-    sock = _tiny_buffer_socket(server)
-    body = json.dumps({"text": LONG, "format": "pcm", "sample_rate": 48000}).encode()
-    sock.sendall(b"POST /v1/tts HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
-                 b"Content-Length: %d\r\n\r\n%s" % (len(body), body))
+    sock = _long_tts_request(server)
     wait_for(lambda: health(server)["sessions"] == 0 and in_flight(server) == 0,
              "an HTTP client that reads nothing kept its stream", SOCKET_FILLED_S + STALL_S)
     received = bytearray()
