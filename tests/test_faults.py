@@ -82,12 +82,12 @@ def test_an_http_client_that_drops_the_stream_leaves_no_engine_work(server: str)
              "the engine utterance outlived its HTTP client")
 
 
-def _tiny_buffer_socket(url: str) -> socket.socket:
-    """A connected TCP socket to ``url``'s server that holds almost nothing unread."""
-    host, port = url.removeprefix("http://").split(":")
+def _tiny_buffer_socket(url: str, port: int | None = None) -> socket.socket:
+    """A connected TCP socket to ``url``'s server (on ``port`` if given) that holds almost nothing unread."""
+    host, url_port = url.removeprefix("http://").split(":")
     sock = socket.socket()
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
-    sock.connect((host, int(port)))
+    sock.connect((host, port or int(url_port)))
     return sock
 
 
@@ -146,6 +146,16 @@ async def test_a_websocket_client_that_never_reads_again_is_cut_off(server: str)
 
 def test_an_http_client_that_never_reads_again_is_cut_off(server: str) -> None:
     sock = _long_tts_request(server)
+    _assert_cut_off(server, sock)
+    sock.close()
+
+
+def test_a_wyoming_client_that_never_reads_again_is_cut_off(server: str, wyoming_port: int) -> None:
+    """Its synthesis ends at ``--idle-timeout`` (nothing could be written), and its connection is reset."""
+    from gateway.wyoming.wire import Event, encode
+
+    sock = _tiny_buffer_socket(server, wyoming_port)
+    sock.sendall(encode(Event("synthesize", {"text": LONG})))
     _assert_cut_off(server, sock)
     sock.close()
 

@@ -1,13 +1,13 @@
 """uvicorn's HTTP and WebSocket protocols, with a bound on how long a connection closed on a client that has stopped
-reading stays open.
+reading stays open (``reset`` is the Wyoming server's too).
 
 When the gateway gives up on such a client (a stalled HTTP stream cut short, a WebSocket closed with 4408), uvicorn
 closes the transport, and asyncio's close waits for the write buffer to drain first: a client that never reads again
 would hold the connection, the audio buffered for it and megabytes of kernel buffer for as long as it stayed
 connected, and ASGI gives the app no way to cut it. Here a connection that is closing and still cannot write is
-reset ``LINGER_S`` after the close: SO_LINGER 0, then abort (a plain abort leaves the kernel holding the unsent audio,
-probing the client's closed window for minutes). A client that reads again in time still gets everything, the
-WebSocket close frame with its reason included.
+reset ``STUCK_CLOSE_S`` after the close: SO_LINGER 0, then abort (a plain abort leaves the kernel holding the unsent
+audio, probing the client's closed window for minutes). A client that reads again in time still gets everything,
+the WebSocket close frame with its reason included.
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ import time
 from uvicorn.protocols.http.auto import AutoHTTPProtocol
 from uvicorn.protocols.websockets.websockets_sansio_impl import WebSocketsSansIOProtocol
 
-LINGER_S = 10.0  # as uvicorn's own wait for a client's answer to a WebSocket close frame
+STUCK_CLOSE_S = 10.0  # as uvicorn's own wait for a client's answer to a WebSocket close frame
 CHECK_S = 1.0  # how often a connection that cannot write is looked at
 
 
@@ -35,7 +35,7 @@ def reset(transport: asyncio.BaseTransport) -> None:
 
 class ResetsStuckCloses:
     """For a uvicorn protocol: while writing is paused, look every ``CHECK_S`` whether the transport is closing, and
-    reset it once it has been closing for ``LINGER_S``."""
+    reset it once it has been closing for ``STUCK_CLOSE_S``."""
 
     transport: asyncio.BaseTransport
     loop: asyncio.AbstractEventLoop
@@ -66,7 +66,7 @@ class ResetsStuckCloses:
         if self.transport.is_closing():
             now = time.monotonic()
             self._closing_since = self._closing_since or now
-            if now - self._closing_since >= LINGER_S:
+            if now - self._closing_since >= STUCK_CLOSE_S:
                 self._check = None
                 reset(self.transport)
                 return

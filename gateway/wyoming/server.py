@@ -23,6 +23,7 @@ from gateway.playout import SentAudio, report_playout
 from gateway.sessions.registry import SessionLimitReached
 from gateway.shared_state import GatewayState
 from gateway.guard.silent_sockets import Admission, IdleClock, until_idle
+from gateway.host.protocols import STUCK_CLOSE_S, reset
 from gateway.traces import utterance_span
 from gateway.utterance_stream import MetricsLabel, UtteranceStats, chunks
 from gateway.wyoming import translate
@@ -218,8 +219,12 @@ async def serve_connection(state: GatewayState, reader: asyncio.StreamReader, wr
         pass  # the client went away
     finally:
         writer.close()
-        with contextlib.suppress(Exception):
-            await asyncio.wait_for(writer.wait_closed(), 1.0)
+        try:
+            await asyncio.wait_for(writer.wait_closed(), STUCK_CLOSE_S)
+        except TimeoutError:  # a client that reads nothing: what is unsent would hold the connection for ever
+            reset(writer.transport)
+        except Exception:  # noqa: BLE001 (closed with an error: closed)
+            pass
 
 
 async def start(state: GatewayState, sock: socket.socket) -> asyncio.Server:
