@@ -44,7 +44,8 @@ class ResetsStuckCloses:
 
     def pause_writing(self) -> None:
         super().pause_writing()  # type: ignore[misc]
-        self._look_later()
+        if self._check is None:
+            self._look_later()
 
     def resume_writing(self) -> None:
         self._stop_looking()
