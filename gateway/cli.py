@@ -683,13 +683,13 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--text", default=None, help="what each utterance says (default: the issue 24 sentence)")
     p.add_argument("--no-chrome", action="store_true", help="skip Chromium even where Playwright and it are installed")
     p = command(bench, "faults", "hostile inputs on every JSON surface: server errors, dropped engine connections, "
-                "leaked sessions (all must be 0)", cmd_bench_faults)
+                "leaked sessions and client connections (all must be 0)", cmd_bench_faults)
     p.add_argument("--count", type=int, default=1000, help="generated inputs per surface")
     p.add_argument("--seeds", type=int, default=1, help="runs on the same server, seeds --seed, --seed + 1, ...; "
                    "then one line of their totals")
     _served_bench_arguments(p)
     p = command(bench, "soak", "callers of every transport that speak, barge in, stall and hang up for minutes: "
-                "errors, first audio, leaked sessions, gateway and worker memory; chaos: workers killed, gateway "
+                "errors, first audio, leaked sessions and connections, gateway and worker memory; chaos: workers killed, gateway "
                 "processes restarted", cmd_bench_soak)
     p.add_argument("--minutes", type=float, default=10.0)
     p.add_argument("--callers", "--sessions", dest="sessions", type=int, default=20,

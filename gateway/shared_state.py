@@ -33,6 +33,7 @@ class GatewayState:
     peers: set[Any] = field(default_factory=set)  # live WebRTC peers (gateway.webrtc.signalling.WebRTCPeer)
     unauthenticated: WaitingRoom = field(default_factory=lambda: WaitingRoom(GatewaySettings.max_unauthenticated))
     calls: CallDirectory = field(default_factory=CallDirectory)  # live phone calls (gateway/telephony/)
+    wyoming_clients: set[Any] = field(default_factory=set)  # open Wyoming connections (their stream writers)
     # the keys in force and their tenants (gateway/guard/tenancy.py); by default none
     tenancy: Tenancy = field(default_factory=lambda: Tenancy(None, (), Metrics()))
     drain: Draining = field(default_factory=lambda: Draining(Drain(GatewaySettings.drain_grace_s)))

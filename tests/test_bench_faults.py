@@ -58,6 +58,7 @@ def test_a_short_run_leaves_every_figure_at_zero(capsys: pytest.CaptureFixture[s
                                         "/v1/twilio", "/v1/telnyx", "/v1/asterisk", "/v1/jambonz/tts",
                                         "caller audio", "call controller", "keys file"}
     assert summary["server_errors"] == summary["dropped_engine_connections"] == summary["leaked_sessions"] == 0
+    assert summary["leaked_connections"] == 0  # read from /health: reported, and every client's connection gone
     assert summary["worker_restarts"] == 0 and summary["lost_voices"] == [] and summary["health"] == "ok"
     assert all(s["refused"] > 0 for s in summary["surfaces"].values())  # the inputs were hostile
     caller = summary["surfaces"]["caller audio"]
@@ -66,19 +67,22 @@ def test_a_short_run_leaves_every_figure_at_zero(capsys: pytest.CaptureFixture[s
 
 
 def test_seeds_add_up_to_one_summary_line() -> None:
-    def run(seed: int, errors: int, leaked: int, lost: list[str]) -> dict:
+    def run(seed: int, errors: int, leaked: int, lost: list[str], connections: int | None = 0) -> dict:
         return {"inputs_per_surface": 1000, "seed": seed, "surfaces": {"websocket": {}, "/v1/tts": {}},
                 "server_errors": errors, "dropped_engine_connections": 1, "worker_restarts": 0,
-                "leaked_sessions": leaked, "lost_voices": lost, "bystander": {"turns": 3, "failures": 0},
-                "health": "ok", "seconds": 60.04}
+                "leaked_sessions": leaked, "leaked_connections": connections, "lost_voices": lost,
+                "bystander": {"turns": 3, "failures": 0}, "health": "ok", "seconds": 60.04}
 
     clean = combined([run(1, 0, 0, []), run(2, 0, 0, [])])
     assert clean["seeds"] == [1, 2] and clean["seconds"] == 120.1 and clean["bystander"] == {"turns": 6, "failures": 0}
     assert clean["dropped_engine_connections"] == 2 and failed(clean)  # a lost engine connection fails it
-    summary = combined([run(1, 2, 1, ["x"]), run(2, 3, 0, ["x", "y"]), run(3, 0, 0, [])])
+    summary = combined([run(1, 2, 1, ["x"]), run(2, 3, 0, ["x", "y"], 2), run(3, 0, 0, [], None)])
     assert (summary["server_errors"], summary["leaked_sessions"], summary["lost_voices"]) == (5, 1, ["x", "y"])
+    assert summary["leaked_connections"] == 2  # a server that does not say counts none
     assert len(summary["runs"]) == 3 and failed(summary)
     assert render_combined(summary).startswith("bench faults: 3 seeds x 1000 hostile inputs on 2 surfaces, 180.1 s: "
                                                "server errors 5, dropped engine connections 3, worker restarts 0, "
-                                               "leaked sessions 1, lost voices 2;")
+                                               "leaked sessions 1, leaked connections 2, lost voices 2;")
+    leaky = run(1, 0, 0, [], 1) | {"dropped_engine_connections": 0}
+    assert failed(leaky) and not failed(leaky | {"leaked_connections": 0}) and not failed(leaky | {"leaked_connections": None})
     assert build_parser().parse_args(["bench", "faults", "--seeds", "10"]).seeds == 10

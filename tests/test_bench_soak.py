@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from cbf_tools.bench.soak import TRANSPORTS, growth_per_minute, mix
+from cbf_tools.bench.soak import TRANSPORTS, growth_per_minute, leaked_connections, mix
 from gateway.cli import build_parser
 
 CHAOS_FIGURES = {"engine_unavailable", "failovers", "dropped", "reconnects", "refused"}
@@ -35,6 +35,13 @@ def test_growth_is_the_slope_after_the_warm_up_in_mib_per_minute() -> None:
     assert growth_per_minute([(0, 1.0)]) is None
 
 
+def test_connections_left_are_summed_over_the_processes_less_the_benchs_own() -> None:
+    assert leaked_connections({"connections": 1}) == 0  # the bench's own, asking
+    assert leaked_connections({"connections": 3}) == 2
+    assert leaked_connections({"connections": 9, "processes": [{"connections": 1}, {"connections": 2}]}) == 2
+    assert leaked_connections({"sessions": 0}) == 0  # a server that does not say
+
+
 def test_the_callers_are_shared_among_every_transport() -> None:
     assert mix(50, dict.fromkeys(("webrtc", "phone", "sse", "wyoming", "http", "elevenlabs"))) == {
         "webrtc": 10, "phone": 10, "sse": 5, "wyoming": 5, "http": 5, "elevenlabs": 5, "websocket": 10}
@@ -54,6 +61,7 @@ def test_a_short_soak_leaves_nothing_behind(capsys: pytest.CaptureFixture[str]) 
                                   "--report-every", "2")
     assert status == 0, summary
     assert summary["server_errors"] == summary["timeouts"] == summary["leaked_sessions"] == 0
+    assert summary["leaked_connections"] == 0
     assert summary["leaked_utterances"] == 0  # the gateway's engine links hold no utterance of a session gone
     assert summary["engine_unavailable"] == summary["dropped"] == 0 and summary["chaos"] is None
     assert summary["done"] > 0 and summary["cancelled"] > 0 and summary["hung_up"] > 0

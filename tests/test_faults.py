@@ -127,11 +127,15 @@ def _tcp_state(sock: socket.socket) -> int:
 
 def _assert_cut_off(server: str, sock: socket.socket) -> None:
     """Once the session of ``sock``'s client (which reads nothing) is gone, its connection is still open, with audio
-    on its way, and then the server resets it (gateway/host/protocols.py: 10 s after the close)."""
+    on its way, and then the server resets it (gateway/host/protocols.py: 10 s after the close), and no longer counts
+    it in /health's ``connections``."""
     wait_for(lambda: health(server)["sessions"] == 0, "a client that reads nothing kept its session",
              SOCKET_FILLED_S + STALL_S)
     assert _tcp_state(sock) == 1
+    held = health(server)["connections"]  # that one, and the one asking
+    assert held >= 2
     wait_for(lambda: _tcp_state(sock) == 7, "the never-reading client's connection was not cut off", 30)
+    assert health(server)["connections"] == held - 1
 
 
 async def test_a_websocket_client_that_never_reads_again_is_cut_off(server: str) -> None:

@@ -7,7 +7,8 @@ written over it, each reload refused with the keys kept); and the caller's side 
 call's controller's ``listen`` and ``barge_in`` mangled, beside a sound call that must go on as if nothing happened),
 then what they did to a real server. Each figure must be 0: server errors (HTTP 5xx, a stream cut short, a socket the
 server dropped, an engine failure event, caller audio that should have been dropped and counted and was not),
-engine connections the gateway lost, embedded-worker restarts, sessions still open once every client has gone,
+engine connections the gateway lost, embedded-worker restarts, sessions and client connections still open once every
+client has gone (/health's ``connections``),
 stored voices lost, and turns of the sound call that failed. A media stream the server closes for a bad frame (code
 4400) is a refusal."""
 
@@ -40,6 +41,7 @@ from cbf_tools.peers.phone_callers import PlayingStack, connect_call
 from cbf_tools.peers.rtc_listener import Listener
 from gateway.guard.keys_file import KeysFileError, parse
 from gateway.guard.tenancy import WATCH_INTERVAL_S
+from gateway.host.protocols import STUCK_CLOSE_S
 from gateway.http import sse
 from gateway.settings import GatewaySettings
 from gateway.wyoming.wire import Event, EventReader, encode
@@ -468,6 +470,19 @@ async def _sessions_left(http: httpx.AsyncClient, within: float = SETUP_TIMEOUT_
     return sessions
 
 
+async def _connections_left(http: httpx.AsyncClient, before: int | None,
+                            within: float = STUCK_CLOSE_S + 5) -> int | None:
+    """Client connections open beyond ``before`` once every client has gone (one closed on a client that reads
+    nothing is reset STUCK_CLOSE_S after its close; idle keep-alive ones go after uvicorn's 5 s); None when the
+    server does not say."""
+    if before is None:
+        return None
+    deadline = time.monotonic() + within
+    while (now := (await http.get("/health")).json()["connections"]) > before and time.monotonic() < deadline:
+        await asyncio.sleep(0.2)
+    return max(0, now - before)
+
+
 async def _voices(http: httpx.AsyncClient) -> set[str]:
     return {voice["name"] for voice in (await http.get("/v1/voices")).json()["voices"]}
 
@@ -481,6 +496,7 @@ async def measure(url: str, count: int, seed: int, api_key: str | None,
         health = (await http.get("/health")).json()
         lost_before, restarts_before = _engine_figures(health)
         sessions_before = health["sessions"]  # left by an earlier seed's run on this server: counted there
+        connections_before = health.get("connections")  # this client's own among them
         voices_before = await _voices(http)
         started = time.monotonic()
         # The caller's side first: the hostile offers below leave sessions that never connect, held for
@@ -522,6 +538,7 @@ async def measure(url: str, count: int, seed: int, api_key: str | None,
             surfaces["wyoming"] = await _wyoming(urlsplit(url).hostname or "127.0.0.1", wyoming_port,
                                                  wyoming_frames(rng, count))
         leaked = await _sessions_left(http)
+        connections_left = await _connections_left(http, connections_before)
         voices_after = await _voices(http)
         for name in voices_after - voices_before:  # what the uploads stored: leave the server as it was
             await http.delete(f"/v1/voices/{name}")
@@ -531,7 +548,8 @@ async def measure(url: str, count: int, seed: int, api_key: str | None,
     return {"bench": "faults", "inputs_per_surface": count, "seed": seed, "surfaces": surfaces,
             "server_errors": sum(s["server_errors"] for s in surfaces.values()),
             "dropped_engine_connections": lost - lost_before, "worker_restarts": restarts - restarts_before,
-            "leaked_sessions": max(0, leaked - sessions_before), "lost_voices": sorted(voices_before - voices_after), "bystander": bystander,
+            "leaked_sessions": max(0, leaked - sessions_before), "leaked_connections": connections_left,
+            "lost_voices": sorted(voices_before - voices_after), "bystander": bystander,
             "health": health["status"], "seconds": round(time.monotonic() - started, 1)}
 
 
@@ -542,7 +560,8 @@ def render(summary: dict[str, Any]) -> str:
         lines.append(f"  {name:<18} server errors {counts['server_errors']:>4}   refused {counts['refused']:>5}")
     lines.append(f"  server errors {summary['server_errors']}, dropped engine connections "
                  f"{summary['dropped_engine_connections']}, worker restarts {summary['worker_restarts']}, "
-                 f"leaked sessions {summary['leaked_sessions']}, lost voices {len(summary['lost_voices'])}; "
+                 f"leaked sessions {summary['leaked_sessions']}, leaked connections "
+                 f"{_figure(summary['leaked_connections'])}, lost voices {len(summary['lost_voices'])}; "
                  f"/health {summary['health']}")
     lines.append(f"  a sound call beside the caller-side surfaces: {summary['bystander']['turns']} turns, "
                  f"{summary['bystander']['failures']} failed")
@@ -552,8 +571,9 @@ def render(summary: dict[str, Any]) -> str:
 def combined(runs: list[dict[str, Any]]) -> dict[str, Any]:
     """Several seeds' runs on one server as one summary: every figure added up (the lost voices: each named once),
     ``health`` the last run's; each run's own summary in ``runs``."""
-    total = {name: sum(run[name] for run in runs)
-             for name in ("server_errors", "dropped_engine_connections", "worker_restarts", "leaked_sessions")}
+    total = {name: sum(run[name] or 0 for run in runs)
+             for name in ("server_errors", "dropped_engine_connections", "worker_restarts", "leaked_sessions",
+                          "leaked_connections")}
     return {"bench": "faults", "inputs_per_surface": runs[0]["inputs_per_surface"],
             "seeds": [run["seed"] for run in runs], "surface_count": len(runs[0]["surfaces"]), **total,
             "seconds": round(sum(run["seconds"] for run in runs), 1),
@@ -566,14 +586,20 @@ def render_combined(summary: dict[str, Any]) -> str:
     return (f"bench faults: {len(summary['seeds'])} seeds x {summary['inputs_per_surface']} hostile inputs on "
             f"{summary['surface_count']} surfaces, {summary['seconds']} s: server errors {summary['server_errors']}, "
             f"dropped engine connections {summary['dropped_engine_connections']}, worker restarts "
-            f"{summary['worker_restarts']}, leaked sessions {summary['leaked_sessions']}, lost voices "
+            f"{summary['worker_restarts']}, leaked sessions {summary['leaked_sessions']}, leaked connections "
+            f"{_figure(summary['leaked_connections'])}, lost voices "
             f"{len(summary['lost_voices'])}; a sound call beside them {summary['bystander']['turns']} turns, "
             f"{summary['bystander']['failures']} failed; /health {summary['health']}")
 
 
+def _figure(value: int | None) -> str:
+    return "not reported" if value is None else str(value)
+
+
 def failed(summary: dict[str, Any]) -> bool:
     return bool(summary["server_errors"] or summary["dropped_engine_connections"] or summary["worker_restarts"]
-                or summary["leaked_sessions"] or summary["lost_voices"] or summary["health"] != "ok"
+                or summary["leaked_sessions"] or summary["leaked_connections"] or summary["lost_voices"]
+                or summary["health"] != "ok"
                 or summary["bystander"]["failures"] or not summary["bystander"]["turns"])
 
 

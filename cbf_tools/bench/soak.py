@@ -31,9 +31,10 @@ it drains and its parent starts another. Per transport it counts the turns compl
 the sessions a drain let go (1012: the caller dials again) and the refusals (a full or draining process).
 
 Exit status 1 when a server error or timeout happened, a call was dropped or a turn failed for want of an engine
-(both only without chaos: under it they are its figures), a session was left open, an engine utterance was left in
-flight (``/health``'s ``engines[].in_flight``), the server was not ``ok`` at the end, or (on runs of 4 minutes or
-more, no gateway restarted) the gateway's memory grew after the warm-up by more than ``--max-growth`` MiB per minute.
+(both only without chaos: under it they are its figures), a session or a client connection was left open, an engine
+utterance was left in flight (``/health``'s ``engines[].in_flight``), the server was not ``ok`` at the end, or (on runs
+of 4 minutes or more, no gateway restarted) the gateway's memory grew after the warm-up by more than ``--max-growth``
+MiB per minute.
 """
 
 from __future__ import annotations
@@ -648,9 +649,15 @@ def growth_per_minute(samples: list[tuple[float, float]], warm_up_s: float = flo
     return 60 * sum((t - mean_t) * (m - mean_m) for t, m in after) / spread
 
 
-def open_sessions(health: dict[str, Any]) -> int:
-    """Sessions open in every gateway process (``serve --processes N``: each one's last snapshot)."""
-    return sum(p["sessions"] for p in health["processes"]) if "processes" in health else health["sessions"]
+def open_in_every_process(health: dict[str, Any], figure: str) -> int:
+    """/health's ``figure`` (sessions, connections) summed over every gateway process (``serve --processes N``: each
+    one's last snapshot)."""
+    return sum(p[figure] or 0 for p in health["processes"]) if "processes" in health else health.get(figure) or 0
+
+
+def leaked_connections(health: dict[str, Any]) -> int:
+    """Client connections open in every gateway process beyond the bench's own (the one asking /health)."""
+    return max(0, open_in_every_process(health, "connections") - 1)
 
 
 def mix(callers: int, given: dict[str, int | None]) -> dict[str, int]:
@@ -693,7 +700,7 @@ class Watch:
         report_at = self.started + self.report_every
         while not stop.is_set():
             with contextlib.suppress(httpx.TransportError):  # a gateway process going away as it answered
-                self.sessions = open_sessions((await http.get("/health")).json())
+                self.sessions = open_in_every_process((await http.get("/health")).json(), "sessions")
             self.most_sessions = max(self.most_sessions, self.sessions)
             at = time.monotonic() - self.started
             if self.served is not None:
@@ -777,7 +784,7 @@ async def measure(url: str, args: argparse.Namespace, wyoming_port: int | None,
         stop.set()
         await watching
         health = await _settled(http)
-    left, in_flight = open_sessions(health), _in_flight(health)
+    left, in_flight = open_in_every_process(health, "sessions"), _in_flight(health)
     warm_up_s = args.warm_up * 60
     restarted = {"worker": args.kill_worker_every, "gateway": args.restart_gateway_every}  # growth: the restarts'
     memory = {name: {"start_mib": round(samples[0][1], 1), "peak_mib": round(max(m for _, m in samples), 1),
@@ -787,7 +794,8 @@ async def measure(url: str, args: argparse.Namespace, wyoming_port: int | None,
     every_first = [s for tally in tallies.values() for _, s in tally.first_audio]
     return {"bench": "soak", "minutes": args.minutes, "sessions": args.sessions, "callers": callers,
             "processes": args.processes, "workers": args.workers, "most_sessions_at_once": watch.most_sessions,
-            **watch.totals(), **_first_audio(every_first), "leaked_sessions": left, "leaked_utterances": in_flight,
+            **watch.totals(), **_first_audio(every_first), "leaked_sessions": left,
+            "leaked_connections": leaked_connections(health), "leaked_utterances": in_flight,
             "status_at_end": health["status"], "warm_up_min": min(args.warm_up, args.minutes / 2), "memory": memory,
             "transports": {name: {**tally.counts(), **_first_audio([s for _, s in tally.first_audio])}
                            for name, tally in tallies.items()},
@@ -802,13 +810,15 @@ def _in_flight(health: dict[str, Any]) -> int:
 
 
 async def _settled(http: httpx.AsyncClient) -> dict[str, Any]:
-    """/health once no session is open, no engine utterance is in flight and it says ok, or its last answer after
-    SETTLE_S."""
+    """/health once no session or client connection (but the bench's) is open, no engine utterance is in flight and it
+    says ok, or its last answer after SETTLE_S."""
     deadline, health = time.monotonic() + SETTLE_S, None
     while True:
         with contextlib.suppress(httpx.TransportError):
             health = (await http.get("/health")).json()
-        settled = health is not None and not (open_sessions(health) or _in_flight(health)) and health["status"] == "ok"
+        settled = (health is not None and health["status"] == "ok"
+                   and not (open_in_every_process(health, "sessions") or _in_flight(health)
+                            or leaked_connections(health)))
         if settled or (health is not None and time.monotonic() > deadline):
             return health
         if time.monotonic() > deadline:
@@ -825,7 +835,8 @@ def failed(summary: dict[str, Any], max_growth: float) -> bool:
     grew = summary["minutes"] >= MIN_MINUTES_FOR_GROWTH and growth is not None and growth > max_growth
     unexplained = not summary["chaos"] and (summary["engine_unavailable"] or summary["dropped"])
     return bool(summary["server_errors"] or summary["timeouts"] or summary["leaked_sessions"]
-                or summary["leaked_utterances"] or summary["status_at_end"] != "ok" or unexplained or grew)
+                or summary["leaked_connections"] or summary["leaked_utterances"] or summary["status_at_end"] != "ok"
+                or unexplained or grew)
 
 
 def render(s: dict[str, Any]) -> str:
@@ -838,7 +849,8 @@ def render(s: dict[str, Any]) -> str:
              f"underruns {s['underruns']}; first audio p50 {s['first_audio_p50_s']} s, p95 {s['first_audio_p95_s']} s",
              f"  server errors {s['server_errors']}, timeouts {s['timeouts']}, engine_unavailable "
              f"{s['engine_unavailable']}, failovers {s['failovers']}, dropped {s['dropped']}, reconnects "
-             f"{s['reconnects']}, refused {s['refused']}; leaked sessions {s['leaked_sessions']}, engine utterances "
+             f"{s['reconnects']}, refused {s['refused']}; leaked sessions {s['leaked_sessions']}, connections "
+             f"{s['leaked_connections']}, engine utterances "
              f"left in flight {s['leaked_utterances']}; /health {s['status_at_end']} at the end",
              "  prompt cache (the process /health asked): " + (", ".join(f"{k} {v}" for k, v in
                                                                       s["prompt_cache"].items()) or "off"),

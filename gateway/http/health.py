@@ -49,6 +49,7 @@ def health_body(state: GatewayState) -> dict[str, Any]:
         "engine": ready and {k: v for k, v in asdict(ready).items() if k in ENGINE_FIELDS},
         "watermark": bool(ready and ready.watermark),
         "sessions": len(state.sessions),
+        **({"connections": connections} if (connections := open_connections(state)) is not None else {}),
         **({"drain_left_s": round(left, 1)} if left is not None else {}),  # of the grace for utterances in flight
         "caller_audio": {outcome: state.metrics.caller_tally[outcome]
                          for outcome in ("heard", "rejected", "flooded", "dropped")},
@@ -68,9 +69,18 @@ def health_body(state: GatewayState) -> dict[str, Any]:
     return body
 
 
+def open_connections(state: GatewayState) -> int | None:
+    """Client connections open in this process (uvicorn's, HTTP and WebSocket, and Wyoming's), or None where no
+    server runs the app (an app under test)."""
+    if state.drain.server is None:
+        return None
+    return len(state.drain.server.server_state.connections) + len(state.wyoming_clients)
+
+
 def snapshot(body: dict[str, Any], listening: bool) -> dict[str, Any]:
     """What one gateway process tells its siblings about itself."""
-    return {"status": body["status"], "sessions": body["sessions"], "rtc_ports": body.get("rtc_ports"),
+    return {"status": body["status"], "sessions": body["sessions"], "connections": body.get("connections"),
+            "rtc_ports": body.get("rtc_ports"),
             "engines_available": sum(1 for engine in body["engines"] if engine["available"]),
             "listening": listening}  # it takes connections on the port: what a rolling restart waits for
 

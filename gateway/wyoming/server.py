@@ -193,6 +193,14 @@ async def _feed(utterance: FailoverUtterance, texts: asyncio.Queue[str | None]) 
 
 
 async def serve_connection(state: GatewayState, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+    state.wyoming_clients.add(writer)
+    try:
+        await _serve(state, reader, writer)
+    finally:
+        state.wyoming_clients.discard(writer)
+
+
+async def _serve(state: GatewayState, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
     connection = _Connection(state, reader, writer)
     try:
         if (waiting := state.unauthenticated.enter()) is None:
