@@ -446,6 +446,7 @@ async def _keys_file(http: httpx.AsyncClient, path: Path | None, files: list[byt
             counts["server_errors"] += 1
     if path is None:
         return counts
+    await _sessions_left(http)  # room for its speech: the hostile offers' never-connecting sessions dropped
     for data in [*rng.sample(refused, min(LIVE_RELOADS, len(refused))), GOOD_KEYS.encode()]:
         path.write_bytes(data)
         await asyncio.sleep(WATCH_INTERVAL_S + 0.5)
