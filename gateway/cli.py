@@ -689,8 +689,8 @@ def build_parser() -> argparse.ArgumentParser:
                    "then one line of their totals")
     _served_bench_arguments(p)
     p = command(bench, "soak", "callers of every transport that speak, barge in, stall and hang up for minutes: "
-                "errors, first audio, leaked sessions and connections, gateway and worker memory; chaos: workers killed, gateway "
-                "processes restarted", cmd_bench_soak)
+                "errors, first audio, leaked sessions and connections, gateway and worker memory; chaos: workers "
+                "killed, gateway processes restarted", cmd_bench_soak)
     p.add_argument("--minutes", type=float, default=10.0)
     p.add_argument("--callers", "--sessions", dest="sessions", type=int, default=20,
                    help="concurrent callers of every transport, shared as the flags below say (each unsaid: a share "
