@@ -147,6 +147,9 @@ GATEWAY_OPTIONS = (
     Option("--max-upload-bytes", "CBF_MAX_UPLOAD_BYTES", "voice upload size", int, 10 * 1024 * 1024),
     Option("--stall-timeout", "CBF_STALL_TIMEOUT", "seconds a client may take no audio before it is closed", float,
            30.0),
+    Option("--request-timeout", "CBF_REQUEST_TIMEOUT", "seconds an HTTP request (a WebSocket's opening one too) may "
+           "take to arrive whole, head and body, before the client gets a 408 and the connection is closed", float,
+           60.0),
     Option("--barge-in", "CBF_BARGE_IN", "what a caller's speech does while the gateway speaks, on calls whose "
            "audio reaches it (phone streams, WebRTC peers that send): vad stops at once, pause pauses and cancels "
            "after 0.5 s of speech, off leaves it to the controller", default="vad", choices=("vad", "pause", "off")),
@@ -332,7 +335,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
     from gateway.app import create_app
     from gateway.host.bind import CannotListen, bind_tcp
     from gateway.host.draining import DrainingServer
-    from gateway.host.protocols import BoundedHTTPProtocol, BoundedWebSocketProtocol
+    from gateway.host.protocols import BoundedWebSocketProtocol, http_protocol
     from gateway.engine_link.discovery import PREFIX, parse_dns_url
     from gateway.listen.detector import VadConfig
     from gateway.guard.operator_safety import redact_keys_in_logs
@@ -417,7 +420,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
 
     app = create_app(settings, on_engine_refusal=engine_refused, wyoming_socket=wyoming_sock)
     server = DrainingServer(uvicorn.Config(app, log_level=args.log_level, timeout_graceful_shutdown=5,
-                                           http=BoundedHTTPProtocol, ws=BoundedWebSocketProtocol,
+                                           http=http_protocol(args.request_timeout), ws=BoundedWebSocketProtocol,
                                            ws_max_size=1024 * 1024),
                             app.state.gateway.drain)
     redact_keys_in_logs()  # after uvicorn's logging set-up

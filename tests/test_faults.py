@@ -25,6 +25,7 @@ from tests.server import running_server
 
 LONG = " ".join(["The quick brown fox jumps over the lazy dog, and then it runs far away across the field."] * 20)
 STALL_S = 1
+REQUEST_S = 3  # the server's --request-timeout
 # The sockets take ~3 MB before a send to a client that reads nothing blocks (~30 s of audio at 96 kB/s): a bound on
 # a hang, generous for a loaded box (seen: ~10 s).
 SOCKET_FILLED_S = 120
@@ -40,7 +41,7 @@ def server(tmp_path_factory: pytest.TempPathFactory, wyoming_port: int):
     # --failover-wait 0: an utterance whose worker dies fails, as it does with failover on once no worker takes the
     # rest in time (tests/test_failover.py has the moves): these tests are how each transport ends such an utterance
     with running_server("--stall-timeout", str(STALL_S), "--wyoming-port", str(wyoming_port), "--failover-wait", "0",
-                        voices_dir=tmp_path_factory.mktemp("voices")) as url:
+                        "--request-timeout", str(REQUEST_S), voices_dir=tmp_path_factory.mktemp("voices")) as url:
         yield url
 
 
@@ -162,6 +163,57 @@ def test_a_wyoming_client_that_never_reads_again_is_cut_off(server: str, wyoming
     sock.sendall(encode(Event("synthesize", {"text": LONG})))
     _assert_cut_off(server, sock)
     sock.close()
+
+
+def _reply(sock: socket.socket) -> bytes:
+    """Everything the server sends on ``sock`` until it closes the connection."""
+    sock.settimeout(REQUEST_S + 30)  # a bound on a hang
+    reply = bytearray()
+    while piece := sock.recv(65536):
+        reply += piece
+    return bytes(reply)
+
+
+def test_a_request_that_does_not_arrive_whole_in_time_gets_a_408_and_is_closed(server: str) -> None:
+    """Slow clients (slowloris): one that sends nothing, half a head, a head and half its body, or half its second
+    request on a kept-alive connection, each gets a 408 with the JSON error within ``--request-timeout`` and its
+    connection closed; a request whose body comes a second after its head is answered, and the server goes on."""
+    host, port = server.removeprefix("http://").split(":")
+    silent, half_head, half_body, second, slow = (socket.create_connection((host, int(port))) for _ in range(5))
+    half_head.sendall(b"GET /health HTTP/1.1\r\nHost: x\r\n")
+    body = json.dumps({"text": "Hello there.", "format": "pcm"}).encode()
+    head = b"POST /v1/tts HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n"
+    half_body.sendall(head % len(body) + body[:5])
+    slow.sendall(head % len(body) + body[:5])
+    second.sendall(b"GET /health HTTP/1.1\r\nHost: x\r\n\r\n")
+    first = second.makefile("rb")
+    assert first.readline().startswith(b"HTTP/1.1 200 ")
+    headers = list(iter(first.readline, b"\r\n"))
+    length = next(int(line.split(b":")[1]) for line in headers if line.lower().startswith(b"content-length:"))
+    assert json.loads(first.read(length))["status"] == "ok"
+    second.sendall(b"GET /health HTTP/1.1\r\n")
+    time.sleep(1)
+    slow.sendall(body[5:])
+    for sock in (silent, half_head, half_body, second):
+        reply = _reply(sock)
+        sock.close()
+        assert reply.startswith(b"HTTP/1.1 408 "), reply[:100]
+        error = json.loads(reply.partition(b"\r\n\r\n")[2])["error"]
+        assert error == {"code": "request_timeout", "message": f"the request did not arrive whole within {REQUEST_S} s"}
+    answered = _reply(slow)  # the connection closes at uvicorn's keep-alive timeout once the speech is done
+    slow.close()
+    assert answered.startswith(b"HTTP/1.1 200 ") and len(answered) > 10_000
+    assert health(server)["sessions"] == 0 and health(server)["status"] == "ok"
+
+
+async def test_a_websocket_outlives_the_request_timeout(server: str) -> None:
+    """The deadline is for the request that opens it: a socket open longer still speaks."""
+    async with connect(server.replace("http", "ws") + "/v1/stream") as ws:
+        assert json.loads(await ws.recv())["type"] == "ready"
+        await asyncio.sleep(REQUEST_S + 1)
+        await ws.send(json.dumps({"type": "speak", "text": "Still here."}))
+        while not isinstance(message := await ws.recv(), str) or json.loads(message)["type"] != "done":
+            pass
 
 
 def test_an_http_client_that_stops_reading_is_dropped(server: str) -> None:

@@ -1,5 +1,6 @@
-"""uvicorn's HTTP and WebSocket protocols, with a bound on how long a connection closed on a client that has stopped
-reading stays open (``reset`` is the Wyoming server's too).
+"""uvicorn's HTTP and WebSocket protocols, with two bounds uvicorn does not set: how long a connection closed on a
+client that has stopped reading stays open (``reset`` is the Wyoming server's too), and how long a client may take to
+send a whole request.
 
 When the gateway gives up on such a client (a stalled HTTP stream cut short, a WebSocket closed with 4408), uvicorn
 closes the transport, and asyncio's close waits for the write buffer to drain first: a client that never reads again
@@ -8,15 +9,23 @@ connected, and ASGI gives the app no way to cut it. Here a connection that is cl
 reset ``STUCK_CLOSE_S`` after the close: SO_LINGER 0, then abort (a plain abort leaves the kernel holding the unsent
 audio, probing the client's closed window for minutes). A client that reads again in time still gets everything,
 the WebSocket close frame with its reason included.
+
+uvicorn also waits for ever for a request's head or body: a client that connects and sends nothing, or half a
+request, holds a connection (and a file descriptor) for as long as it likes, and enough of them exhaust the process.
+Here a request must arrive whole, head and body, within ``request_timeout_s`` of its first byte (of the connection,
+for the first): else the client gets a 408 with the JSON error body every route uses, and the connection is closed.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import socket
 import struct
 import time
+
+from typing import Any
 
 from uvicorn.protocols.http.auto import AutoHTTPProtocol
 from uvicorn.protocols.websockets.websockets_sansio_impl import WebSocketsSansIOProtocol
@@ -74,10 +83,67 @@ class ResetsStuckCloses:
         self._look_later()
 
 
+def timed_out_response(seconds: float) -> bytes:
+    """The 408 a client gets whose request did not arrive whole in time."""
+    body = json.dumps({"error": {"code": "request_timeout",
+                                 "message": f"the request did not arrive whole within {seconds:g} s"}}).encode()
+    return (b"HTTP/1.1 408 Request Timeout\r\ncontent-type: application/json\r\ncontent-length: %d\r\n"
+            b"connection: close\r\n\r\n%s" % (len(body), body))
+
+
+class ClosesSlowRequests:
+    """For uvicorn's HTTP protocol: a deadline of ``request_timeout_s`` from a request's first byte (the connection's
+    start, for its first request) until its head and body are in; a client past it gets a 408 and the connection
+    closes. A WebSocket upgrade ends the deadline: the connection is the WebSocket protocol's from then on."""
+
+    request_timeout_s = 60.0
+    transport: asyncio.Transport
+    loop: asyncio.AbstractEventLoop
+    cycle: Any  # uvicorn's RequestResponseCycle of the request under way, or of the last one
+    _deadline: asyncio.TimerHandle | None = None
+    _before: Any = None  # the cycle before the request the deadline is for
+
+    def connection_made(self, transport: asyncio.Transport) -> None:
+        super().connection_made(transport)  # type: ignore[misc]
+        self._start_deadline()
+
+    def data_received(self, data: bytes) -> None:
+        if self._deadline is None and (self.cycle is None or self.cycle.response_complete):
+            self._start_deadline()  # the next request's first bytes
+        super().data_received(data)  # type: ignore[misc]
+        upgraded = self.transport.get_protocol() is not self  # to a WebSocket
+        if upgraded or self.cycle not in (None, self._before) and not self.cycle.more_body:  # or in whole
+            self._end_deadline()
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self._end_deadline()
+        super().connection_lost(exc)  # type: ignore[misc]
+
+    def _start_deadline(self) -> None:
+        self._before = self.cycle
+        self._deadline = self.loop.call_later(self.request_timeout_s, self._too_slow)
+
+    def _end_deadline(self) -> None:
+        if self._deadline is not None:
+            self._deadline.cancel()
+        self._deadline = None
+
+    def _too_slow(self) -> None:
+        self._deadline = None
+        if self.cycle is self._before or not self.cycle.response_started:  # nothing said yet: say why
+            self.transport.write(timed_out_response(self.request_timeout_s))
+        self.transport.close()
+
+
 class BoundedWebSocketProtocol(ResetsStuckCloses, WebSocketsSansIOProtocol):
     """uvicorn's default WebSocket protocol (websockets' sans-I/O)."""
 
 
-class BoundedHTTPProtocol(ResetsStuckCloses, AutoHTTPProtocol):  # type: ignore[misc,valid-type]
+class BoundedHTTPProtocol(ResetsStuckCloses, ClosesSlowRequests, AutoHTTPProtocol):  # type: ignore[misc,valid-type]
     """uvicorn's default HTTP protocol (httptools where installed, else h11); its WebSocket upgrades hand the
     connection to ``BoundedWebSocketProtocol`` (``serve`` passes both)."""
+
+
+def http_protocol(request_timeout_s: float) -> type[BoundedHTTPProtocol]:
+    """``BoundedHTTPProtocol`` with ``serve --request-timeout``."""
+    return type("BoundedHTTPProtocol", (BoundedHTTPProtocol,), {"request_timeout_s": request_timeout_s})
