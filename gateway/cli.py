@@ -690,6 +690,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--count", type=int, default=1000, help="generated inputs per surface")
     p.add_argument("--seeds", type=int, default=1, help="runs on the same server, seeds --seed, --seed + 1, ...; "
                    "then one line of their totals")
+    p.add_argument("--request-timeout", type=float, default=60.0, help="--url's --request-timeout, which its slow "
+                   "clients wait out (a server started here runs with 5)")
     _served_bench_arguments(p)
     p = command(bench, "soak", "callers of every transport that speak, barge in, stall and hang up for minutes: "
                 "errors, first audio, leaked sessions and connections, gateway and worker memory; chaos: workers "

@@ -43,20 +43,22 @@ def test_hostile_inputs_are_reproducible_and_hostile() -> None:
 
 
 SETUP_TIMEOUT_S = 5  # the server's --webrtc-setup-timeout: the bench waits out the hostile offers' sessions twice
+REQUEST_TIMEOUT_S = 5  # the server's --request-timeout: its slow clients wait it out beside the other surfaces
 
 
 def test_a_short_run_leaves_every_figure_at_zero(capsys: pytest.CaptureFixture[str]) -> None:
     port = free_port()
-    with running_server("--wyoming-port", str(port), "--webrtc-setup-timeout", str(SETUP_TIMEOUT_S)) as url:
+    with running_server("--wyoming-port", str(port), "--webrtc-setup-timeout", str(SETUP_TIMEOUT_S),
+                        "--request-timeout", str(REQUEST_TIMEOUT_S)) as url:
         args = build_parser().parse_args(["bench", "faults", "--count", "150", "--url", url,
-                                          "--wyoming-port", str(port)])
+                                          "--wyoming-port", str(port), "--request-timeout", str(REQUEST_TIMEOUT_S)])
         status = args.run(args)
     summary = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
     assert status == 0, summary
     assert set(summary["surfaces"]) == {"websocket", "playout", "elevenlabs", "datachannel", "controller", "/v1/tts",
                                         "/v1/audio/speech", "/v1/webrtc/offer", "/v1/whep", "/v1/voices", "/v1/lexicons", "wyoming",
                                         "/v1/twilio", "/v1/telnyx", "/v1/asterisk", "/v1/jambonz/tts",
-                                        "caller audio", "call controller", "keys file"}
+                                        "caller audio", "call controller", "keys file", "slow requests"}
     assert summary["server_errors"] == summary["dropped_engine_connections"] == summary["leaked_sessions"] == 0
     assert summary["leaked_connections"] == 0  # read from /health: reported, and every client's connection gone
     assert summary["worker_restarts"] == 0 and summary["lost_voices"] == [] and summary["health"] == "ok"

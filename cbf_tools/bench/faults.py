@@ -4,8 +4,9 @@ sockets: Twilio, Telnyx and Asterisk media streams, jambonz's TTS socket; POST /
 streams too), /v1/webrtc/offer and /v1/whep with mangled SDP, /v1/voices and /v1/lexicons with mangled uploads, Wyoming events on
 its TCP port; keys files (the started server runs with one, every surface presenting its key: a few hostile ones are
 written over it, each reload refused with the keys kept); and the caller's side of phone calls: the caller's audio mangled, before ``start`` and in floods, and a
-call's controller's ``listen`` and ``barge_in`` mangled, beside a sound call that must go on as if nothing happened),
-then what they did to a real server. Each figure must be 0: server errors (HTTP 5xx, a stream cut short, a socket the
+call's controller's ``listen`` and ``barge_in`` mangled, beside a sound call that must go on as if nothing happened;
+and slow clients that send nothing, half a request head or half a body, each owed a 4xx and a closed connection
+within the server's ``--request-timeout``), then what they did to a real server. Each figure must be 0: server errors (HTTP 5xx, a stream cut short, a socket the
 server dropped, an engine failure event, caller audio that should have been dropped and counted and was not),
 engine connections the gateway lost, embedded-worker restarts, sessions and client connections still open once every
 client has gone (/health's ``connections``),
@@ -41,7 +42,7 @@ from cbf_tools.peers.phone_callers import PlayingStack, connect_call
 from cbf_tools.peers.rtc_listener import Listener
 from gateway.guard.keys_file import KeysFileError, parse
 from gateway.guard.tenancy import WATCH_INTERVAL_S
-from gateway.host.protocols import STUCK_CLOSE_S
+from gateway.host.protocols import REQUEST_TIMEOUT_S, STUCK_CLOSE_S
 from gateway.http import sse
 from gateway.settings import GatewaySettings
 from gateway.wyoming.wire import Event, EventReader, encode
@@ -67,6 +68,10 @@ LIVE_RELOADS = 5  # of the hostile keys files: written over the server's own, ea
 BYSTANDER_TEXT = "All right, your table for two is ready now."
 # A server's --webrtc-setup-timeout by default: a WebRTC offer that never connects holds its session this long
 SETUP_TIMEOUT_S = GatewaySettings.webrtc_setup_timeout_s
+SLOW_CLIENTS = 60  # at most, at once: a third send nothing, a third half a request head, a third half a body
+SLOW_PARTS = (b"", b"GET /health HTTP/1.1\r\nHost: bench\r\n",
+              b"POST /v1/tts HTTP/1.1\r\nHost: bench\r\nContent-Type: application/json\r\nContent-Length: 99\r\n\r\n{")
+STARTED_REQUEST_TIMEOUT_S = 5.0  # the --request-timeout of a server started here
 
 
 def error_code(event: dict[str, Any]) -> str | None:
@@ -471,6 +476,28 @@ async def _sessions_left(http: httpx.AsyncClient, within: float = SETUP_TIMEOUT_
     return sessions
 
 
+async def _slow_requests(url: str, count: int, request_timeout_s: float) -> dict[str, int]:
+    """Slow clients (slowloris), all at once: each must get a 4xx (a 408, or the 401 a keyed server gives a head
+    without a key) and its connection closed within the server's --request-timeout; a connection held past it, or
+    another answer, is the server's error."""
+    host, port = urlsplit(url).hostname or "127.0.0.1", urlsplit(url).port or 80
+
+    async def client(part: bytes) -> str:
+        reader, writer = await asyncio.open_connection(host, port)
+        writer.write(part)
+        try:
+            async with asyncio.timeout(request_timeout_s + 10):
+                reply = await reader.read()  # to the end: the server closes it
+        except (TimeoutError, ConnectionError):
+            return "server_errors"
+        finally:
+            writer.close()
+        return "refused" if reply.startswith(b"HTTP/1.1 4") else "server_errors"
+
+    outcomes = await asyncio.gather(*(client(SLOW_PARTS[i % len(SLOW_PARTS)]) for i in range(min(count, SLOW_CLIENTS))))
+    return {"server_errors": outcomes.count("server_errors"), "refused": outcomes.count("refused")}
+
+
 async def _connections_left(http: httpx.AsyncClient, before: int | None,
                             within: float = STUCK_CLOSE_S + 5) -> int | None:
     """Client connections open beyond ``before`` once every client has gone (one closed on a client that reads
@@ -488,9 +515,11 @@ async def _voices(http: httpx.AsyncClient) -> set[str]:
     return {voice["name"] for voice in (await http.get("/v1/voices")).json()["voices"]}
 
 
-async def measure(url: str, count: int, seed: int, api_key: str | None,
-                  wyoming_port: int | None = None, keys_path: Path | None = None) -> dict[str, Any]:
-    """``keys_path``: the started server's keys file, rewritten by the keys-file surface (then left as it was)."""
+async def measure(url: str, count: int, seed: int, api_key: str | None, wyoming_port: int | None = None,
+                  keys_path: Path | None = None, request_timeout_s: float = REQUEST_TIMEOUT_S) -> dict[str, Any]:
+    """``keys_path``: the started server's keys file, rewritten by the keys-file surface (then left as it was);
+    ``request_timeout_s``: the server's --request-timeout, which the slow clients wait out beside the other
+    surfaces."""
     rng = random.Random(seed)
     headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
     async with httpx.AsyncClient(base_url=url, headers=headers, timeout=30) as http:
@@ -500,6 +529,7 @@ async def measure(url: str, count: int, seed: int, api_key: str | None,
         connections_before = health.get("connections")  # this client's own among them
         voices_before = await _voices(http)
         started = time.monotonic()
+        slow = asyncio.create_task(_slow_requests(url, count, request_timeout_s))
         # The caller's side first: the hostile offers below leave sessions that never connect, held for
         # SETUP_TIMEOUT_S, and those would fill the session limit under these calls on a fast machine.
         stop = asyncio.Event()
@@ -535,6 +565,7 @@ async def measure(url: str, count: int, seed: int, api_key: str | None,
             "keys file": await _keys_file(http, keys_path, keys_files(rng, count, GOOD_KEYS), rng),
         }
         surfaces |= caller_side
+        surfaces["slow requests"] = await slow
         if wyoming_port is not None:
             surfaces["wyoming"] = await _wyoming(urlsplit(url).hostname or "127.0.0.1", wyoming_port,
                                                  wyoming_frames(rng, count))
@@ -610,15 +641,16 @@ def run(args: argparse.Namespace) -> int:
     quiet_client_logs()
     try:
         if args.url:
-            summary = _seeds(args, args.url, args.api_key, args.wyoming_port)
+            summary = _seeds(args, args.url, args.api_key, args.wyoming_port, None, args.request_timeout)
         else:
             port = free_port()
             with tempfile.TemporaryDirectory(prefix="cbf-bench-faults-") as folder:
                 keys_path = Path(folder) / "keys.toml"
                 keys_path.write_text(GOOD_KEYS)
                 with local_server(["--engine", "espeak", "--log-level", "warning", "--wyoming-port", str(port),
-                                   "--keys-file", str(keys_path)], quiet=True) as (url, _):
-                    summary = _seeds(args, url, BENCH_KEY, port, keys_path)
+                                   "--keys-file", str(keys_path), "--request-timeout", str(STARTED_REQUEST_TIMEOUT_S)],
+                                  quiet=True) as (url, _):
+                    summary = _seeds(args, url, BENCH_KEY, port, keys_path, STARTED_REQUEST_TIMEOUT_S)
     except (ServerFailed, OSError, httpx.HTTPError) as exc:
         print(f"bench faults: {type(exc).__name__}: {exc}", file=sys.stderr)
         return 2
@@ -627,10 +659,10 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _seeds(args: argparse.Namespace, url: str, api_key: str | None, wyoming_port: int | None,
-           keys_path: Path | None = None) -> dict[str, Any]:
+           keys_path: Path | None, request_timeout_s: float) -> dict[str, Any]:
     runs = []
     for seed in range(args.seed, args.seed + args.seeds):
-        runs.append(asyncio.run(measure(url, args.count, seed, api_key, wyoming_port, keys_path)))
+        runs.append(asyncio.run(measure(url, args.count, seed, api_key, wyoming_port, keys_path, request_timeout_s)))
         print(render(runs[-1]), flush=True)
     if len(runs) == 1:
         return runs[0]

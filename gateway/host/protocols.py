@@ -32,6 +32,7 @@ from uvicorn.protocols.websockets.websockets_sansio_impl import WebSocketsSansIO
 
 STUCK_CLOSE_S = 10.0  # as uvicorn's own wait for a client's answer to a WebSocket close frame
 CHECK_S = 1.0  # how often a connection that cannot write is looked at
+REQUEST_TIMEOUT_S = 60.0  # serve --request-timeout's default
 
 
 def reset(transport: asyncio.BaseTransport) -> None:
@@ -96,7 +97,7 @@ class ClosesSlowRequests:
     start, for its first request) until its head and body are in; a client past it gets a 408 and the connection
     closes. A WebSocket upgrade ends the deadline: the connection is the WebSocket protocol's from then on."""
 
-    request_timeout_s = 60.0
+    request_timeout_s = REQUEST_TIMEOUT_S
     transport: asyncio.Transport
     loop: asyncio.AbstractEventLoop
     cycle: Any  # uvicorn's RequestResponseCycle of the request under way, or of the last one
