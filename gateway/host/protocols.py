@@ -24,7 +24,6 @@ import json
 import socket
 import struct
 import time
-
 from typing import Any
 
 from uvicorn.protocols.http.auto import AutoHTTPProtocol
@@ -131,6 +130,8 @@ class ClosesSlowRequests:
 
     def _too_slow(self) -> None:
         self._deadline = None
+        if self.transport.is_closing():  # closed already (a bad request's 400, say), its last bytes going out
+            return
         if self.cycle is self._before or not self.cycle.response_started:  # nothing said yet: say why
             self.transport.write(timed_out_response(self.request_timeout_s))
         self.transport.close()
