@@ -652,11 +652,14 @@ def growth_per_minute(samples: list[tuple[float, float]], warm_up_s: float = flo
 def open_in_every_process(health: dict[str, Any], figure: str) -> int:
     """/health's ``figure`` (sessions, connections) summed over every gateway process (``serve --processes N``: each
     one's last snapshot)."""
-    return sum(p[figure] or 0 for p in health["processes"]) if "processes" in health else health.get(figure) or 0
+    return sum(p[figure] or 0 for p in health["processes"]) if "processes" in health else health[figure]
 
 
 def leaked_connections(health: dict[str, Any]) -> int:
-    """Client connections open in every gateway process beyond the bench's own (the one asking /health)."""
+    """Client connections open in every gateway process beyond the bench's own (the one asking /health); 0 from a
+    server that does not say."""
+    if "connections" not in health:
+        return 0
     return max(0, open_in_every_process(health, "connections") - 1)
 
 
