@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import re
 
-from engine.speech_text import abbreviations, numbers, symbols, web
+from engine.speech_text import semiotic
 from engine.speech_text.lexicon import Lexicon
 from engine.speech_text.markdown import markdown, open_tail
 from engine.speech_text.spans import Piece, compose, spoken, substitute
@@ -20,19 +20,10 @@ from engine.text import TURBO_PUNCTUATION
 
 __all__ = ["normalize", "open_tail", "punctuation_only", "words"]  # open_tail: markdown's, for the streaming front end
 
-_TAG = ("tag", r"\[[^\[\]\n]{1,38}\]", lambda match: match.group())  # only Turbo's tags are left by markdown()
-_RULES = [_TAG, *web.RULES, *numbers.RULES, *abbreviations.RULES, *symbols.RULES]
-_WORDS = re.compile("|".join(f"(?P<{name}>{pattern})" for name, pattern, _ in _RULES))
-_HANDLERS = {name: handler for name, _, handler in _RULES}
-
 _PUNCTUATION = re.compile("|".join(re.escape(old) for old, _ in TURBO_PUNCTUATION))
 _PUNCTUATION_WORDS = dict(TURBO_PUNCTUATION)
 
 _WHITESPACE = re.compile(r"(?P<line>[^\S\n]*\n\s*)|(?P<before>[^\S\n]+(?=[,.;!?]))|(?P<commas>,(?:[^\S\n]*,)+)|(?P<run>[^\S\n]{2,}|[^\S \n])")
-
-
-def _word(match: re.Match[str]) -> str | None:
-    return _HANDLERS[match.lastgroup or ""](match)
 
 
 def _space(match: re.Match[str]) -> str:
@@ -40,8 +31,8 @@ def _space(match: re.Match[str]) -> str:
 
 
 def words(text: str) -> list[Piece]:
-    """The word rules alone (no markdown), on ``text``."""
-    return substitute(_WORDS, text, _word)
+    """The word rules alone (no markdown), on ``text``: classified, then verbalised (semiotic.py)."""
+    return semiotic.words(text)
 
 
 def normalize(text: str, lexicon: Lexicon | None = None) -> list[Piece]:

@@ -1,0 +1,7 @@
+"""addresses"""
+
+from __future__ import annotations
+
+from engine.speech_text.numbers import Rule
+
+RULES: list[Rule] = []
