@@ -205,7 +205,7 @@ CATEGORIES: dict[str, list[tuple[str, str]]] = {
         ("Set the alarm for 6:15.", "Set the alarm for six fifteen."),
         ("The shop closes at 10 p.m.", "The shop closes at ten PM."),
         ("We meet at 3:00.", "We meet at three o'clock."),
-        ("The flight is at 09:00.", "The flight is at nine hundred."),
+        ("The flight is at 09:00.", "The flight is at nine o'clock."),
         ("It won 3:1 in the end.", "It won three to one in the end."),
     ],
     "dates": [

@@ -20,20 +20,6 @@ NUM = r"(?:\d{1,3}(?:,\d{3})+(?!\d)|\d+)(?:\.\d+)?"
 _START = r"(?<![\w.,/:])"  # a number starts a token (or follows a sign, a bracket, a dash: "COVID-19")
 _END = r"(?![\w])"
 
-MONTHS = "January February March April May June July August September October November December".split()
-_MONTH_NUMBER = {m: i + 1 for i, m in enumerate(MONTHS)} | {m[:3]: i + 1 for i, m in enumerate(MONTHS)} | {"Sept": 9}
-_MONTH = r"(?:%s)" % "|".join(sorted(_MONTH_NUMBER, key=len, reverse=True))
-_DAY = r"(?:[12]\d|3[01]|0?[1-9])(?!\d)(?:st|nd|rd|th)?"
-
-# Currency symbol -> (one, many, one hundredth, hundredths).
-CURRENCIES = {
-    "$": ("dollar", "dollars", "cent", "cents"),
-    "US$": ("dollar", "dollars", "cent", "cents"),
-    "£": ("pound", "pounds", "penny", "pence"),
-    "€": ("euro", "euros", "cent", "cents"),
-    "¥": ("yen", "yen", "sen", "sen"),
-    "₹": ("rupee", "rupees", "paisa", "paise"),
-}
 MULTIPLIERS = {
     "k": "thousand", "K": "thousand", "thousand": "thousand",
     "m": "million", "M": "million", "mn": "million", "million": "million",
@@ -73,7 +59,6 @@ UNITS = {
 _DEGREES = {"F": "Fahrenheit", "C": "Celsius", "K": "Kelvin", "": ""}
 _UNIT = r"(?:%s)" % "|".join(re.escape(u) for u in sorted(UNITS, key=len, reverse=True))
 _SPACED_UNIT = r"(?:%s)" % "|".join(re.escape(u) for u in sorted(UNITS, key=len, reverse=True) if UNITS[u][2])
-_AMPM = r"(?:[aApP](?:\.[mM]\.?|[mM]))"
 _SIGN = r"(?:[-−+](?=\d))?"
 _QUANTITY = (
     rf"{_START}{_SIGN}{NUM}(?:(?:-|–|[ \t]–[ \t]?)[-−]?{NUM})?"
@@ -119,129 +104,6 @@ def _quantity(match: re.Match[str]) -> str:
             one, many, _ = UNITS[suffix]
             said += " " + (one if a == "1" and not b else many)
     return {"-": "minus ", "−": "minus ", "+": "plus "}.get(sign, "") + said
-
-
-# --- money -------------------------------------------------------------------------------------------------------
-
-_CURRENCY = r"(?:US\$|[$£€¥₹])"
-_MULTIPLIER = r"(?:[ \t]?(?:k|K|M|m|mn|bn|B|b|tn|T)(?![\w])|[ \t](?:thousand|million|billion|trillion)(?![\w]))"
-_PER = r"(?:[ \t]?/[ \t]?(?:%s)(?![\w]))" % "|".join(sorted(PER, key=len, reverse=True))
-_MONEY = (
-    rf"(?<![\w.])(?:[-−](?={_CURRENCY}))?{_CURRENCY}[ \t]?{NUM}{_MULTIPLIER}?"
-    rf"(?:[ \t]?[-–][ \t]?{_CURRENCY}?[ \t]?{NUM}{_MULTIPLIER}?)?{_PER}?{_END}"
-)
-_MONEY_PARTS = re.compile(
-    rf"(?P<sign>[-−]?)(?P<cur>{_CURRENCY})[ \t]?(?P<a>{NUM})(?P<am>{_MULTIPLIER})?"
-    rf"(?:[ \t]?[-–][ \t]?{_CURRENCY}?[ \t]?(?P<b>{NUM})(?P<bm>{_MULTIPLIER})?)?(?:[ \t]?/[ \t]?(?P<per>\w+))?"
-)
-
-
-def _amount(text: str, names: tuple[str, str, str, str]) -> str:
-    """"4.99" -> "four dollars and ninety-nine cents"; "0.50" -> "fifty cents"; "1" -> "one dollar"."""
-    whole, _, cents = text.replace(",", "").partition(".")
-    if len(cents) > 2:
-        return w.number(text) + " " + names[1]
-    said = [] if whole in ("", "0") and cents else [w.cardinal(whole) + " " + (names[0] if whole == "1" else names[1])]
-    if cents and int(cents.ljust(2, "0")):
-        hundredths = int(cents.ljust(2, "0"))
-        said.append(w.cardinal(str(hundredths)) + " " + (names[2] if hundredths == 1 else names[3]))
-    return " and ".join(said) or w.cardinal(whole) + " " + names[1]
-
-
-def _money(match: re.Match[str]) -> str:
-    parts = _MONEY_PARTS.fullmatch(match.group())
-    assert parts
-    names = CURRENCIES[parts["cur"]]
-    a_mult, b_mult = (MULTIPLIERS[(m or "").strip()] if m else None for m in (parts["am"], parts["bm"]))
-    if parts["b"] or a_mult or b_mult:
-        said = w.number(parts["a"].replace(",", "")) + (" " + a_mult if a_mult else "")
-        if parts["b"]:
-            said += " to " + w.number(parts["b"].replace(",", "")) + (" " + b_mult if b_mult else "")
-        said += " " + names[1]
-    else:
-        said = _amount(parts["a"], names)
-    if parts["per"]:
-        said += " per " + PER[parts["per"]]
-    return ("minus " if parts["sign"] else "") + said
-
-
-# --- times, dates ------------------------------------------------------------------------------------------------
-
-_TIME = rf"(?<![\w:.])(?:[01]?\d|2[0-4]):[0-5]\d(?::[0-5]\d)?(?:[ \t]?(?:{_AMPM}|noon|midnight))?(?![\w:])"
-_HOUR_AMPM = rf"(?<![\w:.])(?:1[0-2]|0?[1-9])[ \t]?(?:{_AMPM}|noon|midnight)(?![\w])"
-_TIME_PARTS = re.compile(rf"(\d{{1,2}})(?::(\d\d))?(?::(\d\d))?[ \t]?(?:({_AMPM})|(noon|midnight))?")
-
-
-def _time(match: re.Match[str]) -> str:
-    parts = _TIME_PARTS.fullmatch(match.group())
-    assert parts
-    hour, minutes, seconds, ampm, named = parts.groups()
-    said = w.cardinal(str(int(hour)))
-    if minutes and minutes != "00":
-        said += " " + ("oh " + w.cardinal(minutes[1]) if minutes[0] == "0" else w.cardinal(minutes))
-    elif minutes and not ampm and not named:
-        said += " hundred" if int(hour) > 12 or hour[0] == "0" else " o'clock"
-    if seconds:
-        said += " and " + w.cardinal(str(int(seconds))) + (" second" if int(seconds) == 1 else " seconds")
-    if ampm:
-        said += " AM" if ampm[0] in "aA" else " PM"
-        if "." in ampm and ampm.endswith(".") and ends_sentence_after(match):
-            said += "."
-    elif named:
-        said += " " + named
-    return said
-
-
-def _ratio(match: re.Match[str]) -> str:
-    a, b = match.group().split(":")
-    return w.cardinal(a) + " to " + w.cardinal(b)
-
-
-def _date_words(month: int, day: int | None, year: int | None, day_first: str | None = None) -> str:
-    """A date's words; a day-first date says ``day_first`` before its day ("the ", or "" where the text has "of")."""
-    name = MONTHS[month - 1]
-    if day is None:
-        return name + (" " + w.year(year) if year is not None else "")
-    said = f"{name} {w.ordinal(str(day))}" if day_first is None else f"{day_first}{w.ordinal(str(day))} of {name}"
-    return said + (", " + w.year(year) if year is not None else "")
-
-
-def _iso_date(match: re.Match[str]) -> str:
-    y, m, d = (int(x) for x in match.group().split("-"))
-    return _date_words(m, d, y)
-
-
-def _slash_date(match: re.Match[str]) -> str:
-    m, d, y = match.group().split("/")
-    full = int(y) if len(y) == 4 else 2000 + int(y) if int(y) < 50 else 1900 + int(y)
-    return _date_words(int(m), int(d), full)
-
-
-_MONTH_DATE_PARTS = re.compile(rf"({_MONTH})\.?[ \t](?:(?:the[ \t])?(\d{{1,2}})(?:st|nd|rd|th)?(?:,?[ \t](\d{{4}}))?|(\d{{4}}))")
-_DAY_MONTH_PARTS = re.compile(rf"(\d{{1,2}})(?:st|nd|rd|th)?[ \t](of[ \t])?({_MONTH})\.?(?:,?[ \t](\d{{4}}))?")
-
-
-def _month_date(match: re.Match[str]) -> str:
-    parts = _MONTH_DATE_PARTS.fullmatch(match.group())
-    assert parts
-    month, day, year, year_only = parts.groups()
-    return _date_words(_MONTH_NUMBER[month], int(day) if day else None, int(year or year_only) if (year or year_only) else None)
-
-
-def _day_month(match: re.Match[str]) -> str:
-    parts = _DAY_MONTH_PARTS.fullmatch(match.group())
-    assert parts
-    day, of, month, year = parts.groups()
-    return _date_words(_MONTH_NUMBER[month], int(day), int(year) if year else None, "" if of else "the ")
-
-
-def _decade(match: re.Match[str]) -> str:
-    text = match.group().lstrip("'’").rstrip("s")
-    if len(text) == 4:
-        said = w.year(int(text))
-    else:
-        said = w.cardinal(text)
-    return w.plural(said)
 
 
 # --- phone numbers, fractions, versions, number signs --------------------------------------------------------------
@@ -309,18 +171,9 @@ def _number_sign(match: re.Match[str]) -> str:
 
 RULES: list[Rule] = [
     ("phone", _PHONE, _phone),
-    ("iso_date", r"(?<![\w.-])\d{4}-(?:0[1-9]|1[0-2])-(?:0[1-9]|[12]\d|3[01])(?![\w-])", _iso_date),
-    ("slash_date", r"(?<![\w./])(?:0?[1-9]|1[0-2])/(?:0?[1-9]|[12]\d|3[01])/(?:\d{4}|\d{2})(?![\w/])", _slash_date),
-    ("month_date", rf"(?<![\w]){_MONTH}\.?[ \t](?:(?:the[ \t])?{_DAY}(?:,?[ \t]\d{{4}})?|\d{{4}})(?![\w])", _month_date),
-    ("day_month", rf"(?<![\w.,]){_DAY}[ \t](?:of[ \t])?{_MONTH}\.?(?:,?[ \t]\d{{4}})?(?![\w])", _day_month),
-    ("time", _TIME, _time),
-    ("hour", _HOUR_AMPM, _time),
-    ("ratio", r"(?<![\w:.])\d{1,2}:\d(?![\w:])", _ratio),
-    ("money", _MONEY, _money),
     ("version", r"(?<![\w.])(?:[vV]\d+(?:\.\d+)*|\d+\.\d+\.\d+(?:\.\d+)*)(?![\w]|\.\d)", _version),
     ("mixed_fraction", r"(?<![\w./,])\d{1,3}[ \t]\d{1,2}/\d{1,2}(?![\w/])", _mixed_fraction),
     ("fraction", r"(?<![\w./,])\d{1,3}/\d{1,3}(?![\w/])", _fraction),
-    ("decade", r"(?<![\w.])(?:['’]?[1-9]0s|1[1-9]\d0s|20\d0s)(?![\w])", _decade),
     ("number_sign", r"(?<![\w&#])#\d[\d,]*(?![\w])", _number_sign),
     ("quantity", _QUANTITY, _quantity),
 ]

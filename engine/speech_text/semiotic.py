@@ -15,11 +15,11 @@ import re
 from dataclasses import dataclass
 from typing import Callable
 
-from engine.speech_text import abbreviations, addresses, codes, numbers, symbols, web
+from engine.speech_text import abbreviations, addresses, codes, dates, money, numbers, symbols, web
 from engine.speech_text.spans import Piece, rewrite
 
 _TAG = ("tag", r"\[[^\[\]\n]{1,38}\]", lambda match: match.group())  # only Turbo's tags are left by markdown()
-RULES = [_TAG, *web.RULES, *addresses.RULES, *codes.RULES, *numbers.RULES, *abbreviations.RULES, *symbols.RULES]
+RULES = [_TAG, *web.RULES, *addresses.RULES, *codes.RULES, *dates.RULES, *money.RULES, *numbers.RULES, *abbreviations.RULES, *symbols.RULES]
 _PATTERNS = [(name, re.compile(pattern), handler) for name, pattern, handler in RULES]
 
 # Each rule's semiotic class (the names of Sparrowhawk's and NeMo's English grammars, where one fits).
@@ -32,7 +32,7 @@ CLASSES = {
     "day_month": "date", "time": "time", "hour": "time", "time_range": "range", "dotted_time": "time",
     "ratio": "math", "money": "money", "coded_money": "money", "version": "electronic", "mixed_fraction": "fraction",
     "fraction": "fraction", "decade": "date", "number_sign": "cardinal", "percent_range": "range",
-    "decimal": "decimal", "quantity": "cardinal", "measure": "measure",
+    "decimal": "decimal", "weekday": "date", "dotted_date": "date", "quantity": "cardinal", "measure": "measure",
     "title": "abbreviation", "abbreviation": "abbreviation", "dotted": "abbreviation", "caps": "abbreviation",
     "sharp": "plain", "words": "math", "compare": "math", "about": "plain", "power": "math", "slash": "plain",
     "dash": "plain", "emoji": "plain", "stray": "plain", "bar": "plain",

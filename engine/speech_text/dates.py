@@ -1,0 +1,178 @@
+"""Dates, times, days of the week and their ranges, read as a person says them. Pure.
+
+Dates: ISO (``2024-03-05``), slashed (``3/5/2024``: month first in en-US, day first in en-GB, and day first in either
+where the first number cannot be a month), dotted (``01.10.2010``: day first, as it is written where it is written),
+written (``June 20, 2014``, ``june 20 2014``, ``JAN 15 2020``, ``26th May``, ``the 5th of June``), said with the day
+an ordinal ("June twentieth, twenty fourteen"). Times: 12 and 24 hour (``01:00`` "one o'clock", ``14:00`` "fourteen
+hundred", ``00:30`` "twelve thirty AM"), dotted with AM/PM (``1.59 p.m.``), ranges (``2-4pm`` "two to four PM").
+"""
+
+from __future__ import annotations
+
+import re
+
+from engine.speech_text import words as w
+from engine.speech_text.numbers import Rule, ends_sentence_after
+
+MONTHS = "January February March April May June July August September October November December".split()
+_MONTH_NUMBER = {m: i + 1 for i, m in enumerate(MONTHS)} | {m[:3]: i + 1 for i, m in enumerate(MONTHS)} | {"Sept": 9}
+_MONTH_FORMS = sorted({form for name in _MONTH_NUMBER for form in (name, name.upper(), name.lower())}
+                      - {"mar", "jun", "jul", "aug", "dec"}, key=len, reverse=True)  # lower-case short: other words
+_MONTH = r"(?:%s)" % "|".join(_MONTH_FORMS)
+_DAY = r"(?:[12]\d|3[01]|0?[1-9])(?!\d)(?:st|nd|rd|th)?"
+_AMPM = r"(?:[aApP](?:\.[mM]\.?|[mM]))"
+WEEKDAYS = {"Mon": "Monday", "Tue": "Tuesday", "Tues": "Tuesday", "Wed": "Wednesday", "Thu": "Thursday",
+            "Thur": "Thursday", "Thurs": "Thursday", "Fri": "Friday", "Sat": "Saturday", "Sun": "Sunday"}
+_WEEKDAY = r"(?:%s)" % "|".join(sorted({f for d in WEEKDAYS for f in (d, d.upper())}, key=len, reverse=True))
+
+
+def month_number(name: str) -> int:
+    return _MONTH_NUMBER[name.rstrip(".").title()]
+
+
+def date_words(month: int, day: int | None, year: int | None, day_first: str | None = None) -> str:
+    """A date's words; a day-first date says ``day_first`` before its day ("the ", or "" where the text has "of")."""
+    name = MONTHS[month - 1]
+    if day is None:
+        return name + (" " + w.year(year) if year is not None else "")
+    said = f"{name} {w.ordinal(str(day))}" if day_first is None else f"{day_first}{w.ordinal(str(day))} of {name}"
+    return said + (", " + w.year(year) if year is not None else "")
+
+
+def _full_year(text: str) -> int:
+    return int(text) if len(text) == 4 else 2000 + int(text) if int(text) < 50 else 1900 + int(text)
+
+
+def _valid(month: int, day: int) -> bool:
+    return 1 <= month <= 12 and 1 <= day <= 31
+
+
+def _iso_date(match: re.Match[str]) -> str:
+    y, m, d = (int(x) for x in re.split(r"[-/]", match.group()))
+    return date_words(m, d, y)
+
+
+def _numeric_date(day_first: bool):  # type: ignore[no-untyped-def]
+    """A slashed date's reader: month first unless ``day_first`` (en-GB); either way a first number over 12 is the
+    day, and a date no calendar has is declined (read as numbers)."""
+
+    def read(match: re.Match[str]) -> str | None:
+        a, b, y = (int(x) for x in match.group().split("/"))
+        month, day = (b, a) if (day_first and b <= 12) or a > 12 else (a, b)
+        return date_words(month, day, _full_year(match.group().rsplit("/", 1)[1])) if _valid(month, day) else None
+
+    return read
+
+
+def _dotted_date(match: re.Match[str]) -> str | None:
+    day, month, year = match.group().split(".")
+    if not _valid(int(month), int(day)):
+        return None
+    return date_words(int(month), int(day), _full_year(year))
+
+
+_MONTH_DATE_PARTS = re.compile(
+    rf"({_MONTH})\.?,?[ \t](?:(?:the[ \t])?(\d{{1,2}})(?:st|nd|rd|th)?(?:,?[ \t](\d{{4}}))?|(\d{{4}}))")
+_DAY_MONTH_PARTS = re.compile(rf"(\d{{1,2}})(?:st|nd|rd|th)?[ \t](of[ \t])?({_MONTH})\.?(?:,?[ \t](\d{{4}}))?")
+
+
+def _month_date(match: re.Match[str]) -> str:
+    parts = _MONTH_DATE_PARTS.fullmatch(match.group())
+    assert parts
+    month, day, year, year_only = parts.groups()
+    return date_words(month_number(month), int(day) if day else None,
+                      int(year or year_only) if (year or year_only) else None)
+
+
+def _day_month(match: re.Match[str]) -> str:
+    parts = _DAY_MONTH_PARTS.fullmatch(match.group())
+    assert parts
+    day, of, month, year = parts.groups()
+    after_the = match.string[max(0, match.start() - 4):match.start()].lower() == "the "
+    return date_words(month_number(month), int(day), int(year) if year else None, "" if of or after_the else "the ")
+
+
+def _weekday(match: re.Match[str]) -> str:
+    days = [WEEKDAYS[d.title()] for d in re.findall(r"[A-Za-z]+", match.group())]
+    return " to ".join(days)
+
+
+def _decade(match: re.Match[str]) -> str:
+    text = match.group().lstrip("'’").rstrip("s")
+    return w.plural(w.year(int(text)) if len(text) == 4 else w.cardinal(text))
+
+
+# --- times -----------------------------------------------------------------------------------------------------------
+
+_CLOCK = r"(?:[01]?\d|2[0-4])[:.][0-5]\d(?::[0-5]\d)?"
+_HOUR = r"(?:1[0-2]|0?[1-9])"
+_TIME = rf"(?<![\w:.])(?:[01]?\d|2[0-4]):[0-5]\d(?::[0-5]\d)?(?:[ \t]?(?:{_AMPM}|noon|midnight))?(?![\w:])"
+_DOTTED_TIME = rf"(?<![\w:.]){_HOUR}\.[0-5]\d[ \t]?{_AMPM}(?![\w])"
+_HOUR_AMPM = rf"(?<![\w:.]){_HOUR}[ \t]?(?:{_AMPM}|noon|midnight)(?![\w])"
+_ONE_TIME = rf"(?:{_CLOCK}|{_HOUR})(?:[ \t]?{_AMPM})?"
+_TIME_RANGE = (rf"(?<![\w:.$])(?:{_ONE_TIME}[ \t]?[-–][ \t]?{_ONE_TIME}[ \t]?{_AMPM}"
+               rf"|{_CLOCK}[ \t]?[-–][ \t]?{_CLOCK})(?![\w:])")
+_TIME_PARTS = re.compile(rf"(\d{{1,2}})(?:[:.](\d\d))?(?::(\d\d))?[ \t]?(?:({_AMPM})|(noon|midnight))?")
+
+
+def clock(text: str, sentence_ends: bool = False) -> str:
+    """One time of day's words: "9:05 am" -> "nine oh five AM"."""
+    parts = _TIME_PARTS.fullmatch(text.strip())
+    assert parts
+    hour, minutes, seconds, ampm, named = parts.groups()
+    h = int(hour)
+    if h == 0 and not ampm and not named:
+        if minutes in (None, "00") and not seconds:
+            return "midnight"
+        h, ampm = 12, "am"
+    said = w.cardinal(str(h))
+    if minutes and minutes != "00":
+        said += " " + ("oh " + w.cardinal(minutes[1]) if minutes[0] == "0" else w.cardinal(minutes))
+    elif minutes and not ampm and not named:
+        said += " hundred" if h > 12 else " o'clock"
+    if seconds:
+        said += " and " + w.cardinal(str(int(seconds))) + (" second" if int(seconds) == 1 else " seconds")
+    if ampm:
+        said += " AM" if ampm[0] in "aA" else " PM"
+        if "." in ampm and ampm.endswith(".") and sentence_ends:
+            said += "."
+    elif named:
+        said += " " + named
+    return said
+
+
+def _time(match: re.Match[str]) -> str:
+    return clock(match.group(), ends_sentence_after(match))
+
+
+def _time_range(match: re.Match[str]) -> str:
+    first, second = re.split(r"[ \t]?[-–][ \t]?", match.group(), maxsplit=1)
+    return clock(first).removesuffix(" o'clock") + " to " + clock(second, ends_sentence_after(match))
+
+
+def _ratio(match: re.Match[str]) -> str:
+    a, b = match.group().split(":")
+    return w.cardinal(a) + " to " + w.cardinal(b)
+
+
+def rules(day_first: bool = False) -> list[Rule]:
+    """The rules for a locale: en-US (``day_first`` False) or en-GB."""
+    return [
+        ("iso_date", r"(?<![\w.-])\d{4}([-/])(?:0[1-9]|1[0-2])\1(?:0[1-9]|[12]\d|3[01])(?![\w-])", _iso_date),
+        ("slash_date", r"(?<![\w./])\d{1,2}/\d{1,2}/(?:\d{4}|\d{2})(?![\w/])", _numeric_date(day_first)),
+        ("dotted_date", r"(?<![\w.])(?:\d{1,2}\.\d{1,2}\.\d{4}|\d\d\.\d\d\.\d\d)(?![\w]|\.\d)", _dotted_date),
+        ("month_date",
+         rf"(?<![\w]){_MONTH}\.?,?[ \t](?:(?:the[ \t])?{_DAY}(?:,?[ \t]\d{{4}})?|\d{{4}})(?![\w])", _month_date),
+        ("day_month", rf"(?<![\w.,]){_DAY}[ \t](?:of[ \t])?{_MONTH}\.?(?:,?[ \t]\d{{4}})?(?![\w])", _day_month),
+        ("weekday", rf"(?<![\w]){_WEEKDAY}\.?(?:[ \t]?[-–][ \t]?{_WEEKDAY}\.?(?![\w])|(?=,|[ \t]+(?:\d|{_MONTH})))",
+         _weekday),
+        ("time", _TIME, _time),
+        ("dotted_time", _DOTTED_TIME, _time),
+        ("hour", _HOUR_AMPM, _time),
+        ("time_range", _TIME_RANGE, _time_range),
+        ("ratio", r"(?<![\w:.])\d{1,2}:\d(?![\w:])", _ratio),
+        ("decade", r"(?<![\w.])(?:['’]?[1-9]0s|1[1-9]\d0s|20\d0s)(?![\w])", _decade),
+    ]
+
+
+RULES = rules()

@@ -1,0 +1,130 @@
+"""Money: a currency's symbol or ISO code before or after an amount, scales, ranges and rates. Pure.
+
+``$4.99`` "four dollars and ninety-nine cents", ``$.50`` "fifty cents", ``₩460 billion`` "four hundred sixty billion
+won", ``CHF 40`` "forty Swiss francs", ``1,200 USD`` "one thousand two hundred US dollars", ``12€``, ``$20-$30``,
+``$15/hr``.
+"""
+
+from __future__ import annotations
+
+import re
+
+from engine.speech_text import words as w
+from engine.speech_text.numbers import _END, MULTIPLIERS, PER, Rule
+
+# A currency -> (one, many, one hundredth, hundredths).
+_DOLLARS = ("dollar", "dollars", "cent", "cents")
+CURRENCIES = {
+    "$": _DOLLARS, "US$": _DOLLARS,
+    "C$": ("Canadian dollar", "Canadian dollars", "cent", "cents"),
+    "CA$": ("Canadian dollar", "Canadian dollars", "cent", "cents"),
+    "A$": ("Australian dollar", "Australian dollars", "cent", "cents"),
+    "AU$": ("Australian dollar", "Australian dollars", "cent", "cents"),
+    "NZ$": ("New Zealand dollar", "New Zealand dollars", "cent", "cents"),
+    "HK$": ("Hong Kong dollar", "Hong Kong dollars", "cent", "cents"),
+    "S$": ("Singapore dollar", "Singapore dollars", "cent", "cents"),
+    "R$": ("real", "reais", "centavo", "centavos"),
+    "£": ("pound", "pounds", "penny", "pence"),
+    "€": ("euro", "euros", "cent", "cents"),
+    "¥": ("yen", "yen", "sen", "sen"),
+    "₹": ("rupee", "rupees", "paisa", "paise"),
+    "₩": ("won", "won", "jeon", "jeon"),
+    "₽": ("ruble", "rubles", "kopek", "kopeks"),
+    "₺": ("lira", "lira", "kuruş", "kuruş"),
+    "₦": ("naira", "naira", "kobo", "kobo"),
+    "₱": ("peso", "pesos", "centavo", "centavos"),
+    "฿": ("baht", "baht", "satang", "satang"),
+    "₫": ("dong", "dong", "xu", "xu"),
+    "₪": ("shekel", "shekels", "agora", "agorot"),
+    "₴": ("hryvnia", "hryvnias", "kopiyka", "kopiykas"),
+    "USD": ("US dollar", "US dollars", "cent", "cents"),
+    "EUR": ("euro", "euros", "cent", "cents"),
+    "GBP": ("pound", "pounds", "penny", "pence"),
+    "JPY": ("yen", "yen", "sen", "sen"),
+    "INR": ("rupee", "rupees", "paisa", "paise"),
+    "CHF": ("Swiss franc", "Swiss francs", "centime", "centimes"),
+    "CAD": ("Canadian dollar", "Canadian dollars", "cent", "cents"),
+    "AUD": ("Australian dollar", "Australian dollars", "cent", "cents"),
+    "NZD": ("New Zealand dollar", "New Zealand dollars", "cent", "cents"),
+    "HKD": ("Hong Kong dollar", "Hong Kong dollars", "cent", "cents"),
+    "SGD": ("Singapore dollar", "Singapore dollars", "cent", "cents"),
+    "CNY": ("yuan", "yuan", "fen", "fen"), "RMB": ("yuan", "yuan", "fen", "fen"),
+    "KRW": ("won", "won", "jeon", "jeon"),
+    "MXN": ("peso", "pesos", "centavo", "centavos"),
+    "BRL": ("real", "reais", "centavo", "centavos"),
+    "ZAR": ("rand", "rand", "cent", "cents"),
+    "SEK": ("krona", "kronor", "öre", "öre"),
+    "NOK": ("krone", "kroner", "øre", "øre"),
+    "DKK": ("krone", "kroner", "øre", "øre"),
+    "PLN": ("zloty", "zlotys", "grosz", "groszy"),
+    "RUB": ("ruble", "rubles", "kopek", "kopeks"),
+    "TRY": ("lira", "lira", "kuruş", "kuruş"),
+    "AED": ("dirham", "dirhams", "fils", "fils"),
+    "SAR": ("riyal", "riyals", "halala", "halalas"),
+    "ILS": ("shekel", "shekels", "agora", "agorot"),
+    "PHP": ("peso", "pesos", "centavo", "centavos"),
+    "THB": ("baht", "baht", "satang", "satang"),
+    "NGN": ("naira", "naira", "kobo", "kobo"),
+}
+_SYMBOLS = sorted((c for c in CURRENCIES if not c.isalpha()), key=len, reverse=True)
+_CODES = sorted(c for c in CURRENCIES if c.isalpha())
+_CURRENCY = r"(?:%s|(?:%s)(?=[ \t]?[\d.]))" % ("|".join(re.escape(s) for s in _SYMBOLS), "|".join(_CODES))
+_SUFFIX = r"(?:[ \t]?(?:€|£|¥|₹|₩|₽|₺|₴|₪|₫|฿|¢)|[ \t](?:%s)(?![\w]))" % "|".join(_CODES)
+_AMOUNT = r"(?:\d{1,3}(?:,\d{3})+(?!\d)|\d+|(?=\.\d))(?:\.\d+)?"
+_MULTIPLIER = r"(?:[ \t]?(?:k|K|M|m|mn|bn|B|b|tn|T)(?![\w])|[ \t](?:thousand|million|billion|trillion)(?![\w]))"
+_PER = r"(?:[ \t]?/[ \t]?(?:%s)(?![\w]))" % "|".join(sorted(PER, key=len, reverse=True))
+_MONEY = (
+    rf"(?<![\w.])(?:[-−](?={_CURRENCY}))?{_CURRENCY}[ \t]?{_AMOUNT}{_MULTIPLIER}?"
+    rf"(?:[ \t]?[-–][ \t]?{_CURRENCY}?[ \t]?{_AMOUNT}{_MULTIPLIER}?)?{_PER}?{_END}"
+)
+_MONEY_PARTS = re.compile(
+    rf"(?P<sign>[-−]?)(?P<cur>{_CURRENCY})[ \t]?(?P<a>{_AMOUNT})(?P<am>{_MULTIPLIER})?"
+    rf"(?:[ \t]?[-–][ \t]?(?:{_CURRENCY})?[ \t]?(?P<b>{_AMOUNT})(?P<bm>{_MULTIPLIER})?)?(?:[ \t]?/[ \t]?(?P<per>\w+))?"
+)
+_AFTER = rf"(?<![\w.,$])(?:[-−])?{_AMOUNT}(?:[ \t]?[-–][ \t]?{_AMOUNT})?{_MULTIPLIER}?{_SUFFIX}{_PER}?(?![\w])"
+_AFTER_PARTS = re.compile(
+    rf"(?P<sign>[-−]?)(?P<a>{_AMOUNT})(?:[ \t]?[-–][ \t]?(?P<b>{_AMOUNT}))?(?P<bm>)(?P<am>{_MULTIPLIER})?[ \t]?"
+    rf"(?P<cur>\S+?)(?:[ \t]?/[ \t]?(?P<per>\w+))?")
+
+def _amount(text: str, names: tuple[str, str, str, str]) -> str:
+    """"4.99" -> "four dollars and ninety-nine cents"; "0.50" -> "fifty cents"; "1" -> "one dollar"."""
+    whole, _, cents = text.replace(",", "").partition(".")
+    if len(cents) > 2:
+        return w.number(text) + " " + names[1]
+    said = [] if whole in ("", "0") and cents else [w.cardinal(whole) + " " + (names[0] if whole == "1" else names[1])]
+    if cents and int(cents.ljust(2, "0")):
+        hundredths = int(cents.ljust(2, "0"))
+        said.append(w.cardinal(str(hundredths)) + " " + (names[2] if hundredths == 1 else names[3]))
+    return " and ".join(said) or w.cardinal(whole or "0") + " " + names[1]
+
+
+def _said(parts: re.Match[str], names: tuple[str, str, str, str]) -> str:
+    a_mult, b_mult = (MULTIPLIERS[(m or "").strip()] if m else None for m in (parts["am"], parts["bm"]))
+    if parts["b"] or a_mult or b_mult:
+        said = w.number(parts["a"].replace(",", "")) + (" " + a_mult if a_mult else "")
+        if parts["b"]:
+            said += " to " + w.number(parts["b"].replace(",", "")) + (" " + b_mult if b_mult else "")
+        said += " " + names[1]
+    else:
+        said = _amount(parts["a"], names)
+    if parts["per"]:
+        said += " per " + PER[parts["per"]]
+    return ("minus " if parts["sign"] else "") + said
+
+
+def _money(match: re.Match[str]) -> str:
+    parts = _MONEY_PARTS.fullmatch(match.group())
+    assert parts
+    return _said(parts, CURRENCIES[parts["cur"]])
+
+
+def _after(match: re.Match[str]) -> str:
+    """An amount with its currency after it: "12€", "1,200 USD", "50¢"."""
+    parts = _AFTER_PARTS.fullmatch(match.group())
+    assert parts
+    if parts["cur"] == "¢":
+        return ("minus " if parts["sign"] else "") + w.number(parts["a"]) + " cents"
+    return _said(parts, CURRENCIES[parts["cur"]])
+
+
+RULES: list[Rule] = [("money", _MONEY, _money), ("coded_money", _AFTER, _after)]
