@@ -225,7 +225,7 @@ CATEGORIES: dict[str, list[tuple[str, str]]] = {
         ("Call (555) 123-4567 today.", "Call five five five, one two three, four five six seven today."),
         ("Dial +1 555 123 4567 now.", "Dial plus one, five five five, one two three, four five six seven now."),
         ("Reach us at 555-123-4567.", "Reach us at five five five, one two three, four five six seven."),
-        ("Toll free: 1-800-555-0199.", "Toll free, one, eight zero zero, five five five, zero one nine nine."),
+        ("Toll free: 1-800-555-0199.", "Toll free, one, eight hundred, five five five, zero one nine nine."),
         ("Our UK line is +44 20 7946 0958.", "Our U K line is plus four four, two zero, seven nine four six, zero nine five eight."),
         ("Text 555.867.5309 anytime.", "Text five five five, eight six seven, five three zero nine anytime."),
         ("The office: (212) 555-0100.", "The office, two one two, five five five, zero one zero zero."),

@@ -18,11 +18,13 @@ TITLES = {"Dr.": "Doctor", "Mr.": "Mister", "Mrs.": "Missus", "Ms.": "Miz", "Pro
 # Said in place; the full stop of those in ENDINGS also ends a sentence where one ends ("... and so on, etc.").
 ABBREVIATIONS = {"e.g.": "for example", "i.e.": "that is", "etc.": "et cetera", "vs.": "versus", "vs": "versus",
                  "approx.": "approximately", "a.k.a.": "also known as", "cf.": "compare", "incl.": "including",
-                 "Ave.": "Avenue", "Blvd.": "Boulevard", "Rd.": "Road", "Dept.": "Department", "Inc.": "Incorporated",
+                 "Ave.": "Avenue", "Apt.": "apartment", "Ste.": "Suite", "est.": "estimated", "avg.": "average",
+                 "qty": "quantity", "Qty": "quantity", "ref.": "reference",
+                 "Ref.": "reference", "dept.": "department", "tel.": "telephone", "Tel.": "telephone", "Blvd.": "Boulevard", "Rd.": "Road", "Dept.": "Department", "Inc.": "Incorporated",
                  "Ltd.": "Limited", "Corp.": "Corporation", "Co.": "Company", "w/": "with", "w/o": "without",
                  "Ph.D.": "P H D", "PhD": "P H D", "govt.": "government",
                  "and/or": "and or"}
-ENDINGS = frozenset({"etc.", "Inc.", "Ltd.", "Corp.", "Co.", "Ave.", "Blvd.", "Rd.", "Ph.D.", "Dept.", "govt."})
+ENDINGS = frozenset({"est.", "avg.", "ref.", "Ref.", "dept.", "tel.", "Tel.", "Apt.", "Ste.", "etc.", "Inc.", "Ltd.", "Corp.", "Co.", "Ave.", "Blvd.", "Rd.", "Ph.D.", "Dept.", "govt."})
 
 WORD_ACRONYMS = frozenset(
     "NASA NATO FIFA OPEC AIDS JPEG JSON YAML GIF PIN RAM ROM SIM LAN SARS FEMA OSHA UEFA IKEA LEGO WASP NAFTA "
@@ -54,11 +56,24 @@ _SPOKEN_CAPS = {"OK": "okay"}
 _VOWELS = frozenset("AEIOUY")
 
 
+def _street(match: re.Match[str]) -> bool:
+    """Whether "St." follows a street's name: a capitalised word that does not itself open the sentence."""
+    window = match.string[max(0, match.start() - 60):match.start()]
+    words = window.split()
+    if not words or not window[-1:].isspace():
+        return False
+    name = words[-1]
+    opens = words[-2][-1] in ".!?:" if len(words) > 1 else match.start() <= 60
+    return name[0].isupper() and name[-1] not in ".!?:,;" and not opens
+
+
 def _title(match: re.Match[str]) -> str:
     text = match.group()
-    if text == "St.":  # Saint before a name ("St. Louis"), Street otherwise ("Main St. is closed")
-        rest = match.string[match.end(): match.end() + 2]
-        return "Saint" if rest[:1] == " " and rest[1:2].isupper() else "Street"
+    if text == "St.":  # Street after a street's name ("Elm St. It was"), Saint before a name ("St. Louis")
+        after = match.string[match.end(): match.end() + 2]
+        if not _street(match) and after[:1] == " " and after[1:2].isupper():
+            return "Saint"
+        return "Street" + ("." if ends_sentence_after(match) else "")
     return TITLES[text]
 
 

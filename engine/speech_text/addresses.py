@@ -1,7 +1,98 @@
-"""addresses"""
+"""Addresses: house numbers and street names, apartments and suites, ZIP codes. Pure.
+
+``1428 Elm St.`` "fourteen twenty-eight Elm Street" (a house number is said in pairs, as people say them);
+``Apt. 4B`` "apartment four B"; ``Ste. 200`` "suite two hundred"; ``CA 94107-1234`` "C A nine four one oh seven,
+one two three four"; ``PO Box 1234``. A street's type is expanded only after a street's name (``St.`` is Saint
+elsewhere: abbreviations.py).
+"""
 
 from __future__ import annotations
 
-from engine.speech_text.numbers import Rule
+import re
 
-RULES: list[Rule] = []
+from engine.speech_text import words as w
+from engine.speech_text.codes import spell_code
+from engine.speech_text.numbers import Rule, ends_sentence_after
+
+STREET_TYPES = {"St": "Street", "Ave": "Avenue", "Av": "Avenue", "Blvd": "Boulevard", "Rd": "Road", "Dr": "Drive",
+                "Ln": "Lane", "Ct": "Court", "Pl": "Place", "Pkwy": "Parkway", "Hwy": "Highway", "Ter": "Terrace",
+                "Cir": "Circle", "Sq": "Square", "Trl": "Trail", "Way": "Way", "Street": "Street", "Avenue": "Avenue",
+                "Boulevard": "Boulevard", "Road": "Road", "Drive": "Drive", "Lane": "Lane", "Court": "Court",
+                "Place": "Place", "Parkway": "Parkway", "Highway": "Highway", "Terrace": "Terrace", "Circle": "Circle",
+                "Square": "Square", "Trail": "Trail", "Hwy.": "Highway"}
+DIRECTIONS = {"N": "North", "S": "South", "E": "East", "W": "West", "NE": "Northeast", "NW": "Northwest",
+              "SE": "Southeast", "SW": "Southwest"}
+UNITS = {"apt": "apartment", "apartment": "apartment", "ste": "suite", "suite": "suite", "unit": "unit",
+         "rm": "room", "room": "room", "fl": "floor", "floor": "floor", "bldg": "building", "building": "building",
+         "gate": "gate", "terminal": "terminal", "seat": "seat", "platform": "platform", "dock": "dock", "bay": "bay",
+         "flat": "flat", "lot": "lot", "row": "row", "locker": "locker", "pier": "pier", "box": "box",
+         "po box": "P O box", "p.o. box": "P O box", "hangar": "hangar", "cabin": "cabin", "berth": "berth",
+         "car": "car", "coach": "coach", "counter": "counter", "desk": "desk", "level": "level", "door": "door",
+         "window": "window", "booth": "booth", "table": "table", "lane": "lane", "carousel": "carousel"}
+STATES = frozenset("AL AK AZ AR CA CO CT DE DC FL GA HI ID IL IN IA KS KY LA ME MD MA MI MN MS MO MT NE NV NH NJ NM NY "
+                   "NC ND OH OK OR PA RI SC SD TN TX UT VT VA WA WV WI WY PR".split())
+
+_NAME = r"(?:[A-Z][a-z']+|\d{1,3}(?:st|nd|rd|th)|[A-Z]{2,})"
+_STREET_TYPE = r"(?:%s)" % "|".join(sorted((k for k in STREET_TYPES if not k.endswith(".")), key=len, reverse=True))
+_DIRECTION = r"(?:%s)" % "|".join(sorted(DIRECTIONS, key=len, reverse=True))
+_ADDRESS = (rf"(?<![\w.,$#/-])\d{{1,6}}(?:-?[A-Z])?[ \t]+(?:{_DIRECTION}\.?[ \t]+)?{_NAME}(?:[ \t]+{_NAME}){{0,3}}"
+            rf"[ \t]+{_STREET_TYPE}\.?(?![\w])")
+_UNIT = (r"(?<![\w])(?i:%s)\.?[ \t]*#?[ \t]*(?:[A-Z]?\d+[A-Z]?|[A-Z]{1,2}\d*)(?![\w-])"
+         % "|".join(re.escape(u).replace(r"\ ", r"[ \t]") for u in sorted(UNITS, key=len, reverse=True)))
+_ZIP = (r"(?<![\w])(?:(?:%s),?[ \t]+|(?i:zip|zip[ \t]code|postal[ \t]code|zipcode):?[ \t]+)\d{5}(?:-\d{4})?(?![\w-])"
+        % "|".join(sorted(STATES)))
+
+
+def house_number(text: str) -> str:
+    """"1428" -> "fourteen twenty-eight", "123" -> "one twenty-three", "1005" -> "ten oh five"; five digits and
+    more digit by digit."""
+    if len(text) <= 2 or text[0] == "0":
+        return w.cardinal(text)
+    if len(text) > 4 or text.endswith("000"):
+        return w.digits(text) if len(text) > 4 else w.cardinal(text)
+    head, tail = text[:-2], text[-2:]
+    if tail == "00":
+        return w.cardinal(head) + " hundred"
+    return w.cardinal(head) + " " + ("oh " + w.cardinal(tail[1]) if tail[0] == "0" else w.cardinal(tail))
+
+
+def _address(match: re.Match[str]) -> str:
+    text = match.group()
+    number, rest = text.split(None, 1)
+    digits, letter = re.fullmatch(r"(\d+)-?([A-Z]?)", number).groups()  # type: ignore[union-attr]
+    said = [house_number(digits) + (" " + letter if letter else "")]
+    words = rest.split()
+    for i, word in enumerate(words):
+        bare = word.rstrip(".")
+        if i == 0 and bare in DIRECTIONS and len(words) > 2:
+            said.append(DIRECTIONS[bare])
+        elif i == len(words) - 1:
+            said.append(STREET_TYPES[bare])
+        elif re.fullmatch(r"\d+(?:st|nd|rd|th)", word):
+            said.append(w.ordinal(word[:-2]))
+        else:
+            said.append(word)
+    return " ".join(said) + ("." if text.endswith(".") and ends_sentence_after(match) else "")
+
+
+def _unit(match: re.Match[str]) -> str:
+    word, code = re.fullmatch(r"(.+?)\.?[ \t]*#?[ \t]*(\S+)", match.group()).groups()  # type: ignore[union-attr]
+    name = UNITS[re.sub(r"[ \t]+", " ", word.lower())]
+    if word[0].isupper() and name[0].islower():
+        name = name.capitalize()
+    if code.isdigit():
+        return f"{name} {house_number(code)}"
+    return f"{name} {spell_code(code)}"
+
+
+def _zip(match: re.Match[str]) -> str:
+    text = match.group()
+    code = re.search(r"\d{5}(?:-\d{4})?$", text)
+    assert code
+    before = text[:code.start()]
+    state = before.strip().rstrip(",")
+    lead = (" ".join(state) + ("," if "," in before else "") + " ") if state in STATES else before
+    return lead + ", ".join(w.digits(part) for part in code.group().split("-"))
+
+
+RULES: list[Rule] = [("address", _ADDRESS, _address), ("unit", _UNIT, _unit), ("zip", _ZIP, _zip)]

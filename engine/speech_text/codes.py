@@ -1,7 +1,169 @@
-"""codes"""
+"""Codes and things read character by character or by their parts: serials and confirmation codes, digit groups,
+vanity numbers and extensions, roman numerals in context, arithmetic. Pure.
+
+A code (``C24``, ``AB12-9XZ``, ``1Z999AA1``) is spelled in its natural groups: a run of letters as caps.py reads
+capitals ("A B", "Covid"), a run of one or two digits as a number ("twenty-four"), a longer run digit by digit.
+Digits in three or more hyphenated groups (``123-123-5678-1``) are read group by group, as a phone number is. A roman
+numeral is a number after a word that numbers things (``Chapter IV`` "Chapter four", ``World War II``) and a regnal
+ordinal after a monarch's or pope's name (``Henry VIII`` "Henry the eighth"); anywhere else it is a word.
+"""
 
 from __future__ import annotations
 
-from engine.speech_text.numbers import Rule
+import re
 
-RULES: list[Rule] = []
+from engine.speech_text import words as w
+from engine.speech_text.abbreviations import caps
+from engine.speech_text.dates import date_words
+from engine.speech_text.numbers import UNITS, Rule
+
+_RUN = re.compile(r"[A-Z]+|\d+")
+_SCALED = re.compile(r"\d+(?:\.\d+)?(?:M|B|BN)")  # "4B": four billion, unless context says it is a code (addresses.py)
+_MEASURED = re.compile(r"\d+(?:\.\d+)?([A-Za-z]+)")
+
+
+def spell_code(text: str) -> str:
+    """"AB12-9XZ" -> "A B twelve-nine X Z" (a hyphen kept where the code has one: "COVID-19" "Covid-nineteen")."""
+    said = ""
+    for run in _RUN.finditer(text):
+        if said:
+            said += "-" if text[run.start() - 1] == "-" else " "
+        part = run.group()
+        if part.isdigit():
+            said += w.cardinal(part) if len(part) <= 2 and part[0] != "0" else w.digits(part)
+        else:
+            said += part if len(part) == 1 else caps(part)
+    return said
+
+
+def _serial(match: re.Match[str]) -> str | None:
+    text = match.group()
+    measured = _MEASURED.fullmatch(text)
+    if _SCALED.fullmatch(text) or (measured and measured[1] in UNITS) or len(text) > 40:
+        return None
+    return spell_code(text)
+
+
+def _grouped_digits(match: re.Match[str]) -> str | None:
+    text = match.group()
+    if re.fullmatch(r"\d{4}-\d\d-\d\d", text):  # an ISO date
+        return None
+    if re.fullmatch(r"\d\d-\d\d-\d{4}", text) and 1 <= int(text[:2]) <= 12 and 1 <= int(text[3:5]) <= 31:
+        return date_words(int(text[:2]), int(text[3:5]), int(text[6:]))  # a US date written with dashes
+    return ", ".join("eight hundred" if group == "800" else w.digits(group) for group in text.split("-"))
+
+
+_DIALLED = re.compile(r"(?i:call|phone|tel|dial|text|fax|number|reach|contact|line|hotline|desk|office|mobile|cell)\b")
+
+
+def _local_phone(match: re.Match[str]) -> str | None:
+    """"555-1234" after a word about calling (or before an extension) is a phone number; elsewhere a range."""
+    before = match.string[max(0, match.start() - 30):match.start()]
+    after = match.string[match.end():match.end() + 8]
+    if not _DIALLED.search(before) and not re.match(r"[ \t,]*(?:[Ee]xt|x\d)", after):
+        return None
+    return ", ".join(w.digits(group) for group in match.group().split("-"))
+
+
+def _vanity(match: re.Match[str]) -> str:
+    """"1-800-FLOWERS" -> "one, eight hundred, flowers": the digits in groups, the letters as the word they spell."""
+    said = []
+    for group in re.split(r"[-. ]", match.group()):
+        if group.isdigit():
+            said.append("eight hundred" if group == "800" else w.digits(group))
+        else:
+            said.append(group.lower() if group.isalpha() else spell_code(group))
+    return ", ".join(said)
+
+
+def _extension(match: re.Match[str]) -> str:
+    return "extension " + w.digits(re.sub(r"\D", "", match.group()))
+
+
+# --- roman numerals ----------------------------------------------------------------------------------------------------
+
+_ROMAN = r"(?=[MDCLXVI])M{0,3}(?:CM|CD|D?C{0,3})(?:XC|XL|L?X{0,3})(?:IX|IV|V?I{0,3})"
+_VALUES = {"M": 1000, "D": 500, "C": 100, "L": 50, "X": 10, "V": 5, "I": 1}
+NUMBERING = ("Chapter Chapters Part Parts Volume Vol. Book Act Scene Section Phase Stage Level Tier Article Appendix "
+             "Class Type Grade Round Season Episode Step Schedule Category Division Annex Title Clause Psalm Fig. "
+             "Figure Table Exhibit Lesson Module Unit Auto Rocky Fantasy Bowl War Wars Mark Mk. Model Series Gen "
+             "Generation Apollo").split()
+REGNAL = ("King Queen Pope Emperor Empress Tsar Czar Prince Princess Louis Henry Elizabeth Charles George Edward "
+          "William Richard James John Paul Benedict Pius Leo Gregory Innocent Clement Urban Napoleon Peter Catherine "
+          "Mary Philip Frederick Ferdinand Alexander Nicholas Ivan Ramesses Ramses Constantine Alfonso Carlos Juan "
+          "Felipe Harald Olaf Gustav Willem Victor Umberto Ludwig Otto Rudolf Francis Stephen Malcolm David Robert "
+          "Anne Matilda Edmund Harold Canute Sigismund Wilhelm Friedrich Franz Karl Sixtus Boniface Adrian").split()
+_NUMBERING = r"(?:%s)" % "|".join(re.escape(word) for word in NUMBERING)
+# After these, a lone "I" is the pronoun: "Chapter I wrote", "James I think".
+_PRONOUN_VERBS = frozenset("am was have had will would can could think thought went said know knew want wanted love "
+                           "do did need needed saw got get feel felt believe mean hope guess just really also".split())
+
+
+def roman_value(text: str) -> int:
+    total = 0
+    for i, letter in enumerate(text):
+        value = _VALUES[letter]
+        total += -value if i + 1 < len(text) and _VALUES[text[i + 1]] > value else value
+    return total
+
+
+def _pronoun(match: re.Match[str]) -> bool:
+    """Whether the lone "I" at the end of ``match`` is the pronoun: a verb follows it."""
+    following = re.match(r"[ \t]+([a-z']+)", match.string[match.end():match.end() + 20])
+    return match.group().endswith(" I") and following is not None and following[1] in _PRONOUN_VERBS
+
+
+def _numbered(match: re.Match[str]) -> str | None:
+    if _pronoun(match):
+        return None
+    words, numeral = match.group().rsplit(None, 1)
+    return f"{words} {w.cardinal(str(roman_value(numeral)))}"
+
+
+def _regnal(match: re.Match[str]) -> str | None:
+    name, numeral = match.group().rsplit(None, 1)
+    if _pronoun(match) or (numeral == "I" and name in ("King", "Queen", "Pope")):
+        return None
+    return f"{name} the {w.ordinal(str(roman_value(numeral)))}"
+
+
+# --- arithmetic ----------------------------------------------------------------------------------------------------
+
+_TERM = r"(?:[-−]?(?:\d+(?:\.\d+)?|[a-z](?![\w])))"
+_OPERATOR = r"[ \t]?(?:[-−+*×÷/^=])[ \t]?"
+_MATH = rf"(?<![\w.,/:$-]){_TERM}(?:{_OPERATOR}{_TERM})*{_OPERATOR}{_TERM}(?![\w.]|[-+*/^=]\w)"
+_OPERATORS = {"-": "minus", "−": "minus", "+": "plus", "*": "times", "×": "times", "÷": "divided by",
+              "/": "divided by", "=": "equals"}
+_MATH_PARTS = re.compile(r"(?<![\d\w])[-−](?=[\d\w])|\d+(?:\.\d+)?|[a-z]|\^[ \t]?\d+(?:\.\d+)?|[-−+*×÷/=]")
+
+
+def _math(match: re.Match[str]) -> str | None:
+    """An expression with "=" or an operator no range, date or fraction uses: "1-2=5", "2+2", "x^2"."""
+    text = match.group()
+    if not re.search(r"[=+*×÷^]|[ \t]/[ \t]", text):
+        return None
+    said = []
+    for part in _MATH_PARTS.findall(text):
+        if part[0] == "^":
+            power = part[1:].strip()
+            said.append({"2": "squared", "3": "cubed"}.get(power) or "to the power of " + w.number(power))
+        elif part in _OPERATORS and said:
+            said.append(_OPERATORS[part])
+        elif part in "-−":
+            said.append("minus")
+        else:
+            said.append(w.number(part) if part[0].isdigit() else part)
+    return " ".join(said)
+
+
+RULES: list[Rule] = [
+    ("vanity", r"(?<![\w+-])(?:1[-. ])?\d{3}[-. ](?=[A-Z0-9-]*[A-Z]{3})[A-Z0-9]{2,}(?:-[A-Z0-9]{2,})*(?![\w-])",
+     _vanity),
+    ("extension", r"(?<![\w])(?:[Ee]xt|EXT)\.?[ \t]?#?\d{1,6}(?![\w])|(?<=\d[ \t])x\d{2,6}(?![\w])", _extension),
+    ("local_phone", r"(?<![\w.+-])\d{3}-\d{4}(?![\w-])", _local_phone),
+    ("grouped_digits", r"(?<![\w.+-])\d+(?:-\d+){2,}(?![\w-])", _grouped_digits),
+    ("serial", r"(?<![\w$£€¥₹#.-])(?=[A-Z0-9-]*[A-Z])(?=[A-Z0-9-]*\d)[A-Z0-9]+(?:-[A-Z0-9]+)*(?![\w-])", _serial),
+    ("roman", rf"(?<![\w])(?:Super[ \t]Bowl|World[ \t]War|{_NUMBERING})[ \t]{_ROMAN}(?![\w])", _numbered),
+    ("regnal", rf"(?<![\w])(?:%s)(?:[ \t][A-Z][a-z]+)?[ \t]{_ROMAN}(?![\w])" % "|".join(REGNAL), _regnal),
+    ("math", _MATH, _math),
+]

@@ -26,7 +26,7 @@ _PATTERNS = [(name, re.compile(pattern), handler) for name, pattern, handler in 
 CLASSES = {
     "tag": "tag", "email": "electronic", "url": "electronic", "ip": "electronic",
     "address": "address", "unit": "address", "zip": "address",
-    "serial": "serial", "grouped_digits": "telephone", "vanity": "telephone", "extension": "telephone",
+    "serial": "serial", "grouped_digits": "telephone", "local_phone": "telephone", "vanity": "telephone", "extension": "telephone",
     "roman": "roman", "regnal": "roman", "math": "math",
     "phone": "telephone", "iso_date": "date", "slash_date": "date", "dotted_date": "date", "month_date": "date",
     "day_month": "date", "time": "time", "hour": "time", "time_range": "range", "dotted_time": "time",
