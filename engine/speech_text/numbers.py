@@ -16,7 +16,7 @@ from engine.speech_text import words as w
 
 Rule = tuple[str, str, Callable[[re.Match[str]], "str | None"]]
 
-NUM = r"(?:\d{1,3}(?:,\d{3})+(?!\d)|\d+)(?:\.\d+)?"
+NUM = r"(?:\d{1,3}(?:,\d{3})+(?!\d)|\d+|(?=\.\d))(?:\.\d+)?"  # ".5" too
 _START = r"(?<![\w.,/:])"  # a number starts a token (or follows a sign, a bracket, a dash: "COVID-19")
 _END = r"(?![\w])"
 
@@ -55,14 +55,37 @@ UNITS = {
     "yrs": ("year", "years", True), "px": ("pixel", "pixels", True), "dB": ("decibel", "decibels", True),
     "fps": ("frame per second", "frames per second", True), "x": ("times", "times", False),
     "¢": ("cent", "cents", False), "%": ("percent", "percent", True),
+    "mcg": ("microgram", "micrograms", True), "µg": ("microgram", "micrograms", True),
+    "μg": ("microgram", "micrograms", True), "IU": ("international unit", "international units", True),
+    "kcal": ("kilocalorie", "kilocalories", True), "cal": ("calorie", "calories", True),
+    "bpm": ("beat per minute", "beats per minute", True), "rpm": ("revolution per minute", "revolutions per minute", True),
+    "ppm": ("part per million", "parts per million", True), "mmHg": ("millimeter of mercury", "millimeters of mercury", True),
+    "sq ft": ("square foot", "square feet", True), "sqft": ("square foot", "square feet", True),
+    "ft²": ("square foot", "square feet", True), "m²": ("square meter", "square meters", True),
+    "km²": ("square kilometer", "square kilometers", True), "tsp": ("teaspoon", "teaspoons", True),
+    "tbsp": ("tablespoon", "tablespoons", True), "fl oz": ("fluid ounce", "fluid ounces", True),
+    "mA": ("milliamp", "milliamps", True), "MW": ("megawatt", "megawatts", True), "GW": ("gigawatt", "gigawatts", True),
+    "kV": ("kilovolt", "kilovolts", True), "mV": ("millivolt", "millivolts", True), "Wh": ("watt hour", "watt hours", True),
+    "µs": ("microsecond", "microseconds", True), "ns": ("nanosecond", "nanoseconds", False),
+    "wk": ("week", "weeks", True), "wks": ("week", "weeks", True), "mo": ("month", "months", True),
+    "mos": ("month", "months", True), "pcs": ("piece", "pieces", True), "GiB": ("gibibyte", "gibibytes", True),
+    "MiB": ("mebibyte", "mebibytes", True), "Kbps": ("kilobit per second", "kilobits per second", True),
+    "Tbps": ("terabit per second", "terabits per second", True), "mph": ("mile per hour", "miles per hour", True),
 }
+# A unit's name after "per" in a compound unit ("GB/s", "mg/mL", "kg/kg").
+_PER_UNIT = {"s": "second", "sec": "second", "h": "hour", "hr": "hour", "min": "minute", "d": "day", "day": "day",
+             "wk": "week", "mo": "month", "yr": "year", "dose": "dose", "tab": "tablet", "cap": "capsule"}
 _DEGREES = {"F": "Fahrenheit", "C": "Celsius", "K": "Kelvin", "": ""}
 _UNIT = r"(?:%s)" % "|".join(re.escape(u) for u in sorted(UNITS, key=len, reverse=True))
 _SPACED_UNIT = r"(?:%s)" % "|".join(re.escape(u) for u in sorted(UNITS, key=len, reverse=True) if UNITS[u][2])
+_DENOMINATOR = r"(?:%s)" % "|".join(re.escape(u) for u in sorted(set(UNITS) - {"%", "¢", "x"} | set(_PER_UNIT),
+                                                                      key=len, reverse=True))
+_COMPOUND = rf"(?:{_UNIT}/{_DENOMINATOR}(?![\w/]))"
 _SIGN = r"(?:[-−+](?=\d))?"
 _QUANTITY = (
     rf"{_START}{_SIGN}{NUM}(?:(?:-|–|[ \t]–[ \t]?)[-−]?{NUM})?"
-    rf"(?:st|nd|rd|th|(?:[ \t]?(?:°[ \t]?[FCK]?|[℃℉]))|{_UNIT}|[ \t]{_SPACED_UNIT}|(?:k|M|bn|B)(?![\w]))?{_END}"
+    rf"(?:st|nd|rd|th|(?:[ \t]?(?:°[ \t]?[FCK]?|[℃℉]))|[ \t]?{_COMPOUND}|{_UNIT}|[ \t]{_SPACED_UNIT}|(?:k|M|bn|B)(?![\w]))?"
+    rf"{_END}"
 )
 
 
@@ -101,8 +124,11 @@ def _quantity(match: re.Match[str]) -> str:
             scale = {"℃": "C", "℉": "F"}.get(suffix, suffix[1:].strip())
             said += (" degree" if a == "1" and not b else " degrees") + (" " + _DEGREES[scale] if scale else "")
         elif suffix:
-            one, many, _ = UNITS[suffix]
+            unit, _, per = suffix.partition("/") if suffix not in UNITS else (suffix, "", "")
+            one, many, _ = UNITS[unit]
             said += " " + (one if a == "1" and not b else many)
+            if per:
+                said += " per " + (_PER_UNIT.get(per) or UNITS[per][0])
     return {"-": "minus ", "−": "minus ", "+": "plus "}.get(sign, "") + said
 
 
@@ -140,7 +166,21 @@ def _fraction(match: re.Match[str]) -> str:
     if match.group() in _SPECIAL_FRACTIONS:
         return _SPECIAL_FRACTIONS[match.group()]
     a, b = match.group().split("/")
+    if not b.isdigit():  # "1/4th": "one fourth"
+        b = b[:-2]
+        return f"{w.cardinal(a)} {w.ordinal(b)}" + ("s" if a != "1" else "")
     return _fraction_words(int(a), int(b))
+
+
+def _percent_range(match: re.Match[str]) -> str:
+    a, b = re.fullmatch(rf"({NUM})%[ \t]?[-–][ \t]?([-−]?{NUM})%", match.group()).groups()  # type: ignore[union-attr]
+    return f"{w.number(a)} to {'minus ' if b[0] in '-−' else ''}{w.number(b.lstrip('-−'))} percent"
+
+
+def _feet(match: re.Match[str]) -> str:
+    feet, inches = re.findall(r"\d+", match.group()) + [""] * (2 - len(re.findall(r"\d+", match.group())))
+    said = w.cardinal(feet) + (" foot" if feet == "1" else " feet")
+    return said + (f" {w.cardinal(inches)} inch" + ("" if inches == "1" else "es") if inches else "")
 
 
 def _mixed_fraction(match: re.Match[str]) -> str:
@@ -173,7 +213,9 @@ RULES: list[Rule] = [
     ("phone", _PHONE, _phone),
     ("version", r"(?<![\w.])(?:[vV]\d+(?:\.\d+)*|\d+\.\d+\.\d+(?:\.\d+)*)(?![\w]|\.\d)", _version),
     ("mixed_fraction", r"(?<![\w./,])\d{1,3}[ \t]\d{1,2}/\d{1,2}(?![\w/])", _mixed_fraction),
-    ("fraction", r"(?<![\w./,])\d{1,3}/\d{1,3}(?![\w/])", _fraction),
+    ("fraction", r"(?<![\w./,])\d{1,3}/\d{1,3}(?:st|nd|rd|th)?(?![\w/])", _fraction),
+    ("percent_range", rf"{_START}{NUM}%[ \t]?[-–][ \t]?[-−]?{NUM}%", _percent_range),
+    ("feet", r"(?<![\w'’])\d{1,2}['’′][ \t]?\d{1,2}(?:[\"”″]|'')?(?![\w])|(?<![\w'’])\d{1,3}['’′](?=[ \t,.;]|$)", _feet),
     ("number_sign", r"(?<![\w&#])#\d[\d,]*(?![\w])", _number_sign),
     ("quantity", _QUANTITY, _quantity),
 ]

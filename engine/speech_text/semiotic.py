@@ -31,7 +31,7 @@ CLASSES = {
     "phone": "telephone", "iso_date": "date", "slash_date": "date", "dotted_date": "date", "month_date": "date",
     "day_month": "date", "time": "time", "hour": "time", "time_range": "range", "dotted_time": "time",
     "ratio": "math", "money": "money", "coded_money": "money", "version": "electronic", "mixed_fraction": "fraction",
-    "fraction": "fraction", "decade": "date", "number_sign": "cardinal", "percent_range": "range",
+    "fraction": "fraction", "decade": "date", "number_sign": "cardinal", "percent_range": "range", "feet": "measure",
     "decimal": "decimal", "weekday": "date", "dotted_date": "date", "quantity": "cardinal", "measure": "measure",
     "title": "abbreviation", "abbreviation": "abbreviation", "dotted": "abbreviation", "caps": "abbreviation",
     "sharp": "plain", "words": "math", "compare": "math", "about": "plain", "power": "math", "slash": "plain",
