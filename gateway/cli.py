@@ -673,6 +673,12 @@ def build_parser() -> argparse.ArgumentParser:
     p = command(bench, "text", "what the text front end costs: a text read whole, each streamed token", cmd_bench_text)
     p.add_argument("--repeats", type=int, default=200, help="times each text is read, each way")
     p.add_argument("--json", action="store_true", help="print only the JSON object")
+    p.add_argument("--cases", type=Path, default=None,
+                   help="score the front end on this file of written/spoken pairs (TSV with a header, or JSON lines)")
+    p.add_argument("--readings", type=Path, default=None,
+                   help="with --cases: score these readings (a TSV of written and reading) instead of the front end's")
+    p.add_argument("--locale", choices=("en-US", "en-GB"), default=None, help="with --cases: the locale read in")
+    p.add_argument("--misses", type=int, default=0, help="with --cases: print this many misses")
     p = command(bench, "gateway", "client-side latency through a transport", cmd_bench_gateway, ENGINE_OPTIONS,
                 TRACE_OPTIONS)
     _bench_gateway_arguments(p)

@@ -3,14 +3,25 @@ text read whole (what a chunk-sized text costs) and read as an LLM streams it (t
 of the whole text that way), over LLM-style paragraphs. Prints a table and, last, one JSON line.
 
 The front end runs in the worker as text arrives, before the planner: its cost is added to first audio only for the
-text the first chunk needs."""
+text the first chunk needs.
+
+``--cases FILE`` scores the front end on a file of written/spoken pairs instead (text_cases.py: a relaxed comparison,
+per class), counts the readings that still hand the model digits or currency symbols, and times it per 300-character
+chunk of those texts; ``--readings FILE`` (a TSV of ``written`` and ``reading``) scores another system's readings of
+the same cases the same way (scripts/nemo-tn-readings writes NeMo's)."""
 
 from __future__ import annotations
 
 import argparse
+import csv
 import json
 import statistics
 import time
+from collections import defaultdict
+from pathlib import Path
+from typing import Callable
+
+from cbf_tools.bench import text_cases
 
 TEXTS = (
     "Sure! Your order **#4521** shipped on March 5, 2024 and should arrive by 3:30 pm tomorrow.",
@@ -56,7 +67,88 @@ def measure(repeats: int) -> dict[str, dict[str, float]]:
     return {"whole_text": _ms(whole), "per_token": _ms(per_token), "streamed_text": _ms(streamed)}
 
 
+CHUNK_CHARS = 300
+
+
+def front_end(locale: str | None = None) -> Callable[[str], str]:
+    """The engine's own reading of a whole text (its streaming reader, fed it in one piece)."""
+    from engine.speech_text.reader import Reader  # the engine's own (pure), loaded when the bench runs
+
+    def read(text: str) -> str:
+        reader = Reader(locale=locale)
+        reader.feed(text)
+        reader.flush(final=True)
+        return reader.spoken.strip()
+
+    return read
+
+
+def score(cases: list[text_cases.Case], read: Callable[[str], str]) -> dict[str, object]:
+    """Each class's share of cases read acceptably, the whole's, the readings left raw, and the misses."""
+    by_class: dict[str, list[int]] = defaultdict(lambda: [0, 0])
+    misses, raw = [], 0
+    for case in cases:
+        reading = read(case.written)
+        ok = text_cases.matches(reading, case)
+        by_class[case.kind][0] += ok
+        by_class[case.kind][1] += 1
+        raw += text_cases.raw(reading)
+        if not ok:
+            misses.append({"class": case.kind, "written": case.written, "expected": case.spoken[0], "read": reading})
+    passed = sum(n for n, _ in by_class.values())
+    return {"cases": len(cases), "acceptable": passed, "share": round(passed / max(1, len(cases)), 4), "raw": raw,
+            "classes": {k: {"acceptable": n, "cases": total} for k, (n, total) in sorted(by_class.items())},
+            "misses": misses}
+
+
+def chunk_cost(cases: list[text_cases.Case], read: Callable[[str], str], repeats: int) -> dict[str, float]:
+    """What reading a 300-character chunk of the cases' texts costs."""
+    chunks, chunk = [], ""
+    for case in cases:
+        chunk += case.written + " "
+        if len(chunk) >= CHUNK_CHARS:
+            chunks.append(chunk[:CHUNK_CHARS])
+            chunk = chunk[CHUNK_CHARS:]
+    times = []
+    for _ in range(repeats):
+        for text in chunks or [chunk]:
+            started = time.perf_counter()
+            read(text)
+            times.append(time.perf_counter() - started)
+    return _ms(times)
+
+
+def _readings(path: Path) -> Callable[[str], str]:
+    rows = csv.DictReader(path.read_text(encoding="utf-8").splitlines(), delimiter="\t", quoting=csv.QUOTE_NONE)
+    said = {row["written"]: row["reading"] or "" for row in rows}
+    return lambda written: said.get(written, "")
+
+
+def run_cases(args: argparse.Namespace) -> int:
+    cases = text_cases.load(args.cases)
+    read = _readings(args.readings) if args.readings else front_end(args.locale)
+    figures = score(cases, read)
+    if not args.readings:
+        figures["chunk_300"] = chunk_cost(cases, read, max(1, args.repeats // 20))
+    if not args.json:
+        print(f"{args.cases}: {figures['acceptable']}/{figures['cases']} acceptable ({figures['share']:.1%}), "
+              f"{figures['raw']} with raw digits or currency symbols")
+        for kind, row in figures["classes"].items():  # type: ignore[attr-defined]
+            print(f"  {kind:<26} {row['acceptable']:>4}/{row['cases']:<4} {row['acceptable'] / row['cases']:.0%}")
+        for miss in figures["misses"][:args.misses]:  # type: ignore[index]
+            print(f"  miss [{miss['class']}] {miss['written']!r}\n     read {miss['read']!r}\n     want {miss['expected']!r}")
+        if "chunk_300" in figures:
+            row = figures["chunk_300"]  # type: ignore[assignment]
+            print(f"cost per {CHUNK_CHARS}-character chunk: p50 {row['p50_ms']:.3f} ms  p95 {row['p95_ms']:.3f} ms  "
+                  f"max {row['max_ms']:.3f} ms")
+    figures["misses"] = len(figures["misses"])  # type: ignore[arg-type]
+    print(json.dumps(figures))
+    return 0
+
+
 def run(args: argparse.Namespace) -> int:
+    if args.cases:
+        return run_cases(args)
     measure(1)  # warm: regular expressions compiled, num2words loaded
     figures = measure(args.repeats)
     chars = [len(t) for t in TEXTS]

@@ -10,6 +10,7 @@ streams in (engine/speech_text/stream.py, with markdown.py's ``open_tail``) read
 
 from __future__ import annotations
 
+import functools
 import re
 
 from engine.speech_text import semiotic
@@ -30,17 +31,18 @@ def _space(match: re.Match[str]) -> str:
     return {"line": "\n", "before": "", "commas": ",", "run": " "}[match.lastgroup or "run"]
 
 
-def words(text: str) -> list[Piece]:
+def words(text: str, locale: str | None = None) -> list[Piece]:
     """The word rules alone (no markdown), on ``text``: classified, then verbalised (semiotic.py)."""
-    return semiotic.words(text)
+    return semiotic.words(text, locale)
 
 
-def normalize(text: str, lexicon: Lexicon | None = None) -> list[Piece]:
+def normalize(text: str, lexicon: Lexicon | None = None, locale: str | None = None) -> list[Piece]:
     """The spoken form of ``text`` as pieces of it (covering it in order); ``lexicon``'s aliases replace its
-    graphemes first, before the word rules (its "SQL" is "sequel", never spelled)."""
+    graphemes first, before the word rules (its "SQL" is "sequel", never spelled). ``locale``: semiotic.LOCALES."""
     pieces = markdown(text)
-    passes = (words, punctuation_only, _whitespace) if lexicon is None else (lexicon.apply, words, punctuation_only,
-                                                                             _whitespace)
+    read = functools.partial(words, locale=locale)
+    passes = (read, punctuation_only, _whitespace) if lexicon is None else (lexicon.apply, read, punctuation_only,
+                                                                            _whitespace)
     for rules in passes:
         pieces = compose(pieces, rules(spoken(pieces)))
     return pieces

@@ -53,13 +53,14 @@ def _may_open_ssml(text: str) -> bool:
 
 class Reader:
     """``normalize`` mode ``off``: the text as sent, Chatterbox-Turbo's punctuation rules only; ``on`` / ``auto``
-    (None): as a person would read it aloud. A ``lexicon``'s aliases apply in every mode. A text that starts with
+    (None): as a person would read it aloud, in ``locale``'s conventions (en-US, or en-GB: day-first dates). A
+    ``lexicon``'s aliases apply in every mode. A text that starts with
     ``<speak`` is SSML either way (normalised inside unless ``off``); it is read once the caller ends or flushes it
     whole."""
 
-    def __init__(self, mode: str | None = None, lexicon: Lexicon | None = None) -> None:
+    def __init__(self, mode: str | None = None, lexicon: Lexicon | None = None, locale: str | None = None) -> None:
         if mode != "off":
-            self._normalize: Normalizer = functools.partial(rules.normalize, lexicon=lexicon)
+            self._normalize: Normalizer = functools.partial(rules.normalize, lexicon=lexicon, locale=locale)
         elif lexicon is not None:
             self._normalize = functools.partial(_lexicon_then_punctuation, lexicon)
         else:

@@ -1,8 +1,9 @@
 """Classify, then verbalise: the word pass of the text front end. Pure.
 
-Every rule of the rule modules (web.py, numbers.py, codes.py, addresses.py, abbreviations.py, symbols.py) is a
-recogniser of one construct with its verbaliser. ``classify`` finds every place each recogniser matches, then
-resolves them as a tokenizer does: leftmost first, then the longest reading ("1-2=5" is maths before "1-2" is a
+Every rule of the rule modules (web.py, addresses.py, codes.py, dates.py, money.py, numbers.py, abbreviations.py,
+symbols.py) is a recogniser of one construct with its verbaliser. ``classify`` finds where the next construct may
+start (one pattern of them all), asks every recogniser what it reads there, and resolves them as a tokenizer does:
+leftmost first, then the longest reading ("1-2=5" is maths before "1-2" is a
 range; "+1 415 555 0100" one telephone number before four numbers), and among readings of one extent the one its
 context accepts: a verbaliser that returns None declines in that context ("IV" is a numeral after "Chapter", a word
 elsewhere; "4B" is a unit after "Apt.", four billion elsewhere), and the next reading is tried. Rule order breaks the
@@ -19,8 +20,22 @@ from engine.speech_text import abbreviations, addresses, codes, dates, money, nu
 from engine.speech_text.spans import Piece, rewrite
 
 _TAG = ("tag", r"\[[^\[\]\n]{1,38}\]", lambda match: match.group())  # only Turbo's tags are left by markdown()
-RULES = [_TAG, *web.RULES, *addresses.RULES, *codes.RULES, *dates.RULES, *money.RULES, *numbers.RULES, *abbreviations.RULES, *symbols.RULES]
-_PATTERNS = [(name, re.compile(pattern), handler) for name, pattern, handler in RULES]
+LOCALES = ("en-US", "en-GB")  # en-GB reads slashed dates day first
+
+
+Rules = list[tuple[str, re.Pattern[str], Callable[[re.Match[str]], "str | None"]]]
+
+
+def _compiled(day_first: bool) -> tuple[re.Pattern[str], Rules]:
+    """A locale's rules, and one pattern of them all that finds where the next construct may start."""
+    rules = [_TAG, *web.RULES, *addresses.RULES, *codes.RULES, *dates.rules(day_first), *money.RULES,
+             *numbers.RULES, *abbreviations.RULES, *symbols.RULES]
+    anywhere = re.compile("|".join(f"(?:{pattern})" for _, pattern, _ in rules))
+    return anywhere, [(name, re.compile(pattern), handler) for name, pattern, handler in rules]
+
+
+_RULES = {"en-US": _compiled(False), "en-GB": _compiled(True)}
+
 
 # Each rule's semiotic class (the names of Sparrowhawk's and NeMo's English grammars, where one fits).
 CLASSES = {
@@ -32,7 +47,7 @@ CLASSES = {
     "day_month": "date", "time": "time", "hour": "time", "time_range": "range", "dotted_time": "time",
     "ratio": "math", "money": "money", "coded_money": "money", "version": "electronic", "mixed_fraction": "fraction",
     "fraction": "fraction", "decade": "date", "number_sign": "cardinal", "percent_range": "range", "feet": "measure",
-    "decimal": "decimal", "weekday": "date", "dotted_date": "date", "quantity": "cardinal", "measure": "measure",
+    "decimal": "decimal", "weekday": "date", "local_phone": "telephone", "percent_range": "range", "feet": "measure", "weekday": "date", "dotted_date": "date", "quantity": "cardinal", "measure": "measure",
     "title": "abbreviation", "abbreviation": "abbreviation", "dotted": "abbreviation", "caps": "abbreviation",
     "sharp": "plain", "words": "math", "compare": "math", "about": "plain", "power": "math", "slash": "plain",
     "dash": "plain", "emoji": "plain", "stray": "plain", "bar": "plain",
@@ -47,24 +62,27 @@ class Reading:
     said: str
 
 
-def classify(text: str) -> list[Reading]:
+def classify(text: str, locale: str | None = None) -> list[Reading]:
     """Every construct in ``text`` that is said otherwise than written, in order, not overlapping."""
-    found: list[tuple[int, int, int, re.Match[str], Callable[[re.Match[str]], str | None]]] = []
-    for order, (name, pattern, handler) in enumerate(_PATTERNS):
-        found += [(m.start(), -m.end(), order, m, handler) for m in pattern.finditer(text) if m.end() > m.start()]
-    found.sort(key=lambda f: f[:3])
+    anywhere, rules = _RULES[locale or "en-US"]
     readings: list[Reading] = []
     at = 0
-    for start, _, order, match, handler in found:
-        if start < at:
-            continue
-        said = handler(match)
-        if said is not None:
-            readings.append(Reading(start, match.end(), CLASSES[_PATTERNS[order][0]], said))
-            at = match.end()
+    while (next_one := anywhere.search(text, at)) is not None:
+        start = next_one.start()
+        found = [(match, order) for order, (_, pattern, _) in enumerate(rules)
+                 if (match := pattern.match(text, start)) is not None and match.end() > start]
+        found.sort(key=lambda f: (-f[0].end(), f[1]))
+        for match, order in found:
+            said = rules[order][2](match)
+            if said is not None:
+                readings.append(Reading(start, match.end(), CLASSES[rules[order][0]], said))
+                at = match.end()
+                break
+        else:
+            at = start + 1
     return readings
 
 
-def words(text: str) -> list[Piece]:
+def words(text: str, locale: str | None = None) -> list[Piece]:
     """``text`` with every construct classified and verbalised, as pieces of it."""
-    return rewrite(text, ((r.start, r.end, r.said) for r in classify(text)))
+    return rewrite(text, ((r.start, r.end, r.said) for r in classify(text, locale)))

@@ -1,10 +1,12 @@
 """Numbers as English words (num2words, in the US style: no "and", no commas). Pure.
 
-Bounded: a number of more than ``MAX_DIGITS`` digits (or with a leading zero) is read digit by digit, so no reading
+Cached (the same numbers come back: times, prices, years). Bounded: a number of more than ``MAX_DIGITS`` digits (or with a leading zero) is read digit by digit, so no reading
 costs more than its text's length.
 """
 
 from __future__ import annotations
+
+import functools
 
 from num2words import num2words
 
@@ -22,6 +24,7 @@ def digits(text: str) -> str:
     return " ".join(DIGIT_WORDS[int(c)] for c in text if c.isdigit())
 
 
+@functools.lru_cache(maxsize=4096)
 def cardinal(text: str) -> str:
     """"1,234" -> "one thousand two hundred thirty-four"; "007" and very long numbers digit by digit."""
     plain = text.replace(",", "")
@@ -39,6 +42,7 @@ def number(text: str) -> str:
     return said
 
 
+@functools.lru_cache(maxsize=1024)
 def ordinal(text: str) -> str:
     """"22" -> "twenty-second"."""
     plain = text.replace(",", "")
@@ -47,6 +51,7 @@ def ordinal(text: str) -> str:
     return _us(num2words(int(plain), to="ordinal"))
 
 
+@functools.lru_cache(maxsize=1024)
 def year(value: int) -> str:
     """1999 -> "nineteen ninety-nine", 2007 -> "two thousand seven", 2024 -> "twenty twenty-four"."""
     return _us(num2words(value, to="year"))
