@@ -33,6 +33,10 @@ class ClientWords:
     def add(self, text: str) -> None:
         self._text += text
 
+    @property
+    def text(self) -> str:
+        return self._text
+
     def spanned(self, span: list[int] | None) -> dict[str, Any]:
         """A chunk's ``span`` and the client's text it covers, for its event (nothing for a chunk without one)."""
         if not _is_span(span, len(self._text)):

@@ -104,6 +104,19 @@ def test_audio_is_cut_between_words_and_each_piece_keeps_the_clock() -> None:
                                                                                 "charDurationsMs": []})]
 
 
+def test_alignment_spells_the_text_between_words_at_their_edges_and_closes_it_with_a_space() -> None:
+    spelling = translate.Spelling("## Hi **you**\n\n- 🎉")
+    words = [{"word": "Hi", "start": 0.1, "end": 0.3, "span": [3, 5]},
+             {"word": "**you**", "start": 0.5, "end": 0.8, "span": [6, 13], "spoken": "you"}]
+    [piece] = translate.audio_pieces(words, offset=0.0, duration=1.0, spelling=spelling)
+    assert "".join(piece.alignment["chars"]) == "## Hi **you**\n\n" and "".join(piece.normalized["chars"]) == "Hi you "
+    assert piece.alignment["charStartTimesMs"][:6] == [100, 100, 100, 100, 200, 300]  # "## " at "Hi"'s start
+    assert piece.alignment["charDurationsMs"][5] == 200  # the space after "Hi" lasts to "**you**"
+    assert piece.alignment["charStartTimesMs"][-1] + piece.alignment["charDurationsMs"][-1] == 1000
+    tail = translate.tail_alignment(spelling)
+    assert tail == {"chars": [*"- 🎉", " "], "charStartTimesMs": [0] * 4, "charDurationsMs": [0] * 4}
+
+
 # A real gateway, behind TLS (their SDK's input streaming always dials wss://).
 
 @pytest.fixture(scope="module")
@@ -265,6 +278,34 @@ async def test_pipecat_barging_in_cuts_the_answer_off_and_its_next_turn_is_heard
     assert len(heard) / 2 / 16000 < 60  # far less than the whole answer
     words = [f.text for f in caller.frames if isinstance(f, TTSTextFrame)]
     assert words[-3:] == ["Sorry,", "go", "ahead."] and not any(isinstance(f, ErrorFrame) for f in caller.frames)
+
+
+async def test_alignment_gives_back_every_character_of_llm_markdown_sent_piece_by_piece(server: str) -> None:
+    """A client rebuilds its transcript from ``alignment``: the heading's marks, a list item's dash, a rule, bold marks
+    and emoji, spoken as nothing, come back too, in order, on a clock that never goes backwards. (The text ends with
+    a space, as their docs ask; one that does not gets one after it: ``tail_alignment``.)"""
+    parts = ["## Summary\n\n", "Here is **bold", "** news:\n\n- The first", " item 🎉\n- The second item.", "\n\n",
+             "---\n\nThat's all,", " folks! 👋 "]
+    url = server.replace("http://", "ws://") + "/v1/text-to-speech/default/stream-input?output_format=pcm_24000"
+    replies = []
+    async with connect(url, additional_headers={"xi-api-key": KEY}) as ws:
+        await ws.send(json.dumps({"text": " "}))
+        for i, part in enumerate(parts):
+            await ws.send(json.dumps({"text": part, "try_trigger_generation": True, "flush": i == 2}))
+        await ws.send(json.dumps({"text": ""}))
+        async with asyncio.timeout(30):
+            while not (reply := json.loads(await ws.recv())).get("isFinal"):
+                replies.append(reply)
+    aligned = [r["alignment"] for r in replies if r.get("alignment")]
+    assert "".join(c for a in aligned for c in a["chars"]) == "".join(parts)
+    clock, times = 0, []  # each reply's times are from the start of its own audio, as their clients add them up
+    for a in aligned:
+        times += [clock + t for t in a["charStartTimesMs"]]
+        assert all(d >= 0 for d in a["charDurationsMs"])
+        clock += a["charStartTimesMs"][-1] + a["charDurationsMs"][-1] if a["chars"] else 0
+    assert times == sorted(times)
+    said = "".join(c for r in replies if r.get("normalizedAlignment") for c in r["normalizedAlignment"]["chars"])
+    assert "Summary" in said and not {"#", "*", "🎉", "👋"} & set(said), said
 
 
 # The multi-stream-input socket's own behaviours (barge-in, reused ids, a socket gone), as pipecat uses it.

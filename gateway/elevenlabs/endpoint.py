@@ -38,13 +38,15 @@ MAX_INACTIVITY_S = 180  # theirs: ``inactivity_timeout`` up to 180 s
 
 
 class ElevenLabsSink(AudioSink):
-    """One context's audio: each chunk cut between words into replies of base64 audio with its alignment."""
+    """One context's audio: each chunk cut between words into replies of base64 audio with its alignment;
+    ``spelling``: the context's text as its session took it, every character of it given back in the alignment."""
 
     def __init__(self, socket: "_Socket", context: str | None, fmt: str, rate: int) -> None:
         self.socket, self.context, self.format, self.sample_rate = socket, context, fmt, rate
         self._encoder: Encoder | None = None
         self._chunk: dict[str, Any] | None = None  # the chunk event of the audio that follows
         self._sent = SentAudio()
+        self.spelling = translate.Spelling()
 
     def expect(self, chunk_event: dict[str, Any]) -> None:
         self._chunk = chunk_event
@@ -57,14 +59,18 @@ class ElevenLabsSink(AudioSink):
         chunk, self._chunk = self._chunk, None
         if self._encoder is None or chunk is None:
             return
-        for piece in translate.audio_pieces(chunk["words"], chunk["offset"], chunk["duration"]):
+        for piece in translate.audio_pieces(chunk["words"], chunk["offset"], chunk["duration"], self.spelling):
             audio = self._encoder.encode(translate.pcm_slice(pcm, piece.start, piece.end))
             await self.socket.send(translate.audio_message(audio, piece.alignment, self.context, piece.normalized))
             self._sent.sent(piece.end - piece.start)
 
     async def end(self) -> None:
-        if self._encoder is not None and (rest := self._encoder.flush()):
-            await self.socket.send(translate.audio_message(rest, None, self.context))
+        """The encoder's last audio, and the characters after the last word (their alignment: no time)."""
+        if self._encoder is None:
+            return
+        rest, tail = self._encoder.flush(), translate.tail_alignment(self.spelling)
+        if rest or tail:
+            await self.socket.send(translate.audio_message(rest, tail, self.context, translate.EMPTY if tail else None))
         self._encoder = None
 
     async def clear(self) -> None:
@@ -79,6 +85,7 @@ class _Context:
     """One context: its id and session. An id may be used again once closed: a new context, not this one."""
 
     id: str | None
+    sink: ElevenLabsSink
     session: Session | None = None
     finished: asyncio.Event = field(default_factory=asyncio.Event)
 
@@ -117,6 +124,8 @@ class _Socket:
             case translate.Say(context=ctx, message=msg):
                 if (entry := self.contexts.get(ctx)) is not None:
                     await entry.session.handle(msg)
+                    if isinstance(msg, messages.Text) and entry.session.core.text:
+                        entry.sink.spelling.text = entry.session.core.text
             case translate.Close(context=ctx, finish=True):
                 if (entry := self.contexts.get(ctx)) is not None:
                     self.closing.append(entry.finished)
@@ -133,11 +142,11 @@ class _Socket:
                 await self.ws.close(1000)
 
     async def _open(self, ctx: str | None) -> None:
-        entry = _Context(ctx)
         sink = ElevenLabsSink(self, ctx, self.format, self.rate)
+        entry = _Context(ctx, sink)
 
         async def on_event(event: dict[str, Any]) -> None:
-            await self._event(entry, sink, event)
+            await self._event(entry, event)
 
         entry.session = Session(self.state, sink, on_event, transport="elevenlabs", voice=self.voice,
                                 tenant=tenant_of(self.ws))
@@ -154,10 +163,10 @@ class _Socket:
         if self.reading != Reading():
             await entry.session.handle(messages.Config(reading=self.reading))
 
-    async def _event(self, entry: _Context, sink: ElevenLabsSink, event: dict[str, Any]) -> None:
+    async def _event(self, entry: _Context, event: dict[str, Any]) -> None:
         kind = event["type"]
         if kind == "chunk":
-            sink.expect(event)
+            entry.sink.expect(event)
         elif kind == "done":
             await self._final(entry)
         elif kind == "error":

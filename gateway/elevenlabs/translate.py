@@ -209,45 +209,111 @@ class Piece:
     normalized: dict[str, list[Any]] | None = None  # the spoken text's (``normalizedAlignment``); None: the same
 
 
-def audio_pieces(words: list[dict[str, Any]], offset: float, duration: float,
+@dataclass
+class Spelling:
+    """A context's text as its session took it, and how much of it the replies' ``alignment`` has given back."""
+
+    text: str = ""
+    given: int = 0
+
+    def upto(self, end: int) -> str:
+        """The characters not yet given back, up to ``end`` (none where ``end`` is behind)."""
+        end = min(max(end, self.given), len(self.text))
+        out, self.given = self.text[self.given:end], end
+        return out
+
+    def spaces_at(self, start: int) -> int:
+        """Where the whitespace from ``start`` on ends (in the text so far)."""
+        end = max(start, 0)
+        while end < len(self.text) and self.text[end].isspace():
+            end += 1
+        return end
+
+
+EMPTY: dict[str, list[Any]] = {"chars": [], "charStartTimesMs": [], "charDurationsMs": []}
+_Timed = tuple[str, float, float, str | None, list[int] | None]  # word, start, end, spoken, span
+
+
+def audio_pieces(words: list[dict[str, Any]], offset: float, duration: float, spelling: Spelling | None = None,
                  max_piece_s: float = MAX_PIECE_S) -> list[Piece]:
     """A chunk's audio cut between words into replies of about ``max_piece_s`` at most (a word longer than that
     gets a piece of its own), each with the alignment of its own words, in milliseconds from the piece's start.
 
-    Every word's characters are followed by a space, so a client that builds words from the characters completes
-    each word within its piece; the last character of a piece ends where the piece does, so a client that adds
-    up ``start + duration`` of each last character keeps the utterance's clock. ``words``: the chunk event's, in
-    seconds of the utterance (``offset``: where the chunk starts); a word's ``spoken`` (what was said for it, where the
-    front end rewrote it: "one hundred" for "100") is what the normalised alignment spells."""
-    local = [(w["word"], max(0.0, w["start"] - offset), min(duration, max(0.0, w["end"] - offset)), w.get("spoken"))
-             for w in words]
-    groups: list[list[tuple[str, float, float, str | None]]] = []
+    With ``spelling`` and words that carry their ``span``, ``alignment`` gives back every character of the client's
+    text in order: the characters before a word that no word took (markup, emoji, dropped blocks) at its start, the
+    word's spread over it, the whitespace after it from its end. Otherwise every word's characters are followed by
+    a space, so a client that builds words from the characters completes each word within its piece. The last
+    character of a piece ends where the piece does, so a client that adds up ``start + duration`` of each last
+    character keeps the utterance's clock. ``words``: the chunk event's, in seconds of the utterance (``offset``:
+    where the chunk starts); a word's ``spoken`` (what was said for it, where the front end rewrote it: "one
+    hundred" for "100") is what the normalised alignment spells."""
+    local: list[_Timed] = [(w["word"], max(0.0, w["start"] - offset), min(duration, max(0.0, w["end"] - offset)),
+                            w.get("spoken"), w.get("span")) for w in words]
+    spanned = spelling is not None and all(w[4] is not None for w in local)
+    if spelling is not None and not spanned:  # a worker without spans: its words stand for the text so far
+        spelling.upto(len(spelling.text))
+    groups: list[list[_Timed]] = []
     for word in local:
         if groups and word[2] - (groups[-1][0][1] if len(groups) > 1 else 0.0) <= max_piece_s:
             groups[-1].append(word)
         else:
             groups.append([word])
     if not groups:
-        return [Piece(0.0, duration, {"chars": [], "charStartTimesMs": [], "charDurationsMs": []})]
+        return [Piece(0.0, duration, EMPTY)]
     cuts = [0.0] + [group[0][1] for group in groups[1:]] + [duration]
-    return [Piece(cuts[i], cuts[i + 1], _alignment([w[:3] for w in group], cuts[i], cuts[i + 1]),
-                  _alignment([(w[3] or w[0], *w[1:3]) for w in group], cuts[i], cuts[i + 1])
-                  if any(w[3] for w in group) else None)
-            for i, group in enumerate(groups)]
+    pieces = []
+    for group, start, end in zip(groups, cuts, cuts[1:]):
+        said = _alignment([(_spaced(w[3] or w[0]), w[1], w[2]) for w in group], start, end)
+        written = (_alignment([_given(spelling, w) for w in group], start, end) if spelling is not None and spanned
+                   else _alignment([(_spaced(w[0]), w[1], w[2]) for w in group], start, end))
+        pieces.append(Piece(start, end, written, None if said == written else said))
+    return pieces
 
 
-def _alignment(words: list[tuple[str, float, float]], start: float, end: float) -> dict[str, list[Any]]:
-    """Each word's characters spread evenly over the word, then a space to the next word (or the piece's end)."""
+def _spaced(word: str) -> list[tuple[str, bool]]:
+    """A word's characters, then a space (each with whether it is the word's)."""
+    return [(c, True) for c in word] + [(" ", False)]
+
+
+def _given(spelling: Spelling, word: _Timed) -> tuple[list[tuple[str, bool]], float, float]:
+    """The client's characters a word gives back: those before its span not yet given, its own, and the whitespace
+    after it."""
+    assert word[4] is not None
+    first, last = word[4]
+    before, own, after = spelling.upto(first), spelling.upto(last), spelling.upto(spelling.spaces_at(last))
+    return [(c, False) for c in before] + [(c, True) for c in own] + [(c, False) for c in after], word[1], word[2]
+
+
+def _alignment(words: list[tuple[list[tuple[str, bool]], float, float]], start: float,
+               end: float) -> dict[str, list[Any]]:
+    """Each word's own characters spread evenly over the word; a character around it (not its own) at its start
+    before them, at its end after them, the last one lasting to the next character (or the piece's end)."""
     chars: list[str] = []
     edges: list[float] = []  # the start of every character, then the piece's end
-    for i, (word, w_start, w_end) in enumerate(words):
-        step = (w_end - w_start) / len(word)
-        chars += [*word, " "]
-        edges += [w_start + k * step for k in range(len(word))] + [w_end]
+    for letters, w_start, w_end in words:
+        own = sum(mine for _, mine in letters)
+        step = (w_end - w_start) / max(own, 1)
+        k = 0
+        for char, mine in letters:
+            chars.append(char)
+            edges.append(w_start + k * step if mine else w_start if k == 0 else w_end)
+            k += mine
     edges.append(end)
     ms = [round((max(start, min(t, end)) - start) * 1000) for t in edges]
     ms = [max(ms[: i + 1]) for i in range(len(ms))]  # never backwards
     return {"chars": chars, "charStartTimesMs": ms[:-1], "charDurationsMs": [b - a for a, b in zip(ms, ms[1:])]}
+
+
+def tail_alignment(spelling: Spelling) -> dict[str, list[Any]] | None:
+    """At the end of a context's speech: the characters after its last word (none given yet), at the end of its
+    audio, taking no time; None when there are none. A text that does not end in whitespace gets a space after it,
+    as their socket's alignment ends: clients (pipecat) complete a word only on the space that follows it."""
+    rest = spelling.upto(len(spelling.text))
+    if spelling.text and not spelling.text[-1].isspace():
+        rest += " "
+    if not rest:
+        return None
+    return {"chars": list(rest), "charStartTimesMs": [0] * len(rest), "charDurationsMs": [0] * len(rest)}
 
 
 def pcm_slice(pcm: bytes, start: float, end: float) -> bytes:

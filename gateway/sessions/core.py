@@ -132,6 +132,11 @@ class SessionCore:
         """The turns not yet fully sent, in order."""
         return [turn.key for turn in self._turns]
 
+    @property
+    def text(self) -> str:
+        """The client's text of the turn taking text, as taken so far (refused text is not); "" when none is."""
+        return self._current.text.text if self._current is not None else ""
+
     def greeting(self, engine: EngineReady | None) -> list[Action]:
         """The ``ready`` event, from the engine's greeting (None while no engine is connected)."""
         shown = ("engine", "device", "dtype", "weights", "watermark")
