@@ -38,6 +38,9 @@ def spell_code(text: str) -> str:
 
 def _serial(match: re.Match[str]) -> str | None:
     text = match.group()
+    ends = re.fullmatch(r"([A-Z]+)(\d+)-\1(\d+)", text)
+    if ends:  # "Q1-Q3": a range
+        return f"{spell_code(ends[1] + ends[2])} to {spell_code(ends[1] + ends[3])}"
     measured = _MEASURED.fullmatch(text)
     if _SCALED.fullmatch(text) or (measured and measured[1] in UNITS) or len(text) > 40:
         return None
@@ -63,6 +66,23 @@ def _local_phone(match: re.Match[str]) -> str | None:
     if not _DIALLED.search(before) and not re.match(r"[ \t,]*(?:[Ee]xt|x\d)", after):
         return None
     return ", ".join(w.digits(group) for group in match.group().split("-"))
+
+
+def _service_code(match: re.Match[str]) -> str | None:
+    """"911", "311" after a word about calling: digit by digit."""
+    before = match.string[max(0, match.start() - 30):match.start()]
+    return w.digits(match.group()) if _DIALLED.search(before) or match.group() == "911" else None
+
+
+def _short_code(match: re.Match[str]) -> str | None:
+    """"Text HELP to 72345": a texting short code, digit by digit."""
+    before = match.string[max(0, match.start() - 40):match.start()]
+    return w.digits(match.group()) if re.search(r"(?i:\btext|\btxt|\bsms)\b.*\bto[ \t]+$", before) else None
+
+
+def _hex(match: re.Match[str]) -> str:
+    """"0x80070005" -> "zero x eight zero zero seven zero zero zero five"."""
+    return "zero x " + " ".join(w.digits(c) if c.isdigit() else c.upper() for c in match.group()[2:])
 
 
 def _vanity(match: re.Match[str]) -> str:
@@ -161,6 +181,9 @@ RULES: list[Rule] = [
      _vanity),
     ("extension", r"(?<![\w])(?:[Ee]xt|EXT)\.?[ \t]?#?\d{1,6}(?![\w])|(?<=\d[ \t])x\d{2,6}(?![\w])", _extension),
     ("local_phone", r"(?<![\w.+-])\d{3}-\d{4}(?![\w-])", _local_phone),
+    ("service_code", r"(?<![\w.$#-])[2-9]11(?![\w.]\d|[\w-])", _service_code),
+    ("short_code", r"(?<![\w.$#-])\d{5,6}(?![\w-])", _short_code),
+    ("hex", r"(?<![\w])0x[0-9A-Fa-f]{1,16}(?![\w])", _hex),
     ("grouped_digits", r"(?<![\w.+-])\d+(?:-\d+){2,}(?![\w-])", _grouped_digits),
     ("serial", r"(?<![\w$£€¥₹#.-])(?=[A-Z0-9-]*[A-Z])(?=[A-Z0-9-]*\d)[A-Z0-9]+(?:-[A-Z0-9]+)*(?![\w-])", _serial),
     ("roman", rf"(?<![\w])(?:Super[ \t]Bowl|World[ \t]War|{_NUMBERING})[ \t]{_ROMAN}(?![\w])", _numbered),

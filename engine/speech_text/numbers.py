@@ -54,7 +54,7 @@ UNITS = {
     "hr": ("hour", "hours", True), "hrs": ("hour", "hours", True), "yr": ("year", "years", True),
     "yrs": ("year", "years", True), "px": ("pixel", "pixels", True), "dB": ("decibel", "decibels", True),
     "fps": ("frame per second", "frames per second", True), "x": ("times", "times", False),
-    "¢": ("cent", "cents", False), "%": ("percent", "percent", True),
+    "¢": ("cent", "cents", False), "%": ("percent", "percent", True), "A": ("amp", "amps", False),
     "mcg": ("microgram", "micrograms", True), "µg": ("microgram", "micrograms", True),
     "μg": ("microgram", "micrograms", True), "IU": ("international unit", "international units", True),
     "kcal": ("kilocalorie", "kilocalories", True), "cal": ("calorie", "calories", True),
@@ -136,8 +136,8 @@ def _quantity(match: re.Match[str]) -> str:
 
 _PHONE = (
     r"(?<![\w+])(?:\(\d{3}\)[ \t]?\d{3}[-. \t]\d{4}"
-    r"|\+\d{1,3}(?:[-. \t]\(?\d{1,4}\)?(?![\d])){2,5}"
-    r"|(?:1[-.])?\d{3}[-.]\d{3}[-.]\d{4})(?![\w-])"
+    r"|\+\d{1,3}(?:[-. \t]\(?\d{1,6}\)?(?![\d])){1,5}"
+    r"|(?:1[-. ])?\d{3}[-. ]\d{3}[-. ]\d{4}|0\d{2,4}[ -]\d{3,4}[ -]\d{3,4})(?![\w-])"
 )
 _DIGIT_GROUP = re.compile(r"\d+")
 
@@ -155,11 +155,47 @@ _SPECIAL_FRACTIONS = {"24/7": "twenty-four seven", "50/50": "fifty-fifty", "9/11
 
 
 def _fraction_words(numerator: int, denominator: int) -> str:
-    if not 2 <= denominator <= 10:
+    """"7/16" -> "seven sixteenths", "1/100" -> "one hundredth"; a denominator over 1,000 (or 0, 1) "over"."""
+    if not 2 <= denominator <= 1000:
         return f"{w.cardinal(str(numerator))} over {w.cardinal(str(denominator))}"
     one, many = _FRACTION_NAMES.get(denominator) or (w.ordinal(str(denominator)),) * 2
     many = many if denominator in _FRACTION_NAMES else one + "s"
+    if numerator == 1 and one.startswith("one "):
+        return one
     return f"{w.cardinal(str(numerator))} {one if numerator == 1 else many}"
+
+
+_DATE_CUES = re.compile(r"(?i:\b(?:on|by|starts?|starting|due|until|till|thru|through|from|since|before|after|"
+                        r"expires?|expiring|exp|dated?|effective|ends?|ending|week of|open|opens|closed|delivered|"
+                        r"scheduled|arrives?|arriving|shipped|ships)\W*)$")
+
+
+def _month_day(match: re.Match[str]) -> str | None:
+    """"11/29" after a word about when ("starts 11/29") is a date; "08/27" (a leading zero) always is."""
+    a, b = match.group().split("/")
+    if not (1 <= int(a) <= 12 and 1 <= int(b) <= 31):
+        return None
+    before = match.string[max(0, match.start() - 24):match.start()]
+    if a[0] == "0" and re.search(r"(?i:exp\w*|valid\w*|card)\W*$", before):  # a card's MM/YY
+        return f"{w.digits(a[0])} {w.cardinal(a[1])} {w.cardinal(b)}"
+    if a[0] != "0" and not _DATE_CUES.search(before):
+        return None
+    from engine.speech_text.dates import date_words  # dates.py builds on this module
+    return date_words(int(a), int(b), None)
+
+
+_VULGAR = {"½": (1, 2), "⅓": (1, 3), "⅔": (2, 3), "¼": (1, 4), "¾": (3, 4), "⅕": (1, 5), "⅖": (2, 5), "⅗": (3, 5),
+           "⅘": (4, 5), "⅙": (1, 6), "⅚": (5, 6), "⅛": (1, 8), "⅜": (3, 8), "⅝": (5, 8), "⅞": (7, 8)}
+
+
+def _vulgar(match: re.Match[str]) -> str:
+    """"3½" -> "three and a half", "¼" -> "a quarter"."""
+    whole, symbol = match.group()[:-1], match.group()[-1]
+    numerator, denominator = _VULGAR[symbol]
+    said = _fraction_words(numerator, denominator)
+    if numerator == 1:
+        said = "a " + said.split(" ", 1)[-1] if " " in said else "a " + said
+    return f"{w.cardinal(whole)} and {said}" if whole else said
 
 
 def _fraction(match: re.Match[str]) -> str:
@@ -167,7 +203,7 @@ def _fraction(match: re.Match[str]) -> str:
         return _SPECIAL_FRACTIONS[match.group()]
     a, b = match.group().split("/")
     if not b.isdigit():  # "1/4th": "one fourth"
-        b = b[:-2]
+        b = b.rstrip("thsrdn")
         return f"{w.cardinal(a)} {w.ordinal(b)}" + ("s" if a != "1" else "")
     return _fraction_words(int(a), int(b))
 
@@ -206,16 +242,49 @@ def _version(match: re.Match[str]) -> str:
 
 
 def _number_sign(match: re.Match[str]) -> str:
-    return "number " + w.cardinal(match.group()[1:])
+    """"#4521" -> "number forty-five twenty-one" (an order, a unit: in pairs, as people say them); longer ones digit
+    by digit."""
+    digits = match.group()[1:].replace(",", "")
+    if len(digits) > 4 or digits[0] == "0":
+        return "number " + w.digits(digits)
+    if len(digits) <= 2 or digits.endswith("000"):
+        return "number " + w.cardinal(digits)
+    head, tail = digits[:-2], digits[-2:]
+    return "number " + w.cardinal(head) + " " + (
+        "hundred" if tail == "00" else "oh " + w.cardinal(tail[1]) if tail[0] == "0" else w.cardinal(tail))
+
+
+def _dimensions(match: re.Match[str]) -> str:
+    """"22 x 14 x 9 in" -> "twenty-two by fourteen by nine inches"."""
+    sizes = re.findall(r"\d[\d,]*(?:\.\d+)?|\.\d+", match.group())
+    unit = re.search(r"[a-z]+$", match.group())
+    return " by ".join(w.number(size.replace(",", "")) for size in sizes) + (" " + UNITS[unit[0]][1] if unit else "")
+
+
+def _inches(match: re.Match[str]) -> str:
+    size = match.group()[:-1]
+    return w.number(size) + " inch"  # before what it measures: "a 65\" TV" "a sixty-five inch TV"
+
+
+def _military(match: re.Match[str]) -> str:
+    hours, minutes = match.group()[:2], match.group()[2:4]
+    said = w.cardinal(str(int(hours))) if hours[0] != "0" else "zero " + w.cardinal(hours[1])
+    return said + (" hundred" if minutes == "00" else " " + w.cardinal(minutes))
 
 
 RULES: list[Rule] = [
     ("phone", _PHONE, _phone),
     ("version", r"(?<![\w.])(?:[vV]\d+(?:\.\d+)*|\d+\.\d+\.\d+(?:\.\d+)*)(?![\w]|\.\d)", _version),
     ("mixed_fraction", r"(?<![\w./,])\d{1,3}[ \t]\d{1,2}/\d{1,2}(?![\w/])", _mixed_fraction),
-    ("fraction", r"(?<![\w./,])\d{1,3}/\d{1,3}(?:st|nd|rd|th)?(?![\w/])", _fraction),
+    ("month_day", r"(?<![\w./,])\d{1,2}/\d{1,2}(?![\w/])", _month_day),
+    ("fraction", r"(?<![\w./,])\d{1,3}/\d{1,3}(?:st|nd|rd|th|ths|rds|nds)?(?![\w/])", _fraction),
     ("percent_range", rf"{_START}{NUM}%[ \t]?[-–][ \t]?[-−]?{NUM}%", _percent_range),
     ("feet", r"(?<![\w'’])\d{1,2}['’′][ \t]?\d{1,2}(?:[\"”″]|'')?(?![\w])|(?<![\w'’])\d{1,3}['’′](?=[ \t,.;]|$)", _feet),
-    ("number_sign", r"(?<![\w&#])#\d[\d,]*(?![\w])", _number_sign),
+    ("number_sign", r"(?<![\w&#])#[ \t]?\d[\d,]*(?![\w])", _number_sign),
+    ("vulgar_fraction", r"(?<![\w.])\d{0,3}[½⅓⅔¼¾⅕⅖⅗⅘⅙⅚⅛⅜⅝⅞]", _vulgar),
+    ("dimensions", rf"{_START}{NUM}(?:[ \t]*[x×][ \t]*{NUM}){{1,2}}(?:[ \t]?(?:in|ft|cm|mm|m|yd)(?![\w]))?(?![\w])",
+     _dimensions),
+    ("inches", r"(?<![\w\"“”'.])\d{1,3}(?:\.\d)?[\"”″](?=[ \t]+[\w-])", _inches),
+    ("military", r"(?<![\w.,:])(?:[01]\d|2[0-3])[0-5]\d(?=[ \t]hours\b)", _military),
     ("quantity", _QUANTITY, _quantity),
 ]

@@ -17,10 +17,18 @@ from engine.speech_text.spans import Piece, SpanMap
 from engine.text import WORD_JOINER
 
 LOOKAHEAD_TOKENS = 2
+# A rule looks this far back, too, for its context ("Text HELP to 72345", "starts 11/29", "Elm St."): the held text
+# is read after this much of what was let go of (on its line, past any markup that opens a construct), whose pieces
+# are then dropped.
+CONTEXT_CHARS = 64
+_CONTEXT_START = re.compile(r"(?s:.*)[\n`|<\[\]]")
 WHOLE_PHRASE_CHARS = 80  # a rewritten phrase up to this long is kept in one chunk (its words joined)
 # A word with a space after it; matched only from a word's start, so a run without spaces costs its length once (not
 # its square: "-" * 5000).
 _COMPLETE_TOKEN = re.compile(r"(?<!\S)\S+(?=\s)")
+# What markdown reads otherwise at a line's start (a list item, a heading, a quote): never the start of held text,
+# unless a line starts there.
+_LINE_OPENER = re.compile(r"[-*+#>]|\d+[.)]\s")
 
 Normalizer = Callable[[str], list[Piece]]
 OpenTail = Callable[[str], "int | None"]
@@ -35,6 +43,7 @@ class FrontEnd:
         self._held = ""  # caller text not let go of yet
         self._held_at = 0  # where it starts in the caller's text
         self._map = SpanMap([])  # what was let go of, in caller offsets
+        self._context = ""  # the end of what was let go of, that the held text is read after
 
     @property
     def spoken(self) -> str:
@@ -62,7 +71,7 @@ class FrontEnd:
         tail = self._open_tail(self._held)
         if tail is not None and not self._held[:tail].strip():
             return ""
-        pieces = self._normalize(self._held)
+        pieces = self._read_held()
         cut = self._safe_cut(pieces, tail)
         return self._let_go(pieces, cut) if cut else ""
 
@@ -70,11 +79,23 @@ class FrontEnd:
         """Let go of everything held (a flush or the end of the text: nothing more joins it)."""
         if not self._held:
             return ""
-        return self._let_go(self._normalize(self._held), len(self._held))
+        return self._let_go(self._read_held(), len(self._held))
 
     def source(self, start: int, end: int) -> tuple[int, int]:
         """The caller's span that spoken ``[start, end)`` (offsets in ``spoken``) speaks for."""
         return self._map.source(start, end)
+
+    def _read_held(self) -> list[Piece]:
+        """The held text's pieces, read after its context (whose own pieces are dropped); alone where a piece would
+        straddle the two."""
+        context = self._context
+        if context:
+            pieces = self._normalize(context + self._held)
+            at = len(context)
+            if not any(p.start < at < p.end and not p.verbatim for p in pieces):
+                return [Piece(at, p.end, p.text[at - p.start:], True).shifted(-at) if p.start < at else p.shifted(-at)
+                        for p in pieces if p.end > at or (p.start == at and p.text)]
+        return self._normalize(self._held)
 
     def _safe_cut(self, pieces: list[Piece], tail: int | None) -> int:
         """The last place in the held text that no later text can change the reading of (0: none); ``tail``: where
@@ -85,7 +106,8 @@ class FrontEnd:
         tokens = list(_COMPLETE_TOKEN.finditer(held))
         for k in range(len(tokens) - LOOKAHEAD_TOKENS, 0, -1):  # a cut after token k-1 leaves k, k+1... complete
             cut = tokens[k - 1].end()
-            if cut <= limit and not any(start < cut < end for start, end in rewritten):
+            if cut <= limit and not any(start < cut < end for start, end in rewritten) and (
+                    "\n" in held[tokens[k - 1].end():tokens[k].start()] or not _LINE_OPENER.match(held, tokens[k].start())):
                 return cut
         return 0
 
@@ -97,6 +119,12 @@ class FrontEnd:
                 out.append(piece)
             elif piece.start < cut and piece.verbatim:
                 out.append(Piece(piece.start, cut, piece.text[: cut - piece.start], True))
+        before = self._context + self._held[:cut]
+        window = before[-CONTEXT_CHARS:]
+        if len(before) > CONTEXT_CHARS:  # from the first whole word
+            window = window[len(window.split(None, 1)[0]):] if not window[:1].isspace() else window
+        opens = _CONTEXT_START.match(window)
+        self._context = window[opens.end():] if opens else window
         self._held, self._held_at = self._held[cut:], self._held_at + cut
         shifted = [p.shifted(self._held_at - cut) for p in out]
         self._map.extend(shifted)

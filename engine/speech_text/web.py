@@ -45,4 +45,18 @@ def _email(match: re.Match[str]) -> str:
     return _spoken_parts(match.group())
 
 
-RULES: list[Rule] = [("email", EMAIL, _email), ("url", URL, _url)]
+def _handle(match: re.Match[str]) -> str:
+    """"@the.bake.shop" -> "at the dot bake dot shop"."""
+    return "at " + _spoken_parts(match.group()[1:])
+
+
+def _hashtag(match: re.Match[str]) -> str:
+    """"#SummerSale" -> "hashtag summer sale"."""
+    return "hashtag " + " ".join(re.findall(r"[A-Z]+(?![a-z])|[A-Z]?[a-z]+|\d+", match.group()[1:])).lower()
+
+
+RULES: list[Rule] = [
+    ("email", EMAIL, _email), ("url", URL, _url),
+    ("handle", r"(?<![\w@.])@[A-Za-z_][\w.]{0,29}[\w](?![\w@])", _handle),
+    ("hashtag", r"(?<![\w&#])#[A-Za-z][A-Za-z0-9_]{1,60}(?![\w#])", _hashtag),
+]
