@@ -12,27 +12,29 @@ import re
 
 from engine.speech_text.numbers import Rule, ends_sentence_after
 
-TITLES = {"Dr.": "Doctor", "Mr.": "Mister", "Mrs.": "Missus", "Ms.": "Miz", "Prof.": "Professor", "Jr.": "Junior",
+TITLES = {"Col.": "Colonel", "Maj.": "Major", "Cpl.": "Corporal", "Adm.": "Admiral", "Pres.": "President",
+          "Rev.": "Reverend", "Hon.": "Honorable", "Supt.": "Superintendent", "Insp.": "Inspector", "Dr.": "Doctor", "Mr.": "Mister", "Mrs.": "Missus", "Ms.": "Miz", "Prof.": "Professor", "Jr.": "Junior",
           "Sr.": "Senior", "Mt.": "Mount", "Fig.": "Figure", "No.": "number", "Gen.": "General", "Gov.": "Governor",
           "Sen.": "Senator", "Rep.": "Representative", "Capt.": "Captain", "Lt.": "Lieutenant", "Sgt.": "Sergeant"}
 # Said in place; the full stop of those in ENDINGS also ends a sentence where one ends ("... and so on, etc.").
 ABBREVIATIONS = {"e.g.": "for example", "i.e.": "that is", "etc.": "et cetera", "vs.": "versus", "vs": "versus",
                  "approx.": "approximately", "a.k.a.": "also known as", "cf.": "compare", "incl.": "including",
-                 "Ave.": "Avenue", "Apt.": "apartment", "Ste.": "Suite", "est.": "estimated", "avg.": "average",
+                 "Ave.": "Avenue", "Apt.": "apartment", "Ste.": "Suite", "avg.": "average", "Rx": "prescription",
+                 "Min.": "Minimum", "Max.": "Maximum", "Est.": "Estimated",
                  "qty": "quantity", "Qty": "quantity", "ref.": "reference",
                  "Ref.": "reference", "dept.": "department", "tel.": "telephone", "Tel.": "telephone", "Blvd.": "Boulevard", "Rd.": "Road", "Dept.": "Department", "Inc.": "Incorporated",
                  "Ltd.": "Limited", "Corp.": "Corporation", "Co.": "Company", "w/": "with", "w/o": "without",
                  "Ph.D.": "P H D", "PhD": "P H D", "govt.": "government",
                  "and/or": "and or"}
-ENDINGS = frozenset({"est.", "avg.", "ref.", "Ref.", "dept.", "tel.", "Tel.", "Apt.", "Ste.", "etc.", "Inc.", "Ltd.", "Corp.", "Co.", "Ave.", "Blvd.", "Rd.", "Ph.D.", "Dept.", "govt."})
+ENDINGS = frozenset({"avg.", "ref.", "Ref.", "dept.", "tel.", "Tel.", "Apt.", "Ste.", "etc.", "Inc.", "Ltd.", "Corp.", "Co.", "Ave.", "Blvd.", "Rd.", "Ph.D.", "Dept.", "govt."})
 
 WORD_ACRONYMS = frozenset(
-    "NASA NATO FIFA OPEC AIDS JPEG JSON YAML GIF PIN RAM ROM SIM LAN SARS FEMA OSHA UEFA IKEA LEGO WASP NAFTA "
+    "ZIP NASA NATO FIFA OPEC AIDS JPEG JSON YAML GIF PIN RAM ROM SIM LAN SARS FEMA OSHA UEFA IKEA LEGO WASP NAFTA "
     "UNESCO UNICEF SCUBA LASER RADAR SONAR COVID ASCII POSIX NASDAQ CAPTCHA FOMO YOLO SWAT TOEFL".split()
 )
 SPELLED = frozenset("US UK EU UN TV PC AI ID IQ DJ OS UI UX PR HR CEO CTO CFO API URL CPU GPU SQL USB USA".split())
 COMMON_WORDS = frozenset(
-    """a am an and any are as at be big but by can do did does done dont each else even ever far few fine for from
+    """mix a am an and any are as at be big but by can do did does done dont each else even ever far few fine for from
     get go goes good got had has have he her here hers him his how huge i if in into is it its just keep kind last
     less like long look lot love made make many may me mine more most much must my need new next nice no none nor
     not now of off oh ok old on once one only or our ours out over own past plan real rest run said same saw say
@@ -74,7 +76,7 @@ def _title(match: re.Match[str]) -> str:
         if not _street(match) and after[:1] == " " and after[1:2].isupper():
             return "Saint"
         return "Street" + ("." if ends_sentence_after(match) else "")
-    return TITLES[text]
+    return TITLES.get(text) or TITLES[text.title()]
 
 
 def _abbreviation(match: re.Match[str]) -> str:
@@ -121,7 +123,7 @@ def _pattern(words: dict[str, str]) -> str:
 
 _LOWER_ABBREVIATIONS = {k: v for k, v in ABBREVIATIONS.items() if k.islower() and "." in k}
 RULES: list[Rule] = [
-    ("title", rf"(?<![\w.])(?:St\.|(?:{_pattern({k: v for k, v in TITLES.items() if k != 'No.'})})|No\.(?=[ \t]?\d))",
+    ("title", rf"(?<![\w.])(?:St\.|(?:{_pattern({k: v for k, v in TITLES.items() if k != 'No.'})})|No\.(?=[ \t]?\d)|no\.(?=[ \t]?[A-Z\d]))",
      _title),
     ("abbreviation",
      rf"(?<![\w.])(?:{_pattern(ABBREVIATIONS)}|(?i:{_pattern(_LOWER_ABBREVIATIONS)}))(?![\w])", _abbreviation),

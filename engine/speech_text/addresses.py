@@ -29,18 +29,27 @@ UNITS = {"apt": "apartment", "apartment": "apartment", "ste": "suite", "suite": 
          "po box": "P O box", "p.o. box": "P O box", "hangar": "hangar", "cabin": "cabin", "berth": "berth",
          "car": "car", "coach": "coach", "counter": "counter", "desk": "desk", "level": "level", "door": "door",
          "window": "window", "booth": "booth", "table": "table", "lane": "lane", "carousel": "carousel"}
-STATES = frozenset("AL AK AZ AR CA CO CT DE DC FL GA HI ID IL IN IA KS KY LA ME MD MA MI MN MS MO MT NE NV NH NJ NM NY "
-                   "NC ND OH OK OR PA RI SC SD TN TX UT VT VA WA WV WI WY PR".split())
+STATES = dict(zip(
+    "AL AK AZ AR CA CO CT DE DC FL GA HI ID IL IN IA KS KY LA ME MD MA MI MN MS MO MT NE NV NH NJ NM NY NC ND OH OK "
+    "OR PA RI SC SD TN TX UT VT VA WA WV WI WY PR".split(),
+    "Alabama,Alaska,Arizona,Arkansas,California,Colorado,Connecticut,Delaware,D C,Florida,Georgia,Hawaii,Idaho,"
+    "Illinois,Indiana,Iowa,Kansas,Kentucky,Louisiana,Maine,Maryland,Massachusetts,Michigan,Minnesota,Mississippi,"
+    "Missouri,Montana,Nebraska,Nevada,New Hampshire,New Jersey,New Mexico,New York,North Carolina,North Dakota,Ohio,"
+    "Oklahoma,Oregon,Pennsylvania,Rhode Island,South Carolina,South Dakota,Tennessee,Texas,Utah,Vermont,Virginia,"
+    "Washington,West Virginia,Wisconsin,Wyoming,Puerto Rico".split(",")))
+# Abbreviations inside a street's name.
+NAME_WORDS = {"Mt.": "Mount", "Mt": "Mount", "Ft.": "Fort", "Ft": "Fort", "St.": "Saint", "Pt.": "Point",
+              "Ctr": "Center", "Ctr.": "Center", "Hts": "Heights", "Hts.": "Heights", "Jct": "Junction", "Lk": "Lake"}
 
-_NAME = r"(?:[A-Z][a-z']+|\d{1,3}(?:st|nd|rd|th)|[A-Z]{2,})"
+_NAME = r"(?:(?:Mt|Ft|St|Pt|Ctr|Hts)\.?(?=[ \t])|[A-Z][a-z']+|\d{1,3}(?:st|nd|rd|th)|[A-Z]{2,})"
 _STREET_TYPE = r"(?:%s)" % "|".join(sorted((k for k in STREET_TYPES if not k.endswith(".")), key=len, reverse=True))
 _DIRECTION = r"(?:%s)" % "|".join(sorted(DIRECTIONS, key=len, reverse=True))
 _ADDRESS = (rf"(?<![\w.,$#/-])\d{{1,6}}(?:-?[A-Z])?[ \t]+(?:{_DIRECTION}\.?[ \t]+)?{_NAME}(?:[ \t]+{_NAME}){{0,3}}"
-            rf"[ \t]+{_STREET_TYPE}\.?(?![\w])")
+            rf"[ \t]+{_STREET_TYPE}\.?(?:[ \t]+{_DIRECTION}\.?(?=[ \t,;]|$))?(?![\w])")
 _UNIT = (r"(?<![\w])(?i:%s)\.?[ \t]*#?[ \t]*(?:[A-Z]?\d+[A-Z]?|[A-Z]{1,2}\d*)(?![\w-])"
          % "|".join(re.escape(u).replace(r"\ ", r"[ \t]") for u in sorted(UNITS, key=len, reverse=True)))
 _ZIP = (r"(?<![\w])(?:(?:%s),?[ \t]+|(?i:zip|zip[ \t]code|postal[ \t]code|zipcode):?[ \t]+)\d{5}(?:-\d{4})?(?![\w-])"
-        % "|".join(sorted(STATES)))
+        % "|".join(STATES))
 
 
 def house_number(text: str) -> str:
@@ -66,8 +75,12 @@ def _address(match: re.Match[str]) -> str:
         bare = word.rstrip(".")
         if i == 0 and bare in DIRECTIONS and len(words) > 2:
             said.append(DIRECTIONS[bare])
-        elif i == len(words) - 1:
+        elif bare in STREET_TYPES and i >= len(words) - 2 and (i == len(words) - 1 or words[-1].rstrip(".") in DIRECTIONS):
             said.append(STREET_TYPES[bare])
+        elif i == len(words) - 1 and bare in DIRECTIONS:
+            said.append(DIRECTIONS[bare])
+        elif word in NAME_WORDS or bare in NAME_WORDS:
+            said.append(NAME_WORDS.get(word) or NAME_WORDS[bare])
         elif re.fullmatch(r"\d+(?:st|nd|rd|th)", word):
             said.append(w.ordinal(word[:-2]))
         else:
@@ -91,7 +104,7 @@ def _zip(match: re.Match[str]) -> str:
     assert code
     before = text[:code.start()]
     state = before.strip().rstrip(",")
-    lead = (" ".join(state) + ("," if "," in before else "") + " ") if state in STATES else before
+    lead = (STATES[state] + ("," if "," in before else "") + " ") if state in STATES else before
     return lead + ", ".join(w.digits(part) for part in code.group().split("-"))
 
 

@@ -30,7 +30,8 @@ def spell_code(text: str) -> str:
             said += "-" if text[run.start() - 1] == "-" else " "
         part = run.group()
         if part.isdigit():
-            said += w.cardinal(part) if len(part) <= 2 and part[0] != "0" else w.digits(part)
+            alone = len(re.findall(r"\d+", text)) == 1
+            said += w.cardinal(part) if len(part) <= 2 and part[0] != "0" and alone else w.digits(part)
         else:
             said += part if len(part) == 1 else caps(part)
     return said
@@ -149,22 +150,27 @@ def _regnal(match: re.Match[str]) -> str | None:
 
 # --- arithmetic ----------------------------------------------------------------------------------------------------
 
-_TERM = r"(?:[-−]?(?:\d+(?:\.\d+)?|[a-z](?![\w])))"
+_TERM = r"(?:[-−]?(?:[a-z]\([a-z]\)|(?:\d+(?:\.\d+)?)?[a-z](?![A-Za-z0-9_(])|\d+(?:\.\d+)?)[²³]?)"
 _OPERATOR = r"[ \t]?(?:[-−+*×÷/^=])[ \t]?"
-_MATH = rf"(?<![\w.,/:$-]){_TERM}(?:{_OPERATOR}{_TERM})*{_OPERATOR}{_TERM}(?![\w.]|[-+*/^=]\w)"
+_MATH = rf"(?<![\w.,/:$-]){_TERM}(?:{_OPERATOR}{_TERM})*{_OPERATOR}{_TERM}(?![\w]|\.\d|[-+*/^=]\w)"
 _OPERATORS = {"-": "minus", "−": "minus", "+": "plus", "*": "times", "×": "times", "÷": "divided by",
               "/": "divided by", "=": "equals"}
-_MATH_PARTS = re.compile(r"(?<![\d\w])[-−](?=[\d\w])|\d+(?:\.\d+)?|[a-z]|\^[ \t]?\d+(?:\.\d+)?|[-−+*×÷/=]")
+_MATH_PARTS = re.compile(
+    r"(?<![\d\w])[-−](?=[\d\w])|[a-z]\([a-z]\)|\d+(?:\.\d+)?|[a-z]|\^[ \t]?\d+(?:\.\d+)?|[²³]|[-−+*×÷/=]")
 
 
 def _math(match: re.Match[str]) -> str | None:
     """An expression with "=" or an operator no range, date or fraction uses: "1-2=5", "2+2", "x^2"."""
     text = match.group()
-    if not re.search(r"[=+*×÷^]|[ \t]/[ \t]", text):
+    if not re.search(r"[=+*×÷^²³]|[ \t]/[ \t]", text):
         return None
     said = []
     for part in _MATH_PARTS.findall(text):
-        if part[0] == "^":
+        if part in "²³":
+            said.append("squared" if part == "²" else "cubed")
+        elif len(part) == 4 and part[1] == "(":  # "f(x)"
+            said.append(f"{part[0]} of {part[2]}")
+        elif part[0] == "^":
             power = part[1:].strip()
             said.append({"2": "squared", "3": "cubed"}.get(power) or "to the power of " + w.number(power))
         elif part in _OPERATORS and said:

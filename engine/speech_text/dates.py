@@ -92,6 +92,11 @@ def _day_month(match: re.Match[str]) -> str:
     return date_words(month_number(month), int(day), int(year) if year else None, "" if of or after_the else "the ")
 
 
+def _month(match: re.Match[str]) -> str:
+    """"Jan." -> "January" (and the full stop, where a sentence ends)."""
+    return MONTHS[month_number(match.group()) - 1] + ("." if ends_sentence_after(match) else "")
+
+
 def _weekday(match: re.Match[str]) -> str:
     days = [WEEKDAYS[d.title()] for d in re.findall(r"[A-Za-z]+", match.group())]
     return " to ".join(days)
@@ -164,8 +169,9 @@ def rules(day_first: bool = False) -> list[Rule]:
         ("month_date",
          rf"(?<![\w]){_MONTH}\.?,?[ \t](?:(?:the[ \t])?{_DAY}(?:,?[ \t]\d{{4}})?|\d{{4}})(?![\w])", _month_date),
         ("day_month", rf"(?<![\w.,]){_DAY}[ \t](?:of[ \t])?{_MONTH}\.?(?:,?[ \t]\d{{4}})?(?![\w])", _day_month),
-        ("weekday", rf"(?<![\w]){_WEEKDAY}\.?(?:[ \t]?[-–][ \t]?{_WEEKDAY}\.?(?![\w])|(?=,|[ \t]+(?:\d|{_MONTH})))",
-         _weekday),
+        ("weekday", rf"(?<![\w]){_WEEKDAY}(?:\.?[ \t]?[-–][ \t]?{_WEEKDAY}\.?(?![\w])|\.?(?=,|[ \t]+(?:\d|{_MONTH}))"
+                    rf"|\.(?=[ \t]+(?:and|or|to|through|nights?|mornings?|evenings?|afternoons?)\b))", _weekday),
+        ("month", r"(?<![\w])(?:Jan|Feb|Mar|Apr|Jun|Jul|Aug|Sep|Sept|Oct|Nov|Dec)\.(?![\w])", _month),
         ("time", _TIME, _time),
         ("dotted_time", _DOTTED_TIME, _time),
         ("hour", _HOUR_AMPM, _time),

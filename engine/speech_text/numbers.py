@@ -107,6 +107,14 @@ def _value(text: str, alone: bool) -> str:
     return w.year(int(text)) if alone and w.is_year(text) else w.number(text)
 
 
+def _attributive(match: re.Match[str]) -> bool:
+    """Whether a measure describes what follows it ("a 5000 mAh battery": "milliamp hour"): "a" or "an" before it,
+    a word after it."""
+    before = match.string[max(0, match.start() - 3):match.start()]
+    return re.search(r"(?:^|\s)an?[ \t]$", before) is not None and \
+        re.match(r"[ \t]+[a-z]", match.string[match.end():match.end() + 2]) is not None
+
+
 def _quantity(match: re.Match[str]) -> str:
     parts = _QUANTITY_PARTS.fullmatch(match.group())
     assert parts
@@ -126,7 +134,7 @@ def _quantity(match: re.Match[str]) -> str:
         elif suffix:
             unit, _, per = suffix.partition("/") if suffix not in UNITS else (suffix, "", "")
             one, many, _ = UNITS[unit]
-            said += " " + (one if a == "1" and not b else many)
+            said += " " + (one if (a == "1" and not b) or _attributive(match) else many)
             if per:
                 said += " per " + (_PER_UNIT.get(per) or UNITS[per][0])
     return {"-": "minus ", "−": "minus ", "+": "plus "}.get(sign, "") + said

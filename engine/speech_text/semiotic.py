@@ -49,11 +49,11 @@ CLASSES = {
     "fraction": "fraction", "decade": "date", "number_sign": "cardinal", "percent_range": "range", "feet": "measure", "month_day": "date", "vulgar_fraction": "fraction", "dimensions": "measure",
     "inches": "measure", "military": "time", "handle": "electronic", "hashtag": "electronic", "hex": "serial",
     "short_code": "telephone", "service_code": "telephone", "spaced_phone": "telephone",
-    "decimal": "decimal", "weekday": "date", "local_phone": "telephone", "percent_range": "range", "feet": "measure", "month_day": "date", "vulgar_fraction": "fraction", "dimensions": "measure",
+    "decimal": "decimal", "weekday": "date", "month": "date", "local_phone": "telephone", "percent_range": "range", "feet": "measure", "month_day": "date", "vulgar_fraction": "fraction", "dimensions": "measure",
     "inches": "measure", "military": "time", "handle": "electronic", "hashtag": "electronic", "hex": "serial",
-    "short_code": "telephone", "service_code": "telephone", "spaced_phone": "telephone", "weekday": "date", "dotted_date": "date", "quantity": "cardinal", "measure": "measure",
+    "short_code": "telephone", "service_code": "telephone", "spaced_phone": "telephone", "weekday": "date", "month": "date", "dotted_date": "date", "quantity": "cardinal", "measure": "measure",
     "title": "abbreviation", "abbreviation": "abbreviation", "dotted": "abbreviation", "caps": "abbreviation",
-    "sharp": "plain", "words": "math", "compare": "math", "about": "plain", "power": "math", "slash": "plain",
+    "sharp": "plain", "words": "math", "compare": "math", "about": "plain", "power": "math", "squared": "math", "cubed": "math", "slash": "plain",
     "dash": "plain", "emoji": "plain", "stray": "plain", "bar": "plain",
 }
 

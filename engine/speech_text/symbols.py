@@ -31,7 +31,7 @@ def _said(match: re.Match[str]) -> str:
 
 
 def _compare(match: re.Match[str]) -> str:
-    return " less than " if match.group().strip() == "<" else " greater than "
+    return " is less than " if match.group().strip() == "<" else " is greater than "
 
 
 def _sharp(match: re.Match[str]) -> str:
@@ -49,6 +49,8 @@ RULES: list[Rule] = [
     ("compare", r"(?<=\s)[<>](?=\s)", _compare),
     ("about", r"~(?=[$£€¥]?\d)", _saying("about ")),
     ("power", r"(?<=\d)\^(?=\d)", _saying(" to the power of ")),
+    ("squared", r"(?<=[A-Za-z0-9)])²", _saying(" squared")),
+    ("cubed", r"(?<=[A-Za-z0-9)])³", _saying(" cubed")),
     ("slash", r"(?<=[^\W\d_])[ \t]?/[ \t]?(?=[^\W\d_])", _saying(" or ")),
     ("dash", r"[ \t]*[—–][ \t]*", _saying(" - ")),
     ("emoji", rf"[{EMOJI}]+", _saying("")),
