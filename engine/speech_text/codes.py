@@ -182,6 +182,22 @@ def _math(match: re.Match[str]) -> str | None:
     return " ".join(said)
 
 
+_LEFTOVER_RUN = re.compile(r"[A-Z]+|[a-z]+|\d+")
+_SYMBOL_NAMES = {"$": "dollars", "€": "euros", "£": "pounds", "¥": "yen", "₹": "rupees", "₩": "won", "¢": "cents"}
+
+
+def _leftover(match: re.Match[str]) -> str:
+    """What no other rule read but holds digits or a currency symbol: never handed to the model raw. Digits as a
+    number (up to four) or digit by digit, short letter runs spelled, symbols named."""
+    said = []
+    for run in _LEFTOVER_RUN.findall(match.group()) if match.group()[0] not in _SYMBOL_NAMES else []:
+        if run.isdigit():
+            said.append(w.cardinal(run) if len(run) <= 4 and run[0] != "0" else w.digits(run))
+        else:
+            said.append(" ".join(run.upper()) if len(run) <= 3 and any(c.isdigit() for c in match.group()) else run)
+    return " ".join(said) or " ".join(_SYMBOL_NAMES[c] for c in match.group())
+
+
 RULES: list[Rule] = [
     ("vanity", r"(?<![\w+-])(?:1[-. ])?\d{3}[-. ](?=[A-Z0-9-]*[A-Z]{3})[A-Z0-9]{2,}(?:-[A-Z0-9]{2,})*(?![\w-])",
      _vanity),
@@ -196,3 +212,5 @@ RULES: list[Rule] = [
     ("regnal", rf"(?<![\w])(?:%s)(?:[ \t][A-Z][a-z]+)?[ \t]{_ROMAN}(?![\w])" % "|".join(REGNAL), _regnal),
     ("math", _MATH, _math),
 ]
+# Last of all the rules (semiotic.py): what none of them read.
+LAST_RESORT: list[Rule] = [("leftover", r"(?<![A-Za-z0-9])[A-Za-z]*\d[A-Za-z0-9]*|[$€£¥₹₩¢]+", _leftover)]

@@ -29,7 +29,7 @@ Rules = list[tuple[str, re.Pattern[str], Callable[[re.Match[str]], "str | None"]
 def _compiled(day_first: bool) -> tuple[re.Pattern[str], Rules]:
     """A locale's rules, and one pattern of them all that finds where the next construct may start."""
     rules = [_TAG, *web.RULES, *addresses.RULES, *codes.RULES, *dates.rules(day_first), *money.RULES,
-             *numbers.RULES, *abbreviations.RULES, *symbols.RULES]
+             *numbers.RULES, *abbreviations.RULES, *symbols.RULES, *codes.LAST_RESORT]
     anywhere = re.compile("|".join(f"(?:{pattern})" for _, pattern, _ in rules))
     return anywhere, [(name, re.compile(pattern), handler) for name, pattern, handler in rules]
 
@@ -42,7 +42,7 @@ CLASSES = {
     "tag": "tag", "email": "electronic", "url": "electronic", "ip": "electronic",
     "address": "address", "unit": "address", "zip": "address",
     "serial": "serial", "grouped_digits": "telephone", "local_phone": "telephone", "vanity": "telephone", "extension": "telephone",
-    "roman": "roman", "regnal": "roman", "math": "math",
+    "roman": "roman", "regnal": "roman", "math": "math", "leftover": "serial",
     "phone": "telephone", "iso_date": "date", "slash_date": "date", "dotted_date": "date", "month_date": "date",
     "day_month": "date", "time": "time", "hour": "time", "time_range": "range", "dotted_time": "time",
     "ratio": "math", "money": "money", "coded_money": "money", "version": "electronic", "mixed_fraction": "fraction",
