@@ -152,7 +152,7 @@ def _regnal(match: re.Match[str]) -> str | None:
 
 _TERM = r"(?:[-−]?(?:[a-z]\([a-z]\)|(?:\d+(?:\.\d+)?)?[a-z](?![A-Za-z0-9_(])|\d+(?:\.\d+)?)[²³]?)"
 _OPERATOR = r"[ \t]?(?:[-−+*×÷/^=])[ \t]?"
-_MATH = rf"(?<![\w.,/:$-]){_TERM}(?:{_OPERATOR}{_TERM})*{_OPERATOR}{_TERM}(?![\w]|\.\d|[-+*/^=]\w)"
+_MATH = rf"(?<![\w.,/:$-]){_TERM}(?:{_OPERATOR}{_TERM}){{1,12}}(?![\w]|\.\d|[-+*/^=]\w)"
 _OPERATORS = {"-": "minus", "−": "minus", "+": "plus", "*": "times", "×": "times", "÷": "divided by",
               "/": "divided by", "=": "equals"}
 _MATH_PARTS = re.compile(

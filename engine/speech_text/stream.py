@@ -28,7 +28,7 @@ WHOLE_PHRASE_CHARS = 80  # a rewritten phrase up to this long is kept in one chu
 _COMPLETE_TOKEN = re.compile(r"(?<!\S)\S+(?=\s)")
 # What markdown reads otherwise at a line's start (a list item, a heading, a quote): never the start of held text,
 # unless a line starts there.
-_LINE_OPENER = re.compile(r"[-*+#>]|\d+[.)]\s")
+_LINE_OPENER = re.compile(r"(?:[-*+>]|#{1,6})(?=\s)|>|[-*_]{3}|\d+[.)]\s")
 
 Normalizer = Callable[[str], list[Piece]]
 OpenTail = Callable[[str], "int | None"]
