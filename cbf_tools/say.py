@@ -77,7 +77,7 @@ async def say(args: argparse.Namespace, engine_args: list[str]) -> int:
 
 def dry_run(text: str, normalize: str | None) -> str:
     """What the engine would speak for ``text`` (read as ``normalize`` says), then each stretch of the text the front
-    end rewrote and what it became."""
+    end rewrote, its class (engine/speech_text/semiotic.py) and what it became."""
     from engine.speech_text.reader import Reader  # the engine's own reader (pure), only for this
 
     reader = Reader(normalize)
@@ -86,5 +86,6 @@ def dry_run(text: str, normalize: str | None) -> str:
     lines = [reader.spoken.strip()]
     for piece in reader.pieces:
         if not piece.verbatim and text[piece.start:piece.end].strip():
-            lines.append(f"  {text[piece.start:piece.end]!r} -> {piece.text.strip()!r}")
+            kind = f" [{piece.kind}]" if piece.kind else ""
+            lines.append(f"  {text[piece.start:piece.end]!r}{kind} -> {piece.text.strip()!r}")
     return "\n".join(lines)

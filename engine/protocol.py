@@ -41,6 +41,7 @@ MAX_LATENCY_S = 5.0
 # (markdown, numbers, money, dates, symbols...: engine/speech_text/), SSML when it starts with <speak>; "off" as sent,
 # with Chatterbox-Turbo's own punctuation rules only.
 NORMALIZE_MODES = ("auto", "on", "off")
+LOCALES = ("en-US", "en-GB")  # how numbers and dates are read (en-GB: slashed dates day first)
 MIN_SPEED, MAX_SPEED = 0.25, 4.0  # an utterance's speaking speed (OpenAI's range), pitch unchanged (engine/speed.py)
 MAX_LEXICON_BYTES = 256 * 1024  # one lexicon file (the gateway refuses a bigger upload before sending it)
 MAX_LEXICONS = 3  # lexicons one utterance names (ElevenLabs' limit on pronunciation_dictionary_locators)
@@ -71,12 +72,14 @@ class Reading:
     normalize: str | None = None
     speed: float | None = None  # MIN_SPEED..MAX_SPEED; None: 1
     lexicons: list[str] | None = None  # pronunciation lexicons by name, applied in order (MAX_LEXICONS at most)
+    locale: str | None = None  # one of LOCALES; None: en-US
 
     def __post_init__(self) -> None:
         check_latency(self.latency)
         check_normalize(self.normalize)
         check_speed(self.speed)
         check_lexicons(self.lexicons)
+        check_locale(self.locale)
 
     def over(self, base: "Reading") -> "Reading":
         """This reading where it says something, ``base``'s elsewhere (an utterance's over its session's)."""
@@ -95,6 +98,7 @@ class Start:
     speed: float | None = None  # MIN_SPEED..MAX_SPEED: how fast it is spoken (None: 1)
     lexicons: list[str] | None = None  # the worker's lexicons to read it with, in order, before its voice's and
     # the server's ``default``
+    locale: str | None = None  # one of LOCALES: whose conventions numbers and dates are read in (None: en-US)
     traceparent: str | None = None  # W3C trace context of the gateway's span (engine/traces.py): the worker's
     # spans of this utterance continue its trace; absent when the gateway does not trace
 
@@ -103,6 +107,7 @@ class Start:
         check_normalize(self.normalize)
         check_speed(self.speed)
         check_lexicons(self.lexicons)
+        check_locale(self.locale)
         check_traceparent(self.traceparent)
 
 
@@ -430,6 +435,13 @@ def check_normalize(value: Any) -> str | None:
         return value
     raise ProtocolError(f"normalize must be one of {', '.join(map(repr, NORMALIZE_MODES))}, not {value!r}",
                         "bad_normalize")
+
+
+def check_locale(value: Any) -> str | None:
+    """A locale as sent (None: the default), or ``ProtocolError`` (``bad_locale``)."""
+    if value is None or value in LOCALES:
+        return value
+    raise ProtocolError(f"locale must be one of {', '.join(map(repr, LOCALES))}, not {value!r}", "bad_locale")
 
 
 def check_speed(value: Any) -> float | None:

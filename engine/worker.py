@@ -144,7 +144,8 @@ class Utterance:
 
     def __init__(self, uid: str, voice: str, worker: "Worker", send: Send,
                  latency: str | float | None = None, normalize: str | None = None,
-                 speed: float | None = None, lexicon: Lexicon | None = None, traceparent: str | None = None) -> None:
+                 speed: float | None = None, lexicon: Lexicon | None = None, traceparent: str | None = None,
+                 locale: str | None = None) -> None:
         """``traceparent``: the gateway's span, which this utterance's spans continue (with --otlp-endpoint)."""
         self.id = uid
         self.key = (send, uid)  # ids are the gateway's choice, unique only on its own connection
@@ -156,7 +157,7 @@ class Utterance:
         self.speed = speed or 1.0
         config = dataclasses.replace(worker.planner_config, first_audio_target_s=budget, speed=self.speed)
         self.planner = ChunkPlanner(config, worker.cost_model(voice))
-        self.reader = Reader(normalize, lexicon)  # the caller's text as it is spoken, and the way back
+        self.reader = Reader(normalize, lexicon, locale)  # the caller's text as it is spoken, and the way back
         self.spoken = ""  # what the reader gave the planner: chunks' start and end are offsets in it
         self._rates: list[tuple[int, float]] = [(0, 1.0)]  # (offset in spoken, SSML rate from there on)
         self._pauses: list[tuple[int, float]] = []  # (offset in spoken, seconds of silence asked for there)
@@ -473,7 +474,7 @@ class Worker:
                 await send(protocol.encode(Error(id=request.id, code=exc.code, message=str(exc))))
                 return
             utt = Utterance(request.id, request.voice, self, send, request.latency, request.normalize, request.speed,
-                            lexicon, request.traceparent)
+                            lexicon, request.traceparent, request.locale)
             self.utterances[utt.key] = utt
             utt.task = asyncio.create_task(utt.run())
             utt.task.add_done_callback(lambda _: self._forget(utt))

@@ -132,6 +132,7 @@ def _cache(message: dict[str, Any]) -> bool | None:
 
 
 def reading(message: dict[str, Any]) -> Reading:
-    """A message's (or a request body's) ``latency``, ``normalize``, ``speed`` and ``lexicons``, checked
+    """A message's (or a request body's) ``latency``, ``normalize``, ``speed``, ``lexicons`` and ``locale``, checked
     (``ProtocolError`` otherwise)."""
-    return Reading(message.get("latency"), message.get("normalize"), message.get("speed"), message.get("lexicons"))
+    return Reading(message.get("latency"), message.get("normalize"), message.get("speed"), message.get("lexicons"),
+                   message.get("locale"))

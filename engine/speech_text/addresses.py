@@ -46,10 +46,21 @@ _STREET_TYPE = r"(?:%s)" % "|".join(sorted((k for k in STREET_TYPES if not k.end
 _DIRECTION = r"(?:%s)" % "|".join(sorted(DIRECTIONS, key=len, reverse=True))
 _ADDRESS = (rf"(?<![\w.,$#/-])\d{{1,6}}(?:-?[A-Z])?[ \t]+(?:{_DIRECTION}\.?[ \t]+)?{_NAME}(?:[ \t]+{_NAME}){{0,3}}"
             rf"[ \t]+{_STREET_TYPE}\.?(?:[ \t]+{_DIRECTION}\.?(?=[ \t,;]|$))?(?![\w])")
-_UNIT = (r"(?<![\w])(?i:%s)\.?[ \t]*#?[ \t]*(?:[A-Z]?\d+[A-Z]?|[A-Z]{1,2}\d*)(?![\w-])"
+_UNIT = (r"(?<![\w])(?i:%s)(?:\.?[ \t]*#[ \t]*|\.?[ \t]+|\.)(?:[A-Z]?\d+[A-Z]?|[A-Z]{1,2}\d*)(?![\w-])"
          % "|".join(re.escape(u).replace(r"\ ", r"[ \t]") for u in sorted(UNITS, key=len, reverse=True)))
 _ZIP = (r"(?<![\w])(?:(?:%s),?[ \t]+|(?i:zip|zip[ \t]code|postal[ \t]code|zipcode):?[ \t]+)\d{5}(?:-\d{4})?(?![\w-])"
         % "|".join(STATES))
+
+
+# The end of a text that may yet become an address: a house number and, so far, only what a street's name may hold.
+_OPEN_ADDRESS = re.compile(rf"(?<![\w.,$#/-])\d{{1,6}}(?:-?[A-Z])?(?:[ \t]+(?:{_DIRECTION}\.?|{_NAME})){{0,4}}(?:[ \t]+[A-Za-z.]{{1,12}})?\s*\Z")  # the last word may be unfinished
+
+
+def open_address(text: str) -> int | None:
+    """Where an address that later text may finish starts at the end of ``text`` ("233 S. Wacker" before "Dr."),
+    or None."""
+    tail = _OPEN_ADDRESS.search(text, max(0, len(text) - 120))
+    return tail.start() if tail else None
 
 
 def house_number(text: str) -> str:

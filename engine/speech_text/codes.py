@@ -159,6 +159,16 @@ _MATH_PARTS = re.compile(
     r"(?<![\d\w])[-−](?=[\d\w])|[a-z]\([a-z]\)|\d+(?:\.\d+)?|[a-z]|\^[ \t]?\d+(?:\.\d+)?|[²³]|[-−+*×÷/=]")
 
 
+_OPEN_MATH = re.compile(rf"(?<![\w.,/:$-]){_TERM}(?:{_OPERATOR}(?:{_TERM})?){{1,12}}\s*\Z")
+
+
+def open_math(text: str) -> int | None:
+    """Where an expression that later text may continue starts at the end of ``text`` ("100 - 35" before "= 65"),
+    or None."""
+    tail = _OPEN_MATH.search(text, max(0, len(text) - 120))
+    return tail.start() if tail else None
+
+
 def _math(match: re.Match[str]) -> str | None:
     """An expression with "=" or an operator no range, date or fraction uses: "1-2=5", "2+2", "x^2"."""
     text = match.group()

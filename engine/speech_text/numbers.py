@@ -107,6 +107,19 @@ def _value(text: str, alone: bool) -> str:
     return w.year(int(text)) if alone and w.is_year(text) else w.number(text)
 
 
+def quantity_kind(text: str) -> str:
+    """The semiotic class of what the quantity rule read: ordinal, range, measure, decimal or cardinal."""
+    parts = _QUANTITY_PARTS.fullmatch(text)
+    suffix = parts["suffix"].strip() if parts else ""
+    if suffix in ("st", "nd", "rd", "th"):
+        return "ordinal"
+    if parts and parts["b"]:
+        return "range"
+    if suffix and suffix not in MULTIPLIERS:
+        return "measure"
+    return "decimal" if parts and "." in parts["a"] else "cardinal"
+
+
 def _attributive(match: re.Match[str]) -> bool:
     """Whether a measure describes what follows it ("a 5000 mAh battery": "milliamp hour"): "a" or "an" before it,
     a word after it."""

@@ -77,9 +77,14 @@ def classify(text: str, locale: str | None = None) -> list[Reading]:
                  if (match := pattern.match(text, start)) is not None and match.end() > start]
         found.sort(key=lambda f: (-f[0].end(), f[1]))
         for match, order in found:
-            said = rules[order][2](match)
+            try:
+                said = rules[order][2](match)
+            except (KeyError, ValueError, IndexError, OverflowError):  # a reading the rule cannot make: the next one's
+                said = None
             if said is not None:
-                readings.append(Reading(start, match.end(), CLASSES[rules[order][0]], said))
+                name = rules[order][0]
+                kind = numbers.quantity_kind(match.group()) if name == "quantity" else CLASSES[name]
+                readings.append(Reading(start, match.end(), kind, said))
                 at = match.end()
                 break
         else:
@@ -89,4 +94,7 @@ def classify(text: str, locale: str | None = None) -> list[Reading]:
 
 def words(text: str, locale: str | None = None) -> list[Piece]:
     """``text`` with every construct classified and verbalised, as pieces of it."""
-    return rewrite(text, ((r.start, r.end, r.said) for r in classify(text, locale)))
+    readings = classify(text, locale)
+    kinds = {(r.start, r.end): r.kind for r in readings}
+    return [Piece(p.start, p.end, p.text, p.verbatim, "" if p.verbatim else kinds.get((p.start, p.end), ""))
+            for p in rewrite(text, ((r.start, r.end, r.said) for r in readings))]

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import bisect
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Iterable
 
 
@@ -25,9 +25,10 @@ class Piece:
     end: int
     text: str  # what is spoken for it
     verbatim: bool = False  # text is input[start:end], character for character
+    kind: str = field(default="", compare=False)  # what the word pass classed it as (semiotic.py), if it did
 
     def shifted(self, by: int) -> "Piece":
-        return Piece(self.start + by, self.end + by, self.text, self.verbatim)
+        return Piece(self.start + by, self.end + by, self.text, self.verbatim, self.kind)
 
 
 def verbatim(text: str, start: int = 0, end: int | None = None) -> list[Piece]:
@@ -135,7 +136,7 @@ def compose(first: list[Piece], second: list[Piece]) -> list[Piece]:
             out += _verbatim_through(first, back, piece)
             continue
         start, end = back.source(piece.start, piece.end) if piece.end > piece.start else _point(back, piece.start)
-        out.append(Piece(start, end, piece.text, False))
+        out.append(Piece(start, end, piece.text, False, piece.kind))
     return _merged(_with_silent(first, out))
 
 
@@ -176,7 +177,7 @@ def _verbatim_through(first: list[Piece], back: SpanMap, piece: Piece) -> list[P
             offset = under.start - back._starts[i]
             out.append(Piece(lo + offset, hi + offset, piece.text[lo - piece.start:hi - piece.start], True))
         else:
-            out.append(Piece(under.start, under.end, piece.text[lo - piece.start:hi - piece.start], False))
+            out.append(Piece(under.start, under.end, piece.text[lo - piece.start:hi - piece.start], False, under.kind))
     return out
 
 
@@ -189,7 +190,8 @@ def _merged(pieces: list[Piece]) -> list[Piece]:
         last = out[-1] if out else None
         same = last is not None and (last.start, last.end) == (piece.start, piece.end)
         if last and not (last.verbatim and piece.verbatim) and (same or piece.start < last.end):
-            out[-1] = Piece(last.start, max(last.end, piece.end), last.text + piece.text, False)
+            out[-1] = Piece(last.start, max(last.end, piece.end), last.text + piece.text, False,
+                            last.kind or piece.kind)
         else:
             out.append(piece)
     return out

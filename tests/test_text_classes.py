@@ -1,0 +1,151 @@
+"""engine/speech_text/semiotic.py: each semiotic class read as a person says it, context choosing between readings,
+the locale option, and the independent case set (tests/data/text_cases/) scored through ``bench text --cases``, read
+the same streamed as whole."""
+
+from __future__ import annotations
+
+import json
+import random
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from cbf_tools.bench import text_cases
+from engine.speech_text.normalize import normalize
+from engine.speech_text.reader import Reader
+from engine.speech_text.semiotic import classify
+from engine.speech_text.spans import spoken
+
+CASES = Path(__file__).parent / "data" / "text_cases"
+THIRD_PARTY = Path(__file__).parent / "data" / "third_party_tn" / "cases.tsv"
+
+
+def said(text: str, locale: str | None = None) -> str:
+    return spoken(normalize(text, locale=locale)).strip()
+
+
+@pytest.mark.parametrize(
+    "text, expected",
+    [
+        # times
+        ("at 01:00", "at one o'clock"), ("at 14:00", "at fourteen hundred"), ("at 00:30", "at twelve thirty AM"),
+        ("at 1.59 p.m. today", "at one fifty-nine PM today"), ("from 2-4pm", "from two to four PM"),
+        ("9am-5pm", "nine AM to five PM"), ("at 2200 hours", "at twenty-two hundred hours"),
+        # dates
+        ("on 01.10.2010", "on October first, twenty ten"), ("june 20 2014", "June twentieth, twenty fourteen"),
+        ("JAN 15 2020", "January fifteenth, twenty twenty"), ("on the 26th May", "on the twenty-sixth of May"),
+        ("June 20, 2014", "June twentieth, twenty fourteen"), ("starts 11/29.", "starts November twenty-ninth."),
+        ("open Mon-Fri", "open Monday to Friday"), ("Tue, Mar 4", "Tuesday, March fourth"),
+        # telephone
+        ("123-123-5678-1", "one two three, one two three, five six seven eight, one"),
+        ("call +1 415 555 0100", "call plus one, four one five, five five five, zero one zero zero"),
+        ("call 555-1234 ext. 204", "call five five five, one two three four extension two zero four"),
+        ("1-800-FLOWERS", "one, eight hundred, flowers"), ("Call 911 now", "Call nine one one now"),
+        ("Text STOP to 72345", "Text stop to seven two three four five"),
+        # money
+        ("$.01", "one cent"), ("₩460 billion", "four hundred sixty billion won"), ("CHF 40", "forty Swiss francs"),
+        ("1,200 USD", "one thousand two hundred US dollars"), ("12€", "twelve euros"),
+        # measures, fractions, decimals, ranges, maths
+        ("12kg/kg", "twelve kilograms per kilogram"), ("5 mg/mL", "five milligrams per milliliter"),
+        ("2 GB/s", "two gigabytes per second"), ("5'11\"", "five feet eleven inches"),
+        ("a 5000 mAh battery", "a five thousand milliamp hour battery"), ("1/4th", "one fourth"),
+        ("7/16 of an inch", "seven sixteenths of an inch"), ("3 1/2", "three and a half"), (".5", "point five"),
+        ("2%-10%", "two to ten percent"), ("1-2=5", "one minus two equals five"), ("x^2", "x squared"),
+        ("y = 2x + 1", "y equals two x plus one"),
+        # codes, roman numerals, addresses, abbreviations
+        ("seat C24", "seat C twenty-four"), ("code AB12-9XZ", "code A B one two-nine X Z"),
+        ("error 0x1F", "error zero x one F"), ("Q1-Q3", "Q one to Q three"), ("Chapter IV", "Chapter four"),
+        ("Henry VIII", "Henry the eighth"), ("World War II", "World War two"), ("Chapter I was", "Chapter I was"),
+        ("Apt. 4B", "Apartment four B"), ("Ste. 200", "Suite two hundred"),
+        ("1428 Elm St. It was", "fourteen twenty-eight Elm Street. It was"), ("Visit St. Louis", "Visit Saint Louis"),
+        ("Seattle, WA 98109-5210", "Seattle, Washington nine eight one zero nine, five two one zero"),
+        ("Lt. Col. Reed", "Lieutenant Colonel Reed"), ("due in Jan.", "due in January."),
+        # what no rule reads is still never raw
+        ("my pnr is t2000", "my pnr is T two thousand"),
+    ],
+)
+def test_each_class_is_read_as_said(text: str, expected: str) -> None:
+    assert said(text) == expected
+
+
+@pytest.mark.parametrize(
+    "text, kind",
+    [("1-2=5", "math"), ("35", "cardinal"), ("555-123-4567", "telephone"), ("2024-03-05", "date"),
+     ("AB12-9XZ", "serial"), ("3/4", "fraction"), ("3/5/2024", "date"), ("12kg/kg", "measure"),
+     ("Chapter IV", "roman"), ("St.", "abbreviation"), ("10.0.0.1", "electronic"), ("3.14", "decimal"), ("3-5 days", "range"), ("22nd", "ordinal"),
+     ("1.59 p.m.", "time"), ("01.10.2010", "date"), ("$5", "money"), ("Apt. 4B", "address")],
+)
+def test_context_decides_the_class(text: str, kind: str) -> None:
+    readings = classify(text)
+    assert [r.kind for r in readings] == [kind], readings
+
+
+def test_en_gb_reads_slashed_dates_day_first() -> None:
+    assert said("on 3/5/2024") == "on March fifth, twenty twenty-four"
+    assert said("on 3/5/2024", "en-GB") == "on May third, twenty twenty-four"
+    assert said("on 25/12/2024") == said("on 25/12/2024", "en-GB") == "on December twenty-fifth, twenty twenty-four"
+
+
+def test_a_date_no_calendar_has_and_a_time_no_clock_has_are_read_as_numbers() -> None:
+    out = said("99/99/9999 and 25:61")
+    assert not re.search(r"\d", out) and "twenty-five" in out, out
+
+
+def _bench(*args: str) -> dict:
+    out = subprocess.run([sys.executable, "-m", "gateway.cli", "bench", "text", "--json", "--repeats", "20", *args],
+                         capture_output=True, text=True, check=True, timeout=300)
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def test_bench_text_scores_the_development_half_through_the_command() -> None:
+    figures = _bench("--cases", str(CASES / "dev.tsv"))
+    assert figures["cases"] == 369
+    assert figures["share"] >= 0.97, figures["classes"]
+    assert figures["raw"] == 0
+    assert figures["chunk_300"]["p50_ms"] > 0
+
+
+def test_bench_text_scores_another_systems_readings_the_same_way() -> None:
+    ours = _bench("--cases", str(THIRD_PARTY))
+    nemo = _bench("--cases", str(THIRD_PARTY), "--readings", str(THIRD_PARTY.parent / "nemo_readings.tsv"))
+    assert ours["cases"] == nemo["cases"] == 657
+    assert ours["raw"] == 0 and "chunk_300" not in nemo
+    assert 0 < nemo["acceptable"] < 657
+
+
+def test_the_relaxed_comparison_forgives_only_what_is_not_heard() -> None:
+    case = text_cases.Case("time", "9:05am", ("nine oh five a m", "nine five"))
+    assert text_cases.matches("Nine zero-five AM.", case)
+    assert text_cases.matches("nine five", case)
+    assert not text_cases.matches("nine fifty AM", case)
+    assert text_cases.relaxed("One hundred and one, Dr.") == "one hundred one dr"
+
+
+def _splits(text: str, rng: random.Random) -> list[str]:
+    parts, at = [], 0
+    while at < len(text):
+        step = rng.randint(1, 9)
+        parts.append(text[at:at + step])
+        at += step
+    return parts
+
+
+def _streamed(parts: list[str]) -> str:
+    reader = Reader()
+    for part in parts:
+        reader.feed(part)
+    reader.flush(True)
+    return reader.spoken
+
+
+@pytest.mark.parametrize("half", ["dev.tsv", "heldout.tsv"])
+def test_every_case_reads_the_same_streamed_in_random_pieces(half: str) -> None:
+    rng = random.Random(46)
+    for case in text_cases.load(CASES / half):
+        whole = spoken(normalize(case.written))
+        for _ in range(3):
+            parts = _splits(case.written, rng)
+            assert _streamed(parts) == whole, (case.written, parts)
