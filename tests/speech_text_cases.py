@@ -154,7 +154,7 @@ CATEGORIES: dict[str, list[tuple[str, str]]] = {
         ("It costs $3 million.", "It costs three million dollars."),
         ("The price is $4.99.", "The price is four dollars and ninety-nine cents."),
         ("They raised $1.5k quickly.", "They raised one point five thousand dollars quickly."),
-        ("A $2bn deal closed.", "A two billion dollars deal closed."),
+        ("A $2bn deal closed.", "A two billion dollar deal closed."),
         ("Tickets cost £20.", "Tickets cost twenty pounds."),
         ("Coffee is €5 here.", "Coffee is five euros here."),
         ("Gum costs 50¢.", "Gum costs fifty cents."),

@@ -15,7 +15,7 @@ from engine.speech_text.numbers import Rule, ends_sentence_after
 TITLES = {"Col.": "Colonel", "Maj.": "Major", "Cpl.": "Corporal", "Adm.": "Admiral", "Pres.": "President",
           "Rev.": "Reverend", "Hon.": "Honorable", "Supt.": "Superintendent", "Insp.": "Inspector", "Dr.": "Doctor", "Mr.": "Mister", "Mrs.": "Missus", "Ms.": "Miz", "Prof.": "Professor", "Jr.": "Junior",
           "Sr.": "Senior", "Mt.": "Mount", "Fig.": "Figure", "No.": "number", "Gen.": "General", "Gov.": "Governor",
-          "Sen.": "Senator", "Rep.": "Representative", "Capt.": "Captain", "Lt.": "Lieutenant", "Sgt.": "Sergeant"}
+          "Sen.": "Senator", "Rep.": "Representative", "Capt.": "Captain", "Lt.": "Lieutenant", "Ft.": "Fort", "Hwy.": "Highway", "Sgt.": "Sergeant"}
 # Said in place; the full stop of those in ENDINGS also ends a sentence where one ends ("... and so on, etc.").
 ABBREVIATIONS = {"e.g.": "for example", "i.e.": "that is", "etc.": "et cetera", "vs.": "versus", "vs": "versus",
                  "approx.": "approximately", "a.k.a.": "also known as", "cf.": "compare", "incl.": "including",
@@ -113,8 +113,18 @@ def caps(token: str) -> str:
     return base.lower() + plural
 
 
+_SHOUTED = re.compile(r"[A-Z][A-Z'’]+")
+
+
 def _caps(match: re.Match[str]) -> str:
-    return caps(match.group())
+    """A token in a shouted sentence (its neighbours capitals too) is a word unless it is a known acronym."""
+    token = match.group()
+    around = match.string[max(0, match.start() - 40):match.start()].split()[-4:] + \
+        match.string[match.end():match.end() + 40].split()[:4]
+    common = [word for word in (w.strip(".,;:!?") for w in around) if _SHOUTED.fullmatch(word) and word.lower() in COMMON_WORDS]
+    if len(common) >= 2 and (token == "US" or (len(token) >= 4 and _VOWELS & set(token) and token not in WORD_ACRONYMS)):
+        return token.lower()
+    return caps(token)
 
 
 def _pattern(words: dict[str, str]) -> str:

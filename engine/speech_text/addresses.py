@@ -28,7 +28,8 @@ UNITS = {"apt": "apartment", "apartment": "apartment", "ste": "suite", "suite": 
          "flat": "flat", "lot": "lot", "row": "row", "locker": "locker", "pier": "pier", "box": "box",
          "po box": "P O box", "p.o. box": "P O box", "hangar": "hangar", "cabin": "cabin", "berth": "berth",
          "car": "car", "coach": "coach", "counter": "counter", "desk": "desk", "level": "level", "door": "door",
-         "window": "window", "booth": "booth", "table": "table", "lane": "lane", "carousel": "carousel"}
+         "window": "window", "booth": "booth", "table": "table", "lane": "lane", "carousel": "carousel",
+         "aisle": "aisle", "track": "track", "train": "train", "route": "route", "bus": "bus", "stall": "stall"}
 STATES = dict(zip(
     "AL AK AZ AR CA CO CT DE DC FL GA HI ID IL IN IA KS KY LA ME MD MA MI MN MS MO MT NE NV NH NJ NM NY NC ND OH OK "
     "OR PA RI SC SD TN TX UT VT VA WA WV WI WY PR".split(),
@@ -99,8 +100,10 @@ def _address(match: re.Match[str]) -> str:
     return " ".join(said) + ("." if text.endswith(".") and ends_sentence_after(match) else "")
 
 
-def _unit(match: re.Match[str]) -> str:
+def _unit(match: re.Match[str]) -> str | None:
     word, code = re.fullmatch(r"(.+?)\.?[ \t]*#?[ \t]*(\S+)", match.group()).groups()  # type: ignore[union-attr]
+    if re.fullmatch(r"[IVXLC]{2,}", code):  # "Level IV": a roman numeral (codes.py)
+        return None
     name = UNITS[re.sub(r"[ \t]+", " ", word.lower())]
     if word[0].isupper() and name[0].islower():
         name = name.capitalize()

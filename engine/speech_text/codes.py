@@ -42,6 +42,9 @@ def _serial(match: re.Match[str]) -> str | None:
     ends = re.fullmatch(r"([A-Z]+)(\d+)-\1(\d+)", text)
     if ends:  # "Q1-Q3": a range
         return f"{spell_code(ends[1] + ends[2])} to {spell_code(ends[1] + ends[3])}"
+    ranged = re.fullmatch(r"\d+(?:\.\d+)?-\d+(?:\.\d+)?([A-Za-z]+)", text)
+    if ranged and ranged[1] in UNITS or re.fullmatch(r"\d+(?:ST|ND|RD|TH)", text):  # "100-240V", "1ST": not codes
+        return None
     measured = _MEASURED.fullmatch(text)
     if _SCALED.fullmatch(text) or (measured and measured[1] in UNITS) or len(text) > 40:
         return None
@@ -66,13 +69,13 @@ def _local_phone(match: re.Match[str]) -> str | None:
     after = match.string[match.end():match.end() + 8]
     if not _DIALLED.search(before) and not re.match(r"[ \t,]*(?:[Ee]xt|x\d)", after):
         return None
-    return ", ".join(w.digits(group) for group in match.group().split("-"))
+    return ", ".join(w.digits(group) for group in re.split(r"[-.]", match.group()))
 
 
 def _service_code(match: re.Match[str]) -> str | None:
     """"911", "311" after a word about calling: digit by digit."""
     before = match.string[max(0, match.start() - 30):match.start()]
-    return w.digits(match.group()) if _DIALLED.search(before) or match.group() == "911" else None
+    return w.digits(match.group()) if _DIALLED.search(before) or match.group() in ("911", "988") else None
 
 
 def _short_code(match: re.Match[str]) -> str | None:
@@ -105,9 +108,9 @@ def _extension(match: re.Match[str]) -> str:
 
 _ROMAN = r"(?=[MDCLXVI])M{0,3}(?:CM|CD|D?C{0,3})(?:XC|XL|L?X{0,3})(?:IX|IV|V?I{0,3})"
 _VALUES = {"M": 1000, "D": 500, "C": 100, "L": 50, "X": 10, "V": 5, "I": 1}
-NUMBERING = ("Chapter Chapters Part Parts Volume Vol. Book Act Scene Section Phase Stage Level Tier Article Appendix "
-             "Class Type Grade Round Season Episode Step Schedule Category Division Annex Title Clause Psalm Fig. "
-             "Figure Table Exhibit Lesson Module Unit Auto Rocky Fantasy Bowl War Wars Mark Mk. Model Series Gen "
+NUMBERING = ("Rule Rules Chapter Chapters Part Parts Volume Vol. Book Act Scene Section Phase Stage Level Tier "
+             "Article Appendix Class Type Grade Round Season Episode Step Schedule Category Division Annex Title Clause "
+             "Psalm Fig. Figure Table Exhibit Lesson Module Unit Auto Rocky Fantasy Bowl War Wars Mark Mk. Model Series Gen "
              "Generation Apollo").split()
 REGNAL = ("King Queen Pope Emperor Empress Tsar Czar Prince Princess Louis Henry Elizabeth Charles George Edward "
           "William Richard James John Paul Benedict Pius Leo Gregory Innocent Clement Urban Napoleon Peter Catherine "
@@ -151,12 +154,12 @@ def _regnal(match: re.Match[str]) -> str | None:
 # --- arithmetic ----------------------------------------------------------------------------------------------------
 
 _TERM = r"(?:[-−]?(?:[a-z]\([a-z]\)|(?:\d+(?:\.\d+)?)?[a-z](?![A-Za-z0-9_(])|\d+(?:\.\d+)?)[²³]?)"
-_OPERATOR = r"[ \t]?(?:[-−+*×÷/^=])[ \t]?"
+_OPERATOR = r"(?:[ \t]?[-−+*×÷/^=·][ \t]?|[ \t]x[ \t])"
 _MATH = rf"(?<![\w.,/:$-]){_TERM}(?:{_OPERATOR}{_TERM}){{1,12}}(?![\w]|\.\d|[-+*/^=]\w)"
-_OPERATORS = {"-": "minus", "−": "minus", "+": "plus", "*": "times", "×": "times", "÷": "divided by",
-              "/": "divided by", "=": "equals"}
+_OPERATORS = {" x": "times", "·": "times", "-": "minus", "−": "minus", "+": "plus", "*": "times", "×": "times",
+              "÷": "divided by", "/": "divided by", "=": "equals"}
 _MATH_PARTS = re.compile(
-    r"(?<![\d\w])[-−](?=[\d\w])|[a-z]\([a-z]\)|\d+(?:\.\d+)?|[a-z]|\^[ \t]?\d+(?:\.\d+)?|[²³]|[-−+*×÷/=]")
+    r"[ \t]x(?=[ \t])|(?<![\d\w])[-−](?=[\d\w])|[a-z]\([a-z]\)|\d+(?:\.\d+)?|[a-z]|\^[ \t]?\d+(?:\.\d+)?|[²³]|[-−+*×÷/=·]")
 
 
 _OPEN_MATH = re.compile(rf"(?<![\w.,/:$-]){_TERM}(?:{_OPERATOR}(?:{_TERM})?){{1,12}}\s*\Z")
@@ -172,7 +175,7 @@ def open_math(text: str) -> int | None:
 def _math(match: re.Match[str]) -> str | None:
     """An expression with "=" or an operator no range, date or fraction uses: "1-2=5", "2+2", "x^2"."""
     text = match.group()
-    if not re.search(r"[=+*×÷^²³]|[ \t]/[ \t]", text):
+    if not re.search(r"[=+*×÷^²³·]|[ \t]/[ \t]", text):
         return None
     said = []
     for part in _MATH_PARTS.findall(text):
@@ -212,8 +215,8 @@ RULES: list[Rule] = [
     ("vanity", r"(?<![\w+-])(?:1[-. ])?\d{3}[-. ](?=[A-Z0-9-]*[A-Z]{3})[A-Z0-9]{2,}(?:-[A-Z0-9]{2,})*(?![\w-])",
      _vanity),
     ("extension", r"(?<![\w])(?:[Ee]xt|EXT)\.?[ \t]?#?\d{1,6}(?![\w])|(?<=\d[ \t])x\d{2,6}(?![\w])", _extension),
-    ("local_phone", r"(?<![\w.+-])\d{3}-\d{4}(?![\w-])", _local_phone),
-    ("service_code", r"(?<![\w.$#-])[2-9]11(?![\w.]\d|[\w-])", _service_code),
+    ("local_phone", r"(?<![\w.+-])\d{3}[-.]\d{4}(?![\w-]|\.\d)", _local_phone),
+    ("service_code", r"(?<![\w.$#-])(?:[2-9]11|988)(?![\w.]\d|[\w-])", _service_code),
     ("short_code", r"(?<![\w.$#-])\d{5,6}(?![\w-])", _short_code),
     ("hex", r"(?<![\w])0x[0-9A-Fa-f]{1,16}(?![\w])", _hex),
     ("grouped_digits", r"(?<![\w.+-])\d+(?:-\d+){2,}(?![\w-])", _grouped_digits),

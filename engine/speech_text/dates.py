@@ -97,6 +97,20 @@ def _month(match: re.Match[str]) -> str:
     return MONTHS[month_number(match.group()) - 1] + ("." if ends_sentence_after(match) else "")
 
 
+def _month_range(match: re.Match[str]) -> str:
+    """"Jan-Mar" -> "January to March"."""
+    return " to ".join(MONTHS[month_number(m) - 1] for m in re.findall(r"[A-Za-z]+", match.group()))
+
+
+def _day_range(match: re.Match[str]) -> str:
+    """"Nov 24-27, 2025" -> "November twenty-fourth to twenty-seventh, twenty twenty-five"."""
+    parts = re.fullmatch(rf"({_MONTH})\.?[ \t](\d{{1,2}})[ \t]?[-–][ \t]?(\d{{1,2}})(?:,?[ \t](\d{{4}}))?", match.group())
+    assert parts
+    month, first, last, year = parts.groups()
+    said = f"{MONTHS[month_number(month) - 1]} {w.ordinal(first)} to {w.ordinal(last)}"
+    return said + (", " + w.year(int(year)) if year else "")
+
+
 def _weekday(match: re.Match[str]) -> str:
     days = [WEEKDAYS[d.title()] for d in re.findall(r"[A-Za-z]+", match.group())]
     return " to ".join(days)
@@ -170,7 +184,11 @@ def rules(day_first: bool = False) -> list[Rule]:
          rf"(?<![\w]){_MONTH}\.?,?[ \t](?:(?:the[ \t])?{_DAY}(?:,?[ \t]\d{{4}})?|\d{{4}})(?![\w])", _month_date),
         ("day_month", rf"(?<![\w.,]){_DAY}[ \t](?:of[ \t])?{_MONTH}\.?(?:,?[ \t]\d{{4}})?(?![\w])", _day_month),
         ("weekday", rf"(?<![\w]){_WEEKDAY}(?:\.?[ \t]?[-–][ \t]?{_WEEKDAY}\.?(?![\w])|\.?(?=,|[ \t]+(?:\d|{_MONTH}))"
-                    rf"|\.(?=[ \t]+(?:and|or|to|through|nights?|mornings?|evenings?|afternoons?)\b))", _weekday),
+                    rf"|\.(?=[ \t]+(?:and|or|to|through|nights?|mornings?|evenings?|afternoons?)\b|[ \t]*(?:\n|$)))",
+         _weekday),
+        ("month_range", rf"(?<![\w])(?:{_MONTH})\.?[ \t]?[-–][ \t]?(?:{_MONTH})\.?(?![\w])", _month_range),
+        ("day_range", rf"(?<![\w]){_MONTH}\.?[ \t](?:[12]\d|3[01]|0?[1-9])[ \t]?[-–][ \t]?(?:[12]\d|3[01]|0?[1-9])"
+                      rf"(?:,?[ \t]\d{{4}})?(?![\w-])", _day_range),
         ("month", r"(?<![\w])(?:Jan|Feb|Mar|Apr|Jun|Jul|Aug|Sep|Sept|Oct|Nov|Dec)\.(?![\w])", _month),
         ("time", _TIME, _time),
         ("dotted_time", _DOTTED_TIME, _time),

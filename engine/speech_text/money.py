@@ -11,6 +11,7 @@ import re
 
 from engine.speech_text import words as w
 from engine.speech_text.numbers import _END, MULTIPLIERS, PER, Rule
+from engine.speech_text.numbers import attributive
 
 # A currency -> (one, many, one hundredth, hundredths).
 _DOLLARS = ("dollar", "dollars", "cent", "cents")
@@ -115,7 +116,11 @@ def _said(parts: re.Match[str], names: tuple[str, str, str, str]) -> str:
 def _money(match: re.Match[str]) -> str:
     parts = _MONEY_PARTS.fullmatch(match.group())
     assert parts
-    return _said(parts, CURRENCIES[parts["cur"]])
+    names = CURRENCIES[parts["cur"]]
+    if attributive(match) and not parts["b"] and "." not in parts["a"].rstrip("0").rstrip(".") or \
+            attributive(match) and parts["am"]:  # "a $5 fee": "a five dollar fee"
+        names = (names[0], names[0], names[2], names[2])
+    return _said(parts, names)
 
 
 def _after(match: re.Match[str]) -> str:

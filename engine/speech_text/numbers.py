@@ -60,7 +60,7 @@ UNITS = {
     "kcal": ("kilocalorie", "kilocalories", True), "cal": ("calorie", "calories", True),
     "bpm": ("beat per minute", "beats per minute", True), "rpm": ("revolution per minute", "revolutions per minute", True),
     "ppm": ("part per million", "parts per million", True), "mmHg": ("millimeter of mercury", "millimeters of mercury", True),
-    "sq ft": ("square foot", "square feet", True), "sqft": ("square foot", "square feet", True),
+    "sq ft": ("square foot", "square feet", True), "sq. ft.": ("square foot", "square feet", True), "sqft": ("square foot", "square feet", True),
     "ft²": ("square foot", "square feet", True), "m²": ("square meter", "square meters", True),
     "km²": ("square kilometer", "square kilometers", True), "tsp": ("teaspoon", "teaspoons", True),
     "tbsp": ("tablespoon", "tablespoons", True), "fl oz": ("fluid ounce", "fluid ounces", True),
@@ -84,7 +84,7 @@ _COMPOUND = rf"(?:{_UNIT}/{_DENOMINATOR}(?![\w/]))"
 _SIGN = r"(?:[-−+](?=\d))?"
 _QUANTITY = (
     rf"{_START}{_SIGN}{NUM}(?:(?:-|–|[ \t]–[ \t]?)[-−]?{NUM})?"
-    rf"(?:st|nd|rd|th|(?:[ \t]?(?:°[ \t]?[FCK]?|[℃℉]))|[ \t]?{_COMPOUND}|{_UNIT}|[ \t]{_SPACED_UNIT}|(?:k|M|bn|B)(?![\w]))?"
+    rf"(?:st|nd|rd|th|ST|ND|RD|TH|(?:[ \t]?(?:°[ \t]?[FCK]?|[℃℉]))|[ \t]?{_COMPOUND}|{_UNIT}|[ \t]{_SPACED_UNIT}|(?:k|M|bn|B)(?![\w]))?"
     rf"{_END}"
 )
 
@@ -111,7 +111,7 @@ def quantity_kind(text: str) -> str:
     """The semiotic class of what the quantity rule read: ordinal, range, measure, decimal or cardinal."""
     parts = _QUANTITY_PARTS.fullmatch(text)
     suffix = parts["suffix"].strip() if parts else ""
-    if suffix in ("st", "nd", "rd", "th"):
+    if suffix.lower() in ("st", "nd", "rd", "th"):
         return "ordinal"
     if parts and parts["b"]:
         return "range"
@@ -120,11 +120,11 @@ def quantity_kind(text: str) -> str:
     return "decimal" if parts and "." in parts["a"] else "cardinal"
 
 
-def _attributive(match: re.Match[str]) -> bool:
+def attributive(match: re.Match[str]) -> bool:
     """Whether a measure describes what follows it ("a 5000 mAh battery": "milliamp hour"): "a" or "an" before it,
     a word after it."""
     before = match.string[max(0, match.start() - 3):match.start()]
-    return re.search(r"(?:^|\s)an?[ \t]$", before) is not None and \
+    return re.search(r"(?:^|\s)(?i:an?)[ \t]$", before) is not None and \
         re.match(r"[ \t]+[a-z]", match.string[match.end():match.end() + 2]) is not None
 
 
@@ -132,7 +132,7 @@ def _quantity(match: re.Match[str]) -> str:
     parts = _QUANTITY_PARTS.fullmatch(match.group())
     assert parts
     sign, a, b, suffix = parts["sign"], parts["a"], parts["b"], parts["suffix"].strip()
-    if suffix in ("st", "nd", "rd", "th") and not b and "." not in a:
+    if suffix.lower() in ("st", "nd", "rd", "th") and not b and "." not in a:
         said = w.ordinal(a)
     else:
         plain = not suffix
@@ -147,7 +147,7 @@ def _quantity(match: re.Match[str]) -> str:
         elif suffix:
             unit, _, per = suffix.partition("/") if suffix not in UNITS else (suffix, "", "")
             one, many, _ = UNITS[unit]
-            said += " " + (one if (a == "1" and not b) or _attributive(match) else many)
+            said += " " + (one if (a == "1" and not b) or attributive(match) else many)
             if per:
                 said += " per " + (_PER_UNIT.get(per) or UNITS[per][0])
     return {"-": "minus ", "−": "minus ", "+": "plus "}.get(sign, "") + said
@@ -300,10 +300,12 @@ RULES: list[Rule] = [
     ("month_day", r"(?<![\w./,])\d{1,2}/\d{1,2}(?![\w/])", _month_day),
     ("fraction", r"(?<![\w./,])\d{1,3}/\d{1,3}(?:st|nd|rd|th|ths|rds|nds)?(?![\w/])", _fraction),
     ("percent_range", rf"{_START}{NUM}%[ \t]?[-–][ \t]?[-−]?{NUM}%", _percent_range),
+    ("feet_inches", r"(?<![\w.])\d{1,2}[ \t]?ft[ \t]\d{1,2}[ \t]?in(?![\w])", _feet),
     ("feet", r"(?<![\w'’])\d{1,2}['’′][ \t]?\d{1,2}(?:[\"”″]|'')?(?![\w])|(?<![\w'’])\d{1,3}['’′](?=[ \t,.;]|$)", _feet),
     ("number_sign", r"(?<![\w&#])#[ \t]?\d[\d,]*(?![\w])", _number_sign),
     ("vulgar_fraction", r"(?<![\w.])\d{0,3}[½⅓⅔¼¾⅕⅖⅗⅘⅙⅚⅛⅜⅝⅞]", _vulgar),
-    ("dimensions", rf"{_START}{NUM}(?:[ \t]*[x×][ \t]*{NUM}){{1,2}}(?:[ \t]?(?:in|ft|cm|mm|m|yd)(?![\w]))?(?![\w])",
+    ("dimensions", rf"{_START}{NUM}(?:[ \t]*[x×][ \t]*{NUM}){{1,2}}(?:[ \t]?(?:in|ft|cm|mm|m|yd)(?![\w]))?(?![\w])"
+     r"(?![ \t]*=)",
      _dimensions),
     ("inches", r"(?<![\w\"“”'.])\d{1,3}(?:\.\d)?[\"”″](?=[ \t]+[\w-])", _inches),
     ("military", r"(?<![\w.,:])(?:[01]\d|2[0-3])[0-5]\d(?=[ \t]hours\b)", _military),
