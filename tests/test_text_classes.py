@@ -63,6 +63,26 @@ def said(text: str, locale: str | None = None) -> str:
         ("1428 Elm St. It was", "fourteen twenty-eight Elm Street. It was"), ("Visit St. Louis", "Visit Saint Louis"),
         ("Seattle, WA 98109-5210", "Seattle, Washington nine eight one zero nine, five two one zero"),
         ("Lt. Col. Reed", "Lieutenant Colonel Reed"), ("due in Jan.", "due in January."),
+        ("Our depot: 2500 N. Highway 1", "Our depot, twenty-five hundred North Highway one"),
+        ("Ph: 415-555-0102", "Phone, four one five, five five five, zero one zero two"), ("pH 7.4", "P H seven point four"),
+        # electronic: names people spell, ports, numbers in paths
+        ("ceo@startup.ai", "C E O at startup dot A I"), ("jsmith@acme-corp.com", "J smith at acme dash corp dot com"),
+        ("irs.gov/forms", "I R S dot gov slash forms"), ("localhost:8080", "localhost colon eight zero eight zero"),
+        ("blog.tripnest.travel/tips", "blog dot tripnest dot travel slash tips"),
+        ("at 10.0.0.254", "at ten dot zero dot zero dot two five four"), ("#SummerSale", "hashtag summer sale"),
+        # codes said as codes: cued digit runs, flights, a code after "#"
+        ("member ID is 884 211 907", "member I D is eight eight four, two one one, nine zero seven"),
+        ("VIN ends in 4821", "V I N ends in four eight two one"), ("Order #A7-4402", "Order number A seven-four four zero two"),
+        ("BA 287 boards", "B A two eighty-seven boards"), ("Amtrak 171 leaves", "Amtrak one seventy-one leaves"),
+        ("Mobile: 07700 900123", "Mobile, zero seven seven zero zero, nine zero zero one two three"),
+        ("Room 1204", "Room twelve oh four"), ("The code is 0 errors.", "The code is zero errors."),
+        # ranges, scores, maths and numerals by context
+        ("Mar 3 - Mar 9", "March third to March ninth"), ("grades K-5", "grades K to five"),
+        ("rated 8/10 by guests", "rated eight out of ten by guests"), ("What is 7 - 3?", "What is seven minus three?"),
+        ("z = x - y", "z equals x minus y"), ("3 x 4 = 12", "three times four equals twelve"),
+        ("Average = (a + b) / 2", "Average equals a plus b divided by two"), ("√16 = 4", "the square root of sixteen equals four"),
+        ("5! = 120", "five factorial equals one hundred twenty"), ("Scene ii", "Scene two"), ("Type x", "Type x"),
+        ("It reads MMXXIV.", "It reads twenty twenty-four."), ("Press DIM", "Press dim"),
         # what no rule reads is still never raw
         ("my pnr is t2000", "my pnr is T two thousand"),
     ],
@@ -76,11 +96,18 @@ def test_each_class_is_read_as_said(text: str, expected: str) -> None:
     [("1-2=5", "math"), ("35", "cardinal"), ("555-123-4567", "telephone"), ("2024-03-05", "date"),
      ("AB12-9XZ", "serial"), ("3/4", "fraction"), ("3/5/2024", "date"), ("12kg/kg", "measure"),
      ("Chapter IV", "roman"), ("St.", "abbreviation"), ("10.0.0.1", "electronic"), ("3.14", "decimal"), ("3-5 days", "range"), ("22nd", "ordinal"),
-     ("1.59 p.m.", "time"), ("01.10.2010", "date"), ("$5", "money"), ("Apt. 4B", "address")],
+     ("1.59 p.m.", "time"), ("01.10.2010", "date"), ("$5", "money"), ("Apt. 4B", "address"),
+     ("BA 287", "serial"), ("#A7-4402", "serial"), ("#SummerSale", "electronic"), ("MMXXIV", "roman")],
 )
 def test_context_decides_the_class(text: str, kind: str) -> None:
     readings = classify(text)
     assert [r.kind for r in readings] == [kind], readings
+
+
+def test_a_hyphen_between_two_dates_is_a_range_and_elsewhere_is_not() -> None:
+    assert [r.kind for r in classify("09/01/2024 - 09/30/2024")] == ["date", "range", "date"]
+    assert [r.kind for r in classify("Mar 3 – Mar 9")] == ["date", "range", "date"]
+    assert said("March 3 - a busy day") == "March third - a busy day"
 
 
 def test_en_gb_reads_slashed_dates_day_first() -> None:

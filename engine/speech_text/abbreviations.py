@@ -25,7 +25,7 @@ ABBREVIATIONS = {"e.g.": "for example", "i.e.": "that is", "etc.": "et cetera", 
                  "Ref.": "reference", "dept.": "department", "tel.": "telephone", "Tel.": "telephone", "Blvd.": "Boulevard", "Rd.": "Road", "Dept.": "Department", "Inc.": "Incorporated",
                  "Ltd.": "Limited", "Corp.": "Corporation", "Co.": "Company", "w/": "with", "w/o": "without",
                  "Ph.D.": "P H D", "PhD": "P H D", "govt.": "government",
-                 "and/or": "and or"}
+                 "and/or": "and or", "pH": "P H"}
 ENDINGS = frozenset({"avg.", "ref.", "Ref.", "dept.", "tel.", "Tel.", "Apt.", "Ste.", "etc.", "Inc.", "Ltd.", "Corp.", "Co.", "Ave.", "Blvd.", "Rd.", "Ph.D.", "Dept.", "govt."})
 
 WORD_ACRONYMS = frozenset(
@@ -34,7 +34,7 @@ WORD_ACRONYMS = frozenset(
 )
 SPELLED = frozenset("US UK EU UN TV PC AI ID IQ DJ OS UI UX PR HR CEO CTO CFO API URL CPU GPU SQL USB USA".split())
 COMMON_WORDS = frozenset(
-    """mix a am an and any are as at be big but by can do did does done dont each else even ever far few fine for from
+    """mix dim a am an and any are as at be big but by can do did does done dont each else even ever far few fine for from
     get go goes good got had has have he her here hers him his how huge i if in into is it its just keep kind last
     less like long look lot love made make many may me mine more most much must my need new next nice no none nor
     not now of off oh ok old on once one only or our ours out over own past plan real rest run said same saw say
@@ -54,6 +54,7 @@ COMMON_WORDS = frozenset(
     warm wash wave wear wind wine wise wood yell""".split()
 )
 ROMAN = {"II": "two", "III": "three"}
+LABELS = {"Ph": "Phone", "Tel": "Telephone", "Mob": "Mobile", "Fx": "Fax"}
 _SPOKEN_CAPS = {"OK": "okay"}
 _VOWELS = frozenset("AEIOUY")
 
@@ -127,6 +128,11 @@ def _caps(match: re.Match[str]) -> str:
     return caps(token)
 
 
+def _label(match: re.Match[str]) -> str:
+    """"Ph:" -> "Phone:": a contact label before its colon."""
+    return LABELS[match.group()]
+
+
 def _pattern(words: dict[str, str]) -> str:
     return "|".join(re.escape(k) for k in sorted(words, key=len, reverse=True))
 
@@ -137,6 +143,7 @@ RULES: list[Rule] = [
      _title),
     ("abbreviation",
      rf"(?<![\w.])(?:{_pattern(ABBREVIATIONS)}|(?i:{_pattern(_LOWER_ABBREVIATIONS)}))(?![\w])", _abbreviation),
+    ("label", rf"(?<![\w.])(?:{_pattern(LABELS)})(?=:)", _label),
     ("dotted", r"(?<![\w.])(?:[A-Za-z]\.){2,}(?![\w])", _dotted),
     ("caps", r"(?<![\w'’])[A-Z][A-Z'’]*[A-Z]s?(?![\w'’])", _caps),
 ]

@@ -45,8 +45,9 @@ NAME_WORDS = {"Mt.": "Mount", "Mt": "Mount", "Ft.": "Fort", "Ft": "Fort", "St.":
 _NAME = r"(?:(?:Mt|Ft|St|Pt|Ctr|Hts)\.?(?=[ \t])|[A-Z][a-z']+|\d{1,3}(?:st|nd|rd|th)|[A-Z]{2,})"
 _STREET_TYPE = r"(?:%s)" % "|".join(sorted((k for k in STREET_TYPES if not k.endswith(".")), key=len, reverse=True))
 _DIRECTION = r"(?:%s)" % "|".join(sorted(DIRECTIONS, key=len, reverse=True))
-_ADDRESS = (rf"(?<![\w.,$#/-])\d{{1,6}}(?:-?[A-Z])?[ \t]+(?:{_DIRECTION}\.?[ \t]+)?{_NAME}(?:[ \t]+{_NAME}){{0,3}}"
-            rf"[ \t]+{_STREET_TYPE}\.?(?:[ \t]+{_DIRECTION}\.?(?=[ \t,;]|$))?(?![\w])")
+_ROUTE = r"(?:Highway|Hwy\.?|Route|Rte\.?|County[ \t]Road|State[ \t]Route)[ \t]+\d{1,4}"  # "2500 N. Highway 1"
+_ADDRESS = (rf"(?<![\w.,$#/-])\d{{1,6}}(?:-?[A-Z])?[ \t]+(?:{_DIRECTION}\.?[ \t]+)?(?:{_ROUTE}|{_NAME}(?:[ \t]+{_NAME}){{0,3}}"
+            rf"[ \t]+{_STREET_TYPE}\.?(?:[ \t]+{_DIRECTION}\.?(?=[ \t,;]|$))?)(?![\w])")
 _UNIT = (r"(?<![\w])(?i:%s)(?:\.?[ \t]*#[ \t]*|\.?[ \t]+|\.)(?:[A-Z]?\d+[A-Z]?|[A-Z]{1,2}\d*)(?![\w-])"
          % "|".join(re.escape(u).replace(r"\ ", r"[ \t]") for u in sorted(UNITS, key=len, reverse=True)))
 _ZIP = (r"(?<![\w])(?:(?:%s),?[ \t]+|(?i:zip|zip[ \t]code|postal[ \t]code|zipcode):?[ \t]+)\d{5}(?:-\d{4})?(?![\w-])"
@@ -87,6 +88,8 @@ def _address(match: re.Match[str]) -> str:
         bare = word.rstrip(".")
         if i == 0 and bare in DIRECTIONS and len(words) > 2:
             said.append(DIRECTIONS[bare])
+        elif word.isdigit():  # a route's number
+            said.append(w.cardinal(word))
         elif bare in STREET_TYPES and i >= len(words) - 2 and (i == len(words) - 1 or words[-1].rstrip(".") in DIRECTIONS):
             said.append(STREET_TYPES[bare])
         elif i == len(words) - 1 and bare in DIRECTIONS:

@@ -51,6 +51,41 @@ def _serial(match: re.Match[str]) -> str | None:
     return spell_code(text)
 
 
+# Airlines' two-character codes that start a flight number ("BA 287"; "US" is left to the country).
+AIRLINES = ("AA AC AF AM AS AY AZ BA B6 CX DL EI EK EY F9 FR G4 HA IB JL KE KL LH LX NH NK NZ OS QF QR SK SQ SY TK "
+            "UA VS WN WS").split()
+
+
+def _flight(match: re.Match[str]) -> str:
+    """"BA 287" -> "B A two eighty-seven", "Flight 1204" -> "twelve oh four": as a flight or a train is called."""
+    code, number = re.fullmatch(r"([A-Z][A-Z0-9]|\d[A-Z])?[ \t]?(\d+)", match.group()).groups()  # type: ignore[union-attr]
+    return (spell_code(code) + " " if code else "") + w.paired(number)
+
+
+def _number_code(match: re.Match[str]) -> str:
+    """"#A7-4402": an order or item code after a number sign."""
+    return "number " + spell_code(match.group()[1:])
+
+
+# Before a run of digits, words that make it a code to read digit by digit: "member ID is 884 211 907", "ends in 4821".
+_CODE_CUE = re.compile(
+    r"(?:\b(?:ID|PIN|VIN|OTP|[Cc]ode|[Pp]asscode)|(?i:\b(?:account|acct|policy|member|reference|ref|confirmation|"
+    r"tracking|case|ticket|invoice|claim|receipt|booking|reservation|order|serial|card|routing)[ \t]+(?:number|no\.|#|"
+    r"ID|code))|\b(?:ends?|ending)[ \t]+(?:in|with)|\b[Ll]ast[ \t]+(?:four|4)(?:[ \t]+digits)?)"
+    r"(?:[ \t]+(?:is|was|are|reads))?:?[ \t]+\Z")
+_PHONE_CUE = re.compile(r"(?i:\b(?:call|phone|tel|dial|fax|mobile|cell|landline|hotline))\b\.?:?[ \t]+\Z")
+
+
+def _cued_digits(match: re.Match[str]) -> str | None:
+    """Digits after a word that makes them a code or a phone number, group by group, digit by digit."""
+    before = max(0, match.start() - 40)
+    groups = match.group().replace("-", " ").split()
+    phone = len(groups) > 1 and groups[0][0] == "0" and _PHONE_CUE.search(match.string, before, match.start())
+    if not phone and not _CODE_CUE.search(match.string, before, match.start()):
+        return None
+    return ", ".join(w.digits(group) for group in groups)
+
+
 def _grouped_digits(match: re.Match[str]) -> str | None:
     text = match.group()
     if re.fullmatch(r"\d{4}-\d\d-\d\d", text):  # an ISO date
@@ -107,6 +142,7 @@ def _extension(match: re.Match[str]) -> str:
 # --- roman numerals ----------------------------------------------------------------------------------------------------
 
 _ROMAN = r"(?=[MDCLXVI])M{0,3}(?:CM|CD|D?C{0,3})(?:XC|XL|L?X{0,3})(?:IX|IV|V?I{0,3})"
+_ROMAN_LOWER = r"(?=[mdclxvi]{2})" + _ROMAN.lower().replace("(?=[mdclxvi])", "")  # "Scene ii", not "Type x"
 _VALUES = {"M": 1000, "D": 500, "C": 100, "L": 50, "X": 10, "V": 5, "I": 1}
 NUMBERING = ("Rule Rules Chapter Chapters Part Parts Volume Vol. Book Act Scene Section Phase Stage Level Tier "
              "Article Appendix Class Type Grade Round Season Episode Step Schedule Category Division Annex Title Clause "
@@ -141,7 +177,12 @@ def _numbered(match: re.Match[str]) -> str | None:
     if _pronoun(match):
         return None
     words, numeral = match.group().rsplit(None, 1)
-    return f"{words} {w.cardinal(str(roman_value(numeral)))}"
+    return f"{words} {w.cardinal(str(roman_value(numeral.upper())))}"
+
+
+def _roman_year(match: re.Match[str]) -> str | None:
+    """"MMXXIV" on a cornerstone or in credits: a year."""
+    return w.year(roman_value(match.group())) if len(match.group()) >= 4 else None
 
 
 def _regnal(match: re.Match[str]) -> str | None:
@@ -153,15 +194,18 @@ def _regnal(match: re.Match[str]) -> str | None:
 
 # --- arithmetic ----------------------------------------------------------------------------------------------------
 
-_TERM = r"(?:[-−]?(?:[a-z]\([a-z]\)|(?:\d+(?:\.\d+)?)?[a-z](?![A-Za-z0-9_(])|\d+(?:\.\d+)?)[²³]?)"
+_TERM = (r"(?:\(?[-−]?√?(?:[a-z]\([a-z]\)|(?:\d+(?:\.\d+)?)?[a-z](?![A-Za-z0-9_(])"
+         r"|\d+(?:\.\d+)?(?:!(?=[ \t]?[-−+*×÷/=]))?)[²³]?\)?)")
 _OPERATOR = r"(?:[ \t]?[-−+*×÷/^=·][ \t]?|[ \t]x[ \t])"
 _MATH = rf"(?<![\w.,/:$-]){_TERM}(?:{_OPERATOR}{_TERM}){{1,12}}(?![\w]|\.\d|[-+*/^=]\w)"
-_OPERATORS = {" x": "times", "·": "times", "-": "minus", "−": "minus", "+": "plus", "*": "times", "×": "times",
-              "÷": "divided by", "/": "divided by", "=": "equals"}
+_OPERATORS = {" x": "times", "·": "times", "√": "the square root of", "!": "factorial", "-": "minus", "−": "minus",
+              "+": "plus", "*": "times", "×": "times", "÷": "divided by", "/": "divided by", "=": "equals"}
 _MATH_PARTS = re.compile(
-    r"[ \t]x(?=[ \t])|(?<![\d\w])[-−](?=[\d\w])|[a-z]\([a-z]\)|\d+(?:\.\d+)?|[a-z]|\^[ \t]?\d+(?:\.\d+)?|[²³]|[-−+*×÷/=·]")
+    r"(?<=[\w)²³])[ \t]x(?=[ \t]+[\w(])|√|(?<=\d)!|(?<![\d\w])[-−](?=[\d\w])|[a-z]\([a-z]\)|\d+(?:\.\d+)?|[a-z]|\^[ \t]?\d+(?:\.\d+)?|[²³]|[-−+*×÷/=·]")
 
 
+_ASKED = re.compile(  # "What is 7 - 3?": a question about an expression, so its hyphen is a minus
+    r"(?:\b[Ww]hat(?:'s|’s|[ \t]is)|\b(?:[Cc]alculate|[Cc]ompute|[Ss]olve|[Ee]valuate|[Ss]implify))[ \t]+\Z")
 _OPEN_MATH = re.compile(rf"(?<![\w.,/:$-]){_TERM}(?:{_OPERATOR}(?:{_TERM})?){{1,12}}\s*\Z")
 
 
@@ -175,7 +219,8 @@ def open_math(text: str) -> int | None:
 def _math(match: re.Match[str]) -> str | None:
     """An expression with "=" or an operator no range, date or fraction uses: "1-2=5", "2+2", "x^2"."""
     text = match.group()
-    if not re.search(r"[=+*×÷^²³·]|[ \t]/[ \t]", text):
+    asked = _ASKED.search(match.string, max(0, match.start() - 20), match.start())
+    if not re.search(r"[=+*×÷^²³·√]|[ \t]/[ \t]", text) and not asked:
         return None
     said = []
     for part in _MATH_PARTS.findall(text):
@@ -186,7 +231,7 @@ def _math(match: re.Match[str]) -> str | None:
         elif part[0] == "^":
             power = part[1:].strip()
             said.append({"2": "squared", "3": "cubed"}.get(power) or "to the power of " + w.number(power))
-        elif part in _OPERATORS and said:
+        elif part in _OPERATORS and (said or part == "√"):
             said.append(_OPERATORS[part])
         elif part in "-−":
             said.append("minus")
@@ -219,9 +264,17 @@ RULES: list[Rule] = [
     ("service_code", r"(?<![\w.$#-])(?:[2-9]11|988)(?![\w.]\d|[\w-])", _service_code),
     ("short_code", r"(?<![\w.$#-])\d{5,6}(?![\w-])", _short_code),
     ("hex", r"(?<![\w])0x[0-9A-Fa-f]{1,16}(?![\w])", _hex),
+    ("flight", rf"(?<![\w])(?:{'|'.join(AIRLINES)})[ \t]?\d{{1,4}}(?![\w])"
+     r"|(?:(?<=[Ff]light )|(?<=Amtrak )|(?<=[Tt]rain )|(?<=[Bb]us ))\d{3,4}(?![\w]|[.,]\d)", _flight),
+    ("number_code", r"(?<![\w&#])#(?=[A-Z0-9-]*[A-Z])(?=[A-Z0-9-]*\d)[A-Z0-9]+(?:-[A-Z0-9]+)*(?![\w-])",
+     _number_code),
+    ("cued_digits", r"(?<![\w.,$#-])\d{3,}(?:[ \t-]\d{2,}){0,4}(?![\w%]|[.,:/-]\d)", _cued_digits),
     ("grouped_digits", r"(?<![\w.+-])\d+(?:-\d+){2,}(?![\w-])", _grouped_digits),
+    ("grades", r"(?<![\w-])K[-–](?:1[0-2]|[1-9])(?![\w-])", lambda match: "K to " + w.cardinal(match.group()[2:])),
     ("serial", r"(?<![\w$£€¥₹#.-])(?=[A-Z0-9-]*[A-Z])(?=[A-Z0-9-]*\d)[A-Z0-9]+(?:-[A-Z0-9]+)*(?![\w-])", _serial),
-    ("roman", rf"(?<![\w])(?:Super[ \t]Bowl|World[ \t]War|{_NUMBERING})[ \t]{_ROMAN}(?![\w])", _numbered),
+    ("roman", rf"(?<![\w])(?:Super[ \t]Bowl|World[ \t]War|{_NUMBERING})[ \t](?:{_ROMAN}|{_ROMAN_LOWER})(?![\w])",
+     _numbered),
+    ("roman_year", r"(?<![\w])(?=M)" + _ROMAN + r"(?![\w])", _roman_year),
     ("regnal", rf"(?<![\w])(?:%s)(?:[ \t][A-Z][a-z]+)?[ \t]{_ROMAN}(?![\w])" % "|".join(REGNAL), _regnal),
     ("math", _MATH, _math),
 ]

@@ -219,10 +219,16 @@ def _vulgar(match: re.Match[str]) -> str:
     return f"{w.cardinal(whole)} and {said}" if whole else said
 
 
+_RATED = re.compile(r"(?i:\b(?:rated|rates|rating(?:[ \t]of)?|scored?|score[ \t]of|gave[ \t](?:it|us|them)|"
+                    r"graded?|ranked|reviews?))[ \t]+\Z")
+
+
 def _fraction(match: re.Match[str]) -> str:
     if match.group() in _SPECIAL_FRACTIONS:
         return _SPECIAL_FRACTIONS[match.group()]
     a, b = match.group().split("/")
+    if b in ("5", "10", "100") and _RATED.search(match.string, max(0, match.start() - 20), match.start()):
+        return f"{w.cardinal(a)} out of {w.cardinal(b)}"  # "rated 8/10": a score
     if not b.isdigit():  # "1/4th": "one fourth"
         b = b.rstrip("thsrdn")
         return f"{w.cardinal(a)} {w.ordinal(b)}" + ("s" if a != "1" else "")
@@ -256,23 +262,15 @@ def _version(match: re.Match[str]) -> str:
         prefix, text = "version ", text[1:]
     parts = text.split(".")
     if len(parts) == 4 and all(p.isdigit() and int(p) < 256 for p in parts) and not prefix:  # an IP address
-        return " dot ".join(w.digits(p) for p in parts)
+        return " dot ".join(w.cardinal(p) if len(p) < 3 else w.digits(p) for p in parts)
     if len(parts) == 2:
         return prefix + w.number(text)
     return prefix + " point ".join(w.cardinal(p) for p in parts)
 
 
 def _number_sign(match: re.Match[str]) -> str:
-    """"#4521" -> "number forty-five twenty-one" (an order, a unit: in pairs, as people say them); longer ones digit
-    by digit."""
-    digits = match.group()[1:].replace(",", "")
-    if len(digits) > 4 or digits[0] == "0":
-        return "number " + w.digits(digits)
-    if len(digits) <= 2 or digits.endswith("000"):
-        return "number " + w.cardinal(digits)
-    head, tail = digits[:-2], digits[-2:]
-    return "number " + w.cardinal(head) + " " + (
-        "hundred" if tail == "00" else "oh " + w.cardinal(tail[1]) if tail[0] == "0" else w.cardinal(tail))
+    """"#4521" -> "number forty-five twenty-one" (an order, a unit: in pairs, as people say them)."""
+    return "number " + w.paired(match.group()[1:].replace(",", ""))
 
 
 def _dimensions(match: re.Match[str]) -> str:

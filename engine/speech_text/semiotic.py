@@ -37,25 +37,27 @@ def _compiled(day_first: bool) -> tuple[re.Pattern[str], Rules]:
 _RULES = {"en-US": _compiled(False), "en-GB": _compiled(True)}
 
 
-# Each rule's semiotic class (the names of Sparrowhawk's and NeMo's English grammars, where one fits).
-CLASSES = {
-    "tag": "tag", "email": "electronic", "url": "electronic", "ip": "electronic",
-    "address": "address", "unit": "address", "zip": "address",
-    "serial": "serial", "grouped_digits": "telephone", "local_phone": "telephone", "vanity": "telephone", "extension": "telephone",
-    "roman": "roman", "regnal": "roman", "math": "math", "leftover": "serial",
-    "phone": "telephone", "iso_date": "date", "slash_date": "date", "dotted_date": "date", "month_date": "date",
-    "day_month": "date", "time": "time", "hour": "time", "time_range": "range", "dotted_time": "time",
-    "ratio": "math", "money": "money", "coded_money": "money", "version": "electronic", "mixed_fraction": "fraction",
-    "fraction": "fraction", "decade": "date", "number_sign": "cardinal", "percent_range": "range", "feet": "measure", "feet_inches": "measure", "month_range": "range", "day_range": "range", "month_day": "date", "vulgar_fraction": "fraction", "dimensions": "measure",
-    "inches": "measure", "military": "time", "handle": "electronic", "hashtag": "electronic", "hex": "serial",
-    "short_code": "telephone", "service_code": "telephone", "spaced_phone": "telephone",
-    "decimal": "decimal", "weekday": "date", "month": "date", "local_phone": "telephone", "percent_range": "range", "feet": "measure", "feet_inches": "measure", "month_range": "range", "day_range": "range", "month_day": "date", "vulgar_fraction": "fraction", "dimensions": "measure",
-    "inches": "measure", "military": "time", "handle": "electronic", "hashtag": "electronic", "hex": "serial",
-    "short_code": "telephone", "service_code": "telephone", "spaced_phone": "telephone", "weekday": "date", "month": "date", "dotted_date": "date", "quantity": "cardinal", "measure": "measure",
-    "title": "abbreviation", "abbreviation": "abbreviation", "dotted": "abbreviation", "caps": "abbreviation",
-    "sharp": "plain", "words": "math", "compare": "math", "about": "plain", "power": "math", "squared": "math", "cubed": "math", "slash": "plain",
-    "dash": "plain", "emoji": "plain", "stray": "plain", "bar": "plain",
+# Each rule's semiotic class (the names of Sparrowhawk's and NeMo's English grammars, where one fits); a quantity's
+# (cardinal, decimal or measure) is decided by numbers.quantity_kind.
+_RULES_OF_CLASS = {
+    "tag": "tag",
+    "electronic": "email url handle hashtag version",
+    "address": "address unit zip",
+    "telephone": "vanity extension local_phone service_code short_code grouped_digits phone",
+    "serial": "hex flight number_code cued_digits serial leftover",
+    "roman": "roman roman_year regnal",
+    "math": "math ratio words compare power squared cubed",
+    "date": "iso_date slash_date dotted_date month_date day_month weekday month decade month_day",
+    "time": "time dotted_time hour military",
+    "range": "month_range day_range time_range percent_range grades",
+    "money": "money coded_money",
+    "fraction": "mixed_fraction fraction vulgar_fraction",
+    "measure": "feet_inches feet dimensions inches",
+    "cardinal": "number_sign quantity",
+    "abbreviation": "title abbreviation label dotted caps",
+    "plain": "sharp about slash dash emoji stray bar",
 }
+CLASSES = {rule: kind for kind, rules in _RULES_OF_CLASS.items() for rule in rules.split()}
 
 
 @dataclass(frozen=True)
@@ -89,7 +91,28 @@ def classify(text: str, locale: str | None = None) -> list[Reading]:
                 break
         else:
             at = start + 1
-    return readings
+    return _ranges(text, readings)
+
+
+_RANGE_ENDS = frozenset({"date", "time", "money", "measure"})
+_BETWEEN = re.compile(r"[ \t]*[-–—][ \t]*")
+
+
+def _ranges(text: str, readings: list[Reading]) -> list[Reading]:
+    """A hyphen or dash between two dates (times, prices, measures) is "to": "Mar 3 - Mar 9"."""
+    joined: list[Reading] = []
+    for i, reading in enumerate(readings):
+        after = readings[i + 1] if i + 1 < len(readings) else None
+        left = joined[-1] if joined else None
+        if (left and after and reading.kind == "plain" and left.end == reading.start and reading.end == after.start
+                and _BETWEEN.fullmatch(text, reading.start, reading.end) and left.kind == after.kind in _RANGE_ENDS):
+            joined.append(Reading(reading.start, reading.end, "range", " to "))
+            continue
+        if (left and left.kind == reading.kind in _RANGE_ENDS and left.end < reading.start
+                and _BETWEEN.fullmatch(text, left.end, reading.start)):
+            joined.append(Reading(left.end, reading.start, "range", " to "))
+        joined.append(reading)
+    return joined
 
 
 def words(text: str, locale: str | None = None) -> list[Piece]:

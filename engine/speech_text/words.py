@@ -42,6 +42,18 @@ def number(text: str) -> str:
     return said
 
 
+def paired(text: str) -> str:
+    """A number as people say a flight, a room or an order number: "4521" -> "forty-five twenty-one", "287" -> "two
+    eighty-seven", "1204" -> "twelve oh four"; one of more than four digits, or with a leading zero, digit by digit."""
+    if len(text) > 4 or text[0] == "0":
+        return digits(text)
+    if len(text) <= 2 or text.endswith("000"):
+        return cardinal(text)
+    head, tail = text[:-2], text[-2:]
+    return cardinal(head) + " " + ("hundred" if tail == "00" else "oh " + DIGIT_WORDS[int(tail[1])] if tail[0] == "0"
+                                   else cardinal(tail))
+
+
 @functools.lru_cache(maxsize=1024)
 def ordinal(text: str) -> str:
     """"22" -> "twenty-second"."""
