@@ -13,55 +13,12 @@ import logging
 import os
 import signal
 import sys
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
 from engine.protocol import NORMALIZE_MODES
-
-
-@dataclass(frozen=True)
-class Option:
-    flag: str
-    env: str
-    help: str
-    type: Callable[[str], Any] = str
-    default: Any = None
-    choices: Sequence[str] | None = None
-    secret: bool = False  # --help says whether it is set, never what it is
-
-    @property
-    def dest(self) -> str:
-        return self.flag.lstrip("-").replace("-", "_")
-
-    def add_to(self, parser: argparse.ArgumentParser) -> None:
-        raw = os.environ.get(self.env)
-        default = self.type(raw) if raw not in (None, "") else self.default
-        shown = ("set" if default else "not set") if self.secret else repr(default)
-        action = parser.add_argument(self.flag, type=self.type, default=default, choices=self.choices,
-                                     help=f"{self.help} [env {self.env}; default {shown}]")
-        action.secret = self.secret  # type: ignore[attr-defined]  # for gateway/config_reference.py
-
-
-def _bool(value: str) -> bool:
-    if value.lower() in ("1", "true", "yes", "on"):
-        return True
-    if value.lower() in ("0", "false", "no", "off"):
-        return False
-    raise argparse.ArgumentTypeError(f"expected true/false, got {value!r}")
-
-
-def _seconds_or_auto(value: str) -> float | None:
-    """Seconds >= 0, or None for "auto" (the engine decides)."""
-    if value.strip().lower() == "auto":
-        return None
-    try:
-        seconds = float(value)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected seconds or auto, got {value!r}") from None
-    if not 0 <= seconds < float("inf"):
-        raise argparse.ArgumentTypeError(f"expected seconds >= 0 or auto, got {value!r}")
-    return seconds
+from gateway.cli_values import (Option, Parser, boolean, comma_list, listen_address, number, port,
+                                 seconds_or_auto, whole, whole_numbers)
 
 
 def _zeroconf_name(value: str) -> str:
@@ -71,10 +28,6 @@ def _zeroconf_name(value: str) -> str:
         return instance_name(value)
     except ValueError as exc:
         raise argparse.ArgumentTypeError(str(exc)) from None
-
-
-def _list(value: str) -> tuple[str, ...]:
-    return tuple(item.strip() for item in value.split(",") if item.strip())
 
 
 ENGINE_OPTIONS = (
@@ -87,26 +40,26 @@ ENGINE_OPTIONS = (
     Option("--device", "CBF_DEVICE", "torch device for chatterbox-turbo (auto, cuda, cuda:1, cpu)", default="auto"),
     Option("--dtype", "CBF_DTYPE", "chatterbox-turbo dtype (auto = bfloat16 on CUDA)", default="auto",
            choices=("auto", "bfloat16", "float16", "float32")),
-    Option("--tf32", "CBF_TF32", "allow TF32 matmuls on CUDA", _bool, True),
+    Option("--tf32", "CBF_TF32", "allow TF32 matmuls on CUDA", boolean, True),
     Option("--sdpa", "CBF_SDPA", "scaled-dot-product attention in upstream's T3 forward (only the GPU kit's "
-           "baseline runs it: the Turbo decode path always uses SDPA)", _bool, True),
+           "baseline runs it: the Turbo decode path always uses SDPA)", boolean, True),
     Option("--decode", "CBF_DECODE", "chatterbox-turbo T3 decode: auto = CUDA graphs on CUDA, eager elsewhere",
            default="auto", choices=("auto", "eager", "graph")),
     Option("--vocode", "CBF_VOCODE", "chatterbox-turbo S3Gen: auto = CUDA graphs per (batch, length) bucket on CUDA, "
            "eager elsewhere", default="auto", choices=("auto", "eager", "graph")),
     Option("--batch-slots", "CBF_BATCH_SLOTS",
-           "chatterbox-turbo: chunks decoded together (0 = 64 on CUDA, 8 elsewhere)", int, 0),
+           "chatterbox-turbo: chunks decoded together (0 = 64 on CUDA, 8 elsewhere)", whole, 0),
     Option("--vocode-window-ms", "CBF_VOCODE_WINDOW_MS", "chatterbox-turbo: the longest a chunk's S3Gen call waits "
            "for other callers' chunks to vocode with it (less for a listener past its deadline; 0 = no wait)",
-           float, 10.0),
+           number, 10.0),
     Option("--prompt-cache-voices", "CBF_PROMPT_CACHE_VOICES", "chatterbox-turbo: voices whose prompt keys and "
-           "values stay on the device (~37 MB each in bf16), least recently used forgotten first", int, 64),
+           "values stay on the device (~37 MB each in bf16), least recently used forgotten first", whole, 64),
     Option("--voices-dir", "CBF_VOICES_DIR", "where predefined and cloned voices live", Path, Path("voices")),
     Option("--lexicons-dir", "CBF_LEXICONS_DIR", "where pronunciation lexicons live (W3C PLS or ElevenLabs rules "
            "JSON; `default` applies to every utterance, one named after a voice to that voice's; default: "
            "VOICES_DIR/lexicons)", Path),
-    Option("--sim-fixed", "CBF_SIM_FIXED", "simulated engine: fixed seconds per chunk", float, 0.15),
-    Option("--sim-rtf", "CBF_SIM_RTF", "simulated engine: real-time factor", float, 3.0),
+    Option("--sim-fixed", "CBF_SIM_FIXED", "simulated engine: fixed seconds per chunk", number, 0.15),
+    Option("--sim-rtf", "CBF_SIM_RTF", "simulated engine: real-time factor", number, 3.0),
     Option("--engine-http-url", "CBF_ENGINE_HTTP_URL", "--engine http: base URL of a buffered TTS server, driven "
            "one chunk per request: http://HOST:PORT, or http://HOST:PORT/v1 as OpenAI clients write it (the "
            "dialect's own leading path is not doubled; a proxy's prefix is kept)"),
@@ -116,102 +69,104 @@ ENGINE_OPTIONS = (
     Option("--engine-http-key", "CBF_ENGINE_HTTP_KEY", "--engine http: the server's API key (sent as a bearer "
            "token)", secret=True),
     Option("--engine-http-concurrency", "CBF_ENGINE_HTTP_CONCURRENCY", "--engine http: requests in flight to the "
-           "server at once (most buffered servers serve one at a time)", int, 1),
+           "server at once (most buffered servers serve one at a time)", whole, 1),
     Option("--engine-http-timeout", "CBF_ENGINE_HTTP_TIMEOUT", "--engine http: seconds one chunk's request may "
-           "take before the utterance fails with engine_unavailable", float, 60.0),
+           "take before the utterance fails with engine_unavailable", number, 60.0),
     Option("--engine-http-voices", "CBF_ENGINE_HTTP_VOICES", "--engine http: voice names the server knows, "
-           "comma-separated (the first is 'default'); listed from the server too where it can list them", _list, ()),
-    Option("--first-chunk-words", "CBF_FIRST_CHUNK_WORDS", "minimum words in an utterance's first chunk", int, 3),
-    Option("--max-chunk-chars", "CBF_MAX_CHUNK_CHARS", "hard cap on a chunk's text (Turbo drifts past ~350)", int, 300),
+           "comma-separated (the first is 'default'); listed from the server too where it can list them",
+           comma_list, ()),
+    Option("--first-chunk-words", "CBF_FIRST_CHUNK_WORDS", "minimum words in an utterance's first chunk", whole, 3),
+    Option("--max-chunk-chars", "CBF_MAX_CHUNK_CHARS", "hard cap on a chunk's text (Turbo drifts past ~350)", whole,
+           300),
     Option("--safety-margin", "CBF_SAFETY_MARGIN", "seconds of buffered audio the planner keeps in reserve",
-           float, 0.3),
+           number, 0.3),
     Option("--first-audio-target", "CBF_FIRST_AUDIO_TARGET", "seconds the first chunk's generation may take: the "
-           "planner starts with the longest natural unit the learnt cost model says fits (auto = 0.25 on a GPU "
-           "engine, off elsewhere; 0 = off: the shortest natural unit)", _seconds_or_auto, "auto"),
+           "planner starts with the longest natural unit the learnt cost model says fits (auto = 0.12 on a GPU "
+           "engine, off elsewhere; 0 = off: the shortest natural unit)", seconds_or_auto, "auto"),
     Option("--shared-chunk-seconds", "CBF_SHARED_CHUNK_SECONDS", "while several utterances share the device, the "
-           "longest a chunk may take to generate (bounds how long one caller can hold up another)", float, 1.0),
+           "longest a chunk may take to generate (bounds how long one caller can hold up another)", number, 1.0),
     Option("--device-stall-seconds", "CBF_DEVICE_STALL_SECONDS", "a device call (one chunk, one voice) running this "
-           "long has hung: the worker exits with code 4 for its supervisor to restart it", float, 30.0),
+           "long has hung: the worker exits with code 4 for its supervisor to restart it", number, 30.0),
 )
 
 GATEWAY_OPTIONS = (
     Option("--host", "CBF_HOST", "address to listen on", default="0.0.0.0"),
-    Option("--port", "CBF_PORT", "port to listen on", int, 8197),
-    Option("--api-key", "CBF_API_KEYS", "API keys, comma-separated; when set every request needs one", _list, (),
+    Option("--port", "CBF_PORT", "port to listen on", port, 8197),
+    Option("--api-key", "CBF_API_KEYS", "API keys, comma-separated; when set every request needs one", comma_list, (),
            secret=True),
     Option("--keys-file", "CBF_KEYS_FILE", "a TOML file of clients, one [keys.NAME] table each: its key (or "
            "key_sha256) and limits (max_sessions, max_utterances_in_flight, chars_per_minute, voices, routes, admin); "
            "read again when it changes and on SIGHUP (docs/keys-and-tenants.md)"),
-    Option("--max-sessions", "CBF_MAX_SESSIONS", "concurrent sessions and streams before 503", int, 32),
-    Option("--max-text-chars", "CBF_MAX_TEXT_CHARS", "text per utterance", int, 5000),
-    Option("--max-upload-bytes", "CBF_MAX_UPLOAD_BYTES", "voice upload size", int, 10 * 1024 * 1024),
-    Option("--stall-timeout", "CBF_STALL_TIMEOUT", "seconds a client may take no audio before it is closed", float,
+    Option("--max-sessions", "CBF_MAX_SESSIONS", "concurrent sessions and streams before 503", whole, 32),
+    Option("--max-text-chars", "CBF_MAX_TEXT_CHARS", "text per utterance", whole, 5000),
+    Option("--max-upload-bytes", "CBF_MAX_UPLOAD_BYTES", "voice upload size", whole, 10 * 1024 * 1024),
+    Option("--stall-timeout", "CBF_STALL_TIMEOUT", "seconds a client may take no audio before it is closed", number,
            30.0),
     Option("--request-timeout", "CBF_REQUEST_TIMEOUT", "seconds an HTTP request (a WebSocket's opening one too) may "
-           "take to arrive whole, head and body, before the client gets a 408 and the connection is closed", float,
+           "take to arrive whole, head and body, before the client gets a 408 and the connection is closed", number,
            60.0),
     Option("--barge-in", "CBF_BARGE_IN", "what a caller's speech does while the gateway speaks, on calls whose "
            "audio reaches it (phone streams, WebRTC peers that send): vad stops at once, pause pauses and cancels "
            "after 0.5 s of speech, off leaves it to the controller", default="vad", choices=("vad", "pause", "off")),
-    Option("--vad-threshold", "CBF_VAD_THRESHOLD", "Silero VAD speech probability for a voiced window", float, 0.5),
+    Option("--vad-threshold", "CBF_VAD_THRESHOLD", "Silero VAD speech probability for a voiced window", number, 0.5),
     Option("--vad-min-speech-ms", "CBF_VAD_MIN_SPEECH_MS", "voiced time before the caller's speech counts as "
-           "started", float, 120.0),
-    Option("--vad-min-silence-ms", "CBF_VAD_MIN_SILENCE_MS", "unvoiced time before it counts as stopped", float,
+           "started", number, 120.0),
+    Option("--vad-min-silence-ms", "CBF_VAD_MIN_SILENCE_MS", "unvoiced time before it counts as stopped", number,
            300.0),
     Option("--echo-margin-db", "CBF_ECHO_MARGIN_DB", "the echo guard: caller audio more than this many dB below "
-           "what the gateway is sending is taken for its own voice coming back", float, 15.0),
+           "what the gateway is sending is taken for its own voice coming back", number, 15.0),
     Option("--wyoming-port", "CBF_WYOMING_PORT", "serve Home Assistant's Wyoming TTS protocol on this TCP port "
-           "(10200 is the usual one); off when not set", int),
+           "(10200 is the usual one); off when not set", port),
     Option("--wyoming-host", "CBF_WYOMING_HOST", "address the Wyoming port listens on (Wyoming has no "
            "authentication: with API keys set the default is 127.0.0.1, else --host)"),
     Option("--wyoming-zeroconf", "CBF_WYOMING_ZEROCONF", "announce the Wyoming port by zeroconf as "
            "NAME._wyoming._tcp.local., for Home Assistant to discover (needs --wyoming-port); off when not set",
            _zeroconf_name),
     Option("--idle-timeout", "CBF_IDLE_TIMEOUT", "seconds a Wyoming connection, or an ElevenLabs socket without an "
-           "inactivity_timeout query, may receive and send nothing before it is closed", float, 20.0),
+           "inactivity_timeout query, may receive and send nothing before it is closed", number, 20.0),
     Option("--max-unauthenticated", "CBF_MAX_UNAUTHENTICATED", "connections at once whose key may still come in a "
            "message (ElevenLabs sockets without a key header; phone media streams before their start; Wyoming "
            "connections before their first event); more "
-           "are refused", int, 64),
+           "are refused", whole, 64),
     Option("--twilio-auth-token", "CBF_TWILIO_AUTH_TOKEN", "Twilio auth token: /v1/twilio then refuses an upgrade "
            "without a valid X-Twilio-Signature", secret=True),
     Option("--webrtc-setup-timeout", "CBF_WEBRTC_SETUP_TIMEOUT", "seconds a WebRTC peer (/v1/webrtc/offer, "
            "/v1/whep) has to connect, with its data channel where it offered one, before its session is dropped",
-           float, 15.0),
+           number, 15.0),
     Option("--ice-server", "CBF_ICE_SERVERS", "STUN/TURN URLs, comma-separated (turn:user:pass@host:port); "
-           "none by default", _list, ()),
+           "none by default", comma_list, ()),
     Option("--rtc-ports", "CBF_RTC_PORTS", "UDP port range LOW-HIGH for WebRTC media (host networking behind a "
            "firewall); with --processes each process gets its own slice; none = any port the kernel picks"),
     Option("--engine-url", "CBF_ENGINE_URL", "use running engine workers (ws://host:port, unix:/path, or "
            "dns+ws://name:port for every address of a name, re-resolved; comma-separated; utterances go to the "
-           "least busy) instead of starting one", _list, ()),
+           "least busy) instead of starting one", comma_list, ()),
     Option("--engine-resolve-interval", "CBF_ENGINE_RESOLVE_INTERVAL", "seconds between resolutions of a "
-           "dns+ws:// engine URL (new addresses are added, vanished ones drained)", float, 5.0),
+           "dns+ws:// engine URL (new addresses are added, vanished ones drained)", number, 5.0),
     Option("--failover-wait", "CBF_FAILOVER_WAIT", "seconds an utterance whose worker went away waits for another "
            "(or the restarted one) to go on with the rest of its text, and a new one that finds no worker "
-           "connected waits for one; 0 = no failover: either ends with engine_unavailable at once", float, 10.0),
+           "connected waits for one; 0 = no failover: either ends with engine_unavailable at once", number, 10.0),
     Option("--max-failovers", "CBF_MAX_FAILOVERS", "times one utterance may move to another worker before it ends "
-           "with engine_unavailable (a text that kills every worker it reaches)", int, 2),
+           "with engine_unavailable (a text that kills every worker it reaches)", whole, 2),
     Option("--cache-mib", "CBF_CACHE_MIB", "the prompt cache: MiB of whole utterances kept in memory, the least "
            "recently used dropped first; a repeated prompt (voice, text, reading settings) is served from it "
-           "(docs/prompt-cache.md); 0 = off", float, 64.0),
+           "(docs/prompt-cache.md); 0 = off", number, 64.0),
     Option("--cache-dir", "CBF_CACHE_DIR", "a directory the prompt cache also keeps its entries in, so they outlive "
            "a restart; one that cannot be used or fills up is a warning (the cache goes on in memory); none by "
            "default"),
     Option("--cache-dir-mib", "CBF_CACHE_DIR_MIB", "MiB of entries kept in --cache-dir, the least recently used "
-           "deleted first", float, 1024.0),
+           "deleted first", number, 1024.0),
     Option("--cache-shared-across-keys", "CBF_CACHE_SHARED_ACROSS_KEYS", "with API keys set, let a prompt cached "
            "for one key be served to another (off: each key hears only its own, so no tenant can tell by timing what "
-           "another said)", _bool, False),
+           "another said)", boolean, False),
     Option("--prompts", "CBF_PROMPTS", "a file of prompts said into the prompt cache at start, one a line (text, or "
            "a JSON object with text, voice, latency, normalize, speed, lexicons); a bad line refuses the start"),
     Option("--processes", "CBF_PROCESSES", "gateway processes sharing the port (SO_REUSEPORT) and one engine "
-           "worker (or the --engine-url ones); 40 Opus streams per process measured", int, 1),
+           "worker (or the --engine-url ones); 40 Opus streams per process measured", whole, 1),
     Option("--reuse-port", "CBF_REUSE_PORT", "share the port with other processes that set it too (SO_REUSEPORT); "
-           "--processes sets it for its own", _bool, False),
+           "--processes sets it for its own", boolean, False),
     Option("--drain-grace", "CBF_DRAIN_GRACE", "seconds a drain (SIGTERM, SIGHUP, POST /v1/admin/drain) lets the "
            "utterances in flight go on before it closes the rest with 1012 (above the longest utterance: "
-           "--max-text-chars 5000 is about 5.5 min of speech)", float, 360.0),
+           "--max-text-chars 5000 is about 5.5 min of speech)", number, 360.0),
 )
 
 TRACE_OPTIONS = (
@@ -219,7 +174,7 @@ TRACE_OPTIONS = (
            "OTLP/HTTP to this collector (http://HOST:4318, or a full URL ending in /v1/traces); the embedded worker "
            "gets it too; off when not set"),
     Option("--trace-text", "CBF_TRACE_TEXT", "put the callers' text in the traces (each text piece, each chunk's "
-           "text); never audio", _bool, False),
+           "text); never audio", boolean, False),
 )
 
 ENGINE_SECRET = (Option("--engine-secret", "CBF_ENGINE_SECRET", "shared secret of a gateway and its engine workers: a "
@@ -230,7 +185,7 @@ GATE_CHECKS = ("speed", "similarity", "intelligibility", "seams")
 
 
 def _checks(value: str) -> tuple[str, ...]:
-    chosen = _list(value)
+    chosen = comma_list(value)
     if not chosen or set(chosen) - set(GATE_CHECKS):
         raise argparse.ArgumentTypeError(f"expected some of {','.join(GATE_CHECKS)}, got {value!r}")
     return tuple(c for c in GATE_CHECKS if c in chosen)
@@ -245,17 +200,19 @@ GATE_OPTIONS = (
     Option("--model-dir", "CBF_MODEL_DIR", "Chatterbox weights: with ve.safetensors there, similarity uses "
            "Chatterbox's own voice encoder instead of Resemblyzer's", Path),
     Option("--similarity-margin", "CBF_GATE_SIMILARITY_MARGIN", "how far below the baseline's similarity to its "
-           "reference each clone may fall (cosine)", float, 0.03),
+           "reference each clone may fall (cosine)", number, 0.03),
     Option("--min-similarity", "CBF_GATE_MIN_SIMILARITY", "the similarity each clone needs when there is no "
-           "baseline (cosine)", float, 0.75),
+           "baseline (cosine)", number, 0.75),
     Option("--wer-margin", "CBF_GATE_WER_MARGIN", "how much higher than the baseline's the word error rate may be, "
-           "as a fraction of the baseline's (at least 0.05 absolute)", float, 0.25),
+           "as a fraction of the baseline's (at least 0.05 absolute)", number, 0.25),
     Option("--max-wer", "CBF_GATE_MAX_WER", "the word error rate the candidate may never exceed (alone when there "
-           "is no baseline; noise and silence score 1)", float, 0.95),
+           "is no baseline; noise and silence score 1)", number, 0.95),
     Option("--report-dir", "CBF_GATE_REPORT_DIR", "where report.json and the blind listening page go", Path,
            Path("gate-report")),
-    Option("--seed", "CBF_GATE_SEED", "seed of the listening page's X/Y order (default: a random one)", int),
+    Option("--seed", "CBF_GATE_SEED", "seed of the listening page's X/Y order (default: a random one)", whole),
 )
+
+LISTEN_OPTION = Option("--listen", "CBF_LISTEN", "HOST:PORT or unix:/path", listen_address, "127.0.0.1:8198")
 
 LOG_OPTION = Option("--log-level", "CBF_LOG_LEVEL", "log level", default="info",
                     choices=("debug", "info", "warning", "error"))
@@ -346,7 +303,8 @@ def cmd_serve(args: argparse.Namespace) -> int:
     from engine.traces import traces_url
 
     if args.processes < 1:
-        print("chatterbox-fast serve: --processes must be at least 1", file=sys.stderr)
+        print(f"chatterbox-fast serve: --processes (CBF_PROCESSES) expected at least 1, got {args.processes}",
+              file=sys.stderr)
         return 2
     if args.wyoming_zeroconf and args.wyoming_port is None:
         print("chatterbox-fast serve: --wyoming-zeroconf (CBF_WYOMING_ZEROCONF) announces the Wyoming port: set "
@@ -630,7 +588,7 @@ def _api_key_default() -> str | None:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="chatterbox-fast", description=__doc__.splitlines()[0])
+    parser = Parser(prog="chatterbox-fast", description=__doc__.splitlines()[0])
     sub = parser.add_subparsers(dest="command", required=True)
 
     def command(parent: Any, name: str, help: str, run: Callable[[argparse.Namespace], int],
@@ -647,13 +605,12 @@ def build_parser() -> argparse.ArgumentParser:
             ENGINE_SECRET, TRACE_OPTIONS, ENGINE_OPTIONS)
     p = command(sub, "engine", "run an engine worker on its own", cmd_engine, ENGINE_OPTIONS, ENGINE_SECRET,
                 TRACE_OPTIONS)
-    p.add_argument("--listen", default=os.environ.get("CBF_LISTEN", "127.0.0.1:8198"),
-                   help="HOST:PORT or unix:/path [env CBF_LISTEN; default 127.0.0.1:8198]")
+    LISTEN_OPTION.add_to(p)
     p.add_argument("--refusal-report", type=Path, default=os.environ.get("CBF_REFUSAL_REPORT"),
                    help="when the worker cannot start (exit code 3), write the reason here instead of to stderr; "
                         "when its device stalls (exit code 4), write that here too (for a supervisor) "
                         "[env CBF_REFUSAL_REPORT]")
-    p.add_argument("--parent-pid", type=int, help="exit when this process (the gateway that started the worker) is "
+    p.add_argument("--parent-pid", type=whole, help="exit when this process (the gateway that started the worker) is "
                                                   "gone")
     p = command(sub, "say", "speak one text into a WAV file through a worker", cmd_say, ENGINE_OPTIONS)
     p.add_argument("text")
@@ -667,18 +624,18 @@ def build_parser() -> argparse.ArgumentParser:
     bench = sub.add_parser("bench", help="benchmarks that print figures").add_subparsers(dest="target", required=True)
     p = command(bench, "engine", "time to first chunk and real-time factor", cmd_bench_engine, ENGINE_OPTIONS,
                 ENGINE_SECRET)
-    p.add_argument("--runs", type=int, default=3, help="times each text is spoken (after one warm-up)")
+    p.add_argument("--runs", type=whole, default=3, help="times each text is spoken (after one warm-up)")
     p.add_argument("--voice", default="default")
     p.add_argument("--engine-url", default=None, help="bench a running worker instead of starting one")
     p = command(bench, "text", "what the text front end costs: a text read whole, each streamed token", cmd_bench_text)
-    p.add_argument("--repeats", type=int, default=200, help="times each text is read, each way")
+    p.add_argument("--repeats", type=whole, default=200, help="times each text is read, each way")
     p.add_argument("--json", action="store_true", help="print only the JSON object")
     p.add_argument("--cases", type=Path, default=None,
                    help="score the front end on this file of written/spoken pairs (TSV with a header, or JSON lines)")
     p.add_argument("--readings", type=Path, default=None,
                    help="with --cases: score these readings (a TSV of written and reading) instead of the front end's")
     p.add_argument("--locale", choices=("en-US", "en-GB"), default=None, help="with --cases: the locale read in")
-    p.add_argument("--misses", type=int, default=0, help="with --cases: print this many misses")
+    p.add_argument("--misses", type=whole, default=0, help="with --cases: print this many misses")
     p = command(bench, "gateway", "client-side latency through a transport", cmd_bench_gateway, ENGINE_OPTIONS,
                 TRACE_OPTIONS)
     _bench_gateway_arguments(p)
@@ -688,22 +645,22 @@ def build_parser() -> argparse.ArgumentParser:
     p = command(bench, "edge", "first audio of the product vs a bare aiortc + Starlette peer with an instant tone",
                 cmd_bench_edge, ENGINE_OPTIONS)
     _espeak_default(p)
-    p.add_argument("--rounds", type=int, default=10, help="alternating rounds (each: every measure, both sides)")
+    p.add_argument("--rounds", type=whole, default=10, help="alternating rounds (each: every measure, both sides)")
     p.add_argument("--text", default=None, help="what each utterance says (default: the issue 24 sentence)")
     p.add_argument("--no-chrome", action="store_true", help="skip Chromium even where Playwright and it are installed")
     p = command(bench, "faults", "hostile inputs on every JSON surface: server errors, dropped engine connections, "
                 "leaked sessions and client connections (all must be 0)", cmd_bench_faults)
-    p.add_argument("--count", type=int, default=1000, help="generated inputs per surface")
-    p.add_argument("--seeds", type=int, default=1, help="runs on the same server, seeds --seed, --seed + 1, ...; "
+    p.add_argument("--count", type=whole, default=1000, help="generated inputs per surface")
+    p.add_argument("--seeds", type=whole, default=1, help="runs on the same server, seeds --seed, --seed + 1, ...; "
                    "then one line of their totals")
-    p.add_argument("--request-timeout", type=float, default=60.0, help="--url's --request-timeout, which its slow "
+    p.add_argument("--request-timeout", type=number, default=60.0, help="--url's --request-timeout, which its slow "
                    "clients wait out (a server started here runs with 5)")
     _served_bench_arguments(p)
     p = command(bench, "soak", "callers of every transport that speak, barge in, stall and hang up for minutes: "
                 "errors, first audio, leaked sessions and connections, gateway and worker memory; chaos: workers "
                 "killed, gateway processes restarted", cmd_bench_soak)
-    p.add_argument("--minutes", type=float, default=10.0)
-    p.add_argument("--callers", "--sessions", dest="sessions", type=int, default=20,
+    p.add_argument("--minutes", type=number, default=10.0)
+    p.add_argument("--callers", "--sessions", dest="sessions", type=whole, default=20,
                    help="concurrent callers of every transport, shared as the flags below say (each unsaid: a share "
                         "of what is left), the WebSocket's the rest")
     for name, what in (("webrtc", "use WebRTC (Opus and PCMU in turn)"),
@@ -711,59 +668,59 @@ def build_parser() -> argparse.ArgumentParser:
                        ("sse", "use OpenAI's SSE speech stream"), ("http", "stream POST /v1/tts"),
                        ("elevenlabs", "use ElevenLabs' multi-stream-input socket"),
                        ("wyoming", "use the Wyoming port (none with --url unless --wyoming-port is given)")):
-        p.add_argument(f"--{name}", type=int, help=f"how many of the callers {what} (default: its share)")
-    p.add_argument("--report-every", type=float, default=60.0, help="seconds between the lines printed as it runs")
-    p.add_argument("--warm-up", type=float, default=5.0, help="minutes of the run (at most half) left out of the "
+        p.add_argument(f"--{name}", type=whole, help=f"how many of the callers {what} (default: its share)")
+    p.add_argument("--report-every", type=number, default=60.0, help="seconds between the lines printed as it runs")
+    p.add_argument("--warm-up", type=number, default=5.0, help="minutes of the run (at most half) left out of the "
                    "memory growth")
-    p.add_argument("--max-growth", type=float, default=2.0,
+    p.add_argument("--max-growth", type=number, default=2.0,
                    help="MiB per minute the gateway's memory may grow after the warm-up (runs of 4 min or more)")
-    p.add_argument("--processes", type=int, default=1, help="the server's gateway processes (serve --processes; "
+    p.add_argument("--processes", type=whole, default=1, help="the server's gateway processes (serve --processes; "
                    "phone callers then use jambonz only)")
-    p.add_argument("--workers", type=int, default=0, help="engine workers the soak starts itself for the server "
+    p.add_argument("--workers", type=whole, default=0, help="engine workers the soak starts itself for the server "
                    "(--engine-url); 0: the server's embedded one")
-    p.add_argument("--sim-rtf", type=float, help="the simulated engine at this real-time factor (eSpeak slowed "
+    p.add_argument("--sim-rtf", type=number, help="the simulated engine at this real-time factor (eSpeak slowed "
                    "down, as a GPU model speaks) instead of eSpeak: utterances are in flight when a worker dies")
-    p.add_argument("--kill-worker-every", type=float, metavar="S", help="chaos: SIGKILL an engine worker every S "
+    p.add_argument("--kill-worker-every", type=number, metavar="S", help="chaos: SIGKILL an engine worker every S "
                    "seconds (the embedded one; with --workers, the soak's own in turn)")
-    p.add_argument("--restart-gateway-every", type=float, metavar="S", help="chaos (with --processes 2 or more): "
+    p.add_argument("--restart-gateway-every", type=number, metavar="S", help="chaos (with --processes 2 or more): "
                    "SIGTERM one gateway process every S seconds, none while the last one still drains")
     _served_bench_arguments(p)
 
     p = command(bench, "failover", "utterances whose engine worker is SIGKILLed mid-way while another is up: "
                 "completed, gaps, every word said once", cmd_bench_failover)
-    p.add_argument("--utterances", type=int, default=100, help="utterances, WebSocket and HTTP in turn, one "
+    p.add_argument("--utterances", type=whole, default=100, help="utterances, WebSocket and HTTP in turn, one "
                    "killed worker each")
-    p.add_argument("--sim-rtf", type=float, default=3.0, help="the simulated workers' real-time factor")
+    p.add_argument("--sim-rtf", type=number, default=3.0, help="the simulated workers' real-time factor")
     p = command(bench, "fleet", "2 gateways x 2 engine workers behind nginx on this host, then one of each killed",
                 cmd_bench_fleet)
-    p.add_argument("--ws-sessions", type=int, default=20, help="WebSocket sessions through the balancer")
-    p.add_argument("--webrtc-sessions", type=int, default=4, help="WebRTC sessions through the balancer")
-    p.add_argument("--steady", type=float, default=20.0, help="seconds before one gateway and one worker are killed")
-    p.add_argument("--after", type=float, default=20.0, help="seconds the sessions go on after the kill")
-    p.add_argument("--pause", type=float, default=0.5, help="seconds a session waits between utterances")
-    p.add_argument("--stagger", type=float, default=4.0, help="seconds over which the sessions start, evenly")
+    p.add_argument("--ws-sessions", type=whole, default=20, help="WebSocket sessions through the balancer")
+    p.add_argument("--webrtc-sessions", type=whole, default=4, help="WebRTC sessions through the balancer")
+    p.add_argument("--steady", type=number, default=20.0, help="seconds before one gateway and one worker are killed")
+    p.add_argument("--after", type=number, default=20.0, help="seconds the sessions go on after the kill")
+    p.add_argument("--pause", type=number, default=0.5, help="seconds a session waits between utterances")
+    p.add_argument("--stagger", type=number, default=4.0, help="seconds over which the sessions start, evenly")
     p = command(bench, "drain", "a rolling restart (SIGHUP) of serve --processes 2 on this host under calls: "
                 "dropped calls (must be 0)", cmd_bench_drain)
-    p.add_argument("--calls", type=int, default=50, help="calls placed, each on a fresh connection")
-    p.add_argument("--interval", type=float, default=0.15, help="seconds between the starts of two calls")
-    p.add_argument("--drain-grace", type=float, default=30.0, help="the server's --drain-grace")
+    p.add_argument("--calls", type=whole, default=50, help="calls placed, each on a fresh connection")
+    p.add_argument("--interval", type=number, default=0.15, help="seconds between the starts of two calls")
+    p.add_argument("--drain-grace", type=number, default=30.0, help="the server's --drain-grace")
     p = command(bench, "tenants", "the keys file's checks per request and per chunk (microseconds); a tenant "
                 "flooding at 10x its limit vs at 1x: another tenant's first audio p95", cmd_bench_tenants)
-    p.add_argument("--checks", type=int, default=20000, help="iterations of the in-process checks")
-    p.add_argument("--sessions", type=int, default=4, help="the steady tenant's streams at once")
-    p.add_argument("--utterances", type=int, default=5, help="utterances each steady stream speaks in a phase")
-    p.add_argument("--rounds", type=int, default=3, help="times the three phases (alone, flood 1x, 10x) alternate")
-    p.add_argument("--flood-limit", type=int, default=2, help="the flooding tenant's max_utterances_in_flight")
-    p.add_argument("--flood-cpm", type=int, default=1800, help="the flooding tenant's chars_per_minute")
+    p.add_argument("--checks", type=whole, default=20000, help="iterations of the in-process checks")
+    p.add_argument("--sessions", type=whole, default=4, help="the steady tenant's streams at once")
+    p.add_argument("--utterances", type=whole, default=5, help="utterances each steady stream speaks in a phase")
+    p.add_argument("--rounds", type=whole, default=3, help="times the three phases (alone, flood 1x, 10x) alternate")
+    p.add_argument("--flood-limit", type=whole, default=2, help="the flooding tenant's max_utterances_in_flight")
+    p.add_argument("--flood-cpm", type=whole, default=1800, help="the flooding tenant's chars_per_minute")
     p.add_argument("--no-flood", action="store_true", help="only the in-process checks")
     p = command(bench, "barge-in", "phone callers talking over the gateway: onset to clear; false barge-ins on "
                 "echo and noise; VAD CPU; a slow listener", cmd_bench_barge_in)
-    p.add_argument("--trials", type=int, default=50, help="trials of each kind: speech, echo, noise")
-    p.add_argument("--concurrency", type=int, default=1, help="calls at once (1: clean figures)")
-    p.add_argument("--echo-db", type=float, default=-20.0, help="the echo trials' level of the gateway's own voice")
-    p.add_argument("--call-seconds", type=float, default=5.0, help="how long each echo, noise and slow-listener "
+    p.add_argument("--trials", type=whole, default=50, help="trials of each kind: speech, echo, noise")
+    p.add_argument("--concurrency", type=whole, default=1, help="calls at once (1: clean figures)")
+    p.add_argument("--echo-db", type=number, default=-20.0, help="the echo trials' level of the gateway's own voice")
+    p.add_argument("--call-seconds", type=number, default=5.0, help="how long each echo, noise and slow-listener "
                    "call speaks, and each CPU window")
-    p.add_argument("--seed", type=int, default=1)
+    p.add_argument("--seed", type=whole, default=1)
     p.add_argument("--url", help="a running server (http://HOST:PORT) instead of one started on eSpeak here")
     p.add_argument("--api-key", "--key", default=_api_key_default(),
                    help="API key for --url [env CBF_API_KEY, else the first of CBF_API_KEYS]")
@@ -790,9 +747,9 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def _served_bench_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--seed", type=whole, default=1)
     parser.add_argument("--url", help="a running server (http://HOST:PORT) instead of one started on eSpeak here")
-    parser.add_argument("--wyoming-port", type=int, help="--url's Wyoming port on the same host (without it, its "
+    parser.add_argument("--wyoming-port", type=whole, help="--url's Wyoming port on the same host (without it, its "
                         "Wyoming surface is left out; a server started here has one)")
     parser.add_argument("--api-key", default=_api_key_default(),
                         help="API key for --url [env CBF_API_KEY, else the first of CBF_API_KEYS]")
@@ -809,8 +766,8 @@ def _espeak_default(parser: argparse.ArgumentParser) -> None:
 def _bench_gateway_arguments(parser: argparse.ArgumentParser) -> None:
     _espeak_default(parser)
     parser.add_argument("--transport", choices=("webrtc", "ws", "http"), default="webrtc")
-    parser.add_argument("--sessions", type=int, default=1, help="concurrent client sessions")
-    parser.add_argument("--utterances", type=int, default=3, help="utterances each session speaks, one at a time")
+    parser.add_argument("--sessions", type=whole, default=1, help="concurrent client sessions")
+    parser.add_argument("--utterances", type=whole, default=3, help="utterances each session speaks, one at a time")
     parser.add_argument("--url", help="bench a running server (http://HOST:PORT) instead of starting one; "
                                       "server CPU is then not measured")
     parser.add_argument("--api-key", default=_api_key_default(),
@@ -819,12 +776,12 @@ def _bench_gateway_arguments(parser: argparse.ArgumentParser) -> None:
                                             "--api-key): what its limit checks cost")
     parser.add_argument("--voice", default="default")
     parser.add_argument("--codec", choices=("opus", "pcmu", "pcma"), default="opus", help="WebRTC codec")
-    parser.add_argument("--stagger", type=float, default=1.0,
+    parser.add_argument("--stagger", type=number, default=1.0,
                         help="seconds over which the sessions' first texts are spread evenly")
-    parser.add_argument("--pause", type=float, default=0.2,
+    parser.add_argument("--pause", type=number, default=0.2,
                         help="seconds a session waits after hearing an utterance before the next text (plus up to "
                              "0.2 s at random); longer pauses ask less of the engine per stream")
-    parser.add_argument("--playback-rate", type=float, help="WebSocket: the listener plays the audio at this "
+    parser.add_argument("--playback-rate", type=number, help="WebSocket: the listener plays the audio at this "
                         "multiple of real time as it arrives (0.9: a slow player) and counts its buffer running dry")
     parser.add_argument("--report-playout", action="store_true", help="WebSocket: the listener reports how far it "
                         "has played (playout, every 100 ms), so the server paces the utterance on it")
@@ -839,18 +796,18 @@ def _bench_cpu_arguments(parser: argparse.ArgumentParser) -> None:
         parser.set_defaults(**{dest: value for dest, env, value in (("sim_rtf", "CBF_SIM_RTF", 100.0),
                                                                     ("sim_fixed", "CBF_SIM_FIXED", 0.005))
                                if not os.environ.get(env)})
-    parser.add_argument("--streams", type=lambda v: tuple(int(n) for n in _list(v)), default=(10, 20, 40),
+    parser.add_argument("--streams", type=whole_numbers, default=(10, 20, 40),
                         help="stream counts, comma-separated")
-    parser.add_argument("--codecs", type=_list, default=("opus", "pcmu"), help="WebRTC codecs, comma-separated")
-    parser.add_argument("--seconds", type=float, default=15.0, help="the measured window of each point")
-    parser.add_argument("--warm-up", type=float, default=3.0, help="seconds of speech before each window")
-    parser.add_argument("--server-core", type=int, default=0, help="the core both servers are pinned to")
-    parser.add_argument("--client-core", type=int, default=1,
+    parser.add_argument("--codecs", type=comma_list, default=("opus", "pcmu"), help="WebRTC codecs, comma-separated")
+    parser.add_argument("--seconds", type=number, default=15.0, help="the measured window of each point")
+    parser.add_argument("--warm-up", type=number, default=3.0, help="seconds of speech before each window")
+    parser.add_argument("--server-core", type=whole, default=0, help="the core both servers are pinned to")
+    parser.add_argument("--client-core", type=whole, default=1,
                         help="the core of this process, its listeners and (without --engine-core) the gateway's "
                              "engine worker")
-    parser.add_argument("--engine-core", type=int, help="the core of the gateway's engine worker (default: the client "
-                        "core); its CPU is never counted as the gateway's")
-    parser.add_argument("--client-nice", type=int, default=10,
+    parser.add_argument("--engine-core", type=whole, help="the core of the gateway's engine worker (default: the "
+                        "client core); its CPU is never counted as the gateway's")
+    parser.add_argument("--client-nice", type=whole, default=10,
                         help="how much lower the listeners' thread runs than the rest (the servers keep their "
                              "priority): they stand in for callers on other machines, so an engine worker sharing "
                              "their core goes first")
@@ -867,10 +824,10 @@ def _gate_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--baseline-voice", help="voice on the baseline (default: --voice); for a baseline without "
                                                  "voice upload add REF=NAME items naming its clone of each reference "
                                                  "clip, e.g. default,low=low.wav,high=high.wav")
-    parser.add_argument("--max-ttfa-p50", type=float, default=0.6, help="fail unless TTFA p50 is below this (s)")
-    parser.add_argument("--min-rtf", type=float, default=3.0, help="fail unless audio_s/total_s is above this")
-    parser.add_argument("--min-watermark", type=float, default=0.5, help="PerTh confidence an utterance needs")
-    parser.add_argument("--timeout", type=float, default=120.0, help="seconds to wait for any response bytes")
+    parser.add_argument("--max-ttfa-p50", type=number, default=0.6, help="fail unless TTFA p50 is below this (s)")
+    parser.add_argument("--min-rtf", type=number, default=3.0, help="fail unless audio_s/total_s is above this")
+    parser.add_argument("--min-watermark", type=number, default=0.5, help="PerTh confidence an utterance needs")
+    parser.add_argument("--timeout", type=number, default=120.0, help="seconds to wait for any response bytes")
     parser.add_argument("--json-only", action="store_true", help="print only the JSON result line")
     for option in GATE_OPTIONS:
         option.add_to(parser)

@@ -127,4 +127,4 @@ def test_zeroconf_without_a_wyoming_port_is_refused_with_the_fix() -> None:
     result = run_cli("serve", "--wyoming-zeroconf", "kitchen", timeout=60)
     assert result.returncode == 2 and "--wyoming-port" in result.stderr and "Traceback" not in result.stderr
     blank = run_cli("serve", "--wyoming-port", "0", "--wyoming-zeroconf", " ", timeout=60)
-    assert blank.returncode == 2 and "needs a name" in blank.stderr
+    assert blank.returncode == 2 and "expected a name" in blank.stderr

@@ -31,10 +31,9 @@ CLAIM_QUERY_MS = 1500
 def instance_name(raw: str) -> str:
     """The service's instance name from the flag's value; ``ValueError`` with the fix for one that cannot be."""
     name = raw.strip()
-    if not name:
-        raise ValueError("--wyoming-zeroconf (CBF_WYOMING_ZEROCONF) needs a name, e.g. chatterbox-fast")
-    if len(name.encode()) > MAX_NAME_BYTES:
-        raise ValueError(f"--wyoming-zeroconf (CBF_WYOMING_ZEROCONF) name {name!r} is over {MAX_NAME_BYTES} bytes")
+    if not name or len(name.encode()) > MAX_NAME_BYTES:
+        raise ValueError(f"expected a name for --wyoming-zeroconf of 1 to {MAX_NAME_BYTES} bytes (one DNS label), "
+                         f"e.g. chatterbox-fast, got {raw!r}")
     return name
 
 
