@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from typing import Callable
 
 from engine.speech_text import abbreviations, addresses, codes, dates, money, numbers, symbols, web
+from engine.speech_text.first_chars import first_chars
 from engine.speech_text.spans import Piece, rewrite
 
 _TAG = ("tag", r"\[[^\[\]\n]{1,38}\]", lambda match: match.group())  # only Turbo's tags are left by markdown()
@@ -26,15 +27,28 @@ LOCALES = ("en-US", "en-GB")  # en-GB reads slashed dates day first
 Rules = list[tuple[str, re.Pattern[str], Callable[[re.Match[str]], "str | None"]]]
 
 
-def _compiled(day_first: bool) -> tuple[re.Pattern[str], Rules]:
-    """A locale's rules, and one pattern of them all that finds where the next construct may start."""
-    rules = [_TAG, *web.RULES, *addresses.RULES, *codes.RULES, *dates.rules(day_first), *money.RULES,
-             *numbers.RULES, *abbreviations.RULES, *symbols.RULES, *codes.LAST_RESORT]
-    anywhere = re.compile("|".join(f"(?:{pattern})" for _, pattern, _ in rules))
-    return anywhere, [(name, re.compile(pattern), handler) for name, pattern, handler in rules]
+class _Locale:
+    """A locale's rules, one pattern of them all that finds where the next construct may start, and which rules can
+    start at a character (first_chars), so that each place asks only those."""
+
+    def __init__(self, day_first: bool) -> None:
+        rules = [_TAG, *web.RULES, *addresses.RULES, *codes.RULES, *dates.rules(day_first), *money.RULES,
+                 *numbers.RULES, *abbreviations.RULES, *symbols.RULES, *codes.LAST_RESORT]
+        self.anywhere = re.compile("|".join(f"(?:{pattern})" for _, pattern, _ in rules))
+        self.rules: Rules = [(name, re.compile(pattern), handler) for name, pattern, handler in rules]
+        self._firsts = [first_chars(pattern) for _, pattern, _ in self.rules]
+        self._at: dict[str, tuple[int, ...]] = {}
+
+    def rules_at(self, char: str) -> tuple[int, ...]:
+        """The rules (by order) whose match can start with ``char``."""
+        if (orders := self._at.get(char)) is None:
+            orders = tuple(order for order, first in enumerate(self._firsts) if first is None or first.match(char))
+            if len(self._at) < 4096:  # bounded: a text of every Unicode character cannot grow it without end
+                self._at[char] = orders
+        return orders
 
 
-_RULES = {"en-US": _compiled(False), "en-GB": _compiled(True)}
+_LOCALES = {"en-US": _Locale(day_first=False), "en-GB": _Locale(day_first=True)}
 
 
 # Each rule's semiotic class (the names of Sparrowhawk's and NeMo's English grammars, where one fits); a quantity's
@@ -70,13 +84,14 @@ class Reading:
 
 def classify(text: str, locale: str | None = None) -> list[Reading]:
     """Every construct in ``text`` that is said otherwise than written, in order, not overlapping."""
-    anywhere, rules = _RULES[locale or "en-US"]
+    rules_of = _LOCALES[locale or "en-US"]
+    rules = rules_of.rules
     readings: list[Reading] = []
     at = 0
-    while (next_one := anywhere.search(text, at)) is not None:
+    while (next_one := rules_of.anywhere.search(text, at)) is not None:
         start = next_one.start()
-        found = [(match, order) for order, (_, pattern, _) in enumerate(rules)
-                 if (match := pattern.match(text, start)) is not None and match.end() > start]
+        found = [(match, order) for order in rules_of.rules_at(text[start:start + 1])
+                 if (match := rules[order][1].match(text, start)) is not None and match.end() > start]
         found.sort(key=lambda f: (-f[0].end(), f[1]))
         for match, order in found:
             try:

@@ -1,0 +1,99 @@
+"""What character a regular expression's match can start with. Pure.
+
+``classify`` asks every rule what it reads at each place a construct may start; most rules cannot start at most
+characters (a date needs a digit or a month's letter, an e-mail a word character), so knowing each rule's possible
+first characters lets it ask only the rules that can match there. The sets come from the pattern's own parse (the
+``re`` module's parser, as ``re.compile`` sees it) and are conservative: a construct the walk does not know makes the
+rule a candidate everywhere, so leaving a rule out never changes a reading, it only saves the asking.
+"""
+
+from __future__ import annotations
+
+import re
+
+try:  # the parser the re module compiles with (Python 3.11 and later; sre_parse before)
+    from re import _constants as c  # type: ignore[attr-defined]
+    from re import _parser as parser  # type: ignore[attr-defined]
+except ImportError:  # pragma: no cover - Python 3.10
+    import sre_constants as c  # type: ignore[no-redef]
+    import sre_parse as parser  # type: ignore[no-redef]
+
+_CATEGORIES = {c.CATEGORY_DIGIT: r"\d", c.CATEGORY_NOT_DIGIT: r"\D", c.CATEGORY_SPACE: r"\s",
+               c.CATEGORY_NOT_SPACE: r"\S", c.CATEGORY_WORD: r"\w", c.CATEGORY_NOT_WORD: r"\W"}
+_REPEATS = {c.MAX_REPEAT, c.MIN_REPEAT, getattr(c, "POSSESSIVE_REPEAT", c.MAX_REPEAT)}
+_ZERO_WIDTH = {c.AT, c.ASSERT, c.ASSERT_NOT}
+
+
+class _Unknown(Exception):
+    """A construct whose first character the walk does not work out: any character may start the match."""
+
+
+def first_chars(pattern: re.Pattern[str]) -> re.Pattern[str] | None:
+    """A pattern matching one character exactly when ``pattern`` may match a non-empty text starting with it, or
+    None when any character may."""
+    try:
+        ignore_case = bool(pattern.flags & re.IGNORECASE)
+        fragments, _ = _sequence(parser.parse(pattern.pattern, pattern.flags), ignore_case)
+    except (_Unknown, re.error):
+        return None
+    return re.compile("|".join(sorted(fragments)) or "(?!)")
+
+
+def _sequence(items: object, ignore_case: bool) -> tuple[set[str], bool]:
+    """The first-character fragments of a sequence of items, and whether it can match the empty text."""
+    fragments: set[str] = set()
+    for op, av in items:  # type: ignore[attr-defined]
+        found, empty = _item(op, av, ignore_case)
+        fragments |= found
+        if not empty:
+            return fragments, False
+    return fragments, True
+
+
+def _item(op: object, av: object, ignore_case: bool) -> tuple[set[str], bool]:
+    if op is c.LITERAL:
+        return {_cased(re.escape(chr(av)), ignore_case)}, False  # type: ignore[arg-type]
+    if op is c.NOT_LITERAL:
+        return {_cased(f"[^{re.escape(chr(av))}]", ignore_case)}, False  # type: ignore[arg-type]
+    if op is c.IN:
+        return {_cased(_char_class(av), ignore_case)}, False
+    if op in _ZERO_WIDTH:
+        return set(), True
+    if op is c.BRANCH:
+        found, empty = set(), False
+        for branch in av[1]:  # type: ignore[index]
+            fragments, can_be_empty = _sequence(branch, ignore_case)
+            found |= fragments
+            empty = empty or can_be_empty
+        return found, empty
+    if op is c.SUBPATTERN:
+        _, add_flags, del_flags, sub = av  # type: ignore[misc]
+        cased = (ignore_case or bool(add_flags & re.IGNORECASE)) and not del_flags & re.IGNORECASE
+        return _sequence(sub, cased)
+    if op is getattr(c, "ATOMIC_GROUP", None):
+        return _sequence(av, ignore_case)
+    if op in _REPEATS:
+        least, _, sub = av  # type: ignore[misc]
+        fragments, empty = _sequence(sub, ignore_case)
+        return fragments, empty or least == 0
+    raise _Unknown(op)
+
+
+def _char_class(items: object) -> str:
+    parts = []
+    for op, av in items:  # type: ignore[attr-defined]
+        if op is c.NEGATE:
+            parts.insert(0, "^")
+        elif op is c.LITERAL:
+            parts.append(re.escape(chr(av)))
+        elif op is c.RANGE:
+            parts.append(f"{re.escape(chr(av[0]))}-{re.escape(chr(av[1]))}")
+        elif op is c.CATEGORY and av in _CATEGORIES:
+            parts.append(_CATEGORIES[av])
+        else:
+            raise _Unknown(op)
+    return f"[{''.join(parts)}]"
+
+
+def _cased(fragment: str, ignore_case: bool) -> str:
+    return f"(?i:{fragment})" if ignore_case else fragment

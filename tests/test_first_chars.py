@@ -1,0 +1,64 @@
+"""engine/speech_text/first_chars.py: what a pattern's match can start with, never leaving out a character that
+starts a match (which would drop a reading), checked on every rule over every case text the project holds."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+from cbf_tools.bench import text_cases
+from engine.speech_text import semiotic
+from engine.speech_text.first_chars import first_chars
+
+DATA = Path(__file__).parent / "data"
+
+
+@pytest.mark.parametrize(
+    "pattern, starts, never",
+    [
+        (r"(?<![\w.])\d+", "07", "a.-"),
+        (r"(?i:jan|feb)\.?", "jJfF", "aA1"),
+        (r"(?:Dr|St)\.|\$\d", "DS$", "ds1"),
+        (r"x?y*z", "xyz", "w"),
+        (r"[^a-z]", "A1-", "az"),  # a negated class is kept whole
+        (r"[^x]y", "ay", "x"),
+        (r"(?=\d)\w+", "5a_", "-"),  # a lookahead does not narrow the set: the set stays a superset
+        (r"\bfoo\b|(?:-|\u2212)\d", "f-\u2212", "o1"),
+    ],
+)
+def test_the_first_characters_of_a_pattern(pattern: str, starts: str, never: str) -> None:
+    first = first_chars(re.compile(pattern))
+    assert first is not None
+    assert all(first.match(char) for char in starts), first.pattern
+    assert not any(first.match(char) for char in never), first.pattern
+
+
+def test_a_construct_the_walk_does_not_know_makes_every_character_a_start() -> None:
+    assert first_chars(re.compile(r".x")) is None  # any character
+    assert first_chars(re.compile(r"(a)?\1b")) is None  # a back reference
+
+
+def _texts() -> list[str]:
+    files = [DATA / "text_cases" / "dev.tsv", DATA / "text_cases" / "heldout.tsv", DATA / "third_party_tn" / "cases.tsv"]
+    return [case.written for path in files for case in text_cases.load(path)]
+
+
+@pytest.mark.parametrize("locale", semiotic.LOCALES)
+def test_no_rule_matches_where_its_first_characters_say_it_cannot(locale: str) -> None:
+    rules = semiotic._LOCALES[locale]
+    missed = []
+    for text in _texts():
+        for at in range(len(text)):
+            asked = set(rules.rules_at(text[at]))
+            for order, (name, pattern, _) in enumerate(rules.rules):
+                match = pattern.match(text, at)
+                if match and match.end() > at and order not in asked:
+                    missed.append((name, text, at))
+    assert not missed, missed[:5]
+
+
+def test_every_rule_has_a_known_first_character_set() -> None:
+    unknown = [name for name, pattern, _ in semiotic._LOCALES["en-US"].rules if first_chars(pattern) is None]
+    assert not unknown  # each rule is asked only where it can start; a new construct the walk misses shows here
