@@ -18,7 +18,9 @@ ARG PYTHON_IMAGE=python:3.11.14-slim-bookworm
 
 FROM ${PYTHON_IMAGE} AS base
 # NUMBA_CACHE_DIR: librosa's numba kernels cache compiled code next to their source by default, and site-packages
-# belongs to root; a fixed, writable cache directory keeps that out of the read-only tree.
+# belongs to root; a fixed, writable cache directory keeps that out of the read-only tree. CBF_HOST: `serve` listens
+# on 127.0.0.1 by default, which nothing outside a container reaches; in the image every `serve` (a compose command
+# override too) listens on every address of the container, whose published port is what the host opens.
 ENV PATH=/opt/venv/bin:$PATH \
     PYTHONUNBUFFERED=1 \
     PYTHONDONTWRITEBYTECODE=1 \
@@ -26,7 +28,8 @@ ENV PATH=/opt/venv/bin:$PATH \
     PIP_NO_CACHE_DIR=1 \
     NUMBA_CACHE_DIR=/tmp/numba \
     HF_HOME=/data/hf \
-    CBF_VOICES_DIR=/data/voices
+    CBF_VOICES_DIR=/data/voices \
+    CBF_HOST=0.0.0.0
 RUN groupadd --system --gid 10001 cbf \
  && useradd --system --uid 10001 --gid cbf --create-home --home-dir /home/cbf cbf \
  && mkdir -p /data/hf /data/voices /data/models \

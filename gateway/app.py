@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import math
 import socket
 from pathlib import Path
 from typing import AsyncIterator, Callable
@@ -26,6 +27,7 @@ from gateway.engine_link.pool import EnginePool
 from gateway.engine_link.process import EngineProcess
 from gateway.host.drain import Drain
 from gateway.host.draining import Draining
+from gateway.host.start_lines import listening_line, ready_line
 from gateway.http import admin, health, lexicons, speech, voices
 from gateway.http.errors import ApiError, api_error_response
 from gateway.http.stream import Revocation
@@ -67,6 +69,14 @@ async def _report_to_siblings(state: GatewayState) -> None:
         state.metrics.engine_up.set(1 if state.engine.available else 0)
         state.siblings.write(health.snapshot(health.health_body(state), state.drain.listening))
         await asyncio.sleep(1.0)
+
+
+async def _say_when_ready(settings: GatewaySettings, engine: EnginePool, tenancy: Tenancy) -> None:
+    """The start's one INFO line of where to open the page, what speaks and whether keys are on: once a worker is."""
+    await engine.wait_ready(math.inf)
+    assert engine.ready is not None
+    keys = ("on (keys file)" if tenancy.named else "on") if tenancy.tenants.guarded else "off"
+    log.info(ready_line(settings.host, settings.port, engine.ready.engine, engine.ready.device, keys))
 
 
 def create_app(settings: GatewaySettings, on_engine_refusal: Callable[[str], None] | None = None,
@@ -119,8 +129,8 @@ def create_app(settings: GatewaySettings, on_engine_refusal: Callable[[str], Non
             process.start()
         engine.start_background()
         await asyncio.to_thread(silero.load)  # the caller VAD's model, once: no call waits for it
-        log.info("gateway on http://%s:%d/ (engine: %s)", settings.host, settings.port,
-                 ", ".join(settings.engine_urls) or "embedded worker")
+        log.info(listening_line(settings.host, settings.port, ", ".join(settings.engine_urls) or "embedded worker"))
+        announcing = asyncio.create_task(_say_when_ready(settings, engine, tenancy))
         if warning := exposure_warning(settings.host, tenancy.tenants.guarded):
             log.warning(warning)
         reporting = asyncio.create_task(_report_to_siblings(state)) if siblings is not None else None
@@ -140,7 +150,7 @@ def create_app(settings: GatewaySettings, on_engine_refusal: Callable[[str], Non
         state.drain.attach(state.sessions, close_calls)
         yield
         state.drain.detach()
-        for task in (warming, reporting, watching, trimming):
+        for task in (announcing, warming, reporting, watching, trimming):
             if task is not None:
                 task.cancel()
         if announcer is not None:

@@ -90,7 +90,8 @@ ENGINE_OPTIONS = (
 )
 
 GATEWAY_OPTIONS = (
-    Option("--host", "CBF_HOST", "address to listen on", default="0.0.0.0"),
+    Option("--host", "CBF_HOST", "address to listen on: this machine only by default; 0.0.0.0 (every address) "
+           "opens it to the network, with a warning unless an API key is set", default="127.0.0.1"),
     Option("--port", "CBF_PORT", "port to listen on", port, 8197),
     Option("--api-key", "CBF_API_KEYS", "API keys, comma-separated; when set every request needs one", comma_list, (),
            secret=True),
@@ -355,7 +356,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
                                         args.drain_grace)
         return _refuse(args, refusal) if refusal else code
     settings = GatewaySettings(
-        host=args.host, port=args.port, api_keys=args.api_key, keys_file=args.keys_file,
+        host=args.host, port=sock.getsockname()[1], api_keys=args.api_key, keys_file=args.keys_file,
         max_sessions=args.max_sessions,
         max_text_chars=args.max_text_chars, max_upload_bytes=args.max_upload_bytes, ice_servers=args.ice_server,
         webrtc_setup_timeout_s=args.webrtc_setup_timeout,

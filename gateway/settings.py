@@ -10,7 +10,7 @@ from gateway.prompt_cache.store import CacheSettings
 
 @dataclass
 class GatewaySettings:
-    host: str = "0.0.0.0"
+    host: str = "127.0.0.1"
     port: int = 8197
     api_keys: tuple[str, ...] = ()
     keys_file: str | None = None  # the tenants' keys and limits (gateway/guard/keys_file.py), watched for changes

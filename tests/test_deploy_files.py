@@ -159,6 +159,20 @@ def test_healthcheck_asks_health_on_the_served_port(target):
     assert '"serve"' in cmd and f'"--port", "{PORT}"' in cmd and '"0.0.0.0"' in cmd
 
 
+def test_every_serve_in_a_container_listens_on_every_address_said_explicitly():
+    """``serve`` listens on 127.0.0.1 by default: every container's gateway sets its host, or nothing reaches it."""
+    for target in ("cpu", "gpu"):
+        assert env_of(target)["CBF_HOST"] == "0.0.0.0"  # a compose command override too
+    every = [svc for file in (*COMPOSE_FILES, "compose.scale.yaml") for svc in compose(file)["services"].values()]
+    serving = [svc["command"] for svc in every if svc.get("command", [""])[0] == "serve"]
+    k8s = yaml.safe_load_all((ROOT / "deploy/k8s/gateway.yaml").read_text())
+    serving += [c["args"] for doc in k8s if doc and doc["kind"] == "Deployment"
+                for c in doc["spec"]["template"]["spec"]["containers"] if c.get("args", [""])[0] == "serve"]
+    assert len(serving) >= 3
+    for command in serving:
+        assert command[command.index("--host") + 1] == "0.0.0.0", command
+
+
 def test_every_pip_install_is_constrained_by_the_lock():
     installs = [cmd for ins in dockerfile_instructions(DOCKERFILE) if ins.keyword == "RUN"
                 for cmd in re.split(r"&&", ins.args) if "pip install" in cmd]

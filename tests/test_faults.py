@@ -394,4 +394,5 @@ def test_keys_never_reach_the_logs_and_a_keyed_server_gives_no_warning(capfd: py
     logged = capfd.readouterr()
     assert "/v1/voices?api_key=[redacted]" in logged.out + logged.err
     assert "Application startup complete" in logged.err  # (the warning would have come before it)
+    assert "espeak on cpu speaks; API keys on" in logged.err  # the start's ready line
     assert "s3cret-key" not in logged.out + logged.err and "WITH NO API KEY" not in logged.err

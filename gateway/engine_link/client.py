@@ -23,6 +23,7 @@ from engine.protocol import (AddLexicon, AddVoice, Cancel, Chunk, DeleteLexicon,
                              Error, Flush, GetLexicon, GetVoice, ListLexicons, ListVoices, Playout, Reading, Request,
                              Result, Start, Stored, StoreRequest, Text)
 from gateway.engine_link.backoff import Backoff
+from gateway.engine_link.link_failures import LinkFailures
 
 log = logging.getLogger("chatterbox_fast.gateway")
 RETRY_FIRST_S = 0.1  # a restarted worker is found again this fast
@@ -30,6 +31,7 @@ RETRY_MAX_S = 2.0  # a restarted worker is used within this long of listening ag
 STABLE_S = 10.0  # a connection that lasted this long was a success: the back-off starts again from RETRY_FIRST_S
 SOCKET_POLL_S = 0.02  # how often a Unix socket not yet there is looked for while the back-off runs
 _LINK_FAILURES = (OSError, TimeoutError, InvalidHandshake, ConnectionClosed, protocol.ProtocolError)
+_NOT_LISTENING = (OSError, TimeoutError)  # refused, no socket file yet, unreachable: a worker still starting, perhaps
 Answer = TypeVar("Answer", Result, Stored)  # what a store request is answered with
 
 
@@ -116,6 +118,7 @@ class EngineClient:
         self._connected = asyncio.Event()
         self._task: asyncio.Task[None] | None = None
         self.last_error: str | None = None  # while not connected: why the last attempt failed or connection ended
+        self._failures = LinkFailures()  # how loud each failed try is logged
         self.retry_in: float | None = None  # the delay before the next try, while not connected
         self.lost = 0  # ready connections that ended
         self.started = 0  # utterances started on this worker
@@ -181,9 +184,14 @@ class EngineClient:
                     await self._serve(ws)
             except Exception as exc:  # refused, unreachable, closed, or a frame this gateway cannot understand
                 error = f"{type(exc).__name__}: {exc}"
-                if self.ready is not None or error != self.last_error:  # not once per retry of the same failure
-                    log.warning("engine %s: %s; retrying with back-off", self.url, error,
-                                exc_info=not isinstance(exc, _LINK_FAILURES))  # a bug here: its traceback
+                now = time.monotonic()
+                level = self._failures.level(error, now, lost=self.ready is not None,
+                                             listening=not isinstance(exc, _NOT_LISTENING))
+                if level is not None:  # a worker still starting: debug; a lost link, a bug, a long outage: warning
+                    down = self._failures.failing_for(now)
+                    log.log(level, "engine %s: %s%s; retrying with back-off", self.url, error,
+                            f" (not connected for {down:.0f} s)" if down >= 1 else "",
+                            exc_info=not isinstance(exc, _LINK_FAILURES))  # a bug here: its traceback
                 self.last_error = error
             finally:
                 if self.ready is not None:
@@ -215,6 +223,7 @@ class EngineClient:
             raise protocol.ProtocolError(f"unexpected greeting from engine: {ready}")
         self._ws, self.ready, self.retry_in = ws, ready, None
         self.last_error = None  # what kept it from connecting is over (the log keeps it)
+        self._failures.connected()
         self._connected.set()
         log.info("connected to engine %s at %s (%s, %s, weights: %s)", ready.engine, self.url,
                  ready.device, ready.dtype, ready.weights)

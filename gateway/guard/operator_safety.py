@@ -30,7 +30,8 @@ def redact_keys_in_logs() -> None:
         logging.getLogger(name).addFilter(RedactKeys())
 
 
-def _loopback(host: str) -> bool:
+def loopback(host: str) -> bool:
+    """Whether ``host`` reaches this machine only."""
     try:
         return ipaddress.ip_address(host).is_loopback
     except ValueError:
@@ -39,7 +40,7 @@ def _loopback(host: str) -> bool:
 
 def exposure_warning(host: str, guarded: bool) -> str | None:
     """The warning to log when ``host`` reaches beyond this machine and no API key guards it; None otherwise."""
-    if guarded or _loopback(host):
+    if guarded or loopback(host):
         return None
     return (f"SERVING ON {host} WITH NO API KEY: anyone who can reach this port can speak, upload and delete voices, "
             "and read the metrics (CORS allows every origin). Set --api-key (CBF_API_KEYS) or --keys-file, or listen on "
@@ -48,7 +49,7 @@ def exposure_warning(host: str, guarded: bool) -> str | None:
 
 def wyoming_exposure_warning(host: str) -> str | None:
     """The warning to log when the Wyoming port (which has no authentication) reaches beyond this machine."""
-    if _loopback(host):
+    if loopback(host):
         return None
     return (f"SERVING WYOMING ON {host}, WHICH HAS NO AUTHENTICATION: anyone who can reach this port can speak with "
             "any voice, API keys or not. Listen on 127.0.0.1 (--wyoming-host) unless a firewall keeps others out.")
