@@ -25,8 +25,10 @@ ABBREVIATIONS = {"e.g.": "for example", "i.e.": "that is", "etc.": "et cetera", 
                  "Ref.": "reference", "dept.": "department", "tel.": "telephone", "Tel.": "telephone", "Blvd.": "Boulevard", "Rd.": "Road", "Dept.": "Department", "Inc.": "Incorporated",
                  "Ltd.": "Limited", "Corp.": "Corporation", "Co.": "Company", "w/": "with", "w/o": "without",
                  "Ph.D.": "P H D", "PhD": "P H D", "govt.": "government",
-                 "and/or": "and or", "pH": "P H"}
-ENDINGS = frozenset({"avg.", "ref.", "Ref.", "dept.", "tel.", "Tel.", "Apt.", "Ste.", "etc.", "Inc.", "Ltd.", "Corp.", "Co.", "Ave.", "Blvd.", "Rd.", "Ph.D.", "Dept.", "govt."})
+                 "and/or": "and or", "pH": "P H", "misc.": "miscellaneous", "appt.": "appointment",
+                 "appts.": "appointments", "est.": "estimated", "dept": "department", "iOS": "I O S",
+                 "macOS": "mac O S", "WWII": "World War two", "WWI": "World War one"}
+ENDINGS = frozenset({"avg.", "misc.", "appt.", "appts.", "ref.", "Ref.", "dept.", "tel.", "Tel.", "Apt.", "Ste.", "etc.", "Inc.", "Ltd.", "Corp.", "Co.", "Ave.", "Blvd.", "Rd.", "Ph.D.", "Dept.", "govt."})
 
 WORD_ACRONYMS = frozenset(
     "ZIP NASA NATO FIFA OPEC AIDS JPEG JSON YAML GIF PIN RAM ROM SIM LAN SARS FEMA OSHA UEFA IKEA LEGO WASP NAFTA "
@@ -137,7 +139,8 @@ def _pattern(words: dict[str, str]) -> str:
     return "|".join(re.escape(k) for k in sorted(words, key=len, reverse=True))
 
 
-_LOWER_ABBREVIATIONS = {k: v for k, v in ABBREVIATIONS.items() if k.islower() and "." in k}
+# Said in any case ("ETC.", "Incl."), but for "est." ("EST." is a time zone).
+_LOWER_ABBREVIATIONS = {k: v for k, v in ABBREVIATIONS.items() if k.islower() and "." in k and k != "est."}
 RULES: list[Rule] = [
     ("title", rf"(?<![\w.])(?:St\.|(?:{_pattern({k: v for k, v in TITLES.items() if k != 'No.'})})|No\.(?=[ \t]?\d)|no\.(?=[ \t]?[A-Z\d]))",
      _title),

@@ -16,10 +16,12 @@ from engine.speech_text.numbers import Rule, ends_sentence_after
 
 STREET_TYPES = {"St": "Street", "Ave": "Avenue", "Av": "Avenue", "Blvd": "Boulevard", "Rd": "Road", "Dr": "Drive",
                 "Ln": "Lane", "Ct": "Court", "Pl": "Place", "Pkwy": "Parkway", "Hwy": "Highway", "Ter": "Terrace",
+                "Terr": "Terrace", "Cres": "Crescent", "Expy": "Expressway", "Fwy": "Freeway", "Plz": "Plaza",
                 "Cir": "Circle", "Sq": "Square", "Trl": "Trail", "Way": "Way", "Street": "Street", "Avenue": "Avenue",
                 "Boulevard": "Boulevard", "Road": "Road", "Drive": "Drive", "Lane": "Lane", "Court": "Court",
                 "Place": "Place", "Parkway": "Parkway", "Highway": "Highway", "Terrace": "Terrace", "Circle": "Circle",
-                "Square": "Square", "Trail": "Trail", "Hwy.": "Highway"}
+                "Square": "Square", "Trail": "Trail", "Hwy.": "Highway", "Crescent": "Crescent", "Expressway": "Expressway",
+                "Freeway": "Freeway", "Plaza": "Plaza"}
 DIRECTIONS = {"N": "North", "S": "South", "E": "East", "W": "West", "NE": "Northeast", "NW": "Northwest",
               "SE": "Southeast", "SW": "Southwest"}
 UNITS = {"apt": "apartment", "apartment": "apartment", "ste": "suite", "suite": "suite", "unit": "unit",
@@ -47,7 +49,8 @@ _STREET_TYPE = r"(?:%s)" % "|".join(sorted((k for k in STREET_TYPES if not k.end
 _DIRECTION = r"(?:%s)" % "|".join(sorted(DIRECTIONS, key=len, reverse=True))
 _ROUTE = r"(?:Highway|Hwy\.?|Route|Rte\.?|County[ \t]Road|State[ \t]Route)[ \t]+\d{1,4}"  # "2500 N. Highway 1"
 _ADDRESS = (rf"(?<![\w.,$#/-])\d{{1,6}}(?:-?[A-Z])?[ \t]+(?:{_DIRECTION}\.?[ \t]+)?(?:{_ROUTE}|{_NAME}(?:[ \t]+{_NAME}){{0,3}}"
-            rf"[ \t]+{_STREET_TYPE}\.?(?:[ \t]+{_DIRECTION}\.?(?=[ \t,;]|$))?)(?![\w])")
+            rf"[ \t]+{_STREET_TYPE}\.?(?:[ \t]+{_DIRECTION}\.?(?=[ \t,;]|$))?)(?![\w])"
+            rf"|(?<![\w.,$#/-])\d{{1,6}}[ \t]+{_DIRECTION}\.?[ \t]+[A-Z][a-z]+(?=,)")  # "4021 N. Broadway, Chicago"
 _UNIT = (r"(?<![\w])(?i:%s)(?:\.?[ \t]*#[ \t]*|\.?[ \t]+|\.)(?:[A-Z]?\d+[A-Z]?|[A-Z]{1,2}\d*)(?![\w-])"
          % "|".join(re.escape(u).replace(r"\ ", r"[ \t]") for u in sorted(UNITS, key=len, reverse=True)))
 _ZIP = (r"(?<![\w])(?:(?:%s),?[ \t]+|(?i:zip|zip[ \t]code|postal[ \t]code|zipcode):?[ \t]+)\d{5}(?:-\d{4})?(?![\w-])"
@@ -86,7 +89,7 @@ def _address(match: re.Match[str]) -> str:
     words = rest.split()
     for i, word in enumerate(words):
         bare = word.rstrip(".")
-        if i == 0 and bare in DIRECTIONS and len(words) > 2:
+        if i == 0 and bare in DIRECTIONS and (len(words) > 2 or words[-1].rstrip(".") not in STREET_TYPES):
             said.append(DIRECTIONS[bare])
         elif word.isdigit():  # a route's number
             said.append(w.cardinal(word))
@@ -106,6 +109,8 @@ def _address(match: re.Match[str]) -> str:
 def _unit(match: re.Match[str]) -> str | None:
     word, code = re.fullmatch(r"(.+?)\.?[ \t]*#?[ \t]*(\S+)", match.group()).groups()  # type: ignore[union-attr]
     if re.fullmatch(r"[IVXLC]{2,}", code):  # "Level IV": a roman numeral (codes.py)
+        return None
+    if word in STATES and re.fullmatch(r"\d{5}", code):  # "Miami, FL 33139": a state and its ZIP code
         return None
     name = UNITS[re.sub(r"[ \t]+", " ", word.lower())]
     if word[0].isupper() and name[0].islower():

@@ -15,6 +15,7 @@ import re
 from engine.speech_text import words as w
 from engine.speech_text.abbreviations import caps
 from engine.speech_text.dates import date_words
+from engine.speech_text.money import CURRENCIES
 from engine.speech_text.numbers import UNITS, Rule
 
 _RUN = re.compile(r"[A-Z]+|\d+")
@@ -86,6 +87,20 @@ def _cued_digits(match: re.Match[str]) -> str | None:
     return ", ".join(w.digits(group) for group in groups)
 
 
+_NEAR_PHONE_CUE = re.compile(r"(?i:\b(?:call|calls|called|phone|tel|dial|fax|mobile|cell|text|reach|contact)\b)")
+
+
+def _bare_phone(match: re.Match[str]) -> str | None:
+    """"call me back at 5551234567": ten digits shaped as a North American number, near a word about calling, in
+    the groups people say (3, 3, 4)."""
+    before = match.string[max(0, match.start() - 40):match.start()]
+    if not _NEAR_PHONE_CUE.search(before) or _CODE_CUE.search(before):
+        return None
+    digits = match.group()
+    groups = ([digits[0]] if len(digits) == 11 else []) + [digits[-10:-7], digits[-7:-4], digits[-4:]]
+    return ", ".join(w.digits(group) for group in groups)
+
+
 def _grouped_digits(match: re.Match[str]) -> str | None:
     text = match.group()
     if re.fullmatch(r"\d{4}-\d\d-\d\d", text):  # an ISO date
@@ -124,10 +139,14 @@ def _hex(match: re.Match[str]) -> str:
     return "zero x " + " ".join(w.digits(c) if c.isdigit() else c.upper() for c in match.group()[2:])
 
 
-def _vanity(match: re.Match[str]) -> str:
-    """"1-800-FLOWERS" -> "one, eight hundred, flowers": the digits in groups, the letters as the word they spell."""
+def _vanity(match: re.Match[str]) -> str | None:
+    """"1-800-FLOWERS" -> "one, eight hundred, flowers": the digits in groups, the letters as the word they spell
+    ("500 USD" is money)."""
+    groups = re.split(r"[-. ]", match.group())
+    if groups[-1] in CURRENCIES:
+        return None
     said = []
-    for group in re.split(r"[-. ]", match.group()):
+    for group in groups:
         if group.isdigit():
             said.append("eight hundred" if group == "800" else w.digits(group))
         else:
@@ -268,6 +287,9 @@ RULES: list[Rule] = [
      r"|(?:(?<=[Ff]light )|(?<=Amtrak )|(?<=[Tt]rain )|(?<=[Bb]us ))\d{3,4}(?![\w]|[.,]\d)", _flight),
     ("number_code", r"(?<![\w&#])#(?=[A-Z0-9-]*[A-Z])(?=[A-Z0-9-]*\d)[A-Z0-9]+(?:-[A-Z0-9]+)*(?![\w-])",
      _number_code),
+    ("star_code", r"(?<![\w*])\*\d{2,4}#?(?![\w*])",  # "*611", "*67": keyed on a phone
+     lambda match: "star " + w.digits(match.group().strip("*#")) + (" pound" if match.group().endswith("#") else "")),
+    ("bare_phone", r"(?<![\w.,$#-])1?[2-9]\d{9}(?![\w%]|[.,:/-]\d)", _bare_phone),
     ("cued_digits", r"(?<![\w.,$#-])\d{3,}(?:[ \t-]\d{2,}){0,4}(?![\w%]|[.,:/-]\d)", _cued_digits),
     ("grouped_digits", r"(?<![\w.+-])\d+(?:-\d+){2,}(?![\w-])", _grouped_digits),
     ("grades", r"(?<![\w-])K[-–](?:1[0-2]|[1-9])(?![\w-])", lambda match: "K to " + w.cardinal(match.group()[2:])),

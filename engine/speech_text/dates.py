@@ -76,6 +76,12 @@ _MONTH_DATE_PARTS = re.compile(
 _DAY_MONTH_PARTS = re.compile(rf"(\d{{1,2}})(?:st|nd|rd|th)?[ \t](of[ \t])?({_MONTH})\.?(?:,?[ \t](\d{{4}}))?")
 
 
+def _dashed_date(match: re.Match[str]) -> str:
+    """"15-Aug-2025" -> "August fifteenth, twenty twenty-five" (a form booking systems print)."""
+    day, month, year = re.split(r"[-–]", match.group())
+    return date_words(month_number(month.rstrip(".")), int(day), _full_year(year))
+
+
 def _month_date(match: re.Match[str]) -> str:
     parts = _MONTH_DATE_PARTS.fullmatch(match.group())
     assert parts
@@ -149,7 +155,7 @@ def clock(text: str, sentence_ends: bool = False) -> str:
         said += " " + ("oh " + w.cardinal(minutes[1]) if minutes[0] == "0" else w.cardinal(minutes))
     elif minutes and not ampm and not named:
         said += " hundred" if h > 12 else " o'clock"
-    if seconds:
+    if seconds and int(seconds):
         said += " and " + w.cardinal(str(int(seconds))) + (" second" if int(seconds) == 1 else " seconds")
     if ampm:
         said += " AM" if ampm[0] in "aA" else " PM"
@@ -160,7 +166,16 @@ def clock(text: str, sentence_ends: bool = False) -> str:
     return said
 
 
+_DURATION_CUE = re.compile(r"(?i:\b(?:took|takes|lasted|lasts|duration|elapsed|finish(?:ing)?[ \t]time|run[ \t]?time|"
+                           r"time[ \t]of|clocked|record|split|race|marathon|timer|length)\b[^.!?\n]{0,20})$")
+
+
 def _time(match: re.Match[str]) -> str:
+    """A time of day; "3:45:12" after a word about how long ("finishing time was") is hours, minutes and seconds."""
+    parts = re.fullmatch(r"(\d{1,2}):(\d\d):(\d\d)", match.group())
+    if parts and _DURATION_CUE.search(match.string[max(0, match.start() - 40):match.start()]):
+        return " ".join(f"{w.cardinal(str(int(n)))} {unit if int(n) == 1 else unit + 's'}"
+                        for n, unit in zip(parts.groups(), ("hour", "minute", "second")) if int(n)) or "zero seconds"
     return clock(match.group(), ends_sentence_after(match))
 
 
@@ -180,11 +195,13 @@ def rules(day_first: bool = False) -> list[Rule]:
         ("iso_date", r"(?<![\w.-])\d{4}([-/])(?:0[1-9]|1[0-2])\1(?:0[1-9]|[12]\d|3[01])(?![\w-])", _iso_date),
         ("slash_date", r"(?<![\w./])\d{1,2}/\d{1,2}/(?:\d{4}|\d{2})(?![\w/])", _numeric_date(day_first)),
         ("dotted_date", r"(?<![\w.])(?:\d{1,2}\.\d{1,2}\.\d{4}|\d\d\.\d\d\.\d\d)(?![\w]|\.\d)", _dotted_date),
+        ("dashed_date", rf"(?<![\w-])(?:[12]\d|3[01]|0?[1-9])[-–]{_MONTH}\.?[-–](?:\d{{4}}|\d\d)(?![\w-])", _dashed_date),
         ("month_date",
          rf"(?<![\w]){_MONTH}\.?,?[ \t](?:(?:the[ \t])?{_DAY}(?:,?[ \t]\d{{4}})?|\d{{4}})(?![\w])", _month_date),
         ("day_month", rf"(?<![\w.,]){_DAY}[ \t](?:of[ \t])?{_MONTH}\.?(?:,?[ \t]\d{{4}})?(?![\w])", _day_month),
         ("weekday", rf"(?<![\w]){_WEEKDAY}(?:\.?[ \t]?[-–][ \t]?{_WEEKDAY}\.?(?![\w])|\.?(?=,|[ \t]+(?:\d|{_MONTH}))"
-                    rf"|\.(?=[ \t]+(?:and|or|to|through|nights?|mornings?|evenings?|afternoons?)\b|[ \t]*(?:\n|$)))",
+                    rf"|\.(?=[ \t]+(?:and|or|to|through|nights?|mornings?|evenings?|afternoons?|hours|only|appointments?|"
+                    rf"classes|shifts?|deliver(?:y|ies)|schedule)\b|[ \t]*(?:\n|$)))",
          _weekday),
         ("month_range", rf"(?<![\w])(?:{_MONTH})\.?[ \t]?[-–][ \t]?(?:{_MONTH})\.?(?![\w])", _month_range),
         ("day_range", rf"(?<![\w]){_MONTH}\.?[ \t](?:[12]\d|3[01]|0?[1-9])[ \t]?[-–][ \t]?(?:[12]\d|3[01]|0?[1-9])"

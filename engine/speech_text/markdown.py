@@ -43,7 +43,8 @@ _INLINE = re.compile(
             r"(?P<html></?([A-Za-z][A-Za-z0-9]{0,20})(?:\s[^<>\n]{0,300})?/?>)",
             r"(?P<entity>&(?:amp|lt|gt|quot|apos|nbsp|#39);)",
             r"(?P<times>(?<=\d)[ \t]?\*[ \t]?(?=\d))",
-            r"(?P<strong>\*+|~~+|`+|(?<!\w)_+|_+(?!\w)|(?<!\w)#+(?![\w#]))",
+            r"(?P<strong>(?!(?<![\w*])\*\d{2,4}#?(?![\w*]))"  # not a phone's star code: "dial *611"
+            r"(?:\*+|~~+|`+|(?<!\w)_+|_+(?!\w)|(?<!\w)#+(?![\w#])))",
         )
     ),
     re.IGNORECASE,

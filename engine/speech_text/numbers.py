@@ -71,6 +71,7 @@ UNITS = {
     "mos": ("month", "months", True), "pcs": ("piece", "pieces", True), "GiB": ("gibibyte", "gibibytes", True),
     "MiB": ("mebibyte", "mebibytes", True), "Kbps": ("kilobit per second", "kilobits per second", True),
     "Tbps": ("terabit per second", "terabits per second", True), "mph": ("mile per hour", "miles per hour", True),
+    "mpg": ("mile per gallon", "miles per gallon", True), "psi": ("P S I", "P S I", True),
 }
 # A unit's name after "per" in a compound unit ("GB/s", "mg/mL", "kg/kg").
 _PER_UNIT = {"s": "second", "sec": "second", "h": "hour", "hr": "hour", "min": "minute", "d": "day", "day": "day",
@@ -80,7 +81,7 @@ _UNIT = r"(?:%s)" % "|".join(re.escape(u) for u in sorted(UNITS, key=len, revers
 _SPACED_UNIT = r"(?:%s)" % "|".join(re.escape(u) for u in sorted(UNITS, key=len, reverse=True) if UNITS[u][2])
 _DENOMINATOR = r"(?:%s)" % "|".join(re.escape(u) for u in sorted(set(UNITS) - {"%", "¢", "x"} | set(_PER_UNIT),
                                                                       key=len, reverse=True))
-_COMPOUND = rf"(?:{_UNIT}/{_DENOMINATOR}(?![\w/]))"
+_COMPOUND = rf"(?:{_UNIT}/(?:\d{{1,4}}[ \t]?)?{_DENOMINATOR}(?![\w/]))"  # "mg/mL", "mg/5 mL"
 _SIGN = r"(?:[-−+](?=\d))?"
 _QUANTITY = (
     rf"{_START}{_SIGN}{NUM}(?:(?:-|–|[ \t]–[ \t]?)[-−]?{NUM})?"
@@ -149,7 +150,9 @@ def _quantity(match: re.Match[str]) -> str:
             one, many, _ = UNITS[unit]
             said += " " + (one if (a == "1" and not b) or attributive(match) else many)
             if per:
-                said += " per " + (_PER_UNIT.get(per) or UNITS[per][0])
+                count, per = re.fullmatch(r"(\d*)[ \t]?(.+)", per).groups()  # type: ignore[union-attr]
+                said += " per " + (w.cardinal(count) + " " + UNITS[per][1] if count and count != "1" else
+                                   _PER_UNIT.get(per) or UNITS[per][0])
     return {"-": "minus ", "−": "minus ", "+": "plus "}.get(sign, "") + said
 
 
@@ -189,6 +192,9 @@ def _fraction_words(numerator: int, denominator: int) -> str:
 _DATE_CUES = re.compile(r"(?i:\b(?:on|by|starts?|starting|due|until|till|thru|through|from|since|before|after|"
                         r"expires?|expiring|exp|dated?|effective|ends?|ending|week of|open|opens|closed|delivered|"
                         r"scheduled|arrives?|arriving|shipped|ships)\W*)$")
+_CHANGED_BY = re.compile(r"(?i:\b(?:cut|cuts|reduced?|reduces|lowers?|lowered|raised?|raises|increased?|increases|"
+                         r"decreased?|decreases|grew|grows?|rose|rises?|fell|falls?|dropped|drops?|shrank|shrinks?|"
+                         r"discounted|multiplied|divided|up|down)\b[^.!?]{0,30}\bby\W*)$")  # "cuts it by 1/4": a fraction
 
 
 def _month_day(match: re.Match[str]) -> str | None:
@@ -199,7 +205,7 @@ def _month_day(match: re.Match[str]) -> str | None:
     before = match.string[max(0, match.start() - 24):match.start()]
     if a[0] == "0" and re.search(r"(?i:exp\w*|valid\w*|card)\W*$", before):  # a card's MM/YY
         return f"{w.digits(a[0])} {w.cardinal(a[1])} {w.cardinal(b)}"
-    if a[0] != "0" and not _DATE_CUES.search(before):
+    if a[0] != "0" and (not _DATE_CUES.search(before) or _CHANGED_BY.search(before)):
         return None
     from engine.speech_text.dates import date_words  # dates.py builds on this module
     return date_words(int(a), int(b), None)
@@ -273,11 +279,14 @@ def _number_sign(match: re.Match[str]) -> str:
     return "number " + w.paired(match.group()[1:].replace(",", ""))
 
 
+_SIZE_UNIT = r"(?:in|ft|cm|mm|m|yd)"
+
+
 def _dimensions(match: re.Match[str]) -> str:
-    """"22 x 14 x 9 in" -> "twenty-two by fourteen by nine inches"."""
-    sizes = re.findall(r"\d[\d,]*(?:\.\d+)?|\.\d+", match.group())
-    unit = re.search(r"[a-z]+$", match.group())
-    return " by ".join(w.number(size.replace(",", "")) for size in sizes) + (" " + UNITS[unit[0]][1] if unit else "")
+    """"22 x 14 x 9 in" -> "twenty-two by fourteen by nine inches"; "30 cm x 20 cm" -> "thirty centimeters by twenty
+    centimeters"."""
+    sizes = re.findall(rf"({NUM})(?:[ \t]?({_SIZE_UNIT}))?", match.group())
+    return " by ".join(w.number(size.replace(",", "")) + (" " + UNITS[unit][1] if unit else "") for size, unit in sizes)
 
 
 def _inches(match: re.Match[str]) -> str:
@@ -302,8 +311,8 @@ RULES: list[Rule] = [
     ("feet", r"(?<![\w'’])\d{1,2}['’′][ \t]?\d{1,2}(?:[\"”″]|'')?(?![\w])|(?<![\w'’])\d{1,3}['’′](?=[ \t,.;]|$)", _feet),
     ("number_sign", r"(?<![\w&#])#[ \t]?\d[\d,]*(?![\w])", _number_sign),
     ("vulgar_fraction", r"(?<![\w.])\d{0,3}[½⅓⅔¼¾⅕⅖⅗⅘⅙⅚⅛⅜⅝⅞]", _vulgar),
-    ("dimensions", rf"{_START}{NUM}(?:[ \t]*[x×][ \t]*{NUM}){{1,2}}(?:[ \t]?(?:in|ft|cm|mm|m|yd)(?![\w]))?(?![\w])"
-     r"(?![ \t]*=)",
+    ("dimensions", rf"{_START}{NUM}(?:[ \t]?{_SIZE_UNIT}(?![\w]))?(?:[ \t]*[x×][ \t]*{NUM}){{1,2}}"
+     rf"(?:[ \t]?{_SIZE_UNIT}(?![\w]))?(?![\w])(?![ \t]*=)",
      _dimensions),
     ("inches", r"(?<![\w\"“”'.])\d{1,3}(?:\.\d)?[\"”″](?=[ \t]+[\w-])", _inches),
     ("military", r"(?<![\w.,:])(?:[01]\d|2[0-3])[0-5]\d(?=[ \t]hours\b)", _military),

@@ -55,13 +55,13 @@ _LOCALES = {"en-US": _Locale(day_first=False), "en-GB": _Locale(day_first=True)}
 # (cardinal, decimal or measure) is decided by numbers.quantity_kind.
 _RULES_OF_CLASS = {
     "tag": "tag",
-    "electronic": "email url handle hashtag version",
+    "electronic": "email url file_name handle hashtag version",
     "address": "address unit zip",
-    "telephone": "vanity extension local_phone service_code short_code grouped_digits phone",
+    "telephone": "vanity extension local_phone service_code short_code star_code bare_phone grouped_digits phone",
     "serial": "hex flight number_code cued_digits serial leftover",
     "roman": "roman roman_year regnal",
     "math": "math ratio words compare power squared cubed",
-    "date": "iso_date slash_date dotted_date month_date day_month weekday month decade month_day",
+    "date": "iso_date slash_date dotted_date dashed_date month_date day_month weekday month decade month_day",
     "time": "time dotted_time hour military",
     "range": "month_range day_range time_range percent_range grades",
     "money": "money coded_money",

@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 
 from engine.speech_text import words as w
-from engine.speech_text.abbreviations import COMMON_WORDS, SPELLED
+from engine.speech_text.abbreviations import COMMON_WORDS, SPELLED, caps
 from engine.speech_text.numbers import Rule
 
 TLDS = ("com org net io dev ai co edu gov app uk de fr ca au us info biz me tv ly gg xyz tech cloud sh travel shop "
@@ -48,14 +48,18 @@ def _name(part: str, domain: bool) -> str:
 
 
 def _spoken_parts(text: str, domain_at: int = -1) -> str:
-    """Say ``text`` part by part; the name that starts at ``domain_at`` is the top-level domain."""
+    """Say ``text`` part by part; the name that starts at ``domain_at`` is the top-level domain, and a two-letter name
+    between dots of the host before it a country's ("dmv.ca.gov")."""
     said = []
+    host_start = text.rfind("@", 0, max(domain_at, 0)) + 1
     for found in _PART.finditer(text):
         part = found.group()
         if part.isdigit():
             said.append(w.cardinal(part) if len(part) <= 2 else w.digits(part))
         elif part.isalpha():
-            said.append(_name(part, found.start() == domain_at))
+            start, end = found.start(), found.end()
+            country = host_start < start < domain_at and text[start - 1] == "." and text[end:end + 1] == "."
+            said.append(_name(part, start == domain_at or country))
         else:
             said.append(_SEPARATORS.get(part, " "))
     return " ".join("".join(s if s.startswith(" ") else f" {s} " for s in said).split())
@@ -69,14 +73,36 @@ def _domain_at(text: str) -> int:
 
 def _url(match: re.Match[str]) -> str:
     text = re.sub(r"^(?:https?|ftp)://", "", match.group(), flags=re.I)
-    text = re.split(r"[?#]", text, maxsplit=1)[0].rstrip("/")
-    return _spoken_parts(text, _domain_at(text))
+    text, _, fragment = text.partition("#")
+    text = text.split("?", 1)[0].rstrip("/")
+    said = _spoken_parts(text, _domain_at(text))
+    if re.fullmatch(r"[A-Za-z][\w-]{0,23}", fragment):  # "faq#returns": a page's section, said; a long one is not
+        said += " hash " + _spoken_parts(fragment)
+    return said
 
 
 def _email(match: re.Match[str]) -> str:
     text = match.group()
     at = text.index("@") + 1
     return _spoken_parts(text, at + _domain_at(text[at:]))
+
+
+def _file_name(match: re.Match[str]) -> str:
+    """"report_2024.pdf" -> "report underscore twenty twenty-four dot P D F"; a hyphen in the name is not said."""
+    name, extension = match.group().rsplit(".", 1)
+    said = []
+    for found in _PART.finditer(name):
+        part = found.group()
+        if part.isdigit():
+            said.append(w.year(int(part)) if len(part) == 4 and w.is_year(part) else
+                        w.cardinal(part) if len(part) <= 2 else w.digits(part))
+        elif part.isalpha():
+            said.append(part if part.islower() or part.istitle() and len(part) > 1 else " ".join(part.upper()))
+        else:
+            said.append({"-": " ", " ": " "}.get(part) or _SEPARATORS.get(part, " "))
+    spoken_extension = " ".join(caps(group) if group.isalpha() else w.cardinal(group)
+                                for group in re.findall(r"[A-Za-z]+|\d+", extension.upper()))
+    return " ".join("".join(s if s.startswith(" ") else f" {s} " for s in said).split()) + " dot " + spoken_extension
 
 
 def _handle(match: re.Match[str]) -> str:
@@ -88,11 +114,19 @@ def _hashtag(match: re.Match[str]) -> str | None:
     """"#SummerSale" -> "hashtag summer sale"; "#A7" is a code, not a tag."""
     if re.fullmatch(r"#[A-Z0-9]*\d[A-Z0-9]*", match.group()):
         return None
-    return "hashtag " + " ".join(re.findall(r"[A-Z]+(?![a-z])|[A-Z]?[a-z]+|\d+", match.group()[1:])).lower()
+    words = re.findall(r"[A-Z]+(?![a-z])|[A-Z]?[a-z]+|\d+", match.group()[1:])
+    return "hashtag " + " ".join(" ".join(word) if word.isupper() and len(word) <= 4 and word.lower() not in COMMON_WORDS
+                                 else word.lower() for word in words)
 
+
+FILE_TYPES = ("pdf doc docx xls xlsx csv txt rtf ppt pptx odt json yaml yml toml xml html htm md log ini cfg conf "
+              "png jpg jpeg gif svg heic webp bmp tiff mp3 mp4 wav m4a mov avi zip tar gz rar exe dmg apk msi py js ts "
+              "ics vcf eml epub").split()
+_FILE = (rf"(?<![\w@/.-])[A-Za-z0-9][\w-]{{0,60}}(?:\.[\w-]{{1,30}}){{0,2}}\.(?i:{'|'.join(FILE_TYPES)})"
+         r"(?![\w@/-]|\.\w)")
 
 RULES: list[Rule] = [
-    ("email", EMAIL, _email), ("url", URL, _url),
+    ("email", EMAIL, _email), ("url", URL, _url), ("file_name", _FILE, _file_name),
     ("handle", r"(?<![\w@.])@[A-Za-z_][\w.]{0,29}[\w](?![\w@])", _handle),
     ("hashtag", r"(?<![\w&#])#[A-Za-z][A-Za-z0-9_]{1,60}(?![\w#])", _hashtag),
 ]
