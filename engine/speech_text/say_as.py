@@ -1,8 +1,9 @@
 """What SSML's ``<say-as interpret-as=...>`` speaks for its text. Pure.
 
 ``interpret`` returns the words, or None where the kind is not one it knows or the text does not read as that kind
-("abc" as a cardinal): the caller then speaks the text as ordinary text, as speech engines do. Numbers are bounded
-(``MAX_DIGITS``) so no interpretation costs more than its text's length.
+("abc" as a cardinal): the caller then speaks the text as ordinary text, as speech engines do. Numbers, dates and
+times are said by the same readers as in plain text (words.py, dates.py), so a number reads alike either way. Numbers
+are bounded (``MAX_DIGITS``) so no interpretation costs more than its text's length.
 """
 
 from __future__ import annotations
@@ -10,11 +11,10 @@ from __future__ import annotations
 import calendar
 import re
 
-from num2words import num2words
+from engine.speech_text import words as w
+from engine.speech_text.dates import clock, date_words
 
-MAX_DIGITS = 18  # digits of a number said as words; a longer one is spoken as ordinary text
-
-_DIGIT_WORDS = "zero one two three four five six seven eight nine".split()
+MAX_DIGITS = w.MAX_DIGITS  # digits of a number said as words; a longer one is spoken as ordinary text
 _SYMBOL_WORDS = {"-": "dash", ".": "dot", "@": "at", "_": "underscore", "/": "slash", "#": "hash", "+": "plus",
                  "&": "and", "*": "star", "%": "percent", ":": "colon", ",": "comma"}
 _MONTHS = ("january february march april may june july august september october november december").split()
@@ -42,12 +42,12 @@ def _characters(text: str, fmt: str) -> str | None:
 
 def _char_word(c: str) -> str:
     if c.isdigit() and c.isascii():
-        return _DIGIT_WORDS[int(c)]
+        return w.DIGIT_WORDS[int(c)]
     return c.upper() if c.isalpha() else _SYMBOL_WORDS.get(c, c)
 
 
 def _cardinal(text: str, fmt: str) -> str | None:
-    """"1,234" -> "one thousand, two hundred and thirty-four"; "-3.05" -> "minus three point zero five"."""
+    """"1,234" -> "one thousand two hundred thirty-four"; "-3.05" -> "minus three point zero five"."""
     match = _CARDINAL.fullmatch(text)
     if not match:
         return None
@@ -55,15 +55,15 @@ def _cardinal(text: str, fmt: str) -> str | None:
     whole = whole.replace(",", "")
     if len(whole) > MAX_DIGITS or len(fraction or "") > MAX_DIGITS:
         return None
-    said = ("minus " if sign == "-" else "") + num2words(int(whole))
-    return said + (" point " + _digit_words(fraction) if fraction else "")
+    said = ("minus " if sign == "-" else "") + w.cardinal(str(int(whole)))
+    return said + (" point " + w.digits(fraction) if fraction else "")
 
 
 def _ordinal(text: str, fmt: str) -> str | None:
     match = _ORDINAL.fullmatch(text)
     if not match or len(number := match.group(1).replace(",", "")) > MAX_DIGITS:
         return None
-    return num2words(int(number), to="ordinal")
+    return w.ordinal(str(int(number)))
 
 
 def _digits(text: str, fmt: str) -> str | None:
@@ -82,7 +82,7 @@ def _telephone(text: str, fmt: str) -> str | None:
     if len(groups) == 1 and len(groups[0]) > 4:
         head, first = groups[0][:-4], (len(groups[0]) - 4) % 3 or 3
         groups = [head[:first]] + [head[i:i + 3] for i in range(first, len(head), 3)] + [groups[0][-4:]]
-    said = ", ".join(_digit_words(group) for group in groups)
+    said = ", ".join(w.digits(group) for group in groups)
     return "plus " + said if text.startswith("+") else said
 
 
@@ -102,17 +102,9 @@ def _date(text: str, fmt: str) -> str | None:
         return None
     if day is not None and not 1 <= day <= calendar.monthrange(year or 2000, month or 1)[1]:
         return None
-    said_year = num2words(year, to="year") if year is not None else ""
     if month is None:
-        return said_year
-    if day is None:
-        return f"{_MONTHS[month - 1].capitalize()} {said_year}"
-    said_day = num2words(day, to="ordinal")
-    if fmt.index("d") < fmt.index("m"):
-        said = f"the {said_day} of {_MONTHS[month - 1].capitalize()}"
-        return f"{said} {said_year}" if year is not None else said
-    said = f"{_MONTHS[month - 1].capitalize()} {said_day}"
-    return f"{said}, {said_year}" if year is not None else said
+        return w.year(year) if year is not None else None
+    return date_words(month, day, year, "the " if day is not None and fmt.index("d") < fmt.index("m") else None)
 
 
 def _month(field: str) -> int | None:
@@ -133,18 +125,7 @@ def _time(text: str, fmt: str) -> str | None:
     minutes, seconds = int(minute or 0), int(second or 0)
     if minutes > 59 or seconds > 59:
         return None
-    said = num2words(hour)
-    if minutes:
-        said += (" oh " if minutes < 10 else " ") + num2words(minutes)
-    elif not half:
-        said += " o'clock" if 1 <= hour <= 12 else " hundred"
-    if seconds:
-        said += f" and {num2words(seconds)} second" + ("s" if seconds > 1 else "")
-    return f"{said} {half.upper()}M" if half else said
-
-
-def _digit_words(digits: str) -> str:
-    return " ".join(_DIGIT_WORDS[int(c)] for c in digits)
+    return clock(str(hour) + "".join(f":{part}" for part in (minute, second) if part) + (f" {half}m" if half else ""))
 
 
 _READERS = {
