@@ -277,12 +277,18 @@ async def test_utterances_cancelled_before_they_ran_are_forgotten() -> None:
     running = [f"r{i}" for i in range(3)]
     for uid in running:
         await worker._dispatch(protocol.encode(protocol.Start(uid, "default")), send)
-    await asyncio.sleep(0.05)
-    assert sorted(uid for _, uid in worker.utterances) == running
+    await until(lambda: sorted(uid for _, uid in worker.utterances) == running, worker.utterances)
     for uid in running:
         await worker._dispatch(protocol.encode(protocol.Cancel(uid)), send)
-    await asyncio.sleep(0.05)
-    assert worker.utterances == {}
+    await until(lambda: worker.utterances == {}, worker.utterances)
+
+
+async def until(condition, what: object, within: float = 10.0) -> None:
+    """Wait for the event loop to get there (a few turns; longer on a busy machine), not for a fixed time."""
+    deadline = time.monotonic() + within
+    while not condition():
+        assert time.monotonic() < deadline, what
+        await asyncio.sleep(0.01)
 
 
 async def test_learnt_costs_are_kept_for_a_bounded_number_of_voices() -> None:

@@ -83,7 +83,8 @@ def write_tiny_checkpoint(model_dir: Path, seed: int = 0, stop_bias: float = 0.0
 
     Random weights almost never sample T3's stop token, so every chunk runs to the 1000-token cap (40 s of audio, and
     minutes on a busy CPU). ``stop_bias`` raises the stop token's logit so that utterances end after a few dozen
-    tokens, as a real model's do: for tests that start whole workers (warm-up, calibration, speech).
+    tokens, as a real model's do: for tests that start whole workers (warm-up, calibration, speech). A large negative
+    one (-1e4) makes "never" exact, for tests that count a chunk's tokens without a fixed seed.
     """
     model_dir.mkdir(parents=True, exist_ok=True)
     torch.manual_seed(seed)
