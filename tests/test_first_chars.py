@@ -10,7 +10,7 @@ import pytest
 
 from cbf_tools.bench import text_cases
 from engine.speech_text import semiotic
-from engine.speech_text.first_chars import first_chars
+from engine.speech_text.first_chars import after_word, first_chars
 
 DATA = Path(__file__).parent / "data"
 
@@ -46,17 +46,30 @@ def _texts() -> list[str]:
 
 
 @pytest.mark.parametrize("locale", semiotic.LOCALES)
-def test_no_rule_matches_where_its_first_characters_say_it_cannot(locale: str) -> None:
+def test_every_place_a_rule_matches_is_found_and_the_rule_asked_there(locale: str) -> None:
     rules = semiotic._LOCALES[locale]
-    missed = []
+    missed, unfound = [], []
     for text in _texts():
         for at in range(len(text)):
-            asked = set(rules.rules_at(text[at]))
+            asked = set(rules.rules_at(text[at], at > 0 and (text[at - 1].isalnum() or text[at - 1] == "_")))
             for order, (name, pattern, _) in enumerate(rules.rules):
                 match = pattern.match(text, at)
-                if match and match.end() > at and order not in asked:
-                    missed.append((name, text, at))
+                if match and match.end() > at:
+                    if order not in asked:
+                        missed.append((name, text, at))
+                    if (found := rules.anywhere.search(text, at)) is None or found.start() != at:
+                        unfound.append((name, text, at))
     assert not missed, missed[:5]
+    assert not unfound, unfound[:5]
+
+
+@pytest.mark.parametrize(
+    "pattern, after",
+    [(r"(?<![\w.])\d+", False), (r"(?<!\w)a|(?<![\w-])b", False), (r"(?<!\w)a|b", True), (r"x\d", True),
+     (r"(?<![^\w])a", True), (r"(?<!\d)a", True), (r"\b(?<![\w$])a", False)],
+)
+def test_whether_a_pattern_may_start_inside_a_word(pattern: str, after: bool) -> None:
+    assert after_word(re.compile(pattern)) is after
 
 
 def test_every_rule_has_a_known_first_character_set() -> None:

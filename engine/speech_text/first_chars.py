@@ -97,3 +97,32 @@ def _char_class(items: object) -> str:
 
 def _cased(fragment: str, ignore_case: bool) -> str:
     return f"(?i:{fragment})" if ignore_case else fragment
+
+
+def after_word(pattern: re.Pattern[str]) -> bool:
+    """Whether ``pattern`` may match starting right after a word character (False when every way it can start is
+    behind a look-behind that refuses one: ``(?<![\\w.])``)."""
+    try:
+        return _after_word(parser.parse(pattern.pattern, pattern.flags))
+    except re.error:
+        return True
+
+
+def _after_word(items: object) -> bool:
+    for op, av in items:  # type: ignore[attr-defined]
+        if op is c.ASSERT_NOT and av[0] == -1 and _refuses_word(av[1]):  # type: ignore[index]
+            return False
+        if op is c.BRANCH:
+            return any(_after_word(branch) for branch in av[1])  # type: ignore[index]
+        if op is c.SUBPATTERN:
+            return _after_word(av[3])  # type: ignore[index]
+        if op not in _ZERO_WIDTH:
+            return True
+    return True
+
+
+def _refuses_word(items: object) -> bool:
+    """Whether a one-character look-behind's body matches every word character."""
+    items = list(items)  # type: ignore[call-overload]
+    return len(items) == 1 and items[0][0] is c.IN and (c.CATEGORY, c.CATEGORY_WORD) in items[0][1] \
+        and (c.NEGATE, None) not in items[0][1]

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from typing import Callable
 
 from engine.speech_text import abbreviations, addresses, codes, dates, money, numbers, symbols, web
-from engine.speech_text.first_chars import first_chars
+from engine.speech_text.first_chars import after_word, first_chars
 from engine.speech_text.spans import Piece, rewrite
 
 _TAG = ("tag", r"\[[^\[\]\n]{1,38}\]", lambda match: match.group())  # only Turbo's tags are left by markdown()
@@ -29,25 +29,31 @@ Rules = list[tuple[str, re.Pattern[str], Callable[[re.Match[str]], "str | None"]
 
 class _Locale:
     """A locale's rules, one pattern of them all that finds where the next construct may start, and which rules can
-    start at a character (first_chars), so that each place asks only those."""
+    start at a place: those whose first characters (first_chars) hold its character, and after a letter or digit
+    only those not behind a look-behind that refuses one (most rules; most places in a text are inside a word)."""
 
     def __init__(self, day_first: bool) -> None:
         rules = [_TAG, *web.RULES, *addresses.RULES, *codes.RULES, *dates.rules(day_first), *money.RULES,
                  *numbers.RULES, *abbreviations.RULES, *symbols.RULES, *codes.LAST_RESORT]
-        self.anywhere = re.compile("|".join(f"(?:{pattern})" for _, pattern, _ in rules))
         self.rules: Rules = [(name, re.compile(pattern), handler) for name, pattern, handler in rules]
         self._firsts = [first_chars(pattern) for _, pattern, _ in self.rules]
-        self._at: dict[str, tuple[int, ...]] = {}
+        self._after_word = [after_word(pattern) for _, pattern, _ in self.rules]
+        inside = "|".join(f"(?:{pattern})" for (_, pattern, _), may in zip(rules, self._after_word) if may)
+        self.anywhere = re.compile(rf"(?<!\w)(?:{'|'.join(f'(?:{pattern})' for _, pattern, _ in rules)})"
+                                   rf"|(?<=\w)(?:{inside})")
+        self._at: dict[tuple[str, bool], tuple[int, ...]] = {}
 
-    def rules_at(self, char: str) -> tuple[int, ...]:
-        """The rules (by order) whose match can start with ``char``."""
-        if (orders := self._at.get(char)) is None:
-            orders = tuple(order for order, first in enumerate(self._firsts) if first is None or first.match(char))
+    def rules_at(self, char: str, after_word: bool) -> tuple[int, ...]:
+        """The rules (by order) whose match can start with ``char`` (after a word character, if ``after_word``)."""
+        if (orders := self._at.get((char, after_word))) is None:
+            orders = tuple(order for order, first in enumerate(self._firsts)
+                           if (first is None or first.match(char)) and (self._after_word[order] or not after_word))
             if len(self._at) < 4096:  # bounded: a text of every Unicode character cannot grow it without end
-                self._at[char] = orders
+                self._at[(char, after_word)] = orders
         return orders
 
 
+_WORD = re.compile(r"\w")
 _LOCALES = {"en-US": _Locale(day_first=False), "en-GB": _Locale(day_first=True)}
 
 
@@ -90,7 +96,8 @@ def classify(text: str, locale: str | None = None) -> list[Reading]:
     at = 0
     while (next_one := rules_of.anywhere.search(text, at)) is not None:
         start = next_one.start()
-        found = [(match, order) for order in rules_of.rules_at(text[start:start + 1])
+        after = start > 0 and _WORD.match(text, start - 1) is not None
+        found = [(match, order) for order in rules_of.rules_at(text[start:start + 1], after)
                  if (match := rules[order][1].match(text, start)) is not None and match.end() > start]
         found.sort(key=lambda f: (-f[0].end(), f[1]))
         for match, order in found:
