@@ -20,6 +20,7 @@ from starlette.websockets import WebSocket
 from engine import heap
 from engine.traces import NO_TRACES, start_tracing
 from gateway.guard.auth import ApiKeyMiddleware
+from gateway.guard.origins import OriginGate
 from gateway.guard.tenancy import REVOKED_REASON, Tenancy
 from gateway.elevenlabs import endpoint as elevenlabs
 from gateway.engine_link.failover import FailoverPolicy
@@ -28,7 +29,7 @@ from gateway.engine_link.process import EngineProcess
 from gateway.host.drain import Drain
 from gateway.host.draining import Draining
 from gateway.host.start_lines import listening_line, ready_line
-from gateway.http import admin, health, lexicons, speech, voices
+from gateway.http import admin, health, lexicons, speech, tokens, voices
 from gateway.http.errors import ApiError, api_error_response
 from gateway.http.stream import Revocation
 from gateway.listen import silero
@@ -94,10 +95,12 @@ def create_app(settings: GatewaySettings, on_engine_refusal: Callable[[str], Non
     drain = Drain(settings.drain_grace_s)
     traces = (start_tracing(settings.otlp_endpoint, GATEWAY_SERVICE, settings.trace_text) if settings.otlp_endpoint
               else NO_TRACES)
-    tenancy = Tenancy(settings.keys_file, settings.api_keys, metrics)  # raises KeysFileError: refused at start
+    tenancy = Tenancy(settings.keys_file, settings.api_keys, metrics, token_secret=settings.token_secret,
+                      shared_dir=settings.shared_dir)  # raises KeysFileError: refused at start
     prompts = PromptCache(settings.cache, engine, lambda: tenancy.tenants.guarded, metrics, settings.shared_dir)
     state = GatewayState(settings, engine, metrics,
-                         SessionRegistry(settings.max_sessions, metrics, drain, tenancy.tenants), prompts, process,
+                         SessionRegistry(settings.max_sessions, metrics, drain, tenancy.tenants, tenancy.ledger),
+                         prompts, process,
                          siblings, unauthenticated=WaitingRoom(settings.max_unauthenticated), drain=Draining(drain),
                          tenancy=tenancy, traces=traces)
 
@@ -190,6 +193,7 @@ def create_app(settings: GatewaySettings, on_engine_refusal: Callable[[str], Non
         Route("/v1/sessions/{session}/cancel", control.cancel, methods=["POST"]),
         Route("/v1/admin/drain", admin.drain, methods=["POST"]),
         Route("/v1/usage", admin.usage, methods=["GET"]),
+        Route("/v1/tokens", tokens.mint, methods=["POST"]),
         WebSocketRoute("/v1/stream", stream),
         WebSocketRoute("/v1/twilio", telephony.twilio_stream),
         WebSocketRoute("/v1/telnyx", telephony.telnyx_stream),
@@ -200,8 +204,11 @@ def create_app(settings: GatewaySettings, on_engine_refusal: Callable[[str], Non
         Mount("/", StaticFiles(directory=WEB_DIR, html=True), name="web"),
     ]
     middleware = [
-        Middleware(CORSMiddleware, allow_origins=["*"], allow_methods=["GET", "POST", "PUT", "DELETE", "PATCH", "OPTIONS"],
+        # --cors-origins: those origins exactly, their WebSockets only (gateway/guard/origins.py); none: every one
+        Middleware(CORSMiddleware, allow_origins=list(settings.cors_origins) or ["*"],
+                   allow_methods=["GET", "POST", "PUT", "DELETE", "PATCH", "OPTIONS"],
                    allow_headers=["authorization", "content-type"], expose_headers=["location"]),
+        *([Middleware(OriginGate, origins=settings.cors_origins)] if settings.cors_origins else []),
         Middleware(ApiKeyMiddleware, tenancy=tenancy),
         *([Middleware(ConnectionScope)] if traces.on else []),
     ]

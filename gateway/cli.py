@@ -19,6 +19,7 @@ from typing import Any, Callable, Sequence
 from engine.protocol import NORMALIZE_MODES
 from gateway.cli_values import (Option, Parser, boolean, comma_list, listen_address, number, port,
                                  seconds_or_auto, whole, whole_numbers)
+from gateway.guard.origins import parse_origins
 
 
 def _zeroconf_name(value: str) -> str:
@@ -98,6 +99,12 @@ GATEWAY_OPTIONS = (
     Option("--keys-file", "CBF_KEYS_FILE", "a TOML file of clients, one [keys.NAME] table each: its key (or "
            "key_sha256) and limits (max_sessions, max_utterances_in_flight, chars_per_minute, voices, routes, admin); "
            "read again when it changes and on SIGHUP (docs/keys-and-tenants.md)"),
+    Option("--token-secret", "CBF_TOKEN_SECRET", "signs the short-lived tokens of POST /v1/tokens (at least 16 "
+           "characters); servers given the same one accept each other's tokens; not set: one is generated at start, "
+           "shared by --processes, and tokens end with the server", secret=True),
+    Option("--cors-origins", "CBF_CORS_ORIGINS", "browser origins allowed, comma-separated "
+           "(https://app.example,http://localhost:3000): CORS answers those exactly and a WebSocket upgrade from "
+           "another origin gets 403; none set: every origin (CORS *)", parse_origins, ()),
     Option("--max-sessions", "CBF_MAX_SESSIONS", "concurrent sessions and streams before 503", whole, 32),
     Option("--max-text-chars", "CBF_MAX_TEXT_CHARS", "text per utterance", whole, 5000),
     Option("--max-upload-bytes", "CBF_MAX_UPLOAD_BYTES", "voice upload size", whole, 10 * 1024 * 1024),
@@ -307,6 +314,10 @@ def cmd_serve(args: argparse.Namespace) -> int:
         print(f"chatterbox-fast serve: --processes (CBF_PROCESSES) expected at least 1, got {args.processes}",
               file=sys.stderr)
         return 2
+    if args.token_secret is not None and len(args.token_secret) < 16:  # (its value is never said)
+        print(f"chatterbox-fast serve: --token-secret (CBF_TOKEN_SECRET) expected at least 16 characters, got "
+              f"{len(args.token_secret)}", file=sys.stderr)
+        return 2
     if args.wyoming_zeroconf and args.wyoming_port is None:
         print("chatterbox-fast serve: --wyoming-zeroconf (CBF_WYOMING_ZEROCONF) announces the Wyoming port: set "
               "--wyoming-port (CBF_WYOMING_PORT) too, e.g. 10200", file=sys.stderr)
@@ -351,12 +362,17 @@ def cmd_serve(args: argparse.Namespace) -> int:
 
         env = {**os.environ, **options_env(args, (*GATEWAY_OPTIONS, *ENGINE_SECRET, *ENGINE_OPTIONS, *TRACE_OPTIONS,
                                                   LOG_OPTION))}
+        if not args.token_secret:  # one secret for every process: a token minted by one is taken by the others
+            import secrets
+
+            env["CBF_TOKEN_SECRET"] = secrets.token_urlsafe(32)
         code, refusal = serve_processes(args.processes, env, engine_argv(args) + ["--log-level", args.log_level],
                                         split_range(*rtc_ports, args.processes) if rtc_ports else None,
                                         args.drain_grace)
         return _refuse(args, refusal) if refusal else code
     settings = GatewaySettings(
         host=args.host, port=sock.getsockname()[1], api_keys=args.api_key, keys_file=args.keys_file,
+        token_secret=args.token_secret, cors_origins=args.cors_origins,
         max_sessions=args.max_sessions,
         max_text_chars=args.max_text_chars, max_upload_bytes=args.max_upload_bytes, ice_servers=args.ice_server,
         webrtc_setup_timeout_s=args.webrtc_setup_timeout,

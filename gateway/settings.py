@@ -14,6 +14,8 @@ class GatewaySettings:
     port: int = 8197
     api_keys: tuple[str, ...] = ()
     keys_file: str | None = None  # the tenants' keys and limits (gateway/guard/keys_file.py), watched for changes
+    token_secret: str | None = None  # signs POST /v1/tokens' tokens (gateway/guard/tokens.py); None: generated
+    cors_origins: tuple[str, ...] = ()  # browser origins allowed (CORS, WebSocket upgrades); none: every one
     max_sessions: int = 32
     max_text_chars: int = 5000
     max_upload_bytes: int = 10 * 1024 * 1024

@@ -1,5 +1,8 @@
 """Optional API keys: a bearer header; on a WebSocket, a ``cbf.key.<key>`` subprotocol (a browser cannot set its
-headers); ``?api_key=`` still accepted (and redacted from the logs, gateway/guard/operator_safety.py).
+headers); ``?api_key=`` still accepted (and redacted from the logs, gateway/guard/operator_safety.py). A token from
+``POST /v1/tokens`` (gateway/guard/tokens.py) is taken in each of those places too, and as ``?token=``: admitted as
+its minting key's tenant, within its scope; its grant goes in the scope (``scope["state"]["grant"]``) and in
+``tokens.GRANT`` for the rest of the connection's work.
 
 Whose key it is (gateway/guard/tenants.py) goes in the connection's ASGI scope: ``scope["state"]["tenant"]``, the
 tenant's name (Starlette's ``request.state.tenant``), or None for an --api-key key or when no key is set.
@@ -7,11 +10,16 @@ tenant's name (Starlette's ``request.state.tenant``), or None for an --api-key k
 
 from __future__ import annotations
 
+import time
+from dataclasses import dataclass
+
 from starlette.requests import HTTPConnection
 from starlette.types import ASGIApp, Receive, Scope, Send
 from starlette.websockets import WebSocket
 
 from gateway.guard.tenancy import LiveSocket, Tenancy
+from gateway.guard.tenants import TenantRefused
+from gateway.guard.tokens import GRANT, TokenRefused, looks_like_token
 from gateway.http.errors import error_response
 
 OPEN_PATHS = ("/health",)
@@ -28,7 +36,9 @@ def presented_key(conn: HTTPConnection) -> str | None:
     if header.lower().startswith("bearer "):
         return header[7:].strip()
     offered = [p[len(KEY_SUBPROTOCOL):] for p in offered_subprotocols(conn) if p.startswith(KEY_SUBPROTOCOL)]
-    return offered[0] if offered else conn.query_params.get("api_key")
+    if offered:
+        return offered[0]
+    return conn.query_params.get("api_key") or conn.query_params.get("token")
 
 
 def tenant_of(conn: HTTPConnection) -> str | None:
@@ -36,16 +46,57 @@ def tenant_of(conn: HTTPConnection) -> str | None:
     return conn.scope.get("state", {}).get("tenant")
 
 
-def admit(conn: HTTPConnection, tenancy: Tenancy, key: str | None) -> bool:
-    """Whether ``key`` opens ``conn``'s path; if so its tenant goes in the scope."""
-    identity = tenancy.identify(key)
+@dataclass(frozen=True)
+class Refusal:
+    """Why a connection was not admitted: its HTTP status, its code (the WebSocket close code is 4000 + status)."""
+
+    status: int
+    code: str
+    message: str
+
+    @property
+    def close_code(self) -> int:
+        return 4000 + self.status
+
+
+UNAUTHORIZED = Refusal(401, "unauthorized", "a valid API key is required")
+
+
+def check(scope: dict, tenancy: Tenancy, key: str | None) -> Refusal | None:
+    """None when ``key`` (an API key or a token) opens the scope's path, its tenant (and a token's grant) then put in
+    the scope; else why not."""
+    path, method = scope.get("path", ""), scope.get("method") if scope["type"] == "http" else None
+    grant = None
+    if key is not None and tenancy.tenants.guarded and looks_like_token(key):
+        try:
+            identity, grant = tenancy.admit_token(key, method, path, time.time())
+        except (TokenRefused, TenantRefused) as exc:
+            if exc.code != "unauthorized" or (identity := tenancy.identify(key)) is None:  # (a key shaped so)
+                return Refusal(exc.status, exc.code, str(exc))
+    else:
+        identity = tenancy.identify(key)
     if identity is None:
-        return False
-    if identity.client is not None and not identity.client.may_reach(conn.scope.get("path", "")):
-        tenancy.tenants.refuse_route(identity.client.name, conn.scope.get("path", ""))
-        return False
-    conn.scope.setdefault("state", {})["tenant"] = identity.name
-    return True
+        return UNAUTHORIZED
+    if grant is None and identity.client is not None and not identity.client.may_reach(path):
+        exc = tenancy.tenants.refuse_route(identity.client.name, path)
+        return Refusal(exc.status, exc.code, str(exc))
+    state = scope.setdefault("state", {})
+    state["tenant"], state["grant"] = identity.name, grant
+    GRANT.set(grant)
+    return None
+
+
+def refusal_of(conn: HTTPConnection) -> Refusal:
+    """Why ``conn``'s last admission failed (``unauthorized`` when none was tried)."""
+    return conn.scope.get("state", {}).get("refusal") or UNAUTHORIZED
+
+
+def admit(conn: HTTPConnection, tenancy: Tenancy, key: str | None) -> bool:
+    """Whether ``key`` opens ``conn``'s path; if so its tenant goes in the scope, else why not (``refusal_of``)."""
+    refusal = check(conn.scope, tenancy, key)
+    if refusal is not None:
+        conn.scope.setdefault("state", {})["refusal"] = refusal
+    return refusal is None
 
 
 def authorized(conn: HTTPConnection, tenancy: Tenancy) -> bool:
@@ -55,12 +106,13 @@ def authorized(conn: HTTPConnection, tenancy: Tenancy) -> bool:
 
 async def accept_websocket(ws: WebSocket, tenancy: Tenancy) -> bool:
     """Accept ``ws`` (with ``cbf.v1`` when offered); without a valid key, send an ``unauthorized`` error event, close
-    with code 4401 and return False."""
+    with code 4401 and return False (a token's refusal: its own code, 4401 or 4403)."""
     await ws.accept(subprotocol=SUBPROTOCOL if SUBPROTOCOL in offered_subprotocols(ws) else None)
     if authorized(ws, tenancy):
         return True
-    await ws.send_json({"type": "error", "code": "unauthorized", "message": "a valid API key is required"})
-    await ws.close(4401)
+    refusal = refusal_of(ws)
+    await ws.send_json({"type": "error", "code": refusal.code, "message": refusal.message})
+    await ws.close(refusal.close_code)
     return False
 
 
@@ -85,15 +137,9 @@ class ApiKeyMiddleware:
         guarded = scope["type"] == "http" and scope.get("method") != "OPTIONS" and (
             path.startswith("/v1/") or path == "/metrics") and path not in OPEN_PATHS
         if guarded:
-            conn = HTTPConnection(scope)
-            identity = self.tenancy.identify(presented_key(conn))
-            if identity is None:
-                await error_response(401, "unauthorized", "a valid API key is required",
-                                     {"WWW-Authenticate": "Bearer"})(scope, receive, send)
+            refusal = check(scope, self.tenancy, presented_key(HTTPConnection(scope)))
+            if refusal is not None:
+                headers = {"WWW-Authenticate": "Bearer"} if refusal.status == 401 else None
+                await error_response(refusal.status, refusal.code, refusal.message, headers)(scope, receive, send)
                 return
-            if identity.client is not None and not identity.client.may_reach(path):
-                exc = self.tenancy.tenants.refuse_route(identity.client.name, path)
-                await error_response(exc.status, exc.code, str(exc))(scope, receive, send)
-                return
-            scope.setdefault("state", {})["tenant"] = identity.name
         await self.app(scope, receive, send)

@@ -1,4 +1,4 @@
-"""What keeps an operator from exposing the gateway by accident: API keys never written to logs, and a loud warning
+"""What keeps an operator from exposing the gateway by accident: API keys and tokens never written to logs, and a loud warning
 when it listens beyond loopback with no keys (the Wyoming port, which has none, with or without them)."""
 
 from __future__ import annotations
@@ -7,13 +7,13 @@ import ipaddress
 import logging
 import re
 
-_KEY_IN_QUERY = re.compile(r"(api_key=)[^&\s\"']*")
+_KEY_IN_QUERY = re.compile(r"((?<![A-Za-z0-9_])(?:api_key|token)=)[^&\s\"']*")
 REDACTED = "[redacted]"
 ACCESS_LOGGERS = ("uvicorn.access", "uvicorn.error")  # HTTP access lines; WebSocket "accepted" lines
 
 
 class RedactKeys(logging.Filter):
-    """Rewrites ``?api_key=...`` in a record's message and arguments (uvicorn logs the path with its query)."""
+    """Rewrites ``?api_key=...`` and ``?token=...`` in a record's message and arguments (uvicorn logs the path with its query)."""
 
     def filter(self, record: logging.LogRecord) -> bool:
         if isinstance(record.args, tuple):

@@ -19,7 +19,10 @@ from typing import Any, AsyncIterator, Awaitable, Callable
 
 from engine.protocol import SAMPLE_RATE, Chunk, Done
 from gateway.guard import keys_file
-from gateway.guard.tenants import Identity, Tenants
+from gateway.guard.keys_file import key_digest
+from gateway.guard.token_ledger import FileLedger, MemoryLedger, ledger_for
+from gateway.guard.tenants import Identity, TenantRefused, Tenants
+from gateway.guard.tokens import Grant, TokenRefused, TokenSigner, current_grant, family_of
 from gateway.metrics import Metrics
 
 log = logging.getLogger("chatterbox_fast.gateway")
@@ -78,9 +81,14 @@ class Tenancy:
     """The keys in force (``tenants``), where they come from, and the adapters around them."""
 
     def __init__(self, path: str | None, plain_keys: tuple[str, ...], metrics: Metrics,
-                 clock: Callable[[], float] = time.monotonic) -> None:
-        """Raises ``KeysFileError`` when ``path`` does not load (the server refuses to start)."""
+                 clock: Callable[[], float] = time.monotonic, token_secret: str | bytes | None = None,
+                 shared_dir: str | None = None) -> None:
+        """Raises ``KeysFileError`` when ``path`` does not load (the server refuses to start). ``token_secret``:
+        what tokens are signed with (None: one generated now, good for this process only); ``shared_dir``: where
+        `serve --processes N` keeps what its processes count together (tokens' uses and sessions)."""
         self.path, self.metrics, self._clock = path, metrics, clock
+        self.signer = TokenSigner(token_secret if token_secret else os.urandom(32))
+        self.ledger: MemoryLedger | FileLedger = ledger_for(shared_dir)
         self._signature = _signature(path) if path else None
         self.tenants = Tenants(load(path) if path else [], plain_keys, keyed=path is not None)
         self.tenants.on_refusal = self._refused
@@ -96,6 +104,26 @@ class Tenancy:
 
     def identify(self, key: str | None) -> Identity | None:
         return self.tenants.identify(key)
+
+    def key_mark(self, key: str | None) -> str:
+        """The mark a token minted with ``key`` carries (gateway/guard/tokens.py)."""
+        return self.signer.key_mark(key_digest(key or ""))
+
+    def admit_token(self, token: str, method: str | None, path: str, now: float) -> tuple[Identity, Grant]:
+        """Whose ``token`` is and what it grants, for ``path`` (``method`` None: a WebSocket), one of its uses taken;
+        raises ``TokenRefused`` (unauthorized, token_expired, token_scope, token_used) or ``TenantRefused`` (its
+        key may not reach ``path``)."""
+        grant = self.signer.verify(token, now)
+        identity = self.tenants.identity_of_token(grant.tenant, grant.key_mark, self.signer.key_mark)
+        if identity is None:
+            raise TokenRefused("unauthorized", "this token's key is no longer in force")
+        if not grant.allows(family_of(method, path)):
+            raise TokenRefused("token_scope", f"this token may not reach {path}")
+        if identity.client is not None and not identity.client.may_reach(path):
+            raise self.tenants.refuse_route(identity.client.name, path)
+        if grant.uses is not None and not self.ledger.use(grant):
+            raise TokenRefused("token_used", "this token has been used up")
+        return identity, grant
 
     async def reload(self, why: str) -> bool:
         """Read the file again; True when its keys are now in force."""
@@ -159,7 +187,11 @@ class Tenancy:
 
     async def start(self, name: str | None, voice: str, start: Callable[[], Awaitable[Any]]) -> Any:
         """``start()``'s utterance, once ``name`` may start one in ``voice`` (``TenantRefused`` otherwise); counted
-        in flight until done or cancelled."""
+        in flight until done or cancelled. A connection admitted with a token speaks only its voices."""
+        if (grant := current_grant()) is not None and not grant.may_use_voice(voice):
+            if name is not None:
+                self._refused(name, "token_scope")
+            raise TenantRefused("token_scope", f"this token may not use the voice {voice!r}")
         if name is None:
             return await start()
         self.tenants.start_utterance(name, voice)

@@ -18,10 +18,11 @@ from gateway.guard.keys_file import Client, key_digest
 
 OWNER_SEPARATOR = "--"
 SESSION_RETRY_S = 1.0  # what a refused session is told to wait (its tenant's sessions end when they end)
-REASONS = ("sessions", "utterances", "chars", "voice", "route", "revoked")
+REASONS = ("sessions", "utterances", "chars", "voice", "route", "revoked", "token_scope")
 _CODES = {"sessions": "tenant_session_limit", "utterances": "tenant_utterance_limit", "chars": "rate_limited",
-          "voice": "voice_forbidden", "route": "route_forbidden", "revoked": "unauthorized"}
-_STATUS = {"voice": 403, "route": 403, "revoked": 401}
+          "voice": "voice_forbidden", "route": "route_forbidden", "revoked": "unauthorized",
+          "token_scope": "token_scope"}
+_STATUS = {"voice": 403, "route": 403, "revoked": 401, "token_scope": 403}
 
 
 class TenantRefused(Exception):
@@ -135,6 +136,21 @@ class Tenants:
             if hmac.compare_digest(known, digest):
                 found = found or ANYONE
         return found
+
+    def identity_of_token(self, tenant: str | None, mark: str, mark_of: Callable[[bytes], str]) -> Identity | None:
+        """Who minted a token (gateway/guard/tokens.py): its tenant, or an --api-key key, while the key whose
+        ``mark`` it carries is still in force; None otherwise (removed, changed, or another server's)."""
+        if not self.guarded:
+            return ANYONE
+        if tenant is not None:
+            state = self._states.get(tenant)
+            if state is None or not hmac.compare_digest(mark_of(state.client.key_sha256), mark):
+                return None
+            return Identity(state.client.name, state.client)
+        found = False
+        for digest in self._plain:
+            found = hmac.compare_digest(mark_of(digest), mark) or found
+        return ANYONE if found else None
 
     def client(self, name: str) -> Client | None:
         """``name``'s client in the file now (None: removed)."""
