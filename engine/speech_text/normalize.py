@@ -1,8 +1,8 @@
 """The text front end's rules: caller text (mostly LLM output) to the text Chatterbox-Turbo should read. Pure.
 
 Four passes, chained with ``compose`` so every piece points into the caller's text: markdown (markdown.py), then
-words (URLs and emails, numbers in context, abbreviations, ALL-CAPS, symbols and emoji: one regular expression of
-all their rules, tried left to right, the first that matches at a place winning), then Turbo's own punctuation
+words (semiotic.py: every construct, from URLs and numbers in context to abbreviations, ALL-CAPS, symbols and emoji,
+classified by its context and read by its class's verbaliser), then Turbo's own punctuation
 replacements (engine/text.py ``TURBO_PUNCTUATION``), then whitespace: a run of it is one space, or one newline where it
 held one; none before ``, . ; ! ?``. Every rule is local (see numbers.py), so text normalised piece by piece as it
 streams in (engine/speech_text/stream.py, with markdown.py's ``open_tail``) reads the same as the whole.
