@@ -66,6 +66,11 @@ def output_format(name: str) -> OutputFormat:
         raise ValueError(f"unknown audio format {name!r}; expected one of {', '.join(FORMATS)}") from None
 
 
+def websocket_rates() -> dict[str, list[int]]:
+    """What ``config`` on /v1/stream takes: each of ``WEBSOCKET_FORMATS`` with its sample rates (``ready`` says so)."""
+    return {name: list(output_format(name).rates) for name in WEBSOCKET_FORMATS}
+
+
 def codec_rate(codec: str) -> int:
     """The sample rate the paced WebRTC track feeds ``codec`` (one of ``WEBRTC_CODECS``) at."""
     return output_format(codec).default_rate

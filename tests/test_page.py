@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import io
+import json
 import math
 import os
 import warnings
@@ -221,6 +222,39 @@ def test_websocket_forced_by_toggle(page, server):
     ARTIFACTS.mkdir(exist_ok=True)
     page.screenshot(path=str(ARTIFACTS / "page-ws.png"), full_page=True)
     print(f"\nWebSocket: first audio heard in the page after {u['ttfa']:.0f} ms, {u['chunks']} chunks")
+
+
+CONTEXT_RATE_SCRIPT = """(() => {
+  const Native = AudioContext;
+  window.AudioContext = class extends Native {
+    constructor(options) { super({ ...(options || {}), sampleRate: %d }); }
+  };
+})();"""
+
+
+@pytest.mark.parametrize(("context_rate", "asked"), [(44100, 44100), (16000, 16000), (96000, 48000)])
+def test_websocket_asks_for_the_audio_contexts_own_rate_where_the_server_offers_it(page, server, context_rate, asked):
+    """Issue 52 item 6: a browser at 44.1 kHz asks for 44100 (the server resamples with swresample, the worklet not at
+    all); a rate the server does not offer (96 kHz) gets the nearest offered, which the worklet resamples."""
+    page.add_init_script(CONTEXT_RATE_SCRIPT % context_rate)
+    sent: list[dict] = []
+    page.on("websocket", lambda ws: ws.on("framesent", lambda payload: sent.append(json.loads(payload))
+                                          if isinstance(payload, str) else None))
+    open_page(page, server, "?transport=ws")
+    assert page.evaluate("cbf.state.transport") == "ws"
+    assert page.evaluate("cbf.state.sampleRate") == context_rate
+    ready = next(e for e in page.evaluate("cbf.events") if e["type"] == "ready")
+    assert (asked == context_rate) == (context_rate in ready["formats"]["pcm_s16le"])
+    configs = [m for m in sent if m.get("type") == "config" and "sample_rate" in m]
+    assert configs == [{"type": "config", "format": "pcm_s16le", "sample_rate": asked}]
+    assert page.evaluate("cbf.state.wsRate") == asked
+    resampled = "" if asked == context_rate else f" (resampled to {context_rate / 1000:g} kHz here)"
+    assert page.inner_text("#codec").strip() == f"PCM s16le {asked / 1000:g} kHz{resampled}"
+    u = speak_and_wait(page, SENTENCE)
+    assert not u["failed"] and u["transport"] == "ws" and u["peak"] > page.evaluate("cbf.THRESH")
+    # The worklet played the utterance's length in its context's samples: the rate it was told is the one that came.
+    played = page.evaluate("cbf.metrics.worklet.played")
+    assert played == pytest.approx(u["done"]["audio_seconds"], rel=0.02), (played, u["done"]["audio_seconds"])
 
 
 def test_latency_control_beside_the_first_audio_figure(page, server):

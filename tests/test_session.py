@@ -179,6 +179,18 @@ def test_config_sets_the_format_only_where_the_sink_takes_one() -> None:
     assert fixed.receive(frame("config", voice="amy")) == [] and fixed.voice == "amy"
 
 
+def test_ready_lists_the_formats_and_rates_config_takes_only_where_the_sink_takes_one() -> None:
+    [ready] = new_core().greeting(None)
+    formats = ready.event["formats"]  # type: ignore[union-attr]
+    assert formats == {"pcm_s16le": [8000, 16000, 22050, 24000, 32000, 44100, 48000], "mulaw": [8000]}
+    for name, rates in formats.items():
+        for rate in rates:  # each one is taken
+            taken = new_core().receive(frame("config", format=name, sample_rate=rate))
+            assert taken == [core.ConfigureSink(name, rate)]
+    [fixed] = new_core(configurable=False, transport="webrtc").greeting(None)
+    assert "formats" not in fixed.event  # type: ignore[union-attr]
+
+
 def test_malformed_frames_are_errors() -> None:
     session = new_core()
     assert session.receive(b"\x00")[0].event["code"] == "bad_message"  # type: ignore[union-attr]

@@ -45,6 +45,7 @@ async def test_incremental_text_flush_and_end(server: str) -> None:
     async with connect(server) as ws:
         ready = json.loads(await ws.recv())
         assert ready["type"] == "ready" and ready["engine"]["engine"] == "espeak" and ready["engine"]["watermark"]
+        assert 44100 in ready["formats"]["pcm_s16le"] and ready["formats"]["mulaw"] == [8000]
         await ws.send(json.dumps({"type": "config", "format": "pcm_s16le", "sample_rate": 16000}))
         for token in ["Hello", " there,", " my", " friend.", " How", " are", " you"]:
             await ws.send(json.dumps({"type": "text", "text": token}))

@@ -20,7 +20,8 @@ export const state = {
   micLive: false, // the connection in use sends the microphone
   bargeMode: null, // the gateway's answer to the page's barge_in message: "vad" | "pause" | "off"
   fallbackReason: null,
-  sampleRate: null,
+  sampleRate: null, // the AudioContext's
+  wsRate: null, // the PCM rate the WebSocket asked the server for (the context's own where the server offers it)
 };
 
 export const metrics = {

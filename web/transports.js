@@ -100,7 +100,8 @@ export function connect() {
     setConn("ok", `connected · ${c.kind === "webrtc" ? "WebRTC" : "WebSocket"}${fb}`);
     $("transport-used").textContent = c.kind === "webrtc" ? "WebRTC" : "WebSocket";
     if (c.kind === "ws") {
-      state.codec = `PCM s16le ${c.rate / 1000} kHz`;
+      const own = audio().sampleRate;
+      state.codec = `PCM s16le ${c.rate / 1000} kHz` + (c.rate === own ? "" : ` (resampled to ${own / 1000} kHz here)`);
       $("codec").textContent = state.codec;
     }
     return c;
@@ -219,10 +220,18 @@ async function connectWebRTC(gen) {
   }
 }
 
+// The PCM rate to ask the WebSocket for: the AudioContext's own where the server offers it (`ready`'s
+// formats.pcm_s16le), so that the server resamples (swresample) and the page plays the samples as they come; else the
+// nearest rate offered, which the worklet then resamples (linearly) to the context's.
+export function wsRate(own, offered) {
+  const rates = offered && offered.length ? offered : [24000, 48000]; // a server that does not list them
+  if (rates.includes(own)) return own;
+  return rates.reduce((best, r) => (Math.abs(r - own) < Math.abs(best - own) ? r : best));
+}
+
 async function connectWS(gen) {
   await loadWorklet(onWorklet);
-  const rate = audio().sampleRate >= 44100 ? 48000 : 24000;
-  worklet.port.postMessage({ type: "config", rate });
+  const own = audio().sampleRate;
   worklet.port.postMessage({ type: "clear" });
   for (;;) {
     const ws = new WebSocket(wsUrl("/v1/stream"), keyProtocols());
@@ -232,7 +241,7 @@ async function connectWS(gen) {
     const c = {
       kind: "ws",
       ws,
-      rate,
+      rate: null, // asked for once `ready` has said which rates the server offers
       send: (obj) => ws.send(JSON.stringify(obj)),
       close: () => {
         closed = true;
@@ -250,7 +259,13 @@ async function connectWS(gen) {
           reject(new Error(msg.message || "unauthorized"));
           return;
         }
-        if (msg.type === "ready") resolve();
+        if (msg.type === "ready") {
+          c.rate = wsRate(own, msg.formats && msg.formats.pcm_s16le);
+          state.wsRate = c.rate;
+          worklet.port.postMessage({ type: "config", rate: c.rate }); // before any audio: it follows a speak
+          c.send({ type: "config", format: "pcm_s16le", sample_rate: c.rate });
+          resolve();
+        }
         handleEvent(msg);
       };
       ws.onclose = (e) => {
@@ -258,7 +273,6 @@ async function connectWS(gen) {
         reject(new Error(`WebSocket closed (${e.code}${e.reason ? ": " + e.reason : ""})`));
         if (conn === c && !closed) lost(gen, `WebSocket closed (${e.code})`);
       };
-      ws.onopen = () => c.send({ type: "config", format: "pcm_s16le", sample_rate: rate });
     });
     try {
       await Promise.race([ready, timeout(8000, "WebSocket ready")]);

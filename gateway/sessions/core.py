@@ -15,7 +15,7 @@ from typing import Any
 
 from engine.protocol import SAMPLE_RATE, ChunkHeader, EngineReady, ProtocolError, Reading
 from gateway import messages
-from gateway.formats import WEBSOCKET_DEFAULT_FORMAT
+from gateway.formats import WEBSOCKET_DEFAULT_FORMAT, websocket_rates
 from gateway.sessions.playout_reports import PlayoutReports
 from gateway.word_match import ClientWords, heard_chars, heard_text
 
@@ -138,14 +138,18 @@ class SessionCore:
         return self._current.text.text if self._current is not None else ""
 
     def greeting(self, engine: EngineReady | None) -> list[Action]:
-        """The ``ready`` event, from the engine's greeting (None while no engine is connected)."""
+        """The ``ready`` event, from the engine's greeting (None while no engine is connected); where the client
+        chooses the wire format (``configurable``), ``formats`` says which formats and rates ``config`` takes."""
         shown = ("engine", "device", "dtype", "weights", "watermark")
         described = asdict(engine) if engine is not None else {}
-        return [Emit({
+        ready = {
             "type": "ready", "session": self.session_id,
             "engine": {k: described.get(k) for k in shown},
             "limits": {"max_text_chars": self.max_text_chars, "max_message_bytes": messages.MAX_MESSAGE_BYTES},
-        })]
+        }
+        if self.configurable:
+            ready["formats"] = websocket_rates()
+        return [Emit(ready)]
 
     def receive(self, raw: str | bytes, sent: float | None = None, now: float = 0.0) -> list[Action]:
         """One client frame. A refusal is an ``error`` event; nothing a client sends ends the session. ``sent``: the
