@@ -382,28 +382,52 @@ def test_clone_from_microphone(browser, server):
         httpx.delete(f"{server}/v1/voices/mic_voice")
 
 
-def test_api_key_asked_once_and_sent(browser, tmp_path):
+def test_api_key_asked_once_kept_in_memory_and_exchanged_for_a_token(browser, tmp_path):
     context = browser.new_context()
     page = context.new_page()
     urls: list[str] = []
+    credentials: dict[str, str] = {}  # each /v1/ path: the credential its request carried
     page.on("request", lambda request: urls.append(request.url))
+    page.on("request", lambda request: credentials.__setitem__(
+        request.url.split("/v1/", 1)[-1], request.headers.get("authorization", "")) if "/v1/" in request.url else None)
     page.on("websocket", lambda ws: urls.append(ws.url))
     try:
-        with running_server("--api-key", "page-secret", voices_dir=tmp_path) as url:
+        with running_server("--api-key", "page-secret-0123", voices_dir=tmp_path) as url:
             page.goto(url + "/")
             page.wait_for_selector("#key-form:not([hidden])", timeout=20_000)
             page.fill("#key-input", "wrong")
             page.press("#key-input", "Enter")
             page.wait_for_function("document.getElementById('key-error').textContent.includes('refused')",
                                    timeout=10_000)
-            page.fill("#key-input", "page-secret")
+            page.fill("#key-input", "page-secret-0123")
             page.press("#key-input", "Enter")
             page.wait_for_function("window.cbf && cbf.state.connected", timeout=20_000)
-            assert page.evaluate("sessionStorage.getItem('cbf.api_key')") == "page-secret"
+            stored = page.evaluate("JSON.stringify([Object.values(sessionStorage), Object.values(localStorage), "
+                                   "document.cookie])")
+            assert "page-secret" not in stored  # in the page's memory only
             assert page.is_hidden("#key-form")
             u = speak_and_wait(page, "Authorised.")
             assert not u["failed"] and u["peak"] > page.evaluate("cbf.THRESH")
             assert any("/v1/" in u for u in urls) and not [u for u in urls if "secret" in u]  # never in a URL
+            assert credentials["tokens"] == "Bearer page-secret-0123"  # the key goes to /v1/tokens only
+            spoken_with = [c for path, c in credentials.items() if path != "tokens"]
+            assert spoken_with and all(c.startswith("Bearer cbft.") for c in spoken_with), credentials
+    finally:
+        context.close()
+
+
+def test_a_link_with_a_token_speaks_without_a_key(browser, tmp_path):
+    context = browser.new_context()
+    page = context.new_page()
+    try:
+        with running_server("--api-key", "page-secret-0123", voices_dir=tmp_path) as url:
+            token = httpx.post(url + "/v1/tokens", json={"routes": ["stream", "webrtc", "voices"]},
+                               headers={"Authorization": "Bearer page-secret-0123"}).json()["token"]
+            page.goto(f"{url}/#token={token}")
+            page.wait_for_function("window.cbf && cbf.state.connected", timeout=20_000)
+            assert page.is_hidden("#key-form") and token not in page.url  # dropped from the address bar
+            u = speak_and_wait(page, "A token from the link.")
+            assert not u["failed"] and u["peak"] > page.evaluate("cbf.THRESH")
     finally:
         context.close()
 

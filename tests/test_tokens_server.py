@@ -220,3 +220,16 @@ def test_two_processes_share_the_secret_and_single_use() -> None:
                 answer = http.get(url + "/v1/voices", headers=bearer(once))
                 answers.append(answer.status_code if answer.status_code == 200 else error_code(answer))
         assert answers.count(200) == 1 and answers.count((401, "token_used")) == 11, answers
+
+
+async def test_the_elevenlabs_socket_takes_a_token_and_refuses_a_used_one_in_its_shape(server: Server) -> None:
+    once = mint(server, uses=1, routes=["elevenlabs"])
+    url = server.ws + "/v1/text-to-speech/default/stream-input?output_format=pcm_24000&token="
+    async with connect(url + once) as ws:
+        await ws.send(json.dumps({"text": "Hello there. ", "flush": True}))
+        assert "audio" in json.loads(await asyncio.wait_for(ws.recv(), 30))
+    async with connect(url + once) as ws:
+        assert "token_used" in await asyncio.wait_for(ws.recv(), 10)
+        with pytest.raises(ConnectionClosed):
+            await asyncio.wait_for(ws.recv(), 10)
+        assert ws.close_code == 4401

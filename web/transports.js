@@ -5,7 +5,7 @@
 // With "talk to interrupt" on (barge.js), the WebRTC offer also sends the microphone (sendrecv).
 
 import { $, state, metrics, utterances, current, active, finishUtterance } from "./state.js";
-import { api, apiKey, askKey, errorText, forgetKey, keyProtocols } from "./api.js";
+import { api, errorText, keyProtocols, refused } from "./api.js";
 import { audio, dropRemote, lastLoudAt, loadWorklet, muteRemote, playRemote, worklet } from "./audio.js";
 import { bargeAvailability, micStream, micTracks, openMic } from "./barge.js";
 
@@ -234,7 +234,7 @@ async function connectWS(gen) {
   const own = audio().sampleRate;
   worklet.port.postMessage({ type: "clear" });
   for (;;) {
-    const ws = new WebSocket(wsUrl("/v1/stream"), keyProtocols());
+    const ws = new WebSocket(wsUrl("/v1/stream"), await keyProtocols());
     ws.binaryType = "arraybuffer";
     let closed = false;
     let unauthorized = false;
@@ -254,8 +254,8 @@ async function connectWS(gen) {
         if (typeof e.data !== "string") return onPcm(e.data);
         let msg;
         try { msg = JSON.parse(e.data); } catch (_) { return; }
-        if (msg.type === "error" && msg.code === "unauthorized") {
-          unauthorized = true;
+        if (msg.type === "error" && ["unauthorized", "token_expired", "token_used"].includes(msg.code)) {
+          unauthorized = msg;
           reject(new Error(msg.message || "unauthorized"));
           return;
         }
@@ -269,7 +269,7 @@ async function connectWS(gen) {
         handleEvent(msg);
       };
       ws.onclose = (e) => {
-        if (e.code === 4401) unauthorized = true;
+        if (e.code === 4401 && !unauthorized) unauthorized = { code: "unauthorized" };
         reject(new Error(`WebSocket closed (${e.code}${e.reason ? ": " + e.reason : ""})`));
         if (conn === c && !closed) lost(gen, `WebSocket closed (${e.code})`);
       };
@@ -280,8 +280,7 @@ async function connectWS(gen) {
     } catch (e) {
       c.close();
       if (!unauthorized) throw e;
-      if (apiKey()) forgetKey();
-      await askKey(apiKey() ? "" : "This server needs an API key.");
+      await refused(unauthorized.code, unauthorized.message);
       if (gen !== connectGen) throw e;
     }
   }

@@ -18,7 +18,7 @@ from starlette.websockets import WebSocket
 from engine.protocol import ProtocolError, Reading
 from gateway import messages
 from gateway.audio import Encoder, make_encoder
-from gateway.guard.auth import admit, authorized, tenant_of
+from gateway.guard.auth import admit, authorized, refusal_of, tenant_of
 from gateway.elevenlabs import translate
 from gateway.formats import ELEVENLABS_DEFAULT_FORMAT, ELEVENLABS_FORMATS
 from gateway.host.drain import CLOSING, RESTART_CLOSE_CODE
@@ -268,6 +268,9 @@ async def _serve(ws: WebSocket, *, multi: bool) -> None:
         return
     waiting = None
     if not (authorized(ws, state.tenancy) or admit(ws, state.tenancy, ws.headers.get("xi-api-key"))):
+        if (refusal := refusal_of(ws)).token:  # a token refused (expired, used, out of scope): said at once
+            await _refuse(ws, refusal.code, refusal.message, refusal.close_code)
+            return
         if (waiting := state.unauthenticated.enter()) is None:  # its key may come in its first message
             await _refuse(ws, "too_many_unauthenticated", state.unauthenticated.full_message, TRY_AGAIN_LATER)
             return

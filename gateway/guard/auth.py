@@ -53,6 +53,7 @@ class Refusal:
     status: int
     code: str
     message: str
+    token: bool = False  # a token's refusal (a key's, on a WebSocket, is said as ``unauthorized``)
 
     @property
     def close_code(self) -> int:
@@ -72,7 +73,7 @@ def check(scope: dict, tenancy: Tenancy, key: str | None) -> Refusal | None:
             identity, grant = tenancy.admit_token(key, method, path, time.time())
         except (TokenRefused, TenantRefused) as exc:
             if exc.code != "unauthorized" or (identity := tenancy.identify(key)) is None:  # (a key shaped so)
-                return Refusal(exc.status, exc.code, str(exc))
+                return Refusal(exc.status, exc.code, str(exc), token=True)
     else:
         identity = tenancy.identify(key)
     if identity is None:
@@ -87,15 +88,17 @@ def check(scope: dict, tenancy: Tenancy, key: str | None) -> Refusal | None:
 
 
 def refusal_of(conn: HTTPConnection) -> Refusal:
-    """Why ``conn``'s last admission failed (``unauthorized`` when none was tried)."""
-    return conn.scope.get("state", {}).get("refusal") or UNAUTHORIZED
+    """Why ``conn``'s last admission with a token failed (``unauthorized`` for a key, or when none was tried)."""
+    refusal = conn.scope.get("state", {}).get("refusal")
+    return refusal if refusal is not None and refusal.token else UNAUTHORIZED
 
 
 def admit(conn: HTTPConnection, tenancy: Tenancy, key: str | None) -> bool:
     """Whether ``key`` opens ``conn``'s path; if so its tenant goes in the scope, else why not (``refusal_of``)."""
     refusal = check(conn.scope, tenancy, key)
-    if refusal is not None:
-        conn.scope.setdefault("state", {})["refusal"] = refusal
+    state = conn.scope.setdefault("state", {})
+    if refusal is not None and (refusal.token or state.get("refusal") is None):  # a token's refusal is kept
+        state["refusal"] = refusal
     return refusal is None
 
 

@@ -23,7 +23,7 @@ from typing import Any, Callable
 from starlette.websockets import WebSocket
 
 from engine.protocol import ProtocolError
-from gateway.guard.auth import admit, authorized, offered_subprotocols, presented_key, tenant_of
+from gateway.guard.auth import admit, authorized, offered_subprotocols, presented_key, refusal_of, tenant_of
 from gateway.sessions.session import Session
 from gateway.sessions.registry import SessionLimitReached
 from gateway.shared_state import GatewayState
@@ -134,7 +134,10 @@ async def _open_call(ws: WebSocket, dialect: StreamDialect) -> PhoneCall | None:
             waiting.leave()  # its start has come (its key is judged next) or the stream is gone
     if not admitted and not admit(ws, state.tenancy, start.parameters.get("key") or presented_key(ws)):
         log.info("%s call %s refused: no valid key", dialect.name, start.call_id)
-        await ws.close(UNAUTHORIZED_CLOSE_CODE, "a valid API key is required (<Parameter name=\"key\">)")
+        if (refusal := refusal_of(ws)).token:  # a token's own refusal: 4401 or 4403, its code as the reason
+            await ws.close(refusal.close_code, close_reason(f"{refusal.code}: {refusal.message}"))
+        else:
+            await ws.close(UNAUTHORIZED_CLOSE_CODE, "a valid API key is required (<Parameter name=\"key\">)")
         return None
 
     async def send(frame: str | bytes) -> None:
