@@ -449,3 +449,65 @@ def test_phone_sized_screen_and_keyboard(page, server):
     assert order.index("text") < order.index("speak") < order.index("stop"), order
     ARTIFACTS.mkdir(exist_ok=True)
     page.screenshot(path=str(ARTIFACTS / "page-phone.png"), full_page=True)
+
+
+CROSS_ORIGIN_PAGE = """<!doctype html><script>
+window.run = async (gateway) => {
+  const minted = await (await fetch("/mint", {method: "POST"})).json();  // the app's own backend holds the key
+  const spoken = await fetch(gateway + "/v1/tts", {method: "POST", body: JSON.stringify({text: "Across origins."}),
+    headers: {"Authorization": "Bearer " + minted.token, "content-type": "application/json"}});
+  const bytes = (await spoken.arrayBuffer()).byteLength;
+  const ws = new WebSocket(gateway.replace("http", "ws") + "/v1/stream", ["cbf.v1", "cbf.key." + minted.token]);
+  ws.binaryType = "arraybuffer";
+  let audio = 0;
+  const done = await new Promise((resolve) => {
+    ws.onmessage = (e) => {
+      if (typeof e.data !== "string") { audio += e.data.byteLength; return; }
+      const msg = JSON.parse(e.data);
+      if (msg.type === "ready") ws.send(JSON.stringify({type: "speak", text: "Hello from another origin."}));
+      if (msg.type === "done" || msg.type === "error") resolve(msg.type);
+    };
+    ws.onclose = (e) => resolve("closed " + e.code);
+  });
+  ws.close();
+  return {status: spoken.status, bytes, done, audio};
+};
+</script>"""
+
+
+def test_a_page_on_another_origin_mints_through_its_backend_and_speaks_with_the_token(browser, tmp_path):
+    """--cors-origins names the app's origin: its page gets a token from its own backend (a stub holding the key),
+    then speaks over HTTP (a CORS preflight for Authorization) and a WebSocket. A page on an origin not listed
+    cannot open the socket."""
+    from starlette.applications import Starlette
+    from starlette.responses import HTMLResponse, JSONResponse
+    from starlette.routing import Route
+
+    from tests.server import serving
+
+    gateway_url: list[str] = []
+
+    async def mint(request):
+        async with httpx.AsyncClient() as http:
+            answer = await http.post(gateway_url[0] + "/v1/tokens", json={"ttl_s": 120, "sessions": 1},
+                                     headers={"Authorization": "Bearer page-secret-0123"})
+        return JSONResponse(answer.json())
+
+    app = Starlette(routes=[Route("/", lambda r: HTMLResponse(CROSS_ORIGIN_PAGE)), Route("/mint", mint, methods=["POST"])])
+    with serving(app) as app_url, serving(app) as other_url:
+        app_origin = app_url.replace("127.0.0.1", "localhost")
+        with running_server("--api-key", "page-secret-0123", "--cors-origins", app_origin,
+                            voices_dir=tmp_path) as url:
+            gateway_url.append(url)
+            context = browser.new_context()
+            try:
+                page = context.new_page()
+                page.goto(app_origin + "/")
+                result = page.evaluate("(g) => run(g)", url)
+                assert result["status"] == 200 and result["bytes"] > 1000, result
+                assert result["done"] == "done" and result["audio"] > 1000, result
+                page.goto(other_url.replace("127.0.0.1", "localhost") + "/")  # not listed
+                with pytest.raises(Exception, match="Failed to fetch"):
+                    page.evaluate("(g) => run(g)", url)
+            finally:
+                context.close()
