@@ -1,9 +1,10 @@
 """What is counted of tokens with ``uses`` or ``sessions`` (gateway/guard/tokens.py): the uses taken and the sessions
 open, where every gateway process sees them.
 
-One process: a dict (``MemoryLedger``). ``serve --processes N``: one small JSON file a token in the processes' shared
-directory (the one their metrics, /health snapshots and prompt-cache drops already share, gateway/host/siblings.py),
-read and written under an exclusive ``flock`` (``FileLedger``): a single-use token is admitted once across them all.
+One process: a dict (``MemoryLedger``). ``serve --processes N``: small files a token in the processes' shared
+directory (the one their metrics, /health snapshots and prompt-cache drops already share, gateway/host/siblings.py)
+(``FileLedger``): a use is a byte appended (its place is its number: a single-use token is admitted once across
+them all), the open sessions a JSON file read and written under an exclusive ``flock``.
 Open sessions are counted per process id, so a process that dies leaves none behind. A token's entry goes once it has
 expired (its file's name starts with its expiry: a sweep reads no file). Tokens with neither are never looked up.
 """
@@ -75,7 +76,8 @@ def _alive(pid: int) -> bool:
 
 
 class FileLedger:
-    """The same counts in ``directory``/tokens/, one ``EXPIRES-ID.json`` a token, shared by every process."""
+    """The same counts in ``directory``/tokens/, shared by every process: ``EXPIRES-ID.uses`` a byte a use,
+    ``EXPIRES-ID.json`` the sessions open per process."""
 
     def __init__(self, directory: str | Path, clock: Callable[[], float] = time.time) -> None:
         self.root = Path(directory) / "tokens"
@@ -95,7 +97,6 @@ class FileLedger:
                 entry = json.loads(raw) if raw else {}
             except ValueError:
                 entry = {}
-            entry.setdefault("uses", 0)
             entry["sessions"] = {pid: n for pid, n in entry.get("sessions", {}).items()
                                  if pid == self._pid or _alive(int(pid))}
             if not change(entry):
@@ -109,15 +110,16 @@ class FileLedger:
             os.close(fd)  # the lock goes with it
 
     def use(self, grant: Grant) -> bool:
+        """A byte appended to the token's ``.uses`` file: where this process's byte landed is its use's number
+        (O_APPEND places each write at the end atomically, and the descriptor's offset is this process's own)."""
         self._sweep()
-
-        def take(entry: dict) -> bool:
-            if grant.uses is not None and entry["uses"] >= grant.uses:
-                return False
-            entry["uses"] += 1
-            return True
-
-        return self._update(grant, take)
+        fd = os.open(self.root / f"{grant.expires_at}-{grant.id}.uses", os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+        try:
+            os.write(fd, b".")
+            number = os.lseek(fd, 0, os.SEEK_CUR)
+        finally:
+            os.close(fd)
+        return grant.uses is None or number <= grant.uses
 
     def open_session(self, grant: Grant) -> bool:
         def open_one(entry: dict) -> bool:
