@@ -43,7 +43,7 @@ $(VENV)/.ready: pyproject.toml requirements/engine-nodeps.txt requirements/test-
 	$(PIP) install --upgrade "pip>=25"
 	$(PIP) install --no-deps -c requirements/lock.txt -r requirements/engine-nodeps.txt -r requirements/test-nodeps.txt \
 		-r requirements/gate-nodeps.txt
-	$(PIP) install -c requirements/lock.txt -e '.[engine,traces,test,gate,docs]'
+	$(PIP) install -c requirements/lock.txt -e '.[engine,traces,test,gate,tools,docs]'
 	# librosa's numba functions compiled once here, before any two processes could race to write their cache
 	# (numba issue 10128: a fresh venv's test and engine processes died with SIGSEGV in librosa.yin)
 	OMP_NUM_THREADS=1 $(PY) -m engine.numba_warm

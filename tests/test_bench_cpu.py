@@ -11,7 +11,8 @@ from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
-from cbf_tools.bench.cpu import lower_priority, pin, threads
+from cbf_tools.bench.cpu import lower_priority, pin
+from cbf_tools.bench.procs import threads
 from gateway.cli import build_parser
 
 pytestmark = pytest.mark.skipif(len(os.sched_getaffinity(0)) < 2, reason="needs two cores to pin to")

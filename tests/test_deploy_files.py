@@ -187,7 +187,7 @@ def test_lock_pins_everything_and_agrees_with_pyproject():
     project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
     extras = project["optional-dependencies"]
     wanted = requirement_pins(project["dependencies"] + extras["engine"] + extras["traces"] + extras["test"]
-                              + extras["gate"])
+                              + extras["gate"] + extras["tools"])
     for nodeps in ("engine-nodeps.txt", "test-nodeps.txt", "gate-nodeps.txt"):
         wanted |= requirement_pins((ROOT / "requirements" / nodeps).read_text().splitlines())
     for name, version in wanted.items():

@@ -8,7 +8,7 @@ import sys
 
 import pytest
 
-from cbf_tools.bench.soak import rss_mib as resident_mib
+from cbf_tools.bench.procs import rss_mib as resident_mib
 from engine import heap
 
 pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux") or heap._malloc_trim() is None,

@@ -12,7 +12,7 @@ controller on ``WS /v1/stream?session=<callSid>`` that speaks a long text. The c
 - noise trials: it sends synthetic room noise at -45..-35 dBFS.
   For both: ``interrupted`` events and clears (false barge-ins), and ``speech_started`` (the VAD's false onsets).
 - the VAD's CPU: Silero on the clip at 8 kHz in this process, per 32 ms window, back to back and paced at real time;
-  and, when the bench started the server itself, the gateway process's CPU (/proc), the gateway silent, with no call,
+  and, when the bench started the server itself, the gateway process's CPU (psutil), the gateway silent, with no call,
   with a call whose caller is quiet (room noise), one whose caller talks, and that call's controller listening too.
 - a slow listener: a call whose controller asks for the caller's audio (``listen`` pcm16) and never reads again,
   beside one with no listener and one with a listener that reads: first audio and pacing (media inter-arrival
@@ -48,7 +48,7 @@ from websockets.exceptions import ConnectionClosed, WebSocketException
 from cbf_tools.bench import Summary, report
 from cbf_tools.bench import caller_voices as voices
 from cbf_tools.bench.engine import percentile
-from cbf_tools.bench.gateway import tree_cpu
+from cbf_tools.bench.procs import tree_cpu
 from cbf_tools.peers.local_server import ServerFailed, local_server, quiet_client_logs
 from cbf_tools.peers.phone_callers import PlayingStack, Voice, connect_call
 from gateway.listen.silero import SileroVad

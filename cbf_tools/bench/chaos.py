@@ -1,5 +1,5 @@
 """``bench soak``'s chaos, and its view of the server it started: which processes are gateways and which engine
-workers (the ``serve`` process and its descendants, read from /proc, and the workers the soak started itself), an
+workers (the ``serve`` process and its descendants, read with psutil, and the workers the soak started itself), an
 engine worker SIGKILLed every so often, and one gateway process of ``serve --processes N`` at a time sent SIGTERM
 (it drains; its parent starts another in its slot)."""
 
@@ -13,40 +13,17 @@ import time
 from dataclasses import dataclass, field
 from typing import Awaitable, Callable
 
+from cbf_tools.bench.procs import command, descendants
 from cbf_tools.peers.local_server import Workers
 
 ROLES = {"serve": "gateway", "engine": "worker"}  # a process's role by its ``gateway.cli`` command
 
 
-def _parents() -> dict[int, int]:
-    """Every process's parent, from /proc."""
-    parents = {}
-    for entry in os.scandir("/proc"):
-        if entry.name.isdigit():
-            with contextlib.suppress(OSError, ValueError, IndexError):
-                with open(f"/proc/{entry.name}/stat") as f:
-                    parents[int(entry.name)] = int(f.read().rsplit(")", 1)[1].split()[1])  # the name may hold spaces
-    return parents
-
-
-def descendants(root: int) -> list[int]:
-    parents = _parents()
-    found, frontier = [], [root]
-    while frontier:
-        parent = frontier.pop()
-        children = [pid for pid, ppid in parents.items() if ppid == parent]
-        found += children
-        frontier += children
-    return found
-
-
 def role(pid: int) -> str | None:
     """gateway, worker, or None (not a ``gateway.cli`` process, or gone)."""
-    with contextlib.suppress(OSError):
-        with open(f"/proc/{pid}/cmdline", "rb") as f:
-            argv = f.read().split(b"\0")
-        if b"gateway.cli" in argv[:-1]:
-            return ROLES.get(argv[argv.index(b"gateway.cli") + 1].decode())
+    argv = command(pid)
+    if "gateway.cli" in argv[:-1]:
+        return ROLES.get(argv[argv.index("gateway.cli") + 1])
     return None
 
 

@@ -6,8 +6,8 @@ edge`` (``cbf_tools/peers/edge.py``: an instant tone, aiortc's own sender and en
 ``--client-core``, where the listeners (``--client-nice``, 10 by default) give way to the worker: they stand in for
 callers on other machines. For each codec and stream count, gateway then peer (alternating which goes first), ``N``
 listeners connect and speak back to back (``bench gateway``'s client: the next text after ``done`` and a short pause);
-after ``--warm-up`` seconds the server process's own CPU time (user + system, all its threads, from /proc; not its
-children) is read over ``--seconds``, and divided by the stream-seconds (``N`` x the window). The gateway's
+after ``--warm-up`` seconds the server process's own CPU time (user + system, all its threads, read with psutil; not
+its children) is read over ``--seconds``, and divided by the stream-seconds (``N`` x the window). The gateway's
 ``done.underruns`` of the utterances that ended after the warm-up are summed, and told apart by cause from its
 ``/metrics``: those where the missing audio had reached the gateway and was still being encoded
 (``cbf_underruns_in_gateway_total``) against those where the engine's audio came late; beside them its engine worker's
@@ -34,7 +34,8 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from cbf_tools.bench import Summary, report
 from cbf_tools.bench.edge import peer_server
-from cbf_tools.bench.gateway import TEXTS, BenchError, WebRTCClient, tree_cpu
+from cbf_tools.bench.gateway import TEXTS, BenchError, WebRTCClient
+from cbf_tools.bench.procs import descendants, threads, tree_cpu
 from cbf_tools.peers.local_server import ServerFailed, local_server, quiet_client_logs
 
 CONNECT_BATCH = 10  # listeners that set up their connection at once (each a DTLS handshake on the pinned server)
@@ -44,27 +45,6 @@ STOP_WAIT_S = 15.0  # utterances in flight when the window closes may end within
 TARGET_RATIO = {"opus": 0.5, "pcmu": 0.4}  # gateway / peer CPU per stream-second at TARGET_STREAMS, at most
 TARGET_STREAMS = 20
 CLEAN_STREAMS = 40  # Opus streams in one process with no underrun
-
-
-def threads(pid: int) -> list[int]:
-    """The thread ids of process ``pid``."""
-    with contextlib.suppress(OSError):
-        return [int(t) for t in os.listdir(f"/proc/{pid}/task")]
-    return []
-
-
-def descendants(pid: int) -> list[int]:
-    """Every live process below ``pid``."""
-    parent: dict[int, int] = {}
-    for entry in os.scandir("/proc"):
-        if entry.name.isdigit():
-            with contextlib.suppress(OSError), open(f"/proc/{entry.name}/stat") as f:
-                parent[int(entry.name)] = int(f.read().rsplit(")", 1)[1].split()[1])
-    below, frontier = [], [pid]
-    while frontier:
-        frontier = [p for p, pp in parent.items() if pp in frontier]
-        below += frontier
-    return below
 
 
 def lower_priority(by: int) -> None:

@@ -13,9 +13,9 @@ until one has played before sending the next, and the bench measures at the clie
   byte at 1x starves (``cbf_tools.gate.deploy.count_underruns``). WebSocket with ``--playback-rate R`` and/or
   ``--report-playout``: a listener that plays at R times real time as the audio arrives, and reports its position
   (``playout``) every 100 ms (``cbf_tools.peers.ws_player``): its buffer running dry before the utterance's end.
-- server CPU per stream: CPU seconds of the server process and its descendants (the engine worker), from /proc, over
-  the window in which every session is connected, divided by stream-seconds (sessions x window). Only when the bench
-  started the server itself (without ``--url``).
+- server CPU per stream: CPU seconds of the server process and its descendants (the engine worker), read with
+  psutil, over the window in which every session is connected, divided by stream-seconds (sessions x window). Only
+  when the bench started the server itself (without ``--url``).
 
 Its clients send ``cache: false``, so what is measured is the engine's path. With ``--prompt-cache`` each session says
 each of its texts twice in a row, the prompt cache allowed: the first is a miss (unless another session said it
@@ -47,6 +47,7 @@ from websockets.exceptions import WebSocketException
 from engine.protocol import SAMPLE_RATE
 from cbf_tools.bench import report
 from cbf_tools.bench.engine import percentile
+from cbf_tools.bench.procs import tree_cpu
 from cbf_tools.gate.deploy import count_underruns
 from cbf_tools.peers.local_server import ServerFailed, local_server, quiet_client_logs
 from cbf_tools.peers.rtc_listener import SPEECH_RMS, Listener
@@ -253,28 +254,6 @@ def make_client(args: argparse.Namespace, url: str) -> Client:
         return WebSocketClient(url, args.api_key, args.voice, args.playback_rate, args.report_playout,
                                args.prompt_cache)
     return HttpClient(url, args.api_key, args.voice, args.prompt_cache)
-
-
-def tree_cpu(root: int) -> tuple[float, float]:
-    """CPU seconds (user + system) of process ``root`` and of all its live descendants, from /proc."""
-    tick = os.sysconf("SC_CLK_TCK")
-    parent: dict[int, int] = {}
-    cpu: dict[int, float] = {}
-    for entry in os.scandir("/proc"):
-        if not entry.name.isdigit():
-            continue
-        with contextlib.suppress(OSError):
-            with open(f"/proc/{entry.name}/stat") as f:
-                fields = f.read().rsplit(")", 1)[1].split()  # after "pid (comm)": state ppid ... utime stime
-            pid = int(entry.name)
-            parent[pid] = int(fields[1])
-            cpu[pid] = (int(fields[11]) + int(fields[12])) / tick
-    below, frontier = 0.0, [root]
-    while frontier:
-        children = [pid for pid, ppid in parent.items() if ppid in frontier]
-        below += sum(cpu[pid] for pid in children)
-        frontier = children
-    return cpu.get(root, 0.0), below
 
 
 @contextlib.contextmanager

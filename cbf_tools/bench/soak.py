@@ -16,8 +16,8 @@ barging in (the stack must see its clear) or hanging up; half the controllers li
 or PCM16), and on some turns the caller talks over the gateway (the deploy gate's clip: the gateway's own barge-in
 stops it, and the stack must see its clear).
 
-Every few seconds the bench reads ``/health`` and, when it started the server itself, the resident memory (VmRSS) of
-its gateway and engine worker processes from /proc; every ``--report-every`` s (a minute) it prints one line: that
+Every few seconds the bench reads ``/health`` and, when it started the server itself, the resident memory (RSS, read
+with psutil) of its gateway and engine worker processes; every ``--report-every`` s (a minute) it prints one line: that
 interval's turns, errors, underruns and first audio (p50/p95: from the text leaving the caller to the first audio
 there), the memory now, and the chaos so far. Then a summary per transport, the memory's growth per minute after
 ``--warm-up``, the prompt cache's hits and misses (callers repeat a few texts, so a served server's cache takes
@@ -63,6 +63,7 @@ from cbf_tools.bench import caller_voices
 from cbf_tools.bench.chaos import Chaos, Served
 from cbf_tools.bench.engine import percentile
 from cbf_tools.bench.faults import ELEVENLABS_PATH, JAMBONZ_PATH, SERVER_FAILURES, TRY_AGAIN_LATER, error_code
+from cbf_tools.bench.procs import rss_mib
 from cbf_tools.peers.local_server import ServerFailed, Workers, free_port, local_server, quiet_client_logs
 from cbf_tools.peers.phone_callers import PlayingStack, connect_call
 from cbf_tools.peers.rtc_listener import Listener
@@ -621,18 +622,6 @@ async def _phone_caller(line: Line, rng: random.Random, tallies: dict[str, Tally
             call = _jambonz_call(line, rng, tally) if stack == "jambonz" else _media_stream_call(line, stack, rng,
                                                                                                  tally)
             await asyncio.wait_for(call, max(line.deadline - time.monotonic(), 0) + TURN_TIMEOUT_S)
-
-
-def rss_mib(pid: int | None) -> float | None:
-    """Resident memory of ``pid`` in MiB, from /proc; None when unknown or gone."""
-    if pid is None:
-        return None
-    with contextlib.suppress(OSError):
-        with open(f"/proc/{pid}/status") as f:
-            for line in f:
-                if line.startswith("VmRSS:"):
-                    return int(line.split()[1]) / 1024
-    return None
 
 
 def growth_per_minute(samples: list[tuple[float, float]], warm_up_s: float = float("inf")) -> float | None:
