@@ -99,6 +99,17 @@ SAID = [
     ("Tampa, FL 33602", "Tampa, Florida three three six zero two"), ("the Sat. hours", "the Saturday hours"),
     ("misc. items, appt. times", "miscellaneous items, appointment times"), ("at 5 PM EST.", "at five PM E S T."),
     ("needs macOS 14", "needs mac O S fourteen"), ("after WWI", "after World War one"), ("2πr", "two pi r"),
+    # fixed after heldout3.tsv was scored: products, open ranges, enumerators, fiscal years, hyphenated measures
+    ("solve 3(y - 1) = 6", "solve three times y minus one equals six"), ("∠ABC", "angle A B C"),
+    ("the iPhone X", "the iPhone ten"), ("open Wed. for lunch", "open Wednesday for lunch"),
+    ("from 2015-present", "from twenty fifteen to present"), ("in FY2026", "in fiscal year twenty twenty-six"),
+    ("see (ii) and (i)", "see two and one"), ("f(x) and (x)", "f(x) and (x)"), ("due Jan-05-2026", "due January fifth, twenty twenty-six"),
+    ("a 15-min break", "a fifteen minute break"), ("at 2 × 10^4 km/h", "at two times ten to the power of four kilometers per hour"),
+    ("go to shop.com/deals?src=app", "go to shop dot com slash deals question mark S R C equals app"),
+    ("in C:\\Temp\\logs.", "in C colon backslash Temp backslash logs."),
+    ("at 88 E Main #4, Reno", "at eighty-eight East Main number four, Reno"), ("at 12 Rte 9,", "at twelve Route nine,"),
+    ("HI, WE ARE OPEN NOW.", "hi, we are open now."), ("you got 45/50 on it", "you got forty-five out of fifty on it"),
+    ("he got 1/4 of it", "he got one quarter of it"), ("Ticket #1,204", "Ticket number one thousand two hundred four"),
 ]
 
 
@@ -193,7 +204,7 @@ def _streamed(parts: list[str]) -> str:
     return reader.spoken
 
 
-@pytest.mark.parametrize("half", ["dev.tsv", "heldout.tsv", "heldout2.tsv"])
+@pytest.mark.parametrize("half", ["dev.tsv", "heldout.tsv", "heldout2.tsv", "heldout3.tsv"])
 def test_every_case_reads_the_same_streamed_in_random_pieces(half: str) -> None:
     rng = random.Random(46)
     for case in text_cases.load(CASES / half):

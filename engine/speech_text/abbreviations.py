@@ -36,7 +36,7 @@ WORD_ACRONYMS = frozenset(
 )
 SPELLED = frozenset("US UK EU UN TV PC AI ID IQ DJ OS UI UX PR HR CEO CTO CFO API URL CPU GPU SQL USB USA".split())
 COMMON_WORDS = frozenset(
-    """mix dim a am an and any are as at be big but by can do did does done dont each else even ever far few fine for from
+    """mix dim hi bye a am an and any are as at be big but by can do did does done dont each else even ever far few fine for from
     get go goes good got had has have he her here hers him his how huge i if in into is it its just keep kind last
     less like long look lot love made make many may me mine more most much must my need new next nice no none nor
     not now of off oh ok old on once one only or our ours out over own past plan real rest run said same saw say

@@ -42,7 +42,8 @@ STATES = dict(zip(
     "Washington,West Virginia,Wisconsin,Wyoming,Puerto Rico".split(",")))
 # Abbreviations inside a street's name.
 NAME_WORDS = {"Mt.": "Mount", "Mt": "Mount", "Ft.": "Fort", "Ft": "Fort", "St.": "Saint", "Pt.": "Point",
-              "Ctr": "Center", "Ctr.": "Center", "Hts": "Heights", "Hts.": "Heights", "Jct": "Junction", "Lk": "Lake"}
+              "Ctr": "Center", "Ctr.": "Center", "Hts": "Heights", "Hts.": "Heights", "Jct": "Junction", "Lk": "Lake",
+              "Rte": "Route", "Rte.": "Route"}
 
 _NAME = r"(?:(?:Mt|Ft|St|Pt|Ctr|Hts)\.?(?=[ \t])|[A-Z][a-z']+|\d{1,3}(?:st|nd|rd|th)|[A-Z]{2,})"
 _STREET_TYPE = r"(?:%s)" % "|".join(sorted((k for k in STREET_TYPES if not k.endswith(".")), key=len, reverse=True))
@@ -50,7 +51,7 @@ _DIRECTION = r"(?:%s)" % "|".join(sorted(DIRECTIONS, key=len, reverse=True))
 _ROUTE = r"(?:Highway|Hwy\.?|Route|Rte\.?|County[ \t]Road|State[ \t]Route)[ \t]+\d{1,4}"  # "2500 N. Highway 1"
 _ADDRESS = (rf"(?<![\w.,$#/-])\d{{1,6}}(?:-?[A-Z])?[ \t]+(?:{_DIRECTION}\.?[ \t]+)?(?:{_ROUTE}|{_NAME}(?:[ \t]+{_NAME}){{0,3}}"
             rf"[ \t]+{_STREET_TYPE}\.?(?:[ \t]+{_DIRECTION}\.?(?=[ \t,;]|$))?)(?![\w])"
-            rf"|(?<![\w.,$#/-])\d{{1,6}}[ \t]+{_DIRECTION}\.?[ \t]+[A-Z][a-z]+(?=,)")  # "4021 N. Broadway, Chicago"
+            rf"|(?<![\w.,$#/-])\d{{1,6}}[ \t]+{_DIRECTION}\.?[ \t]+[A-Z][a-z]+(?=,|[ \t]+#)")  # "4021 N. Broadway, Chicago"
 _UNIT = (r"(?<![\w])(?i:%s)(?:\.?[ \t]*#[ \t]*|\.?[ \t]+|\.)(?:[A-Z]?\d+[A-Z]?|[A-Z]{1,2}\d*)(?![\w-])"
          % "|".join(re.escape(u).replace(r"\ ", r"[ \t]") for u in sorted(UNITS, key=len, reverse=True)))
 _ZIP = (r"(?<![\w])(?:(?:%s),?[ \t]+|(?i:zip|zip[ \t]code|postal[ \t]code|zipcode):?[ \t]+)\d{5}(?:-\d{4})?(?![\w-])"
@@ -58,7 +59,7 @@ _ZIP = (r"(?<![\w])(?:(?:%s),?[ \t]+|(?i:zip|zip[ \t]code|postal[ \t]code|zipcod
 
 
 # The end of a text that may yet become an address: a house number and, so far, only what a street's name may hold.
-_OPEN_ADDRESS = re.compile(rf"(?<![\w.,$#/-])\d{{1,6}}(?:-?[A-Z])?(?:[ \t]+(?:{_DIRECTION}\.?|{_NAME})){{0,4}}(?:[ \t]+[A-Za-z.]{{1,12}})?\s*\Z")  # the last word may be unfinished
+_OPEN_ADDRESS = re.compile(rf"(?<![\w.,$#/-])\d{{1,6}}(?:-?[A-Z])?(?:[ \t]+(?:{_DIRECTION}\.?|{_NAME})){{0,4}}(?:[ \t]+[A-Za-z.]{{1,12}})?(?:[ \t]+#)?\s*\Z")  # the last word may be unfinished; a unit's "#" may follow
 
 
 def open_address(text: str) -> int | None:

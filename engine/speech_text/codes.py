@@ -14,7 +14,7 @@ import re
 
 from engine.speech_text import words as w
 from engine.speech_text.abbreviations import caps
-from engine.speech_text.dates import date_words
+from engine.speech_text.dates import date_words, fiscal_year
 from engine.speech_text.money import CURRENCIES
 from engine.speech_text.numbers import UNITS, Rule
 
@@ -166,7 +166,7 @@ _VALUES = {"M": 1000, "D": 500, "C": 100, "L": 50, "X": 10, "V": 5, "I": 1}
 NUMBERING = ("Rule Rules Chapter Chapters Part Parts Volume Vol. Book Act Scene Section Phase Stage Level Tier "
              "Article Appendix Class Type Grade Round Season Episode Step Schedule Category Division Annex Title Clause "
              "Psalm Fig. Figure Table Exhibit Lesson Module Unit Auto Rocky Fantasy Bowl War Wars Mark Mk. Model Series Gen "
-             "Generation Apollo").split()
+             "Generation Apollo iPhone").split()
 REGNAL = ("King Queen Pope Emperor Empress Tsar Czar Prince Princess Louis Henry Elizabeth Charles George Edward "
           "William Richard James John Paul Benedict Pius Leo Gregory Innocent Clement Urban Napoleon Peter Catherine "
           "Mary Philip Frederick Ferdinand Alexander Nicholas Ivan Ramesses Ramses Constantine Alfonso Carlos Juan "
@@ -213,14 +213,14 @@ def _regnal(match: re.Match[str]) -> str | None:
 
 # --- arithmetic ----------------------------------------------------------------------------------------------------
 
-_TERM = (r"(?:\(?[-−]?√?(?:[a-z]\([a-z]\)|(?:\d+(?:\.\d+)?)?[a-z](?![A-Za-z0-9_(])"
+_TERM = (r"(?:(?:\d+(?:\.\d+)?(?=\())?\(?[-−]?√?(?:[a-z]\([a-z]\)|(?:\d+(?:\.\d+)?)?[a-z](?![A-Za-z0-9_(])"
          r"|\d+(?:\.\d+)?(?:!(?=[ \t]?[-−+*×÷/=]))?)[²³]?\)?)")
 _OPERATOR = r"(?:[ \t]?[-−+*×÷/^=·][ \t]?|[ \t]x[ \t])"
 _MATH = rf"(?<![\w.,/:$-]){_TERM}(?:{_OPERATOR}{_TERM}){{1,12}}(?![\w]|\.\d|[-+*/^=]\w)"
 _OPERATORS = {" x": "times", "·": "times", "√": "the square root of", "!": "factorial", "-": "minus", "−": "minus",
               "+": "plus", "*": "times", "×": "times", "÷": "divided by", "/": "divided by", "=": "equals"}
 _MATH_PARTS = re.compile(
-    r"(?<=[\w)²³])[ \t]x(?=[ \t]+[\w(])|√|(?<=\d)!|(?<![\d\w])[-−](?=[\d\w])|[a-z]\([a-z]\)|\d+(?:\.\d+)?|[a-z]|\^[ \t]?\d+(?:\.\d+)?|[²³]|[-−+*×÷/=·]")
+    r"(?<=[\d)])\((?=[\w√-])|(?<=[\w)²³])[ \t]x(?=[ \t]+[\w(])|√|(?<=\d)!|(?<![\d\w])[-−](?=[\d\w])|[a-z]\([a-z]\)|\d+(?:\.\d+)?|[a-z]|\^[ \t]?\d+(?:\.\d+)?|[²³]|[-−+*×÷/=·]")
 
 
 _ASKED = re.compile(  # "What is 7 - 3?": a question about an expression, so its hyphen is a minus
@@ -243,7 +243,9 @@ def _math(match: re.Match[str]) -> str | None:
         return None
     said = []
     for part in _MATH_PARTS.findall(text):
-        if part in "²³":
+        if part == "(":  # "2(x + 3)": a product
+            said.append("times")
+        elif part in "²³":
             said.append("squared" if part == "²" else "cubed")
         elif len(part) == 4 and part[1] == "(":  # "f(x)"
             said.append(f"{part[0]} of {part[2]}")
@@ -293,10 +295,13 @@ RULES: list[Rule] = [
     ("cued_digits", r"(?<![\w.,$#-])\d{3,}(?:[ \t-]\d{2,}){0,4}(?![\w%]|[.,:/-]\d)", _cued_digits),
     ("grouped_digits", r"(?<![\w.+-])\d+(?:-\d+){2,}(?![\w-])", _grouped_digits),
     ("grades", r"(?<![\w-])K[-–](?:1[0-2]|[1-9])(?![\w-])", lambda match: "K to " + w.cardinal(match.group()[2:])),
+    ("fiscal_year", r"(?<![\w-])FY[ \t]?(?:\d{4}|\d\d)(?![\w-])", fiscal_year),  # before a code's reading
     ("serial", r"(?<![\w$£€¥₹#.-])(?=[A-Z0-9-]*[A-Z])(?=[A-Z0-9-]*\d)[A-Z0-9]+(?:-[A-Z0-9]+)*(?![\w-])", _serial),
     ("roman", rf"(?<![\w])(?:Super[ \t]Bowl|World[ \t]War|{_NUMBERING})[ \t](?:{_ROMAN}|{_ROMAN_LOWER})(?![\w])",
      _numbered),
     ("roman_year", r"(?<![\w])(?=M)" + _ROMAN + r"(?![\w])", _roman_year),
+    ("roman_item", r"(?<![\w(])\((?:i|" + _ROMAN_LOWER + r")\)(?![\w)])",  # "clause (iv)", "items (i) to (iii)"
+     lambda match: w.cardinal(str(roman_value(match.group()[1:-1].upper())))),
     ("regnal", rf"(?<![\w])(?:%s)(?:[ \t][A-Z][a-z]+)?[ \t]{_ROMAN}(?![\w])" % "|".join(REGNAL), _regnal),
     ("math", _MATH, _math),
 ]

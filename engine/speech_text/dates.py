@@ -77,9 +77,22 @@ _DAY_MONTH_PARTS = re.compile(rf"(\d{{1,2}})(?:st|nd|rd|th)?[ \t](of[ \t])?({_MO
 
 
 def _dashed_date(match: re.Match[str]) -> str:
-    """"15-Aug-2025" -> "August fifteenth, twenty twenty-five" (a form booking systems print)."""
-    day, month, year = re.split(r"[-–]", match.group())
+    """"15-Aug-2025", "Mar-10-2025" -> "March tenth, twenty twenty-five" (forms booking systems print)."""
+    first, second, year = re.split(r"[-–]", match.group())
+    day, month = (first, second) if first.isdigit() else (second, first)
     return date_words(month_number(month.rstrip(".")), int(day), _full_year(year))
+
+
+def fiscal_year(match: re.Match[str]) -> str:
+    """"FY2025" -> "fiscal year twenty twenty-five", "FY24" -> "fiscal year twenty-four"."""
+    year = match.group()[2:].strip()
+    return "fiscal year " + (w.year(int(year)) if len(year) == 4 else w.cardinal(year))
+
+
+def _since_year(match: re.Match[str]) -> str:
+    """"1990-present" -> "nineteen ninety to present"."""
+    year, rest = re.split(r"[ \t]?[-–—][ \t]?", match.group(), maxsplit=1)
+    return f"{w.year(int(year))} to {rest}"
 
 
 def _month_date(match: re.Match[str]) -> str:
@@ -119,7 +132,7 @@ def _day_range(match: re.Match[str]) -> str:
 
 def _weekday(match: re.Match[str]) -> str:
     days = [WEEKDAYS[d.title()] for d in re.findall(r"[A-Za-z]+", match.group())]
-    return " to ".join(days)
+    return " to ".join(days) + ("." if match.group().endswith(".") and ends_sentence_after(match) else "")
 
 
 def _decade(match: re.Match[str]) -> str:
@@ -195,13 +208,14 @@ def rules(day_first: bool = False) -> list[Rule]:
         ("iso_date", r"(?<![\w.-])\d{4}([-/])(?:0[1-9]|1[0-2])\1(?:0[1-9]|[12]\d|3[01])(?![\w-])", _iso_date),
         ("slash_date", r"(?<![\w./])\d{1,2}/\d{1,2}/(?:\d{4}|\d{2})(?![\w/])", _numeric_date(day_first)),
         ("dotted_date", r"(?<![\w.])(?:\d{1,2}\.\d{1,2}\.\d{4}|\d\d\.\d\d\.\d\d)(?![\w]|\.\d)", _dotted_date),
-        ("dashed_date", rf"(?<![\w-])(?:[12]\d|3[01]|0?[1-9])[-–]{_MONTH}\.?[-–](?:\d{{4}}|\d\d)(?![\w-])", _dashed_date),
+        ("dashed_date", rf"(?<![\w-])(?:(?:[12]\d|3[01]|0?[1-9])[-–]{_MONTH}\.?|{_MONTH}\.?[-–](?:[12]\d|3[01]|0?[1-9]))"
+                        rf"[-–](?:\d{{4}}|\d\d)(?![\w-])", _dashed_date),
+        ("since_year", r"(?<![\w.-])(?:1[89]\d\d|20\d\d)[ \t]?[-–—][ \t]?(?:present|now|today|date)\b", _since_year),
         ("month_date",
          rf"(?<![\w]){_MONTH}\.?,?[ \t](?:(?:the[ \t])?{_DAY}(?:,?[ \t]\d{{4}})?|\d{{4}})(?![\w])", _month_date),
         ("day_month", rf"(?<![\w.,]){_DAY}[ \t](?:of[ \t])?{_MONTH}\.?(?:,?[ \t]\d{{4}})?(?![\w])", _day_month),
         ("weekday", rf"(?<![\w]){_WEEKDAY}(?:\.?[ \t]?[-–][ \t]?{_WEEKDAY}\.?(?![\w])|\.?(?=,|[ \t]+(?:\d|{_MONTH}))"
-                    rf"|\.(?=[ \t]+(?:and|or|to|through|nights?|mornings?|evenings?|afternoons?|hours|only|appointments?|"
-                    rf"classes|shifts?|deliver(?:y|ies)|schedule)\b|[ \t]*(?:\n|$)))",
+                    rf"|\.(?=[ \t]+[a-z]|[ \t]*(?:\n|$)))",  # "Tue. for", "Sat. hours": a lower-case word goes on
          _weekday),
         ("month_range", rf"(?<![\w])(?:{_MONTH})\.?[ \t]?[-–][ \t]?(?:{_MONTH})\.?(?![\w])", _month_range),
         ("day_range", rf"(?<![\w]){_MONTH}\.?[ \t](?:[12]\d|3[01]|0?[1-9])[ \t]?[-–][ \t]?(?:[12]\d|3[01]|0?[1-9])"

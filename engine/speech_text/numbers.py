@@ -227,14 +227,19 @@ def _vulgar(match: re.Match[str]) -> str:
 
 _RATED = re.compile(r"(?i:\b(?:rated|rates|rating(?:[ \t]of)?|scored?|score[ \t]of|gave[ \t](?:it|us|them)|"
                     r"graded?|ranked|reviews?))[ \t]+\Z")
+_GOT = re.compile(r"(?i:\b(?:got|get|gets|earned|received))[ \t]+\Z")  # "got 17/20 on the quiz", not "got 1/4 of"
 
 
 def _fraction(match: re.Match[str]) -> str:
     if match.group() in _SPECIAL_FRACTIONS:
         return _SPECIAL_FRACTIONS[match.group()]
     a, b = match.group().split("/")
-    if b in ("5", "10", "100") and _RATED.search(match.string, max(0, match.start() - 20), match.start()):
-        return f"{w.cardinal(a)} out of {w.cardinal(b)}"  # "rated 8/10": a score
+    before = max(0, match.start() - 20)
+    rated = b in ("5", "10", "100") and _RATED.search(match.string, before, match.start())
+    got = b in ("5", "10", "20", "25", "50", "100") and int(a) > 1 and _GOT.search(match.string, before, match.start()) \
+        and not re.match(r"[ \t]+of\b", match.string[match.end():match.end() + 4])
+    if rated or got:
+        return f"{w.cardinal(a)} out of {w.cardinal(b)}"  # "rated 8/10", "got 17/20 on the quiz": a score
     if not b.isdigit():  # "1/4th": "one fourth"
         b = b.rstrip("thsrdn")
         return f"{w.cardinal(a)} {w.ordinal(b)}" + ("s" if a != "1" else "")
@@ -275,8 +280,10 @@ def _version(match: re.Match[str]) -> str:
 
 
 def _number_sign(match: re.Match[str]) -> str:
-    """"#4521" -> "number forty-five twenty-one" (an order, a unit: in pairs, as people say them)."""
-    return "number " + w.paired(match.group()[1:].replace(",", ""))
+    """"#4521" -> "number forty-five twenty-one" (an order, a unit: in pairs, as people say them); "#1,204" a rank,
+    as a number."""
+    digits = match.group()[1:].strip()
+    return "number " + (w.cardinal(digits) if "," in digits else w.paired(digits))
 
 
 _SIZE_UNIT = r"(?:in|ft|cm|mm|m|yd)"
@@ -287,6 +294,12 @@ def _dimensions(match: re.Match[str]) -> str:
     centimeters"."""
     sizes = re.findall(rf"({NUM})(?:[ \t]?({_SIZE_UNIT}))?", match.group())
     return " by ".join(w.number(size.replace(",", "")) + (" " + UNITS[unit][1] if unit else "") for size, unit in sizes)
+
+
+def _hyphen_unit(match: re.Match[str]) -> str:
+    """"a 10-min walk" -> "a ten minute walk": a measure that describes what follows, its unit singular."""
+    size, unit = match.group().split("-", 1)
+    return f"{w.number(size.replace(',', ''))} {UNITS[unit][0]}"
 
 
 def _inches(match: re.Match[str]) -> str:
@@ -309,12 +322,15 @@ RULES: list[Rule] = [
     ("percent_range", rf"{_START}{NUM}%[ \t]?[-–][ \t]?[-−]?{NUM}%", _percent_range),
     ("feet_inches", r"(?<![\w.])\d{1,2}[ \t]?ft[ \t]\d{1,2}[ \t]?in(?![\w])", _feet),
     ("feet", r"(?<![\w'’])\d{1,2}['’′][ \t]?\d{1,2}(?:[\"”″]|'')?(?![\w])|(?<![\w'’])\d{1,3}['’′](?=[ \t,.;]|$)", _feet),
-    ("number_sign", r"(?<![\w&#])#[ \t]?\d[\d,]*(?![\w])", _number_sign),
+    ("number_sign", r"(?<![\w&#])#[ \t]?(?:\d{1,3}(?:,\d{3})+|\d+)(?![\w]|,\d)", _number_sign),
     ("vulgar_fraction", r"(?<![\w.])\d{0,3}[½⅓⅔¼¾⅕⅖⅗⅘⅙⅚⅛⅜⅝⅞]", _vulgar),
     ("dimensions", rf"{_START}{NUM}(?:[ \t]?{_SIZE_UNIT}(?![\w]))?(?:[ \t]*[x×][ \t]*{NUM}){{1,2}}"
      rf"(?:[ \t]?{_SIZE_UNIT}(?![\w]))?(?![\w])(?![ \t]*=)",
      _dimensions),
     ("inches", r"(?<![\w\"“”'.])\d{1,3}(?:\.\d)?[\"”″](?=[ \t]+[\w-])", _inches),
     ("military", r"(?<![\w.,:])(?:[01]\d|2[0-3])[0-5]\d(?=[ \t]hours\b)", _military),
+    ("hyphen_unit", rf"{_START}{NUM}-{_SPACED_UNIT}(?=[ \t]+[A-Za-z])", _hyphen_unit),
+    ("unit_alone", r"(?<=\d[ \t])(?:%s)(?![\w/])" % "|".join(re.escape(u) for u in UNITS if "/" in u),
+     lambda match: UNITS[match.group()][1]),  # "3 × 10^8 m/s": a unit after a number another rule read
     ("quantity", _QUANTITY, _quantity),
 ]

@@ -22,7 +22,7 @@ _WORDS = {
     "!=": " does not equal ", "≠": " does not equal ", "<=": " less than or equal to ", "≤": " less than or equal to ",
     ">=": " greater than or equal to ", "≥": " greater than or equal to ", "->": " to ", "=>": " to ", "→": " to ",
     "⟶": " to ", "×": " times ", "÷": " divided by ", "±": " plus or minus ", "≈": " approximately ", "§": " section ",
-    "№": " number ", "°": " degrees", "√": " square root of ", "π": " pi ",
+    "№": " number ", "°": " degrees", "√": " square root of ", "π": " pi ", "∠": " angle ",
 }
 
 

@@ -74,11 +74,25 @@ def _domain_at(text: str) -> int:
 def _url(match: re.Match[str]) -> str:
     text = re.sub(r"^(?:https?|ftp)://", "", match.group(), flags=re.I)
     text, _, fragment = text.partition("#")
-    text = text.split("?", 1)[0].rstrip("/")
+    text, _, query = text.partition("?")
+    text = text.rstrip("/")
     said = _spoken_parts(text, _domain_at(text))
+    if _SHORT_QUERY.fullmatch(query):  # "promo?ref=sms", said; a long one (tracking, tokens) is not
+        said += " question mark " + _spoken_parts(query)
     if re.fullmatch(r"[A-Za-z][\w-]{0,23}", fragment):  # "faq#returns": a page's section, said; a long one is not
         said += " hash " + _spoken_parts(fragment)
     return said
+
+
+_PATH_PART = r"[\w-](?:[\w.-]{0,62}[\w-])?"  # a folder's or a file's name (a full stop after it ends a sentence)
+_SHORT_QUERY = re.compile(r"(?=.{1,24}$)[A-Za-z][\w-]*=[\w-]+(?:&[A-Za-z][\w-]*=[\w-]+)?")
+
+
+def _windows_path(match: re.Match[str]) -> str:
+    """"C:\\Users\\Documents" -> "C colon backslash Users backslash Documents"."""
+    drive, rest = match.group().split(":", 1)
+    parts = [_spoken_parts(part) for part in rest.strip("\\").split("\\") if part]
+    return f"{drive.upper()} colon backslash " + " backslash ".join(parts)
 
 
 def _email(match: re.Match[str]) -> str:
@@ -127,6 +141,7 @@ _FILE = (rf"(?<![\w@/.-])[A-Za-z0-9][\w-]{{0,60}}(?:\.[\w-]{{1,30}}){{0,2}}\.(?i
 
 RULES: list[Rule] = [
     ("email", EMAIL, _email), ("url", URL, _url), ("file_name", _FILE, _file_name),
+    ("windows_path", rf"(?<![\w])[A-Za-z]:\\(?:{_PATH_PART}(?:\\{_PATH_PART}){{0,11}}\\?)?", _windows_path),
     ("handle", r"(?<![\w@.])@[A-Za-z_][\w.]{0,29}[\w](?![\w@])", _handle),
     ("hashtag", r"(?<![\w&#])#[A-Za-z][A-Za-z0-9_]{1,60}(?![\w#])", _hashtag),
 ]
