@@ -65,10 +65,13 @@ RUN chatterbox-fast doctor --engine espeak
 
 EXPOSE 8197
 # Healthy only once /health says "ok" (the engine is loaded and warm, the watermarker is on); the start period covers
-# loading and warming the model (and a first download into an empty HF cache).
+# loading and warming the model (and a first download into an empty HF cache). With CBF_TLS_CERT set the port speaks
+# https only: asked over https, the certificate not checked (it names the public host, and this is the loopback).
 HEALTHCHECK --interval=15s --timeout=5s --start-period=180s --retries=3 \
-    CMD python -c "import json, urllib.request; \
-raise SystemExit(json.load(urllib.request.urlopen('http://127.0.0.1:8197/health', timeout=4))['status'] != 'ok')"
+    CMD python -c "import json, os, ssl, urllib.request; url = 'http://127.0.0.1:8197/health'; \
+tls = ssl._create_unverified_context() if os.environ.get('CBF_TLS_CERT') else None; \
+url = url.replace('http:', 'https:') if tls else url; \
+raise SystemExit(json.load(urllib.request.urlopen(url, timeout=4, context=tls))['status'] != 'ok')"
 ENTRYPOINT ["chatterbox-fast"]
 CMD ["serve", "--host", "0.0.0.0", "--port", "8197"]
 

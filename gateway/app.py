@@ -77,7 +77,7 @@ async def _say_when_ready(settings: GatewaySettings, engine: EnginePool, tenancy
     await engine.wait_ready(math.inf)
     assert engine.ready is not None
     keys = ("on (keys file)" if tenancy.named else "on") if tenancy.tenants.guarded else "off"
-    log.info(ready_line(settings.host, settings.port, engine.ready.engine, engine.ready.device, keys))
+    log.info(ready_line(settings.host, settings.port, engine.ready.engine, engine.ready.device, keys, settings.tls))
 
 
 def create_app(settings: GatewaySettings, on_engine_refusal: Callable[[str], None] | None = None,
@@ -132,7 +132,8 @@ def create_app(settings: GatewaySettings, on_engine_refusal: Callable[[str], Non
             process.start()
         engine.start_background()
         await asyncio.to_thread(silero.load)  # the caller VAD's model, once: no call waits for it
-        log.info(listening_line(settings.host, settings.port, ", ".join(settings.engine_urls) or "embedded worker"))
+        log.info(listening_line(settings.host, settings.port, ", ".join(settings.engine_urls) or "embedded worker",
+                                settings.tls))
         announcing = asyncio.create_task(_say_when_ready(settings, engine, tenancy))
         if warning := exposure_warning(settings.host, tenancy.tenants.guarded):
             log.warning(warning)

@@ -102,6 +102,9 @@ GATEWAY_OPTIONS = (
     Option("--token-secret", "CBF_TOKEN_SECRET", "signs the short-lived tokens of POST /v1/tokens (at least 16 "
            "characters); servers given the same one accept each other's tokens; not set: one is generated at start, "
            "shared by --processes, and tokens end with the server", secret=True),
+    Option("--tls-cert", "CBF_TLS_CERT", "serve https and wss on --port with this PEM certificate (its chain "
+           "after it; needs --tls-key); not set: plain http and ws"),
+    Option("--tls-key", "CBF_TLS_KEY", "the PEM private key of --tls-cert (unencrypted)"),
     Option("--cors-origins", "CBF_CORS_ORIGINS", "browser origins allowed, comma-separated "
            "(https://app.example,http://localhost:3000): CORS answers those exactly and a WebSocket upgrade from "
            "another origin gets 403; none set: every origin (CORS *)", parse_origins, ()),
@@ -318,6 +321,9 @@ def cmd_serve(args: argparse.Namespace) -> int:
         print(f"chatterbox-fast serve: --token-secret (CBF_TOKEN_SECRET) expected at least 16 characters, got "
               f"{len(args.token_secret)}", file=sys.stderr)
         return 2
+    if (tls_refusal := tls_problem(args.tls_cert, args.tls_key)) is not None:
+        print(f"chatterbox-fast serve: {tls_refusal}", file=sys.stderr)
+        return 2
     if args.wyoming_zeroconf and args.wyoming_port is None:
         print("chatterbox-fast serve: --wyoming-zeroconf (CBF_WYOMING_ZEROCONF) announces the Wyoming port: set "
               "--wyoming-port (CBF_WYOMING_PORT) too, e.g. 10200", file=sys.stderr)
@@ -385,7 +391,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
         wyoming_zeroconf=args.wyoming_zeroconf, cache=cache,
         shared_dir=os.environ.get("PROMETHEUS_MULTIPROC_DIR") or None, drain_grace_s=args.drain_grace,
         supervisor_pid=int(os.environ["CBF_SUPERVISOR_PID"]) if os.environ.get("CBF_SUPERVISOR_PID") else None,
-        otlp_endpoint=args.otlp_endpoint, trace_text=args.trace_text,
+        otlp_endpoint=args.otlp_endpoint, trace_text=args.trace_text, tls=bool(args.tls_cert),
     )
     refusals: list[str] = []
 
@@ -396,7 +402,8 @@ def cmd_serve(args: argparse.Namespace) -> int:
     app = create_app(settings, on_engine_refusal=engine_refused, wyoming_socket=wyoming_sock)
     server = DrainingServer(uvicorn.Config(app, log_level=args.log_level, timeout_graceful_shutdown=5,
                                            http=http_protocol(args.request_timeout), ws=BoundedWebSocketProtocol,
-                                           ws_max_size=1024 * 1024),
+                                           ws_max_size=1024 * 1024, ssl_certfile=args.tls_cert,
+                                           ssl_keyfile=args.tls_key),
                             app.state.gateway.drain)
     redact_keys_in_logs()  # after uvicorn's logging set-up
     # A SIGTERM once the server has stopped serving (a second one, during its shutdown) is a stop too, not the default
@@ -404,6 +411,47 @@ def cmd_serve(args: argparse.Namespace) -> int:
     signal.signal(signal.SIGTERM, lambda *_: setattr(server, "should_exit", True))
     server.run(sockets=[sock])
     return _refuse(args, refusals[0]) if refusals else 0
+
+
+def tls_problem(cert: str | None, key: str | None) -> str | None:
+    """Why ``--tls-cert`` and ``--tls-key`` cannot serve TLS, in one sentence (None: they can, or neither is set):
+    one without the other, a file missing or unreadable, not PEM, an encrypted key, or a key that is not the
+    certificate's. Checked with the ``ssl`` module as uvicorn will load them, before anything starts."""
+    import ssl
+
+    if not cert and not key:
+        return None
+    if not cert or not key:
+        given, missing = ("--tls-cert (CBF_TLS_CERT)", "--tls-key (CBF_TLS_KEY)") if cert else (
+            "--tls-key (CBF_TLS_KEY)", "--tls-cert (CBF_TLS_CERT)")
+        return f"{given} is set but {missing} is not: TLS needs the certificate and its private key"
+    for flag, path in (("--tls-cert (CBF_TLS_CERT)", cert), ("--tls-key (CBF_TLS_KEY)", key)):
+        try:
+            with open(path, "rb") as file:
+                file.read(1)
+        except OSError as exc:
+            return f"{flag} {path} cannot be read ({exc.strerror or exc})"
+
+    class Encrypted(Exception):
+        pass
+
+    def no_password() -> bytes:
+        raise Encrypted
+
+    context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    try:
+        context.load_verify_locations(cafile=cert)  # the certificate alone: a bad one is named as such
+    except ssl.SSLError as exc:
+        return f"--tls-cert (CBF_TLS_CERT) {cert} holds no PEM certificate ({exc.reason or exc})"
+    try:
+        context.load_cert_chain(cert, key, password=no_password)
+    except Encrypted:
+        return f"--tls-key (CBF_TLS_KEY) {key} is encrypted: give the key unencrypted (openssl pkey -in {key} -out FILE)"
+    except ssl.SSLError as exc:
+        if exc.reason in ("KEY_VALUES_MISMATCH", "NO_CERTIFICATE_ASSIGNED"):  # (the latter: another kind of key)
+            return f"--tls-key (CBF_TLS_KEY) {key} is not the private key of the certificate in {cert}"
+        return f"--tls-key (CBF_TLS_KEY) {key} holds no PEM private key"
+    return None
 
 
 def cache_settings(args: argparse.Namespace) -> Any:

@@ -43,3 +43,4 @@ class GatewaySettings:
     supervisor_pid: int | None = None  # `serve --processes N`'s: POST /v1/admin/drain drains it, every process
     otlp_endpoint: str | None = None  # where traces go (engine/traces.py); None: no traces
     trace_text: bool = False  # the callers' text in the traces
+    tls: bool = False  # served over TLS (--tls-cert, --tls-key): https and wss on the one port

@@ -6,6 +6,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import socket
+import ssl
 import subprocess
 import sys
 import time
@@ -36,23 +37,27 @@ def free_port() -> int:
 
 @contextlib.contextmanager
 def local_server(flags: Sequence[str], *, env: dict[str, str] | None = None, quiet: bool = False,
-                 ready_timeout: float = 120.0) -> Iterator[tuple[str, int]]:
-    """Start the gateway with ``flags``; yield (base URL, pid) once /health says the engine is ready."""
+                 ready_timeout: float = 120.0, verify: ssl.SSLContext | bool = True) -> Iterator[tuple[str, int]]:
+    """Start the gateway with ``flags``; yield (base URL, pid) once /health says the engine is ready. With
+    ``--tls-cert`` among the flags the URL is https, its certificate checked with ``verify`` (a context trusting
+    its CA)."""
     port = free_port()
     argv = [sys.executable, "-m", "gateway.cli", "serve", "--host", "127.0.0.1", "--port", str(port), *flags]
     proc = subprocess.Popen(argv, cwd=ROOT, env=env, stdout=subprocess.DEVNULL if quiet else None)
-    url = f"http://127.0.0.1:{port}"
+    url = f"{'https' if '--tls-cert' in flags else 'http'}://127.0.0.1:{port}"
     try:
-        wait_healthy(proc, url, ready_timeout, "the server")
+        wait_healthy(proc, url, ready_timeout, "the server", verify)
         yield url, proc.pid
     finally:
         stop(proc)
 
 
-def wait_healthy(proc: subprocess.Popen, url: str, timeout: float, what: str) -> None:
+def wait_healthy(proc: subprocess.Popen, url: str, timeout: float, what: str,
+                 verify: ssl.SSLContext | bool = True) -> None:
     """Until ``url``/health answers 200; ``ServerFailed`` when ``proc`` exits first or ``timeout`` passes."""
     deadline = time.monotonic() + timeout
-    with httpx.Client(timeout=2) as http:  # one client: each httpx.get builds an SSL context, ~35 ms of CPU a poll
+    # one client: each httpx.get builds an SSL context, ~35 ms of CPU a poll
+    with httpx.Client(timeout=2, verify=verify) as http:
         while True:
             if proc.poll() is not None:
                 raise ServerFailed(f"{what} exited with code {proc.returncode}")

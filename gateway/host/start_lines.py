@@ -11,7 +11,7 @@ from gateway.guard.operator_safety import loopback
 WILDCARDS = ("0.0.0.0", "::", "")
 
 
-def page_url(host: str, port: int) -> str:
+def page_url(host: str, port: int, tls: bool = False) -> str:
     """The address to open the page at from this machine: a wildcard host is reached as localhost."""
     if host in WILDCARDS:
         host = "localhost"
@@ -20,18 +20,18 @@ def page_url(host: str, port: int) -> str:
             host = f"[{host}]"
     except ValueError:
         pass
-    return f"http://{host}:{port}/"
+    return f"{'https' if tls else 'http'}://{host}:{port}/"
 
 
-def listening_line(host: str, port: int, engine: str) -> str:
+def listening_line(host: str, port: int, engine: str, tls: bool = False) -> str:
     """Said as the gateway starts, before any worker is ready."""
-    line = f"gateway listening on {page_url(host, port)} (engine: {engine})"
+    line = f"gateway listening on {page_url(host, port, tls)} (engine: {engine})"
     if loopback(host):
         line += ("; only this machine can reach it: to open it to the network, set --host 0.0.0.0 (CBF_HOST) "
                  "with an API key (--api-key, CBF_API_KEYS, or --keys-file)")
     return line
 
 
-def ready_line(host: str, port: int, engine: str, device: str, keys: str) -> str:
+def ready_line(host: str, port: int, engine: str, device: str, keys: str, tls: bool = False) -> str:
     """Said once, when the first engine worker is connected. ``keys``: "on", "on (keys file)" or "off"."""
-    return f"ready: open {page_url(host, port)} to hear it; {engine} on {device} speaks; API keys {keys}"
+    return f"ready: open {page_url(host, port, tls)} to hear it; {engine} on {device} speaks; API keys {keys}"
