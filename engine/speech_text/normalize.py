@@ -18,6 +18,7 @@ from engine.speech_text.lexicon import Lexicon
 from engine.speech_text import markdown as marks
 from engine.speech_text.addresses import open_address
 from engine.speech_text.codes import open_math
+from engine.speech_text.numbers import open_phone
 from engine.speech_text.markdown import markdown
 from engine.speech_text.spans import Piece, compose, spoken, substitute
 from engine.text import TURBO_PUNCTUATION
@@ -26,9 +27,10 @@ __all__ = ["normalize", "open_tail", "punctuation_only", "words"]
 
 
 def open_tail(text: str) -> int | None:
-    """Where an unfinished construct at the end of ``text`` starts (a code fence, a link, an address, an expression),
-    or None: the streaming front end holds it until it is finished."""
-    starts = [at for at in (marks.open_tail(text), open_address(text), open_math(text)) if at is not None]
+    """Where an unfinished construct at the end of ``text`` starts (a code fence, a link, an address, an expression,
+    a phone number in spaced groups), or None: the streaming front end holds it until it is finished."""
+    starts = [at for at in (marks.open_tail(text), open_address(text), open_math(text), open_phone(text))
+              if at is not None]
     return min(starts) if starts else None
 
 _PUNCTUATION = re.compile("|".join(re.escape(old) for old, _ in TURBO_PUNCTUATION))

@@ -164,6 +164,14 @@ _PHONE = (
     r"|(?:1[-. ])?\d{3}[-. ]\d{3}[-. ]\d{4}|0\d{2,4}[ -]\d{3,4}[ -]\d{3,4})(?![\w-])"
 )
 _DIGIT_GROUP = re.compile(r"\d+")
+# The end of a text that may yet become a phone number written in spaced groups ("1 800 273" before "8255").
+_OPEN_PHONE = re.compile(r"(?<![\w.,+-])(?:\+\d{1,3}[ \t]+|1[ \t]+)?(?:\(\d{3}\)|\d{3})(?:[ \t]+\d{1,4}){0,2}[ \t]*\Z")
+
+
+def open_phone(text: str) -> int | None:
+    """Where a phone number that later text may finish starts at the end of ``text``, or None."""
+    tail = _OPEN_PHONE.search(text, max(0, len(text) - 40))
+    return tail.start() if tail else None
 
 
 def _phone(match: re.Match[str]) -> str:
