@@ -20,6 +20,13 @@ def tone(seconds: float, freq: float = 440.0, amp: int = 8000) -> bytes:
     return (np.sin(2 * np.pi * freq * t) * amp).astype("<i2").tobytes()
 
 
+async def frames_later(listener: Listener, count: int = 25, timeout: float = 30) -> None:
+    """Until ``count`` more frames have been decoded (25: half a second of the call). They come in order, so the
+    frames that were in flight when this was called have all arrived, however long a busy machine takes."""
+    now = len(listener.frames)
+    await listener.wait_for(lambda: len(listener.frames) >= now + count, timeout=timeout)
+
+
 async def connect(url: str, keep_audio: bool = False, key: str | None = None, **body) -> tuple[Listener, dict]:
     """A listening peer connected to the gateway at ``url`` (``offer_codecs``: offer only these), its data channel
     open and the session's ``ready`` received; and the offer's JSON answer."""

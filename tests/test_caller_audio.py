@@ -174,7 +174,7 @@ def clip_48k(seconds: float = 2.0) -> np.ndarray:
 async def test_a_webrtc_peer_that_talks_over_the_gateway_silences_it_from_the_next_frame(url, monkeypatch):
     """A real aiortc peer sends its microphone (Opus) on the session's connection; a controller listens as PCM16."""
     from cbf_tools.peers.rtc_listener import SPEECH_RMS, PacedSource
-    from tests.rtc_helpers import connect, loopback_only
+    from tests.rtc_helpers import connect, frames_later, loopback_only
 
     loopback_only(monkeypatch)
     microphone = PacedSource()
@@ -187,7 +187,7 @@ async def test_a_webrtc_peer_that_talks_over_the_gateway_silences_it_from_the_ne
         await listener.wait_for(lambda: len(listener.loud()) >= 50, timeout=30)  # a second of the gateway
         microphone.play(clip_48k().astype("<i2").tobytes())
         await listener.wait_for(lambda: any(e["type"] == "interrupted" for e in listener.events), timeout=10)
-        await asyncio.sleep(0.5)  # what was in flight arrives
+        await frames_later(listener)  # what was in flight arrives
         kinds = [e["type"] for e in listener.events]
         assert kinds.index("speech_started") < kinds.index("cancelled") < kinds.index("interrupted"), kinds
         interrupted = next(e for e in listener.events if e["type"] == "interrupted")

@@ -75,11 +75,13 @@ def test_a_name_with_two_loopback_addresses_drains_and_revives_real_workers() ->
     port = free_port()
     addresses = ["127.0.0.2", "127.0.0.3"]
 
-    failing = False
+    failing, failed = False, 0
 
     async def resolver(name: str, port_: int) -> list[str]:
+        nonlocal failed
         assert (name, port_) == ("fleet", port)
         if failing:
+            failed += 1
             raise socket.gaierror(socket.EAI_AGAIN, "Temporary failure in name resolution")
         return list(addresses)
 
@@ -110,7 +112,7 @@ def test_a_name_with_two_loopback_addresses_drains_and_revives_real_workers() ->
 
             nonlocal failing
             failing = True  # a DNS outage drains nothing
-            await asyncio.sleep(0.5)
+            await _until(lambda: failed >= 5, "the pool asked the failing resolver")
             assert not pool.draining and sum(e["available"] for e in pool.engines) == 2
         finally:
             await pool.close()

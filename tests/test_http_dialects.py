@@ -6,6 +6,7 @@ eSpeak speaking behind them."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import io
 import threading
 from concurrent.futures import ThreadPoolExecutor
@@ -118,6 +119,8 @@ class Replicas:
         self.uploads: dict[str, bytes] = {}
         self.auth: str | None = None  # the last request's Authorization header
         self.in_flight = self.most_in_flight = 0
+        self.hold_until: int | None = None  # openai: hold requests until this many were in flight at once (or 10 s)
+        self._more_in_flight = asyncio.Condition()
 
     def _speak(self, text: str) -> Response:
         wav = self.espeak.synthesize(text, self.espeak.default_voice(), threading.Event())
@@ -148,10 +151,17 @@ class Replicas:
     async def openai(self, request: Request) -> Response:
         """Takes 0.2 s per request, several at once if asked: how many were in flight together is kept."""
         body = await request.json()
-        self.in_flight += 1
-        self.most_in_flight = max(self.most_in_flight, self.in_flight)
-        await asyncio.sleep(0.2)
-        self.in_flight -= 1
+        async with self._more_in_flight:
+            self.in_flight += 1
+            self.most_in_flight = max(self.most_in_flight, self.in_flight)
+            self._more_in_flight.notify_all()
+            if self.hold_until is not None:
+                with contextlib.suppress(TimeoutError):  # an engine that sends fewer at once is still answered
+                    await asyncio.wait_for(self._more_in_flight.wait_for(
+                        lambda: self.most_in_flight >= self.hold_until), 10)
+        await asyncio.sleep(0.2)  # time for one more than allowed to arrive, if the engine sent it
+        async with self._more_in_flight:
+            self.in_flight -= 1
         return self._speak(body["input"])
 
     def app(self) -> Starlette:
@@ -221,8 +231,13 @@ def test_doctor_checks_the_tts_server(replicas) -> None:
 def test_at_most_the_set_number_of_requests_are_in_flight(replicas) -> None:
     replica, url = replicas
     engine = HttpEngine(url, dialect("openai"), concurrency=2)
-    with ThreadPoolExecutor(5) as callers:  # five chunks of five utterances at once
-        list(callers.map(lambda n: engine.synthesize(f"Chunk {n}.", Voice("default"), threading.Event()), range(5)))
+    replica.hold_until, replica.most_in_flight = 2, 0  # the first two meet there, however slowly each is sent
+    try:
+        with ThreadPoolExecutor(5) as callers:  # five chunks of five utterances at once
+            list(callers.map(lambda n: engine.synthesize(f"Chunk {n}.", Voice("default"), threading.Event()),
+                             range(5)))
+    finally:
+        replica.hold_until = None
     assert replica.most_in_flight == 2
 
 

@@ -11,7 +11,7 @@ from gateway.app import create_app
 from gateway.settings import GatewaySettings
 from gateway.webrtc import signalling
 from cbf_tools.peers.rtc_listener import SPEECH_RMS, Listener
-from tests.rtc_helpers import connect, loopback_only
+from tests.rtc_helpers import connect, frames_later, loopback_only
 from server import running_server
 
 LONG_TEXT = " ".join(["this sentence keeps the speaker busy for a good while without stopping"] * 6)
@@ -77,7 +77,7 @@ async def test_cancel_stops_audio_fast(url):
         await listener.wait_for(lambda: len(listener.loud()) >= 25, timeout=30)
         sent = send(listener, '{"type": "cancel"}')
         await listener.wait_for(lambda: event(listener, "cancelled") is not None)
-        await asyncio.sleep(0.5)
+        await frames_later(listener)  # frames still in flight arrive
         last_loud = listener.loud()[-1].at
         print(f"cancel -> last loud decoded frame: {1000 * (last_loud - sent):.1f} ms")
         assert last_loud - sent < 0.100
@@ -93,7 +93,7 @@ async def test_cancel_says_what_was_heard_from_the_frames_the_track_sent(url):
         await listener.wait_for(lambda: len(listener.loud()) >= 60, timeout=30)  # over a second of speech heard
         send(listener, '{"type": "cancel"}')
         await listener.wait_for(lambda: event(listener, "cancelled") is not None)
-        await asyncio.sleep(0.5)  # frames still in flight arrive
+        await frames_later(listener)  # frames still in flight arrive
         cancelled = event(listener, "cancelled")
         frames = listener.frames
         loud = [i for i, f in enumerate(frames) if f.rms > SPEECH_RMS]

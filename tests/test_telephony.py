@@ -361,49 +361,78 @@ async def jambonz(url: str, rate: int = 8000, key: str = KEY) -> ClientConnectio
     return ws
 
 
-async def pcm_until_quiet(ws: ClientConnection, quiet: float = 1.0, timeout: float = 30) -> bytes:
-    """Binary audio until none has come for ``quiet`` seconds (text frames must not come)."""
+async def jambonz_utterances(url: str, outcome: str = "done") -> float:
+    """The gateway's count of jambonz utterances that ended so (``cbf_utterances_total``): ``done`` is counted once the
+    engine's last chunk has been sent on the socket, ``cancelled`` once a ``stop`` was taken (nothing is sent after)."""
+    async with httpx.AsyncClient() as http:
+        reply = await http.get(url + "/metrics", headers={"Authorization": f"Bearer {KEY}"})
+    assert reply.status_code == 200, reply.text
+    text = reply.text
+    sample = f'cbf_utterances_total{{outcome="{outcome}",transport="jambonz"}} '
+    return sum(float(line.removeprefix(sample)) for line in text.splitlines() if line.startswith(sample))
+
+
+async def pcm_until(url: str, ws: ClientConnection, outcome: str, before: float, timeout: float = 30) -> bytes:
+    """The binary audio sent on ``ws`` until the gateway counts one more jambonz utterance ended as ``outcome`` than
+    ``before``. jambonz's protocol has no end-of-audio message (the gateway sends it nothing but ``connect``, PCM and
+    errors), so the end is the gateway's own count, and then a frame it refuses fences the socket: its ``error`` comes
+    after every frame sent before it. Text frames other than that ``error`` must not come."""
     audio = bytearray()
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        try:
-            frame = await asyncio.wait_for(ws.recv(), quiet if audio else timeout)
-        except TimeoutError:
-            break
-        assert isinstance(frame, bytes), frame
-        audio += frame
+
+    async def read_to_the_fence() -> None:
+        while isinstance(frame := await ws.recv(), bytes):
+            audio.extend(frame)
+        assert json.loads(frame)["type"] == "error", frame
+
+    reading = asyncio.create_task(read_to_the_fence())
+    try:
+        deadline = time.monotonic() + timeout
+        while await jambonz_utterances(url, outcome) <= before:
+            assert not reading.done(), reading.result()  # a text frame came, or the socket closed
+            assert time.monotonic() < deadline, f"no jambonz utterance {outcome} within {timeout} s"
+            await asyncio.sleep(0.05)
+        await ws.send("not json")
+        await asyncio.wait_for(reading, timeout)
+    finally:
+        reading.cancel()
     return bytes(audio)
 
 
 async def test_jambonz_streams_text_in_and_marked_pcm_out(url, watermarker: Watermarker):
     ws = await jambonz(url)
+    done = await jambonz_utterances(url)
     for piece in ("Thanks for calling. ", "Your table for four is booked ", "for Friday at noon, see you then."):
         await ws.send(json.dumps({"type": "stream", "text": piece}))
         await ws.send(json.dumps({"type": "keepalive"}))
     await ws.send(json.dumps({"type": "flush"}))
-    audio = np.frombuffer(await pcm_until_quiet(ws), "<i2").astype(np.float32) / 32768
+    audio = np.frombuffer(await pcm_until(url, ws, "done", done), "<i2").astype(np.float32) / 32768
     check(watermarker, "jambonz pcm 8000", "Thanks for calling", audio, 8000)
     await ws.send("not json")
     assert json.loads(await ws.recv())["type"] == "error"  # refused, and the socket goes on
     await ws.send(json.dumps({"type": "stream", "text": "Still here."}))
     await ws.send(json.dumps({"type": "flush"}))
-    assert len(await pcm_until_quiet(ws)) > 0.3 * 8000 * 2
+    assert len(await pcm_until(url, ws, "done", done + 1)) > 0.3 * 8000 * 2
     await ws.close()
     await no_sessions_left(url)
 
 
 async def test_jambonz_stop_ends_the_utterance_at_once(url):
     ws = await jambonz(url, rate=16000)
+    done, cancelled = await jambonz_utterances(url), await jambonz_utterances(url, "cancelled")
     await ws.send(json.dumps({"type": "stream", "text": LONG_TEXT}))
     await ws.send(json.dumps({"type": "flush"}))
-    assert isinstance(await asyncio.wait_for(ws.recv(), 30), bytes)
+    first = await asyncio.wait_for(ws.recv(), 30)
+    assert isinstance(first, bytes)
     await ws.send(json.dumps({"type": "stop"}))
-    stopped_at = time.monotonic()
-    await pcm_until_quiet(ws, quiet=0.5, timeout=5)
-    assert time.monotonic() - stopped_at < 3  # the text lasts ~30 s: the audio stopped soon after the stop
+    sent = len(first) + len(await pcm_until(url, ws, "cancelled", cancelled))  # all it sent before taking the stop
+    with pytest.raises(TimeoutError):  # and nothing after it
+        await asyncio.wait_for(ws.recv(), 1.0)
+    print(f"sent before the stop: {sent / (16000 * 2):.2f} s")
+    assert sent / (16000 * 2) < 10  # the text lasts ~27 s: it stopped part-way, not at its end
+    assert await jambonz_utterances(url) == done  # ...and was not counted as finished
     await ws.send(json.dumps({"type": "stream", "text": "A new answer."}))  # the socket serves the next one
     await ws.send(json.dumps({"type": "flush"}))
-    assert len(await pcm_until_quiet(ws)) > 0.3 * 16000 * 2
+    assert len(await pcm_until(url, ws, "done", done)) > 0.3 * 16000 * 2
     await ws.close()
 
 

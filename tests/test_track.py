@@ -162,8 +162,9 @@ async def test_tone_arrives_opus(monkeypatch):
         pushed = time.time()
         track.feed(tone(0.5))
         track.end_of_utterance()
-        await client.wait_for(lambda: len(client.loud(pushed)) >= 20)
-        await asyncio.sleep(0.2)
+        # the track has sent the tone, and the client has decoded a frame after its last loud one (frames come in order)
+        await client.wait_for(lambda: not track.jitter.playing and (heard := client.loud(pushed))
+                              and client.frames[-1].at > heard[-1].at)
         loud = client.loud(pushed)
         assert 23 <= len(loud) <= 27  # 0.5 s of tone, give or take codec edges
         assert client.gaps_in_speech(pushed) == 0
@@ -202,7 +203,8 @@ async def test_clear_silences_within_a_few_frames(monkeypatch):
         await client.wait_for(lambda: len(client.loud()) >= 10)
         track.clear()
         cleared = time.time()
-        await asyncio.sleep(0.4)
+        # 20 frames (0.4 s of the call) decoded since: those in flight at the clear come first, in order
+        await client.wait_for(lambda: len([f for f in client.frames if f.at >= cleared]) >= 20)
         late_loud = client.loud(cleared)
         # Frames already handed to aiortc (at most one) and the receiver's decoding pipeline still play out.
         assert len(late_loud) <= 3, len(late_loud)
@@ -233,6 +235,12 @@ async def test_stall_in_event_loop_is_caught_up(monkeypatch):
         await server.close()
 
 
+async def remote_outbound(client: Listener) -> list:
+    """The client's view of the stream from the sender's RTCP reports (none before the first has come)."""
+    stats = await client.pc.getReceivers()[0].getStats()
+    return [s for s in stats.values() if s.type == "remote-outbound-rtp"]
+
+
 async def test_two_streams_go_out_from_one_pacer_and_rtcp_reports_their_packets(monkeypatch):
     """gateway/webrtc/sender.py: both servers' tracks are sent by the loop's one pacer (not aiortc's task per track),
     on the same ticks, and the receiver's view of each stream from its RTCP sender reports counts what it was sent."""
@@ -244,14 +252,18 @@ async def test_two_streams_go_out_from_one_pacer_and_rtcp_reports_their_packets(
         assert [s.track for s in pacer.streams] == [first[0], second[0]]
         ticks_apart = (first[0]._start - second[0]._start) / 0.02
         assert abs(ticks_apart - round(ticks_apart)) < 1e-6  # on one grid
+        heard_at = []
         for track, client, _, _ in (first, second):
             track.feed(tone(0.3, 1000))
             await client.wait_for(lambda: len(client.loud()) >= 10)
-        await asyncio.sleep(2.0)  # aiortc's sender reports go out every 0.5-1.5 s
-        for track, client, _, _ in (first, second):
-            stats = await client.pc.getReceivers()[0].getStats()
-            reported = [s for s in stats.values() if s.type == "remote-outbound-rtp"]
-            assert reported and 0 < reported[0].packetsSent <= track.frames_sent, reported
+            heard_at.append(len(client.frames))
+        for (track, client, _, _), frames in zip((first, second), heard_at):
+            # aiortc's sender reports go out every 0.5-1.5 s: wait for one sent after the tone was heard
+            deadline = time.monotonic() + 30
+            while not ((reported := await remote_outbound(client)) and reported[0].packetsSent >= frames):
+                assert time.monotonic() < deadline, ("no sender report after the tone", reported)
+                await asyncio.sleep(0.1)
+            assert 0 < reported[0].packetsSent <= track.frames_sent, reported
             assert len(client.frames) >= reported[0].packetsSent - 5  # what was reported sent was heard
     finally:
         for _, client, server, _ in (first, second):

@@ -16,7 +16,7 @@ from websockets.asyncio.client import connect as ws_connect
 
 from cbf_tools.peers.rtc_listener import SPEECH_RMS
 from engine.watermark import Watermarker
-from tests.rtc_helpers import connect as rtc_connect
+from tests.rtc_helpers import connect as rtc_connect, frames_later
 from tests.test_http import decode
 
 UTTERANCES = [
@@ -66,7 +66,7 @@ async def _received_over_webrtc(server: str, codec: str, text: str) -> tuple[np.
         assert answer["codec"] == codec
         listener.channel.send(json.dumps({"type": "speak", "text": text}))
         await listener.wait_for(lambda: any(e["type"] == "done" for e in listener.events), timeout=60)
-        await asyncio.sleep(0.3)  # the last frames in flight
+        await frames_later(listener)  # the last frames in flight
         audio, rate = listener.audio()
     finally:
         await listener.close()
