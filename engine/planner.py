@@ -280,11 +280,13 @@ class ChunkPlanner:
                 return None  # text still arriving may make this chunk longer: wait for it (or the release)
             return self._longest(candidates)
         ahead = self.buffered(now)
+        # the client is far behind: wait for it to take more (before the drained-buffer case below: the playhead
+        # runs on in real time, and a client that stopped reading would otherwise get a chunk each time it catches up)
+        if self._taken_s is not None and (lead := self._delivered_s - self._taken_s - self.lead_limit()) > 0:
+            self.wake_at = now + max(lead, _LEAD_POLL_S)
+            return None
         if self._clock is None or ahead <= 0:  # nothing playing: first audio (again) as fast as the lookahead allows
             return self._shortest(candidates, now)
-        if self._taken_s is not None and (lead := self._delivered_s - self._taken_s - self.lead_limit()) > 0:
-            self.wake_at = now + max(lead, _LEAD_POLL_S)  # the client is far behind: wait for it to take more
-            return None
         units = self._units(candidates)
         if not units:  # too few words for a unit: only the end of closed text or the cap can force a cut
             return self._shortest(candidates, now)

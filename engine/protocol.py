@@ -42,6 +42,7 @@ MAX_LATENCY_S = 5.0
 # with Chatterbox-Turbo's own punctuation rules only.
 NORMALIZE_MODES = ("auto", "on", "off")
 LOCALES = ("en-US", "en-GB")  # how numbers and dates are read (en-GB: slashed dates day first)
+MIN_LEAD, MAX_LEAD = 0.5, 60.0  # an utterance's lead over what its client has taken (Start.lead), in seconds
 MIN_SPEED, MAX_SPEED = 0.25, 4.0  # an utterance's speaking speed (OpenAI's range), pitch unchanged (engine/speed.py)
 MAX_LEXICON_BYTES = 256 * 1024  # one lexicon file (the gateway refuses a bigger upload before sending it)
 MAX_LEXICONS = 3  # lexicons one utterance names (ElevenLabs' limit on pronunciation_dictionary_locators)
@@ -101,6 +102,8 @@ class Start:
     locale: str | None = None  # one of LOCALES: whose conventions numbers and dates are read in (None: en-US)
     traceparent: str | None = None  # W3C trace context of the gateway's span (engine/traces.py): the worker's
     # spans of this utterance continue its trace; absent when the gateway does not trace
+    lead: float | None = None  # MIN_LEAD..MAX_LEAD: seconds of audio generated ahead of what the client has taken
+    # (its ``playout``), beyond what the longest chunk needs; None: the worker's default (engine/planner.py max_lead_s)
 
     def __post_init__(self) -> None:
         check_latency(self.latency)
@@ -109,6 +112,7 @@ class Start:
         check_lexicons(self.lexicons)
         check_locale(self.locale)
         check_traceparent(self.traceparent)
+        check_lead(self.lead)
 
 
 @dataclass(frozen=True)
@@ -451,6 +455,15 @@ def check_speed(value: Any) -> float | None:
     if _is_number(value) and MIN_SPEED <= value <= MAX_SPEED:
         return float(value)
     raise ProtocolError(f"speed must be a number from {MIN_SPEED} to {MAX_SPEED}, not {value!r}", "bad_speed")
+
+
+def check_lead(value: Any) -> float | None:
+    """A lead as sent (None: the worker's default), or ``ProtocolError`` (``bad_lead``) naming the range."""
+    if value is None:
+        return None
+    if _is_number(value) and MIN_LEAD <= value <= MAX_LEAD:
+        return float(value)
+    raise ProtocolError(f"lead must be a number of seconds from {MIN_LEAD:g} to {MAX_LEAD:g}, not {value!r}", "bad_lead")
 
 
 def check_lexicons(value: Any) -> list[str] | None:

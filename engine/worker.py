@@ -145,8 +145,10 @@ class Utterance:
     def __init__(self, uid: str, voice: str, worker: "Worker", send: Send,
                  latency: str | float | None = None, normalize: str | None = None,
                  speed: float | None = None, lexicon: Lexicon | None = None, traceparent: str | None = None,
-                 locale: str | None = None) -> None:
-        """``traceparent``: the gateway's span, which this utterance's spans continue (with --otlp-endpoint)."""
+                 locale: str | None = None, lead: float | None = None) -> None:
+        """``traceparent``: the gateway's span, which this utterance's spans continue (with --otlp-endpoint);
+        ``lead``: the most audio generated ahead of what the client has taken, past what the longest chunk needs
+        (None: the planner's default)."""
         self.id = uid
         self.key = (send, uid)  # ids are the gateway's choice, unique only on its own connection
         self.voice = voice
@@ -155,7 +157,8 @@ class Utterance:
         self.latency = latency or "balanced"
         budget = worker.settings.latency_budget(worker.synth.engine.info.device, latency)
         self.speed = speed or 1.0
-        config = dataclasses.replace(worker.planner_config, first_audio_target_s=budget, speed=self.speed)
+        config = dataclasses.replace(worker.planner_config, first_audio_target_s=budget, speed=self.speed,
+                                     **({} if lead is None else {"max_lead_s": lead}))
         self.planner = ChunkPlanner(config, worker.cost_model(voice))
         self.reader = Reader(normalize, lexicon, locale)  # the caller's text as it is spoken, and the way back
         self.spoken = ""  # what the reader gave the planner: chunks' start and end are offsets in it
@@ -474,7 +477,7 @@ class Worker:
                 await send(protocol.encode(Error(id=request.id, code=exc.code, message=str(exc))))
                 return
             utt = Utterance(request.id, request.voice, self, send, request.latency, request.normalize, request.speed,
-                            lexicon, request.traceparent, request.locale)
+                            lexicon, request.traceparent, request.locale, request.lead)
             self.utterances[utt.key] = utt
             utt.task = asyncio.create_task(utt.run())
             utt.task.add_done_callback(lambda _: self._forget(utt))

@@ -87,6 +87,7 @@ def create_app(settings: GatewaySettings, on_engine_refusal: Callable[[str], Non
     metrics = Metrics(settings.shared_dir)
     process = None if settings.engine_urls else EngineProcess(list(settings.engine_args), on_engine_refusal)
     failover = {"failover": FailoverPolicy(settings.failover_wait_s, settings.max_failovers),
+                "lead": settings.client_lead_s,
                 "on_failover": lambda moved: metrics.failovers.labels("moved" if moved else "given_up").inc()}
     engine = (EnginePool(list(settings.engine_urls), settings.engine_secret,
                          resolve_interval=settings.engine_resolve_interval_s, **failover) if process is None

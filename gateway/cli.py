@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any, Callable, Sequence
 
 from engine.protocol import NORMALIZE_MODES
-from gateway.cli_values import (Option, Parser, boolean, comma_list, listen_address, number, port,
+from gateway.cli_values import (Option, Parser, boolean, comma_list, lead_seconds, listen_address, number, port,
                                  seconds_or_auto, whole, whole_numbers)
 from gateway.guard.origins import parse_origins
 
@@ -113,6 +113,9 @@ GATEWAY_OPTIONS = (
     Option("--max-upload-bytes", "CBF_MAX_UPLOAD_BYTES", "voice upload size", whole, 10 * 1024 * 1024),
     Option("--stall-timeout", "CBF_STALL_TIMEOUT", "seconds a client may take no audio before it is closed", number,
            30.0),
+    Option("--client-lead", "CBF_CLIENT_LEAD", "seconds of audio the engine may generate ahead of what a client has "
+           "taken (read, or played where it reports that), past what its longest chunk needs: a client that stops "
+           "reading holds this much, and no more, in the gateway and the worker (0.5-60)", lead_seconds, 3.0),
     Option("--request-timeout", "CBF_REQUEST_TIMEOUT", "seconds an HTTP request (a WebSocket's opening one too) may "
            "take to arrive whole, head and body, before the client gets a 408 and the connection is closed", number,
            60.0),
@@ -382,7 +385,8 @@ def cmd_serve(args: argparse.Namespace) -> int:
         max_sessions=args.max_sessions,
         max_text_chars=args.max_text_chars, max_upload_bytes=args.max_upload_bytes, ice_servers=args.ice_server,
         webrtc_setup_timeout_s=args.webrtc_setup_timeout,
-        stall_timeout_s=args.stall_timeout, idle_timeout_s=args.idle_timeout, barge_in=args.barge_in, vad=vad,
+        stall_timeout_s=args.stall_timeout, client_lead_s=args.client_lead, idle_timeout_s=args.idle_timeout,
+        barge_in=args.barge_in, vad=vad,
         max_unauthenticated=args.max_unauthenticated, twilio_auth_token=args.twilio_auth_token,
         engine_urls=args.engine_url, engine_secret=args.engine_secret,
         engine_args=tuple(engine_argv(args) + ["--log-level", args.log_level]),

@@ -112,6 +112,16 @@ def number(value: str) -> float:
     return parsed
 
 
+def lead_seconds(value: str) -> float:
+    """serve --client-lead: seconds within the engine protocol's range for ``Start.lead``."""
+    from engine.protocol import MAX_LEAD, MIN_LEAD
+
+    parsed = number(value)
+    if not MIN_LEAD <= parsed <= MAX_LEAD:
+        raise argparse.ArgumentTypeError(f"expected seconds from {MIN_LEAD:g} to {MAX_LEAD:g}, got {value!r}")
+    return parsed
+
+
 def seconds_or_auto(value: str) -> float | None:
     """Seconds >= 0, or None for "auto" (the engine decides)."""
     if value.strip().lower() == "auto":

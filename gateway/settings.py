@@ -20,6 +20,7 @@ class GatewaySettings:
     max_text_chars: int = 5000
     max_upload_bytes: int = 10 * 1024 * 1024
     stall_timeout_s: float = 30.0  # a client that takes no audio for this long is closed
+    client_lead_s: float = 3.0  # audio generated ahead of what a client has taken, past what the longest chunk needs
     barge_in: str = "vad"  # what a caller's speech does to the gateway's (gateway/listen/barge_in.py)
     vad: VadConfig = field(default_factory=VadConfig)  # the caller's voice activity (gateway/listen/detector.py)
     wyoming_zeroconf: str | None = None  # the Wyoming port's zeroconf name (gateway/wyoming/announce.py)

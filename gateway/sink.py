@@ -37,6 +37,12 @@ class AudioSink(ABC):
         itself (so the engine's planner can size chunks on the true buffer); None where it cannot know."""
         return None
 
+    def taken_seconds(self) -> float | None:
+        """Seconds of the current utterance its client has taken, told to the engine (which generates no more than
+        serve --client-lead ahead of it): ``played_seconds`` unless the sink knows better (the WebSocket sink: less
+        what still waits in the connection's buffers)."""
+        return self.played_seconds()
+
     async def hold(self, held: bool) -> None:
         """Barge-in's pause: stop the speech where it is (``True``), to go on from there (``False``), where the sink
         paces playout itself; elsewhere the speech goes on."""

@@ -15,7 +15,7 @@ from gateway.audio import Encoder, make_encoder
 from gateway.guard.auth import accept_websocket, presented_key, tenant_of
 from gateway.formats import WEBSOCKET_DEFAULT_FORMAT, output_format
 from gateway.host.drain import CLOSING, RESTART_CLOSE_CODE
-from gateway.playout import SentAudio
+from gateway.playout import Outbound, SentAudio
 from gateway.sessions.session import Session
 from gateway.sessions.registry import SessionLimitReached
 from gateway.shared_state import GatewayState
@@ -53,8 +53,10 @@ class SendWatch:
 class WebSocketSink(AudioSink):
     """Encodes each utterance for the socket's configured format and sends it as binary frames.
 
-    A send that the client does not take within ``stall_timeout`` seconds makes it ``stalled``: the endpoint then
-    ends the session (its engine work stops) and closes the socket with code 4408 and the reason.
+    A client that takes nothing of what was sent to it for ``stall_timeout`` seconds (a send waiting that long, or
+    audio waiting in the connection's buffers: ``Outbound``) makes it ``stalled``: the endpoint then ends the session
+    (its engine work stops) and closes the socket with code 4408 and the reason. What it has taken is what the engine
+    is told (``played_seconds``), so a client that stops reading holds no more than serve --client-lead ahead of it.
     """
 
     configurable = True
@@ -66,6 +68,7 @@ class WebSocketSink(AudioSink):
         self._encoder: Encoder | None = None
         self._sent = SentAudio()
         self._watch = SendWatch(stall_timeout)
+        self.outbound = Outbound(ws.scope)
 
     def configure(self, fmt: str, sample_rate: int) -> None:
         self.format, self.sample_rate = fmt, sample_rate
@@ -91,11 +94,12 @@ class WebSocketSink(AudioSink):
             frame = data[start:start + step]
             with self._watch.sending():
                 await self.ws.send_bytes(frame)
+            self.outbound.wrote(len(frame))
             self._sent.sent(len(frame) / sample_bytes / self.sample_rate)
 
     def stalled(self, now: float) -> bool:
-        """Whether a send has waited for the client longer than the stall timeout."""
-        return self._watch.stalled(now)
+        """Whether a send has waited for the client longer than the stall timeout, or what was sent has."""
+        return self._watch.stalled(now) or self.outbound.stalled(now, self.stall_timeout)
 
     @property
     def stall_reason(self) -> str:
@@ -107,6 +111,12 @@ class WebSocketSink(AudioSink):
     def played_seconds(self) -> float:
         """At most what has been sent, and no more than real time since the first of it."""
         return self._sent.taken()
+
+    def taken_seconds(self) -> float:
+        """What the client has taken: what was sent, less what still waits in the connection's buffers."""
+        sample_bytes = output_format(self.format).sample_bytes or 1
+        waiting = self.outbound.unsent() / sample_bytes / self.sample_rate
+        return max(0.0, self._sent.taken() - waiting)
 
 
 async def stream_endpoint(ws: WebSocket) -> None:

@@ -55,6 +55,7 @@ class RemoteUtterance:
         self._client = client
         self._events: asyncio.Queue[Chunk | Done | EngineRequestError] = asyncio.Queue()
         self.finished = False
+        self.queued_bytes = 0  # audio received from the worker not yet taken by the consumer (the engine's lead)
 
     @property
     def worker(self) -> str:
@@ -90,6 +91,8 @@ class RemoteUtterance:
         """Chunks in order, then one ``Done``; raises ``EngineRequestError`` on failure."""
         while True:
             event = await self._events.get()
+            if isinstance(event, Chunk):
+                self.queued_bytes -= len(event.pcm)
             if isinstance(event, EngineRequestError):
                 raise event
             yield event
@@ -99,6 +102,8 @@ class RemoteUtterance:
     def _deliver(self, event: Chunk | Done | EngineRequestError) -> None:
         if isinstance(event, (Done, EngineRequestError)):
             self.finished = True
+        elif isinstance(event, Chunk):
+            self.queued_bytes += len(event.pcm)
         self._events.put_nowait(event)
 
 
@@ -109,6 +114,7 @@ class EngineClient:
         """``secret``: the worker's engine secret, presented on every connection (a worker that has one refuses
         connections without it)."""
         self.url = url
+        self.lead: float | None = None  # each utterance's lead over what its client has taken (Start.lead)
         self._headers = {"Authorization": f"Bearer {secret}"} if secret else {}
         self.ready: EngineReady | None = None
         self._ws: ClientConnection | None = None
@@ -285,6 +291,10 @@ class EngineClient:
         except ConnectionClosed as exc:
             raise EngineUnavailable("the engine worker went away") from exc
 
+    def queued_bytes(self) -> list[int]:
+        """Per utterance in flight, the audio received from the worker that its consumer has not taken yet."""
+        return [utterance.queued_bytes for utterance in self._utterances.values()]
+
     async def start(self, voice: str, reading: Reading = Reading(), traceparent: str | None = None) -> RemoteUtterance:
         """A new utterance, read as ``reading`` says (engine/protocol.py ``Reading``: latency, normalisation), in the
         trace of ``traceparent`` when given."""
@@ -292,7 +302,7 @@ class EngineClient:
         utt = RemoteUtterance(self, uid)
         self._utterances[uid] = utt
         try:
-            await self._send(Start(uid, voice, *astuple(reading), traceparent=traceparent))
+            await self._send(Start(uid, voice, *astuple(reading), traceparent=traceparent, lead=self.lead))
         except EngineUnavailable:
             self._utterances.pop(uid, None)
             raise

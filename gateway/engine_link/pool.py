@@ -58,12 +58,14 @@ LEXICONS = _Kept("lexicons", lambda c: c.list_lexicons(), lambda c, name: c.get_
 class EnginePool:
     def __init__(self, urls: Sequence[str], secret: str | None = None, *, resolve_interval: float = 5.0,
                  resolver: Resolver = resolve, failover: FailoverPolicy = FailoverPolicy(),
-                 on_failover: Callable[[bool], None] = lambda moved: None) -> None:
+                 on_failover: Callable[[bool], None] = lambda moved: None, lead: float | None = None) -> None:
         """``resolver``: how ``dns+ws://`` names are resolved (the system resolver; tests inject their own);
         ``failover``: how an utterance whose worker went away goes on elsewhere; ``on_failover(moved)``: told of each
-        move (True) and each utterance lost with its worker while failover is on (False)."""
+        move (True) and each utterance lost with its worker while failover is on (False); ``lead``: each utterance's
+        lead over what its client has taken (serve --client-lead; None: the workers' default)."""
         if not urls:
             raise ValueError("an engine pool needs at least one URL")
+        self.lead = lead
         self.secret, self.resolve_interval, self.resolver = secret, resolve_interval, resolver
         self.memberships = [Membership(parse_dns_url(url)) for url in urls if url.startswith(PREFIX)]
         self.clients = [self._client(url) for url in urls if not url.startswith(PREFIX)]
@@ -100,6 +102,13 @@ class EnginePool:
                         **({"backend": client.ready.backend} if client.ready and client.ready.backend else {}),
                         **({"prompt_cache": ready.prompt_cache} if ready and ready.prompt_cache else {})})
         return out
+
+    @property
+    def queued_audio(self) -> dict[str, int]:
+        """For /health: audio received from the workers that the sessions and streams have not taken yet, in all and
+        for the utterance holding most (a client that stops reading holds about serve --client-lead of it)."""
+        queued = [size for client in self.clients for size in client.queued_bytes()]
+        return {"bytes": sum(queued), "max_utterance_bytes": max(queued, default=0)}
 
     def _available(self, joining: bool = False) -> list[EngineClient]:
         """The workers taking new utterances; with ``joining``, those taking voice requests (joining ones too)."""
@@ -147,6 +156,7 @@ class EnginePool:
 
     def _client(self, url: str) -> EngineClient:
         client = EngineClient(url, self.secret)
+        client.lead = self.lead
         client.on_ready = self._join
         return client
 

@@ -20,11 +20,14 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import fcntl
 import json
+import os
 import socket
 import struct
+import termios
 import time
-from typing import Any
+from typing import Any, Mapping
 
 from uvicorn.protocols.http.auto import AutoHTTPProtocol
 from uvicorn.protocols.websockets.websockets_sansio_impl import WebSocketsSansIOProtocol
@@ -34,12 +37,72 @@ CHECK_S = 1.0  # how often a connection that cannot write is looked at
 REQUEST_TIMEOUT_S = 60.0  # serve --request-timeout's default
 
 
+TRANSPORT_KEY = "cbf.transport"  # the scope's extensions entry with the connection's asyncio transport
+
+
+def transport_of(scope: Mapping[str, Any]) -> asyncio.WriteTransport | None:
+    """The asyncio transport under a connection's ASGI ``scope`` (put there by this module's protocols); None when
+    served otherwise (a test client)."""
+    return (scope.get("extensions") or {}).get(TRANSPORT_KEY)
+
+
+def unsent_bytes(transport: asyncio.WriteTransport) -> int:
+    """Bytes written to ``transport`` that its client has not yet taken: those in the transport's write buffer and
+    those in the kernel's send queue (sent or not, not yet acknowledged by the client's end: TIOCOUTQ)."""
+    unsent = transport.get_write_buffer_size()
+    sock = transport.get_extra_info("socket")
+    with contextlib.suppress(OSError, AttributeError, ValueError, TypeError):
+        unsent += struct.unpack("i", fcntl.ioctl(sock.fileno(), termios.TIOCOUTQ, b"\0\0\0\0"))[0]
+    return unsent
+
+
 def reset(transport: asyncio.BaseTransport) -> None:
     """Drop the connection with a TCP reset, whatever is still unsent."""
     sock = transport.get_extra_info("socket")
     with contextlib.suppress(OSError, AttributeError):  # no socket, or one without the option
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
     transport.abort()  # type: ignore[attr-defined]
+
+
+def _kernel_unsent(sock: socket.socket) -> int:
+    return struct.unpack("i", fcntl.ioctl(sock.fileno(), termios.TIOCOUTQ, b"\0\0\0\0"))[0]
+
+
+def outlive_close(transport: asyncio.BaseTransport, loop: asyncio.AbstractEventLoop) -> None:
+    """A connection closed with bytes still in the kernel's send queue (a client that stopped reading, where the
+    gateway holds no more than the kernel took: gateway/playout.py): its socket kept open past asyncio's close (a
+    duplicate descriptor, the FIN queued behind the data), looked at every ``CHECK_S``: closed once the client has
+    taken everything, reset once it has taken nothing for ``STUCK_CLOSE_S``."""
+    sock = transport.get_extra_info("socket")
+    try:
+        if sock is None or (unsent := _kernel_unsent(sock)) <= 0:
+            return
+        kept = socket.socket(fileno=os.dup(sock.fileno()))
+        kept.shutdown(socket.SHUT_WR)
+    except (OSError, AttributeError, ValueError, TypeError):
+        return
+    since = time.monotonic()
+
+    def look() -> None:
+        nonlocal unsent, since
+        try:
+            now_unsent = _kernel_unsent(kept)
+        except OSError:
+            now_unsent = 0
+        now = time.monotonic()
+        if now_unsent <= 0:
+            kept.close()
+            return
+        if now_unsent < unsent:
+            unsent, since = now_unsent, now
+        if now - since >= STUCK_CLOSE_S:
+            with contextlib.suppress(OSError):
+                kept.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+            kept.close()
+            return
+        loop.call_later(CHECK_S, look)
+
+    loop.call_later(CHECK_S, look)
 
 
 class ResetsStuckCloses:
@@ -62,6 +125,8 @@ class ResetsStuckCloses:
 
     def connection_lost(self, exc: Exception | None) -> None:
         self._stop_looking()
+        if exc is None:
+            outlive_close(self.transport, self.loop)
         super().connection_lost(exc)  # type: ignore[misc]
 
     def _look_later(self) -> None:
@@ -138,7 +203,31 @@ class ClosesSlowRequests:
 
 
 class BoundedWebSocketProtocol(ResetsStuckCloses, WebSocketsSansIOProtocol):
-    """uvicorn's default WebSocket protocol (websockets' sans-I/O)."""
+    """uvicorn's default WebSocket protocol (websockets' sans-I/O); the app finds the transport in the scope (what
+    its client has taken: gateway/playout.py's ``Outbound``)."""
+
+    def handle_connect(self, event: Any) -> None:
+        super().handle_connect(event)
+        if (scope := getattr(self, "scope", None)) is not None:  # the app's task is created, not yet run
+            scope.setdefault("extensions", {})[TRANSPORT_KEY] = self.transport
+
+    async def send(self, message: Any) -> None:
+        await super().send(message)
+        if message["type"] == "websocket.http.response.body" and not message.get("more_body", False):
+            # An upgrade refused with an HTTP answer (a 403 for a foreign Origin) is done with: uvicorn would log an
+            # ERROR, "ASGI callable returned without completing handshake", for each one (a page could fill the log)
+            self.handshake_complete = True
+
+    def data_received(self, data: bytes) -> None:
+        """An upgrade request websockets cannot parse (a header line over 8 KiB, a request line too long, too many
+        headers, not HTTP): websockets writes its 431 or 414 answer (or nothing) for sending and fails the
+        handshake, but uvicorn never sends it nor closes, and the connection was held for as long as the client
+        liked. Here it is sent and the connection closed."""
+        super().data_received(data)
+        if (self.conn.handshake_exc is not None and getattr(self, "scope", None) is None
+                and not self.transport.is_closing()):
+            self.transport.write(b"".join(self.conn.data_to_send()))
+            self.transport.close()
 
 
 class BoundedHTTPProtocol(ResetsStuckCloses, ClosesSlowRequests, AutoHTTPProtocol):  # type: ignore[misc,valid-type]

@@ -54,6 +54,7 @@ def health_body(state: GatewayState) -> dict[str, Any]:
         "caller_audio": {outcome: state.metrics.caller_tally[outcome]
                          for outcome in ("heard", "rejected", "flooded", "dropped")},
         "engines": engines,
+        "queued_audio": getattr(state.engine, "queued_audio", None),  # received from the workers, not yet taken by the clients
         "failovers": dict(state.engine.failovers),  # utterances whose worker went away: moved on, or given up
         "prompt_cache": state.prompts.health(),  # hits, misses, bytes (gateway/prompt_cache/)
     }

@@ -205,7 +205,7 @@ class Session:
         sink's position), else what the sink knows."""
         if self._audible != turn:
             return 0.0
-        position = self.sink.played_seconds()
+        position = self.sink.taken_seconds()
         if position is None:
             return None
         reported = self.core.played(turn, position, time.monotonic())
