@@ -724,6 +724,11 @@ def build_parser() -> argparse.ArgumentParser:
                    "then one line of their totals")
     p.add_argument("--request-timeout", type=number, default=60.0, help="--url's --request-timeout, which its slow "
                    "clients wait out (a server started here runs with 5)")
+    p.add_argument("--token-secret", default=os.environ.get("CBF_TOKEN_SECRET") or None,
+                   help="--url's --token-secret, where known: the tokens surface then signs claims the server never "
+                   "minted with it too [env CBF_TOKEN_SECRET]")
+    p.add_argument("--allowed-origin", help="one origin of --url's --cors-origins, where known: the origins surface "
+                   "then tries near misses of it and checks it is still allowed")
     _served_bench_arguments(p)
     p = command(bench, "soak", "callers of every transport that speak, barge in, stall and hang up for minutes: "
                 "errors, first audio, leaked sessions and connections, gateway and worker memory; chaos: workers "

@@ -1,12 +1,15 @@
 """``chatterbox-fast bench faults``, short: generated hostile inputs on every surface of a real server (eSpeak engine:
 WebSocket, data channel, a WebRTC session's controller, the phone stacks' sockets, JSON routes and OpenAI's SSE, SDP
 offers (JSON and WHEP), voice uploads, Wyoming events, the caller's audio and a phone call's controller's listen and
-barge_in) cause no server error, drop no engine connection, restart no worker, leak no session, lose no stored voice
-and leave a sound call beside them unharmed."""
+barge_in, tokens and origins) cause no server error, let no hostile token or origin through, drop no engine
+connection, restart no worker, leak no session, lose no stored voice and leave a sound call beside them unharmed."""
 
 from __future__ import annotations
 
+import asyncio
 import json
+import random
+import time
 
 import pytest
 
@@ -44,22 +47,63 @@ def test_hostile_inputs_are_reproducible_and_hostile() -> None:
 
 SETUP_TIMEOUT_S = 5  # the server's --webrtc-setup-timeout: the bench waits out the hostile offers' sessions twice
 REQUEST_TIMEOUT_S = 5  # the server's --request-timeout: its slow clients wait it out beside the other surfaces
+KEY, SECRET, ORIGIN = "bench-faults-test-key-0123", "bench-faults-test-secret-0123", "https://app.example"
+
+
+def test_hostile_tokens_and_origins_are_reproducible_and_never_the_sound_ones() -> None:
+    from gateway.guard.origins import allowed
+    from gateway.guard.tokens import TokenRequest, TokenSigner
+
+    signer = TokenSigner(SECRET)
+    valid, _ = signer.mint(TokenRequest(routes=("tts",)), None, "mark", time.time())
+    made = [hostile_inputs.hostile_tokens(random.Random(3), 400, valid, signer.seal, 1e9) for _ in range(2)]
+    assert made[0] == made[1] and valid not in {token for _, token in made[0]}
+    assert {"forged", "tampered", "truncated", "garbage", "expired", "nested claims", "huge claims"} <= {
+        kind for kind, _ in made[0]}
+    origins = hostile_inputs.hostile_origins(random.Random(3), 400, ORIGIN)
+    assert {kind for kind, _ in origins} == {"near miss", "other site", "null", "not an origin"}
+    assert not any(allowed((ORIGIN,), value.decode("latin-1")) for _, value in origins)
+
+
+def _upgrade_with_a_head_too_large(url: str) -> bytes:
+    """The answer to a WebSocket upgrade with a 9 KB header line (websockets reads 8 KiB at most)."""
+    async def ask() -> bytes:
+        host, port = url.split("//")[1].split(":")
+        reader, writer = await asyncio.open_connection(host, int(port))
+        writer.write(b"GET /v1/stream HTTP/1.1\r\nHost: x\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
+                     b"Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n"
+                     b"X-Pad: " + b"a" * 9000 + b"\r\n\r\n")
+        try:
+            return await asyncio.wait_for(reader.read(), 5)  # to the end: the server closes it
+        finally:
+            writer.close()
+
+    return asyncio.run(ask())
 
 
 def test_a_short_run_leaves_every_figure_at_zero(capsys: pytest.CaptureFixture[str]) -> None:
     port = free_port()
     with running_server("--wyoming-port", str(port), "--webrtc-setup-timeout", str(SETUP_TIMEOUT_S),
-                        "--request-timeout", str(REQUEST_TIMEOUT_S)) as url:
+                        "--request-timeout", str(REQUEST_TIMEOUT_S), "--api-key", KEY, "--cors-origins", ORIGIN,
+                        env={"CBF_TOKEN_SECRET": SECRET}) as url:
         args = build_parser().parse_args(["bench", "faults", "--count", "150", "--url", url,
-                                          "--wyoming-port", str(port), "--request-timeout", str(REQUEST_TIMEOUT_S)])
+                                          "--wyoming-port", str(port), "--request-timeout", str(REQUEST_TIMEOUT_S),
+                                          "--api-key", KEY, "--token-secret", SECRET, "--allowed-origin", ORIGIN])
         status = args.run(args)
+        # (an upgrade websockets cannot read was once left unanswered and open for as long as its client liked)
+        assert _upgrade_with_a_head_too_large(url).startswith(b"HTTP/1.1 431 ")
     summary = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
     assert status == 0, summary
     assert set(summary["surfaces"]) == {"websocket", "playout", "elevenlabs", "datachannel", "controller", "/v1/tts",
                                         "/v1/audio/speech", "/v1/webrtc/offer", "/v1/whep", "/v1/voices", "/v1/lexicons", "wyoming",
                                         "/v1/twilio", "/v1/telnyx", "/v1/asterisk", "/v1/jambonz/tts",
-                                        "caller audio", "call controller", "keys file", "slow requests"}
+                                        "caller audio", "call controller", "keys file", "slow requests", "tokens",
+                                        "origins"}
     assert summary["server_errors"] == summary["dropped_engine_connections"] == summary["leaked_sessions"] == 0
+    assert summary["let_through"] == 0 and summary["left_out"] == []
+    tokens = summary["surfaces"]["tokens"]["kinds"]  # signed with the server's secret too, and replayed
+    assert {"forged", "tampered", "truncated", "expired", "replayed single-use", "out of scope",
+            "minted by a token"} <= set(tokens)
     assert summary["leaked_connections"] == 0  # read from /health: reported, and every client's connection gone
     assert summary["worker_restarts"] == 0 and summary["lost_voices"] == [] and summary["health"] == "ok"
     assert all(s["refused"] > 0 for s in summary["surfaces"].values())  # the inputs were hostile
@@ -83,9 +127,11 @@ def test_seeds_add_up_to_one_summary_line() -> None:
     assert summary["leaked_connections"] == 2  # a server that does not say counts none
     assert len(summary["runs"]) == 3 and failed(summary)
     assert render_combined(summary).startswith("bench faults: 3 seeds x 1000 hostile inputs on 2 surfaces, 180.1 s: "
-                                               "server errors 5, dropped engine connections 3, worker restarts 0, "
+                                               "server errors 5, let through 0, dropped engine connections 3, "
+                                               "worker restarts 0, "
                                                "leaked sessions 1, leaked connections 2, lost voices 2;")
     leaky = run(1, 0, 0, [], 1) | {"dropped_engine_connections": 0}
     assert failed(leaky) and not failed(leaky | {"leaked_connections": 0})
     assert not failed(leaky | {"leaked_connections": None})  # a server that does not say
+    assert failed(leaky | {"leaked_connections": 0, "let_through": 1})  # a hostile token or origin taken
     assert build_parser().parse_args(["bench", "faults", "--seeds", "10"]).seeds == 10

@@ -19,7 +19,9 @@ import argparse
 import asyncio
 import contextlib
 import json
+import os
 import random
+import secrets
 import sys
 import tempfile
 import time
@@ -32,6 +34,7 @@ import httpx
 from websockets.asyncio.client import ClientConnection, connect
 from websockets.exceptions import ConnectionClosed
 
+from cbf_tools.bench import faults_credentials as credentials
 from cbf_tools.bench.hostile_inputs import (CALLER_CONTROL_FIELDS, ELEVENLABS_FIELDS, JAMBONZ_FIELDS, MEDIA_STREAM_FIELDS,
                                      OPENAI_FIELDS, TTS_FIELDS, asterisk_frames, caller_media, http_bodies,
                                      keys_files, lexicon_uploads, offer_bodies, playout_lies, voice_uploads,
@@ -72,6 +75,7 @@ SLOW_CLIENTS = 60  # at most, at once: a third send nothing, a third half a requ
 SLOW_PARTS = (b"", b"GET /health HTTP/1.1\r\nHost: bench\r\n",
               b"POST /v1/tts HTTP/1.1\r\nHost: bench\r\nContent-Type: application/json\r\nContent-Length: 99\r\n\r\n{")
 STARTED_REQUEST_TIMEOUT_S = 5.0  # the --request-timeout of a server started here
+STARTED_ORIGIN = "https://app.bench-faults.example"  # the --cors-origins of a server started here
 
 
 def error_code(event: dict[str, Any]) -> str | None:
@@ -516,10 +520,14 @@ async def _voices(http: httpx.AsyncClient) -> set[str]:
 
 
 async def measure(url: str, count: int, seed: int, api_key: str | None, wyoming_port: int | None = None,
-                  keys_path: Path | None = None, request_timeout_s: float = REQUEST_TIMEOUT_S) -> dict[str, Any]:
+                  keys_path: Path | None = None, request_timeout_s: float = REQUEST_TIMEOUT_S,
+                  token_secret: str | None = None, allowed_origin: str | None = None) -> dict[str, Any]:
     """``keys_path``: the started server's keys file, rewritten by the keys-file surface (then left as it was);
     ``request_timeout_s``: the server's --request-timeout, which the slow clients wait out beside the other
-    surfaces."""
+    surfaces; ``token_secret``: the server's --token-secret, where known (claims it never minted are then signed with
+    it too); ``allowed_origin``: one origin of its --cors-origins, where known (near misses of it are tried). The
+    tokens surface needs ``api_key`` (to mint with), the origins surface a server with --cors-origins: without, each
+    is left out, and said so."""
     rng = random.Random(seed)
     headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
     async with httpx.AsyncClient(base_url=url, headers=headers, timeout=30) as http:
@@ -564,6 +572,18 @@ async def measure(url: str, count: int, seed: int, api_key: str | None, wyoming_
             "/v1/lexicons": await _http(url, "/v1/lexicons/fuzz", lexicon_uploads(rng, count), headers, "PUT"),
             "keys file": await _keys_file(http, keys_path, keys_files(rng, count, GOOD_KEYS), rng),
         }
+        left_out = []
+        await _sessions_left(http)  # room for their sound inputs: the hostile offers' never-connecting sessions gone
+        if api_key:  # (their own generators: the other surfaces' inputs stay what they were for a seed)
+            surfaces["tokens"] = await credentials.tokens(url, http, count, random.Random(f"{seed} tokens"),
+                                                          token_secret)
+        else:
+            left_out.append("tokens (no API key to mint with)")
+        if await credentials.allowed_origins(url):
+            surfaces["origins"] = await credentials.origins(url, count, random.Random(f"{seed} origins"), api_key,
+                                                            allowed_origin)
+        else:
+            left_out.append("origins (the server allows every origin: no --cors-origins)")
         surfaces |= caller_side
         surfaces["slow requests"] = await slow
         if wyoming_port is not None:
@@ -579,6 +599,7 @@ async def measure(url: str, count: int, seed: int, api_key: str | None, wyoming_
     lost, restarts = _engine_figures(health)
     return {"bench": "faults", "inputs_per_surface": count, "seed": seed, "surfaces": surfaces,
             "server_errors": sum(s["server_errors"] for s in surfaces.values()),
+            "let_through": sum(s.get("let_through", 0) for s in surfaces.values()), "left_out": left_out,
             "dropped_engine_connections": lost - lost_before, "worker_restarts": restarts - restarts_before,
             "leaked_sessions": max(0, leaked - sessions_before), "leaked_connections": connections_left,
             "lost_voices": sorted(voices_before - voices_after), "bystander": bystander,
@@ -589,8 +610,12 @@ def render(summary: dict[str, Any]) -> str:
     lines = [f"bench faults: {summary['inputs_per_surface']} hostile inputs per surface (seed {summary['seed']}), "
              f"{summary['seconds']} s"]
     for name, counts in summary["surfaces"].items():
-        lines.append(f"  {name:<18} server errors {counts['server_errors']:>4}   refused {counts['refused']:>5}")
-    lines.append(f"  server errors {summary['server_errors']}, dropped engine connections "
+        lines.append(f"  {name:<18} server errors {counts['server_errors']:>4}   refused {counts['refused']:>5}"
+                     + (f"   let through {counts['let_through']}" if "let_through" in counts else ""))
+    if summary.get("left_out"):
+        lines.append(f"  left out: {'; '.join(summary['left_out'])}")
+    lines.append(f"  server errors {summary['server_errors']}, let through {summary.get('let_through', 0)}, "
+                 f"dropped engine connections "
                  f"{summary['dropped_engine_connections']}, worker restarts {summary['worker_restarts']}, "
                  f"leaked sessions {summary['leaked_sessions']}, leaked connections "
                  f"{_figure(summary['leaked_connections'])}, lost voices {len(summary['lost_voices'])}; "
@@ -603,9 +628,9 @@ def render(summary: dict[str, Any]) -> str:
 def combined(runs: list[dict[str, Any]]) -> dict[str, Any]:
     """Several seeds' runs on one server as one summary: every figure added up (the lost voices: each named once),
     ``health`` the last run's; each run's own summary in ``runs``."""
-    total = {name: sum(run[name] or 0 for run in runs)
-             for name in ("server_errors", "dropped_engine_connections", "worker_restarts", "leaked_sessions",
-                          "leaked_connections")}
+    total = {name: sum(run.get(name) or 0 for run in runs)
+             for name in ("server_errors", "let_through", "dropped_engine_connections", "worker_restarts",
+                          "leaked_sessions", "leaked_connections")}
     return {"bench": "faults", "inputs_per_surface": runs[0]["inputs_per_surface"],
             "seeds": [run["seed"] for run in runs], "surface_count": len(runs[0]["surfaces"]), **total,
             "seconds": round(sum(run["seconds"] for run in runs), 1),
@@ -617,6 +642,7 @@ def combined(runs: list[dict[str, Any]]) -> dict[str, Any]:
 def render_combined(summary: dict[str, Any]) -> str:
     return (f"bench faults: {len(summary['seeds'])} seeds x {summary['inputs_per_surface']} hostile inputs on "
             f"{summary['surface_count']} surfaces, {summary['seconds']} s: server errors {summary['server_errors']}, "
+            f"let through {summary['let_through']}, "
             f"dropped engine connections {summary['dropped_engine_connections']}, worker restarts "
             f"{summary['worker_restarts']}, leaked sessions {summary['leaked_sessions']}, leaked connections "
             f"{_figure(summary['leaked_connections'])}, lost voices "
@@ -629,7 +655,8 @@ def _figure(value: int | None) -> str:
 
 
 def failed(summary: dict[str, Any]) -> bool:
-    return bool(summary["server_errors"] or summary["dropped_engine_connections"] or summary["worker_restarts"]
+    return bool(summary["server_errors"] or summary.get("let_through") or summary["dropped_engine_connections"]
+                or summary["worker_restarts"]
                 or summary["leaked_sessions"] or summary["leaked_connections"] or summary["lost_voices"]
                 or summary["health"] != "ok"
                 or summary["bystander"]["failures"] or not summary["bystander"]["turns"])
@@ -641,16 +668,20 @@ def run(args: argparse.Namespace) -> int:
     quiet_client_logs()
     try:
         if args.url:
-            summary = _seeds(args, args.url, args.api_key, args.wyoming_port, None, args.request_timeout)
+            summary = _seeds(args, args.url, args.api_key, args.wyoming_port, None, args.request_timeout,
+                             args.token_secret, args.allowed_origin)
         else:
             port = free_port()
+            secret = secrets.token_urlsafe(32)
             with tempfile.TemporaryDirectory(prefix="cbf-bench-faults-") as folder:
                 keys_path = Path(folder) / "keys.toml"
                 keys_path.write_text(GOOD_KEYS)
                 with local_server(["--engine", "espeak", "--log-level", "warning", "--wyoming-port", str(port),
-                                   "--keys-file", str(keys_path), "--request-timeout", str(STARTED_REQUEST_TIMEOUT_S)],
-                                  quiet=True) as (url, _):
-                    summary = _seeds(args, url, BENCH_KEY, port, keys_path, STARTED_REQUEST_TIMEOUT_S)
+                                   "--keys-file", str(keys_path), "--request-timeout", str(STARTED_REQUEST_TIMEOUT_S),
+                                   "--cors-origins", STARTED_ORIGIN],
+                                  env={**os.environ, "CBF_TOKEN_SECRET": secret}, quiet=True) as (url, _):
+                    summary = _seeds(args, url, BENCH_KEY, port, keys_path, STARTED_REQUEST_TIMEOUT_S, secret,
+                                     STARTED_ORIGIN)
     except (ServerFailed, OSError, httpx.HTTPError) as exc:
         print(f"bench faults: {type(exc).__name__}: {exc}", file=sys.stderr)
         return 2
@@ -659,10 +690,12 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _seeds(args: argparse.Namespace, url: str, api_key: str | None, wyoming_port: int | None,
-           keys_path: Path | None, request_timeout_s: float) -> dict[str, Any]:
+           keys_path: Path | None, request_timeout_s: float, token_secret: str | None = None,
+           allowed_origin: str | None = None) -> dict[str, Any]:
     runs = []
     for seed in range(args.seed, args.seed + args.seeds):
-        runs.append(asyncio.run(measure(url, args.count, seed, api_key, wyoming_port, keys_path, request_timeout_s)))
+        runs.append(asyncio.run(measure(url, args.count, seed, api_key, wyoming_port, keys_path, request_timeout_s,
+                                        token_secret, allowed_origin)))
         print(render(runs[-1]), flush=True)
     if len(runs) == 1:
         return runs[0]

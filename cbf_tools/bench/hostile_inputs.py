@@ -430,3 +430,154 @@ def keys_files(rng: random.Random, count: int, good: str) -> list[bytes]:
         made = rng.choice(mutations)()
         out.append(made if isinstance(made, bytes) else made.encode("utf-8", "surrogatepass"))
     return out
+
+
+# -- credentials: short-lived tokens (POST /v1/tokens) and browser origins (--cors-origins) ---------------------------
+
+_B64URL = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_"
+
+
+def _b64(data: bytes) -> str:
+    return base64.urlsafe_b64encode(data).rstrip(b"=").decode("ascii")
+
+
+def _claims_of(token: str) -> dict[str, Any]:
+    """A minted token's claims (they are not secret: base64url JSON between its dots)."""
+    encoded = token.split(".")[1]
+    return json.loads(base64.urlsafe_b64decode(encoded + "=" * (-len(encoded) % 4)))
+
+
+def _tampered(rng: random.Random, token: str) -> str:
+    prefix, claims, signature = token.split(".")
+    choice = rng.randrange(7)
+    if choice == 0:  # one character changed, anywhere after the prefix (a signature's last one: its padding bits too)
+        at = rng.randrange(len(prefix) + 1, len(token))
+        swapped = rng.choice([c for c in _B64URL + "." if c != token[at]])
+        return token[:at] + swapped + token[at + 1:]
+    if choice == 1:  # its claims widened and re-encoded, the signature kept
+        wider = _claims_of(token) | rng.choice(({"e": _claims_of(token)["e"] + 86400}, {"r": ["stream", "voices"]},
+                                                 {"u": 10_000}, {"v": ["*"]}, {"t": "someone-else"}))
+        return f"{prefix}.{_b64(json.dumps(wider, separators=(',', ':')).encode())}.{signature}"
+    if choice == 2:  # a character inserted or dropped
+        at = rng.randrange(len(prefix) + 1, len(token))
+        return token[:at] + (rng.choice(_B64URL) + token[at:] if rng.random() < 0.5 else token[at + 1:])
+    if choice == 3:
+        return f"{prefix}.{signature}.{claims}"
+    if choice == 4:
+        return token.swapcase()
+    if choice == 5:  # padded, or another's signature on these claims
+        return rng.choice((f"{token}=", f"{token}==", f"{prefix}.{claims}=.{signature}", f"{prefix}.{claims}.{signature}A"))
+    return f"{prefix}.{claims}.{_b64(bytes(rng.randrange(256) for _ in range(32)))}"
+
+
+def _garbage_token(rng: random.Random) -> str:
+    return rng.choice(("cbft.", "cbft..", "cbft.a.b", "cbft." + "A" * rng.choice((100, 2100, 9000)) + ".x",
+                       "cbft.e30.", "cbft.e30." + "A" * 43, "CBFT.e30.AAAA", "cbft.%00.x", "cbft./../../etc.x",
+                       "cbft." + _b64(b"[" * 900) + ".AAAA", "cbft." + _b64(json.dumps({"e": 2**62}).encode()) + ".AA",
+                       "cbft.e30.AAAA.AAAA", "cbft", "token", "null", "cbft.\u00e9.\u00e9"))
+
+
+def _signed_claims(rng: random.Random, valid: dict[str, Any], now: float) -> tuple[str, dict[str, Any] | bytes]:
+    """Claims that no server minted and none may take even when signed with its own secret (an insider's, or a
+    leaked secret's, mistakes): expired, another key's mark or tenant, fields of the wrong type, counts at 0, scope
+    for routes no token reaches, claims that are not an object, deeply nested, or over the size read at all."""
+    kind = rng.randrange(9)
+    if kind == 0:
+        return "expired", valid | {"e": rng.choice((int(now) - 1, int(now) - rng.randrange(1, 10**7), 0, -(2**40)))}
+    if kind == 1:
+        return "foreign key", valid | rng.choice(({"k": _b64(bytes(rng.randrange(256) for _ in range(12)))},
+                                                  {"t": rng.choice(("nobody", "", "bench\u0000", "a" * 300))},
+                                                  {"k": ""}))
+    if kind == 2:  # (never null where null means "no limit", nor an empty voice list: a socket opens without a voice)
+        field = rng.choice(("i", "e", "k", "t", "r", "v", "s", "u"))
+        wrong = rng.choice((None, 1.5, "1", {}, [1], {"a": 1}, -1, "x" * 17) if field in ("i", "e", "k") else
+                           (True, 1.5, [], {}, [1], -1, "x" * 17) if field == "t" else
+                           (True, 1.5, "1", {}, [1], {"a": 1}, -1) if field in ("r", "v") else
+                           (True, 1.5, "1", [], {}, [1]))
+        if wrong is None:
+            return "mangled claims", {key: value for key, value in valid.items() if key != field}
+        return "mangled claims", valid | {field: wrong}
+    if kind == 3:
+        return "used up", valid | {"u": rng.choice((0, -1, -(2**40)))}
+    if kind == 4:
+        return "out of scope", valid | {"r": rng.choice((["admin"], ["voices"], ["tokens", "usage"], ["metrics"]))}
+    if kind == 5:
+        return "not an object", rng.choice((b"[]", b"null", b"1", b'"cbft"', b"", b"{", b"\xff\xfe",
+                                            json.dumps([valid]).encode()))
+    if kind == 6:
+        depth = rng.choice((999, 1000, 1200, 1400))  # past the JSON decoder's recursion limit, within 2,048 characters
+        if rng.random() < 0.5:
+            return "nested claims", b"[" * depth + b"]" * rng.randrange(2)
+        return "nested claims", json.dumps(valid).encode()[:-1] + b',"r":' + b"[" * (depth - 200) + b"}"
+    if kind == 7:  # (each past the 2,048 characters a token may have: a signed one under it would be a real token)
+        return "huge claims", valid | {"x": "A" * rng.choice((2000, 3000, 12_000))}
+    return "huge claims", valid | {"v": [f"v{n}" for n in range(rng.choice((400, 1000)))]}
+
+
+def hostile_tokens(rng: random.Random, count: int, valid: str,
+                   sign: Callable[[bytes], str] | None = None, now: float = 0.0) -> list[tuple[str, str]]:
+    """(kind, credential) pairs, made from ``valid`` (a token the server minted), none of which may open anything:
+    forged under another secret (``forged``), changed anywhere (``tampered``), cut short (``truncated``), not a token
+    at all (``garbage``); and with ``sign`` (the server's own signature over claims' bytes, where its secret is
+    known), claims it never minted: expired, another key's, mistyped, used up, out of scope, not an object, nested
+    past the decoder's limit, huge."""
+    claims = _claims_of(valid)
+    foreign = random.Random(rng.random())
+    out: list[tuple[str, str]] = []
+    for _ in range(count):
+        kind = rng.random()
+        if sign is not None and kind < 0.35:
+            name, forged = _signed_claims(rng, claims, now)
+            body = forged if isinstance(forged, bytes) else json.dumps(forged, separators=(",", ":")).encode()
+            out.append((name, sign(body)))
+        elif kind < 0.5:
+            body = json.dumps(claims | {"e": int(now) + 600}, separators=(",", ":")).encode()
+            signature = bytes(foreign.randrange(256) for _ in range(32))
+            out.append(("forged", f"cbft.{_b64(body)}.{_b64(signature)}"))
+        elif kind < 0.8:
+            out.append(("tampered", _tampered(rng, valid)))
+        elif kind < 0.92:
+            out.append(("truncated", valid[:rng.randrange(len(valid))]))
+        else:
+            out.append(("garbage", _garbage_token(rng)))
+        if out[-1][1] == valid:  # (a change that changed nothing)
+            out[-1] = ("tampered", valid[:-1] + ("A" if valid[-1] != "A" else "B"))
+    return out
+
+
+def hostile_origins(rng: random.Random, count: int, allowed: str | None) -> list[tuple[str, bytes]]:
+    """(kind, Origin header value) pairs a server with ``--cors-origins`` must not allow: another site, ``null``,
+    near misses of ``allowed`` (one origin it lists, where known: another scheme or port, a longer or shorter host,
+    a user part, a path, two origins in one), and values that are no origin at all (empty, ``*``, control bytes,
+    bytes that are not ASCII, thousands of characters). Every generated host ends in ``.invalid``, or is a near
+    miss of ``allowed``, so none is in a real list."""
+    out: list[tuple[str, bytes]] = []
+    for _ in range(count):
+        kind = rng.random()
+        label = "".join(rng.choice("abcdefghijklmnopqrstuvwxyz0123456789-") for _ in range(rng.randint(1, 20)))
+        if allowed is not None and kind < 0.45:
+            scheme, _, host_port = allowed.partition("://")
+            host, colon, port = host_port.partition(":")
+            other = "http" if scheme == "https" else "https"
+            value = rng.choice((f"{other}://{host_port}", f"{scheme}://{host}:{int(port or 443) + 1}",
+                                f"{scheme}://{host}.invalid", f"{scheme}://{label}.{host}{colon}{port}",
+                                f"{scheme}://{label}{host}{colon}{port}", f"{scheme}://{host}.{colon}{port}",
+                                f"{scheme}://{host_port}@{label}.invalid", f"{scheme}://{label}.invalid#{host_port}",
+                                f"{scheme}://{host_port}/{label}", f"{allowed}, https://{label}.invalid",
+                                f"https://{label}.invalid {allowed}", f"{scheme}://{host[:-1]}{colon}{port}",
+                                f"{scheme}:/{host_port}", f"{allowed}\x00", f"{scheme}://а{host[1:]}{colon}{port}",
+                                f"{scheme}://{host_port}.",
+                                f"*.{host}", f"{scheme}://*"))
+            out.append(("near miss", value.encode("utf-8")))
+        elif kind < 0.7:
+            out.append(("other site", rng.choice((f"https://{label}.invalid", f"http://{label}.invalid:8080",
+                                                  f"http://127.0.0.1.invalid", f"file://{label}.invalid",
+                                                  f"chrome-extension://{label}", f"https://[::1].invalid")).encode()))
+        elif kind < 0.8:
+            out.append(("null", rng.choice((b"null", b"NULL", b"null ", b"Null"))))
+        else:
+            out.append(("not an origin", rng.choice((b"", b"*", b" ", b"\x00", b"https://\x00.invalid", b"\xff\xfe",
+                                                     "https://\u00e9.invalid".encode(), b"https://" + b"a" * 9000,
+                                                     b"https://" + b"a." * 2000 + b"invalid", b"%68ttps://a.invalid",
+                                                     b"https://a.invalid\x7f", b"\\x"))))
+    return out

@@ -222,11 +222,14 @@ class BoundedWebSocketProtocol(ResetsStuckCloses, WebSocketsSansIOProtocol):
         """An upgrade request websockets cannot parse (a header line over 8 KiB, a request line too long, too many
         headers, not HTTP): websockets writes its 431 or 414 answer (or nothing) for sending and fails the
         handshake, but uvicorn never sends it nor closes, and the connection was held for as long as the client
-        liked. Here it is sent and the connection closed."""
+        liked. Here it is sent (a 400 where websockets has none: a header value with a control byte) and the
+        connection closed."""
         super().data_received(data)
         if (self.conn.handshake_exc is not None and getattr(self, "scope", None) is None
                 and not self.transport.is_closing()):
-            self.transport.write(b"".join(self.conn.data_to_send()))
+            answer = b"".join(self.conn.data_to_send())
+            self.transport.write(answer or b"HTTP/1.1 400 Bad Request\r\nConnection: close\r\n"
+                                           b"Content-Length: 0\r\n\r\n")
             self.transport.close()
 
 
