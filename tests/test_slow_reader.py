@@ -1,0 +1,85 @@
+"""A WebSocket client that asks for a long utterance and stops reading, against a real server on 127.0.0.1 (embedded
+eSpeak): the gateway and the worker hold no more than ``--client-lead`` (and one chunk) of its audio, it is closed
+with 4408 after ``--stall-timeout``, and a normal client beside it gets its whole utterance (issue 49 item 4)."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import socket
+
+import httpx
+import pytest
+from websockets.asyncio.client import connect
+from websockets.exceptions import ConnectionClosed
+
+from tests.server import running_server
+
+SENTENCE = "The quick brown fox jumps over the lazy dog, and then it runs far away across the field. "
+TEXT = (SENTENCE * 57)[:5000]  # ~5 min of audio: 14 MB at 24 kHz
+STALL_S = 4
+LEAD_S = 1.0
+BYTES_PER_S = 48000  # 24 kHz s16le, the socket's default format
+# what a client that reads nothing may be sent at most: the lead, and the longest chunk (300 characters of eSpeak,
+# ~17 s) generated before the lead stops the next; the utterance is ~300 s
+MOST_SENT_S = 25.0
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory: pytest.TempPathFactory):
+    with running_server("--stall-timeout", str(STALL_S), "--client-lead", str(LEAD_S),
+                        voices_dir=tmp_path_factory.mktemp("voices")) as url:
+        yield url
+
+
+def _health(url: str) -> dict:
+    return httpx.get(url + "/health", timeout=10).json()
+
+
+async def _whole_utterance(url: str) -> tuple[int, dict]:
+    """A client that reads everything: audio bytes received, and its ``done``."""
+    received = 0
+    async with connect(url.replace("http", "ws") + "/v1/stream", max_size=None) as ws:
+        await ws.send(json.dumps({"type": "speak", "text": SENTENCE * 3}))
+        async for message in ws:
+            if isinstance(message, bytes):
+                received += len(message)
+            elif (event := json.loads(message))["type"] == "done":
+                return received, event
+            else:
+                assert event["type"] in ("ready", "started", "chunk"), event
+    raise AssertionError("no done")
+
+
+async def test_a_client_that_stops_reading_holds_only_the_lead_and_is_closed(server: str) -> None:
+    host, port = server.removeprefix("http://").split(":")
+    sock = socket.socket()
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)  # the kernel absorbs next to nothing for it
+    sock.connect((host, int(port)))
+    async with connect(server.replace("http", "ws") + "/v1/stream", sock=sock, max_queue=1, ping_interval=None,
+                       max_size=None) as slow:
+        await slow.send(json.dumps({"type": "speak", "text": TEXT}))
+        beside = asyncio.create_task(_whole_utterance(server))  # a normal client at the same time
+        most_queued = 0
+        for _ in range(int(STALL_S / 0.25) - 2):  # while the slow one is still open
+            await asyncio.sleep(0.25)
+            health = await asyncio.to_thread(_health, server)
+            most_queued = max(most_queued, health["queued_audio"]["max_utterance_bytes"])
+        received, done = await beside
+        assert abs(received - done["audio_seconds"] * BYTES_PER_S) <= 0.01 * BYTES_PER_S, (received, done)  # all
+        assert most_queued <= MOST_SENT_S * BYTES_PER_S, most_queued  # held in the gateway for the slow one
+        for _ in range(120):  # a bound on a hang: the stall timeout, from the last byte it took
+            if (await asyncio.to_thread(_health, server))["sessions"] == 0:
+                break
+            await asyncio.sleep(0.25)
+        health = await asyncio.to_thread(_health, server)
+        assert health["sessions"] == 0 and health["queued_audio"]["bytes"] == 0
+        slow_audio = 0
+        with pytest.raises(ConnectionClosed) as closed:
+            while True:  # what the gateway sent it before giving up, then the close
+                if isinstance(message := await asyncio.wait_for(slow.recv(), 5), bytes):
+                    slow_audio += len(message)
+    assert closed.value.rcvd is not None
+    assert (closed.value.rcvd.code, closed.value.rcvd.reason) == (4408, f"not reading: no audio taken for {STALL_S} s")
+    # what the engine made for it and the gateway sent: the lead and a chunk, not the ~300 s asked for
+    assert 0 < slow_audio <= MOST_SENT_S * BYTES_PER_S, slow_audio / BYTES_PER_S
