@@ -165,6 +165,16 @@ class DeleteVoice:
 
 
 @dataclass(frozen=True)
+class SetLoaded:
+    """Load the model (``loaded`` true) or free it (false) now: answered by a ``Result`` with the ``state`` then, or
+    an ``Error`` (``busy``: utterances in flight; ``load_failed``)."""
+
+    type: ClassVar[str] = "set_loaded"
+    loaded: bool
+    req: str
+
+
+@dataclass(frozen=True)
 class ListLexicons:
     type: ClassVar[str] = "list_lexicons"
     req: str
@@ -240,6 +250,9 @@ class EngineReady:
     # An engine that keeps voice prompts' keys and values on the device (chatterbox-turbo): {voices, bytes, limit}.
     # Sent again (a later ``ready``, at most once a second) when its figures change; absent for the others.
     prompt_cache: dict[str, Any] | None = None
+    # Whether the model is in memory: loaded | unloading | unloaded | loading (--unload-after, POST /v1/admin/unload,
+    # /v1/admin/load). Sent again (a later ``ready``) on every change; absent from a worker that predates it.
+    state: str | None = None
 
 
 @dataclass(frozen=True)
@@ -281,6 +294,7 @@ class Done:
     latency: str | float | None = None  # the preference that applied (a preset, or the budget the caller gave)
     first_audio_s: float | None = None  # the first-audio budget it meant, seconds (0: the shortest natural unit)
     start_delay: float | None = None  # seconds first audio was held back (an engine slower than real time)
+    reload_s: float | None = None  # seconds it waited for the model to be loaded again (unloaded when idle); absent: none
     # set by the gateway (gateway/engine_link/failover.py), never sent by a worker: the times the utterance moved
     # to another worker after its own went away, and the gaps that made, summed (seconds)
     failovers: int | None = None
@@ -309,6 +323,8 @@ class Result:
     voice: dict[str, Any] | None = None
     lexicons: list[dict[str, Any]] | None = None  # for ``list_lexicons``
     lexicon: dict[str, Any] | None = None  # for ``add_lexicon``
+    state: str | None = None  # for ``set_loaded``: the model's state after it (loaded, unloaded)
+    reload_s: float | None = None  # for ``set_loaded``: seconds the load took (none when it was loaded already)
 
 
 @dataclass(frozen=True)
@@ -322,12 +338,13 @@ class Stored:
 
 
 Request = (Start | Text | Flush | End | Cancel | Playout | ListVoices | DeleteVoice | AddVoice | GetVoice
-           | ListLexicons | DeleteLexicon | AddLexicon | GetLexicon)
-StoreRequest = ListVoices | DeleteVoice | AddVoice | GetVoice | ListLexicons | DeleteLexicon | AddLexicon | GetLexicon
+           | ListLexicons | DeleteLexicon | AddLexicon | GetLexicon | SetLoaded)
+StoreRequest = (ListVoices | DeleteVoice | AddVoice | GetVoice | ListLexicons | DeleteLexicon | AddLexicon | GetLexicon
+                | SetLoaded)
 Event = EngineReady | Chunk | Done | Error | Result | Stored
 _REQUESTS: dict[str, type] = {cls.type: cls for cls in (Start, Text, Flush, End, Cancel, Playout, ListVoices,
                                                         DeleteVoice, AddVoice, GetVoice, ListLexicons, DeleteLexicon,
-                                                        AddLexicon, GetLexicon)}
+                                                        AddLexicon, GetLexicon, SetLoaded)}
 _EVENTS: dict[str, type] = {cls.type: cls for cls in (EngineReady, ChunkHeader, Done, Error, Result, Stored)}
 _BINARY = frozenset({AddVoice.type, AddLexicon.type, ChunkHeader.type, Stored.type})  # sent as binary frames
 

@@ -45,6 +45,7 @@ class EngineSettings:
     safety_margin_s: float = 0.3
     first_audio_target_s: float | None = None  # None (auto): 0.12 s on a GPU engine, off elsewhere; 0: off
     shared_chunk_s: float = 1.0  # while utterances share the device: longest estimated generation time of a chunk
+    unload_after_s: float | None = None  # the model freed after this long with no utterance (None: never)
 
     def first_audio_budget(self, device: str) -> float:
         """The planner's first-audio target for an engine on ``device``: as set, or (auto) 0.12 s on a GPU, off

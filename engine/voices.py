@@ -96,6 +96,13 @@ class VoiceStore:
         self._entries = self._scan()
         self._memory: dict[str, Any] = {DEFAULT_VOICE: engine.default_voice()}
 
+    def rebind(self, engine: Engine, move: Callable[[Any], Any]) -> None:
+        """Serve ``engine`` from now on (the model was unloaded or loaded again: engine/residency.py), each voice's
+        conditionals in memory passed through ``move`` (to the host while unloaded, back to the device after)."""
+        with self._lock:
+            self._engine = engine
+            self._memory = {name: move(conds) for name, conds in self._memory.items()}
+
     def list(self) -> list[VoiceInfo]:
         """Every voice, the built-in one included, sorted by name."""
         with self._lock:

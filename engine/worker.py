@@ -36,8 +36,9 @@ from engine.joins import Joiner, to_int16
 from engine.planner import ChunkPlanner, PlannedChunk, PlannerConfig, PlannerError
 from engine.protocol import (LEXICON_NAME, MAX_SPEED, MIN_SPEED, AddLexicon, AddVoice, Cancel, Chunk, ChunkHeader,
                              DeleteLexicon, DeleteVoice, Done, End, EngineReady, Error, Flush, GetLexicon, GetVoice,
-                             ListLexicons, ListVoices, Playout, ProtocolError, Result, Start, Stored, StoreRequest,
-                             Text)
+                             ListLexicons, ListVoices, Playout, ProtocolError, Result, SetLoaded, Start, Stored,
+                             StoreRequest, Text)
+from engine.residency import LOADED, ParkedEngine, Residency, release_memory
 from engine.scheduler import DeviceQueue, Gathered
 from engine.settings import DEFAULT_VOCODE_WINDOW_S, EngineSettings
 from engine.traces import NO_SPAN, NO_TRACES, Span
@@ -127,7 +128,7 @@ class Synthesizer:
         it has its own timeout."""
         if isinstance(self.engine, RemoteEngine):
             return []
-        return [self.device, self.engine] if isinstance(self.engine, BatchingEngine) else [self.device]
+        return [self.device, _EngineClock(self)] if isinstance(self.engine, BatchingEngine) else [self.device]
 
     async def run(self, fn: Callable[..., Any], *args: Any, buffered: float = 0.0) -> Any:
         """Run on the device thread; ``buffered`` is the audio the waiting listener has in hand (its slack)."""
@@ -137,6 +138,18 @@ class Synthesizer:
                     pause_s: float | None = None, span: Span = NO_SPAN) -> np.ndarray:
         return await asyncio.get_running_loop().run_in_executor(self.post, self.finish, wav, joiner, previous, speed,
                                                                 pause_s, span)
+
+
+class _EngineClock:
+    """A batching engine's ``busy_since``, read through the synthesizer: whichever engine is loaded now (the watchdog
+    holds no reference to one that was unloaded)."""
+
+    def __init__(self, synth: Synthesizer) -> None:
+        self.synth = synth
+
+    @property
+    def busy_since(self) -> float | None:
+        return getattr(self.synth.engine, "busy_since", None)
 
 
 class Utterance:
@@ -229,7 +242,13 @@ class Utterance:
     async def run(self) -> None:
         synth = self.worker.synth
         started = time.monotonic()
+        residency = self.worker.residency
+        using = False
         try:
+            reload_s = await residency.use()  # an unloaded model is loaded again first (its first audio pays that)
+            using = True
+            if reload_s is not None:
+                self.span.event("reloaded", reload_s=reload_s)
             with self.span.child("voice"):
                 voice = await synth.run(self.worker.voices.conditionals, self.voice)
             joiner = Joiner()
@@ -256,7 +275,8 @@ class Utterance:
                                                      round(first, 4) if first is not None else None,
                                                      latency=self.latency,
                                                      first_audio_s=self.planner.config.first_audio_target_s,
-                                                     start_delay=None if delay is None else round(delay, 4))))
+                                                     start_delay=None if delay is None else round(delay, 4),
+                                                     reload_s=reload_s)))
             self.span.set(chunks=seq, audio_s=round(offset, 4), gen_s=round(gen_total, 4),
                           first_chunk_s=None if first is None else round(first, 4),
                           start_delay_s=None if delay is None else round(delay, 4))
@@ -271,6 +291,8 @@ class Utterance:
             device_errors.check(exc)  # unless the device is gone for good (the watermark's CUDA calls, say)
             await self._error("engine_error", f"{type(exc).__name__}: {exc}")
         finally:
+            if using:
+                residency.done()
             self.span.end()
             if self._releaser is not None:
                 self._releaser.cancel()
@@ -378,7 +400,9 @@ class Worker:
     """Serves engine-protocol connections for one loaded engine."""
 
     def __init__(self, synth: Synthesizer, voices: VoiceStore, settings: EngineSettings,
-                 calibrated: CostModel | None = None) -> None:
+                 calibrated: CostModel | None = None, load: Callable[[], Engine] | None = None) -> None:
+        """``load``: a new engine as a cold start loads it (for a reload after an idle unload; None: never unloaded,
+        as for an engine in another server)."""
         self.synth = synth
         self._calibrated = calibrated or CostModel()
         self.voices = voices
@@ -398,10 +422,40 @@ class Worker:
         self.ready = EngineReady(info.name, info.device, info.dtype, info.weights, watermark=True, notes=info.notes,
                                  decode=info.decode, decode_fallback=info.decode_fallback,
                                  vocode=info.vocode, vocode_fallback=info.vocode_fallback,
-                                 prompt_cache=synth.engine.prompt_cache())
+                                 prompt_cache=synth.engine.prompt_cache(),
+                                 state=None if isinstance(synth.engine, RemoteEngine) else LOADED)
         self._connections: set[Send] = set()
+        self._load = None if isinstance(synth.engine, RemoteEngine) else load
+        self.residency = Residency(self._swap_out, self._swap_in, self._state_changed, settings.unload_after_s)
         if isinstance(synth.engine, RemoteEngine):
             self.ready = replace(self.ready, backend=synth.engine.backend())
+
+    def _swap_out(self) -> None:
+        """(In a thread, nothing using the engine.) Park the engine: the voices' conditionals to the host, every
+        reference the worker holds dropped, its threads closed, its memory handed back."""
+        old = self.synth.engine
+        self.voices.rebind(ParkedEngine(old), lambda conds: old.conditionals_to(conds, "cpu"))
+        self.synth.engine = self.voices._engine
+        old.close()
+        del old
+        release_memory()
+
+    def _swap_in(self) -> None:
+        """(In a thread.) Load and warm a new engine as a cold start does (``warmup`` runs Turbo's CUDA graphs'
+        start-up self-checks: a failure refuses the load as it refuses a start), then serve it."""
+        if self._load is None:
+            raise EngineError("this engine cannot be loaded again", "load_failed")
+        engine = self._load()
+        try:
+            engine.warmup()
+        except BaseException:
+            engine.close()
+            raise
+        self.voices.rebind(engine, lambda conds: engine.conditionals_to(conds, engine.info.device))
+        self.synth.engine = engine
+
+    async def _state_changed(self, state: str) -> None:
+        await self._announce(replace(self.ready, state=state, prompt_cache=self.synth.engine.prompt_cache()))
 
     def cost_model(self, voice: str) -> CostModel:
         """Generation cost is learnt per voice (conditionals change the prompt length) across utterances. A client
@@ -452,7 +506,7 @@ class Worker:
         while True:
             await asyncio.sleep(PROMPT_CACHE_POLL_S)
             figures = self.synth.engine.prompt_cache()
-            if figures != self.ready.prompt_cache:
+            if figures != self.ready.prompt_cache and self.residency.state == LOADED:
                 await self._announce(replace(self.ready, prompt_cache=figures))
 
     async def _announce(self, ready: EngineReady) -> None:
@@ -552,8 +606,22 @@ class Worker:
                     await asyncio.to_thread(self.voices.delete, name)
                     reply = Result(request.req)
                 case AddVoice(name=name, audio=audio):
-                    info = await self.synth.run(self.voices.add, name, audio, buffered=VOICE_UPLOAD_SLACK_S)
+                    await self.residency.use()  # its conditionals are computed on the model
+                    try:
+                        info = await self.synth.run(self.voices.add, name, audio, buffered=VOICE_UPLOAD_SLACK_S)
+                    finally:
+                        self.residency.done()
                     reply = Result(request.req, voice=asdict(info))
+                case SetLoaded(loaded=True):
+                    took = await self.residency.load()
+                    reply = Result(request.req, state=self.residency.state, reload_s=took)
+                case SetLoaded(loaded=False):
+                    if self._load is None:
+                        raise EngineError("this engine is not loaded here: it cannot be unloaded", "not_supported")
+                    if not await self.residency.unload():
+                        raise EngineError("utterances are using the model: it unloads once they end (with "
+                                          "--unload-after) or when asked again", "busy")
+                    reply = Result(request.req, state=self.residency.state)
                 case GetVoice(name=name):
                     reply = Stored(request.req, await asyncio.to_thread(self.voices.audio, name))
         except EngineError as exc:
@@ -592,7 +660,10 @@ def build_worker(settings: EngineSettings) -> Worker:
     from engine.engines import load_engine
 
     watermarker = Watermarker()
-    return worker_for(load_engine(settings), settings, watermarker)
+    worker = worker_for(load_engine(settings), settings, watermarker)
+    if not isinstance(worker.synth.engine, RemoteEngine):
+        worker._load = lambda: load_engine(settings)  # a reload after an idle unload: as this cold start
+    return worker
 
 
 def worker_for(engine: Engine, settings: EngineSettings, watermarker: Watermarker) -> Worker:
@@ -674,6 +745,9 @@ async def serve_worker(worker: Worker, listen: str, stop: asyncio.Event | None =
     watches = [asyncio.create_task(heap.trim_forever())]
     if isinstance(engine, RemoteEngine):
         watches.append(asyncio.create_task(worker.watch_backend(engine)))
+    del engine  # no reference kept here: an idle unload frees it
+    if worker.residency.unload_after is not None and worker._load is not None:
+        watches.append(asyncio.create_task(worker.residency.watch(lambda: bool(worker.utterances))))
     if worker.ready.prompt_cache is not None:
         watches.append(asyncio.create_task(worker.watch_prompt_cache()))
     async with server:

@@ -194,6 +194,8 @@ def create_app(settings: GatewaySettings, on_engine_refusal: Callable[[str], Non
         Route("/v1/sessions/{session}/speak", control.speak, methods=["POST"]),
         Route("/v1/sessions/{session}/cancel", control.cancel, methods=["POST"]),
         Route("/v1/admin/drain", admin.drain, methods=["POST"]),
+        Route("/v1/admin/unload", admin.unload, methods=["POST"]),
+        Route("/v1/admin/load", admin.load, methods=["POST"]),
         Route("/v1/usage", admin.usage, methods=["GET"]),
         Route("/v1/tokens", tokens.mint, methods=["POST"]),
         WebSocketRoute("/v1/stream", stream),

@@ -18,7 +18,7 @@ from typing import Any, Callable, Sequence
 
 from engine.protocol import NORMALIZE_MODES
 from gateway.cli_values import (Option, Parser, boolean, comma_list, lead_seconds, listen_address, number, port,
-                                 seconds_or_auto, whole, whole_numbers)
+                                 positive_seconds, seconds_or_auto, whole, whole_numbers)
 from gateway.guard.origins import parse_origins
 
 
@@ -86,6 +86,9 @@ ENGINE_OPTIONS = (
            "engine, off elsewhere; 0 = off: the shortest natural unit)", seconds_or_auto, "auto"),
     Option("--shared-chunk-seconds", "CBF_SHARED_CHUNK_SECONDS", "while several utterances share the device, the "
            "longest a chunk may take to generate (bounds how long one caller can hold up another)", number, 1.0),
+    Option("--unload-after", "CBF_UNLOAD_AFTER", "seconds with no utterance after which the worker frees its model "
+           "(the device's memory, or a CPU engine's weights) and keeps only its voices' conditionals; the next "
+           "utterance loads it again, its first audio paying the reload; off when not set", positive_seconds),
     Option("--device-stall-seconds", "CBF_DEVICE_STALL_SECONDS", "a device call (one chunk, one voice) running this "
            "long has hung: the worker exits with code 4 for its supervisor to restart it", number, 30.0),
 )
@@ -247,7 +250,7 @@ def engine_settings(args: argparse.Namespace):  # -> EngineSettings (imported la
         http_voices=args.engine_http_voices,
         first_chunk_words=args.first_chunk_words, max_chunk_chars=args.max_chunk_chars,
         safety_margin_s=args.safety_margin, shared_chunk_s=args.shared_chunk_seconds,
-        first_audio_target_s=args.first_audio_target,
+        first_audio_target_s=args.first_audio_target, unload_after_s=args.unload_after,
     )
 
 

@@ -122,6 +122,14 @@ def lead_seconds(value: str) -> float:
     return parsed
 
 
+def positive_seconds(value: str) -> float:
+    """Seconds > 0 (a setting that is off unless given: 0 is not a way to say off)."""
+    parsed = number(value)
+    if not parsed > 0:
+        raise argparse.ArgumentTypeError(f"expected seconds > 0 (leave it unset for off), got {value!r}")
+    return parsed
+
+
 def seconds_or_auto(value: str) -> float | None:
     """Seconds >= 0, or None for "auto" (the engine decides)."""
     if value.strip().lower() == "auto":

@@ -70,6 +70,7 @@ class UtteranceStats:
             "latency": done.latency if done else None,  # the preference that applied, and its first-audio budget
             "first_audio_s": done.first_audio_s if done else None,
             **({"start_delay": done.start_delay} if done and done.start_delay is not None else {}),
+            **({"reload_s": done.reload_s} if done and done.reload_s is not None else {}),  # an unloaded model's reload
             **({"failovers": done.failovers, "failover_gap": done.failover_gap} if done and done.failovers else {}),
             **({"cached": True} if self.cached else {}),
         }

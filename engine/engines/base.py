@@ -88,6 +88,14 @@ class Engine(ABC):
         of voices; None for an engine that keeps none."""
         return None
 
+    def close(self) -> None:
+        """Stop the engine's own threads: it is being unloaded (engine/residency.py) and is never called again."""
+
+    def conditionals_to(self, conds: Any, device: str) -> Any:
+        """A voice's conditionals moved to ``device`` ("cpu" while the model is unloaded: kept in host memory; this
+        engine's device once it is loaded again); as they are for an engine whose conditionals live on the host."""
+        return conds
+
     def named_voices(self) -> dict[str, Any]:
         """Voices the engine itself knows by name beside the voice store's files (a TTS server's own voices), by
         lower-case name; none for a model that runs here."""

@@ -305,6 +305,17 @@ class TurboEngine(BatchingEngine):
         """Read with ``Conditionals.load`` onto this engine's device."""
         return TurboVoice.load(path, map_location=self.device).to(self.device)
 
+    def conditionals_to(self, conds: TurboVoice, device: str) -> TurboVoice:
+        """Moved whole (T3's and S3Gen's tensors): to the host while unloaded, back to this device after."""
+        if not isinstance(conds, Conditionals) or torch.device(device) == conds.t3.speaker_emb.device:
+            return conds
+        return conds.to(torch.device(device))
+
+    def close(self) -> None:
+        """The decode loop's thread ends; the prompt cache's keys and values go with the engine."""
+        self.loop.close()
+        self.prompts = PrefixCache(1, self.prompts._compute)  # an empty one: the old one's K/V freed
+
     def _prefix(self, voice: TurboVoice) -> VoicePrefix:
         """The voice's prefix keys and values on this engine's device (computed once while it stays in the cache)."""
         return self.prompts.get(voice)

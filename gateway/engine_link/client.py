@@ -21,7 +21,7 @@ from websockets.exceptions import ConnectionClosed, InvalidHandshake
 from engine import protocol
 from engine.protocol import (AddLexicon, AddVoice, Cancel, Chunk, DeleteLexicon, DeleteVoice, Done, End, EngineReady,
                              Error, Flush, GetLexicon, GetVoice, ListLexicons, ListVoices, Playout, Reading, Request,
-                             Result, Start, Stored, StoreRequest, Text)
+                             Result, SetLoaded, Start, Stored, StoreRequest, Text)
 from gateway.engine_link.backoff import Backoff
 from gateway.engine_link.link_failures import LinkFailures
 
@@ -337,6 +337,11 @@ class EngineClient:
 
     async def delete_voice(self, name: str) -> None:
         await self._request(lambda req: DeleteVoice(name, req), Result)
+
+    async def set_loaded(self, loaded: bool) -> dict[str, Any]:
+        """Load (or free) the worker's model now: its ``state`` after it, and ``reload_s`` where it loaded."""
+        reply = await self._request(lambda req: SetLoaded(loaded, req), Result, timeout=600)
+        return {"state": reply.state, **({"reload_s": reply.reload_s} if reply.reload_s is not None else {})}
 
     async def get_voice(self, name: str) -> bytes:
         """A stored voice's audio file, as ``add_voice`` takes it."""

@@ -95,7 +95,7 @@ class EnginePool:
         for client in self.clients:
             ready = client.ready if client.reachable else None
             out.append({"url": client.url, "available": client.available, "joining": client.joining,
-                        "engine": ready and ready.engine,
+                        "engine": ready and ready.engine, "state": ready and ready.state,
                         "device": ready and ready.device, "in_flight": client.in_flight, "started": client.started, "lost": client.lost,
                         "last_error": client.last_error, "draining": client.url in self.draining,
                         "retry_in": None if client.retry_in is None else round(client.retry_in, 2),
@@ -309,6 +309,20 @@ class EnginePool:
 
     async def delete_lexicon(self, name: str) -> None:
         await self._delete(LEXICONS, name)
+
+    async def set_loaded(self, loaded: bool) -> list[dict[str, Any]]:
+        """Load (or free) the model on every connected worker now (POST /v1/admin/load, /v1/admin/unload): each
+        worker's URL and state after it, or its error."""
+        clients = self._available(joining=True)
+        results = await asyncio.gather(*(client.set_loaded(loaded) for client in clients), return_exceptions=True)
+        out: list[dict[str, Any]] = []
+        for client, result in zip(clients, results):
+            if isinstance(result, BaseException):
+                code = getattr(result, "code", "engine_unavailable")
+                out.append({"url": client.url, "error": {"code": code, "message": str(result)}})
+            else:
+                out.append({"url": client.url, **result})
+        return out
 
     async def _add(self, kept: _Kept, name: str, data: bytes) -> dict[str, Any]:
         added = await self._everywhere(lambda client: kept.add(client, name, data), kept.exists)

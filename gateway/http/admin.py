@@ -1,5 +1,7 @@
 """The operator's endpoints. ``POST /v1/admin/drain``: drain this server as SIGTERM does (gateway/host/drain.py), then
 it exits. ``GET /v1/usage``: each tenant's usage (gateway/metrics.py), summed over ``serve --processes N``.
+``POST /v1/admin/unload`` and ``/v1/admin/load``: every connected worker frees its model now, or loads it again
+(engine/residency.py; ``--unload-after`` does the first when idle, the next utterance the second).
 
 With API keys set they need an operator's: an --api-key key, or a keys-file client with ``admin = true``; with none,
 only a client on this host that did not come through a proxy may ask (an open server must not be stopped by whoever
@@ -58,3 +60,24 @@ async def drain(request: Request) -> JSONResponse:
         state.drain.request()
     return JSONResponse({"status": "draining", "grace_s": state.settings.drain_grace_s,
                          "sessions": len(state.sessions)}, status_code=202)
+
+
+async def unload(request: Request) -> JSONResponse:
+    return await _set_loaded(request, False)
+
+
+async def load(request: Request) -> JSONResponse:
+    return await _set_loaded(request, True)
+
+
+async def _set_loaded(request: Request, loaded: bool) -> JSONResponse:
+    """Each worker's state after it (or its error: ``busy`` while utterances use its model); 200 when every worker
+    did it, 409 when one was busy, 503 when none is connected or one failed otherwise."""
+    state: GatewayState = request.app.state.gateway
+    _operator_only(request)
+    if not state.engine.available:
+        raise ApiError(503, "engine_unavailable", "no engine worker is connected")
+    engines = await state.engine.set_loaded(loaded)
+    codes = {e["error"]["code"] for e in engines if "error" in e}
+    status = 200 if not codes else 409 if codes == {"busy"} else 503
+    return JSONResponse({"engines": engines}, status_code=status)
