@@ -33,6 +33,11 @@ STATES = (LOADED, UNLOADING, UNLOADED, LOADING)
 POLL_S = 0.1  # how often the idle clock is looked at (unloaded within this much of --unload-after)
 
 
+class ModelUnloaded(EngineError, AttributeError):
+    """What asking a parked engine for its model raises (an AttributeError too: ``hasattr`` and ``getattr`` with a
+    default answer as for an engine without that attribute)."""
+
+
 class ParkedEngine:
     """What stands in for an unloaded engine: its description (the greeting, traces, the planner's device), its
     conditionals' file suffix and rate; no model. Any device call is a bug: the worker loads before it makes one."""
@@ -50,7 +55,7 @@ class ParkedEngine:
         return {}
 
     def __getattr__(self, name: str) -> Any:
-        raise EngineError(f"the model is unloaded (asked for {name!r})", "unloaded")
+        raise ModelUnloaded(f"the model is unloaded (asked for {name!r})", "unloaded")
 
 
 class Residency:
