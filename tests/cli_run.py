@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import threading
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -13,6 +14,36 @@ ROOT = Path(__file__).resolve().parent.parent
 def run_cli(*args: str, env: dict[str, str] | None = None, timeout: float = 300) -> subprocess.CompletedProcess[str]:
     return subprocess.run([sys.executable, "-m", "gateway.cli", *args], cwd=ROOT, capture_output=True, text=True,
                           timeout=timeout, env={**os.environ, **(env or {})})
+
+
+def serve_until(argv: list[str], marker: str, bound_s: float = 120) -> tuple[subprocess.Popen[str], list[str]]:
+    """Start ``serve`` with ``argv``; its log up to the first line holding ``marker`` (the process is left running:
+    ``stop`` it)."""
+    proc = subprocess.Popen([sys.executable, "-m", "gateway.cli", "serve", *argv], cwd=ROOT, stderr=subprocess.PIPE,
+                            text=True)
+    hung = threading.Timer(bound_s, proc.kill)  # a bound on a hang, not a speed: the log then ends
+    hung.start()
+    logged: list[str] = []
+    try:
+        while not logged or marker not in logged[-1]:
+            assert (line := proc.stderr.readline()), "".join(logged)  # (the server exited)
+            logged.append(line)
+    except BaseException:
+        stop(proc)
+        raise
+    finally:
+        hung.cancel()
+    return proc, logged
+
+
+def stop(proc: subprocess.Popen[str]) -> None:
+    """Stop a server ``serve_until`` started, reading its log to the end (the worker shares the pipe)."""
+    proc.terminate()
+    try:
+        proc.communicate(timeout=30)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.communicate()
 
 
 def refusal(result: subprocess.CompletedProcess[str]) -> str:

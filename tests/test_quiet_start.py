@@ -8,9 +8,6 @@ from __future__ import annotations
 import logging
 import re
 import socket
-import subprocess
-import sys
-import threading
 
 import httpx
 import pytest
@@ -19,47 +16,20 @@ from cbf_tools.peers.local_server import free_port
 from gateway.engine_link.link_failures import LinkFailures
 from gateway.guard.operator_safety import exposure_warning
 from gateway.host.start_lines import listening_line, page_url, ready_line
-from tests.cli_run import ROOT
-
-
-def _log_until_ready(argv: list[str]) -> tuple[subprocess.Popen[str], list[str]]:
-    """Start ``serve``; its log up to the ready line (the process is left running)."""
-    proc = subprocess.Popen([sys.executable, "-m", "gateway.cli", "serve", *argv], cwd=ROOT, stderr=subprocess.PIPE,
-                            text=True)
-    hung = threading.Timer(120, proc.kill)  # a bound on a hang, not a speed: the log then ends
-    hung.start()
-    logged: list[str] = []
-    try:
-        while not logged or " ready: open " not in logged[-1]:
-            assert (line := proc.stderr.readline()), "".join(logged)  # (the server exited)
-            logged.append(line)
-    except BaseException:
-        _stop(proc)
-        raise
-    finally:
-        hung.cancel()
-    return proc, logged
-
-
-def _stop(proc: subprocess.Popen[str]) -> None:
-    proc.terminate()
-    try:
-        proc.communicate(timeout=30)  # (read to the end: the worker shares the pipe)
-    except subprocess.TimeoutExpired:
-        proc.kill()
-        proc.communicate()
+from tests.cli_run import ROOT, serve_until, stop
 
 
 def test_no_host_and_no_key_is_this_machine_only_and_a_quiet_start(tmp_path) -> None:
     port = free_port()
-    proc, logged = _log_until_ready(["--port", str(port), "--engine", "espeak", "--voices-dir", str(tmp_path)])
+    proc, logged = serve_until(["--port", str(port), "--engine", "espeak", "--voices-dir", str(tmp_path)],
+                                " ready: open ")
     try:
         page = httpx.get(f"http://127.0.0.1:{port}/", timeout=30)
         assert page.status_code == 200 and "text/html" in page.headers["content-type"]
         with pytest.raises(ConnectionRefusedError):  # 127.0.0.1 itself, not every address (which 127.0.0.2 is in)
             socket.create_connection(("127.0.0.2", port), timeout=30).close()
     finally:
-        _stop(proc)
+        stop(proc)
     log = "".join(logged)
     assert "WARNING" not in log and "Traceback" not in log, log
     assert f"gateway listening on http://127.0.0.1:{port}/" in log and "set --host 0.0.0.0 (CBF_HOST)" in log, log
