@@ -111,6 +111,7 @@ SAID = [
     ("HI, WE ARE OPEN NOW.", "hi, we are open now."), ("you got 45/50 on it", "you got forty-five out of fifty on it"),
     ("he got 1/4 of it", "he got one quarter of it"), ("Ticket #1,204", "Ticket number one thousand two hundred four"),
     ("call 1 800 555 0199 now", "call one, eight zero zero, five five five, zero one nine nine now"),
+    ("the code is Red4Lion", "the code is Red four Lion"), ("use ab12", "use A B twelve"),
 ]
 
 

@@ -261,19 +261,22 @@ def _math(match: re.Match[str]) -> str | None:
     return " ".join(said)
 
 
-_LEFTOVER_RUN = re.compile(r"[A-Z]+|[a-z]+|\d+")
+_LEFTOVER_RUN = re.compile(r"[A-Z][a-z]+|[A-Z]+(?![a-z])|[a-z]+|\d+")
 _SYMBOL_NAMES = {"$": "dollars", "€": "euros", "£": "pounds", "¥": "yen", "₹": "rupees", "₩": "won", "¢": "cents"}
 
 
 def _leftover(match: re.Match[str]) -> str:
     """What no other rule read but holds digits or a currency symbol: never handed to the model raw. Digits as a
-    number (up to four) or digit by digit, short letter runs spelled, symbols named."""
+    number (up to four) or digit by digit, short letter runs spelled unless a capitalised word ("Blue7Fox"), symbols
+    named."""
     said = []
     for run in _LEFTOVER_RUN.findall(match.group()) if match.group()[0] not in _SYMBOL_NAMES else []:
         if run.isdigit():
             said.append(w.cardinal(run) if len(run) <= 4 and run[0] != "0" else w.digits(run))
         else:
-            said.append(" ".join(run.upper()) if len(run) <= 3 and any(c.isdigit() for c in match.group()) else run)
+            word = run.istitle() and len(run) > 2 and re.search(r"[aeiouy]", run) is not None  # "Blue7Fox"
+            said.append(" ".join(run.upper()) if len(run) <= 3 and not word and any(c.isdigit() for c in match.group())
+                        else run)
     return " ".join(said) or " ".join(_SYMBOL_NAMES[c] for c in match.group())
 
 
