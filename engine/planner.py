@@ -193,9 +193,11 @@ class ChunkPlanner:
         (heard, on a paced transport; sent, on one the client reads at its own pace). The listener cannot have heard
         more, nor more than real time since the first audio allows; and the lead limit counts from it."""
         _check_seconds(played_seconds=played_seconds)
+        # taken counts before the first audio plays too: a client reporting from the start holds the engine to the
+        # lead from its first chunks (else every chunk planned before its first report after the first audio is free)
+        self._taken_s = min(played_seconds, self._delivered_s)
         if self._clock is not None:
             self._advance(now)
-            self._taken_s = min(played_seconds, self._delivered_s)
             self._played_s = min(self._played_s, self._taken_s)
 
     def buffered(self, now: float) -> float:
