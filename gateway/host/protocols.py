@@ -233,7 +233,26 @@ class BoundedWebSocketProtocol(ResetsStuckCloses, WebSocketsSansIOProtocol):
             self.transport.close()
 
 
-class BoundedHTTPProtocol(ResetsStuckCloses, ClosesSlowRequests, AutoHTTPProtocol):  # type: ignore[misc,valid-type]
+class PutsTransportInScope:
+    """For uvicorn's HTTP protocol: each request's scope carries the connection's transport (``transport_of``), so
+    that a streamed response knows what its client has taken (gateway/playout.py's ``Outbound``)."""
+
+    transport: asyncio.Transport
+    scope: Any
+    cycle: Any
+
+    def on_message_begin(self) -> None:  # httptools: each request's scope is made here, before its task
+        super().on_message_begin()  # type: ignore[misc]
+        self.scope.setdefault("extensions", {})[TRANSPORT_KEY] = self.transport
+
+    def handle_events(self) -> None:  # h11: each request's scope is made here and its task created, not yet run
+        super().handle_events()  # type: ignore[misc]
+        if (cycle := getattr(self, "cycle", None)) is not None:
+            cycle.scope.setdefault("extensions", {})[TRANSPORT_KEY] = self.transport
+
+
+class BoundedHTTPProtocol(ResetsStuckCloses, ClosesSlowRequests, PutsTransportInScope,  # type: ignore[misc,valid-type]
+                          AutoHTTPProtocol):
     """uvicorn's default HTTP protocol (httptools where installed, else h11); its WebSocket upgrades hand the
     connection to ``BoundedWebSocketProtocol`` (``serve`` passes both)."""
 

@@ -24,7 +24,7 @@ from gateway.guard.tenancy import REVOKED_REASON
 from gateway.http.stream import (AudioBytes, Framing, Revocation, Revoked, SpeechStream, StreamAborted, encoded,
                                  until_revoked)
 from gateway.http.voices import known_voices
-from gateway.playout import SentAudio, report_playout
+from gateway.playout import Outbound, WrittenAudio, report_playout
 from gateway.sessions.registry import SessionLimitReached
 from gateway.shared_state import GatewayState
 from gateway.traces import utterance_span
@@ -64,30 +64,42 @@ async def _speech(state: GatewayState, request: Request, body: dict[str, Any], t
     except (SessionLimitReached, TenantRefused) as exc:
         raise refused(exc) from None
     stats = UtteranceStats(time.monotonic())
+    # the engine pauses this utterance while the client takes none of it: what it has taken of the body's bytes (not
+    # those waiting in the connection's buffers), mapped to seconds of audio piece by piece; told from the start
+    # (nothing yet), so that the engine makes no more than the lead while the first chunk is on its way
+    outbound = Outbound(request.scope)
+    sent = WrittenAudio(outbound)
+    feedback: asyncio.Task[None] | None = None
     try:
         utterance = await state.tenancy.start(tenant, voice, lambda: state.prompts.start(
             voice, reading, text, api_key=presented_key(request), tenant=tenant, use=use_cache,
             span=utterance_span(state.traces, transport, voice)))
+        feedback = asyncio.create_task(report_playout(utterance, sent.taken))
         await utterance.text(text)
         await utterance.end()
         stream = chunks(utterance, stats, to=MetricsLabel(state.metrics, transport))
         first = await anext(stream, None)
-    except (EngineUnavailable, EngineRequestError) as exc:
-        state.sessions.remove(token)
-        raise engine_error(exc) from None
-    except TenantRefused as exc:
-        state.sessions.remove(token)
-        raise refused(exc) from None
-
-    sent = SentAudio()  # the engine pauses this utterance while the client takes none of it
-    feedback = asyncio.create_task(report_playout(utterance, sent.taken))
+    except BaseException as exc:
+        if feedback is not None:
+            feedback.cancel()
+        if isinstance(exc, (EngineUnavailable, EngineRequestError)):
+            state.sessions.remove(token)
+            raise engine_error(exc) from None
+        if isinstance(exc, TenantRefused):
+            state.sessions.remove(token)
+            raise refused(exc) from None
+        raise
+    reporting = feedback
 
     async def body() -> AsyncIterator[bytes]:
+        yielded = 0  # the body's bytes so far, as SpeechStream counts them written (outbound.written)
         try:
             async for chunk in until_revoked(_chained(first, stream), token):
-                if piece := framing.chunk(await encoded(encoder, chunk.pcm), chunk.header):
+                piece = framing.chunk(await encoded(encoder, chunk.pcm), chunk.header)
+                yielded += len(piece)
+                sent.wrote(len(chunk.pcm) / 2 / SAMPLE_RATE, yielded)
+                if piece:
                     yield piece
-                sent.sent(len(chunk.pcm) / 2 / SAMPLE_RATE)
             if data := await encoded(encoder, None):
                 yield framing.tail(data)
             if piece := framing.done(stats):
@@ -103,7 +115,7 @@ async def _speech(state: GatewayState, request: Request, body: dict[str, Any], t
             yield last
 
     async def finish() -> None:
-        feedback.cancel()
+        reporting.cancel()
         state.sessions.remove(token)
         await utterance.cancel()  # a no-op once finished; stops the engine when the client went away
 
@@ -111,7 +123,7 @@ async def _speech(state: GatewayState, request: Request, body: dict[str, Any], t
                "X-Prompt-Cache": "hit" if stats.cached else "miss"}
     if framing.media_type is not None:
         headers["X-Audio-Type"] = encoder.content_type
-    return SpeechStream(body(), finish, state.settings.stall_timeout_s, token, headers=headers,
+    return SpeechStream(body(), finish, state.settings.stall_timeout_s, token, outbound=outbound, headers=headers,
                         media_type=framing.media_type or encoder.content_type)
 
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import time
 from functools import partial
 from typing import Any, AsyncIterator, Awaitable, Callable, Protocol, TypeVar
 
@@ -19,11 +20,13 @@ from starlette.types import Message, Receive, Scope, Send
 
 from engine.protocol import ChunkHeader
 from gateway.audio import ContainerEncoder, Encoder
+from gateway.playout import Outbound
 from gateway.utterance_stream import UtteranceStats
 
 log = logging.getLogger("chatterbox_fast.gateway")
 T = TypeVar("T")
 REVOKED_GRACE_S = 0.5  # how long a revoked stream's client has to take what is being sent before it is aborted
+STALL_CHECK_S = 0.25  # how often a stream's client is looked at for having stopped taking what waits for it
 
 
 class StreamAborted(Exception):
@@ -119,14 +122,27 @@ async def encoded(encoder: Encoder, pcm: bytes | None) -> bytes:
 class SpeechStream(StreamingResponse):
     """A streaming response that runs ``on_close`` however it ends (a client gone mid-way stops the engine at once),
     and is aborted when the client takes nothing for ``stall_timeout`` seconds, or for ``REVOKED_GRACE_S`` once
-    ``revocation`` is set (the body ends at once then; a client that is not reading would hold it to the stall)."""
+    ``revocation`` is set (the body ends at once then; a client that is not reading would hold it to the stall).
+
+    "Takes nothing": a send waits that long, or, with ``outbound`` (told of every body byte sent), bytes wait in the
+    connection's buffers and the client has taken none of them for that long (the engine, held to serve
+    --client-lead past what it has taken, has stopped: no send waits)."""
 
     def __init__(self, body: AsyncIterator[bytes], on_close: Callable[[], Awaitable[None]], stall_timeout: float,
-                 revocation: Revocation | None = None, **kwargs: Any) -> None:
+                 revocation: Revocation | None = None, outbound: Outbound | None = None, **kwargs: Any) -> None:
         super().__init__(body, **kwargs)
         self.on_close = on_close
         self.stall_timeout = stall_timeout
         self.revocation = revocation or Revocation(None)
+        self.outbound = outbound
+
+    async def _until_stalled(self) -> None:
+        """Returns once the client has taken nothing of what waits for it for ``stall_timeout``; never without
+        ``outbound``."""
+        if self.outbound is None:
+            await asyncio.Event().wait()
+        while not self.outbound.stalled(time.monotonic(), self.stall_timeout):  # type: ignore[union-attr]
+            await asyncio.sleep(min(STALL_CHECK_S, self.stall_timeout / 4))
 
     async def _sent(self, sending: Awaitable[None]) -> None:
         task, stopped = asyncio.ensure_future(sending), asyncio.ensure_future(self.revocation.revoked.wait())
@@ -147,11 +163,26 @@ class SpeechStream(StreamingResponse):
     async def stream_response(self, send: Send) -> None:
         async def send_in_time(message: Message) -> None:
             await self._sent(send(message))
+            if self.outbound is not None and message["type"] == "http.response.body":
+                self.outbound.wrote(len(message.get("body", b"")))
 
+        streaming = asyncio.ensure_future(super().stream_response(send_in_time))
+        watching = asyncio.ensure_future(self._until_stalled())
         try:
-            await super().stream_response(send_in_time)
+            await asyncio.wait({streaming, watching}, return_when=asyncio.FIRST_COMPLETED)
+            if not streaming.done():
+                streaming.cancel()
+                await asyncio.wait({streaming})
+                raise StreamAborted(f"the client took nothing for {self.stall_timeout:g} s")
+            streaming.result()
         finally:
-            await asyncio.shield(self.on_close())  # run to its end even when the response is cancelled
+            watching.cancel()
+            try:
+                if not streaming.done():  # this response cancelled (the client went away)
+                    streaming.cancel()
+                    await asyncio.wait({streaming})
+            finally:
+                await asyncio.shield(self.on_close())  # run to its end even when the response is cancelled
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         try:
