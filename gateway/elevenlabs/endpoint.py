@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import logging
 from dataclasses import dataclass, field
 from typing import Any
@@ -22,7 +23,7 @@ from gateway.guard.auth import admit, authorized, refusal_of, tenant_of
 from gateway.elevenlabs import translate
 from gateway.formats import ELEVENLABS_DEFAULT_FORMAT, ELEVENLABS_FORMATS
 from gateway.host.drain import CLOSING, RESTART_CLOSE_CODE
-from gateway.playout import SentAudio
+from gateway.playout import Outbound, SentAudio, WrittenAudio
 from gateway.sessions.session import Session
 from gateway.sessions.registry import ServerDraining, SessionLimitReached
 from gateway.shared_state import GatewayState
@@ -46,6 +47,7 @@ class ElevenLabsSink(AudioSink):
         self._encoder: Encoder | None = None
         self._chunk: dict[str, Any] | None = None  # the chunk event of the audio that follows
         self._sent = SentAudio()
+        self._taken = WrittenAudio(socket.outbound)  # of the socket's bytes, what its client has taken of this one's
         self.spelling = translate.Spelling()
 
     def expect(self, chunk_event: dict[str, Any]) -> None:
@@ -54,6 +56,7 @@ class ElevenLabsSink(AudioSink):
     async def begin(self) -> None:
         self._encoder = make_encoder(self.format, self.sample_rate)
         self._sent.reset()
+        self._taken.reset()
 
     async def write(self, pcm: bytes) -> None:
         chunk, self._chunk = self._chunk, None
@@ -63,6 +66,7 @@ class ElevenLabsSink(AudioSink):
             audio = self._encoder.encode(translate.pcm_slice(pcm, piece.start, piece.end))
             await self.socket.send(translate.audio_message(audio, piece.alignment, self.context, piece.normalized))
             self._sent.sent(piece.end - piece.start)
+            self._taken.wrote(piece.end - piece.start)
 
     async def end(self) -> None:
         """The encoder's last audio, and the characters after the last word (their alignment: no time)."""
@@ -78,6 +82,10 @@ class ElevenLabsSink(AudioSink):
 
     def played_seconds(self) -> float:
         return self._sent.taken()
+
+    def taken_seconds(self) -> float:
+        """What the client has taken: what was sent, less what still waits in the connection's buffers."""
+        return self._taken.taken()
 
 
 @dataclass(eq=False)
@@ -106,16 +114,20 @@ class _Socket:
         # one context whose speech failed: the socket closes with a policy violation and this reason
         self.refused: str | None = None
         self._watch = SendWatch(state.settings.stall_timeout_s)
+        self.outbound = Outbound(ws.scope)  # what its client has taken of the bytes sent to it
         self._ending: set[asyncio.Task[None]] = set()  # sessions being closed after their isFinal
 
     async def send(self, reply: dict[str, Any]) -> None:
+        text = json.dumps(reply, separators=(",", ":"), ensure_ascii=False)  # as send_json, its size known
         with self._watch.sending():
-            await self.ws.send_json(reply)
+            await self.ws.send_text(text)
+        self.outbound.wrote(len(text.encode()))
         self.idle.touch()
 
     def stalled(self, now: float) -> bool:
-        """Whether a send has waited for the client longer than the stall timeout."""
-        return self._watch.stalled(now)
+        """Whether a send has waited for the client longer than the stall timeout, or what was sent has (bytes wait
+        in the connection's buffers and the client has taken none of them for that long: ``Outbound``)."""
+        return self._watch.stalled(now) or self.outbound.stalled(now, self.state.settings.stall_timeout_s)
 
     async def run(self, command: translate.Command) -> None:
         match command:
