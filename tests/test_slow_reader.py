@@ -1,10 +1,13 @@
-"""A WebSocket client that asks for a long utterance and stops reading, against a real server on 127.0.0.1 (embedded
-eSpeak): the gateway and the worker hold no more than ``--client-lead`` (and one chunk) of its audio, it is closed
-with 4408 after ``--stall-timeout``, and a normal client beside it gets its whole utterance (issue 49 item 4)."""
+"""A client that asks for a long utterance and stops reading, against a real server on 127.0.0.1 (embedded eSpeak):
+over the WebSocket, HTTP streams (raw, MP3, server-sent events) and the ElevenLabs socket, the gateway and the worker
+hold no more than ``--client-lead`` (and one chunk) of its audio, it is closed (4408) or its stream cut short after
+``--stall-timeout``, and a normal client beside it gets its whole utterance (issue 49 item 4)."""
 
 from __future__ import annotations
 
 import asyncio
+import base64
+import contextlib
 import json
 import socket
 
@@ -82,4 +85,111 @@ async def test_a_client_that_stops_reading_holds_only_the_lead_and_is_closed(ser
     assert closed.value.rcvd is not None
     assert (closed.value.rcvd.code, closed.value.rcvd.reason) == (4408, f"not reading: no audio taken for {STALL_S} s")
     # what the engine made for it and the gateway sent: the lead and a chunk, not the ~300 s asked for
+    assert 0 < slow_audio <= MOST_SENT_S * BYTES_PER_S, slow_audio / BYTES_PER_S
+
+
+# HTTP streams: the same measure of what the client has taken (the body's bytes, less what waits in the connection's
+# buffers, mapped to seconds piece by piece), the same stall. Each: the route, its body, its body's bytes per second
+# of audio (pcm: 48,000; MP3 at 64 kbit/s: 8,000; pcm in server-sent events: base64's 4/3 and the events around it).
+HTTP_STREAMS = {
+    "tts-pcm": ("/v1/tts", {"text": TEXT, "format": "pcm", "stream": True}, BYTES_PER_S),
+    "openai-mp3": ("/v1/audio/speech", {"input": TEXT, "response_format": "mp3", "stream": True}, 8000),
+    "openai-sse": ("/v1/audio/speech", {"input": TEXT, "response_format": "pcm", "stream_format": "sse"},
+                   BYTES_PER_S * 4 // 3),
+}
+
+
+async def _whole_http_utterance(url: str) -> tuple[int, dict]:
+    """A client that reads a whole streamed HTTP utterance (timed lines): audio bytes received, and its ``done``."""
+    received, done = 0, None
+    async with httpx.AsyncClient(timeout=60) as client:
+        async with client.stream("POST", url + "/v1/tts", json={"text": SENTENCE * 3, "format": "ndjson"}) as response:
+            assert response.status_code == 200
+            async for line in response.aiter_lines():
+                if line:
+                    event = json.loads(line)
+                    received += len(base64.b64decode(event.get("audio", "")))
+                    done = event if event["type"] == "done" else done
+    assert done is not None
+    return received, done
+
+
+def _drain(sock: socket.socket) -> bytes:
+    """Everything the server sent before it closed the connection."""
+    sock.settimeout(10)
+    data = b""
+    with contextlib.suppress(ConnectionResetError):
+        while chunk := sock.recv(65536):
+            data += chunk
+    return data
+
+
+async def _until_no_sessions(url: str) -> dict:
+    for _ in range(120):  # a bound on a hang: the stall timeout, from the last byte taken
+        if (health := await asyncio.to_thread(_health, url))["sessions"] == 0:
+            return health
+        await asyncio.sleep(0.25)
+    raise AssertionError("the stalled stream was never closed")
+
+
+@pytest.mark.parametrize("name", HTTP_STREAMS)
+async def test_an_http_stream_whose_client_stops_reading_holds_only_the_lead_and_is_aborted(
+        server: str, name: str) -> None:
+    path, body, bytes_per_s = HTTP_STREAMS[name]
+    host, port = server.removeprefix("http://").split(":")
+    sock = socket.socket()
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)  # the kernel absorbs next to nothing for it
+    sock.connect((host, int(port)))
+    payload = json.dumps(body).encode()
+    sock.sendall(b"POST %s HTTP/1.1\r\nHost: %s\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n%s"
+                 % (path.encode(), host.encode(), len(payload), payload))  # and reads nothing until the end
+    try:
+        beside = asyncio.create_task(_whole_http_utterance(server))  # a normal client at the same time
+        most_queued = 0
+        for _ in range(int(STALL_S / 0.25) - 2):
+            await asyncio.sleep(0.25)
+            health = await asyncio.to_thread(_health, server)
+            most_queued = max(most_queued, health["queued_audio"]["max_utterance_bytes"])
+        received, done = await beside
+        assert abs(received - done["audio_seconds"] * BYTES_PER_S) <= 0.01 * BYTES_PER_S, (received, done)  # all
+        assert most_queued <= MOST_SENT_S * BYTES_PER_S, most_queued  # held in the gateway for the slow one
+        health = await _until_no_sessions(server)
+        assert health["queued_audio"]["bytes"] == 0
+        data = await asyncio.to_thread(_drain, sock)
+    finally:
+        sock.close()
+    head, _, sent = data.partition(b"\r\n\r\n")
+    assert head.startswith(b"HTTP/1.1 200"), head
+    assert not sent.endswith(b"0\r\n\r\n")  # cut short: no clean end of the chunked body
+    # what the engine made for it and the gateway sent: the lead and a chunk, not the ~300 s asked for
+    assert 0 < len(sent) <= MOST_SENT_S * bytes_per_s * 1.05, len(sent) / bytes_per_s
+
+
+async def test_an_elevenlabs_socket_whose_client_stops_reading_holds_only_the_lead_and_is_closed(server: str) -> None:
+    host, port = server.removeprefix("http://").split(":")
+    sock = socket.socket()
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+    sock.connect((host, int(port)))
+    url = server.replace("http://", "ws://") + "/v1/text-to-speech/default/stream-input?output_format=pcm_24000"
+    async with connect(url, sock=sock, max_queue=1, ping_interval=None, max_size=None) as slow:
+        for text in (" ", TEXT, ""):
+            await slow.send(json.dumps({"text": text}))
+        beside = asyncio.create_task(_whole_utterance(server))
+        most_queued = 0
+        for _ in range(int(STALL_S / 0.25) - 2):
+            await asyncio.sleep(0.25)
+            health = await asyncio.to_thread(_health, server)
+            most_queued = max(most_queued, health["queued_audio"]["max_utterance_bytes"])
+        received, done = await beside
+        assert abs(received - done["audio_seconds"] * BYTES_PER_S) <= 0.01 * BYTES_PER_S, (received, done)
+        assert most_queued <= MOST_SENT_S * BYTES_PER_S, most_queued
+        health = await _until_no_sessions(server)
+        assert health["queued_audio"]["bytes"] == 0
+        slow_audio = 0
+        with pytest.raises(ConnectionClosed) as closed:
+            while True:
+                reply = json.loads(await asyncio.wait_for(slow.recv(), 5))
+                slow_audio += len(base64.b64decode(reply.get("audio") or ""))
+    assert closed.value.rcvd is not None
+    assert (closed.value.rcvd.code, closed.value.rcvd.reason) == (4408, f"not reading: no audio taken for {STALL_S} s")
     assert 0 < slow_audio <= MOST_SENT_S * BYTES_PER_S, slow_audio / BYTES_PER_S
