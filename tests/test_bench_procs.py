@@ -52,13 +52,31 @@ def test_a_process_tree_its_cpu_and_its_commands(tree) -> None:
     assert parent in procs.threads(parent)  # the main thread's id is the process's
 
 
+# A fresh process (a test worker's heap may already hold freed pages it would reuse): touches 64 MiB when told to.
+TOUCHER = """
+import sys, time
+print("ready", flush=True)
+sys.stdin.readline()
+block = bytearray(64 * 2**20)
+block[::4096] = b"\\1" * len(block[::4096])
+print("touched", flush=True)
+time.sleep(60)
+"""
+
+
 def test_resident_memory_follows_what_a_process_touches() -> None:
-    before = procs.rss_mib(os.getpid())
-    block = bytearray(64 * 2**20)
-    block[::4096] = b"\1" * len(block[::4096])  # every page touched
-    after = procs.rss_mib(os.getpid())
-    assert before is not None and after is not None and after - before >= 60, (before, after)
-    del block
+    toucher = subprocess.Popen([sys.executable, "-c", TOUCHER], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    try:
+        assert toucher.stdout.readline().strip() == "ready"
+        before = procs.rss_mib(toucher.pid)
+        toucher.stdin.write("go\n")
+        toucher.stdin.flush()
+        assert toucher.stdout.readline().strip() == "touched"
+        after = procs.rss_mib(toucher.pid)
+        assert before is not None and after is not None and after - before >= 60, (before, after)
+    finally:
+        toucher.kill()
+        toucher.wait()
 
 
 def test_a_process_gone_has_nothing() -> None:
