@@ -865,6 +865,9 @@ def _bench_gateway_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--prompt-cache", action="store_true",
                         help="say each text twice in a row: first audio of prompt cache hits and of misses apart "
                              "(the server's --cache-mib must be above 0)")
+    parser.add_argument("--tls", action="store_true",
+                        help="ws and http: the started server serves https and wss with a certificate from a "
+                             "throwaway CA the bench makes, and the clients trust that CA alone (not with --url)")
 
 
 def _bench_cpu_arguments(parser: argparse.ArgumentParser) -> None:

@@ -20,7 +20,7 @@ from gateway.cli import build_parser
 from server import serving
 from cbf_tools.bench.gateway import PCM_BYTES_PER_SECOND, TEXTS
 
-FIELDS = {"bench", "transport", "codec", "receiver_prefetch", "sessions", "pause_s", "playback_rate",
+FIELDS = {"bench", "transport", "tls", "codec", "receiver_prefetch", "sessions", "pause_s", "playback_rate",
           "playout_reports", "utterances", "errors", "engine", "server",
           "ttfa_p50_ms", "ttfa_p95_ms", "server_ttfa_p50_ms", "server_ttfa_p95_ms", "transport_p50_ms",
           "transport_p95_ms", "no_audio", "underruns_server", "underruns_client", "starved_ms", "audio_s", "window_s",
@@ -163,6 +163,27 @@ def test_bench_starts_its_own_server_and_measures_its_cpu(capsys: pytest.Capture
     assert result["server"] == "started" and result["engine"] == "espeak" and result["utterances"] == 2
     assert result["gateway_cpu_s"] > 0 and result["engine_cpu_s"] > 0
     assert result["cpu_ms_per_stream_s"] > 0 and result["server_cpu_pct"] > 0
+
+
+@pytest.mark.parametrize("transport", ["ws", "http"])
+def test_bench_tls_starts_a_tls_server_its_clients_trust(transport: str, capsys: pytest.CaptureFixture[str]) -> None:
+    """--tls: the started server serves wss/https with a throwaway CA's certificate, and the clients trust that CA."""
+    status, result, table = bench(capsys, "--transport", transport, "--tls", "--stagger", "0.2")
+    assert status == 0, table
+    assert set(result) == FIELDS and result["tls"] is True and result["server"] == "started"
+    assert result["utterances"] == 2 and result["errors"] == 0 and result["no_audio"] == 0
+    assert 0 < result["ttfa_p50_ms"] <= result["ttfa_p95_ms"]
+    assert f"bench gateway: {transport} over TLS (" in table
+
+
+@pytest.mark.parametrize("flags", [["--transport", "webrtc"], ["--transport", "ws", "--url", "https://127.0.0.1:1"]],
+                         ids=["webrtc", "url"])
+def test_tls_where_it_does_not_apply_is_one_sentence_and_exit_2(flags: list[str],
+                                                                 capsys: pytest.CaptureFixture[str]) -> None:
+    args = build_parser().parse_args(["bench", "gateway", "--tls", *flags])
+    assert args.run(args) == 2
+    out, err = capsys.readouterr()
+    assert out == "" and len(err.strip().splitlines()) == 1 and err.startswith("bench gateway: --tls is for "), err
 
 
 def test_bad_counts_exit_2(capsys: pytest.CaptureFixture[str]) -> None:

@@ -1,14 +1,12 @@
 """``serve --tls-cert FILE --tls-key FILE``: https and wss on the one port, WebRTC signalling with them, under
 ``--processes 2`` (each process gets the certificate through its environment). Real clients that check the
-certificate against a test CA made here: httpx, websockets with an ``ssl`` context, an aiortc listener whose offer
-goes over https. A missing file, a file that is not PEM or a key that is not the certificate's: one sentence, exit 2,
-before anything starts."""
+certificate against a test CA (cbf_tools/peers/certificates.py, which ``bench gateway --tls`` uses too): httpx,
+websockets with an ``ssl`` context, an aiortc listener whose offer goes over https. A missing file, a file that is not
+PEM or a key that is not the certificate's: one sentence, exit 2, before anything starts."""
 
 from __future__ import annotations
 
 import asyncio
-import datetime
-import ipaddress
 import json
 import ssl
 from pathlib import Path
@@ -16,56 +14,12 @@ from typing import Iterator
 
 import httpx
 import pytest
-from cryptography import x509
-from cryptography.hazmat.primitives import hashes, serialization
-from cryptography.hazmat.primitives.asymmetric import ec
-from cryptography.x509.oid import NameOID
 from websockets.asyncio.client import connect
 
+from cbf_tools.peers.certificates import make_certificates, trusting as trusting_ca
 from cbf_tools.peers.local_server import local_server
 from cbf_tools.peers.rtc_listener import Listener
 from tests.cli_run import run_cli
-
-
-def _name(common: str) -> x509.Name:
-    return x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, common)])
-
-
-def _pem_key(key: ec.EllipticCurvePrivateKey) -> bytes:
-    return key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
-                             serialization.NoEncryption())
-
-
-def make_certificates(folder: Path) -> dict[str, Path]:
-    """A test CA, a server certificate it signed for 127.0.0.1 and localhost, the server's key, and a key of another
-    certificate: their files in ``folder``."""
-    now = datetime.datetime.now(datetime.timezone.utc)
-    ca_key, server_key, other_key = (ec.generate_private_key(ec.SECP256R1()) for _ in range(3))
-    ca = (x509.CertificateBuilder().subject_name(_name("cbf test CA")).issuer_name(_name("cbf test CA"))
-          .public_key(ca_key.public_key()).serial_number(x509.random_serial_number())
-          .not_valid_before(now - datetime.timedelta(minutes=5)).not_valid_after(now + datetime.timedelta(days=1))
-          .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
-          .add_extension(x509.KeyUsage(digital_signature=True, key_cert_sign=True, crl_sign=True,
-                                       content_commitment=False, key_encipherment=False, data_encipherment=False,
-                                       key_agreement=False, encipher_only=False, decipher_only=False), critical=True)
-          .add_extension(x509.SubjectKeyIdentifier.from_public_key(ca_key.public_key()), critical=False)
-          .sign(ca_key, hashes.SHA256()))
-    server = (x509.CertificateBuilder().subject_name(_name("localhost")).issuer_name(ca.subject)
-              .public_key(server_key.public_key()).serial_number(x509.random_serial_number())
-              .not_valid_before(now - datetime.timedelta(minutes=5)).not_valid_after(now + datetime.timedelta(days=1))
-              .add_extension(x509.SubjectAlternativeName([x509.DNSName("localhost"),
-                                                          x509.IPAddress(ipaddress.ip_address("127.0.0.1"))]),
-                             critical=False)
-              .add_extension(x509.ExtendedKeyUsage([x509.oid.ExtendedKeyUsageOID.SERVER_AUTH]), critical=False)
-              .add_extension(x509.AuthorityKeyIdentifier.from_issuer_public_key(ca_key.public_key()), critical=False)
-              .sign(ca_key, hashes.SHA256()))
-    files = {"ca": folder / "ca.pem", "cert": folder / "server.pem", "key": folder / "server.key",
-             "other_key": folder / "other.key"}
-    files["ca"].write_bytes(ca.public_bytes(serialization.Encoding.PEM))
-    files["cert"].write_bytes(server.public_bytes(serialization.Encoding.PEM))
-    files["key"].write_bytes(_pem_key(server_key))
-    files["other_key"].write_bytes(_pem_key(other_key))
-    return files
 
 
 @pytest.fixture(scope="module")
@@ -76,7 +30,7 @@ def certificates(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
 @pytest.fixture(scope="module")
 def trusting(certificates: dict[str, Path]) -> ssl.SSLContext:
     """A client context that trusts the test CA only (and checks the host name)."""
-    return ssl.create_default_context(cafile=str(certificates["ca"]))
+    return trusting_ca(certificates["ca"])
 
 
 @pytest.fixture(scope="module")

@@ -23,6 +23,8 @@ first), the second a hit (``done.cached``; HTTP: ``X-Prompt-Cache``), and the fi
 printed apart (docs/prompt-cache.md).
 
 Without ``--url`` it starts ``chatterbox-fast serve`` on 127.0.0.1 with the engine flags (default ``--engine espeak``).
+With ``--tls`` (ws and http) that server serves https and wss with a server certificate for 127.0.0.1 signed by a
+throwaway CA made in a temporary folder (``cbf_tools.peers.certificates``), and the clients trust that CA alone.
 Prints a table and, last, one JSON line.
 """
 
@@ -35,9 +37,12 @@ import json
 import math
 import os
 import random
+import ssl
 import sys
+import tempfile
 import time
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, Iterator, Protocol
 
 import httpx
@@ -49,6 +54,7 @@ from cbf_tools.bench import report
 from cbf_tools.bench.engine import percentile
 from cbf_tools.bench.procs import tree_cpu
 from cbf_tools.gate.deploy import count_underruns
+from cbf_tools.peers.certificates import make_certificates, trusting
 from cbf_tools.peers.local_server import ServerFailed, local_server, quiet_client_logs
 from cbf_tools.peers.rtc_listener import SPEECH_RMS, Listener
 from cbf_tools.peers.ws_player import Refused, play
@@ -68,6 +74,7 @@ UTTERANCE_TIMEOUT_S = 60.0
 TARGET_P50_MS = {"webrtc": 30.0, "ws": 5.0}  # transport share of time to first audio
 TARGET_OPUS_STREAMS = 20  # concurrent Opus streams with zero underruns
 TARGETS = "WebRTC loopback p50 <= 30 ms; WS p50 <= 5 ms; >= 20 concurrent Opus streams with zero underruns"
+TLS_TRANSPORTS = ("ws", "http")  # over the gateway's own TLS; WebRTC's media is DTLS-SRTP whatever signals it
 
 
 class BenchError(Exception):
@@ -163,15 +170,17 @@ class WebSocketClient:
     """``/v1/stream``: JSON text in, 24 kHz PCM binary frames and events out (``cache`` as WebRTCClient's)."""
 
     def __init__(self, url: str, api_key: str | None, voice: str, rate: float | None = None,
-                 report: bool = False, cache: bool = False) -> None:
-        self.url = url.replace("http", "ws", 1) + "/v1/stream"
+                 report: bool = False, cache: bool = False, verify: ssl.SSLContext | None = None) -> None:
+        self.url = url.replace("http", "ws", 1) + "/v1/stream"  # https -> wss
+        self.verify = verify  # wss: the context that checks the server's certificate (None: the system's CAs)
         self.api_key, self.voice, self.cache = api_key, voice, cache
         self.rate, self.report = rate, report  # a playing listener (ws_player) where either is set
         self.ws: ClientConnection | None = None
         self.audio = b""  # the last utterance's audio (not kept by a playing listener)
 
     async def connect(self) -> None:
-        self.ws = await connect(self.url, additional_headers=_headers(self.api_key), open_timeout=30)
+        self.ws = await connect(self.url, additional_headers=_headers(self.api_key), open_timeout=30,
+                                **({"ssl": self.verify} if self.verify is not None else {}))
         ready = json.loads(await asyncio.wait_for(self.ws.recv(), 30))
         if ready.get("type") != "ready":
             raise BenchError(f"expected a ready event, got {ready}")
@@ -217,9 +226,10 @@ class WebSocketClient:
 class HttpClient:
     """``POST /v1/tts`` streaming 24 kHz PCM, one request per utterance."""
 
-    def __init__(self, url: str, api_key: str | None, voice: str, cache: bool = False) -> None:
+    def __init__(self, url: str, api_key: str | None, voice: str, cache: bool = False,
+                 verify: ssl.SSLContext | None = None) -> None:
         self.cache = cache
-        self.http = httpx.AsyncClient(base_url=url, headers=_headers(api_key),
+        self.http = httpx.AsyncClient(base_url=url, headers=_headers(api_key), verify=verify or True,
                                       timeout=httpx.Timeout(UTTERANCE_TIMEOUT_S, connect=10))
         self.voice = voice
 
@@ -246,23 +256,26 @@ class HttpClient:
         await self.http.aclose()
 
 
-def make_client(args: argparse.Namespace, url: str) -> Client:
-    """A session of ``args.transport`` on the server at ``url``."""
+def make_client(args: argparse.Namespace, url: str, verify: ssl.SSLContext | None = None) -> Client:
+    """A session of ``args.transport`` on the server at ``url`` (https: its certificate checked with ``verify``)."""
     if args.transport == "webrtc":
         return WebRTCClient(url, args.api_key, args.voice, args.codec, args.prompt_cache)
     if args.transport == "ws":
         return WebSocketClient(url, args.api_key, args.voice, args.playback_rate, args.report_playout,
-                               args.prompt_cache)
-    return HttpClient(url, args.api_key, args.voice, args.prompt_cache)
+                               args.prompt_cache, verify)
+    return HttpClient(url, args.api_key, args.voice, args.prompt_cache, verify)
 
 
 @contextlib.contextmanager
-def served(args: argparse.Namespace, engine_args: list[str]) -> Iterator[tuple[str, int]]:
-    """Run ``chatterbox-fast serve`` on 127.0.0.1 with the engine flags of ``args``; yield (base URL, pid)."""
+def served(args: argparse.Namespace, engine_args: list[str],
+           tls: dict[str, Path] | None = None) -> Iterator[tuple[str, int]]:
+    """Run ``chatterbox-fast serve`` on 127.0.0.1 with the engine flags of ``args``; yield (base URL, pid). ``tls``:
+    the files of ``make_certificates``, served with ``--tls-cert/--tls-key`` (the URL is then https)."""
     flags = ["--max-sessions", str(max(32, args.sessions)), *engine_args, "--log-level", "warning",
-             *(["--keys-file", args.keys_file] if args.keys_file else [])]
+             *(["--keys-file", args.keys_file] if args.keys_file else []),
+             *(["--tls-cert", str(tls["cert"]), "--tls-key", str(tls["key"])] if tls else [])]
     try:
-        with local_server(flags, quiet=True) as served_at:
+        with local_server(flags, quiet=True, verify=trusting(tls["ca"]) if tls else True) as served_at:
             yield served_at
     except ServerFailed as exc:
         raise BenchError(str(exc)) from None
@@ -283,14 +296,16 @@ async def _drive(client: Client, index: int, args: argparse.Namespace) -> list[R
     return results
 
 
-async def measure(args: argparse.Namespace, url: str, pid: int | None) -> dict[str, Any]:
-    """Connect every session, run them all at once, and summarise."""
-    async with httpx.AsyncClient(headers=_headers(args.api_key), timeout=UTTERANCE_TIMEOUT_S) as http:
+async def measure(args: argparse.Namespace, url: str, pid: int | None,
+                  verify: ssl.SSLContext | None = None) -> dict[str, Any]:
+    """Connect every session, run them all at once, and summarise (``verify``: as ``make_client``'s)."""
+    async with httpx.AsyncClient(headers=_headers(args.api_key), timeout=UTTERANCE_TIMEOUT_S,
+                                 verify=verify or True) as http:
         engine = (await http.get(url + "/health")).json().get("engine") or {}
         warm = await http.post(url + "/v1/tts", json={"text": "Warming up.", "voice": args.voice, "format": "pcm"})
         if warm.status_code != 200:
             raise BenchError(f"warm-up POST /v1/tts answered HTTP {warm.status_code}: {warm.text[:200]}")
-    clients = [make_client(args, url) for _ in range(args.sessions)]
+    clients = [make_client(args, url, verify) for _ in range(args.sessions)]
     try:
         await asyncio.gather(*(c.connect() for c in clients))
         cpu0, start = (tree_cpu(pid) if pid else None), time.monotonic()
@@ -320,7 +335,7 @@ def summarise(args: argparse.Namespace, engine: dict[str, Any], server: str, res
     stream_s = args.sessions * window_s
     webrtc, ws = args.transport == "webrtc", args.transport == "ws"
     summary: dict[str, Any] = {
-        "bench": "gateway", "transport": args.transport, "codec": args.codec if webrtc else None,
+        "bench": "gateway", "transport": args.transport, "tls": bool(args.tls), "codec": args.codec if webrtc else None,
         "receiver_prefetch": 0 if webrtc else None, "sessions": args.sessions, "pause_s": args.pause,
         "playback_rate": (args.playback_rate or 1.0) if ws else None,
         "playout_reports": sum(r.reports for r in results) if ws and args.report_playout else None,
@@ -365,7 +380,8 @@ def render(s: dict[str, Any]) -> str:
                  + ("reporting playout" if s["playout_reports"] is not None else "no playout reports"),
            "http": "first body byte of POST /v1/tts"}[s["transport"]]
     lines = [
-        f"bench gateway: {s['transport']} ({how}); {s['sessions']} sessions, {s['utterances']} utterances, "
+        f"bench gateway: {s['transport']}{' over TLS' if s['tls'] else ''} ({how}); {s['sessions']} sessions, "
+        f"{s['utterances']} utterances, "
         f"{s['errors']} errors; engine {s['engine']}; server {s['server']}; load {s['loadavg_1m']}",
         f"{'':34s}{'p50':>10s}{'p95':>10s}",
         f"{'time to first audio (client)':34s}{_cell(s['ttfa_p50_ms']):>10s}{_cell(s['ttfa_p95_ms']):>10s}",
@@ -403,8 +419,13 @@ def render(s: dict[str, Any]) -> str:
 async def _bench(args: argparse.Namespace, engine_args: list[str]) -> dict[str, Any]:
     if args.url:
         return await measure(args, args.url.rstrip("/"), None)
-    with served(args, engine_args) as (url, pid):
-        return await measure(args, url, pid)
+    if not args.tls:
+        with served(args, engine_args) as (url, pid):
+            return await measure(args, url, pid)
+    with tempfile.TemporaryDirectory(prefix="cbf-bench-tls-") as folder:  # a throwaway CA, gone with the server
+        tls = make_certificates(Path(folder))
+        with served(args, engine_args, tls) as (url, pid):
+            return await measure(args, url, pid, trusting(tls["ca"]))
 
 
 def run(args: argparse.Namespace, engine_args: list[str]) -> int:
@@ -414,6 +435,14 @@ def run(args: argparse.Namespace, engine_args: list[str]) -> int:
         return 2
     if (args.playback_rate is not None or args.report_playout) and args.transport != "ws":
         print("bench gateway: --playback-rate and --report-playout are for --transport ws", file=sys.stderr)
+        return 2
+    if args.tls and args.transport not in TLS_TRANSPORTS:
+        print(f"bench gateway: --tls is for --transport ws and http (WebRTC's media is encrypted with DTLS "
+              f"whatever its signalling goes over), not {args.transport}", file=sys.stderr)
+        return 2
+    if args.tls and args.url:
+        print("bench gateway: --tls is for the server the bench starts; for a running one give --url its https:// "
+              "address", file=sys.stderr)
         return 2
     if args.playback_rate is not None and not 0 < args.playback_rate < math.inf:
         print("bench gateway: --playback-rate must be > 0", file=sys.stderr)
