@@ -25,7 +25,8 @@ ABBREVIATIONS = {"e.g.": "for example", "i.e.": "that is", "etc.": "et cetera", 
                  "Ref.": "reference", "dept.": "department", "tel.": "telephone", "Tel.": "telephone", "Blvd.": "Boulevard", "Rd.": "Road", "Dept.": "Department", "Inc.": "Incorporated",
                  "Ltd.": "Limited", "Corp.": "Corporation", "Co.": "Company", "w/": "with", "w/o": "without",
                  "Ph.D.": "P H D", "PhD": "P H D", "govt.": "government",
-                 "and/or": "and or", "pH": "P H", "misc.": "miscellaneous", "appt.": "appointment",
+                 "and/or": "and or", "pH": "P H", "misc.": "miscellaneous", "appt.": "appointment", "apt.": "apartment", "401(k)": "four oh one K",
+                 "403(b)": "four oh three B",
                  "appts.": "appointments", "est.": "estimated", "dept": "department", "iOS": "I O S",
                  "macOS": "mac O S", "WWII": "World War two", "WWI": "World War one"}
 ENDINGS = frozenset({"avg.", "misc.", "appt.", "appts.", "ref.", "Ref.", "dept.", "tel.", "Tel.", "Apt.", "Ste.", "etc.", "Inc.", "Ltd.", "Corp.", "Co.", "Ave.", "Blvd.", "Rd.", "Ph.D.", "Dept.", "govt."})

@@ -44,7 +44,8 @@ def _serial(match: re.Match[str]) -> str | None:
     if ends:  # "Q1-Q3": a range
         return f"{spell_code(ends[1] + ends[2])} to {spell_code(ends[1] + ends[3])}"
     ranged = re.fullmatch(r"\d+(?:\.\d+)?-\d+(?:\.\d+)?([A-Za-z]+)", text)
-    if ranged and ranged[1] in UNITS or re.fullmatch(r"\d+(?:ST|ND|RD|TH)", text):  # "100-240V", "1ST": not codes
+    if ranged and ranged[1] in UNITS or re.fullmatch(r"\d+(?:ST|ND|RD|TH)|[1-9]\d{1,2}K", text):  # "100-240V",
+        # "1ST", "250K" (a count; "4K" stays a code)
         return None
     measured = _MEASURED.fullmatch(text)
     if _SCALED.fullmatch(text) or (measured and measured[1] in UNITS) or len(text) > 40:
@@ -196,6 +197,8 @@ def _numbered(match: re.Match[str]) -> str | None:
     if _pronoun(match):
         return None
     words, numeral = match.group().rsplit(None, 1)
+    if numeral in ("C", "D", "L", "M"):  # "Medicare Part D", "Schedule C": a letter
+        return None
     return f"{words} {w.cardinal(str(roman_value(numeral.upper())))}"
 
 
@@ -214,13 +217,13 @@ def _regnal(match: re.Match[str]) -> str | None:
 # --- arithmetic ----------------------------------------------------------------------------------------------------
 
 _TERM = (r"(?:(?:\d+(?:\.\d+)?(?=\())?\(?[-−]?√?(?:[a-z]\([a-z]\)|(?:\d+(?:\.\d+)?)?[a-z](?![A-Za-z0-9_(])"
-         r"|\d+(?:\.\d+)?(?:!(?=[ \t]?[-−+*×÷/=]))?)[²³]?\)?)")
+         r"|(?:\d{1,3}(?:,\d{3})+(?!\d)|\d+)(?:\.\d+)?(?:!(?=[ \t]?[-−+*×÷/=]))?)[²³]?\)?)")
 _OPERATOR = r"(?:[ \t]?[-−+*×÷/^=·][ \t]?|[ \t]x[ \t])"
 _MATH = rf"(?<![\w.,/:$-]){_TERM}(?:{_OPERATOR}{_TERM}){{1,12}}(?![\w]|\.\d|[-+*/^=]\w)"
 _OPERATORS = {" x": "times", "·": "times", "√": "the square root of", "!": "factorial", "-": "minus", "−": "minus",
               "+": "plus", "*": "times", "×": "times", "÷": "divided by", "/": "divided by", "=": "equals"}
 _MATH_PARTS = re.compile(
-    r"(?<=[\d)])\((?=[\w√-])|(?<=[\w)²³])[ \t]x(?=[ \t]+[\w(])|√|(?<=\d)!|(?<![\d\w])[-−](?=[\d\w])|[a-z]\([a-z]\)|\d+(?:\.\d+)?|[a-z]|\^[ \t]?\d+(?:\.\d+)?|[²³]|[-−+*×÷/=·]")
+    r"(?<=[\d)])\((?=[\w√-])|(?<=[\w)²³])[ \t]x(?=[ \t]+[\w(])|√|(?<=\d)!|(?<![\d\w])[-−](?=[\d\w])|[a-z]\([a-z]\)|\d{1,3}(?:,\d{3})+(?:\.\d+)?|\d+(?:\.\d+)?|[a-z]|\^[ \t]?\d+(?:\.\d+)?|[²³]|[-−+*×÷/=·]")
 
 
 _ASKED = re.compile(  # "What is 7 - 3?": a question about an expression, so its hyphen is a minus
@@ -257,7 +260,7 @@ def _math(match: re.Match[str]) -> str | None:
         elif part in "-−":
             said.append("minus")
         else:
-            said.append(w.number(part) if part[0].isdigit() else part)
+            said.append(w.number(part.replace(",", "")) if part[0].isdigit() else part)
     return " ".join(said)
 
 
@@ -298,6 +301,9 @@ RULES: list[Rule] = [
     ("cued_digits", r"(?<![\w.,$#-])\d{3,}(?:[ \t-]\d{2,}){0,4}(?![\w%]|[.,:/-]\d)", _cued_digits),
     ("grouped_digits", r"(?<![\w.+-])\d+(?:-\d+){2,}(?![\w-])", _grouped_digits),
     ("grades", r"(?<![\w-])K[-–](?:1[0-2]|[1-9])(?![\w-])", lambda match: "K to " + w.cardinal(match.group()[2:])),
+    ("rooms", r"(?<![\w.-])\d(?:BR|BD|br|bd|BA|ba)(?![\w-])",  # "a 2BR", "2BA": a listing's rooms
+     lambda match: w.cardinal(match.group()[0]) + (" bath" if match.group()[1] in "Bb" and match.group()[2] in "Aa"
+                                                   else " bedroom")),
     ("fiscal_year", r"(?<![\w-])FY[ \t]?(?:\d{4}|\d\d)(?![\w-])", fiscal_year),  # before a code's reading
     ("serial", r"(?<![\w$£€¥₹#.-])(?=[A-Z0-9-]*[A-Z])(?=[A-Z0-9-]*\d)[A-Z0-9]+(?:-[A-Z0-9]+)*(?![\w-])", _serial),
     ("roman", rf"(?<![\w])(?:Super[ \t]Bowl|World[ \t]War|{_NUMBERING})[ \t](?:{_ROMAN}|{_ROMAN_LOWER})(?![\w])",

@@ -20,6 +20,7 @@ _MONTH_FORMS = sorted({form for name in _MONTH_NUMBER for form in (name, name.up
                       - {"mar", "jun", "jul", "aug", "dec"}, key=len, reverse=True)  # lower-case short: other words
 _MONTH = r"(?:%s)" % "|".join(_MONTH_FORMS)
 _DAY = r"(?:[12]\d|3[01]|0?[1-9])(?!\d)(?:st|nd|rd|th)?"
+_FULL_WEEKDAY = "Monday|Tuesday|Wednesday|Thursday|Friday|Saturday|Sunday"
 _AMPM = r"(?:[aApP](?:\.[mM]\.?|[mM]))"
 WEEKDAYS = {"Mon": "Monday", "Tue": "Tuesday", "Tues": "Tuesday", "Wed": "Wednesday", "Thu": "Thursday",
             "Thur": "Thursday", "Thurs": "Thursday", "Fri": "Friday", "Sat": "Saturday", "Sun": "Sunday"}
@@ -184,9 +185,10 @@ _DURATION_CUE = re.compile(r"(?i:\b(?:took|takes|lasted|lasts|duration|elapsed|f
 
 
 def _time(match: re.Match[str]) -> str:
-    """A time of day; "3:45:12" after a word about how long ("finishing time was") is hours, minutes and seconds."""
+    """A time of day; "3:45:12" after a word about how long ("finishing time was"), or "00:15:00", is hours, minutes
+    and seconds."""
     parts = re.fullmatch(r"(\d{1,2}):(\d\d):(\d\d)", match.group())
-    if parts and _DURATION_CUE.search(match.string[max(0, match.start() - 40):match.start()]):
+    if parts and (parts[1] == "00" or _DURATION_CUE.search(match.string[max(0, match.start() - 40):match.start()])):
         return " ".join(f"{w.cardinal(str(int(n)))} {unit if int(n) == 1 else unit + 's'}"
                         for n, unit in zip(parts.groups(), ("hour", "minute", "second")) if int(n)) or "zero seconds"
     return clock(match.group(), ends_sentence_after(match))
@@ -217,6 +219,8 @@ def rules(day_first: bool = False) -> list[Rule]:
         ("weekday", rf"(?<![\w]){_WEEKDAY}(?:\.?[ \t]?[-–][ \t]?{_WEEKDAY}\.?(?![\w])|\.?(?=,|[ \t]+(?:\d|{_MONTH}))"
                     rf"|\.(?=[ \t]+[a-z]|[ \t]*(?:\n|$)))",  # "Tue. for", "Sat. hours": a lower-case word goes on
          _weekday),
+        ("weekday_range", rf"(?<![\w])(?:{_FULL_WEEKDAY})[ \t]?[-–—][ \t]?(?:{_FULL_WEEKDAY})(?![\w])",
+         lambda match: " to ".join(re.findall(r"[A-Za-z]+", match.group()))),
         ("month_range", rf"(?<![\w])(?:{_MONTH})\.?[ \t]?[-–][ \t]?(?:{_MONTH})\.?(?![\w])", _month_range),
         ("day_range", rf"(?<![\w]){_MONTH}\.?[ \t](?:[12]\d|3[01]|0?[1-9])[ \t]?[-–][ \t]?(?:[12]\d|3[01]|0?[1-9])"
                       rf"(?:,?[ \t]\d{{4}})?(?![\w-])", _day_range),

@@ -72,6 +72,7 @@ UNITS = {
     "MiB": ("mebibyte", "mebibytes", True), "Kbps": ("kilobit per second", "kilobits per second", True),
     "Tbps": ("terabit per second", "terabits per second", True), "mph": ("mile per hour", "miles per hour", True),
     "mpg": ("mile per gallon", "miles per gallon", True), "psi": ("P S I", "P S I", True),
+    "cu ft": ("cubic foot", "cubic feet", True), "cu. ft.": ("cubic foot", "cubic feet", True),
 }
 # A unit's name after "per" in a compound unit ("GB/s", "mg/mL", "kg/kg").
 _PER_UNIT = {"s": "second", "sec": "second", "h": "hour", "hr": "hour", "min": "minute", "d": "day", "day": "day",
@@ -85,7 +86,7 @@ _COMPOUND = rf"(?:{_UNIT}/(?:\d{{1,4}}[ \t]?)?{_DENOMINATOR}(?![\w/]))"  # "mg/m
 _SIGN = r"(?:[-−+](?=\d))?"
 _QUANTITY = (
     rf"{_START}{_SIGN}{NUM}(?:(?:-|–|[ \t]–[ \t]?)[-−]?{NUM})?"
-    rf"(?:st|nd|rd|th|ST|ND|RD|TH|(?:[ \t]?(?:°[ \t]?[FCK]?|[℃℉]))|[ \t]?{_COMPOUND}|{_UNIT}|[ \t]{_SPACED_UNIT}|(?:k|M|bn|B)(?![\w]))?"
+    rf"(?:st|nd|rd|th|ST|ND|RD|TH|(?:[ \t]?(?:°[ \t]?[FCK]?|[℃℉]))|[ \t]?{_COMPOUND}|{_UNIT}|[ \t]{_SPACED_UNIT}|(?:k|K|M|bn|B)(?![\w]))?"
     rf"{_END}"
 )
 
@@ -140,7 +141,7 @@ def _quantity(match: re.Match[str]) -> str:
         said = _value(a, plain)
         if b:
             said += " to " + ("minus " if parts["bsign"] else "") + _value(b, plain)
-        if suffix in ("k", "M", "bn", "B"):
+        if suffix in ("k", "K", "M", "bn", "B"):
             said += " " + MULTIPLIERS[suffix]
         elif suffix.startswith("°") or suffix in ("℃", "℉"):
             scale = {"℃": "C", "℉": "F"}.get(suffix, suffix[1:].strip())
@@ -211,12 +212,20 @@ def _month_day(match: re.Match[str]) -> str | None:
     if not (1 <= int(a) <= 12 and 1 <= int(b) <= 31):
         return None
     before = match.string[max(0, match.start() - 24):match.start()]
-    if a[0] == "0" and re.search(r"(?i:exp\w*|valid\w*|card)\W*$", before):  # a card's MM/YY
+    if a[0] == "0" and re.search(r"(?i:(?:exp\w*|valid\w*|card)(?:[ \t]+(?:date|thru|through|until))?"
+                                 r"(?:[ \t]+(?:is|of))?)\W*$", before):  # a card's MM/YY
         return f"{w.digits(a[0])} {w.cardinal(a[1])} {w.cardinal(b)}"
     if a[0] != "0" and (not _DATE_CUES.search(before) or _CHANGED_BY.search(before)):
         return None
     from engine.speech_text.dates import date_words  # dates.py builds on this module
     return date_words(int(a), int(b), None)
+
+
+def _month_year(match: re.Match[str]) -> str:
+    """"12/2027" (an expiry, a card) -> "December twenty twenty-seven"."""
+    from engine.speech_text.dates import date_words  # dates.py builds on this module
+    month, year = match.group().split("/")
+    return date_words(int(month), None, int(year))
 
 
 _VULGAR = {"½": (1, 2), "⅓": (1, 3), "⅔": (2, 3), "¼": (1, 4), "¾": (3, 4), "⅕": (1, 5), "⅖": (2, 5), "⅗": (3, 5),
@@ -326,6 +335,7 @@ RULES: list[Rule] = [
     ("version", r"(?<![\w.])(?:[vV]\d+(?:\.\d+)*|\d+\.\d+\.\d+(?:\.\d+)*)(?![\w]|\.\d)", _version),
     ("mixed_fraction", r"(?<![\w./,])\d{1,3}[ \t]\d{1,2}/\d{1,2}(?![\w/])", _mixed_fraction),
     ("month_day", r"(?<![\w./,])\d{1,2}/\d{1,2}(?![\w/])", _month_day),
+    ("month_year", r"(?<![\w./,])(?:0?[1-9]|1[0-2])/(?:19|20)\d\d(?![\w/])", _month_year),
     ("fraction", r"(?<![\w./,])\d{1,3}/\d{1,3}(?:st|nd|rd|th|ths|rds|nds)?(?![\w/])", _fraction),
     ("percent_range", rf"{_START}{NUM}%[ \t]?[-–][ \t]?[-−]?{NUM}%", _percent_range),
     ("feet_inches", r"(?<![\w.])\d{1,2}[ \t]?ft[ \t]\d{1,2}[ \t]?in(?![\w])", _feet),
@@ -337,6 +347,8 @@ RULES: list[Rule] = [
      _dimensions),
     ("inches", r"(?<![\w\"“”'.])\d{1,3}(?:\.\d)?[\"”″](?=[ \t]+[\w-])", _inches),
     ("military", r"(?<![\w.,:])(?:[01]\d|2[0-3])[0-5]\d(?=[ \t]hours\b)", _military),
+    ("inches_tall", r"(?<![\w.])\d{1,3}(?:\.\d+)?[ \t]in(?=[ \t]+(?:tall|wide|long|deep|high|thick|across|diagonal)\b)",
+     lambda match: w.number(match.group().split()[0]) + " inches"),  # "22 in tall": inches, not the word "in"
     ("hyphen_unit", rf"{_START}{NUM}-{_SPACED_UNIT}(?=[ \t]+[A-Za-z])", _hyphen_unit),
     ("unit_alone", r"(?<=\d[ \t])(?:%s)(?![\w/])" % "|".join(re.escape(u) for u in UNITS if "/" in u),
      lambda match: UNITS[match.group()][1]),  # "3 × 10^8 m/s": a unit after a number another rule read
