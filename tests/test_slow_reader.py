@@ -10,6 +10,7 @@ import base64
 import contextlib
 import json
 import socket
+from typing import Any, Coroutine
 
 import httpx
 import pytest
@@ -55,28 +56,11 @@ async def _whole_utterance(url: str) -> tuple[int, dict]:
 
 
 async def test_a_client_that_stops_reading_holds_only_the_lead_and_is_closed(server: str) -> None:
-    host, port = server.removeprefix("http://").split(":")
-    sock = socket.socket()
-    sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)  # the kernel absorbs next to nothing for it
-    sock.connect((host, int(port)))
+    sock = _stopping_reader(server)
     async with connect(server.replace("http", "ws") + "/v1/stream", sock=sock, max_queue=1, ping_interval=None,
                        max_size=None) as slow:
         await slow.send(json.dumps({"type": "speak", "text": TEXT}))
-        beside = asyncio.create_task(_whole_utterance(server))  # a normal client at the same time
-        most_queued = 0
-        for _ in range(int(STALL_S / 0.25) - 2):  # while the slow one is still open
-            await asyncio.sleep(0.25)
-            health = await asyncio.to_thread(_health, server)
-            most_queued = max(most_queued, health["queued_audio"]["max_utterance_bytes"])
-        received, done = await beside
-        assert abs(received - done["audio_seconds"] * BYTES_PER_S) <= 0.01 * BYTES_PER_S, (received, done)  # all
-        assert most_queued <= MOST_SENT_S * BYTES_PER_S, most_queued  # held in the gateway for the slow one
-        for _ in range(120):  # a bound on a hang: the stall timeout, from the last byte it took
-            if (await asyncio.to_thread(_health, server))["sessions"] == 0:
-                break
-            await asyncio.sleep(0.25)
-        health = await asyncio.to_thread(_health, server)
-        assert health["sessions"] == 0 and health["queued_audio"]["bytes"] == 0
+        await _beside_then_closed(server, _whole_utterance(server))
         slow_audio = 0
         with pytest.raises(ConnectionClosed) as closed:
             while True:  # what the gateway sent it before giving up, then the close
@@ -124,6 +108,31 @@ def _drain(sock: socket.socket) -> bytes:
     return data
 
 
+def _stopping_reader(url: str) -> socket.socket:
+    """A connection to the server whose client will read nothing: the kernel absorbs next to nothing for it."""
+    host, port = url.removeprefix("http://").split(":")
+    sock = socket.socket()
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+    sock.connect((host, int(port)))
+    return sock
+
+
+async def _beside_then_closed(url: str, beside: Coroutine[Any, Any, tuple[int, dict]]) -> None:
+    """While the stalled client is open, a normal one beside it gets its whole utterance and the gateway holds at
+    most the lead and a chunk for the stalled one; then the stalled session is closed, holding nothing."""
+    whole = asyncio.create_task(beside)
+    most_queued = 0
+    for _ in range(int(STALL_S / 0.25) - 2):  # while the slow one is still open
+        await asyncio.sleep(0.25)
+        health = await asyncio.to_thread(_health, url)
+        most_queued = max(most_queued, health["queued_audio"]["max_utterance_bytes"])
+    received, done = await whole
+    assert abs(received - done["audio_seconds"] * BYTES_PER_S) <= 0.01 * BYTES_PER_S, (received, done)  # all
+    assert most_queued <= MOST_SENT_S * BYTES_PER_S, most_queued  # held in the gateway for the slow one
+    health = await _until_no_sessions(url)
+    assert health["queued_audio"]["bytes"] == 0
+
+
 async def _until_no_sessions(url: str) -> dict:
     for _ in range(120):  # a bound on a hang: the stall timeout, from the last byte taken
         if (health := await asyncio.to_thread(_health, url))["sessions"] == 0:
@@ -136,25 +145,12 @@ async def _until_no_sessions(url: str) -> dict:
 async def test_an_http_stream_whose_client_stops_reading_holds_only_the_lead_and_is_aborted(
         server: str, name: str) -> None:
     path, body, bytes_per_s = HTTP_STREAMS[name]
-    host, port = server.removeprefix("http://").split(":")
-    sock = socket.socket()
-    sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)  # the kernel absorbs next to nothing for it
-    sock.connect((host, int(port)))
+    sock = _stopping_reader(server)
     payload = json.dumps(body).encode()
     sock.sendall(b"POST %s HTTP/1.1\r\nHost: %s\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n%s"
-                 % (path.encode(), host.encode(), len(payload), payload))  # and reads nothing until the end
+                 % (path.encode(), server.removeprefix("http://").encode(), len(payload), payload))  # and reads nothing until the end
     try:
-        beside = asyncio.create_task(_whole_http_utterance(server))  # a normal client at the same time
-        most_queued = 0
-        for _ in range(int(STALL_S / 0.25) - 2):
-            await asyncio.sleep(0.25)
-            health = await asyncio.to_thread(_health, server)
-            most_queued = max(most_queued, health["queued_audio"]["max_utterance_bytes"])
-        received, done = await beside
-        assert abs(received - done["audio_seconds"] * BYTES_PER_S) <= 0.01 * BYTES_PER_S, (received, done)  # all
-        assert most_queued <= MOST_SENT_S * BYTES_PER_S, most_queued  # held in the gateway for the slow one
-        health = await _until_no_sessions(server)
-        assert health["queued_audio"]["bytes"] == 0
+        await _beside_then_closed(server, _whole_http_utterance(server))
         data = await asyncio.to_thread(_drain, sock)
     finally:
         sock.close()
@@ -166,25 +162,12 @@ async def test_an_http_stream_whose_client_stops_reading_holds_only_the_lead_and
 
 
 async def test_an_elevenlabs_socket_whose_client_stops_reading_holds_only_the_lead_and_is_closed(server: str) -> None:
-    host, port = server.removeprefix("http://").split(":")
-    sock = socket.socket()
-    sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
-    sock.connect((host, int(port)))
+    sock = _stopping_reader(server)
     url = server.replace("http://", "ws://") + "/v1/text-to-speech/default/stream-input?output_format=pcm_24000"
     async with connect(url, sock=sock, max_queue=1, ping_interval=None, max_size=None) as slow:
         for text in (" ", TEXT, ""):
             await slow.send(json.dumps({"text": text}))
-        beside = asyncio.create_task(_whole_utterance(server))
-        most_queued = 0
-        for _ in range(int(STALL_S / 0.25) - 2):
-            await asyncio.sleep(0.25)
-            health = await asyncio.to_thread(_health, server)
-            most_queued = max(most_queued, health["queued_audio"]["max_utterance_bytes"])
-        received, done = await beside
-        assert abs(received - done["audio_seconds"] * BYTES_PER_S) <= 0.01 * BYTES_PER_S, (received, done)
-        assert most_queued <= MOST_SENT_S * BYTES_PER_S, most_queued
-        health = await _until_no_sessions(server)
-        assert health["queued_audio"]["bytes"] == 0
+        await _beside_then_closed(server, _whole_utterance(server))
         slow_audio = 0
         with pytest.raises(ConnectionClosed) as closed:
             while True:
