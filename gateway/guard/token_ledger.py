@@ -34,19 +34,18 @@ class MemoryLedger:
     def use(self, grant: Grant) -> bool:
         """One use taken of ``grant``; False when none is left."""
         self._sweep()
-        taken = self._uses.get(grant.id, 0)
-        if grant.uses is not None and taken >= grant.uses:
-            return False
-        self._uses[grant.id] = taken + 1
-        self._expiry[grant.id] = grant.expires_at
-        return True
+        return self._count(self._uses, grant, grant.uses)
 
     def open_session(self, grant: Grant) -> bool:
         """One session of ``grant`` opened; False when it has its ``sessions`` open already."""
-        open_now = self._sessions.get(grant.id, 0)
-        if grant.sessions is not None and open_now >= grant.sessions:
+        return self._count(self._sessions, grant, grant.sessions)
+
+    def _count(self, counts: dict[str, int], grant: Grant, limit: int | None) -> bool:
+        """One more of ``grant`` in ``counts``; False when it has ``limit`` already."""
+        now = counts.get(grant.id, 0)
+        if limit is not None and now >= limit:
             return False
-        self._sessions[grant.id] = open_now + 1
+        counts[grant.id] = now + 1
         self._expiry[grant.id] = grant.expires_at
         return True
 
