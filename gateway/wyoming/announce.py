@@ -99,13 +99,14 @@ class Announcer:
                 raise NonUniqueNameException("another responder answers for this name")
             info = AsyncServiceInfo(SERVICE_TYPE, content.name, port=content.port, properties={},
                                     parsed_addresses=list(content.addresses))
-            await (await self._zeroconf.async_register_service(info))
+            broadcasts = await self._zeroconf.async_register_service(info)
+            # Said once the name is held, before the first packet: a browser that sees the service has seen the line.
+            log.info("wyoming zeroconf: announced %s at %s port %d", content.name, ", ".join(content.addresses),
+                     content.port)
+            await broadcasts
         except (OSError, Error) as exc:  # no multicast on these interfaces, the name taken by another host...
             log.warning(CANNOT, content.name, f"{type(exc).__name__}: {exc}".rstrip(": "))
             await self.stop()
-            return
-        log.info("wyoming zeroconf: announced %s at %s port %d", content.name, ", ".join(content.addresses),
-                 content.port)
 
     async def stop(self) -> None:
         """Goodbye to browsers (python-zeroconf unregisters every service it announced when closed)."""
