@@ -92,6 +92,13 @@ SLOWEST_FIRST = ("test_gpu_bench.py", "test_failover.py", "test_page.py", "test_
                  "test_processes.py", "test_discovery.py", "test_livekit.py", "test_gst_bridge.py")
 
 
+def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
+    """The count of the docs' examples run and not run (issue 52: none untested), at the end of every run."""
+    from tests.test_docs_examples import census
+
+    terminalreporter.write_line(census())
+
+
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     rank = {name: place for place, name in enumerate(SLOWEST_FIRST)}
     items.sort(key=lambda item: rank.get(item.path.name, len(rank)))  # stable: the rest keep their order
