@@ -17,8 +17,8 @@ from pathlib import Path
 from typing import Any, Callable, Sequence
 
 from engine.protocol import NORMALIZE_MODES
-from gateway.cli_values import (Option, Parser, boolean, comma_list, lead_seconds, listen_address, number, port,
-                                 positive_seconds, seconds_or_auto, whole, whole_numbers)
+from gateway.cli_values import (Option, Parser, boolean, comma_list, engine_urls, lead_seconds, listen_address, number,
+                                 port, positive_seconds, seconds_or_auto, whole, whole_numbers)
 from gateway.guard.origins import parse_origins
 
 
@@ -156,7 +156,7 @@ GATEWAY_OPTIONS = (
            "firewall); with --processes each process gets its own slice; none = any port the kernel picks"),
     Option("--engine-url", "CBF_ENGINE_URL", "use running engine workers (ws://host:port, unix:/path, or "
            "dns+ws://name:port for every address of a name, re-resolved; comma-separated; utterances go to the "
-           "least busy) instead of starting one", comma_list, ()),
+           "least busy) instead of starting one", engine_urls, ()),
     Option("--engine-resolve-interval", "CBF_ENGINE_RESOLVE_INTERVAL", "seconds between resolutions of a "
            "dns+ws:// engine URL (new addresses are added, vanished ones drained)", number, 5.0),
     Option("--failover-wait", "CBF_FAILOVER_WAIT", "seconds an utterance whose worker went away waits for another "

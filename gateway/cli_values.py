@@ -83,9 +83,12 @@ def boolean(value: str) -> bool:
 
 def whole(value: str) -> int:
     try:
-        return int(value)
+        parsed = int(value)
     except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a whole number, got {value!r}") from None
+        parsed = -1
+    if parsed < 0:
+        raise argparse.ArgumentTypeError(f"expected a whole number (0 or more), got {value!r}")
+    return parsed
 
 
 def port(value: str) -> int:
@@ -145,6 +148,19 @@ def seconds_or_auto(value: str) -> float | None:
 
 def comma_list(value: str) -> tuple[str, ...]:
     return tuple(item.strip() for item in value.split(",") if item.strip())
+
+
+def engine_urls(value: str) -> tuple[str, ...]:
+    """Comma-separated engine worker URLs: ws:// or wss:// with a host, unix:/path, dns+ws:// or dns+wss://."""
+    from urllib.parse import urlsplit
+
+    urls = comma_list(value)
+    for url in urls:
+        parts = urlsplit(url.removeprefix("dns+"))
+        if not (url.startswith("unix:/") or parts.scheme in ("ws", "wss") and parts.hostname):
+            raise argparse.ArgumentTypeError(f"expected ws://HOST:PORT, wss://..., unix:/path or dns+ws://NAME:PORT, "
+                                             f"got {url!r}")
+    return urls
 
 
 def listen_address(value: str) -> str:

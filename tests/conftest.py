@@ -82,7 +82,7 @@ def phone_server():
 # alone.
 SLOWEST_FIRST = ("test_gpu_bench.py", "test_failover.py", "test_page.py", "test_bench_soak.py", "test_bench.py",
                  "test_engine_pool.py", "test_tenants.py", "test_doctor.py", "test_traces.py", "test_http.py",
-                 "test_faults.py", "test_first_run.py", "test_idle_unload.py", "test_worker.py", "test_drain.py",
+                 "test_faults.py", "test_docs_examples.py", "test_first_run.py", "test_idle_unload.py", "test_worker.py", "test_drain.py",
                  "test_prompt_cache_server.py", "test_fleet.py", "test_gate_quality.py", "test_s3gen_graphs.py",
                  "test_http_engine.py", "test_playout_websocket.py", "test_worker_lifeline.py",
                  "test_bench_barge_in.py", "test_turbo.py", "test_bench_faults.py", "test_planner_simulation.py",
@@ -92,11 +92,13 @@ SLOWEST_FIRST = ("test_gpu_bench.py", "test_failover.py", "test_page.py", "test_
                  "test_processes.py", "test_discovery.py", "test_livekit.py", "test_gst_bridge.py")
 
 
-def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
-    """The count of the docs' examples run and not run (issue 52: none untested), at the end of every run."""
+def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter, config: pytest.Config) -> None:
+    """The count of the docs' examples run and not run (issue 52: none untested), at the end of every run; with -v,
+    each one not run and why."""
     from tests.test_docs_examples import census
 
-    terminalreporter.write_line(census())
+    lines = census().splitlines()
+    terminalreporter.write_line("\n".join(lines if config.option.verbose > 0 else lines[:1]))
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:

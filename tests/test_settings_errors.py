@@ -68,6 +68,13 @@ def test_a_bad_flag_value(command: tuple[str, ...], flag: str, env: str | None, 
     assert flag in said and repr(bad) in said
 
 
+@pytest.mark.parametrize(("flag", "bad"), [("--max-sessions", "-1"), ("--port", "-8197"), ("--engine-url", "ftp://x"),
+                                         ("--engine-url", "ws://"), ("--engine-url", "ws://a:1,http://b:2")])
+def test_values_of_the_right_type_that_make_no_sense(flag: str, bad: str, capsys: pytest.CaptureFixture[str]) -> None:
+    said = _one_sentence(capsys, lambda: cli.build_parser().parse_args(["serve", flag, bad]), ("serve",))
+    assert flag in said and repr(bad.split(",")[-1]) in said
+
+
 def test_a_bad_environment_twin_on_every_command_help_included(monkeypatch: pytest.MonkeyPatch,
                                                               capsys: pytest.CaptureFixture[str]) -> None:
     walked = 0
