@@ -16,11 +16,13 @@ def run_cli(*args: str, env: dict[str, str] | None = None, timeout: float = 300)
                           timeout=timeout, env={**os.environ, **(env or {})})
 
 
-def serve_until(argv: list[str], marker: str, bound_s: float = 120) -> tuple[subprocess.Popen[str], list[str]]:
+def serve_until(argv: list[str], marker: str, bound_s: float = 120,
+                own_group: bool = False) -> tuple[subprocess.Popen[str], list[str]]:
     """Start ``serve`` with ``argv``; its log up to the first line holding ``marker`` (the process is left running:
-    ``stop`` it)."""
+    ``stop`` it). ``own_group``: in a process group of its own, as a terminal's foreground job is (its pid the
+    group's)."""
     proc = subprocess.Popen([sys.executable, "-m", "gateway.cli", "serve", *argv], cwd=ROOT, stderr=subprocess.PIPE,
-                            text=True)
+                            text=True, process_group=0 if own_group else None)
     hung = threading.Timer(bound_s, proc.kill)  # a bound on a hang, not a speed: the log then ends
     hung.start()
     logged: list[str] = []

@@ -6,7 +6,9 @@ is a debug line, not a warning (gateway/engine_link/link_failures.py)."""
 from __future__ import annotations
 
 import logging
+import os
 import re
+import signal
 import socket
 
 import httpx
@@ -35,6 +37,23 @@ def test_no_host_and_no_key_is_this_machine_only_and_a_quiet_start(tmp_path) -> 
     assert f"gateway listening on http://127.0.0.1:{port}/" in log and "set --host 0.0.0.0 (CBF_HOST)" in log, log
     assert logged[-1].split(" INFO chatterbox_fast.gateway: ")[1].strip() == (
         f"ready: open http://127.0.0.1:{port}/ to hear it; espeak on cpu speaks; API keys off")
+
+
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
+def test_a_signal_to_the_whole_group_is_a_quiet_stop(sig: signal.Signals, tmp_path) -> None:
+    """Ctrl-C in a terminal (SIGINT to the foreground group) or a service manager's SIGTERM to the group: the gateway
+    stops its worker itself (the worker is in its own session), so no worker traceback, no "engine worker stopped"
+    error and no restart."""
+    proc, logged = serve_until(["--port", str(free_port()), "--engine", "espeak", "--voices-dir", str(tmp_path)],
+                                " ready: open ", own_group=True)
+    os.killpg(proc.pid, sig)
+    try:
+        _, rest = proc.communicate(timeout=60)
+    finally:
+        stop(proc)
+    log = "".join(logged) + rest
+    assert proc.returncode in (0, -sig), log  # (uvicorn ends by the SIGINT it caught, as a shell expects of Ctrl-C)
+    assert not re.search(r"WARNING|ERROR|Traceback|restarting", log), log
 
 
 def test_the_lines_said() -> None:

@@ -66,8 +66,12 @@ class EngineProcess:
         while not self._stopping:
             started = time.monotonic()
             self._report.unlink(missing_ok=True)
+            # Its own session: a Ctrl-C in the terminal (SIGINT to the foreground group) or a signal to the group
+            # reaches the gateway alone, which stops the worker when it is done with it (and --parent-pid ends the
+            # worker if the gateway dies without doing so).
             self.proc = await asyncio.create_subprocess_exec(*self._argv, stdin=asyncio.subprocess.DEVNULL,
-                                                             env={**os.environ, "CBF_ENGINE_SECRET": self.secret})
+                                                             env={**os.environ, "CBF_ENGINE_SECRET": self.secret},
+                                                             start_new_session=True)
             self.backoff_s = None
             log.info("engine worker started (pid %d)", self.proc.pid)
             self.last_exit = await self.proc.wait()

@@ -89,7 +89,7 @@ class Draining:
     async def _drain(self) -> None:
         sessions, rules = self._sessions, self.rules
         assert sessions is not None and self._close_calls is not None
-        log.warning("draining (%s): %d sessions, for at most %g s", "the port handed over" if rules.handover else
+        log.info("draining (%s): %d sessions, for at most %g s", "the port handed over" if rules.handover else
                     "new sessions refused", len(sessions), rules.grace_s)
         if rules.handover:
             for listener in [*(self.server.servers if self.server is not None else ()), *self.listeners]:
