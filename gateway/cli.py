@@ -416,7 +416,10 @@ def cmd_serve(args: argparse.Namespace) -> int:
     # A SIGTERM once the server has stopped serving (a second one, during its shutdown) is a stop too, not the default
     # action, which would end this process with 143 under a container's init, where it is not PID 1.
     signal.signal(signal.SIGTERM, lambda *_: setattr(server, "should_exit", True))
-    server.run(sockets=[sock])
+    try:
+        server.run(sockets=[sock])
+    except KeyboardInterrupt:  # uvicorn raises the SIGINT it caught again once it has shut down: Ctrl-C, no traceback
+        return 128 + signal.SIGINT
     return _refuse(args, refusals[0]) if refusals else 0
 
 
