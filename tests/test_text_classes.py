@@ -119,6 +119,17 @@ SAID = [
     ("expiry date is 07/27", "expiry date is zero seven twenty-seven"), ("a timeout of 00:05:00", "a timeout of five minutes"),
     ("open Monday–Friday", "open Monday to Friday"), ("a shelf 12 in wide", "a shelf twelve inches wide"),
     ("a 9 cu ft oven", "a nine cubic foot oven"), ("holds 9 cu ft", "holds nine cubic feet"), ("a 3BR, 2BA home", "a three bedroom, two bath home"),
+    # fixed after heldout5.tsv was scored
+    ("was 95 mg/dL.", "was ninety-five milligrams per deciliter."), ("by Monday 9/22", "by Monday September twenty-second"),
+    ("I sat 3/4 of it", "I sat three quarters of it"), ("on duty at 0800.", "on duty at zero eight hundred."),
+    ("at 0800, we", "at zero eight hundred, we"), ("Toronto, ON M5V 1J5", "Toronto, Ontario M five V one J five"),
+    ("at 4401 Hwy 290.", "at forty-four oh one Highway two ninety."), ("take Hwy 101 north", "take Highway one oh one north"),
+    ("the serial no. on it", "the serial number on it"), ("there is no. Stop.", "there is no. Stop."),
+    ("your prescription Rx #602", "your prescription R X number six oh two"), ("refill your Rx", "refill your prescription"),
+    ("part # 74-2210B", "part number seven four-two two one zero B"), ("E = mc^2", "E equals m c squared"),
+    ("= 120 sq ft", "equals one hundred twenty square feet"), ("sqrt(81) = 9", "the square root of eighty-one equals nine"),
+    ("π ≈ 3.14", "pi is approximately three point one four"), ("takes ≈ 5 min", "takes approximately five minutes"),
+    ("a Level I center", "a Level one center"),
 ]
 
 

@@ -86,6 +86,8 @@ def _title(match: re.Match[str]) -> str:
 def _abbreviation(match: re.Match[str]) -> str:
     text = match.group()
     said = ABBREVIATIONS.get(text) or ABBREVIATIONS[text.lower()]
+    if text.isalpha() and match.string[:match.start()].rstrip().lower().endswith(said.lower()):
+        return " ".join(text.upper())  # "your prescription Rx": the word is there already, so the letters
     if text[0].isupper() and text.lower() in ABBREVIATIONS:
         said = said[0].upper() + said[1:]
     ends = text in ENDINGS or text.lower() in ENDINGS
@@ -142,8 +144,12 @@ def _pattern(words: dict[str, str]) -> str:
 
 # Said in any case ("ETC.", "Incl."), but for "est." ("EST." is a time zone).
 _LOWER_ABBREVIATIONS = {k: v for k, v in ABBREVIATIONS.items() if k.islower() and "." in k and k != "est."}
+# "serial no. on the unit": "no." after what is numbered is "number" whatever follows.
+_NUMBERED_NO = "|".join(rf"(?<=\b{noun}[ \t])no\." for noun in (
+    "serial model part account policy order item invoice case claim ticket flight room phone lot batch ref reference "
+    "tracking confirmation patient member contract").split())
 RULES: list[Rule] = [
-    ("title", rf"(?<![\w.])(?:St\.|(?:{_pattern({k: v for k, v in TITLES.items() if k != 'No.'})})|No\.(?=[ \t]?\d)|no\.(?=[ \t]?[A-Z\d]))",
+    ("title", rf"(?<![\w.])(?:St\.|(?:{_pattern({k: v for k, v in TITLES.items() if k != 'No.'})})|No\.(?=[ \t]?\d)|no\.(?=[ \t]?(?:\d|[A-Z][A-Z\d-]*\d))|{_NUMBERED_NO})",
      _title),
     ("abbreviation",
      rf"(?<![\w.])(?:{_pattern(ABBREVIATIONS)}|(?i:{_pattern(_LOWER_ABBREVIATIONS)}))(?![\w])", _abbreviation),

@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 
 from engine.speech_text import words as w
-from engine.speech_text.codes import spell_code
+from engine.speech_text.codes import NUMBERING, spell_code
 from engine.speech_text.numbers import Rule, ends_sentence_after
 
 STREET_TYPES = {"St": "Street", "Ave": "Avenue", "Av": "Avenue", "Blvd": "Boulevard", "Rd": "Road", "Dr": "Drive",
@@ -43,7 +43,10 @@ STATES = dict(zip(
 # Abbreviations inside a street's name.
 NAME_WORDS = {"Mt.": "Mount", "Mt": "Mount", "Ft.": "Fort", "Ft": "Fort", "St.": "Saint", "Pt.": "Point",
               "Ctr": "Center", "Ctr.": "Center", "Hts": "Heights", "Hts.": "Heights", "Jct": "Junction", "Lk": "Lake",
-              "Rte": "Route", "Rte.": "Route"}
+              "Rte": "Route", "Rte.": "Route", "Hwy": "Highway", "Hwy.": "Highway"}
+PROVINCES = {"AB": "Alberta", "BC": "British Columbia", "MB": "Manitoba", "NB": "New Brunswick",
+             "NL": "Newfoundland and Labrador", "NS": "Nova Scotia", "NT": "Northwest Territories", "NU": "Nunavut",
+             "ON": "Ontario", "PE": "Prince Edward Island", "QC": "Quebec", "SK": "Saskatchewan", "YT": "Yukon"}
 
 _NAME = r"(?:(?:Mt|Ft|St|Pt|Ctr|Hts)\.?(?=[ \t])|[A-Z][a-z']+|\d{1,3}(?:st|nd|rd|th)|[A-Z]{2,})"
 _STREET_TYPE = r"(?:%s)" % "|".join(sorted((k for k in STREET_TYPES if not k.endswith(".")), key=len, reverse=True))
@@ -54,6 +57,8 @@ _ADDRESS = (rf"(?<![\w.,$#/-])\d{{1,6}}(?:-?[A-Z])?[ \t]+(?:{_DIRECTION}\.?[ \t]
             rf"|(?<![\w.,$#/-])\d{{1,6}}[ \t]+{_DIRECTION}\.?[ \t]+[A-Z][a-z]+(?=,|[ \t]+#)")  # "4021 N. Broadway, Chicago"
 _UNIT = (r"(?<![\w])(?i:%s)(?:\.?[ \t]*#[ \t]*|\.?[ \t]+|\.)(?:[A-Z]?\d+[A-Z]?|[A-Z]{1,2}\d*)(?![\w-])"
          % "|".join(re.escape(u).replace(r"\ ", r"[ \t]") for u in sorted(UNITS, key=len, reverse=True)))
+_ROUTE_ALONE = r"(?<![\w.])(?:Hwy\.?|Highway|Rte\.?|Route|Interstate)[ \t]+\d{1,4}(?![\w,:/-]|\.\d)"  # "Take Hwy 101"
+_POSTAL = r"(?<![\w])(?:%s),?[ \t]+[A-Z]\d[A-Z][ \t]?\d[A-Z]\d(?![\w-])" % "|".join(PROVINCES)  # "ON M5V 1J5"
 _ZIP = (r"(?<![\w])(?:(?:%s),?[ \t]+|(?i:zip|zip[ \t]code|postal[ \t]code|zipcode):?[ \t]+)\d{5}(?:-\d{4})?(?![\w-])"
         % "|".join(STATES))
 
@@ -92,8 +97,8 @@ def _address(match: re.Match[str]) -> str:
         bare = word.rstrip(".")
         if i == 0 and bare in DIRECTIONS and (len(words) > 2 or words[-1].rstrip(".") not in STREET_TYPES):
             said.append(DIRECTIONS[bare])
-        elif word.isdigit():  # a route's number
-            said.append(w.cardinal(word))
+        elif word.isdigit():  # a route's number, as a house number is said: "Highway two ninety"
+            said.append(house_number(word))
         elif bare in STREET_TYPES and i >= len(words) - 2 and (i == len(words) - 1 or words[-1].rstrip(".") in DIRECTIONS):
             said.append(STREET_TYPES[bare])
         elif i == len(words) - 1 and bare in DIRECTIONS:
@@ -109,8 +114,8 @@ def _address(match: re.Match[str]) -> str:
 
 def _unit(match: re.Match[str]) -> str | None:
     word, code = re.fullmatch(r"(.+?)\.?[ \t]*#?[ \t]*(\S+)", match.group()).groups()  # type: ignore[union-attr]
-    if re.fullmatch(r"[IVXLC]{2,}", code):  # "Level IV": a roman numeral (codes.py)
-        return None
+    if re.fullmatch(r"[IVXLC]{2,}", code) or (code in ("I", "V", "X") and word.title() in NUMBERING):
+        return None  # "Level IV", "Level I": a roman numeral (codes.py)
     if word in STATES and re.fullmatch(r"\d{5}", code):  # "Miami, FL 33139": a state and its ZIP code
         return None
     name = UNITS[re.sub(r"[ \t]+", " ", word.lower())]
@@ -131,4 +136,16 @@ def _zip(match: re.Match[str]) -> str:
     return lead + ", ".join(w.digits(part) for part in code.group().split("-"))
 
 
-RULES: list[Rule] = [("address", _ADDRESS, _address), ("unit", _UNIT, _unit), ("zip", _ZIP, _zip)]
+def _route(match: re.Match[str]) -> str:
+    name, number = match.group().split()
+    return f"{NAME_WORDS.get(name, name)} {house_number(number)}"
+
+
+def _postal(match: re.Match[str]) -> str:
+    """A Canadian province and postal code: "Ontario M five V one J five"."""
+    province, code = re.fullmatch(r"([A-Z]{2}),?[ \t]+(.+)", match.group()).groups()  # type: ignore[union-attr]
+    return f"{PROVINCES[province]}{',' if ',' in match.group() else ''} {spell_code(code.replace(' ', ''))}"
+
+
+RULES: list[Rule] = [("address", _ADDRESS, _address), ("unit", _UNIT, _unit), ("zip", _ZIP, _zip),
+                     ("postal", _POSTAL, _postal), ("route", _ROUTE_ALONE, _route)]

@@ -66,7 +66,7 @@ def _flight(match: re.Match[str]) -> str:
 
 def _number_code(match: re.Match[str]) -> str:
     """"#A7-4402": an order or item code after a number sign."""
-    return "number " + spell_code(match.group()[1:])
+    return "number " + spell_code(match.group()[1:].strip())
 
 
 # Before a run of digits, words that make it a code to read digit by digit: "member ID is 884 211 907", "ends in 4821".
@@ -216,14 +216,15 @@ def _regnal(match: re.Match[str]) -> str | None:
 
 # --- arithmetic ----------------------------------------------------------------------------------------------------
 
-_TERM = (r"(?:(?:\d+(?:\.\d+)?(?=\())?\(?[-−]?√?(?:[a-z]\([a-z]\)|(?:\d+(?:\.\d+)?)?[a-z](?![A-Za-z0-9_(])"
+_TERM = (r"(?:(?:\d+(?:\.\d+)?(?=\())?(?:sqrt(?=\())?\(?[-−]?√?(?:[a-z]\([a-z]\)|[A-Z](?=[ \t]?=)|[a-z]{2}(?=\^|[²³])"
+         r"|(?:\d+(?:\.\d+)?)?[a-z](?![A-Za-z0-9_(])"
          r"|(?:\d{1,3}(?:,\d{3})+(?!\d)|\d+)(?:\.\d+)?(?:!(?=[ \t]?[-−+*×÷/=]))?)[²³]?\)?)")
 _OPERATOR = r"(?:[ \t]?[-−+*×÷/^=·][ \t]?|[ \t]x[ \t])"
 _MATH = rf"(?<![\w.,/:$-]){_TERM}(?:{_OPERATOR}{_TERM}){{1,12}}(?![\w]|\.\d|[-+*/^=]\w)"
-_OPERATORS = {" x": "times", "·": "times", "√": "the square root of", "!": "factorial", "-": "minus", "−": "minus",
+_OPERATORS = {" x": "times", "·": "times", "√": "the square root of", "sqrt": "the square root of", "!": "factorial", "-": "minus", "−": "minus",
               "+": "plus", "*": "times", "×": "times", "÷": "divided by", "/": "divided by", "=": "equals"}
 _MATH_PARTS = re.compile(
-    r"(?<=[\d)])\((?=[\w√-])|(?<=[\w)²³])[ \t]x(?=[ \t]+[\w(])|√|(?<=\d)!|(?<![\d\w])[-−](?=[\d\w])|[a-z]\([a-z]\)|\d{1,3}(?:,\d{3})+(?:\.\d+)?|\d+(?:\.\d+)?|[a-z]|\^[ \t]?\d+(?:\.\d+)?|[²³]|[-−+*×÷/=·]")
+    r"(?<=[\d)])\((?=[\w√-])|(?<=[\w)²³])[ \t]x(?=[ \t]+[\w(])|√|sqrt|[A-Z]|(?<=\d)!|(?<![\d\w])[-−](?=[\d\w])|[a-z]\([a-z]\)|\d{1,3}(?:,\d{3})+(?:\.\d+)?|\d+(?:\.\d+)?|[a-z]|\^[ \t]?\d+(?:\.\d+)?|[²³]|[-−+*×÷/=·]")
 
 
 _ASKED = re.compile(  # "What is 7 - 3?": a question about an expression, so its hyphen is a minus
@@ -255,7 +256,7 @@ def _math(match: re.Match[str]) -> str | None:
         elif part[0] == "^":
             power = part[1:].strip()
             said.append({"2": "squared", "3": "cubed"}.get(power) or "to the power of " + w.number(power))
-        elif part in _OPERATORS and (said or part == "√"):
+        elif part in _OPERATORS and (said or part in ("√", "sqrt")):
             said.append(_OPERATORS[part])
         elif part in "-−":
             said.append("minus")
@@ -293,7 +294,7 @@ RULES: list[Rule] = [
     ("hex", r"(?<![\w])0x[0-9A-Fa-f]{1,16}(?![\w])", _hex),
     ("flight", rf"(?<![\w])(?:{'|'.join(AIRLINES)})[ \t]?\d{{1,4}}(?![\w])"
      r"|(?:(?<=[Ff]light )|(?<=Amtrak )|(?<=[Tt]rain )|(?<=[Bb]us ))\d{3,4}(?![\w]|[.,]\d)", _flight),
-    ("number_code", r"(?<![\w&#])#(?=[A-Z0-9-]*[A-Z])(?=[A-Z0-9-]*\d)[A-Z0-9]+(?:-[A-Z0-9]+)*(?![\w-])",
+    ("number_code", r"(?<![\w&#])#[ \t]?(?=[A-Z0-9-]*[A-Z])(?=[A-Z0-9-]*\d)[A-Z0-9]+(?:-[A-Z0-9]+)*(?![\w-])",
      _number_code),
     ("star_code", r"(?<![\w*])\*\d{2,4}#?(?![\w*])",  # "*611", "*67": keyed on a phone
      lambda match: "star " + w.digits(match.group().strip("*#")) + (" pound" if match.group().endswith("#") else "")),

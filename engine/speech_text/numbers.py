@@ -73,6 +73,8 @@ UNITS = {
     "Tbps": ("terabit per second", "terabits per second", True), "mph": ("mile per hour", "miles per hour", True),
     "mpg": ("mile per gallon", "miles per gallon", True), "psi": ("P S I", "P S I", True),
     "cu ft": ("cubic foot", "cubic feet", True), "cu. ft.": ("cubic foot", "cubic feet", True),
+    "dL": ("deciliter", "deciliters", True), "mmol": ("millimole", "millimoles", True),
+    "mEq": ("milliequivalent", "milliequivalents", True),
 }
 # A unit's name after "per" in a compound unit ("GB/s", "mg/mL", "kg/kg").
 _PER_UNIT = {"s": "second", "sec": "second", "h": "hour", "hr": "hour", "min": "minute", "d": "day", "day": "day",
@@ -198,9 +200,10 @@ def _fraction_words(numerator: int, denominator: int) -> str:
     return f"{w.cardinal(str(numerator))} {one if numerator == 1 else many}"
 
 
-_DATE_CUES = re.compile(r"(?i:\b(?:on|by|starts?|starting|due|until|till|thru|through|from|since|before|after|"
+_DATE_CUES = re.compile(r"(?:(?i:\b(?:on|by|starts?|starting|due|until|till|thru|through|from|since|before|after|"
                         r"expires?|expiring|exp|dated?|effective|ends?|ending|week of|open|opens|closed|delivered|"
-                        r"scheduled|arrives?|arriving|shipped|ships)\W*)$")
+                        r"scheduled|arrives?|arriving|shipped|ships))"
+                        r"|\b(?:Mon|Tues?|Wed(?:nes)?|Thu(?:rs?)?|Fri|Sat(?:ur)?|Sun)(?:day)?)\W*$")  # "Monday 9/22"
 _CHANGED_BY = re.compile(r"(?i:\b(?:cut|cuts|reduced?|reduces|lowers?|lowered|raised?|raises|increased?|increases|"
                          r"decreased?|decreases|grew|grows?|rose|rises?|fell|falls?|dropped|drops?|shrank|shrinks?|"
                          r"discounted|multiplied|divided|up|down)\b[^.!?]{0,30}\bby\W*)$")  # "cuts it by 1/4": a fraction
@@ -346,11 +349,13 @@ RULES: list[Rule] = [
      rf"(?:[ \t]?{_SIZE_UNIT}(?![\w]))?(?![\w])(?![ \t]*=)",
      _dimensions),
     ("inches", r"(?<![\w\"“”'.])\d{1,3}(?:\.\d)?[\"”″](?=[ \t]+[\w-])", _inches),
-    ("military", r"(?<![\w.,:])(?:[01]\d|2[0-3])[0-5]\d(?=[ \t]hours\b)", _military),
+    ("military", r"(?<![\w.,:])(?:(?:[01]\d|2[0-3])[0-5]\d(?=[ \t]hours\b)|(?<=\bat[ \t])0\d[0-5]\d(?![\w:-]|[.,]\d))",
+     _military),  # "1400 hours", "at 0800"
     ("inches_tall", r"(?<![\w.])\d{1,3}(?:\.\d+)?[ \t]in(?=[ \t]+(?:tall|wide|long|deep|high|thick|across|diagonal)\b)",
      lambda match: w.number(match.group().split()[0]) + " inches"),  # "22 in tall": inches, not the word "in"
     ("hyphen_unit", rf"{_START}{NUM}-{_SPACED_UNIT}(?=[ \t]+[A-Za-z])", _hyphen_unit),
-    ("unit_alone", r"(?<=\d[ \t])(?:%s)(?![\w/])" % "|".join(re.escape(u) for u in UNITS if "/" in u),
-     lambda match: UNITS[match.group()][1]),  # "3 × 10^8 m/s": a unit after a number another rule read
+    ("unit_alone", r"(?<=\d[ \t])(?:%s)(?![\w/])" % "|".join(re.escape(u) for u in sorted(UNITS, key=len, reverse=True)
+                                                       if re.search(r"[/ ²]", u)),
+     lambda match: UNITS[match.group()][1]),  # "3 × 10^8 m/s", "= 120 sq ft": a unit after a number another rule read
     ("quantity", _QUANTITY, _quantity),
 ]

@@ -62,7 +62,7 @@ _LOCALES = {"en-US": _Locale(day_first=False), "en-GB": _Locale(day_first=True)}
 _RULES_OF_CLASS = {
     "tag": "tag",
     "electronic": "email url file_name windows_path handle hashtag version",
-    "address": "address unit zip",
+    "address": "address unit zip postal route",
     "telephone": "vanity extension local_phone service_code short_code star_code bare_phone grouped_digits phone",
     "serial": "hex flight number_code cued_digits serial leftover",
     "roman": "roman roman_year roman_item regnal",

@@ -45,6 +45,8 @@ def _saying(words: str):  # type: ignore[no-untyped-def]
 
 RULES: list[Rule] = [
     ("sharp", r"(?<![\w])[CF]#(?![\w#])", _sharp),
+    ("compare", r"(?:(?<=[\d)π])|(?<=[\d)π][ \t])|(?<=(?<!\w)[A-Za-z])|(?<=(?<!\w)[A-Za-z][ \t]))≈",
+     _saying(" is approximately ")),  # after a number or a variable: "π ≈ 3.14"; "takes ≈ 5 min" is the word's
     ("words", "|".join(re.escape(s) for s in sorted(_WORDS, key=len, reverse=True)), _said),
     ("compare", r"(?<=\s)[<>](?=\s)", _compare),
     ("about", r"~(?=[$£€¥]?\d)", _saying("about ")),
