@@ -250,6 +250,9 @@ class EngineReady:
     # An engine that keeps voice prompts' keys and values on the device (chatterbox-turbo): {voices, bytes, limit}.
     # Sent again (a later ``ready``, at most once a second) when its figures change; absent for the others.
     prompt_cache: dict[str, Any] | None = None
+    # Where placement by fit put a CUDA worker (engine/placement.py): {device, uuid, name, why, others: [{device,
+    # uuid, name, free_gib, total_gib}]}; absent elsewhere.
+    placement: dict[str, Any] | None = None
     # Whether the model is in memory: loaded | unloading | unloaded | loading (--unload-after, POST /v1/admin/unload,
     # /v1/admin/load). Sent again (a later ``ready``) on every change; absent from a worker that predates it.
     state: str | None = None

@@ -35,16 +35,18 @@ class Misconfigured(Exception):
 
 
 def cuda_problem(device: str) -> str | None:
-    """Why ``device`` cannot be used, naming CUDA_VISIBLE_DEVICES and what torch sees; None when it can."""
-    if not device.startswith("cuda"):
+    """Why ``device`` (one, or a list: engine/placement.py) cannot be used, naming CUDA_VISIBLE_DEVICES and what
+    torch sees; None when it can. A UUID is checked against the cards when the worker is placed."""
+    items = device.split(",")
+    if not any(item.startswith(("cuda", "GPU-", "MIG-")) for item in items):
         return None
     import torch
 
     visible = os.environ.get("CUDA_VISIBLE_DEVICES")
     shown = "unset" if visible is None else repr(visible)
     count = torch.cuda.device_count() if torch.cuda.is_available() else 0
-    index = int(device.partition(":")[2] or 0)
-    if index < count:
+    indexes = [int(item.partition(":")[2] or 0) for item in items if item.startswith("cuda")]
+    if count and all(index < count for index in indexes):
         return None
     build = f"CUDA {torch.version.cuda} build" if torch.version.cuda else "CPU-only build"
     return (f"--device {device} asks for a CUDA device, but torch {torch.__version__} ({build}) sees "
@@ -68,7 +70,7 @@ def check_decode(decode: str, batch_slots: int, device: str, prompt_cache_voices
         raise Misconfigured(f"--prompt-cache-voices {prompt_cache_voices} keeps no voice",
                             "pass a positive count (CBF_PROMPT_CACHE_VOICES; 64 by default)")
     graphs = [flag for flag, mode in (("--decode", decode), ("--vocode", vocode)) if mode == "graph"]
-    if not graphs or device.startswith("cuda"):
+    if not graphs or device not in ("auto", "cpu"):  # one card or a list of them (cuda_problem checked it)
         return
     import torch
 
@@ -139,10 +141,11 @@ def preflight(settings: EngineSettings, engine: str) -> EngineSettings:
 
 
 @contextlib.contextmanager
-def loading(settings: EngineSettings, on_gpu: bool) -> Iterator[None]:
+def loading(settings: EngineSettings, on_gpu: bool, out_of_memory_raises: bool = False) -> Iterator[None]:
     """Around loading and warming the engine: out of device memory, no watermark, and CUDA graphs asked for with
     ``--decode graph`` that fail their start-up self-check become ``Misconfigured``.
-    ``on_gpu``: the engine will load onto ``settings.device`` (its free memory is measured first)."""
+    ``on_gpu``: the engine will load onto ``settings.device`` (its free memory is measured first);
+    ``out_of_memory_raises``: an out-of-memory is left to the caller (placement tries the next card)."""
     import torch
 
     from engine.engines.base import GraphCheckFailed
@@ -153,6 +156,8 @@ def loading(settings: EngineSettings, on_gpu: bool) -> Iterator[None]:
     try:
         yield
     except torch.OutOfMemoryError as exc:
+        if out_of_memory_raises:
+            raise
         raise Misconfigured(out_of_memory(settings.model_dir, free, total),
                             "free the card (`nvidia-smi` lists what holds it) or pin a larger one by UUID "
                             "(CUDA_VISIBLE_DEVICES / CBF_GPU_UUID)") from exc
@@ -172,11 +177,59 @@ def out_of_memory(model_dir: Path | None, free: int, total: int) -> str:
 
 
 def start_worker(settings: EngineSettings):  # -> Worker (imported here: the checks above stay light)
-    """Check, load, warm: the worker, or ``Misconfigured``."""
+    """Check, load, warm: the worker, or ``Misconfigured``. Chatterbox-Turbo on CUDA is placed by fit: the cards of
+    ``--device`` in order (engine/placement.py), the first with room for it that loads it."""
     from engine.engines import choose_engine
     from engine.worker import build_worker
 
     engine, _ = choose_engine(settings)
     settings = preflight(settings, engine)
-    with loading(settings, on_gpu=engine == "chatterbox-turbo"):
-        return build_worker(settings)
+    cards = _cards(settings) if engine == "chatterbox-turbo" else []
+    if not cards:
+        with loading(settings, on_gpu=engine == "chatterbox-turbo"):
+            return build_worker(settings)
+    return _placed(settings, cards, build_worker)
+
+
+def _cards(settings: EngineSettings) -> list:  # -> list[Card], in the order to try them; [] where nothing is placed
+    from engine import placement
+
+    devices = placement.device_list(settings.device)
+    if devices == ("cpu",):
+        return []
+    cards = placement.visible_cards()
+    if not cards and devices == ("auto",):
+        return []  # the CPU
+    try:
+        return placement.order(devices, cards)
+    except ValueError as exc:
+        raise Misconfigured(str(exc), CUDA_FIX) from exc
+
+
+def _placed(settings: EngineSettings, cards: list, build):  # type: ignore[no-untyped-def]
+    """Load onto the first of ``cards`` with room for the estimated need; an out-of-memory there frees what it took
+    and tries the next; none: ``Misconfigured`` listing every card, its memory, and the need."""
+    import gc
+
+    import torch
+
+    from engine import placement
+    from engine.engines.turbo import estimated_need
+
+    need = estimated_need(settings)
+    plan = placement.plan(need, cards)
+    failed = []
+    for card in plan.fitting:
+        placed = dataclasses.replace(settings, device=card.device)
+        try:
+            with loading(placed, on_gpu=True, out_of_memory_raises=True):
+                worker = build(placed)
+        except torch.OutOfMemoryError:
+            failed.append((card, "out of memory while loading"))
+            gc.collect()
+            torch.cuda.empty_cache()
+            continue
+        worker.placed(card, need, [c for c in cards if c != card])
+        return worker
+    raise Misconfigured(plan.refusal(failed), "free a card (`nvidia-smi` lists what holds it), list another in "
+                        "--device (CBF_DEVICE), or lower --batch-slots and --prompt-cache-voices")

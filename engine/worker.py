@@ -33,6 +33,7 @@ from engine import device_errors, heap, protocol
 from engine.cost import CostModel
 from engine.engines.base import BatchingEngine, Cancelled, Engine, EngineError, RemoteEngine
 from engine.joins import Joiner, to_int16
+from engine.placement import GIB, Card, Need, chosen_line
 from engine.planner import ChunkPlanner, PlannedChunk, PlannerConfig, PlannerError
 from engine.protocol import (LEXICON_NAME, MAX_SPEED, MIN_SPEED, AddLexicon, AddVoice, Cancel, Chunk, ChunkHeader,
                              DeleteLexicon, DeleteVoice, Done, End, EngineReady, Error, Flush, GetLexicon, GetVoice,
@@ -429,6 +430,16 @@ class Worker:
         self.residency = Residency(self._swap_out, self._swap_in, self._state_changed, settings.unload_after_s)
         if isinstance(synth.engine, RemoteEngine):
             self.ready = replace(self.ready, backend=synth.engine.backend())
+
+    def placed(self, card: Card, need: Need, others: list[Card]) -> None:
+        """Where placement by fit put this worker (engine/placement.py): said in the log and in its ready message
+        (/health's ``engine.placement``)."""
+        why = chosen_line(card, need, others)
+        log.info("%s", why)
+        seen = [{"device": c.device, "uuid": c.uuid, "name": c.name, "free_gib": round(c.free / GIB, 1),
+                 "total_gib": round(c.total / GIB, 1)} for c in others]
+        self.ready = replace(self.ready, placement={"device": card.device, "uuid": card.uuid, "name": card.name,
+                                                    "why": why, "others": seen})
 
     def _swap_out(self) -> None:
         """(In a thread, nothing using the engine.) Park the engine: the voices' conditionals to the host, every

@@ -17,8 +17,8 @@ from pathlib import Path
 from typing import Any, Callable, Sequence
 
 from engine.protocol import NORMALIZE_MODES
-from gateway.cli_values import (Option, Parser, boolean, comma_list, engine_urls, lead_seconds, listen_address, number,
-                                 port, positive_seconds, seconds_or_auto, whole, whole_numbers)
+from gateway.cli_values import (Option, Parser, boolean, comma_list, devices, engine_urls, lead_seconds, listen_address,
+                                 number, port, positive_seconds, seconds_or_auto, whole, whole_numbers)
 from gateway.guard.origins import parse_origins
 
 
@@ -38,7 +38,9 @@ ENGINE_OPTIONS = (
     Option("--model-dir", "CBF_MODEL_DIR", "directory with Chatterbox-Turbo weights (from_local layout)", Path),
     Option("--weights", "CBF_WEIGHTS", "pretrained weights, or random ones to measure compute cost only",
            default="pretrained", choices=("pretrained", "random")),
-    Option("--device", "CBF_DEVICE", "torch device for chatterbox-turbo (auto, cuda, cuda:1, cpu)", default="auto"),
+    Option("--device", "CBF_DEVICE", "where chatterbox-turbo loads: cpu, or the cards to try in order (cuda:0,cuda:1 "
+           "or GPU-<uuid>,GPU-<uuid>; the first with room for its estimated need; auto: every card, the most free "
+           "memory first, else the CPU)", devices, "auto"),
     Option("--dtype", "CBF_DTYPE", "chatterbox-turbo dtype (auto = bfloat16 on CUDA)", default="auto",
            choices=("auto", "bfloat16", "float16", "float32")),
     Option("--tf32", "CBF_TF32", "allow TF32 matmuls on CUDA", boolean, True),

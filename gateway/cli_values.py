@@ -150,6 +150,16 @@ def comma_list(value: str) -> tuple[str, ...]:
     return tuple(item.strip() for item in value.split(",") if item.strip())
 
 
+def devices(value: str) -> str:
+    """``--device``: cpu, auto, cuda, or an ordered list of cuda:N and GPU-<uuid> (engine/placement.py, no torch)."""
+    from engine.placement import device_list
+
+    try:
+        return ",".join(device_list(value))
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
 def engine_urls(value: str) -> tuple[str, ...]:
     """Comma-separated engine worker URLs: ws:// or wss:// with a host, unix:/path, dns+ws:// or dns+wss://."""
     from urllib.parse import urlsplit

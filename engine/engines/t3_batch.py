@@ -39,6 +39,12 @@ def _round_up(length: int) -> int:
     return -(-length // LENGTH_BUCKET) * LENGTH_BUCKET
 
 
+def cache_capacity(prompt_len: int, max_text_tokens: int = 512, max_tokens: int = Sampling().max_tokens) -> int:
+    """Positions of one slot's K/V: speaker embedding, speech prompt, text, start token, sampled tokens (the last
+    one is never fed back), rounded up to a length bucket."""
+    return _round_up(1 + prompt_len + max_text_tokens + 1 + max_tokens)
+
+
 @dataclass(frozen=True)
 class Join:
     """A request entering ``slot``: its voice's prefix (None: prefilled again), text tokens, generator, token budget."""
@@ -67,9 +73,8 @@ class BatchDecoder:
         param = next(t3.parameters())
         self.t3, self.sampling, self.device = t3, sampling, param.device
         self.body = Gpt2Body(t3)
-        # speaker embedding, speech prompt, text, start token, sampled tokens (the last one is never fed back)
-        longest = 1 + t3.hp.speech_cond_prompt_len + max_text_tokens + 1 + sampling.max_tokens
-        self.kv = SlotKV.empty(t3, slots, _round_up(longest))
+        self.kv = SlotKV.empty(t3, slots, cache_capacity(t3.hp.speech_cond_prompt_len, max_text_tokens,
+                                                         sampling.max_tokens))
         vocab, dev = t3.hp.speech_tokens_dict_size, self.device
         self.start, self.stop = t3.hp.start_speech_token, t3.hp.stop_speech_token
         self.rows = torch.arange(slots, device=dev)

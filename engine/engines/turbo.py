@@ -30,10 +30,13 @@ from chatterbox.models.s3tokenizer import S3_SR, SPEECH_VOCAB_SIZE
 from chatterbox.models.t3 import T3
 from chatterbox.models.t3.modules.cond_enc import T3Cond
 from chatterbox.models.voice_encoder import VoiceEncoder
+from chatterbox.models.t3.llama_configs import LLAMA_CONFIGS
 from chatterbox.tts_turbo import Conditionals
 from safetensors.torch import load_file
 from transformers import AutoTokenizer, PreTrainedTokenizerBase
 
+from engine.placement import DTYPE_BYTES, Need, estimate
+from engine.settings import EngineSettings
 from engine.weights import download, find_weights, has_tokenizer, is_complete
 
 from .base import BatchingEngine, EngineError, EngineInfo, GraphCheckFailed
@@ -41,7 +44,7 @@ from .graph_check import GraphCheck, SelfCheck
 from .prefix_cache import PrefixCache
 from .s3gen_batch import MAX_BATCH, VocodeRow, vocode_rows
 from .s3gen_graphs import Buckets, GraphedVocoder, cuda_capture
-from .t3_batch import BATCH_BUCKETS, BatchDecoder
+from .t3_batch import BATCH_BUCKETS, BatchDecoder, cache_capacity
 from .t3_loop import DecodeLoop
 from .t3_sampling import Sampling
 from .t3_static import VoicePrefix, voice_prefix
@@ -54,6 +57,7 @@ from .turbo_arch import (
     SizedS3Gen,
     TurboArch,
     build_t3,
+    llama_config_name,
     write_byte_tokenizer,
 )
 from .vocode_check import VocodeCheck
@@ -120,6 +124,21 @@ def _load_tokenizer(source: Path) -> PreTrainedTokenizerBase:
     if tokenizer.pad_token is None:
         tokenizer.pad_token = tokenizer.eos_token
     return tokenizer
+
+
+def estimated_need(settings: EngineSettings, on: str = "cuda") -> Need:
+    """What ``TurboEngine.load`` with ``settings`` will take on a CUDA card (engine/placement.py): T3's weights at
+    its dtype and S3Gen's and the voice encoder's as float32, sized from the checkpoint's own headers; every batch
+    slot's K/V and the prompt cache's, from the T3 body's config."""
+    arch = TurboArch.from_dir(settings.model_dir)
+    config = LLAMA_CONFIGS[llama_config_name(arch.llama_config)]
+    dtype_bytes = DTYPE_BYTES["bfloat16" if settings.dtype == "auto" else settings.dtype]
+    folder = settings.model_dir or Path("/nonexistent")
+    prompt_len = 375  # Turbo's speech prompt (build_t3)
+    return estimate({folder / T3_FILE: dtype_bytes, folder / S3GEN_FILE: 4, folder / VE_FILE: 4},
+                    layers=config["n_layer"], width=config["n_embd"], capacity=cache_capacity(prompt_len),
+                    slots=settings.batch_slots or 64, dtype_bytes=dtype_bytes,
+                    prompt_voices=settings.prompt_cache_voices, prompt_positions=1 + prompt_len)
 
 
 class TurboEngine(BatchingEngine):
