@@ -185,9 +185,6 @@ async def _receive_all(ws: WebSocket, socket: _Socket) -> None:
         except translate.BadRequest as exc:
             await socket.send(translate.error_message(exc.code, str(exc), exc.context))
             continue
-        except ProtocolError as exc:  # the frame itself (not JSON, binary, too large)
-            await socket.send(translate.error_message(exc.code, str(exc)))
-            continue
         for command in commands:
             await socket.run(command)
 

@@ -91,7 +91,10 @@ Request = Generation | CancelRequest
 def parse(raw: str | bytes) -> Request:
     """One of their JSON text frames; ``BadRequest`` for anything malformed (with its ``context_id`` where one was
     readable)."""
-    message = messages.json_frame(raw)
+    try:
+        message = messages.json_frame(raw)
+    except ProtocolError as exc:
+        raise BadRequest(str(exc), exc.code) from None
     if not isinstance(message, dict):
         raise BadRequest("a message is a JSON object")
     context = message.get("context_id")
