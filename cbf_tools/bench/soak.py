@@ -52,7 +52,7 @@ import time
 from dataclasses import dataclass, field
 from functools import cache
 from pathlib import Path
-from typing import Any, Coroutine, Iterator
+from typing import Any, Awaitable, Callable, Coroutine, Iterator
 from urllib.parse import urlsplit
 
 import httpx
@@ -430,20 +430,23 @@ async def _sse_caller(line: Line, rng: random.Random, tally: Tally) -> None:
                 tally.drop(f"sse stream: {exc!r}")
 
 
-async def _elevenlabs_caller(line: Line, rng: random.Random, tally: Tally) -> None:
-    """pipecat's way with ElevenLabs' multi-stream-input socket: a context a turn, its text flushed; heard to its
-    ``isFinal``, closed again once audio starts (an interruption), or the socket dropped at the first audio."""
+ContextTurn = Callable[[ClientConnection, str, random.Random, Tally], Awaitable[bool]]
+
+
+async def _contexts_caller(line: Line, rng: random.Random, tally: Tally, path: str, turn: ContextTurn) -> None:
+    """A vendor socket's caller, as pipecat uses one: a context a turn on one socket (``turn``: one context, False
+    when it dropped the socket), a new socket after a drop, until the run ends."""
     while line.open:
-        with _counted(tally, "elevenlabs"):
-            async with connect(line.ws(ELEVENLABS_PATH), additional_headers=line.headers, max_size=None) as ws:
+        with _counted(tally, path):
+            async with connect(line.ws(path), additional_headers=line.headers, max_size=None) as ws:
                 for n in itertools.count():
-                    if not line.open or not await asyncio.wait_for(_elevenlabs_turn(ws, f"c{n}", rng, tally),
-                                                                   TURN_TIMEOUT_S):
+                    if not line.open or not await asyncio.wait_for(turn(ws, f"c{n}", rng, tally), TURN_TIMEOUT_S):
                         break
 
 
 async def _elevenlabs_turn(ws: ClientConnection, context: str, rng: random.Random, tally: Tally) -> bool:
-    """One context; False when the caller dropped the socket."""
+    """pipecat's way with ElevenLabs' multi-stream-input socket: a context a turn, its text flushed; heard to its
+    ``isFinal``, closed again once audio starts (an interruption), or the socket dropped at the first audio."""
     close = json.dumps({"context_id": context, "close_context": True})
     choice, turn, failed = rng.random(), Turn(tally), False
     await ws.send(json.dumps({"text": rng.choice(TEXTS) + " ", "context_id": context, "flush": True}))
@@ -471,21 +474,10 @@ async def _elevenlabs_turn(ws: ClientConnection, context: str, rng: random.Rando
             closed = True
 
 
-async def _cartesia_caller(line: Line, rng: random.Random, tally: Tally) -> None:
+async def _cartesia_turn(ws: ClientConnection, context: str, rng: random.Random, tally: Tally) -> bool:
     """pipecat's way with Cartesia's socket: a context a turn, its text in ``continue`` pieces, ended by an empty
     transcript (``continue: false``); heard to its ``done``, cancelled once audio starts (an interruption), or the
     socket dropped at the first audio."""
-    while line.open:
-        with _counted(tally, "cartesia"):
-            async with connect(line.ws(CARTESIA_PATH), additional_headers=line.headers, max_size=None) as ws:
-                for n in itertools.count():
-                    if not line.open or not await asyncio.wait_for(_cartesia_turn(ws, f"c{n}", rng, tally),
-                                                                   TURN_TIMEOUT_S):
-                        break
-
-
-async def _cartesia_turn(ws: ClientConnection, context: str, rng: random.Random, tally: Tally) -> bool:
-    """One context; False when the caller dropped the socket."""
     choice, text, turn = rng.random(), rng.choice(TEXTS), Turn(tally)
     middle = text.find(" ", len(text) // 2)
     pieces = [text] if text.startswith("<speak>") or middle < 0 else [text[:middle + 1], text[middle + 1:]]
@@ -812,9 +804,9 @@ async def measure(url: str, args: argparse.Namespace, wyoming_port: int | None,
     runs += [_websocket_caller(line, random.Random(rng.random()), tallies["websocket"])
              for _ in range(callers["websocket"])]
     runs += [_http_caller(line, random.Random(rng.random()), tallies["http"]) for _ in range(callers["http"])]
-    runs += [_elevenlabs_caller(line, random.Random(rng.random()), tallies["elevenlabs"])
-             for _ in range(callers["elevenlabs"])]
-    runs += [_cartesia_caller(line, random.Random(rng.random()), tallies["cartesia"])
+    runs += [_contexts_caller(line, random.Random(rng.random()), tallies["elevenlabs"], ELEVENLABS_PATH,
+                              _elevenlabs_turn) for _ in range(callers["elevenlabs"])]
+    runs += [_contexts_caller(line, random.Random(rng.random()), tallies["cartesia"], CARTESIA_PATH, _cartesia_turn)
              for _ in range(callers["cartesia"])]
     if chaos is not None:
         runs.append(chaos.run(line.deadline))

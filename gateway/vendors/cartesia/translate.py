@@ -215,51 +215,43 @@ def _typed(message: dict[str, Any], name: str, kind: type) -> Any:
 
 
 @dataclass(frozen=True)
-class Open:
-    """A new context, as its first request fixes it."""
+class Command:
+    """What the socket's requests ask of one of its contexts (each kind a subclass)."""
 
     context: str
+
+
+@dataclass(frozen=True)
+class Open(Command):
+    """A new context, as its first request fixes it."""
+
     voice: str
     format: AudioFormat
     timestamps: bool
 
 
 @dataclass(frozen=True)
-class Say:
-    context: str
+class Say(Command):
     message: messages.Message
 
 
 @dataclass(frozen=True)
-class MarkFlush:
+class MarkFlush(Command):
     """The text so far was flushed: ``flush_done`` with ``flush_id`` once its audio is out."""
 
-    context: str
     flush_id: int
 
 
-@dataclass(frozen=True)
-class Finish:
+class Finish(Command):
     """No more input: speak what was sent, then ``done``."""
 
-    context: str
 
-
-@dataclass(frozen=True)
-class Stop:
+class Stop(Command):
     """A cancel: stop now; nothing more of the context is sent."""
 
-    context: str
 
-
-@dataclass(frozen=True)
-class Done:
+class Done(Command):
     """``done`` for a context that had nothing to speak."""
-
-    context: str
-
-
-Command = Open | Say | MarkFlush | Finish | Stop | Done
 
 
 @dataclass
