@@ -22,14 +22,26 @@ from websockets.exceptions import InvalidStatus
 
 from tests.server import running_server
 
-KEY = "cartesia-test-key"
+KEY = "cartesia-test-key"  # the keys file's "agent": every route, and /v1/usage
+NARROW_KEY = "cartesia-narrow-key"  # its "narrow": /v1/tts only
+KEYS = f"""
+[keys.agent]
+key = "{KEY}"
+admin = true
+
+[keys.narrow]
+key = "{NARROW_KEY}"
+routes = ["/v1/tts"]
+"""
 F32_44K = {"container": "raw", "encoding": "pcm_f32le", "sample_rate": 44100}
 S16_16K = {"container": "raw", "encoding": "pcm_s16le", "sample_rate": 16000}
 
 
 @pytest.fixture(scope="module")
 def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    with running_server("--api-key", KEY, voices_dir=tmp_path_factory.mktemp("voices")) as url:
+    keys = tmp_path_factory.mktemp("keys") / "keys.toml"
+    keys.write_text(KEYS)
+    with running_server("--keys-file", str(keys), voices_dir=tmp_path_factory.mktemp("voices")) as url:
         yield url
 
 
@@ -174,6 +186,12 @@ async def test_a_wrong_key_is_refused_before_any_audio_on_every_route(server: st
                 answer = await http.request(method, path, json=body if method == "POST" else None, headers=headers)
                 assert answer.status_code == 401 and not answer.headers["content-type"].startswith("audio")
         assert (await http.get("/voices", headers={"X-API-Key": KEY})).status_code == 200
+        narrow = await http.post("/tts/bytes", json=body, headers={"X-API-Key": NARROW_KEY})  # a key kept to /v1/tts
+        assert narrow.status_code == 403 and narrow.json()["error"]["code"] == "route_forbidden"
+    with pytest.raises(InvalidStatus) as info:
+        async with connect(ws_url(server), additional_headers={"X-API-Key": NARROW_KEY}):
+            pass
+    assert info.value.response.status_code == 403
 
 
 async def test_pipecats_cartesia_service_hears_watermarked_speech_and_times_its_words(
@@ -195,9 +213,11 @@ async def test_pipecats_cartesia_service_hears_watermarked_speech_and_times_its_
     assert len(spoken) >= 0.9 * len(text.split()) and " ".join(spoken) in text
 
 
-async def test_metrics_count_the_dialects_sessions(server: str) -> None:
+async def test_metrics_count_the_dialect_and_usage_its_tenant(server: str) -> None:
     async with httpx.AsyncClient(headers={"Authorization": f"Bearer {KEY}"}) as http:
         text = (await http.get(server + "/metrics")).text
+        usage = (await http.get(server + "/v1/usage")).json()["tenants"]
+    assert usage["agent"]["characters"] > 0 and usage["agent"]["utterances"] > 0  # the tests above, its key's
     counted = [line for line in text.splitlines() if 'transport="cartesia"' in line and not line.startswith("#")]
     assert any(line.startswith('cbf_utterances_total{outcome="done",transport="cartesia"}') for line in counted)
     assert any(line.startswith('cbf_time_to_first_audio_seconds_count{transport="cartesia"}') for line in counted)

@@ -20,7 +20,7 @@ from starlette.websockets import WebSocket
 from engine.protocol import SAMPLE_RATE, ProtocolError, Reading
 from gateway import messages
 from gateway.audio import Encoder, make_encoder
-from gateway.guard.auth import Refusal, admit, authorized, refusal_of
+from gateway.guard.auth import Refusal, authorized, refusal_of
 from gateway.guard.silent_sockets import IdleClock
 from gateway.host.drain import CLOSING, RESTART_CLOSE_CODE
 from gateway.http.body import json_body
@@ -35,6 +35,7 @@ from gateway.vendors.contexts import POLICY_VIOLATION, Context, ContextSink, Con
 from gateway.websocket import client_frames, close_reason
 
 TRANSPORT = "cartesia"  # the sessions' and streams' label in /metrics
+IDLE_S = 300.0  # theirs: a socket that sends and receives nothing for 5 minutes is closed
 
 
 def encoder_for(fmt: translate.AudioFormat) -> Encoder:
@@ -148,8 +149,8 @@ class _Socket(ContextSocket):
 
 
 async def _refuse_handshake(ws: WebSocket, refusal: Refusal) -> None:
-    """A socket without a valid key: their HTTP answer to the upgrade (401, 403 or 429, with the reason), where the
-    server can send one; else closed before it is accepted (a 403)."""
+    """A socket without a valid key (or a key refused this route, a token its scope): their HTTP answer to the upgrade
+    (401, 403 or 429, with the reason), where the server can send one; else closed before it is accepted (a 403)."""
     if "websocket.http.response" in ws.scope.get("extensions", {}):
         await ws.send_denial_response(JSONResponse(translate.error_message(refusal.code, refusal.message,
                                                                            status=refusal.status),
@@ -161,15 +162,15 @@ async def _refuse_handshake(ws: WebSocket, refusal: Refusal) -> None:
 async def websocket(ws: WebSocket) -> None:
     """``WS /cartesia/tts/websocket``."""
     state: GatewayState = ws.app.state.gateway
-    if not (authorized(ws, state.tenancy) or admit(ws, state.tenancy, ws.headers.get("x-api-key"))):
-        await _refuse_handshake(ws, refusal_of(ws))
+    if not authorized(ws, state.tenancy):
+        await _refuse_handshake(ws, ws.scope.get("state", {}).get("refusal") or refusal_of(ws))
         return
     await ws.accept()
     if (refusal := state.drain.rules.refusal()) is not None:
         await ws.send_json(translate.error_message(ServerDraining.code, refusal, status=503))
         await ws.close(RESTART_CLOSE_CODE, close_reason(refusal))
         return
-    socket = _Socket(ws, state, IdleClock(state.settings.idle_timeout_s))
+    socket = _Socket(ws, state, IdleClock(IDLE_S))
     if await serve(socket, _receive_all(ws, socket)) is Ended.DRAINING:
         with contextlib.suppress(Exception):
             await socket.send(translate.error_message(ServerDraining.code, CLOSING, status=503))
