@@ -216,7 +216,8 @@ def create_app(settings: GatewaySettings, on_engine_refusal: Callable[[str], Non
         # --cors-origins: those origins exactly, their WebSockets only (gateway/guard/origins.py); none: every one
         Middleware(CORSMiddleware, allow_origins=list(settings.cors_origins) or ["*"],
                    allow_methods=["GET", "POST", "PUT", "DELETE", "PATCH", "OPTIONS"],
-                   allow_headers=["authorization", "content-type", "x-api-key", "cartesia-version"], expose_headers=["location"]),
+                   allow_headers=["authorization", "content-type", "x-api-key", "cartesia-version"],
+                   expose_headers=["location"]),
         *([Middleware(OriginGate, origins=settings.cors_origins)] if settings.cors_origins else []),
         Middleware(ApiKeyMiddleware, tenancy=tenancy),
         *([Middleware(ConnectionScope)] if traces.on else []),

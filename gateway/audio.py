@@ -303,8 +303,9 @@ def make_encoder(format: str, sample_rate: int | None = None, whole: bool = Fals
         raise ValueError(f"{fmt} supports sample_rate {', '.join(map(str, spec.rates))}, not {sample_rate!r}")
     ctype = spec.content_type
     if in_wav and fmt in WAV_TAGS:
-        return RawEncoder(fmt, rate, FORMATS["wav"].content_type, g711=f"pcm_{fmt}" if fmt in ("mulaw", "alaw") else None,
-                          header=wav_header(rate, fmt=fmt), float32=fmt == "pcm_f32le")
+        g711 = f"pcm_{fmt}" if fmt in ("mulaw", "alaw") else None
+        return RawEncoder(fmt, rate, FORMATS["wav"].content_type, g711=g711, header=wav_header(rate, fmt=fmt),
+                          float32=fmt == "pcm_f32le")
     if fmt == "pcm":
         return RawEncoder(fmt, rate, ctype)
     if fmt == "pcm_f32le":

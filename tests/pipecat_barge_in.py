@@ -13,7 +13,8 @@ APOLOGY = "Sorry, go ahead."
 async def barge_in(tts: Any) -> list[Any]:
     """``tts`` speaks ``LONG_ANSWER``; at its first audio the caller speaks (pipecat's InterruptionFrame), then the
     service speaks ``APOLOGY`` to its end. Every frame that reached the end of the pipeline, in order."""
-    from pipecat.frames.frames import EndFrame, Frame, InterruptionFrame, TTSAudioRawFrame, TTSSpeakFrame, TTSStoppedFrame
+    from pipecat.frames.frames import (EndFrame, Frame, InterruptionFrame, TTSAudioRawFrame, TTSSpeakFrame,
+                                       TTSStoppedFrame)
     from pipecat.pipeline.pipeline import Pipeline
     from pipecat.pipeline.worker import PipelineWorker
     from pipecat.processors.frame_processor import FrameDirection, FrameProcessor
@@ -66,3 +67,18 @@ async def cancelled_utterances(server: str, key: str, transport: str) -> float:
     reply.raise_for_status()
     line = f'cbf_utterances_total{{outcome="cancelled",transport="{transport}"}} '
     return sum(float(row.removeprefix(line)) for row in reply.text.splitlines() if row.startswith(line))
+
+
+async def check_barge_in(tts: Any, server: str, key: str, transport: str, sample_rate: int) -> None:
+    """``barge_in`` on ``tts``, the gateway's ``transport`` at ``server``: the answer is cut off in the gateway (not
+    left generating for nobody), the caller heard far less than all of it, and the next turn is heard whole."""
+    from pipecat.frames.frames import ErrorFrame, TTSAudioRawFrame, TTSTextFrame
+
+    cancelled_before = await cancelled_utterances(server, key, transport)
+    frames = await barge_in(tts)
+    assert await cancelled_utterances(server, key, transport) == cancelled_before + 1
+    answer = next(f for f in frames if isinstance(f, TTSAudioRawFrame)).context_id
+    heard = b"".join(f.audio for f in frames if isinstance(f, TTSAudioRawFrame) and f.context_id == answer)
+    assert len(heard) / 2 / sample_rate < 60  # far less than the whole answer
+    words = [f.text for f in frames if isinstance(f, TTSTextFrame)]
+    assert words[-3:] == APOLOGY.split() and not any(isinstance(f, ErrorFrame) for f in frames)

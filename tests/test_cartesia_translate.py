@@ -44,7 +44,8 @@ def test_continue_pieces_are_one_utterance_and_the_last_input_finishes_it() -> N
 
 def test_cancel_an_empty_context_and_contexts_side_by_side() -> None:
     rules = Contexts()
-    assert rules.receive(req(context_id="x", transcript="", continue_=False, voice="v")) == [Done("x")]  # no_more_inputs
+    no_more_inputs = req(context_id="x", transcript="", continue_=False, voice="v")  # the SDK's, on a new context
+    assert rules.receive(no_more_inputs) == [Done("x")]
     assert rules.receive(req(context_id="x", cancel=True)) == []  # nothing there to stop
     rules.receive(req(context_id="a", transcript="One ", continue_=True, voice="v"))
     rules.receive(req(context_id="b", transcript="Two ", continue_=True, voice="v"))

@@ -1,8 +1,8 @@
-"""Optional API keys: a bearer header (or ``X-API-Key``, as pipecat's Cartesia service sends it); on a WebSocket, a ``cbf.key.<key>`` subprotocol (a browser cannot set its
-headers); ``?api_key=`` still accepted (and redacted from the logs, gateway/guard/operator_safety.py). A token from
-``POST /v1/tokens`` (gateway/guard/tokens.py) is taken in each of those places too, and as ``?token=``: admitted as
-its minting key's tenant, within its scope; its grant goes in the scope (``scope["state"]["grant"]``) and in
-``tokens.GRANT`` for the rest of the connection's work.
+"""Optional API keys: a bearer header (or ``X-API-Key``, as pipecat's Cartesia service sends it); on a WebSocket, a
+``cbf.key.<key>`` subprotocol (a browser cannot set its headers); ``?api_key=`` still accepted (and redacted from the
+logs, gateway/guard/operator_safety.py). A token from ``POST /v1/tokens`` (gateway/guard/tokens.py) is taken in each
+of those places too, and as ``?token=``: admitted as its minting key's tenant, within its scope; its grant goes in the
+scope (``scope["state"]["grant"]``) and in ``tokens.GRANT`` for the rest of the connection's work.
 
 Whose key it is (gateway/guard/tenants.py) goes in the connection's ASGI scope: ``scope["state"]["tenant"]``, the
 tenant's name (Starlette's ``request.state.tenant``), or None for an --api-key key or when no key is set.
