@@ -93,7 +93,8 @@ async def test_the_sdk_speaks_two_interleaved_contexts_of_continue_pieces_with_t
         sent = "".join(said).split()
         assert words == sent  # every word sent, in order, spelt as sent
         starts = [t for s in stamps for t in s.start]
-        assert starts == sorted(starts) and starts[-1] < audio.size / 44100  # seconds from the context's start
+        seconds = audio.size / 44100
+        assert starts == sorted(starts) and 0.5 * seconds < starts[-1] < seconds  # from the context's start, spread
     assert [e.flush_id for e in events["b"] if e.type == "flush_done"] == [1]
 
 
