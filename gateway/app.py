@@ -23,6 +23,7 @@ from gateway.guard.auth import ApiKeyMiddleware
 from gateway.guard.origins import OriginGate
 from gateway.guard.tenancy import REVOKED_REASON, Tenancy
 from gateway.elevenlabs import endpoint as elevenlabs
+from gateway.vendors.cartesia import endpoint as cartesia
 from gateway.engine_link.failover import FailoverPolicy
 from gateway.engine_link.pool import EnginePool
 from gateway.engine_link.process import EngineProcess
@@ -205,13 +206,18 @@ def create_app(settings: GatewaySettings, on_engine_refusal: Callable[[str], Non
         WebSocketRoute("/v1/jambonz/tts", telephony.jambonz_tts),
         WebSocketRoute("/v1/text-to-speech/{voice_id}/stream-input", elevenlabs.stream_input),
         WebSocketRoute("/v1/text-to-speech/{voice_id}/multi-stream-input", elevenlabs.multi_stream_input),
+        WebSocketRoute("/cartesia/tts/websocket", cartesia.websocket),
+        Route("/cartesia/tts/bytes", cartesia.tts_bytes, methods=["POST"]),
+        Route("/cartesia/tts/sse", cartesia.tts_sse, methods=["POST"]),
+        Route("/cartesia/voices", cartesia.voices, methods=["GET"]),
         Mount("/", StaticFiles(directory=WEB_DIR, html=True), name="web"),
     ]
     middleware = [
         # --cors-origins: those origins exactly, their WebSockets only (gateway/guard/origins.py); none: every one
         Middleware(CORSMiddleware, allow_origins=list(settings.cors_origins) or ["*"],
                    allow_methods=["GET", "POST", "PUT", "DELETE", "PATCH", "OPTIONS"],
-                   allow_headers=["authorization", "content-type"], expose_headers=["location"]),
+                   allow_headers=["authorization", "content-type", "x-api-key", "cartesia-version"],
+                   expose_headers=["location"]),
         *([Middleware(OriginGate, origins=settings.cors_origins)] if settings.cors_origins else []),
         Middleware(ApiKeyMiddleware, tenancy=tenancy),
         *([Middleware(ConnectionScope)] if traces.on else []),

@@ -14,7 +14,7 @@ import av
 import numpy as np
 
 from engine.protocol import SAMPLE_RATE
-from gateway.formats import output_format
+from gateway.formats import FORMATS, output_format
 
 
 def _frame(samples: np.ndarray, rate: int) -> av.AudioFrame:
@@ -149,35 +149,44 @@ def g711_decode(data: bytes, codec: str) -> np.ndarray:
 UNKNOWN_SIZE = 0xFFFFFFFF
 
 
-def wav_header(sample_rate: int, data_bytes: int | None = None) -> bytes:
-    """A WAV header (16-bit mono PCM) for ``data_bytes`` of samples; None: a streaming header whose RIFF and data
-    sizes are unknown (0xFFFFFFFF, which players read as "up to the end of the stream")."""
-    fmt = struct.pack("<HHIIHH", 1, 1, sample_rate, sample_rate * 2, 2, 16)
-    riff = UNKNOWN_SIZE if data_bytes is None else 4 + 8 + len(fmt) + 8 + data_bytes
+WAV_TAGS = {"pcm": (1, 16), "pcm_f32le": (3, 32), "alaw": (6, 8), "mulaw": (7, 8)}  # format: (format tag, bits)
+
+
+def wav_header(sample_rate: int, data_bytes: int | None = None, fmt: str = "pcm") -> bytes:
+    """A WAV header (mono; 16-bit PCM, or ``fmt``'s samples: WAV_TAGS) for ``data_bytes`` of samples; None: a
+    streaming header whose RIFF and data sizes are unknown (0xFFFFFFFF, which players read as "up to the end of the
+    stream")."""
+    tag, bits = WAV_TAGS[fmt]
+    width = bits // 8
+    fmt_chunk = struct.pack("<HHIIHH", tag, 1, sample_rate, sample_rate * width, width, bits)
+    riff = UNKNOWN_SIZE if data_bytes is None else 4 + 8 + len(fmt_chunk) + 8 + data_bytes
     return (
         b"RIFF" + struct.pack("<I", riff) + b"WAVE"
-        + b"fmt " + struct.pack("<I", len(fmt)) + fmt
+        + b"fmt " + struct.pack("<I", len(fmt_chunk)) + fmt_chunk
         + b"data" + struct.pack("<I", UNKNOWN_SIZE if data_bytes is None else data_bytes)
     )
 
 
 class RawEncoder(Encoder):
-    """PCM s16le (optionally behind a streaming WAV header) or G.711 at a fixed rate.
+    """PCM s16le or f32le (``float32``), or G.711, at a fixed rate (optionally behind a streaming WAV header).
 
     It can be used again after ``flush``: the next utterance simply continues the stream (the header is sent once).
     """
 
     def __init__(self, fmt: str, sample_rate: int, content_type: str, g711: str | None = None,
-                 header: bytes = b"") -> None:
+                 header: bytes = b"", float32: bool = False) -> None:
         self.format = fmt
         self.sample_rate = sample_rate
         self.content_type = content_type
         self._g711 = g711
+        self._float32 = float32
         self._header = header
         self._resampler = Resampler(sample_rate)
 
     def _out(self, pcm: bytes) -> bytes:
         body = g711_encode(pcm, self._g711) if self._g711 else pcm
+        if self._float32:
+            body = (np.frombuffer(body, dtype="<i2") / np.float32(32768)).astype("<f4").tobytes()
         if self._header and body:
             body, self._header = self._header + body, b""
         return body
@@ -282,18 +291,25 @@ class ContainerEncoder(Encoder):
         return self._buffer.drain()
 
 
-def make_encoder(format: str, sample_rate: int | None = None, whole: bool = False) -> Encoder:
+def make_encoder(format: str, sample_rate: int | None = None, whole: bool = False, in_wav: bool = False) -> Encoder:
     """Build an encoder for ``format`` (a name or alias in gateway/formats.py); ``sample_rate`` None means the
     format's default; ``whole``: one complete file rather than a stream where that differs (a WAV header with its true
-    sizes, sent at the end). Raises ValueError for an unknown format or a rate the format does not take."""
+    sizes, sent at the end); ``in_wav``: a raw format's samples behind a streaming WAV header of their kind. Raises
+    ValueError for an unknown format or a rate the format does not take."""
     spec = output_format(format)
     fmt = spec.name
     rate = sample_rate if sample_rate is not None else spec.default_rate
     if rate not in spec.rates:
         raise ValueError(f"{fmt} supports sample_rate {', '.join(map(str, spec.rates))}, not {sample_rate!r}")
     ctype = spec.content_type
+    if in_wav and fmt in WAV_TAGS:
+        g711 = f"pcm_{fmt}" if fmt in ("mulaw", "alaw") else None
+        return RawEncoder(fmt, rate, FORMATS["wav"].content_type, g711=g711, header=wav_header(rate, fmt=fmt),
+                          float32=fmt == "pcm_f32le")
     if fmt == "pcm":
         return RawEncoder(fmt, rate, ctype)
+    if fmt == "pcm_f32le":
+        return RawEncoder(fmt, rate, ctype, float32=True)
     if fmt == "wav":
         return WavFileEncoder(rate, ctype) if whole else RawEncoder(fmt, rate, ctype, header=wav_header(rate))
     if fmt in ("mulaw", "alaw"):

@@ -28,6 +28,7 @@ class OutputFormat:
 
 FORMATS: dict[str, OutputFormat] = {f.name: f for f in (
     OutputFormat("pcm", "audio/pcm"),
+    OutputFormat("pcm_f32le", "audio/pcm", sample_bytes=4),  # float32 samples (Cartesia's pcm_f32le)
     OutputFormat("wav", "audio/wav"),
     OutputFormat("mulaw", "audio/basic", (8000,), sample_bytes=1),
     OutputFormat("alaw", "audio/x-alaw-basic", (8000,), sample_bytes=1),

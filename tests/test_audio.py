@@ -11,7 +11,7 @@ from engine.protocol import SAMPLE_RATE
 from gateway.audio import Resampler, make_encoder, wav_header
 from gateway.formats import FORMATS
 
-RAW_DEMUXERS = {"pcm": "s16le", "mulaw": "mulaw", "alaw": "alaw"}
+RAW_DEMUXERS = {"pcm": "s16le", "pcm_f32le": "f32le", "mulaw": "mulaw", "alaw": "alaw"}
 
 
 def tone(seconds: float, freq: float = 440.0, rate: int = 24000, amp: int = 10000) -> bytes:

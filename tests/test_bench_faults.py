@@ -1,5 +1,5 @@
 """``chatterbox-fast bench faults``, short: generated hostile inputs on every surface of a real server (eSpeak engine:
-WebSocket, data channel, a WebRTC session's controller, the phone stacks' sockets, JSON routes and OpenAI's SSE, SDP
+WebSocket, data channel, a WebRTC session's controller, Cartesia's socket and routes, the phone stacks' sockets, JSON routes and OpenAI's SSE, SDP
 offers (JSON and WHEP), voice uploads, Wyoming events, the caller's audio and a phone call's controller's listen and
 barge_in, tokens and origins) cause no server error, let no hostile token or origin through, drop no engine
 connection, restart no worker, leak no session, lose no stored voice and leave a sound call beside them unharmed."""
@@ -41,6 +41,9 @@ def test_hostile_inputs_are_reproducible_and_hostile() -> None:
     keys = hostile_inputs.keys_files(random.Random(7), 300, '[keys.a]\nkey = "long-enough-key-0000"\n')
     assert keys == hostile_inputs.keys_files(random.Random(7), 300, '[keys.a]\nkey = "long-enough-key-0000"\n')
     assert any(b"max_session =" in k for k in keys) and any(b"\n[keys.twin" in k for k in keys)
+    cartesia = hostile_inputs.cartesia_messages(random.Random(7), 300)
+    assert cartesia == hostile_inputs.cartesia_messages(random.Random(7), 300) and len(cartesia) == 300
+    assert any('"cancel": true' in m for m in cartesia) and sum('"flood-' in m for m in cartesia) > 20
     control = hostile_inputs.websocket_messages(random.Random(7), 300, hostile_inputs.CALLER_CONTROL_FIELDS)
     assert any('"listen"' in m for m in control) and any('"barge_in"' in m for m in control)
 
@@ -94,7 +97,8 @@ def test_a_short_run_leaves_every_figure_at_zero(capsys: pytest.CaptureFixture[s
         assert _upgrade_with_a_head_too_large(url).startswith(b"HTTP/1.1 431 ")
     summary = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
     assert status == 0, summary
-    assert set(summary["surfaces"]) == {"websocket", "playout", "elevenlabs", "datachannel", "controller", "/v1/tts",
+    assert set(summary["surfaces"]) == {"websocket", "playout", "elevenlabs", "cartesia", "/cartesia/tts/bytes",
+                                        "/cartesia/tts/sse", "datachannel", "controller", "/v1/tts",
                                         "/v1/audio/speech", "/v1/webrtc/offer", "/v1/whep", "/v1/voices", "/v1/lexicons", "wyoming",
                                         "/v1/twilio", "/v1/telnyx", "/v1/asterisk", "/v1/jambonz/tts",
                                         "caller audio", "call controller", "keys file", "slow requests", "tokens",

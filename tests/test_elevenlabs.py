@@ -8,7 +8,7 @@ import asyncio
 import base64
 import json
 from pathlib import Path
-from typing import Any, Callable, Iterator
+from typing import Any, Iterator
 
 import numpy as np
 import pytest
@@ -20,6 +20,7 @@ from gateway import messages
 from gateway.elevenlabs import translate
 from gateway.elevenlabs.endpoint import UNAUTHORIZED
 from gateway.elevenlabs.translate import Close, CloseSocket, Contexts, Final, Open, Say
+from tests.pipecat_barge_in import check_barge_in
 from tests.server import running_server
 from tests.tls_front import tls_front
 
@@ -211,73 +212,14 @@ async def test_pipecats_elevenlabs_service_hears_watermarked_speech_and_times_it
         assert np.sqrt(np.mean(wav[at:at + 2400] ** 2)) > 0.01
 
 
-async def cancelled_utterances(server: str) -> float:
-    """The gateway's count of ElevenLabs-socket utterances cut off before their end (from /metrics)."""
-    import httpx
-
-    async with httpx.AsyncClient(headers={"Authorization": f"Bearer {KEY}"}) as http:
-        reply = await http.get(server + "/metrics")
-    reply.raise_for_status()
-    text = reply.text
-    line = 'cbf_utterances_total{outcome="cancelled",transport="elevenlabs"} '
-    return sum(float(row.removeprefix(line)) for row in text.splitlines() if row.startswith(line))
-
-
 async def test_pipecat_barging_in_cuts_the_answer_off_and_its_next_turn_is_heard(server: str) -> None:
     """pipecat closes each turn's context once its text is sent, and again on an interruption: the second close
     cuts the answer off in the gateway (not left generating for nobody), and the next turn speaks on that socket."""
-    from pipecat.frames.frames import (EndFrame, ErrorFrame, Frame, InterruptionFrame, TTSAudioRawFrame,
-                                       TTSSpeakFrame, TTSStoppedFrame, TTSTextFrame)
-    from pipecat.pipeline.pipeline import Pipeline
-    from pipecat.pipeline.worker import PipelineWorker
-    from pipecat.processors.frame_processor import FrameDirection, FrameProcessor
     from pipecat.services.elevenlabs.tts import ElevenLabsTTSService
-    from pipecat.workers.runner import WorkerRunner
 
-    class Caller(FrameProcessor):
-        """The end of the pipeline: what the caller would hear, and waiting for it."""
-
-        def __init__(self) -> None:
-            super().__init__()
-            self.frames: list[Frame] = []
-            self._changed = asyncio.Condition()
-
-        async def process_frame(self, frame: Frame, direction: FrameDirection) -> None:
-            await super().process_frame(frame, direction)
-            self.frames.append(frame)
-            async with self._changed:
-                self._changed.notify_all()
-            await self.push_frame(frame, direction)
-
-        async def first(self, kind: type[Frame], where: Callable[[Frame], bool] = lambda frame: True) -> Frame:
-            async with self._changed:
-                await self._changed.wait_for(lambda: any(isinstance(f, kind) and where(f) for f in self.frames))
-            return next(f for f in self.frames if isinstance(f, kind) and where(f))
-
-    cancelled_before = await cancelled_utterances(server)
     tts = ElevenLabsTTSService(api_key=KEY, url=server.replace("http://", "ws://"), sample_rate=16000,
                                settings=ElevenLabsTTSService.Settings(voice="default"))
-    caller = Caller()
-    worker = PipelineWorker(Pipeline([tts, caller]), cancel_on_idle_timeout=False)
-    runner = WorkerRunner()
-    await runner.add_workers(worker)
-
-    async def converse() -> None:
-        await worker.queue_frame(TTSSpeakFrame("This is a long answer that the caller will interrupt. " * 40))
-        answer = (await caller.first(TTSAudioRawFrame)).context_id
-        await worker.queue_frame(InterruptionFrame())  # what pipecat's turn-taking sends when the user speaks
-        await worker.queue_frame(TTSSpeakFrame("Sorry, go ahead."))
-        await caller.first(TTSStoppedFrame, lambda f: f.context_id not in (None, answer))
-        await worker.queue_frame(EndFrame())
-
-    async with asyncio.timeout(60):  # a bound on a hang, not a speed
-        await asyncio.gather(runner.run(), converse())
-    assert await cancelled_utterances(server) == cancelled_before + 1  # the answer, cut off in the gateway
-    answer = next(f for f in caller.frames if isinstance(f, TTSAudioRawFrame)).context_id
-    heard = b"".join(f.audio for f in caller.frames if isinstance(f, TTSAudioRawFrame) and f.context_id == answer)
-    assert len(heard) / 2 / 16000 < 60  # far less than the whole answer
-    words = [f.text for f in caller.frames if isinstance(f, TTSTextFrame)]
-    assert words[-3:] == ["Sorry,", "go", "ahead."] and not any(isinstance(f, ErrorFrame) for f in caller.frames)
+    await check_barge_in(tts, server, KEY, "elevenlabs", 16000)
 
 
 async def test_alignment_gives_back_every_character_of_llm_markdown_sent_piece_by_piece(server: str) -> None:

@@ -1,5 +1,7 @@
 """``chatterbox-fast bench faults``: generated hostile inputs (cbf_tools/bench/hostile_inputs.py) on every surface a client
-reaches (WebSocket, and its ``playout`` reports lying while utterances play, ElevenLabs-compatible multi-stream-input, data-channel and controller messages; the phone stacks'
+reaches (WebSocket, and its ``playout`` reports lying while utterances play, ElevenLabs-compatible multi-stream-input,
+Cartesia's socket (mangled requests, unknown contexts, cancels of ended ones, floods of contexts, sockets closed
+mid-context) and its bytes and SSE routes, data-channel and controller messages; the phone stacks'
 sockets: Twilio, Telnyx and Asterisk media streams, jambonz's TTS socket; POST /v1/tts, /v1/audio/speech (its SSE
 streams too), /v1/webrtc/offer and /v1/whep with mangled SDP, /v1/voices and /v1/lexicons with mangled uploads, Wyoming events on
 its TCP port; keys files (the started server runs with one, every surface presenting its key: a few hostile ones are
@@ -35,8 +37,9 @@ from websockets.asyncio.client import ClientConnection, connect
 from websockets.exceptions import ConnectionClosed
 
 from cbf_tools.bench import faults_credentials as credentials
-from cbf_tools.bench.hostile_inputs import (CALLER_CONTROL_FIELDS, ELEVENLABS_FIELDS, JAMBONZ_FIELDS, MEDIA_STREAM_FIELDS,
-                                     OPENAI_FIELDS, TTS_FIELDS, asterisk_frames, caller_media, http_bodies,
+from cbf_tools.bench.hostile_inputs import (CALLER_CONTROL_FIELDS, ELEVENLABS_FIELDS, JAMBONZ_FIELDS,
+                                     MEDIA_STREAM_FIELDS, OPENAI_FIELDS, TTS_FIELDS, asterisk_frames, caller_media,
+                                     cartesia_bodies, cartesia_messages, http_bodies,
                                      keys_files, lexicon_uploads, offer_bodies, playout_lies, voice_uploads,
                                      websocket_messages,
                                      whep_offers, wyoming_frames)
@@ -57,6 +60,7 @@ HTTP_CONCURRENCY = 4
 
 
 ELEVENLABS_PATH = "/v1/text-to-speech/default/multi-stream-input?output_format=pcm_16000"
+CARTESIA_PATH = "/cartesia/tts/websocket"
 JAMBONZ_PATH = "/v1/jambonz/tts?voice=default&language=en-US&sampleRate=8000"
 FRAMES_PER_CALL = 10
 # A media stream closed for a frame that is not its dialect's (4400), or because the server is full (1013: the
@@ -79,8 +83,11 @@ STARTED_ORIGIN = "https://app.bench-faults.example"  # the --cors-origins of a s
 
 
 def error_code(event: dict[str, Any]) -> str | None:
-    """The error code of an event of ours (``type: error``) or of theirs (``error``), else None."""
-    return event.get("code") if event.get("type") == "error" or "error" in event else None
+    """The error code of an event of ours (``type: error``), of ElevenLabs' (``error``) or Cartesia's
+    (``error_code``), else None."""
+    if event.get("type") == "error" or "error" in event:
+        return event.get("code") or event.get("error_code")
+    return None
 
 
 def _count(counts: dict[str, int], event: dict[str, Any]) -> None:
@@ -343,13 +350,15 @@ async def _http(url: str, route: str, requests: list[tuple[str, bytes]], headers
 
 
 def _count_sse(counts: dict[str, int], body: str) -> None:
-    """An SSE speech stream: accepted when it ends with ``done``; its ``error`` event counted as any other."""
+    """An SSE speech stream (OpenAI's or Cartesia's): accepted when it ends with ``done``; its ``error`` event counted
+    as any other."""
     events = [json.loads(line[6:]) for line in body.splitlines() if line.startswith("data: ")]
     last = events[-1] if events else {}
-    if last.get("type") == "speech.audio.done":
+    if last.get("type") in ("speech.audio.done", "done"):
         counts["accepted"] += 1
     elif last.get("type") == "error":
-        _count(counts, {"type": "error", "code": last["error"]["code"]})
+        _count(counts, {"type": "error", "code": last["error"]["code"] if isinstance(last.get("error"), dict)
+                        else last.get("error_code")})
     else:
         counts["server_errors"] += 1  # neither done nor an error: cut short
 
@@ -554,6 +563,11 @@ async def measure(url: str, count: int, seed: int, api_key: str | None, wyoming_
             "playout": await _websocket(url, playout_lies(rng, count), headers),
             "elevenlabs": await _websocket(url, websocket_messages(rng, count, ELEVENLABS_FIELDS), headers,
                                            path=ELEVENLABS_PATH, farewell=None),
+            "cartesia": await _websocket(url, cartesia_messages(rng, count), headers, path=CARTESIA_PATH,
+                                         farewell=None),
+            "/cartesia/tts/bytes": await _http(url, "/cartesia/tts/bytes", _json(cartesia_bodies(rng, count)),
+                                               headers),
+            "/cartesia/tts/sse": await _http(url, "/cartesia/tts/sse", _json(cartesia_bodies(rng, count)), headers),
             "datachannel": await _datachannel(url, websocket_messages(rng, count), headers),
             "/v1/tts": await _http(url, "/v1/tts", _json(http_bodies(rng, count, TTS_FIELDS)), headers),
             "/v1/audio/speech": await _http(url, "/v1/audio/speech",

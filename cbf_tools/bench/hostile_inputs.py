@@ -98,6 +98,52 @@ WEBSOCKET_FIELDS = {"type": _pick("speak", "text", "flush", "end", "cancel", "co
 ELEVENLABS_FIELDS = {"text": _text, "context_id": _pick("a", "b", "", 3), "flush": _pick(True, False, "yes"),
                      "close_context": _pick(True, False, 1), "voice_settings": _pick({"speed": 2}, {"speed": 0.1}, {"speed": "x"}, "fast", None),
                      "xi_api_key": _pick("key", 5)}
+# Cartesia's socket and HTTP routes (/cartesia): generation requests of every field mangled, voices and formats they
+# do not offer here, beside sound ones
+_CARTESIA_S16 = {"container": "raw", "encoding": "pcm_s16le", "sample_rate": 16000}
+_CARTESIA_SOUND_FORMATS = (_CARTESIA_S16, {"container": "raw", "encoding": "pcm_f32le", "sample_rate": 44100},
+                           {"container": "wav", "encoding": "pcm_mulaw", "sample_rate": 8000})
+CARTESIA_HTTP_FIELDS = {
+    "transcript": lambda rng: _text(rng) if rng.random() < 0.5 else "Hello there, your table is ready.",
+    "context_id": _pick("a", "b", "gone", None, None, None, 5),
+    "voice": _pick("default", {"mode": "id", "id": "default"}, {"id": "default"}, {"id": "nobody"},
+                   {"mode": "embedding", "embedding": [0.1]}, {"mode": "id"}, 5, "", "\ud800"),
+    "model_id": _pick("sonic-3", "sonic-3", "sonic-2", "sonic-turbo", "eleven_flash_v2_5", 5, ""),
+    "output_format": _pick(*_CARTESIA_SOUND_FORMATS,
+                           {"container": "raw", "encoding": "pcm_alaw", "sample_rate": 16000}, {"container": "mp3"},
+                           {"encoding": "pcm_s16le", "sample_rate": 7}, {"sample_rate": True}, "pcm"),
+    "add_timestamps": _pick(True, False, "yes"), "speed": _pick("fast", "slow", 0.5, "warp", None, True),
+    "generation_config": _pick({"speed": 1.2}, {"speed": 9}, {"speed": "x"}, "x", None), "language": _pick("en", 5)}
+CARTESIA_FIELDS = {**CARTESIA_HTTP_FIELDS, "continue": _pick(True, True, False, "yes"), "flush": _pick(True, False, 1),
+                   "context_id": _pick("a", "b", "c", "gone", "", 5, None, "x" * 300)}
+
+
+def cartesia_bodies(rng: random.Random, count: int) -> list[str]:
+    """Bodies of /cartesia/tts/bytes and /sse: mangled ones, and a fifth sound (each spoken, raw or WAV)."""
+    sound = {"model_id": "sonic-3", "transcript": "Hello there, your table is ready.", "voice": "default"}
+    return [json.dumps({**sound, "output_format": rng.choice(_CARTESIA_SOUND_FORMATS)}) if rng.random() < 0.2
+            else _frame(rng, CARTESIA_HTTP_FIELDS) for _ in range(count)]
+
+
+def cartesia_messages(rng: random.Random, count: int) -> list[str]:
+    """Cartesia's socket: generation requests mangled as every surface's are, and the socket's own hazards: cancels
+    of contexts never opened or already ended, floods of fresh contexts, a context spoken into after its last input
+    (and the client closes its sockets with contexts mid-speech: ``bench faults``' clients do)."""
+    out: list[str] = []
+    while len(out) < count:
+        kind = rng.random()
+        if kind < 0.15:
+            out.append(json.dumps({"context_id": rng.choice(("a", "b", "gone", "never", "", 5)),
+                                   "cancel": rng.choice((True, True, False, 1))}))
+        elif kind < 0.2:  # a flood of contexts, each a fresh id and one short sentence
+            out += [json.dumps({"context_id": f"flood-{rng.getrandbits(32):08x}", "transcript": "Hi there.",
+                                "voice": "default", "continue": False, "model_id": "sonic-3",
+                                "output_format": _CARTESIA_S16}) for _ in range(rng.randrange(5, 40))]
+        else:
+            out.append(_frame(rng, CARTESIA_FIELDS))
+    return out[:count]
+
+
 # Phone stacks' frames: Twilio's and Telnyx's media-stream events ("stop" left out: it ends the call legitimately),
 # Asterisk's chan_websocket events, jambonz's TTS vendor messages.
 _MARKS = ("e1.800", "e1.800.end", "e0.0", "e" + "9" * 40 + ".1", "e1.-5", "e1.x", "e1", "", "x" * 5000, "\ud800")

@@ -52,7 +52,7 @@ import time
 from dataclasses import dataclass, field
 from functools import cache
 from pathlib import Path
-from typing import Any, Coroutine, Iterator
+from typing import Any, Awaitable, Callable, Coroutine, Iterator
 from urllib.parse import urlsplit
 
 import httpx
@@ -62,7 +62,8 @@ from websockets.exceptions import ConnectionClosed
 from cbf_tools.bench import caller_voices
 from cbf_tools.bench.chaos import Chaos, Served
 from cbf_tools.bench.engine import percentile
-from cbf_tools.bench.faults import ELEVENLABS_PATH, JAMBONZ_PATH, SERVER_FAILURES, TRY_AGAIN_LATER, error_code
+from cbf_tools.bench.faults import (CARTESIA_PATH, ELEVENLABS_PATH, JAMBONZ_PATH, SERVER_FAILURES, TRY_AGAIN_LATER,
+                                    error_code)
 from cbf_tools.bench.procs import rss_mib
 from cbf_tools.peers.local_server import ServerFailed, Workers, free_port, local_server, quiet_client_logs
 from cbf_tools.peers.phone_callers import PlayingStack, connect_call
@@ -73,10 +74,13 @@ from gateway.wyoming.wire import Event, EventReader, encode
 
 SAMPLE_EVERY_S = 5.0
 PHONE_STACKS = ("twilio", "telnyx", "asterisk", "jambonz")
-# Each transport's share of the callers where its flag does not say how many; the WebSocket takes the rest (0.2).
-MIX = {"webrtc": 0.2, "phone": 0.2, "sse": 0.1, "wyoming": 0.1, "http": 0.1, "elevenlabs": 0.1}
+# Each transport's share of the callers where its flag does not say how many; the WebSocket takes the rest (0.1).
+MIX = {"webrtc": 0.2, "phone": 0.2, "sse": 0.1, "wyoming": 0.1, "http": 0.1, "elevenlabs": 0.1, "cartesia": 0.1}
 WEBRTC_CODECS = ("opus", "pcmu")  # the WebRTC callers', in turn
-TRANSPORTS = ("websocket", "webrtc-opus", "webrtc-pcmu", "http", "sse", "elevenlabs", "wyoming", *PHONE_STACKS)
+TRANSPORTS = ("websocket", "webrtc-opus", "webrtc-pcmu", "http", "sse", "elevenlabs", "cartesia", "wyoming",
+              *PHONE_STACKS)
+CARTESIA_REQUEST = {"model_id": "sonic-3", "voice": {"mode": "id", "id": "default"}, "add_timestamps": True,
+                    "output_format": {"container": "raw", "encoding": "pcm_s16le", "sample_rate": 16000}}
 TURN_TIMEOUT_S = 60.0
 PLAYER_CHOICES, PLAYER_RATE = (0.45, 0.55), 0.9  # a WebSocket turn's draws that play at 0.9x, reporting playout
 REFUSED_PAUSE_S = 0.5  # a refused caller tries again after this
@@ -426,20 +430,23 @@ async def _sse_caller(line: Line, rng: random.Random, tally: Tally) -> None:
                 tally.drop(f"sse stream: {exc!r}")
 
 
-async def _elevenlabs_caller(line: Line, rng: random.Random, tally: Tally) -> None:
-    """pipecat's way with ElevenLabs' multi-stream-input socket: a context a turn, its text flushed; heard to its
-    ``isFinal``, closed again once audio starts (an interruption), or the socket dropped at the first audio."""
+ContextTurn = Callable[[ClientConnection, str, random.Random, Tally], Awaitable[bool]]
+
+
+async def _contexts_caller(line: Line, rng: random.Random, tally: Tally, path: str, turn: ContextTurn) -> None:
+    """A vendor socket's caller, as pipecat uses one: a context a turn on one socket (``turn``: one context, False
+    when it dropped the socket), a new socket after a drop, until the run ends."""
     while line.open:
-        with _counted(tally, "elevenlabs"):
-            async with connect(line.ws(ELEVENLABS_PATH), additional_headers=line.headers, max_size=None) as ws:
+        with _counted(tally, path):
+            async with connect(line.ws(path), additional_headers=line.headers, max_size=None) as ws:
                 for n in itertools.count():
-                    if not line.open or not await asyncio.wait_for(_elevenlabs_turn(ws, f"c{n}", rng, tally),
-                                                                   TURN_TIMEOUT_S):
+                    if not line.open or not await asyncio.wait_for(turn(ws, f"c{n}", rng, tally), TURN_TIMEOUT_S):
                         break
 
 
 async def _elevenlabs_turn(ws: ClientConnection, context: str, rng: random.Random, tally: Tally) -> bool:
-    """One context; False when the caller dropped the socket."""
+    """pipecat's way with ElevenLabs' multi-stream-input socket: a context a turn, its text flushed; heard to its
+    ``isFinal``, closed again once audio starts (an interruption), or the socket dropped at the first audio."""
     close = json.dumps({"context_id": context, "close_context": True})
     choice, turn, failed = rng.random(), Turn(tally), False
     await ws.send(json.dumps({"text": rng.choice(TEXTS) + " ", "context_id": context, "flush": True}))
@@ -465,6 +472,38 @@ async def _elevenlabs_turn(ws: ClientConnection, context: str, rng: random.Rando
         if not closed and (failed or turn.audio):
             await ws.send(close)
             closed = True
+
+
+async def _cartesia_turn(ws: ClientConnection, context: str, rng: random.Random, tally: Tally) -> bool:
+    """pipecat's way with Cartesia's socket: a context a turn, its text in ``continue`` pieces, ended by an empty
+    transcript (``continue: false``); heard to its ``done``, cancelled once audio starts (an interruption), or the
+    socket dropped at the first audio."""
+    choice, text, turn = rng.random(), rng.choice(TEXTS), Turn(tally)
+    middle = text.find(" ", len(text) // 2)
+    pieces = [text] if text.startswith("<speak>") or middle < 0 else [text[:middle + 1], text[middle + 1:]]
+    request = {**CARTESIA_REQUEST, "context_id": context}
+    for piece in pieces:
+        await ws.send(json.dumps({**request, "transcript": piece, "continue": True}))
+    await ws.send(json.dumps({**request, "transcript": "", "continue": False}))  # the SDK's no_more_inputs()
+    while True:
+        reply = json.loads(await ws.recv())
+        if reply.get("context_id") != context:
+            continue  # the tail of a context cancelled before
+        if reply.get("type") == "error":
+            await tally.judge(error_code(reply), reply.get("message", ""))
+            return True  # their error ends the context
+        if reply.get("type") == "done":
+            tally.done += 1
+            return True
+        if reply.get("type") == "chunk" and not turn.audio:
+            turn.heard()
+            if choice >= 0.85:
+                tally.hung_up += 1
+                return False
+            if choice >= 0.6:  # the caller speaks: pipecat cancels the context
+                await ws.send(json.dumps({"context_id": context, "cancel": True}))
+                tally.cancelled += 1
+                return True
 
 
 async def _wyoming_caller(host: str, port: int, line: Line, rng: random.Random, tally: Tally) -> None:
@@ -765,8 +804,10 @@ async def measure(url: str, args: argparse.Namespace, wyoming_port: int | None,
     runs += [_websocket_caller(line, random.Random(rng.random()), tallies["websocket"])
              for _ in range(callers["websocket"])]
     runs += [_http_caller(line, random.Random(rng.random()), tallies["http"]) for _ in range(callers["http"])]
-    runs += [_elevenlabs_caller(line, random.Random(rng.random()), tallies["elevenlabs"])
-             for _ in range(callers["elevenlabs"])]
+    runs += [_contexts_caller(line, random.Random(rng.random()), tallies["elevenlabs"], ELEVENLABS_PATH,
+                              _elevenlabs_turn) for _ in range(callers["elevenlabs"])]
+    runs += [_contexts_caller(line, random.Random(rng.random()), tallies["cartesia"], CARTESIA_PATH, _cartesia_turn)
+             for _ in range(callers["cartesia"])]
     if chaos is not None:
         runs.append(chaos.run(line.deadline))
     stop = asyncio.Event()

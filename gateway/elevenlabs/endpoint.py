@@ -1,17 +1,15 @@
 """ElevenLabs-compatible input streaming: WebSocket ``/v1/text-to-speech/{voice_id}/stream-input`` (one context) and
 ``/v1/text-to-speech/{voice_id}/multi-stream-input`` (contexts by ``context_id``).
 
-A thin adapter: ``translate.Contexts`` decides, each context is one of our sessions (gateway/sessions/session.py) whose sink
-sends their audio replies with alignment. docs/protocol.md describes what is honoured and what is ignored.
+A thin adapter: ``translate.Contexts`` decides, each context is one of our sessions (gateway/vendors/contexts.py) whose
+sink sends their audio replies with alignment. docs/protocol.md describes what is honoured and what is ignored.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-import json
 import logging
-from dataclasses import dataclass, field
 from typing import Any
 
 from starlette.websockets import WebSocket
@@ -19,35 +17,31 @@ from starlette.websockets import WebSocket
 from engine.protocol import ProtocolError, Reading
 from gateway import messages
 from gateway.audio import Encoder, make_encoder
-from gateway.guard.auth import admit, authorized, refusal_of, tenant_of
+from gateway.guard.auth import admit, authorized, refusal_of
 from gateway.elevenlabs import translate
 from gateway.formats import ELEVENLABS_DEFAULT_FORMAT, ELEVENLABS_FORMATS
 from gateway.host.drain import CLOSING, RESTART_CLOSE_CODE
-from gateway.playout import Outbound, SentAudio, WrittenAudio
-from gateway.sessions.session import Session
 from gateway.sessions.registry import ServerDraining, SessionLimitReached
 from gateway.shared_state import GatewayState
-from gateway.guard.silent_sockets import Admission, IdleClock, until_idle
-from gateway.sink import AudioSink
-from gateway.websocket import STALLED_CLOSE_CODE, SendWatch, client_frames, close_reason, until_stalled
+from gateway.guard.silent_sockets import Admission, IdleClock
+from gateway.vendors.contexts import POLICY_VIOLATION, Context, ContextSink, ContextSocket, Ended, serve
+from gateway.websocket import client_frames, close_reason
 
 log = logging.getLogger("chatterbox_fast.gateway")
-POLICY_VIOLATION = 1008  # their close code for a refused request (and for a socket idle past its timeout)
 TRY_AGAIN_LATER = 1013
 UNAUTHORIZED = "a valid API key is required"
 MAX_INACTIVITY_S = 180  # theirs: ``inactivity_timeout`` up to 180 s
 
 
-class ElevenLabsSink(AudioSink):
+class ElevenLabsSink(ContextSink):
     """One context's audio: each chunk cut between words into replies of base64 audio with its alignment;
     ``spelling``: the context's text as its session took it, every character of it given back in the alignment."""
 
     def __init__(self, socket: "_Socket", context: str | None, fmt: str, rate: int) -> None:
-        self.socket, self.context, self.format, self.sample_rate = socket, context, fmt, rate
+        super().__init__(socket)
+        self.context, self.format, self.sample_rate = context, fmt, rate
         self._encoder: Encoder | None = None
         self._chunk: dict[str, Any] | None = None  # the chunk event of the audio that follows
-        self._sent = SentAudio()
-        self._taken = WrittenAudio(socket.outbound)  # of the socket's bytes, what its client has taken of this one's
         self.spelling = translate.Spelling()
 
     def expect(self, chunk_event: dict[str, Any]) -> None:
@@ -55,8 +49,7 @@ class ElevenLabsSink(AudioSink):
 
     async def begin(self) -> None:
         self._encoder = make_encoder(self.format, self.sample_rate)
-        self._sent.reset()
-        self._taken.reset()
+        self.restart()
 
     async def write(self, pcm: bytes) -> None:
         chunk, self._chunk = self._chunk, None
@@ -65,8 +58,7 @@ class ElevenLabsSink(AudioSink):
         for piece in translate.audio_pieces(chunk["words"], chunk["offset"], chunk["duration"], self.spelling):
             audio = self._encoder.encode(translate.pcm_slice(pcm, piece.start, piece.end))
             await self.socket.send(translate.audio_message(audio, piece.alignment, self.context, piece.normalized))
-            self._sent.sent(piece.end - piece.start)
-            self._taken.wrote(piece.end - piece.start)
+            self.counted(piece.end - piece.start)
 
     async def end(self) -> None:
         """The encoder's last audio, and the characters after the last word (their alignment: no time)."""
@@ -80,54 +72,20 @@ class ElevenLabsSink(AudioSink):
     async def clear(self) -> None:
         self._encoder = None
 
-    def played_seconds(self) -> float:
-        return self._sent.taken()
 
-    def taken_seconds(self) -> float:
-        """What the client has taken: what was sent, less what still waits in the connection's buffers."""
-        return self._taken.taken()
-
-
-@dataclass(eq=False)
-class _Context:
-    """One context: its id and session. An id may be used again once closed: a new context, not this one."""
-
-    id: str | None
-    sink: ElevenLabsSink
-    session: Session | None = None
-    finished: asyncio.Event = field(default_factory=asyncio.Event)
-
-
-class _Socket:
-    """One client socket: its contexts and the order of what is sent on it."""
+class _Socket(ContextSocket):
+    """One client socket: its contexts (``contexts.ContextSocket``) as ``translate.Contexts`` commands them."""
 
     def __init__(self, ws: WebSocket, state: GatewayState, voice: str, fmt: str, rate: int, multi: bool,
                  idle: IdleClock, reading: Reading = Reading()) -> None:
-        self.ws, self.state, self.voice, self.format, self.rate, self.multi = ws, state, voice, fmt, rate, multi
-        self.idle = idle  # touched by every message in and out
+        super().__init__(ws, state, idle, "elevenlabs")
+        self.voice, self.format, self.rate, self.multi = voice, fmt, rate, multi
         self.reading = reading  # from the URL: every context's
         self.rules = translate.Contexts(multi)
-        self.contexts: dict[str | None, _Context] = {}  # by id: the context now taking that id's messages
-        self.live: set[_Context] = set()  # every context not yet final (an id used again may leave one finishing)
         self.closing: list[asyncio.Event] = []  # contexts finishing before a close_socket
         self.done = asyncio.Event()  # one context: its isFinal went out; the socket closes
         # one context whose speech failed: the socket closes with a policy violation and this reason
         self.refused: str | None = None
-        self._watch = SendWatch(state.settings.stall_timeout_s)
-        self.outbound = Outbound(ws.scope)  # what its client has taken of the bytes sent to it
-        self._ending: set[asyncio.Task[None]] = set()  # sessions being closed after their isFinal
-
-    async def send(self, reply: dict[str, Any]) -> None:
-        text = json.dumps(reply, separators=(",", ":"), ensure_ascii=False)  # as send_json, its size known
-        with self._watch.sending():
-            await self.ws.send_text(text)
-        self.outbound.wrote(len(text.encode()))
-        self.idle.touch()
-
-    def stalled(self, now: float) -> bool:
-        """Whether a send has waited for the client longer than the stall timeout, or what was sent has (bytes wait
-        in the connection's buffers and the client has taken none of them for that long: ``Outbound``)."""
-        return self._watch.stalled(now) or self.outbound.stalled(now, self.state.settings.stall_timeout_s)
 
     async def run(self, command: translate.Command) -> None:
         match command:
@@ -154,28 +112,19 @@ class _Socket:
                 await self.ws.close(1000)
 
     async def _open(self, ctx: str | None) -> None:
-        sink = ElevenLabsSink(self, ctx, self.format, self.rate)
-        entry = _Context(ctx, sink)
-
-        async def on_event(event: dict[str, Any]) -> None:
-            await self._event(entry, event)
-
-        entry.session = Session(self.state, sink, on_event, transport="elevenlabs", voice=self.voice,
-                                tenant=tenant_of(self.ws))
+        entry = Context(ctx, ElevenLabsSink(self, ctx, self.format, self.rate))
         try:
-            await entry.session.open()
+            await self.open(entry, self.voice, self._event)
         except SessionLimitReached as exc:  # this context is refused; the socket's others go on
             await self.send(translate.error_message(exc.code, str(exc), ctx))
             self.refused = None if self.multi else refusal_reason(exc.code, str(exc))
             await self.send(translate.final_message(ctx))
             self._ended()
             return
-        self.contexts[ctx] = entry
-        self.live.add(entry)
         if self.reading != Reading():
             await entry.session.handle(messages.Config(reading=self.reading))
 
-    async def _event(self, entry: _Context, event: dict[str, Any]) -> None:
+    async def _event(self, entry: Context, event: dict[str, Any]) -> None:
         kind = event["type"]
         if kind == "chunk":
             entry.sink.expect(event)
@@ -187,41 +136,17 @@ class _Socket:
                 self.refused = None if self.multi else refusal_reason(event["code"], event["message"])
                 await self._final(entry)
 
-    async def _final(self, entry: _Context) -> None:
+    async def _final(self, entry: Context) -> None:
         """``isFinal`` for ``entry``; its session ends."""
         if self.contexts.get(entry.id) is entry:
-            del self.contexts[entry.id]
             self.rules.ended(entry.id)
-        if entry.finished.is_set():
-            return
-        entry.finished.set()
-        self.live.discard(entry)
-        await self.send(translate.final_message(entry.id))
-        task = asyncio.get_running_loop().create_task(entry.session.close())  # (not from its own player's task)
-        self._ending.add(task)
-        task.add_done_callback(self._ending.discard)
-        self._ended()
+        if self.end(entry):
+            await self.send(translate.final_message(entry.id))
+            self._ended()
 
     def _ended(self) -> None:
         if not self.multi:
             self.done.set()
-
-    async def released(self) -> None:
-        """Returns once a drain lets this socket go: each of its contexts has nothing left to say (or the grace is
-        over)."""
-        await self.state.drain.begun.wait()
-        while pending := list(self.live):
-            await asyncio.gather(*(entry.session.released() for entry in pending if entry.session is not None))
-            if self.live <= set(pending):  # none opened meanwhile
-                return
-
-    async def close(self) -> None:
-        for entry in list(self.live):
-            entry.finished.set()
-            await entry.session.close()
-        self.live.clear()
-        self.contexts.clear()
-        await asyncio.gather(*self._ending, return_exceptions=True)
 
 
 async def stream_input(ws: WebSocket) -> None:
@@ -287,38 +212,19 @@ async def _serve(ws: WebSocket, *, multi: bool) -> None:
             await _refuse(ws, "too_many_unauthenticated", state.unauthenticated.full_message, TRY_AGAIN_LATER)
             return
     socket = _Socket(ws, state, ws.path_params["voice_id"], fmt, rate, multi, idle, reading)
-    receiving = asyncio.create_task(_receive_all(ws, socket, waiting))
-    finishing = asyncio.create_task(socket.done.wait())
-    watching = asyncio.create_task(until_stalled(socket))
-    idling = asyncio.create_task(until_idle(idle))
-    releasing = asyncio.create_task(socket.released())
     try:
-        await asyncio.wait({receiving, finishing, watching, idling, releasing}, return_when=asyncio.FIRST_COMPLETED)
-        if receiving.done() and not receiving.cancelled() and (exc := receiving.exception()) is not None:
-            raise exc
+        ended = await serve(socket, _receive_all(ws, socket, waiting), socket.done)
     except _Refused as refused:
         with contextlib.suppress(Exception):
             await ws.close(POLICY_VIOLATION, refused.reason)
+        return
     finally:
         if waiting is not None:
             waiting.leave()
-        for task in (receiving, finishing, watching, idling, releasing):
-            task.cancel()
-        await socket.close()
-    if idling.done() and not idling.cancelled():
-        log.info("elevenlabs socket closed: %s", idle.reason)
-        with contextlib.suppress(Exception):
-            await asyncio.wait_for(ws.close(POLICY_VIOLATION, idle.reason), 1.0)
-    elif watching.done() and not watching.cancelled():
-        reason = f"not reading: no audio taken for {state.settings.stall_timeout_s:g} s"
-        log.info("elevenlabs socket closed: %s", reason)
-        with contextlib.suppress(Exception):  # the close frame may never get through to a client that reads nothing
-            await asyncio.wait_for(ws.close(STALLED_CLOSE_CODE, reason), 1.0)
-    elif finishing.done() and not finishing.cancelled():
+    if ended is Ended.FINISHED:
         with contextlib.suppress(Exception):
             await (ws.close(POLICY_VIOLATION, socket.refused) if socket.refused else ws.close(1000))
-    elif releasing.done() and not releasing.cancelled():
-        log.info("elevenlabs socket closed: draining")
+    elif ended is Ended.DRAINING:
         with contextlib.suppress(Exception):
             await _refuse(ws, ServerDraining.code, CLOSING, RESTART_CLOSE_CODE)
 

@@ -1,8 +1,8 @@
-"""Optional API keys: a bearer header; on a WebSocket, a ``cbf.key.<key>`` subprotocol (a browser cannot set its
-headers); ``?api_key=`` still accepted (and redacted from the logs, gateway/guard/operator_safety.py). A token from
-``POST /v1/tokens`` (gateway/guard/tokens.py) is taken in each of those places too, and as ``?token=``: admitted as
-its minting key's tenant, within its scope; its grant goes in the scope (``scope["state"]["grant"]``) and in
-``tokens.GRANT`` for the rest of the connection's work.
+"""Optional API keys: a bearer header (or ``X-API-Key``, as pipecat's Cartesia service sends it); on a WebSocket, a
+``cbf.key.<key>`` subprotocol (a browser cannot set its headers); ``?api_key=`` still accepted (and redacted from the
+logs, gateway/guard/operator_safety.py). A token from ``POST /v1/tokens`` (gateway/guard/tokens.py) is taken in each
+of those places too, and as ``?token=``: admitted as its minting key's tenant, within its scope; its grant goes in the
+scope (``scope["state"]["grant"]``) and in ``tokens.GRANT`` for the rest of the connection's work.
 
 Whose key it is (gateway/guard/tenants.py) goes in the connection's ASGI scope: ``scope["state"]["tenant"]``, the
 tenant's name (Starlette's ``request.state.tenant``), or None for an --api-key key or when no key is set.
@@ -23,6 +23,7 @@ from gateway.guard.tokens import GRANT, TokenRefused, looks_like_token
 from gateway.http.errors import error_response
 
 OPEN_PATHS = ("/health",)
+GUARDED_PREFIXES = ("/v1/", "/cartesia/")  # HTTP routes that need a key when keys are set (and /metrics)
 SUBPROTOCOL = "cbf.v1"  # what the server picks when a WebSocket offers its key as a subprotocol
 KEY_SUBPROTOCOL = "cbf.key."
 
@@ -35,6 +36,8 @@ def presented_key(conn: HTTPConnection) -> str | None:
     header = conn.headers.get("authorization", "")
     if header.lower().startswith("bearer "):
         return header[7:].strip()
+    if vendor := conn.headers.get("x-api-key"):  # pipecat's Cartesia service
+        return vendor.strip()
     offered = [p[len(KEY_SUBPROTOCOL):] for p in offered_subprotocols(conn) if p.startswith(KEY_SUBPROTOCOL)]
     if offered:
         return offered[0]
@@ -120,7 +123,7 @@ async def accept_websocket(ws: WebSocket, tenancy: Tenancy) -> bool:
 
 
 class ApiKeyMiddleware:
-    """Every HTTP request under /v1 and /metrics needs a key when keys are set (401; 403 for a route its tenant may
+    """Every HTTP request under /v1, /cartesia and /metrics needs a key when keys are set (401; 403 for a route its tenant may
     not reach). WebSockets check for themselves, so they can answer in their protocol's shape; with keys set each is
     known to the tenancy while open, to be closed should its key be removed."""
 
@@ -138,7 +141,7 @@ class ApiKeyMiddleware:
             return
         path = scope.get("path", "")
         guarded = scope["type"] == "http" and scope.get("method") != "OPTIONS" and (
-            path.startswith("/v1/") or path == "/metrics") and path not in OPEN_PATHS
+            path.startswith(GUARDED_PREFIXES) or path == "/metrics") and path not in OPEN_PATHS
         if guarded:
             refusal = check(scope, self.tenancy, presented_key(HTTPConnection(scope)))
             if refusal is not None:

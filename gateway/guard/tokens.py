@@ -51,7 +51,8 @@ FAMILIES: dict[str, tuple[tuple[str | None, str], ...]] = {
     "telnyx": ((None, "/v1/telnyx"),),
     "asterisk": ((None, "/v1/asterisk"),),
     "jambonz": ((None, "/v1/jambonz"),),
-    "voices": (("GET", "/v1/voices"), ("GET", "/v1/lexicons")),  # the lists only: never an upload or a deletion
+    "cartesia": ((None, "/cartesia/tts"),),
+    "voices": (("GET", "/v1/voices"), ("GET", "/v1/lexicons"), ("GET", "/cartesia/voices")),  # the lists only: never an upload or a deletion
 }
 SPEAKING = tuple(f for f in FAMILIES if f != "voices")  # a token without ``routes`` reaches these
 _STATUS = {"unauthorized": 401, "token_expired": 401, "token_used": 401, "token_scope": 403,

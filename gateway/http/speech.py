@@ -10,8 +10,8 @@ from typing import Any, AsyncIterator
 from starlette.requests import Request
 from starlette.responses import Response
 
-from engine.protocol import SAMPLE_RATE, Chunk
-from gateway.audio import make_encoder
+from engine.protocol import SAMPLE_RATE, Chunk, Reading
+from gateway.audio import Encoder, make_encoder
 from gateway.guard.client_input import speech_text
 from gateway.engine_link.client import EngineRequestError, EngineUnavailable
 from gateway.formats import OPENAI_FORMATS, OPENAI_PCM_RATE, TTS_FORMATS
@@ -48,15 +48,23 @@ def _text(state: GatewayState, text: str) -> str:
 
 async def _speech(state: GatewayState, request: Request, body: dict[str, Any], text: str, voice: str, fmt: str,
                   sample_rate: int | None, framing: Framing = AudioBytes(), whole: bool = False) -> SpeechStream:
-    """Start one utterance (from the prompt cache where it may be: the body's ``cache``), within its tenant's limits,
-    and stream it encoded, in ``framing``; errors before the first chunk become proper HTTP errors. ``whole``: a
-    format that differs as a whole file (wav: its true sizes) is sent whole, at the end."""
-    transport, reading, use_cache = "http", body_reading(body), body_field(body, "cache", bool, True)
-    tenant = tenant_of(request)
+    """``stream_speech`` as the body asks (its reading, its ``cache``). ``whole``: a format that differs as a whole
+    file (wav: its true sizes) is sent whole, at the end."""
     try:
         encoder = make_encoder(fmt, sample_rate, whole=whole)
     except ValueError as exc:
         raise ApiError(400, "bad_request", str(exc)) from None
+    return await stream_speech(state, request, text, voice, encoder, body_reading(body),
+                               body_field(body, "cache", bool, True), framing)
+
+
+async def stream_speech(state: GatewayState, request: Request, text: str, voice: str, encoder: Encoder,
+                        reading: Reading, use_cache: bool = True, framing: Framing = AudioBytes(),
+                        transport: str = "http") -> SpeechStream:
+    """Start one utterance (from the prompt cache where it may be: ``use_cache``), within its tenant's limits, and
+    stream it encoded, in ``framing``; errors before the first chunk become proper HTTP errors. ``transport``: its
+    label in the metrics (a vendor's dialect, or plain http)."""
+    tenant = tenant_of(request)
     token = Revocation(tenant)  # its entry in the registry: gateway/app.py ends it when its key is removed
     try:
         state.tenancy.charge(tenant, len(text))

@@ -28,10 +28,15 @@ async def known_voices(state: GatewayState) -> list[dict[str, Any]]:
         raise engine_error(exc) from None
 
 
-async def list_voices(request: Request) -> Response:
+async def usable_voices(request: Request) -> list[dict[str, Any]]:
+    """The voices the request's tenant may use."""
     state: GatewayState = request.app.state.gateway
     tenant, tenants = tenant_of(request), state.tenancy.tenants
-    return JSONResponse({"voices": [v for v in await known_voices(state) if tenants.may_use_voice(tenant, v["name"])]})
+    return [v for v in await known_voices(state) if tenants.may_use_voice(tenant, v["name"])]
+
+
+async def list_voices(request: Request) -> Response:
+    return JSONResponse({"voices": await usable_voices(request)})
 
 
 async def _bounded(request: Request, limit: int) -> Request:
