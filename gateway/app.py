@@ -36,6 +36,8 @@ from gateway.listen import silero
 from gateway.metrics import Metrics
 from gateway.prompt_cache.cache import PromptCache
 from gateway.traces import ConnectionScope
+from gateway.vendors import vapi
+from gateway.vendors.deepgram import endpoint as deepgram
 from gateway.guard.operator_safety import exposure_warning, wyoming_exposure_warning
 from gateway.sessions.session import Session
 from gateway.sessions.registry import SessionRegistry
@@ -205,6 +207,9 @@ def create_app(settings: GatewaySettings, on_engine_refusal: Callable[[str], Non
         WebSocketRoute("/v1/jambonz/tts", telephony.jambonz_tts),
         WebSocketRoute("/v1/text-to-speech/{voice_id}/stream-input", elevenlabs.stream_input),
         WebSocketRoute("/v1/text-to-speech/{voice_id}/multi-stream-input", elevenlabs.multi_stream_input),
+        Route("/v1/vapi", vapi.webhook, methods=["POST"]),
+        Route("/deepgram/v1/speak", deepgram.speak_rest, methods=["POST"]),
+        WebSocketRoute("/deepgram/v1/speak", deepgram.speak_socket),
         Mount("/", StaticFiles(directory=WEB_DIR, html=True), name="web"),
     ]
     middleware = [

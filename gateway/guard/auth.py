@@ -1,4 +1,5 @@
-"""Optional API keys: a bearer header; on a WebSocket, a ``cbf.key.<key>`` subprotocol (a browser cannot set its
+"""Optional API keys: an ``Authorization`` header (``Bearer KEY``, or Deepgram's ``Token KEY``) or a vendor's own key header
+(``KEY_HEADERS``: Vapi's ``X-VAPI-SECRET``); on a WebSocket, a ``cbf.key.<key>`` subprotocol (a browser cannot set its
 headers); ``?api_key=`` still accepted (and redacted from the logs, gateway/guard/operator_safety.py). A token from
 ``POST /v1/tokens`` (gateway/guard/tokens.py) is taken in each of those places too, and as ``?token=``: admitted as
 its minting key's tenant, within its scope; its grant goes in the scope (``scope["state"]["grant"]``) and in
@@ -23,6 +24,9 @@ from gateway.guard.tokens import GRANT, TokenRefused, looks_like_token
 from gateway.http.errors import error_response
 
 OPEN_PATHS = ("/health",)
+GUARDED_PREFIXES = ("/v1/", "/deepgram/")  # every HTTP request below these needs a key when keys are set
+AUTH_SCHEMES = ("bearer", "token")  # ``Authorization: <scheme> KEY``, any case (Deepgram's clients send both)
+KEY_HEADERS = ("x-vapi-secret",)  # vendors' own headers for the key (Vapi's custom-voice webhook)
 SUBPROTOCOL = "cbf.v1"  # what the server picks when a WebSocket offers its key as a subprotocol
 KEY_SUBPROTOCOL = "cbf.key."
 
@@ -32,9 +36,12 @@ def offered_subprotocols(conn: HTTPConnection) -> list[str]:
 
 
 def presented_key(conn: HTTPConnection) -> str | None:
-    header = conn.headers.get("authorization", "")
-    if header.lower().startswith("bearer "):
-        return header[7:].strip()
+    scheme, _, value = conn.headers.get("authorization", "").partition(" ")
+    if scheme.lower() in AUTH_SCHEMES and value.strip():
+        return value.strip()
+    for name in KEY_HEADERS:
+        if key := conn.headers.get(name):
+            return key
     offered = [p[len(KEY_SUBPROTOCOL):] for p in offered_subprotocols(conn) if p.startswith(KEY_SUBPROTOCOL)]
     if offered:
         return offered[0]
@@ -120,7 +127,7 @@ async def accept_websocket(ws: WebSocket, tenancy: Tenancy) -> bool:
 
 
 class ApiKeyMiddleware:
-    """Every HTTP request under /v1 and /metrics needs a key when keys are set (401; 403 for a route its tenant may
+    """Every HTTP request under /v1 (and the vendors' dialects, ``GUARDED_PREFIXES``) and /metrics needs a key when keys are set (401; 403 for a route its tenant may
     not reach). WebSockets check for themselves, so they can answer in their protocol's shape; with keys set each is
     known to the tenancy while open, to be closed should its key be removed."""
 
@@ -138,7 +145,7 @@ class ApiKeyMiddleware:
             return
         path = scope.get("path", "")
         guarded = scope["type"] == "http" and scope.get("method") != "OPTIONS" and (
-            path.startswith("/v1/") or path == "/metrics") and path not in OPEN_PATHS
+            path.startswith(GUARDED_PREFIXES) or path == "/metrics") and path not in OPEN_PATHS
         if guarded:
             refusal = check(scope, self.tenancy, presented_key(HTTPConnection(scope)))
             if refusal is not None:

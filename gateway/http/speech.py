@@ -37,7 +37,7 @@ STREAM_FORMATS = ("audio", "sse")
 _defaulted: set[str] = set()  # OpenAI voice names already logged as spoken by the default voice
 
 
-def _text(state: GatewayState, text: str) -> str:
+def checked_text(state: GatewayState, text: str) -> str:
     text = speech_text(text)
     if not text.strip():
         raise ApiError(400, "bad_request", "text is empty")
@@ -46,12 +46,14 @@ def _text(state: GatewayState, text: str) -> str:
     return text
 
 
-async def _speech(state: GatewayState, request: Request, body: dict[str, Any], text: str, voice: str, fmt: str,
-                  sample_rate: int | None, framing: Framing = AudioBytes(), whole: bool = False) -> SpeechStream:
+async def speech_stream(state: GatewayState, request: Request, body: dict[str, Any], text: str, voice: str, fmt: str,
+                        sample_rate: int | None, framing: Framing = AudioBytes(), whole: bool = False,
+                        transport: str = "http") -> SpeechStream:
     """Start one utterance (from the prompt cache where it may be: the body's ``cache``), within its tenant's limits,
     and stream it encoded, in ``framing``; errors before the first chunk become proper HTTP errors. ``whole``: a
-    format that differs as a whole file (wav: its true sizes) is sent whole, at the end."""
-    transport, reading, use_cache = "http", body_reading(body), body_field(body, "cache", bool, True)
+    format that differs as a whole file (wav: its true sizes) is sent whole, at the end. ``transport``: the metrics'
+    and the session registry's label (the vendors' dialects have their own: gateway/vendors/)."""
+    reading, use_cache = body_reading(body), body_field(body, "cache", bool, True)
     tenant = tenant_of(request)
     try:
         encoder = make_encoder(fmt, sample_rate, whole=whole)
@@ -137,7 +139,7 @@ async def _chained(first: Chunk | None, rest: AsyncIterator[Chunk]) -> AsyncIter
 async def tts(request: Request) -> Response:
     state: GatewayState = request.app.state.gateway
     body = await json_body(request)
-    text = _text(state, body_field(body, "text", str, required=True))
+    text = checked_text(state, body_field(body, "text", str, required=True))
     fmt = body_field(body, "format", str, "pcm")
     timed = fmt == "ndjson" or ndjson.CONTENT_TYPE in request.headers.get("accept", "")
     fmt = "pcm" if fmt == "ndjson" else fmt
@@ -146,8 +148,8 @@ async def tts(request: Request) -> Response:
     rate = body_field(body, "sample_rate", int)
     framing = ndjson.TimedLines(text) if timed else AudioBytes()
     whole = not timed and not body_field(body, "stream", bool, False)
-    return await _speech(state, request, body, text, body_field(body, "voice", str, "default"), fmt, rate, framing,
-                         whole)
+    return await speech_stream(state, request, body, text, body_field(body, "voice", str, "default"), fmt, rate,
+                               framing, whole)
 
 
 async def openai_speech(request: Request) -> Response:
@@ -155,7 +157,7 @@ async def openai_speech(request: Request) -> Response:
     state: GatewayState = request.app.state.gateway
     body = await json_body(request)
     body_field(body, "model", str)  # optional (OpenAI requires it): every model name speaks with this server's engine
-    text = _text(state, body_field(body, "input", str, required=True))
+    text = checked_text(state, body_field(body, "input", str, required=True))
     fmt = body_field(body, "response_format", str, "mp3")
     if fmt not in OPENAI_FORMATS:
         raise ApiError(400, "bad_request", f"response_format must be one of {sorted(OPENAI_FORMATS)}")
@@ -166,8 +168,8 @@ async def openai_speech(request: Request) -> Response:
     voice = await _openai_voice(state, body_field(body, "voice", str, "default"))
     framing = sse.SpeechEvents(text) if stream_format == "sse" else AudioBytes()
     whole = stream_format == "audio" and not body_field(body, "stream", bool, False)
-    return await _speech(state, request, body, text, voice, fmt, OPENAI_PCM_RATE if fmt == "pcm" else None,
-                         framing, whole)
+    return await speech_stream(state, request, body, text, voice, fmt, OPENAI_PCM_RATE if fmt == "pcm" else None,
+                               framing, whole)
 
 
 async def _openai_voice(state: GatewayState, voice: str) -> str:
