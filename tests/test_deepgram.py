@@ -239,7 +239,7 @@ async def test_pipecats_deepgram_service_hears_watermarked_speech(server: str, w
     assert not any(isinstance(f, ErrorFrame) for f in frames)
 
 
-def test_the_docs_example_runs_as_written(server: str) -> None:
+def test_the_docs_example_runs_as_written(server: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """docs/protocols/deepgram.md's SDK example, its URL and key swapped for this server's."""
     page = (ROOT / "docs/protocols/deepgram.md").read_text()
     code = re.search(r"<!-- tested: tests/test_deepgram.py -->\s*```python\n(.*?)```", page, re.S).group(1)
@@ -247,5 +247,6 @@ def test_the_docs_example_runs_as_written(server: str) -> None:
                                                                    server.replace("http://", "ws://"))
     code = code.replace('"YOUR_KEY"', repr(KEY))
     namespace: dict[str, Any] = {}
+    monkeypatch.chdir(tmp_path)  # (it writes hello.wav)
     exec(compile(code, "deepgram.md", "exec"), namespace)
     assert speech_heard(pcm_of(namespace["audio"]), 24000)

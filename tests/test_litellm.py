@@ -1,0 +1,79 @@
+"""LiteLLM's ``speech()`` and ``aspeech()`` (the real litellm, its OpenAI provider) through the gateway's OpenAI route
+with only ``api_base`` set, against a real gateway on 127.0.0.1 (eSpeak): watermarked speech, a wrong key refused, and
+docs/protocols/deepgram.md's LiteLLM example run as written."""
+
+from __future__ import annotations
+
+import io
+import re
+from pathlib import Path
+from typing import Any, Iterator
+
+import av
+import numpy as np
+import pytest
+
+from tests.server import running_server
+
+KEY = "litellm-test-key"
+ROOT = Path(__file__).resolve().parents[1]
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    with running_server("--api-key", KEY, voices_dir=tmp_path_factory.mktemp("voices")) as url:
+        yield url
+
+
+@pytest.fixture(scope="module")
+def litellm() -> Any:
+    """litellm, offline: its model price map from its own copy (else it fetches one from GitHub at import)."""
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+        import litellm
+
+        yield litellm
+
+
+def decoded(data: bytes) -> tuple[np.ndarray, int]:
+    with av.open(io.BytesIO(data)) as container:
+        stream = container.streams.audio[0]
+        rate = stream.codec_context.sample_rate
+        samples = np.concatenate([f.to_ndarray().reshape(-1) for f in container.decode(stream)]).astype(np.float32)
+    return (samples / 32768.0 if np.abs(samples).max() > 1.5 else samples), rate
+
+
+def assert_speech(data: bytes, watermarker) -> None:
+    wav, rate = decoded(data)
+    assert wav.size / rate > 1.0 and np.sqrt(np.mean(wav ** 2)) > 0.02
+    assert watermarker.detect(wav, rate) >= 0.5
+
+
+async def test_speech_and_aspeech_speak_through_the_openai_route(server: str, litellm: Any, watermarker) -> None:
+    text = "Good morning. I can help you book a table for tonight."
+    reply = litellm.speech(model="openai/chatterbox-turbo", voice="default", input=text, api_base=server + "/v1",
+                           api_key=KEY, response_format="wav")
+    assert_speech(reply.content, watermarker)
+    reply = await litellm.aspeech(model="openai/chatterbox-turbo", voice="alloy", input=text,
+                                  api_base=server + "/v1", api_key=KEY)  # mp3; an OpenAI voice: the default one
+    assert reply.content[:3] == b"ID3" or reply.content[:2] == b"\xff\xfb"
+    assert_speech(reply.content, watermarker)
+
+
+def test_a_wrong_key_is_refused_as_an_authentication_error(server: str, litellm: Any) -> None:
+    import openai
+
+    # (litellm's speech() lets its OpenAI client's own error through, unmapped)
+    with pytest.raises((litellm.AuthenticationError, openai.AuthenticationError)):
+        litellm.speech(model="openai/chatterbox-turbo", voice="default", input="Hello.", api_base=server + "/v1",
+                       api_key="wrong", max_retries=0)
+
+
+def test_the_docs_example_runs_as_written(server: str, litellm: Any, tmp_path: Path,
+                                          monkeypatch: pytest.MonkeyPatch, watermarker) -> None:
+    page = (ROOT / "docs/protocols/deepgram.md").read_text()
+    code = re.search(r"<!-- tested: tests/test_litellm.py -->\s*```python\n(.*?)```", page, re.S).group(1)
+    code = code.replace("http://localhost:8000", server).replace('"YOUR_KEY"', repr(KEY))
+    monkeypatch.chdir(tmp_path)
+    exec(compile(code, "deepgram.md", "exec"), {})
+    assert_speech((tmp_path / "hello.wav").read_bytes(), watermarker)
