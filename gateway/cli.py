@@ -744,6 +744,7 @@ def build_parser() -> argparse.ArgumentParser:
                        ("phone", "place phone calls (Twilio, Telnyx, Asterisk and jambonz in turn)"),
                        ("sse", "use OpenAI's SSE speech stream"), ("http", "stream POST /v1/tts"),
                        ("elevenlabs", "use ElevenLabs' multi-stream-input socket"),
+                       ("deepgram", "use Deepgram's speak socket"), ("vapi", "call the Vapi custom-voice webhook"),
                        ("wyoming", "use the Wyoming port (none with --url unless --wyoming-port is given)")):
         p.add_argument(f"--{name}", type=whole, help=f"how many of the callers {what} (default: its share)")
     p.add_argument("--report-every", type=number, default=60.0, help="seconds between the lines printed as it runs")

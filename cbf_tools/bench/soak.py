@@ -57,12 +57,13 @@ from urllib.parse import urlsplit
 
 import httpx
 from websockets.asyncio.client import ClientConnection, connect
-from websockets.exceptions import ConnectionClosed
+from websockets.exceptions import ConnectionClosed, InvalidStatus
 
 from cbf_tools.bench import caller_voices
 from cbf_tools.bench.chaos import Chaos, Served
 from cbf_tools.bench.engine import percentile
-from cbf_tools.bench.faults import ELEVENLABS_PATH, JAMBONZ_PATH, SERVER_FAILURES, TRY_AGAIN_LATER, error_code
+from cbf_tools.bench.faults import (DEEPGRAM_PATH, ELEVENLABS_PATH, JAMBONZ_PATH, SERVER_FAILURES, TRY_AGAIN_LATER,
+                                    error_code)
 from cbf_tools.bench.procs import rss_mib
 from cbf_tools.peers.local_server import ServerFailed, Workers, free_port, local_server, quiet_client_logs
 from cbf_tools.peers.phone_callers import PlayingStack, connect_call
@@ -74,9 +75,11 @@ from gateway.wyoming.wire import Event, EventReader, encode
 SAMPLE_EVERY_S = 5.0
 PHONE_STACKS = ("twilio", "telnyx", "asterisk", "jambonz")
 # Each transport's share of the callers where its flag does not say how many; the WebSocket takes the rest (0.2).
-MIX = {"webrtc": 0.2, "phone": 0.2, "sse": 0.1, "wyoming": 0.1, "http": 0.1, "elevenlabs": 0.1}
+MIX = {"webrtc": 0.2, "phone": 0.2, "sse": 0.1, "wyoming": 0.1, "http": 0.1, "elevenlabs": 0.1, "deepgram": 0.05,
+       "vapi": 0.05}
 WEBRTC_CODECS = ("opus", "pcmu")  # the WebRTC callers', in turn
-TRANSPORTS = ("websocket", "webrtc-opus", "webrtc-pcmu", "http", "sse", "elevenlabs", "wyoming", *PHONE_STACKS)
+TRANSPORTS = ("websocket", "webrtc-opus", "webrtc-pcmu", "http", "sse", "elevenlabs", "deepgram", "vapi", "wyoming",
+              *PHONE_STACKS)
 TURN_TIMEOUT_S = 60.0
 PLAYER_CHOICES, PLAYER_RATE = (0.45, 0.55), 0.9  # a WebSocket turn's draws that play at 0.9x, reporting playout
 REFUSED_PAUSE_S = 0.5  # a refused caller tries again after this
@@ -467,6 +470,82 @@ async def _elevenlabs_turn(ws: ClientConnection, context: str, rng: random.Rando
             closed = True
 
 
+async def _deepgram_caller(line: Line, rng: random.Random, tally: Tally) -> None:
+    """pipecat's way with Deepgram's speak socket: a turn's text in pieces, then ``Flush``; heard to its ``Flushed``,
+    cleared once audio starts (an interruption: ``Clear``, then ``Cleared``), or the socket dropped at the first
+    audio. A socket refused before it opens (a draining or full process: HTTP 503) is a refusal."""
+    while line.open:
+        with _counted(tally, "deepgram"):
+            try:
+                async with connect(line.ws(DEEPGRAM_PATH), additional_headers=line.headers, max_size=None) as ws:
+                    if json.loads(await ws.recv()).get("type") != "Metadata":
+                        tally.error("deepgram: no Metadata first")
+                    while line.open and await asyncio.wait_for(_deepgram_turn(ws, rng, tally), TURN_TIMEOUT_S):
+                        pass
+            except InvalidStatus as exc:
+                if exc.response.status_code == 503:
+                    await tally.judge("session_limit")
+                else:
+                    tally.error(f"deepgram: HTTP {exc.response.status_code}")
+
+
+async def _deepgram_turn(ws: ClientConnection, rng: random.Random, tally: Tally) -> bool:
+    """One utterance; False when the caller dropped the socket."""
+    choice, turn = rng.random(), Turn(tally)
+    for word in rng.choice(TEXTS).split():
+        await ws.send(json.dumps({"type": "Speak", "text": word + " "}))
+    await ws.send('{"type": "Flush"}')
+    cleared = False
+    while True:
+        reply = await ws.recv()
+        if isinstance(reply, bytes):
+            turn.heard()
+            if choice >= 0.85:
+                tally.hung_up += 1
+                return False
+            if choice >= 0.6 and not cleared:
+                await ws.send('{"type": "Clear"}')
+                cleared = True
+            continue
+        message = json.loads(reply)
+        if message.get("type") == "Warning":
+            await tally.judge(str(message.get("code", "")).lower(), message.get("description", ""))
+        elif message.get("type") == "Flushed" and not cleared:
+            tally.done += 1
+            return True
+        elif message.get("type") == "Cleared":
+            tally.cancelled += 1
+            return True
+
+
+async def _vapi_caller(line: Line, rng: random.Random, tally: Tally) -> None:
+    """Vapi's custom-voice webhook: a voice-request a turn, its PCM read to the end; sometimes hung up at the first
+    audio (the caller spoke over it)."""
+    key = line.headers.get("Authorization", "")[len("Bearer "):]
+    async with httpx.AsyncClient(base_url=line.url, headers={"X-VAPI-SECRET": key} if key else {},
+                                 timeout=TURN_TIMEOUT_S) as http:
+        while line.open:
+            body = {"message": {"type": "voice-request", "text": rng.choice(TEXTS),
+                                "sampleRate": rng.choice((8000, 16000, 24000))}}
+            hang_up, turn = rng.random() < 0.2, Turn(tally)
+            try:
+                async with http.stream("POST", "/v1/vapi?voice=default", json=body) as reply:
+                    if reply.status_code != 200:
+                        await _refused(reply, tally)
+                        continue
+                    async for _ in reply.aiter_bytes():
+                        turn.heard()
+                        if hang_up:
+                            tally.hung_up += 1
+                            break
+                    else:
+                        tally.done += 1
+            except httpx.TimeoutException:
+                tally.timeouts += 1
+            except httpx.HTTPError as exc:
+                tally.drop(f"vapi stream: {exc!r}")
+
+
 async def _wyoming_caller(host: str, port: int, line: Line, rng: random.Random, tally: Tally) -> None:
     """Home Assistant's Wyoming client: one-shot or streamed syntheses, sometimes hung up at the first audio."""
     while line.open:
@@ -767,6 +846,9 @@ async def measure(url: str, args: argparse.Namespace, wyoming_port: int | None,
     runs += [_http_caller(line, random.Random(rng.random()), tallies["http"]) for _ in range(callers["http"])]
     runs += [_elevenlabs_caller(line, random.Random(rng.random()), tallies["elevenlabs"])
              for _ in range(callers["elevenlabs"])]
+    runs += [_deepgram_caller(line, random.Random(rng.random()), tallies["deepgram"])
+             for _ in range(callers["deepgram"])]
+    runs += [_vapi_caller(line, random.Random(rng.random()), tallies["vapi"]) for _ in range(callers["vapi"])]
     if chaos is not None:
         runs.append(chaos.run(line.deadline))
     stop = asyncio.Event()
