@@ -52,7 +52,7 @@ import time
 from dataclasses import dataclass, field
 from functools import cache
 from pathlib import Path
-from typing import Any, Coroutine, Iterator
+from typing import Any, AsyncIterator, Coroutine, Iterator
 from urllib.parse import urlsplit
 
 import httpx
@@ -302,6 +302,24 @@ async def _refused(reply: httpx.Response, tally: Tally) -> None:
         tally.error(f"{reply.request.url.path}: HTTP {reply.status_code} {code}")
 
 
+@contextlib.asynccontextmanager
+async def _posted(http: httpx.AsyncClient, path: str, body: dict[str, Any], tally: Tally,
+                  what: str) -> AsyncIterator[httpx.Response | None]:
+    """A streamed POST's reply, None when it was refused (judged: ``_refused``); a timeout counted, and a stream cut
+    short a drop (``what`` names it), whether in the request or in the reading of its body."""
+    try:
+        async with http.stream("POST", path, json=body) as reply:
+            if reply.status_code != 200:
+                await _refused(reply, tally)
+                yield None
+            else:
+                yield reply
+    except httpx.TimeoutException:
+        tally.timeouts += 1
+    except httpx.HTTPError as exc:
+        tally.drop(f"{what}: {exc!r}")
+
+
 async def _webrtc_caller(line: Line, rng: random.Random, tally: Tally, codec: str) -> None:
     while line.open:
         listener = Listener.create(codecs=[codec], prefetch=0)
@@ -370,30 +388,24 @@ async def _http_caller(line: Line, rng: random.Random, tally: Tally) -> None:
             body = ({"text": text, "format": "ndjson"} if timed
                     else {"text": text, "format": rng.choice(("pcm", "mp3", "wav")), "stream": True})
             turn = Turn(tally)
-            try:
-                async with http.stream("POST", "/v1/tts", json=body) as reply:
-                    if reply.status_code != 200:
-                        await _refused(reply, tally)
-                        continue
-                    pieces = reply.aiter_lines() if timed else reply.aiter_bytes()
-                    async for piece in pieces:
-                        event = json.loads(piece) if timed else {"type": "chunk"}
-                        if event["type"] == "error":
-                            await tally.judge(event.get("code"), event.get("message", ""))
+            async with _posted(http, "/v1/tts", body, tally, "http stream") as reply:
+                if reply is None:
+                    continue
+                pieces = reply.aiter_lines() if timed else reply.aiter_bytes()
+                async for piece in pieces:
+                    event = json.loads(piece) if timed else {"type": "chunk"}
+                    if event["type"] == "error":
+                        await tally.judge(event.get("code"), event.get("message", ""))
+                        break
+                    if event["type"] == "done":
+                        tally.ended(event)
+                    elif event["type"] == "chunk":
+                        turn.heard()
+                        if hang_up:
+                            tally.hung_up += 1
                             break
-                        if event["type"] == "done":
-                            tally.ended(event)
-                        elif event["type"] == "chunk":
-                            turn.heard()
-                            if hang_up:
-                                tally.hung_up += 1
-                                break
-                    else:
-                        tally.done += not timed  # the raw stream ended cleanly
-            except httpx.TimeoutException:
-                tally.timeouts += 1
-            except httpx.HTTPError as exc:  # cut short
-                tally.drop(f"http stream: {exc!r}")
+                else:
+                    tally.done += not timed  # the raw stream ended cleanly
 
 
 async def _sse_caller(line: Line, rng: random.Random, tally: Tally) -> None:
@@ -406,27 +418,21 @@ async def _sse_caller(line: Line, rng: random.Random, tally: Tally) -> None:
                     "speed": SPEEDS.get(text, 1.0)}
             hang_up = rng.random() < 0.25
             turn = Turn(tally)
-            try:
-                async with http.stream("POST", "/v1/audio/speech", json=body) as reply:
-                    if reply.status_code != 200:
-                        await _refused(reply, tally)
-                        continue
-                    async for event_line in reply.aiter_lines():
-                        event = json.loads(event_line[6:]) if event_line.startswith("data: ") else {}
-                        if event.get("type") == "error":
-                            await tally.judge(event["error"].get("code"), event["error"].get("message", ""))
-                            break
-                        if event.get("type") == "speech.audio.delta":
-                            turn.heard()
-                        if event.get("type") == "speech.audio.done":
-                            tally.done += 1
-                        elif hang_up and event:
-                            tally.hung_up += 1
-                            break
-            except httpx.TimeoutException:
-                tally.timeouts += 1
-            except httpx.HTTPError as exc:
-                tally.drop(f"sse stream: {exc!r}")
+            async with _posted(http, "/v1/audio/speech", body, tally, "sse stream") as reply:
+                if reply is None:
+                    continue
+                async for event_line in reply.aiter_lines():
+                    event = json.loads(event_line[6:]) if event_line.startswith("data: ") else {}
+                    if event.get("type") == "error":
+                        await tally.judge(event["error"].get("code"), event["error"].get("message", ""))
+                        break
+                    if event.get("type") == "speech.audio.delta":
+                        turn.heard()
+                    if event.get("type") == "speech.audio.done":
+                        tally.done += 1
+                    elif hang_up and event:
+                        tally.hung_up += 1
+                        break
 
 
 async def _elevenlabs_caller(line: Line, rng: random.Random, tally: Tally) -> None:
@@ -528,22 +534,16 @@ async def _vapi_caller(line: Line, rng: random.Random, tally: Tally) -> None:
             body = {"message": {"type": "voice-request", "text": rng.choice(TEXTS),
                                 "sampleRate": rng.choice((8000, 16000, 24000))}}
             hang_up, turn = rng.random() < 0.2, Turn(tally)
-            try:
-                async with http.stream("POST", "/v1/vapi?voice=default", json=body) as reply:
-                    if reply.status_code != 200:
-                        await _refused(reply, tally)
-                        continue
-                    async for _ in reply.aiter_bytes():
-                        turn.heard()
-                        if hang_up:
-                            tally.hung_up += 1
-                            break
-                    else:
-                        tally.done += 1
-            except httpx.TimeoutException:
-                tally.timeouts += 1
-            except httpx.HTTPError as exc:
-                tally.drop(f"vapi stream: {exc!r}")
+            async with _posted(http, "/v1/vapi?voice=default", body, tally, "vapi stream") as reply:
+                if reply is None:
+                    continue
+                async for _ in reply.aiter_bytes():
+                    turn.heard()
+                    if hang_up:
+                        tally.hung_up += 1
+                        break
+                else:
+                    tally.done += 1
 
 
 async def _wyoming_caller(host: str, port: int, line: Line, rng: random.Random, tally: Tally) -> None:
