@@ -1,7 +1,8 @@
-"""Deepgram Aura's speak API (gateway/vendors/deepgram/): the pure rules, then their real SDK (the socket's Speak, Flush,
-Clear and Close; the REST route in a WAV and in MP3, decoded with PyAV) and pipecat's real DeepgramTTSService against a
-real gateway on 127.0.0.1 (eSpeak), the audio checked for speech and the PerTh watermark after the format change; wrong
-keys and bad input refused, the server going on."""
+"""Deepgram Aura's speak API (gateway/vendors/deepgram/): the pure rules, then their real SDK (the socket's Speak,
+Flush, Clear and Close; the REST route in a WAV, MP3 and G.711, decoded with PyAV) and pipecat's real
+DeepgramTTSService against a real gateway on 127.0.0.1 (eSpeak; the one the third-party client tests share), the audio
+checked for speech and the PerTh watermark after the format change; wrong keys and bad input refused, the server going
+on."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ import io
 import json
 import re
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 import av
 import numpy as np
@@ -20,9 +21,9 @@ from engine.protocol import ProtocolError
 from gateway import messages
 from gateway.vendors.deepgram import translate
 from gateway.vendors.deepgram.translate import Close, Mark, Reply, Say, SpeakSocket
-from tests.server import running_server
+from tests.server import KEYED_KEY
 
-KEY = "dg-test-key"
+KEY = KEYED_KEY
 ROOT = Path(__file__).resolve().parents[1]
 
 
@@ -108,9 +109,9 @@ def test_bad_messages_say_what_is_wrong(raw: str | bytes, words: str, code: str)
 # A real gateway and their real clients.
 
 @pytest.fixture(scope="module")
-def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    with running_server("--api-key", KEY, voices_dir=tmp_path_factory.mktemp("voices")) as url:
-        yield url
+def server(keyed_gateway: tuple[str, int]) -> str:
+    """The gateway the third-party client tests share (tests/conftest.py)."""
+    return keyed_gateway[0]
 
 
 def environment(url: str) -> Any:
@@ -219,6 +220,9 @@ def test_wrong_keys_are_refused_before_any_audio_and_the_bearer_form_is_taken(se
     assert reply.status_code == 400 and reply.json()["err_code"] == "INVALID_QUERY_PARAMETER"
     reply = httpx.post(server + "/deepgram/v1/speak", json={"text": "  "}, headers={"Authorization": f"Token {KEY}"})
     assert reply.status_code == 400 and reply.json()["err_msg"] == "text is empty"
+    metrics = httpx.get(server + "/metrics", headers={"Authorization": f"Token {KEY}"}).text  # by dialect
+    assert 'cbf_active_sessions{transport="deepgram"}' in metrics
+    assert 'cbf_errors_total{code="invalid_query_parameter"}' in metrics
 
 
 async def test_pipecats_deepgram_service_hears_watermarked_speech(server: str, watermarker) -> None:

@@ -1,6 +1,6 @@
 """LiteLLM's ``speech()`` and ``aspeech()`` (the real litellm, its OpenAI provider) through the gateway's OpenAI route
-with only ``api_base`` set, against a real gateway on 127.0.0.1 (eSpeak): watermarked speech, a wrong key refused, and
-docs/protocols/deepgram.md's LiteLLM example run as written."""
+with only ``api_base`` set, against a real gateway on 127.0.0.1 (eSpeak; the one the third-party client tests share):
+watermarked speech, a wrong key refused, and docs/protocols/deepgram.md's LiteLLM example run as written."""
 
 from __future__ import annotations
 
@@ -13,16 +13,16 @@ import av
 import numpy as np
 import pytest
 
-from tests.server import running_server
+from tests.server import KEYED_KEY
 
-KEY = "litellm-test-key"
+KEY = KEYED_KEY
 ROOT = Path(__file__).resolve().parents[1]
 
 
 @pytest.fixture(scope="module")
-def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    with running_server("--api-key", KEY, voices_dir=tmp_path_factory.mktemp("voices")) as url:
-        yield url
+def server(keyed_gateway: tuple[str, int]) -> str:
+    """The gateway the third-party client tests share (tests/conftest.py)."""
+    return keyed_gateway[0]
 
 
 @pytest.fixture(scope="module")

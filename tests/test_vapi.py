@@ -1,11 +1,12 @@
 """Vapi's custom voice (gateway/vendors/vapi.py): their webhook as their docs describe it (no client library exists),
-sent with httpx to a real gateway on 127.0.0.1 (eSpeak): raw s16le at the asked rate, streamed, watermarked; the
-refusals (another message type, a rate Vapi does not use, a wrong secret before any audio), the server going on."""
+sent with httpx to a real gateway on 127.0.0.1 (eSpeak; the one the third-party client tests share): raw s16le at the
+asked rate, streamed, watermarked; the refusals (another message type, a rate Vapi does not use, a wrong secret before
+any audio), the server going on."""
 
 from __future__ import annotations
 
 import time
-from typing import Any, Iterator
+from typing import Any
 
 import httpx
 import numpy as np
@@ -13,9 +14,9 @@ import pytest
 
 from gateway.http.errors import ApiError
 from gateway.vendors import vapi
-from tests.server import running_server
+from tests.server import KEYED_KEY
 
-KEY = "vapi-test-secret"
+KEY = KEYED_KEY
 
 
 def voice_request(text: str, rate: int, kind: str = "voice-request") -> dict[str, Any]:
@@ -41,9 +42,9 @@ def test_a_body_that_is_not_a_voice_request_vapi_can_have_is_refused(body: dict[
 
 
 @pytest.fixture(scope="module")
-def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    with running_server("--api-key", KEY, voices_dir=tmp_path_factory.mktemp("voices")) as url:
-        yield url
+def server(keyed_gateway: tuple[str, int]) -> str:
+    """The gateway the third-party client tests share (tests/conftest.py)."""
+    return keyed_gateway[0]
 
 
 def test_a_voice_request_streams_watermarked_pcm_at_its_rate(server: str, watermarker) -> None:

@@ -1,1 +1,2 @@
-"""Deepgram Aura's speak API (WebSocket and REST) at base ``/deepgram``: ``translate`` decides, ``endpoint`` carries it out."""
+"""Deepgram Aura's speak API (WebSocket and REST) at base ``/deepgram``: ``translate`` decides, ``endpoint`` carries it
+out."""

@@ -1,4 +1,4 @@
-"""Deepgram Aura's speak API, at base ``/deepgram``: the socket ``WS /deepgram/v1/speak`` and ``POST /deepgram/v1/speak``.
+"""Deepgram Aura's speak API at base ``/deepgram``: the socket ``WS /deepgram/v1/speak`` and ``POST /deepgram/v1/speak``.
 
 Thin adapters: ``translate`` decides. The socket is one session (gateway/sessions/session.py) whose sink is the
 /v1/stream socket's (binary audio frames, gateway/websocket.py); the REST route is the HTTP speech stream
@@ -136,7 +136,8 @@ class G711Wav(AudioBytes):
 
 
 async def speak_rest(request: Request) -> Response:
-    """``POST /deepgram/v1/speak``: ``{"text"}`` streamed back in the query's encoding; a refusal is their error body."""
+    """``POST /deepgram/v1/speak``: ``{"text"}`` streamed back in the query's encoding; a refusal in their error
+    body."""
     state: GatewayState = request.app.state.gateway
     try:
         body = await json_body(request)
@@ -146,7 +147,7 @@ async def speak_rest(request: Request) -> Response:
         return await speech_stream(state, request, {}, text, opts.voice, opts.format, opts.sample_rate, framing,
                                    transport=TRANSPORT)
     except ProtocolError as exc:
-        state.metrics.errors.labels("bad_request").inc()
+        state.metrics.errors.labels(exc.code.lower()).inc()
         return _refusal(400, exc.code, str(exc))
     except ApiError as exc:
         state.metrics.errors.labels(exc.code).inc()
