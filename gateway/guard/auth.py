@@ -1,9 +1,9 @@
 """Optional API keys: an ``Authorization`` header (``Bearer KEY``, or Deepgram's ``Token KEY``) or a vendor's own key
 header (``KEY_HEADERS``: Vapi's ``X-VAPI-SECRET``); on a WebSocket, a ``cbf.key.<key>`` subprotocol (a browser cannot
-set its headers); ``?api_key=`` still accepted (and redacted from the logs, gateway/guard/operator_safety.py). A token from
-``POST /v1/tokens`` (gateway/guard/tokens.py) is taken in each of those places too, and as ``?token=``: admitted as
-its minting key's tenant, within its scope; its grant goes in the scope (``scope["state"]["grant"]``) and in
-``tokens.GRANT`` for the rest of the connection's work.
+set its headers); ``?api_key=`` still accepted (and redacted from the logs, gateway/guard/operator_safety.py). A
+token from ``POST /v1/tokens`` (gateway/guard/tokens.py) is taken in each of those places too, and as ``?token=``:
+admitted as its minting key's tenant, within its scope; its grant goes in the scope (``scope["state"]["grant"]``) and
+in ``tokens.GRANT`` for the rest of the connection's work.
 
 Whose key it is (gateway/guard/tenants.py) goes in the connection's ASGI scope: ``scope["state"]["tenant"]``, the
 tenant's name (Starlette's ``request.state.tenant``), or None for an --api-key key or when no key is set.
@@ -128,8 +128,9 @@ async def accept_websocket(ws: WebSocket, tenancy: Tenancy) -> bool:
 
 class ApiKeyMiddleware:
     """Every HTTP request under /v1 (and the vendors' dialects: ``GUARDED_PREFIXES``) and /metrics needs a key when keys
-    are set (401; 403 for a route its tenant may not reach). WebSockets check for themselves, so they can answer in their protocol's shape; with keys set each is
-    known to the tenancy while open, to be closed should its key be removed."""
+    are set (401; 403 for a route its tenant may not reach). WebSockets check for themselves, so they can answer in
+    their protocol's shape; with keys set each is known to the tenancy while open, to be closed should its key be
+    removed."""
 
     def __init__(self, app: ASGIApp, tenancy: Tenancy) -> None:
         self.app, self.tenancy = app, tenancy

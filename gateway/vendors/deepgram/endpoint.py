@@ -1,4 +1,5 @@
-"""Deepgram Aura's speak API at base ``/deepgram``: the socket ``WS /deepgram/v1/speak`` and ``POST /deepgram/v1/speak``.
+"""Deepgram Aura's speak API at base ``/deepgram``: the socket ``WS /deepgram/v1/speak`` and
+``POST /deepgram/v1/speak``.
 
 Thin adapters: ``translate`` decides. The socket is one session (gateway/sessions/session.py) whose sink is the
 /v1/stream socket's (binary audio frames, gateway/websocket.py); the REST route is the HTTP speech stream
