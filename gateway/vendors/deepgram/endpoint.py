@@ -50,8 +50,8 @@ async def speak_socket(ws: WebSocket) -> None:
     """``WS /deepgram/v1/speak``: a refused key, query or server is an HTTP refusal before the socket opens (their
     SDK raises its status); then ``Metadata``, and the client's messages into one session."""
     state: GatewayState = ws.app.state.gateway
-    if not authorized(ws, state.tenancy):
-        refusal = refusal_of(ws)
+    if not authorized(ws, state.tenancy):  # said as the HTTP routes say it: 401, or 403 for a route not its tenant's
+        refusal = ws.scope.get("state", {}).get("refusal") or refusal_of(ws)
         await ws.send_denial_response(_refusal(refusal.status, refusal.code.upper(), refusal.message))
         return
     if (draining := state.drain.rules.refusal()) is not None:
