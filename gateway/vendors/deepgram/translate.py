@@ -67,7 +67,7 @@ def options(query: Mapping[str, str], voices: Collection[str], *, rest: bool) ->
     if encoding not in encodings:
         raise _bad(f"encoding must be one of {', '.join(encodings)}")
     fmt, rate = encodings[encoding]
-    container = query.get("container") or CONTAINERS[encoding][0] if rest else "none"
+    container = (query.get("container") or CONTAINERS[encoding][0]) if rest else "none"  # a socket's: none
     if container not in CONTAINERS[encoding]:
         raise _bad(f"container for {encoding} must be one of {', '.join(CONTAINERS[encoding])}")
     if container == "wav" and fmt == "pcm":
