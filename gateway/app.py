@@ -37,6 +37,8 @@ from gateway.listen import silero
 from gateway.metrics import Metrics
 from gateway.prompt_cache.cache import PromptCache
 from gateway.traces import ConnectionScope
+from gateway.vendors import vapi
+from gateway.vendors.deepgram import endpoint as deepgram
 from gateway.guard.operator_safety import exposure_warning, wyoming_exposure_warning
 from gateway.sessions.session import Session
 from gateway.sessions.registry import SessionRegistry
@@ -210,6 +212,9 @@ def create_app(settings: GatewaySettings, on_engine_refusal: Callable[[str], Non
         Route("/cartesia/tts/bytes", cartesia.tts_bytes, methods=["POST"]),
         Route("/cartesia/tts/sse", cartesia.tts_sse, methods=["POST"]),
         Route("/cartesia/voices", cartesia.voices, methods=["GET"]),
+        Route("/v1/vapi", vapi.webhook, methods=["POST"]),
+        Route("/deepgram/v1/speak", deepgram.speak_rest, methods=["POST"]),
+        WebSocketRoute("/deepgram/v1/speak", deepgram.speak_socket),
         Mount("/", StaticFiles(directory=WEB_DIR, html=True), name="web"),
     ]
     middleware = [

@@ -750,6 +750,7 @@ def build_parser() -> argparse.ArgumentParser:
                        ("sse", "use OpenAI's SSE speech stream"), ("http", "stream POST /v1/tts"),
                        ("elevenlabs", "use ElevenLabs' multi-stream-input socket"),
                        ("cartesia", "use Cartesia's socket (/cartesia/tts/websocket)"),
+                       ("deepgram", "use Deepgram's speak socket"), ("vapi", "call the Vapi custom-voice webhook"),
                        ("wyoming", "use the Wyoming port (none with --url unless --wyoming-port is given)")):
         p.add_argument(f"--{name}", type=whole, help=f"how many of the callers {what} (default: its share)")
     p.add_argument("--report-every", type=number, default=60.0, help="seconds between the lines printed as it runs")

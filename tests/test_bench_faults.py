@@ -1,5 +1,5 @@
 """``chatterbox-fast bench faults``, short: generated hostile inputs on every surface of a real server (eSpeak engine:
-WebSocket, data channel, a WebRTC session's controller, Cartesia's socket and routes, the phone stacks' sockets, JSON routes and OpenAI's SSE, SDP
+WebSocket, data channel, a WebRTC session's controller, Cartesia's socket and routes, Deepgram's speak socket and REST route, Vapi's webhook, the phone stacks' sockets, JSON routes and OpenAI's SSE, SDP
 offers (JSON and WHEP), voice uploads, Wyoming events, the caller's audio and a phone call's controller's listen and
 barge_in, tokens and origins) cause no server error, let no hostile token or origin through, drop no engine
 connection, restart no worker, leak no session, lose no stored voice and leave a sound call beside them unharmed."""
@@ -46,6 +46,12 @@ def test_hostile_inputs_are_reproducible_and_hostile() -> None:
     assert any('"cancel": true' in m for m in cartesia) and sum('"flood-' in m for m in cartesia) > 20
     control = hostile_inputs.websocket_messages(random.Random(7), 300, hostile_inputs.CALLER_CONTROL_FIELDS)
     assert any('"listen"' in m for m in control) and any('"barge_in"' in m for m in control)
+    deepgram = hostile_inputs.websocket_messages(random.Random(7), 300, hostile_inputs.DEEPGRAM_FIELDS)
+    assert any('"Flush"' in m for m in deepgram) and any('"Clear"' in m for m in deepgram)
+    assert not any('"Close"' in m for m in deepgram)  # (it ends the socket: the farewell's part)
+    vapi = hostile_inputs.http_bodies(random.Random(7), 300, hostile_inputs.VAPI_FIELDS)
+    assert vapi == hostile_inputs.http_bodies(random.Random(7), 300, hostile_inputs.VAPI_FIELDS)
+    assert any('"voice-request"' in b for b in vapi) and any('"sampleRate": 11025' in b for b in vapi)
 
 
 SETUP_TIMEOUT_S = 5  # the server's --webrtc-setup-timeout: the bench waits out the hostile offers' sessions twice
@@ -102,7 +108,7 @@ def test_a_short_run_leaves_every_figure_at_zero(capsys: pytest.CaptureFixture[s
                                         "/v1/audio/speech", "/v1/webrtc/offer", "/v1/whep", "/v1/voices", "/v1/lexicons", "wyoming",
                                         "/v1/twilio", "/v1/telnyx", "/v1/asterisk", "/v1/jambonz/tts",
                                         "caller audio", "call controller", "keys file", "slow requests", "tokens",
-                                        "origins"}
+                                        "origins", "deepgram", "/deepgram/v1/speak", "/v1/vapi"}
     assert summary["server_errors"] == summary["dropped_engine_connections"] == summary["leaked_sessions"] == 0
     assert summary["let_through"] == 0 and summary["left_out"] == []
     tokens = summary["surfaces"]["tokens"]["kinds"]  # signed with the server's secret too, and replayed

@@ -43,12 +43,15 @@ def test_connections_left_are_summed_over_the_processes_less_the_benchs_own() ->
 
 
 def test_the_callers_are_shared_among_every_transport() -> None:
-    assert mix(50, dict.fromkeys(("webrtc", "phone", "sse", "wyoming", "http", "elevenlabs", "cartesia"))) == {
-        "webrtc": 10, "phone": 10, "sse": 5, "wyoming": 5, "http": 5, "elevenlabs": 5, "cartesia": 5, "websocket": 5}
+    assert mix(50, dict.fromkeys(("webrtc", "phone", "sse", "wyoming", "http", "elevenlabs", "cartesia", "deepgram",
+                                  "vapi"))) == {
+        "webrtc": 10, "phone": 10, "sse": 5, "wyoming": 5, "http": 5, "elevenlabs": 2, "cartesia": 2, "deepgram": 2,
+        "vapi": 2, "websocket": 7}
     # the flags that say how many keep their word; the rest share what is left, the WebSocket last
     assert mix(6, {"webrtc": 1, "sse": 1, "wyoming": 1, "phone": 2, "http": None, "elevenlabs": None,
                    "cartesia": None}) == {
-        "webrtc": 1, "sse": 1, "wyoming": 1, "phone": 2, "http": 0, "elevenlabs": 0, "cartesia": 0, "websocket": 1}
+        "webrtc": 1, "sse": 1, "wyoming": 1, "phone": 2, "http": 0, "elevenlabs": 0, "cartesia": 0, "deepgram": 0,
+        "vapi": 0, "websocket": 1}
     with pytest.raises(ValueError, match="--webrtc 4, --phone 4: more than the 6 callers"):
         mix(6, {"webrtc": 4, "phone": 4})
 
@@ -57,9 +60,9 @@ def test_a_short_soak_leaves_nothing_behind(capsys: pytest.CaptureFixture[str]) 
     # Every caller's choices come from the seed, not the clock: with seed 4 each outcome asserted below is on some
     # caller's first turn (the WebSocket caller cancels, a phone caller listens and talks over the gateway, ...),
     # about 2 s in here; the rest of the 6 s is more turns of the same kinds (a turn begun before the end finishes).
-    status, summary, lines = soak(capsys, "--minutes", "0.1", "--seed", "4", "--callers", "10", "--webrtc", "2",
+    status, summary, lines = soak(capsys, "--minutes", "0.1", "--seed", "4", "--callers", "12", "--webrtc", "2",
                                   "--sse", "1", "--wyoming", "1", "--phone", "2", "--http", "1", "--elevenlabs", "1",
-                                  "--cartesia", "1", "--report-every", "2")
+                                  "--cartesia", "1", "--deepgram", "1", "--vapi", "1", "--report-every", "2")
     assert status == 0, summary
     assert summary["server_errors"] == summary["timeouts"] == summary["leaked_sessions"] == 0
     assert summary["leaked_connections"] == 0
@@ -70,7 +73,8 @@ def test_a_short_soak_leaves_nothing_behind(capsys: pytest.CaptureFixture[str]) 
     assert summary["memory"]["gateway"]["peak_mib"] > 0 and summary["memory"]["worker"]["peak_mib"] > 0
     every = summary["transports"]
     assert set(every) == set(TRANSPORTS)
-    for name in ("websocket", "webrtc-opus", "webrtc-pcmu", "http", "sse", "elevenlabs", "cartesia", "wyoming",
+    for name in ("websocket", "webrtc-opus", "webrtc-pcmu", "http", "sse", "elevenlabs", "cartesia", "deepgram", "vapi",
+                 "wyoming",
                  "twilio"):
         assert every[name]["done"] + every[name]["cancelled"] + every[name]["barged_in"] > 0, name
         assert 0 < every[name]["first_audio_p50_s"] <= every[name]["first_audio_p95_s"] < 5, name

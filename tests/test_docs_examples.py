@@ -143,7 +143,7 @@ def test_the_example_runs_as_written(example: Example, request: pytest.FixtureRe
     secure = bool(example.marker.group("secure"))  # type: ignore[union-attr]
     server: Server = request.getfixturevalue("secure_example_server" if secure else "example_server")
     code = addressed(example.code, server)
-    env = {**os.environ, "CBF_API_KEY": KEY, "KEY": KEY,
+    env = {**os.environ, "CBF_API_KEY": KEY, "KEY": KEY, "LITELLM_LOCAL_MODEL_COST_MAP": "True",  # (else it fetches)
            "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}"}
     if server.ca is not None:
         env |= {"SSL_CERT_FILE": str(server.ca), "CURL_CA_BUNDLE": str(server.ca)}

@@ -20,7 +20,7 @@ import httpx
 import openai
 import pytest
 from websockets.asyncio.client import connect
-from websockets.exceptions import ConnectionClosed
+from websockets.exceptions import ConnectionClosed, InvalidStatus
 
 from cbf_tools.peers.local_server import free_port, stop, wait_healthy
 from cbf_tools.peers.phone_callers import connect_call
@@ -202,6 +202,44 @@ async def test_characters_a_minute_utterances_in_flight_routes_and_voices(server
     async with connect(server.ws + "/v1/stream", additional_headers=bearer("narrow")) as ws:  # a route not its own
         event = json.loads(await ws.recv())
         assert event["code"] == "unauthorized"
+
+
+async def test_the_vendors_dialects_are_tenanted_as_v1_is(server: Server) -> None:
+    """Deepgram's socket and REST route (their ``Token`` key) and Vapi's webhook (``X-VAPI-SECRET``): a tenant at its
+    session limit refused in each dialect's shape, a route not its own refused before anything is spoken."""
+    deepgram, vapi = server.url + "/deepgram/v1/speak", server.url + "/v1/vapi"
+    request = {"message": {"type": "voice-request", "text": "Hi.", "sampleRate": 16000}}
+    holding = await ready_socket(server, "solo")  # solo's one session
+    try:
+        async with httpx.AsyncClient(timeout=30) as http:
+            reply = await http.post(deepgram, json={"text": "Hi."}, headers={"Authorization": f"Token {KEYS['solo']}"})
+            assert reply.status_code == 429 and int(reply.headers["retry-after"]) >= 1
+            assert reply.json()["err_code"] == "TENANT_SESSION_LIMIT"
+            reply = await http.post(vapi, json=request, headers={"X-VAPI-SECRET": KEYS["solo"]})
+            assert reply.status_code == 429 and reply.json()["error"]["code"] == "tenant_session_limit"
+        async with connect(server.ws + "/deepgram/v1/speak",
+                           additional_headers={"Authorization": f"Token {KEYS['solo']}"}) as ws:
+            assert json.loads(await ws.recv())["type"] == "Metadata"
+            warning = json.loads(await ws.recv())
+            with pytest.raises(ConnectionClosed) as closed:
+                await ws.recv()
+        assert warning == {**warning, "type": "Warning", "code": "TENANT_SESSION_LIMIT"}
+        assert closed.value.rcvd.code == 4429
+    finally:
+        await holding.close()
+    async with httpx.AsyncClient(timeout=30) as http:
+        reply = await http.post(deepgram, json={"text": "Hi."}, headers={"Authorization": f"Token {KEYS['narrow']}"})
+        assert reply.status_code == 403 and reply.json()["error"]["code"] == "route_forbidden"
+        reply = await http.post(vapi, json=request, headers={"X-VAPI-SECRET": KEYS["narrow"]})
+        assert reply.status_code == 403
+        with pytest.raises(InvalidStatus) as refused:  # the socket refused before it opens, as theirs
+            async with connect(server.ws + "/deepgram/v1/speak",
+                               additional_headers={"Authorization": f"Token {KEYS['narrow']}"}):
+                pass
+        assert refused.value.response.status_code == 403
+        await until_no_sessions(http, server)
+        reply = await http.post(vapi, json=request, headers={"X-VAPI-SECRET": KEYS["other"]})
+        assert reply.status_code == 200 and len(reply.content) > 3200  # another tenant speaks
 
 
 async def test_usage_per_tenant_for_an_operator_only(server: Server) -> None:

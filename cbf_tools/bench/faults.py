@@ -1,8 +1,9 @@
 """``chatterbox-fast bench faults``: generated hostile inputs (cbf_tools/bench/hostile_inputs.py) on every surface a client
 reaches (WebSocket, and its ``playout`` reports lying while utterances play, ElevenLabs-compatible multi-stream-input,
 Cartesia's socket (mangled requests, unknown contexts, cancels of ended ones, floods of contexts, sockets closed
-mid-context) and its bytes and SSE routes, data-channel and controller messages; the phone stacks'
-sockets: Twilio, Telnyx and Asterisk media streams, jambonz's TTS socket; POST /v1/tts, /v1/audio/speech (its SSE
+mid-context) and its bytes and SSE routes, Deepgram's speak socket and its REST route (mangled queries too), Vapi's
+custom-voice webhook, data-channel and controller messages; the phone stacks' sockets: Twilio, Telnyx and Asterisk
+media streams, jambonz's TTS socket; POST /v1/tts, /v1/audio/speech (its SSE
 streams too), /v1/webrtc/offer and /v1/whep with mangled SDP, /v1/voices and /v1/lexicons with mangled uploads, Wyoming events on
 its TCP port; keys files (the started server runs with one, every surface presenting its key: a few hostile ones are
 written over it, each reload refused with the keys kept); and the caller's side of phone calls: the caller's audio mangled, before ``start`` and in floods, and a
@@ -37,8 +38,9 @@ from websockets.asyncio.client import ClientConnection, connect
 from websockets.exceptions import ConnectionClosed
 
 from cbf_tools.bench import faults_credentials as credentials
-from cbf_tools.bench.hostile_inputs import (CALLER_CONTROL_FIELDS, ELEVENLABS_FIELDS, JAMBONZ_FIELDS,
-                                     MEDIA_STREAM_FIELDS, OPENAI_FIELDS, TTS_FIELDS, asterisk_frames, caller_media,
+from cbf_tools.bench.hostile_inputs import (CALLER_CONTROL_FIELDS, DEEPGRAM_FIELDS, DEEPGRAM_QUERIES,
+                                     DEEPGRAM_REST_FIELDS, ELEVENLABS_FIELDS, JAMBONZ_FIELDS, MEDIA_STREAM_FIELDS,
+                                     OPENAI_FIELDS, TTS_FIELDS, VAPI_FIELDS, asterisk_frames, caller_media,
                                      cartesia_bodies, cartesia_messages, http_bodies,
                                      keys_files, lexicon_uploads, offer_bodies, playout_lies, voice_uploads,
                                      websocket_messages,
@@ -62,6 +64,7 @@ HTTP_CONCURRENCY = 4
 ELEVENLABS_PATH = "/v1/text-to-speech/default/multi-stream-input?output_format=pcm_16000"
 CARTESIA_PATH = "/cartesia/tts/websocket"
 JAMBONZ_PATH = "/v1/jambonz/tts?voice=default&language=en-US&sampleRate=8000"
+DEEPGRAM_PATH = "/deepgram/v1/speak?model=aura-2-thalia-en&encoding=linear16&sample_rate=16000"
 FRAMES_PER_CALL = 10
 # A media stream closed for a frame that is not its dialect's (4400), or because the server is full (1013: the
 # offers of the surfaces before are still waiting to connect): refusals.
@@ -83,8 +86,10 @@ STARTED_ORIGIN = "https://app.bench-faults.example"  # the --cors-origins of a s
 
 
 def error_code(event: dict[str, Any]) -> str | None:
-    """The error code of an event of ours (``type: error``), of ElevenLabs' (``error``) or Cartesia's
-    (``error_code``), else None."""
+    """The error code of an event of ours (``type: error``) or of theirs (ElevenLabs' ``error``, Cartesia's
+    ``error_code``, Deepgram's ``Warning``, its codes in capitals), else None."""
+    if event.get("type") == "Warning":
+        return str(event.get("code", "")).lower()
     if event.get("type") == "error" or "error" in event:
         return event.get("code") or event.get("error_code")
     return None
@@ -333,7 +338,7 @@ async def _http(url: str, route: str, requests: list[tuple[str, bytes]], headers
             except httpx.HTTPError:  # a stream aborted mid-way, a dropped connection
                 counts["server_errors"] += 1
                 continue
-            if reply.status_code == 503 and reply.json().get("error", {}).get("code") == "session_limit":
+            if reply.status_code == 503 and _refusal_code(reply) == "session_limit":
                 counts["refused"] += 1
             elif reply.headers.get("content-type", "").startswith(sse.CONTENT_TYPE):
                 _count_sse(counts, reply.text)
@@ -347,6 +352,20 @@ async def _http(url: str, route: str, requests: list[tuple[str, bytes]], headers
     async with httpx.AsyncClient(base_url=url, headers=headers, timeout=60) as http:
         await asyncio.gather(*(worker(http) for _ in range(HTTP_CONCURRENCY)))
     return counts
+
+
+def _refusal_code(reply: httpx.Response) -> str | None:
+    """An error reply's code: ours (``{"error": {"code"}}``) or Deepgram's (``{"err_code"}``, in capitals)."""
+    body = reply.json()
+    return body.get("error", {}).get("code") if "error" in body else str(body.get("err_code", "")).lower() or None
+
+
+async def _http_queries(url: str, path: str, queries: tuple[str, ...], requests: list[tuple[str, bytes]],
+                        headers: dict[str, str]) -> dict[str, int]:
+    """``requests`` shared among ``path`` with each of ``queries`` in turn; their counts added up."""
+    shares = [await _http(url, f"{path}?{query}", requests[i::len(queries)], headers)
+              for i, query in enumerate(queries)]
+    return {name: sum(share[name] for share in shares) for name in shares[0]}
 
 
 def _count_sse(counts: dict[str, int], body: str) -> None:
@@ -584,6 +603,11 @@ async def measure(url: str, count: int, seed: int, api_key: str | None, wyoming_
             "/v1/whep": await _http(url, "/v1/whep", whep_offers(rng, count), headers),
             "/v1/voices": await _http(url, "/v1/voices", voice_uploads(rng, count), headers),
             "/v1/lexicons": await _http(url, "/v1/lexicons/fuzz", lexicon_uploads(rng, count), headers, "PUT"),
+            "deepgram": await _websocket(url, websocket_messages(rng, count, DEEPGRAM_FIELDS), headers,
+                                         path=DEEPGRAM_PATH, farewell='{"type": "Clear"}'),
+            "/deepgram/v1/speak": await _http_queries(url, "/deepgram/v1/speak", DEEPGRAM_QUERIES,
+                                                      _json(http_bodies(rng, count, DEEPGRAM_REST_FIELDS)), headers),
+            "/v1/vapi": await _http(url, "/v1/vapi", _json(http_bodies(rng, count, VAPI_FIELDS)), headers),
             "keys file": await _keys_file(http, keys_path, keys_files(rng, count, GOOD_KEYS), rng),
         }
         left_out = []

@@ -168,6 +168,21 @@ ASTERISK_FIELDS = {
     "format": _pick("ulaw", "slin16", "opus", 5), "optimal_frame_size": _pick(160, 0, -1, 70000, "160", True),
     "ptime": _pick(20, 0, 1000, "20"),
 }
+# Deepgram's speak socket ("Close" left out: it ends the socket legitimately) and its REST route's queries; Vapi's
+# custom-voice webhook bodies.
+DEEPGRAM_FIELDS = {"type": _pick("Speak", "Speak", "Speak", "Speak", "Flush", "Flush", "Clear", "speak", "Shout", ""),
+                   "text": _text}
+DEEPGRAM_QUERIES = ("", "encoding=linear16&container=none&sample_rate=16000", "encoding=mulaw", "encoding=alaw",
+                    "encoding=mp3", "encoding=opus", "encoding=flac", "encoding=aac&sample_rate=7",
+                    "encoding=wav", "model=aura-2-nobody-en&container=ogg", "sample_rate=x&encoding=linear16",
+                    "model=%00&bit_rate=-1")
+DEEPGRAM_REST_FIELDS = {"text": _text}
+_VAPI_MESSAGE = {"type": _pick("voice-request", "voice-request", "voice-request", "assistant-request", "status-update",
+                               ""),
+                 "text": _text, "sampleRate": _pick(8000, 16000, 22050, 24000, 44100, 48000, 11025, "24000", True, 0),
+                 "call": _pick({"id": "c"}, None, 5)}
+VAPI_FIELDS = {"message": lambda rng: {name: make(rng) if rng.random() < 0.8 else _value(rng)
+                                       for name, make in _VAPI_MESSAGE.items() if rng.random() < 0.9}}
 JAMBONZ_FIELDS = {"type": _pick("stream", "stream", "stream", "flush", "stop", "keepalive", "x", ""), "text": _text}
 # A controller's messages about the caller's side of a call (``listen``, ``barge_in``): bad formats and modes,
 # settings out of range or of the wrong type, beside sound ones.

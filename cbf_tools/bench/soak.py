@@ -52,18 +52,18 @@ import time
 from dataclasses import dataclass, field
 from functools import cache
 from pathlib import Path
-from typing import Any, Awaitable, Callable, Coroutine, Iterator
+from typing import Any, AsyncIterator, Awaitable, Callable, Coroutine, Iterator
 from urllib.parse import urlsplit
 
 import httpx
 from websockets.asyncio.client import ClientConnection, connect
-from websockets.exceptions import ConnectionClosed
+from websockets.exceptions import ConnectionClosed, InvalidStatus
 
 from cbf_tools.bench import caller_voices
 from cbf_tools.bench.chaos import Chaos, Served
 from cbf_tools.bench.engine import percentile
-from cbf_tools.bench.faults import (CARTESIA_PATH, ELEVENLABS_PATH, JAMBONZ_PATH, SERVER_FAILURES, TRY_AGAIN_LATER,
-                                    error_code)
+from cbf_tools.bench.faults import (CARTESIA_PATH, DEEPGRAM_PATH, ELEVENLABS_PATH, JAMBONZ_PATH, SERVER_FAILURES,
+                                    TRY_AGAIN_LATER, error_code)
 from cbf_tools.bench.procs import rss_mib
 from cbf_tools.peers.local_server import ServerFailed, Workers, free_port, local_server, quiet_client_logs
 from cbf_tools.peers.phone_callers import PlayingStack, connect_call
@@ -75,10 +75,11 @@ from gateway.wyoming.wire import Event, EventReader, encode
 SAMPLE_EVERY_S = 5.0
 PHONE_STACKS = ("twilio", "telnyx", "asterisk", "jambonz")
 # Each transport's share of the callers where its flag does not say how many; the WebSocket takes the rest (0.1).
-MIX = {"webrtc": 0.2, "phone": 0.2, "sse": 0.1, "wyoming": 0.1, "http": 0.1, "elevenlabs": 0.1, "cartesia": 0.1}
+MIX = {"webrtc": 0.2, "phone": 0.2, "sse": 0.1, "wyoming": 0.1, "http": 0.1, "elevenlabs": 0.05, "cartesia": 0.05,
+       "deepgram": 0.05, "vapi": 0.05}
 WEBRTC_CODECS = ("opus", "pcmu")  # the WebRTC callers', in turn
-TRANSPORTS = ("websocket", "webrtc-opus", "webrtc-pcmu", "http", "sse", "elevenlabs", "cartesia", "wyoming",
-              *PHONE_STACKS)
+TRANSPORTS = ("websocket", "webrtc-opus", "webrtc-pcmu", "http", "sse", "elevenlabs", "cartesia", "deepgram", "vapi",
+              "wyoming", *PHONE_STACKS)
 CARTESIA_REQUEST = {"model_id": "sonic-3", "voice": {"mode": "id", "id": "default"}, "add_timestamps": True,
                     "output_format": {"container": "raw", "encoding": "pcm_s16le", "sample_rate": 16000}}
 TURN_TIMEOUT_S = 60.0
@@ -303,6 +304,24 @@ async def _refused(reply: httpx.Response, tally: Tally) -> None:
         tally.error(f"{reply.request.url.path}: HTTP {reply.status_code} {code}")
 
 
+@contextlib.asynccontextmanager
+async def _posted(http: httpx.AsyncClient, path: str, body: dict[str, Any], tally: Tally,
+                  what: str) -> AsyncIterator[httpx.Response | None]:
+    """A streamed POST's reply, None when it was refused (judged: ``_refused``); a timeout counted, and a stream cut
+    short a drop (``what`` names it), whether in the request or in the reading of its body."""
+    try:
+        async with http.stream("POST", path, json=body) as reply:
+            if reply.status_code != 200:
+                await _refused(reply, tally)
+                yield None
+            else:
+                yield reply
+    except httpx.TimeoutException:
+        tally.timeouts += 1
+    except httpx.HTTPError as exc:
+        tally.drop(f"{what}: {exc!r}")
+
+
 async def _webrtc_caller(line: Line, rng: random.Random, tally: Tally, codec: str) -> None:
     while line.open:
         listener = Listener.create(codecs=[codec], prefetch=0)
@@ -371,30 +390,24 @@ async def _http_caller(line: Line, rng: random.Random, tally: Tally) -> None:
             body = ({"text": text, "format": "ndjson"} if timed
                     else {"text": text, "format": rng.choice(("pcm", "mp3", "wav")), "stream": True})
             turn = Turn(tally)
-            try:
-                async with http.stream("POST", "/v1/tts", json=body) as reply:
-                    if reply.status_code != 200:
-                        await _refused(reply, tally)
-                        continue
-                    pieces = reply.aiter_lines() if timed else reply.aiter_bytes()
-                    async for piece in pieces:
-                        event = json.loads(piece) if timed else {"type": "chunk"}
-                        if event["type"] == "error":
-                            await tally.judge(event.get("code"), event.get("message", ""))
+            async with _posted(http, "/v1/tts", body, tally, "http stream") as reply:
+                if reply is None:
+                    continue
+                pieces = reply.aiter_lines() if timed else reply.aiter_bytes()
+                async for piece in pieces:
+                    event = json.loads(piece) if timed else {"type": "chunk"}
+                    if event["type"] == "error":
+                        await tally.judge(event.get("code"), event.get("message", ""))
+                        break
+                    if event["type"] == "done":
+                        tally.ended(event)
+                    elif event["type"] == "chunk":
+                        turn.heard()
+                        if hang_up:
+                            tally.hung_up += 1
                             break
-                        if event["type"] == "done":
-                            tally.ended(event)
-                        elif event["type"] == "chunk":
-                            turn.heard()
-                            if hang_up:
-                                tally.hung_up += 1
-                                break
-                    else:
-                        tally.done += not timed  # the raw stream ended cleanly
-            except httpx.TimeoutException:
-                tally.timeouts += 1
-            except httpx.HTTPError as exc:  # cut short
-                tally.drop(f"http stream: {exc!r}")
+                else:
+                    tally.done += not timed  # the raw stream ended cleanly
 
 
 async def _sse_caller(line: Line, rng: random.Random, tally: Tally) -> None:
@@ -407,27 +420,21 @@ async def _sse_caller(line: Line, rng: random.Random, tally: Tally) -> None:
                     "speed": SPEEDS.get(text, 1.0)}
             hang_up = rng.random() < 0.25
             turn = Turn(tally)
-            try:
-                async with http.stream("POST", "/v1/audio/speech", json=body) as reply:
-                    if reply.status_code != 200:
-                        await _refused(reply, tally)
-                        continue
-                    async for event_line in reply.aiter_lines():
-                        event = json.loads(event_line[6:]) if event_line.startswith("data: ") else {}
-                        if event.get("type") == "error":
-                            await tally.judge(event["error"].get("code"), event["error"].get("message", ""))
-                            break
-                        if event.get("type") == "speech.audio.delta":
-                            turn.heard()
-                        if event.get("type") == "speech.audio.done":
-                            tally.done += 1
-                        elif hang_up and event:
-                            tally.hung_up += 1
-                            break
-            except httpx.TimeoutException:
-                tally.timeouts += 1
-            except httpx.HTTPError as exc:
-                tally.drop(f"sse stream: {exc!r}")
+            async with _posted(http, "/v1/audio/speech", body, tally, "sse stream") as reply:
+                if reply is None:
+                    continue
+                async for event_line in reply.aiter_lines():
+                    event = json.loads(event_line[6:]) if event_line.startswith("data: ") else {}
+                    if event.get("type") == "error":
+                        await tally.judge(event["error"].get("code"), event["error"].get("message", ""))
+                        break
+                    if event.get("type") == "speech.audio.delta":
+                        turn.heard()
+                    if event.get("type") == "speech.audio.done":
+                        tally.done += 1
+                    elif hang_up and event:
+                        tally.hung_up += 1
+                        break
 
 
 ContextTurn = Callable[[ClientConnection, str, random.Random, Tally], Awaitable[bool]]
@@ -504,6 +511,76 @@ async def _cartesia_turn(ws: ClientConnection, context: str, rng: random.Random,
                 await ws.send(json.dumps({"context_id": context, "cancel": True}))
                 tally.cancelled += 1
                 return True
+
+
+async def _deepgram_caller(line: Line, rng: random.Random, tally: Tally) -> None:
+    """pipecat's way with Deepgram's speak socket: a turn's text in pieces, then ``Flush``; heard to its ``Flushed``,
+    cleared once audio starts (an interruption: ``Clear``, then ``Cleared``), or the socket dropped at the first
+    audio. A socket refused before it opens (a draining or full process: HTTP 503) is a refusal."""
+    while line.open:
+        with _counted(tally, "deepgram"):
+            try:
+                async with connect(line.ws(DEEPGRAM_PATH), additional_headers=line.headers, max_size=None) as ws:
+                    if json.loads(await ws.recv()).get("type") != "Metadata":
+                        tally.error("deepgram: no Metadata first")
+                    while line.open and await asyncio.wait_for(_deepgram_turn(ws, rng, tally), TURN_TIMEOUT_S):
+                        pass
+            except InvalidStatus as exc:
+                if exc.response.status_code == 503:
+                    await tally.judge("session_limit")
+                else:
+                    tally.error(f"deepgram: HTTP {exc.response.status_code}")
+
+
+async def _deepgram_turn(ws: ClientConnection, rng: random.Random, tally: Tally) -> bool:
+    """One utterance; False when the caller dropped the socket."""
+    choice, turn = rng.random(), Turn(tally)
+    for word in rng.choice(TEXTS).split():
+        await ws.send(json.dumps({"type": "Speak", "text": word + " "}))
+    await ws.send('{"type": "Flush"}')
+    cleared = False
+    while True:
+        reply = await ws.recv()
+        if isinstance(reply, bytes):
+            turn.heard()
+            if choice >= 0.85:
+                tally.hung_up += 1
+                return False
+            if choice >= 0.6 and not cleared:
+                await ws.send('{"type": "Clear"}')
+                cleared = True
+            continue
+        message = json.loads(reply)
+        if message.get("type") == "Warning":
+            await tally.judge(str(message.get("code", "")).lower(), message.get("description", ""))
+        elif message.get("type") == "Flushed" and not cleared:
+            tally.done += 1
+            return True
+        elif message.get("type") == "Cleared":
+            tally.cancelled += 1
+            return True
+
+
+async def _vapi_caller(line: Line, rng: random.Random, tally: Tally) -> None:
+    """Vapi's custom-voice webhook: a voice-request a turn, its PCM read to the end; sometimes hung up at the first
+    audio (the caller spoke over it)."""
+    key = line.headers.get("Authorization", "")[len("Bearer "):]
+    async with httpx.AsyncClient(base_url=line.url, headers={"X-VAPI-SECRET": key} if key else {},
+                                 timeout=TURN_TIMEOUT_S) as http:
+        while line.open:
+            body = {"message": {"type": "voice-request", "text": rng.choice(TEXTS),
+                                "sampleRate": rng.choice((8000, 16000, 24000))}}
+            hang_up, turn = rng.random() < 0.2, Turn(tally)
+            async with _posted(http, "/v1/vapi?voice=default", body, tally, "vapi stream") as reply:
+                if reply is None:
+                    continue
+                async for _ in reply.aiter_bytes():
+                    turn.heard()
+                    if hang_up:
+                        tally.hung_up += 1
+                        break
+                else:
+                    tally.done += 1
 
 
 async def _wyoming_caller(host: str, port: int, line: Line, rng: random.Random, tally: Tally) -> None:
@@ -808,6 +885,9 @@ async def measure(url: str, args: argparse.Namespace, wyoming_port: int | None,
                               _elevenlabs_turn) for _ in range(callers["elevenlabs"])]
     runs += [_contexts_caller(line, random.Random(rng.random()), tallies["cartesia"], CARTESIA_PATH, _cartesia_turn)
              for _ in range(callers["cartesia"])]
+    runs += [_deepgram_caller(line, random.Random(rng.random()), tallies["deepgram"])
+             for _ in range(callers["deepgram"])]
+    runs += [_vapi_caller(line, random.Random(rng.random()), tallies["vapi"]) for _ in range(callers["vapi"])]
     if chaos is not None:
         runs.append(chaos.run(line.deadline))
     stop = asyncio.Event()

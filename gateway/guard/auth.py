@@ -1,4 +1,5 @@
-"""Optional API keys: a bearer header (or ``X-API-Key``, as pipecat's Cartesia service sends it); on a WebSocket, a
+"""Optional API keys: an ``Authorization`` header (``Bearer KEY``, or Deepgram's ``Token KEY``) or a vendor's own key
+header (``KEY_HEADERS``: Cartesia's and pipecat's ``X-API-Key``, Vapi's ``X-VAPI-SECRET``); on a WebSocket, a
 ``cbf.key.<key>`` subprotocol (a browser cannot set its headers); ``?api_key=`` still accepted (and redacted from the
 logs, gateway/guard/operator_safety.py). A token from ``POST /v1/tokens`` (gateway/guard/tokens.py) is taken in each
 of those places too, and as ``?token=``: admitted as its minting key's tenant, within its scope; its grant goes in the
@@ -23,7 +24,9 @@ from gateway.guard.tokens import GRANT, TokenRefused, looks_like_token
 from gateway.http.errors import error_response
 
 OPEN_PATHS = ("/health",)
-GUARDED_PREFIXES = ("/v1/", "/cartesia/")  # HTTP routes that need a key when keys are set (and /metrics)
+GUARDED_PREFIXES = ("/v1/", "/cartesia/", "/deepgram/")  # every HTTP request below these needs a key when keys are set
+AUTH_SCHEMES = ("bearer", "token")  # ``Authorization: <scheme> KEY``, any case (Deepgram's clients send both)
+KEY_HEADERS = ("x-api-key", "x-vapi-secret")  # vendors' own headers for the key (Cartesia and pipecat's, Vapi's)
 SUBPROTOCOL = "cbf.v1"  # what the server picks when a WebSocket offers its key as a subprotocol
 KEY_SUBPROTOCOL = "cbf.key."
 
@@ -33,11 +36,12 @@ def offered_subprotocols(conn: HTTPConnection) -> list[str]:
 
 
 def presented_key(conn: HTTPConnection) -> str | None:
-    header = conn.headers.get("authorization", "")
-    if header.lower().startswith("bearer "):
-        return header[7:].strip()
-    if vendor := conn.headers.get("x-api-key"):  # pipecat's Cartesia service
-        return vendor.strip()
+    scheme, _, value = conn.headers.get("authorization", "").partition(" ")
+    if scheme.lower() in AUTH_SCHEMES and value.strip():
+        return value.strip()
+    for name in KEY_HEADERS:
+        if key := conn.headers.get(name):
+            return key.strip()
     offered = [p[len(KEY_SUBPROTOCOL):] for p in offered_subprotocols(conn) if p.startswith(KEY_SUBPROTOCOL)]
     if offered:
         return offered[0]
@@ -123,9 +127,10 @@ async def accept_websocket(ws: WebSocket, tenancy: Tenancy) -> bool:
 
 
 class ApiKeyMiddleware:
-    """Every HTTP request under /v1, /cartesia and /metrics needs a key when keys are set (401; 403 for a route its tenant may
-    not reach). WebSockets check for themselves, so they can answer in their protocol's shape; with keys set each is
-    known to the tenancy while open, to be closed should its key be removed."""
+    """Every HTTP request under /v1 (and the vendors' dialects: ``GUARDED_PREFIXES``) and /metrics needs a key when keys
+    are set (401; 403 for a route its tenant may not reach). WebSockets check for themselves, so they can answer in
+    their protocol's shape; with keys set each is known to the tenancy while open, to be closed should its key be
+    removed."""
 
     def __init__(self, app: ASGIApp, tenancy: Tenancy) -> None:
         self.app, self.tenancy = app, tenancy

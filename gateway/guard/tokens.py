@@ -47,6 +47,8 @@ FAMILIES: dict[str, tuple[tuple[str | None, str], ...]] = {
     "tts": ((None, "/v1/tts"),),
     "openai": ((None, "/v1/audio/speech"),),
     "elevenlabs": ((None, "/v1/text-to-speech"),),
+    "deepgram": ((None, "/deepgram/v1/speak"),),
+    "vapi": ((None, "/v1/vapi"),),
     "twilio": ((None, "/v1/twilio"),),
     "telnyx": ((None, "/v1/telnyx"),),
     "asterisk": ((None, "/v1/asterisk"),),

@@ -37,7 +37,7 @@ STREAM_FORMATS = ("audio", "sse")
 _defaulted: set[str] = set()  # OpenAI voice names already logged as spoken by the default voice
 
 
-def _text(state: GatewayState, text: str) -> str:
+def checked_text(state: GatewayState, text: str) -> str:
     text = speech_text(text)
     if not text.strip():
         raise ApiError(400, "bad_request", "text is empty")
@@ -46,16 +46,17 @@ def _text(state: GatewayState, text: str) -> str:
     return text
 
 
-async def _speech(state: GatewayState, request: Request, body: dict[str, Any], text: str, voice: str, fmt: str,
-                  sample_rate: int | None, framing: Framing = AudioBytes(), whole: bool = False) -> SpeechStream:
-    """``stream_speech`` as the body asks (its reading, its ``cache``). ``whole``: a format that differs as a whole
-    file (wav: its true sizes) is sent whole, at the end."""
+async def speech_stream(state: GatewayState, request: Request, body: dict[str, Any], text: str, voice: str, fmt: str,
+                        sample_rate: int | None, framing: Framing = AudioBytes(), whole: bool = False,
+                        transport: str = "http") -> SpeechStream:
+    """``stream_speech`` as the body asks (its reading, its ``cache``), in ``fmt``. ``whole``: a format that differs
+    as a whole file (wav: its true sizes) is sent whole, at the end."""
     try:
         encoder = make_encoder(fmt, sample_rate, whole=whole)
     except ValueError as exc:
         raise ApiError(400, "bad_request", str(exc)) from None
     return await stream_speech(state, request, text, voice, encoder, body_reading(body),
-                               body_field(body, "cache", bool, True), framing)
+                               body_field(body, "cache", bool, True), framing, transport)
 
 
 async def stream_speech(state: GatewayState, request: Request, text: str, voice: str, encoder: Encoder,
@@ -145,7 +146,7 @@ async def _chained(first: Chunk | None, rest: AsyncIterator[Chunk]) -> AsyncIter
 async def tts(request: Request) -> Response:
     state: GatewayState = request.app.state.gateway
     body = await json_body(request)
-    text = _text(state, body_field(body, "text", str, required=True))
+    text = checked_text(state, body_field(body, "text", str, required=True))
     fmt = body_field(body, "format", str, "pcm")
     timed = fmt == "ndjson" or ndjson.CONTENT_TYPE in request.headers.get("accept", "")
     fmt = "pcm" if fmt == "ndjson" else fmt
@@ -154,8 +155,8 @@ async def tts(request: Request) -> Response:
     rate = body_field(body, "sample_rate", int)
     framing = ndjson.TimedLines(text) if timed else AudioBytes()
     whole = not timed and not body_field(body, "stream", bool, False)
-    return await _speech(state, request, body, text, body_field(body, "voice", str, "default"), fmt, rate, framing,
-                         whole)
+    return await speech_stream(state, request, body, text, body_field(body, "voice", str, "default"), fmt, rate,
+                               framing, whole)
 
 
 async def openai_speech(request: Request) -> Response:
@@ -163,7 +164,7 @@ async def openai_speech(request: Request) -> Response:
     state: GatewayState = request.app.state.gateway
     body = await json_body(request)
     body_field(body, "model", str)  # optional (OpenAI requires it): every model name speaks with this server's engine
-    text = _text(state, body_field(body, "input", str, required=True))
+    text = checked_text(state, body_field(body, "input", str, required=True))
     fmt = body_field(body, "response_format", str, "mp3")
     if fmt not in OPENAI_FORMATS:
         raise ApiError(400, "bad_request", f"response_format must be one of {sorted(OPENAI_FORMATS)}")
@@ -174,8 +175,8 @@ async def openai_speech(request: Request) -> Response:
     voice = await _openai_voice(state, body_field(body, "voice", str, "default"))
     framing = sse.SpeechEvents(text) if stream_format == "sse" else AudioBytes()
     whole = stream_format == "audio" and not body_field(body, "stream", bool, False)
-    return await _speech(state, request, body, text, voice, fmt, OPENAI_PCM_RATE if fmt == "pcm" else None,
-                         framing, whole)
+    return await speech_stream(state, request, body, text, voice, fmt, OPENAI_PCM_RATE if fmt == "pcm" else None,
+                               framing, whole)
 
 
 async def _openai_voice(state: GatewayState, voice: str) -> str:
