@@ -105,7 +105,7 @@ SHARED_SERVER_FILES = {
     "plain_server": ("test_bench.py", "test_deploy_gate.py", "test_engine_isolation.py", "test_gst_bridge.py",
                      "test_input_hygiene.py", "test_latency.py", "test_playout_websocket.py", "test_signalling.py",
                      "test_tokens_server.py", "test_watermark_delivered.py", "test_webrtc_dtmf.py"),
-    "phone_server": ("test_caller_audio.py", "test_telephony.py"),
+    "phone_server": ("test_caller_audio.py", "test_carriers.py", "test_telephony.py"),
     "keyed_gateway": ("test_livekit.py", "test_wyoming.py"),
 }
 GROUP_OF = {file: server for server, files in SHARED_SERVER_FILES.items() for file in files}
