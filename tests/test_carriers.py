@@ -1,5 +1,5 @@
-"""Plivo, Vonage and Exotel calls (``WS /v1/plivo``, ``/v1/vonage``, ``/v1/exotel``) and SignalWire's on ``/v1/twilio``,
-against one real gateway (eSpeak, the phone files' shared server).
+"""Plivo, Vonage and Exotel calls (``WS /v1/plivo``, ``/v1/vonage``, ``/v1/exotel``) and SignalWire's on
+``/v1/twilio``, against one real gateway (eSpeak, the phone files' shared server).
 
 No carrier ships a simulator: the phone side is a replica written from each one's public documentation
 (cbf_tools/peers/phone_callers.py: Plivo's audio-streaming events, Vonage's Voice API WebSockets guide, Exotel's Voicebot

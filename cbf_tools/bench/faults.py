@@ -153,8 +153,8 @@ async def _phone(url: str, stack: str, frames: list[str | bytes], headers: dict[
                  rng: random.Random) -> dict[str, int]:
     """The frames sent on calls from ``stack`` (FRAMES_PER_CALL each, WEBSOCKET_CLIENTS calls at once), each call
     started properly (sometimes with a hostile greeting; sometimes followed at once by a second stream with its call
-    id, which must be closed with 4409 and leave the first alone) and hung up; a call the server closed with another code than
-    1000 or a refusal's, or did not close, counts as a server error (its close code listed)."""
+    id, which must be closed with 4409 and leave the first alone) and hung up; a call the server closed with another
+    code than 1000 or a refusal's, or did not close, counts as a server error (its close code listed)."""
     counts = {"server_errors": 0, "refused": 0}
     calls = [frames[i:i + FRAMES_PER_CALL] for i in range(0, len(frames), FRAMES_PER_CALL)]
     greetings = [websocket_messages(rng, 1)[0][:200] if rng.random() < 0.3 else "" for _ in calls]

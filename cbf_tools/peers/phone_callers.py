@@ -5,11 +5,12 @@ streaming events; Vonage's Voice API WebSockets guide; Exotel's Stream and Voice
 carriers ships a simulator: each class is a replica, as faithful as its vendor's pages are.
 
 Each does what its stack documents: ``start`` (the stream's opening frames), 20 ms of the caller's audio every 20 ms
-(Exotel: 100 ms every 100 ms) on a fixed schedule (silence, or what ``voice`` says), our audio played from a buffer at real time, each mark answered
-once the audio before it has played, the buffer (marks included) emptied on a clear (Plivo and Vonage say so), ``dtmf``,
-and ``hang_up`` (Twilio, Telnyx and Exotel send ``stop``; Asterisk, Plivo and Vonage close the socket). Each records when each of our frames arrived (``arrived``),
-what played when (``heard_between``) and when each clear came (``cleared_at``): the caller's side of barge-in
-timings. ``connect_call`` opens one on a gateway.
+(Exotel: 100 ms every 100 ms) on a fixed schedule (silence, or what ``voice`` says), our audio played from a buffer at
+real time, each mark answered once the audio before it has played, the buffer (marks included) emptied on a clear
+(Plivo and Vonage say so), ``dtmf``, and ``hang_up`` (Twilio, Telnyx and Exotel send ``stop``; Asterisk, Plivo and
+Vonage close the socket). Each records when each of our frames arrived (``arrived``), what played when
+(``heard_between``) and when each clear came (``cleared_at``): the caller's side of barge-in timings. ``connect_call``
+opens one on a gateway.
 """
 
 from __future__ import annotations
@@ -243,16 +244,30 @@ class TelnyxCaller(TwilioCaller):
                            "stop": {"user_id": "3E6F995F", "call_control_id": self.call_id}})
 
 
-class AsteriskChannel(PlayingStack):
+class BinaryMediaStack(PlayingStack):
+    """A stack whose audio is BINARY frames both ways (16-bit PCM at 16 kHz, 20 ms of 640 bytes from the caller) and
+    whose control is JSON TEXT (``control``: what one of our commands is)."""
+
+    bytes_per_second = 16000 * 2
+    sample_bytes = 2
+    FRAME = 640
+    silence = bytes(FRAME)
+
+    def caller_frame(self, n: int, audio: bytes) -> bytes:
+        return audio
+
+    def heard(self, frame: str | bytes) -> Heard:
+        return ("media", frame) if isinstance(frame, bytes) else self.control(json.loads(frame))
+
+    def control(self, msg: dict[str, Any]) -> Heard: ...
+
+
+class AsteriskChannel(BinaryMediaStack):
     """chan_websocket dialled with ``c(slin16)f(json)``: 20 ms frames of 640 bytes."""
 
     path = "/v1/asterisk"
     subprotocols = ["media"]  # websocket_client.conf: protocols = media
-    bytes_per_second = 16000 * 2
-    sample_bytes = 2
     codec = "slin16"
-    FRAME = 640
-    silence = bytes(FRAME)
 
     def opening(self, params: dict[str, str]) -> list[str]:
         variables = {f"CBF_{name.upper()}": value for name, value in params.items()}
@@ -261,13 +276,7 @@ class AsteriskChannel(PlayingStack):
                             "format": "slin16", "optimal_frame_size": self.FRAME, "ptime": 20,
                             "channel_variables": {"MEDIA_WEBSOCKET_CONNECTION_ID": "e226e283-c90a", **variables}})]
 
-    def caller_frame(self, n: int, audio: bytes) -> bytes:
-        return audio
-
-    def heard(self, frame: str | bytes) -> Heard:
-        if isinstance(frame, bytes):
-            return "media", frame
-        msg = json.loads(frame)
+    def control(self, msg: dict[str, Any]) -> Heard:
         return {"MARK_MEDIA": ("mark", msg.get("correlation_id")), "FLUSH_MEDIA": ("clear", None)}.get(msg["command"])
 
     def echo(self, name: str) -> str:
@@ -339,29 +348,19 @@ class PlivoCaller(PlayingStack):
         return json.dumps({"event": "dtmf", "streamId": self.stream_id, "dtmf": {"track": "inbound", "digit": digit}})
 
 
-class VonageCaller(PlayingStack):
+class VonageCaller(BinaryMediaStack):
     """Vonage's Voice API WebSocket (its "WebSockets" guide): ``websocket:connected`` with the NCCO's headers (the
     call's ``uuid``, the key), then binary L16 16 kHz 20 ms frames both ways; ``notify`` answered
     ``websocket:notify`` once played, ``clear`` with ``websocket:cleared``; the call ends with the socket closing."""
 
     path = "/v1/vonage"
-    bytes_per_second = 16000 * 2
-    sample_bytes = 2
-    FRAME = 640
-    silence = bytes(FRAME)
     codec = "l16-16000"
 
     def opening(self, params: dict[str, str]) -> list[str]:
         return [json.dumps({"event": "websocket:connected", "content-type": "audio/l16;rate=16000",
                             "uuid": self.call_id, **params})]
 
-    def caller_frame(self, n: int, audio: bytes) -> bytes:
-        return audio
-
-    def heard(self, frame: str | bytes) -> Heard:
-        if isinstance(frame, bytes):
-            return "media", frame
-        msg = json.loads(frame)
+    def control(self, msg: dict[str, Any]) -> Heard:
         if msg.get("action") == "notify":
             return "mark", msg["payload"]["name"]
         return ("clear", None) if msg.get("action") == "clear" else None

@@ -3,10 +3,10 @@
 ``WS /v1/twilio``, ``WS /v1/telnyx``, ``WS /v1/asterisk``, ``WS /v1/plivo``, ``WS /v1/vonage``, ``WS /v1/exotel``: a
 media stream (Twilio Media Streams, Telnyx media streaming, Asterisk's chan_websocket, Plivo audio streams, Vonage
 Voice WebSockets, Exotel's Voicebot applet) is a phone call, a session an agent drives by the call's id (callSid,
-call_control_id, channel_id, callId, the NCCO's uuid header, call_sid). Close codes: 4400 a frame that is not
-the dialect's (or no ``start`` within ``START_TIMEOUT_S``), 4401 no valid key (the stream's ``key`` parameter, the
-usual ways, or ``?key=`` on the URL the stack dials), 4408 the stack stopped reading, 4409 a live call has this id, 1013 the server is full (of calls, or
-of connections not yet authenticated: gateway/guard/silent_sockets.py). With
+call_control_id, channel_id, callId, the NCCO's uuid header, call_sid). Close codes: 4400 a frame that is not the
+dialect's (or no ``start`` within ``START_TIMEOUT_S``), 4401 no valid key (the stream's ``key`` parameter, the usual
+ways, or ``?key=`` on the URL the stack dials), 4408 the stack stopped reading, 4409 a live call has this id, 1013 the
+server is full (of calls, or of connections not yet authenticated: gateway/guard/silent_sockets.py). With
 ``--twilio-auth-token`` a Twilio upgrade without a valid ``X-Twilio-Signature`` is refused (HTTP 403).
 
 ``WS /v1/jambonz/tts``: jambonz's streaming TTS vendor API; jambonz sends the text, each socket is one session.

@@ -31,7 +31,7 @@ def _start(msg: dict[str, Any]) -> Start:
     if encoding != "pcm":
         raise events.bad("Vonage streams are audio/l16: set the endpoint's content-type to audio/l16;rate=16000")
     params = {name: str(msg[name]) for name in PARAMETERS if isinstance(msg.get(name), (str, int, float))}
-    call_id = events.string(msg.get("uuid"), "websocket:connected's uuid (put \"headers\": {\"uuid\": ...} in the NCCO)")
+    call_id = events.string(msg.get("uuid"), 'websocket:connected\'s uuid (the NCCO\'s "headers": {"uuid": ...})')
     return Start(call_id, call_id, params, encoding, codec, rate, frame_bytes(rate))
 
 
