@@ -1,8 +1,8 @@
 """A phone call over a media-stream WebSocket: a session driven by a controller (gateway/sessions/driven.py), whose sink
 sends the dialect's media and marks, paced by the outbox (gateway/telephony/outbox.py).
 
-The dialect (Twilio, Telnyx, Asterisk, Plivo, Vonage, Exotel) only says how a frame, a mark and a clear look on its wire; everything else,
-pacing, what was heard, barge-in, the end of a call, is here once.
+The dialect (Twilio, Telnyx, Asterisk, Plivo, Vonage, Exotel) only says how a frame, a mark and a clear look on its
+wire; everything else, pacing, what was heard, barge-in, the end of a call, is here once.
 """
 
 from __future__ import annotations
@@ -178,7 +178,8 @@ class PhoneSink(AudioSink):
                         self._heard_echo(item)
                     frame = self.dialect.media(item.payload) if isinstance(item, Media) else self.dialect.mark(
                         item.name)
-                    for message in frame if isinstance(frame, list) else [] if frame is None else [frame]:
+                    messages = frame if isinstance(frame, list) else [] if frame is None else [frame]
+                    for message in messages:
                         await self._send(message)
             await _wait(self._wake, wait)
 

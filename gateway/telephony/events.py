@@ -141,8 +141,9 @@ def mark(value: Any) -> MarkPlayed:
 
 
 def stream_event(event: str, msg: dict[str, Any]) -> Inbound:
-    """The events the Twilio-shaped dialects (Twilio, Telnyx, Exotel) share, all but ``start``: ``media``, ``mark``,
-    ``dtmf`` (``dtmf.digit``, or Telnyx's ``payload.digit``), ``stop``; any other is ignored."""
+    """The events the Twilio-shaped dialects (Twilio, Telnyx, Exotel; Plivo but for its marks) share, all but
+    ``start``: ``media``, ``mark``, ``dtmf`` (``dtmf.digit``, or Telnyx's ``payload.digit``), ``stop``; any other is
+    ignored."""
     if event == "media":
         return media(msg.get("media"))
     if event == "mark":
