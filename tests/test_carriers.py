@@ -242,6 +242,7 @@ def test_frames_in_and_out():
     assert plivo.parse(json.dumps(start)) == events.Start("c1", "s1", {"key": "k", "voice": "v"}, "pcm", "l16-16000",
                                                           16000)
     assert plivo.parse(json.dumps({**start, "extra_headers": "key=k,text=Hi"})).parameters == {"key": "k", "text": "Hi"}
+    assert plivo.parse(json.dumps({**start, "extra_headers": {"X-PH-key": "k"}})).parameters == {"key": "k"}
     bare = {"event": "start", "start": {"callId": "c1", "streamId": "s1"}}  # Plivo's default format
     assert (plivo.parse(json.dumps(bare)).encoding, plivo.parse(json.dumps(bare)).rate) == ("pcm", 8000)
     assert plivo.parse('{"event": "playedStream", "streamId": "s1", "name": "e1.8"}') == events.MarkPlayed("e1.8")

@@ -186,7 +186,8 @@ def wire_format(content_type: Any, rate: Any = None, *, default_rate: int = 8000
 
 def header_parameters(value: Any) -> dict[str, str]:
     """Parameters the carrier passes through as a string of headers: a JSON object (Plivo's ``extra_headers``), or
-    ``k1=v1,k2=v2`` / ``k1=v1;k2=v2`` (the form Plivo's ``extraHeaders`` attribute is written in); or an object."""
+    ``k1=v1,k2=v2`` / ``k1=v1;k2=v2`` (the form Plivo's ``extraHeaders`` attribute is written in); or an object. A
+    name's ``X-PH-`` prefix (Plivo's for the SIP headers it passes on) is dropped."""
     if value is None or value == "":
         return {}
     if isinstance(value, str):
@@ -198,5 +199,9 @@ def header_parameters(value: Any) -> dict[str, str]:
                 raise bad(f"the extra headers are not usable JSON: {exc}") from None
         else:
             pairs = (item.partition("=") for item in text.replace(";", ",").split(","))
-            return {k.strip(): v.strip() for k, sep, v in pairs if sep and k.strip()}
-    return parameters(value)
+            value = {k.strip(): v.strip() for k, sep, v in pairs if sep and k.strip()}
+    return {_unprefixed(name): text for name, text in parameters(value).items()}
+
+
+def _unprefixed(name: str) -> str:
+    return name[5:] if name.lower().startswith("x-ph-") else name
