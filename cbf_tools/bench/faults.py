@@ -44,11 +44,11 @@ from cbf_tools.peers.local_server import ServerFailed, free_port, local_server, 
 from cbf_tools.peers.phone_callers import PlayingStack, connect_call
 from cbf_tools.peers.rtc_listener import Listener
 from gateway.guard.keys_file import KeysFileError, parse
-from gateway.telephony.call import DUPLICATE_CLOSE_CODE
 from gateway.guard.tenancy import WATCH_INTERVAL_S
 from gateway.host.protocols import REQUEST_TIMEOUT_S, STUCK_CLOSE_S
 from gateway.http import sse
 from gateway.settings import GatewaySettings
+from gateway.telephony.call import DUPLICATE_CLOSE_CODE
 from gateway.wyoming.wire import Event, EventReader, encode
 
 SERVER_FAILURES = {"engine_error", "engine_unavailable"}  # events no client input may cause
@@ -158,11 +158,12 @@ async def _phone(url: str, stack: str, frames: list[str | bytes], headers: dict[
     counts = {"server_errors": 0, "refused": 0}
     calls = [frames[i:i + FRAMES_PER_CALL] for i in range(0, len(frames), FRAMES_PER_CALL)]
     greetings = [websocket_messages(rng, 1)[0][:200] if rng.random() < 0.3 else "" for _ in calls]
+    reused = [rng.random() < REUSED_IDS for _ in calls]  # drawn here: the calls run concurrently
 
-    async def call(share: list[str | bytes], greeting: str) -> None:
+    async def call(share: list[str | bytes], greeting: str, reuse: bool) -> None:
         call_id = f"fuzz-{uuid.uuid4().hex}"
         caller = await connect_call(url, stack, call_id, headers, text=greeting)
-        if rng.random() < REUSED_IDS:  # the same call id again, the first live (its controller ready): 4409
+        if reuse:  # the same call id again, the first live (its controller ready): 4409
             async with connect(url.replace("http", "ws", 1) + f"/v1/stream?session={call_id}&wait=10",
                                additional_headers=headers) as agent:
                 await asyncio.wait_for(agent.recv(), 10)
@@ -178,11 +179,11 @@ async def _phone(url: str, stack: str, frames: list[str | bytes], headers: dict[
             pass
         _judge_close(counts, await _close_code(caller))
 
-    pending = iter(zip(calls, greetings))
+    pending = iter(zip(calls, greetings, reused))
 
     async def worker() -> None:
-        for share, greeting in pending:
-            await call(share, greeting)
+        for share, greeting, reuse in pending:
+            await call(share, greeting, reuse)
 
     await asyncio.gather(*(worker() for _ in range(WEBSOCKET_CLIENTS)))
     return counts
