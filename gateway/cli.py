@@ -746,7 +746,8 @@ def build_parser() -> argparse.ArgumentParser:
                    help="concurrent callers of every transport, shared as the flags below say (each unsaid: a share "
                         "of what is left), the WebSocket's the rest")
     for name, what in (("webrtc", "use WebRTC (Opus and PCMU in turn)"),
-                       ("phone", "place phone calls (Twilio, Telnyx, Asterisk and jambonz in turn)"),
+                       ("phone", "place phone calls (Twilio, Telnyx, Asterisk, jambonz, Plivo, Vonage and Exotel in "
+                                 "turn)"),
                        ("sse", "use OpenAI's SSE speech stream"), ("http", "stream POST /v1/tts"),
                        ("elevenlabs", "use ElevenLabs' multi-stream-input socket"),
                        ("cartesia", "use Cartesia's socket (/cartesia/tts/websocket)"),

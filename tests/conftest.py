@@ -88,8 +88,8 @@ SLOWEST_FIRST = ("test_gpu_bench.py", "test_failover.py", "test_page.py", "test_
                  "test_bench_barge_in.py", "test_turbo.py", "test_bench_faults.py", "test_planner_simulation.py",
                  "test_graph_check.py", "test_revoked_http_streams.py", "test_voice_sync.py", "test_caller_audio.py",
                  "test_turn.py", "test_page_barge_in.py", "test_deploy_gate.py", "test_wyoming.py",
-                 "test_telephony.py", "test_wyoming_zeroconf.py", "test_signalling.py", "test_whep.py",
-                 "test_processes.py", "test_discovery.py", "test_livekit.py", "test_gst_bridge.py")
+                 "test_telephony.py", "test_carriers.py", "test_wyoming_zeroconf.py", "test_signalling.py",
+                 "test_whep.py", "test_processes.py", "test_discovery.py", "test_livekit.py", "test_gst_bridge.py")
 
 
 def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter, config: pytest.Config) -> None:
@@ -114,7 +114,7 @@ SHARED_SERVER_FILES = {
     "plain_server": ("test_bench.py", "test_deploy_gate.py", "test_engine_isolation.py", "test_gst_bridge.py",
                      "test_input_hygiene.py", "test_latency.py", "test_playout_websocket.py", "test_signalling.py",
                      "test_tokens_server.py", "test_watermark_delivered.py", "test_webrtc_dtmf.py"),
-    "phone_server": ("test_caller_audio.py", "test_telephony.py"),
+    "phone_server": ("test_caller_audio.py", "test_carriers.py", "test_telephony.py"),
     "keyed_gateway": ("test_livekit.py", "test_wyoming.py"),
 }
 GROUP_OF = {file: server for server, files in SHARED_SERVER_FILES.items() for file in files}

@@ -33,6 +33,9 @@ def test_hostile_inputs_are_reproducible_and_hostile() -> None:
     assert any(c == "application/sdp" for c, _ in whep) and any(c != "application/sdp" for c, _ in whep)
     asterisk = hostile_inputs.asterisk_frames(random.Random(7), 300)
     assert any(isinstance(f, bytes) for f in asterisk) and any('"MEDIA_START"' in f for f in asterisk if isinstance(f, str))
+    vonage = hostile_inputs.vonage_frames(random.Random(7), 300)
+    assert any(isinstance(f, bytes) for f in vonage) and any('"websocket:notify"' in f for f in vonage
+                                                            if isinstance(f, str))
     uploads = hostile_inputs.voice_uploads(random.Random(7), 300)
     assert any(b"WAVEfmt " in body for _, body in uploads) and any(c == "application/json" for c, _ in uploads)
     media = hostile_inputs.caller_media(random.Random(7), 300)
@@ -106,7 +109,8 @@ def test_a_short_run_leaves_every_figure_at_zero(capsys: pytest.CaptureFixture[s
     assert set(summary["surfaces"]) == {"websocket", "playout", "elevenlabs", "cartesia", "/cartesia/tts/bytes",
                                         "/cartesia/tts/sse", "datachannel", "controller", "/v1/tts",
                                         "/v1/audio/speech", "/v1/webrtc/offer", "/v1/whep", "/v1/voices", "/v1/lexicons", "wyoming",
-                                        "/v1/twilio", "/v1/telnyx", "/v1/asterisk", "/v1/jambonz/tts",
+                                        "/v1/twilio", "/v1/telnyx", "/v1/asterisk", "/v1/plivo", "/v1/vonage",
+                                        "/v1/exotel", "/v1/jambonz/tts",
                                         "caller audio", "call controller", "keys file", "slow requests", "tokens",
                                         "origins", "deepgram", "/deepgram/v1/speak", "/v1/vapi"}
     assert summary["server_errors"] == summary["dropped_engine_connections"] == summary["leaked_sessions"] == 0

@@ -56,6 +56,20 @@ def test_the_callers_are_shared_among_every_transport() -> None:
         mix(6, {"webrtc": 4, "phone": 4})
 
 
+def test_every_phone_stack_has_a_caller_and_its_voice() -> None:
+    """Each media stream the soak places calls from (all but jambonz's socket) has a replica of its carrier, and the
+    caller's clip can be said on its wire, in its frames."""
+    from cbf_tools.bench import caller_voices
+    from cbf_tools.bench.soak import PHONE_STACKS, _caller_turn
+    from cbf_tools.peers.phone_callers import STACKS
+
+    for stack in set(PHONE_STACKS) - {"jambonz"}:
+        kind = STACKS[stack]
+        frames = _caller_turn(kind.codec, kind.frame_s)
+        assert frames and {len(f) for f in frames} == {len(kind.silence)}, stack
+    assert {"plivo", "vonage", "exotel"} <= set(PHONE_STACKS) and caller_voices.WIRE
+
+
 def test_a_short_soak_leaves_nothing_behind(capsys: pytest.CaptureFixture[str]) -> None:
     # Every caller's choices come from the seed, not the clock: with seed 4 each outcome asserted below is on some
     # caller's first turn (the WebSocket caller cancels, a phone caller listens and talks over the gateway, ...),

@@ -20,7 +20,8 @@ from gateway.audio import g711_decode, g711_encode
 CLIP = Path(__file__).resolve().parent.parent / "gate" / "references" / "high.ogg"
 RATE = 8000
 FRAME = round(RATE * FRAME_S)  # samples per caller frame at RATE
-WIRE = {"pcmu": (8000, "pcm_mulaw"), "pcma": (8000, "pcm_alaw"), "slin16": (16000, None)}  # codec: (rate, G.711)
+WIRE = {"pcmu": (8000, "pcm_mulaw"), "pcma": (8000, "pcm_alaw"), "slin16": (16000, None),  # codec: (rate, G.711)
+        "l16-8000": (8000, None), "l16-16000": (16000, None)}
 ONSET_DBFS = -35.0  # the clip's speech starts at its first 20 ms frame louder than this
 NOISE_LOOP_S = 10.0  # room noise is made circular (FFT-shaped) and this long, then looped
 HUM_DB = -12.0  # the mains hum's level beside the noise's
@@ -49,10 +50,10 @@ def clip_pcm(rate: int = RATE, path: Path = CLIP) -> np.ndarray:
     return pcm[onset:]
 
 
-def wire_frames(pcm: np.ndarray, codec: str = "pcmu") -> list[bytes]:
-    """s16 samples at ``codec``'s rate (``WIRE``) as its 20 ms frames (the last one padded with silence)."""
+def wire_frames(pcm: np.ndarray, codec: str = "pcmu", frame_s: float = FRAME_S) -> list[bytes]:
+    """s16 samples at ``codec``'s rate (``WIRE``) as its frames of ``frame_s`` (the last one padded with silence)."""
     rate, g711 = WIRE[codec]
-    size = round(rate * FRAME_S)
+    size = round(rate * frame_s)
     data = np.concatenate([pcm, np.zeros(-pcm.size % size, dtype=pcm.dtype)]).astype("<i2").tobytes()
     if g711 is not None:
         data = g711_encode(data, g711)

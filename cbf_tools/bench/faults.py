@@ -2,8 +2,8 @@
 reaches (WebSocket, and its ``playout`` reports lying while utterances play, ElevenLabs-compatible multi-stream-input,
 Cartesia's socket (mangled requests, unknown contexts, cancels of ended ones, floods of contexts, sockets closed
 mid-context) and its bytes and SSE routes, Deepgram's speak socket and its REST route (mangled queries too), Vapi's
-custom-voice webhook, data-channel and controller messages; the phone stacks' sockets: Twilio, Telnyx and Asterisk
-media streams, jambonz's TTS socket; POST /v1/tts, /v1/audio/speech (its SSE
+custom-voice webhook, data-channel and controller messages; the phone stacks' sockets: Twilio, Telnyx, Asterisk,
+Plivo, Vonage and Exotel media streams, jambonz's TTS socket; POST /v1/tts, /v1/audio/speech (its SSE
 streams too), /v1/webrtc/offer and /v1/whep with mangled SDP, /v1/voices and /v1/lexicons with mangled uploads, Wyoming events on
 its TCP port; keys files (the started server runs with one, every surface presenting its key: a few hostile ones are
 written over it, each reload refused with the keys kept); and the caller's side of phone calls: the caller's audio mangled, before ``start`` and in floods, and a
@@ -39,11 +39,11 @@ from websockets.exceptions import ConnectionClosed
 
 from cbf_tools.bench import faults_credentials as credentials
 from cbf_tools.bench.hostile_inputs import (CALLER_CONTROL_FIELDS, DEEPGRAM_FIELDS, DEEPGRAM_QUERIES,
-                                     DEEPGRAM_REST_FIELDS, ELEVENLABS_FIELDS, JAMBONZ_FIELDS, MEDIA_STREAM_FIELDS,
-                                     OPENAI_FIELDS, TTS_FIELDS, VAPI_FIELDS, asterisk_frames, caller_media,
-                                     cartesia_bodies, cartesia_messages, http_bodies,
+                                     DEEPGRAM_REST_FIELDS, ELEVENLABS_FIELDS, EXOTEL_FIELDS, JAMBONZ_FIELDS,
+                                     MEDIA_STREAM_FIELDS, OPENAI_FIELDS, PLIVO_FIELDS, TTS_FIELDS, VAPI_FIELDS,
+                                     asterisk_frames, caller_media, cartesia_bodies, cartesia_messages, http_bodies,
                                      keys_files, lexicon_uploads, offer_bodies, playout_lies, voice_uploads,
-                                     websocket_messages,
+                                     vonage_frames, websocket_messages,
                                      whep_offers, wyoming_frames)
 from cbf_tools.peers.local_server import ServerFailed, free_port, local_server, quiet_client_logs
 from cbf_tools.peers.phone_callers import PlayingStack, connect_call
@@ -53,6 +53,7 @@ from gateway.guard.tenancy import WATCH_INTERVAL_S
 from gateway.host.protocols import REQUEST_TIMEOUT_S, STUCK_CLOSE_S
 from gateway.http import sse
 from gateway.settings import GatewaySettings
+from gateway.telephony.call import DUPLICATE_CLOSE_CODE
 from gateway.wyoming.wire import Event, EventReader, encode
 
 SERVER_FAILURES = {"engine_error", "engine_unavailable"}  # events no client input may cause
@@ -69,6 +70,7 @@ FRAMES_PER_CALL = 10
 # A media stream closed for a frame that is not its dialect's (4400), or because the server is full (1013: the
 # offers of the surfaces before are still waiting to connect): refusals.
 REFUSAL_CLOSE_CODES = (4400, 1013)
+REUSED_IDS = 0.1  # the share of phone calls a second stream with the same call id follows at once (refused: 4409)
 EARLY_MEDIA = 0.1  # of the caller-audio calls: their first frame before ``start``
 FLOODS = 0.2  # of the others: a flood after their frames
 FLOOD_FRAMES = 250  # 5 s of sound audio at once, 4 s past the burst the gateway lets through
@@ -162,14 +164,24 @@ async def _controller(url: str, messages: list[str], headers: dict[str, str]) ->
 async def _phone(url: str, stack: str, frames: list[str | bytes], headers: dict[str, str],
                  rng: random.Random) -> dict[str, int]:
     """The frames sent on calls from ``stack`` (FRAMES_PER_CALL each, WEBSOCKET_CLIENTS calls at once), each call
-    started properly (sometimes with a hostile greeting) and hung up; a call the server closed with another code than
-    1000 or a refusal's, or did not close, counts as a server error (its close code listed)."""
+    started properly (sometimes with a hostile greeting; sometimes followed at once by a second stream with its call
+    id, which must be closed with 4409 and leave the first alone) and hung up; a call the server closed with another
+    code than 1000 or a refusal's, or did not close, counts as a server error (its close code listed)."""
     counts = {"server_errors": 0, "refused": 0}
     calls = [frames[i:i + FRAMES_PER_CALL] for i in range(0, len(frames), FRAMES_PER_CALL)]
     greetings = [websocket_messages(rng, 1)[0][:200] if rng.random() < 0.3 else "" for _ in calls]
+    reused = [rng.random() < REUSED_IDS for _ in calls]  # drawn here: the calls run concurrently
 
-    async def call(share: list[str | bytes], greeting: str) -> None:
-        caller = await connect_call(url, stack, f"fuzz-{uuid.uuid4().hex}", headers, text=greeting)
+    async def call(share: list[str | bytes], greeting: str, reuse: bool) -> None:
+        call_id = f"fuzz-{uuid.uuid4().hex}"
+        caller = await connect_call(url, stack, call_id, headers, text=greeting)
+        if reuse:  # the same call id again, the first live (its controller ready): 4409
+            async with connect(url.replace("http", "ws", 1) + f"/v1/stream?session={call_id}&wait=10",
+                               additional_headers=headers) as agent:
+                await asyncio.wait_for(agent.recv(), 10)
+                twin = await connect_call(url, stack, call_id, headers)
+                _judge_close(counts, await _close_code(twin), DUPLICATE_CLOSE_CODE)
+                await twin.hang_up()
         try:
             for frame in share:
                 await caller.ws.send(frame)
@@ -179,11 +191,11 @@ async def _phone(url: str, stack: str, frames: list[str | bytes], headers: dict[
             pass
         _judge_close(counts, await _close_code(caller))
 
-    pending = iter(zip(calls, greetings))
+    pending = iter(zip(calls, greetings, reused))
 
     async def worker() -> None:
-        for share, greeting in pending:
-            await call(share, greeting)
+        for share, greeting, reuse in pending:
+            await call(share, greeting, reuse)
 
     await asyncio.gather(*(worker() for _ in range(WEBSOCKET_CLIENTS)))
     return counts
@@ -598,6 +610,9 @@ async def measure(url: str, count: int, seed: int, api_key: str | None, wyoming_
             "/v1/telnyx": await _phone(url, "telnyx", websocket_messages(rng, count, MEDIA_STREAM_FIELDS), headers,
                                        rng),
             "/v1/asterisk": await _phone(url, "asterisk", asterisk_frames(rng, count), headers, rng),
+            "/v1/plivo": await _phone(url, "plivo", websocket_messages(rng, count, PLIVO_FIELDS), headers, rng),
+            "/v1/vonage": await _phone(url, "vonage", vonage_frames(rng, count), headers, rng),
+            "/v1/exotel": await _phone(url, "exotel", websocket_messages(rng, count, EXOTEL_FIELDS), headers, rng),
             "/v1/jambonz/tts": await _websocket(url, websocket_messages(rng, count, JAMBONZ_FIELDS), headers,
                                                 path=JAMBONZ_PATH, farewell='{"type": "stop"}'),
             "/v1/whep": await _http(url, "/v1/whep", whep_offers(rng, count), headers),

@@ -183,6 +183,29 @@ _VAPI_MESSAGE = {"type": _pick("voice-request", "voice-request", "voice-request"
                  "call": _pick({"id": "c"}, None, 5)}
 VAPI_FIELDS = {"message": lambda rng: {name: make(rng) if rng.random() < 0.8 else _value(rng)
                                        for name, make in _VAPI_MESSAGE.items() if rng.random() < 0.9}}
+# Plivo's audio-stream events (its marks come back as playedStream) and Exotel's (Twilio's, snake-case ids).
+PLIVO_FIELDS = {
+    "event": _pick("media", "media", "playedStream", "clearedAudio", "dtmf", "start", "checkpoint", "", 5),
+    "streamId": _pick("s1", "", 5), "name": _pick(*_MARKS), "extra_headers": _pick('{"key": "k"}', "a=b", "{", 5),
+    "media": _named("payload", "AAA=", "not base64!", 5, "", "A" * 20000),
+    "dtmf": _named("digit", "5", "#", "55", "", 5, "\x00", "\ud800"),
+    "start": _named("callId", "c1", "", 5, "\ud800"),
+}
+EXOTEL_FIELDS = {**{k: v for k, v in MEDIA_STREAM_FIELDS.items() if k not in ("streamSid", "stream_id")},
+                 "stream_sid": _pick("s1", "", 5), "start": _named("call_sid", "c1", "", 5, "\ud800")}
+VONAGE_FIELDS = {
+    "event": _pick("websocket:notify", "websocket:dtmf", "websocket:cleared", "websocket:connected", "x", "", 5),
+    "payload": _named("name", *_MARKS), "digit": _pick("5", "55", 5, "", True, None),
+    "content-type": _pick("audio/l16;rate=16000", "audio/l16;rate=7", "audio/x-mulaw", 5), "uuid": _pick("u1", "", 5),
+}
+
+
+def vonage_frames(rng: random.Random, count: int) -> list[str | bytes]:
+    """Vonage's TEXT events and BINARY caller audio of odd sizes (a 640-byte frame is 20 ms at 16 kHz)."""
+    return [bytes(rng.getrandbits(8) for _ in range(rng.choice((0, 1, 639, 640, 641, 32000)))) if rng.random() < 0.2
+            else _frame(rng, VONAGE_FIELDS) for _ in range(count)]
+
+
 JAMBONZ_FIELDS = {"type": _pick("stream", "stream", "stream", "flush", "stop", "keepalive", "x", ""), "text": _text}
 # A controller's messages about the caller's side of a call (``listen``, ``barge_in``): bad formats and modes,
 # settings out of range or of the wrong type, beside sound ones.

@@ -10,7 +10,7 @@ hangs up and offers again; each HTTP caller streams ``POST /v1/tts`` (raw audio,
 each OpenAI SSE caller ``/v1/audio/speech``, sometimes hung up at the first audio; each ElevenLabs caller (pipecat's
 multi-stream-input) speaks a context to its ``isFinal``, closes it once audio starts, or drops the socket; each
 Wyoming caller (Home Assistant's client) synthesizes in one piece or streamed, or hangs up at its first audio; each
-phone caller places calls in turn from Twilio, Telnyx, Asterisk (a replica of the stack,
+phone caller places calls in turn from Twilio, Telnyx, Asterisk, Plivo, Vonage, Exotel (a replica of the stack,
 cbf_tools/peers/phone_callers.py, driven by a controller attached by the call's id) and jambonz, each speaking,
 barging in (the stack must see its clear) or hanging up; half the controllers listen to their caller's audio (native
 or PCM16), and on some turns the caller talks over the gateway (the deploy gate's clip: the gateway's own barge-in
@@ -73,7 +73,7 @@ from engine.protocol import ProtocolError
 from gateway.wyoming.wire import Event, EventReader, encode
 
 SAMPLE_EVERY_S = 5.0
-PHONE_STACKS = ("twilio", "telnyx", "asterisk", "jambonz")
+PHONE_STACKS = ("twilio", "telnyx", "asterisk", "jambonz", "plivo", "vonage", "exotel")
 # Each transport's share of the callers where its flag does not say how many; the WebSocket takes the rest (0.1).
 MIX = {"webrtc": 0.2, "phone": 0.2, "sse": 0.1, "wyoming": 0.1, "http": 0.1, "elevenlabs": 0.05, "cartesia": 0.05,
        "deepgram": 0.05, "vapi": 0.05}
@@ -634,16 +634,17 @@ async def _wyoming_turn(reader: asyncio.StreamReader, writer: asyncio.StreamWrit
 
 
 @cache
-def _caller_turn(codec: str) -> list[bytes]:
-    """``CALLER_TURN_S`` of the clip from its onset, on the wire of a stack whose codec is ``codec``."""
-    frames = caller_voices.wire_frames(caller_voices.clip_pcm(caller_voices.WIRE[codec][0]), codec)
-    return frames[:round(CALLER_TURN_S / caller_voices.FRAME_S)]
+def _caller_turn(codec: str, frame_s: float = caller_voices.FRAME_S) -> list[bytes]:
+    """``CALLER_TURN_S`` of the clip from its onset, on the wire of a stack whose codec is ``codec`` (in frames of
+    ``frame_s``)."""
+    frames = caller_voices.wire_frames(caller_voices.clip_pcm(caller_voices.WIRE[codec][0]), codec, frame_s)
+    return frames[:round(CALLER_TURN_S / frame_s)]
 
 
 async def _caller_talks(agent: ClientConnection, caller: PlayingStack, tally: Tally) -> bool:
     """The caller says its turn over the gateway's speech, then falls silent; True when the gateway stopped for it
     (``interrupted``), False when its speech ended first."""
-    speech = caller_voices.Speech(_caller_turn(caller.codec), time.monotonic())
+    speech = caller_voices.Speech(_caller_turn(caller.codec, caller.frame_s), time.monotonic())
     caller.voice = speech
     interrupted = (await _until(agent, {"interrupted", "done"}, tally))["type"] == "interrupted"
     while not speech.said:

@@ -1,13 +1,16 @@
 """The phone stacks' side of a media-stream WebSocket, for benchmarks and tests: replicas written from each vendor's
 documentation (Twilio's "Media Streams - WebSocket Messages", Telnyx's "Stream call media over WebSocket" AsyncAPI
-page, Asterisk's WebSocket channel driver page, JSON control format).
+page, Asterisk's WebSocket channel driver page, JSON control format; SignalWire's cXML <Stream>; Plivo's audio
+streaming events; Vonage's Voice API WebSockets guide; Exotel's Stream and Voicebot applet page). None of these
+carriers ships a simulator: each class is a replica, as faithful as its vendor's pages are.
 
 Each does what its stack documents: ``start`` (the stream's opening frames), 20 ms of the caller's audio every 20 ms
-on a fixed schedule (silence, or what ``voice`` says), our audio played from a buffer at real time, each mark answered
-once the audio before it has played, the buffer (marks included) emptied on a clear, ``dtmf``, and ``hang_up`` (Twilio
-and Telnyx send ``stop``; Asterisk closes the socket). Each records when each of our frames arrived (``arrived``),
-what played when (``heard_between``) and when each clear came (``cleared_at``): the caller's side of barge-in
-timings. ``connect_call`` opens one on a gateway.
+(Exotel: 100 ms every 100 ms) on a fixed schedule (silence, or what ``voice`` says), our audio played from a buffer at
+real time, each mark answered once the audio before it has played, the buffer (marks included) emptied on a clear
+(Plivo and Vonage say so), ``dtmf``, and ``hang_up`` (Twilio, Telnyx and Exotel send ``stop``; Asterisk, Plivo and
+Vonage close the socket). Each records when each of our frames arrived (``arrived``), what played when
+(``heard_between``) and when each clear came (``cleared_at``): the caller's side of barge-in timings. ``connect_call``
+opens one on a gateway.
 """
 
 from __future__ import annotations
@@ -37,8 +40,9 @@ class PlayingStack:
     subprotocols: list[str] | None = None
     bytes_per_second = 8000
     sample_bytes = 1
-    silence = b"\xff" * 160  # 20 ms of the caller's silence on this stack's wire
+    silence = b"\xff" * 160  # one frame (``frame_s``) of the caller's silence on this stack's wire
     codec = "pcmu"
+    frame_s = FRAME_S  # the caller's audio per message
 
     def __init__(self, ws: ClientConnection, call_id: str) -> None:
         self.ws, self.call_id = ws, call_id
@@ -66,6 +70,10 @@ class PlayingStack:
     def dtmf_frame(self, digit: str) -> str: ...
 
     def stop_frame(self) -> str | None:
+        return None
+
+    def clear_answer(self) -> str | None:
+        """What the stack says once it has emptied its buffer on a clear (None: nothing)."""
         return None
 
     async def start(self, **params: str) -> None:
@@ -118,7 +126,7 @@ class PlayingStack:
         with contextlib.suppress(ConnectionClosed):  # the call is over
             for n in itertools.count(1):
                 await self.ws.send(self.caller_frame(n, self.voice(loop.time()) or self.silence))
-                await asyncio.sleep(max(0.0, started + n * FRAME_S - loop.time()))
+                await asyncio.sleep(max(0.0, started + n * self.frame_s - loop.time()))
 
     async def _receive(self) -> None:
         loop = asyncio.get_running_loop()
@@ -141,6 +149,8 @@ class PlayingStack:
                         handle.cancel()
                     self._cut(now)
                     self._plays_until = now
+                    if (answer := self.clear_answer()) is not None:
+                        self._tasks.append(asyncio.ensure_future(self._send_quietly(answer)))
         finally:
             self.closed.set()
 
@@ -234,16 +244,30 @@ class TelnyxCaller(TwilioCaller):
                            "stop": {"user_id": "3E6F995F", "call_control_id": self.call_id}})
 
 
-class AsteriskChannel(PlayingStack):
+class BinaryMediaStack(PlayingStack):
+    """A stack whose audio is BINARY frames both ways (16-bit PCM at 16 kHz, 20 ms of 640 bytes from the caller) and
+    whose control is JSON TEXT (``control``: what one of our commands is)."""
+
+    bytes_per_second = 16000 * 2
+    sample_bytes = 2
+    FRAME = 640
+    silence = bytes(FRAME)
+
+    def caller_frame(self, n: int, audio: bytes) -> bytes:
+        return audio
+
+    def heard(self, frame: str | bytes) -> Heard:
+        return ("media", frame) if isinstance(frame, bytes) else self.control(json.loads(frame))
+
+    def control(self, msg: dict[str, Any]) -> Heard: ...
+
+
+class AsteriskChannel(BinaryMediaStack):
     """chan_websocket dialled with ``c(slin16)f(json)``: 20 ms frames of 640 bytes."""
 
     path = "/v1/asterisk"
     subprotocols = ["media"]  # websocket_client.conf: protocols = media
-    bytes_per_second = 16000 * 2
-    sample_bytes = 2
     codec = "slin16"
-    FRAME = 640
-    silence = bytes(FRAME)
 
     def opening(self, params: dict[str, str]) -> list[str]:
         variables = {f"CBF_{name.upper()}": value for name, value in params.items()}
@@ -252,13 +276,7 @@ class AsteriskChannel(PlayingStack):
                             "format": "slin16", "optimal_frame_size": self.FRAME, "ptime": 20,
                             "channel_variables": {"MEDIA_WEBSOCKET_CONNECTION_ID": "e226e283-c90a", **variables}})]
 
-    def caller_frame(self, n: int, audio: bytes) -> bytes:
-        return audio
-
-    def heard(self, frame: str | bytes) -> Heard:
-        if isinstance(frame, bytes):
-            return "media", frame
-        msg = json.loads(frame)
+    def control(self, msg: dict[str, Any]) -> Heard:
         return {"MARK_MEDIA": ("mark", msg.get("correlation_id")), "FLUSH_MEDIA": ("clear", None)}.get(msg["command"])
 
     def echo(self, name: str) -> str:
@@ -271,15 +289,140 @@ class AsteriskChannel(PlayingStack):
         return json.dumps({"event": "MEDIA_XOFF" if off else "MEDIA_XON", "channel_id": self.call_id})
 
 
-STACKS: dict[str, type[PlayingStack]] = {"twilio": TwilioCaller, "telnyx": TelnyxCaller, "asterisk": AsteriskChannel}
+class SignalWireCaller(TwilioCaller):
+    """SignalWire's <Connect><Stream> (cXML, its Twilio-compatible API): Twilio's frames, with SignalWire's ids (UUIDs
+    where Twilio has CA/MZ/AC ones), on ``/v1/twilio``."""
+
+    def __init__(self, ws: ClientConnection, call_id: str) -> None:
+        super().__init__(ws, call_id)
+        self.stream_sid = str(uuid.uuid4())
+
+    def opening(self, params: dict[str, str]) -> list[str]:
+        return [json.dumps({"event": "connected", "protocol": "Call", "version": "1.0.0"}), json.dumps({
+            "event": "start", "sequenceNumber": "1", "streamSid": self.stream_sid, "start": {
+                "accountSid": "8b8f6a4e-6c5e-4f5a-9a55-0c3a8f1d2e7b", "streamSid": self.stream_sid,
+                "callSid": self.call_id, "tracks": ["inbound"], "customParameters": params,
+                "mediaFormat": {"encoding": "audio/x-mulaw", "sampleRate": 8000, "channels": 1}}})]
+
+
+class PlivoCaller(PlayingStack):
+    """Plivo's bidirectional <Stream> (Plivo's "Audio streaming" XML and event pages): L16 8 kHz, its default; the
+    parameters as ``extraHeaders``; checkpoints answered ``playedStream`` once played, ``clearAudio`` with
+    ``clearedAudio``; the call ends with the socket closing."""
+
+    path = "/v1/plivo"
+    bytes_per_second = 8000 * 2
+    sample_bytes = 2
+    silence = bytes(320)
+    codec = "l16-8000"
+
+    def __init__(self, ws: ClientConnection, call_id: str) -> None:
+        super().__init__(ws, call_id)
+        self.stream_id = str(uuid.uuid4())
+        self.formats: list[tuple[str, int]] = []  # each playAudio's (contentType, sampleRate)
+
+    def opening(self, params: dict[str, str]) -> list[str]:
+        return [json.dumps({"sequenceNumber": 0, "event": "start", "start": {
+            "callId": self.call_id, "streamId": self.stream_id, "accountId": "MA" + "0" * 18, "tracks": ["inbound"],
+            "mediaFormat": {"encoding": "audio/x-l16", "sampleRate": 8000}}, "extra_headers": json.dumps(params)})]
+
+    def caller_frame(self, n: int, audio: bytes) -> str:
+        return json.dumps({"sequenceNumber": n, "streamId": self.stream_id, "event": "media", "media": {
+            "track": "inbound", "timestamp": str(int(time.time() * 1000)), "chunk": n,
+            "payload": base64.b64encode(audio).decode()}, "extra_headers": "{}"})
+
+    def heard(self, frame: str | bytes) -> Heard:
+        msg = json.loads(frame)
+        if msg["event"] == "playAudio":
+            self.formats.append((msg["media"]["contentType"], msg["media"]["sampleRate"]))
+            return "media", base64.b64decode(msg["media"]["payload"])
+        return {"checkpoint": ("mark", msg.get("name")), "clearAudio": ("clear", None)}.get(msg["event"])
+
+    def echo(self, name: str) -> str:
+        return json.dumps({"event": "playedStream", "streamId": self.stream_id, "name": name})
+
+    def clear_answer(self) -> str:
+        return json.dumps({"event": "clearedAudio", "streamId": self.stream_id, "sequenceNumber": 0})
+
+    def dtmf_frame(self, digit: str) -> str:
+        return json.dumps({"event": "dtmf", "streamId": self.stream_id, "dtmf": {"track": "inbound", "digit": digit}})
+
+
+class VonageCaller(BinaryMediaStack):
+    """Vonage's Voice API WebSocket (its "WebSockets" guide): ``websocket:connected`` with the NCCO's headers (the
+    call's ``uuid``, the key), then binary L16 16 kHz 20 ms frames both ways; ``notify`` answered
+    ``websocket:notify`` once played, ``clear`` with ``websocket:cleared``; the call ends with the socket closing."""
+
+    path = "/v1/vonage"
+    codec = "l16-16000"
+
+    def opening(self, params: dict[str, str]) -> list[str]:
+        return [json.dumps({"event": "websocket:connected", "content-type": "audio/l16;rate=16000",
+                            "uuid": self.call_id, **params})]
+
+    def control(self, msg: dict[str, Any]) -> Heard:
+        if msg.get("action") == "notify":
+            return "mark", msg["payload"]["name"]
+        return ("clear", None) if msg.get("action") == "clear" else None
+
+    def echo(self, name: str) -> str:
+        return json.dumps({"event": "websocket:notify", "payload": {"name": name}})
+
+    def clear_answer(self) -> str:
+        return json.dumps({"event": "websocket:cleared"})
+
+    def dtmf_frame(self, digit: str) -> str:
+        return json.dumps({"event": "websocket:dtmf", "digit": digit, "duration": 260})
+
+
+class ExotelCaller(TwilioCaller):
+    """Exotel's Voicebot applet (its "Working with the Stream and Voicebot Applet" page): Twilio's shape with
+    snake-case ids, 16-bit PCM 8 kHz in ~100 ms messages, numbers as strings; marks echoed once played."""
+
+    path = "/v1/exotel"
+    bytes_per_second = 8000 * 2
+    sample_bytes = 2
+    frame_s = 0.1
+    silence = bytes(1600)
+    codec = "l16-8000"
+
+    def opening(self, params: dict[str, str]) -> list[str]:
+        return [json.dumps({"event": "connected"}), json.dumps({
+            "event": "start", "sequence_number": "1", "stream_sid": self.stream_sid, "start": {
+                "stream_sid": self.stream_sid, "call_sid": self.call_id, "account_sid": "exotel-account",
+                "from": "09999999999", "to": "08047491899", "custom_parameters": params,
+                "media_format": {"encoding": "raw/slin", "sample_rate": "8000", "bit_rate": "128kbps"}}})]
+
+    def caller_frame(self, n: int, audio: bytes) -> str:
+        return json.dumps({"event": "media", "sequence_number": str(n + 1), "stream_sid": self.stream_sid,
+                           "media": {"chunk": str(n), "timestamp": str(n * 100),
+                                     "payload": base64.b64encode(audio).decode()}})
+
+    def echo(self, name: str) -> str:
+        return json.dumps({"event": "mark", "sequence_number": "0", "stream_sid": self.stream_sid,
+                           "mark": {"name": name}})
+
+    def dtmf_frame(self, digit: str) -> str:
+        return json.dumps({"event": "dtmf", "sequence_number": "0", "stream_sid": self.stream_sid,
+                           "dtmf": {"duration": "1000", "digit": digit}})
+
+    def stop_frame(self) -> str:
+        return json.dumps({"event": "stop", "sequence_number": "0", "stream_sid": self.stream_sid,
+                           "stop": {"call_sid": self.call_id, "account_sid": "exotel-account", "reason": "callended"}})
+
+
+STACKS: dict[str, type[PlayingStack]] = {"twilio": TwilioCaller, "telnyx": TelnyxCaller, "asterisk": AsteriskChannel,
+                                         "signalwire": SignalWireCaller, "plivo": PlivoCaller,
+                                         "vonage": VonageCaller, "exotel": ExotelCaller}
 
 
 async def connect_call(url: str, stack: str, call_id: str, headers: dict[str, str] | None = None,
-                       **params: str) -> PlayingStack:
-    """A call from ``stack`` (a name in STACKS) to the gateway at ``url`` (http://HOST:PORT), started."""
+                       query: str = "", **params: str) -> PlayingStack:
+    """A call from ``stack`` (a name in STACKS) to the gateway at ``url`` (http://HOST:PORT), started; ``query``:
+    what follows the path (``?key=...``) in the URL the stack dials."""
     kind = STACKS[stack]
-    ws = await connect(url.replace("http", "ws", 1) + kind.path, additional_headers=headers or {}, max_size=None,
-                       subprotocols=kind.subprotocols)
+    ws = await connect(url.replace("http", "ws", 1) + kind.path + query, additional_headers=headers or {},
+                       max_size=None, subprotocols=kind.subprotocols)
     caller = kind(ws, call_id)
     await caller.start(**params)
     return caller

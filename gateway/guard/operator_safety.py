@@ -7,13 +7,13 @@ import ipaddress
 import logging
 import re
 
-_KEY_IN_QUERY = re.compile(r"((?<![A-Za-z0-9_])(?:api_key|token)=)[^&\s\"']*")
+_KEY_IN_QUERY = re.compile(r"((?<![A-Za-z0-9_])(?:api_key|key|token)=)[^&\s\"']*")
 REDACTED = "[redacted]"
 ACCESS_LOGGERS = ("uvicorn.access", "uvicorn.error")  # HTTP access lines; WebSocket "accepted" lines
 
 
 class RedactKeys(logging.Filter):
-    """Rewrites ``?api_key=...`` and ``?token=...`` in a record's message and arguments (uvicorn logs the path with its query)."""
+    """Rewrites ``?api_key=...``, ``?key=...`` (the phone stacks that dial a URL without headers) and ``?token=...`` in a record's message and arguments (uvicorn logs the path with its query)."""
 
     def filter(self, record: logging.LogRecord) -> bool:
         if isinstance(record.args, tuple):

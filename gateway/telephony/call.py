@@ -1,8 +1,8 @@
 """A phone call over a media-stream WebSocket: a session driven by a controller (gateway/sessions/driven.py), whose sink
 sends the dialect's media and marks, paced by the outbox (gateway/telephony/outbox.py).
 
-The dialect (Twilio, Telnyx, Asterisk) only says how a frame, a mark and a clear look on its wire; everything else,
-pacing, what was heard, barge-in, the end of a call, is here once.
+The dialect (Twilio, Telnyx, Asterisk, Plivo, Vonage, Exotel) only says how a frame, a mark and a clear look on its
+wire; everything else, pacing, what was heard, barge-in, the end of a call, is here once.
 """
 
 from __future__ import annotations
@@ -34,9 +34,10 @@ SILENCE = {"mulaw": b"\xff", "alaw": b"\xd5", "pcm": b"\0\0"}  # one sample of i
 
 
 class Dialect(Protocol):
-    """How one phone stack's frames look (None from ``mark``: this stack has no marks)."""
+    """How one phone stack's frames look (None from ``mark``: this stack has no marks; a list from ``media``: the
+    stack takes the outbox's frame as several messages, Vonage's 20 ms ones)."""
 
-    def media(self, payload: bytes) -> Wire: ...
+    def media(self, payload: bytes) -> Wire | list[Wire]: ...
 
     def mark(self, name: str) -> Wire | None: ...
 
@@ -177,8 +178,9 @@ class PhoneSink(AudioSink):
                         self._heard_echo(item)
                     frame = self.dialect.media(item.payload) if isinstance(item, Media) else self.dialect.mark(
                         item.name)
-                    if frame is not None:
-                        await self._send(frame)
+                    messages = frame if isinstance(frame, list) else [] if frame is None else [frame]
+                    for message in messages:
+                        await self._send(message)
             await _wait(self._wake, wait)
 
 

@@ -1,11 +1,12 @@
 """The phone stacks' WebSockets (docs/protocol.md).
 
-``WS /v1/twilio``, ``WS /v1/telnyx``, ``WS /v1/asterisk``: a media stream (Twilio Media Streams, Telnyx media
-streaming, Asterisk's chan_websocket) is a phone call, a session an agent drives by the call's id (callSid,
-call_control_id, channel_id). Close codes: 4400 a frame that is not
-the dialect's (or no ``start`` within ``START_TIMEOUT_S``), 4401 no valid key (``customParameters`` ``key``, or the
-usual ways), 4408 the stack stopped reading, 4409 a live call has this id, 1013 the server is full (of calls, or
-of connections not yet authenticated: gateway/guard/silent_sockets.py). With
+``WS /v1/twilio``, ``WS /v1/telnyx``, ``WS /v1/asterisk``, ``WS /v1/plivo``, ``WS /v1/vonage``, ``WS /v1/exotel``: a
+media stream (Twilio Media Streams, Telnyx media streaming, Asterisk's chan_websocket, Plivo audio streams, Vonage
+Voice WebSockets, Exotel's Voicebot applet) is a phone call, a session an agent drives by the call's id (callSid,
+call_control_id, channel_id, callId, the NCCO's uuid header, call_sid). Close codes: 4400 a frame that is not the
+dialect's (or no ``start`` within ``START_TIMEOUT_S``), 4401 no valid key (the stream's ``key`` parameter, the usual
+ways, or ``?key=`` on the URL the stack dials), 4408 the stack stopped reading, 4409 a live call has this id, 1013 the
+server is full (of calls, or of connections not yet authenticated: gateway/guard/silent_sockets.py). With
 ``--twilio-auth-token`` a Twilio upgrade without a valid ``X-Twilio-Signature`` is refused (HTTP 403).
 
 ``WS /v1/jambonz/tts``: jambonz's streaming TTS vendor API; jambonz sends the text, each socket is one session.
@@ -27,7 +28,7 @@ from gateway.guard.auth import admit, authorized, offered_subprotocols, presente
 from gateway.sessions.session import Session
 from gateway.sessions.registry import SessionLimitReached
 from gateway.shared_state import GatewayState
-from gateway.telephony import asterisk, events, jambonz, telnyx, twilio
+from gateway.telephony import asterisk, events, exotel, jambonz, plivo, telnyx, twilio, vonage
 from gateway.telephony.call import Dialect, PhoneCall, PhoneSink
 from gateway.websocket import (STALLED_CLOSE_CODE, WebSocketSink, client_frames, close_reason, serve_session,
                                until_stalled)
@@ -45,11 +46,15 @@ class StreamDialect:
     name: str
     parse: Callable[[str | bytes], events.Inbound]
     outbound: Callable[[str], Dialect]  # from the stream's id
+    outbound_of: Callable[[events.Start], Dialect] | None = None  # from the whole start, where the format matters
 
 
 TWILIO = StreamDialect("twilio", twilio.parse, twilio.Outbound)
 TELNYX = StreamDialect("telnyx", telnyx.parse, telnyx.Outbound)
 ASTERISK = StreamDialect("asterisk", asterisk.parse, asterisk.Outbound)
+PLIVO = StreamDialect("plivo", plivo.parse, plivo.Outbound, plivo.Outbound.of)
+VONAGE = StreamDialect("vonage", vonage.parse, lambda _: vonage.Outbound(), vonage.Outbound.of)
+EXOTEL = StreamDialect("exotel", exotel.parse, exotel.Outbound)
 
 
 async def first_start(ws: WebSocket, parse: Callable[[str | bytes], events.Inbound],
@@ -85,6 +90,18 @@ async def telnyx_stream(ws: WebSocket) -> None:
 
 async def asterisk_stream(ws: WebSocket) -> None:
     await media_stream(ws, ASTERISK)
+
+
+async def plivo_stream(ws: WebSocket) -> None:
+    await media_stream(ws, PLIVO)
+
+
+async def vonage_stream(ws: WebSocket) -> None:
+    await media_stream(ws, VONAGE)
+
+
+async def exotel_stream(ws: WebSocket) -> None:
+    await media_stream(ws, EXOTEL)
 
 
 async def media_stream(ws: WebSocket, dialect: StreamDialect) -> None:
@@ -132,7 +149,8 @@ async def _open_call(ws: WebSocket, dialect: StreamDialect) -> PhoneCall | None:
     finally:
         if waiting is not None:
             waiting.leave()  # its start has come (its key is judged next) or the stream is gone
-    if not admitted and not admit(ws, state.tenancy, start.parameters.get("key") or presented_key(ws)):
+    key = start.parameters.get("key") or presented_key(ws) or ws.query_params.get("key")  # ?key=: no headers
+    if not admitted and not admit(ws, state.tenancy, key):
         log.info("%s call %s refused: no valid key", dialect.name, start.call_id)
         if (refusal := refusal_of(ws)).token:  # a token's own refusal: 4401 or 4403, its code as the reason
             await ws.close(refusal.close_code, close_reason(f"{refusal.code}: {refusal.message}"))
@@ -143,7 +161,8 @@ async def _open_call(ws: WebSocket, dialect: StreamDialect) -> PhoneCall | None:
     async def send(frame: str | bytes) -> None:
         await (ws.send_bytes(frame) if isinstance(frame, bytes) else ws.send_text(frame))
 
-    sink = PhoneSink(dialect.outbound(start.stream_id), send, start.encoding, start.rate,
+    outbound = dialect.outbound_of(start) if dialect.outbound_of else dialect.outbound(start.stream_id)
+    sink = PhoneSink(outbound, send, start.encoding, start.rate,
                      state.settings.stall_timeout_s, start.frame_bytes)
     call = PhoneCall(state, start.call_id, dialect.name, sink, start.parameters.get("voice") or "default",
                      start.codec, start.parameters.get("text", ""), tenant_of(ws))

@@ -1,5 +1,5 @@
-"""What a media-stream dialect's frames say (Twilio, Telnyx, Asterisk), once parsed, and the checks their parsers
-share (pure)."""
+"""What a media-stream dialect's frames say (Twilio, Telnyx, Asterisk, Plivo, Vonage, Exotel), once parsed, and the
+checks their parsers share (pure)."""
 
 from __future__ import annotations
 
@@ -138,3 +138,70 @@ def media(value: Any) -> CallerMedia | Ignored:
 
 def mark(value: Any) -> MarkPlayed:
     return MarkPlayed(string(obj(value, "'mark'").get("name"), "the mark's name"))
+
+
+def stream_event(event: str, msg: dict[str, Any]) -> Inbound:
+    """The events the Twilio-shaped dialects (Twilio, Telnyx, Exotel; Plivo but for its marks) share, all but
+    ``start``: ``media``, ``mark``, ``dtmf`` (``dtmf.digit``, or Telnyx's ``payload.digit``), ``stop``; any other is
+    ignored."""
+    if event == "media":
+        return media(msg.get("media"))
+    if event == "mark":
+        return mark(msg.get("mark"))
+    if event == "dtmf":
+        return dtmf(msg.get("dtmf") or msg.get("payload"))
+    if event == "stop":
+        return Stop()
+    return Ignored(event)
+
+
+# Content types as the carriers write them ("audio/x-l16;rate=16000", "audio/x-mulaw", Exotel's "raw/slin") → the
+# gateway's wire format and the name the controller's ``ready`` gives it (its ``codec``).
+_ENCODINGS = {"audio/x-mulaw": "mulaw", "audio/mulaw": "mulaw", "audio/pcmu": "mulaw", "mulaw": "mulaw",
+              "ulaw": "mulaw", "audio/x-l16": "pcm", "audio/l16": "pcm", "raw/slin": "pcm", "slin": "pcm",
+              "base64": "pcm", "pcm": "pcm"}
+PCM_RATES = (8000, 16000, 24000)  # the linear-PCM rates the carriers here offer
+
+
+def wire_format(content_type: Any, rate: Any = None, *, default_rate: int = 8000) -> tuple[str, str, int]:
+    """(encoding, codec, rate) of a content type with an optional ``;rate=N`` (or ``rate``, a number or a numeric
+    string, where the carrier gives it apart); mu-law is 8 kHz only."""
+    if not isinstance(content_type, str):
+        raise bad("the stream's content type must be a string")
+    name, _, params = content_type.strip().lower().partition(";")
+    encoding = _ENCODINGS.get(name.strip())
+    for param in params.split(";"):
+        key, _, value = param.partition("=")
+        if key.strip() == "rate" and rate is None:
+            rate = value.strip()
+    try:
+        hz = int(rate) if rate is not None and not isinstance(rate, bool) else default_rate
+    except (TypeError, ValueError):
+        hz = 0
+    if encoding is None or hz not in ((8000,) if encoding == "mulaw" else PCM_RATES):
+        raise bad(f"unsupported audio {content_type!r} at {rate!r} Hz: mu-law 8 kHz or 16-bit linear PCM at "
+                  f"{', '.join(map(str, PCM_RATES))} Hz")
+    return encoding, "pcmu" if encoding == "mulaw" else f"l16-{hz}", hz
+
+
+def header_parameters(value: Any) -> dict[str, str]:
+    """Parameters the carrier passes through as a string of headers: a JSON object (Plivo's ``extra_headers``), or
+    ``k1=v1,k2=v2`` / ``k1=v1;k2=v2`` (the form Plivo's ``extraHeaders`` attribute is written in); or an object. A
+    name's ``X-PH-`` prefix (Plivo's for the SIP headers it passes on) is dropped."""
+    if value is None or value == "":
+        return {}
+    if isinstance(value, str):
+        text = value.strip()
+        if text.startswith("{"):
+            try:
+                value = load_json(text)
+            except BadInput as exc:
+                raise bad(f"the extra headers are not usable JSON: {exc}") from None
+        else:
+            pairs = (item.partition("=") for item in text.replace(";", ",").split(","))
+            value = {k.strip(): v.strip() for k, sep, v in pairs if sep and k.strip()}
+    return {_unprefixed(name): text for name, text in parameters(value).items()}
+
+
+def _unprefixed(name: str) -> str:
+    return name[5:] if name.lower().startswith("x-ph-") else name

@@ -12,7 +12,7 @@ Fields relied on (Telnyx's "Stream call media over WebSocket" AsyncAPI page and 
 from __future__ import annotations
 
 from gateway.telephony import events, twilio
-from gateway.telephony.events import Ignored, Inbound, Start, Stop
+from gateway.telephony.events import Inbound, Start
 
 ENCODINGS = {"PCMU": "mulaw", "PCMA": "alaw"}
 CODECS = {"mulaw": "pcmu", "alaw": "pcma"}
@@ -32,18 +32,10 @@ def parse(raw: str | bytes) -> Inbound:
         return Start(events.string(start.get("call_control_id"), "'start' call_control_id"),
                      events.string(msg.get("stream_id") or start.get("stream_id"), "'start' stream_id"),
                      events.parameters(start.get("custom_parameters")), encoding, CODECS[encoding])
-    if event == "media":
-        return events.media(msg.get("media"))
-    if event == "mark":
-        return events.mark(msg.get("mark"))
-    if event == "dtmf":
-        return events.dtmf(msg.get("dtmf") or msg.get("payload"))
-    if event == "stop":
-        return Stop()
-    return Ignored(event)
+    return events.stream_event(event, msg)
 
 
 class Outbound(twilio.Outbound):
     """The gateway's frames for one stream: Twilio's, without the stream's id (Telnyx routes them by the socket)."""
 
-    routed = False
+    route_key = None

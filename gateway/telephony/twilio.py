@@ -18,7 +18,7 @@ from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
 from gateway.telephony import events
-from gateway.telephony.events import Ignored, Inbound, Start, Stop
+from gateway.telephony.events import Inbound, Start
 
 ENCODING = "audio/x-mulaw"
 SAMPLE_RATE = 8000
@@ -35,24 +35,16 @@ def parse(raw: str | bytes) -> Inbound:
         return Start(events.string(start.get("callSid"), "'start' callSid"),
                      events.string(msg.get("streamSid") or start.get("streamSid"), "'start' streamSid"),
                      events.parameters(start.get("customParameters")))
-    if event == "media":
-        return events.media(msg.get("media"))
-    if event == "mark":
-        return events.mark(msg.get("mark"))
-    if event == "dtmf":
-        return events.dtmf(msg.get("dtmf"))
-    if event == "stop":
-        return Stop()
-    return Ignored(event)
+    return events.stream_event(event, msg)
 
 
 class Outbound:
-    """The gateway's frames for one stream, each naming it (``routed``)."""
+    """The gateway's frames for one stream, each naming it (by ``route_key``)."""
 
-    routed = True  # Telnyx routes its frames by the socket: the same frames, without the stream's id
+    route_key: str | None = "streamSid"  # None: the stack routes frames by the socket (Telnyx)
 
     def __init__(self, stream_sid: str) -> None:
-        self.route = {"streamSid": stream_sid} if self.routed else {}
+        self.route = {self.route_key: stream_sid} if self.route_key else {}
 
     def _frame(self, event: str, **fields: Any) -> str:
         return json.dumps({"event": event, **self.route, **fields})
