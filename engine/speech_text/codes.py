@@ -50,7 +50,7 @@ def _serial(match: re.Match[str]) -> str | None:
     measured = _MEASURED.fullmatch(text)
     if _SCALED.fullmatch(text) or (measured and measured[1] in UNITS) or len(text) > 40:
         return None
-    return spell_code(text)
+    return spell_code(text.upper())
 
 
 # Airlines' two-character codes that start a flight number ("BA 287"; "US" is left to the country).
@@ -287,7 +287,8 @@ def _leftover(match: re.Match[str]) -> str:
 RULES: list[Rule] = [
     ("vanity", r"(?<![\w+-])(?:1[-. ])?\d{3}[-. ](?=[A-Z0-9-]*[A-Z]{3})[A-Z0-9]{2,}(?:-[A-Z0-9]{2,})*(?![\w-])",
      _vanity),
-    ("extension", r"(?<![\w])(?:[Ee]xt|EXT)\.?[ \t]?#?\d{1,6}(?![\w])|(?<=\d[ \t])x\d{2,6}(?![\w])", _extension),
+    ("extension", r"(?<![\w])(?:[Ee]xt|EXT)\.?[ \t]?#?\d{1,6}(?![\w])|(?:(?<=\d[ \t])|(?<=\d,[ \t]))x\d{2,6}(?![\w])",
+     _extension),
     ("local_phone", r"(?<![\w.+-])\d{3}[-.]\d{4}(?![\w-]|\.\d)", _local_phone),
     ("service_code", r"(?<![\w.$#-])(?:[2-9]11|988)(?![\w.]\d|[\w-])", _service_code),
     ("short_code", r"(?<![\w.$#-])\d{5,6}(?![\w-])", _short_code),
@@ -306,8 +307,10 @@ RULES: list[Rule] = [
      lambda match: w.cardinal(match.group()[0]) + (" bath" if match.group()[1] in "Bb" and match.group()[2] in "Aa"
                                                    else " bedroom")),
     ("fiscal_year", r"(?<![\w-])FY[ \t]?(?:\d{4}|\d\d)(?![\w-])", fiscal_year),  # before a code's reading
-    ("serial", r"(?<![\w$£€¥₹#.-])(?=[A-Z0-9-]*[A-Z])(?=[A-Z0-9-]*\d)[A-Z0-9]+(?:-[A-Z0-9]+)*(?![\w-])", _serial),
-    ("roman", rf"(?<![\w])(?:Super[ \t]Bowl|World[ \t]War|{_NUMBERING})[ \t](?:{_ROMAN}|{_ROMAN_LOWER})(?![\w])",
+    ("serial", r"(?<![\w$£€¥₹#.-])(?=[A-Z0-9-]*[A-Z])(?=[A-Z0-9-]*\d)[A-Z0-9]+(?:-[A-Z0-9]+)*(?:(?<=\d)[a-z])?(?![\w-])",
+     _serial),  # "SN8842-KD19", "M404n" (a model's lower-case suffix)
+    ("roman", rf"(?<![\w])(?:Super[ \t]Bowl|World[ \t]War|{_NUMBERING}|item|clause|paragraph|section|part|step)"
+              rf"[ \t](?:{_ROMAN}|{_ROMAN_LOWER})(?![\w])",
      _numbered),
     ("roman_year", r"(?<![\w])(?=M)" + _ROMAN + r"(?![\w])", _roman_year),
     ("roman_item", r"(?<![\w(])\((?:i|" + _ROMAN_LOWER + r")\)(?![\w)])",  # "clause (iv)", "items (i) to (iii)"
@@ -316,4 +319,9 @@ RULES: list[Rule] = [
     ("math", _MATH, _math),
 ]
 # Last of all the rules (semiotic.py): what none of them read.
+_SIZE = r"(?:XXS|XS|S|M|L|XL|XXL|XXXL|[2-5]XL)"
+SIZES: list[Rule] = [  # "Sizes S–XL": clothing sizes spelled, "to" between them
+    ("sizes", rf"(?<![\w-]){_SIZE}[ \t]?[-–][ \t]?{_SIZE}(?![\w-])",
+     lambda match: " to ".join(" ".join(size) for size in re.split(r"[ \t]?[-–][ \t]?", match.group()))),
+]
 LAST_RESORT: list[Rule] = [("leftover", r"(?<![A-Za-z0-9])[A-Za-z]*\d[A-Za-z0-9]*|[$€£¥₹₩¢]+", _leftover)]

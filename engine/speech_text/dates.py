@@ -53,6 +53,23 @@ def _iso_date(match: re.Match[str]) -> str:
     return date_words(m, d, y)
 
 
+def _iso_datetime(match: re.Match[str]) -> str:
+    """"2025-07-04T15:00" (an ISO 8601 timestamp, as a database gives it): "July fourth, twenty twenty-five at fifteen
+    hundred"; "Z" is UTC, an offset is said as one."""
+    day, _, time = match.group().partition("T")
+    y, m, d = (int(x) for x in day.split("-"))
+    zone = re.search(r"(Z|[+-]\d\d:?\d\d)$", time)
+    clock_part = time[:zone.start()] if zone else time
+    said = f"{date_words(m, d, y)} at {clock(clock_part[:5])}"
+    if zone and zone.group() == "Z":
+        return said + " U T C"
+    if zone:
+        hours, minutes = zone.group()[1:3], zone.group()[-2:]
+        offset = w.cardinal(str(int(hours))) + ("" if minutes == "00" else " " + w.cardinal(minutes))
+        return said + f" U T C {'plus' if zone.group()[0] == '+' else 'minus'} {offset}"
+    return said
+
+
 def _numeric_date(day_first: bool):  # type: ignore[no-untyped-def]
     """A slashed date's reader: month first unless ``day_first`` (en-GB); either way a first number over 12 is the
     day, and a date no calendar has is declined (read as numbers)."""
@@ -207,6 +224,8 @@ def _ratio(match: re.Match[str]) -> str:
 def rules(day_first: bool = False) -> list[Rule]:
     """The rules for a locale: en-US (``day_first`` False) or en-GB."""
     return [
+        ("iso_datetime", r"(?<![\w.-])\d{4}-(?:0[1-9]|1[0-2])-(?:0[1-9]|[12]\d|3[01])T(?:[01]\d|2[0-3]):[0-5]\d"
+                         r"(?::[0-5]\d(?:\.\d+)?)?(?:Z|[+-]\d\d:?\d\d)?(?![\w:])", _iso_datetime),
         ("iso_date", r"(?<![\w.-])\d{4}([-/])(?:0[1-9]|1[0-2])\1(?:0[1-9]|[12]\d|3[01])(?![\w-])", _iso_date),
         ("slash_date", r"(?<![\w./])\d{1,2}/\d{1,2}/(?:\d{4}|\d{2})(?![\w/])", _numeric_date(day_first)),
         ("dotted_date", r"(?<![\w.])(?:\d{1,2}\.\d{1,2}\.\d{4}|\d\d\.\d\d\.\d\d)(?![\w]|\.\d)", _dotted_date),

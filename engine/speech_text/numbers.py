@@ -333,6 +333,19 @@ def _military(match: re.Match[str]) -> str:
     return said + (" hundred" if minutes == "00" else " " + w.cardinal(minutes))
 
 
+def _duration(match: re.Match[str]) -> str:
+    """"1h 30m" -> "one hour thirty minutes", "45m 30s": a compound duration (a lone "5m" is meters)."""
+    parts = re.findall(r"(\d+)[ \t]?([hms])", match.group())
+    names = {"h": "hour", "m": "minute", "s": "second"}
+    return " ".join(f"{w.cardinal(n)} {names[u]}{'' if n == '1' else 's'}" for n, u in parts)
+
+
+def _fraction_unit(match: re.Match[str]) -> str:
+    """A unit after a fraction another rule read: "1/8 tsp" one eighth teaspoon; "1 1/2 cups" teaspoons."""
+    whole = re.search(r"\d[ \t]\d+/\d+[ \t]$", match.string[max(0, match.start() - 8):match.start()])
+    return UNITS[match.group()][1 if whole else 0]
+
+
 RULES: list[Rule] = [
     ("phone", _PHONE, _phone),
     ("version", r"(?<![\w.])(?:[vV]\d+(?:\.\d+)*|\d+\.\d+\.\d+(?:\.\d+)*)(?![\w]|\.\d)", _version),
@@ -357,5 +370,10 @@ RULES: list[Rule] = [
     ("unit_alone", r"(?<=\d[ \t])(?:%s)(?![\w/])" % "|".join(re.escape(u) for u in sorted(UNITS, key=len, reverse=True)
                                                        if re.search(r"[/ ²]", u)),
      lambda match: UNITS[match.group()][1]),  # "3 × 10^8 m/s", "= 120 sq ft": a unit after a number another rule read
+    ("duration", r"(?<![\w.])\d{1,3}[ \t]?h(?:[ \t]?\d{1,2}[ \t]?m)(?:[ \t]?\d{1,2}[ \t]?s)?(?![\w])"
+                 r"|(?<![\w.])\d{1,3}[ \t]?m[ \t]?\d{1,2}[ \t]?s(?![\w])", _duration),
+    ("fraction_unit", r"(?:(?<=\d/\d[ \t])|(?<=\d/\d\d[ \t]))(?:%s)(?![\w/])"
+     % "|".join(re.escape(u) for u in sorted(UNITS, key=len, reverse=True) if UNITS[u][2] and u.isalpha()),
+     _fraction_unit),
     ("quantity", _QUANTITY, _quantity),
 ]

@@ -34,7 +34,7 @@ class _Locale:
 
     def __init__(self, day_first: bool) -> None:
         rules = [_TAG, *web.RULES, *addresses.RULES, *codes.RULES, *dates.rules(day_first), *money.RULES,
-                 *numbers.RULES, *abbreviations.RULES, *symbols.RULES, *codes.LAST_RESORT]
+                 *numbers.RULES, *abbreviations.RULES, *symbols.RULES, *codes.SIZES, *codes.LAST_RESORT]
         self.rules: Rules = [(name, re.compile(pattern), handler) for name, pattern, handler in rules]
         self._firsts = [first_chars(pattern) for _, pattern, _ in self.rules]
         self._after_word = [after_word(pattern) for _, pattern, _ in self.rules]
@@ -62,17 +62,17 @@ _LOCALES = {"en-US": _Locale(day_first=False), "en-GB": _Locale(day_first=True)}
 _RULES_OF_CLASS = {
     "tag": "tag",
     "electronic": "email url file_name windows_path handle hashtag version",
-    "address": "address unit zip postal route",
+    "address": "address unit zip postal route postcode floor",
     "telephone": "vanity extension local_phone service_code short_code star_code bare_phone grouped_digits phone",
     "serial": "hex flight number_code cued_digits serial leftover",
     "roman": "roman roman_year roman_item regnal",
-    "math": "math ratio words compare power squared cubed",
+    "math": "math ratio words compare power squared cubed product",
     "date": "month_year iso_date slash_date dotted_date dashed_date fiscal_year month_date day_month weekday month decade month_day",
-    "time": "time dotted_time hour military",
-    "range": "since_year weekday_range month_range day_range time_range percent_range grades",
+    "time": "time dotted_time hour military duration iso_datetime",
+    "range": "since_year weekday_range month_range day_range time_range percent_range grades sizes",
     "money": "money coded_money",
     "fraction": "mixed_fraction fraction vulgar_fraction",
-    "measure": "rooms feet_inches feet dimensions inches inches_tall hyphen_unit unit_alone",
+    "measure": "rooms feet_inches feet dimensions inches inches_tall hyphen_unit unit_alone fraction_unit",
     "cardinal": "number_sign quantity",
     "abbreviation": "title abbreviation label dotted caps",
     "plain": "sharp about slash dash emoji stray bar",
@@ -113,7 +113,21 @@ def classify(text: str, locale: str | None = None) -> list[Reading]:
                 break
         else:
             at = start + 1
-    return _ranges(text, readings)
+    return _between(text, _ranges(text, readings))
+
+
+_BETWEEN_WORD = re.compile(r"\b[Bb]etween[ \t]+\Z")
+
+
+def _between(text: str, readings: list[Reading]) -> list[Reading]:
+    """"between 8:00-11:30 AM", "between 2-4 pm": a range after "between" is "X and Y", not "X to Y"."""
+    for i, reading in enumerate(readings):
+        if " to " in reading.said and _BETWEEN_WORD.search(text, max(0, reading.start - 12), reading.start):
+            readings[i] = Reading(reading.start, reading.end, reading.kind, reading.said.replace(" to ", " and ", 1))
+        elif reading.kind == "range" and reading.said == " to " and i > 0 and _BETWEEN_WORD.search(
+                text, max(0, readings[i - 1].start - 12), readings[i - 1].start):
+            readings[i] = Reading(reading.start, reading.end, reading.kind, " and ")
+    return readings
 
 
 _RANGE_ENDS = frozenset({"date", "time", "money", "measure"})

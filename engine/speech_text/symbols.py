@@ -51,6 +51,7 @@ RULES: list[Rule] = [
     ("compare", r"(?<=\s)[<>](?=\s)", _compare),
     ("about", r"~(?=[$£€¥]?\d)", _saying("about ")),
     ("power", r"(?<=\d)\^(?=\d)", _saying(" to the power of ")),
+    ("product", r"(?<=\d)[ \t]x(?=[ \t]+[$€£¥]\d)", _saying(" times")),  # "3 x $15 = $45"
     ("squared", r"(?<=[A-Za-z0-9)])²", _saying(" squared")),
     ("cubed", r"(?<=[A-Za-z0-9)])³", _saying(" cubed")),
     ("slash", r"(?<=[^\W\d_])[ \t]?/[ \t]?(?=[^\W\d_])", _saying(" or ")),
