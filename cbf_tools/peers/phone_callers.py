@@ -1,6 +1,7 @@
 """The phone stacks' side of a media-stream WebSocket, for benchmarks and tests: replicas written from each vendor's
 documentation (Twilio's "Media Streams - WebSocket Messages", Telnyx's "Stream call media over WebSocket" AsyncAPI
-page, Asterisk's WebSocket channel driver page, JSON control format).
+page, Asterisk's WebSocket channel driver page, JSON control format, mod_audio_stream's README; Asterisk's AudioSocket,
+over TCP, is cbf_tools/peers/audiosocket_peer.py).
 
 Each does what its stack documents: ``start`` (the stream's opening frames), 20 ms of the caller's audio every 20 ms
 on a fixed schedule (silence, or what ``voice`` says), our audio played from a buffer at real time, each mark answered
@@ -20,6 +21,7 @@ import json
 import time
 import uuid
 from typing import Any, AsyncIterator, Callable
+from urllib.parse import urlencode
 
 from websockets.asyncio.client import ClientConnection, connect
 from websockets.exceptions import ConnectionClosed
@@ -54,6 +56,11 @@ class PlayingStack:
         self._echoes: list[asyncio.TimerHandle] = []
         self._tasks: list[asyncio.Task[None]] = []
         self.closed = asyncio.Event()
+
+    @classmethod
+    def target(cls, call_id: str, params: dict[str, str]) -> str:
+        """The path and query it dials (its ``params`` go in its opening frames, but for a stack without one)."""
+        return cls.path
 
     def opening(self, params: dict[str, str]) -> list[str]: ...
 
@@ -271,15 +278,55 @@ class AsteriskChannel(PlayingStack):
         return json.dumps({"event": "MEDIA_XOFF" if off else "MEDIA_XON", "channel_id": self.call_id})
 
 
-STACKS: dict[str, type[PlayingStack]] = {"twilio": TwilioCaller, "telnyx": TelnyxCaller, "asterisk": AsteriskChannel}
+class FreeSwitchStream(PlayingStack):
+    """mod_audio_stream started with ``uuid_audio_stream <uuid> start <url> mono 8k``: binary 20 ms frames of L16
+    (little-endian) at 8 kHz; no opening frame (the call, its rate and key are in the URL it dials). It plays each
+    ``streamAudio`` message (a file, played by the dialplan's listener) in turn; there are no marks and no clear."""
+
+    path = "/v1/freeswitch"
+    rate = 8000
+    bytes_per_second = 8000 * 2
+    sample_bytes = 2
+    codec = "slin"
+    silence = bytes(320)
+
+    @classmethod
+    def target(cls, call_id: str, params: dict[str, str]) -> str:
+        return cls.path + "?" + urlencode({"call": call_id, "rate": f"{cls.rate // 1000}k", **params})
+
+    def opening(self, params: dict[str, str]) -> list[str]:
+        return []
+
+    def caller_frame(self, n: int, audio: bytes) -> bytes:
+        return audio
+
+    def heard(self, frame: str | bytes) -> Heard:
+        msg = json.loads(frame)
+        data = msg.get("data", {}) if msg.get("type") == "streamAudio" else {}
+        if data.get("audioDataType") != "raw" or data.get("sampleRate") != self.rate:
+            raise ValueError(f"mod_audio_stream cannot play {frame[:200]!r} on a {self.rate} Hz stream")
+        return "media", base64.b64decode(data["audioData"])
+
+
+class FreeSwitchStream16(FreeSwitchStream):
+    """``... mono 16k``."""
+
+    rate = 16000
+    bytes_per_second = 16000 * 2
+    codec = "slin16"
+    silence = bytes(640)
+
+
+STACKS: dict[str, type[PlayingStack]] = {"twilio": TwilioCaller, "telnyx": TelnyxCaller, "asterisk": AsteriskChannel,
+                                         "freeswitch": FreeSwitchStream, "freeswitch16": FreeSwitchStream16}
 
 
 async def connect_call(url: str, stack: str, call_id: str, headers: dict[str, str] | None = None,
                        **params: str) -> PlayingStack:
     """A call from ``stack`` (a name in STACKS) to the gateway at ``url`` (http://HOST:PORT), started."""
     kind = STACKS[stack]
-    ws = await connect(url.replace("http", "ws", 1) + kind.path, additional_headers=headers or {}, max_size=None,
-                       subprotocols=kind.subprotocols)
+    ws = await connect(url.replace("http", "ws", 1) + kind.target(call_id, params), additional_headers=headers or {},
+                       max_size=None, subprotocols=kind.subprotocols)
     caller = kind(ws, call_id)
     await caller.start(**params)
     return caller

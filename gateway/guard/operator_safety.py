@@ -7,13 +7,14 @@ import ipaddress
 import logging
 import re
 
-_KEY_IN_QUERY = re.compile(r"((?<![A-Za-z0-9_])(?:api_key|token)=)[^&\s\"']*")
+_KEY_IN_QUERY = re.compile(r"((?<![A-Za-z0-9_])(?:api_key|token|key)=)[^&\s\"']*")  # key: /v1/freeswitch's
 REDACTED = "[redacted]"
 ACCESS_LOGGERS = ("uvicorn.access", "uvicorn.error")  # HTTP access lines; WebSocket "accepted" lines
 
 
 class RedactKeys(logging.Filter):
-    """Rewrites ``?api_key=...`` and ``?token=...`` in a record's message and arguments (uvicorn logs the path with its query)."""
+    """Rewrites ``?api_key=...``, ``?key=...`` and ``?token=...`` in a record's message and arguments (uvicorn logs
+    the path with its query)."""
 
     def filter(self, record: logging.LogRecord) -> bool:
         if isinstance(record.args, tuple):

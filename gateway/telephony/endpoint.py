@@ -1,9 +1,10 @@
 """The phone stacks' WebSockets (docs/protocol.md).
 
-``WS /v1/twilio``, ``WS /v1/telnyx``, ``WS /v1/asterisk``: a media stream (Twilio Media Streams, Telnyx media
-streaming, Asterisk's chan_websocket) is a phone call, a session an agent drives by the call's id (callSid,
-call_control_id, channel_id). Close codes: 4400 a frame that is not
-the dialect's (or no ``start`` within ``START_TIMEOUT_S``), 4401 no valid key (``customParameters`` ``key``, or the
+``WS /v1/twilio``, ``WS /v1/telnyx``, ``WS /v1/asterisk``, ``WS /v1/freeswitch``: a media stream (Twilio Media
+Streams, Telnyx media streaming, Asterisk's chan_websocket, FreeSWITCH's mod_audio_stream) is a phone call, a session
+an agent drives by the call's id (callSid, call_control_id, channel_id; FreeSWITCH's ``call`` URL parameter, its start
+taken from the URL). Close codes: 4400 a frame that is not the dialect's (or no ``start`` within
+``START_TIMEOUT_S``), 4401 no valid key (``customParameters`` ``key``, or the
 usual ways), 4408 the stack stopped reading, 4409 a live call has this id, 1013 the server is full (of calls, or
 of connections not yet authenticated: gateway/guard/silent_sockets.py). With
 ``--twilio-auth-token`` a Twilio upgrade without a valid ``X-Twilio-Signature`` is refused (HTTP 403).
@@ -18,7 +19,7 @@ import contextlib
 import json
 import logging
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any, Callable, Mapping
 
 from starlette.websockets import WebSocket
 
@@ -27,7 +28,7 @@ from gateway.guard.auth import admit, authorized, offered_subprotocols, presente
 from gateway.sessions.session import Session
 from gateway.sessions.registry import SessionLimitReached
 from gateway.shared_state import GatewayState
-from gateway.telephony import asterisk, events, jambonz, telnyx, twilio
+from gateway.telephony import asterisk, events, freeswitch, jambonz, telnyx, twilio
 from gateway.telephony.call import Dialect, PhoneCall, PhoneSink
 from gateway.websocket import (STALLED_CLOSE_CODE, WebSocketSink, client_frames, close_reason, serve_session,
                                until_stalled)
@@ -45,11 +46,13 @@ class StreamDialect:
     name: str
     parse: Callable[[str | bytes], events.Inbound]
     outbound: Callable[[str], Dialect]  # from the stream's id
+    opening: Callable[[Mapping[str, str]], events.Start] | None = None  # the start from the URL's query: no start frame
 
 
 TWILIO = StreamDialect("twilio", twilio.parse, twilio.Outbound)
 TELNYX = StreamDialect("telnyx", telnyx.parse, telnyx.Outbound)
 ASTERISK = StreamDialect("asterisk", asterisk.parse, asterisk.Outbound)
+FREESWITCH = StreamDialect("freeswitch", freeswitch.parse, freeswitch.Outbound, freeswitch.opening)
 
 
 async def first_start(ws: WebSocket, parse: Callable[[str | bytes], events.Inbound],
@@ -87,6 +90,10 @@ async def asterisk_stream(ws: WebSocket) -> None:
     await media_stream(ws, ASTERISK)
 
 
+async def freeswitch_stream(ws: WebSocket) -> None:
+    await media_stream(ws, FREESWITCH)
+
+
 async def media_stream(ws: WebSocket, dialect: StreamDialect) -> None:
     """One call: its ``start`` checked, then the stack's frames into the call until it stops or goes."""
     # Asterisk's websocket_client.conf asks for the "media" subprotocol (protocols = media): it must be answered.
@@ -122,7 +129,8 @@ async def _open_call(ws: WebSocket, dialect: StreamDialect) -> PhoneCall | None:
             await ws.close(FULL_CLOSE_CODE, close_reason(state.unauthenticated.full_message))
             return None
     try:
-        start = await first_start(ws, dialect.parse, START_TIMEOUT_S)
+        start = (dialect.opening(ws.query_params) if dialect.opening is not None
+                 else await first_start(ws, dialect.parse, START_TIMEOUT_S))
     except (ProtocolError, TimeoutError, EOFError) as exc:
         reason = str(exc) if isinstance(exc, ProtocolError) else f"no 'start' within {START_TIMEOUT_S:g} s"
         log.info("%s stream closed before its start: %s", dialect.name, reason)
