@@ -774,11 +774,14 @@ def build_parser() -> argparse.ArgumentParser:
                    help="concurrent callers of every transport, shared as the flags below say (each unsaid: a share "
                         "of what is left), the WebSocket's the rest")
     for name, what in (("webrtc", "use WebRTC (Opus and PCMU in turn)"),
-                       ("phone", "place phone calls (Twilio, Telnyx, Asterisk and jambonz in turn)"),
+                       ("phone", "place phone calls (Twilio, Telnyx, Asterisk, jambonz, FreeSWITCH and "
+                                 "AudioSocket in turn)"),
                        ("sse", "use OpenAI's SSE speech stream"), ("http", "stream POST /v1/tts"),
                        ("elevenlabs", "use ElevenLabs' multi-stream-input socket"),
                        ("wyoming", "use the Wyoming port (none with --url unless --wyoming-port is given)")):
         p.add_argument(f"--{name}", type=whole, help=f"how many of the callers {what} (default: its share)")
+    p.add_argument("--phone-stacks", type=comma_list, default=None, help="the phone stacks the phone callers call "
+                   "from, in turn, comma-separated (default: twilio,telnyx,asterisk,jambonz,freeswitch,audiosocket)")
     p.add_argument("--report-every", type=number, default=60.0, help="seconds between the lines printed as it runs")
     p.add_argument("--warm-up", type=number, default=5.0, help="minutes of the run (at most half) left out of the "
                    "memory growth")
@@ -861,6 +864,10 @@ def _served_bench_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--url", help="a running server (http://HOST:PORT) instead of one started on eSpeak here")
     parser.add_argument("--wyoming-port", type=whole, help="--url's Wyoming port on the same host (without it, its "
                         "Wyoming surface is left out; a server started here has one)")
+    parser.add_argument("--audiosocket-port", type=port, help="--url's AudioSocket port on the same host (without "
+                        "it, its AudioSocket calls are left out; a server started here has one)")
+    parser.add_argument("--audiosocket-key", default=os.environ.get("CBF_AUDIOSOCKET_KEY") or None,
+                        help="--url's --audiosocket-key, where it has one [env CBF_AUDIOSOCKET_KEY]")
     parser.add_argument("--api-key", default=_api_key_default(),
                         help="API key for --url [env CBF_API_KEY, else the first of CBF_API_KEYS]")
 

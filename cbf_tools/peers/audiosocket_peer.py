@@ -55,6 +55,7 @@ class AudioSocketCall(PlayingStack):
     """One call, at 8 kHz (``kind`` 0x10) or a higher rate's kind (0x12: 16 kHz)."""
 
     sample_bytes = 2
+    has_clear = False
 
     def __init__(self, link: TcpLink, call_id: str, kind: int = AUDIO) -> None:
         super().__init__(link, call_id)  # type: ignore[arg-type]

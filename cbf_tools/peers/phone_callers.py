@@ -29,6 +29,7 @@ from websockets.exceptions import ConnectionClosed
 Heard = tuple[str, Any] | None  # ("media", bytes) / ("mark", name) / ("clear", None); None: nothing for us
 Voice = Callable[[float], bytes | None]  # the caller's 20 ms frame to send at a monotonic time (None: silence)
 FRAME_S = 0.02  # the caller's audio per media frame
+QUIET_S = 0.3  # a stack without a clear: the gateway's audio has stopped once none has arrived for this long
 
 
 class PlayingStack:
@@ -41,6 +42,7 @@ class PlayingStack:
     sample_bytes = 1
     silence = b"\xff" * 160  # 20 ms of the caller's silence on this stack's wire
     codec = "pcmu"
+    has_clear = True  # False: the stack has no clear (the gateway stops sending; what was sent plays)
 
     def __init__(self, ws: ClientConnection, call_id: str) -> None:
         self.ws, self.call_id = ws, call_id
@@ -99,6 +101,18 @@ class PlayingStack:
         while self.clears <= before:
             if time.monotonic() > deadline:
                 raise TimeoutError("the gateway sent no clear")
+            await asyncio.sleep(0.01)
+
+    async def silenced(self, before: int = 0, timeout: float = 2.0) -> None:
+        """Until the gateway has stopped this call's audio: its clear (more than ``before``), or, on a stack that has
+        none, ``QUIET_S`` with no audio arriving."""
+        if self.has_clear:
+            await self.cleared(before, timeout)
+            return
+        deadline = time.monotonic() + timeout
+        while self.arrived and time.monotonic() - self.arrived[-1] < QUIET_S:
+            if time.monotonic() > deadline:
+                raise TimeoutError("the gateway's audio did not stop")
             await asyncio.sleep(0.01)
 
     def heard_between(self, start: float, end: float) -> bytes:
@@ -284,6 +298,7 @@ class FreeSwitchStream(PlayingStack):
     ``streamAudio`` message (a file, played by the dialplan's listener) in turn; there are no marks and no clear."""
 
     path = "/v1/freeswitch"
+    has_clear = False
     rate = 8000
     bytes_per_second = 8000 * 2
     sample_bytes = 2

@@ -115,6 +115,11 @@ class FrameReader:
             del self._buffer[:HEADER.size + length]
         return out
 
+    @property
+    def partial(self) -> int:
+        """Bytes held of a frame not yet whole."""
+        return len(self._buffer)
+
 
 class Opening:
     """A connection's first frames: its UUID, then its first audio, whose kind fixes the call's rate both ways.

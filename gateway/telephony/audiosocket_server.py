@@ -123,7 +123,7 @@ async def _serve(state: GatewayState, connection: _Connection) -> None:
     try:
         call_id, first = await connection.opening()
     except (ProtocolError, EOFError, TimeoutError) as exc:
-        reason = {EOFError: "it hung up", TimeoutError: f"no UUID and audio within {START_TIMEOUT_S:g} s"}.get(
+        reason = {EOFError: "it hung up or closed", TimeoutError: f"no UUID and audio within {START_TIMEOUT_S:g} s"}.get(
             type(exc), f"bad frame: {exc}")
         log.info("audiosocket connection from %s closed before its call: %s", connection.peer, reason)
         await connection.hang_up()
