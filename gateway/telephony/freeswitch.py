@@ -51,7 +51,7 @@ class Outbound:
     """The gateway's frames for one stream: ``streamAudio`` messages of raw L16 at the call's rate."""
 
     heard_from = "clock"
-    lead_s = 0.2  # each piece is a file FreeSWITCH's listener must play before the last ends: what barge-in cannot stop
+    lead_s = 0.12  # each piece is a file its listener must queue before the last ends: what barge-in cannot stop
 
     def __init__(self, rate: str) -> None:
         self.rate = int(rate)
