@@ -27,7 +27,7 @@ import uuid
 from dataclasses import dataclass
 
 from gateway.telephony import events
-from gateway.telephony.events import CallerMedia, Dtmf, Stop
+from gateway.telephony.events import Dtmf, Stop
 
 HANGUP, UUID, DTMF, AUDIO, ERROR = 0x00, 0x01, 0x03, 0x10, 0xFF
 # The audio kinds and their rates (0x10: every Asterisk since 18; the rest: the higher-rate change).

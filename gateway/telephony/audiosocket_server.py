@@ -19,8 +19,7 @@ import time
 from dataclasses import dataclass
 
 from engine.protocol import ProtocolError
-from gateway.guard.silent_sockets import Admission
-from gateway.host.protocols import STUCK_CLOSE_S, reset
+from gateway.host.protocols import STUCK_CLOSE_S, close_stream
 from gateway.listen.caller import FloodGuard
 from gateway.shared_state import GatewayState
 from gateway.telephony import audiosocket, events
@@ -56,8 +55,11 @@ class SocketCall(PhoneCall):
     def __init__(self, *args, **kwargs) -> None:
         super().__init__(*args, **kwargs)
         self.ended = asyncio.Event()
+        self.reason = ""  # why it was closed, where the server closed it (a drain, the shutdown)
 
     async def close(self, reason: str) -> None:
+        if not self.ended.is_set():
+            self.reason = reason
         self.ended.set()
         await super().close(reason)
 
@@ -155,7 +157,9 @@ async def _run_call(state: GatewayState, connection: _Connection, call_id: CallI
     reason = "the call was closed by the server"
     try:
         await asyncio.wait({receiving, watching, ending}, return_when=asyncio.FIRST_COMPLETED)
-        if watching.done():
+        if ending.done():
+            reason = call.reason or reason
+        elif watching.done():
             reason = "asterisk stopped reading"
         elif receiving.done() and not receiving.cancelled():
             reason = _outcome(receiving)
@@ -229,13 +233,7 @@ class AudioSocketServer:
         finally:
             self.state.audiosocket_clients.discard(writer)
             self._connections.discard(task)
-            writer.close()
-            try:
-                await asyncio.wait_for(writer.wait_closed(), STUCK_CLOSE_S)
-            except TimeoutError:  # a peer that reads nothing: what is unsent would hold the connection for ever
-                reset(writer.transport)
-            except Exception:  # noqa: BLE001 (closed with an error: closed)
-                pass
+            await close_stream(writer)
 
     async def close(self) -> None:
         """Stop listening; the calls are closed by the app's shutdown, then any connection left is ended."""
