@@ -47,6 +47,7 @@ from gateway.shared_state import GatewayState
 from gateway.host.siblings import SiblingHealth
 from gateway.guard.silent_sockets import WaitingRoom
 from gateway.telephony import endpoint as telephony
+from gateway.telephony.audiosocket_server import AudioSocketServer, Policy
 from gateway.webrtc import control, udp_ports, whep
 from gateway.webrtc.signalling import close_all_peers, webrtc_offer
 from gateway.websocket import stream_endpoint
@@ -84,9 +85,11 @@ async def _say_when_ready(settings: GatewaySettings, engine: EnginePool, tenancy
 
 
 def create_app(settings: GatewaySettings, on_engine_refusal: Callable[[str], None] | None = None,
-               wyoming_socket: socket.socket | None = None) -> Starlette:
+               wyoming_socket: socket.socket | None = None,
+               audiosocket_socket: socket.socket | None = None) -> Starlette:
     """``on_engine_refusal``: told why, when the embedded worker cannot start at all (see EngineProcess);
-    ``wyoming_socket``: bound for the Wyoming TTS server (--wyoming-port), served while the app runs."""
+    ``wyoming_socket``: bound for the Wyoming TTS server (--wyoming-port), served while the app runs;
+    ``audiosocket_socket``: bound for Asterisk's AudioSocket calls (--audiosocket-port), likewise."""
     metrics = Metrics(settings.shared_dir)
     process = None if settings.engine_urls else EngineProcess(list(settings.engine_args), on_engine_refusal)
     failover = {"failover": FailoverPolicy(settings.failover_wait_s, settings.max_failovers),
@@ -155,6 +158,10 @@ def create_app(settings: GatewaySettings, on_engine_refusal: Callable[[str], Non
             announcer.start()
         if wyoming_server is not None:
             state.drain.listeners.append(wyoming_server)
+        audiosocket = (AudioSocketServer(state, Policy.of(settings.audiosocket_key, settings.audiosocket_allow))
+                       if audiosocket_socket is not None else None)
+        if audiosocket is not None:
+            state.drain.listeners.append(await audiosocket.start(audiosocket_socket))
         state.drain.attach(state.sessions, close_calls)
         yield
         state.drain.detach()
@@ -170,6 +177,8 @@ def create_app(settings: GatewaySettings, on_engine_refusal: Callable[[str], Non
             if isinstance(owner, Session):
                 await owner.notify_shutdown()
         await close_calls("the server is shutting down")
+        if audiosocket is not None:
+            await audiosocket.close()
         await engine.close()
         if process is not None:
             await process.stop()
@@ -208,6 +217,7 @@ def create_app(settings: GatewaySettings, on_engine_refusal: Callable[[str], Non
         WebSocketRoute("/v1/plivo", telephony.plivo_stream),
         WebSocketRoute("/v1/vonage", telephony.vonage_stream),
         WebSocketRoute("/v1/exotel", telephony.exotel_stream),
+        WebSocketRoute("/v1/freeswitch", telephony.freeswitch_stream),
         WebSocketRoute("/v1/jambonz/tts", telephony.jambonz_tts),
         WebSocketRoute("/v1/text-to-speech/{voice_id}/stream-input", elevenlabs.stream_input),
         WebSocketRoute("/v1/text-to-speech/{voice_id}/multi-stream-input", elevenlabs.multi_stream_input),

@@ -22,6 +22,16 @@ from gateway.cli_values import (Option, Parser, boolean, comma_list, devices, en
 from gateway.guard.origins import parse_origins
 
 
+def _networks(value: str) -> tuple[str, ...]:
+    from gateway.telephony.audiosocket import parse_networks
+
+    try:
+        parse_networks(value)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+    return comma_list(value)
+
+
 def _zeroconf_name(value: str) -> str:
     from gateway.wyoming.announce import instance_name
 
@@ -141,6 +151,17 @@ GATEWAY_OPTIONS = (
     Option("--wyoming-zeroconf", "CBF_WYOMING_ZEROCONF", "announce the Wyoming port by zeroconf as "
            "NAME._wyoming._tcp.local., for Home Assistant to discover (needs --wyoming-port); off when not set",
            _zeroconf_name),
+    Option("--audiosocket-port", "CBF_AUDIOSOCKET_PORT", "serve Asterisk's AudioSocket protocol on this TCP port "
+           "(AudioSocket() or Dial(AudioSocket/...) in the dialplan; each connection a call an agent drives by its "
+           "UUID); off when not set", port),
+    Option("--audiosocket-host", "CBF_AUDIOSOCKET_HOST", "address the AudioSocket port listens on (default: --host); "
+           "beyond loopback it needs --audiosocket-key or --audiosocket-allow"),
+    Option("--audiosocket-key", "CBF_AUDIOSOCKET_KEY", "a shared secret the dialplan tags each call's UUID with "
+           "(docs/protocols/phone.md): a call whose UUID it did not tag, or tagged over 5 minutes from this server's "
+           "clock, is hung up before any audio", secret=True),
+    Option("--audiosocket-allow", "CBF_AUDIOSOCKET_ALLOW", "addresses or networks that may connect to the "
+           "AudioSocket port, comma-separated (10.0.0.5,192.168.1.0/24); others are closed at once; none: any",
+           _networks, ()),
     Option("--idle-timeout", "CBF_IDLE_TIMEOUT", "seconds a Wyoming connection, or an ElevenLabs socket without an "
            "inactivity_timeout query, may receive and send nothing before it is closed", number, 20.0),
     Option("--max-unauthenticated", "CBF_MAX_UNAUTHENTICATED", "connections at once whose key may still come in a "
@@ -319,6 +340,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
     from gateway.webrtc.signalling import ice_servers
     from gateway.webrtc.udp_ports import parse_port_range, split_range
     from gateway.wyoming.server import listen_host
+    from gateway.telephony.audiosocket_server import listen_refusal
     from engine.traces import traces_url
 
     if args.processes < 1:
@@ -331,6 +353,11 @@ def cmd_serve(args: argparse.Namespace) -> int:
         return 2
     if (tls_refusal := tls_problem(args.tls_cert, args.tls_key)) is not None:
         print(f"chatterbox-fast serve: {tls_refusal}", file=sys.stderr)
+        return 2
+    audiosocket_host = args.audiosocket_host or args.host
+    if args.audiosocket_port is not None and (refusal := listen_refusal(audiosocket_host, args.audiosocket_key,
+                                                                         args.audiosocket_allow)):
+        print(f"chatterbox-fast serve: {refusal}", file=sys.stderr)
         return 2
     if args.wyoming_zeroconf and args.wyoming_port is None:
         print("chatterbox-fast serve: --wyoming-zeroconf (CBF_WYOMING_ZEROCONF) announces the Wyoming port: set "
@@ -359,19 +386,23 @@ def cmd_serve(args: argparse.Namespace) -> int:
             load(args.keys_file)
         except KeysFileError as exc:
             return _refuse(args, f"the keys file {args.keys_file}, {exc}")
-    wyoming_sock = None
+    wyoming_sock = audiosocket_sock = None
     try:
         sock = bind_tcp(args.host, args.port, "--port (CBF_PORT)", reuse_port=args.reuse_port)
         if args.wyoming_port is not None:
             wyoming_sock = bind_tcp(listen_host(args.host, args.wyoming_host, bool(args.api_key or args.keys_file)),
                                     args.wyoming_port,
                                     "--wyoming-port (CBF_WYOMING_PORT)", reuse_port=args.reuse_port)
+        if args.audiosocket_port is not None:
+            audiosocket_sock = bind_tcp(audiosocket_host, args.audiosocket_port,
+                                        "--audiosocket-port (CBF_AUDIOSOCKET_PORT)", reuse_port=args.reuse_port)
     except CannotListen as exc:
         return _refuse(args, str(exc), exc)
     if args.processes > 1:  # the ports are free: the gateway processes bind them together
         sock.close()
-        if wyoming_sock is not None:
-            wyoming_sock.close()
+        for extra in (wyoming_sock, audiosocket_sock):
+            if extra is not None:
+                extra.close()
         from gateway.host.processes import serve_processes
 
         env = {**os.environ, **options_env(args, (*GATEWAY_OPTIONS, *ENGINE_SECRET, *ENGINE_OPTIONS, *TRACE_OPTIONS,
@@ -397,7 +428,8 @@ def cmd_serve(args: argparse.Namespace) -> int:
         engine_args=tuple(engine_argv(args) + ["--log-level", args.log_level]),
         engine_resolve_interval_s=args.engine_resolve_interval,
         failover_wait_s=args.failover_wait, max_failovers=args.max_failovers, rtc_ports=rtc_ports,
-        wyoming_zeroconf=args.wyoming_zeroconf, cache=cache,
+        wyoming_zeroconf=args.wyoming_zeroconf, audiosocket_key=args.audiosocket_key,
+        audiosocket_allow=args.audiosocket_allow, cache=cache,
         shared_dir=os.environ.get("PROMETHEUS_MULTIPROC_DIR") or None, drain_grace_s=args.drain_grace,
         supervisor_pid=int(os.environ["CBF_SUPERVISOR_PID"]) if os.environ.get("CBF_SUPERVISOR_PID") else None,
         otlp_endpoint=args.otlp_endpoint, trace_text=args.trace_text, tls=bool(args.tls_cert),
@@ -408,7 +440,8 @@ def cmd_serve(args: argparse.Namespace) -> int:
         refusals.append(reason)
         server.should_exit = True
 
-    app = create_app(settings, on_engine_refusal=engine_refused, wyoming_socket=wyoming_sock)
+    app = create_app(settings, on_engine_refusal=engine_refused, wyoming_socket=wyoming_sock,
+                     audiosocket_socket=audiosocket_sock)
     server = DrainingServer(uvicorn.Config(app, log_level=args.log_level, timeout_graceful_shutdown=5,
                                            http=http_protocol(args.request_timeout), ws=BoundedWebSocketProtocol,
                                            ws_max_size=1024 * 1024, ssl_certfile=args.tls_cert,
@@ -746,14 +779,16 @@ def build_parser() -> argparse.ArgumentParser:
                    help="concurrent callers of every transport, shared as the flags below say (each unsaid: a share "
                         "of what is left), the WebSocket's the rest")
     for name, what in (("webrtc", "use WebRTC (Opus and PCMU in turn)"),
-                       ("phone", "place phone calls (Twilio, Telnyx, Asterisk, jambonz, Plivo, Vonage and Exotel in "
-                                 "turn)"),
+                       ("phone", "place phone calls (Twilio, Telnyx, Asterisk, jambonz, Plivo, Vonage, Exotel, "
+                                 "FreeSWITCH and AudioSocket in turn)"),
                        ("sse", "use OpenAI's SSE speech stream"), ("http", "stream POST /v1/tts"),
                        ("elevenlabs", "use ElevenLabs' multi-stream-input socket"),
                        ("cartesia", "use Cartesia's socket (/cartesia/tts/websocket)"),
                        ("deepgram", "use Deepgram's speak socket"), ("vapi", "call the Vapi custom-voice webhook"),
                        ("wyoming", "use the Wyoming port (none with --url unless --wyoming-port is given)")):
         p.add_argument(f"--{name}", type=whole, help=f"how many of the callers {what} (default: its share)")
+    p.add_argument("--phone-stacks", type=comma_list, default=None, help="the phone stacks the phone callers call "
+                   "from, in turn, comma-separated (default: twilio,telnyx,asterisk,jambonz,freeswitch,audiosocket)")
     p.add_argument("--report-every", type=number, default=60.0, help="seconds between the lines printed as it runs")
     p.add_argument("--warm-up", type=number, default=5.0, help="minutes of the run (at most half) left out of the "
                    "memory growth")
@@ -836,6 +871,10 @@ def _served_bench_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--url", help="a running server (http://HOST:PORT) instead of one started on eSpeak here")
     parser.add_argument("--wyoming-port", type=whole, help="--url's Wyoming port on the same host (without it, its "
                         "Wyoming surface is left out; a server started here has one)")
+    parser.add_argument("--audiosocket-port", type=port, help="--url's AudioSocket port on the same host (without "
+                        "it, its AudioSocket calls are left out; a server started here has one)")
+    parser.add_argument("--audiosocket-key", default=os.environ.get("CBF_AUDIOSOCKET_KEY") or None,
+                        help="--url's --audiosocket-key, where it has one [env CBF_AUDIOSOCKET_KEY]")
     parser.add_argument("--api-key", default=_api_key_default(),
                         help="API key for --url [env CBF_API_KEY, else the first of CBF_API_KEYS]")
 

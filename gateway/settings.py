@@ -27,6 +27,8 @@ class GatewaySettings:
     idle_timeout_s: float = 20.0  # a Wyoming connection (an ElevenLabs socket by default) silent this long is closed
     max_unauthenticated: int = 64  # connections whose key may still come in a message (gateway/guard/silent_sockets.py)
     twilio_auth_token: str | None = None  # when set, /v1/twilio checks X-Twilio-Signature
+    audiosocket_key: str | None = None  # tags the AudioSocket calls' UUIDs (gateway/telephony/audiosocket.py)
+    audiosocket_allow: tuple[str, ...] = ()  # the peers that may connect to the AudioSocket port; none: any
     ice_servers: tuple[str, ...] = ()
     webrtc_setup_timeout_s: float = 15.0  # a WebRTC peer not connected (with its data channel, if offered) by then is
     # dropped, its session with it

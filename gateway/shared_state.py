@@ -34,6 +34,7 @@ class GatewayState:
     unauthenticated: WaitingRoom = field(default_factory=lambda: WaitingRoom(GatewaySettings.max_unauthenticated))
     calls: CallDirectory = field(default_factory=CallDirectory)  # live phone calls (gateway/telephony/)
     wyoming_clients: set[Any] = field(default_factory=set)  # open Wyoming connections (their stream writers)
+    audiosocket_clients: set[Any] = field(default_factory=set)  # open AudioSocket connections (their writers)
     # the keys in force and their tenants (gateway/guard/tenancy.py); by default none
     tenancy: Tenancy = field(default_factory=lambda: Tenancy(None, (), Metrics()))
     drain: Draining = field(default_factory=lambda: Draining(Drain(GatewaySettings.drain_grace_s)))

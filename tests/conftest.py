@@ -66,12 +66,23 @@ def plain_server():
 
 
 @pytest.fixture(scope="session")
-def phone_server():
-    """One keyed gateway (tests/server.py's PHONE_KEY) with room for long texts, shared by the phone-call test files
-    (each call is its own session and ends before the next). Yields its base URL."""
-    from tests.server import PHONE_KEY, running_server
+def phone_audiosocket_port() -> int:
+    """The AudioSocket port of ``phone_server``."""
+    from cbf_tools.peers.local_server import free_port
 
-    with running_server("--api-key", PHONE_KEY, "--max-text-chars", "1000") as url:
+    return free_port()
+
+
+@pytest.fixture(scope="session")
+def phone_server(phone_audiosocket_port: int):
+    """One keyed gateway (tests/server.py's PHONE_KEY) with room for long texts and an AudioSocket port (its key
+    PHONE_AUDIOSOCKET_KEY, peers from 127.0.0.1 only), shared by the phone-call test files (each call is its own
+    session and ends before the next). Yields its base URL."""
+    from tests.server import PHONE_AUDIOSOCKET_KEY, PHONE_KEY, running_server
+
+    with running_server("--api-key", PHONE_KEY, "--max-text-chars", "1000", "--audiosocket-port",
+                        str(phone_audiosocket_port), "--audiosocket-key", PHONE_AUDIOSOCKET_KEY,
+                        "--audiosocket-allow", "127.0.0.1") as url:
         yield url
 
 
@@ -114,7 +125,8 @@ SHARED_SERVER_FILES = {
     "plain_server": ("test_bench.py", "test_deploy_gate.py", "test_engine_isolation.py", "test_gst_bridge.py",
                      "test_input_hygiene.py", "test_latency.py", "test_playout_websocket.py", "test_signalling.py",
                      "test_tokens_server.py", "test_watermark_delivered.py", "test_webrtc_dtmf.py"),
-    "phone_server": ("test_caller_audio.py", "test_carriers.py", "test_telephony.py"),
+    "phone_server": ("test_audiosocket.py", "test_caller_audio.py", "test_carriers.py", "test_freeswitch.py",
+                     "test_telephony.py"),
     "keyed_gateway": ("test_livekit.py", "test_wyoming.py"),
 }
 GROUP_OF = {file: server for server, files in SHARED_SERVER_FILES.items() for file in files}

@@ -120,6 +120,7 @@ KEYED_KEY = "clients-test-key"  # the API key of ``keyed_gateway`` (tests/confte
 KEYED_IDLE_S = 3  # its --idle-timeout
 KEYED_MAX_UNAUTHENTICATED = 3
 PHONE_KEY = "phone-key"  # the API key of ``phone_server`` (tests/conftest.py)
+PHONE_AUDIOSOCKET_KEY = "phone-audiosocket-key"  # its --audiosocket-key
 
 
 async def next_event(ws: Any, kind: str, timeout: float = 30) -> tuple[dict, list[dict]]:

@@ -1,5 +1,5 @@
 """``chatterbox-fast bench faults``, short: generated hostile inputs on every surface of a real server (eSpeak engine:
-WebSocket, data channel, a WebRTC session's controller, Cartesia's socket and routes, Deepgram's speak socket and REST route, Vapi's webhook, the phone stacks' sockets, JSON routes and OpenAI's SSE, SDP
+WebSocket, data channel, a WebRTC session's controller, Cartesia's socket and routes, Deepgram's speak socket and REST route, Vapi's webhook, the phone stacks' sockets (AudioSocket's TCP port too), JSON routes and OpenAI's SSE, SDP
 offers (JSON and WHEP), voice uploads, Wyoming events, the caller's audio and a phone call's controller's listen and
 barge_in, tokens and origins) cause no server error, let no hostile token or origin through, drop no engine
 connection, restart no worker, leak no session, lose no stored voice and leave a sound call beside them unharmed."""
@@ -94,13 +94,15 @@ def _upgrade_with_a_head_too_large(url: str) -> bytes:
 
 
 def test_a_short_run_leaves_every_figure_at_zero(capsys: pytest.CaptureFixture[str]) -> None:
-    port = free_port()
+    port, audiosocket_port = free_port(), free_port()
     with running_server("--wyoming-port", str(port), "--webrtc-setup-timeout", str(SETUP_TIMEOUT_S),
                         "--request-timeout", str(REQUEST_TIMEOUT_S), "--api-key", KEY, "--cors-origins", ORIGIN,
+                        "--audiosocket-port", str(audiosocket_port), "--audiosocket-key", SECRET,
                         env={"CBF_TOKEN_SECRET": SECRET}) as url:
         args = build_parser().parse_args(["bench", "faults", "--count", "150", "--url", url,
                                           "--wyoming-port", str(port), "--request-timeout", str(REQUEST_TIMEOUT_S),
-                                          "--api-key", KEY, "--token-secret", SECRET, "--allowed-origin", ORIGIN])
+                                          "--api-key", KEY, "--token-secret", SECRET, "--allowed-origin", ORIGIN,
+                                          "--audiosocket-port", str(audiosocket_port), "--audiosocket-key", SECRET])
         status = args.run(args)
         # (an upgrade websockets cannot read was once left unanswered and open for as long as its client liked)
         assert _upgrade_with_a_head_too_large(url).startswith(b"HTTP/1.1 431 ")
@@ -110,7 +112,7 @@ def test_a_short_run_leaves_every_figure_at_zero(capsys: pytest.CaptureFixture[s
                                         "/cartesia/tts/sse", "datachannel", "controller", "/v1/tts",
                                         "/v1/audio/speech", "/v1/webrtc/offer", "/v1/whep", "/v1/voices", "/v1/lexicons", "wyoming",
                                         "/v1/twilio", "/v1/telnyx", "/v1/asterisk", "/v1/plivo", "/v1/vonage",
-                                        "/v1/exotel", "/v1/jambonz/tts",
+                                        "/v1/exotel", "/v1/freeswitch", "audiosocket", "/v1/jambonz/tts",
                                         "caller audio", "call controller", "keys file", "slow requests", "tokens",
                                         "origins", "deepgram", "/deepgram/v1/speak", "/v1/vapi"}
     assert summary["server_errors"] == summary["dropped_engine_connections"] == summary["leaked_sessions"] == 0
@@ -121,6 +123,7 @@ def test_a_short_run_leaves_every_figure_at_zero(capsys: pytest.CaptureFixture[s
     assert summary["leaked_connections"] == 0  # read from /health: reported, and every client's connection gone
     assert summary["worker_restarts"] == 0 and summary["lost_voices"] == [] and summary["health"] == "ok"
     assert all(s["refused"] > 0 for s in summary["surfaces"].values())  # the inputs were hostile
+    assert set(summary["surfaces"]["audiosocket"]["scenarios"]) >= {"mangled", "reused", "half-open", "flood"}
     caller = summary["surfaces"]["caller audio"]
     assert caller["rejected"] > 0 and caller["flooded"] > 0  # dropped, and counted
     assert summary["bystander"]["turns"] > 0 and summary["bystander"]["failures"] == 0

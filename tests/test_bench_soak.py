@@ -98,6 +98,19 @@ def test_a_short_soak_leaves_nothing_behind(capsys: pytest.CaptureFixture[str]) 
     assert sum(i["done"] for i in summary["intervals"]) <= summary["done"]
 
 
+def test_freeswitch_and_audiosocket_calls_soak_and_leave_nothing_behind(capsys: pytest.CaptureFixture[str]) -> None:
+    # Stacks without a clear: a barge-in is judged by their audio stopping; AudioSocket's calls come over TCP.
+    status, summary, _ = soak(capsys, "--minutes", "0.1", "--seed", "4", "--callers", "2", "--phone", "2",
+                              "--phone-stacks", "freeswitch,audiosocket", "--report-every", "3")
+    assert status == 0, summary
+    assert summary["server_errors"] == summary["timeouts"] == summary["leaked_sessions"] == 0
+    assert summary["leaked_connections"] == 0 and summary["dropped"] == 0
+    for name in ("freeswitch", "audiosocket"):
+        every = summary["transports"][name]
+        assert every["done"] + every["cancelled"] + every["barged_in"] + every["hung_up"] > 0, (name, every)
+        assert 0 < every["first_audio_p50_s"] < 5, (name, every)
+
+
 def test_the_embedded_worker_killed_every_3_s_leaves_the_server_up_and_nothing_behind(
         capsys: pytest.CaptureFixture[str]) -> None:
     # Kills at 3, 6 and 9 s: the first of a serving worker, the next of restarted ones (one may be missed while the

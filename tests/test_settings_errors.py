@@ -114,6 +114,8 @@ def test_the_process_says_it_in_one_line(argv: tuple[str, ...]) -> None:
     (("--processes", "0"), "--processes (CBF_PROCESSES) expected at least 1, got 0"),
     (("--wyoming-zeroconf", "kitchen"), "set --wyoming-port (CBF_WYOMING_PORT) too"),
     (("--cache-mib", "-1"), "--cache-mib and --cache-dir-mib cannot be negative"),
+    (("--audiosocket-port", "0", "--audiosocket-host", "0.0.0.0"), "AudioSocket carries no credentials: set "
+     "--audiosocket-key (CBF_AUDIOSOCKET_KEY) or --audiosocket-allow (CBF_AUDIOSOCKET_ALLOW)"),
 ])
 def test_a_bad_combination_is_one_sentence_too(flags: tuple[str, ...], said: str) -> None:
     result = run_cli("serve", "--engine", "espeak", *flags, timeout=60)

@@ -20,8 +20,8 @@ from gateway.audio import g711_decode, g711_encode
 CLIP = Path(__file__).resolve().parent.parent / "gate" / "references" / "high.ogg"
 RATE = 8000
 FRAME = round(RATE * FRAME_S)  # samples per caller frame at RATE
-WIRE = {"pcmu": (8000, "pcm_mulaw"), "pcma": (8000, "pcm_alaw"), "slin16": (16000, None),  # codec: (rate, G.711)
-        "l16-8000": (8000, None), "l16-16000": (16000, None)}
+WIRE = {"pcmu": (8000, "pcm_mulaw"), "pcma": (8000, "pcm_alaw"), "slin": (8000, None), "slin16": (16000, None),
+        "l16-8000": (8000, None), "l16-16000": (16000, None)}  # codec: (rate, G.711)
 ONSET_DBFS = -35.0  # the clip's speech starts at its first 20 ms frame louder than this
 NOISE_LOOP_S = 10.0  # room noise is made circular (FFT-shaped) and this long, then looped
 HUM_DB = -12.0  # the mains hum's level beside the noise's

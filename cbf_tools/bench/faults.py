@@ -3,7 +3,8 @@ reaches (WebSocket, and its ``playout`` reports lying while utterances play, Ele
 Cartesia's socket (mangled requests, unknown contexts, cancels of ended ones, floods of contexts, sockets closed
 mid-context) and its bytes and SSE routes, Deepgram's speak socket and its REST route (mangled queries too), Vapi's
 custom-voice webhook, data-channel and controller messages; the phone stacks' sockets: Twilio, Telnyx, Asterisk,
-Plivo, Vonage and Exotel media streams, jambonz's TTS socket; POST /v1/tts, /v1/audio/speech (its SSE
+Plivo, Vonage, Exotel and FreeSWITCH media streams, jambonz's TTS socket; Asterisk's AudioSocket on its TCP port
+(cbf_tools/bench/faults_audiosocket.py); POST /v1/tts, /v1/audio/speech (its SSE
 streams too), /v1/webrtc/offer and /v1/whep with mangled SDP, /v1/voices and /v1/lexicons with mangled uploads, Wyoming events on
 its TCP port; keys files (the started server runs with one, every surface presenting its key: a few hostile ones are
 written over it, each reload refused with the keys kept); and the caller's side of phone calls: the caller's audio mangled, before ``start`` and in floods, and a
@@ -38,10 +39,12 @@ from websockets.asyncio.client import ClientConnection, connect
 from websockets.exceptions import ConnectionClosed
 
 from cbf_tools.bench import faults_credentials as credentials
+from cbf_tools.bench.faults_audiosocket import audiosocket
 from cbf_tools.bench.hostile_inputs import (CALLER_CONTROL_FIELDS, DEEPGRAM_FIELDS, DEEPGRAM_QUERIES,
                                      DEEPGRAM_REST_FIELDS, ELEVENLABS_FIELDS, EXOTEL_FIELDS, JAMBONZ_FIELDS,
                                      MEDIA_STREAM_FIELDS, OPENAI_FIELDS, PLIVO_FIELDS, TTS_FIELDS, VAPI_FIELDS,
-                                     asterisk_frames, caller_media, cartesia_bodies, cartesia_messages, http_bodies,
+                                     asterisk_frames, caller_media, cartesia_bodies, cartesia_messages,
+                                     freeswitch_frames, freeswitch_queries, http_bodies,
                                      keys_files, lexicon_uploads, offer_bodies, playout_lies, voice_uploads,
                                      vonage_frames, websocket_messages,
                                      whep_offers, wyoming_frames)
@@ -71,6 +74,7 @@ FRAMES_PER_CALL = 10
 # offers of the surfaces before are still waiting to connect): refusals.
 REFUSAL_CLOSE_CODES = (4400, 1013)
 REUSED_IDS = 0.1  # the share of phone calls a second stream with the same call id follows at once (refused: 4409)
+BAD_FRAME = 4400
 EARLY_MEDIA = 0.1  # of the caller-audio calls: their first frame before ``start``
 FLOODS = 0.2  # of the others: a flood after their frames
 FLOOD_FRAMES = 250  # 5 s of sound audio at once, 4 s past the burst the gateway lets through
@@ -85,6 +89,7 @@ SLOW_PARTS = (b"", b"GET /health HTTP/1.1\r\nHost: bench\r\n",
               b"POST /v1/tts HTTP/1.1\r\nHost: bench\r\nContent-Type: application/json\r\nContent-Length: 99\r\n\r\n{")
 STARTED_REQUEST_TIMEOUT_S = 5.0  # the --request-timeout of a server started here
 STARTED_ORIGIN = "https://app.bench-faults.example"  # the --cors-origins of a server started here
+STARTED_AUDIOSOCKET_KEY = "bench-faults-audiosocket-key"  # the --audiosocket-key of a server started here
 
 
 def error_code(event: dict[str, Any]) -> str | None:
@@ -198,6 +203,26 @@ async def _phone(url: str, stack: str, frames: list[str | bytes], headers: dict[
             await call(share, greeting, reuse)
 
     await asyncio.gather(*(worker() for _ in range(WEBSOCKET_CLIENTS)))
+    return counts
+
+
+async def _freeswitch(url: str, frames: list[str | bytes], queries: list[str], headers: dict[str, str],
+                      rng: random.Random) -> dict[str, int]:
+    """mod_audio_stream calls with mangled frames (``_phone``), and as many more whose URL names no usable call or
+    rate: each must be closed with 4400 before any audio."""
+    counts = await _phone(url, "freeswitch", frames, headers, rng)
+    for query in queries[::FRAMES_PER_CALL]:
+        try:
+            async with connect(url.replace("http", "ws", 1) + "/v1/freeswitch?" + query,
+                               additional_headers=headers) as ws:
+                await ws.send(bytes(320))
+                await asyncio.wait_for(ws.recv(), 10)
+                counts["server_errors"] += 1  # something came back on a stream it should have refused
+                counts.setdefault("close_codes", []).append(f"answered {query}")
+        except ConnectionClosed as closed:
+            _judge_close(counts, closed.rcvd.code if closed.rcvd else None, BAD_FRAME)
+        except TimeoutError:
+            counts["server_errors"] += 1
     return counts
 
 
@@ -561,7 +586,8 @@ async def _voices(http: httpx.AsyncClient) -> set[str]:
 
 async def measure(url: str, count: int, seed: int, api_key: str | None, wyoming_port: int | None = None,
                   keys_path: Path | None = None, request_timeout_s: float = REQUEST_TIMEOUT_S,
-                  token_secret: str | None = None, allowed_origin: str | None = None) -> dict[str, Any]:
+                  token_secret: str | None = None, allowed_origin: str | None = None,
+                  audiosocket_port: int | None = None, audiosocket_key: str | None = None) -> dict[str, Any]:
     """``keys_path``: the started server's keys file, rewritten by the keys-file surface (then left as it was);
     ``request_timeout_s``: the server's --request-timeout, which the slow clients wait out beside the other
     surfaces; ``token_secret``: the server's --token-secret, where known (claims it never minted are then signed with
@@ -613,6 +639,8 @@ async def measure(url: str, count: int, seed: int, api_key: str | None, wyoming_
             "/v1/plivo": await _phone(url, "plivo", websocket_messages(rng, count, PLIVO_FIELDS), headers, rng),
             "/v1/vonage": await _phone(url, "vonage", vonage_frames(rng, count), headers, rng),
             "/v1/exotel": await _phone(url, "exotel", websocket_messages(rng, count, EXOTEL_FIELDS), headers, rng),
+            "/v1/freeswitch": await _freeswitch(url, freeswitch_frames(rng, count), freeswitch_queries(rng, count),
+                                                headers, rng),
             "/v1/jambonz/tts": await _websocket(url, websocket_messages(rng, count, JAMBONZ_FIELDS), headers,
                                                 path=JAMBONZ_PATH, farewell='{"type": "stop"}'),
             "/v1/whep": await _http(url, "/v1/whep", whep_offers(rng, count), headers),
@@ -642,6 +670,11 @@ async def measure(url: str, count: int, seed: int, api_key: str | None, wyoming_
         if wyoming_port is not None:
             surfaces["wyoming"] = await _wyoming(urlsplit(url).hostname or "127.0.0.1", wyoming_port,
                                                  wyoming_frames(rng, count))
+        if audiosocket_port is not None:
+            surfaces["audiosocket"] = await audiosocket(urlsplit(url).hostname or "127.0.0.1", audiosocket_port,
+                                                        audiosocket_key, random.Random(f"{seed} audiosocket"), count)
+        else:
+            left_out.append("audiosocket (no --audiosocket-port)")
         leaked = await _sessions_left(http)
         connections_left = await _connections_left(http, connections_before)
         voices_after = await _voices(http)
@@ -722,19 +755,20 @@ def run(args: argparse.Namespace) -> int:
     try:
         if args.url:
             summary = _seeds(args, args.url, args.api_key, args.wyoming_port, None, args.request_timeout,
-                             args.token_secret, args.allowed_origin)
+                             args.token_secret, args.allowed_origin, (args.audiosocket_port, args.audiosocket_key))
         else:
-            port = free_port()
+            port, audiosocket_port = free_port(), free_port()
             secret = secrets.token_urlsafe(32)
             with tempfile.TemporaryDirectory(prefix="cbf-bench-faults-") as folder:
                 keys_path = Path(folder) / "keys.toml"
                 keys_path.write_text(GOOD_KEYS)
                 with local_server(["--engine", "espeak", "--log-level", "warning", "--wyoming-port", str(port),
                                    "--keys-file", str(keys_path), "--request-timeout", str(STARTED_REQUEST_TIMEOUT_S),
-                                   "--cors-origins", STARTED_ORIGIN],
+                                   "--cors-origins", STARTED_ORIGIN, "--audiosocket-port", str(audiosocket_port),
+                                   "--audiosocket-key", STARTED_AUDIOSOCKET_KEY],
                                   env={**os.environ, "CBF_TOKEN_SECRET": secret}, quiet=True) as (url, _):
                     summary = _seeds(args, url, BENCH_KEY, port, keys_path, STARTED_REQUEST_TIMEOUT_S, secret,
-                                     STARTED_ORIGIN)
+                                     STARTED_ORIGIN, (audiosocket_port, STARTED_AUDIOSOCKET_KEY))
     except (ServerFailed, OSError, httpx.HTTPError) as exc:
         print(f"bench faults: {type(exc).__name__}: {exc}", file=sys.stderr)
         return 2
@@ -744,11 +778,12 @@ def run(args: argparse.Namespace) -> int:
 
 def _seeds(args: argparse.Namespace, url: str, api_key: str | None, wyoming_port: int | None,
            keys_path: Path | None, request_timeout_s: float, token_secret: str | None = None,
-           allowed_origin: str | None = None) -> dict[str, Any]:
+           allowed_origin: str | None = None,
+           audiosocket: tuple[int | None, str | None] = (None, None)) -> dict[str, Any]:
     runs = []
     for seed in range(args.seed, args.seed + args.seeds):
         runs.append(asyncio.run(measure(url, args.count, seed, api_key, wyoming_port, keys_path, request_timeout_s,
-                                        token_secret, allowed_origin)))
+                                        token_secret, allowed_origin, *audiosocket)))
         print(render(runs[-1]), flush=True)
     if len(runs) == 1:
         return runs[0]

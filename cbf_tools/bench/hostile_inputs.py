@@ -259,6 +259,32 @@ def asterisk_frames(rng: random.Random, count: int) -> list[str | bytes]:
     return frames
 
 
+def freeswitch_frames(rng: random.Random, count: int) -> list[str | bytes]:
+    """mod_audio_stream's frames, mangled: binary caller audio of odd, empty and oversized lengths (a second of 16 kHz
+    L16 is 32000 bytes), and TEXT frames where the module sends only its metadata."""
+    frames: list[str | bytes] = []
+    for _ in range(count):
+        if rng.random() < 0.7:
+            frames.append(bytes(rng.getrandbits(8) for _ in range(rng.choice((0, 1, 319, 320, 640, 641, 40000)))))
+        else:
+            frames.append(_frame(rng, MEDIA_STREAM_FIELDS))
+    return frames
+
+
+def freeswitch_queries(rng: random.Random, count: int) -> list[str]:
+    """The query of a hostile ``uuid_audio_stream`` URL: no call, a call id too long or not printable, a rate the
+    module cannot be asked for."""
+    calls = ("", "x" * 129, "a%0Ab", "%00", "%1B%5B31m")
+    rates = ("11025", "0", "-8000", "16000.0", "%00", "1e9", "8")
+    out = []
+    for _ in range(count):
+        if rng.random() < 0.5:
+            out.append(f"call={rng.choice(calls)}")
+        else:
+            out.append(f"call=fuzz-{rng.randrange(10**9)}&rate={rng.choice(rates)}")
+    return out
+
+
 TTS_FIELDS = {"text": _text, "voice": _pick("default", "nobody", "\ud800"), "format": _pick("pcm", "wav", "opus", "x"),
               "sample_rate": _pick(8000, 24000, 7, "24000"), "latency": _LATENCY,
               "stream": _pick(True, False, "yes"), "normalize": _NORMALIZE, "speed": _SPEED, "cache": _CACHE}

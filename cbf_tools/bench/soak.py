@@ -11,8 +11,10 @@ each OpenAI SSE caller ``/v1/audio/speech``, sometimes hung up at the first audi
 multi-stream-input) speaks a context to its ``isFinal``, closes it once audio starts, or drops the socket; each
 Wyoming caller (Home Assistant's client) synthesizes in one piece or streamed, or hangs up at its first audio; each
 phone caller places calls in turn from Twilio, Telnyx, Asterisk, Plivo, Vonage, Exotel (a replica of the stack,
-cbf_tools/peers/phone_callers.py, driven by a controller attached by the call's id) and jambonz, each speaking,
-barging in (the stack must see its clear) or hanging up; half the controllers listen to their caller's audio (native
+cbf_tools/peers/phone_callers.py, driven by a controller attached by the call's id), jambonz, FreeSWITCH
+(mod_audio_stream) and Asterisk's AudioSocket (cbf_tools/peers/audiosocket_peer.py, over TCP; ``--phone-stacks`` picks
+fewer), each speaking, barging in (the stack must see its clear, or, on FreeSWITCH and AudioSocket, which have none,
+the audio stop) or hanging up; half the controllers listen to their caller's audio (native
 or PCM16), and on some turns the caller talks over the gateway (the deploy gate's clip: the gateway's own barge-in
 stops it, and the stack must see its clear).
 
@@ -49,6 +51,7 @@ import random
 import sys
 import tempfile
 import time
+import uuid
 from dataclasses import dataclass, field
 from functools import cache
 from pathlib import Path
@@ -66,14 +69,18 @@ from cbf_tools.bench.faults import (CARTESIA_PATH, DEEPGRAM_PATH, ELEVENLABS_PAT
                                     TRY_AGAIN_LATER, error_code)
 from cbf_tools.bench.procs import rss_mib
 from cbf_tools.peers.local_server import ServerFailed, Workers, free_port, local_server, quiet_client_logs
+from cbf_tools.peers.audiosocket_peer import connect_audiosocket
 from cbf_tools.peers.phone_callers import PlayingStack, connect_call
 from cbf_tools.peers.rtc_listener import Listener
 from cbf_tools.peers.ws_player import Refused, play
 from engine.protocol import ProtocolError
+from gateway.telephony.audiosocket import keyed_uuid
 from gateway.wyoming.wire import Event, EventReader, encode
 
 SAMPLE_EVERY_S = 5.0
-PHONE_STACKS = ("twilio", "telnyx", "asterisk", "jambonz", "plivo", "vonage", "exotel")
+PHONE_STACKS = ("twilio", "telnyx", "asterisk", "jambonz", "plivo", "vonage", "exotel", "freeswitch", "audiosocket")
+AUDIOSOCKET_KEY = "bench-soak-audiosocket-key"  # the --audiosocket-key of a server started here
+AUDIOSOCKET_KIND = 0x12  # its calls' audio: 16 kHz
 # Each transport's share of the callers where its flag does not say how many; the WebSocket takes the rest (0.1).
 MIX = {"webrtc": 0.2, "phone": 0.2, "sse": 0.1, "wyoming": 0.1, "http": 0.1, "elevenlabs": 0.05, "cartesia": 0.05,
        "deepgram": 0.05, "vapi": 0.05}
@@ -198,6 +205,7 @@ class Line:
     url: str
     headers: dict[str, str]
     deadline: float
+    audiosocket: tuple[int | None, str | None] = (None, None)  # the server's AudioSocket port and key
 
     @property
     def open(self) -> bool:
@@ -656,7 +664,14 @@ async def _caller_talks(agent: ClientConnection, caller: PlayingStack, tally: Ta
 async def _media_stream_call(line: Line, stack: str, rng: random.Random, tally: Tally) -> None:
     """One call from ``stack``, driven by a controller, until the time is up or the caller hangs up."""
     call_id = f"soak-{stack}-{rng.getrandbits(64):x}"
-    caller = await connect_call(line.url, stack, call_id, line.headers)
+    if stack == "audiosocket":  # Asterisk's TCP protocol: the call's id is a UUID, tagged with the server's key
+        port, key = line.audiosocket
+        assert port is not None
+        call_id = keyed_uuid(key) if key else str(uuid.UUID(int=rng.getrandbits(128)))
+        caller: PlayingStack = await connect_audiosocket(urlsplit(line.url).hostname or "127.0.0.1", port, call_id,
+                                                         AUDIOSOCKET_KIND)
+    else:
+        caller = await connect_call(line.url, stack, call_id, line.headers)
     try:
         async with connect(line.ws(f"/v1/stream?session={call_id}&wait=10"),
                            additional_headers=line.headers) as agent:
@@ -680,7 +695,7 @@ async def _media_stream_call(line: Line, stack: str, rng: random.Random, tally: 
                         if not by_caller:
                             await agent.send('{"type": "cancel"}')
                             await _until(agent, {"cancelled"}, tally)
-                        await caller.cleared(clears, timeout=10)
+                        await caller.silenced(clears, timeout=10)
                         tally.barged_in += by_caller
                         tally.cancelled += not by_caller
                 else:
@@ -855,8 +870,9 @@ def _chaos_words(chaos: dict[str, int]) -> str:
     return ", ".join(f"{value} {name.replace('_', ' ')}" for name, value in chaos.items())
 
 
-async def measure(url: str, args: argparse.Namespace, wyoming_port: int | None,
-                  served: Served | None = None) -> dict[str, Any]:
+async def measure(url: str, args: argparse.Namespace, wyoming_port: int | None, served: Served | None = None,
+                  audiosocket: tuple[int | None, str | None] | None = None) -> dict[str, Any]:
+    """``audiosocket``: the AudioSocket port and key of a server started here (else --url's flags say them)."""
     headers = {"Authorization": f"Bearer {args.api_key}"} if args.api_key else {}
     callers = mix(args.sessions, {kind: getattr(args, kind) for kind in MIX})
     if wyoming_port is None:
@@ -864,9 +880,11 @@ async def measure(url: str, args: argparse.Namespace, wyoming_port: int | None,
         callers["wyoming"] = 0
     errors_seen: list[str] = []
     tallies = {name: Tally(errors_seen) for name in TRANSPORTS}
-    line = Line(url, headers, time.monotonic() + args.minutes * 60)
+    audiosocket = audiosocket or (args.audiosocket_port, args.audiosocket_key)
+    line = Line(url, headers, time.monotonic() + args.minutes * 60, audiosocket)
     # only jambonz's socket under several processes: a controller reaches a call only on the process holding it
-    stacks = PHONE_STACKS if args.processes == 1 else ("jambonz",)
+    stacks = tuple(stack for stack in args.phone_stacks or PHONE_STACKS
+                   if stack != "audiosocket" or audiosocket[0] is not None) if args.processes == 1 else ("jambonz",)
     chaos = (Chaos(served, args.kill_worker_every, args.restart_gateway_every)
              if served is not None and (args.kill_worker_every or args.restart_gateway_every) else None)
     watch = Watch(tallies, served, chaos, args.report_every)
@@ -1004,6 +1022,10 @@ def run(args: argparse.Namespace) -> int:
     except ValueError as exc:
         print(f"bench soak: {exc}", file=sys.stderr)
         return 2
+    if args.phone_stacks and (unknown := set(args.phone_stacks) - set(PHONE_STACKS)):
+        print(f"bench soak: --phone-stacks expected some of {','.join(PHONE_STACKS)}, got {','.join(sorted(unknown))}",
+              file=sys.stderr)
+        return 2
     if (refusal := _chaos_refusal(args)) is not None:
         print(f"bench soak: {refusal}", file=sys.stderr)
         return 2
@@ -1023,9 +1045,10 @@ def run(args: argparse.Namespace) -> int:
 def _soak_here(args: argparse.Namespace) -> dict[str, Any]:
     """On a server started here (eSpeak, or the simulated engine: ``--sim-rtf``): its embedded worker, or
     ``--workers`` of the soak's own."""
-    port = free_port()
+    port, audiosocket_port = free_port(), free_port()
     engine = ["--engine", "simulated", "--sim-rtf", str(args.sim_rtf)] if args.sim_rtf else ["--engine", "espeak"]
     flags = [*engine, "--log-level", "warning", "--wyoming-port", str(port), "--processes", str(args.processes),
+             "--audiosocket-port", str(audiosocket_port), "--audiosocket-key", AUDIOSOCKET_KEY,
              "--max-sessions", str(max(32, 2 * args.sessions))]  # room for every caller: refusals are the chaos'
     workers = Workers(*engine)
     with tempfile.TemporaryDirectory(prefix="cbf-soak-") as tmp:
@@ -1038,6 +1061,6 @@ def _soak_here(args: argparse.Namespace) -> dict[str, Any]:
             with local_server(flags + (["--engine-url", ",".join(listens)] if listens else []),
                               quiet=True) as (url, pid):
                 served = Served(pid, workers if listens else None, listens)
-                return asyncio.run(measure(url, args, port, served))
+                return asyncio.run(measure(url, args, port, served, (audiosocket_port, AUDIOSOCKET_KEY)))
         finally:
             workers.stop()

@@ -1,8 +1,9 @@
 """The phone stacks' side of a media-stream WebSocket, for benchmarks and tests: replicas written from each vendor's
 documentation (Twilio's "Media Streams - WebSocket Messages", Telnyx's "Stream call media over WebSocket" AsyncAPI
-page, Asterisk's WebSocket channel driver page, JSON control format; SignalWire's cXML <Stream>; Plivo's audio
-streaming events; Vonage's Voice API WebSockets guide; Exotel's Stream and Voicebot applet page). None of these
-carriers ships a simulator: each class is a replica, as faithful as its vendor's pages are.
+page, Asterisk's WebSocket channel driver page, JSON control format, mod_audio_stream's README; SignalWire's cXML
+<Stream>; Plivo's audio streaming events; Vonage's Voice API WebSockets guide; Exotel's Stream and Voicebot applet
+page; Asterisk's AudioSocket, over TCP, is cbf_tools/peers/audiosocket_peer.py). None of these carriers ships a
+simulator: each class is a replica, as faithful as its vendor's pages are.
 
 Each does what its stack documents: ``start`` (the stream's opening frames), 20 ms of the caller's audio every 20 ms
 (Exotel: 100 ms every 100 ms) on a fixed schedule (silence, or what ``voice`` says), our audio played from a buffer at
@@ -23,6 +24,7 @@ import json
 import time
 import uuid
 from typing import Any, AsyncIterator, Callable
+from urllib.parse import urlencode
 
 from websockets.asyncio.client import ClientConnection, connect
 from websockets.exceptions import ConnectionClosed
@@ -30,6 +32,7 @@ from websockets.exceptions import ConnectionClosed
 Heard = tuple[str, Any] | None  # ("media", bytes) / ("mark", name) / ("clear", None); None: nothing for us
 Voice = Callable[[float], bytes | None]  # the caller's 20 ms frame to send at a monotonic time (None: silence)
 FRAME_S = 0.02  # the caller's audio per media frame
+QUIET_S = 0.3  # a stack without a clear: the gateway's audio has stopped once none has arrived for this long
 
 
 class PlayingStack:
@@ -43,6 +46,7 @@ class PlayingStack:
     silence = b"\xff" * 160  # one frame (``frame_s``) of the caller's silence on this stack's wire
     codec = "pcmu"
     frame_s = FRAME_S  # the caller's audio per message
+    has_clear = True  # False: the stack has no clear (the gateway stops sending; what was sent plays)
 
     def __init__(self, ws: ClientConnection, call_id: str) -> None:
         self.ws, self.call_id = ws, call_id
@@ -58,6 +62,11 @@ class PlayingStack:
         self._echoes: list[asyncio.TimerHandle] = []
         self._tasks: list[asyncio.Task[None]] = []
         self.closed = asyncio.Event()
+
+    @classmethod
+    def target(cls, call_id: str, params: dict[str, str]) -> str:
+        """The path and query it dials (its ``params`` go in its opening frames, but for a stack without one)."""
+        return cls.path
 
     def opening(self, params: dict[str, str]) -> list[str]: ...
 
@@ -100,6 +109,18 @@ class PlayingStack:
         while self.clears <= before:
             if time.monotonic() > deadline:
                 raise TimeoutError("the gateway sent no clear")
+            await asyncio.sleep(0.01)
+
+    async def silenced(self, before: int = 0, timeout: float = 2.0) -> None:
+        """Until the gateway has stopped this call's audio: its clear (more than ``before``), or, on a stack that has
+        none, ``QUIET_S`` with no audio arriving."""
+        if self.has_clear:
+            await self.cleared(before, timeout)
+            return
+        deadline = time.monotonic() + timeout
+        while self.arrived and time.monotonic() - self.arrived[-1] < QUIET_S:
+            if time.monotonic() > deadline:
+                raise TimeoutError("the gateway's audio did not stop")
             await asyncio.sleep(0.01)
 
     def heard_between(self, start: float, end: float) -> bytes:
@@ -411,9 +432,50 @@ class ExotelCaller(TwilioCaller):
                            "stop": {"call_sid": self.call_id, "account_sid": "exotel-account", "reason": "callended"}})
 
 
+class FreeSwitchStream(PlayingStack):
+    """mod_audio_stream started with ``uuid_audio_stream <uuid> start <url> mono 8k``: binary 20 ms frames of L16
+    (little-endian) at 8 kHz; no opening frame (the call, its rate and key are in the URL it dials). It plays each
+    ``streamAudio`` message (a file, played by the dialplan's listener) in turn; there are no marks and no clear."""
+
+    path = "/v1/freeswitch"
+    has_clear = False
+    rate = 8000
+    bytes_per_second = 8000 * 2
+    sample_bytes = 2
+    codec = "slin"
+    silence = bytes(320)
+
+    @classmethod
+    def target(cls, call_id: str, params: dict[str, str]) -> str:
+        return cls.path + "?" + urlencode({"call": call_id, "rate": f"{cls.rate // 1000}k", **params})
+
+    def opening(self, params: dict[str, str]) -> list[str]:
+        return []
+
+    def caller_frame(self, n: int, audio: bytes) -> bytes:
+        return audio
+
+    def heard(self, frame: str | bytes) -> Heard:
+        msg = json.loads(frame)
+        data = msg.get("data", {}) if msg.get("type") == "streamAudio" else {}
+        if data.get("audioDataType") != "raw" or data.get("sampleRate") != self.rate:
+            raise ValueError(f"mod_audio_stream cannot play {frame[:200]!r} on a {self.rate} Hz stream")
+        return "media", base64.b64decode(data["audioData"])
+
+
+class FreeSwitchStream16(FreeSwitchStream):
+    """``... mono 16k``."""
+
+    rate = 16000
+    bytes_per_second = 16000 * 2
+    codec = "slin16"
+    silence = bytes(640)
+
+
 STACKS: dict[str, type[PlayingStack]] = {"twilio": TwilioCaller, "telnyx": TelnyxCaller, "asterisk": AsteriskChannel,
                                          "signalwire": SignalWireCaller, "plivo": PlivoCaller,
-                                         "vonage": VonageCaller, "exotel": ExotelCaller}
+                                         "vonage": VonageCaller, "exotel": ExotelCaller,
+                                         "freeswitch": FreeSwitchStream, "freeswitch16": FreeSwitchStream16}
 
 
 async def connect_call(url: str, stack: str, call_id: str, headers: dict[str, str] | None = None,
@@ -421,7 +483,9 @@ async def connect_call(url: str, stack: str, call_id: str, headers: dict[str, st
     """A call from ``stack`` (a name in STACKS) to the gateway at ``url`` (http://HOST:PORT), started; ``query``:
     what follows the path (``?key=...``) in the URL the stack dials."""
     kind = STACKS[stack]
-    ws = await connect(url.replace("http", "ws", 1) + kind.path + query, additional_headers=headers or {},
+    target = kind.target(call_id, params)
+    ws = await connect(url.replace("http", "ws", 1) + target + (query.replace("?", "&", 1) if "?" in target else query),
+                       additional_headers=headers or {},
                        max_size=None, subprotocols=kind.subprotocols)
     caller = kind(ws, call_id)
     await caller.start(**params)

@@ -13,7 +13,9 @@ ACCESS_LOGGERS = ("uvicorn.access", "uvicorn.error")  # HTTP access lines; WebSo
 
 
 class RedactKeys(logging.Filter):
-    """Rewrites ``?api_key=...``, ``?key=...`` (the phone stacks that dial a URL without headers) and ``?token=...`` in a record's message and arguments (uvicorn logs the path with its query)."""
+    """Rewrites ``?api_key=...``, ``?key=...`` (the phone stacks that dial a URL without headers: Plivo, Vonage,
+    Exotel, FreeSWITCH) and ``?token=...`` in a record's message and arguments (uvicorn logs the path with its
+    query)."""
 
     def filter(self, record: logging.LogRecord) -> bool:
         if isinstance(record.args, tuple):

@@ -56,6 +56,18 @@ def unsent_bytes(transport: asyncio.WriteTransport) -> int:
     return unsent
 
 
+async def close_stream(writer: asyncio.StreamWriter) -> None:
+    """Close an asyncio stream's connection (a Wyoming or AudioSocket client's); one whose peer reads nothing is reset
+    after ``STUCK_CLOSE_S``: what is unsent would hold the connection for ever."""
+    writer.close()
+    try:
+        await asyncio.wait_for(writer.wait_closed(), STUCK_CLOSE_S)
+    except TimeoutError:
+        reset(writer.transport)
+    except Exception:  # noqa: BLE001 (closed with an error: closed)
+        pass
+
+
 def reset(transport: asyncio.BaseTransport) -> None:
     """Drop the connection with a TCP reset, whatever is still unsent."""
     sock = transport.get_extra_info("socket")

@@ -71,11 +71,12 @@ def health_body(state: GatewayState) -> dict[str, Any]:
 
 
 def open_connections(state: GatewayState) -> int | None:
-    """Client connections open in this process (uvicorn's, HTTP and WebSocket, and Wyoming's), or None where no
-    server runs the app (an app under test)."""
+    """Client connections open in this process (uvicorn's, HTTP and WebSocket, Wyoming's and AudioSocket's), or None
+    where no server runs the app (an app under test)."""
     if state.drain.server is None:
         return None
-    return len(state.drain.server.server_state.connections) + len(state.wyoming_clients)
+    return (len(state.drain.server.server_state.connections) + len(state.wyoming_clients)
+            + len(state.audiosocket_clients))
 
 
 def snapshot(body: dict[str, Any], listening: bool) -> dict[str, Any]:

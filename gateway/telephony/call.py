@@ -23,7 +23,7 @@ from gateway.sessions.session import Session
 from gateway.sessions.registry import SessionLimitReached
 from gateway.shared_state import GatewayState
 from gateway.sink import AudioSink
-from gateway.telephony.outbox import Media, Outbox
+from gateway.telephony.outbox import LEAD_S, Mark, Media, Outbox
 from gateway.websocket import SendWatch
 
 log = logging.getLogger("chatterbox_fast.gateway")
@@ -34,14 +34,16 @@ SILENCE = {"mulaw": b"\xff", "alaw": b"\xd5", "pcm": b"\0\0"}  # one sample of i
 
 
 class Dialect(Protocol):
-    """How one phone stack's frames look (None from ``mark``: this stack has no marks; a list from ``media``: the
-    stack takes the outbox's frame as several messages, Vonage's 20 ms ones)."""
+    """How one phone stack's frames look. None from ``mark``: this stack has no marks (the sink counts a mark heard
+    once the outbox's estimate says its audio has played: ``heard_from`` ``clock``); None from ``clear``: it has no
+    clear (what was sent plays); a list from ``media``: the stack takes the outbox's frame as several messages
+    (Vonage's 20 ms ones)."""
 
     def media(self, payload: bytes) -> Wire | list[Wire]: ...
 
     def mark(self, name: str) -> Wire | None: ...
 
-    def clear(self) -> Wire: ...
+    def clear(self) -> Wire | None: ...
 
 
 class PhoneSink(AudioSink):
@@ -56,9 +58,12 @@ class PhoneSink(AudioSink):
     def __init__(self, dialect: Dialect, send: Send, fmt: str, rate: int, stall_timeout: float,
                  frame_bytes: int | None = None) -> None:
         self.dialect = dialect
+        self.heard_from = getattr(dialect, "heard_from", "marks")  # a stack without marks: "clock"
         self._send_wire = send
         self.format, self.rate = fmt, rate
-        self.outbox = Outbox(rate * len(SILENCE[fmt]), frame_bytes, SILENCE[fmt])
+        # A stack that plays what it gets at once (no buffer to clear) is sent less ahead: its ``lead_s``.
+        self.outbox = Outbox(rate * len(SILENCE[fmt]), frame_bytes, SILENCE[fmt], getattr(dialect, "lead_s", LEAD_S))
+        self._clock_marks: list[asyncio.TimerHandle] = []  # a stack without marks: each echoed when it has played
         self._encoder: Encoder | None = None
         self._wake = asyncio.Event()
         self._progress = asyncio.Event()  # a mark came back, or the audio was cleared
@@ -77,6 +82,8 @@ class PhoneSink(AudioSink):
         self._stopped = True
         self._wake.set()
         self._progress.set()
+        for handle in self._clock_marks:
+            handle.cancel()
         if self._sender is not None:
             self._sender.cancel()
             await asyncio.wait({self._sender}, timeout=1.0)
@@ -126,12 +133,15 @@ class PhoneSink(AudioSink):
         self._wake.set()
 
     async def _drop_unplayed(self, now: float) -> None:
-        """The stack drops what it has not played (its clear); the echo guard forgets it too."""
+        """The stack drops what it has not played (its clear); the echo guard forgets it too. A stack without a clear
+        plays what it was sent: the echo guard keeps it."""
+        if (frame := self.dialect.clear()) is None:
+            return
         if self.echo is not None:
             self.echo.clear(now)
         if not self._stopped:
             with contextlib.suppress(Exception):  # the call may be going: its end is handled by the endpoint
-                await self._send(self.dialect.clear())
+                await self._send(frame)
 
     def played_seconds(self) -> float:
         """What the echoed marks say the caller heard of the current utterance."""
@@ -173,15 +183,30 @@ class PhoneSink(AudioSink):
             wait: float | None = None
             if not self._paused and not self._held:
                 out, wait = self.outbox.due(time.monotonic())
+                plays_until = self.outbox.plays_until or time.monotonic()  # a batch of only the final mark
                 for item in out:
                     if isinstance(item, Media):
                         self._heard_echo(item)
+                        plays_until = item.plays_at + len(item.payload) / self.outbox.bytes_per_second
                     frame = self.dialect.media(item.payload) if isinstance(item, Media) else self.dialect.mark(
                         item.name)
-                    messages = frame if isinstance(frame, list) else [] if frame is None else [frame]
-                    for message in messages:
+                    if frame is None:
+                        if isinstance(item, Mark):
+                            self._echo_by_clock(item.name, plays_until)
+                        continue
+                    for message in frame if isinstance(frame, list) else [frame]:
                         await self._send(message)
             await _wait(self._wake, wait)
+
+    def _echo_by_clock(self, name: str, plays_until: float) -> None:
+        """A stack without marks: mark ``name`` counts as echoed once its audio has played, by the estimate."""
+        loop = asyncio.get_running_loop()
+        self._clock_marks = [handle for handle in self._clock_marks if handle.when() > loop.time()]  # (not run yet)
+        self._clock_marks.append(loop.call_later(max(0.0, plays_until - time.monotonic()), self._clock_echo, name))
+
+    def _clock_echo(self, name: str) -> None:
+        if not self._stopped:
+            self.echoed(name)
 
 
 async def _wait(event: asyncio.Event, timeout: float | None) -> None:

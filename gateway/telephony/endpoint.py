@@ -1,12 +1,13 @@
 """The phone stacks' WebSockets (docs/protocol.md).
 
-``WS /v1/twilio``, ``WS /v1/telnyx``, ``WS /v1/asterisk``, ``WS /v1/plivo``, ``WS /v1/vonage``, ``WS /v1/exotel``: a
-media stream (Twilio Media Streams, Telnyx media streaming, Asterisk's chan_websocket, Plivo audio streams, Vonage
-Voice WebSockets, Exotel's Voicebot applet) is a phone call, a session an agent drives by the call's id (callSid,
-call_control_id, channel_id, callId, the NCCO's uuid header, call_sid). Close codes: 4400 a frame that is not the
-dialect's (or no ``start`` within ``START_TIMEOUT_S``), 4401 no valid key (the stream's ``key`` parameter, the usual
-ways, or ``?key=`` on the URL the stack dials), 4408 the stack stopped reading, 4409 a live call has this id, 1013 the
-server is full (of calls, or of connections not yet authenticated: gateway/guard/silent_sockets.py). With
+``WS /v1/twilio``, ``WS /v1/telnyx``, ``WS /v1/asterisk``, ``WS /v1/plivo``, ``WS /v1/vonage``, ``WS /v1/exotel``,
+``WS /v1/freeswitch``: a media stream (Twilio Media Streams, Telnyx media streaming, Asterisk's chan_websocket, Plivo
+audio streams, Vonage Voice WebSockets, Exotel's Voicebot applet, FreeSWITCH's mod_audio_stream) is a phone call, a
+session an agent drives by the call's id (callSid, call_control_id, channel_id, callId, the NCCO's uuid header,
+call_sid; FreeSWITCH's ``call`` URL parameter, its start taken from the URL). Close codes: 4400 a frame that is not
+the dialect's (or no ``start`` within ``START_TIMEOUT_S``), 4401 no valid key (the stream's ``key`` parameter, the
+usual ways, or ``?key=`` on the URL the stack dials), 4408 the stack stopped reading, 4409 a live call has this id,
+1013 the server is full (of calls, or of connections not yet authenticated: gateway/guard/silent_sockets.py). With
 ``--twilio-auth-token`` a Twilio upgrade without a valid ``X-Twilio-Signature`` is refused (HTTP 403).
 
 ``WS /v1/jambonz/tts``: jambonz's streaming TTS vendor API; jambonz sends the text, each socket is one session.
@@ -19,7 +20,7 @@ import contextlib
 import json
 import logging
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any, Callable, Mapping
 
 from starlette.websockets import WebSocket
 
@@ -28,7 +29,7 @@ from gateway.guard.auth import admit, authorized, offered_subprotocols, presente
 from gateway.sessions.session import Session
 from gateway.sessions.registry import SessionLimitReached
 from gateway.shared_state import GatewayState
-from gateway.telephony import asterisk, events, exotel, jambonz, plivo, telnyx, twilio, vonage
+from gateway.telephony import asterisk, events, exotel, freeswitch, jambonz, plivo, telnyx, twilio, vonage
 from gateway.telephony.call import Dialect, PhoneCall, PhoneSink
 from gateway.websocket import (STALLED_CLOSE_CODE, WebSocketSink, client_frames, close_reason, serve_session,
                                until_stalled)
@@ -47,6 +48,7 @@ class StreamDialect:
     parse: Callable[[str | bytes], events.Inbound]
     outbound: Callable[[str], Dialect]  # from the stream's id
     outbound_of: Callable[[events.Start], Dialect] | None = None  # from the whole start, where the format matters
+    opening: Callable[[Mapping[str, str]], events.Start] | None = None  # the start from the URL's query: no start frame
 
 
 TWILIO = StreamDialect("twilio", twilio.parse, twilio.Outbound)
@@ -55,6 +57,7 @@ ASTERISK = StreamDialect("asterisk", asterisk.parse, asterisk.Outbound)
 PLIVO = StreamDialect("plivo", plivo.parse, plivo.Outbound, plivo.Outbound.of)
 VONAGE = StreamDialect("vonage", vonage.parse, lambda _: vonage.Outbound(), vonage.Outbound.of)
 EXOTEL = StreamDialect("exotel", exotel.parse, exotel.Outbound)
+FREESWITCH = StreamDialect("freeswitch", freeswitch.parse, freeswitch.Outbound, opening=freeswitch.opening)
 
 
 async def first_start(ws: WebSocket, parse: Callable[[str | bytes], events.Inbound],
@@ -104,6 +107,10 @@ async def exotel_stream(ws: WebSocket) -> None:
     await media_stream(ws, EXOTEL)
 
 
+async def freeswitch_stream(ws: WebSocket) -> None:
+    await media_stream(ws, FREESWITCH)
+
+
 async def media_stream(ws: WebSocket, dialect: StreamDialect) -> None:
     """One call: its ``start`` checked, then the stack's frames into the call until it stops or goes."""
     # Asterisk's websocket_client.conf asks for the "media" subprotocol (protocols = media): it must be answered.
@@ -139,7 +146,8 @@ async def _open_call(ws: WebSocket, dialect: StreamDialect) -> PhoneCall | None:
             await ws.close(FULL_CLOSE_CODE, close_reason(state.unauthenticated.full_message))
             return None
     try:
-        start = await first_start(ws, dialect.parse, START_TIMEOUT_S)
+        start = (dialect.opening(ws.query_params) if dialect.opening is not None
+                 else await first_start(ws, dialect.parse, START_TIMEOUT_S))
     except (ProtocolError, TimeoutError, EOFError) as exc:
         reason = str(exc) if isinstance(exc, ProtocolError) else f"no 'start' within {START_TIMEOUT_S:g} s"
         log.info("%s stream closed before its start: %s", dialect.name, reason)

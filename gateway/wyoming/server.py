@@ -23,7 +23,7 @@ from gateway.playout import SentAudio, report_playout
 from gateway.sessions.registry import SessionLimitReached
 from gateway.shared_state import GatewayState
 from gateway.guard.silent_sockets import Admission, IdleClock, until_idle
-from gateway.host.protocols import STUCK_CLOSE_S, reset
+from gateway.host.protocols import close_stream
 from gateway.traces import utterance_span
 from gateway.utterance_stream import MetricsLabel, UtteranceStats, chunks
 from gateway.wyoming import translate
@@ -226,13 +226,7 @@ async def _serve(state: GatewayState, reader: asyncio.StreamReader, writer: asyn
     except ConnectionError:
         pass  # the client went away
     finally:
-        writer.close()
-        try:
-            await asyncio.wait_for(writer.wait_closed(), STUCK_CLOSE_S)
-        except TimeoutError:  # a client that reads nothing: what is unsent would hold the connection for ever
-            reset(writer.transport)
-        except Exception:  # noqa: BLE001 (closed with an error: closed)
-            pass
+        await close_stream(writer)
 
 
 async def start(state: GatewayState, sock: socket.socket) -> asyncio.Server:
