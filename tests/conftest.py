@@ -127,7 +127,7 @@ SHARED_SERVER_FILES = {
                      "test_tokens_server.py", "test_watermark_delivered.py", "test_webrtc_dtmf.py"),
     "phone_server": ("test_audiosocket.py", "test_caller_audio.py", "test_carriers.py", "test_freeswitch.py",
                      "test_telephony.py"),
-    "keyed_gateway": ("test_livekit.py", "test_wyoming.py"),
+    "keyed_gateway": ("test_deepgram.py", "test_litellm.py", "test_livekit.py", "test_vapi.py", "test_wyoming.py"),
 }
 GROUP_OF = {file: server for server, files in SHARED_SERVER_FILES.items() for file in files}
 
