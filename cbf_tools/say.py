@@ -8,7 +8,7 @@ import asyncio
 import contextlib
 import time
 import wave
-from typing import AsyncIterator
+from typing import AsyncIterator, Callable
 
 from engine.protocol import SAMPLE_RATE, Reading
 from gateway.engine_link.client import EngineClient, EngineRequestError
@@ -18,11 +18,12 @@ from gateway.utterance_stream import UtteranceStats, chunks
 
 @contextlib.asynccontextmanager
 async def worker_client(engine_args: list[str], url: str | None = None, timeout: float = 600,
-                        secret: str | None = None) -> AsyncIterator[EngineClient]:
+                        secret: str | None = None,
+                        on_stderr: Callable[[str], None] | None = None) -> AsyncIterator[EngineClient]:
     """A connected engine client: to ``url`` if given (presenting ``secret``), else to a worker process started here
-    (``WorkerRefused`` at once when that worker cannot start)."""
+    (``WorkerRefused`` at once when that worker cannot start; ``on_stderr``: told each line of its stderr)."""
     refused: asyncio.Future[str] = asyncio.get_running_loop().create_future()
-    process = None if url else EngineProcess(engine_args, on_refusal_at_start=refused.set_result)
+    process = None if url else EngineProcess(engine_args, on_refusal_at_start=refused.set_result, on_stderr=on_stderr)
     if process is not None:
         process.start()
     client = EngineClient(url, secret) if process is None else EngineClient(process.url, process.secret)

@@ -9,6 +9,7 @@ from typing import Any
 
 import pytest
 
+from cbf_tools.doctor.warnings import explained
 from tests.cli_run import run_cli
 from cbf_tools.peers.local_server import free_port
 
@@ -29,6 +30,32 @@ def test_doctor_passes_on_the_embedded_engine(tmp_path: Path) -> None:
         "voices dir": "ok", "smoke test": "ok"}
     smoke = checks["smoke test"]["detail"]
     assert "time to first chunk" in smoke and "real-time factor" in smoke
+
+
+def test_doctor_explains_a_warning_it_meets(tmp_path: Path) -> None:
+    """A stored voice the worker cannot read: the smoke test still passes, and the worker's WARNING line becomes a
+    row saying what it means and what to do."""
+    voices = tmp_path / "voices"
+    voices.mkdir()
+    (voices / "broken.wav").write_bytes(b"RIFF not a wave at all")
+    result = run_cli("doctor", "--json", "--engine", "espeak", "--voices-dir", str(voices))
+    report = json.loads(result.stdout.strip().splitlines()[-1])
+    assert result.returncode == 0 and report["ok"] is True, report
+    [warned] = [check for check in report["checks"] if check["status"] == "warn"]
+    assert warned["detail"].startswith("the worker skipped a stored voice it cannot use: ")
+    assert str(voices / "broken.wav") in warned["fix"] and "replace or delete" in warned["fix"]
+
+
+def test_each_warning_is_explained_once_and_an_unknown_one_is_shown_as_said() -> None:
+    lines = ["2026-12-06 05:00:00,000 WARNING chatterbox_fast.engine: could not cache conditionals at /v/a.pt: denied",
+             "2026-12-06 05:00:01,000 WARNING chatterbox_fast.engine: could not cache conditionals at /v/a.pt: denied",
+             "2026-12-06 05:00:02,000 INFO chatterbox_fast.engine: fine", "ERROR something nobody wrote down"]
+    rows = explained(lines)
+    assert [row.status for row in rows] == ["warn", "warn"]
+    assert "computes them again" in rows[0].detail and "writable" in rows[0].fix
+    assert rows[1].detail == "something nobody wrote down" and "--log-level debug" in rows[1].fix
+    many = explained([f"WARNING x: thing {n}" for n in range(9)])
+    assert len(many) == 6 and many[-1].detail == "4 more"
 
 
 @pytest.mark.slow

@@ -6,7 +6,7 @@ import json
 from dataclasses import asdict, dataclass
 from typing import Literal, Sequence
 
-Status = Literal["ok", "fail", "skip"]
+Status = Literal["ok", "fail", "skip", "warn"]  # "warn": a warning met while checking, explained; not a failure
 
 
 @dataclass(frozen=True)
@@ -30,7 +30,9 @@ def render_table(checks: Sequence[Check]) -> str:
         if check.fix:
             lines.append(f"{'':{width}}  fix:  {check.fix}")
     failed = sum(check.status == "fail" for check in checks)
-    lines.append(f"{len(checks) - failed} of {len(checks)} checks pass" + ("" if failed else ": ready"))
+    warned = sum(check.status == "warn" for check in checks)
+    lines.append(f"{len(checks) - failed - warned} of {len(checks) - warned} checks pass" + ("" if failed else ": ready")
+                 + (f" ({warned} warning{'s' if warned > 1 else ''} explained above)" if warned else ""))
     return "\n".join(lines)
 
 

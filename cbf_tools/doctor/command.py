@@ -11,6 +11,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import logging
+import sys
 import tempfile
 import time
 from pathlib import Path
@@ -18,6 +19,7 @@ from typing import TYPE_CHECKING
 
 from cbf_tools.doctor.check import Check, passed, render_json, render_table
 from cbf_tools.doctor.host import cuda_check, gpu_check, packages_check, python_check
+from cbf_tools.doctor.warnings import explained
 
 if TYPE_CHECKING:
     from engine.settings import EngineSettings
@@ -101,13 +103,18 @@ def backend_check(settings: EngineSettings) -> Check:
     return Check("TTS backend", "ok", f"{settings.http_dialect} server at {settings.http_url} answers; voices: {shown}")
 
 
-async def smoke_check(engine_args: list[str]) -> Check:
-    """One utterance through a worker process started like ``serve``'s."""
+async def smoke_check(engine_args: list[str], said: list[str]) -> Check:
+    """One utterance through a worker process started like ``serve``'s; what the worker writes to its stderr goes to
+    ``said`` (and on to this process's stderr)."""
     from gateway.engine_link.process import WorkerRefused
     from cbf_tools.say import speak, worker_client
 
+    def heard(line: str) -> None:
+        said.append(line)
+        print(line, file=sys.stderr)
+
     try:
-        async with worker_client(engine_args + ["--log-level", "warning"]) as client:
+        async with worker_client(engine_args + ["--log-level", "warning"], on_stderr=heard) as client:
             pcm, stats = await speak(client, SMOKE_TEXT)
     except WorkerRefused as exc:
         reason, _, fix = str(exc).partition(" Fix: ")
@@ -121,6 +128,17 @@ async def smoke_check(engine_args: list[str]) -> Check:
                                      f"{stats.rtf:.1f}x ({stats.audio_s:.2f} s of audio)")
 
 
+class _Collecting(logging.Handler):
+    """This process's own WARNING and ERROR lines while doctor runs, for the table to explain."""
+
+    def __init__(self, said: list[str]) -> None:
+        super().__init__(logging.WARNING)
+        self.said = said
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.said.append(f"{record.levelname} {record.name}: {record.getMessage()}")
+
+
 def run(args: argparse.Namespace, settings: EngineSettings, engine_args: list[str]) -> int:
     """``settings`` and ``engine_args``: the engine flags, as settings (for the checks here) and as a command line
     (for the smoke test's worker)."""
@@ -128,6 +146,9 @@ def run(args: argparse.Namespace, settings: EngineSettings, engine_args: list[st
 
     if args.log_level != "debug":  # the table says it all; the worker's start-up chatter would only bury it
         logging.getLogger("chatterbox_fast").setLevel(logging.WARNING)
+    said: list[str] = []  # the warnings met on the way: explained in the table (cbf_tools/doctor/warnings.py)
+    collecting = _Collecting(said)
+    logging.getLogger("chatterbox_fast").addHandler(collecting)
 
     engine, why = choose_engine(settings)
     turbo = engine == "chatterbox-turbo"
@@ -141,9 +162,11 @@ def run(args: argparse.Namespace, settings: EngineSettings, engine_args: list[st
         checks.append(Check("weights", "skip", f"{engine} uses none" if not turbo else "random weights asked for"))
     checks += [perth_check(), voices_check(settings.voices_dir)]
     if passed(checks[2:]):  # the host's packages may differ from the lock and the engine still run
-        checks.append(asyncio.run(smoke_check(engine_args)))
+        checks.append(asyncio.run(smoke_check(engine_args, said)))
     else:
         checks.append(Check("smoke test", "skip", "fix the failures above first"))
+    logging.getLogger("chatterbox_fast").removeHandler(collecting)
+    checks += explained(said)
     print(render_json(checks, engine=engine, why=why) if args.json else f"engine: {engine} ({why})\n"
           + render_table(checks))
     return 0 if passed(checks) else 1

@@ -35,15 +35,19 @@ class WorkerRefused(RuntimeError):
 
 
 class EngineProcess:
-    def __init__(self, engine_args: list[str], on_refusal_at_start: Callable[[str], None] | None = None) -> None:
+    def __init__(self, engine_args: list[str], on_refusal_at_start: Callable[[str], None] | None = None,
+                 on_stderr: Callable[[str], None] | None = None) -> None:
         """``on_refusal_at_start`` is told the reason when the very first worker refuses (``serve`` and the tools
-        then stop with that sentence); later refusals, and any without it, are logged once."""
+        then stop with that sentence); later refusals, and any without it, are logged once. ``on_stderr``: told
+        each line the worker writes to its stderr (else it shares this process's)."""
         self._dir = tempfile.mkdtemp(prefix="cbf-engine-")
         self.url = "unix:" + str(Path(self._dir) / "engine.sock")
         self._report = Path(self._dir) / "refusal.txt"
         self._argv = [sys.executable, "-m", "gateway.cli", "engine", "--listen", self.url,
                       "--refusal-report", str(self._report), "--parent-pid", str(os.getpid()), *engine_args]
         self._on_refusal_at_start = on_refusal_at_start
+        self._on_stderr = on_stderr
+        self._reader: asyncio.Task[None] | None = None
         self.secret = secrets.token_urlsafe(32)  # in the child's environment, never on its command line
         self.proc: asyncio.subprocess.Process | None = None
         self.restarts = 0
@@ -71,7 +75,11 @@ class EngineProcess:
             # worker if the gateway dies without doing so).
             self.proc = await asyncio.create_subprocess_exec(*self._argv, stdin=asyncio.subprocess.DEVNULL,
                                                              env={**os.environ, "CBF_ENGINE_SECRET": self.secret},
-                                                             start_new_session=True)
+                                                             start_new_session=True,
+                                                             stderr=None if self._on_stderr is None
+                                                             else asyncio.subprocess.PIPE)
+            if self._on_stderr is not None:
+                self._reader = asyncio.create_task(self._read_stderr(self.proc))
             self.backoff_s = None
             log.info("engine worker started (pid %d)", self.proc.pid)
             self.last_exit = await self.proc.wait()
@@ -90,6 +98,11 @@ class EngineProcess:
             self.backoff_s = backoff.next()
             log.error("engine worker stopped (%s); restarting in %.1f s", self.last_exit_reason, self.backoff_s)
             await asyncio.sleep(self.backoff_s)
+
+    async def _read_stderr(self, proc: asyncio.subprocess.Process) -> None:
+        assert proc.stderr is not None and self._on_stderr is not None
+        async for line in proc.stderr:
+            self._on_stderr(line.decode(errors="replace").rstrip("\n"))
 
     def _exit_reason(self, code: int) -> str:
         """What the worker said before it exited (a refusal, a stalled device), else its exit code or signal."""
