@@ -128,7 +128,15 @@ async def test_refusals_in_each_protocols_shape(server: Server) -> None:
             assert error_code(answer) == (403, "token_scope"), (method, path)
         # a narrower token: /v1/tts in voice default only
         narrow = mint(server, routes=["tts", "voices"], voices=["default"])
-        assert (await http.get(server.url + "/v1/voices", headers=bearer(narrow))).status_code == 200
+        speech = await http.post(server.url + "/v1/tts", headers=bearer(KEYS["acme"]), json={
+            "text": "A voice of our own, long enough to be stored as one, spoken twice. " * 2, "format": "wav"})
+        stored = await http.post(server.url + "/v1/voices", data={"name": "other"}, headers=bearer(KEYS["acme"]),
+                                 files={"file": ("o.wav", speech.content)})
+        assert stored.status_code in (201, 409), stored.text
+        listed = await http.get(server.url + "/v1/voices", headers=bearer(narrow))
+        assert listed.status_code == 200 and [v["name"] for v in listed.json()["voices"]] == ["default"]
+        everyone = await http.get(server.url + "/v1/voices", headers=bearer(KEYS["acme"]))
+        assert {v["name"] for v in everyone.json()["voices"]} > {"default"}  # the key's list: the stored voice too
         answer = await http.post(server.url + "/v1/tts", json={"text": "x", "voice": "other"}, headers=bearer(narrow))
         assert error_code(answer) == (403, "token_scope")
         close, event = await refused_socket(server.ws + "/v1/stream", subprotocols=["cbf.v1", f"cbf.key.{narrow}"])

@@ -29,10 +29,12 @@ async def known_voices(state: GatewayState) -> list[dict[str, Any]]:
 
 
 async def usable_voices(request: Request) -> list[dict[str, Any]]:
-    """The voices the request's tenant may use."""
+    """The voices the request may use: its tenant's, and of those, its token's where a token admitted it."""
     state: GatewayState = request.app.state.gateway
     tenant, tenants = tenant_of(request), state.tenancy.tenants
-    return [v for v in await known_voices(state) if tenants.may_use_voice(tenant, v["name"])]
+    grant = request.scope.get("state", {}).get("grant")
+    return [v for v in await known_voices(state) if tenants.may_use_voice(tenant, v["name"])
+            and (grant is None or grant.may_use_voice(v["name"]))]
 
 
 async def list_voices(request: Request) -> Response:
