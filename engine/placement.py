@@ -15,6 +15,7 @@ import json
 import struct
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Callable
 
 GIB = 1024 ** 3
 DTYPE_BYTES = {"bfloat16": 2, "float16": 2, "float32": 4}
@@ -113,11 +114,32 @@ class Plan:
                 + "; ".join(f"{card.describe()}, {why}" for card, why in tried))
 
 
-def plan(need: Need, cards: list[Card]) -> Plan:
-    """``cards`` (in ``order``'s order) split into those with ``need`` free, to be tried in turn, and the rest."""
-    fitting = [card for card in cards if card.free >= need.total]
-    short = [(card, f"{(need.total - card.free) / GIB:.1f} GiB short") for card in cards if card not in fitting]
+def plan(need: Need, cards: list[Card], budget: int | None = None) -> Plan:
+    """``cards`` (in ``order``'s order) split into those with ``need`` free (the whole ``budget``, where one is set),
+    to be tried in turn, and the rest."""
+    room = budget or need.total
+    fitting = [card for card in cards if card.free >= room]
+    short = [(card, f"{(room - card.free) / GIB:.1f} GiB short") for card in cards if card not in fitting]
     return Plan(need, fitting, short)
+
+
+MOST_SLOTS = 64  # --batch-slots 0 on CUDA
+
+
+def slots_within(budget: int, need_of: Callable[[int], Need], asked: int) -> int:
+    """The batch slots a worker may have inside ``budget`` bytes (``--gpu-memory``): ``asked`` if it fits, else for 0
+    (auto) the most up to MOST_SLOTS that fit. A ValueError says why none fit: an asked count too many, or a budget
+    under the weights, the prompt cache and one slot."""
+    if asked:
+        if need_of(asked).total > budget:
+            raise ValueError(f"--batch-slots {asked} needs {need_of(asked).describe()}, more than --gpu-memory "
+                             f"{budget / GIB:g} GiB")
+        return asked
+    fitting = [n for n in range(MOST_SLOTS, 0, -1) if need_of(n).total <= budget]
+    if not fitting:
+        raise ValueError(f"--gpu-memory {budget / GIB:g} GiB is less than one batch slot takes with the weights: "
+                         f"{need_of(1).describe()}")
+    return fitting[0]
 
 
 def chosen_line(card: Card, need: Need, others: list[Card]) -> str:

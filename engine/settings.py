@@ -46,6 +46,7 @@ class EngineSettings:
     first_audio_target_s: float | None = None  # None (auto): 0.12 s on a GPU engine, off elsewhere; 0: off
     shared_chunk_s: float = 1.0  # while utterances share the device: longest estimated generation time of a chunk
     unload_after_s: float | None = None  # the model freed after this long with no utterance (None: never)
+    gpu_memory_gib: float | None = None  # chatterbox-turbo: the most of its card it may take (None: no cap)
 
     def first_audio_budget(self, device: str) -> float:
         """The planner's first-audio target for an engine on ``device``: as set, or (auto) 0.12 s on a GPU, off

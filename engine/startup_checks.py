@@ -208,7 +208,8 @@ def _cards(settings: EngineSettings) -> list:  # -> list[Card], in the order to 
 
 def _placed(settings: EngineSettings, cards: list, build):  # type: ignore[no-untyped-def]
     """Load onto the first of ``cards`` with room for the estimated need; an out-of-memory there frees what it took
-    and tries the next; none: ``Misconfigured`` listing every card, its memory, and the need."""
+    and tries the next; none: ``Misconfigured`` listing every card, its memory, and the need. With ``--gpu-memory``
+    the batch slots are sized inside it and a card must have all of it free (the engine caps its allocator there)."""
     import gc
 
     import torch
@@ -216,8 +217,17 @@ def _placed(settings: EngineSettings, cards: list, build):  # type: ignore[no-un
     from engine import placement
     from engine.engines.turbo import estimated_need
 
+    budget = int(settings.gpu_memory_gib * placement.GIB) if settings.gpu_memory_gib else None
+    if budget is not None:  # the slots sized inside the budget (or the asked count refused)
+        try:
+            slots = placement.slots_within(
+                budget, lambda n: estimated_need(dataclasses.replace(settings, batch_slots=n)), settings.batch_slots)
+        except ValueError as exc:
+            raise Misconfigured(str(exc), "raise --gpu-memory (CBF_GPU_MEMORY), or lower --batch-slots and "
+                                "--prompt-cache-voices") from exc
+        settings = dataclasses.replace(settings, batch_slots=slots)
     need = estimated_need(settings)
-    plan = placement.plan(need, cards)
+    plan = placement.plan(need, cards, budget)
     failed = []
     for card in plan.fitting:
         placed = dataclasses.replace(settings, device=card.device)
@@ -229,7 +239,7 @@ def _placed(settings: EngineSettings, cards: list, build):  # type: ignore[no-un
             gc.collect()
             torch.cuda.empty_cache()
             continue
-        worker.placed(card, need, [c for c in cards if c != card])
+        worker.placed(card, need, [c for c in cards if c != card], settings.gpu_memory_gib)
         return worker
     raise Misconfigured(plan.refusal(failed), "free a card (`nvidia-smi` lists what holds it), list another in "
                         "--device (CBF_DEVICE), or lower --batch-slots and --prompt-cache-voices")

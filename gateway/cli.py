@@ -18,7 +18,7 @@ from typing import Any, Callable, Sequence
 
 from engine.protocol import NORMALIZE_MODES
 from gateway.cli_values import (Option, Parser, boolean, comma_list, devices, engine_urls, lead_seconds, listen_address,
-                                 number, port, positive_seconds, seconds_or_auto, whole, whole_numbers)
+                                 number, port, positive_gib, positive_seconds, seconds_or_auto, whole, whole_numbers)
 from gateway.guard.origins import parse_origins
 
 
@@ -98,6 +98,9 @@ ENGINE_OPTIONS = (
            "engine, off elsewhere; 0 = off: the shortest natural unit)", seconds_or_auto, "auto"),
     Option("--shared-chunk-seconds", "CBF_SHARED_CHUNK_SECONDS", "while several utterances share the device, the "
            "longest a chunk may take to generate (bounds how long one caller can hold up another)", number, 1.0),
+    Option("--gpu-memory", "CBF_GPU_MEMORY", "GiB of its card a chatterbox-turbo worker may take: its batch slots are "
+           "sized to fit inside (or a --batch-slots that does not fit is refused), it is placed only on a card with "
+           "that much free, and torch's allocator is capped there; no cap when not set", positive_gib),
     Option("--unload-after", "CBF_UNLOAD_AFTER", "seconds with no utterance after which the worker frees its model "
            "(the device's memory, or a CPU engine's weights) and keeps only its voices' conditionals; the next "
            "utterance loads it again, its first audio paying the reload; off when not set", positive_seconds),
@@ -274,6 +277,7 @@ def engine_settings(args: argparse.Namespace):  # -> EngineSettings (imported la
         first_chunk_words=args.first_chunk_words, max_chunk_chars=args.max_chunk_chars,
         safety_margin_s=args.safety_margin, shared_chunk_s=args.shared_chunk_seconds,
         first_audio_target_s=args.first_audio_target, unload_after_s=args.unload_after,
+        gpu_memory_gib=args.gpu_memory,
     )
 
 

@@ -133,6 +133,14 @@ def positive_seconds(value: str) -> float:
     return parsed
 
 
+def positive_gib(value: str) -> float:
+    """GiB > 0 (a cap that is off unless given)."""
+    parsed = number(value)
+    if not parsed > 0:
+        raise argparse.ArgumentTypeError(f"expected GiB > 0 (leave it unset for no cap), got {value!r}")
+    return parsed
+
+
 def seconds_or_auto(value: str) -> float | None:
     """Seconds >= 0, or None for "auto" (the engine decides)."""
     if value.strip().lower() == "auto":

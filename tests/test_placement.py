@@ -17,7 +17,7 @@ from engine.engines.t3_batch import cache_capacity
 from engine.engines.t3_static import SlotKV
 from engine.engines.turbo import estimated_need
 from engine.engines.turbo_arch import S3GEN_FILE, T3_FILE, VE_FILE, TurboArch, build_t3
-from engine.placement import GIB, Card, Need, device_list, order, plan
+from engine.placement import GIB, Card, Need, device_list, order, plan, slots_within
 from engine.settings import EngineSettings
 from engine.startup_checks import Misconfigured, _placed
 from gateway import cli
@@ -72,13 +72,29 @@ def test_the_need_is_what_the_tensors_take(tiny_checkpoint: Path) -> None:
                                         if torch.is_tensor(t))
 
 
+def test_a_budget_sizes_the_slots_inside_it_and_refuses_what_cannot_fit() -> None:
+    per_slot, fixed = 192 * 2 ** 20, Need(weights=2 * GIB, kv_cache=0, prompt_cache=GIB)
+
+    def need_of(slots: int) -> Need:
+        return replace(fixed, kv_cache=slots * per_slot)
+
+    assert need_of(64).total > 16 * GIB  # the released model's 64 slots would not fit in 16 GiB...
+    fitted = slots_within(16 * GIB, need_of, 0)  # ...so the most that do
+    assert need_of(fitted).total <= 16 * GIB < need_of(fitted + 1).total and 0 < fitted < 64
+    assert slots_within(16 * GIB, need_of, 8) == 8
+    with pytest.raises(ValueError, match="--batch-slots 64 needs ~.* more than --gpu-memory 16 GiB"):
+        slots_within(16 * GIB, need_of, 64)
+    with pytest.raises(ValueError, match="--gpu-memory 5 GiB is less than one batch slot takes"):
+        slots_within(5 * GIB, need_of, 0)
+
+
 class _Loaded:
     """What the stand-in loader returns: a worker that only records where it was placed."""
 
     def __init__(self, device: str) -> None:
         self.device, self.where = device, None
 
-    def placed(self, card: Card, need: Need, others: list[Card]) -> None:
+    def placed(self, card: Card, need: Need, others: list[Card], budget_gib: float | None = None) -> None:
         self.where = (card, others)
 
 
@@ -98,6 +114,25 @@ def test_an_out_of_memory_on_a_card_tries_the_next(tiny_checkpoint: Path) -> Non
     with pytest.raises(Misconfigured, match=r"no card has room.*cuda:0 .*out of memory while loading.*cuda:1 .*out "
                                             r"of memory while loading"):
         _placed(settings, roomy, lambda placed: (_ for _ in ()).throw(torch.OutOfMemoryError("full")))
+
+
+def test_with_a_budget_the_slots_fit_inside_it_and_a_card_needs_all_of_it_free(tiny_checkpoint: Path) -> None:
+    loaded: list[EngineSettings] = []
+
+    def load(placed: EngineSettings) -> _Loaded:  # stands in for build_worker on a card this machine does not have
+        loaded.append(placed)
+        return _Loaded(placed.device)
+
+    def placed_with(gib: float) -> _Loaded:
+        return _placed(EngineSettings(model_dir=tiny_checkpoint, device="auto", gpu_memory_gib=gib),
+                       order(("auto",), CARDS), load)
+
+    worker = placed_with(15.0)  # the 3090 has 20 GiB free; the A6000's 10 and the L4's 2 are short of the budget
+    assert worker.device == "cuda:1" and loaded[-1].batch_slots == 64 and loaded[-1].gpu_memory_gib == 15.0
+    with pytest.raises(Misconfigured, match=r"cuda:1 .*: 20\.0 of 24\.0 GiB free, 1\.0 GiB short"):
+        placed_with(21.0)  # no card has all 21 GiB free
+    with pytest.raises(Misconfigured, match="--gpu-memory 3 GiB is less than one batch slot takes"):
+        placed_with(3.0)  # the runtime allowance alone is 3 GiB
 
 
 def test_a_bad_device_list_is_one_sentence_at_start(capsys: pytest.CaptureFixture[str]) -> None:

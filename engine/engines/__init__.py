@@ -41,6 +41,7 @@ def load_engine(settings: EngineSettings) -> Engine:
             settings.model_dir, weights=settings.weights, device=settings.device, dtype=settings.dtype,
             tf32=settings.tf32, sdpa=settings.sdpa, decode=settings.decode, vocode=settings.vocode,
             slots=settings.batch_slots, prompt_cache_voices=settings.prompt_cache_voices,
+            memory_cap_gib=settings.gpu_memory_gib,
         )
     if name == "http":
         from engine.engines.http import HttpEngine

@@ -215,15 +215,20 @@ class TurboEngine(BatchingEngine):
         slots: int = 0,
         prompt_cache_voices: int = PROMPT_CACHE_VOICES,
         vocode: str = "auto",
+        memory_cap_gib: float | None = None,
     ) -> TurboEngine:
         """Load weights from ``model_dir``, the HF cache or a download; or random weights of the same shapes.
 
         ``llama_config`` (a ``LLAMA_CONFIGS`` key or a JSON file) overrides the T3 body the checkpoint declares.
         T3 runs in ``dtype`` (bf16 on CUDA when supported); S3Gen and the voice encoder stay float32.
         ``decode``: auto (CUDA graphs on CUDA, eager elsewhere), eager or graph; ``vocode``: the same for S3Gen;
-        ``slots``: the most chunks decoded together (0: 64 on CUDA, 8 elsewhere).
+        ``slots``: the most chunks decoded together (0: 64 on CUDA, 8 elsewhere); ``memory_cap_gib``: on CUDA, torch's
+        allocator is capped at that much of the card (``--gpu-memory``: past it, an out-of-memory).
         """
         dev = _pick_device(device)
+        if memory_cap_gib is not None and dev.type == "cuda":
+            total = torch.cuda.get_device_properties(dev).total_memory
+            torch.cuda.set_per_process_memory_fraction(min(1.0, memory_cap_gib * 2 ** 30 / total), dev)
         asked, decode = decode, _pick_graphs(decode, dev)
         vocode_asked, vocode = vocode, _pick_graphs(vocode, dev, "--vocode")
         slots = slots or (64 if dev.type == "cuda" else 8)
