@@ -238,7 +238,7 @@ def _streamed(parts: list[str]) -> str:
 
 
 @pytest.mark.parametrize("half", ["dev.tsv", "heldout.tsv", "heldout2.tsv", "heldout3.tsv", "heldout4.tsv",
-                                  "heldout5.tsv", "heldout6.tsv"])
+                                  "heldout5.tsv", "heldout6.tsv", "heldout7.tsv"])
 def test_every_case_reads_the_same_streamed_in_random_pieces(half: str) -> None:
     rng = random.Random(46)
     for case in text_cases.load(CASES / half):
