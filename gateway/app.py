@@ -71,7 +71,7 @@ async def _report_to_siblings(state: GatewayState) -> None:
     """Every second: this process's /health snapshot for its siblings, and its engine link for the summed metrics."""
     assert state.siblings is not None
     while True:
-        state.metrics.engine_up.set(1 if state.engine.available else 0)
+        state.metrics.engines(state.engine.available, state.engine.engines)
         state.siblings.write(health.snapshot(health.health_body(state), state.drain.listening))
         await asyncio.sleep(1.0)
 

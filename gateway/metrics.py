@@ -62,6 +62,29 @@ class Metrics:
                                        registry=r)
         self.engine_up = Gauge("cbf_engine_up", "1 when the engine worker is connected and ready", registry=r,
                                multiprocess_mode="livemax")
+        # Per worker (its URL), from the pool's view at each scrape (and each second under --processes N)
+        self.worker_up = Gauge("cbf_engine_worker_up", "1 when this worker is connected and ready", ["worker", "device"],
+                               registry=r, multiprocess_mode="livemax")
+        self.worker_loaded = Gauge("cbf_engine_worker_loaded", "1 when this worker's model is in memory (0: unloaded "
+                                   "by --unload-after or /v1/admin/unload, or loading)", ["worker"], registry=r,
+                                   multiprocess_mode="livemax")
+        self.worker_in_flight = Gauge("cbf_engine_worker_in_flight", "Utterances this process has in flight on this "
+                                      "worker", ["worker"], registry=r, multiprocess_mode="livesum")
+        self.worker_prompt_bytes = Gauge("cbf_engine_worker_prompt_cache_bytes", "Bytes of voice prompts this worker "
+                                         "keeps on its device", ["worker"], registry=r, multiprocess_mode="livemax")
+
+    def engines(self, available: bool, workers: list[dict[str, Any]]) -> None:
+        """The engine's gauges from the pool's view (EnginePool.available, .engines): stale workers' series dropped."""
+        self.engine_up.set(1 if available else 0)
+        for gauge in (self.worker_up, self.worker_loaded, self.worker_in_flight, self.worker_prompt_bytes):
+            gauge.clear()
+        for worker in workers:
+            url = worker["url"]
+            self.worker_up.labels(url, worker.get("device") or "").set(1 if worker["available"] else 0)
+            self.worker_loaded.labels(url).set(1 if worker.get("state") in (None, "loaded") and worker["available"]
+                                               else 0)
+            self.worker_in_flight.labels(url).set(worker.get("in_flight") or 0)
+            self.worker_prompt_bytes.labels(url).set((worker.get("prompt_cache") or {}).get("bytes") or 0)
 
     def caller_audio(self, outcome: str, frames: int = 1) -> None:
         if frames:

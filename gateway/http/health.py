@@ -99,5 +99,5 @@ async def health(request: Request) -> Response:
 
 async def metrics(request: Request) -> Response:
     state: GatewayState = request.app.state.gateway
-    state.metrics.engine_up.set(1 if state.engine.available else 0)
+    state.metrics.engines(state.engine.available, state.engine.engines)
     return Response(state.metrics.render(), media_type=CONTENT_TYPE_LATEST)

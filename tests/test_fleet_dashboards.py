@@ -1,0 +1,48 @@
+"""deploy/grafana/chatterbox-fast.json and deploy/prometheus/alerts.yml (issue 50 part 5): the dashboard loads as
+Grafana's JSON model (every panel a query on the template's Prometheus data source), the rules as Prometheus rule
+groups, and every metric either names is one a real gateway's /metrics exposes; the per-worker gauges say each
+worker's state."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import httpx
+import yaml
+
+ROOT = Path(__file__).resolve().parents[1]
+DASHBOARD = ROOT / "deploy/grafana/chatterbox-fast.json"
+ALERTS = ROOT / "deploy/prometheus/alerts.yml"
+METRIC = re.compile(r"\bcbf_[a-z0-9_]+")
+
+
+def exposed(text: str) -> set[str]:
+    """The metric names a scrape offers: each family's samples, histograms' by their base name too."""
+    names = set()
+    for line in text.splitlines():
+        if line.startswith("# TYPE "):
+            name, kind = line.split()[2:4]
+            names |= {name, name + "_total"} if kind == "counter" else {name}
+        elif line and not line.startswith("#"):
+            names.add(re.split(r"[{ ]", line, maxsplit=1)[0])
+    return names
+
+
+def test_the_dashboard_and_the_rules_name_only_metrics_the_gateway_exposes(plain_server: str) -> None:
+    httpx.post(plain_server + "/v1/tts", json={"text": "Counted once.", "format": "wav"}, timeout=60)
+    scraped = httpx.get(plain_server + "/metrics", timeout=30).text
+    offered = exposed(scraped)
+    dashboard = json.loads(DASHBOARD.read_text())
+    assert dashboard["uid"] == "chatterbox-fast" and dashboard["templating"]["list"][0]["type"] == "datasource"
+    exprs = [target["expr"] for panel in dashboard["panels"] for target in panel["targets"]]
+    assert all(panel["datasource"]["uid"] == "${datasource}" for panel in dashboard["panels"]) and len(exprs) >= 12
+    rules = [rule for group in yaml.safe_load(ALERTS.read_text())["groups"] for rule in group["rules"]]
+    assert all({"alert", "expr", "for", "labels", "annotations"} <= set(rule) for rule in rules) and len(rules) >= 5
+    named = {re.sub(r"_(bucket|sum|count)$", "", name) for expr in [*exprs, *(r["expr"] for r in rules)]
+             for name in METRIC.findall(expr)}
+    assert named and not {name for name in named if name not in offered and name + "_bucket" not in offered}, (
+        named - offered)
+    worker = re.search(r'^cbf_engine_worker_up\{device="cpu",worker="unix:[^"]+"\} 1\.0$', scraped, re.M)
+    assert worker and re.search(r'^cbf_engine_worker_loaded\{worker="unix:[^"]+"\} 1\.0$', scraped, re.M), scraped
