@@ -143,6 +143,21 @@ SAID = [
     ("is 3 x $15 = $45", "is three times fifteen dollars equals forty-five dollars"), ("item iii", "item three"),
     ("the IT dept.", "the I T department."), ("IS IT STILL UNDER WARRANTY?", "is it still under warranty?"),
     ("acct. no. 12", "account number twelve"), ("w/in 2 hrs, pls", "within two hours, please"),
+    # fixed after heldout7.tsv was scored
+    ("fell 3 1/8 points", "fell three and an eighth points"), ('1/4" drywall screws', "one quarter inch drywall screws"),
+    ("about 12 m³.", "about twelve cubic meters."), ("Card ending 4821 expires", "Card ending four eight two one expires"),
+    ("the period ending 2024", "the period ending twenty twenty-four"),
+    ("arrival 0930, gate", "arrival zero nine thirty, gate"), ("(555)123-4567 x 89",
+     "five five five, one two three, four five six seven extension eight nine"),
+    ("john.doe_92@gmail.com", "john dot doe underscore nine two at gmail dot com"),
+    ("on 10.0.0.12:8080.", "on ten dot zero dot zero dot twelve colon eight zero eight zero."),
+    ("The number on file is 5551234567.", "The number on file is five five five, one two three, four five six seven."),
+    ("part no. 04465-33471", "part number zero four four six five, three three four seven one"),
+    ("pages 10-20", "pages ten to twenty"), ("Q1–Q3 results", "Q one to Q three results"),
+    ("routing no. on it", "routing number on it"), ("Policy No. HX-2291", "Policy number H X-two two nine one"),
+    ("grew 12% YoY", "grew twelve percent year over year"), ("Middle name: N/A", "Middle name, N A"),
+    ("the 42nd St exit", "the Forty-second Street exit"), ("3x–4x faster", "three to four times faster"),
+    ("PER YOUR REQUEST, WE CANCELLED IT.", "per your request, we cancelled it."),
 ]
 
 

@@ -30,7 +30,8 @@ ABBREVIATIONS = {"e.g.": "for example", "i.e.": "that is", "etc.": "et cetera", 
                  "appts.": "appointments", "est.": "estimated", "dept": "department", "iOS": "I O S",
                  "macOS": "mac O S", "WWII": "World War two", "WWI": "World War one", "acct.": "account",
                  "Acct.": "Account", "acct": "account", "pls": "please", "Pls": "Please", "plz": "please",
-                 "w/in": "within", "w/out": "without", "yr.": "year", "yrs.": "years"}
+                 "w/in": "within", "w/out": "without", "yr.": "year", "yrs.": "years", "YoY": "year over year",
+                 "QoQ": "quarter over quarter", "MoM": "month over month", "N/A": "N A", "n/a": "N A"}
 ENDINGS = frozenset({"avg.", "misc.", "appt.", "appts.", "ref.", "Ref.", "dept.", "tel.", "Tel.", "Apt.", "Ste.", "etc.", "Inc.", "Ltd.", "Corp.", "Co.", "Ave.", "Blvd.", "Rd.", "Ph.D.", "Dept.", "govt."})
 
 WORD_ACRONYMS = frozenset(
@@ -39,7 +40,7 @@ WORD_ACRONYMS = frozenset(
 )
 SPELLED = frozenset("US UK EU UN TV PC AI ID IQ DJ OS UI UX PR HR CEO CTO CFO API URL CPU GPU SQL USB USA".split())
 COMMON_WORDS = frozenset(
-    """mix dim hi bye a am an and any are as at be big but by can do did does done dont each else even ever far few fine for from
+    """mix dim hi bye per sent mild gym a am an and any are as at be big but by can do did does done dont each else even ever far few fine for from
     get go goes good got had has have he her here hers him his how huge i if in into is it its just keep kind last
     less like long look lot love made make many may me mine more most much must my need new next nice no none nor
     not now of off oh ok old on once one only or our ours out over own past plan real rest run said same saw say
@@ -139,6 +140,20 @@ def _caps(match: re.Match[str]) -> str:
     return caps(token)
 
 
+_CAPS_TOKEN = re.compile(r"(?<![\w'’])[A-Z][A-Z'’]*[A-Z]s?(?![\w'’])")
+_CONTEXT_CHARS = 40  # _caps reads up to four words within this much text after a token
+
+
+def open_caps(text: str) -> int | None:
+    """Where an ALL-CAPS word whose reading may still change starts at the end of ``text`` (``_caps`` judges it by
+    the words after it: until they, or a sentence's end, have come, "JUNE" may be shouted or an acronym), or None."""
+    for token in _CAPS_TOKEN.finditer(text, max(0, len(text) - 2 * _CONTEXT_CHARS)):
+        after = text[token.end():]
+        if len(after) < _CONTEXT_CHARS and not re.search(r"[.!?\n]", after):
+            return token.start()
+    return None
+
+
 def _label(match: re.Match[str]) -> str:
     """"Ph:" -> "Phone:": a contact label before its colon."""
     return LABELS[match.group()]
@@ -153,9 +168,9 @@ _LOWER_ABBREVIATIONS = {k: v for k, v in ABBREVIATIONS.items() if k.islower() an
 # "serial no. on the unit": "no." after what is numbered is "number" whatever follows.
 _NUMBERED_NO = "|".join(rf"(?<=\b{noun}[ \t])no\." for noun in (
     "serial model part account policy order item invoice case claim ticket flight room phone lot batch ref reference "
-    "tracking confirmation patient member contract acct\\.").split())
+    "tracking confirmation patient member contract routing acct\\.").split())
 RULES: list[Rule] = [
-    ("title", rf"(?<![\w.])(?:St\.|(?:{_pattern({k: v for k, v in TITLES.items() if k != 'No.'})})|No\.(?=[ \t]?\d)|no\.(?=[ \t]?(?:\d|[A-Z][A-Z\d-]*\d))|{_NUMBERED_NO})",
+    ("title", rf"(?<![\w.])(?:St\.|(?:{_pattern({k: v for k, v in TITLES.items() if k != 'No.'})})|No\.(?=[ \t]?(?:\d|[A-Z]{{1,4}}-?\d))|no\.(?=[ \t]?(?:\d|[A-Z][A-Z\d-]*\d))|{_NUMBERED_NO})",
      _title),
     ("abbreviation",
      rf"(?<![\w.])(?:{_pattern(ABBREVIATIONS)}|(?i:{_pattern(_LOWER_ABBREVIATIONS)}))(?![\w])", _abbreviation),

@@ -136,6 +136,12 @@ def _zip(match: re.Match[str]) -> str:
     return lead + ", ".join(w.digits(part) for part in code.group().split("-"))
 
 
+def _ordinal_street(match: re.Match[str]) -> str:
+    number, kind = match.group().split()
+    said = f"{w.ordinal(number[:-2]).capitalize()} {STREET_TYPES[kind.rstrip('.')]}"
+    return said + ("." if kind.endswith(".") and ends_sentence_after(match) else "")
+
+
 def _route(match: re.Match[str]) -> str:
     name, number = match.group().split()
     return f"{NAME_WORDS.get(name, name)} {house_number(number)}"
@@ -150,6 +156,8 @@ def _postal(match: re.Match[str]) -> str:
 RULES: list[Rule] = [
     ("address", _ADDRESS, _address), ("unit", _UNIT, _unit), ("zip", _ZIP, _zip), ("postal", _POSTAL, _postal),
     ("route", _ROUTE_ALONE, _route),
+    ("ordinal_street", r"(?<![\w.])\d{1,3}(?:st|nd|rd|th)[ \t]+(?:St|Ave|Av|Blvd|Rd|Dr|Ln|Pl|Pkwy|Ter)\.?(?![\w])",
+     _ordinal_street),  # "the 42nd St entrance", "1st Ave"
     # "15 Rue de Rivoli, 75001 Paris": a postcode before its town, digit by digit
     ("postcode", r"(?<=,[ \t])\d{5}(?=[ \t]+[A-Z][a-z]+(?:[ \t]+[A-Z][a-z]+)?(?:[,.;]|[ \t]*$))", lambda m: w.digits(m.group())),
     ("floor", r"(?:(?<=\dst[ \t])|(?<=\dnd[ \t])|(?<=\drd[ \t])|(?<=\dth[ \t]))(?:Fl|Flr|fl|flr)\.?(?![\w])",

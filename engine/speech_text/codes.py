@@ -40,7 +40,7 @@ def spell_code(text: str) -> str:
 
 def _serial(match: re.Match[str]) -> str | None:
     text = match.group()
-    ends = re.fullmatch(r"([A-Z]+)(\d+)-\1(\d+)", text)
+    ends = re.fullmatch(r"([A-Z]+)(\d+)[-–]\1(\d+)", text)
     if ends:  # "Q1-Q3": a range
         return f"{spell_code(ends[1] + ends[2])} to {spell_code(ends[1] + ends[3])}"
     ranged = re.fullmatch(r"\d+(?:\.\d+)?-\d+(?:\.\d+)?([A-Za-z]+)", text)
@@ -73,7 +73,7 @@ def _number_code(match: re.Match[str]) -> str:
 _CODE_CUE = re.compile(
     r"(?:\b(?:ID|PIN|VIN|OTP|[Cc]ode|[Pp]asscode)|(?i:\b(?:account|acct|policy|member|reference|ref|confirmation|"
     r"tracking|case|ticket|invoice|claim|receipt|booking|reservation|order|serial|card|routing)[ \t]+(?:number|no\.|#|"
-    r"ID|code))|\b(?:ends?|ending)[ \t]+(?:in|with)|\b[Ll]ast[ \t]+(?:four|4)(?:[ \t]+digits)?)"
+    r"ID|code))|\b(?:ends?|ending)[ \t]+(?:in|with)|(?i:\b(?:card|account|acct\.?|number))[ \t]+ending|\b[Ll]ast[ \t]+(?:four|4)(?:[ \t]+digits)?)"
     r"(?:[ \t]+(?:is|was|are|reads))?:?[ \t]+\Z")
 _PHONE_CUE = re.compile(r"(?i:\b(?:call|phone|tel|dial|fax|mobile|cell|landline|hotline))\b\.?:?[ \t]+\Z")
 
@@ -88,7 +88,8 @@ def _cued_digits(match: re.Match[str]) -> str | None:
     return ", ".join(w.digits(group) for group in groups)
 
 
-_NEAR_PHONE_CUE = re.compile(r"(?i:\b(?:call|calls|called|phone|tel|dial|fax|mobile|cell|text|reach|contact)\b)")
+_NEAR_PHONE_CUE = re.compile(r"(?i:\b(?:call|calls|called|phone|tel|dial|fax|mobile|cell|text|reach|contact|number"
+                             r")\b)")
 
 
 def _bare_phone(match: re.Match[str]) -> str | None:
@@ -287,7 +288,7 @@ def _leftover(match: re.Match[str]) -> str:
 RULES: list[Rule] = [
     ("vanity", r"(?<![\w+-])(?:1[-. ])?\d{3}[-. ](?=[A-Z0-9-]*[A-Z]{3})[A-Z0-9]{2,}(?:-[A-Z0-9]{2,})*(?![\w-])",
      _vanity),
-    ("extension", r"(?<![\w])(?:[Ee]xt|EXT)\.?[ \t]?#?\d{1,6}(?![\w])|(?:(?<=\d[ \t])|(?<=\d,[ \t]))x\d{2,6}(?![\w])",
+    ("extension", r"(?<![\w])(?:[Ee]xt|EXT)\.?[ \t]?#?\d{1,6}(?![\w])|(?:(?<=\d[ \t])|(?<=\d,[ \t]))x[ \t]?\d{2,6}(?![\w])",
      _extension),
     ("local_phone", r"(?<![\w.+-])\d{3}[-.]\d{4}(?![\w-]|\.\d)", _local_phone),
     ("service_code", r"(?<![\w.$#-])(?:[2-9]11|988)(?![\w.]\d|[\w-])", _service_code),
@@ -301,13 +302,15 @@ RULES: list[Rule] = [
      lambda match: "star " + w.digits(match.group().strip("*#")) + (" pound" if match.group().endswith("#") else "")),
     ("bare_phone", r"(?<![\w.,$#-])1?[2-9]\d{9}(?![\w%]|[.,:/-]\d)", _bare_phone),
     ("cued_digits", r"(?<![\w.,$#-])\d{3,}(?:[ \t-]\d{2,}){0,4}(?![\w%]|[.,:/-]\d)", _cued_digits),
-    ("grouped_digits", r"(?<![\w.+-])\d+(?:-\d+){2,}(?![\w-])", _grouped_digits),
+    ("grouped_digits", r"(?<![\w.+-])\d+(?:-\d+){2,}(?![\w-])|(?<![\w.+$-])(?:0\d{3,}-\d{3,}|\d{5,}-\d{4,})(?![\w-])",
+     _grouped_digits),  # "04465-33471": a part number, not a range
     ("grades", r"(?<![\w-])K[-–](?:1[0-2]|[1-9])(?![\w-])", lambda match: "K to " + w.cardinal(match.group()[2:])),
     ("rooms", r"(?<![\w.-])\d(?:BR|BD|br|bd|BA|ba)(?![\w-])",  # "a 2BR", "2BA": a listing's rooms
      lambda match: w.cardinal(match.group()[0]) + (" bath" if match.group()[1] in "Bb" and match.group()[2] in "Aa"
                                                    else " bedroom")),
     ("fiscal_year", r"(?<![\w-])FY[ \t]?(?:\d{4}|\d\d)(?![\w-])", fiscal_year),  # before a code's reading
-    ("serial", r"(?<![\w$£€¥₹#.-])(?=[A-Z0-9-]*[A-Z])(?=[A-Z0-9-]*\d)[A-Z0-9]+(?:-[A-Z0-9]+)*(?:(?<=\d)[a-z])?(?![\w-])",
+    ("serial", r"(?<![\w-])[A-Z]\d{1,2}–[A-Z]\d{1,2}(?![\w-])"  # "Q1–Q3" (with a hyphen: the second alternative)
+               r"|(?<![\w$£€¥₹#.-])(?=[A-Z0-9-]*[A-Z])(?=[A-Z0-9-]*\d)[A-Z0-9]+(?:-[A-Z0-9]+)*(?:(?<=\d)[a-z])?(?![\w-])",
      _serial),  # "SN8842-KD19", "M404n" (a model's lower-case suffix)
     ("roman", rf"(?<![\w])(?:Super[ \t]Bowl|World[ \t]War|{_NUMBERING}|item|clause|paragraph|section|part|step)"
               rf"[ \t](?:{_ROMAN}|{_ROMAN_LOWER})(?![\w])",

@@ -73,7 +73,8 @@ UNITS = {
     "Tbps": ("terabit per second", "terabits per second", True), "mph": ("mile per hour", "miles per hour", True),
     "mpg": ("mile per gallon", "miles per gallon", True), "psi": ("P S I", "P S I", True),
     "cu ft": ("cubic foot", "cubic feet", True), "cu. ft.": ("cubic foot", "cubic feet", True),
-    "dL": ("deciliter", "deciliters", True), "mmol": ("millimole", "millimoles", True),
+    "m³": ("cubic meter", "cubic meters", True), "cm³": ("cubic centimeter", "cubic centimeters", True),
+    "ft³": ("cubic foot", "cubic feet", True), "dL": ("deciliter", "deciliters", True), "mmol": ("millimole", "millimoles", True),
     "mEq": ("milliequivalent", "milliequivalents", True),
 }
 # A unit's name after "per" in a compound unit ("GB/s", "mg/mL", "kg/kg").
@@ -282,12 +283,18 @@ def _mixed_fraction(match: re.Match[str]) -> str:
     a, b = (int(x) for x in fraction.split("/"))
     said = _fraction_words(a, b)
     if a == 1:
-        said = "a " + said.split(" ", 1)[1]
+        rest = said.split(" ", 1)[1]
+        said = ("an " if rest[0] in "aeio" else "a ") + rest  # "three and an eighth"
     return f"{w.cardinal(whole)} and {said}"
 
 
-def _version(match: re.Match[str]) -> str:
-    text = match.group()
+def _version(match: re.Match[str]) -> str | None:
+    text, _, port = match.group().partition(":")
+    if port:  # an address and its port: "10.0.0.12:8080"
+        parts = text.split(".")
+        if len(parts) != 4 or not all(p.isdigit() and int(p) < 256 for p in parts):
+            return None
+        return " dot ".join(w.cardinal(p) if len(p) < 3 else w.digits(p) for p in parts) + " colon " + w.digits(port)
     prefix = ""
     if text[0] in "vV":
         prefix, text = "version ", text[1:]
@@ -348,7 +355,7 @@ def _fraction_unit(match: re.Match[str]) -> str:
 
 RULES: list[Rule] = [
     ("phone", _PHONE, _phone),
-    ("version", r"(?<![\w.])(?:[vV]\d+(?:\.\d+)*|\d+\.\d+\.\d+(?:\.\d+)*)(?![\w]|\.\d)", _version),
+    ("version", r"(?<![\w.])(?:[vV]\d+(?:\.\d+)*|\d+\.\d+\.\d+(?:\.\d+)*)(?::\d{2,5}(?![\d:]))?(?![\w]|\.\d)", _version),
     ("mixed_fraction", r"(?<![\w./,])\d{1,3}[ \t]\d{1,2}/\d{1,2}(?![\w/])", _mixed_fraction),
     ("month_day", r"(?<![\w./,])\d{1,2}/\d{1,2}(?![\w/])", _month_day),
     ("month_year", r"(?<![\w./,])(?:0?[1-9]|1[0-2])/(?:19|20)\d\d(?![\w/])", _month_year),
@@ -362,7 +369,10 @@ RULES: list[Rule] = [
      rf"(?:[ \t]?{_SIZE_UNIT}(?![\w]))?(?![\w])(?![ \t]*=)",
      _dimensions),
     ("inches", r"(?<![\w\"“”'.])\d{1,3}(?:\.\d)?[\"”″](?=[ \t]+[\w-])", _inches),
-    ("military", r"(?<![\w.,:])(?:(?:[01]\d|2[0-3])[0-5]\d(?=[ \t]hours\b)|(?<=\bat[ \t])0\d[0-5]\d(?![\w:-]|[.,]\d))",
+    ("fraction_inches", r"(?<![\w./,])\d{1,2}/\d{1,2}[\"”″](?=[ \t]+[\w-]|[ \t]*[,.;]|$)",  # "1/4\" drywall screws"
+     lambda match: _fraction_words(*(int(x) for x in match.group()[:-1].split("/"))) + " inch"),
+    ("military", r"(?<![\w.,:])(?:(?:[01]\d|2[0-3])[0-5]\d(?=[ \t]hours\b)|(?:(?<=\bat[ \t])|(?<=arrival[ \t])|(?<=departure[ \t])|(?<=departs[ \t])|(?<=arrives[ \t]))"
+                 r"0\d[0-5]\d(?![\w:-]|[.,]\d))",
      _military),  # "1400 hours", "at 0800"
     ("inches_tall", r"(?<![\w.])\d{1,3}(?:\.\d+)?[ \t]in(?=[ \t]+(?:tall|wide|long|deep|high|thick|across|diagonal)\b)",
      lambda match: w.number(match.group().split()[0]) + " inches"),  # "22 in tall": inches, not the word "in"
@@ -370,6 +380,8 @@ RULES: list[Rule] = [
     ("unit_alone", r"(?<=\d[ \t])(?:%s)(?![\w/])" % "|".join(re.escape(u) for u in sorted(UNITS, key=len, reverse=True)
                                                        if re.search(r"[/ ²]", u)),
      lambda match: UNITS[match.group()][1]),  # "3 × 10^8 m/s", "= 120 sq ft": a unit after a number another rule read
+    ("times_range", r"(?<![\w.])\d{1,3}x[ \t]?[-–][ \t]?\d{1,3}x(?![\w])",  # "3x–4x faster"
+     lambda match: " to ".join(w.cardinal(n) for n in re.findall(r"\d+", match.group())) + " times"),
     ("duration", r"(?<![\w.])\d{1,3}[ \t]?h(?:[ \t]?\d{1,2}[ \t]?m)(?:[ \t]?\d{1,2}[ \t]?s)?(?![\w])"
                  r"|(?<![\w.])\d{1,3}[ \t]?m[ \t]?\d{1,2}[ \t]?s(?![\w])", _duration),
     ("fraction_unit", r"(?:(?<=\d/\d[ \t])|(?<=\d/\d\d[ \t]))(?:%s)(?![\w/])"

@@ -21,6 +21,7 @@ _SPELLED_NAMES = frozenset(
     | set("irs ups dmv dhl faq hbo bbc cnn nbc abc cbs npr ibm aws nyc cdc fda nih mit nyu usps ssa fbi cia".split())
 )
 _SAID_DOMAINS = frozenset({"co", "me"})
+_SAID_NAMES = frozenset({"gmail", "hotmail", "ymail", "icloud"})  # said as words, whatever their first letters
 # Two consonants that can open an English syllable; any other pair opening a name marks an initial ("jsmith").
 _ONSETS = frozenset("bl br ch cl cr dr dw fl fr gh gl gn gr kl kn kr ph pl pr ps qu rh sc sh sk sl sm sn sp sq st sw "
                     "th tr ts tw vl wh wr".split())
@@ -42,7 +43,7 @@ def _name(part: str, domain: bool) -> str:
     if (lower in _SPELLED_NAMES or lower == "www" or len(part) == 1 or not re.search(r"[aeiouy]", lower)
             or (domain and len(part) == 2 and lower not in _SAID_DOMAINS)):
         return " ".join(part.upper())
-    if len(part) >= 4 and re.match(r"[^aeiouy]{2}", lower) and lower[:2] not in _ONSETS:
+    if len(part) >= 4 and re.match(r"[^aeiouy]{2}", lower) and lower[:2] not in _ONSETS and lower not in _SAID_NAMES:
         return f"{part[0].upper()} {part[1:]}"
     return part
 
@@ -54,8 +55,8 @@ def _spoken_parts(text: str, domain_at: int = -1) -> str:
     host_start = text.rfind("@", 0, max(domain_at, 0)) + 1
     for found in _PART.finditer(text):
         part = found.group()
-        if part.isdigit():
-            said.append(w.cardinal(part) if len(part) <= 2 else w.digits(part))
+        if part.isdigit():  # in an address's name before its "@", digit by digit ("doe_92": nine two)
+            said.append(w.cardinal(part) if len(part) <= 2 and found.start() >= host_start else w.digits(part))
         elif part.isalpha():
             start, end = found.start(), found.end()
             country = host_start < start < domain_at and text[start - 1] == "." and text[end:end + 1] == "."
