@@ -176,6 +176,28 @@ def estimate(files: dict[str, int | None], layers: int, width: int, capacity: in
                 prompt_cache=prompt_voices * prompt_positions * per_position)
 
 
+MEMORY_STEP = 64 * 2 ** 20  # a worker's device memory is said again once a figure moved this much
+
+
+def device_memory(device: str, budget_gib: float | None) -> dict[str, int] | None:
+    """A CUDA worker's memory now, in bytes: what torch has allocated and reserved on its card, the card's free and
+    total, and its ``--gpu-memory`` budget (0: none); None off CUDA."""
+    import torch
+
+    if not device.startswith("cuda") or not torch.cuda.is_available():
+        return None
+    free, total = torch.cuda.mem_get_info(device)
+    return {"allocated": torch.cuda.memory_allocated(device), "reserved": torch.cuda.memory_reserved(device),
+            "card_free": free, "card_total": total, "budget": int((budget_gib or 0) * GIB)}
+
+
+def moved(old: dict[str, int] | None, new: dict[str, int] | None) -> bool:
+    """Whether ``new`` differs from ``old`` enough to be said again (a figure by MEMORY_STEP or more)."""
+    if old is None or new is None:
+        return old != new
+    return any(abs(new[k] - old.get(k, 0)) >= MEMORY_STEP for k in new)
+
+
 def visible_cards() -> list[Card]:
     """Every CUDA device torch sees, with its free memory now (none without CUDA)."""
     import torch

@@ -33,7 +33,7 @@ from engine import device_errors, heap, protocol
 from engine.cost import CostModel
 from engine.engines.base import BatchingEngine, Cancelled, Engine, EngineError, RemoteEngine
 from engine.joins import Joiner, to_int16
-from engine.placement import GIB, Card, Need, chosen_line
+from engine.placement import GIB, Card, Need, chosen_line, device_memory, moved
 from engine.planner import ChunkPlanner, PlannedChunk, PlannerConfig, PlannerError
 from engine.protocol import (LEXICON_NAME, MAX_SPEED, MIN_SPEED, AddLexicon, AddVoice, Cancel, Chunk, ChunkHeader,
                              DeleteLexicon, DeleteVoice, Done, End, EngineReady, Error, Flush, GetLexicon, GetVoice,
@@ -61,6 +61,7 @@ MAX_COST_MODELS = 256  # voices whose learnt generation cost is kept
 BACKEND_PROBE_S = 5.0  # an engine's server quiet this long is asked whether it is there
 BACKEND_RETRY_S = 1.0  # ...and this often while it is down
 BACKEND_POLL_S = 0.25  # how often its state (as its requests leave it) is looked at
+DEVICE_MEMORY_POLL_S = 5.0  # how often a CUDA worker's memory is looked at
 PROMPT_CACHE_POLL_S = 1.0  # how often the prompt cache's figures are looked at (and at most re-announced)
 ENGINE_SERVICE = "chatterbox-fast-engine"  # its traces' service.name (--otlp-endpoint)
 
@@ -520,6 +521,15 @@ class Worker:
             if figures != self.ready.prompt_cache and self.residency.state == LOADED:
                 await self._announce(replace(self.ready, prompt_cache=figures))
 
+    async def watch_device_memory(self, device: str, budget_gib: float | None) -> None:
+        """Tell every gateway (a new ``ready``) the worker's device memory whenever a figure moved by MEMORY_STEP:
+        looked at every DEVICE_MEMORY_POLL_S."""
+        while True:
+            figures = device_memory(device, budget_gib) if self.residency.state == LOADED else None
+            if moved(self.ready.memory, figures):
+                await self._announce(replace(self.ready, memory=figures))
+            await asyncio.sleep(DEVICE_MEMORY_POLL_S)
+
     async def _announce(self, ready: EngineReady) -> None:
         """Make ``ready`` the greeting, and send it to every gateway connected now."""
         self.ready = ready
@@ -761,6 +771,9 @@ async def serve_worker(worker: Worker, listen: str, stop: asyncio.Event | None =
         watches.append(asyncio.create_task(worker.residency.watch(lambda: bool(worker.utterances))))
     if worker.ready.prompt_cache is not None:
         watches.append(asyncio.create_task(worker.watch_prompt_cache()))
+    if worker.ready.device.startswith("cuda"):
+        watches.append(asyncio.create_task(worker.watch_device_memory(worker.ready.device,
+                                                                      worker.settings.gpu_memory_gib)))
     async with server:
         log.info("engine worker listening on %s (protocol v%d)", listen, protocol.PROTOCOL_VERSION)
         if not secret:

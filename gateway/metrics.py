@@ -70,13 +70,17 @@ class Metrics:
                                    multiprocess_mode="livemax")
         self.worker_in_flight = Gauge("cbf_engine_worker_in_flight", "Utterances this process has in flight on this "
                                       "worker", ["worker"], registry=r, multiprocess_mode="livesum")
+        self.worker_memory = Gauge("cbf_engine_worker_memory_bytes", "A CUDA worker's device memory: allocated and "
+                                   "reserved by torch, the card's free and total, its --gpu-memory budget (0: none)",
+                                   ["worker", "kind"], registry=r, multiprocess_mode="livemax")
         self.worker_prompt_bytes = Gauge("cbf_engine_worker_prompt_cache_bytes", "Bytes of voice prompts this worker "
                                          "keeps on its device", ["worker"], registry=r, multiprocess_mode="livemax")
 
     def engines(self, available: bool, workers: list[dict[str, Any]]) -> None:
         """The engine's gauges from the pool's view (EnginePool.available, .engines): stale workers' series dropped."""
         self.engine_up.set(1 if available else 0)
-        for gauge in (self.worker_up, self.worker_loaded, self.worker_in_flight, self.worker_prompt_bytes):
+        for gauge in (self.worker_up, self.worker_loaded, self.worker_in_flight, self.worker_prompt_bytes,
+                      self.worker_memory):
             gauge.clear()
         for worker in workers:
             url = worker["url"]
@@ -85,6 +89,8 @@ class Metrics:
                                                else 0)
             self.worker_in_flight.labels(url).set(worker.get("in_flight") or 0)
             self.worker_prompt_bytes.labels(url).set((worker.get("prompt_cache") or {}).get("bytes") or 0)
+            for kind, value in (worker.get("memory") or {}).items():
+                self.worker_memory.labels(url, kind).set(value)
 
     def caller_audio(self, outcome: str, frames: int = 1) -> None:
         if frames:

@@ -17,7 +17,7 @@ from engine.engines.t3_batch import cache_capacity
 from engine.engines.t3_static import SlotKV
 from engine.engines.turbo import estimated_need
 from engine.engines.turbo_arch import S3GEN_FILE, T3_FILE, VE_FILE, TurboArch, build_t3
-from engine.placement import GIB, Card, Need, device_list, order, plan, slots_within
+from engine.placement import GIB, Card, Need, device_list, device_memory, moved, order, plan, slots_within
 from engine.settings import EngineSettings
 from engine.startup_checks import Misconfigured, _placed
 from gateway import cli
@@ -86,6 +86,13 @@ def test_a_budget_sizes_the_slots_inside_it_and_refuses_what_cannot_fit() -> Non
         slots_within(16 * GIB, need_of, 64)
     with pytest.raises(ValueError, match="--gpu-memory 5 GiB is less than one batch slot takes"):
         slots_within(5 * GIB, need_of, 0)
+
+
+def test_device_memory_is_said_again_only_when_a_figure_moved() -> None:
+    said = {"allocated": GIB, "reserved": 2 * GIB, "card_free": 10 * GIB, "card_total": 24 * GIB, "budget": 0}
+    assert not moved(said, {**said, "allocated": GIB + 10 * 2 ** 20})  # 10 MiB: not worth a message
+    assert moved(said, {**said, "card_free": 9 * GIB}) and moved(None, said) and moved(said, None)
+    assert device_memory("cpu", None) is None
 
 
 class _Loaded:

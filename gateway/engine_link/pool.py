@@ -100,7 +100,8 @@ class EnginePool:
                         "last_error": client.last_error, "draining": client.url in self.draining,
                         "retry_in": None if client.retry_in is None else round(client.retry_in, 2),
                         **({"backend": client.ready.backend} if client.ready and client.ready.backend else {}),
-                        **({"prompt_cache": ready.prompt_cache} if ready and ready.prompt_cache else {})})
+                        **({"prompt_cache": ready.prompt_cache} if ready and ready.prompt_cache else {}),
+                        **({"memory": ready.memory} if ready and ready.memory else {})})
         return out
 
     @property

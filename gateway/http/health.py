@@ -18,7 +18,7 @@ from gateway.shared_state import GatewayState
 
 # what /health repeats of the worker's ready message
 ENGINE_FIELDS = ("engine", "device", "dtype", "weights", "notes", "decode", "decode_fallback", "vocode",
-                 "vocode_fallback", "backend", "prompt_cache", "state", "placement")
+                 "vocode_fallback", "backend", "prompt_cache", "state", "placement", "memory")
 
 
 def health_body(state: GatewayState) -> dict[str, Any]:
