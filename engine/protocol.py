@@ -255,7 +255,7 @@ class EngineReady:
     placement: dict[str, Any] | None = None
     # A CUDA worker's device memory in bytes: {allocated, reserved, card_free, card_total, budget}; sent again when a
     # figure moved by 64 MiB (looked at every 5 s); absent elsewhere.
-    memory: dict[str, int] | None = None
+    memory: dict[str, Any] | None = None
     # Whether the model is in memory: loaded | unloading | unloaded | loading (--unload-after, POST /v1/admin/unload,
     # /v1/admin/load). Sent again (a later ``ready``) on every change; absent from a worker that predates it.
     state: str | None = None
