@@ -158,6 +158,15 @@ SAID = [
     ("grew 12% YoY", "grew twelve percent year over year"), ("Middle name: N/A", "Middle name, N A"),
     ("the 42nd St exit", "the Forty-second Street exit"), ("3x–4x faster", "three to four times faster"),
     ("PER YOUR REQUEST, WE CANCELLED IT.", "per your request, we cancelled it."),
+    # fixed after heldout8.tsv was scored
+    ("where x ≥ 10", "where x is greater than or equal to ten"), ("© MMXXIV Acme", "copyright twenty twenty-four Acme"),
+    ("proof of ins.", "proof of insurance."), ("office hrs", "office hours"), ("No. of guests", "number of guests"),
+    ("The pt. has an appt.", "The patient has an appointment."), ("at 4:30 PT.", "at four thirty P T."),
+    ("Mgr. approval req'd", "Manager approval required"), ("Intl. shipping avail. now", "International shipping available now"),
+    ("Claim # CLM-2024", "Claim number C L M-two zero two four"), ("on 12/24 and 12/31.", "on December twenty-fourth and December thirty-first."),
+    ("at 2250 Hwy 101 S now", "at twenty-two fifty Highway one oh one South now"), ("onto Rt 66", "onto Route sixty-six"),
+    ("a 120 sq. ft deck", "a one hundred twenty square foot deck"), ("32 mpg hwy.", "thirty-two miles per gallon highway."),
+    ("1 World Trade Ctr, 85th Fl.", "one World Trade Center, eighty-fifth Floor."),
 ]
 
 
@@ -253,7 +262,7 @@ def _streamed(parts: list[str]) -> str:
 
 
 @pytest.mark.parametrize("half", ["dev.tsv", "heldout.tsv", "heldout2.tsv", "heldout3.tsv", "heldout4.tsv",
-                                  "heldout5.tsv", "heldout6.tsv", "heldout7.tsv"])
+                                  "heldout5.tsv", "heldout6.tsv", "heldout7.tsv", "heldout8.tsv"])
 def test_every_case_reads_the_same_streamed_in_random_pieces(half: str) -> None:
     rng = random.Random(46)
     for case in text_cases.load(CASES / half):

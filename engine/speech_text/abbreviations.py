@@ -31,8 +31,12 @@ ABBREVIATIONS = {"e.g.": "for example", "i.e.": "that is", "etc.": "et cetera", 
                  "macOS": "mac O S", "WWII": "World War two", "WWI": "World War one", "acct.": "account",
                  "Acct.": "Account", "acct": "account", "pls": "please", "Pls": "Please", "plz": "please",
                  "w/in": "within", "w/out": "without", "yr.": "year", "yrs.": "years", "YoY": "year over year",
-                 "QoQ": "quarter over quarter", "MoM": "month over month", "N/A": "N A", "n/a": "N A"}
-ENDINGS = frozenset({"avg.", "misc.", "appt.", "appts.", "ref.", "Ref.", "dept.", "tel.", "Tel.", "Apt.", "Ste.", "etc.", "Inc.", "Ltd.", "Corp.", "Co.", "Ave.", "Blvd.", "Rd.", "Ph.D.", "Dept.", "govt."})
+                 "QoQ": "quarter over quarter", "MoM": "month over month", "N/A": "N A", "n/a": "N A",
+                 "hrs": "hours", "pt.": "patient", "pts.": "patients", "ins.": "insurance", "intl.": "international",
+                 "intl": "international", "avail.": "available", "mgr.": "manager", "Mgr.": "Manager",
+                 "req'd": "required", "ch.": "chapter", "Ch.": "Chapter", "Vol.": "Volume", "vol.": "volume",
+                 "hwy": "highway", "Ctr": "Center", "Ctr.": "Center"}
+ENDINGS = frozenset({"intl.", "avail.", "pt.", "ins.", "avg.", "misc.", "appt.", "appts.", "ref.", "Ref.", "dept.", "tel.", "Tel.", "Apt.", "Ste.", "etc.", "Inc.", "Ltd.", "Corp.", "Co.", "Ave.", "Blvd.", "Rd.", "Ph.D.", "Dept.", "govt."})
 
 WORD_ACRONYMS = frozenset(
     "ZIP NASA NATO FIFA OPEC AIDS JPEG JSON YAML GIF PIN RAM ROM SIM LAN SARS FEMA OSHA UEFA IKEA LEGO WASP NAFTA "
@@ -163,14 +167,14 @@ def _pattern(words: dict[str, str]) -> str:
     return "|".join(re.escape(k) for k in sorted(words, key=len, reverse=True))
 
 
-# Said in any case ("ETC.", "Incl."), but for "est." ("EST." is a time zone).
-_LOWER_ABBREVIATIONS = {k: v for k, v in ABBREVIATIONS.items() if k.islower() and "." in k and k != "est."}
+# Said in any case ("ETC.", "Incl."), but for "est." and "pt." ("EST.", "PT." are time zones).
+_LOWER_ABBREVIATIONS = {k: v for k, v in ABBREVIATIONS.items() if k.islower() and "." in k and k not in ("est.", "pt.")}
 # "serial no. on the unit": "no." after what is numbered is "number" whatever follows.
 _NUMBERED_NO = "|".join(rf"(?<=\b{noun}[ \t])no\." for noun in (
     "serial model part account policy order item invoice case claim ticket flight room phone lot batch ref reference "
     "tracking confirmation patient member contract routing acct\\.").split())
 RULES: list[Rule] = [
-    ("title", rf"(?<![\w.])(?:St\.|(?:{_pattern({k: v for k, v in TITLES.items() if k != 'No.'})})|No\.(?=[ \t]?(?:\d|[A-Z]{{1,4}}-?\d))|no\.(?=[ \t]?(?:\d|[A-Z][A-Z\d-]*\d))|{_NUMBERED_NO})",
+    ("title", rf"(?<![\w.])(?:St\.|(?:{_pattern({k: v for k, v in TITLES.items() if k != 'No.'})})|No\.(?=[ \t]?(?:\d|[A-Z]{{1,4}}-?\d)|[ \t]of\b)|no\.(?=[ \t]?(?:\d|[A-Z][A-Z\d-]*\d))|{_NUMBERED_NO})",
      _title),
     ("abbreviation",
      rf"(?<![\w.])(?:{_pattern(ABBREVIATIONS)}|(?i:{_pattern(_LOWER_ABBREVIATIONS)}))(?![\w])", _abbreviation),

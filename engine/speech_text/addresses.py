@@ -43,7 +43,7 @@ STATES = dict(zip(
 # Abbreviations inside a street's name.
 NAME_WORDS = {"Mt.": "Mount", "Mt": "Mount", "Ft.": "Fort", "Ft": "Fort", "St.": "Saint", "Pt.": "Point",
               "Ctr": "Center", "Ctr.": "Center", "Hts": "Heights", "Hts.": "Heights", "Jct": "Junction", "Lk": "Lake",
-              "Rte": "Route", "Rte.": "Route", "Hwy": "Highway", "Hwy.": "Highway"}
+              "Rte": "Route", "Rte.": "Route", "Rt": "Route", "Rt.": "Route", "Hwy": "Highway", "Hwy.": "Highway"}
 PROVINCES = {"AB": "Alberta", "BC": "British Columbia", "MB": "Manitoba", "NB": "New Brunswick",
              "NL": "Newfoundland and Labrador", "NS": "Nova Scotia", "NT": "Northwest Territories", "NU": "Nunavut",
              "ON": "Ontario", "PE": "Prince Edward Island", "QC": "Quebec", "SK": "Saskatchewan", "YT": "Yukon"}
@@ -51,13 +51,15 @@ PROVINCES = {"AB": "Alberta", "BC": "British Columbia", "MB": "Manitoba", "NB": 
 _NAME = r"(?:(?:Mt|Ft|St|Pt|Ctr|Hts)\.?(?=[ \t])|[A-Z][a-z']+|\d{1,3}(?:st|nd|rd|th)|[A-Z]{2,})"
 _STREET_TYPE = r"(?:%s)" % "|".join(sorted((k for k in STREET_TYPES if not k.endswith(".")), key=len, reverse=True))
 _DIRECTION = r"(?:%s)" % "|".join(sorted(DIRECTIONS, key=len, reverse=True))
-_ROUTE = r"(?:Highway|Hwy\.?|Route|Rte\.?|County[ \t]Road|State[ \t]Route)[ \t]+\d{1,4}"  # "2500 N. Highway 1"
+_ROUTE = (r"(?:Highway|Hwy\.?|Route|Rte\.?|Rt\.?|County[ \t]Road|State[ \t]Route)[ \t]+\d{1,4}"
+          r"(?:[ \t]+[NSEW](?![\w]))?")  # "2500 N. Highway 1", "2250 Hwy 101 S"
 _ADDRESS = (rf"(?<![\w.,$#/-])\d{{1,6}}(?:-?[A-Z])?[ \t]+(?:{_DIRECTION}\.?[ \t]+)?(?:{_ROUTE}|{_NAME}(?:[ \t]+{_NAME}){{0,3}}"
             rf"[ \t]+{_STREET_TYPE}\.?(?:[ \t]+{_DIRECTION}\.?(?=[ \t,;]|$))?)(?![\w])"
             rf"|(?<![\w.,$#/-])\d{{1,6}}[ \t]+{_DIRECTION}\.?[ \t]+[A-Z][a-z]+(?=,|[ \t]+#)")  # "4021 N. Broadway, Chicago"
 _UNIT = (r"(?<![\w])(?i:%s)(?:\.?[ \t]*#[ \t]*|\.?[ \t]+|\.)(?:[A-Z]?\d+[A-Z]?|[A-Z]{1,2}\d*)(?![\w-])"
          % "|".join(re.escape(u).replace(r"\ ", r"[ \t]") for u in sorted(UNITS, key=len, reverse=True)))
-_ROUTE_ALONE = r"(?<![\w.])(?:Hwy\.?|Highway|Rte\.?|Route|Interstate)[ \t]+\d{1,4}(?![\w,:/-]|\.\d)"  # "Take Hwy 101"
+_ROUTE_ALONE = (r"(?<![\w.])(?:Hwy\.?|Highway|Rte\.?|Rt\.?|Route|Interstate)[ \t]+\d{1,4}(?:[ \t]+[NSEW](?![\w]))?"
+                r"(?![\w,:/-]|\.\d)")  # "Take Hwy 101", "Hwy 101 S", "Rt 66"
 _POSTAL = r"(?<![\w])(?:%s),?[ \t]+[A-Z]\d[A-Z][ \t]?\d[A-Z]\d(?![\w-])" % "|".join(PROVINCES)  # "ON M5V 1J5"
 _ZIP = (r"(?<![\w])(?:(?:%s),?[ \t]+|(?i:zip|zip[ \t]code|postal[ \t]code|zipcode):?[ \t]+)\d{5}(?:-\d{4})?(?![\w-])"
         % "|".join(STATES))
@@ -143,8 +145,9 @@ def _ordinal_street(match: re.Match[str]) -> str:
 
 
 def _route(match: re.Match[str]) -> str:
-    name, number = match.group().split()
-    return f"{NAME_WORDS.get(name, name)} {house_number(number)}"
+    name, number, *direction = match.group().split()
+    said = f"{NAME_WORDS.get(name, name)} {house_number(number)}"
+    return said + (" " + DIRECTIONS[direction[0]] if direction else "")
 
 
 def _postal(match: re.Match[str]) -> str:

@@ -44,7 +44,7 @@ _INLINE = re.compile(
             r"(?P<entity>&(?:amp|lt|gt|quot|apos|nbsp|#39);)",
             r"(?P<times>(?<=\d)[ \t]?\*[ \t]?(?=\d))",
             r"(?P<strong>(?!(?<![\w*])\*\d{2,4}#?(?![\w*]))"  # not a phone's star code: "dial *611"
-            r"(?:\*+|~~+|`+|(?<!\w)_+|_+(?!\w)|(?<!\w)#+(?![\w#]|[ \t]\d)))",  # "part # 74-2210B" keeps its number sign
+            r"(?:\*+|~~+|`+|(?<!\w)_+|_+(?!\w)|(?<!\w)#+(?![\w#]|[ \t][A-Z\d])))",  # "part # 74-2210B", "Claim # CLM-1" keep their number sign
         )
     ),
     re.IGNORECASE,

@@ -74,7 +74,7 @@ UNITS = {
     "mpg": ("mile per gallon", "miles per gallon", True), "psi": ("P S I", "P S I", True),
     "cu ft": ("cubic foot", "cubic feet", True), "cu. ft.": ("cubic foot", "cubic feet", True),
     "m³": ("cubic meter", "cubic meters", True), "cm³": ("cubic centimeter", "cubic centimeters", True),
-    "ft³": ("cubic foot", "cubic feet", True), "dL": ("deciliter", "deciliters", True), "mmol": ("millimole", "millimoles", True),
+    "ft³": ("cubic foot", "cubic feet", True), "dL": ("deciliter", "deciliters", True), "sq. ft": ("square foot", "square feet", True), "mmol": ("millimole", "millimoles", True),
     "mEq": ("milliequivalent", "milliequivalents", True),
 }
 # A unit's name after "per" in a compound unit ("GB/s", "mg/mL", "kg/kg").
@@ -219,7 +219,8 @@ def _month_day(match: re.Match[str]) -> str | None:
     if a[0] == "0" and re.search(r"(?i:(?:exp\w*|valid\w*|card)(?:[ \t]+(?:date|thru|through|until))?"
                                  r"(?:[ \t]+(?:is|of))?)\W*$", before):  # a card's MM/YY
         return f"{w.digits(a[0])} {w.cardinal(a[1])} {w.cardinal(b)}"
-    if a[0] != "0" and (not _DATE_CUES.search(before) or _CHANGED_BY.search(before)):
+    listed = re.search(r"\b\d{1,2}/\d{1,2}[ \t]+(?:and|or|&|through|thru)[ \t]+$", before)  # "12/24 and 12/31"
+    if a[0] != "0" and not listed and (not _DATE_CUES.search(before) or _CHANGED_BY.search(before)):
         return None
     from engine.speech_text.dates import date_words  # dates.py builds on this module
     return date_words(int(a), int(b), None)

@@ -23,11 +23,17 @@ _WORDS = {
     ">=": " greater than or equal to ", "≥": " greater than or equal to ", "->": " to ", "=>": " to ", "→": " to ",
     "⟶": " to ", "×": " times ", "÷": " divided by ", "±": " plus or minus ", "≈": " approximately ", "§": " section ",
     "№": " number ", "°": " degrees", "√": " square root of ", "π": " pi ", "∠": " angle ",
+    "©": " copyright ", "®": "", "™": "",
 }
 
 
 def _said(match: re.Match[str]) -> str:
     return _WORDS[match.group()]
+
+
+def _related(match: re.Match[str]) -> str:
+    """A relation between two terms is said with its verb: "x ≥ 10" is "x is greater than or equal to ten"."""
+    return " is" + _WORDS[match.group()] if match.group() != "≠" else _WORDS["≠"]
 
 
 def _compare(match: re.Match[str]) -> str:
@@ -45,8 +51,8 @@ def _saying(words: str):  # type: ignore[no-untyped-def]
 
 RULES: list[Rule] = [
     ("sharp", r"(?<![\w])[CF]#(?![\w#])", _sharp),
-    ("compare", r"(?:(?<=[\d)π])|(?<=[\d)π][ \t])|(?<=(?<!\w)[A-Za-z])|(?<=(?<!\w)[A-Za-z][ \t]))≈",
-     _saying(" is approximately ")),  # after a number or a variable: "π ≈ 3.14"; "takes ≈ 5 min" is the word's
+    ("compare", r"(?:(?<=[\d)π])|(?<=[\d)π][ \t])|(?<=(?<!\w)[A-Za-z])|(?<=(?<!\w)[A-Za-z][ \t]))[≈≥≤≠]",
+     _related),  # after a number or a variable: "π ≈ 3.14", "x ≥ 10"; "takes ≈ 5 min" is the word's
     ("words", "|".join(re.escape(s) for s in sorted(_WORDS, key=len, reverse=True)), _said),
     ("compare", r"(?<=\s)[<>](?=\s)", _compare),
     ("about", r"~(?=[$£€¥]?\d)", _saying("about ")),
