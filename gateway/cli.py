@@ -131,7 +131,13 @@ GATEWAY_OPTIONS = (
     Option("--vad-min-silence-ms", "CBF_VAD_MIN_SILENCE_MS", "unvoiced time before it counts as stopped", number,
            300.0),
     Option("--echo-margin-db", "CBF_ECHO_MARGIN_DB", "the echo guard: caller audio more than this many dB below "
-           "what the gateway is sending is taken for its own voice coming back", number, 15.0),
+           "what the gateway is sending is taken for its own voice coming back (with the echo canceller on, only "
+           "where --echo-guard is)", number, 15.0),
+    Option("--echo-canceller", "CBF_ECHO_CANCELLER", "take the gateway's own voice coming back on a call out of the "
+           "caller's audio (WebRTC's AEC3) before the VAD hears it and, unless its listen says \"aec\": false, the "
+           "controller", boolean, True),
+    Option("--echo-guard", "CBF_ECHO_GUARD", "with the echo canceller on, also hold the caller to --echo-margin-db "
+           "below the gateway's voice (a last guard; it misses callers quieter than that)", boolean, False),
     Option("--wyoming-port", "CBF_WYOMING_PORT", "serve Home Assistant's Wyoming TTS protocol on this TCP port "
            "(10200 is the usual one); off when not set", port),
     Option("--wyoming-host", "CBF_WYOMING_HOST", "address the Wyoming port listens on (Wyoming has no "
@@ -389,7 +395,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
         max_text_chars=args.max_text_chars, max_upload_bytes=args.max_upload_bytes, ice_servers=args.ice_server,
         webrtc_setup_timeout_s=args.webrtc_setup_timeout,
         stall_timeout_s=args.stall_timeout, client_lead_s=args.client_lead, idle_timeout_s=args.idle_timeout,
-        barge_in=args.barge_in, vad=vad,
+        barge_in=args.barge_in, vad=vad, echo_canceller=args.echo_canceller, echo_guard=args.echo_guard,
         max_unauthenticated=args.max_unauthenticated, twilio_auth_token=args.twilio_auth_token,
         engine_urls=args.engine_url, engine_secret=args.engine_secret,
         engine_args=tuple(engine_argv(args) + ["--log-level", args.log_level]),

@@ -62,7 +62,8 @@ class SpeexMdf:
         lib.speex_preprocess_ctl(self._pre, SPEEX_PREPROCESS_SET_DENOISE, ctypes.byref(off))
         lib.speex_preprocess_ctl(self._pre, SPEEX_PREPROCESS_SET_ECHO_STATE, ctypes.c_void_p(self._echo))
 
-    def process(self, far: np.ndarray, near: np.ndarray) -> np.ndarray:
+    def process(self, far: np.ndarray, near: np.ndarray, delay_ms: int) -> np.ndarray:
+        """(MDF finds the delay in its own filter, ``SPEEX_TAIL_S`` long: the hint is not used.)"""
         near, far = np.ascontiguousarray(near, np.int16), np.ascontiguousarray(far, np.int16)
         out = np.empty_like(near)
         self._lib.speex_echo_cancellation(self._echo, near.ctypes.data, far.ctypes.data, out.ctypes.data)
@@ -101,7 +102,7 @@ def run_line(module: Any, model: line.LineModel, gateway: np.ndarray, caller: np
         while sent < min(gateway.size, i + LEAD):  # as the outbox sends it: 100 ms frames, up to 1 s ahead
             canceller.played(100.0 + sent / line.RATE, gateway[sent:sent + LEAD // 10])
             sent += LEAD // 10
-        out.append(canceller.process(near[i:i + FRAME], i / line.RATE, 100.0 + (i + FRAME) / line.RATE))
+        out.append(canceller.process(near[i:i + FRAME], i / line.RATE, 100.0 + (i + FRAME) / line.RATE)[1])
         spent += time.process_time() - began
     cleaned = np.concatenate(out)
     return near[:cleaned.size], line.to_s16(voice)[:cleaned.size], cleaned, spent

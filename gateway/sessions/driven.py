@@ -59,7 +59,8 @@ class DrivenSession:
         set one (a <Parameter>), else the server's."""
         settings, metrics = self.session.state.settings, self.session.state.metrics
         self.caller = CallerSide(encoding, rate, settings.vad, mode if mode in MODES else settings.barge_in,
-                                 lambda: bool(self.session.core.queued), metrics.caller_audio)
+                                 lambda: bool(self.session.core.queued), metrics.caller_audio,
+                                 cancel_echo=settings.echo_canceller, echo_guard=settings.echo_guard)
         return self.caller
 
     async def hear(self, audio: bytes, timestamp_ms: float | None) -> None:
@@ -119,7 +120,7 @@ class DrivenSession:
                 if controller is None and parsed.format != "off":
                     raise ProtocolError("'listen' comes from a controller socket (WS /v1/stream?session=)",
                                         "no_controller")
-                start = self.caller.listen(parsed.format)
+                start = self.caller.listen(parsed.format, parsed.aec)
                 if controller is not None:
                     controller.caller_audio(self.caller.feed)
                 return start or {"type": "caller_audio_stopped"}, None

@@ -170,7 +170,7 @@ class WebRTCPeer(DrivenSession):
     def _on_track(self, track: MediaStreamTrack) -> None:
         """The peer sends audio (a browser's microphone, a bridge's caller): it is heard (gateway/listen/)."""
         if track.kind == "audio" and self.caller is None:
-            self.track.echo = self.open_caller("pcm", PCM16_RATE).echo
+            self.track.echo = self.open_caller("pcm", PCM16_RATE)
             self._tasks.append(asyncio.create_task(self._hear(track)))
 
     async def _hear(self, track: MediaStreamTrack) -> None:
