@@ -800,10 +800,16 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--flood-cpm", type=whole, default=1800, help="the flooding tenant's chars_per_minute")
     p.add_argument("--no-flood", action="store_true", help="only the in-process checks")
     p = command(bench, "barge-in", "phone callers talking over the gateway: onset to clear; false barge-ins on "
-                "echo and noise; VAD CPU; a slow listener", cmd_bench_barge_in)
+                "echo and noise; phone line models, the echo canceller beside the level rule; VAD CPU; a slow listener",
+                cmd_bench_barge_in)
     p.add_argument("--trials", type=whole, default=50, help="trials of each kind: speech, echo, noise")
     p.add_argument("--concurrency", type=whole, default=1, help="calls at once (1: clean figures)")
     p.add_argument("--echo-db", type=number, default=-20.0, help="the echo trials' level of the gateway's own voice")
+    p.add_argument("--line-trials", type=whole, default=10, help="trials of each phone line model "
+                   "(cbf_tools/bench/line.py); 0: none")
+    p.add_argument("--line-compare", type=boolean, default=True, help="the line models on a server with "
+                   "--echo-canceller false too (today's level rule), where the bench starts its own")
+    p.add_argument("--lines-only", action="store_true", help="only the line models and the caller's side CPU")
     p.add_argument("--call-seconds", type=number, default=5.0, help="how long each echo, noise and slow-listener "
                    "call speaks, and each CPU window")
     p.add_argument("--seed", type=whole, default=1)

@@ -1,5 +1,6 @@
 """What a simulated phone caller sends, for ``bench barge-in`` and ``bench soak``: a recorded clip from its speech
-onset, synthetic room noise, or the gateway's own voice coming back as echo. Each is a ``Voice``
+onset, synthetic room noise, the gateway's own voice coming back as echo, or both through a phone line's model
+(``LineVoice``). Each is a ``Voice``
 (cbf_tools/peers/phone_callers.py): the 20 ms frame the caller sends at a given moment, on its stack's wire (``WIRE``; the
 echo: mu-law, Twilio's).
 
@@ -14,6 +15,7 @@ from pathlib import Path
 import av
 import numpy as np
 
+from cbf_tools.bench import line
 from cbf_tools.peers.phone_callers import FRAME_S, PlayingStack, Voice
 from gateway.audio import g711_decode, g711_encode
 
@@ -145,3 +147,30 @@ class Echo:
         heard = self.stack.heard_between(at - self.delay_s - FRAME_S, at - self.delay_s)
         quieter = (g711_decode(heard, "pcm_mulaw") * self.gain).round().astype("<i2")
         return g711_encode(quieter.tobytes(), "pcm_mulaw")
+
+
+class LineVoice:
+    """What a caller on a line (cbf_tools/bench/line.py's ``LineModel``) sends: the gateway's own voice as ``stack``
+    played it, back through the line (late, quieter, band-passed, softly clipped), and over it, from the first frame
+    sent at or after ``starts_at``, the caller's ``speech`` (s16 at ``RATE``, already at the level it is to have)."""
+
+    def __init__(self, stack: PlayingStack, model: line.LineModel, speech: np.ndarray | None = None,
+                 starts_at: float = float("inf")) -> None:
+        self.stack, self.model, self.speech, self.starts_at = stack, model, speech, starts_at
+        self.onset: float | None = None
+        self._said = 0
+        self._gain = 10 ** (model.echo_db / 20)
+
+    def __call__(self, at: float) -> bytes:
+        half = (line.TAPS - 1) // 2
+        end = at - self.model.delay_s + half / RATE
+        heard = g711_decode(self.stack.heard_between(end - FRAME_S - 2 * half / RATE, end), "pcm_mulaw")
+        echo = line.CLIP_AT * np.tanh(np.convolve(heard / 32768 * self._gain, line.BAND_PASS, "valid")[-FRAME:]
+                                      / line.CLIP_AT)
+        if self.speech is not None and at >= self.starts_at and self._said < self.speech.size:
+            if self.onset is None:
+                self.onset = at
+            piece = self.speech[self._said:self._said + FRAME] / 32768
+            echo[:piece.size] += piece
+            self._said += FRAME
+        return g711_encode(line.to_s16(echo).tobytes(), "pcm_mulaw")

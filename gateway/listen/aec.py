@@ -180,6 +180,7 @@ class EchoCanceller:
         jumped = self._tied_at is not None and abs(end_s - self._tied_at) > GAP_S
         if self._tie is None or jumped or tie < self._tie:
             self.counts["realigned"] += jumped
+            self._reading = self._reading and not jumped  # the read point moves with the tie, counted once
             self._tie = tie
         else:
             self._tie = min(tie, self._tie + DRIFT * max(0.0, end_s - (self._tied_at or end_s)))
@@ -201,6 +202,8 @@ class EchoCanceller:
         self._far[slots] = 0  # read: the ring's slot is free for what plays a lap later
         self.passed = self._far_until + REACH_S * self.rate < first
         if self.passed:
+            if self._module is not None and not self.settled and self.delay_ms is not None:
+                self._module = None  # told the wrong delay: the next speech starts a module told this call's
             return near  # no far end within the echo's reach: nothing to take out
         self._measure(far, near)
         out = np.empty_like(near)
@@ -225,6 +228,14 @@ class EchoCanceller:
         if self._louder * BLOCK_S >= DIVERGED_S:
             self._reset()
         return out
+
+    @property
+    def settled(self) -> bool:
+        """The module (or the next one) is told the line's delay: what this call measured, else recent calls'."""
+        if self._module is None:
+            return self.delay_ms is not None or self.lines.typical() is not None
+        return self._module_hint > 0 and (
+            self.delay_ms is None or abs(self.delay_ms + DELAY_PAST_MS - self._module_hint) <= AGREE_MS)
 
     def _measure(self, far: np.ndarray, near: np.ndarray) -> None:
         """Keep both ends; now and then, the lag of the near end behind the far end (GCC-PHAT)."""
