@@ -105,3 +105,5 @@ def test_the_line_delay_is_measured_and_told_to_the_next_call(recordings):
         canceller.process(near[i:i + 160], i / RATE, 100.0 + (i + 160) / RATE)
     assert canceller.delay_ms is not None and abs(canceller.delay_ms - echo_model.delay_ms) <= 25
     assert lines.typical() == canceller.delay_ms and canceller.delay_ms < REACH_S * 1000
+    lines.measured(canceller.delay_ms + 100)  # a call on a line of another delay: no delay is told until they agree
+    assert lines.typical() is None

@@ -147,8 +147,8 @@ def caller_side_cpu(cancel_echo: bool, calls: int, seconds: float = CPU_SECONDS)
     return round(100 * spent / calls / (n / line.RATE), 2)
 
 
-def cpu(calls: tuple[int, ...] = CPU_CALLS) -> dict[str, dict[str, float]]:
-    return {name: {str(c): caller_side_cpu(on, c) for c in calls}
+def cpu() -> dict[str, dict[str, float]]:
+    return {name: {str(c): caller_side_cpu(on, c) for c in CPU_CALLS}
             for name, on in (("canceller + VAD", True), ("VAD alone", False))}
 
 
@@ -163,7 +163,7 @@ def met(lines: dict[str, Any], cpu_pct: dict[str, dict[str, float]]) -> dict[str
         "false_barge_ins_echo": echo["trials"] > 0 and echo["false_barge_ins"] == 0,
         "double_talk_cleared_pct": double["trials"] > 0 and 100 * double["cleared"] / double["trials"]
         >= TARGETS["double_talk_cleared_pct"],
-        "caller_side_core_pct_16": cpu_pct["canceller + VAD"][str(CPU_CALLS[-1])]
+        "caller_side_core_pct_16": cpu_pct["canceller + VAD"][max(cpu_pct["canceller + VAD"], key=int)]
         <= TARGETS["caller_side_core_pct_16"]}
 
 

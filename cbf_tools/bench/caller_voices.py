@@ -1,8 +1,7 @@
 """What a simulated phone caller sends, for ``bench barge-in`` and ``bench soak``: a recorded clip from its speech
 onset, synthetic room noise, the gateway's own voice coming back as echo, or both through a phone line's model
-(``LineVoice``). Each is a ``Voice``
-(cbf_tools/peers/phone_callers.py): the 20 ms frame the caller sends at a given moment, on its stack's wire (``WIRE``; the
-echo: mu-law, Twilio's).
+(``LineVoice``). Each is a ``Voice`` (cbf_tools/peers/phone_callers.py): the 20 ms frame the caller sends at a given
+moment, on its stack's wire (``WIRE``; the echo and the line: mu-law, Twilio's).
 
 The clip is the deploy gate's synthetic speech (cbf_tools/gate/references/high.ogg). The room noise is synthesised
 (pink and brown noise with a mains hum), not recorded: a stand-in for an office or a car at rest.

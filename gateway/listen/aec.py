@@ -9,8 +9,10 @@ out far more echo and kept a double-talking caller as well.
 The line's bulk delay (the echo's lag behind the far end as read) is measured by GCC-PHAT cross-correlation over the
 latest ``HISTORY_S`` of both. AEC3 cancels best when it is told that delay (``DELAY_PAST_MS`` more) at its start,
 and only then (told later, or started afresh mid-speech, it let more echo through than left alone): so a call's
-module is told the median of what recent calls on this process measured (``LineDelays``; a gateway's calls come
-through the same carriers), and the first call finds it alone. Echo paths up to ``REACH_S`` are measured.
+module is told the median of what recent calls on this process measured where they agree (``LineDelays``; a
+gateway's calls mostly come through the same carriers), and the first call, or one after calls on lines of other
+delays, finds it alone; a module told a delay this call's measure gainsays is replaced at the next pause in the
+gateway's speech. Echo paths up to ``REACH_S`` are measured.
 
 Alignment: each piece of the far end is recorded with when it plays (phone calls: the outbox's estimate; WebRTC:
 when the paced track hands it on), on the monotonic clock; each near-end frame comes with its stream time and when
@@ -22,7 +24,8 @@ a call no controller speaks on) the near end passes unchanged and the module is 
 
 Counted (``counts``): ``late_far`` (far-end samples that came after their time had been read: not cancelled),
 ``realigned`` (a near-end frame whose stream time jumped: the tie to our clock made afresh), ``resets`` (the module
-diverged, its output louder than its input for ``DIVERGED_S``, or failed: a new one).
+diverged, its output louder than its input for ``DIVERGED_S``, or failed: a new one), ``delay_measures`` (the line's
+delay measured with confidence).
 """
 
 from __future__ import annotations
@@ -46,6 +49,7 @@ MEASURE_EVERY_S = 0.5  # of far-end audio processed, until the delay is sure (SU
 SURE = 3
 CONFIDENT = 8.0  # the correlation's peak over its mean magnitude: below this the measure is not taken
 AGREE_MS = 10.0
+AGREE_SPREAD_MS = 30  # recent calls' delays agree when they all lie within this
 DELAY_PAST_MS = 20  # AEC3 is told the measured lag and this much more: it cancelled best so on every line tried
 
 
@@ -76,16 +80,20 @@ class WebRtcApm:
 
 
 class LineDelays:
-    """The line delays recent calls measured: their median is what a new call's canceller is told at its start."""
+    """The line delays recent calls measured: where they agree (all within ``AGREE_SPREAD_MS``), their median is what
+    a new call's canceller is told at its start; where they do not (lines of different delays), nothing: a wrong
+    delay lets more echo through than none."""
 
-    def __init__(self, keep: int = 15) -> None:
+    def __init__(self, keep: int = 8) -> None:
         self._recent: deque[int] = deque(maxlen=keep)
 
     def measured(self, delay_ms: int) -> None:
         self._recent.append(delay_ms)
 
     def typical(self) -> int | None:
-        return int(np.median(self._recent)) if self._recent else None
+        if not self._recent or max(self._recent) - min(self._recent) > AGREE_SPREAD_MS:
+            return None
+        return int(np.median(self._recent))
 
 
 LINES = LineDelays()  # this process's calls'
