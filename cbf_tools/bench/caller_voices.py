@@ -151,7 +151,11 @@ class Echo:
 class LineVoice:
     """What a caller on a line (cbf_tools/bench/line.py's ``LineModel``) sends: the gateway's own voice as ``stack``
     played it, back through the line (late, quieter, band-passed, softly clipped), and over it, from the first frame
-    sent at or after ``starts_at``, the caller's ``speech`` (s16 at ``RATE``, already at the level it is to have)."""
+    sent at or after ``starts_at``, the caller's ``speech`` (s16 at ``RATE``, already at the level it is to have).
+
+    The echo follows the handset's own clock: frame k holds what played ``delay_s`` before the k-th 20 ms after the
+    first frame, however late the simulated stack gets round to sending it (a loaded machine's event loop), as a real
+    line's echo is continuous audio; taken at each send's own time it would skip and repeat pieces."""
 
     def __init__(self, stack: PlayingStack, model: line.LineModel, speech: np.ndarray | None = None,
                  starts_at: float = float("inf")) -> None:
@@ -159,10 +163,16 @@ class LineVoice:
         self.onset: float | None = None
         self._said = 0
         self._gain = 10 ** (model.echo_db / 20)
+        self._first: float | None = None  # when the first frame went: the handset's clock starts there
+        self._frames = 0
 
     def __call__(self, at: float) -> bytes:
+        if self._first is None:
+            self._first = at
+        self._frames += 1
+        captured = self._first + self._frames * FRAME_S  # this frame's end on the handset's clock
         half = (line.TAPS - 1) // 2
-        end = at - self.model.delay_s + half / RATE
+        end = captured - self.model.delay_s + half / RATE
         heard = g711_decode(self.stack.heard_between(end - FRAME_S - 2 * half / RATE, end), "pcm_mulaw")
         echo = line.CLIP_AT * np.tanh(np.convolve(heard / 32768 * self._gain, line.BAND_PASS, "valid")[-FRAME:]
                                       / line.CLIP_AT)
