@@ -21,7 +21,7 @@ import numpy as np
 
 from cbf_tools.bench import caller_voices as voices
 from cbf_tools.bench import line
-from gateway.listen.aec import EchoCanceller, WebRtcApm
+from gateway.listen.aec import EchoCanceller, LineDelays, WebRtcApm
 from gateway.listen.silero import SileroVad
 
 FRAME = 160  # 20 ms at 8 kHz: what a caller sends
@@ -95,7 +95,7 @@ def run_line(module: Any, model: line.LineModel, gateway: np.ndarray, caller: np
         start = round(caller_from_s * line.RATE)
         voice[start:start + said.size] = said[:gateway.size - start]
     near = line.to_s16(echo + voice)
-    canceller = EchoCanceller(line.RATE, module)
+    canceller = EchoCanceller(line.RATE, module, LineDelays())  # each line a first call: no delay told
     out, spent, sent = [], 0.0, 0
     for i in range(0, near.size - FRAME + 1, FRAME):
         began = time.process_time()
