@@ -9,10 +9,10 @@ out far more echo and kept a double-talking caller as well.
 The line's bulk delay (the echo's lag behind the far end as read) is measured by GCC-PHAT cross-correlation over the
 latest ``HISTORY_S`` of both. AEC3 cancels best when it is told that delay (``DELAY_PAST_MS`` more) at its start,
 and only then (told later, or started afresh mid-speech, it let more echo through than left alone): so a call's
-module is told the median of what recent calls on this process measured where they agree (``LineDelays``; a
-gateway's calls mostly come through the same carriers), and the first call, or one after calls on lines of other
-delays, finds it alone; a module told a delay this call's measure gainsays is replaced at the next pause in the
-gateway's speech. Echo paths up to ``REACH_S`` are measured.
+first module finds it alone, and once the call has measured it the module is replaced, told it, at the next pause
+in the gateway's speech. (Telling a new call what recent calls measured, ``LineDelays.typical``, was tried and left
+off: on the test server a delay measured on a call with no echo made the next call's canceller hold back a loud
+caller.) Echo paths up to ``REACH_S`` are measured.
 
 Alignment: each piece of the far end is recorded with when it plays (phone calls: the outbox's estimate; WebRTC:
 when the paced track hands it on), on the monotonic clock; each near-end frame comes with its stream time and when
@@ -222,8 +222,7 @@ class EchoCanceller:
     def _block(self, far: np.ndarray, near: np.ndarray) -> np.ndarray:
         if self._module is None:
             self._module = self._make(self.rate)
-            known = self.delay_ms if self.delay_ms is not None else self.lines.typical()
-            self._module_hint = 0 if known is None else known + DELAY_PAST_MS
+            self._module_hint = 0 if self.delay_ms is None else self.delay_ms + DELAY_PAST_MS
         try:
             out = self._module.process(far, near, self._module_hint)
         except (RuntimeError, ValueError):
@@ -239,9 +238,9 @@ class EchoCanceller:
 
     @property
     def settled(self) -> bool:
-        """The module (or the next one) is told the line's delay: what this call measured, else recent calls'."""
+        """The module (or the next one) is told the line's delay this call measured."""
         if self._module is None:
-            return self.delay_ms is not None or self.lines.typical() is not None
+            return self.delay_ms is not None
         return self._module_hint > 0 and (
             self.delay_ms is None or abs(self.delay_ms + DELAY_PAST_MS - self._module_hint) <= AGREE_MS)
 
