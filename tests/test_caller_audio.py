@@ -290,38 +290,3 @@ async def test_telnyx_and_asterisk_callers_are_heard_and_barge_in(url, stack, en
     await agent.close()
     await no_sessions_left(url)
 
-
-async def test_on_a_line_that_echoes_a_quiet_caller_is_heard_and_the_echo_alone_is_not(url):
-    """The bench's phone line (cbf_tools/bench/line.py) on a Twilio call: the gateway's own voice comes back 12 dB
-    down, 150 ms late, band-passed and softly clipped. The echo canceller takes it out: alone, for 4 s of the
-    gateway's speech, it stops nothing; a caller 10 dB below the gateway's speech level, talking over it, is cleared
-    (today's level rule, 15 dB under the loudest the gateway sent, held such a caller for seconds)."""
-    from cbf_tools.bench import barge_in as bench
-    from cbf_tools.bench import caller_voices as voices
-    from cbf_tools.bench import line
-
-    echo_model = line.LineModel("echo alone", -12, 150, None)
-    call = await bench.place_call(url, KEY, lambda stack: voices.LineVoice(stack, echo_model))
-    try:
-        await call.speak()
-        await call.first_audio()
-        played = len(call.stack.frames)
-        await bench._until(lambda: len(call.stack.frames) >= played + 40, 20, "four seconds of speech")
-        assert not call.stack.cleared_at and not call.of("interrupted") and not call.of("speech_started")
-    finally:
-        await call.hang_up()
-
-    quiet = line.LineModel("caller -10 dB", -12, 150, -10)
-    speech = line.to_s16(line.caller_at(voices.clip_pcm(), quiet, line.active_dbfs(voices.clip_pcm(
-        path=voices.CLIP.with_name("low.ogg")))))  # the gateway's level: a recording of a voice like its own
-    made: list[voices.LineVoice] = []
-    call = await bench.place_call(url, KEY, lambda stack: made.append(voices.LineVoice(stack, quiet, speech))
-                                  or made[-1])
-    try:
-        await call.speak()
-        made[0].starts_at = await call.first_audio() + 1.5
-        await bench._until(lambda: bool(call.of("interrupted")), 15, "the caller was not heard")
-        assert call.stack.cleared_at and made[0].onset is not None and call.stack.cleared_at[0] > made[0].onset
-    finally:
-        await call.hang_up()
-    await no_sessions_left(url)

@@ -1,6 +1,7 @@
 """The echo canceller (gateway/listen/aec.py) on real recorded speech through the bench's line models
 (cbf_tools/bench/line.py): the deploy gate's two recordings, one as the gateway's voice, the other as the caller's.
-Offline and deterministic: the far end is sent as the outbox sends it, the near end arrives 20 ms at a time."""
+Offline and deterministic: the far end is sent as the outbox sends it, the near end arrives 20 ms at a time. Last,
+one server with the canceller on, and Twilio calls on such a line."""
 
 from __future__ import annotations
 
@@ -9,6 +10,9 @@ import pytest
 
 from cbf_tools.bench import cancellers, line
 from gateway.listen.aec import REACH_S, EchoCanceller, LineDelays, WebRtcApm
+from tests.server import PHONE_KEY as KEY
+from tests.server import running_server
+from tests.test_telephony import no_sessions_left
 
 RATE = line.RATE
 
@@ -109,3 +113,46 @@ def test_the_line_delay_is_measured_and_told_to_the_next_module(recordings):
     for i in range(0, 2 * RATE, 160):  # the gateway falls silent: past the echo's reach the module goes
         canceller.process(np.zeros(160, np.int16), 3.0 + i / RATE, 103.0 + (i + 160) / RATE)
     assert canceller.settled
+
+
+@pytest.fixture(scope="module")
+def aec_url():
+    with running_server("--api-key", KEY, "--max-text-chars", "1000", "--echo-canceller", "true") as url:
+        yield url
+
+
+async def test_on_a_line_that_echoes_a_quiet_caller_is_heard_and_the_echo_alone_is_not(aec_url):
+    """The bench's phone line (cbf_tools/bench/line.py) on a Twilio call: the gateway's own voice comes back 12 dB
+    down, 150 ms late, band-passed and softly clipped. The echo canceller takes it out: alone, for 4 s of the
+    gateway's speech, it stops nothing; a caller 10 dB below the gateway's speech level, talking over it, is
+    cleared. (A server of its own, ``--echo-canceller true``: the canceller is off by default.)"""
+    url = aec_url
+    from cbf_tools.bench import barge_in as bench
+    from cbf_tools.bench import caller_voices as voices
+    from cbf_tools.bench import line
+
+    echo_model = line.LineModel("echo alone", -12, 150, None)
+    call = await bench.place_call(url, KEY, lambda stack: voices.LineVoice(stack, echo_model))
+    try:
+        await call.speak()
+        await call.first_audio()
+        played = len(call.stack.frames)
+        await bench._until(lambda: len(call.stack.frames) >= played + 40, 20, "four seconds of speech")
+        assert not call.stack.cleared_at and not call.of("interrupted") and not call.of("speech_started")
+    finally:
+        await call.hang_up()
+
+    quiet = line.LineModel("caller -10 dB", -12, 150, -10)
+    speech = line.to_s16(line.caller_at(voices.clip_pcm(), quiet, line.active_dbfs(voices.clip_pcm(
+        path=voices.CLIP.with_name("low.ogg")))))  # the gateway's level: a recording of a voice like its own
+    made: list[voices.LineVoice] = []
+    call = await bench.place_call(url, KEY, lambda stack: made.append(voices.LineVoice(stack, quiet, speech))
+                                  or made[-1])
+    try:
+        await call.speak()
+        made[0].starts_at = await call.first_audio() + 1.5
+        await bench._until(lambda: bool(call.of("interrupted")), 15, "the caller was not heard")
+        assert call.stack.cleared_at and made[0].onset is not None and call.stack.cleared_at[0] > made[0].onset
+    finally:
+        await call.hang_up()
+    await no_sessions_left(url)

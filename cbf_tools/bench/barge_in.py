@@ -564,7 +564,7 @@ def render_all(s: dict[str, Any]) -> str:
 async def _bench(args: argparse.Namespace) -> dict[str, Any]:
     from cbf_tools.bench import barge_in_lines as lines
 
-    servers = [("as configured", [])] if args.url else [("canceller", []), ("level rule", [
+    servers = [("as configured", [])] if args.url else [("canceller", ["--echo-canceller", "true"]), ("level rule", [
         "--echo-canceller", "false"])][:1 + args.line_compare]
     summary: dict[str, Any] = {}
     runs: dict[str, Any] = {}

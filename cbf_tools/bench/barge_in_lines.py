@@ -2,8 +2,8 @@
 wire, cbf_tools/peers/phone_callers.py) whose line sends the gateway's own voice back (late, quieter, band-passed,
 softly clipped) and, on the speech models, a caller ``caller_db`` below the gateway's speech level, 1-3 s into its
 speech (double talk: 0.2 s in). Per model: clears and onset to clear (p50, p95) for speech, false barge-ins for echo
-alone. Run on the server as it is configured (the echo canceller on by default) and, where the bench starts its own,
-on one with ``--echo-canceller false`` too: today's level rule beside the canceller.
+alone. Run on the server as it is configured (``--url``) or, where the bench starts its own, on one with
+``--echo-canceller true`` and one with ``false`` (the level rule, the default).
 
 And the per-call CPU of the caller's side (canceller + VAD, in this process: gateway/listen/caller.py's
 ``CallerSide``) on the target line, with 1, 4 and 16 calls heard in turn, frame by frame.
