@@ -146,7 +146,14 @@ GATEWAY_OPTIONS = (
     Option("--vad-min-silence-ms", "CBF_VAD_MIN_SILENCE_MS", "unvoiced time before it counts as stopped", number,
            300.0),
     Option("--echo-margin-db", "CBF_ECHO_MARGIN_DB", "the echo guard: caller audio more than this many dB below "
-           "what the gateway is sending is taken for its own voice coming back", number, 15.0),
+           "what the gateway is sending is taken for its own voice coming back (with the echo canceller on, only "
+           "where --echo-guard is)", number, 15.0),
+    Option("--echo-canceller", "CBF_ECHO_CANCELLER", "take the gateway's own voice coming back on a phone call out "
+           "of the caller's audio (WebRTC's AEC3) before the VAD hears it and, unless its listen says \"aec\": "
+           "false, the controller: for lines that echo (it hears callers far quieter than the level rule does, but "
+           "holds back short sounds in its first seconds of the gateway's speech)", boolean, False),
+    Option("--echo-guard", "CBF_ECHO_GUARD", "with the echo canceller on, also hold the caller to --echo-margin-db "
+           "below the gateway's voice (a last guard; it misses callers quieter than that)", boolean, False),
     Option("--wyoming-port", "CBF_WYOMING_PORT", "serve Home Assistant's Wyoming TTS protocol on this TCP port "
            "(10200 is the usual one); off when not set", port),
     Option("--wyoming-host", "CBF_WYOMING_HOST", "address the Wyoming port listens on (Wyoming has no "
@@ -426,7 +433,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
         max_text_chars=args.max_text_chars, max_upload_bytes=args.max_upload_bytes, ice_servers=args.ice_server,
         webrtc_setup_timeout_s=args.webrtc_setup_timeout,
         stall_timeout_s=args.stall_timeout, client_lead_s=args.client_lead, idle_timeout_s=args.idle_timeout,
-        barge_in=args.barge_in, vad=vad,
+        barge_in=args.barge_in, vad=vad, echo_canceller=args.echo_canceller, echo_guard=args.echo_guard,
         max_unauthenticated=args.max_unauthenticated, twilio_auth_token=args.twilio_auth_token,
         engine_urls=args.engine_url, engine_secret=args.engine_secret,
         engine_args=tuple(engine_argv(args) + ["--log-level", args.log_level]),
@@ -838,10 +845,16 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--flood-cpm", type=whole, default=1800, help="the flooding tenant's chars_per_minute")
     p.add_argument("--no-flood", action="store_true", help="only the in-process checks")
     p = command(bench, "barge-in", "phone callers talking over the gateway: onset to clear; false barge-ins on "
-                "echo and noise; VAD CPU; a slow listener", cmd_bench_barge_in)
+                "echo and noise; phone line models, the echo canceller beside the level rule; VAD CPU; a slow listener",
+                cmd_bench_barge_in)
     p.add_argument("--trials", type=whole, default=50, help="trials of each kind: speech, echo, noise")
     p.add_argument("--concurrency", type=whole, default=1, help="calls at once (1: clean figures)")
     p.add_argument("--echo-db", type=number, default=-20.0, help="the echo trials' level of the gateway's own voice")
+    p.add_argument("--line-trials", type=whole, default=10, help="trials of each phone line model "
+                   "(cbf_tools/bench/line.py); 0: none")
+    p.add_argument("--line-compare", type=boolean, default=True, help="the line models on a server with "
+                   "--echo-canceller false too (today's level rule), where the bench starts its own")
+    p.add_argument("--lines-only", action="store_true", help="only the line models and the caller's side CPU")
     p.add_argument("--call-seconds", type=number, default=5.0, help="how long each echo, noise and slow-listener "
                    "call speaks, and each CPU window")
     p.add_argument("--seed", type=whole, default=1)

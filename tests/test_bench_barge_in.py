@@ -31,7 +31,7 @@ def _numbers(figures: dict) -> bool:
 
 def test_a_short_run_clears_every_speech_trial_and_counts_the_rest(capsys: pytest.CaptureFixture[str]) -> None:
     args = build_parser().parse_args(["bench", "barge-in", "--trials", "3", "--concurrency", "3",
-                                      "--call-seconds", "1.5"])
+                                      "--call-seconds", "1.5", "--line-trials", "0"])
     status = args.run(args)
     out = capsys.readouterr().out.strip().splitlines()
     summary = json.loads(out[-1])
@@ -55,3 +55,31 @@ def test_a_short_run_clears_every_speech_trial_and_counts_the_rest(capsys: pytes
         assert _numbers(pacing) and pacing["first_audio_ms"] > 0 and pacing["audio_s"] > 1
     assert set(summary["met"]) == {*summary["targets"], "slow_listener"}
     assert any(line.startswith("onset -> clear (caller)") for line in out)
+
+
+def test_the_line_models_report_clears_false_barge_ins_and_the_callers_side_cpu(
+        capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
+    """The issue's three target lines, one trial each on the canceller's server (the level rule's beside it is the
+    same code on another server), and the caller's side CPU: counts and numbers, no thresholds."""
+    from cbf_tools.bench import barge_in_lines, line
+
+    targets = (line.TARGET_MODEL, line.TARGET_ECHO_MODEL, line.DOUBLE_TALK_MODEL)
+    monkeypatch.setattr(line, "MODELS", tuple(m for m in line.MODELS if m.name in targets))
+    monkeypatch.setattr(barge_in_lines, "CPU_CALLS", (1, 2))
+    args = build_parser().parse_args(["bench", "barge-in", "--lines-only", "--line-trials", "1", "--line-compare",
+                                      "false", "--call-seconds", "2"])
+    status = args.run(args)
+    out = capsys.readouterr().out.strip().splitlines()
+    summary = json.loads(out[-1])
+    assert status == 0 and not summary["errors"], summary
+    lines = summary["lines"]
+    models = lines["runs"]["canceller"]["models"]
+    assert set(models) == set(targets) and -40 < lines["runs"]["canceller"]["gateway_dbfs"] < -5
+    for name in (line.TARGET_MODEL, line.DOUBLE_TALK_MODEL):
+        assert models[name]["kind"] == "speech" and models[name]["trials"] == 1 and models[name]["cleared"] <= 1
+    assert models[line.TARGET_ECHO_MODEL] == {"kind": "echo", "trials": 1,
+                                              "false_barge_ins": models[line.TARGET_ECHO_MODEL]["false_barge_ins"]}
+    for figures in lines["cpu"].values():
+        assert set(figures) == {"1", "2"} and all(v > 0 for v in figures.values())
+    assert set(lines["met"]) == set(barge_in_lines.TARGETS)
+    assert any(line_.strip().startswith(line.TARGET_MODEL) for line_ in out)

@@ -289,3 +289,4 @@ async def test_telnyx_and_asterisk_callers_are_heard_and_barge_in(url, stack, en
     await caller.hang_up()
     await agent.close()
     await no_sessions_left(url)
+

@@ -127,10 +127,10 @@ def test_a_rewind_takes_back_what_was_not_heard_as_a_new_epoch():
     assert media[0].plays_at == 0.1
 
 
-def caller(mode: str = "vad", speaking: bool = True, **vad) -> tuple[CallerSide, list]:
+def caller(mode: str = "vad", speaking: bool = True, cancel_echo: bool = True, **vad) -> tuple[CallerSide, list]:
     tallies: list = []
     side = CallerSide("mulaw", 8000, VadConfig(**vad), mode, lambda: speaking,
-                      lambda outcome, n: tallies.append((outcome, n)), clock=lambda: 0.0)
+                      lambda outcome, n: tallies.append((outcome, n)), clock=lambda: 0.0, cancel_echo=cancel_echo)
     return side, tallies
 
 
@@ -142,7 +142,7 @@ def frames(pcm: np.ndarray) -> list[bytes]:
 def hear_all(side: CallerSide, payloads: list[bytes]) -> list:
     out = []
     for i, payload in enumerate(payloads):
-        side._clock = lambda i=i: i * 0.02  # real time
+        side._clock = lambda i=i: (i + 1) * 0.02  # real time: a frame arrives once it has been spoken
         out += side.hear(payload, 20.0 * i)
     return out
 
@@ -159,12 +159,13 @@ def test_real_speech_through_silero_starts_speech_and_barges_in():
     assert ("heard", 1) in tallies and not [t for t in tallies if t[0] != "heard" and t[1]]
 
 
-def test_the_gateways_own_voice_at_minus_20_db_does_not_barge_in():
+def test_the_level_rule_sets_the_gateways_own_voice_at_minus_20_db_aside():
+    """The echo canceller off (its own tests: tests/test_echo_canceller.py): the level rule guards."""
     speech = clip_8k()[:16000]
-    side, _ = caller()
+    side, _ = caller(cancel_echo=False)
     for i in range(100):  # the gateway is sending this speech at full level, 2 s of it, 20 ms at a time
-        side.echo.played(i * 0.02, 0.02, rms(speech[i * 160:(i + 1) * 160] / 32768))
-    echoed = (speech * 0.1).astype(np.int16)  # back on the line 20 dB down
+        side.played(i * 0.02, speech[i * 160:(i + 1) * 160], 8000)
+    echoed = np.concatenate([np.zeros(800), speech * 0.1])[:speech.size].astype(np.int16)  # 20 dB down, 100 ms late
     out = hear_all(side, frames(echoed))
     assert not [o for o in out if o is Act.INTERRUPT], out
     assert side.detector.echo_rejected > 0

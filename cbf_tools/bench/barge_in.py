@@ -552,12 +552,44 @@ def render(s: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
+def render_all(s: dict[str, Any]) -> str:
+    from cbf_tools.bench import barge_in_lines
+
+    out = [render(s)] if "speech" in s else []
+    if "lines" in s:
+        out.append("\n".join(barge_in_lines.render(s["lines"])))
+    return "\n".join(out)
+
+
 async def _bench(args: argparse.Namespace) -> dict[str, Any]:
-    if args.url:
-        return await measure(args.url.rstrip("/"), args.api_key, None, args)
+    from cbf_tools.bench import barge_in_lines as lines
+
+    servers = [("as configured", [])] if args.url else [("canceller", ["--echo-canceller", "true"]), ("level rule", [
+        "--echo-canceller", "false"])][:1 + args.line_compare]
+    summary: dict[str, Any] = {}
+    runs: dict[str, Any] = {}
+    errors: list[str] = []
     flags = ["--engine", "espeak", "--log-level", "warning", "--max-sessions", str(max(32, 4 * args.concurrency))]
-    with local_server(flags, quiet=True) as (url, pid):
-        return await measure(url, None, pid, args)
+    for i, (name, extra) in enumerate(servers):
+        if args.url:
+            url, pid, server = args.url.rstrip("/"), None, contextlib.nullcontext()
+            api_key = args.api_key
+        else:
+            server, api_key = local_server(flags + extra, quiet=True), None
+        with server as started:
+            if started is not None:
+                url, pid = started
+            if i == 0 and not args.lines_only:
+                summary = await measure(url, api_key, pid, args)
+            if args.line_trials:
+                runs[name] = await lines.measure(url, api_key, args, errors)
+    if args.line_trials:
+        cpu = lines.cpu()
+        first = next(iter(runs.values()))
+        summary["lines"] = {"trials": args.line_trials, "runs": runs, "cpu": cpu, "targets": lines.TARGETS,
+                            "met": lines.met(first, cpu), "errors": errors}
+        summary.setdefault("errors", []).extend(errors)
+    return summary
 
 
 def run(args: argparse.Namespace) -> int:
@@ -567,9 +599,9 @@ def run(args: argparse.Namespace) -> int:
     quiet_client_logs()
 
     def failed(summary: Summary) -> bool:
-        speech = summary["speech"]
+        speech = summary.get("speech", {"cleared": 1, "trials": 1})  # (--lines-only: none)
         return bool(summary["errors"]) or speech["cleared"] < speech["trials"] or not speech["trials"]
 
     return report("barge-in", lambda: asyncio.run(_bench(args)),
                   (BenchError, ServerFailed, TimeoutError, OSError, WebSocketException, httpx.HTTPError), failed,
-                  None if args.json else render)
+                  None if args.json else render_all)

@@ -1,7 +1,7 @@
 """What a simulated phone caller sends, for ``bench barge-in`` and ``bench soak``: a recorded clip from its speech
-onset, synthetic room noise, or the gateway's own voice coming back as echo. Each is a ``Voice``
-(cbf_tools/peers/phone_callers.py): the 20 ms frame the caller sends at a given moment, on its stack's wire (``WIRE``; the
-echo: mu-law, Twilio's).
+onset, synthetic room noise, the gateway's own voice coming back as echo, or both through a phone line's model
+(``LineVoice``). Each is a ``Voice`` (cbf_tools/peers/phone_callers.py): the 20 ms frame the caller sends at a given
+moment, on its stack's wire (``WIRE``; the echo and the line: mu-law, Twilio's).
 
 The clip is the deploy gate's synthetic speech (cbf_tools/gate/references/high.ogg). The room noise is synthesised
 (pink and brown noise with a mains hum), not recorded: a stand-in for an office or a car at rest.
@@ -14,6 +14,7 @@ from pathlib import Path
 import av
 import numpy as np
 
+from cbf_tools.bench import line
 from cbf_tools.peers.phone_callers import FRAME_S, PlayingStack, Voice
 from gateway.audio import g711_decode, g711_encode
 
@@ -146,3 +147,40 @@ class Echo:
         heard = self.stack.heard_between(at - self.delay_s - FRAME_S, at - self.delay_s)
         quieter = (g711_decode(heard, "pcm_mulaw") * self.gain).round().astype("<i2")
         return g711_encode(quieter.tobytes(), "pcm_mulaw")
+
+
+class LineVoice:
+    """What a caller on a line (cbf_tools/bench/line.py's ``LineModel``) sends: the gateway's own voice as ``stack``
+    played it, back through the line (late, quieter, band-passed, softly clipped), and over it, from the first frame
+    sent at or after ``starts_at``, the caller's ``speech`` (s16 at ``RATE``, already at the level it is to have).
+
+    The echo follows the handset's own clock: frame k holds what played ``delay_s`` before the k-th 20 ms after the
+    first frame, however late the simulated stack gets round to sending it (a loaded machine's event loop), as a real
+    line's echo is continuous audio; taken at each send's own time it would skip and repeat pieces."""
+
+    def __init__(self, stack: PlayingStack, model: line.LineModel, speech: np.ndarray | None = None,
+                 starts_at: float = float("inf")) -> None:
+        self.stack, self.model, self.speech, self.starts_at = stack, model, speech, starts_at
+        self.onset: float | None = None
+        self._said = 0
+        self._gain = 10 ** (model.echo_db / 20)
+        self._first: float | None = None  # when the first frame went: the handset's clock starts there
+        self._frames = 0
+
+    def __call__(self, at: float) -> bytes:
+        if self._first is None:
+            self._first = at
+        self._frames += 1
+        captured = self._first + self._frames * FRAME_S  # this frame's end on the handset's clock
+        half = (line.TAPS - 1) // 2
+        end = captured - self.model.delay_s + half / RATE
+        heard = g711_decode(self.stack.heard_between(end - FRAME_S - 2 * half / RATE, end), "pcm_mulaw")
+        echo = line.CLIP_AT * np.tanh(np.convolve(heard / 32768 * self._gain, line.BAND_PASS, "valid")[-FRAME:]
+                                      / line.CLIP_AT)
+        if self.speech is not None and at >= self.starts_at and self._said < self.speech.size:
+            if self.onset is None:
+                self.onset = at
+            piece = self.speech[self._said:self._said + FRAME] / 32768
+            echo[:piece.size] += piece
+            self._said += FRAME
+        return g711_encode(line.to_s16(echo).tobytes(), "pcm_mulaw")

@@ -1,4 +1,5 @@
-"""A call's inbound audio, frame by frame: checked, to the listening controller, through the VAD, into barge-in.
+"""A call's inbound audio, frame by frame: checked, its echo of the gateway's voice cancelled, to the listening
+controller, through the VAD, into barge-in.
 
 No sockets: the call's adapter (gateway/sessions/driven.py) hands each frame in with its stream timestamp and carries out
 what comes back: events for the controller and what barge-in does to the gateway's speech. Nothing here writes the
@@ -13,7 +14,8 @@ from typing import Any, Callable
 import numpy as np
 import webrtcvad
 
-from gateway.audio import Resampler, g711_decode
+from gateway.audio import Resampler, g711_decode, g711_encode
+from gateway.listen.aec import EchoCanceller
 from gateway.listen.barge_in import Act, BargeIn
 from gateway.listen.detector import SpeechDetector, SpeechStarted, SpeechStopped, VadConfig
 from gateway.listen.echo import EchoReference, rms
@@ -50,15 +52,25 @@ class CallerSide:
 
     ``tally(outcome, frames)`` counts frames: heard, rejected (empty, odd-sized or over ``MAX_FRAME_S``: not audio of
     the call's format), flooded (past the ``FloodGuard``), dropped (the listening controller did not read them).
+
+    ``cancel_echo``: what the gateway sends on the call (``played``) is taken back out of the caller's audio
+    (gateway/listen/aec.py) before the VAD hears it, and before the controller does where its ``listen`` asks for
+    that (``aec``, the default). ``echo_guard``: the level rule (gateway/listen/echo.py) judges what the VAD heard
+    too; without the canceller it always does.
     """
 
     def __init__(self, encoding: str, rate: int, vad: VadConfig, mode: str,
                  gateway_speaking: Callable[[], bool], tally: Callable[[str, int], None] = lambda outcome, n: None,
-                 clock: Callable[[], float] = time.monotonic) -> None:
+                 clock: Callable[[], float] = time.monotonic, cancel_echo: bool = True,
+                 echo_guard: bool = False) -> None:
         if encoding not in (*G711, "pcm"):
             raise ValueError(f"caller audio is mulaw, alaw or pcm, not {encoding}")
         self.encoding, self.rate = encoding, rate
         self.echo = EchoReference()
+        self.aec = EchoCanceller(rate) if cancel_echo else None
+        self._echo_guard = echo_guard or not cancel_echo
+        self._far_in: Resampler | None = None  # the far end at another rate (a WebRTC track's) to the caller's
+        self._listen_clean = True  # the controller hears the canceller's output
         self.detector = SpeechDetector(vad)
         self.barge = BargeIn(mode)
         self._tally = tally
@@ -86,9 +98,29 @@ class CallerSide:
         """New VAD settings; speech under way is judged afresh."""
         self.detector = SpeechDetector(vad)
 
-    def listen(self, fmt: str) -> dict[str, Any] | None:
-        """``listen`` ``fmt`` (native, pcm16, off): the feed's start message, None for off."""
+    def played(self, start: float, pcm: np.ndarray, rate: int) -> None:
+        """s16 ``pcm`` at ``rate`` that the gateway sent on the call plays from ``start`` (monotonic s): the echo
+        guard's level and the canceller's far end."""
+        self.echo.played(start, pcm.size / rate, rms(pcm / 32768))
+        if self.aec is None:
+            return
+        if rate != self.rate:
+            if self._far_in is None:
+                self._far_in = Resampler(self.rate, rate)
+            pcm = np.frombuffer(self._far_in.process(pcm.astype("<i2").tobytes()), "<i2")
+        self.aec.played(start, pcm)
+
+    def cleared(self, now: float) -> None:
+        """What was to play after ``now`` was dropped (a barge-in)."""
+        self.echo.clear(now)
+        if self.aec is not None:
+            self.aec.clear(now)
+
+    def listen(self, fmt: str, aec: bool = True) -> dict[str, Any] | None:
+        """``listen`` ``fmt`` (native, pcm16, off), the canceller's output (``aec``) or the audio as it came: the
+        feed's start message, None for off."""
         self.feed = None
+        self._listen_clean = aec
         self._pcm16_out = None
         if fmt == "off":
             return None
@@ -115,9 +147,22 @@ class CallerSide:
         start_ms = timestamp_ms if timestamp_ms is not None else self._samples * 1000 / self.rate
         self._samples += pcm.size
         self._latest = (start_ms + seconds * 1000, now)
+        heard, heard_ms, changed = pcm, start_ms, False
+        if self.aec is not None:
+            at_s, heard = self.aec.process(pcm, start_ms / 1000, now)
+            heard_ms, changed = at_s * 1000, not (self.aec.passed and heard.size == pcm.size)
         if self.feed is not None:
-            self._tally("dropped", self.feed.push(start_ms, self._listener_bytes(audio, pcm)))
-        return self._detect(pcm, start_ms, now)
+            if self._listen_clean and changed:  # the canceller took echo out, or held back part of a 10 ms block
+                if heard.size:
+                    self._tally("dropped", self.feed.push(heard_ms, self._listener_bytes(self._encoded(heard), heard)))
+            else:
+                self._tally("dropped", self.feed.push(start_ms, self._listener_bytes(audio, pcm)))
+        return self._detect(heard, heard_ms, now) if heard.size else []
+
+    def _encoded(self, pcm: np.ndarray) -> bytes:
+        """s16 as the call's own encoding."""
+        raw = pcm.astype("<i2").tobytes()
+        return g711_encode(raw, G711[self.encoding]) if self.encoding in G711 else raw
 
     def since(self, stream_ms: float, now: float) -> float:
         """Milliseconds from when the audio of stream time ``stream_ms`` arrived to ``now`` (monotonic s)."""
@@ -138,7 +183,7 @@ class CallerSide:
         size, window_ms = self._vad.window_samples, self._vad.window_samples * 1000 / self._vad.rate
         out: list[dict[str, Any] | Act] = []
         at_ms = start_ms - held_ms
-        echo = self.echo.level(now)
+        echo = self.echo.level(now) if self._echo_guard else 0.0
         while self._window.size >= size:
             window, self._window = self._window[:size], self._window[size:]
             event = self.detector.window(at_ms, window_ms, self._probability(window), rms(window), echo)

@@ -1,8 +1,9 @@
 """The controller's messages about the caller's side (pure): ``listen`` and ``barge_in``.
 
-``{"type": "listen", "format": "native" | "pcm16" | "off"}``: the caller's audio to this controller, in the call's
-own encoding as received (``native``: a phone call's mu-law, a-law or linear PCM, byte for byte) or as PCM16 at
-16 kHz; ``off`` stops it. ``{"type": "barge_in", "mode": "vad" | "pause" | "off", "threshold"?, "min_speech_ms"?,
+``{"type": "listen", "format": "native" | "pcm16" | "off", "aec"?: true | false}``: the caller's audio to this
+controller, in the call's own encoding (``native``: a phone call's mu-law, a-law or linear PCM) or as PCM16 at
+16 kHz; ``off`` stops it. ``aec`` (default true): with the gateway's echo cancelled (gateway/listen/aec.py; byte for
+byte where there was none to cancel), or false: exactly as received. ``{"type": "barge_in", "mode": "vad" | "pause" | "off", "threshold"?, "min_speech_ms"?,
 "min_silence_ms"?, "echo_margin_db"?}``: what the caller's speech does (gateway/listen/barge_in.py) and the VAD's
 settings (gateway/listen/detector.py) for this session.
 """
@@ -23,6 +24,7 @@ TYPES = ("listen", "barge_in")
 @dataclass(frozen=True)
 class Listen:
     format: str
+    aec: bool = True
 
 
 @dataclass(frozen=True)
@@ -40,7 +42,10 @@ def parse(message: dict[str, Any]) -> CallerMessage:
         fmt = message.get("format", "native")
         if fmt not in LISTEN_FORMATS:
             raise ProtocolError(f"'listen' format is one of {', '.join(LISTEN_FORMATS)}", "bad_config")
-        return Listen(fmt)
+        aec = message.get("aec", True)
+        if not isinstance(aec, bool):
+            raise ProtocolError("'listen' aec is true or false", "bad_config")
+        return Listen(fmt, aec)
     mode = message.get("mode")
     if mode is not None and mode not in MODES:
         raise ProtocolError(f"'barge_in' mode is one of {', '.join(MODES)}", "bad_config")

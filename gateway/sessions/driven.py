@@ -54,12 +54,14 @@ class DrivenSession:
         """A session event out (the controller; a WebRTC peer's data channel too)."""
         self.to_controller(event)
 
-    def open_caller(self, encoding: str, rate: int, mode: str | None = None) -> CallerSide:
+    def open_caller(self, encoding: str, rate: int, mode: str | None = None, cancel_echo: bool = True) -> CallerSide:
         """The caller's audio, ``encoding`` at ``rate``, reaches this session; ``mode``: its barge-in, where the call
-        set one (a <Parameter>), else the server's."""
+        set one (a <Parameter>), else the server's; ``cancel_echo``: where the server's echo canceller is on, it
+        runs on this call."""
         settings, metrics = self.session.state.settings, self.session.state.metrics
         self.caller = CallerSide(encoding, rate, settings.vad, mode if mode in MODES else settings.barge_in,
-                                 lambda: bool(self.session.core.queued), metrics.caller_audio)
+                                 lambda: bool(self.session.core.queued), metrics.caller_audio,
+                                 cancel_echo=settings.echo_canceller and cancel_echo, echo_guard=settings.echo_guard)
         return self.caller
 
     async def hear(self, audio: bytes, timestamp_ms: float | None) -> None:
@@ -119,7 +121,7 @@ class DrivenSession:
                 if controller is None and parsed.format != "off":
                     raise ProtocolError("'listen' comes from a controller socket (WS /v1/stream?session=)",
                                         "no_controller")
-                start = self.caller.listen(parsed.format)
+                start = self.caller.listen(parsed.format, parsed.aec)
                 if controller is not None:
                     controller.caller_audio(self.caller.feed)
                 return start or {"type": "caller_audio_stopped"}, None

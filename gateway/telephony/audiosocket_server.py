@@ -144,7 +144,7 @@ async def _run_call(state: GatewayState, connection: _Connection, call_id: CallI
     sink = PhoneSink(audiosocket.Outbound(first.kind), connection.send, "pcm", rate, state.settings.stall_timeout_s,
                      round(rate * audiosocket.FRAME_S) * 2)
     call = SocketCall(state, call_id.call_id, TRANSPORT, sink, "default", CODECS[rate])
-    sink.echo = call.open_caller("pcm", rate).echo
+    sink.echo = call.open_caller("pcm", rate)
     if (refused := await call.open()) is not None:
         log.info("audiosocket call %s from %s refused: %s", call.id, connection.peer, refused[1])
         await connection.hang_up()

@@ -17,8 +17,7 @@ import numpy as np
 
 from gateway.audio import Encoder, g711_decode, make_encoder
 from gateway.sessions.driven import DrivenSession
-from gateway.listen.caller import G711
-from gateway.listen.echo import EchoReference, rms
+from gateway.listen.caller import G711, CallerSide
 from gateway.sessions.session import Session
 from gateway.sessions.registry import SessionLimitReached
 from gateway.shared_state import GatewayState
@@ -69,7 +68,7 @@ class PhoneSink(AudioSink):
         self._progress = asyncio.Event()  # a mark came back, or the audio was cleared
         self._paused = False  # the stack asked us to stop sending (Asterisk's XOFF)
         self._held = False  # barge-in's pause
-        self.echo: EchoReference | None = None  # told what plays, for the echo guard
+        self.echo: CallerSide | None = None  # told what plays: the echo canceller's far end, the echo guard's level
         self._watch = SendWatch(stall_timeout)
         self._sender: asyncio.Task[None] | None = None
         self._stopped = False
@@ -133,12 +132,12 @@ class PhoneSink(AudioSink):
         self._wake.set()
 
     async def _drop_unplayed(self, now: float) -> None:
-        """The stack drops what it has not played (its clear); the echo guard forgets it too. A stack without a clear
-        plays what it was sent: the echo guard keeps it."""
+        """The stack drops what it has not played (its clear); the echo canceller and guard forget it too. A stack
+        without a clear plays what it was sent: they keep it."""
         if (frame := self.dialect.clear()) is None:
             return
         if self.echo is not None:
-            self.echo.clear(now)
+            self.echo.cleared(now)
         if not self._stopped:
             with contextlib.suppress(Exception):  # the call may be going: its end is handled by the endpoint
                 await self._send(frame)
@@ -158,12 +157,12 @@ class PhoneSink(AudioSink):
         self._wake.set()
 
     def _heard_echo(self, item: Media) -> None:
-        """Tell the echo guard what will play when."""
+        """Tell the caller's side what will play when (the far end of its echo canceller)."""
         if self.echo is None:
             return
         payload = item.payload
         pcm = np.frombuffer(payload, "<i2") if self.format == "pcm" else g711_decode(payload, G711[self.format])
-        self.echo.played(item.plays_at, pcm.size / self.rate, rms(pcm / 32768))
+        self.echo.played(item.plays_at, pcm, self.rate)
 
     def stalled(self, now: float) -> bool:
         return self._watch.stalled(now)
@@ -260,6 +259,9 @@ class PhoneCall(DrivenSession):
             return
         self._closed = True
         self.state.calls.remove(self)
+        if self.caller is not None and self.caller.aec is not None:
+            aec = self.caller.aec
+            log.info("call %s: echo canceller: line delay %s ms, %s", self.id, aec.delay_ms, aec.counts)
         try:
             await self.sink.stop()  # first: a stack that has gone, or stopped reading, is sent nothing more
             await self.release(reason)

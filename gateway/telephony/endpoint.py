@@ -174,7 +174,7 @@ async def _open_call(ws: WebSocket, dialect: StreamDialect) -> PhoneCall | None:
                      state.settings.stall_timeout_s, start.frame_bytes)
     call = PhoneCall(state, start.call_id, dialect.name, sink, start.parameters.get("voice") or "default",
                      start.codec, start.parameters.get("text", ""), tenant_of(ws))
-    sink.echo = call.open_caller(start.encoding, start.rate, start.parameters.get("barge_in")).echo
+    sink.echo = call.open_caller(start.encoding, start.rate, start.parameters.get("barge_in"))
     if (refusal := await call.open()) is not None:
         code, reason = refusal
         log.info("%s call %s refused: %s", dialect.name, start.call_id, reason)

@@ -22,17 +22,20 @@ import math
 import time
 from collections import deque
 from collections.abc import Awaitable, Callable
+from typing import TYPE_CHECKING
 
 import av
 from aiortc.mediastreams import MediaStreamError, MediaStreamTrack
 
 import numpy as np
 
-from gateway.listen.echo import EchoReference, rms
 from gateway.formats import codec_rate
 from gateway.sink import AudioSink
 from gateway.webrtc.jitter import JitterBuffer
 from gateway.webrtc.outbound import FRAME_SECONDS, Outbound, Prepared, idle_payload
+
+if TYPE_CHECKING:
+    from gateway.listen.caller import CallerSide
 
 LATE_TICK_SECONDS = 0.005  # a recv() this far behind its schedule counts as late
 HEAD_BYTES = 19200  # 400 ms of 24 kHz s16: what a chunk reaching an empty track has prepared at once
@@ -54,7 +57,7 @@ class PacedAudioTrack(MediaStreamTrack):
         self.late_ticks = 0
         self.max_late = 0.0
         self.held = False  # barge-in's pause: silence goes out, the queued audio waits
-        self.echo: EchoReference | None = None  # told what plays, where the peer's audio is heard
+        self.echo: CallerSide | None = None  # told what plays, where the peer's audio is heard (its echo canceller)
         self._generation = 0  # barge-ins so far: what a thread prepared for an older one is dropped
         self._preparing = 0  # chunks being prepared in a thread now (an underrun meanwhile is the gateway's)
         self._configure(sample_rate, None)
@@ -190,7 +193,7 @@ class PacedAudioTrack(MediaStreamTrack):
             return av.Packet(self._tail.popleft())
         data = None if self.held else self.jitter.pop(preparing=self._preparing > 0)
         if data is not None and self.echo is not None:
-            self.echo.played(now, FRAME_SECONDS, rms(np.frombuffer(data, "<i2") / 32768))
+            self.echo.played(now, np.frombuffer(data, "<i2"), self.sample_rate)
         if self.codec is not None:
             return av.Packet(self._payloads.popleft() if data is not None else self._idle)
         frame = av.AudioFrame(format="s16", layout="mono", samples=self.frame_samples)

@@ -1,0 +1,277 @@
+"""One call's echo canceller: what the gateway sent on the call (the far end) taken back out of what the caller sends
+(the near end), before any VAD decision.
+
+The canceller is WebRTC's audio-processing module (AEC3, with its residual echo suppressor and double-talk handling)
+through LiveKit's binding (``livekit.rtc.AudioProcessingModule``), 10 ms at a time. Measured against speexdsp's MDF
+canceller on the same recordings through ``bench barge-in``'s line models (cbf_tools/bench/cancellers.py), it took
+out far more echo and kept a double-talking caller as well.
+
+The line's bulk delay (the echo's lag behind the far end as read) is measured by GCC-PHAT cross-correlation over the
+latest ``HISTORY_S`` of both. AEC3 cancels best when it is told that delay (``DELAY_PAST_MS`` more) at its start,
+and only then (told later, or started afresh mid-speech, it let more echo through than left alone): so a call's
+first module finds it alone, and once the call has measured it the module is replaced, told it, at the next pause
+in the gateway's speech. (Telling a new call what recent calls measured, ``LineDelays.typical``, was tried and left
+off: on the test server a delay measured on a call with no echo made the next call's canceller hold back a loud
+caller.) Echo paths up to ``REACH_S`` are measured.
+
+Alignment: each piece of the far end is recorded with when it plays (phone calls: the outbox's estimate; WebRTC:
+when the paced track hands it on), on the monotonic clock; each near-end frame comes with its stream time and when
+it arrived. The stream clock is tied to ours by the earliest arrival seen (a frame can come late, never early),
+allowed to creep by ``DRIFT`` a second (the carrier's clock and ours drift apart), so the far end read beside a
+near-end frame is what played while it was being spoken: its echo comes later, by the line's round trip, within
+reach of AEC3's delay estimator. Where the far end has been silent for ``REACH_S`` (no speech, or no far end at all:
+a call no controller speaks on) the near end passes unchanged and the module is not run (no CPU).
+
+Counted (``counts``): ``late_far`` (far-end samples that came after their time had been read: not cancelled),
+``realigned`` (a near-end frame whose stream time jumped: the tie to our clock made afresh), ``resets`` (the module
+diverged, its output louder than its input for ``DIVERGED_S``, or failed: a new one), ``delay_measures`` (the line's
+delay measured with confidence).
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from typing import Callable, Protocol
+
+import numpy as np
+
+BLOCK_S = 0.01  # the module takes exactly 10 ms
+FAR_S = 4.0  # far end held ahead of and behind the near end's read point
+REACH_S = 0.6  # the far end counts for this long after it played (echo.py's reach: the longest echo path)
+DRIFT = 0.002  # s/s: the stream clock's tie to ours may creep this fast (a carrier clock 0.2 % slow)
+HEADROOM_S = 0.02  # the far end is read this much earlier still: its echo is never ahead of it (AEC3 needs that)
+JUMP_S = 0.02  # the read point follows the tie; it jumps (counted) only when they part by more than this
+GAP_S = 1.0  # a near-end frame this far from where the stream was: a discontinuity, the tie made afresh
+DIVERGED_S = 0.5  # output louder than input (by DIVERGED_DB) this long: the module is reset
+DIVERGED_DB = 6.0
+HISTORY_S = 1.5  # far and near end kept for the delay measurement
+MEASURE_EVERY_S = 0.5  # of far-end audio processed, until the delay is sure (SURE measures in a row agree)
+SURE = 3
+CONFIDENT = 8.0  # the correlation's peak over its mean magnitude: below this the measure is not taken
+AGREE_MS = 10.0
+AGREE_SPREAD_MS = 30  # recent calls' delays agree when they all lie within this
+DELAY_PAST_MS = 20  # AEC3 is told the measured lag and this much more: it cancelled best so on every line tried
+
+
+class Module(Protocol):
+    """An echo canceller on 10 ms blocks of s16: ``far`` what plays, ``near`` what the microphone got."""
+
+    def process(self, far: np.ndarray, near: np.ndarray, delay_ms: int) -> np.ndarray: ...
+
+
+class WebRtcApm:
+    """WebRTC's AEC3 (with its high-pass filter; no noise suppression or gain control: the VAD and the controller's
+    STT want the caller as they spoke) through livekit's FFI binding."""
+
+    def __init__(self, rate: int) -> None:
+        from livekit import rtc  # imported on first use: only calls with caller audio need it
+
+        self._rtc = rtc
+        self.rate = rate
+        self._apm = rtc.AudioProcessingModule(echo_cancellation=True, high_pass_filter=True)
+
+    def process(self, far: np.ndarray, near: np.ndarray, delay_ms: int) -> np.ndarray:
+        rtc, n = self._rtc, far.size
+        self._apm.process_reverse_stream(rtc.AudioFrame(bytearray(far.astype("<i2").tobytes()), self.rate, 1, n))
+        frame = rtc.AudioFrame(bytearray(near.astype("<i2").tobytes()), self.rate, 1, n)
+        self._apm.set_stream_delay_ms(delay_ms)
+        self._apm.process_stream(frame)
+        return np.frombuffer(frame.data, dtype=np.int16).copy()
+
+
+class LineDelays:
+    """The line delays recent calls measured: where they agree (all within ``AGREE_SPREAD_MS``), their median is what
+    a new call's canceller is told at its start; where they do not (lines of different delays), nothing: a wrong
+    delay lets more echo through than none."""
+
+    def __init__(self, keep: int = 8) -> None:
+        self._recent: deque[int] = deque(maxlen=keep)
+
+    def measured(self, delay_ms: int) -> None:
+        self._recent.append(delay_ms)
+
+    def typical(self) -> int | None:
+        if not self._recent or max(self._recent) - min(self._recent) > AGREE_SPREAD_MS:
+            return None
+        return int(np.median(self._recent))
+
+
+LINES = LineDelays()  # this process's calls'
+
+
+class EchoCanceller:
+    """One call's canceller at ``rate`` (8 or 16 kHz s16); ``module(rate)`` makes the canceller proper."""
+
+    def __init__(self, rate: int, module: Callable[[int], Module] = WebRtcApm, lines: LineDelays | None = None) -> None:
+        self.rate = rate
+        self.block = round(rate * BLOCK_S)
+        self._make = module
+        self._module: Module | None = None
+        self._module_hint = 0  # the delay the module was told at its start (ms)
+        self.lines = lines if lines is not None else LINES
+        self._far = np.zeros(round(FAR_S * rate) * 2, dtype=np.int16)  # a ring, indexed by sample on our clock
+        self._origin: float | None = None  # monotonic s of far index 0
+        self._read = 0  # far index of the next sample the near end reads
+        self._reading = False  # the near end has read
+        self._far_until = -1  # far index past the latest far-end sample that was not silence
+        self._tie: float | None = None  # monotonic s - stream s: when stream time 0 was spoken, by our clock
+        self._tied_at: float | None = None  # stream s of the latest near-end frame's end
+        self._near = np.empty(0, dtype=np.int16)  # less than a block, waiting for the rest
+        self._near_at = 0.0  # stream s of _near's first sample
+        self._louder = 0  # blocks in a row whose output was louder than their input
+        self.passed = True  # the latest near end came back unchanged (no far end in reach)
+        self._history = np.zeros((2, round(HISTORY_S * rate)), dtype=np.float32)  # far, near: the latest processed
+        self._unmeasured = 0  # samples processed since the delay was last measured
+        self._agreeing = 0  # measures in a row that agreed
+        self.delay_ms: int | None = None  # the line's delay as measured
+        self.counts = {"late_far": 0, "realigned": 0, "resets": 0, "delay_measures": 0}
+
+    # The far end.
+
+    def _index(self, at: float) -> int:
+        if self._origin is None:
+            self._origin = at - FAR_S
+            self._read = round(FAR_S * self.rate)
+        return round((at - self._origin) * self.rate)
+
+    def played(self, start: float, pcm: np.ndarray) -> None:
+        """s16 ``pcm`` the gateway sent plays from ``start`` (monotonic s)."""
+        if not pcm.size:
+            return
+        first = self._index(start)
+        skip = max(0, self._read - first)  # its time was read already
+        ahead = first + pcm.size - (self._read + self._far.size // 2)  # past what the ring holds ahead
+        self.counts["late_far"] += min(skip, pcm.size) + max(0, ahead)
+        pcm = pcm[skip:pcm.size - max(0, ahead)]
+        if not pcm.size:
+            return
+        first += skip
+        slots = np.arange(first, first + pcm.size) % self._far.size
+        self._far[slots] = pcm
+        if np.any(pcm):
+            self._far_until = max(self._far_until, first + pcm.size)
+
+    def clear(self, now: float) -> None:
+        """What was to play after ``now`` was dropped (a barge-in)."""
+        if self._origin is None:
+            return
+        start = max(self._index(now), self._read)
+        end = self._read + self._far.size // 2
+        if end > start:
+            self._far[np.arange(start, end) % self._far.size] = 0
+            self._far_until = min(self._far_until, start)
+
+    # The near end.
+
+    def process(self, pcm: np.ndarray, stream_s: float, arrived: float) -> tuple[float, np.ndarray]:
+        """The caller's s16 ``pcm`` from stream time ``stream_s``, arrived (its end) at ``arrived`` (monotonic s):
+        (the stream time it starts at, what of it is whole blocks, cleaned); what is left waits for the next frame.
+        Where the far end is silent the samples come back as they were (``passed``: the latest did)."""
+        end_s = stream_s + pcm.size / self.rate
+        if self._near.size and abs(stream_s - (self._near_at + self._near.size / self.rate)) > GAP_S / 2:
+            self._near = np.empty(0, dtype=np.int16)  # what waited is not this frame's start
+        self._tie_to(end_s, arrived)
+        if not self._near.size:
+            self._near_at = stream_s
+        self._near = np.concatenate([self._near, pcm.astype(np.int16, copy=False)])
+        blocks = self._near.size // self.block
+        at = self._near_at
+        if not blocks:
+            return at, np.empty(0, dtype=np.int16)
+        take = blocks * self.block
+        near, self._near = self._near[:take], self._near[take:]
+        self._near_at += take / self.rate
+        return at, self._cancel(near, at)
+
+    def _tie_to(self, end_s: float, arrived: float) -> None:
+        tie = arrived - end_s
+        jumped = self._tied_at is not None and abs(end_s - self._tied_at) > GAP_S
+        if self._tie is None or jumped or tie < self._tie:
+            self.counts["realigned"] += jumped
+            self._reading = self._reading and not jumped  # the read point moves with the tie, counted once
+            self._tie = tie
+        else:
+            self._tie = min(tie, self._tie + DRIFT * max(0.0, end_s - (self._tied_at or end_s)))
+        self._tied_at = end_s
+
+    def _cancel(self, near: np.ndarray, at_s: float) -> np.ndarray:
+        assert self._tie is not None
+        start = self._index(self._tie + at_s - HEADROOM_S)
+        if abs(start - self._read) > JUMP_S * self.rate:
+            self.counts["realigned"] += self._reading
+            if start > self._read:  # what lies between is not to be read a lap later
+                skipped = np.arange(self._read, min(start, self._read + self._far.size))
+                self._far[skipped % self._far.size] = 0
+            self._read = start
+        self._reading = True
+        first, self._read = self._read, self._read + near.size
+        slots = np.arange(first, self._read) % self._far.size
+        far = self._far[slots].copy()
+        self._far[slots] = 0  # read: the ring's slot is free for what plays a lap later
+        self.passed = self._far_until + REACH_S * self.rate < first
+        if self.passed:
+            if self._module is not None and not self.settled and self.delay_ms is not None:
+                self._module = None  # told the wrong delay: the next speech starts a module told this call's
+            return near  # no far end within the echo's reach: nothing to take out
+        self._measure(far, near)
+        out = np.empty_like(near)
+        for i in range(0, near.size, self.block):
+            out[i:i + self.block] = self._block(far[i:i + self.block], near[i:i + self.block])
+        return out
+
+    def _block(self, far: np.ndarray, near: np.ndarray) -> np.ndarray:
+        if self._module is None:
+            self._module = self._make(self.rate)
+            self._module_hint = 0 if self.delay_ms is None else self.delay_ms + DELAY_PAST_MS
+        try:
+            out = self._module.process(far, near, self._module_hint)
+        except (RuntimeError, ValueError):
+            self._reset()
+            return near
+        energy_in = float(np.sum(near.astype(np.float64) ** 2))
+        energy_out = float(np.sum(out.astype(np.float64) ** 2))
+        louder = energy_out > energy_in * 10 ** (DIVERGED_DB / 10) and energy_out > self.block * 100.0 ** 2
+        self._louder = self._louder + 1 if louder else 0
+        if self._louder * BLOCK_S >= DIVERGED_S:
+            self._reset()
+        return out
+
+    @property
+    def settled(self) -> bool:
+        """The module (or the next one) is told the line's delay this call measured."""
+        if self._module is None:
+            return self.delay_ms is not None
+        return self._module_hint > 0 and (
+            self.delay_ms is None or abs(self.delay_ms + DELAY_PAST_MS - self._module_hint) <= AGREE_MS)
+
+    def _measure(self, far: np.ndarray, near: np.ndarray) -> None:
+        """Keep both ends; now and then, the lag of the near end behind the far end (GCC-PHAT)."""
+        n = far.size
+        self._history = np.roll(self._history, -n, axis=1)
+        self._history[0, -n:], self._history[1, -n:] = far, near
+        self._unmeasured += n
+        if self._agreeing >= SURE or self._unmeasured < MEASURE_EVERY_S * self.rate:
+            return
+        self._unmeasured = 0
+        reference, heard = self._history
+        if not reference.any() or not heard.any():
+            return
+        size = 1 << int(np.ceil(np.log2(2 * reference.size)))
+        cross = np.fft.rfft(heard, size) * np.conj(np.fft.rfft(reference, size))
+        cross /= np.abs(cross) + 1e-9
+        lags = np.fft.irfft(cross, size)[:round(REACH_S * self.rate)]
+        lag = int(np.argmax(lags))
+        if lags[lag] < CONFIDENT * (float(np.mean(np.abs(lags))) + 1e-12):
+            return
+        self.counts["delay_measures"] += 1
+        delay_ms = round(lag * 1000 / self.rate)
+        same = self.delay_ms is not None and abs(delay_ms - self.delay_ms) <= AGREE_MS
+        self._agreeing = self._agreeing + 1 if same else 1
+        self.delay_ms = delay_ms
+        if self._agreeing == SURE:
+            self.lines.measured(delay_ms)
+
+    def _reset(self) -> None:
+        self.counts["resets"] += 1
+        self._module = None
+        self._louder = 0

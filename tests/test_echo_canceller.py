@@ -1,0 +1,158 @@
+"""The echo canceller (gateway/listen/aec.py) on real recorded speech through the bench's line models
+(cbf_tools/bench/line.py): the deploy gate's two recordings, one as the gateway's voice, the other as the caller's.
+Offline and deterministic: the far end is sent as the outbox sends it, the near end arrives 20 ms at a time. Last,
+one server with the canceller on, and Twilio calls on such a line."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from cbf_tools.bench import cancellers, line
+from gateway.listen.aec import REACH_S, EchoCanceller, LineDelays, WebRtcApm
+from tests.server import PHONE_KEY as KEY
+from tests.server import running_server
+from tests.test_telephony import no_sessions_left
+
+RATE = line.RATE
+
+
+@pytest.fixture(scope="module")
+def recordings() -> tuple[np.ndarray, np.ndarray]:
+    return cancellers.recordings()
+
+
+def model(name: str) -> line.LineModel:
+    return next(m for m in line.MODELS if m.name == name)
+
+
+def test_the_echo_on_a_line_is_taken_out(recordings):
+    """-12 dB, 150 ms late, band-passed and clipped: once the canceller has had 3 s, >= 25 dB less, and Silero hears
+    no speech in what is left."""
+    gateway, caller = recordings
+    near, _, cleaned, _ = cancellers.run_line(WebRtcApm, model(line.TARGET_ECHO_MODEL), gateway, caller, 0)
+    settled = 3 * RATE
+    assert cancellers._db(near[settled:], cleaned[settled:]) >= 25
+    assert cancellers.voiced_share(near) > 0.8 and cancellers.voiced_share(cleaned) <= 0.05
+
+
+def test_double_talk_keeps_the_caller(recordings):
+    """The caller 10 dB below the gateway from its first 200 ms, over echo at -12 dB: Silero hears the caller in
+    the canceller's output nearly as often as in the caller's own clean voice."""
+    gateway, caller = recordings
+    _, voice, cleaned, _ = cancellers.run_line(WebRtcApm, model(line.DOUBLE_TALK_MODEL), gateway, caller, 0.2)
+    talk = slice(round(0.2 * RATE), round(0.2 * RATE) + caller.size)
+    assert cancellers.voiced_share(cleaned[talk]) >= 0.75 * cancellers.voiced_share(voice[talk])
+
+
+def test_with_no_far_end_the_caller_passes_unchanged_and_costs_no_module():
+    made = []
+    canceller = EchoCanceller(RATE, lambda rate: made.append(rate) or WebRtcApm(rate), LineDelays())
+    rng = np.random.default_rng(1)
+    for i in range(50):
+        pcm = rng.integers(-3000, 3000, 160).astype(np.int16)
+        at, out = canceller.process(pcm, i * 0.02, 10.0 + (i + 1) * 0.02)
+        assert at == pytest.approx(i * 0.02) and np.array_equal(out, pcm) and canceller.passed
+    assert not made and canceller.counts == {"late_far": 0, "realigned": 0, "resets": 0, "delay_measures": 0}
+
+
+def test_a_far_end_that_starts_mid_call_late_pieces_and_jumps_are_counted_never_stalling(recordings):
+    gateway, _ = recordings
+    canceller = EchoCanceller(RATE, lines=LineDelays())
+    silence = np.zeros(160, dtype=np.int16)
+    for i in range(100):  # two seconds of a caller and no far end
+        canceller.process(silence, i * 0.02, 100.0 + (i + 1) * 0.02)
+    canceller.played(100.0 + 2.02, gateway[:RATE])  # the gateway starts speaking
+    canceller.played(100.0 + 1.0, gateway[:800])  # a piece whose time was read already: not cancelled, counted
+    assert canceller.counts["late_far"] == 800
+    echo = line.to_s16(line.echo_of(gateway[:RATE], model(line.TARGET_ECHO_MODEL)))
+    outs = [canceller.process(echo[i:i + 160], 2.0 + i / RATE, 102.0 + (i + 160) / RATE)[1]
+            for i in range(0, RATE, 160)]
+    assert not canceller.passed and sum(o.size for o in outs) == RATE
+    canceller.process(silence, 60.0, 103.1)  # the stream's clock jumps a minute: tied afresh, counted
+    assert canceller.counts["realigned"] == 1
+
+
+def test_garbage_does_not_stall_it_and_a_diverging_module_is_replaced(recordings):
+    """Full-scale noise on both ends, and a module whose output grows past its input: every frame comes back, the
+    module is replaced (counted)."""
+    rng = np.random.default_rng(2)
+
+    class Diverging:
+        def process(self, far, near, delay_ms):
+            return np.full_like(near, 30000)
+
+    canceller = EchoCanceller(RATE, lambda rate: Diverging(), LineDelays())
+    for i in range(100):
+        canceller.played(100.0 + i * 0.02, rng.integers(-32768, 32767, 160).astype(np.int16))
+        _, out = canceller.process(np.full(160, 50, np.int16), i * 0.02, 100.0 + (i + 1) * 0.02)
+        assert out.size == 160
+    assert canceller.counts["resets"] >= 1
+    real = EchoCanceller(RATE, lines=LineDelays())
+    for i in range(100):
+        real.played(100.0 + i * 0.02, rng.integers(-32768, 32767, 160).astype(np.int16))
+        _, out = real.process(rng.integers(-32768, 32767, 160).astype(np.int16), i * 0.02, 100.0 + (i + 1) * 0.02)
+        assert out.size == 160 and out.dtype == np.int16
+
+
+def test_the_line_delay_is_measured_and_told_to_the_next_module(recordings):
+    gateway, caller = recordings
+    lines = LineDelays()
+    echo_model = model(line.TARGET_ECHO_MODEL)
+    canceller = EchoCanceller(RATE, lines=lines)
+    near = line.to_s16(line.echo_of(gateway[:3 * RATE], echo_model))
+    sent = 0
+    for i in range(0, near.size - 159, 160):
+        while sent < i + RATE:
+            canceller.played(100.0 + sent / RATE, gateway[sent:sent + 800])
+            sent += 800
+        canceller.process(near[i:i + 160], i / RATE, 100.0 + (i + 160) / RATE)
+    assert canceller.delay_ms is not None and abs(canceller.delay_ms - echo_model.delay_ms) <= 25
+    assert lines.typical() == canceller.delay_ms and canceller.delay_ms < REACH_S * 1000
+    assert not canceller.settled  # its module found the delay alone: the next one, after a pause, is told it
+    for i in range(0, 2 * RATE, 160):  # the gateway falls silent: past the echo's reach the module goes
+        canceller.process(np.zeros(160, np.int16), 3.0 + i / RATE, 103.0 + (i + 160) / RATE)
+    assert canceller.settled
+
+
+@pytest.fixture(scope="module")
+def aec_url():
+    with running_server("--api-key", KEY, "--max-text-chars", "1000", "--echo-canceller", "true") as url:
+        yield url
+
+
+async def test_on_a_line_that_echoes_a_quiet_caller_is_heard_and_the_echo_alone_is_not(aec_url):
+    """The bench's phone line (cbf_tools/bench/line.py) on a Twilio call: the gateway's own voice comes back 12 dB
+    down, 150 ms late, band-passed and softly clipped. The echo canceller takes it out: alone, for 4 s of the
+    gateway's speech, it stops nothing; a caller 10 dB below the gateway's speech level, talking over it, is
+    cleared. (A server of its own, ``--echo-canceller true``: the canceller is off by default.)"""
+    url = aec_url
+    from cbf_tools.bench import barge_in as bench
+    from cbf_tools.bench import caller_voices as voices
+    from cbf_tools.bench import line
+
+    echo_model = line.LineModel("echo alone", -12, 150, None)
+    call = await bench.place_call(url, KEY, lambda stack: voices.LineVoice(stack, echo_model))
+    try:
+        await call.speak()
+        await call.first_audio()
+        played = len(call.stack.frames)
+        await bench._until(lambda: len(call.stack.frames) >= played + 40, 20, "four seconds of speech")
+        assert not call.stack.cleared_at and not call.of("interrupted") and not call.of("speech_started")
+    finally:
+        await call.hang_up()
+
+    quiet = line.LineModel("caller -10 dB", -12, 150, -10)
+    speech = line.to_s16(line.caller_at(voices.clip_pcm(), quiet, line.active_dbfs(voices.clip_pcm(
+        path=voices.CLIP.with_name("low.ogg")))))  # the gateway's level: a recording of a voice like its own
+    made: list[voices.LineVoice] = []
+    call = await bench.place_call(url, KEY, lambda stack: made.append(voices.LineVoice(stack, quiet, speech))
+                                  or made[-1])
+    try:
+        await call.speak()
+        made[0].starts_at = await call.first_audio() + 1.5
+        await bench._until(lambda: bool(call.of("interrupted")), 15, "the caller was not heard")
+        assert call.stack.cleared_at and made[0].onset is not None and call.stack.cleared_at[0] > made[0].onset
+    finally:
+        await call.hang_up()
+    await no_sessions_left(url)
