@@ -91,16 +91,18 @@ def phone_server(phone_audiosocket_port: int):
 # loadfile hands files out in collection order (the Makefile turns off its reordering by test count), so these start
 # first and the many short files fill the processes' ends rather than a 40 s file, last in the alphabet, running on
 # alone.
-SLOWEST_FIRST = ("test_gpu_bench.py", "test_failover.py", "test_page.py", "test_bench_soak.py", "test_bench.py",
+SLOWEST_FIRST = ("test_gpu_bench.py",
+                 # the shared servers' groups (below) run as one unit each, several minutes: begun first, not last
+                 "test_caller_audio.py", "test_telephony.py", "test_carriers.py", "test_audiosocket.py",
+                 "test_freeswitch.py", "test_livekit.py", "test_wyoming.py", "test_deepgram.py", "test_vapi.py",
+                 "test_litellm.py", "test_echo_canceller.py", "test_cartesia.py", "test_failover.py", "test_page.py", "test_bench_soak.py", "test_bench.py",
                  "test_engine_pool.py", "test_tenants.py", "test_doctor.py", "test_traces.py", "test_http.py",
                  "test_faults.py", "test_docs_examples.py", "test_first_run.py", "test_idle_unload.py", "test_worker.py", "test_drain.py",
                  "test_prompt_cache_server.py", "test_fleet.py", "test_gate_quality.py", "test_s3gen_graphs.py",
                  "test_http_engine.py", "test_playout_websocket.py", "test_worker_lifeline.py",
                  "test_bench_barge_in.py", "test_turbo.py", "test_bench_faults.py", "test_planner_simulation.py",
-                 "test_graph_check.py", "test_revoked_http_streams.py", "test_voice_sync.py", "test_caller_audio.py",
-                 "test_turn.py", "test_page_barge_in.py", "test_deploy_gate.py", "test_wyoming.py",
-                 "test_telephony.py", "test_carriers.py", "test_wyoming_zeroconf.py", "test_signalling.py",
-                 "test_whep.py", "test_processes.py", "test_discovery.py", "test_livekit.py", "test_gst_bridge.py")
+                 "test_graph_check.py", "test_revoked_http_streams.py", "test_voice_sync.py", "test_turn.py", "test_page_barge_in.py", "test_deploy_gate.py", "test_wyoming_zeroconf.py", "test_signalling.py",
+                 "test_whep.py", "test_processes.py", "test_discovery.py", "test_gst_bridge.py")
 
 
 def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter, config: pytest.Config) -> None:
