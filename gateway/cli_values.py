@@ -125,20 +125,20 @@ def lead_seconds(value: str) -> float:
     return parsed
 
 
-def positive_seconds(value: str) -> float:
-    """Seconds > 0 (a setting that is off unless given: 0 is not a way to say off)."""
+def _positive(value: str, unit: str, unset: str) -> float:
+    """A number > 0 of ``unit`` for a setting that is ``unset`` unless given (0 is not a way to say it)."""
     parsed = number(value)
     if not parsed > 0:
-        raise argparse.ArgumentTypeError(f"expected seconds > 0 (leave it unset for off), got {value!r}")
+        raise argparse.ArgumentTypeError(f"expected {unit} > 0 (leave it unset for {unset}), got {value!r}")
     return parsed
+
+
+def positive_seconds(value: str) -> float:
+    return _positive(value, "seconds", "off")
 
 
 def positive_gib(value: str) -> float:
-    """GiB > 0 (a cap that is off unless given)."""
-    parsed = number(value)
-    if not parsed > 0:
-        raise argparse.ArgumentTypeError(f"expected GiB > 0 (leave it unset for no cap), got {value!r}")
-    return parsed
+    return _positive(value, "GiB", "no cap")
 
 
 def seconds_or_auto(value: str) -> float | None:
