@@ -124,7 +124,8 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
 # processes). xdist's own --dist loadgroup would do this and does nothing under pytest 9.2 (pytest-xdist issue
 # #1386); tests/test_suite_groups.py fails when a file uses one of these servers and is not listed here.
 SHARED_SERVER_FILES = {
-    "plain_server": ("test_bench.py", "test_deploy_gate.py", "test_engine_isolation.py", "test_fleet_dashboards.py",
+    "plain_server": ("test_bench.py", "test_deploy_gate.py", "test_engine_devices.py", "test_engine_isolation.py",
+                     "test_fleet_dashboards.py",
                      "test_gst_bridge.py",
                      "test_input_hygiene.py", "test_latency.py", "test_playout_websocket.py", "test_signalling.py",
                      "test_tokens_server.py", "test_watermark_delivered.py", "test_webrtc_dtmf.py"),
