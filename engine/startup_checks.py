@@ -12,7 +12,7 @@ import contextlib
 import dataclasses
 import os
 from pathlib import Path
-from typing import Iterator
+from typing import Any, Callable, Iterator
 
 from engine.settings import EngineSettings
 from engine.weights import TOKENIZER, DownloadFailed, WeightsReport, cached_snapshot, download, hub_cache_dir, inspect
@@ -206,10 +206,12 @@ def _cards(settings: EngineSettings) -> list:  # -> list[Card], in the order to 
         raise Misconfigured(str(exc), CUDA_FIX) from exc
 
 
-def _placed(settings: EngineSettings, cards: list, build):  # type: ignore[no-untyped-def]
+def _placed(settings: EngineSettings, cards: list, build, inventory=None, load=None):  # type: ignore[no-untyped-def]
     """Load onto the first of ``cards`` with room for the estimated need; an out-of-memory there frees what it took
     and tries the next; none: ``Misconfigured`` listing every card, its memory, and the need. With ``--gpu-memory``
-    the batch slots are sized inside it and a card must have all of it free (the engine caps its allocator there)."""
+    the batch slots are sized inside it and a card must have all of it free (the engine caps its allocator there).
+    The worker's reload after an idle unload is placed by fit again (``_reload_by_fit``: the card that fits now,
+    read from ``inventory``, loaded by ``load``; by default the visible cards and ``load_engine``)."""
     import gc
 
     import torch
@@ -240,6 +242,45 @@ def _placed(settings: EngineSettings, cards: list, build):  # type: ignore[no-un
             torch.cuda.empty_cache()
             continue
         worker.placed(card, need, [c for c in cards if c != card], settings.gpu_memory_gib)
+        worker._load = lambda: _reload_by_fit(settings, need, budget, worker, inventory, load)
         return worker
-    raise Misconfigured(plan.refusal(failed), "free a card (`nvidia-smi` lists what holds it), list another in "
-                        "--device (CBF_DEVICE), or lower --batch-slots and --prompt-cache-voices")
+    raise Misconfigured(plan.refusal(failed), PLACEMENT_FIX)
+
+
+PLACEMENT_FIX = ("free a card (`nvidia-smi` lists what holds it), list another in --device (CBF_DEVICE), or lower "
+                 "--batch-slots and --prompt-cache-voices")
+
+
+def _reload_by_fit(settings: EngineSettings, need: Any, budget: int | None, worker: Any,
+                   inventory: Callable[[], list] | None = None, load: Callable[[EngineSettings], Any] | None = None
+                   ) -> Any:  # -> Engine; need: placement.Need; worker: Worker (imported lazily: no torch at the top)
+    """(A reload after an idle unload.) The engine loaded on the card of ``settings.device``'s list that fits now,
+    as at the start: the cards read again (another tenant may have taken the first one meanwhile, or freed a better
+    one), an out-of-memory trying the next, the worker's placement said anew (/health's ``engine.placement``). No
+    card: an ``EngineError`` listing each card's memory and the need (the utterance fails; the next one tries
+    again). The watermarker stays on the card of the cold start."""
+    import gc
+
+    import torch
+
+    from engine import placement
+    from engine.engines import load_engine
+    from engine.engines.base import EngineError
+
+    try:
+        cards = placement.order(placement.device_list(settings.device), (inventory or placement.visible_cards)())
+    except ValueError as exc:  # a card named by the list is gone (device lost)
+        raise EngineError(str(exc), "load_failed") from exc
+    plan = placement.plan(need, cards, budget)
+    failed = []
+    for card in plan.fitting:
+        try:
+            engine = (load or load_engine)(dataclasses.replace(settings, device=card.device))
+        except torch.OutOfMemoryError:
+            failed.append((card, "out of memory while loading"))
+            gc.collect()
+            torch.cuda.empty_cache()
+            continue
+        worker.placed(card, need, [c for c in cards if c != card], settings.gpu_memory_gib)
+        return engine
+    raise EngineError(plan.refusal(failed), "load_failed")
