@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import logging
 import os
 from pathlib import Path
 from typing import Any, Callable, Iterator
@@ -17,6 +18,7 @@ from typing import Any, Callable, Iterator
 from engine.settings import EngineSettings
 from engine.weights import TOKENIZER, DownloadFailed, WeightsReport, cached_snapshot, download, hub_cache_dir, inspect
 
+log = logging.getLogger("chatterbox_fast.engine")
 WEIGHTS_FIX = ("fetch them with `chatterbox-fast weights download --to DIR` (on any machine with network access) and "
                "pass --model-dir DIR (CBF_MODEL_DIR); `chatterbox-fast doctor` checks the result")
 CUDA_FIX = ("check `nvidia-smi -L` and the driver (>= 580 for CUDA 13), set CUDA_VISIBLE_DEVICES to the card's UUID, "
@@ -256,8 +258,8 @@ def _reload_by_fit(settings: EngineSettings, need: Any, budget: int | None, work
                    ) -> Any:  # -> Engine; need: placement.Need; worker: Worker (imported lazily: no torch at the top)
     """(A reload after an idle unload.) The engine loaded on the card of ``settings.device``'s list that fits now,
     as at the start: the cards read again (another tenant may have taken the first one meanwhile, or freed a better
-    one), an out-of-memory trying the next, the worker's placement said anew (/health's ``engine.placement``). No
-    card: an ``EngineError`` listing each card's memory and the need (the utterance fails; the next one tries
+    one), an out-of-memory trying the next, a card gone meanwhile (device lost) passed over, the worker's placement
+    said anew (/health's ``engine.placement``). No card: an ``EngineError`` listing each card's memory and the need (the utterance fails; the next one tries
     again). The watermarker stays on the card of the cold start."""
     import gc
 
@@ -267,10 +269,13 @@ def _reload_by_fit(settings: EngineSettings, need: Any, budget: int | None, work
     from engine.engines import load_engine
     from engine.engines.base import EngineError
 
-    try:
-        cards = placement.order(placement.device_list(settings.device), (inventory or placement.visible_cards)())
-    except ValueError as exc:  # a card named by the list is gone (device lost)
-        raise EngineError(str(exc), "load_failed") from exc
+    visible = (inventory or placement.visible_cards)()
+    names, lost = placement.present(placement.device_list(settings.device), visible)
+    if lost:
+        log.warning("reloading: %s of --device no longer visible, passed over", ", ".join(lost))
+    if not names:
+        raise EngineError(f"no card of --device is there to reload on: {', '.join(lost)} gone", "load_failed")
+    cards = placement.order(names, visible)
     plan = placement.plan(need, cards, budget)
     failed = []
     for card in plan.fitting:

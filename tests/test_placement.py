@@ -145,6 +145,15 @@ def test_a_reload_after_an_idle_unload_is_placed_by_fit_again(tiny_checkpoint: P
     full.add("cuda:0")
     tried.clear()
     assert worker._load() == "engine on cuda:1" and tried == ["cuda:0", "cuda:1"]  # out of memory: the next card
+    settings_by_uuid = replace(settings, device=f"{RTX3090.uuid},{A6000.uuid}")
+    listed = _placed(settings_by_uuid, order((RTX3090.uuid, A6000.uuid), CARDS), lambda placed: _Loaded(placed.device),
+                     inventory=lambda: now, load=load)
+    now[:] = [replace(A6000, free=30 * GIB), BUSY]  # the 3090 fell off the bus while the model was unloaded
+    full.clear()
+    assert listed._load() == "engine on cuda:0"  # the next card of the list, not a refusal
+    now[:] = [BUSY]
+    with pytest.raises(EngineError, match="no card of --device is there to reload on: GPU-bbbb.*, GPU-aaaa.* gone"):
+        listed._load()
     now[:] = [replace(card, free=GIB) for card in CARDS]
     with pytest.raises(EngineError, match=r"no card has room.*cuda:0 .*: 1\.0 of 48\.0 GiB free"):
         worker._load()  # none fits now: this reload fails, saying why; the next utterance tries again
