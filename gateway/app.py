@@ -71,7 +71,8 @@ async def _report_to_siblings(state: GatewayState) -> None:
     """Every second: this process's /health snapshot for its siblings, and its engine link for the summed metrics."""
     assert state.siblings is not None
     while True:
-        state.metrics.engines(state.engine.available, state.engine.engines)
+        engines = state.engine.engines
+        state.metrics.engines(state.engine.available, engines, health.worker_health(state, engines))
         state.siblings.write(health.snapshot(health.health_body(state), state.drain.listening))
         await asyncio.sleep(1.0)
 

@@ -112,5 +112,6 @@ async def health(request: Request) -> Response:
 
 async def metrics(request: Request) -> Response:
     state: GatewayState = request.app.state.gateway
-    state.metrics.engines(state.engine.available, state.engine.engines)
+    engines = state.engine.engines
+    state.metrics.engines(state.engine.available, engines, worker_health(state, engines))
     return Response(state.metrics.render(), media_type=CONTENT_TYPE_LATEST)
