@@ -194,8 +194,8 @@ GATEWAY_OPTIONS = (
     Option("--engine-devices", "CBF_ENGINE_DEVICES", "start one embedded engine worker per entry, each supervised "
            "(restarted when it dies) and all sharing the utterances (least busy first, failover among them): "
            "cuda:N, GPU-<uuid> or cpu (cpu,cpu: two CPU workers), comma-separated, or auto (every card nvidia-smi "
-           "lists that CUDA_VISIBLE_DEVICES leaves visible; one CPU worker where there is none); each entry is its "
-           "worker's --device; not set: one worker", engine_devices, ()),
+           "lists that CUDA_VISIBLE_DEVICES leaves visible; none listed: one worker, on --device auto); each entry "
+           "is its worker's --device; not set: one worker", engine_devices, ()),
     Option("--engine-resolve-interval", "CBF_ENGINE_RESOLVE_INTERVAL", "seconds between resolutions of a "
            "dns+ws:// engine URL (new addresses are added, vanished ones drained)", number, 5.0),
     Option("--failover-wait", "CBF_FAILOVER_WAIT", "seconds an utterance whose worker went away waits for another "
@@ -409,7 +409,9 @@ def cmd_serve(args: argparse.Namespace) -> int:
             return _refuse(args, f"the keys file {args.keys_file}, {exc}")
     worker_devices = resolve_devices(args.engine_devices, os.environ) if args.engine_devices else ()
     if args.engine_devices == ("auto",):
-        logging.getLogger("chatterbox_fast.gateway").info("--engine-devices auto: %s", ", ".join(worker_devices))
+        logging.getLogger("chatterbox_fast.gateway").info(
+            "--engine-devices auto: %s", ", ".join(worker_devices) or "nvidia-smi lists no card: one worker, on its "
+            "own --device auto (the CPU where torch sees no GPU)")
     wyoming_sock = audiosocket_sock = None
     try:
         sock = bind_tcp(args.host, args.port, "--port (CBF_PORT)", reuse_port=args.reuse_port)

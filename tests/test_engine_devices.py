@@ -39,7 +39,7 @@ def test_auto_is_every_visible_card_else_one_cpu_worker() -> None:
     cards = listed_cards(SMI)
     assert cards == [(0, A), (1, B)]
     assert resolve(("auto",), {}, lambda: SMI) == (A, B)  # every card, by UUID
-    assert resolve(("auto",), {}, lambda: None) == ("cpu",)  # no nvidia-smi: one CPU worker
+    assert resolve(("auto",), {}, lambda: None) == ()  # no nvidia-smi: the one worker, on its own --device auto
     assert resolve(("cpu", "cpu"), {}, lambda: SMI) == ("cpu", "cpu")  # a list is taken as given
     # CUDA_VISIBLE_DEVICES: its cards in its order, up to the first that names none (as CUDA reads it); an index is
     # torch's under that variable, never mapped through nvidia-smi's numbering
@@ -47,8 +47,8 @@ def test_auto_is_every_visible_card_else_one_cpu_worker() -> None:
     assert visible(cards, "1,0") == ("cuda:0", "cuda:1")
     assert visible(cards, "GPU-bbbb") == (B,)
     assert visible(cards, "0,7,1") == ("cuda:0",)
-    assert resolve(("auto",), {"CUDA_VISIBLE_DEVICES": ""}, lambda: SMI) == ("cpu",)
-    assert resolve(("auto",), {"CUDA_VISIBLE_DEVICES": "-1"}, lambda: SMI) == ("cpu",)
+    assert resolve(("auto",), {"CUDA_VISIBLE_DEVICES": ""}, lambda: SMI) == ()
+    assert resolve(("auto",), {"CUDA_VISIBLE_DEVICES": "-1"}, lambda: SMI) == ()
 
 
 @pytest.mark.parametrize("args, env, said", [

@@ -3,8 +3,9 @@
 An entry is ``cuda:N`` (torch's index, under this process's CUDA_VISIBLE_DEVICES), ``GPU-<uuid>`` (``MIG-<uuid>``
 too: the same card whatever the index order, the team's lesson on mixed hosts) or ``cpu`` (``cpu,cpu`` is several
 CPU workers: how CI runs several workers for real); or ``auto`` alone: every card nvidia-smi lists, those
-CUDA_VISIBLE_DEVICES leaves visible where it is set, and one CPU worker on a host without a GPU. Each entry becomes
-its worker's ``--device``. Pure but for ``nvidia_smi_listing``, which runs the command (no torch in the gateway).
+CUDA_VISIBLE_DEVICES leaves visible where it is set; where nvidia-smi lists none, the one worker ``serve`` starts
+anyway, on its own ``--device auto`` (the CPU on a host without a GPU; a GPU torch sees even where nvidia-smi is
+missing). Each entry becomes its worker's ``--device``. Pure but for ``nvidia_smi_listing``, which runs the command (no torch in the gateway).
 """
 
 from __future__ import annotations
@@ -73,7 +74,8 @@ def visible(cards: list[tuple[int, str]], cuda_visible_devices: str | None) -> t
 
 def resolve(entries: tuple[str, ...], environ: Mapping[str, str],
             listing: Callable[[], str | None] = nvidia_smi_listing) -> tuple[str, ...]:
-    """The workers' devices: ``entries`` as given, or for ``auto`` the visible cards, else one CPU worker."""
+    """The workers' devices: ``entries`` as given, or for ``auto`` the visible cards; none listed: () (one worker on
+    the engine flags' own device)."""
     if entries != ("auto",):
         return entries
-    return visible(listed_cards(listing()), environ.get("CUDA_VISIBLE_DEVICES")) or ("cpu",)
+    return visible(listed_cards(listing()), environ.get("CUDA_VISIBLE_DEVICES"))
