@@ -259,8 +259,8 @@ def _reload_by_fit(settings: EngineSettings, need: Any, budget: int | None, work
     """(A reload after an idle unload.) The engine loaded on the card of ``settings.device``'s list that fits now,
     as at the start: the cards read again (another tenant may have taken the first one meanwhile, or freed a better
     one), an out-of-memory trying the next, a card gone meanwhile (device lost) passed over, the worker's placement
-    said anew (/health's ``engine.placement``). No card: an ``EngineError`` listing each card's memory and the need (the utterance fails; the next one tries
-    again). The watermarker stays on the card of the cold start."""
+    said anew (/health's ``engine.placement``). No card: an ``EngineError`` listing each card's memory and the need
+    (the utterance fails; the next one tries again). The watermarker stays on the card of the cold start."""
     import gc
 
     import torch

@@ -272,7 +272,8 @@ def test_dockerignore_keeps_every_source_the_image_needs():
 
 def test_gpu_reserved_by_uuid_from_the_environment_never_by_index_or_count():
     gpu_services = [(f, n, s) for f, n, s in services() if "deploy" in s]
-    assert {(f, n) for f, n, _ in gpu_services} == {("compose.yaml", "chatterbox-fast"), ("compose.split.yaml", "engine"),
+    assert {(f, n) for f, n, _ in gpu_services} == {("compose.yaml", "chatterbox-fast"),
+                                                    ("compose.split.yaml", "engine"),
                                                     ("compose.gpus.yaml", "chatterbox-fast")}
     for file, _, svc in gpu_services:
         (device,) = svc["deploy"]["resources"]["reservations"]["devices"]

@@ -5,7 +5,8 @@ too: the same card whatever the index order, the team's lesson on mixed hosts) o
 CPU workers: how CI runs several workers for real); or ``auto`` alone: every card nvidia-smi lists, those
 CUDA_VISIBLE_DEVICES leaves visible where it is set; where nvidia-smi lists none, the one worker ``serve`` starts
 anyway, on its own ``--device auto`` (the CPU on a host without a GPU; a GPU torch sees even where nvidia-smi is
-missing). Each entry becomes its worker's ``--device``. Pure but for ``nvidia_smi_listing``, which runs the command (no torch in the gateway).
+missing). Each entry becomes its worker's ``--device``. Pure but for ``nvidia_smi_listing``, which runs the command
+(no torch in the gateway).
 """
 
 from __future__ import annotations
