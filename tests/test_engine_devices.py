@@ -7,6 +7,7 @@ from the suite's plain server."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import signal
@@ -18,6 +19,7 @@ import pytest
 from cbf_tools.peers.local_server import local_server
 from gateway import cli
 from gateway.engine_link.devices import listed_cards, parse, resolve, visible
+from gateway.engine_link.workers import EmbeddedWorkers
 from tests.server import health, health_when
 
 A = "GPU-aaaa1111-2222-3333-4444-555566667777"
@@ -49,6 +51,22 @@ def test_auto_is_every_visible_card_else_one_cpu_worker() -> None:
     assert visible(cards, "0,7,1") == ("cuda:0",)
     assert resolve(("auto",), {"CUDA_VISIBLE_DEVICES": ""}, lambda: SMI) == ()
     assert resolve(("auto",), {"CUDA_VISIBLE_DEVICES": "-1"}, lambda: SMI) == ()
+
+
+def test_a_worker_that_cannot_start_is_named_by_its_device() -> None:
+    """(Its sentence stops the server: `serve --engine chatterbox-turbo --engine-devices cuda:0,cuda:1` here, with no
+    CUDA, exits 3 with "the engine worker on cuda:0 cannot start: --device cuda:0 asks for a CUDA device...".)"""
+    told: list[str] = []
+    workers = EmbeddedWorkers(["--engine", "espeak"], ("cuda:0", "cuda:1"), told.append)
+    assert [p.device for p in workers.processes] == ["cuda:0", "cuda:1"]
+    assert len({p.secret for p in workers.processes}) == 1 and len(set(workers.urls)) == 2  # one pool, one secret
+    workers.processes[1]._on_refusal_at_start("no CUDA device")
+    assert told == ["the engine worker on cuda:1 cannot start: no CUDA device"]
+    one = EmbeddedWorkers(["--engine", "espeak"], (), told.append)  # the one worker: its sentence as it was
+    one.processes[0]._on_refusal_at_start("no weights")
+    assert told[-1] == "no weights" and one.processes[0].device is None
+    for group in (workers, one):
+        asyncio.run(group.stop())  # (none was started: their socket folders removed)
 
 
 @pytest.mark.parametrize("args, env, said", [
