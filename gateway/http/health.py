@@ -13,7 +13,7 @@ from prometheus_client import CONTENT_TYPE_LATEST
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
-from gateway.engine_link.workers import WorkersFile, with_pool
+from gateway.engine_link.workers import REFUSED, WorkersFile, with_pool
 from gateway.host.drain import DRAINING
 from gateway.shared_state import GatewayState
 
@@ -26,15 +26,15 @@ def health_body(state: GatewayState) -> dict[str, Any]:
     """This process's health: ``status`` is ok, starting, down or draining (gateway/host/drain.py: taken out of a
     load balancer's rotation, whatever its engine's state)."""
     ready = state.engine.ready
-    processes = state.workers.processes if state.workers is not None else []
     engines = state.engine.engines
+    workers = worker_health(state, engines) or []  # the embedded ones (this process's, or its supervisor's)
     backend_down = next((e["backend"]["error"] for e in engines if e.get("backend", {}).get("state") == "down"), None)
     # starting: no worker has connected yet. A worker whose connection was lost is down at once, before its
     # supervisor has noticed the exit (restarts still 0): otherwise a killed worker read "starting" for a moment.
-    first = bool(processes) and all(p.restarts == 0 for p in processes) and not any(e["lost"] for e in engines)
+    first = bool(workers) and all(w["restarts"] == 0 for w in workers) and not any(e["lost"] for e in engines)
     if ready is not None:
         status = "ok"
-    elif backend_down is None and first and all(p.refusal is None for p in processes):
+    elif backend_down is None and first and all(w["state"] != REFUSED for w in workers):
         status = "starting"
     else:
         status = "down"
@@ -43,7 +43,7 @@ def health_body(state: GatewayState) -> dict[str, Any]:
     if state.drain.rules.state == DRAINING:
         status = DRAINING
     elif status == "down":  # why: the worker's TTS server is down, or the worker stopped (cannot start, stalled...)
-        reason = backend_down or next((p.last_exit_reason for p in processes if p.last_exit_reason), None)
+        reason = backend_down or next((w["last_exit_reason"] for w in workers if w["last_exit_reason"]), None)
     body: dict[str, Any] = {
         "status": status,
         **({"reason": reason} if reason else {}),  # why the worker stopped: cannot start, stalled, killed...
@@ -63,9 +63,9 @@ def health_body(state: GatewayState) -> dict[str, Any]:
         body["keys"] = keys
     if state.settings.rtc_ports is not None:
         body["rtc_ports"] = "%d-%d" % state.settings.rtc_ports
-    if (workers := worker_health(state, engines)) is not None:
+    if workers:
         body["workers"] = workers
-    if workers is not None and len(processes) == 1:  # the one embedded worker, as before there could be several
+    if state.workers is not None and len(workers) == 1:  # the one embedded worker, as before there could be several
         body["worker"] = {key: workers[0][key]
                           for key in ("alive", "pid", "restarts", "last_exit", "last_exit_reason", "backoff_s")}
     return body
