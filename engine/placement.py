@@ -83,6 +83,13 @@ def device_list(value: str) -> tuple[str, ...]:
     return items
 
 
+def present(devices: tuple[str, ...], cards: list[Card]) -> tuple[tuple[str, ...], list[str]]:
+    """``devices`` split into those ``cards`` has (``auto`` and ``cuda`` always) and those it has not: for a reload,
+    where a card that went away while the model was unloaded is passed over, not a reason to refuse."""
+    seen = [name for name in devices if name in ("auto", "cuda") or any(name in (c.device, c.uuid) for c in cards)]
+    return tuple(seen), [name for name in devices if name not in seen]
+
+
 def order(devices: tuple[str, ...], cards: list[Card]) -> list[Card]:
     """The cards to try, in order: those named (by index or UUID, in the list's order), or for ``auto`` every card,
     the most free memory first. A name no visible card has is a ValueError naming the cards there are."""
@@ -199,15 +206,18 @@ def moved(old: dict[str, int] | None, new: dict[str, int] | None) -> bool:
 
 
 def visible_cards() -> list[Card]:
-    """Every CUDA device torch sees, with its free memory now (none without CUDA)."""
+    """Every CUDA device torch sees that answers, with its free memory now (none without CUDA)."""
     import torch
 
     if not torch.cuda.is_available():
         return []
     cards = []
     for index in range(torch.cuda.device_count()):
-        props = torch.cuda.get_device_properties(index)
-        free, total = torch.cuda.mem_get_info(index)
+        try:
+            props = torch.cuda.get_device_properties(index)
+            free, total = torch.cuda.mem_get_info(index)
+        except RuntimeError:  # a card that no longer answers (fallen off the bus, reset): not a place to load
+            continue
         uuid = str(getattr(props, "uuid", "") or "")
         cards.append(Card(index, uuid if uuid.startswith(("GPU-", "MIG-")) else f"GPU-{uuid}", props.name, free, total))
     return cards

@@ -10,13 +10,15 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import logging
 import os
 from pathlib import Path
-from typing import Iterator
+from typing import Any, Callable, Iterator
 
 from engine.settings import EngineSettings
 from engine.weights import TOKENIZER, DownloadFailed, WeightsReport, cached_snapshot, download, hub_cache_dir, inspect
 
+log = logging.getLogger("chatterbox_fast.engine")
 WEIGHTS_FIX = ("fetch them with `chatterbox-fast weights download --to DIR` (on any machine with network access) and "
                "pass --model-dir DIR (CBF_MODEL_DIR); `chatterbox-fast doctor` checks the result")
 CUDA_FIX = ("check `nvidia-smi -L` and the driver (>= 580 for CUDA 13), set CUDA_VISIBLE_DEVICES to the card's UUID, "
@@ -206,10 +208,12 @@ def _cards(settings: EngineSettings) -> list:  # -> list[Card], in the order to 
         raise Misconfigured(str(exc), CUDA_FIX) from exc
 
 
-def _placed(settings: EngineSettings, cards: list, build):  # type: ignore[no-untyped-def]
+def _placed(settings: EngineSettings, cards: list, build, inventory=None, load=None):  # type: ignore[no-untyped-def]
     """Load onto the first of ``cards`` with room for the estimated need; an out-of-memory there frees what it took
     and tries the next; none: ``Misconfigured`` listing every card, its memory, and the need. With ``--gpu-memory``
-    the batch slots are sized inside it and a card must have all of it free (the engine caps its allocator there)."""
+    the batch slots are sized inside it and a card must have all of it free (the engine caps its allocator there).
+    The worker's reload after an idle unload is placed by fit again (``_reload_by_fit``: the card that fits now,
+    read from ``inventory``, loaded by ``load``; by default the visible cards and ``load_engine``)."""
     import gc
 
     import torch
@@ -240,6 +244,48 @@ def _placed(settings: EngineSettings, cards: list, build):  # type: ignore[no-un
             torch.cuda.empty_cache()
             continue
         worker.placed(card, need, [c for c in cards if c != card], settings.gpu_memory_gib)
+        worker._load = lambda: _reload_by_fit(settings, need, budget, worker, inventory, load)
         return worker
-    raise Misconfigured(plan.refusal(failed), "free a card (`nvidia-smi` lists what holds it), list another in "
-                        "--device (CBF_DEVICE), or lower --batch-slots and --prompt-cache-voices")
+    raise Misconfigured(plan.refusal(failed), PLACEMENT_FIX)
+
+
+PLACEMENT_FIX = ("free a card (`nvidia-smi` lists what holds it), list another in --device (CBF_DEVICE), or lower "
+                 "--batch-slots and --prompt-cache-voices")
+
+
+def _reload_by_fit(settings: EngineSettings, need: Any, budget: int | None, worker: Any,
+                   inventory: Callable[[], list] | None = None, load: Callable[[EngineSettings], Any] | None = None
+                   ) -> Any:  # -> Engine; need: placement.Need; worker: Worker (imported lazily: no torch at the top)
+    """(A reload after an idle unload.) The engine loaded on the card of ``settings.device``'s list that fits now,
+    as at the start: the cards read again (another tenant may have taken the first one meanwhile, or freed a better
+    one), an out-of-memory trying the next, a card gone meanwhile (device lost) passed over, the worker's placement
+    said anew (/health's ``engine.placement``). No card: an ``EngineError`` listing each card's memory and the need
+    (the utterance fails; the next one tries again). The watermarker stays on the card of the cold start."""
+    import gc
+
+    import torch
+
+    from engine import placement
+    from engine.engines import load_engine
+    from engine.engines.base import EngineError
+
+    visible = (inventory or placement.visible_cards)()
+    names, lost = placement.present(placement.device_list(settings.device), visible)
+    if lost:
+        log.warning("reloading: %s of --device no longer visible, passed over", ", ".join(lost))
+    if not names:
+        raise EngineError(f"no card of --device is there to reload on: {', '.join(lost)} gone", "load_failed")
+    cards = placement.order(names, visible)
+    plan = placement.plan(need, cards, budget)
+    failed = []
+    for card in plan.fitting:
+        try:
+            engine = (load or load_engine)(dataclasses.replace(settings, device=card.device))
+        except torch.OutOfMemoryError:
+            failed.append((card, "out of memory while loading"))
+            gc.collect()
+            torch.cuda.empty_cache()
+            continue
+        worker.placed(card, need, [c for c in cards if c != card], settings.gpu_memory_gib)
+        return engine
+    raise EngineError(plan.refusal(failed), "load_failed")

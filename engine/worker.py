@@ -433,14 +433,16 @@ class Worker:
             self.ready = replace(self.ready, backend=synth.engine.backend())
 
     def placed(self, card: Card, need: Need, others: list[Card], budget_gib: float | None = None) -> None:
-        """Where placement by fit put this worker (engine/placement.py): said in the log and in its ready message
-        (/health's ``engine.placement``, with the ``--gpu-memory`` budget where one is set)."""
+        """Where placement by fit put this worker (engine/placement.py), at the start or on a reload after an idle
+        unload: said in the log and in its ready message (/health's ``engine.device`` and ``engine.placement``, with
+        the ``--gpu-memory`` budget where one is set)."""
         why = chosen_line(card, need, others)
         log.info("%s", why)
         seen = [{"device": c.device, "uuid": c.uuid, "name": c.name, "free_gib": round(c.free / GIB, 1),
                  "total_gib": round(c.total / GIB, 1)} for c in others]
-        self.ready = replace(self.ready, placement={"device": card.device, "uuid": card.uuid, "name": card.name,
-                                                    "why": why, "others": seen, "budget_gib": budget_gib})
+        self.ready = replace(self.ready, device=card.device,
+                             placement={"device": card.device, "uuid": card.uuid, "name": card.name, "why": why,
+                                        "others": seen, "budget_gib": budget_gib})
 
     def _swap_out(self) -> None:
         """(In a thread, nothing using the engine.) Park the engine: the voices' conditionals to the host, every

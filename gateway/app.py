@@ -26,7 +26,7 @@ from gateway.elevenlabs import endpoint as elevenlabs
 from gateway.vendors.cartesia import endpoint as cartesia
 from gateway.engine_link.failover import FailoverPolicy
 from gateway.engine_link.pool import EnginePool
-from gateway.engine_link.process import EngineProcess
+from gateway.engine_link.workers import EmbeddedWorkers
 from gateway.host.drain import Drain
 from gateway.host.draining import Draining
 from gateway.host.start_lines import listening_line, ready_line
@@ -71,7 +71,8 @@ async def _report_to_siblings(state: GatewayState) -> None:
     """Every second: this process's /health snapshot for its siblings, and its engine link for the summed metrics."""
     assert state.siblings is not None
     while True:
-        state.metrics.engines(state.engine.available, state.engine.engines)
+        engines = state.engine.engines
+        state.metrics.engines(state.engine.available, engines, health.worker_health(state, engines))
         state.siblings.write(health.snapshot(health.health_body(state), state.drain.listening))
         await asyncio.sleep(1.0)
 
@@ -84,20 +85,27 @@ async def _say_when_ready(settings: GatewaySettings, engine: EnginePool, tenancy
     log.info(ready_line(settings.host, settings.port, engine.ready.engine, engine.ready.device, keys, settings.tls))
 
 
+def embedded(settings: GatewaySettings) -> str:
+    """The start line's name for the embedded workers."""
+    devices = settings.engine_devices
+    return f"{len(devices)} embedded workers ({', '.join(devices)})" if len(devices) > 1 else "embedded worker"
+
+
 def create_app(settings: GatewaySettings, on_engine_refusal: Callable[[str], None] | None = None,
                wyoming_socket: socket.socket | None = None,
                audiosocket_socket: socket.socket | None = None) -> Starlette:
-    """``on_engine_refusal``: told why, when the embedded worker cannot start at all (see EngineProcess);
+    """``on_engine_refusal``: told why, when an embedded worker cannot start at all (see EngineProcess);
     ``wyoming_socket``: bound for the Wyoming TTS server (--wyoming-port), served while the app runs;
     ``audiosocket_socket``: bound for Asterisk's AudioSocket calls (--audiosocket-port), likewise."""
     metrics = Metrics(settings.shared_dir)
-    process = None if settings.engine_urls else EngineProcess(list(settings.engine_args), on_engine_refusal)
+    workers = (None if settings.engine_urls else
+               EmbeddedWorkers(list(settings.engine_args), settings.engine_devices, on_engine_refusal))
     failover = {"failover": FailoverPolicy(settings.failover_wait_s, settings.max_failovers),
                 "lead": settings.client_lead_s,
                 "on_failover": lambda moved: metrics.failovers.labels("moved" if moved else "given_up").inc()}
     engine = (EnginePool(list(settings.engine_urls), settings.engine_secret,
-                         resolve_interval=settings.engine_resolve_interval_s, **failover) if process is None
-              else EnginePool([process.url], process.secret, **failover))
+                         resolve_interval=settings.engine_resolve_interval_s, **failover) if workers is None
+              else EnginePool(workers.urls, workers.secret, **failover))
     siblings = SiblingHealth(settings.shared_dir) if settings.shared_dir else None
     drain = Drain(settings.drain_grace_s)
     traces = (start_tracing(settings.otlp_endpoint, GATEWAY_SERVICE, settings.trace_text) if settings.otlp_endpoint
@@ -107,7 +115,7 @@ def create_app(settings: GatewaySettings, on_engine_refusal: Callable[[str], Non
     prompts = PromptCache(settings.cache, engine, lambda: tenancy.tenants.guarded, metrics, settings.shared_dir)
     state = GatewayState(settings, engine, metrics,
                          SessionRegistry(settings.max_sessions, metrics, drain, tenancy.tenants, tenancy.ledger),
-                         prompts, process,
+                         prompts, workers,
                          siblings, unauthenticated=WaitingRoom(settings.max_unauthenticated), drain=Draining(drain),
                          tenancy=tenancy, traces=traces)
 
@@ -135,11 +143,11 @@ def create_app(settings: GatewaySettings, on_engine_refusal: Callable[[str], Non
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
         if settings.rtc_ports is not None:
             udp_ports.install(asyncio.get_running_loop(), udp_ports.PortRange(*settings.rtc_ports))
-        if process is not None:
-            process.start()
+        if workers is not None:
+            workers.start()
         engine.start_background()
         await asyncio.to_thread(silero.load)  # the caller VAD's model, once: no call waits for it
-        log.info(listening_line(settings.host, settings.port, ", ".join(settings.engine_urls) or "embedded worker",
+        log.info(listening_line(settings.host, settings.port, ", ".join(settings.engine_urls) or embedded(settings),
                                 settings.tls))
         announcing = asyncio.create_task(_say_when_ready(settings, engine, tenancy))
         if warning := exposure_warning(settings.host, tenancy.tenants.guarded):
@@ -180,8 +188,8 @@ def create_app(settings: GatewaySettings, on_engine_refusal: Callable[[str], Non
         if audiosocket is not None:
             await audiosocket.close()
         await engine.close()
-        if process is not None:
-            await process.stop()
+        if workers is not None:
+            await workers.stop()
         await asyncio.to_thread(traces.shutdown)  # the spans still queued
 
     routes = [

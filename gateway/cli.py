@@ -17,8 +17,9 @@ from pathlib import Path
 from typing import Any, Callable, Sequence
 
 from engine.protocol import NORMALIZE_MODES
-from gateway.cli_values import (Option, Parser, boolean, comma_list, devices, engine_urls, lead_seconds, listen_address,
-                                 number, port, positive_gib, positive_seconds, seconds_or_auto, whole, whole_numbers)
+from gateway.cli_values import (Option, Parser, boolean, comma_list, devices, engine_devices, engine_urls, lead_seconds,
+                                 listen_address, number, port, positive_gib, positive_seconds, seconds_or_auto, whole,
+                                 whole_numbers)
 from gateway.guard.origins import parse_origins
 
 
@@ -190,6 +191,11 @@ GATEWAY_OPTIONS = (
     Option("--engine-url", "CBF_ENGINE_URL", "use running engine workers (ws://host:port, unix:/path, or "
            "dns+ws://name:port for every address of a name, re-resolved; comma-separated; utterances go to the "
            "least busy) instead of starting one", engine_urls, ()),
+    Option("--engine-devices", "CBF_ENGINE_DEVICES", "start one embedded engine worker per entry, each supervised "
+           "(restarted when it dies) and all sharing the utterances (least busy first, failover among them): "
+           "cuda:N, GPU-<uuid> or cpu (cpu,cpu: two CPU workers), comma-separated, or auto (every card nvidia-smi "
+           "lists that CUDA_VISIBLE_DEVICES leaves visible; none listed: one worker, on --device auto); each entry "
+           "is its worker's --device; not set: one worker", engine_devices, ()),
     Option("--engine-resolve-interval", "CBF_ENGINE_RESOLVE_INTERVAL", "seconds between resolutions of a "
            "dns+ws:// engine URL (new addresses are added, vanished ones drained)", number, 5.0),
     Option("--failover-wait", "CBF_FAILOVER_WAIT", "seconds an utterance whose worker went away waits for another "
@@ -344,6 +350,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
     from gateway.host.bind import CannotListen, bind_tcp
     from gateway.host.draining import DrainingServer
     from gateway.host.protocols import BoundedWebSocketProtocol, http_protocol
+    from gateway.engine_link.devices import resolve as resolve_devices
     from gateway.engine_link.discovery import PREFIX, parse_dns_url
     from gateway.listen.detector import VadConfig
     from gateway.guard.operator_safety import redact_keys_in_logs
@@ -374,6 +381,9 @@ def cmd_serve(args: argparse.Namespace) -> int:
         print("chatterbox-fast serve: --wyoming-zeroconf (CBF_WYOMING_ZEROCONF) announces the Wyoming port: set "
               "--wyoming-port (CBF_WYOMING_PORT) too, e.g. 10200", file=sys.stderr)
         return 2
+    if (refusal := engine_devices_problem(args)) is not None:
+        print(f"chatterbox-fast serve: {refusal}", file=sys.stderr)
+        return 2
     try:
         ice_servers(args.ice_server)
         if args.otlp_endpoint:
@@ -397,6 +407,11 @@ def cmd_serve(args: argparse.Namespace) -> int:
             load(args.keys_file)
         except KeysFileError as exc:
             return _refuse(args, f"the keys file {args.keys_file}, {exc}")
+    worker_devices = resolve_devices(args.engine_devices, os.environ) if args.engine_devices else ()
+    if args.engine_devices == ("auto",):
+        logging.getLogger("chatterbox_fast.gateway").info(
+            "--engine-devices auto: %s", ", ".join(worker_devices) or "nvidia-smi lists no card: one worker, on its "
+            "own --device auto (the CPU where torch sees no GPU)")
     wyoming_sock = audiosocket_sock = None
     try:
         sock = bind_tcp(args.host, args.port, "--port (CBF_PORT)", reuse_port=args.reuse_port)
@@ -422,7 +437,9 @@ def cmd_serve(args: argparse.Namespace) -> int:
             import secrets
 
             env["CBF_TOKEN_SECRET"] = secrets.token_urlsafe(32)
+        env.pop("CBF_ENGINE_DEVICES", None)  # the supervisor starts them; each gateway process gets their URLs
         code, refusal = serve_processes(args.processes, env, engine_argv(args) + ["--log-level", args.log_level],
+                                        worker_devices,
                                         split_range(*rtc_ports, args.processes) if rtc_ports else None,
                                         args.drain_grace)
         return _refuse(args, refusal) if refusal else code
@@ -436,7 +453,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
         barge_in=args.barge_in, vad=vad, echo_canceller=args.echo_canceller, echo_guard=args.echo_guard,
         max_unauthenticated=args.max_unauthenticated, twilio_auth_token=args.twilio_auth_token,
         engine_urls=args.engine_url, engine_secret=args.engine_secret,
-        engine_args=tuple(engine_argv(args) + ["--log-level", args.log_level]),
+        engine_args=tuple(engine_argv(args) + ["--log-level", args.log_level]), engine_devices=worker_devices,
         engine_resolve_interval_s=args.engine_resolve_interval,
         failover_wait_s=args.failover_wait, max_failovers=args.max_failovers, rtc_ports=rtc_ports,
         wyoming_zeroconf=args.wyoming_zeroconf, audiosocket_key=args.audiosocket_key,
@@ -467,6 +484,19 @@ def cmd_serve(args: argparse.Namespace) -> int:
     except KeyboardInterrupt:  # uvicorn raises the SIGINT it caught again once it has shut down: Ctrl-C, no traceback
         return 128 + signal.SIGINT
     return _refuse(args, refusals[0]) if refusals else 0
+
+
+def engine_devices_problem(args: argparse.Namespace) -> str | None:
+    """Why ``--engine-devices`` contradicts another setting, in one sentence (None: it does not, or is not set)."""
+    if not args.engine_devices:
+        return None
+    if args.engine_url:
+        return ("--engine-devices (CBF_ENGINE_DEVICES) starts embedded workers and --engine-url (CBF_ENGINE_URL) "
+                "uses running ones: set one of them")
+    if args.device != "auto":
+        return (f"--engine-devices (CBF_ENGINE_DEVICES) gives each worker its device, so --device (CBF_DEVICE) "
+                f"{args.device} would be overridden: leave --device unset, or list its cards in --engine-devices")
+    return None
 
 
 def tls_problem(cert: str | None, key: str | None) -> str | None:

@@ -168,6 +168,16 @@ def devices(value: str) -> str:
         raise argparse.ArgumentTypeError(str(exc)) from None
 
 
+def engine_devices(value: str) -> tuple[str, ...]:
+    """``serve --engine-devices``: auto, or a list of cuda:N, GPU-<uuid> and cpu (gateway/engine_link/devices.py)."""
+    from gateway.engine_link.devices import parse
+
+    try:
+        return parse(value)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
 def engine_urls(value: str) -> tuple[str, ...]:
     """Comma-separated engine worker URLs: ws:// or wss:// with a host, unix:/path, dns+ws:// or dns+wss://."""
     from urllib.parse import urlsplit

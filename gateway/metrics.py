@@ -73,15 +73,22 @@ class Metrics:
         self.worker_memory = Gauge("cbf_engine_worker_memory_bytes", "A CUDA worker's device memory: allocated and "
                                    "reserved by torch, the card's free and total, its --gpu-memory budget (0: none)",
                                    ["worker", "kind"], registry=r, multiprocess_mode="livemax")
+        self.worker_restarts = Gauge("cbf_engine_worker_restarts", "Times this embedded worker (serve "
+                                     "--engine-devices: one per device) was restarted after it died",
+                                     ["worker", "device"], registry=r, multiprocess_mode="livemax")
         self.worker_prompt_bytes = Gauge("cbf_engine_worker_prompt_cache_bytes", "Bytes of voice prompts this worker "
                                          "keeps on its device", ["worker"], registry=r, multiprocess_mode="livemax")
 
-    def engines(self, available: bool, workers: list[dict[str, Any]]) -> None:
-        """The engine's gauges from the pool's view (EnginePool.available, .engines): stale workers' series dropped."""
+    def engines(self, available: bool, workers: list[dict[str, Any]],
+                embedded: list[dict[str, Any]] | None = None) -> None:
+        """The engine's gauges from the pool's view (EnginePool.available, .engines) and the embedded workers'
+        supervision (/health's ``workers``): stale workers' series dropped."""
         self.engine_up.set(1 if available else 0)
         for gauge in (self.worker_up, self.worker_loaded, self.worker_in_flight, self.worker_prompt_bytes,
-                      self.worker_memory):
+                      self.worker_memory, self.worker_restarts):
             gauge.clear()
+        for worker in embedded or ():
+            self.worker_restarts.labels(worker["url"], worker["device"]).set(worker["restarts"])
         for worker in workers:
             url = worker["url"]
             self.worker_up.labels(url, worker.get("device") or "").set(1 if worker["available"] else 0)

@@ -38,6 +38,7 @@ class GatewaySettings:
     engine_urls: tuple[str, ...] = ()  # running engine workers; none starts the embedded worker
     engine_secret: str | None = None  # presented to the engine_urls workers (the embedded one gets its own)
     engine_args: tuple[str, ...] = ()  # flags for the embedded worker
+    engine_devices: tuple[str, ...] = ()  # one embedded worker per device (serve --engine-devices); none: one
     engine_resolve_interval_s: float = 5.0  # how often dns+ws:// engine URLs are resolved again
     failover_wait_s: float = 10.0  # how long an utterance waits for a worker: its own went away, or none is connected
     # as it starts (0: no failover, no wait)

@@ -9,7 +9,7 @@ from typing import Any
 from engine.traces import NO_TRACES, Tracer
 from gateway.sessions.driven import CallDirectory
 from gateway.engine_link.pool import EnginePool
-from gateway.engine_link.process import EngineProcess
+from gateway.engine_link.workers import EmbeddedWorkers
 from gateway.host.drain import Drain
 from gateway.host.draining import Draining
 from gateway.metrics import Metrics
@@ -28,7 +28,7 @@ class GatewayState:
     metrics: Metrics
     sessions: SessionRegistry
     prompts: PromptCache
-    process: EngineProcess | None = None
+    workers: EmbeddedWorkers | None = None  # the embedded workers (none: --engine-url's, or --processes' supervisor's)
     siblings: SiblingHealth | None = None  # the other gateway processes of `serve --processes N`
     peers: set[Any] = field(default_factory=set)  # live WebRTC peers (gateway.webrtc.signalling.WebRTCPeer)
     unauthenticated: WaitingRoom = field(default_factory=lambda: WaitingRoom(GatewaySettings.max_unauthenticated))

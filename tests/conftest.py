@@ -97,7 +97,8 @@ SLOWEST_FIRST = ("test_gpu_bench.py",
                  "test_freeswitch.py", "test_livekit.py", "test_wyoming.py", "test_deepgram.py", "test_vapi.py",
                  "test_litellm.py", "test_echo_canceller.py", "test_cartesia.py", "test_failover.py", "test_page.py", "test_bench_soak.py", "test_bench.py",
                  "test_engine_pool.py", "test_tenants.py", "test_doctor.py", "test_traces.py", "test_http.py",
-                 "test_faults.py", "test_docs_examples.py", "test_first_run.py", "test_idle_unload.py", "test_worker.py", "test_drain.py",
+                 "test_faults.py", "test_docs_examples.py", "test_first_run.py", "test_idle_unload.py",
+                 "test_engine_devices.py", "test_worker.py", "test_drain.py",
                  "test_prompt_cache_server.py", "test_fleet.py", "test_gate_quality.py", "test_s3gen_graphs.py",
                  "test_http_engine.py", "test_playout_websocket.py", "test_worker_lifeline.py",
                  "test_bench_barge_in.py", "test_turbo.py", "test_bench_faults.py", "test_planner_simulation.py",
@@ -124,7 +125,8 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
 # processes). xdist's own --dist loadgroup would do this and does nothing under pytest 9.2 (pytest-xdist issue
 # #1386); tests/test_suite_groups.py fails when a file uses one of these servers and is not listed here.
 SHARED_SERVER_FILES = {
-    "plain_server": ("test_bench.py", "test_deploy_gate.py", "test_engine_isolation.py", "test_fleet_dashboards.py",
+    "plain_server": ("test_bench.py", "test_deploy_gate.py", "test_engine_devices.py", "test_engine_isolation.py",
+                     "test_fleet_dashboards.py",
                      "test_gst_bridge.py",
                      "test_input_hygiene.py", "test_latency.py", "test_playout_websocket.py", "test_signalling.py",
                      "test_tokens_server.py", "test_watermark_delivered.py", "test_webrtc_dtmf.py"),

@@ -13,7 +13,7 @@ from docker.utils.build import PatternMatcher, exclude_paths
 from setuptools import find_packages
 
 ROOT = Path(__file__).resolve().parent.parent
-COMPOSE_FILES = ("compose.yaml", "compose.split.yaml", "compose.cpu.yaml")
+COMPOSE_FILES = ("compose.yaml", "compose.split.yaml", "compose.cpu.yaml", "compose.gpus.yaml")
 PORT = "8197"
 GPU_PICKERS = {"NVIDIA_VISIBLE_DEVICES", "CUDA_VISIBLE_DEVICES"}  # select cards by index (or UUID) outside compose
 
@@ -272,10 +272,16 @@ def test_dockerignore_keeps_every_source_the_image_needs():
 
 def test_gpu_reserved_by_uuid_from_the_environment_never_by_index_or_count():
     gpu_services = [(f, n, s) for f, n, s in services() if "deploy" in s]
-    assert {(f, n) for f, n, _ in gpu_services} == {("compose.yaml", "chatterbox-fast"), ("compose.split.yaml", "engine")}
-    for _, _, svc in gpu_services:
+    assert {(f, n) for f, n, _ in gpu_services} == {("compose.yaml", "chatterbox-fast"),
+                                                    ("compose.split.yaml", "engine"),
+                                                    ("compose.gpus.yaml", "chatterbox-fast")}
+    for file, _, svc in gpu_services:
         (device,) = svc["deploy"]["resources"]["reservations"]["devices"]
         assert device["driver"] == "nvidia" and "count" not in device and device["capabilities"] == ["gpu"]
+        if file == "compose.gpus.yaml":  # several cards, each by its own variable
+            assert [re.fullmatch(r"\$\{(CBF_GPU_UUID_\d):\?[^}]+\}", uuid).group(1) for uuid in device["device_ids"]] \
+                == ["CBF_GPU_UUID_0", "CBF_GPU_UUID_1"]
+            continue
         (uuid,) = device["device_ids"]
         assert re.fullmatch(r"\$\{CBF_GPU_UUID:\?[^}]+\}", uuid)
     for file, name, svc in services():  # and no other way to pick a card: no `gpus:`, no runtime, no device variable
@@ -335,6 +341,17 @@ def test_volumes_are_shared_between_variants():
     names = {file: {k: v["name"] for k, v in compose(file)["volumes"].items()} for file in COMPOSE_FILES}
     assert names["compose.split.yaml"] == names["compose.yaml"]
     assert names["compose.cpu.yaml"]["voices"] == names["compose.yaml"]["voices"]
+
+
+def test_several_gpus_file_runs_one_worker_per_reserved_card():
+    from gateway.engine_link.devices import parse
+
+    (svc,) = compose("compose.gpus.yaml")["services"].values()
+    env = environment(svc)
+    assert parse(env["CBF_ENGINE_DEVICES"]) == ("auto",)  # every card the container sees: those reserved
+    assert int(env["CBF_PROCESSES"]) >= 2 and "CBF_ENGINE_URL" not in env and "command" not in svc  # the image's serve
+    (device,) = svc["deploy"]["resources"]["reservations"]["devices"]
+    assert len(device["device_ids"]) >= 2
 
 
 def test_split_gateway_reaches_the_engine_it_starts():

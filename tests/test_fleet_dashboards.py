@@ -48,6 +48,7 @@ def test_the_dashboard_and_the_rules_name_only_metrics_the_gateway_exposes(plain
         named - offered)
     worker = re.search(r'^cbf_engine_worker_up\{device="cpu",worker="unix:[^"]+"\} 1\.0$', scraped, re.M)
     assert worker and re.search(r'^cbf_engine_worker_loaded\{worker="unix:[^"]+"\} 1\.0$', scraped, re.M), scraped
+    assert re.search(r'^cbf_engine_worker_restarts\{device="",worker="unix:[^"]+"\} 0\.0$', scraped, re.M), scraped
 
 
 def test_a_cuda_workers_memory_and_state_become_its_series() -> None:

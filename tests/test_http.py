@@ -290,7 +290,7 @@ def test_health_reports_the_engine_and_its_decode(server: str) -> None:
     ready = EngineReady("chatterbox-turbo", "cuda:0", "bfloat16", "/weights", True, decode="graph")
     engine = SimpleNamespace(ready=ready, engines=[], failovers={"moved": 0, "given_up": 0})
     metrics = Metrics()
-    state = SimpleNamespace(engine=engine, process=None, sessions={}, settings=GatewaySettings(), metrics=metrics,
+    state = SimpleNamespace(engine=engine, workers=None, sessions={}, settings=GatewaySettings(), metrics=metrics,
                             drain=Draining(Drain(30)), prompts=PromptCache(CacheSettings(), engine, lambda: False, metrics),
                             tenancy=Tenancy(None, (), metrics))
     body = health_body(state)  # type: ignore[arg-type]

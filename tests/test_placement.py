@@ -13,6 +13,7 @@ import pytest
 import torch
 from safetensors.torch import load_file
 
+from engine.engines.base import EngineError
 from engine.engines.t3_batch import cache_capacity
 from engine.engines.t3_static import SlotKV
 from engine.engines.turbo import estimated_need
@@ -121,6 +122,41 @@ def test_an_out_of_memory_on_a_card_tries_the_next(tiny_checkpoint: Path) -> Non
     with pytest.raises(Misconfigured, match=r"no card has room.*cuda:0 .*out of memory while loading.*cuda:1 .*out "
                                             r"of memory while loading"):
         _placed(settings, roomy, lambda placed: (_ for _ in ()).throw(torch.OutOfMemoryError("full")))
+
+
+def test_a_reload_after_an_idle_unload_is_placed_by_fit_again(tiny_checkpoint: Path) -> None:
+    settings = EngineSettings(model_dir=tiny_checkpoint, device="auto", batch_slots=1, prompt_cache_voices=1)
+    now = list(CARDS)  # the cards as they are when a reload comes
+    full: set[str] = set()  # cards that run out of memory while loading
+    tried: list[str] = []
+
+    def load(placed: EngineSettings) -> str:  # stands in for load_engine on a card this machine does not have
+        tried.append(placed.device)
+        if placed.device in full:
+            raise torch.OutOfMemoryError("CUDA out of memory (another tenant took the card meanwhile)")
+        return f"engine on {placed.device}"
+
+    worker = _placed(settings, order(("auto",), CARDS), lambda placed: _Loaded(placed.device), inventory=lambda: now,
+                     load=load)
+    assert worker.device == "cuda:1"  # the 3090: the most free at the start
+    now[:] = [replace(A6000, free=30 * GIB), replace(RTX3090, free=1 * GIB), BUSY]  # the 3090 taken while unloaded
+    assert worker._load() == "engine on cuda:0" and worker.where[0].device == "cuda:0"  # the card that fits now
+    now[:] = [replace(A6000, free=30 * GIB), replace(RTX3090, free=22 * GIB), BUSY]
+    full.add("cuda:0")
+    tried.clear()
+    assert worker._load() == "engine on cuda:1" and tried == ["cuda:0", "cuda:1"]  # out of memory: the next card
+    settings_by_uuid = replace(settings, device=f"{RTX3090.uuid},{A6000.uuid}")
+    listed = _placed(settings_by_uuid, order((RTX3090.uuid, A6000.uuid), CARDS), lambda placed: _Loaded(placed.device),
+                     inventory=lambda: now, load=load)
+    now[:] = [replace(A6000, free=30 * GIB), BUSY]  # the 3090 fell off the bus while the model was unloaded
+    full.clear()
+    assert listed._load() == "engine on cuda:0"  # the next card of the list, not a refusal
+    now[:] = [BUSY]
+    with pytest.raises(EngineError, match="no card of --device is there to reload on: GPU-bbbb.*, GPU-aaaa.* gone"):
+        listed._load()
+    now[:] = [replace(card, free=GIB) for card in CARDS]
+    with pytest.raises(EngineError, match=r"no card has room.*cuda:0 .*: 1\.0 of 48\.0 GiB free"):
+        worker._load()  # none fits now: this reload fails, saying why; the next utterance tries again
 
 
 def test_with_a_budget_the_slots_fit_inside_it_and_a_card_needs_all_of_it_free(tiny_checkpoint: Path) -> None:

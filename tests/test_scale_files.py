@@ -15,19 +15,25 @@ from tests.test_deploy_files import compose, environment, strings, test_service_
 
 ROOT = Path(__file__).resolve().parent.parent
 K8S = ROOT / "deploy" / "k8s"
+ONE_SERVER = K8S / "one-server"  # the other layout: one pod, one worker per GPU of its node
 SECRET_NAME = re.compile(r"API_?KEY|TOKEN|SECRET|PASSWORD|ICE_SERVERS", re.IGNORECASE)
 
 
-def kustomization() -> dict:
-    return yaml.safe_load((K8S / "kustomization.yaml").read_text())
+def kustomization(directory: Path = K8S) -> dict:
+    return yaml.safe_load((directory / "kustomization.yaml").read_text())
 
 
-def manifests() -> list[dict]:
-    return [doc for name in kustomization()["resources"] for doc in yaml.safe_load_all((K8S / name).read_text())]
+def manifests(directory: Path = K8S) -> list[dict]:
+    return [doc for name in kustomization(directory)["resources"]
+            for doc in yaml.safe_load_all((directory / name).read_text())]
 
 
-def find(kind: str, name: str) -> dict:
-    (doc,) = [d for d in manifests() if d["kind"] == kind and d["metadata"]["name"] == name]
+def every_manifest() -> list[dict]:
+    return manifests() + manifests(ONE_SERVER)
+
+
+def find(kind: str, name: str, directory: Path = K8S) -> dict:
+    (doc,) = [d for d in manifests(directory) if d["kind"] == kind and d["metadata"]["name"] == name]
     return doc
 
 
@@ -42,12 +48,13 @@ def flag(args: list[str], name: str) -> str:
 
 # -- Kubernetes ------------------------------------------------------------------------------------------------------
 
-def test_kustomization_lists_every_manifest():
-    assert sorted(kustomization()["resources"]) == sorted(p.name for p in K8S.glob("*.yaml")
-                                                          if p.name != "kustomization.yaml")
+@pytest.mark.parametrize("directory", [K8S, ONE_SERVER], ids=lambda d: d.name)
+def test_kustomization_lists_every_manifest(directory: Path):
+    assert sorted(kustomization(directory)["resources"]) == sorted(p.name for p in directory.glob("*.yaml")
+                                                                   if p.name != "kustomization.yaml")
 
 
-@pytest.mark.parametrize("doc", manifests(), ids=lambda d: f"{d['kind']}/{d['metadata']['name']}")
+@pytest.mark.parametrize("doc", every_manifest(), ids=lambda d: f"{d['kind']}/{d['metadata']['name']}")
 def test_manifest_is_valid_for_kubernetes(doc):
     kubernetes_validate.validate(doc, "1.37.0", strict=True)  # raises with the offending field
 
@@ -99,8 +106,22 @@ def test_media_goes_through_a_turn_relay_on_the_host_network():
     assert "--lt-cred-mech" in container(turn)["args"]
 
 
+def test_one_server_runs_a_worker_per_gpu_of_its_pod_and_is_ready_on_health():
+    from gateway.engine_link.devices import parse
+
+    server, service = find("Deployment", "cbf-server", ONE_SERVER), find("Service", "cbf-server", ONE_SERVER)
+    c = container(server)
+    assert parse(flag(c["args"], "--engine-devices")) == ("auto",) and "--engine-url" not in c["args"]
+    assert c["resources"]["limits"]["nvidia.com/gpu"] >= 2  # auto: one worker per card the pod is given
+    assert flag(c["args"], "--host") == "0.0.0.0" and int(flag(c["args"], "--processes")) >= 2
+    assert c["readinessProbe"]["httpGet"] == {"path": "/health", "port": "http"}
+    assert "httpGet" not in c["livenessProbe"]  # a worker down is the server's own to restart
+    assert server["spec"]["strategy"]["type"] == "Recreate"  # its ReadWriteOnce volume
+    assert service["spec"]["selector"] == server["spec"]["template"]["metadata"]["labels"]
+
+
 def test_secrets_come_from_one_secret_and_images_are_pinned():
-    for doc in manifests():
+    for doc in every_manifest():
         spec = doc["spec"].get("template", {}).get("spec")
         if spec is None:
             continue

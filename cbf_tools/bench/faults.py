@@ -532,8 +532,9 @@ async def _keys_file(http: httpx.AsyncClient, path: Path | None, files: list[byt
 
 
 def _engine_figures(health: dict[str, Any]) -> tuple[int, int]:
-    """Engine connections lost so far, and restarts of the embedded worker."""
-    return sum(e.get("lost", 0) for e in health["engines"]), (health.get("worker") or {}).get("restarts", 0)
+    """Engine connections lost so far, and restarts of the embedded workers (every one of --engine-devices)."""
+    return (sum(e.get("lost", 0) for e in health["engines"]),
+            sum(worker["restarts"] for worker in health.get("workers") or ()))
 
 
 async def _sessions_left(http: httpx.AsyncClient, within: float = SETUP_TIMEOUT_S + 5) -> int:

@@ -14,6 +14,8 @@ Phases, each adding to ``<out>/gpu-bench.json`` (so a run cut short still leaves
   worker      through the real worker (planner, batched decode loop, joins, watermark) over its real protocol:
               time to first chunk at 1 and N concurrent streams, and the most concurrent streams with no underrun;
               and the first chunk's time and words under the default first-audio budget and larger ones
+  placement   placement by fit on this host's cards: their memory, the need, the start's refusals, a reload over a
+              list of an absent UUID and a present one (engine/gpu_kit/placement_phase.py)
 Random weights are fine: they cost what the released model costs (and stop at a speech-like length).
 """
 
@@ -64,6 +66,7 @@ from engine.engines.t3_sampling import Sampling
 from engine.engines.t3_static import voice_prefix
 from engine.engines.turbo import TurboEngine, TurboVoice
 from engine.gpu_kit.op_count import LAUNCH_US, count_ops, launch_ms
+from engine.gpu_kit.placement_phase import placement_figures
 from engine.settings import EngineSettings
 from engine.text import count_words
 from engine.startup_checks import Misconfigured, loading, preflight
@@ -673,6 +676,7 @@ def main(argv: list[str] | None = None) -> None:
                 figures.add, args.first_audio_text)))
     if cuda:
         figures.add("peak_vram_gib", round(torch.cuda.max_memory_allocated(engine.device) / 2**30, 2))
+    figures.phase("placement", lambda: placement_figures(settings))  # after the peak: it loads a second engine
     figures.phase("prompt_cache", engine.prompts.figures)
     figures.add("failed_phases", figures.failed)
     figures.add("total_s", round(time.monotonic() - started, 1))

@@ -36,19 +36,24 @@ class WorkerRefused(RuntimeError):
 
 class EngineProcess:
     def __init__(self, engine_args: list[str], on_refusal_at_start: Callable[[str], None] | None = None,
-                 on_stderr: Callable[[str], None] | None = None) -> None:
+                 on_stderr: Callable[[str], None] | None = None, secret: str | None = None,
+                 device: str | None = None) -> None:
         """``on_refusal_at_start`` is told the reason when the very first worker refuses (``serve`` and the tools
         then stop with that sentence); later refusals, and any without it, are logged once. ``on_stderr``: told
-        each line the worker writes to its stderr (else it shares this process's)."""
+        each line the worker writes to its stderr (else it shares this process's). ``secret``: the one it is
+        reached with (workers of one gateway share one; default: a new one); ``device``: its ``--device``, from
+        ``serve --engine-devices`` (None: the engine flags' own)."""
         self._dir = tempfile.mkdtemp(prefix="cbf-engine-")
         self.url = "unix:" + str(Path(self._dir) / "engine.sock")
         self._report = Path(self._dir) / "refusal.txt"
         self._argv = [sys.executable, "-m", "gateway.cli", "engine", "--listen", self.url,
-                      "--refusal-report", str(self._report), "--parent-pid", str(os.getpid()), *engine_args]
+                      "--refusal-report", str(self._report), "--parent-pid", str(os.getpid()), *engine_args,
+                      *(["--device", device] if device is not None else [])]  # (the last --device given wins)
+        self.device = device
         self._on_refusal_at_start = on_refusal_at_start
         self._on_stderr = on_stderr
         self._reader: asyncio.Task[None] | None = None
-        self.secret = secrets.token_urlsafe(32)  # in the child's environment, never on its command line
+        self.secret = secret or secrets.token_urlsafe(32)  # in the child's environment, never on its command line
         self.proc: asyncio.subprocess.Process | None = None
         self.restarts = 0
         self.last_exit: int | None = None
@@ -81,7 +86,7 @@ class EngineProcess:
             if self._on_stderr is not None:
                 self._reader = asyncio.create_task(self._read_stderr(self.proc))
             self.backoff_s = None
-            log.info("engine worker started (pid %d)", self.proc.pid)
+            log.info("engine worker%s started (pid %d)", self._on_device(), self.proc.pid)
             self.last_exit = await self.proc.wait()
             if self._stopping:
                 return
@@ -96,7 +101,8 @@ class EngineProcess:
             if time.monotonic() - started > STABLE_S:
                 backoff.reset()
             self.backoff_s = backoff.next()
-            log.error("engine worker stopped (%s); restarting in %.1f s", self.last_exit_reason, self.backoff_s)
+            log.error("engine worker%s stopped (%s); restarting in %.1f s", self._on_device(), self.last_exit_reason,
+                      self.backoff_s)
             await asyncio.sleep(self.backoff_s)
 
     async def _read_stderr(self, proc: asyncio.subprocess.Process) -> None:
@@ -127,7 +133,10 @@ class EngineProcess:
         if self.restarts == 0 and self._on_refusal_at_start is not None:
             self._on_refusal_at_start(self.refusal)
         else:
-            log.error("engine worker cannot start, not restarting it: %s", self.refusal)
+            log.error("engine worker%s cannot start, not restarting it: %s", self._on_device(), self.refusal)
+
+    def _on_device(self) -> str:
+        return f" on {self.device}" if self.device else ""
 
     async def stop(self) -> None:
         self._stopping = True

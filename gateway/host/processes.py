@@ -1,4 +1,5 @@
-"""``serve --processes N``: one engine worker (or the ``--engine-url`` ones) and N gateway processes on one port.
+"""``serve --processes N``: the embedded engine workers (one, or one per ``--engine-devices`` entry; or the
+``--engine-url`` ones) and N gateway processes on one port, each gateway process reaching every worker.
 
 One gateway process carries about 20 Opus streams per core; a GPU host feeds more. Each gateway process is a plain
 ``serve`` configured through its environment (CBF_*, so no API key or secret shows on a command line), binding the
@@ -29,7 +30,8 @@ import tempfile
 from prometheus_client.multiprocess import mark_process_dead
 
 from gateway.engine_link.backoff import Backoff
-from gateway.engine_link.process import REFUSED_EXIT_CODE, EngineProcess
+from gateway.engine_link.process import REFUSED_EXIT_CODE
+from gateway.engine_link.workers import EmbeddedWorkers, WorkersFile
 from gateway.host.siblings import SiblingHealth
 
 log = logging.getLogger("chatterbox_fast.gateway")
@@ -39,17 +41,19 @@ SERVING_TIMEOUT_S = 120.0  # a rolling restart's new process that does not take 
 
 
 class GatewayProcesses:
-    def __init__(self, count: int, env: dict[str, str], engine_args: list[str],
+    def __init__(self, count: int, env: dict[str, str], engine_args: list[str], devices: tuple[str, ...],
                  rtc_slices: list[tuple[int, int]] | None, drain_grace_s: float) -> None:
-        """``env``: the gateway's configuration as CBF_* variables; ``engine_args``: flags for the embedded worker,
-        started when ``env`` names no CBF_ENGINE_URL; ``rtc_slices``: each process's own UDP range (--rtc-ports);
+        """``env``: the gateway's configuration as CBF_* variables; ``engine_args``: flags for the embedded workers,
+        started when ``env`` names no CBF_ENGINE_URL, one per entry of ``devices`` (none: one); ``rtc_slices``: each process's own UDP range (--rtc-ports);
         ``drain_grace_s``: how long a stopping process may drain (--drain-grace)."""
         self.count, self.rtc_slices, self.stop_timeout_s = count, rtc_slices, drain_grace_s + STOP_MARGIN_S
         self.shared_dir = tempfile.mkdtemp(prefix="cbf-gateways-")
         self.env = {**env, "CBF_PROCESSES": "1", "CBF_REUSE_PORT": "true", "PROMETHEUS_MULTIPROC_DIR": self.shared_dir,
                     "CBF_SUPERVISOR_PID": str(os.getpid())}
-        self.engine = None if env.get("CBF_ENGINE_URL") else EngineProcess(engine_args, self._engine_refused)
-        self.refusal: str | None = None  # why the embedded worker cannot start
+        self.engine = (None if env.get("CBF_ENGINE_URL") else
+                       EmbeddedWorkers(engine_args, devices, self._engine_refused))
+        self._workers_file = WorkersFile(self.shared_dir)
+        self.refusal: str | None = None  # why an embedded worker cannot start
         self.refused = False  # it, or a gateway process, cannot start
         self._done = asyncio.Event()
         self._procs: dict[int, asyncio.subprocess.Process] = {}  # each slot's process
@@ -69,8 +73,10 @@ class GatewayProcesses:
         loop.add_signal_handler(signal.SIGHUP, self._restart)
         if self.engine is not None:
             self.engine.start()
-            self.env.update(CBF_ENGINE_URL=self.engine.url, CBF_ENGINE_SECRET=self.engine.secret)
+            self.env.update(CBF_ENGINE_URL=",".join(self.engine.urls), CBF_ENGINE_SECRET=self.engine.secret)
         tasks = [asyncio.create_task(self._supervise(index)) for index in range(self.count)]
+        if self.engine is not None:
+            tasks.append(asyncio.create_task(self._report_workers(self.engine)))
         await self._done.wait()
         if self._rolling is not None:
             tasks.append(self._rolling)
@@ -80,6 +86,12 @@ class GatewayProcesses:
         await self._stop_all()
         shutil.rmtree(self.shared_dir, ignore_errors=True)
         return REFUSED_EXIT_CODE if self.refused else 0
+
+    async def _report_workers(self, workers: EmbeddedWorkers) -> None:
+        """Every half second: the workers' pids and states, for each gateway process's /health."""
+        while True:
+            self._workers_file.write(workers.health())
+            await asyncio.sleep(0.5)
 
     async def _spawn(self, index: int) -> asyncio.subprocess.Process:
         env = dict(self.env)
@@ -176,11 +188,11 @@ class GatewayProcesses:
             await self.engine.stop()
 
 
-def serve_processes(count: int, env: dict[str, str], engine_args: list[str],
+def serve_processes(count: int, env: dict[str, str], engine_args: list[str], devices: tuple[str, ...],
                     rtc_slices: list[tuple[int, int]] | None, drain_grace_s: float) -> tuple[int, str | None]:
-    """The exit code, and the embedded worker's reason when it cannot start (for ``serve`` to say)."""
+    """The exit code, and an embedded worker's reason when it cannot start (for ``serve`` to say)."""
     os.environ.pop("PROMETHEUS_MULTIPROC_DIR", None)  # the supervisor keeps no metrics of its own
-    processes = GatewayProcesses(count, env, engine_args, rtc_slices, drain_grace_s)
+    processes = GatewayProcesses(count, env, engine_args, devices, rtc_slices, drain_grace_s)
     code = 0
     with contextlib.suppress(KeyboardInterrupt):
         code = asyncio.run(processes.run())

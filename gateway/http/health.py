@@ -13,6 +13,7 @@ from prometheus_client import CONTENT_TYPE_LATEST
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
+from gateway.engine_link.workers import REFUSED, WorkersFile, with_pool
 from gateway.host.drain import DRAINING
 from gateway.shared_state import GatewayState
 
@@ -25,15 +26,15 @@ def health_body(state: GatewayState) -> dict[str, Any]:
     """This process's health: ``status`` is ok, starting, down or draining (gateway/host/drain.py: taken out of a
     load balancer's rotation, whatever its engine's state)."""
     ready = state.engine.ready
-    process = state.process
     engines = state.engine.engines
+    workers = worker_health(state, engines) or []  # the embedded ones (this process's, or its supervisor's)
     backend_down = next((e["backend"]["error"] for e in engines if e.get("backend", {}).get("state") == "down"), None)
-    # starting: the first worker has not connected yet. A worker whose connection was lost is down at once, before
-    # its supervisor has noticed the exit (restarts still 0): otherwise a killed worker read "starting" for a moment.
-    first = process is not None and process.restarts == 0 and not any(e["lost"] for e in engines)
+    # starting: no worker has connected yet. A worker whose connection was lost is down at once, before its
+    # supervisor has noticed the exit (restarts still 0): otherwise a killed worker read "starting" for a moment.
+    first = bool(workers) and all(w["restarts"] == 0 for w in workers) and not any(e["lost"] for e in engines)
     if ready is not None:
         status = "ok"
-    elif backend_down is None and first and process.refusal is None:
+    elif backend_down is None and first and all(w["state"] != REFUSED for w in workers):
         status = "starting"
     else:
         status = "down"
@@ -42,7 +43,7 @@ def health_body(state: GatewayState) -> dict[str, Any]:
     if state.drain.rules.state == DRAINING:
         status = DRAINING
     elif status == "down":  # why: the worker's TTS server is down, or the worker stopped (cannot start, stalled...)
-        reason = backend_down or (process.last_exit_reason if process is not None else None)
+        reason = backend_down or next((w["last_exit_reason"] for w in workers if w["last_exit_reason"]), None)
     body: dict[str, Any] = {
         "status": status,
         **({"reason": reason} if reason else {}),  # why the worker stopped: cannot start, stalled, killed...
@@ -62,12 +63,24 @@ def health_body(state: GatewayState) -> dict[str, Any]:
         body["keys"] = keys
     if state.settings.rtc_ports is not None:
         body["rtc_ports"] = "%d-%d" % state.settings.rtc_ports
-    if process is not None:
-        body["worker"] = {"alive": process.alive, "pid": process.proc and process.proc.pid,
-                          "restarts": process.restarts, "last_exit": process.last_exit,
-                          "last_exit_reason": process.last_exit_reason,
-                          "backoff_s": None if process.backoff_s is None else round(process.backoff_s, 2)}
+    if workers:
+        body["workers"] = workers
+    if state.workers is not None and len(workers) == 1:  # the one embedded worker, as before there could be several
+        body["worker"] = {key: workers[0][key]
+                          for key in ("alive", "pid", "restarts", "last_exit", "last_exit_reason", "backoff_s")}
     return body
+
+
+def worker_health(state: GatewayState, engines: list[dict[str, Any]]) -> list[dict[str, Any]] | None:
+    """The embedded workers (device, state, pid, restarts...): this process's own, or under ``serve --processes N``
+    its supervisor's (gateway/engine_link/workers.py); None with --engine-url workers only."""
+    if state.workers is not None:
+        listed = state.workers.health()
+    elif state.settings.shared_dir is not None:
+        listed = WorkersFile(state.settings.shared_dir).read()
+    else:
+        return None
+    return with_pool(listed, engines) if listed else None
 
 
 def open_connections(state: GatewayState) -> int | None:
@@ -99,5 +112,6 @@ async def health(request: Request) -> Response:
 
 async def metrics(request: Request) -> Response:
     state: GatewayState = request.app.state.gateway
-    state.metrics.engines(state.engine.available, state.engine.engines)
+    engines = state.engine.engines
+    state.metrics.engines(state.engine.available, engines, worker_health(state, engines))
     return Response(state.metrics.render(), media_type=CONTENT_TYPE_LATEST)
