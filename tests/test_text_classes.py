@@ -45,7 +45,7 @@ SAID = [
     ("Text STOP to 72345", "Text stop to seven two three four five"),
     # money
     ("$.01", "one cent"), ("₩460 billion", "four hundred sixty billion won"), ("CHF 40", "forty Swiss francs"),
-    ("1,200 USD", "one thousand two hundred US dollars"), ("12€", "twelve euros"),
+    ("1,200 USD", "one thousand two hundred dollars"), ("12€", "twelve euros"),
     # measures, fractions, decimals, ranges, maths
     ("12kg/kg", "twelve kilograms per kilogram"), ("5 mg/mL", "five milligrams per milliliter"),
     ("2 GB/s", "two gigabytes per second"), ("5'11\"", "five feet eleven inches"),
@@ -159,6 +159,14 @@ SAID = [
     ("the 42nd St exit", "the Forty-second Street exit"), ("3x–4x faster", "three to four times faster"),
     ("PER YOUR REQUEST, WE CANCELLED IT.", "per your request, we cancelled it."),
     # fixed after heldout8.tsv was scored
+    # issue 46, heldout7/8 misses: a roman numeral after a name (a person's suffix, a title's number), a numbering
+    # word said in full, an IP address's later parts digit by digit once one has three, USD in en-US
+    ("Policyholder: Robert Lee Smith III", "Policyholder, Robert Lee Smith the third"),
+    ("Richard J. Whitman III", "Richard J. Whitman the third"), ("Civilization VI is out", "Civilization six is out"),
+    ("WrestleMania XL sold out", "WrestleMania forty sold out"), ("GTA V is out", "G T A five is out"),
+    ("Size XL please", "Size X L please"), ("Vol. XXI is online", "Volume twenty-one is online"),
+    ("IP 203.0.113.42", "I P two zero three dot zero dot one one three dot four two"),
+    ("IP 10.0.0.24", "I P ten dot zero dot zero dot twenty-four"), ("USD 250.00", "two hundred fifty dollars"),
     ("where x ≥ 10", "where x is greater than or equal to ten"), ("© MMXXIV Acme", "copyright twenty twenty-four Acme"),
     ("proof of ins.", "proof of insurance."), ("office hrs", "office hours"), ("No. of guests", "number of guests"),
     ("The pt. has an appt.", "The patient has an appointment."), ("at 4:30 PT.", "at four thirty P T."),

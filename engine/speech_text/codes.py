@@ -13,7 +13,7 @@ from __future__ import annotations
 import re
 
 from engine.speech_text import words as w
-from engine.speech_text.abbreviations import caps
+from engine.speech_text.abbreviations import ABBREVIATIONS, COMMON_WORDS, TITLES, caps
 from engine.speech_text.dates import date_words, fiscal_year
 from engine.speech_text.money import CURRENCIES
 from engine.speech_text.numbers import UNITS, Rule
@@ -200,7 +200,9 @@ def _numbered(match: re.Match[str]) -> str | None:
     words, numeral = match.group().rsplit(None, 1)
     if numeral in ("C", "D", "L", "M"):  # "Medicare Part D", "Schedule C": a letter
         return None
-    return f"{words} {w.cardinal(str(roman_value(numeral.upper())))}"
+    word = words.split()[-1]  # "Vol. XXI": the numbering word said in full, "Volume twenty-one"
+    said = words[:-len(word)] + (TITLES.get(word) or ABBREVIATIONS.get(word) or word)
+    return f"{said} {w.cardinal(str(roman_value(numeral.upper())))}"
 
 
 def _roman_year(match: re.Match[str]) -> str | None:
@@ -213,6 +215,29 @@ def _regnal(match: re.Match[str]) -> str | None:
     if _pronoun(match) or (numeral == "I" and name in ("King", "Queen", "Pope")):
         return None
     return f"{name} the {w.ordinal(str(roman_value(numeral)))}"
+
+
+_NAME_PART = r"(?:[A-Z][a-z]+(?:[-'’][A-Z]?[a-z]+)?|[A-Z]\.?)"
+_PERSON = re.compile(rf"(?<![\w.])[A-Z][a-z]+(?:[ \t]+{_NAME_PART})+,?[ \t]+\Z")  # "Robert Lee Smith ", "Richard J. Whitman "
+_TITLED = re.compile(r"(?<![\w.])(?:[A-Z][a-z]+[A-Z]?[a-z]*|[A-Z]{2,})[ \t]+\Z")  # "Civilization ", "WrestleMania ", "GTA "
+_SIZE_WORDS = re.compile(r"(?i:\bsizes?)[ \t]+\Z")
+
+
+def _after_name(match: re.Match[str]) -> str | None:
+    """A roman numeral after a capitalised name: a person's suffix after a first name and a surname ("Robert Lee Smith
+    III" "the third"), a title's number after one name ("Civilization VI" "six", "GTA V"); a word or a size
+    elsewhere ("Size XL", "MIX")."""
+    numeral = match.group()
+    before = match.string[max(0, match.start() - 40):match.start()]
+    value = roman_value(numeral)
+    if numeral.lower() in COMMON_WORDS or not 2 <= value <= 89 or _SIZE_WORDS.search(before) or _pronoun(match):
+        return None
+    if numeral in ("II", "III", "IV") and _PERSON.search(before):
+        return "the " + w.ordinal(str(value))
+    titled = _TITLED.search(before)
+    if titled is None or (len(numeral) == 1 and not titled.group().strip().isupper()):  # "Model X": a letter
+        return None
+    return w.cardinal(str(value))
 
 
 # --- arithmetic ----------------------------------------------------------------------------------------------------
@@ -318,6 +343,7 @@ RULES: list[Rule] = [
     ("roman_year", r"(?<![\w])(?=M)" + _ROMAN + r"(?![\w])", _roman_year),
     ("roman_item", r"(?<![\w(])\((?:i|" + _ROMAN_LOWER + r")\)(?![\w)])",  # "clause (iv)", "items (i) to (iii)"
      lambda match: w.cardinal(str(roman_value(match.group()[1:-1].upper())))),
+    ("name_numeral", rf"(?<![\w'’-])(?=[XVIL]{{1,6}}(?![\w'’-])){_ROMAN}(?![\w'’-])", _after_name),
     ("regnal", rf"(?<![\w])(?:%s)(?:[ \t][A-Z][a-z]+)?[ \t]{_ROMAN}(?![\w])" % "|".join(REGNAL), _regnal),
     ("math", _MATH, _math),
 ]

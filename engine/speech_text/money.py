@@ -1,7 +1,7 @@
 """Money: a currency's symbol or ISO code before or after an amount, scales, ranges and rates. Pure.
 
 ``$4.99`` "four dollars and ninety-nine cents", ``$.50`` "fifty cents", ``₩460 billion`` "four hundred sixty billion
-won", ``CHF 40`` "forty Swiss francs", ``1,200 USD`` "one thousand two hundred US dollars", ``12€``, ``$20-$30``,
+won", ``CHF 40`` "forty Swiss francs", ``1,200 USD`` "one thousand two hundred dollars", ``12€``, ``$20-$30``,
 ``$15/hr``.
 """
 
@@ -38,7 +38,7 @@ CURRENCIES = {
     "₫": ("dong", "dong", "xu", "xu"),
     "₪": ("shekel", "shekels", "agora", "agorot"),
     "₴": ("hryvnia", "hryvnias", "kopiyka", "kopiykas"),
-    "USD": ("US dollar", "US dollars", "cent", "cents"),
+    "USD": ("dollar", "dollars", "cent", "cents"),  # en-US: its own currency, "dollars"
     "EUR": ("euro", "euros", "cent", "cents"),
     "GBP": ("pound", "pounds", "penny", "pence"),
     "JPY": ("yen", "yen", "sen", "sen"),

@@ -295,16 +295,26 @@ def _version(match: re.Match[str]) -> str | None:
         parts = text.split(".")
         if len(parts) != 4 or not all(p.isdigit() and int(p) < 256 for p in parts):
             return None
-        return " dot ".join(w.cardinal(p) if len(p) < 3 else w.digits(p) for p in parts) + " colon " + w.digits(port)
+        return _ip(parts) + " colon " + w.digits(port)
     prefix = ""
     if text[0] in "vV":
         prefix, text = "version ", text[1:]
     parts = text.split(".")
     if len(parts) == 4 and all(p.isdigit() and int(p) < 256 for p in parts) and not prefix:  # an IP address
-        return " dot ".join(w.cardinal(p) if len(p) < 3 else w.digits(p) for p in parts)
+        return _ip(parts)
     if len(parts) == 2:
         return prefix + w.number(text)
     return prefix + " point ".join(w.cardinal(p) for p in parts)
+
+
+def _ip(parts: list[str]) -> str:
+    """"10.0.0.24" "ten dot zero dot zero dot twenty-four"; once an address holds a three-digit part, its later parts
+    are read digit by digit too ("203.0.113.42": "... one one three dot four two")."""
+    said, by_digit = [], False
+    for part in parts:
+        by_digit = by_digit or len(part) == 3
+        said.append(w.digits(part) if by_digit else w.cardinal(part))
+    return " dot ".join(said)
 
 
 def _number_sign(match: re.Match[str]) -> str:
