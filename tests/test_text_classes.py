@@ -167,6 +167,16 @@ SAID = [
     ("Size XL please", "Size X L please"), ("Vol. XXI is online", "Volume twenty-one is online"),
     ("IP 203.0.113.42", "I P two zero three dot zero dot one one three dot four two"),
     ("IP 10.0.0.24", "I P ten dot zero dot zero dot twenty-four"), ("USD 250.00", "two hundred fifty dollars"),
+    # maths: functions, a relation after an expression or a measure, proper fractions, a variable below a fraction;
+    # a fraction before a plural noun is a score, before a unit and a word of where "of a"
+    ("sin(30°) = 0.5", "sine of thirty degrees equals zero point five"), ("log₂(8) = 3", "log base two of eight equals three"),
+    ("2x − 3 > 7", "two x minus three is greater than seven"), ("1 km ≈ 0.62 mi", "one kilometer is approximately zero point six two miles"),
+    ("1/2 + 1/4 = 3/4", "one half plus one quarter equals three quarters"), ("6/3 = 2", "six divided by three equals two"),
+    ("The rate is 1/x per hour.", "The rate is one over x per hour."), ("y = x/2", "y equals x divided by two"),
+    ("You answered 17/20 questions.", "You answered seventeen out of twenty questions."),
+    ("6/8 simplifies to 3/4", "six eighths simplifies to three quarters"), ("3/4 cups of flour", "three quarters cups of flour"),
+    ("The beach is 3/4 mile from here.", "The beach is three quarters of a mile from here."),
+    ("Add 1/2 cup of milk.", "Add one half cup of milk."), ("down to 2/32\", so", "down to two thirty-seconds of an inch, so"),
     ("where x ≥ 10", "where x is greater than or equal to ten"), ("© MMXXIV Acme", "copyright twenty twenty-four Acme"),
     ("proof of ins.", "proof of insurance."), ("office hrs", "office hours"), ("No. of guests", "number of guests"),
     ("The pt. has an appt.", "The patient has an appointment."), ("at 4:30 PT.", "at four thirty P T."),

@@ -16,7 +16,7 @@ from engine.speech_text import words as w
 from engine.speech_text.abbreviations import ABBREVIATIONS, COMMON_WORDS, TITLES, caps
 from engine.speech_text.dates import date_words, fiscal_year
 from engine.speech_text.money import CURRENCIES
-from engine.speech_text.numbers import UNITS, Rule
+from engine.speech_text.numbers import UNITS, Rule, fraction_words
 
 _RUN = re.compile(r"[A-Z]+|\d+")
 _SCALED = re.compile(r"\d+(?:\.\d+)?(?:M|B|BN)")  # "4B": four billion, unless context says it is a code (addresses.py)
@@ -242,17 +242,23 @@ def _after_name(match: re.Match[str]) -> str | None:
 
 # --- arithmetic ----------------------------------------------------------------------------------------------------
 
-_TERM = (r"(?:(?:\d+(?:\.\d+)?(?=\())?(?:sqrt(?=\())?\(?[-−]?√?(?:[a-z]\([a-z]\)|[A-Z](?=[ \t]?=)|[a-z]{2}(?=\^|[²³])"
-         r"|(?:\d+(?:\.\d+)?)?[a-z](?![A-Za-z0-9_(])"
-         r"|(?:\d{1,3}(?:,\d{3})+(?!\d)|\d+)(?:\.\d+)?(?:!(?=[ \t]?[-−+*×÷/=]))?)[²³]?\)?)")
+# A function applied to its argument: "sin(30°)" "sine of thirty degrees", "log₂(8)" "log base two of eight".
+_FUNCTIONS = {"sin": "sine of", "cos": "cosine of", "tan": "tangent of", "log": "log of", "ln": "the natural log of",
+              "exp": "the exponential of"}
+_FUNCTION = r"(?:%s)[₀-₉]*(?=\()" % "|".join(sorted(_FUNCTIONS, key=len, reverse=True))
+_TERM = (rf"(?:(?:\d+(?:\.\d+)?(?=\())?(?:sqrt(?=\())?(?:{_FUNCTION})?\(?[-−]?√?(?:[a-z]\([a-z]\)|[A-Z](?=[ \t]?=)"
+         r"|[a-z]{2}(?=\^|[²³])|(?:\d+(?:\.\d+)?)?[a-z](?![A-Za-z0-9_(])"
+         r"|(?:\d{1,3}(?:,\d{3})+(?!\d)|\d+)(?:\.\d+)?(?:!(?=[ \t]?[-−+*×÷/=]))?°?)[²³]?\)?)")
 _OPERATOR = r"(?:[ \t]?[-−+*×÷/^=·][ \t]?|[ \t]x[ \t])"
 _MATH = rf"(?<![\w.,/:$-]){_TERM}(?:{_OPERATOR}{_TERM}){{1,12}}(?![\w]|\.\d|[-+*/^=]\w)"
 _OPERATORS = {" x": "times", "·": "times", "√": "the square root of", "sqrt": "the square root of", "!": "factorial", "-": "minus", "−": "minus",
               "+": "plus", "*": "times", "×": "times", "÷": "divided by", "/": "divided by", "=": "equals"}
 _MATH_PARTS = re.compile(
+    rf"{_FUNCTION}|°|(?<=\d)/[a-z](?![a-z])|(?<![\d.])\d{{1,2}}/\d{{1,2}}(?![\d.])|"
     r"(?<=[\d)])\((?=[\w√-])|(?<=[\w)²³])[ \t]x(?=[ \t]+[\w(])|√|sqrt|[A-Z]|(?<=\d)!|(?<![\d\w])[-−](?=[\d\w])|[a-z]\([a-z]\)|\d{1,3}(?:,\d{3})+(?:\.\d+)?|\d+(?:\.\d+)?|[a-z]|\^[ \t]?\d+(?:\.\d+)?|[²³]|[-−+*×÷/=·]")
 
 
+_SUBSCRIPTS = str.maketrans("₀₁₂₃₄₅₆₇₈₉", "0123456789")
 _ASKED = re.compile(  # "What is 7 - 3?": a question about an expression, so its hyphen is a minus
     r"(?:\b[Ww]hat(?:'s|’s|[ \t]is)|\b(?:[Cc]alculate|[Cc]ompute|[Ss]olve|[Ee]valuate|[Ss]implify))[ \t]+\Z")
 _OPEN_MATH = re.compile(rf"(?<![\w.,/:$-]){_TERM}(?:{_OPERATOR}(?:{_TERM})?){{1,12}}\s*\Z")
@@ -269,12 +275,25 @@ def _math(match: re.Match[str]) -> str | None:
     """An expression with "=" or an operator no range, date or fraction uses: "1-2=5", "2+2", "x^2"."""
     text = match.group()
     asked = _ASKED.search(match.string, max(0, match.start() - 20), match.start())
-    if not re.search(r"[=+*×÷^²³·√]|[ \t]/[ \t]", text) and not asked:
+    related = re.match(r"[ \t]*[<>≤≥≈≠]", match.string[match.end():match.end() + 3])  # "2x − 3 > 7"
+    over = re.fullmatch(r"\d+/[a-z]", text)  # "1/x"
+    if not re.search(r"[=+*×÷^²³·√−]|[ \t]/[ \t]", text) and not asked and not related and not over:
         return None
     said = []
     for part in _MATH_PARTS.findall(text):
         if part == "(":  # "2(x + 3)": a product
             said.append("times")
+        elif part[:3] in _FUNCTIONS or part[:2] in _FUNCTIONS:
+            name = part.rstrip("₀₁₂₃₄₅₆₇₈₉")
+            base = part[len(name):].translate(_SUBSCRIPTS)
+            said.append(_FUNCTIONS[name].replace(" of", f" base {w.cardinal(base)} of") if base else _FUNCTIONS[name])
+        elif part == "°":
+            said.append("degrees")
+        elif part[0] == "/" and len(part) == 2:  # "1/x": a fraction with a variable below is "over"
+            said.append("over " + part[1])
+        elif "/" in part and len(part) > 2:  # "1/2 + 1/4 = 3/4": a proper fraction is a fraction, "6/3" a division
+            a, b = (int(n) for n in part.split("/"))
+            said.append(fraction_words(a, b) if 0 < a < b else f"{w.cardinal(str(a))} divided by {w.cardinal(str(b))}")
         elif part in "²³":
             said.append("squared" if part == "²" else "cubed")
         elif len(part) == 4 and part[1] == "(":  # "f(x)"

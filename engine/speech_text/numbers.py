@@ -190,7 +190,7 @@ _FRACTION_NAMES = {2: ("half", "halves"), 4: ("quarter", "quarters")}
 _SPECIAL_FRACTIONS = {"24/7": "twenty-four seven", "50/50": "fifty-fifty", "9/11": "nine eleven"}
 
 
-def _fraction_words(numerator: int, denominator: int) -> str:
+def fraction_words(numerator: int, denominator: int) -> str:
     """"7/16" -> "seven sixteenths", "1/100" -> "one hundredth"; a denominator over 1,000 (or 0, 1) "over"."""
     if not 2 <= denominator <= 1000:
         return f"{w.cardinal(str(numerator))} over {w.cardinal(str(denominator))}"
@@ -241,7 +241,7 @@ def _vulgar(match: re.Match[str]) -> str:
     """"3½" -> "three and a half", "¼" -> "a quarter"."""
     whole, symbol = match.group()[:-1], match.group()[-1]
     numerator, denominator = _VULGAR[symbol]
-    said = _fraction_words(numerator, denominator)
+    said = fraction_words(numerator, denominator)
     if numerator == 1:
         said = "a " + said.split(" ", 1)[-1] if " " in said else "a " + said
     return f"{w.cardinal(whole)} and {said}" if whole else said
@@ -265,7 +265,30 @@ def _fraction(match: re.Match[str]) -> str:
     if not b.isdigit():  # "1/4th": "one fourth"
         b = b.rstrip("thsrdn")
         return f"{w.cardinal(a)} {w.ordinal(b)}" + ("s" if a != "1" else "")
-    return _fraction_words(int(a), int(b))
+    after = match.string[match.end():match.end() + 40]
+    counted = _COUNTED.match(after)
+    if counted and counted[1] not in _UNIT_WORDS and counted[1] not in _MATH_VERBS and int(a) > 1:
+        return f"{w.cardinal(a)} out of {w.cardinal(b)}"  # "7/10 customers", "17/20 questions": so many of so many
+    return fraction_words(int(a), int(b)) + _of_a(after)
+
+
+# Units and the measures a recipe or a distance is counted in, singular and plural (not a count of things).
+_UNIT_WORDS = frozenset(word for unit, names in UNITS.items() for word in (unit, *names[:2]) if word.isalpha()) | {
+    word + plural for word in "cup pint quart acre stick day week month hour share portion dose".split()
+    for plural in ("", "s")}
+_MATH_VERBS = frozenset("equals simplifies reduces becomes means represents makes gives".split())  # "6/8 simplifies"
+_COUNTED = re.compile(r"[ \t]+([a-z]{2,}[^s\W]s)\b")  # a plural noun: "customers", not "class" or a unit
+_OF_A = re.compile(r"[ \t]+([a-z]+)[ \t]+(?:from|away|past|beyond|ahead|behind|north|south|east|west|down|up)\b")
+
+
+def _of_a(after: str) -> str:
+    """" of a" before a lone unit and a word of where ("3/4 mile from": "three quarters of a mile from"); nothing
+    before a unit that describes what follows ("5/8 inch thick", "1/2 cup of milk")."""
+    unit = _OF_A.match(after)
+    if unit is None or unit[1] not in _UNIT_WORDS or (unit[1].endswith("s") and unit[1] not in UNITS):  # singular
+        return ""
+    name = UNITS.get(unit[1], (unit[1],))[0]
+    return " of an" if name[0] in "aeiou" or name.startswith("hour") else " of a"
 
 
 def _percent_range(match: re.Match[str]) -> str:
@@ -282,7 +305,7 @@ def _feet(match: re.Match[str]) -> str:
 def _mixed_fraction(match: re.Match[str]) -> str:
     whole, fraction = match.group().split()
     a, b = (int(x) for x in fraction.split("/"))
-    said = _fraction_words(a, b)
+    said = fraction_words(a, b)
     if a == 1:
         rest = said.split(" ", 1)[1]
         said = ("an " if rest[0] in "aeio" else "a ") + rest  # "three and an eighth"
@@ -381,7 +404,8 @@ RULES: list[Rule] = [
      _dimensions),
     ("inches", r"(?<![\w\"“”'.])\d{1,3}(?:\.\d)?[\"”″](?=[ \t]+[\w-])", _inches),
     ("fraction_inches", r"(?<![\w./,])\d{1,2}/\d{1,2}[\"”″](?=[ \t]+[\w-]|[ \t]*[,.;]|$)",  # "1/4\" drywall screws"
-     lambda match: _fraction_words(*(int(x) for x in match.group()[:-1].split("/"))) + " inch"),
+     lambda match: fraction_words(*(int(x) for x in match.group()[:-1].split("/")))
+     + (" inch" if re.match(r"[ \t]+[\w-]", match.string[match.end():match.end() + 2]) else " of an inch")),
     ("military", r"(?<![\w.,:])(?:(?:[01]\d|2[0-3])[0-5]\d(?=[ \t]hours\b)|(?:(?<=\bat[ \t])|(?<=arrival[ \t])|(?<=departure[ \t])|(?<=departs[ \t])|(?<=arrives[ \t]))"
                  r"0\d[0-5]\d(?![\w:-]|[.,]\d))",
      _military),  # "1400 hours", "at 0800"
