@@ -177,6 +177,17 @@ SAID = [
     ("6/8 simplifies to 3/4", "six eighths simplifies to three quarters"), ("3/4 cups of flour", "three quarters cups of flour"),
     ("The beach is 3/4 mile from here.", "The beach is three quarters of a mile from here."),
     ("Add 1/2 cup of milk.", "Add one half cup of milk."), ("down to 2/32\", so", "down to two thirty-seconds of an inch, so"),
+    # a capital word of one English syllable is a word ("POST", "MILD"; shouted, "GYM"), an acronym is spelled; a
+    # phone's pound key; a national number with its trunk zero; user and network names; capital hosts, initials
+    ("POST requests", "post requests"), ("Would you like it MILD or HOT?", "Would you like it mild or hot?"),
+    ("WE MISS YOU AT THE GYM, COME BACK SOON.", "we miss you at the gym, come back soon."),
+    ("DID YOU GET THE EMAIL I SENT?", "did you get the email I sent?"), ("CALL THE IRS NOW", "call the I R S now"),
+    ("the CEO and the HVAC", "the C E O and the H V A C"), ("Dial #250 now", "Dial pound two five zero now"),
+    ("Press #1 for sales", "Press number one for sales"),
+    ("Reach me on 07700 900123 after 6.", "Reach me on zero seven seven zero zero, nine zero zero one two three after six."),
+    ("Your username is mike_t88.", "Your username is mike underscore T eight eight."),
+    ("Join GUEST_5G now", "Join GUEST underscore five G now"), ("Check STATUS.ACME.COM.", "Check STATUS dot ACME dot COM."),
+    ("Mail AP@Contoso.com.", "Mail A P at Contoso dot com."),
     ("where x ≥ 10", "where x is greater than or equal to ten"), ("© MMXXIV Acme", "copyright twenty twenty-four Acme"),
     ("proof of ins.", "proof of insurance."), ("office hrs", "office hours"), ("No. of guests", "number of guests"),
     ("The pt. has an appt.", "The patient has an appointment."), ("at 4:30 PT.", "at four thirty P T."),

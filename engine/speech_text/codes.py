@@ -79,10 +79,12 @@ _PHONE_CUE = re.compile(r"(?i:\b(?:call|phone|tel|dial|fax|mobile|cell|landline|
 
 
 def _cued_digits(match: re.Match[str]) -> str | None:
-    """Digits after a word that makes them a code or a phone number, group by group, digit by digit."""
+    """Digits after a word that makes them a code or a phone number, group by group, digit by digit; a national
+    number with its trunk zero ("07700 900123") is a phone number wherever it stands."""
     before = max(0, match.start() - 40)
     groups = match.group().replace("-", " ").split()
-    phone = len(groups) > 1 and groups[0][0] == "0" and _PHONE_CUE.search(match.string, before, match.start())
+    trunk = len(groups) > 1 and groups[0][0] == "0" and len(groups[0]) >= 3 and 10 <= len("".join(groups)) <= 11
+    phone = trunk or len(groups) > 1 and groups[0][0] == "0" and _PHONE_CUE.search(match.string, before, match.start())
     if not phone and not _CODE_CUE.search(match.string, before, match.start()):
         return None
     return ", ".join(w.digits(group) for group in groups)

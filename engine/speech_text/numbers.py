@@ -342,9 +342,14 @@ def _ip(parts: list[str]) -> str:
 
 def _number_sign(match: re.Match[str]) -> str:
     """"#4521" -> "number forty-five twenty-one" (an order, a unit: in pairs, as people say them); "#1,204" a rank,
-    as a number."""
+    as a number; after "dial" or "press", the pound key ("Dial #250": "pound two five zero")."""
     digits = match.group()[1:].strip()
+    if len(digits) >= 2 and "," not in digits and _KEYED.search(match.string, max(0, match.start() - 24), match.start()):
+        return "pound " + w.digits(digits)  # "Dial #250": keyed on a phone, the pound key and its digits
     return "number " + (w.cardinal(digits) if "," in digits else w.paired(digits))
+
+
+_KEYED = re.compile(r"(?i:\b(?:dial|dialing|press|key|punch|enter)(?:[ \t]+in)?)[ \t]+\Z")
 
 
 _SIZE_UNIT = r"(?:in|ft|cm|mm|m|yd)"

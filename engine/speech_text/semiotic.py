@@ -61,7 +61,7 @@ _LOCALES = {"en-US": _Locale(day_first=False), "en-GB": _Locale(day_first=True)}
 # (cardinal, decimal or measure) is decided by numbers.quantity_kind.
 _RULES_OF_CLASS = {
     "tag": "tag",
-    "electronic": "email url file_name windows_path handle hashtag version",
+    "electronic": "email url file_name windows_path identifier handle hashtag version",
     "address": "address unit zip postal route postcode floor ordinal_street",
     "telephone": "vanity extension local_phone service_code short_code star_code bare_phone grouped_digits phone",
     "serial": "hex flight number_code cued_digits serial leftover",
