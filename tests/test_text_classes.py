@@ -188,6 +188,15 @@ SAID = [
     ("Your username is mike_t88.", "Your username is mike underscore T eight eight."),
     ("Join GUEST_5G now", "Join GUEST underscore five G now"), ("Check STATUS.ACME.COM.", "Check STATUS dot ACME dot COM."),
     ("Mail AP@Contoso.com.", "Mail A P at Contoso dot com."),
+    # a measure after a determiner describes the noun after it (its unit singular); a year without its century; a
+    # numbering word plural before a range; a shouted address's street type
+    ("Data used: 14.2 GB of your 20 GB plan.", "Data used, fourteen point two gigabytes of your twenty gigabyte plan."),
+    ("16GB RAM and a 512GB SSD", "sixteen gigabytes Ram and a five hundred twelve gigabyte S S D"),
+    ("the 10 km run", "the ten kilometer run"), ("every 20 min starting", "every twenty minutes starting"),
+    ("your 5 kg left", "your five kilograms left"), ("Class of '98!", "Class of ninety-eight!"), ("in '05", "in oh five"),
+    ("Read ch. 4-7 first.", "Read chapters four to seven first."), ("Part no. 44-1092-B", "Part number four four-one zero nine two-B"),
+    ("SHIP TO: 77 MAIN ST STE 5", "ship to, seventy-seven MAIN Street Suite five"),
+    ("MEET AT 5 PM AT THE DR OFFICE", "meet at five PM at the D R office"),
     ("where x ≥ 10", "where x is greater than or equal to ten"), ("© MMXXIV Acme", "copyright twenty twenty-four Acme"),
     ("proof of ins.", "proof of insurance."), ("office hrs", "office hours"), ("No. of guests", "number of guests"),
     ("The pt. has an appt.", "The patient has an appointment."), ("at 4:30 PT.", "at four thirty P T."),

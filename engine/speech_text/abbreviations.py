@@ -80,6 +80,15 @@ def _street(match: re.Match[str]) -> bool:
     return name[0].isupper() and name[-1] not in ".!?:,;" and not opens
 
 
+_COUNTERS = frozenset("chapter volume figure section page number paragraph appendix item table".split())
+_RANGE_AFTER = re.compile(r"[ \t]?#?\d{1,4}[a-z]?[ \t]?(?:[-–]|to|through|and|&)[ \t]?\d{1,4}[a-z]?(?![\w-])")
+
+
+def _counted(match: re.Match[str], said: str) -> str:
+    """A word that numbers things, plural before a range or a pair: "ch. 4-7" "chapters four to seven"."""
+    return said + "s" if said.lower() in _COUNTERS and _RANGE_AFTER.match(match.string, match.end()) else said
+
+
 def _title(match: re.Match[str]) -> str:
     text = match.group()
     if text == "St.":  # Street after a street's name ("Elm St. It was"), Saint before a name ("St. Louis")
@@ -87,7 +96,7 @@ def _title(match: re.Match[str]) -> str:
         if not _street(match) and after[:1] == " " and after[1:2].isupper():
             return "Saint"
         return "Street" + ("." if ends_sentence_after(match) else "")
-    return TITLES.get(text) or TITLES[text.title()]
+    return _counted(match, TITLES.get(text) or TITLES[text.title()])
 
 
 def _abbreviation(match: re.Match[str]) -> str:
@@ -98,7 +107,7 @@ def _abbreviation(match: re.Match[str]) -> str:
     if text[0].isupper() and text.lower() in ABBREVIATIONS:
         said = said[0].upper() + said[1:]
     ends = text in ENDINGS or text.lower() in ENDINGS
-    return said + ("." if ends and ends_sentence_after(match) else "")
+    return _counted(match, said) + ("." if ends and ends_sentence_after(match) else "")
 
 
 def _dotted(match: re.Match[str]) -> str:

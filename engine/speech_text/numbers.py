@@ -125,12 +125,24 @@ def quantity_kind(text: str) -> str:
     return "decimal" if parts and "." in parts["a"] else "cardinal"
 
 
+_DETERMINER = re.compile(r"(?:^|\s)(?i:an?|the|your|our|my|his|her|their|this|that)[ \t]\Z")
+_NOUN_AFTER = re.compile(r"[ \t]+([A-Za-z][a-z]*|[A-Z]{2,})\b")
+# What follows a measure without it describing that word: "20 GB of data", "10 km a day", "5 kg left", "2 mi away".
+_NOT_DESCRIBED = frozenset(
+    """of in on at to for from and or but per each a an the is are was were be been will would can could should may
+    must with by as than left remaining total more less over under up down off out away ago later long tall wide high
+    deep thick old apart ahead behind before after into onto daily weekly monthly yearly i you he she it we they
+    this that these those which who plus minus times""".split())
+
+
 def attributive(match: re.Match[str]) -> bool:
-    """Whether a measure describes what follows it ("a 5000 mAh battery": "milliamp hour"): "a" or "an" before it,
-    a word after it."""
-    before = match.string[max(0, match.start() - 3):match.start()]
-    return re.search(r"(?:^|\s)(?i:an?)[ \t]$", before) is not None and \
-        re.match(r"[ \t]+[a-z]", match.string[match.end():match.end() + 2]) is not None
+    """Whether a measure describes the noun that follows it, its unit said singular: after a determiner ("a 5000 mAh
+    battery", "your 20 GB plan", "a 512GB SSD"). (A range, "5-10 mg twice daily", "10-25 lb weights", says too little
+    to tell.)"""
+    after = _NOUN_AFTER.match(match.string, match.end(), match.end() + 24)
+    if after is None or after[1].lower() in _NOT_DESCRIBED:
+        return False
+    return _DETERMINER.search(match.string, max(0, match.start() - 8), match.start()) is not None
 
 
 def _quantity(match: re.Match[str]) -> str:
