@@ -197,6 +197,12 @@ SAID = [
     ("Read ch. 4-7 first.", "Read chapters four to seven first."), ("Part no. 44-1092-B", "Part number four four-one zero nine two-B"),
     ("SHIP TO: 77 MAIN ST STE 5", "ship to, seventy-seven MAIN Street Suite five"),
     ("MEET AT 5 PM AT THE DR OFFICE", "meet at five PM at the D R office"),
+    # a price per any unit; a unit after a vulgar fraction; a round number alone in a code; a hyphenated ID's digits
+    # one by one; a hyphen between two numbers another rule read is "to"
+    ("Gas was $3.49/gal.", "Gas was three dollars and forty-nine cents per gallon."), ("$12/kg", "twelve dollars per kilogram"),
+    ("Use ½ tsp of salt", "Use a half teaspoon of salt"), ("Use 1½ tsp", "Use one and a half teaspoons"),
+    ("your AX3000 router", "your A X three thousand router"), ("ID 8f3a-77c2", "I D eight F three A-seven seven C two"),
+    ("i18n", "I eighteen N"), ("Aim for 5k-10k steps", "Aim for five thousand to ten thousand steps"),
     ("where x ≥ 10", "where x is greater than or equal to ten"), ("© MMXXIV Acme", "copyright twenty twenty-four Acme"),
     ("proof of ins.", "proof of insurance."), ("office hrs", "office hours"), ("No. of guests", "number of guests"),
     ("The pt. has an appt.", "The patient has an appointment."), ("at 4:30 PT.", "at four thirty P T."),

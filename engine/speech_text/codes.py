@@ -31,8 +31,9 @@ def spell_code(text: str) -> str:
             said += "-" if text[run.start() - 1] == "-" else " "
         part = run.group()
         if part.isdigit():
-            alone = len(re.findall(r"\d+", text)) == 1
-            said += w.cardinal(part) if len(part) <= 2 and part[0] != "0" and alone else w.digits(part)
+            alone = len(re.findall(r"\d+", text)) == 1  # "AX3000": a round number alone is a number
+            said += w.cardinal(part) if alone and (len(part) <= 2 and part[0] != "0" or re.fullmatch(r"[1-9]0{2,3}", part)) \
+                else w.digits(part)
         else:
             said += part if len(part) == 1 else caps(part)
     return said
@@ -312,6 +313,7 @@ def _math(match: re.Match[str]) -> str | None:
     return " ".join(said)
 
 
+_MIXED = re.compile(r"(?=.*\d)(?=.*[A-Za-z])[A-Za-z0-9]+")
 _LEFTOVER_RUN = re.compile(r"[A-Z][a-z]+|[A-Z]+(?![a-z])|[a-z]+|\d+")
 _SYMBOL_NAMES = {"$": "dollars", "€": "euros", "£": "pounds", "¥": "yen", "₹": "rupees", "₩": "won", "¢": "cents"}
 
@@ -321,9 +323,15 @@ def _leftover(match: re.Match[str]) -> str:
     number (up to four) or digit by digit, short letter runs spelled unless a capitalised word ("Blue7Fox"), symbols
     named."""
     said = []
-    for run in _LEFTOVER_RUN.findall(match.group()) if match.group()[0] not in _SYMBOL_NAMES else []:
+    runs = _LEFTOVER_RUN.findall(match.group()) if match.group()[0] not in _SYMBOL_NAMES else []
+    text, start, end = match.string, match.start(), match.end()
+    before = re.search(r"([A-Za-z0-9]+)-\Z", text[max(0, start - 24):start])
+    after = re.match(r"-([A-Za-z0-9]+)", text[end:end + 24])
+    # "8f3a-77c2": an ID of letters and digits mixed on both sides of its hyphen, its digits one by one
+    code = len(runs) >= 3 and any(side and _MIXED.fullmatch(side[1]) for side in (before, after))
+    for run in runs:
         if run.isdigit():
-            said.append(w.cardinal(run) if len(run) <= 4 and run[0] != "0" else w.digits(run))
+            said.append(w.cardinal(run) if len(run) <= 4 and run[0] != "0" and not code else w.digits(run))
         else:
             word = run.istitle() and len(run) > 2 and re.search(r"[aeiouy]", run) is not None  # "Blue7Fox"
             said.append(" ".join(run.upper()) if len(run) <= 3 and not word and any(c.isdigit() for c in match.group())

@@ -399,8 +399,10 @@ def _duration(match: re.Match[str]) -> str:
 
 
 def _fraction_unit(match: re.Match[str]) -> str:
-    """A unit after a fraction another rule read: "1/8 tsp" one eighth teaspoon; "1 1/2 cups" teaspoons."""
-    whole = re.search(r"\d[ \t]\d+/\d+[ \t]$", match.string[max(0, match.start() - 8):match.start()])
+    """A unit after a fraction another rule read: "1/8 tsp" one eighth teaspoon, "½ tsp"; "1 1/2 cups", "1½ cups"
+    teaspoons."""
+    whole = re.search(r"\d[ \t]\d+/\d+[ \t]$|\d[½⅓⅔¼¾⅕⅖⅗⅘⅙⅚⅛⅜⅝⅞][ \t]$",
+                      match.string[max(0, match.start() - 8):match.start()])
     return UNITS[match.group()][1 if whole else 0]
 
 
@@ -436,7 +438,7 @@ RULES: list[Rule] = [
      lambda match: " to ".join(w.cardinal(n) for n in re.findall(r"\d+", match.group())) + " times"),
     ("duration", r"(?<![\w.])\d{1,3}[ \t]?h(?:[ \t]?\d{1,2}[ \t]?m)(?:[ \t]?\d{1,2}[ \t]?s)?(?![\w])"
                  r"|(?<![\w.])\d{1,3}[ \t]?m[ \t]?\d{1,2}[ \t]?s(?![\w])", _duration),
-    ("fraction_unit", r"(?:(?<=\d/\d[ \t])|(?<=\d/\d\d[ \t]))(?:%s)(?![\w/])"
+    ("fraction_unit", r"(?:(?<=\d/\d[ \t])|(?<=\d/\d\d[ \t])|(?<=[½⅓⅔¼¾⅕⅖⅗⅘⅙⅚⅛⅜⅝⅞][ \t]))(?:%s)(?![\w/])"
      % "|".join(re.escape(u) for u in sorted(UNITS, key=len, reverse=True) if UNITS[u][2] and u.isalpha()),
      _fraction_unit),
     ("quantity", _QUANTITY, _quantity),

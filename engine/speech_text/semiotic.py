@@ -130,12 +130,12 @@ def _between(text: str, readings: list[Reading]) -> list[Reading]:
     return readings
 
 
-_RANGE_ENDS = frozenset({"date", "time", "money", "measure"})
+_RANGE_ENDS = frozenset({"date", "time", "money", "measure", "cardinal"})
 _BETWEEN = re.compile(r"[ \t]*[-–—][ \t]*")
 
 
 def _ranges(text: str, readings: list[Reading]) -> list[Reading]:
-    """A hyphen or dash between two dates (times, prices, measures) is "to": "Mar 3 - Mar 9"."""
+    """A hyphen or dash between two dates (times, prices, measures, numbers) is "to": "Mar 3 - Mar 9", "5k-10k"."""
     joined: list[Reading] = []
     for i, reading in enumerate(readings):
         after = readings[i + 1] if i + 1 < len(readings) else None
