@@ -194,7 +194,7 @@ SAID = [
     ("16GB RAM and a 512GB SSD", "sixteen gigabytes Ram and a five hundred twelve gigabyte S S D"),
     ("the 10 km run", "the ten kilometer run"), ("every 20 min starting", "every twenty minutes starting"),
     ("your 5 kg left", "your five kilograms left"), ("Class of '98!", "Class of ninety-eight!"), ("in '05", "in oh five"),
-    ("Read ch. 4-7 first.", "Read chapters four to seven first."), ("Part no. 44-1092-B", "Part number four four-one zero nine two-B"),
+    ("Read ch. 4-7 first.", "Read chapters four to seven first."), ("see Fig. 2 and 3", "see Figure two and three"), ("Part no. 44-1092-B", "Part number four four-one zero nine two-B"),
     ("SHIP TO: 77 MAIN ST STE 5", "ship to, seventy-seven MAIN Street Suite five"),
     ("MEET AT 5 PM AT THE DR OFFICE", "meet at five PM at the D R office"),
     # a price per any unit; a unit after a vulgar fraction; a round number alone in a code; a hyphenated ID's digits

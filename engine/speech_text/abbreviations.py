@@ -81,7 +81,8 @@ def _street(match: re.Match[str]) -> bool:
 
 
 _COUNTERS = frozenset("chapter volume figure section page number paragraph appendix item table".split())
-_RANGE_AFTER = re.compile(r"[ \t]?#?\d{1,4}[a-z]?[ \t]?(?:[-–]|to|through|and|&)[ \t]?\d{1,4}[a-z]?(?![\w-])")
+# One token, "4-7": the streaming reader lets go of a word once the next two have come (stream.py)
+_RANGE_AFTER = re.compile(r"[ \t]?#?\d{1,4}[a-z]?[-–]\d{1,4}[a-z]?(?![\w-])")
 
 
 def _counted(match: re.Match[str], said: str) -> str:
