@@ -170,7 +170,8 @@ SAID = [
     # maths: functions, a relation after an expression or a measure, proper fractions, a variable below a fraction;
     # a fraction before a plural noun is a score, before a unit and a word of where "of a"
     ("sin(30°) = 0.5", "sine of thirty degrees equals zero point five"), ("log₂(8) = 3", "log base two of eight equals three"),
-    ("2x − 3 > 7", "two x minus three is greater than seven"), ("1 km ≈ 0.62 mi", "one kilometer is approximately zero point six two miles"),
+    ("2x − 3 > 7", "two x minus three is greater than seven"), ("2x - 3 > 7", "two x minus three is greater than seven"),
+    ("if 2024-01-15 > today", "if January fifteenth, twenty twenty-four is greater than today"), ("1 km ≈ 0.62 mi", "one kilometer is approximately zero point six two miles"),
     ("1/2 + 1/4 = 3/4", "one half plus one quarter equals three quarters"), ("6/3 = 2", "six divided by three equals two"),
     ("The rate is 1/x per hour.", "The rate is one over x per hour."), ("y = x/2", "y equals x divided by two"),
     ("You answered 17/20 questions.", "You answered seventeen out of twenty questions."),

@@ -261,6 +261,7 @@ _MATH_PARTS = re.compile(
     r"(?<=[\d)])\((?=[\w√-])|(?<=[\w)²³])[ \t]x(?=[ \t]+[\w(])|√|sqrt|[A-Z]|(?<=\d)!|(?<![\d\w])[-−](?=[\d\w])|[a-z]\([a-z]\)|\d{1,3}(?:,\d{3})+(?:\.\d+)?|\d+(?:\.\d+)?|[a-z]|\^[ \t]?\d+(?:\.\d+)?|[²³]|[-−+*×÷/=·]")
 
 
+_UNIT_LETTERS = frozenset(unit for unit in UNITS if len(unit) == 1 and unit != "x")
 _SUBSCRIPTS = str.maketrans("₀₁₂₃₄₅₆₇₈₉", "0123456789")
 _ASKED = re.compile(  # "What is 7 - 3?": a question about an expression, so its hyphen is a minus
     r"(?:\b[Ww]hat(?:'s|’s|[ \t]is)|\b(?:[Cc]alculate|[Cc]ompute|[Ss]olve|[Ee]valuate|[Ss]implify))[ \t]+\Z")
@@ -278,8 +279,9 @@ def _math(match: re.Match[str]) -> str | None:
     """An expression with "=" or an operator no range, date or fraction uses: "1-2=5", "2+2", "x^2"."""
     text = match.group()
     asked = _ASKED.search(match.string, max(0, match.start() - 20), match.start())
-    related = re.match(r"[ \t]*[<>≤≥≈≠]", match.string[match.end():match.end() + 3])  # "2x − 3 > 7"
-    over = re.fullmatch(r"\d+/[a-z]", text)  # "1/x"
+    # "2x - 3 > 7": an expression with a variable before a relation ("2024-01-15 > x" stays a date)
+    related = re.search(r"[a-z]", text) and re.match(r"[ \t]*[<>≤≥≈≠]", match.string[match.end():match.end() + 3])
+    over = re.fullmatch(r"\d+/([a-z])", text) and text[-1] not in _UNIT_LETTERS  # "1/x", not "1/s" (a unit)
     if not re.search(r"[=+*×÷^²³·√−]|[ \t]/[ \t]", text) and not asked and not related and not over:
         return None
     said = []
