@@ -222,12 +222,15 @@ async def test_pipecat_barging_in_cuts_the_answer_off_and_its_next_turn_is_heard
     await check_barge_in(tts, server, KEY, "elevenlabs", 16000)
 
 
+LLM_MARKDOWN = ["## Summary\n\n", "Here is **bold", "** news:\n\n- The first", " item 🎉\n- The second item.", "\n\n",
+                "---\n\nThat's all,", " folks! 👋 "]
+
+
 async def test_alignment_gives_back_every_character_of_llm_markdown_sent_piece_by_piece(server: str) -> None:
     """A client rebuilds its transcript from ``alignment``: the heading's marks, a list item's dash, a rule, bold marks
     and emoji, spoken as nothing, come back too, in order, on a clock that never goes backwards. (The text ends with
     a space, as their docs ask; one that does not gets one after it: ``tail_alignment``.)"""
-    parts = ["## Summary\n\n", "Here is **bold", "** news:\n\n- The first", " item 🎉\n- The second item.", "\n\n",
-             "---\n\nThat's all,", " folks! 👋 "]
+    parts = LLM_MARKDOWN
     url = server.replace("http://", "ws://") + "/v1/text-to-speech/default/stream-input?output_format=pcm_24000"
     replies = []
     async with connect(url, additional_headers={"xi-api-key": KEY}) as ws:
@@ -310,6 +313,18 @@ async def test_closing_a_context_mid_speech_stops_it_and_another_context_goes_on
     assert len(replies.audio["a"]) == heard_a  # nothing of "a" after its isFinal
     assert heard_a / 2 / 16000 < 60  # far less than the whole answer
     assert replies.finals == ["a", "b"] and replies.words("b") == ["Sorry,", "go", "ahead."]
+
+
+async def test_each_contexts_alignment_gives_back_every_character_of_its_llm_markdown(server: str) -> None:
+    """The multi-stream-input socket (pipecat's) gives back a context's markdown, emoji and blank lines too."""
+    replies = Replies()
+    async with connect(multi_url(server), additional_headers={"xi-api-key": KEY}) as ws:
+        await ws.send(json.dumps({"text": " ", "context_id": "m"}))
+        for i, part in enumerate(LLM_MARKDOWN):
+            await ws.send(json.dumps({"text": part, "context_id": "m", "flush": i in (2, len(LLM_MARKDOWN) - 1)}))
+        await ws.send(json.dumps({"context_id": "m", "close_context": True}))  # all flushed: it finishes its speech
+        await receive_until_final(ws, replies, "m")
+    assert replies.chars["m"] == "".join(LLM_MARKDOWN)
 
 
 async def test_refusals_are_their_error_messages(server: str) -> None:

@@ -45,7 +45,7 @@ SAID = [
     ("Text STOP to 72345", "Text stop to seven two three four five"),
     # money
     ("$.01", "one cent"), ("₩460 billion", "four hundred sixty billion won"), ("CHF 40", "forty Swiss francs"),
-    ("1,200 USD", "one thousand two hundred US dollars"), ("12€", "twelve euros"),
+    ("1,200 USD", "one thousand two hundred dollars"), ("12€", "twelve euros"),
     # measures, fractions, decimals, ranges, maths
     ("12kg/kg", "twelve kilograms per kilogram"), ("5 mg/mL", "five milligrams per milliliter"),
     ("2 GB/s", "two gigabytes per second"), ("5'11\"", "five feet eleven inches"),
@@ -159,6 +159,51 @@ SAID = [
     ("the 42nd St exit", "the Forty-second Street exit"), ("3x–4x faster", "three to four times faster"),
     ("PER YOUR REQUEST, WE CANCELLED IT.", "per your request, we cancelled it."),
     # fixed after heldout8.tsv was scored
+    # issue 46, heldout7/8 misses: a roman numeral after a name (a person's suffix, a title's number), a numbering
+    # word said in full, an IP address's later parts digit by digit once one has three, USD in en-US
+    ("Policyholder: Robert Lee Smith III", "Policyholder, Robert Lee Smith the third"),
+    ("Richard J. Whitman III", "Richard J. Whitman the third"), ("Civilization VI is out", "Civilization six is out"),
+    ("WrestleMania XL sold out", "WrestleMania forty sold out"), ("GTA V is out", "G T A five is out"),
+    ("Size XL please", "Size X L please"), ("Vol. XXI is online", "Volume twenty-one is online"),
+    ("IP 203.0.113.42", "I P two zero three dot zero dot one one three dot four two"),
+    ("IP 10.0.0.24", "I P ten dot zero dot zero dot twenty-four"), ("USD 250.00", "two hundred fifty dollars"),
+    # maths: functions, a relation after an expression or a measure, proper fractions, a variable below a fraction;
+    # a fraction before a plural noun is a score, before a unit and a word of where "of a"
+    ("sin(30°) = 0.5", "sine of thirty degrees equals zero point five"), ("log₂(8) = 3", "log base two of eight equals three"),
+    ("2x − 3 > 7", "two x minus three is greater than seven"), ("2x - 3 > 7", "two x minus three is greater than seven"),
+    ("if 2024-01-15 > today", "if January fifteenth, twenty twenty-four is greater than today"), ("1 km ≈ 0.62 mi", "one kilometer is approximately zero point six two miles"),
+    ("1/2 + 1/4 = 3/4", "one half plus one quarter equals three quarters"), ("6/3 = 2", "six divided by three equals two"),
+    ("The rate is 1/x per hour.", "The rate is one over x per hour."), ("y = x/2", "y equals x divided by two"),
+    ("You answered 17/20 questions.", "You answered seventeen out of twenty questions."),
+    ("6/8 simplifies to 3/4", "six eighths simplifies to three quarters"), ("3/4 cups of flour", "three quarters cups of flour"),
+    ("The beach is 3/4 mile from here.", "The beach is three quarters of a mile from here."),
+    ("Add 1/2 cup of milk.", "Add one half cup of milk."), ("down to 2/32\", so", "down to two thirty-seconds of an inch, so"),
+    # a capital word of one English syllable is a word ("POST", "MILD"; shouted, "GYM"), an acronym is spelled; a
+    # phone's pound key; a national number with its trunk zero; user and network names; capital hosts, initials
+    ("POST requests", "post requests"), ("Would you like it MILD or HOT?", "Would you like it mild or hot?"),
+    ("WE MISS YOU AT THE GYM, COME BACK SOON.", "we miss you at the gym, come back soon."),
+    ("DID YOU GET THE EMAIL I SENT?", "did you get the email I sent?"), ("CALL THE IRS NOW", "call the I R S now"),
+    ("the CEO and the HVAC", "the C E O and the H V A C"), ("Dial #250 now", "Dial pound two five zero now"),
+    ("Press #1 for sales", "Press number one for sales"),
+    ("Reach me on 07700 900123 after 6.", "Reach me on zero seven seven zero zero, nine zero zero one two three after six."),
+    ("Your username is mike_t88.", "Your username is mike underscore T eight eight."),
+    ("Join GUEST_5G now", "Join GUEST underscore five G now"), ("Check STATUS.ACME.COM.", "Check STATUS dot ACME dot COM."),
+    ("Mail AP@Contoso.com.", "Mail A P at Contoso dot com."),
+    # a measure after a determiner describes the noun after it (its unit singular); a year without its century; a
+    # numbering word plural before a range; a shouted address's street type
+    ("Data used: 14.2 GB of your 20 GB plan.", "Data used, fourteen point two gigabytes of your twenty gigabyte plan."),
+    ("16GB RAM and a 512GB SSD", "sixteen gigabytes Ram and a five hundred twelve gigabyte S S D"),
+    ("the 10 km run", "the ten kilometer run"), ("every 20 min starting", "every twenty minutes starting"),
+    ("your 5 kg left", "your five kilograms left"), ("Class of '98!", "Class of ninety-eight!"), ("in '05", "in oh five"),
+    ("Read ch. 4-7 first.", "Read chapters four to seven first."), ("see Fig. 2 and 3", "see Figure two and three"), ("Part no. 44-1092-B", "Part number four four-one zero nine two-B"),
+    ("SHIP TO: 77 MAIN ST STE 5", "ship to, seventy-seven MAIN Street Suite five"),
+    ("MEET AT 5 PM AT THE DR OFFICE", "meet at five PM at the D R office"),
+    # a price per any unit; a unit after a vulgar fraction; a round number alone in a code; a hyphenated ID's digits
+    # one by one; a hyphen between two numbers another rule read is "to"
+    ("Gas was $3.49/gal.", "Gas was three dollars and forty-nine cents per gallon."), ("$12/kg", "twelve dollars per kilogram"),
+    ("Use ½ tsp of salt", "Use a half teaspoon of salt"), ("Use 1½ tsp", "Use one and a half teaspoons"),
+    ("your AX3000 router", "your A X three thousand router"), ("ID 8f3a-77c2", "I D eight F three A-seven seven C two"),
+    ("i18n", "I eighteen N"), ("Aim for 5k-10k steps", "Aim for five thousand to ten thousand steps"),
     ("where x ≥ 10", "where x is greater than or equal to ten"), ("© MMXXIV Acme", "copyright twenty twenty-four Acme"),
     ("proof of ins.", "proof of insurance."), ("office hrs", "office hours"), ("No. of guests", "number of guests"),
     ("The pt. has an appt.", "The patient has an appointment."), ("at 4:30 PT.", "at four thirty P T."),
@@ -225,7 +270,7 @@ def test_bench_text_scores_the_development_half_through_the_command() -> None:
     assert figures["cases"] == 369
     assert figures["share"] >= 0.97, figures["classes"]
     assert figures["raw"] == 0
-    assert figures["chunk_300"]["p50_ms"] > 0
+    assert figures["chunk_300"]["p50_ms"] > 0 and figures["chunk_300_cpu"]["p50_ms"] > 0
 
 
 def test_bench_text_scores_another_systems_readings_the_same_way() -> None:

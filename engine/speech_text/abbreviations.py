@@ -44,7 +44,7 @@ WORD_ACRONYMS = frozenset(
 )
 SPELLED = frozenset("US UK EU UN TV PC AI ID IQ DJ OS UI UX PR HR CEO CTO CFO API URL CPU GPU SQL USB USA".split())
 COMMON_WORDS = frozenset(
-    """mix dim hi bye per sent mild gym a am an and any are as at be big but by can do did does done dont each else even ever far few fine for from
+    """mix dim hi bye per a am an and any are as at be big but by can do did does done dont each else even ever far few fine for from
     get go goes good got had has have he her here hers him his how huge i if in into is it its just keep kind last
     less like long look lot love made make many may me mine more most much must my need new next nice no none nor
     not now of off oh ok old on once one only or our ours out over own past plan real rest run said same saw say
@@ -80,6 +80,16 @@ def _street(match: re.Match[str]) -> bool:
     return name[0].isupper() and name[-1] not in ".!?:,;" and not opens
 
 
+_COUNTERS = frozenset("chapter volume figure section page number paragraph appendix item table".split())
+# One token, "4-7": the streaming reader lets go of a word once the next two have come (stream.py)
+_RANGE_AFTER = re.compile(r"[ \t]?#?\d{1,4}[a-z]?[-–]\d{1,4}[a-z]?(?![\w-])")
+
+
+def _counted(match: re.Match[str], said: str) -> str:
+    """A word that numbers things, plural before a range or a pair: "ch. 4-7" "chapters four to seven"."""
+    return said + "s" if said.lower() in _COUNTERS and _RANGE_AFTER.match(match.string, match.end()) else said
+
+
 def _title(match: re.Match[str]) -> str:
     text = match.group()
     if text == "St.":  # Street after a street's name ("Elm St. It was"), Saint before a name ("St. Louis")
@@ -87,7 +97,7 @@ def _title(match: re.Match[str]) -> str:
         if not _street(match) and after[:1] == " " and after[1:2].isupper():
             return "Saint"
         return "Street" + ("." if ends_sentence_after(match) else "")
-    return TITLES.get(text) or TITLES[text.title()]
+    return _counted(match, TITLES.get(text) or TITLES[text.title()])
 
 
 def _abbreviation(match: re.Match[str]) -> str:
@@ -98,7 +108,7 @@ def _abbreviation(match: re.Match[str]) -> str:
     if text[0].isupper() and text.lower() in ABBREVIATIONS:
         said = said[0].upper() + said[1:]
     ends = text in ENDINGS or text.lower() in ENDINGS
-    return said + ("." if ends and ends_sentence_after(match) else "")
+    return _counted(match, said) + ("." if ends and ends_sentence_after(match) else "")
 
 
 def _dotted(match: re.Match[str]) -> str:
@@ -121,9 +131,26 @@ def caps(token: str) -> str:
         return base.capitalize() + plural
     if base not in SPELLED and base not in _ACRONYM_WORDS and base.lower() in COMMON_WORDS:
         return base.lower() + plural
-    if base in SPELLED or base in _ACRONYM_WORDS or len(base) <= 4 or not _VOWELS & set(base):
+    if base in SPELLED or base in _ACRONYM_WORDS or (len(base) <= 4 and not (len(base) == 4 and one_syllable(base))) \
+            or not _VOWELS & set(base):
         return " ".join(base) + ("'s" if plural else "")
     return base.lower() + plural
+
+
+# One English syllable: an onset, one vowel (or a common vowel pair), a coda, perhaps a silent "e" ("MILD", "POST",
+# "HOPE", "GYM"). An acronym seldom has that shape ("CEO", "USB", "ETA", "HVAC", "UCLA" have not); a word does.
+_ONSET = ("bl br ch cl cr dr dw fl fr gl gr kl kn kr ph pl pr qu sc sch scr sh shr sk sl sm sn sp spl spr squ st str "
+          "sw th thr tr tw wh wr b c d f g h j k l m n p r s t v w z").split()
+_CODA = ("ck ct ft ld lf lk lm lp lt mp nd ng nk nt pt rb rd rk rm rn rp rt sh sk sp st th ch ff ll ss "
+         "b c d f g k l m n p r s t x z").split()
+_SYLLABLE = re.compile(rf"(?:{'|'.join(sorted(_ONSET, key=len, reverse=True))})"
+                       rf"(?:ee|oo|ea|ai|oa|ou|[aeiou]|y(?![a-z]e))"
+                       rf"(?:(?:{'|'.join(sorted(_CODA, key=len, reverse=True))})e?)?", re.I)
+
+
+def one_syllable(token: str) -> bool:
+    """Whether ``token`` reads as one English syllable (a word shouted, not an acronym to spell)."""
+    return _SYLLABLE.fullmatch(token) is not None
 
 
 _SHOUTED = re.compile(r"[A-Z][A-Z'’]+")
@@ -139,7 +166,8 @@ def _caps(match: re.Match[str]) -> str:
     common = [word for word in shouted if word.lower() in COMMON_WORDS]
     if token in _ACRONYM_WORDS and len(shouted) >= 2 and common:  # "IS IT STILL UNDER WARRANTY?"
         return token.lower()
-    if len(common) >= 2 and (token == "US" or (len(token) >= 4 and _VOWELS & set(token) and token not in WORD_ACRONYMS)):
+    if len(common) >= 2 and (token == "US" or (len(token) >= 4 and _VOWELS & set(token) and token not in WORD_ACRONYMS)
+                             or (len(token) == 3 and token not in SPELLED and one_syllable(token))):  # "THE GYM"
         return token.lower()
     return caps(token)
 

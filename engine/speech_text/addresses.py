@@ -22,6 +22,8 @@ STREET_TYPES = {"St": "Street", "Ave": "Avenue", "Av": "Avenue", "Blvd": "Boulev
                 "Place": "Place", "Parkway": "Parkway", "Highway": "Highway", "Terrace": "Terrace", "Circle": "Circle",
                 "Square": "Square", "Trail": "Trail", "Hwy.": "Highway", "Crescent": "Crescent", "Expressway": "Expressway",
                 "Freeway": "Freeway", "Plaza": "Plaza"}
+# A shouted address ("77 MAIN ST"): the types that are no word of their own ("DR", "CT", "WAY" are).
+STREET_TYPES |= {kind.upper(): STREET_TYPES[kind] for kind in "St Ave Blvd Rd Ln Pkwy Hwy".split()}
 DIRECTIONS = {"N": "North", "S": "South", "E": "East", "W": "West", "NE": "Northeast", "NW": "Northwest",
               "SE": "Southeast", "SW": "Southwest"}
 UNITS = {"apt": "apartment", "apartment": "apartment", "ste": "suite", "suite": "suite", "unit": "unit",

@@ -13,10 +13,10 @@ from __future__ import annotations
 import re
 
 from engine.speech_text import words as w
-from engine.speech_text.abbreviations import caps
+from engine.speech_text.abbreviations import ABBREVIATIONS, COMMON_WORDS, TITLES, caps
 from engine.speech_text.dates import date_words, fiscal_year
 from engine.speech_text.money import CURRENCIES
-from engine.speech_text.numbers import UNITS, Rule
+from engine.speech_text.numbers import UNITS, Rule, fraction_words
 
 _RUN = re.compile(r"[A-Z]+|\d+")
 _SCALED = re.compile(r"\d+(?:\.\d+)?(?:M|B|BN)")  # "4B": four billion, unless context says it is a code (addresses.py)
@@ -31,8 +31,9 @@ def spell_code(text: str) -> str:
             said += "-" if text[run.start() - 1] == "-" else " "
         part = run.group()
         if part.isdigit():
-            alone = len(re.findall(r"\d+", text)) == 1
-            said += w.cardinal(part) if len(part) <= 2 and part[0] != "0" and alone else w.digits(part)
+            alone = len(re.findall(r"\d+", text)) == 1  # "AX3000": a round number alone is a number
+            said += w.cardinal(part) if alone and (len(part) <= 2 and part[0] != "0" or re.fullmatch(r"[1-9]0{2,3}", part)) \
+                else w.digits(part)
         else:
             said += part if len(part) == 1 else caps(part)
     return said
@@ -79,10 +80,12 @@ _PHONE_CUE = re.compile(r"(?i:\b(?:call|phone|tel|dial|fax|mobile|cell|landline|
 
 
 def _cued_digits(match: re.Match[str]) -> str | None:
-    """Digits after a word that makes them a code or a phone number, group by group, digit by digit."""
+    """Digits after a word that makes them a code or a phone number, group by group, digit by digit; a national
+    number with its trunk zero ("07700 900123") is a phone number wherever it stands."""
     before = max(0, match.start() - 40)
     groups = match.group().replace("-", " ").split()
-    phone = len(groups) > 1 and groups[0][0] == "0" and _PHONE_CUE.search(match.string, before, match.start())
+    trunk = len(groups) > 1 and groups[0][0] == "0" and len(groups[0]) >= 3 and 10 <= len("".join(groups)) <= 11
+    phone = trunk or len(groups) > 1 and groups[0][0] == "0" and _PHONE_CUE.search(match.string, before, match.start())
     if not phone and not _CODE_CUE.search(match.string, before, match.start()):
         return None
     return ", ".join(w.digits(group) for group in groups)
@@ -200,7 +203,9 @@ def _numbered(match: re.Match[str]) -> str | None:
     words, numeral = match.group().rsplit(None, 1)
     if numeral in ("C", "D", "L", "M"):  # "Medicare Part D", "Schedule C": a letter
         return None
-    return f"{words} {w.cardinal(str(roman_value(numeral.upper())))}"
+    word = words.split()[-1]  # "Vol. XXI": the numbering word said in full, "Volume twenty-one"
+    said = words[:-len(word)] + (TITLES.get(word) or ABBREVIATIONS.get(word) or word)
+    return f"{said} {w.cardinal(str(roman_value(numeral.upper())))}"
 
 
 def _roman_year(match: re.Match[str]) -> str | None:
@@ -215,19 +220,49 @@ def _regnal(match: re.Match[str]) -> str | None:
     return f"{name} the {w.ordinal(str(roman_value(numeral)))}"
 
 
+_NAME_PART = r"(?:[A-Z][a-z]+(?:[-'’][A-Z]?[a-z]+)?|[A-Z]\.?)"
+_PERSON = re.compile(rf"(?<![\w.])[A-Z][a-z]+(?:[ \t]+{_NAME_PART})+,?[ \t]+\Z")  # "Robert Lee Smith ", "Richard J. Whitman "
+_TITLED = re.compile(r"(?<![\w.])(?:[A-Z][a-z]+[A-Z]?[a-z]*|[A-Z]{2,})[ \t]+\Z")  # "Civilization ", "WrestleMania ", "GTA "
+_SIZE_WORDS = re.compile(r"(?i:\bsizes?)[ \t]+\Z")
+
+
+def _after_name(match: re.Match[str]) -> str | None:
+    """A roman numeral after a capitalised name: a person's suffix after a first name and a surname ("Robert Lee Smith
+    III" "the third"), a title's number after one name ("Civilization VI" "six", "GTA V"); a word or a size
+    elsewhere ("Size XL", "MIX")."""
+    numeral = match.group()
+    before = match.string[max(0, match.start() - 40):match.start()]
+    value = roman_value(numeral)
+    if numeral.lower() in COMMON_WORDS or not 2 <= value <= 89 or _SIZE_WORDS.search(before) or _pronoun(match):
+        return None
+    if numeral in ("II", "III", "IV") and _PERSON.search(before):
+        return "the " + w.ordinal(str(value))
+    titled = _TITLED.search(before)
+    if titled is None or (len(numeral) == 1 and not titled.group().strip().isupper()):  # "Model X": a letter
+        return None
+    return w.cardinal(str(value))
+
+
 # --- arithmetic ----------------------------------------------------------------------------------------------------
 
-_TERM = (r"(?:(?:\d+(?:\.\d+)?(?=\())?(?:sqrt(?=\())?\(?[-−]?√?(?:[a-z]\([a-z]\)|[A-Z](?=[ \t]?=)|[a-z]{2}(?=\^|[²³])"
-         r"|(?:\d+(?:\.\d+)?)?[a-z](?![A-Za-z0-9_(])"
-         r"|(?:\d{1,3}(?:,\d{3})+(?!\d)|\d+)(?:\.\d+)?(?:!(?=[ \t]?[-−+*×÷/=]))?)[²³]?\)?)")
+# A function applied to its argument: "sin(30°)" "sine of thirty degrees", "log₂(8)" "log base two of eight".
+_FUNCTIONS = {"sin": "sine of", "cos": "cosine of", "tan": "tangent of", "log": "log of", "ln": "the natural log of",
+              "exp": "the exponential of"}
+_FUNCTION = r"(?:%s)[₀-₉]*(?=\()" % "|".join(sorted(_FUNCTIONS, key=len, reverse=True))
+_TERM = (rf"(?:(?:\d+(?:\.\d+)?(?=\())?(?:sqrt(?=\())?(?:{_FUNCTION})?\(?[-−]?√?(?:[a-z]\([a-z]\)|[A-Z](?=[ \t]?=)"
+         r"|[a-z]{2}(?=\^|[²³])|(?:\d+(?:\.\d+)?)?[a-z](?![A-Za-z0-9_(])"
+         r"|(?:\d{1,3}(?:,\d{3})+(?!\d)|\d+)(?:\.\d+)?(?:!(?=[ \t]?[-−+*×÷/=]))?°?)[²³]?\)?)")
 _OPERATOR = r"(?:[ \t]?[-−+*×÷/^=·][ \t]?|[ \t]x[ \t])"
 _MATH = rf"(?<![\w.,/:$-]){_TERM}(?:{_OPERATOR}{_TERM}){{1,12}}(?![\w]|\.\d|[-+*/^=]\w)"
 _OPERATORS = {" x": "times", "·": "times", "√": "the square root of", "sqrt": "the square root of", "!": "factorial", "-": "minus", "−": "minus",
               "+": "plus", "*": "times", "×": "times", "÷": "divided by", "/": "divided by", "=": "equals"}
 _MATH_PARTS = re.compile(
+    rf"{_FUNCTION}|°|(?<=\d)/[a-z](?![a-z])|(?<![\d.])\d{{1,2}}/\d{{1,2}}(?![\d.])|"
     r"(?<=[\d)])\((?=[\w√-])|(?<=[\w)²³])[ \t]x(?=[ \t]+[\w(])|√|sqrt|[A-Z]|(?<=\d)!|(?<![\d\w])[-−](?=[\d\w])|[a-z]\([a-z]\)|\d{1,3}(?:,\d{3})+(?:\.\d+)?|\d+(?:\.\d+)?|[a-z]|\^[ \t]?\d+(?:\.\d+)?|[²³]|[-−+*×÷/=·]")
 
 
+_UNIT_LETTERS = frozenset(unit for unit in UNITS if len(unit) == 1 and unit != "x")
+_SUBSCRIPTS = str.maketrans("₀₁₂₃₄₅₆₇₈₉", "0123456789")
 _ASKED = re.compile(  # "What is 7 - 3?": a question about an expression, so its hyphen is a minus
     r"(?:\b[Ww]hat(?:'s|’s|[ \t]is)|\b(?:[Cc]alculate|[Cc]ompute|[Ss]olve|[Ee]valuate|[Ss]implify))[ \t]+\Z")
 _OPEN_MATH = re.compile(rf"(?<![\w.,/:$-]){_TERM}(?:{_OPERATOR}(?:{_TERM})?){{1,12}}\s*\Z")
@@ -244,12 +279,26 @@ def _math(match: re.Match[str]) -> str | None:
     """An expression with "=" or an operator no range, date or fraction uses: "1-2=5", "2+2", "x^2"."""
     text = match.group()
     asked = _ASKED.search(match.string, max(0, match.start() - 20), match.start())
-    if not re.search(r"[=+*×÷^²³·√]|[ \t]/[ \t]", text) and not asked:
+    # "2x - 3 > 7": an expression with a variable before a relation ("2024-01-15 > x" stays a date)
+    related = re.search(r"[a-z]", text) and re.match(r"[ \t]*[<>≤≥≈≠]", match.string[match.end():match.end() + 3])
+    over = re.fullmatch(r"\d+/([a-z])", text) and text[-1] not in _UNIT_LETTERS  # "1/x", not "1/s" (a unit)
+    if not re.search(r"[=+*×÷^²³·√−]|[ \t]/[ \t]", text) and not asked and not related and not over:
         return None
     said = []
     for part in _MATH_PARTS.findall(text):
         if part == "(":  # "2(x + 3)": a product
             said.append("times")
+        elif part[:3] in _FUNCTIONS or part[:2] in _FUNCTIONS:
+            name = part.rstrip("₀₁₂₃₄₅₆₇₈₉")
+            base = part[len(name):].translate(_SUBSCRIPTS)
+            said.append(_FUNCTIONS[name].replace(" of", f" base {w.cardinal(base)} of") if base else _FUNCTIONS[name])
+        elif part == "°":
+            said.append("degrees")
+        elif part[0] == "/" and len(part) == 2:  # "1/x": a fraction with a variable below is "over"
+            said.append("over " + part[1])
+        elif "/" in part and len(part) > 2:  # "1/2 + 1/4 = 3/4": a proper fraction is a fraction, "6/3" a division
+            a, b = (int(n) for n in part.split("/"))
+            said.append(fraction_words(a, b) if 0 < a < b else f"{w.cardinal(str(a))} divided by {w.cardinal(str(b))}")
         elif part in "²³":
             said.append("squared" if part == "²" else "cubed")
         elif len(part) == 4 and part[1] == "(":  # "f(x)"
@@ -266,6 +315,7 @@ def _math(match: re.Match[str]) -> str | None:
     return " ".join(said)
 
 
+_MIXED = re.compile(r"(?=.*\d)(?=.*[A-Za-z])[A-Za-z0-9]+")
 _LEFTOVER_RUN = re.compile(r"[A-Z][a-z]+|[A-Z]+(?![a-z])|[a-z]+|\d+")
 _SYMBOL_NAMES = {"$": "dollars", "€": "euros", "£": "pounds", "¥": "yen", "₹": "rupees", "₩": "won", "¢": "cents"}
 
@@ -275,9 +325,15 @@ def _leftover(match: re.Match[str]) -> str:
     number (up to four) or digit by digit, short letter runs spelled unless a capitalised word ("Blue7Fox"), symbols
     named."""
     said = []
-    for run in _LEFTOVER_RUN.findall(match.group()) if match.group()[0] not in _SYMBOL_NAMES else []:
+    runs = _LEFTOVER_RUN.findall(match.group()) if match.group()[0] not in _SYMBOL_NAMES else []
+    text, start, end = match.string, match.start(), match.end()
+    before = re.search(r"([A-Za-z0-9]+)-\Z", text[max(0, start - 24):start])
+    after = re.match(r"-([A-Za-z0-9]+)", text[end:end + 24])
+    # "8f3a-77c2": an ID of letters and digits mixed on both sides of its hyphen, its digits one by one
+    code = len(runs) >= 3 and any(side and _MIXED.fullmatch(side[1]) for side in (before, after))
+    for run in runs:
         if run.isdigit():
-            said.append(w.cardinal(run) if len(run) <= 4 and run[0] != "0" else w.digits(run))
+            said.append(w.cardinal(run) if len(run) <= 4 and run[0] != "0" and not code else w.digits(run))
         else:
             word = run.istitle() and len(run) > 2 and re.search(r"[aeiouy]", run) is not None  # "Blue7Fox"
             said.append(" ".join(run.upper()) if len(run) <= 3 and not word and any(c.isdigit() for c in match.group())
@@ -318,6 +374,7 @@ RULES: list[Rule] = [
     ("roman_year", r"(?<![\w])(?=M)" + _ROMAN + r"(?![\w])", _roman_year),
     ("roman_item", r"(?<![\w(])\((?:i|" + _ROMAN_LOWER + r")\)(?![\w)])",  # "clause (iv)", "items (i) to (iii)"
      lambda match: w.cardinal(str(roman_value(match.group()[1:-1].upper())))),
+    ("name_numeral", rf"(?<![\w'’-])(?=[XVIL]{{1,6}}(?![\w'’-])){_ROMAN}(?![\w'’-])", _after_name),
     ("regnal", rf"(?<![\w])(?:%s)(?:[ \t][A-Z][a-z]+)?[ \t]{_ROMAN}(?![\w])" % "|".join(REGNAL), _regnal),
     ("math", _MATH, _math),
 ]

@@ -153,6 +153,12 @@ def _weekday(match: re.Match[str]) -> str:
     return " to ".join(days) + ("." if match.group().endswith(".") and ends_sentence_after(match) else "")
 
 
+def _short_year(match: re.Match[str]) -> str:
+    """"'98" -> "ninety-eight", "'05" -> "oh five": a year with its century left out."""
+    digits = match.group()[1:]
+    return w.cardinal(digits) if digits[0] != "0" else "oh " + w.cardinal(digits[1])
+
+
 def _decade(match: re.Match[str]) -> str:
     text = match.group().lstrip("'’").rstrip("s")
     return w.plural(w.year(int(text)) if len(text) == 4 else w.cardinal(text))
@@ -250,6 +256,7 @@ def rules(day_first: bool = False) -> list[Rule]:
         ("time_range", _TIME_RANGE, _time_range),
         ("ratio", r"(?<![\w:.])\d{1,2}:\d(?![\w:])", _ratio),
         ("decade", r"(?<![\w.])(?:['’]?[1-9]0s|1[1-9]\d0s|20\d0s)(?![\w])", _decade),
+        ("short_year", r"(?<![\w'’])['’]\d\d(?![\w'’%]|[.,:/-]\d)", _short_year),  # "Class of '98"
     ]
 
 

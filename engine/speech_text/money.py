@@ -1,7 +1,7 @@
 """Money: a currency's symbol or ISO code before or after an amount, scales, ranges and rates. Pure.
 
 ``$4.99`` "four dollars and ninety-nine cents", ``$.50`` "fifty cents", ``₩460 billion`` "four hundred sixty billion
-won", ``CHF 40`` "forty Swiss francs", ``1,200 USD`` "one thousand two hundred US dollars", ``12€``, ``$20-$30``,
+won", ``CHF 40`` "forty Swiss francs", ``1,200 USD`` "one thousand two hundred dollars", ``12€``, ``$20-$30``,
 ``$15/hr``.
 """
 
@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 
 from engine.speech_text import words as w
-from engine.speech_text.numbers import _END, MULTIPLIERS, PER, Rule
+from engine.speech_text.numbers import _END, MULTIPLIERS, PER, UNITS, Rule
 from engine.speech_text.numbers import attributive
 
 # A currency -> (one, many, one hundredth, hundredths).
@@ -38,7 +38,7 @@ CURRENCIES = {
     "₫": ("dong", "dong", "xu", "xu"),
     "₪": ("shekel", "shekels", "agora", "agorot"),
     "₴": ("hryvnia", "hryvnias", "kopiyka", "kopiykas"),
-    "USD": ("US dollar", "US dollars", "cent", "cents"),
+    "USD": ("dollar", "dollars", "cent", "cents"),  # en-US: its own currency, "dollars"
     "EUR": ("euro", "euros", "cent", "cents"),
     "GBP": ("pound", "pounds", "penny", "pence"),
     "JPY": ("yen", "yen", "sen", "sen"),
@@ -73,7 +73,9 @@ _CURRENCY = r"(?:%s|(?:%s)(?=[ \t]?[\d.]))" % ("|".join(re.escape(s) for s in _S
 _SUFFIX = r"(?:[ \t]?(?:€|£|¥|₹|₩|₽|₺|₴|₪|₫|฿|¢)|[ \t](?:%s)(?![\w]))" % "|".join(_CODES)
 _AMOUNT = r"(?:\d{1,3}(?:,\d{3})+(?!\d)|\d+|(?=\.\d))(?:\.\d+)?"
 _MULTIPLIER = r"(?:[ \t]?(?:k|K|M|m|mn|bn|B|b|tn|T)(?![\w])|[ \t](?:thousand|million|billion|trillion)(?![\w]))"
-_PER = r"(?:[ \t]?/[ \t]?(?:%s)(?![\w]))" % "|".join(sorted(PER, key=len, reverse=True))
+# What a price is per: a span of time, a count ("/person"), or a unit of measure ("$3.49/gal", "$12/kg").
+_PER_WORDS = {**{unit: names[0] for unit, names in UNITS.items() if unit.isalpha() and len(unit) > 1}, **PER}
+_PER = r"(?:[ \t]?/[ \t]?(?:%s)(?![\w]))" % "|".join(sorted(_PER_WORDS, key=len, reverse=True))
 _MONEY = (
     rf"(?<![\w.])(?:[-−](?={_CURRENCY}))?{_CURRENCY}[ \t]?{_AMOUNT}{_MULTIPLIER}?"
     rf"(?:[ \t]?[-–][ \t]?{_CURRENCY}?[ \t]?{_AMOUNT}{_MULTIPLIER}?)?{_PER}?{_END}"
@@ -109,7 +111,7 @@ def _said(parts: re.Match[str], names: tuple[str, str, str, str]) -> str:
     else:
         said = _amount(parts["a"], names)
     if parts["per"]:
-        said += " per " + PER[parts["per"]]
+        said += " per " + _PER_WORDS[parts["per"]]
     return ("minus " if parts["sign"] else "") + said
 
 

@@ -125,12 +125,24 @@ def quantity_kind(text: str) -> str:
     return "decimal" if parts and "." in parts["a"] else "cardinal"
 
 
+_DETERMINER = re.compile(r"(?:^|\s)(?i:an?|the|your|our|my|his|her|their|this|that)[ \t]\Z")
+_NOUN_AFTER = re.compile(r"[ \t]+([A-Za-z][a-z]*|[A-Z]{2,})\b")
+# What follows a measure without it describing that word: "20 GB of data", "10 km a day", "5 kg left", "2 mi away".
+_NOT_DESCRIBED = frozenset(
+    """of in on at to for from and or but per each a an the is are was were be been will would can could should may
+    must with by as than left remaining total more less over under up down off out away ago later long tall wide high
+    deep thick old apart ahead behind before after into onto daily weekly monthly yearly i you he she it we they
+    this that these those which who plus minus times""".split())
+
+
 def attributive(match: re.Match[str]) -> bool:
-    """Whether a measure describes what follows it ("a 5000 mAh battery": "milliamp hour"): "a" or "an" before it,
-    a word after it."""
-    before = match.string[max(0, match.start() - 3):match.start()]
-    return re.search(r"(?:^|\s)(?i:an?)[ \t]$", before) is not None and \
-        re.match(r"[ \t]+[a-z]", match.string[match.end():match.end() + 2]) is not None
+    """Whether a measure describes the noun that follows it, its unit said singular: after a determiner ("a 5000 mAh
+    battery", "your 20 GB plan", "a 512GB SSD"). (A range, "5-10 mg twice daily", "10-25 lb weights", says too little
+    to tell.)"""
+    after = _NOUN_AFTER.match(match.string, match.end(), match.end() + 24)
+    if after is None or after[1].lower() in _NOT_DESCRIBED:
+        return False
+    return _DETERMINER.search(match.string, max(0, match.start() - 8), match.start()) is not None
 
 
 def _quantity(match: re.Match[str]) -> str:
@@ -190,7 +202,7 @@ _FRACTION_NAMES = {2: ("half", "halves"), 4: ("quarter", "quarters")}
 _SPECIAL_FRACTIONS = {"24/7": "twenty-four seven", "50/50": "fifty-fifty", "9/11": "nine eleven"}
 
 
-def _fraction_words(numerator: int, denominator: int) -> str:
+def fraction_words(numerator: int, denominator: int) -> str:
     """"7/16" -> "seven sixteenths", "1/100" -> "one hundredth"; a denominator over 1,000 (or 0, 1) "over"."""
     if not 2 <= denominator <= 1000:
         return f"{w.cardinal(str(numerator))} over {w.cardinal(str(denominator))}"
@@ -241,7 +253,7 @@ def _vulgar(match: re.Match[str]) -> str:
     """"3½" -> "three and a half", "¼" -> "a quarter"."""
     whole, symbol = match.group()[:-1], match.group()[-1]
     numerator, denominator = _VULGAR[symbol]
-    said = _fraction_words(numerator, denominator)
+    said = fraction_words(numerator, denominator)
     if numerator == 1:
         said = "a " + said.split(" ", 1)[-1] if " " in said else "a " + said
     return f"{w.cardinal(whole)} and {said}" if whole else said
@@ -265,7 +277,30 @@ def _fraction(match: re.Match[str]) -> str:
     if not b.isdigit():  # "1/4th": "one fourth"
         b = b.rstrip("thsrdn")
         return f"{w.cardinal(a)} {w.ordinal(b)}" + ("s" if a != "1" else "")
-    return _fraction_words(int(a), int(b))
+    after = match.string[match.end():match.end() + 40]
+    counted = _COUNTED.match(after)
+    if counted and counted[1] not in _UNIT_WORDS and counted[1] not in _MATH_VERBS and int(a) > 1:
+        return f"{w.cardinal(a)} out of {w.cardinal(b)}"  # "7/10 customers", "17/20 questions": so many of so many
+    return fraction_words(int(a), int(b)) + _of_a(after)
+
+
+# Units and the measures a recipe or a distance is counted in, singular and plural (not a count of things).
+_UNIT_WORDS = frozenset(word for unit, names in UNITS.items() for word in (unit, *names[:2]) if word.isalpha()) | {
+    word + plural for word in "cup pint quart acre stick day week month hour share portion dose".split()
+    for plural in ("", "s")}
+_MATH_VERBS = frozenset("equals simplifies reduces becomes means represents makes gives".split())  # "6/8 simplifies"
+_COUNTED = re.compile(r"[ \t]+([a-z]{2,}[^s\W]s)\b")  # a plural noun: "customers", not "class" or a unit
+_OF_A = re.compile(r"[ \t]+([a-z]+)[ \t]+(?:from|away|past|beyond|ahead|behind|north|south|east|west|down|up)\b")
+
+
+def _of_a(after: str) -> str:
+    """" of a" before a lone unit and a word of where ("3/4 mile from": "three quarters of a mile from"); nothing
+    before a unit that describes what follows ("5/8 inch thick", "1/2 cup of milk")."""
+    unit = _OF_A.match(after)
+    if unit is None or unit[1] not in _UNIT_WORDS or (unit[1].endswith("s") and unit[1] not in UNITS):  # singular
+        return ""
+    name = UNITS.get(unit[1], (unit[1],))[0]
+    return " of an" if name[0] in "aeiou" or name.startswith("hour") else " of a"
 
 
 def _percent_range(match: re.Match[str]) -> str:
@@ -282,7 +317,7 @@ def _feet(match: re.Match[str]) -> str:
 def _mixed_fraction(match: re.Match[str]) -> str:
     whole, fraction = match.group().split()
     a, b = (int(x) for x in fraction.split("/"))
-    said = _fraction_words(a, b)
+    said = fraction_words(a, b)
     if a == 1:
         rest = said.split(" ", 1)[1]
         said = ("an " if rest[0] in "aeio" else "a ") + rest  # "three and an eighth"
@@ -295,23 +330,38 @@ def _version(match: re.Match[str]) -> str | None:
         parts = text.split(".")
         if len(parts) != 4 or not all(p.isdigit() and int(p) < 256 for p in parts):
             return None
-        return " dot ".join(w.cardinal(p) if len(p) < 3 else w.digits(p) for p in parts) + " colon " + w.digits(port)
+        return _ip(parts) + " colon " + w.digits(port)
     prefix = ""
     if text[0] in "vV":
         prefix, text = "version ", text[1:]
     parts = text.split(".")
     if len(parts) == 4 and all(p.isdigit() and int(p) < 256 for p in parts) and not prefix:  # an IP address
-        return " dot ".join(w.cardinal(p) if len(p) < 3 else w.digits(p) for p in parts)
+        return _ip(parts)
     if len(parts) == 2:
         return prefix + w.number(text)
     return prefix + " point ".join(w.cardinal(p) for p in parts)
 
 
+def _ip(parts: list[str]) -> str:
+    """"10.0.0.24" "ten dot zero dot zero dot twenty-four"; once an address holds a three-digit part, its later parts
+    are read digit by digit too ("203.0.113.42": "... one one three dot four two")."""
+    said, by_digit = [], False
+    for part in parts:
+        by_digit = by_digit or len(part) == 3
+        said.append(w.digits(part) if by_digit else w.cardinal(part))
+    return " dot ".join(said)
+
+
 def _number_sign(match: re.Match[str]) -> str:
     """"#4521" -> "number forty-five twenty-one" (an order, a unit: in pairs, as people say them); "#1,204" a rank,
-    as a number."""
+    as a number; after "dial" or "press", the pound key ("Dial #250": "pound two five zero")."""
     digits = match.group()[1:].strip()
+    if len(digits) >= 2 and "," not in digits and _KEYED.search(match.string, max(0, match.start() - 24), match.start()):
+        return "pound " + w.digits(digits)  # "Dial #250": keyed on a phone, the pound key and its digits
     return "number " + (w.cardinal(digits) if "," in digits else w.paired(digits))
+
+
+_KEYED = re.compile(r"(?i:\b(?:dial|dialing|press|key|punch|enter)(?:[ \t]+in)?)[ \t]+\Z")
 
 
 _SIZE_UNIT = r"(?:in|ft|cm|mm|m|yd)"
@@ -349,8 +399,10 @@ def _duration(match: re.Match[str]) -> str:
 
 
 def _fraction_unit(match: re.Match[str]) -> str:
-    """A unit after a fraction another rule read: "1/8 tsp" one eighth teaspoon; "1 1/2 cups" teaspoons."""
-    whole = re.search(r"\d[ \t]\d+/\d+[ \t]$", match.string[max(0, match.start() - 8):match.start()])
+    """A unit after a fraction another rule read: "1/8 tsp" one eighth teaspoon, "½ tsp"; "1 1/2 cups", "1½ cups"
+    teaspoons."""
+    whole = re.search(r"\d[ \t]\d+/\d+[ \t]$|\d[½⅓⅔¼¾⅕⅖⅗⅘⅙⅚⅛⅜⅝⅞][ \t]$",
+                      match.string[max(0, match.start() - 8):match.start()])
     return UNITS[match.group()][1 if whole else 0]
 
 
@@ -371,7 +423,8 @@ RULES: list[Rule] = [
      _dimensions),
     ("inches", r"(?<![\w\"“”'.])\d{1,3}(?:\.\d)?[\"”″](?=[ \t]+[\w-])", _inches),
     ("fraction_inches", r"(?<![\w./,])\d{1,2}/\d{1,2}[\"”″](?=[ \t]+[\w-]|[ \t]*[,.;]|$)",  # "1/4\" drywall screws"
-     lambda match: _fraction_words(*(int(x) for x in match.group()[:-1].split("/"))) + " inch"),
+     lambda match: fraction_words(*(int(x) for x in match.group()[:-1].split("/")))
+     + (" inch" if re.match(r"[ \t]+[\w-]", match.string[match.end():match.end() + 2]) else " of an inch")),
     ("military", r"(?<![\w.,:])(?:(?:[01]\d|2[0-3])[0-5]\d(?=[ \t]hours\b)|(?:(?<=\bat[ \t])|(?<=arrival[ \t])|(?<=departure[ \t])|(?<=departs[ \t])|(?<=arrives[ \t]))"
                  r"0\d[0-5]\d(?![\w:-]|[.,]\d))",
      _military),  # "1400 hours", "at 0800"
@@ -385,7 +438,7 @@ RULES: list[Rule] = [
      lambda match: " to ".join(w.cardinal(n) for n in re.findall(r"\d+", match.group())) + " times"),
     ("duration", r"(?<![\w.])\d{1,3}[ \t]?h(?:[ \t]?\d{1,2}[ \t]?m)(?:[ \t]?\d{1,2}[ \t]?s)?(?![\w])"
                  r"|(?<![\w.])\d{1,3}[ \t]?m[ \t]?\d{1,2}[ \t]?s(?![\w])", _duration),
-    ("fraction_unit", r"(?:(?<=\d/\d[ \t])|(?<=\d/\d\d[ \t]))(?:%s)(?![\w/])"
+    ("fraction_unit", r"(?:(?<=\d/\d[ \t])|(?<=\d/\d\d[ \t])|(?<=[½⅓⅔¼¾⅕⅖⅗⅘⅙⅚⅛⅜⅝⅞][ \t]))(?:%s)(?![\w/])"
      % "|".join(re.escape(u) for u in sorted(UNITS, key=len, reverse=True) if UNITS[u][2] and u.isalpha()),
      _fraction_unit),
     ("quantity", _QUANTITY, _quantity),

@@ -61,13 +61,13 @@ _LOCALES = {"en-US": _Locale(day_first=False), "en-GB": _Locale(day_first=True)}
 # (cardinal, decimal or measure) is decided by numbers.quantity_kind.
 _RULES_OF_CLASS = {
     "tag": "tag",
-    "electronic": "email url file_name windows_path handle hashtag version",
+    "electronic": "email url file_name windows_path identifier handle hashtag version",
     "address": "address unit zip postal route postcode floor ordinal_street",
     "telephone": "vanity extension local_phone service_code short_code star_code bare_phone grouped_digits phone",
     "serial": "hex flight number_code cued_digits serial leftover",
-    "roman": "roman roman_year roman_item regnal",
+    "roman": "roman roman_year roman_item regnal name_numeral",
     "math": "math ratio words compare power squared cubed product",
-    "date": "month_year iso_date slash_date dotted_date dashed_date fiscal_year month_date day_month weekday month decade month_day",
+    "date": "short_year month_year iso_date slash_date dotted_date dashed_date fiscal_year month_date day_month weekday month decade month_day",
     "time": "time dotted_time hour military duration iso_datetime",
     "range": "since_year weekday_range month_range day_range time_range percent_range grades sizes times_range",
     "money": "money coded_money",
@@ -130,12 +130,12 @@ def _between(text: str, readings: list[Reading]) -> list[Reading]:
     return readings
 
 
-_RANGE_ENDS = frozenset({"date", "time", "money", "measure"})
+_RANGE_ENDS = frozenset({"date", "time", "money", "measure", "cardinal"})
 _BETWEEN = re.compile(r"[ \t]*[-–—][ \t]*")
 
 
 def _ranges(text: str, readings: list[Reading]) -> list[Reading]:
-    """A hyphen or dash between two dates (times, prices, measures) is "to": "Mar 3 - Mar 9"."""
+    """A hyphen or dash between two dates (times, prices, measures, numbers) is "to": "Mar 3 - Mar 9", "5k-10k"."""
     joined: list[Reading] = []
     for i, reading in enumerate(readings):
         after = readings[i + 1] if i + 1 < len(readings) else None

@@ -36,6 +36,14 @@ def _related(match: re.Match[str]) -> str:
     return " is" + _WORDS[match.group()] if match.group() != "≠" else _WORDS["≠"]
 
 
+_MEASURE_BEFORE = re.compile(r"(?<![\w.])\d+(?:[.,]\d+)*[ \t]?[A-Za-z][A-Za-z/²³]{0,7}[ \t]\Z")
+
+
+def _measure_related(match: re.Match[str]) -> str | None:
+    """A relation after a measure ("1 km ≈ 0.62 mi") is said with its verb, as after a number."""
+    return _related(match) if _MEASURE_BEFORE.search(match.string, max(0, match.start() - 20), match.start()) else None
+
+
 def _compare(match: re.Match[str]) -> str:
     return " is less than " if match.group().strip() == "<" else " is greater than "
 
@@ -53,6 +61,7 @@ RULES: list[Rule] = [
     ("sharp", r"(?<![\w])[CF]#(?![\w#])", _sharp),
     ("compare", r"(?:(?<=[\d)π])|(?<=[\d)π][ \t])|(?<=(?<!\w)[A-Za-z])|(?<=(?<!\w)[A-Za-z][ \t]))[≈≥≤≠]",
      _related),  # after a number or a variable: "π ≈ 3.14", "x ≥ 10"; "takes ≈ 5 min" is the word's
+    ("compare", r"(?<=[\w²³][ \t])[≈≥≤≠]", _measure_related),  # "1 km ≈ 0.62 mi": after a measure
     ("words", "|".join(re.escape(s) for s in sorted(_WORDS, key=len, reverse=True)), _said),
     ("compare", r"(?<=\s)[<>](?=\s)", _compare),
     ("about", r"~(?=[$£€¥]?\d)", _saying("about ")),

@@ -30,7 +30,7 @@ _SEPARATORS = {".": " dot ", "/": " slash ", "-": " dash ", "_": " underscore ",
 _TAIL = r"[^\s<>\"'’”)\]]{0,2000}?(?=[.,;:!?'’”)\]]*(?:\s|$))"
 URL = (
     rf"(?<![\w@/.])(?:(?:https?|ftp)://|www\.){_TAIL}"
-    rf"|(?<![\w@/.-])(?:[A-Za-z0-9][A-Za-z0-9-]{{0,62}}(?:\.[A-Za-z0-9-]{{1,63}}){{0,5}}\.(?:{'|'.join(TLDS)})"
+    rf"|(?<![\w@/.-])(?:[A-Za-z0-9][A-Za-z0-9-]{{0,62}}(?:\.[A-Za-z0-9-]{{1,63}}){{0,5}}\.(?:{'|'.join(TLDS)}|{'|'.join(TLDS).upper()})"
     rf"|localhost(?=:\d))(?::\d{{1,5}})?(?:/{_TAIL})?(?![\w@-])"
 )
 EMAIL = r"(?<![\w.+-])[\w+-]{1,64}(?:\.[\w+-]{1,64}){0,8}@[A-Za-z0-9-]{1,63}(?:\.[A-Za-z0-9-]{1,63}){1,8}(?![\w-])"
@@ -48,19 +48,22 @@ def _name(part: str, domain: bool) -> str:
     return part
 
 
-def _spoken_parts(text: str, domain_at: int = -1) -> str:
+def _spoken_parts(text: str, domain_at: int = -1, by_digit: bool = False) -> str:
     """Say ``text`` part by part; the name that starts at ``domain_at`` is the top-level domain, and a two-letter name
-    between dots of the host before it a country's ("dmv.ca.gov")."""
+    between dots of the host before it a country's ("dmv.ca.gov"); numbers digit by digit if ``by_digit``."""
     said = []
     host_start = text.rfind("@", 0, max(domain_at, 0)) + 1
+    mixed = not text.isupper()  # capitals among small letters are initials ("AP@Contoso.com"); all capitals are not
     for found in _PART.finditer(text):
         part = found.group()
         if part.isdigit():  # in an address's name before its "@", digit by digit ("doe_92": nine two)
-            said.append(w.cardinal(part) if len(part) <= 2 and found.start() >= host_start else w.digits(part))
+            said.append(w.cardinal(part) if len(part) <= 2 and found.start() >= host_start and not by_digit
+                        else w.digits(part))
         elif part.isalpha():
             start, end = found.start(), found.end()
             country = host_start < start < domain_at and text[start - 1] == "." and text[end:end + 1] == "."
-            said.append(_name(part, start == domain_at or country))
+            initials = mixed and part.isupper() and len(part) <= 3 and part.lower() not in _SAID_DOMAINS
+            said.append(" ".join(part) if initials else _name(part, start == domain_at or country))
         else:
             said.append(_SEPARATORS.get(part, " "))
     return " ".join("".join(s if s.startswith(" ") else f" {s} " for s in said).split())
@@ -120,6 +123,12 @@ def _file_name(match: re.Match[str]) -> str:
     return " ".join("".join(s if s.startswith(" ") else f" {s} " for s in said).split()) + " dot " + spoken_extension
 
 
+def _identifier(match: re.Match[str]) -> str:
+    """"GUEST_5G" -> "guest underscore five G", "mike_t88" -> "mike underscore T eight eight": a user name, a
+    network's or a variable's name, read part by part with its underscores."""
+    return _spoken_parts(match.group(), by_digit=True)
+
+
 def _handle(match: re.Match[str]) -> str:
     """"@the.bake.shop" -> "at the dot bake dot shop"."""
     return "at " + _spoken_parts(match.group()[1:])
@@ -143,6 +152,7 @@ _FILE = (rf"(?<![\w@/.-])[A-Za-z0-9][\w-]{{0,60}}(?:\.[\w-]{{1,30}}){{0,2}}\.(?i
 RULES: list[Rule] = [
     ("email", EMAIL, _email), ("url", URL, _url), ("file_name", _FILE, _file_name),
     ("windows_path", rf"(?<![\w])[A-Za-z]:\\(?:{_PATH_PART}(?:\\{_PATH_PART}){{0,11}}\\?)?", _windows_path),
+    ("identifier", r"(?<![\w@/.#-])[A-Za-z][A-Za-z0-9]*(?:_[A-Za-z0-9]+)+(?![\w@/-]|\.\w)", _identifier),
     ("handle", r"(?<![\w@.])@[A-Za-z_][\w.]{0,29}[\w](?![\w@])", _handle),
     ("hashtag", r"(?<![\w&#])#[A-Za-z][A-Za-z0-9_]{1,60}(?![\w#])", _hashtag),
 ]
