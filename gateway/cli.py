@@ -932,6 +932,9 @@ def _bench_gateway_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--tls", action="store_true",
                         help="ws and http: the started server serves https and wss with a certificate from a "
                              "throwaway CA the bench makes, and the clients trust that CA alone (not with --url)")
+    parser.add_argument("--slow-readers", type=whole, default=0,
+                        help="first open this many WebSocket clients that ask for 5,000 characters and never read: "
+                             "the gateway's and workers' memory they cost, then the sessions beside them")
 
 
 def _bench_cpu_arguments(parser: argparse.ArgumentParser) -> None:
