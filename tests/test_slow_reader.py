@@ -1,5 +1,6 @@
 """A client that asks for a long utterance and stops reading, against a real server on 127.0.0.1 (embedded eSpeak):
-over the WebSocket, HTTP streams (raw, MP3, server-sent events) and the ElevenLabs socket, the gateway and the worker
+over the WebSocket, HTTP streams (raw, MP3, server-sent events), the ElevenLabs socket and Wyoming (the ``wyoming``
+package's own client), the gateway and the worker
 hold no more than ``--client-lead`` (and one piece of a chunk) of its audio, it is closed (4408) or its stream cut
 short after ``--stall-timeout``, and a normal client beside it gets its whole utterance (issue 49 item 4)."""
 
@@ -16,7 +17,12 @@ import httpx
 import pytest
 from websockets.asyncio.client import connect
 from websockets.exceptions import ConnectionClosed
+from wyoming.audio import AudioChunk
+from wyoming.client import AsyncTcpClient
+from wyoming.tts import Synthesize
 
+from cbf_tools.peers.local_server import free_port
+from cbf_tools.peers.stopping_reader import stopping_socket
 from tests.server import running_server
 
 SENTENCE = "The quick brown fox jumps over the lazy dog, and then it runs far away across the field. "
@@ -30,9 +36,13 @@ BYTES_PER_S = 48000  # 24 kHz s16le, the socket's default format
 MOST_SENT_S = 6.0
 
 
+WYOMING_PORT = free_port()
+
+
 @pytest.fixture(scope="module")
 def server(tmp_path_factory: pytest.TempPathFactory):
-    with running_server("--stall-timeout", str(STALL_S), "--client-lead", str(LEAD_S),
+    with running_server("--stall-timeout", str(STALL_S), "--client-lead", str(LEAD_S), "--wyoming-port",
+                        str(WYOMING_PORT), "--wyoming-host", "127.0.0.1",
                         voices_dir=tmp_path_factory.mktemp("voices")) as url:
         yield url
 
@@ -181,3 +191,30 @@ async def test_an_elevenlabs_socket_whose_client_stops_reading_holds_only_the_le
     assert closed.value.rcvd is not None
     assert (closed.value.rcvd.code, closed.value.rcvd.reason) == (4408, f"not reading: no audio taken for {STALL_S} s")
     assert 0 < slow_audio <= MOST_SENT_S * BYTES_PER_S, slow_audio / BYTES_PER_S
+
+
+# The wyoming client's asyncio stream reads up to twice its 64 KiB limit before it stops reading: what that absorbed
+# counts as taken (~2.7 s of audio), beyond what the others may be sent
+WYOMING_MOST_SENT_S = MOST_SENT_S + 2 * 65536 / BYTES_PER_S
+
+
+class StoppingWyomingClient(AsyncTcpClient):
+    """The ``wyoming`` package's TCP client, on a connection whose client will read nothing (a tiny receive buffer:
+    the kernel absorbs next to nothing for it)."""
+
+    async def connect(self) -> None:
+        sock = await stopping_socket(f"http://{self.host}:{self.port}")
+        self._reader, self._writer = await asyncio.open_connection(sock=sock)
+
+
+async def test_a_wyoming_client_that_stops_reading_holds_only_the_lead_and_is_closed(server: str) -> None:
+    async with StoppingWyomingClient("127.0.0.1", WYOMING_PORT) as slow:
+        await slow.write_event(Synthesize(TEXT).event())
+        await _beside_then_closed(server, _whole_utterance(server))
+        slow_audio = 0
+        while (event := await asyncio.wait_for(slow.read_event(), 10)) is not None:  # what it was sent, then the end
+            if AudioChunk.is_type(event.type):
+                slow_audio += len(AudioChunk.from_event(event).audio)
+    # what the engine made for it and the gateway sent: the lead and a piece (before: ~61 s, the kernel's send queue
+    # counted as taken), not the ~300 s asked for
+    assert 0 < slow_audio <= WYOMING_MOST_SENT_S * BYTES_PER_S, slow_audio / BYTES_PER_S

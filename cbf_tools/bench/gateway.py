@@ -272,6 +272,7 @@ def served(args: argparse.Namespace, engine_args: list[str],
     """Run ``chatterbox-fast serve`` on 127.0.0.1 with the engine flags of ``args``; yield (base URL, pid). ``tls``:
     the files of ``make_certificates``, served with ``--tls-cert/--tls-key`` (the URL is then https)."""
     flags = ["--max-sessions", str(max(32, args.sessions)), *engine_args, "--log-level", "warning",
+             *(["--stall-timeout", f"{args.stall_timeout:g}"] if args.stall_timeout else []),
              *(["--keys-file", args.keys_file] if args.keys_file else []),
              *(["--tls-cert", str(tls["cert"]), "--tls-key", str(tls["key"])] if tls else [])]
     try:
@@ -310,7 +311,8 @@ async def measure(args: argparse.Namespace, url: str, pid: int | None,
     slow = None
     try:
         if args.slow_readers:
-            slow = await slow_readers.cost(url, pid, args.slow_readers, _headers(args.api_key), readers)
+            slow = await slow_readers.cost(url, pid, args.slow_readers, _headers(args.api_key), readers,
+                                           slow_readers.settle_s(args.stall_timeout))
         await asyncio.gather(*(c.connect() for c in clients))
         cpu0, start = (tree_cpu(pid) if pid else None), time.monotonic()
         runs = await asyncio.gather(*(_drive(c, i, args) for i, c in enumerate(clients)), return_exceptions=True)

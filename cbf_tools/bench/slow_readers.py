@@ -2,7 +2,7 @@
 
 Before the bench's sessions run, N clients each ask ``/v1/stream`` for a 5,000-character utterance (~5 min of audio)
 and never read (``cbf_tools.peers.stopping_reader``: the kernel soon stops taking for them too). Once the server has
-had ``SETTLE_S`` to send them what it will, the bench reads the resident memory of the gateway process and of its
+had ``SETTLE_S`` (or half its ``--stall-timeout``) to send them what it will, the bench reads the resident memory of the gateway process and of its
 workers against what it was just before they came, and the gateway's ``/health`` ``queued_audio``; then the
 sessions run beside them as usual (compare their first audio with a run without ``--slow-readers``). Once they are
 done the bench waits for the server to close the slow readers (its ``--stall-timeout``, 30 s by default) and reads
@@ -31,6 +31,7 @@ TEXT = (SENTENCE * 57)[:5000]  # the longest utterance the server takes by defau
 BYTES_PER_S = 48000  # the socket's default format: 24 kHz s16le
 CLOSED_WITHIN_S = 60.0  # the server's default stall timeout (30 s), with room
 SETTLE_S = 8.0  # the server sends what it will well within this (its lead is 3 s), and closes them only at 30 s
+SERVER_STALL_S = 30.0  # serve's --stall-timeout by default
 
 
 async def open_readers(url: str, count: int, headers: dict[str, str]) -> list[ClientConnection]:
@@ -53,13 +54,19 @@ def _memory(pid: int | None) -> tuple[float | None, float | None]:
     return rss_mib(pid), sum(workers) if workers else None
 
 
-async def cost(url: str, pid: int | None, count: int, headers: dict[str, str],
-               readers: list[ClientConnection]) -> dict[str, Any]:
-    """Open ``count`` slow readers into ``readers`` (the caller closes them), wait ``SETTLE_S``, and what they cost:
-    resident MiB in all and per reader, gateway and workers, and the gateway's queued audio."""
+def settle_s(stall_timeout: float | None) -> float:
+    """How long to let the slow readers settle on a server with ``stall_timeout`` (None: serve's default): while
+    they are still open."""
+    return min(SETTLE_S, (stall_timeout or SERVER_STALL_S) / 2)
+
+
+async def cost(url: str, pid: int | None, count: int, headers: dict[str, str], readers: list[ClientConnection],
+               settle: float = SETTLE_S) -> dict[str, Any]:
+    """Open ``count`` slow readers into ``readers`` (the caller closes them), wait ``settle`` seconds, and what they
+    cost: resident MiB in all and per reader, gateway and workers, and the gateway's queued audio."""
     gateway0, workers0 = _memory(pid)
     readers += await open_readers(url, count, headers)
-    await asyncio.sleep(SETTLE_S)
+    await asyncio.sleep(settle)
     gateway1, workers1 = _memory(pid)
     async with httpx.AsyncClient(headers=headers, timeout=10) as http:
         queued = (await http.get(url + "/health")).json().get("queued_audio") or {}
@@ -70,7 +77,7 @@ async def cost(url: str, pid: int | None, count: int, headers: dict[str, str],
         return round(after - before, 2), round((after - before) / count, 2)
 
     (gateway, gateway_each), (workers, workers_each) = grew(gateway0, gateway1), grew(workers0, workers1)
-    return {"count": count, "text_chars": len(TEXT), "settle_s": SETTLE_S,
+    return {"count": count, "text_chars": len(TEXT), "settle_s": settle,
             "gateway_rss_mib": gateway1 and round(gateway1, 1), "gateway_grew_mib": gateway,
             "gateway_grew_mib_each": gateway_each, "workers_grew_mib": workers, "workers_grew_mib_each": workers_each,
             "queued_bytes": queued.get("bytes"), "queued_max_utterance_bytes": queued.get("max_utterance_bytes")}
