@@ -200,6 +200,11 @@ class ChunkPlanner:
             self._advance(now)
             self._played_s = min(self._played_s, self._taken_s)
 
+    @property
+    def taken(self) -> float | None:
+        """Seconds of this utterance's audio its client has taken (``on_playout``); None where it does not report."""
+        return self._taken_s
+
     def buffered(self, now: float) -> float:
         """Seconds of generated audio still ahead of the listener at ``now``."""
         self._advance(now)

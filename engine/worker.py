@@ -10,6 +10,7 @@ Every chunk is joined cleanly and watermarked before it leaves this process.
 from __future__ import annotations
 
 import asyncio
+import collections
 import contextlib
 import copy
 import dataclasses
@@ -41,6 +42,7 @@ from engine.protocol import (LEXICON_NAME, MAX_SPEED, MIN_SPEED, AddLexicon, Add
                              StoreRequest, Text)
 from engine.residency import LOADED, ParkedEngine, Residency, release_memory
 from engine.scheduler import DeviceQueue, Gathered
+from engine import slices
 from engine.settings import DEFAULT_VOCODE_WINDOW_S, EngineSettings
 from engine.traces import NO_SPAN, NO_TRACES, Span
 from engine.text import WORD_JOINER, BoundaryKind
@@ -183,7 +185,10 @@ class Utterance:
         self.wakeup = asyncio.Event()
         self.chars = 0
         self.task: asyncio.Task[None] | None = None
-        self._held: list[str | bytes] = []  # chunks generated while first audio is held back (a slow engine)
+        self._held: list[tuple[float, bytes]] = []  # chunks generated while first audio is held back (a slow
+        # engine), each with its offset (seconds into the utterance)
+        self._due: collections.deque[tuple[float, bytes]] = collections.deque()  # pieces (engine/slices.py) not
+        # sent yet: each goes once its offset is within the lead of what the client has taken
         self._releaser: asyncio.Task[None] | None = None
         self._sending = asyncio.Lock()  # chunks leave in order: the releaser's held ones before any later one
         self.first_sent: float | None = None  # when the first chunk was sent (monotonic)
@@ -255,7 +260,7 @@ class Utterance:
                 voice = await synth.run(self.worker.voices.conditionals, self.voice)
             joiner = Joiner()
             previous: PlannedChunk | None = None
-            seq, offset, gen_total = 0, 0.0, 0.0
+            seq, offset, gen_total = 0, 0.0, 0.0  # seq: chunks as sent (a long one may go in pieces)
             while True:
                 waiting = time.time_ns()
                 planned = await self._next_chunk()
@@ -265,11 +270,13 @@ class Utterance:
                                      boundary=planned.boundary.name.lower()) as chunk:
                     chunk.text("text", planned.text)
                     chunk.child("plan", waiting, buffered_s=round(self.planner.buffered(time.monotonic()), 3)).end()
-                    duration, gen_time = await self._say(planned, previous, voice, joiner, seq, offset, chunk)
-                seq, offset, gen_total, previous = seq + 1, offset + duration, gen_total + gen_time, planned
+                    duration, gen_time, pieces = await self._say(planned, previous, voice, joiner, seq, offset,
+                                                                 chunk)
+                seq, offset, gen_total, previous = seq + pieces, offset + duration, gen_total + gen_time, planned
             if seq == 0:
                 raise EngineError("the utterance ended without any text to speak", "empty_text")
             await self._release()  # everything is generated: nothing is held back any longer
+            await self._send_rest()
             async with self._sending:
                 first = self.first_sent - started if self.first_sent is not None else None
                 delay = self.planner.start_delay
@@ -300,9 +307,9 @@ class Utterance:
                 self._releaser.cancel()
 
     async def _say(self, planned: PlannedChunk, previous: PlannedChunk | None, voice: Any, joiner: Joiner, seq: int,
-                   offset: float, span: Span) -> tuple[float, float]:
+                   offset: float, span: Span) -> tuple[float, float, int]:
         """Generate, join, watermark and send chunk ``seq`` (``offset`` seconds into the utterance); returns its
-        seconds of audio and of generation."""
+        seconds of audio and of generation, and the pieces it is sent in (one unless it reaches past the lead)."""
         synth = self.worker.synth
         t0 = time.monotonic()
         with span.child("generate"):
@@ -320,14 +327,19 @@ class Utterance:
         header = ChunkHeader(self.id, seq, planned.text, round(offset, 4), round(duration, 4), round(gen_time, 4),
                              words=[{**w.later(offset).as_json(), "span": where} for w, where in zip(words, spans)],
                              timing=timing, span=list(self.reader.source(planned.start, planned.end)))
-        await self._deliver(protocol.encode(Chunk(header, to_int16(wav))))
-        span.set(audio_s=round(duration, 4), gen_s=round(gen_time, 4))
-        return duration, gen_time
+        pcm = to_int16(wav)
+        taken = self.planner.taken
+        pieces = [Chunk(header, pcm)] if taken is None or offset + duration - taken <= self.planner.lead_limit() \
+            else slices.cut(header, pcm)
+        await self._deliver([(piece.header.offset, protocol.encode(piece)) for piece in pieces])
+        span.set(audio_s=round(duration, 4), gen_s=round(gen_time, 4), pieces=len(pieces))
+        return duration, gen_time, len(pieces)
 
     async def _next_chunk(self) -> PlannedChunk | None:
         """The next chunk to generate, once the text and the listener's buffer call for one; None once every chunk
         is planned."""
         while True:
+            await self._send_due()
             shared = len(self.worker.utterances) > 1  # others wait for the device too: keep chunks short
             cap = self.worker.settings.shared_chunk_s if shared else None
             planned = self.planner.next_chunk(time.monotonic(), cap)
@@ -344,11 +356,12 @@ class Utterance:
                  for a, b in word_offsets(self.spoken[planned.start:planned.end].replace(WORD_JOINER, " "))]
         return (found + [whole] * count)[:count]
 
-    async def _deliver(self, frame: str | bytes) -> None:
-        """Send a chunk, or hold it while the planner holds first audio back (until ``release_at``)."""
+    async def _deliver(self, pieces: list[tuple[float, bytes]]) -> None:
+        """Send a chunk's pieces (each with its offset) as far as the lead allows, or hold them while the planner holds
+        first audio back (until ``release_at``)."""
         planner = self.planner
         if planner.holding:
-            self._held.append(frame)
+            self._held += pieces
             at = planner.release_at(time.monotonic())
             if at is not None and at > time.monotonic():
                 if self._releaser is not None:
@@ -357,8 +370,27 @@ class Utterance:
                 return
             await self._release()
             return
+        self._due += pieces
+        await self._send_due()
+
+    async def _send_due(self) -> None:
+        """Send the pieces whose start lies within the lead of what the client has taken (all of them where it does
+        not report), in order: a client that stops taking audio is sent no more than the lead and one piece."""
         async with self._sending:
-            await self._send_chunk(frame)
+            while self._due and not self.planner.holding:
+                taken = self.planner.taken
+                if taken is not None and self._due[0][0] - taken > self.planner.lead_limit():
+                    return  # playout reports wake the utterance up (_sleep_until_needed), and it comes back here
+                await self._send_chunk(self._due.popleft()[1])
+
+    async def _send_rest(self) -> None:
+        """Every piece still due, each as the lead allows (woken by the playout reports, looking again each second)."""
+        while self._due:
+            await self._send_due()
+            if self._due:
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(self.wakeup.wait(), 1.0)
+                self.wakeup.clear()
 
     async def _release(self, at: float | None = None) -> None:
         """At ``at`` (now if None): playback starts, and the held chunks go out in order."""
@@ -371,9 +403,8 @@ class Utterance:
         if self.planner.start_delay:
             log.info("utterance %s: first audio held back %.2f s (the engine is slower than real time)", self.id,
                      self.planner.start_delay)
-        async with self._sending:
-            for frame in held:
-                await self._send_chunk(frame)
+        self._due.extendleft(reversed(held))  # before any later piece, and paced as they are
+        await self._send_due()
         self.wakeup.set()  # the planner plans by the buffer now
 
     async def _send_chunk(self, frame: str | bytes) -> None:

@@ -653,6 +653,12 @@ def cmd_bench_tenants(args: argparse.Namespace) -> int:
     return bench_tenants.run(args)
 
 
+def cmd_bench_tokens(args: argparse.Namespace) -> int:
+    from cbf_tools.bench import tokens as bench_tokens
+
+    return bench_tokens.run(args)
+
+
 def cmd_bench_soak(args: argparse.Namespace) -> int:
     from cbf_tools.bench import soak as bench_soak
 
@@ -865,6 +871,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--calls", type=whole, default=50, help="calls placed, each on a fresh connection")
     p.add_argument("--interval", type=number, default=0.15, help="seconds between the starts of two calls")
     p.add_argument("--drain-grace", type=number, default=30.0, help="the server's --drain-grace")
+    p = command(bench, "tokens", "what a token costs: mint, verify and a request's check (microseconds); forged and "
+                "tampered tokens over seeds: none let through", cmd_bench_tokens)
+    p.add_argument("--iterations", type=whole, default=20000, help="calls timed for each figure")
+    p.add_argument("--seeds", type=whole, default=10, help="seeds of forgeries")
+    p.add_argument("--forgeries", type=whole, default=1000, help="forged or tampered tokens per seed")
     p = command(bench, "tenants", "the keys file's checks per request and per chunk (microseconds); a tenant "
                 "flooding at 10x its limit vs at 1x: another tenant's first audio p95", cmd_bench_tenants)
     p.add_argument("--checks", type=whole, default=20000, help="iterations of the in-process checks")
@@ -962,6 +973,12 @@ def _bench_gateway_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--tls", action="store_true",
                         help="ws and http: the started server serves https and wss with a certificate from a "
                              "throwaway CA the bench makes, and the clients trust that CA alone (not with --url)")
+    parser.add_argument("--slow-readers", type=whole, default=0,
+                        help="first open this many WebSocket clients that ask for 5,000 characters and never read: "
+                             "the gateway's and workers' memory they cost, then the sessions beside them")
+    parser.add_argument("--stall-timeout", type=positive_seconds,
+                        help="the started server's --stall-timeout (with --url: that server's), which closes the slow "
+                             "readers; their memory is read at half of it, 8 s at most (default: the server's, 30 s)")
 
 
 def _bench_cpu_arguments(parser: argparse.ArgumentParser) -> None:

@@ -56,6 +56,13 @@ class Outbound:
         self._taken = 0
         self._progress = time.monotonic()
 
+    @classmethod
+    def on(cls, transport: Any) -> "Outbound":
+        """The same for a connection this gateway serves outside ASGI (the Wyoming port's asyncio streams)."""
+        outbound = cls({})
+        outbound.transport = transport
+        return outbound
+
     def wrote(self, size: int) -> None:
         self.written += size
 

@@ -1,6 +1,7 @@
 """gateway/audio.py: every encoder's output decodes back (with PyAV) to the tone that went in."""
 
 import io
+import tracemalloc
 import wave
 
 import av
@@ -125,6 +126,27 @@ def test_whole_wav_holds_everything_back_and_states_its_true_sizes():
     with wave.open(io.BytesIO(data)) as clip:
         assert (clip.getframerate(), clip.getnframes(), clip.getnchannels()) == (16000, 3200, 1)
     assert make_encoder("pcm", whole=True).encode(tone(0.1))  # a format that streams as it is, whole or not
+
+
+def test_a_whole_wav_is_held_as_one_copy_and_goes_out_in_pieces():
+    """A long utterance's whole WAV (a minute here, 2.9 MB) is held once: its end copies nothing whole (before, the
+    file was copied twice there), and the body sends it 64 KiB at a time."""
+    from gateway.http.stream import WRITE_BYTES, in_pieces
+
+    enc, second = make_encoder("wav", 24000, whole=True), tone(1.0)
+    for _ in range(60):
+        enc.encode(second)
+    tracemalloc.start()
+    try:
+        data = enc.flush()
+        pieces = [len(piece) for piece in in_pieces(data)]
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert len(data) == 44 + 60 * len(second) and data[:44] == wav_header(24000, 60 * len(second))
+    assert peak < 1.5 * len(data), peak / len(data)  # (a buffer's last growth may move it: one copy at most)
+    assert sum(pieces) == len(data) and max(pieces) == WRITE_BYTES
+    assert enc.flush() == wav_header(24000, 0)  # the next utterance starts empty
 
 
 def test_raw_encoder_continues_after_flush():

@@ -157,12 +157,21 @@ def test_a_stream_that_stalls_is_reported_as_starved(transport: str, capsys: pyt
     assert "simulated listener 2 (" in table
 
 
-def test_bench_starts_its_own_server_and_measures_its_cpu(capsys: pytest.CaptureFixture[str]) -> None:
-    status, result, table = bench(capsys, "--transport", "ws", "--stagger", "0.2")
+def test_bench_starts_its_own_server_and_measures_its_cpu_and_slow_readers(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    """And, with --slow-readers, what clients that never read cost: memory read, and the audio each was sent
+    (the lead and a piece of the 5,000 characters asked for) once the server closed them after its stall timeout."""
+    status, result, table = bench(capsys, "--transport", "ws", "--stagger", "0.2", "--slow-readers", "1",
+                                  "--stall-timeout", "3")
     assert status == 0, table
     assert result["server"] == "started" and result["engine"] == "espeak" and result["utterances"] == 2
     assert result["gateway_cpu_s"] > 0 and result["engine_cpu_s"] > 0
     assert result["cpu_ms_per_stream_s"] > 0 and result["server_cpu_pct"] > 0
+    slow = result["slow_readers"]
+    assert slow["count"] == 1 and slow["settle_s"] == 1.5 and slow["gateway_grew_mib"] is not None
+    ((sent, received),) = slow["sent_s"]
+    assert 0 < sent <= received < 60, slow  # of ~300 s asked for
+    assert "slow readers: 1 WebSocket clients" in table
 
 
 @pytest.mark.parametrize("transport", ["ws", "http"])

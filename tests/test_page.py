@@ -472,13 +472,51 @@ window.run = async (gateway) => {
   ws.close();
   return {status: spoken.status, bytes, done, audio};
 };
+// ?token= on the URLs (a client that cannot set a header or a subprotocol): a WebSocket, then a WebRTC offer
+const speakOn = (send, text) => (e) => {
+  const msg = JSON.parse(e.data);
+  if (msg.type === "ready") send(JSON.stringify({type: "speak", text}));
+  return msg.type === "done" || msg.type === "error" ? msg.type : null;
+};
+window.byQuery = async (gateway) => {
+  const mint = async () => encodeURIComponent((await (await fetch("/mint", {method: "POST"})).json()).token);
+  const ws = new WebSocket(gateway.replace("http", "ws") + "/v1/stream?token=" + await mint());
+  ws.binaryType = "arraybuffer";
+  const wsDone = await new Promise((resolve) => {
+    const events = speakOn((m) => ws.send(m), "A token in the address.");
+    ws.onmessage = (e) => { if (typeof e.data === "string") { const end = events(e); if (end) resolve(end); } };
+    ws.onclose = (e) => resolve("closed " + e.code);
+  });
+  ws.close();
+  const pc = new RTCPeerConnection();
+  pc.addTransceiver("audio", {direction: "recvonly"});
+  const dc = pc.createDataChannel("control", {ordered: true});
+  const rtcDone = new Promise((resolve) => {
+    const events = speakOn((m) => dc.send(m), "And over WebRTC.");
+    dc.onmessage = (e) => { const end = events(e); if (end) resolve(end); };
+  });
+  await pc.setLocalDescription(await pc.createOffer());
+  await new Promise((resolve) => {  // no trickle: the candidates gathered so far, 2 s at most
+    if (pc.iceGatheringState === "complete") return resolve();
+    setTimeout(resolve, 2000);
+    pc.addEventListener("icegatheringstatechange", () => { if (pc.iceGatheringState === "complete") resolve(); });
+  });
+  const offered = await fetch(gateway + "/v1/webrtc/offer?token=" + await mint(), {method: "POST",
+    headers: {"content-type": "application/json"}, body: JSON.stringify({sdp: pc.localDescription.sdp, type: "offer"})});
+  if (!offered.ok) return {wsDone, rtc: offered.status};
+  await pc.setRemoteDescription({type: "answer", sdp: (await offered.json()).sdp});
+  const rtc = await rtcDone;
+  pc.close();
+  return {wsDone, rtc};
+};
 </script>"""
 
 
 def test_a_page_on_another_origin_mints_through_its_backend_and_speaks_with_the_token(browser, tmp_path):
     """--cors-origins names the app's origin: its page gets a token from its own backend (a stub holding the key),
-    then speaks over HTTP (a CORS preflight for Authorization) and a WebSocket. A page on an origin not listed
-    cannot open the socket."""
+    then speaks over HTTP (a CORS preflight for Authorization) and a WebSocket (the token as a subprotocol), then
+    with tokens in the URLs (``?token=``) over a WebSocket and WebRTC (the offer's POST: CORS). A page on an origin
+    not listed cannot open the socket."""
     from starlette.applications import Starlette
     from starlette.responses import HTMLResponse, JSONResponse
     from starlette.routing import Route
@@ -506,6 +544,7 @@ def test_a_page_on_another_origin_mints_through_its_backend_and_speaks_with_the_
                 result = page.evaluate("(g) => run(g)", url)
                 assert result["status"] == 200 and result["bytes"] > 1000, result
                 assert result["done"] == "done" and result["audio"] > 1000, result
+                assert page.evaluate("(g) => byQuery(g)", url) == {"wsDone": "done", "rtc": "done"}
                 page.goto(other_url.replace("127.0.0.1", "localhost") + "/")  # not listed
                 with pytest.raises(Exception, match="Failed to fetch"):
                     page.evaluate("(g) => run(g)", url)

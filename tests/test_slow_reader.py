@@ -1,7 +1,8 @@
 """A client that asks for a long utterance and stops reading, against a real server on 127.0.0.1 (embedded eSpeak):
-over the WebSocket, HTTP streams (raw, MP3, server-sent events) and the ElevenLabs socket, the gateway and the worker
-hold no more than ``--client-lead`` (and one chunk) of its audio, it is closed (4408) or its stream cut short after
-``--stall-timeout``, and a normal client beside it gets its whole utterance (issue 49 item 4)."""
+over the WebSocket, HTTP streams (raw, MP3, server-sent events), the ElevenLabs socket and Wyoming (the ``wyoming``
+package's own client), the gateway and the worker
+hold no more than ``--client-lead`` (and one piece of a chunk) of its audio, it is closed (4408) or its stream cut
+short after ``--stall-timeout``, and a normal client beside it gets its whole utterance (issue 49 item 4)."""
 
 from __future__ import annotations
 
@@ -16,7 +17,12 @@ import httpx
 import pytest
 from websockets.asyncio.client import connect
 from websockets.exceptions import ConnectionClosed
+from wyoming.audio import AudioChunk
+from wyoming.client import AsyncTcpClient
+from wyoming.tts import Synthesize
 
+from cbf_tools.peers.local_server import free_port
+from cbf_tools.peers.stopping_reader import stopping_socket
 from tests.server import running_server
 
 SENTENCE = "The quick brown fox jumps over the lazy dog, and then it runs far away across the field. "
@@ -24,14 +30,21 @@ TEXT = (SENTENCE * 57)[:5000]  # ~5 min of audio: 14 MB at 24 kHz
 STALL_S = 4
 LEAD_S = 1.0
 BYTES_PER_S = 48000  # 24 kHz s16le, the socket's default format
-# what a client that reads nothing may be sent at most: the lead, and the longest chunk (300 characters of eSpeak,
-# ~17 s) generated before the lead stops the next; the utterance is ~300 s
-MOST_SENT_S = 25.0
+# what a client that reads nothing may be sent at most: the worker's lead limit (the lead, the safety margin and the
+# longest chunk's generation time, at most the lead: < 2.5 s), one piece of a chunk (engine/slices.py: < 3 s), and
+# what the client's own buffers took before it stopped (counted as taken: a message of a piece in its queue, < 2.5 s);
+# measured ~2.9 s (the ElevenLabs socket ~5.5 s). The utterance is ~300 s, and before the worker sent long chunks in
+# pieces a whole chunk came too: ~16 s
+MOST_SENT_S = 8.0
+
+
+WYOMING_PORT = free_port()
 
 
 @pytest.fixture(scope="module")
 def server(tmp_path_factory: pytest.TempPathFactory):
-    with running_server("--stall-timeout", str(STALL_S), "--client-lead", str(LEAD_S),
+    with running_server("--stall-timeout", str(STALL_S), "--client-lead", str(LEAD_S), "--wyoming-port",
+                        str(WYOMING_PORT), "--wyoming-host", "127.0.0.1",
                         voices_dir=tmp_path_factory.mktemp("voices")) as url:
         yield url
 
@@ -61,15 +74,19 @@ async def test_a_client_that_stops_reading_holds_only_the_lead_and_is_closed(ser
                        max_size=None) as slow:
         await slow.send(json.dumps({"type": "speak", "text": TEXT}))
         await _beside_then_closed(server, _whole_utterance(server))
-        slow_audio = 0
+        slow_audio, announced = 0, 0.0
         with pytest.raises(ConnectionClosed) as closed:
             while True:  # what the gateway sent it before giving up, then the close
                 if isinstance(message := await asyncio.wait_for(slow.recv(), 5), bytes):
                     slow_audio += len(message)
+                elif (event := json.loads(message))["type"] == "chunk":
+                    announced += event["duration"]
     assert closed.value.rcvd is not None
     assert (closed.value.rcvd.code, closed.value.rcvd.reason) == (4408, f"not reading: no audio taken for {STALL_S} s")
-    # what the engine made for it and the gateway sent: the lead and a chunk, not the ~300 s asked for
+    # what the gateway had from the worker for it (its chunk events) and sent it: the lead and a piece, not the
+    # ~300 s asked for
     assert 0 < slow_audio <= MOST_SENT_S * BYTES_PER_S, slow_audio / BYTES_PER_S
+    assert announced <= MOST_SENT_S, announced
 
 
 # HTTP streams: the same measure of what the client has taken (the body's bytes, less what waits in the connection's
@@ -119,7 +136,7 @@ def _stopping_reader(url: str) -> socket.socket:
 
 async def _beside_then_closed(url: str, beside: Coroutine[Any, Any, tuple[int, dict]]) -> None:
     """While the stalled client is open, a normal one beside it gets its whole utterance and the gateway holds at
-    most the lead and a chunk for the stalled one; then the stalled session is closed, holding nothing."""
+    most the lead and a piece for the stalled one; then the stalled session is closed, holding nothing."""
     whole = asyncio.create_task(beside)
     most_queued = 0
     for _ in range(int(STALL_S / 0.25) - 2):  # while the slow one is still open
@@ -157,7 +174,7 @@ async def test_an_http_stream_whose_client_stops_reading_holds_only_the_lead_and
     head, _, sent = data.partition(b"\r\n\r\n")
     assert head.startswith(b"HTTP/1.1 200"), head
     assert not sent.endswith(b"0\r\n\r\n")  # cut short: no clean end of the chunked body
-    # what the engine made for it and the gateway sent: the lead and a chunk, not the ~300 s asked for
+    # what the engine made for it and the gateway sent: the lead and a piece, not the ~300 s asked for
     assert 0 < len(sent) <= MOST_SENT_S * bytes_per_s * 1.05, len(sent) / bytes_per_s
 
 
@@ -176,3 +193,30 @@ async def test_an_elevenlabs_socket_whose_client_stops_reading_holds_only_the_le
     assert closed.value.rcvd is not None
     assert (closed.value.rcvd.code, closed.value.rcvd.reason) == (4408, f"not reading: no audio taken for {STALL_S} s")
     assert 0 < slow_audio <= MOST_SENT_S * BYTES_PER_S, slow_audio / BYTES_PER_S
+
+
+# The wyoming client's asyncio stream reads up to twice its 64 KiB limit before it stops reading: what that absorbed
+# counts as taken (~2.7 s of audio), beyond what the others may be sent
+WYOMING_MOST_SENT_S = MOST_SENT_S + 2 * 65536 / BYTES_PER_S
+
+
+class StoppingWyomingClient(AsyncTcpClient):
+    """The ``wyoming`` package's TCP client, on a connection whose client will read nothing (a tiny receive buffer:
+    the kernel absorbs next to nothing for it)."""
+
+    async def connect(self) -> None:
+        sock = await stopping_socket(f"http://{self.host}:{self.port}")
+        self._reader, self._writer = await asyncio.open_connection(sock=sock)
+
+
+async def test_a_wyoming_client_that_stops_reading_holds_only_the_lead_and_is_closed(server: str) -> None:
+    async with StoppingWyomingClient("127.0.0.1", WYOMING_PORT) as slow:
+        await slow.write_event(Synthesize(TEXT).event())
+        await _beside_then_closed(server, _whole_utterance(server))
+        slow_audio = 0
+        while (event := await asyncio.wait_for(slow.read_event(), 10)) is not None:  # what it was sent, then the end
+            if AudioChunk.is_type(event.type):
+                slow_audio += len(AudioChunk.from_event(event).audio)
+    # what the engine made for it and the gateway sent: the lead and a piece (before: ~61 s, the kernel's send queue
+    # counted as taken), not the ~300 s asked for
+    assert 0 < slow_audio <= WYOMING_MOST_SENT_S * BYTES_PER_S, slow_audio / BYTES_PER_S

@@ -31,14 +31,12 @@ import contextlib
 import json
 import os
 import random
-import socket
 import statistics
 import sys
 import time
 import uuid
 from dataclasses import dataclass, field
 from typing import Any, Awaitable, Callable
-from urllib.parse import urlsplit
 
 import httpx
 import numpy as np
@@ -51,6 +49,7 @@ from cbf_tools.bench.engine import percentile
 from cbf_tools.bench.procs import tree_cpu
 from cbf_tools.peers.local_server import ServerFailed, local_server, quiet_client_logs
 from cbf_tools.peers.phone_callers import PlayingStack, Voice, connect_call
+from cbf_tools.peers.stopping_reader import stopping_socket
 from gateway.listen.silero import SileroVad
 from gateway.telephony.outbox import LEAD_S
 
@@ -68,7 +67,6 @@ CLEAR_WAIT_S = 1.0  # past the clip's end, a speech trial waits this long for th
 SETTLE_S = 0.3  # after the clear and ``interrupted``: anything sent late would show
 LISTENERS = {"none": "no listener", "reading": "one that reads", "slow": "one that never reads"}
 SLOW_ROUNDS = 2  # rounds of a call with each of LISTENERS, in turn (the order reversed every other round)
-SLOW_RCVBUF = 4096  # the slow listener's socket buffer: it stops reading, and soon the kernel does too
 TARGETS = {"onset_to_clear_p50_ms": 250.0, "onset_to_clear_p95_ms": 350.0, "false_barge_ins_echo": 0,
            "false_barge_ins_noise": 0, "vad_core_pct": 1.0, "vad_paced_core_pct": 1.0}
 SAME_FIRST_AUDIO_MS = 25.0  # a slow listener "changes nothing measurable": first audio within this of the other's,
@@ -130,18 +128,6 @@ async def _read(call: Call) -> None:
                 call.events.append((time.monotonic(), json.loads(frame)))
 
 
-async def _slow_socket(url: str) -> socket.socket:
-    """A connected socket whose receive buffer is tiny: a controller that stops reading soon stops the kernel too."""
-    parts, loop = urlsplit(url), asyncio.get_running_loop()
-    port = parts.port or (443 if parts.scheme == "https" else 80)
-    family, kind, proto, _, address = (await loop.getaddrinfo(parts.hostname, port, type=socket.SOCK_STREAM))[0]
-    sock = socket.socket(family, kind, proto)
-    sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, SLOW_RCVBUF)
-    sock.setblocking(False)
-    await loop.sock_connect(sock, address)
-    return sock
-
-
 async def place_call(url: str, api_key: str | None, voice: Callable[[PlayingStack], Voice] | None = None,
                      listen: str | None = None, slow: bool = False, **params: str) -> Call:
     """A Twilio call (its caller saying ``voice(stack)``, else silence; ``params``: its <Parameter>s) and a controller
@@ -156,7 +142,7 @@ async def place_call(url: str, api_key: str | None, voice: Callable[[PlayingStac
     uri = url.replace("http", "ws", 1) + f"/v1/stream?session={call_id}&wait=10"
     try:
         if slow:
-            agent = await connect(uri, additional_headers=headers, sock=await _slow_socket(url), max_queue=1,
+            agent = await connect(uri, additional_headers=headers, sock=await stopping_socket(url), max_queue=1,
                                   compression=None, close_timeout=1)
         else:
             agent = await connect(uri, additional_headers=headers, max_size=None)

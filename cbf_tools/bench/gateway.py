@@ -50,7 +50,7 @@ from websockets.asyncio.client import ClientConnection, connect
 from websockets.exceptions import WebSocketException
 
 from engine.protocol import SAMPLE_RATE
-from cbf_tools.bench import report
+from cbf_tools.bench import report, slow_readers
 from cbf_tools.bench.engine import percentile
 from cbf_tools.bench.procs import tree_cpu
 from cbf_tools.gate.deploy import count_underruns
@@ -272,6 +272,7 @@ def served(args: argparse.Namespace, engine_args: list[str],
     """Run ``chatterbox-fast serve`` on 127.0.0.1 with the engine flags of ``args``; yield (base URL, pid). ``tls``:
     the files of ``make_certificates``, served with ``--tls-cert/--tls-key`` (the URL is then https)."""
     flags = ["--max-sessions", str(max(32, args.sessions)), *engine_args, "--log-level", "warning",
+             *(["--stall-timeout", f"{args.stall_timeout:g}"] if args.stall_timeout else []),
              *(["--keys-file", args.keys_file] if args.keys_file else []),
              *(["--tls-cert", str(tls["cert"]), "--tls-key", str(tls["key"])] if tls else [])]
     try:
@@ -306,20 +307,32 @@ async def measure(args: argparse.Namespace, url: str, pid: int | None,
         if warm.status_code != 200:
             raise BenchError(f"warm-up POST /v1/tts answered HTTP {warm.status_code}: {warm.text[:200]}")
     clients = [make_client(args, url, verify) for _ in range(args.sessions)]
+    readers: list[ClientConnection] = []
+    slow = None
     try:
+        if args.slow_readers:
+            slow = await slow_readers.cost(url, pid, args.slow_readers, _headers(args.api_key), readers,
+                                           slow_readers.settle_s(args.stall_timeout))
         await asyncio.gather(*(c.connect() for c in clients))
         cpu0, start = (tree_cpu(pid) if pid else None), time.monotonic()
         runs = await asyncio.gather(*(_drive(c, i, args) for i, c in enumerate(clients)), return_exceptions=True)
         window = time.monotonic() - start
         cpu1 = tree_cpu(pid) if pid else None
+        for c in clients:
+            with contextlib.suppress(Exception):
+                await c.close()
+        if slow is not None:
+            slow["sent_s"] = await slow_readers.sent(url, _headers(args.api_key), readers)
     finally:
         for c in clients:
             with contextlib.suppress(Exception):
                 await c.close()
+        await slow_readers.close(readers)
     errors = [f"{type(r).__name__}: {r}" for r in runs if isinstance(r, BaseException)]
     results = [m for r in runs if not isinstance(r, BaseException) for m in r]
     cpu = (cpu1[0] - cpu0[0], cpu1[1] - cpu0[1]) if cpu0 and cpu1 else None
-    return summarise(args, engine, url if pid is None else "started", results, errors, window, cpu)
+    return {**summarise(args, engine, url if pid is None else "started", results, errors, window, cpu),
+            "slow_readers": slow}
 
 
 def _ms(values: list[float], q: float) -> float | None:
@@ -401,6 +414,8 @@ def render(s: dict[str, Any]) -> str:
                      f"{s['cpu_ms_per_stream_s']:.1f} CPU-ms per stream-second")
     else:
         lines.append("server CPU: not measured (the bench did not start the server)")
+    if s.get("slow_readers"):
+        lines.append(slow_readers.render(s["slow_readers"]))
     lines.append(f"targets: {TARGETS}")
     target = TARGET_P50_MS.get(s["transport"])
     if target is not None and s["transport_p50_ms"] is not None:

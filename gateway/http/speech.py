@@ -22,7 +22,7 @@ from gateway.guard.tenants import TenantRefused
 from gateway.http.errors import ApiError, engine_error, refused
 from gateway.guard.tenancy import REVOKED_REASON
 from gateway.http.stream import (AudioBytes, Framing, Revocation, Revoked, SpeechStream, StreamAborted, encoded,
-                                 until_revoked)
+                                 in_pieces, until_revoked)
 from gateway.http.voices import known_voices
 from gateway.playout import Outbound, WrittenAudio, report_playout
 from gateway.sessions.registry import SessionLimitReached
@@ -110,7 +110,8 @@ async def stream_speech(state: GatewayState, request: Request, text: str, voice:
                 if piece:
                     yield piece
             if data := await encoded(encoder, None):
-                yield framing.tail(data)
+                for piece in in_pieces(framing.tail(data)):
+                    yield piece
             if piece := framing.done(stats):
                 yield piece
         except (EngineRequestError, Revoked) as exc:

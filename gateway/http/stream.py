@@ -112,6 +112,17 @@ class AudioBytes:
         return None
 
 
+WRITE_BYTES = 64 * 1024  # a body piece at most: a file sent whole at the end (WAV) goes out in these
+
+
+def in_pieces(data: bytes | bytearray) -> Iterator[bytes]:
+    """``data`` in pieces of at most ``WRITE_BYTES``, each a copy of that much only: a whole file is never copied
+    whole on its way out (and the connection's buffer takes a piece at a time)."""
+    view = memoryview(data)
+    for start in range(0, len(view), WRITE_BYTES):
+        yield bytes(view[start:start + WRITE_BYTES])
+
+
 async def encoded(encoder: Encoder, pcm: bytes | None) -> bytes:
     """``pcm`` encoded (None: the encoder flushed). Compressed formats cost milliseconds per second of audio (MP3,
     Opus, AAC, FLAC), so they run in a thread rather than stall every other stream on the event loop."""

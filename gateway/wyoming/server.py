@@ -2,6 +2,10 @@
 ``translate.Conversation``; its utterances go straight to the engine, one at a time, as an HTTP speech request's do
 (no session), and their audio goes out as ``audio-chunk`` events of at most ``CHUNK_S`` as chunks are made.
 
+The engine is told what the client has taken of that audio (what was written less what waits in the connection's
+buffers and the kernel's send queue: gateway/playout.py), so it generates no more than serve --client-lead past it,
+and a connection whose client takes nothing of what waits for it for the stall timeout is closed.
+
 Wyoming has no authentication: with API keys set the port listens on loopback unless ``--wyoming-host`` says
 otherwise (``listen_host``). A connection that shows nothing for the idle timeout is closed, and one that has sent
 no event yet holds a place among the connections not yet authenticated (gateway/guard/silent_sockets.py).
@@ -19,13 +23,14 @@ from importlib.metadata import PackageNotFoundError, version
 from engine.protocol import ProtocolError
 from gateway.engine_link.client import EngineRequestError, EngineUnavailable
 from gateway.engine_link.failover import FailoverUtterance
-from gateway.playout import SentAudio, report_playout
+from gateway.playout import Outbound, WrittenAudio, report_playout
 from gateway.sessions.registry import SessionLimitReached
 from gateway.shared_state import GatewayState
 from gateway.guard.silent_sockets import Admission, IdleClock, until_idle
 from gateway.host.protocols import close_stream
 from gateway.traces import utterance_span
 from gateway.utterance_stream import MetricsLabel, UtteranceStats, chunks
+from gateway.websocket import until_stalled
 from gateway.wyoming import translate
 from gateway.wyoming.translate import RATE, WIDTH, Cancel, Describe, Finish, Reply, Say, Start
 from gateway.wyoming.wire import Event, EventReader, encode
@@ -59,6 +64,7 @@ class _Connection:
         self.state, self.reader, self.writer = state, reader, writer
         self.conversation = translate.Conversation(state.settings.max_text_chars)
         self.idle = IdleClock(state.settings.idle_timeout_s)
+        self.outbound = Outbound.on(writer.transport)
         self._writing = asyncio.Lock()
         self._speaking: asyncio.Task[None] | None = None
         self._texts: asyncio.Queue[str | None] = asyncio.Queue()  # a stream's text; None: its end
@@ -70,9 +76,19 @@ class _Connection:
         async with self._writing:
             if self._ended or self.writer.is_closing():
                 raise ConnectionResetError("the connection is closing")
-            self.writer.write(encode(event))
+            data = encode(event)
+            self.writer.write(data)
+            self.outbound.wrote(len(data))
             await self.writer.drain()
         self.idle.touch()
+
+    def stalled(self, now: float) -> bool:
+        """Whether what was written has waited for the client, none of it taken, for the stall timeout."""
+        return self.outbound.stalled(now, self.state.settings.stall_timeout_s)
+
+    @property
+    def stall_reason(self) -> str:
+        return f"not reading: no audio taken for {self.state.settings.stall_timeout_s:g} s"
 
     async def close_gently(self, last: Event) -> None:
         """``last`` (an error), then the end of our side and of the synthesis under way (no audio after ``last``),
@@ -132,7 +148,7 @@ class _Connection:
             return
         utterance: FailoverUtterance | None = None
         tasks: list[asyncio.Task[None]] = []
-        sent, at, started = SentAudio(), 0, False
+        sent, at, started = WrittenAudio(self.outbound), 0, False
         try:
             utterance = await self.state.engine.start(voice, span=utterance_span(self.state.traces, TRANSPORT, voice))
             tasks = [asyncio.create_task(_feed(utterance, texts)),
@@ -147,7 +163,7 @@ class _Connection:
                     piece = chunk.pcm[start:start + step]
                     await self.send(translate.audio_chunk(piece, at))
                     at += len(piece) // WIDTH
-                    sent.sent(len(piece) / WIDTH / RATE)
+                    sent.wrote(len(piece) / WIDTH / RATE)
             if not started:
                 await self.send(translate.audio_start())
             await self.send(translate.audio_stop(at))
@@ -209,10 +225,13 @@ async def _serve(state: GatewayState, reader: asyncio.StreamReader, writer: asyn
             return
         reading = asyncio.create_task(connection.read(waiting))
         idling = asyncio.create_task(until_idle(connection.idle))
+        stalling = asyncio.create_task(until_stalled(connection))
         try:
-            await asyncio.wait({reading, idling}, return_when=asyncio.FIRST_COMPLETED)
+            await asyncio.wait({reading, idling, stalling}, return_when=asyncio.FIRST_COMPLETED)
             if idling.done():
                 log.info("wyoming connection closed: %s", connection.idle.reason)
+            elif stalling.done():
+                log.info("wyoming connection closed: %s", connection.stall_reason)
             elif isinstance(exc := reading.exception(), ProtocolError):
                 log.info("wyoming connection closed: %s", exc)
                 await connection.close_gently(translate.error("bad_event", str(exc)).event)
@@ -222,6 +241,7 @@ async def _serve(state: GatewayState, reader: asyncio.StreamReader, writer: asyn
             waiting.leave()
             reading.cancel()
             idling.cancel()
+            stalling.cancel()
             await connection.stop()
     except ConnectionError:
         pass  # the client went away
