@@ -104,3 +104,19 @@ async def test_the_ticker_hears_the_frames_of_one_pass_in_one_run():
     assert heard == [alone(p) for p in payloads]
     assert 0 < ticker.runs < ticker.windows
 
+
+
+async def test_a_due_window_is_decided_in_the_next_pass_of_the_loop_not_on_a_timer():
+    """No window waits for a batch: the frame that completes one has its answer after a few passes of the loop
+    (each ``sleep(0)`` one), however long a timer tick would be."""
+    clock = Clock()
+    side = caller(clock)
+    ticker = VadTicker(asyncio.get_running_loop())
+    loud = frames(clip_8k()[8000:16000])
+    for clock.frame, payload in enumerate(loud[:20]):
+        task = asyncio.create_task(ticker.hear(side, payload, 1000 * FRAME_S * clock.frame))
+        for _ in range(3):  # the task takes the frame; the tick runs; the task wakes with its answer
+            await asyncio.sleep(0)
+        assert task.done()
+        task.result()
+    assert ticker.windows > 0
