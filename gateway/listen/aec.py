@@ -69,12 +69,15 @@ class WebRtcApm:
         self._rtc = rtc
         self.rate = rate
         self._apm = rtc.AudioProcessingModule(echo_cancellation=True, high_pass_filter=True)
+        self._delay_ms: int | None = None  # the delay the module was last told
 
     def process(self, far: np.ndarray, near: np.ndarray, delay_ms: int) -> np.ndarray:
         rtc, n = self._rtc, far.size
         self._apm.process_reverse_stream(rtc.AudioFrame(bytearray(far.astype("<i2").tobytes()), self.rate, 1, n))
         frame = rtc.AudioFrame(bytearray(near.astype("<i2").tobytes()), self.rate, 1, n)
-        self._apm.set_stream_delay_ms(delay_ms)
+        if delay_ms != self._delay_ms:  # the module keeps it (the same output as telling it every block, a tenth
+            self._apm.set_stream_delay_ms(delay_ms)  # of the block's cost saved)
+            self._delay_ms = delay_ms
         self._apm.process_stream(frame)
         return np.frombuffer(frame.data, dtype=np.int16).copy()
 
@@ -120,7 +123,8 @@ class EchoCanceller:
         self._near_at = 0.0  # stream s of _near's first sample
         self._louder = 0  # blocks in a row whose output was louder than their input
         self.passed = True  # the latest near end came back unchanged (no far end in reach)
-        self._history = np.zeros((2, round(HISTORY_S * rate)), dtype=np.float32)  # far, near: the latest processed
+        self._history = np.zeros((2, round(HISTORY_S * rate)), dtype=np.float32)  # far, near: a ring of the latest
+        self._history_at = 0  # where the next sample goes (the oldest now)
         self._unmeasured = 0  # samples processed since the delay was last measured
         self._agreeing = 0  # measures in a row that agreed
         self.delay_ms: int | None = None  # the line's delay as measured
@@ -228,8 +232,7 @@ class EchoCanceller:
         except (RuntimeError, ValueError):
             self._reset()
             return near
-        energy_in = float(np.sum(near.astype(np.float64) ** 2))
-        energy_out = float(np.sum(out.astype(np.float64) ** 2))
+        energy_in, energy_out = _energy(near), _energy(out)
         louder = energy_out > energy_in * 10 ** (DIVERGED_DB / 10) and energy_out > self.block * 100.0 ** 2
         self._louder = self._louder + 1 if louder else 0
         if self._louder * BLOCK_S >= DIVERGED_S:
@@ -245,15 +248,16 @@ class EchoCanceller:
             self.delay_ms is None or abs(self.delay_ms + DELAY_PAST_MS - self._module_hint) <= AGREE_MS)
 
     def _measure(self, far: np.ndarray, near: np.ndarray) -> None:
-        """Keep both ends; now and then, the lag of the near end behind the far end (GCC-PHAT)."""
-        n = far.size
-        self._history = np.roll(self._history, -n, axis=1)
-        self._history[0, -n:], self._history[1, -n:] = far, near
-        self._unmeasured += n
-        if self._agreeing >= SURE or self._unmeasured < MEASURE_EVERY_S * self.rate:
+        """Keep both ends (until the delay is sure); now and then, the lag of the near end behind the far end
+        (GCC-PHAT)."""
+        if self._agreeing >= SURE:
+            return
+        self._keep(far, near)
+        self._unmeasured += far.size
+        if self._unmeasured < MEASURE_EVERY_S * self.rate:
             return
         self._unmeasured = 0
-        reference, heard = self._history
+        reference, heard = np.roll(self._history, -self._history_at, axis=1)  # the oldest first
         if not reference.any() or not heard.any():
             return
         size = 1 << int(np.ceil(np.log2(2 * reference.size)))
@@ -271,7 +275,25 @@ class EchoCanceller:
         if self._agreeing == SURE:
             self.lines.measured(delay_ms)
 
+    def _keep(self, far: np.ndarray, near: np.ndarray) -> None:
+        """Both ends into the history's ring (the latest ``HISTORY_S``)."""
+        size, n = self._history.shape[1], far.size
+        if n >= size:
+            self._history[0], self._history[1], self._history_at = far[-size:], near[-size:], 0
+            return
+        first = min(n, size - self._history_at)
+        self._history[0, self._history_at:self._history_at + first] = far[:first]
+        self._history[1, self._history_at:self._history_at + first] = near[:first]
+        self._history[0, :n - first], self._history[1, :n - first] = far[first:], near[first:]
+        self._history_at = (self._history_at + n) % size
+
     def _reset(self) -> None:
         self.counts["resets"] += 1
         self._module = None
         self._louder = 0
+
+
+def _energy(pcm: np.ndarray) -> float:
+    """The sum of the squares of s16 ``pcm``."""
+    wide = pcm.astype(np.float64)
+    return float(np.dot(wide, wide))

@@ -84,11 +84,21 @@ class CallerSide:
         self._pregate_samples = self._vad.rate * 30 // 1000  # webrtcvad takes 10, 20 or 30 ms
         self._skipped: np.ndarray | None = None  # the window before, if the model did not hear it
         self._to_vad = None if rate == self._vad.rate else Resampler(self._vad.rate, rate)
-        self._window = np.empty(0, dtype=np.float32)
+        self._window = np.empty(0, dtype=np.float32)  # samples at the VAD's rate not yet decided
+        self._window_at = 0.0  # the stream time (ms) of its first
+        self._echo_level = 0.0  # the echo guard's level when its latest samples came
+        self._due: np.ndarray | None = None  # the window the model is to hear next (``next_due``)
+        self._then: np.ndarray | None = None  # where ``_due`` is the window before the gate opened: the one after
+        self._out: list[dict[str, Any] | Act] = []  # what the decided windows did, not yet ``heard``
         self._samples = 0  # samples heard, for streams without timestamps (Asterisk)
         self._latest = (0.0, 0.0)  # (stream ms, monotonic s) of the latest frame's end
         self.onset_ms: float | None = None  # the latest speech onset
         self._bytes_per_sample = 2 if encoding == "pcm" else 1
+
+    @property
+    def vad(self) -> SileroVad:
+        """This call's model state (gateway/listen/tick.py runs many calls' in one batch)."""
+        return self._vad
 
     @property
     def vad_config(self) -> VadConfig:
@@ -133,15 +143,24 @@ class CallerSide:
         return self.feed.start()
 
     def hear(self, audio: bytes, timestamp_ms: float | None) -> list[dict[str, Any] | Act]:
-        """One frame as received; returns events for the controller and what barge-in does, in order."""
+        """One frame as received, its windows heard by the model alone: events for the controller and what barge-in
+        does, in order. (Many calls at once: ``take`` each, then ``hear_all``'s batched runs, as
+        gateway/listen/tick.py does.)"""
+        self.take(audio, timestamp_ms)
+        while (window := self.next_due()) is not None:
+            self.decided(self._vad.probability(window))
+        return self.heard()
+
+    def take(self, audio: bytes, timestamp_ms: float | None) -> None:
+        """One frame as received: checked, echo cancelled, to the feed; its samples wait for the VAD (``next_due``)."""
         seconds = len(audio) / self._bytes_per_sample / self.rate
         if not audio or seconds > MAX_FRAME_S or len(audio) % self._bytes_per_sample:
             self._tally("rejected", 1)
-            return []
+            return
         now = self._clock()
         if not self._flood.admit(seconds, now):
             self._tally("flooded", 1)
-            return []
+            return
         self._tally("heard", 1)
         pcm = g711_decode(audio, G711[self.encoding]) if self.encoding in G711 else np.frombuffer(audio, "<i2")
         start_ms = timestamp_ms if timestamp_ms is not None else self._samples * 1000 / self.rate
@@ -157,7 +176,8 @@ class CallerSide:
                     self._tally("dropped", self.feed.push(heard_ms, self._listener_bytes(self._encoded(heard), heard)))
             else:
                 self._tally("dropped", self.feed.push(start_ms, self._listener_bytes(audio, pcm)))
-        return self._detect(heard, heard_ms, now) if heard.size else []
+        if heard.size:
+            self._queue(heard, heard_ms, now)
 
     def _encoded(self, pcm: np.ndarray) -> bytes:
         """s16 as the call's own encoding."""
@@ -175,33 +195,56 @@ class CallerSide:
         raw = pcm.astype("<i2").tobytes()
         return self._pcm16_out.process(raw) if self._pcm16_out is not None else raw
 
-    def _detect(self, pcm: np.ndarray, start_ms: float, now: float) -> list[dict[str, Any] | Act]:
+    def _queue(self, pcm: np.ndarray, start_ms: float, now: float) -> None:
+        """``pcm`` (the call's rate, from stream time ``start_ms``) into the VAD's window; the echo guard's level as
+        of ``now`` judges the windows it completes."""
         samples = pcm if self._to_vad is None else np.frombuffer(
             self._to_vad.process(pcm.astype("<i2").tobytes()), "<i2")
-        held_ms = self._window.size * 1000 / self._vad.rate
+        self._window_at = start_ms - self._window.size * 1000 / self._vad.rate
         self._window = np.concatenate([self._window, samples.astype(np.float32) / 32768])
-        size, window_ms = self._vad.window_samples, self._vad.window_samples * 1000 / self._vad.rate
-        out: list[dict[str, Any] | Act] = []
-        at_ms = start_ms - held_ms
-        echo = self.echo.level(now) if self._echo_guard else 0.0
+        self._echo_level = self.echo.level(now) if self._echo_guard else 0.0
+
+    def next_due(self) -> np.ndarray | None:
+        """The next window the model must hear for this call (then ``decided`` with what it said), or None: none is.
+        Windows the pre-gate spares the model are decided here, without it. Where the gate opens, the model first
+        hears the window before (its state as if it had run throughout): that one is due first, its answer unused."""
+        if self._due is not None:
+            return self._due
+        size = self._vad.window_samples
         while self._window.size >= size:
-            window, self._window = self._window[:size], self._window[size:]
-            event = self.detector.window(at_ms, window_ms, self._probability(window), rms(window), echo)
-            out += self._on(event, at_ms + window_ms)
-            at_ms += window_ms
+            window = self._window[:size]
+            head = (window[:self._pregate_samples] * 32767).astype("<i2").tobytes()
+            if self.detector.listening_closely or self._pregate.is_speech(head, self._vad.rate):
+                self._due, self._then = (self._skipped, window) if self._skipped is not None else (window, None)
+                self._skipped = None
+                return self._due
+            self._skipped = window
+            self._decide(0.0)
+        return None
+
+    def decided(self, probability: float) -> None:
+        """What the model said of the window ``next_due`` gave."""
+        if self._due is None:
+            raise RuntimeError("no window is due")
+        if self._then is not None:  # the window before the gate opened: now the one it opened on
+            self._due, self._then = self._then, None
+            return
+        self._due = None
+        self._decide(probability)
+
+    def heard(self) -> list[dict[str, Any] | Act]:
+        """Events for the controller and what barge-in does, in order, since the last time."""
+        out, self._out = self._out, []
         return out
 
-    def _probability(self, window: np.ndarray) -> float:
-        """Silero's, where the pre-gate hears a voice or speech may be under way; else none (the model skipped).
-        Where the gate opens, the model first hears the window before (its state as if it had run throughout)."""
-        head = (window[:self._pregate_samples] * 32767).astype("<i2").tobytes()
-        if self.detector.listening_closely or self._pregate.is_speech(head, self._vad.rate):
-            if self._skipped is not None:
-                self._vad.probability(self._skipped)
-                self._skipped = None
-            return self._vad.probability(window)
-        self._skipped = window
-        return 0.0
+    def _decide(self, probability: float) -> None:
+        """The window at the head of the queue is heard: the detector's verdict, and what it does."""
+        size = self._vad.window_samples
+        window, self._window = self._window[:size], self._window[size:]
+        window_ms = size * 1000 / self._vad.rate
+        at_ms, self._window_at = self._window_at, self._window_at + window_ms
+        event = self.detector.window(at_ms, window_ms, probability, rms(window), self._echo_level)
+        self._out += self._on(event, at_ms + window_ms)
 
     def _on(self, event: SpeechStarted | SpeechStopped | None, at_ms: float) -> list[dict[str, Any] | Act]:
         match event:

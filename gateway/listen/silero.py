@@ -5,12 +5,17 @@ torch); it is never fetched. One inference session serves every call (onnxruntim
 the recurrent state is an input), on one thread: ~0.3 ms a window back to back, ~0.9 ms paced at real time
 (``bench barge-in`` measures both), so gateway/listen/caller.py runs it only where webrtcvad's cheap pre-gate (a few
 microseconds a window) hears a voice, or while speech is under way.
+
+The model takes a batch (its state is per row), and a run's fixed cost is most of a window's: ``run`` hears many
+streams' windows in one run (gateway/listen/tick.py gathers every call's due windows), each stream's state as if
+it had run alone.
 """
 
 from __future__ import annotations
 
 from functools import cache
 from pathlib import Path
+from typing import Sequence
 
 import numpy as np
 
@@ -52,7 +57,25 @@ class SileroVad:
 
     def probability(self, window: np.ndarray) -> float:
         """The chance that ``window`` (``window_samples`` float32 in [-1, 1]) is speech."""
-        x = np.concatenate([self._context, window.reshape(1, -1).astype(np.float32, copy=False)], axis=1)
-        out, self._state = _session().run(None, {"input": x, "state": self._state, "sr": self._sr})
-        self._context = x[:, -self._context.shape[1]:]
-        return float(out[0, 0])
+        return run([self], [window])[0]
+
+
+def run(vads: Sequence[SileroVad], windows: Sequence[np.ndarray]) -> list[float]:
+    """Each of ``vads`` hears its window of ``windows`` (the same rate, ``window_samples`` float32 each), in one run of
+    the model: the chance each is speech."""
+    if len(vads) != len(windows):
+        raise ValueError("one window per VAD")
+    if not vads:
+        return []
+    rate = vads[0].rate
+    if any(vad.rate != rate for vad in vads):
+        raise ValueError("one run takes one rate")
+    x = np.concatenate([np.concatenate([vad._context, window.reshape(1, -1).astype(np.float32, copy=False)], axis=1)
+                        for vad, window in zip(vads, windows)])
+    state = np.concatenate([vad._state for vad in vads], axis=1)
+    out, state = _session().run(None, {"input": x, "state": state, "sr": vads[0]._sr})
+    keep = CONTEXT[rate]
+    for i, vad in enumerate(vads):
+        vad._state = state[:, i:i + 1]
+        vad._context = x[i:i + 1, -keep:]
+    return [float(p) for p in out[:, 0]]

@@ -17,6 +17,7 @@ from gateway.guard.client_input import BadInput, load_json
 from gateway.listen import messages as caller_messages
 from gateway.listen.barge_in import MODES, Act
 from gateway.listen.caller import CallerSide
+from gateway.listen.tick import ticker as vad_ticker
 from gateway.sessions.control import CANCEL, REPLACED_CLOSE_CODE, ControlSeat, Controller, is_answer
 
 if TYPE_CHECKING:
@@ -65,10 +66,11 @@ class DrivenSession:
         return self.caller
 
     async def hear(self, audio: bytes, timestamp_ms: float | None) -> None:
-        """One frame of the caller's audio, as received: to a listening controller, through the VAD; barge-in."""
+        """One frame of the caller's audio, as received: to a listening controller, through the VAD (its windows
+        heard with every other call's due at once: gateway/listen/tick.py); barge-in."""
         if self.caller is None:
             return
-        for out in self.caller.hear(audio, timestamp_ms):
+        for out in await vad_ticker().hear(self.caller, audio, timestamp_ms):
             if isinstance(out, Act):
                 await self._barge_in(out)
             else:
