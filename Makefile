@@ -16,10 +16,12 @@ run: $(VENV)/.ready
 TEST_PROCESSES ?= $(shell echo $$(( $$(nproc) + 2 )))
 # A file's tests stay in one process (they share its servers), and so do all the files of one shared session server
 # (tests/conftest.py's scheduler); files go out in tests/conftest.py's order, the slowest first
-# (--no-loadscope-reorder: not xdist's own, by how many tests a file has).
+# (--no-loadscope-reorder: not xdist's own, by how many tests a file has). Every run ends with its 30 slowest steps,
+# so a CI log says where the suite's time went (tests/conftest.py's SLOWEST_FIRST is kept from them).
 
 test: $(VENV)/.ready chromium gstreamer fleet-tools
-	PYTHONDONTWRITEBYTECODE= OMP_NUM_THREADS=1 $(VENV)/bin/pytest -n $(TEST_PROCESSES) --dist loadfile --no-loadscope-reorder $(ARGS)
+	PYTHONDONTWRITEBYTECODE= OMP_NUM_THREADS=1 $(VENV)/bin/pytest -n $(TEST_PROCESSES) --dist loadfile --no-loadscope-reorder \
+		--durations=30 $(ARGS)
 
 venv: $(VENV)/.ready
 
