@@ -19,7 +19,7 @@ import pytest
 from websockets.asyncio.client import unix_connect
 
 from engine import protocol
-from engine.protocol import Chunk, EngineReady, Error
+from engine.protocol import Chunk, Done, EngineReady, Error, Reading
 from gateway.engine_link.client import EngineClient, EngineRequestError
 from cbf_tools.say import speak, worker_client
 
@@ -105,6 +105,58 @@ async def test_cancel_mid_utterance_and_go_on(simulated_url: str) -> None:
         await utterance.cancel()
         _, spoken = await speak(client, "Still alive.")
         assert spoken.audio_s > 0.3
+
+
+LEAD_S = 0.5
+# the lead limit (engine/planner.py): the longest chunk's generation time (at most the lead), the safety margin, the lead
+MOST_AHEAD_S = LEAD_S + 0.3 + LEAD_S
+
+
+async def test_a_listener_that_takes_nothing_gets_the_lead_and_a_piece_then_the_rest_as_it_takes_it(
+        espeak_url: str) -> None:
+    """Start.lead with playout reports from the start: a long first chunk (a first-audio budget the whole sentence
+    fits) reaches past the lead, so it comes in pieces (engine/slices.py), none starting further than the lead limit
+    past what the listener took (nothing); once it takes everything, the rest comes, in order, the audio whole."""
+    async with worker(espeak_url) as client:
+        client.lead = LEAD_S
+        utterance = await client.start("default", Reading(latency=5))
+        await utterance.playout(0.0)
+        await utterance.text(STORY)
+        await utterance.end()
+        received: list[Chunk | Done] = []
+
+        async def receiving() -> None:
+            async for event in utterance.events():
+                received.append(event)
+
+        reader = asyncio.create_task(receiving())
+        count = -1
+        for _ in range(40):  # until something came and nothing more has for 3 s (a bound on a hang)
+            if received and len(received) == count:
+                break
+            count = len(received)
+            await asyncio.sleep(3)
+        held = list(received)
+        assert all(isinstance(c, Chunk) and c.header.offset <= MOST_AHEAD_S for c in held), held
+        assert sum(c.header.duration for c in held) < MOST_AHEAD_S + 2.5  # and one piece
+
+        async def taking_everything() -> None:
+            while True:
+                await utterance.playout(1e5)  # (held to what was generated)
+                await asyncio.sleep(0.1)
+
+        taker = asyncio.create_task(taking_everything())
+        try:
+            await asyncio.wait_for(reader, 120)  # a bound on a hang, not a speed
+        finally:
+            taker.cancel()
+    chunks, done = received[:-1], received[-1]
+    assert isinstance(done, Done) and [c.header.seq for c in chunks] == list(range(done.chunks))
+    for before, after in zip(chunks, chunks[1:]):  # one utterance: each piece where the one before it ends
+        assert after.header.offset == pytest.approx(before.header.offset + before.header.duration, abs=2e-4)
+    assert sum(len(c.pcm) for c in chunks) / 2 / 24000 == pytest.approx(done.audio, abs=1e-3)
+    assert any(c.header.gen_time == 0 for c in chunks)  # a chunk sent in pieces
+    assert " ".join(c.header.text for c in chunks).split()[-1].startswith("steady")
 
 
 @pytest.mark.parametrize(
