@@ -214,10 +214,6 @@ def _placed(settings: EngineSettings, cards: list, build, inventory=None, load=N
     the batch slots are sized inside it and a card must have all of it free (the engine caps its allocator there).
     The worker's reload after an idle unload is placed by fit again (``_reload_by_fit``: the card that fits now,
     read from ``inventory``, loaded by ``load``; by default the visible cards and ``load_engine``)."""
-    import gc
-
-    import torch
-
     from engine import placement
     from engine.engines.turbo import estimated_need
 
@@ -232,21 +228,35 @@ def _placed(settings: EngineSettings, cards: list, build, inventory=None, load=N
         settings = dataclasses.replace(settings, batch_slots=slots)
     need = estimated_need(settings)
     plan = placement.plan(need, cards, budget)
-    failed = []
-    for card in plan.fitting:
+    def build_on(card: Any) -> Any:
         placed = dataclasses.replace(settings, device=card.device)
+        with loading(placed, on_gpu=True, out_of_memory_raises=True):
+            return build(placed)
+
+    card, worker, failed = _first_that_loads(plan.fitting, build_on)
+    if card is None:
+        raise Misconfigured(plan.refusal(failed), PLACEMENT_FIX)
+    worker.placed(card, need, [c for c in cards if c != card], settings.gpu_memory_gib)
+    worker._load = lambda: _reload_by_fit(settings, need, budget, worker, inventory, load)
+    return worker
+
+
+def _first_that_loads(cards: list, load_on: Callable[[Any], Any]) -> tuple[Any, Any, list]:
+    """Each card in turn until ``load_on(card)`` loads: an out-of-memory frees what it took and tries the next.
+    (card, what it loaded, the cards that failed and why); the card None when none loaded."""
+    import gc
+
+    import torch
+
+    failed = []
+    for card in cards:
         try:
-            with loading(placed, on_gpu=True, out_of_memory_raises=True):
-                worker = build(placed)
+            return card, load_on(card), failed
         except torch.OutOfMemoryError:
             failed.append((card, "out of memory while loading"))
             gc.collect()
             torch.cuda.empty_cache()
-            continue
-        worker.placed(card, need, [c for c in cards if c != card], settings.gpu_memory_gib)
-        worker._load = lambda: _reload_by_fit(settings, need, budget, worker, inventory, load)
-        return worker
-    raise Misconfigured(plan.refusal(failed), PLACEMENT_FIX)
+    return None, None, failed
 
 
 PLACEMENT_FIX = ("free a card (`nvidia-smi` lists what holds it), list another in --device (CBF_DEVICE), or lower "
@@ -261,10 +271,6 @@ def _reload_by_fit(settings: EngineSettings, need: Any, budget: int | None, work
     one), an out-of-memory trying the next, a card gone meanwhile (device lost) passed over, the worker's placement
     said anew (/health's ``engine.placement``). No card: an ``EngineError`` listing each card's memory and the need
     (the utterance fails; the next one tries again). The watermarker stays on the card of the cold start."""
-    import gc
-
-    import torch
-
     from engine import placement
     from engine.engines import load_engine
     from engine.engines.base import EngineError
@@ -277,15 +283,9 @@ def _reload_by_fit(settings: EngineSettings, need: Any, budget: int | None, work
         raise EngineError(f"no card of --device is there to reload on: {', '.join(lost)} gone", "load_failed")
     cards = placement.order(names, visible)
     plan = placement.plan(need, cards, budget)
-    failed = []
-    for card in plan.fitting:
-        try:
-            engine = (load or load_engine)(dataclasses.replace(settings, device=card.device))
-        except torch.OutOfMemoryError:
-            failed.append((card, "out of memory while loading"))
-            gc.collect()
-            torch.cuda.empty_cache()
-            continue
-        worker.placed(card, need, [c for c in cards if c != card], settings.gpu_memory_gib)
-        return engine
-    raise EngineError(plan.refusal(failed), "load_failed")
+    card, engine, failed = _first_that_loads(
+        plan.fitting, lambda card: (load or load_engine)(dataclasses.replace(settings, device=card.device)))
+    if card is None:
+        raise EngineError(plan.refusal(failed), "load_failed")
+    worker.placed(card, need, [c for c in cards if c != card], settings.gpu_memory_gib)
+    return engine
