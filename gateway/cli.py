@@ -155,6 +155,10 @@ GATEWAY_OPTIONS = (
            "holds back short sounds in its first seconds of the gateway's speech)", boolean, False),
     Option("--echo-guard", "CBF_ECHO_GUARD", "with the echo canceller on, also hold the caller to --echo-margin-db "
            "below the gateway's voice (a last guard; it misses callers quieter than that)", boolean, False),
+    Option("--vad-batch", "CBF_VAD_BATCH", "hear every call's VAD windows that fall due in one pass of the event "
+           "loop in one batched model run (a third of the VAD's CPU per talking caller at 16 calls; each window "
+           "waits a pass of the loop: under heavy load onset to clear's tail was longer, so off by default)",
+           boolean, False),
     Option("--wyoming-port", "CBF_WYOMING_PORT", "serve Home Assistant's Wyoming TTS protocol on this TCP port "
            "(10200 is the usual one); off when not set", port),
     Option("--wyoming-host", "CBF_WYOMING_HOST", "address the Wyoming port listens on (Wyoming has no "
@@ -451,6 +455,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
         webrtc_setup_timeout_s=args.webrtc_setup_timeout,
         stall_timeout_s=args.stall_timeout, client_lead_s=args.client_lead, idle_timeout_s=args.idle_timeout,
         barge_in=args.barge_in, vad=vad, echo_canceller=args.echo_canceller, echo_guard=args.echo_guard,
+        vad_batch=args.vad_batch,
         max_unauthenticated=args.max_unauthenticated, twilio_auth_token=args.twilio_auth_token,
         engine_urls=args.engine_url, engine_secret=args.engine_secret,
         engine_args=tuple(engine_argv(args) + ["--log-level", args.log_level]), engine_devices=worker_devices,

@@ -25,6 +25,7 @@ class GatewaySettings:
     vad: VadConfig = field(default_factory=VadConfig)  # the caller's voice activity (gateway/listen/detector.py)
     echo_canceller: bool = False  # the gateway's voice taken out of the caller's audio (gateway/listen/aec.py)
     echo_guard: bool = False  # the level rule (gateway/listen/echo.py) judges too; without the canceller it always does
+    vad_batch: bool = False  # callers' VAD windows due together heard in one model run (gateway/listen/tick.py)
     wyoming_zeroconf: str | None = None  # the Wyoming port's zeroconf name (gateway/wyoming/announce.py)
     idle_timeout_s: float = 20.0  # a Wyoming connection (an ElevenLabs socket by default) silent this long is closed
     max_unauthenticated: int = 64  # connections whose key may still come in a message (gateway/guard/silent_sockets.py)

@@ -89,7 +89,26 @@ async def test_the_callers_audio_reaches_the_controller_byte_for_byte(url, calle
     await no_sessions_left(url)
 
 
+@pytest.fixture(scope="module")
+def batched_url():
+    """A gateway that hears its calls' VAD windows in batched runs (``--vad-batch``: gateway/listen/tick.py)."""
+    from tests.server import PHONE_KEY, running_server
+
+    with running_server("--api-key", PHONE_KEY, "--max-text-chars", "1000", "--vad-batch", "true") as started:
+        yield started
+
+
 async def test_the_caller_talking_over_the_agent_stops_it_at_once(url, caller_wav):
+    await talked_over(url, caller_wav)
+
+
+async def test_with_batched_vad_runs_the_caller_stops_it_the_same(batched_url, caller_wav):
+    await talked_over(batched_url, caller_wav)
+
+
+async def talked_over(url: str, caller_wav: Path) -> None:
+    """The caller says the clip 1.5 s into the agent's long text: speech starts, the utterance is cancelled and
+    ``interrupted`` says what was heard; the carrier gets one ``clear`` and nothing of the utterance after it."""
     call, call_sid = simulated(url, [WaitFor("audio", 30), Wait(1.5), say(caller_wav), Expect("clear"),
                                      Wait(0.5)])
     running = asyncio.create_task(call.run())

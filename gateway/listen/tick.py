@@ -6,6 +6,11 @@ batch: a call's frame is taken (``CallerSide.take``) the moment it arrives, as b
 at the end of that pass of the event loop, beside those of every other call whose frame came in the same pass
 (``VadTicker``: one tick per pass that has windows due, never on a timer). A busy loop gathers more per pass; an
 idle one runs the model for one call's window as soon as it is due, as a single call always did.
+
+A due window waits for the tick and its frame's task for the wake-up: two passes of the loop (~25 us on an idle
+loop). On a heavily loaded machine (load average 4-12 on 2 cores) ``bench barge-in``'s onset-to-clear tail and
+false barge-ins on echo came out worse with the ticker than with each call's windows inline, over five back-to-back
+pairs, so gateway/sessions/driven.py uses it only with ``--vad-batch``.
 """
 
 from __future__ import annotations

@@ -66,11 +66,16 @@ class DrivenSession:
         return self.caller
 
     async def hear(self, audio: bytes, timestamp_ms: float | None) -> None:
-        """One frame of the caller's audio, as received: to a listening controller, through the VAD (its windows
-        heard with every other call's due at once: gateway/listen/tick.py); barge-in."""
+        """One frame of the caller's audio, as received: to a listening controller, through the VAD (with
+        ``--vad-batch``, its windows heard with every other call's due in the same pass: gateway/listen/tick.py);
+        barge-in."""
         if self.caller is None:
             return
-        for out in await vad_ticker().hear(self.caller, audio, timestamp_ms):
+        if self.session.state.settings.vad_batch:
+            heard = await vad_ticker().hear(self.caller, audio, timestamp_ms)
+        else:
+            heard = self.caller.hear(audio, timestamp_ms)
+        for out in heard:
             if isinstance(out, Act):
                 await self._barge_in(out)
             else:
