@@ -212,6 +212,17 @@ SAID = [
     ("at 2250 Hwy 101 S now", "at twenty-two fifty Highway one oh one South now"), ("onto Rt 66", "onto Route sixty-six"),
     ("a 120 sq. ft deck", "a one hundred twenty square foot deck"), ("32 mpg hwy.", "thirty-two miles per gallon highway."),
     ("1 World Trade Ctr, 85th Fl.", "one World Trade Center, eighty-fifth Floor."),
+    # fixed after heldout9.tsv was scored
+    # a short weekday after a word that names a day ("on Tues and"; "on Sun Microsystems" stays a name); a contact
+    # label before its number; a dose form after its count; a 24-hour time before "hrs"; a top-level domain in
+    # capitals; a year in a hashtag
+    ("open on Tues and Wed.", "open on Tuesday and Wednesday."), ("I was on Sun Microsystems", "I was on Sun Microsystems"),
+    ("Ph. 604-555-0192", "Phone six zero four, five five five, zero one nine two"),
+    ("Take 1 tab. twice daily", "Take one tablet twice daily"), ("Take 2 tabs.", "Take two tablets."),
+    ("St. Luke's Hosp. on Tuesday", "Saint Luke's Hospital on Tuesday"),
+    ("starts at 1100 hrs GMT", "starts at eleven hundred hours G M T"),
+    ("Email BILLING@ClearWater.NET now", "Email BILLING at ClearWater dot net now"),
+    ("Tag #SummerSale2025 now", "Tag hashtag summer sale twenty twenty-five now"),
 ]
 
 
@@ -307,7 +318,7 @@ def _streamed(parts: list[str]) -> str:
 
 
 @pytest.mark.parametrize("half", ["dev.tsv", "heldout.tsv", "heldout2.tsv", "heldout3.tsv", "heldout4.tsv",
-                                  "heldout5.tsv", "heldout6.tsv", "heldout7.tsv", "heldout8.tsv"])
+                                  "heldout5.tsv", "heldout6.tsv", "heldout7.tsv", "heldout8.tsv", "heldout9.tsv"])
 def test_every_case_reads_the_same_streamed_in_random_pieces(half: str) -> None:
     rng = random.Random(46)
     for case in text_cases.load(CASES / half):

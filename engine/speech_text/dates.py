@@ -24,6 +24,7 @@ _FULL_WEEKDAY = "Monday|Tuesday|Wednesday|Thursday|Friday|Saturday|Sunday"
 _AMPM = r"(?:[aApP](?:\.[mM]\.?|[mM]))"
 WEEKDAYS = {"Mon": "Monday", "Tue": "Tuesday", "Tues": "Tuesday", "Wed": "Wednesday", "Thu": "Thursday",
             "Thur": "Thursday", "Thurs": "Thursday", "Fri": "Friday", "Sat": "Saturday", "Sun": "Sunday"}
+_ON_DAY = r"(?:(?<=\bon[ \t])|(?<=\bby[ \t])|(?<=\buntil[ \t])|(?<=\btill[ \t])|(?<=\bnext[ \t])|(?<=\bevery[ \t]))"
 _WEEKDAY = r"(?:%s)" % "|".join(sorted({f for d in WEEKDAYS for f in (d, d.upper())}, key=len, reverse=True))
 
 
@@ -242,7 +243,9 @@ def rules(day_first: bool = False) -> list[Rule]:
          rf"(?<![\w]){_MONTH}\.?,?[ \t](?:(?:the[ \t])?{_DAY}(?:,?[ \t]\d{{4}})?|\d{{4}})(?![\w])", _month_date),
         ("day_month", rf"(?<![\w.,]){_DAY}[ \t](?:of[ \t])?{_MONTH}\.?(?:,?[ \t]\d{{4}})?(?![\w])", _day_month),
         ("weekday", rf"(?<![\w]){_WEEKDAY}(?:\.?[ \t]?[-–][ \t]?{_WEEKDAY}\.?(?![\w])|\.?(?=,|[ \t]+(?:\d|{_MONTH}))"
-                    rf"|\.(?=[ \t]+[a-z]|[ \t]*(?:\n|$)))",  # "Tue. for", "Sat. hours": a lower-case word goes on
+                    rf"|\.(?=[ \t]+[a-z]|[ \t]*(?:\n|$)))"
+                    rf"|{_ON_DAY}{_WEEKDAY}(?![\w'’.]|[ \t]+[A-Z])",  # "Tue. for", "Sat. hours": a lower-case word goes on
+                    # "on Tues and": after a word that names a day ("on", "by", "until"), the day
          _weekday),
         ("weekday_range", rf"(?<![\w])(?:{_FULL_WEEKDAY})[ \t]?[-–—][ \t]?(?:{_FULL_WEEKDAY})(?![\w])",
          lambda match: " to ".join(re.findall(r"[A-Za-z]+", match.group()))),

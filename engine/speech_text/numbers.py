@@ -388,7 +388,8 @@ def _inches(match: re.Match[str]) -> str:
 def _military(match: re.Match[str]) -> str:
     hours, minutes = match.group()[:2], match.group()[2:4]
     said = w.cardinal(str(int(hours))) if hours[0] != "0" else "zero " + w.cardinal(hours[1])
-    return said + (" hundred" if minutes == "00" else " " + w.cardinal(minutes))
+    said += " hundred" if minutes == "00" else " " + w.cardinal(minutes)
+    return said + (" hours" if match.group().endswith(("hr", "hrs")) else "")  # "1100 hrs": the unit with its time
 
 
 def _duration(match: re.Match[str]) -> str:
@@ -425,9 +426,9 @@ RULES: list[Rule] = [
     ("fraction_inches", r"(?<![\w./,])\d{1,2}/\d{1,2}[\"”″](?=[ \t]+[\w-]|[ \t]*[,.;]|$)",  # "1/4\" drywall screws"
      lambda match: fraction_words(*(int(x) for x in match.group()[:-1].split("/")))
      + (" inch" if re.match(r"[ \t]+[\w-]", match.string[match.end():match.end() + 2]) else " of an inch")),
-    ("military", r"(?<![\w.,:])(?:(?:[01]\d|2[0-3])[0-5]\d(?=[ \t]hours\b)|(?:(?<=\bat[ \t])|(?<=arrival[ \t])|(?<=departure[ \t])|(?<=departs[ \t])|(?<=arrives[ \t]))"
+    ("military", r"(?<![\w.,:])(?:(?:[01]\d|2[0-3])[0-5]\d(?=[ \t]hours\b)|(?:[01]\d|2[0-3])[0-5]\d[ \t]hrs?(?![\w])|(?:(?<=\bat[ \t])|(?<=arrival[ \t])|(?<=departure[ \t])|(?<=departs[ \t])|(?<=arrives[ \t]))"
                  r"0\d[0-5]\d(?![\w:-]|[.,]\d))",
-     _military),  # "1400 hours", "at 0800"
+     _military),  # "1400 hours", "1100 hrs", "at 0800"
     ("inches_tall", r"(?<![\w.])\d{1,3}(?:\.\d+)?[ \t]in(?=[ \t]+(?:tall|wide|long|deep|high|thick|across|diagonal)\b)",
      lambda match: w.number(match.group().split()[0]) + " inches"),  # "22 in tall": inches, not the word "in"
     ("hyphen_unit", rf"{_START}{NUM}-{_SPACED_UNIT}(?=[ \t]+[A-Za-z])", _hyphen_unit),

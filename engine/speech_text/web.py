@@ -62,6 +62,8 @@ def _spoken_parts(text: str, domain_at: int = -1, by_digit: bool = False) -> str
         elif part.isalpha():
             start, end = found.start(), found.end()
             country = host_start < start < domain_at and text[start - 1] == "." and text[end:end + 1] == "."
+            if mixed and start == domain_at:  # "ClearWater.NET": a top-level domain is read as one, in any case
+                part = part.lower()
             initials = mixed and part.isupper() and len(part) <= 3 and part.lower() not in _SAID_DOMAINS
             said.append(" ".join(part) if initials else _name(part, start == domain_at or country))
         else:
@@ -139,8 +141,14 @@ def _hashtag(match: re.Match[str]) -> str | None:
     if re.fullmatch(r"#[A-Z0-9]*\d[A-Z0-9]*", match.group()):
         return None
     words = re.findall(r"[A-Z]+(?![a-z])|[A-Z]?[a-z]+|\d+", match.group()[1:])
-    return "hashtag " + " ".join(" ".join(word) if word.isupper() and len(word) <= 4 and word.lower() not in COMMON_WORDS
-                                 else word.lower() for word in words)
+    return "hashtag " + " ".join(_tag_word(word) for word in words)
+
+
+def _tag_word(word: str) -> str:
+    """One word of a hashtag: a year ("#SummerSale2025") or a number said as one, a short acronym spelled."""
+    if word.isdigit():
+        return w.year(int(word)) if len(word) == 4 and w.is_year(word) else w.number(word)
+    return " ".join(word) if word.isupper() and len(word) <= 4 and word.lower() not in COMMON_WORDS else word.lower()
 
 
 FILE_TYPES = ("pdf doc docx xls xlsx csv txt rtf ppt pptx odt json yaml yml toml xml html htm md log ini cfg conf "
