@@ -223,6 +223,14 @@ SAID = [
     ("starts at 1100 hrs GMT", "starts at eleven hundred hours G M T"),
     ("Email BILLING@ClearWater.NET now", "Email BILLING at ClearWater dot net now"),
     ("Tag #SummerSale2025 now", "Tag hashtag summer sale twenty twenty-five now"),
+    # compound "per" units; a blood pressure; "half of"; digits after "pager"; a code's letters that make no word;
+    # a user name with dots; an exchange rate's pair of currencies
+    ("Infuse at 5 mcg/kg/min.", "Infuse at five micrograms per kilogram per minute."),
+    ("BP today: 120/80 mmHg.", "B P today, one twenty over eighty millimeters of mercury."),
+    ("Roughly ½ of customers", "Roughly half of customers"), ("Add ½ cup", "Add a half cup"),
+    ("pager 4412.", "pager four four one two."), ("Your PNR is 6TRWQA.", "Your P N R is six T R W Q A."),
+    ("Your username is mike.r_2024.", "Your username is mike dot R underscore two zero two four."),
+    ("Today's EUR/USD rate is 1.0842.", "Today's euro dollar rate is one point zero eight four two."),
 ]
 
 

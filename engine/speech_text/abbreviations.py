@@ -143,6 +143,7 @@ _ONSET = ("bl br ch cl cr dr dw fl fr gl gr kl kn kr ph pl pr qu sc sch scr sh s
           "sw th thr tr tw wh wr b c d f g h j k l m n p r s t v w z").split()
 _CODA = ("ck ct ft ld lf lk lm lp lt mp nd ng nk nt pt rb rd rk rm rn rp rt sh sk sp st th ch ff ll ss "
          "b c d f g k l m n p r s t x z").split()
+SAYABLE_START = re.compile(rf"(?:{'|'.join(sorted(_ONSET, key=len, reverse=True))})?(?:[aeiou]|y(?![aeiou]))", re.I)
 _SYLLABLE = re.compile(rf"(?:{'|'.join(sorted(_ONSET, key=len, reverse=True))})"
                        rf"(?:ee|oo|ea|ai|oa|ou|[aeiou]|y(?![a-z]e))"
                        rf"(?:(?:{'|'.join(sorted(_CODA, key=len, reverse=True))})e?)?", re.I)

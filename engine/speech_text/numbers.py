@@ -85,7 +85,7 @@ _UNIT = r"(?:%s)" % "|".join(re.escape(u) for u in sorted(UNITS, key=len, revers
 _SPACED_UNIT = r"(?:%s)" % "|".join(re.escape(u) for u in sorted(UNITS, key=len, reverse=True) if UNITS[u][2])
 _DENOMINATOR = r"(?:%s)" % "|".join(re.escape(u) for u in sorted(set(UNITS) - {"%", "¢", "x"} | set(_PER_UNIT),
                                                                       key=len, reverse=True))
-_COMPOUND = rf"(?:{_UNIT}/(?:\d{{1,4}}[ \t]?)?{_DENOMINATOR}(?![\w/]))"  # "mg/mL", "mg/5 mL"
+_COMPOUND = rf"(?:{_UNIT}/(?:\d{{1,4}}[ \t]?)?{_DENOMINATOR}(?:/{_DENOMINATOR})?(?![\w/]))"  # "mg/mL", "mcg/kg/min"
 _SIGN = r"(?:[-−+](?=\d))?"
 _QUANTITY = (
     rf"{_START}{_SIGN}{NUM}(?:(?:-|–|[ \t]–[ \t]?)[-−]?{NUM})?"
@@ -167,8 +167,9 @@ def _quantity(match: re.Match[str]) -> str:
             said += " " + (one if (a == "1" and not b) or attributive(match) else many)
             if per:
                 count, per = re.fullmatch(r"(\d*)[ \t]?(.+)", per).groups()  # type: ignore[union-attr]
-                said += " per " + (w.cardinal(count) + " " + UNITS[per][1] if count and count != "1" else
-                                   _PER_UNIT.get(per) or UNITS[per][0])
+                said += " per " + " per ".join(  # "mcg/kg/min": "per kilogram per minute"
+                    w.cardinal(count) + " " + UNITS[one][1] if count and count != "1" and not i else
+                    _PER_UNIT.get(one) or UNITS[one][0] for i, one in enumerate(per.split("/")))
     return {"-": "minus ", "−": "minus ", "+": "plus "}.get(sign, "") + said
 
 
@@ -249,12 +250,20 @@ _VULGAR = {"½": (1, 2), "⅓": (1, 3), "⅔": (2, 3), "¼": (1, 4), "¾": (3, 4
            "⅘": (4, 5), "⅙": (1, 6), "⅚": (5, 6), "⅛": (1, 8), "⅜": (3, 8), "⅝": (5, 8), "⅞": (7, 8)}
 
 
+def _pressure(match: re.Match[str]) -> str:
+    """"120/80 mmHg" -> "one twenty over eighty millimeters of mercury", as a blood pressure is said."""
+    high, low = re.findall(r"\d+", match.group())[:2]
+    return f"{w.paired(high)} over {w.paired(low)} millimeters of mercury"
+
+
 def _vulgar(match: re.Match[str]) -> str:
     """"3½" -> "three and a half", "¼" -> "a quarter"."""
     whole, symbol = match.group()[:-1], match.group()[-1]
     numerator, denominator = _VULGAR[symbol]
     said = fraction_words(numerator, denominator)
-    if numerator == 1:
+    if numerator == 1 and not whole and match.string.startswith((" of ", " of\t"), match.end()) and denominator == 2:
+        said = "half"  # "½ of customers": "half of", not "a half of"
+    elif numerator == 1:
         said = "a " + said.split(" ", 1)[-1] if " " in said else "a " + said
     return f"{w.cardinal(whole)} and {said}" if whole else said
 
@@ -413,6 +422,7 @@ RULES: list[Rule] = [
     ("mixed_fraction", r"(?<![\w./,])\d{1,3}[ \t]\d{1,2}/\d{1,2}(?![\w/])", _mixed_fraction),
     ("month_day", r"(?<![\w./,])\d{1,2}/\d{1,2}(?![\w/])", _month_day),
     ("month_year", r"(?<![\w./,])(?:0?[1-9]|1[0-2])/(?:19|20)\d\d(?![\w/])", _month_year),
+    ("pressure", r"(?<![\w./,])\d{2,3}/\d{2,3}[ \t]?mmHg(?![\w])", _pressure),  # "120/80 mmHg": a blood pressure
     ("fraction", r"(?<![\w./,])\d{1,3}/\d{1,3}(?:st|nd|rd|th|ths|rds|nds)?(?![\w/])", _fraction),
     ("percent_range", rf"{_START}{NUM}%[ \t]?[-–][ \t]?[-−]?{NUM}%", _percent_range),
     ("feet_inches", r"(?<![\w.])\d{1,2}[ \t]?ft[ \t]\d{1,2}[ \t]?in(?![\w])", _feet),

@@ -160,7 +160,8 @@ _FILE = (rf"(?<![\w@/.-])[A-Za-z0-9][\w-]{{0,60}}(?:\.[\w-]{{1,30}}){{0,2}}\.(?i
 RULES: list[Rule] = [
     ("email", EMAIL, _email), ("url", URL, _url), ("file_name", _FILE, _file_name),
     ("windows_path", rf"(?<![\w])[A-Za-z]:\\(?:{_PATH_PART}(?:\\{_PATH_PART}){{0,11}}\\?)?", _windows_path),
-    ("identifier", r"(?<![\w@/.#-])[A-Za-z][A-Za-z0-9]*(?:_[A-Za-z0-9]+)+(?![\w@/-]|\.\w)", _identifier),
+    ("identifier", r"(?<![\w@/.#-])[A-Za-z][A-Za-z0-9]*(?:\.[A-Za-z0-9]+)*(?:_[A-Za-z0-9]+)+(?![\w@/-]|\.\w)",
+     _identifier),  # "mike.r_2024": a user name may hold dots before its underscore
     ("handle", r"(?<![\w@.])@[A-Za-z_][\w.]{0,29}[\w](?![\w@])", _handle),
     ("hashtag", r"(?<![\w&#])#[A-Za-z][A-Za-z0-9_]{1,60}(?![\w#])", _hashtag),
 ]
