@@ -231,6 +231,10 @@ SAID = [
     ("pager 4412.", "pager four four one two."), ("Your PNR is 6TRWQA.", "Your P N R is six T R W Q A."),
     ("Your username is mike.r_2024.", "Your username is mike dot R underscore two zero two four."),
     ("Today's EUR/USD rate is 1.0842.", "Today's euro dollar rate is one point zero eight four two."),
+    # a hash sign inside a password; opening hours with a bare "a"/"p"; a short link's code
+    ("the password Welcome#123.", "the password Welcome hash one two three."),
+    ("Store hours: 10a–9p daily.", "Store hours, ten AM to nine PM daily."), ("Form 5a is due", "Form five A is due"),
+    ("Short link: bit.ly/3xYz9Q", "Short link, bit dot L Y slash three X Y Z nine Q"),
 ]
 
 

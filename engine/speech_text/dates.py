@@ -223,6 +223,11 @@ def _time_range(match: re.Match[str]) -> str:
     return clock(first).removesuffix(" o'clock") + " to " + clock(second, ends_sentence_after(match))
 
 
+def _letter_time_range(match: re.Match[str]) -> str:
+    """"10a–9p" -> "ten AM to nine PM": opening hours with a bare "a" or "p"."""
+    return " to ".join(f"{w.cardinal(hour)} {half.upper()}M" for hour, half in re.findall(r"(\d+)([ap])", match.group()))
+
+
 def _ratio(match: re.Match[str]) -> str:
     a, b = match.group().split(":")
     return w.cardinal(a) + " to " + w.cardinal(b)
@@ -257,6 +262,8 @@ def rules(day_first: bool = False) -> list[Rule]:
         ("dotted_time", _DOTTED_TIME, _time),
         ("hour", _HOUR_AMPM, _time),
         ("time_range", _TIME_RANGE, _time_range),
+        ("letter_time_range", r"(?<![\w:.$])(?:1[0-2]|0?[1-9])[ap][ \t]?[-–][ \t]?(?:1[0-2]|0?[1-9])[ap](?![\w])",
+         _letter_time_range),
         ("ratio", r"(?<![\w:.])\d{1,2}:\d(?![\w:])", _ratio),
         ("decade", r"(?<![\w.])(?:['’]?[1-9]0s|1[1-9]\d0s|20\d0s)(?![\w])", _decade),
         ("short_year", r"(?<![\w'’])['’]\d\d(?![\w'’%]|[.,:/-]\d)", _short_year),  # "Class of '98"

@@ -82,7 +82,13 @@ def _url(match: re.Match[str]) -> str:
     text, _, fragment = text.partition("#")
     text, _, query = text.partition("?")
     text = text.rstrip("/")
-    said = _spoken_parts(text, _domain_at(text))
+    host, *path = text.split("/")
+    if any(_SLUG.fullmatch(part) for part in path):  # "bit.ly/3xYz9Q": a short link's code, character by character
+        said = " slash ".join([_spoken_parts(host, _domain_at(host))] + [
+            " ".join(w.digits(run) if run.isdigit() else " ".join(run.upper()) for run in _RUNS.findall(part))
+            if _SLUG.fullmatch(part) else _spoken_parts(part) for part in path])
+    else:
+        said = _spoken_parts(text, _domain_at(text))
     if _SHORT_QUERY.fullmatch(query):  # "promo?ref=sms", said; a long one (tracking, tokens) is not
         said += " question mark " + _spoken_parts(query)
     if re.fullmatch(r"[A-Za-z][\w-]{0,23}", fragment):  # "faq#returns": a page's section, said; a long one is not
@@ -90,6 +96,8 @@ def _url(match: re.Match[str]) -> str:
     return said
 
 
+_SLUG = re.compile(r"(?=[A-Za-z0-9]{4,12}$)(?=.*\d)(?:[A-Za-z]+|\d+){3,}")  # letters and digits mixed thrice and more
+_RUNS = re.compile(r"[A-Za-z]+|\d+")
 _PATH_PART = r"[\w-](?:[\w.-]{0,62}[\w-])?"  # a folder's or a file's name (a full stop after it ends a sentence)
 _SHORT_QUERY = re.compile(r"(?=.{1,24}$)[A-Za-z][\w-]*=[\w-]+(?:&[A-Za-z][\w-]*=[\w-]+)?")
 
@@ -164,4 +172,6 @@ RULES: list[Rule] = [
      _identifier),  # "mike.r_2024": a user name may hold dots before its underscore
     ("handle", r"(?<![\w@.])@[A-Za-z_][\w.]{0,29}[\w](?![\w@])", _handle),
     ("hashtag", r"(?<![\w&#])#[A-Za-z][A-Za-z0-9_]{1,60}(?![\w#])", _hashtag),
+    ("hash_in_word", r"(?<=[A-Za-z])#\d{1,12}(?![\w#])",  # "Welcome#123": a password's hash sign and its digits
+     lambda match: " hash " + w.digits(match.group()[1:])),
 ]
