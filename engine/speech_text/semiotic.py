@@ -38,10 +38,30 @@ class _Locale:
         self.rules: Rules = [(name, re.compile(pattern), handler) for name, pattern, handler in rules]
         self._firsts = [first_chars(pattern) for _, pattern, _ in self.rules]
         self._after_word = [after_word(pattern) for _, pattern, _ in self.rules]
+        # Where a rule may start: a character some rule starts with, or after a word character, where one of the few
+        # rules that may start inside a word matches; there the rules that can start with it are asked, all at once
+        # (_asked).
+        outside = "|".join(first.pattern for first in self._firsts if first is not None)
         inside = "|".join(f"(?:{pattern})" for (_, pattern, _), may in zip(rules, self._after_word) if may)
-        self.anywhere = re.compile(rf"(?<!\w)(?:{'|'.join(f'(?:{pattern})' for _, pattern, _ in rules)})"
-                                   rf"|(?<=\w)(?:{inside})")
+        self._candidate = re.compile(rf"(?<!\w)(?:{outside or '(?!)'})|(?<=\w)(?:{inside or '(?!)'})")
+        self._patterns = [pattern for _, pattern, _ in rules]
         self._at: dict[tuple[str, bool], tuple[int, ...]] = {}
+        self._asked: dict[tuple[int, ...], re.Pattern[str]] = {}
+
+    def next_start(self, text: str, at: int) -> int | None:
+        """The first place from ``at`` where some rule matches ``text`` (as one pattern of them all would find it),
+        or None."""
+        while (candidate := self._candidate.search(text, at)) is not None:
+            start = candidate.start()
+            orders = self.rules_at(text[start], start > 0 and _WORD.match(text, start - 1) is not None)
+            if (asked := self._asked.get(orders)) is None:
+                asked = re.compile("|".join(f"(?:{self._patterns[order]})" for order in orders) or "(?!)")
+                if len(self._asked) < 512:  # bounded: one per set of rules, of which a text meets few
+                    self._asked[orders] = asked
+            if asked.match(text, start) is not None:
+                return start
+            at = start + 1
+        return None
 
     def rules_at(self, char: str, after_word: bool) -> tuple[int, ...]:
         """The rules (by order) whose match can start with ``char`` (after a word character, if ``after_word``)."""
@@ -94,8 +114,7 @@ def classify(text: str, locale: str | None = None) -> list[Reading]:
     rules = rules_of.rules
     readings: list[Reading] = []
     at = 0
-    while (next_one := rules_of.anywhere.search(text, at)) is not None:
-        start = next_one.start()
+    while (start := rules_of.next_start(text, at)) is not None:
         after = start > 0 and _WORD.match(text, start - 1) is not None
         found = [(match, order) for order in rules_of.rules_at(text[start:start + 1], after)
                  if (match := rules[order][1].match(text, start)) is not None and match.end() > start]
