@@ -13,6 +13,7 @@ remaining ties only. Each reading carries its semiotic class (``CLASSES``), whic
 from __future__ import annotations
 
 import re
+import string
 from dataclasses import dataclass
 from typing import Callable
 
@@ -38,27 +39,29 @@ class _Locale:
         self.rules: Rules = [(name, re.compile(pattern), handler) for name, pattern, handler in rules]
         self._firsts = [first_chars(pattern) for _, pattern, _ in self.rules]
         self._after_word = [after_word(pattern) for _, pattern, _ in self.rules]
+        self._at: dict[tuple[str, bool], tuple[int, ...]] = {}
         # Where a rule may start: a character some rule starts with, or after a word character, where one of the few
-        # rules that may start inside a word matches; there the rules that can start with it are asked, all at once
-        # (_asked).
+        # rules that may start inside a word matches. At a character of a common kind (a small letter, a capital, a
+        # digit, a space) the rules that can start with one of its kind are asked whether any matches, all at once.
         outside = "|".join(first.pattern for first in self._firsts if first is not None)
         inside = "|".join(f"(?:{pattern})" for (_, pattern, _), may in zip(rules, self._after_word) if may)
         self._candidate = re.compile(rf"(?<!\w)(?:{outside or '(?!)'})|(?<=\w)(?:{inside or '(?!)'})")
-        self._patterns = [pattern for _, pattern, _ in rules]
-        self._at: dict[tuple[str, bool], tuple[int, ...]] = {}
-        self._asked: dict[tuple[int, ...], re.Pattern[str]] = {}
+        self._any = self._asking(range(len(rules)))
+        self._of_kind: dict[str, re.Pattern[str]] = {}
+        for kind in _KINDS:
+            asked = self._asking(sorted({order for char in kind for order in self.rules_at(char, False)}))
+            self._of_kind.update(dict.fromkeys(kind, asked))
+
+    def _asking(self, orders: "range | list[int]") -> re.Pattern[str]:
+        return re.compile("|".join(f"(?:{self.rules[order][1].pattern})" for order in orders) or "(?!)")
 
     def next_start(self, text: str, at: int) -> int | None:
-        """The first place from ``at`` where some rule matches ``text`` (as one pattern of them all would find it),
-        or None."""
+        """The first place from ``at`` where some rule matches ``text``, or None."""
         while (candidate := self._candidate.search(text, at)) is not None:
             start = candidate.start()
-            orders = self.rules_at(text[start], start > 0 and _WORD.match(text, start - 1) is not None)
-            if (asked := self._asked.get(orders)) is None:
-                asked = re.compile("|".join(f"(?:{self._patterns[order]})" for order in orders) or "(?!)")
-                if len(self._asked) < 512:  # bounded: one per set of rules, of which a text meets few
-                    self._asked[orders] = asked
-            if asked.match(text, start) is not None:
+            if start > 0 and _WORD.match(text, start - 1) is not None:  # the inside rules matched already
+                return start
+            if self._of_kind.get(text[start], self._any).match(text, start) is not None:
                 return start
             at = start + 1
         return None
@@ -74,6 +77,7 @@ class _Locale:
 
 
 _WORD = re.compile(r"\w")
+_KINDS = (string.ascii_lowercase, string.ascii_uppercase, string.digits, " \t")
 _LOCALES = {"en-US": _Locale(day_first=False), "en-GB": _Locale(day_first=True)}
 
 
