@@ -235,6 +235,8 @@ SAID = [
     ("the password Welcome#123.", "the password Welcome hash one two three."),
     ("Store hours: 10a–9p daily.", "Store hours, ten AM to nine PM daily."), ("Form 5a is due", "Form five A is due"),
     ("Short link: bit.ly/3xYz9Q", "Short link, bit dot L Y slash three X Y Z nine Q"),
+    ("logged at 0800 and 2000.", "logged at zero eight hundred and twenty hundred."),
+    ("We sold 1200 and 2000 units.", "We sold twelve hundred and two thousand units."),
 ]
 
 

@@ -437,8 +437,10 @@ RULES: list[Rule] = [
      lambda match: fraction_words(*(int(x) for x in match.group()[:-1].split("/")))
      + (" inch" if re.match(r"[ \t]+[\w-]", match.string[match.end():match.end() + 2]) else " of an inch")),
     ("military", r"(?<![\w.,:])(?:(?:[01]\d|2[0-3])[0-5]\d(?=[ \t]hours\b)|(?:[01]\d|2[0-3])[0-5]\d[ \t]hrs?(?![\w])|(?:(?<=\bat[ \t])|(?<=arrival[ \t])|(?<=departure[ \t])|(?<=departs[ \t])|(?<=arrives[ \t]))"
-                 r"0\d[0-5]\d(?![\w:-]|[.,]\d))",
-     _military),  # "1400 hours", "1100 hrs", "at 0800"
+                 r"0\d[0-5]\d(?![\w:-]|[.,]\d)"
+                 r"|(?:(?<=\bat[ \t]0\d[0-5]\d[ \t]and[ \t])|(?<=\bat[ \t]0\d[0-5]\d[ \t]or[ \t]))"
+                 r"(?:[01]\d|2[0-3])[0-5]\d(?![\w:-]|[.,]\d))",
+     _military),  # "1400 hours", "1100 hrs", "at 0800", "at 0800 and 2000" (a second time in the list)
     ("inches_tall", r"(?<![\w.])\d{1,3}(?:\.\d+)?[ \t]in(?=[ \t]+(?:tall|wide|long|deep|high|thick|across|diagonal)\b)",
      lambda match: w.number(match.group().split()[0]) + " inches"),  # "22 in tall": inches, not the word "in"
     ("hyphen_unit", rf"{_START}{NUM}-{_SPACED_UNIT}(?=[ \t]+[A-Za-z])", _hyphen_unit),
