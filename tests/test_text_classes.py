@@ -212,6 +212,31 @@ SAID = [
     ("at 2250 Hwy 101 S now", "at twenty-two fifty Highway one oh one South now"), ("onto Rt 66", "onto Route sixty-six"),
     ("a 120 sq. ft deck", "a one hundred twenty square foot deck"), ("32 mpg hwy.", "thirty-two miles per gallon highway."),
     ("1 World Trade Ctr, 85th Fl.", "one World Trade Center, eighty-fifth Floor."),
+    # fixed after heldout9.tsv was scored
+    # a short weekday after a word that names a day ("on Tues and"; "on Sun Microsystems" stays a name); a contact
+    # label before its number; a dose form after its count; a 24-hour time before "hrs"; a top-level domain in
+    # capitals; a year in a hashtag
+    ("open on Tues and Wed.", "open on Tuesday and Wednesday."), ("I was on Sun Microsystems", "I was on Sun Microsystems"),
+    ("Ph. 604-555-0192", "Phone six zero four, five five five, zero one nine two"),
+    ("Take 1 tab. twice daily", "Take one tablet twice daily"), ("Take 2 tabs.", "Take two tablets."),
+    ("St. Luke's Hosp. on Tuesday", "Saint Luke's Hospital on Tuesday"),
+    ("starts at 1100 hrs GMT", "starts at eleven hundred hours G M T"),
+    ("Email BILLING@ClearWater.NET now", "Email BILLING at ClearWater dot net now"),
+    ("Tag #SummerSale2025 now", "Tag hashtag summer sale twenty twenty-five now"),
+    # compound "per" units; a blood pressure; "half of"; digits after "pager"; a code's letters that make no word;
+    # a user name with dots; an exchange rate's pair of currencies
+    ("Infuse at 5 mcg/kg/min.", "Infuse at five micrograms per kilogram per minute."),
+    ("BP today: 120/80 mmHg.", "B P today, one twenty over eighty millimeters of mercury."),
+    ("Roughly ½ of customers", "Roughly half of customers"), ("Add ½ cup", "Add a half cup"),
+    ("pager 4412.", "pager four four one two."), ("Your PNR is 6TRWQA.", "Your P N R is six T R W Q A."),
+    ("Your username is mike.r_2024.", "Your username is mike dot R underscore two zero two four."),
+    ("Today's EUR/USD rate is 1.0842.", "Today's euro dollar rate is one point zero eight four two."),
+    # a hash sign inside a password; opening hours with a bare "a"/"p"; a short link's code
+    ("the password Welcome#123.", "the password Welcome hash one two three."),
+    ("Store hours: 10a–9p daily.", "Store hours, ten AM to nine PM daily."), ("Form 5a is due", "Form five A is due"),
+    ("Short link: bit.ly/3xYz9Q", "Short link, bit dot L Y slash three X Y Z nine Q"),
+    ("logged at 0800 and 2000.", "logged at zero eight hundred and twenty hundred."),
+    ("We sold 1200 and 2000 units.", "We sold twelve hundred and two thousand units."),
 ]
 
 
@@ -307,7 +332,7 @@ def _streamed(parts: list[str]) -> str:
 
 
 @pytest.mark.parametrize("half", ["dev.tsv", "heldout.tsv", "heldout2.tsv", "heldout3.tsv", "heldout4.tsv",
-                                  "heldout5.tsv", "heldout6.tsv", "heldout7.tsv", "heldout8.tsv"])
+                                  "heldout5.tsv", "heldout6.tsv", "heldout7.tsv", "heldout8.tsv", "heldout9.tsv"])
 def test_every_case_reads_the_same_streamed_in_random_pieces(half: str) -> None:
     rng = random.Random(46)
     for case in text_cases.load(CASES / half):

@@ -35,7 +35,7 @@ ABBREVIATIONS = {"e.g.": "for example", "i.e.": "that is", "etc.": "et cetera", 
                  "hrs": "hours", "pt.": "patient", "pts.": "patients", "ins.": "insurance", "intl.": "international",
                  "intl": "international", "avail.": "available", "mgr.": "manager", "Mgr.": "Manager",
                  "req'd": "required", "ch.": "chapter", "Ch.": "Chapter", "Vol.": "Volume", "vol.": "volume",
-                 "hwy": "highway", "Ctr": "Center", "Ctr.": "Center"}
+                 "hwy": "highway", "Ctr": "Center", "Ctr.": "Center", "Hosp.": "Hospital", "hosp.": "hospital"}
 ENDINGS = frozenset({"intl.", "avail.", "pt.", "ins.", "avg.", "misc.", "appt.", "appts.", "ref.", "Ref.", "dept.", "tel.", "Tel.", "Apt.", "Ste.", "etc.", "Inc.", "Ltd.", "Corp.", "Co.", "Ave.", "Blvd.", "Rd.", "Ph.D.", "Dept.", "govt."})
 
 WORD_ACRONYMS = frozenset(
@@ -143,6 +143,7 @@ _ONSET = ("bl br ch cl cr dr dw fl fr gl gr kl kn kr ph pl pr qu sc sch scr sh s
           "sw th thr tr tw wh wr b c d f g h j k l m n p r s t v w z").split()
 _CODA = ("ck ct ft ld lf lk lm lp lt mp nd ng nk nt pt rb rd rk rm rn rp rt sh sk sp st th ch ff ll ss "
          "b c d f g k l m n p r s t x z").split()
+SAYABLE_START = re.compile(rf"(?:{'|'.join(sorted(_ONSET, key=len, reverse=True))})?(?:[aeiou]|y(?![aeiou]))", re.I)
 _SYLLABLE = re.compile(rf"(?:{'|'.join(sorted(_ONSET, key=len, reverse=True))})"
                        rf"(?:ee|oo|ea|ai|oa|ou|[aeiou]|y(?![a-z]e))"
                        rf"(?:(?:{'|'.join(sorted(_CODA, key=len, reverse=True))})e?)?", re.I)
@@ -187,8 +188,19 @@ def open_caps(text: str) -> int | None:
 
 
 def _label(match: re.Match[str]) -> str:
-    """"Ph:" -> "Phone:": a contact label before its colon."""
-    return LABELS[match.group()]
+    """"Ph:" -> "Phone:", "Ph. 604-555-0192" -> "Phone 604...": a contact label before its colon or its number."""
+    return LABELS[match.group().rstrip(".")]
+
+
+_DOSE_FORMS = {"tab": "tablet", "cap": "capsule"}
+
+
+def _dose_form(match: re.Match[str]) -> str:
+    """"1 tab. twice daily" -> "one tablet", "2 caps" -> "two capsules": a dose form after its count."""
+    word = match.group().rstrip(".")
+    one = re.search(r"(?<![\d.])1[ \t]\Z", match.string[max(0, match.start() - 3):match.start()]) is not None
+    name = _DOSE_FORMS[word.rstrip("s")]
+    return name if one and not word.endswith("s") else name + "s"
 
 
 def _pattern(words: dict[str, str]) -> str:
@@ -206,7 +218,8 @@ RULES: list[Rule] = [
      _title),
     ("abbreviation",
      rf"(?<![\w.])(?:{_pattern(ABBREVIATIONS)}|(?i:{_pattern(_LOWER_ABBREVIATIONS)}))(?![\w])", _abbreviation),
-    ("label", rf"(?<![\w.])(?:{_pattern(LABELS)})(?=:)", _label),
+    ("label", rf"(?<![\w.])(?:{_pattern(LABELS)})(?:(?=:)|\.?(?=[ \t]*[+(]?\d))", _label),
+    ("dose_form", r"(?<=\d[ \t])(?:tab|cap)s?(?:\.(?=[ \t]+[a-z])|(?![\w]))", _dose_form),
     ("dotted", r"(?<![\w.])(?:[A-Za-z]\.){2,}(?![\w])", _dotted),
     ("caps", r"(?<![\w'’])[A-Z][A-Z'’]*[A-Z]s?(?![\w'’])", _caps),
 ]

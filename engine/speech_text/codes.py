@@ -13,7 +13,7 @@ from __future__ import annotations
 import re
 
 from engine.speech_text import words as w
-from engine.speech_text.abbreviations import ABBREVIATIONS, COMMON_WORDS, TITLES, caps
+from engine.speech_text.abbreviations import ABBREVIATIONS, COMMON_WORDS, SAYABLE_START, TITLES, caps
 from engine.speech_text.dates import date_words, fiscal_year
 from engine.speech_text.money import CURRENCIES
 from engine.speech_text.numbers import UNITS, Rule, fraction_words
@@ -35,7 +35,8 @@ def spell_code(text: str) -> str:
             said += w.cardinal(part) if alone and (len(part) <= 2 and part[0] != "0" or re.fullmatch(r"[1-9]0{2,3}", part)) \
                 else w.digits(part)
         else:
-            said += part if len(part) == 1 else caps(part)
+            sayable = len(part) == 1 or SAYABLE_START.match(part) or part.lower() in COMMON_WORDS
+            said += part if len(part) == 1 else caps(part) if sayable else " ".join(part)  # "6TRWQA": no word
     return said
 
 
@@ -72,7 +73,7 @@ def _number_code(match: re.Match[str]) -> str:
 
 # Before a run of digits, words that make it a code to read digit by digit: "member ID is 884 211 907", "ends in 4821".
 _CODE_CUE = re.compile(
-    r"(?:\b(?:ID|PIN|VIN|OTP|[Cc]ode|[Pp]asscode)|(?i:\b(?:account|acct|policy|member|reference|ref|confirmation|"
+    r"(?:\b(?:ID|PIN|VIN|OTP|[Cc]ode|[Pp]asscode|[Pp]ager)|(?i:\b(?:account|acct|policy|member|reference|ref|confirmation|"
     r"tracking|case|ticket|invoice|claim|receipt|booking|reservation|order|serial|card|routing)[ \t]+(?:number|no\.|#|"
     r"ID|code))|\b(?:ends?|ending)[ \t]+(?:in|with)|(?i:\b(?:card|account|acct\.?|number))[ \t]+ending|\b[Ll]ast[ \t]+(?:four|4)(?:[ \t]+digits)?)"
     r"(?:[ \t]+(?:is|was|are|reads))?:?[ \t]+\Z")

@@ -24,6 +24,7 @@ _FULL_WEEKDAY = "Monday|Tuesday|Wednesday|Thursday|Friday|Saturday|Sunday"
 _AMPM = r"(?:[aApP](?:\.[mM]\.?|[mM]))"
 WEEKDAYS = {"Mon": "Monday", "Tue": "Tuesday", "Tues": "Tuesday", "Wed": "Wednesday", "Thu": "Thursday",
             "Thur": "Thursday", "Thurs": "Thursday", "Fri": "Friday", "Sat": "Saturday", "Sun": "Sunday"}
+_ON_DAY = r"(?:(?<=\bon[ \t])|(?<=\bby[ \t])|(?<=\buntil[ \t])|(?<=\btill[ \t])|(?<=\bnext[ \t])|(?<=\bevery[ \t]))"
 _WEEKDAY = r"(?:%s)" % "|".join(sorted({f for d in WEEKDAYS for f in (d, d.upper())}, key=len, reverse=True))
 
 
@@ -222,6 +223,11 @@ def _time_range(match: re.Match[str]) -> str:
     return clock(first).removesuffix(" o'clock") + " to " + clock(second, ends_sentence_after(match))
 
 
+def _letter_time_range(match: re.Match[str]) -> str:
+    """"10a–9p" -> "ten AM to nine PM": opening hours with a bare "a" or "p"."""
+    return " to ".join(f"{w.cardinal(hour)} {half.upper()}M" for hour, half in re.findall(r"(\d+)([ap])", match.group()))
+
+
 def _ratio(match: re.Match[str]) -> str:
     a, b = match.group().split(":")
     return w.cardinal(a) + " to " + w.cardinal(b)
@@ -242,7 +248,9 @@ def rules(day_first: bool = False) -> list[Rule]:
          rf"(?<![\w]){_MONTH}\.?,?[ \t](?:(?:the[ \t])?{_DAY}(?:,?[ \t]\d{{4}})?|\d{{4}})(?![\w])", _month_date),
         ("day_month", rf"(?<![\w.,]){_DAY}[ \t](?:of[ \t])?{_MONTH}\.?(?:,?[ \t]\d{{4}})?(?![\w])", _day_month),
         ("weekday", rf"(?<![\w]){_WEEKDAY}(?:\.?[ \t]?[-–][ \t]?{_WEEKDAY}\.?(?![\w])|\.?(?=,|[ \t]+(?:\d|{_MONTH}))"
-                    rf"|\.(?=[ \t]+[a-z]|[ \t]*(?:\n|$)))",  # "Tue. for", "Sat. hours": a lower-case word goes on
+                    rf"|\.(?=[ \t]+[a-z]|[ \t]*(?:\n|$)))"
+                    rf"|{_ON_DAY}{_WEEKDAY}(?![\w'’.]|[ \t]+[A-Z])",  # "Tue. for", "Sat. hours": a lower-case word goes on
+                    # "on Tues and": after a word that names a day ("on", "by", "until"), the day
          _weekday),
         ("weekday_range", rf"(?<![\w])(?:{_FULL_WEEKDAY})[ \t]?[-–—][ \t]?(?:{_FULL_WEEKDAY})(?![\w])",
          lambda match: " to ".join(re.findall(r"[A-Za-z]+", match.group()))),
@@ -254,6 +262,8 @@ def rules(day_first: bool = False) -> list[Rule]:
         ("dotted_time", _DOTTED_TIME, _time),
         ("hour", _HOUR_AMPM, _time),
         ("time_range", _TIME_RANGE, _time_range),
+        ("letter_time_range", r"(?<![\w:.$])(?:1[0-2]|0?[1-9])[ap][ \t]?[-–][ \t]?(?:1[0-2]|0?[1-9])[ap](?![\w])",
+         _letter_time_range),
         ("ratio", r"(?<![\w:.])\d{1,2}:\d(?![\w:])", _ratio),
         ("decade", r"(?<![\w.])(?:['’]?[1-9]0s|1[1-9]\d0s|20\d0s)(?![\w])", _decade),
         ("short_year", r"(?<![\w'’])['’]\d\d(?![\w'’%]|[.,:/-]\d)", _short_year),  # "Class of '98"

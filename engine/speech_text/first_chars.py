@@ -112,6 +112,8 @@ def _after_word(items: object) -> bool:
     for op, av in items:  # type: ignore[attr-defined]
         if op is c.ASSERT_NOT and av[0] == -1 and _refuses_word(av[1]):  # type: ignore[index]
             return False
+        if op is c.ASSERT and av[0] == -1 and _ends_off_word(av[1]):  # type: ignore[index]
+            return False  # "(?<=\d[ \t])": what stands just before is a space
         if op is c.BRANCH:
             return any(_after_word(branch) for branch in av[1])  # type: ignore[index]
         if op is c.SUBPATTERN:
@@ -126,3 +128,21 @@ def _refuses_word(items: object) -> bool:
     items = list(items)  # type: ignore[call-overload]
     return len(items) == 1 and items[0][0] is c.IN and (c.CATEGORY, c.CATEGORY_WORD) in items[0][1] \
         and (c.NEGATE, None) not in items[0][1]
+
+
+def _ends_off_word(items: object) -> bool:
+    """Whether a look-behind's body ends in a character that is never a word character (a space, a tab)."""
+    items = list(items)  # type: ignore[call-overload]
+    if not items:
+        return False
+    op, av = items[-1]
+    if op is c.LITERAL:
+        return not (chr(av).isalnum() or chr(av) == "_")  # type: ignore[arg-type]
+    if op is c.IN:
+        return bool(av) and all(kind is c.LITERAL and not (chr(value).isalnum() or chr(value) == "_")
+                                for kind, value in av)  # type: ignore[attr-defined]
+    if op is c.BRANCH:
+        return all(_ends_off_word(branch) for branch in av[1])  # type: ignore[index]
+    if op is c.SUBPATTERN:
+        return _ends_off_word(av[3])  # type: ignore[index]
+    return False

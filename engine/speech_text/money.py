@@ -134,4 +134,10 @@ def _after(match: re.Match[str]) -> str:
     return _said(parts, CURRENCIES[parts["cur"]])
 
 
-RULES: list[Rule] = [("money", _MONEY, _money), ("coded_money", _AFTER, _after)]
+def _pair(match: re.Match[str]) -> str:
+    """"EUR/USD" -> "euro dollar": an exchange rate's pair of currencies, each by its name."""
+    return " ".join(CURRENCIES[code][0] for code in match.group().split("/"))
+
+
+_PAIR = r"(?<![\w/])(?:%s)/(?:%s)(?![\w/])" % ("|".join(_CODES), "|".join(_CODES))
+RULES: list[Rule] = [("money", _MONEY, _money), ("coded_money", _AFTER, _after), ("currency_pair", _PAIR, _pair)]

@@ -85,7 +85,7 @@ _UNIT = r"(?:%s)" % "|".join(re.escape(u) for u in sorted(UNITS, key=len, revers
 _SPACED_UNIT = r"(?:%s)" % "|".join(re.escape(u) for u in sorted(UNITS, key=len, reverse=True) if UNITS[u][2])
 _DENOMINATOR = r"(?:%s)" % "|".join(re.escape(u) for u in sorted(set(UNITS) - {"%", "¢", "x"} | set(_PER_UNIT),
                                                                       key=len, reverse=True))
-_COMPOUND = rf"(?:{_UNIT}/(?:\d{{1,4}}[ \t]?)?{_DENOMINATOR}(?![\w/]))"  # "mg/mL", "mg/5 mL"
+_COMPOUND = rf"(?:{_UNIT}/(?:\d{{1,4}}[ \t]?)?{_DENOMINATOR}(?:/{_DENOMINATOR})?(?![\w/]))"  # "mg/mL", "mcg/kg/min"
 _SIGN = r"(?:[-−+](?=\d))?"
 _QUANTITY = (
     rf"{_START}{_SIGN}{NUM}(?:(?:-|–|[ \t]–[ \t]?)[-−]?{NUM})?"
@@ -167,8 +167,9 @@ def _quantity(match: re.Match[str]) -> str:
             said += " " + (one if (a == "1" and not b) or attributive(match) else many)
             if per:
                 count, per = re.fullmatch(r"(\d*)[ \t]?(.+)", per).groups()  # type: ignore[union-attr]
-                said += " per " + (w.cardinal(count) + " " + UNITS[per][1] if count and count != "1" else
-                                   _PER_UNIT.get(per) or UNITS[per][0])
+                said += " per " + " per ".join(  # "mcg/kg/min": "per kilogram per minute"
+                    w.cardinal(count) + " " + UNITS[one][1] if count and count != "1" and not i else
+                    _PER_UNIT.get(one) or UNITS[one][0] for i, one in enumerate(per.split("/")))
     return {"-": "minus ", "−": "minus ", "+": "plus "}.get(sign, "") + said
 
 
@@ -249,12 +250,20 @@ _VULGAR = {"½": (1, 2), "⅓": (1, 3), "⅔": (2, 3), "¼": (1, 4), "¾": (3, 4
            "⅘": (4, 5), "⅙": (1, 6), "⅚": (5, 6), "⅛": (1, 8), "⅜": (3, 8), "⅝": (5, 8), "⅞": (7, 8)}
 
 
+def _pressure(match: re.Match[str]) -> str:
+    """"120/80 mmHg" -> "one twenty over eighty millimeters of mercury", as a blood pressure is said."""
+    high, low = re.findall(r"\d+", match.group())[:2]
+    return f"{w.paired(high)} over {w.paired(low)} millimeters of mercury"
+
+
 def _vulgar(match: re.Match[str]) -> str:
     """"3½" -> "three and a half", "¼" -> "a quarter"."""
     whole, symbol = match.group()[:-1], match.group()[-1]
     numerator, denominator = _VULGAR[symbol]
     said = fraction_words(numerator, denominator)
-    if numerator == 1:
+    if numerator == 1 and not whole and match.string.startswith((" of ", " of\t"), match.end()) and denominator == 2:
+        said = "half"  # "½ of customers": "half of", not "a half of"
+    elif numerator == 1:
         said = "a " + said.split(" ", 1)[-1] if " " in said else "a " + said
     return f"{w.cardinal(whole)} and {said}" if whole else said
 
@@ -388,7 +397,8 @@ def _inches(match: re.Match[str]) -> str:
 def _military(match: re.Match[str]) -> str:
     hours, minutes = match.group()[:2], match.group()[2:4]
     said = w.cardinal(str(int(hours))) if hours[0] != "0" else "zero " + w.cardinal(hours[1])
-    return said + (" hundred" if minutes == "00" else " " + w.cardinal(minutes))
+    said += " hundred" if minutes == "00" else " " + w.cardinal(minutes)
+    return said + (" hours" if match.group().endswith(("hr", "hrs")) else "")  # "1100 hrs": the unit with its time
 
 
 def _duration(match: re.Match[str]) -> str:
@@ -412,6 +422,7 @@ RULES: list[Rule] = [
     ("mixed_fraction", r"(?<![\w./,])\d{1,3}[ \t]\d{1,2}/\d{1,2}(?![\w/])", _mixed_fraction),
     ("month_day", r"(?<![\w./,])\d{1,2}/\d{1,2}(?![\w/])", _month_day),
     ("month_year", r"(?<![\w./,])(?:0?[1-9]|1[0-2])/(?:19|20)\d\d(?![\w/])", _month_year),
+    ("pressure", r"(?<![\w./,])\d{2,3}/\d{2,3}[ \t]?mmHg(?![\w])", _pressure),  # "120/80 mmHg": a blood pressure
     ("fraction", r"(?<![\w./,])\d{1,3}/\d{1,3}(?:st|nd|rd|th|ths|rds|nds)?(?![\w/])", _fraction),
     ("percent_range", rf"{_START}{NUM}%[ \t]?[-–][ \t]?[-−]?{NUM}%", _percent_range),
     ("feet_inches", r"(?<![\w.])\d{1,2}[ \t]?ft[ \t]\d{1,2}[ \t]?in(?![\w])", _feet),
@@ -425,9 +436,11 @@ RULES: list[Rule] = [
     ("fraction_inches", r"(?<![\w./,])\d{1,2}/\d{1,2}[\"”″](?=[ \t]+[\w-]|[ \t]*[,.;]|$)",  # "1/4\" drywall screws"
      lambda match: fraction_words(*(int(x) for x in match.group()[:-1].split("/")))
      + (" inch" if re.match(r"[ \t]+[\w-]", match.string[match.end():match.end() + 2]) else " of an inch")),
-    ("military", r"(?<![\w.,:])(?:(?:[01]\d|2[0-3])[0-5]\d(?=[ \t]hours\b)|(?:(?<=\bat[ \t])|(?<=arrival[ \t])|(?<=departure[ \t])|(?<=departs[ \t])|(?<=arrives[ \t]))"
-                 r"0\d[0-5]\d(?![\w:-]|[.,]\d))",
-     _military),  # "1400 hours", "at 0800"
+    ("military", r"(?<![\w.,:])(?:(?:[01]\d|2[0-3])[0-5]\d(?=[ \t]hours\b)|(?:[01]\d|2[0-3])[0-5]\d[ \t]hrs?(?![\w])|(?:(?<=\bat[ \t])|(?<=arrival[ \t])|(?<=departure[ \t])|(?<=departs[ \t])|(?<=arrives[ \t]))"
+                 r"0\d[0-5]\d(?![\w:-]|[.,]\d)"
+                 r"|(?:(?<=\bat[ \t]0\d[0-5]\d[ \t]and[ \t])|(?<=\bat[ \t]0\d[0-5]\d[ \t]or[ \t]))"
+                 r"(?:[01]\d|2[0-3])[0-5]\d(?![\w:-]|[.,]\d))",
+     _military),  # "1400 hours", "1100 hrs", "at 0800", "at 0800 and 2000" (a second time in the list)
     ("inches_tall", r"(?<![\w.])\d{1,3}(?:\.\d+)?[ \t]in(?=[ \t]+(?:tall|wide|long|deep|high|thick|across|diagonal)\b)",
      lambda match: w.number(match.group().split()[0]) + " inches"),  # "22 in tall": inches, not the word "in"
     ("hyphen_unit", rf"{_START}{NUM}-{_SPACED_UNIT}(?=[ \t]+[A-Za-z])", _hyphen_unit),

@@ -13,6 +13,7 @@ remaining ties only. Each reading carries its semiotic class (``CLASSES``), whic
 from __future__ import annotations
 
 import re
+import string
 from dataclasses import dataclass
 from typing import Callable
 
@@ -38,10 +39,32 @@ class _Locale:
         self.rules: Rules = [(name, re.compile(pattern), handler) for name, pattern, handler in rules]
         self._firsts = [first_chars(pattern) for _, pattern, _ in self.rules]
         self._after_word = [after_word(pattern) for _, pattern, _ in self.rules]
-        inside = "|".join(f"(?:{pattern})" for (_, pattern, _), may in zip(rules, self._after_word) if may)
-        self.anywhere = re.compile(rf"(?<!\w)(?:{'|'.join(f'(?:{pattern})' for _, pattern, _ in rules)})"
-                                   rf"|(?<=\w)(?:{inside})")
         self._at: dict[tuple[str, bool], tuple[int, ...]] = {}
+        # Where a rule may start: a character some rule starts with, or after a word character, where one of the few
+        # rules that may start inside a word matches. At a character of a common kind (a small letter, a capital, a
+        # digit, a space) the rules that can start with one of its kind are asked whether any matches, all at once.
+        outside = "|".join(first.pattern for first in self._firsts if first is not None)
+        inside = "|".join(f"(?:{pattern})" for (_, pattern, _), may in zip(rules, self._after_word) if may)
+        self._candidate = re.compile(rf"(?<!\w)(?:{outside or '(?!)'})|(?<=\w)(?:{inside or '(?!)'})")
+        self._any = self._asking(range(len(rules)))
+        self._of_kind: dict[str, re.Pattern[str]] = {}
+        for kind in _KINDS:
+            asked = self._asking(sorted({order for char in kind for order in self.rules_at(char, False)}))
+            self._of_kind.update(dict.fromkeys(kind, asked))
+
+    def _asking(self, orders: "range | list[int]") -> re.Pattern[str]:
+        return re.compile("|".join(f"(?:{self.rules[order][1].pattern})" for order in orders) or "(?!)")
+
+    def next_start(self, text: str, at: int) -> int | None:
+        """The first place from ``at`` where some rule matches ``text``, or None."""
+        while (candidate := self._candidate.search(text, at)) is not None:
+            start = candidate.start()
+            if start > 0 and _WORD.match(text, start - 1) is not None:  # the inside rules matched already
+                return start
+            if self._of_kind.get(text[start], self._any).match(text, start) is not None:
+                return start
+            at = start + 1
+        return None
 
     def rules_at(self, char: str, after_word: bool) -> tuple[int, ...]:
         """The rules (by order) whose match can start with ``char`` (after a word character, if ``after_word``)."""
@@ -54,6 +77,7 @@ class _Locale:
 
 
 _WORD = re.compile(r"\w")
+_KINDS = (string.ascii_lowercase, string.ascii_uppercase, string.digits, " \t")
 _LOCALES = {"en-US": _Locale(day_first=False), "en-GB": _Locale(day_first=True)}
 
 
@@ -61,7 +85,7 @@ _LOCALES = {"en-US": _Locale(day_first=False), "en-GB": _Locale(day_first=True)}
 # (cardinal, decimal or measure) is decided by numbers.quantity_kind.
 _RULES_OF_CLASS = {
     "tag": "tag",
-    "electronic": "email url file_name windows_path identifier handle hashtag version",
+    "electronic": "email url file_name windows_path identifier handle hashtag hash_in_word version",
     "address": "address unit zip postal route postcode floor ordinal_street",
     "telephone": "vanity extension local_phone service_code short_code star_code bare_phone grouped_digits phone",
     "serial": "hex flight number_code cued_digits serial leftover",
@@ -69,12 +93,12 @@ _RULES_OF_CLASS = {
     "math": "math ratio words compare power squared cubed product",
     "date": "short_year month_year iso_date slash_date dotted_date dashed_date fiscal_year month_date day_month weekday month decade month_day",
     "time": "time dotted_time hour military duration iso_datetime",
-    "range": "since_year weekday_range month_range day_range time_range percent_range grades sizes times_range",
-    "money": "money coded_money",
+    "range": "since_year weekday_range month_range day_range time_range letter_time_range percent_range grades sizes times_range",
+    "money": "money coded_money currency_pair",
     "fraction": "mixed_fraction fraction vulgar_fraction",
-    "measure": "rooms feet_inches feet dimensions inches inches_tall hyphen_unit unit_alone fraction_unit fraction_inches",
+    "measure": "pressure rooms feet_inches feet dimensions inches inches_tall hyphen_unit unit_alone fraction_unit fraction_inches",
     "cardinal": "number_sign quantity",
-    "abbreviation": "title abbreviation label dotted caps",
+    "abbreviation": "title abbreviation label dose_form dotted caps",
     "plain": "sharp about slash dash emoji stray bar",
 }
 CLASSES = {rule: kind for kind, rules in _RULES_OF_CLASS.items() for rule in rules.split()}
@@ -94,8 +118,7 @@ def classify(text: str, locale: str | None = None) -> list[Reading]:
     rules = rules_of.rules
     readings: list[Reading] = []
     at = 0
-    while (next_one := rules_of.anywhere.search(text, at)) is not None:
-        start = next_one.start()
+    while (start := rules_of.next_start(text, at)) is not None:
         after = start > 0 and _WORD.match(text, start - 1) is not None
         found = [(match, order) for order in rules_of.rules_at(text[start:start + 1], after)
                  if (match := rules[order][1].match(text, start)) is not None and match.end() > start]

@@ -129,6 +129,10 @@ class SpanMap:
 
 def compose(first: list[Piece], second: list[Piece]) -> list[Piece]:
     """``second`` (pieces of ``spoken(first)``) as pieces of ``first``'s input: verbatim only where both were."""
+    if len(second) == 1 and second[0].verbatim and second[0].start == 0 and second[0].end == len(spoken(first)):
+        # the second pass left the text as it was (as most passes leave most chunks): each of the first pass's
+        # speaking pieces stands for itself, as the cut below would make it
+        return _merged(_with_silent(first, [p for p in first if p.text]))
     back = SpanMap(first)
     out: list[Piece] = []
     for piece in second:

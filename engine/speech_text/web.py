@@ -62,6 +62,8 @@ def _spoken_parts(text: str, domain_at: int = -1, by_digit: bool = False) -> str
         elif part.isalpha():
             start, end = found.start(), found.end()
             country = host_start < start < domain_at and text[start - 1] == "." and text[end:end + 1] == "."
+            if mixed and start == domain_at:  # "ClearWater.NET": a top-level domain is read as one, in any case
+                part = part.lower()
             initials = mixed and part.isupper() and len(part) <= 3 and part.lower() not in _SAID_DOMAINS
             said.append(" ".join(part) if initials else _name(part, start == domain_at or country))
         else:
@@ -80,7 +82,13 @@ def _url(match: re.Match[str]) -> str:
     text, _, fragment = text.partition("#")
     text, _, query = text.partition("?")
     text = text.rstrip("/")
-    said = _spoken_parts(text, _domain_at(text))
+    host, *path = text.split("/")
+    if any(_SLUG.fullmatch(part) for part in path):  # "bit.ly/3xYz9Q": a short link's code, character by character
+        said = " slash ".join([_spoken_parts(host, _domain_at(host))] + [
+            " ".join(w.digits(run) if run.isdigit() else " ".join(run.upper()) for run in _RUNS.findall(part))
+            if _SLUG.fullmatch(part) else _spoken_parts(part) for part in path])
+    else:
+        said = _spoken_parts(text, _domain_at(text))
     if _SHORT_QUERY.fullmatch(query):  # "promo?ref=sms", said; a long one (tracking, tokens) is not
         said += " question mark " + _spoken_parts(query)
     if re.fullmatch(r"[A-Za-z][\w-]{0,23}", fragment):  # "faq#returns": a page's section, said; a long one is not
@@ -88,6 +96,8 @@ def _url(match: re.Match[str]) -> str:
     return said
 
 
+_SLUG = re.compile(r"(?=[A-Za-z0-9]{4,12}$)(?=.*\d)(?:[A-Za-z]+|\d+){3,}")  # letters and digits mixed thrice and more
+_RUNS = re.compile(r"[A-Za-z]+|\d+")
 _PATH_PART = r"[\w-](?:[\w.-]{0,62}[\w-])?"  # a folder's or a file's name (a full stop after it ends a sentence)
 _SHORT_QUERY = re.compile(r"(?=.{1,24}$)[A-Za-z][\w-]*=[\w-]+(?:&[A-Za-z][\w-]*=[\w-]+)?")
 
@@ -139,8 +149,14 @@ def _hashtag(match: re.Match[str]) -> str | None:
     if re.fullmatch(r"#[A-Z0-9]*\d[A-Z0-9]*", match.group()):
         return None
     words = re.findall(r"[A-Z]+(?![a-z])|[A-Z]?[a-z]+|\d+", match.group()[1:])
-    return "hashtag " + " ".join(" ".join(word) if word.isupper() and len(word) <= 4 and word.lower() not in COMMON_WORDS
-                                 else word.lower() for word in words)
+    return "hashtag " + " ".join(_tag_word(word) for word in words)
+
+
+def _tag_word(word: str) -> str:
+    """One word of a hashtag: a year ("#SummerSale2025") or a number said as one, a short acronym spelled."""
+    if word.isdigit():
+        return w.year(int(word)) if len(word) == 4 and w.is_year(word) else w.number(word)
+    return " ".join(word) if word.isupper() and len(word) <= 4 and word.lower() not in COMMON_WORDS else word.lower()
 
 
 FILE_TYPES = ("pdf doc docx xls xlsx csv txt rtf ppt pptx odt json yaml yml toml xml html htm md log ini cfg conf "
@@ -152,7 +168,10 @@ _FILE = (rf"(?<![\w@/.-])[A-Za-z0-9][\w-]{{0,60}}(?:\.[\w-]{{1,30}}){{0,2}}\.(?i
 RULES: list[Rule] = [
     ("email", EMAIL, _email), ("url", URL, _url), ("file_name", _FILE, _file_name),
     ("windows_path", rf"(?<![\w])[A-Za-z]:\\(?:{_PATH_PART}(?:\\{_PATH_PART}){{0,11}}\\?)?", _windows_path),
-    ("identifier", r"(?<![\w@/.#-])[A-Za-z][A-Za-z0-9]*(?:_[A-Za-z0-9]+)+(?![\w@/-]|\.\w)", _identifier),
+    ("identifier", r"(?<![\w@/.#-])[A-Za-z][A-Za-z0-9]*(?:\.[A-Za-z0-9]+)*(?:_[A-Za-z0-9]+)+(?![\w@/-]|\.\w)",
+     _identifier),  # "mike.r_2024": a user name may hold dots before its underscore
     ("handle", r"(?<![\w@.])@[A-Za-z_][\w.]{0,29}[\w](?![\w@])", _handle),
     ("hashtag", r"(?<![\w&#])#[A-Za-z][A-Za-z0-9_]{1,60}(?![\w#])", _hashtag),
+    ("hash_in_word", r"(?<=[A-Za-z])#\d{1,12}(?![\w#])",  # "Welcome#123": a password's hash sign and its digits
+     lambda match: " hash " + w.digits(match.group()[1:])),
 ]
