@@ -259,6 +259,9 @@ class EngineReady:
     # Whether the model is in memory: loaded | unloading | unloaded | loading (--unload-after, POST /v1/admin/unload,
     # /v1/admin/load). Sent again (a later ``ready``) on every change; absent from a worker that predates it.
     state: str | None = None
+    # A CUDA worker's card's utilisation, 0..1 (nvidia-smi's utilization.gpu, read every 5 s: engine/gpu_utilization.py);
+    # sent again when it moved by 0.05; absent elsewhere, unloaded, or when nvidia-smi does not answer.
+    utilization: float | None = None
 
 
 @dataclass(frozen=True)

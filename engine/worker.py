@@ -34,6 +34,8 @@ from engine import device_errors, heap, protocol
 from engine.cost import CostModel
 from engine.engines.base import BatchingEngine, Cancelled, Engine, EngineError, RemoteEngine
 from engine.joins import Joiner, to_int16
+from engine.gpu_utilization import UtilizationReader, card_id
+from engine.gpu_utilization import moved as utilization_moved
 from engine.placement import GIB, Card, Need, chosen_line, device_memory, moved
 from engine.planner import ChunkPlanner, PlannedChunk, PlannerConfig, PlannerError
 from engine.protocol import (LEXICON_NAME, MAX_SPEED, MIN_SPEED, AddLexicon, AddVoice, Cancel, Chunk, ChunkHeader,
@@ -554,14 +556,27 @@ class Worker:
             if figures != self.ready.prompt_cache and self.residency.state == LOADED:
                 await self._announce(replace(self.ready, prompt_cache=figures))
 
-    async def watch_device_memory(self, device: str, budget_gib: float | None) -> None:
-        """Tell every gateway (a new ``ready``) the worker's device memory whenever a figure moved by MEMORY_STEP:
-        looked at every DEVICE_MEMORY_POLL_S."""
-        while True:
-            figures = device_memory(device, budget_gib) if self.residency.state == LOADED else None
-            if moved(self.ready.memory, figures):
-                await self._announce(replace(self.ready, memory=figures))
-            await asyncio.sleep(DEVICE_MEMORY_POLL_S)
+    async def watch_device_memory(self, budget_gib: float | None) -> None:
+        """Tell every gateway (a new ``ready``) the worker's device memory whenever a figure moved by MEMORY_STEP,
+        and its card's utilisation whenever it moved by gpu_utilization.STEP: looked at every DEVICE_MEMORY_POLL_S
+        (the card the worker is on now: a reload after an idle unload may place it on another)."""
+        reader: UtilizationReader | None = None
+        try:
+            while True:
+                loaded = self.residency.state == LOADED
+                card = card_id(self.ready.device, self.ready.placement)
+                if reader is None or reader.card != card:
+                    if reader is not None:
+                        reader.stop()
+                    reader = UtilizationReader(card).start()
+                figures = device_memory(self.ready.device, budget_gib) if loaded else None
+                busy = reader.latest if loaded else None
+                if moved(self.ready.memory, figures) or utilization_moved(self.ready.utilization, busy):
+                    await self._announce(replace(self.ready, memory=figures, utilization=busy))
+                await asyncio.sleep(DEVICE_MEMORY_POLL_S)
+        finally:
+            if reader is not None:
+                reader.stop()
 
     async def _announce(self, ready: EngineReady) -> None:
         """Make ``ready`` the greeting, and send it to every gateway connected now."""
@@ -805,8 +820,7 @@ async def serve_worker(worker: Worker, listen: str, stop: asyncio.Event | None =
     if worker.ready.prompt_cache is not None:
         watches.append(asyncio.create_task(worker.watch_prompt_cache()))
     if worker.ready.device.startswith("cuda"):
-        watches.append(asyncio.create_task(worker.watch_device_memory(worker.ready.device,
-                                                                      worker.settings.gpu_memory_gib)))
+        watches.append(asyncio.create_task(worker.watch_device_memory(worker.settings.gpu_memory_gib)))
     async with server:
         log.info("engine worker listening on %s (protocol v%d)", listen, protocol.PROTOCOL_VERSION)
         if not secret:

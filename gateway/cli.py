@@ -856,6 +856,10 @@ def build_parser() -> argparse.ArgumentParser:
                    "seconds (the embedded one; with --workers, the soak's own in turn)")
     p.add_argument("--restart-gateway-every", type=number, metavar="S", help="chaos (with --processes 2 or more): "
                    "SIGTERM one gateway process every S seconds, none while the last one still drains")
+    p.add_argument("--unload-after", type=positive_seconds, metavar="S", help="the server's (and the soak's own "
+                   "workers') --unload-after: the model freed after S s with no utterance, reloaded by the next")
+    p.add_argument("--gap", type=number, default=0.0, metavar="S", help="every caller keeps quiet in the second half "
+                   "of each 2 x S s, all together, so the server goes idle (with --unload-after: unloads and reloads)")
     _served_bench_arguments(p)
 
     p = command(bench, "failover", "utterances whose engine worker is SIGKILLed mid-way while another is up: "

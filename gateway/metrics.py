@@ -73,6 +73,10 @@ class Metrics:
         self.worker_memory = Gauge("cbf_engine_worker_memory_bytes", "A CUDA worker's device memory: allocated and "
                                    "reserved by torch, the card's free and total, its --gpu-memory budget (0: none)",
                                    ["worker", "kind"], registry=r, multiprocess_mode="livemax")
+        self.worker_utilization = Gauge("cbf_engine_worker_gpu_utilization_ratio", "A CUDA worker's card's "
+                                        "utilisation, 0..1 (nvidia-smi's utilization.gpu, read every 5 s; absent "
+                                        "while unloaded or when nvidia-smi does not answer)", ["worker", "device"],
+                                        registry=r, multiprocess_mode="livemax")
         self.worker_restarts = Gauge("cbf_engine_worker_restarts", "Times this embedded worker (serve "
                                      "--engine-devices: one per device) was restarted after it died",
                                      ["worker", "device"], registry=r, multiprocess_mode="livemax")
@@ -85,7 +89,7 @@ class Metrics:
         supervision (/health's ``workers``): stale workers' series dropped."""
         self.engine_up.set(1 if available else 0)
         for gauge in (self.worker_up, self.worker_loaded, self.worker_in_flight, self.worker_prompt_bytes,
-                      self.worker_memory, self.worker_restarts):
+                      self.worker_memory, self.worker_utilization, self.worker_restarts):
             gauge.clear()
         for worker in embedded or ():
             self.worker_restarts.labels(worker["url"], worker["device"]).set(worker["restarts"])
@@ -98,6 +102,8 @@ class Metrics:
             self.worker_prompt_bytes.labels(url).set((worker.get("prompt_cache") or {}).get("bytes") or 0)
             for kind, value in (worker.get("memory") or {}).items():
                 self.worker_memory.labels(url, kind).set(value)
+            if worker.get("utilization") is not None:
+                self.worker_utilization.labels(url, worker.get("device") or "").set(worker["utilization"])
 
     def caller_audio(self, outcome: str, frames: int = 1) -> None:
         if frames:

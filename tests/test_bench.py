@@ -228,3 +228,16 @@ def test_a_server_it_cannot_reach_exits_2_with_one_error_line(capsys: pytest.Cap
     line = json.loads(out.strip().splitlines()[-1])
     assert (line["bench"], line["transport"]) == ("gateway", "http") and line["error"], line
     assert err.startswith("bench gateway: ConnectError: ")
+
+
+def test_bench_engine_with_unload_after_measures_the_idle_unload_and_the_reload(
+        tmp_path, capsys: pytest.CaptureFixture[str]) -> None:
+    args = build_parser().parse_args(["bench", "engine", "--engine", "espeak", "--unload-after", "0.5", "--runs", "1",
+                                      "--voices-dir", str(tmp_path)])
+    status = args.run(args)
+    stdout, stderr = capsys.readouterr()
+    assert status == 0, stderr
+    figures = json.loads(stdout.strip().splitlines()[-1])
+    assert figures["bench"] == "engine-unload" and figures["cycles"] == 1 and figures["every_reload_spoke"]
+    assert figures["reload_p50_s"] > 0 and figures["late_max_s"] > -0.5  # unloaded, then reloaded by speech
+    assert figures["rss_fall_min"] is not None  # the worker it started, read loaded and unloaded

@@ -131,6 +131,18 @@ def test_the_embedded_worker_killed_every_3_s_leaves_the_server_up_and_nothing_b
     assert "workers killed" in lines[-1] and "engine_unavailable" in lines[-1]
 
 
+def test_callers_quiet_together_let_the_model_unload_and_their_next_turns_reload_it(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    # Quiet from 3 to 6 s and from 9 s: an HTTP caller's turn (eSpeak) ends well inside each, the model unloads a
+    # second later, the watch looks every second, and the turns from 6 s reload it.
+    status, summary, _ = soak(capsys, "--minutes", "0.2", "--callers", "1", "--http", "1", "--unload-after", "1",
+                              "--gap", "3", "--report-every", "1")
+    assert status == 0, summary
+    assert summary["unloads_seen"] >= 1 and summary["unload_after"] == 1 and summary["gap"] == 3
+    assert summary["server_errors"] == summary["timeouts"] == summary["leaked_utterances"] == 0
+    assert sum(i["done"] for i in summary["intervals"] if i["minute"] > 0.1) > 0  # spoken after the reload
+
+
 @pytest.mark.slow
 def test_gateway_processes_sent_sigterm_in_turn_are_restarted_and_callers_carry_on(
         capsys: pytest.CaptureFixture[str]) -> None:

@@ -53,12 +53,13 @@ def test_the_dashboard_and_the_rules_name_only_metrics_the_gateway_exposes(plain
 
 def test_a_cuda_workers_memory_and_state_become_its_series() -> None:
     """What the pool says of two workers (one a CUDA worker's ready message as this CPU machine never sees one: its
-    figures written here), as the scrape shows them; a worker gone from the pool leaves no series behind."""
+    figures, its card's utilisation too, written here as a stand-in), as the scrape shows them; a worker gone from the
+    pool leaves no series behind."""
     metrics = Metrics()
     gpu = {"url": "ws://gpu-a:9000", "available": True, "device": "cuda:0", "state": "loaded", "in_flight": 3,
            "prompt_cache": {"voices": 2, "bytes": 77 * 2 ** 20},
            "memory": {"allocated": 9 * 2 ** 30, "reserved": 10 * 2 ** 30, "card_free": 2 ** 30,
-                      "card_total": 24 * 2 ** 30, "budget": 12 * 2 ** 30}}
+                      "card_total": 24 * 2 ** 30, "budget": 12 * 2 ** 30}, "utilization": 0.42}
     idle = {"url": "ws://gpu-b:9000", "available": True, "device": "cuda:0", "state": "unloaded", "in_flight": 0}
     metrics.engines(True, [gpu, idle])
     text = metrics.render().decode()
@@ -66,5 +67,7 @@ def test_a_cuda_workers_memory_and_state_become_its_series() -> None:
     assert 'cbf_engine_worker_memory_bytes{kind="budget",worker="ws://gpu-a:9000"} 1.2884901888e+10' in text
     assert 'cbf_engine_worker_in_flight{worker="ws://gpu-a:9000"} 3.0' in text
     assert 'cbf_engine_worker_loaded{worker="ws://gpu-b:9000"} 0.0' in text
+    assert 'cbf_engine_worker_gpu_utilization_ratio{device="cuda:0",worker="ws://gpu-a:9000"} 0.42' in text
+    assert 'cbf_engine_worker_gpu_utilization_ratio{device="cuda:0",worker="ws://gpu-b:9000"}' not in text
     metrics.engines(True, [gpu])
     assert "gpu-b" not in metrics.render().decode()

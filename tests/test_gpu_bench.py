@@ -57,6 +57,7 @@ def test_gpu_bench_runs_every_phase_and_writes_its_figures(tmp_path: Path) -> No
     assert 3 < s3gen_ops["graphed_b2"] < s3gen_ops["batched_b2"] / 5  # replayed: the per-row work and 2 launches
     assert figures["s3gen_graphed"] == {"skipped": "S3Gen's graphs are off (no CUDA, or --vocode eager)"}
     assert figures["placement"] == {"skipped": "no CUDA device"}  # (its cards: tests/test_placement.py's inventory)
+    assert figures["unload"] == {"skipped": "no CUDA device"}  # (run here: tests/test_gpu_kit_unload.py)
     # both stages traced whole (fullgraph: a graph break raises), the same audio as eager (the suite's compile test)
     compiled = figures["s3gen_compiled"]
     assert (compiled["backend"], compiled["mode"], compiled["tokens"]) == ("eager", "default", 10)

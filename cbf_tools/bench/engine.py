@@ -1,6 +1,7 @@
 """``chatterbox-fast bench engine``: time to first chunk, per-chunk generation time and real-time factor of a worker
 over a fixed set of texts, and the join check (the pause at every seam against the punctuation it follows, clicks at
 every join; ``join_check.py``). Prints a table and, last, one JSON line.
+With ``--unload-after S`` it measures the idle unload and the reload instead (``unload.py``).
 
 With ``--engine http`` it also asks the TTS server for each whole text in one request, as a client of that server
 alone would, and prints the time that took beside the ratchet's first chunk (``buffered_s``, ``speedup``)."""
@@ -20,6 +21,7 @@ import numpy as np
 
 from engine.protocol import SAMPLE_RATE, EngineReady
 from gateway.utterance_stream import UtteranceStats
+from cbf_tools.bench import unload
 from cbf_tools.join_check import Seam, seams, summary
 from cbf_tools.say import speak, worker_client
 
@@ -93,6 +95,8 @@ def whole_text_timer(settings: EngineSettings, voice: str) -> Callable[[str], fl
 async def _bench(args: argparse.Namespace, engine_args: list[str], settings: EngineSettings) -> dict:
     async with worker_client(engine_args + ["--log-level", "warning"], args.engine_url,
                              secret=args.engine_secret) as client:
+        if settings.unload_after_s is not None:  # the idle unload's figures instead (cbf_tools/bench/unload.py)
+            return await unload.measure(client, settings.unload_after_s, args.runs)
         await speak(client, TEXTS[0], args.voice)  # warm-up
         whole = whole_text_timer(settings, args.voice)
         results, joins, buffered = [], [], []

@@ -206,10 +206,22 @@ class Line:
     headers: dict[str, str]
     deadline: float
     audiosocket: tuple[int | None, str | None] = (None, None)  # the server's AudioSocket port and key
+    gap: float = 0.0  # --gap: the run alternates this long of turns with this long of none (0: turns throughout)
+    started: float = field(default_factory=time.monotonic)
 
     @property
     def open(self) -> bool:
         return time.monotonic() < self.deadline
+
+    async def turn_due(self) -> bool:
+        """Whether a caller may start another turn (the run is not over), after waiting out a quiet spell: with
+        ``gap``, every caller keeps quiet in the second half of each 2 x ``gap`` s, so the server goes idle together
+        (``--unload-after`` shorter than that unloads its model, and the next turn reloads it)."""
+        if self.gap > 0:
+            into = (time.monotonic() - self.started) % (2 * self.gap)
+            if into >= self.gap:
+                await asyncio.sleep(min(2 * self.gap - into, max(0.0, self.deadline - time.monotonic())))
+        return self.open
 
     def ws(self, path: str) -> str:
         return self.url.replace("http", "ws", 1) + path
@@ -290,12 +302,12 @@ def _counted(tally: Tally, what: str) -> Iterator[None]:
 
 
 async def _websocket_caller(line: Line, rng: random.Random, tally: Tally) -> None:
-    while line.open:
+    while await line.turn_due():
         with _counted(tally, "websocket"):
             async with connect(line.ws("/v1/stream"), additional_headers=line.headers, max_size=None) as ws:
                 if not await _opened(ws, tally):
                     continue
-                while line.open:
+                while await line.turn_due():
                     if not await asyncio.wait_for(_websocket_turn(ws, rng, tally), TURN_TIMEOUT_S):
                         break
 
@@ -331,7 +343,7 @@ async def _posted(http: httpx.AsyncClient, path: str, body: dict[str, Any], tall
 
 
 async def _webrtc_caller(line: Line, rng: random.Random, tally: Tally, codec: str) -> None:
-    while line.open:
+    while await line.turn_due():
         listener = Listener.create(codecs=[codec], prefetch=0)
         try:
             async with httpx.AsyncClient(headers=line.headers, timeout=30) as http:
@@ -342,7 +354,7 @@ async def _webrtc_caller(line: Line, rng: random.Random, tally: Tally, codec: st
                 continue
             await listener.accept(reply.json()["sdp"])
             await listener.wait_for(lambda: listener.channel.readyState == "open" and listener.events, 15)
-            while line.open and await _webrtc_turn(listener, rng, tally):
+            while await line.turn_due() and await _webrtc_turn(listener, rng, tally):
                 await asyncio.sleep(DECODE_TAIL_S)  # its last frames: not the next turn's first audio
         except TimeoutError:
             tally.timeouts += 1
@@ -393,7 +405,7 @@ async def _http_caller(line: Line, rng: random.Random, tally: Tally) -> None:
     """``POST /v1/tts`` streamed: raw audio (done when it ends cleanly) or ndjson lines (its ``done`` and ``error``
     lines); sometimes hung up at the first audio."""
     async with httpx.AsyncClient(base_url=line.url, headers=line.headers, timeout=TURN_TIMEOUT_S) as http:
-        while line.open:
+        while await line.turn_due():
             text, timed, hang_up = rng.choice(TEXTS), rng.random() < 0.5, rng.random() < 0.2
             body = ({"text": text, "format": "ndjson"} if timed
                     else {"text": text, "format": rng.choice(("pcm", "mp3", "wav")), "stream": True})
@@ -421,7 +433,7 @@ async def _http_caller(line: Line, rng: random.Random, tally: Tally) -> None:
 async def _sse_caller(line: Line, rng: random.Random, tally: Tally) -> None:
     """OpenAI's SSE speech stream, as LiveKit's OpenAI plugin reads it; sometimes hung up at the first audio."""
     async with httpx.AsyncClient(base_url=line.url, headers=line.headers, timeout=TURN_TIMEOUT_S) as http:
-        while line.open:
+        while await line.turn_due():
             text = rng.choice(TEXTS)
             body = {"model": "gpt-4o-mini-tts", "voice": rng.choice(("ash", "default")), "input": text,
                     "response_format": rng.choice(("pcm", "mp3", "opus")), "stream_format": "sse",
@@ -451,11 +463,11 @@ ContextTurn = Callable[[ClientConnection, str, random.Random, Tally], Awaitable[
 async def _contexts_caller(line: Line, rng: random.Random, tally: Tally, path: str, turn: ContextTurn) -> None:
     """A vendor socket's caller, as pipecat uses one: a context a turn on one socket (``turn``: one context, False
     when it dropped the socket), a new socket after a drop, until the run ends."""
-    while line.open:
+    while await line.turn_due():
         with _counted(tally, path):
             async with connect(line.ws(path), additional_headers=line.headers, max_size=None) as ws:
                 for n in itertools.count():
-                    if not line.open or not await asyncio.wait_for(turn(ws, f"c{n}", rng, tally), TURN_TIMEOUT_S):
+                    if not await line.turn_due() or not await asyncio.wait_for(turn(ws, f"c{n}", rng, tally), TURN_TIMEOUT_S):
                         break
 
 
@@ -525,13 +537,13 @@ async def _deepgram_caller(line: Line, rng: random.Random, tally: Tally) -> None
     """pipecat's way with Deepgram's speak socket: a turn's text in pieces, then ``Flush``; heard to its ``Flushed``,
     cleared once audio starts (an interruption: ``Clear``, then ``Cleared``), or the socket dropped at the first
     audio. A socket refused before it opens (a draining or full process: HTTP 503) is a refusal."""
-    while line.open:
+    while await line.turn_due():
         with _counted(tally, "deepgram"):
             try:
                 async with connect(line.ws(DEEPGRAM_PATH), additional_headers=line.headers, max_size=None) as ws:
                     if json.loads(await ws.recv()).get("type") != "Metadata":
                         tally.error("deepgram: no Metadata first")
-                    while line.open and await asyncio.wait_for(_deepgram_turn(ws, rng, tally), TURN_TIMEOUT_S):
+                    while await line.turn_due() and await asyncio.wait_for(_deepgram_turn(ws, rng, tally), TURN_TIMEOUT_S):
                         pass
             except InvalidStatus as exc:
                 if exc.response.status_code == 503:
@@ -575,7 +587,7 @@ async def _vapi_caller(line: Line, rng: random.Random, tally: Tally) -> None:
     key = line.headers.get("Authorization", "")[len("Bearer "):]
     async with httpx.AsyncClient(base_url=line.url, headers={"X-VAPI-SECRET": key} if key else {},
                                  timeout=TURN_TIMEOUT_S) as http:
-        while line.open:
+        while await line.turn_due():
             body = {"message": {"type": "voice-request", "text": rng.choice(TEXTS),
                                 "sampleRate": rng.choice((8000, 16000, 24000))}}
             hang_up, turn = rng.random() < 0.2, Turn(tally)
@@ -593,7 +605,7 @@ async def _vapi_caller(line: Line, rng: random.Random, tally: Tally) -> None:
 
 async def _wyoming_caller(host: str, port: int, line: Line, rng: random.Random, tally: Tally) -> None:
     """Home Assistant's Wyoming client: one-shot or streamed syntheses, sometimes hung up at the first audio."""
-    while line.open:
+    while await line.turn_due():
         try:
             reader, writer = await asyncio.open_connection(host, port)
         except OSError as exc:
@@ -680,7 +692,7 @@ async def _media_stream_call(line: Line, stack: str, rng: random.Random, tally: 
             if rng.random() < 0.5:  # the caller's audio to the controller, read (and dropped) with its events
                 await agent.send(json.dumps({"type": "listen", "format": rng.choice(("native", "pcm16"))}))
                 tally.listened += 1
-            while line.open:
+            while await line.turn_due():
                 await agent.send(json.dumps({"type": "speak", "text": rng.choice(TEXTS)}))
                 sent, choice = time.monotonic(), rng.random()
                 if choice < 0.4:
@@ -715,7 +727,7 @@ async def _jambonz_call(line: Line, rng: random.Random, tally: Tally) -> None:
         if (code := error_code(json.loads(await ws.recv()))) is not None:  # connect, or a refusal
             await tally.judge(code)
             return
-        while line.open:
+        while await line.turn_due():
             turn = Turn(tally)
             for word in rng.choice(TEXTS).split():
                 await ws.send(json.dumps({"type": "stream", "text": word + " "}))
@@ -746,7 +758,7 @@ async def _jambonz_call(line: Line, rng: random.Random, tally: Tally) -> None:
 async def _phone_caller(line: Line, rng: random.Random, tallies: dict[str, Tally], first: int,
                         stacks: tuple[str, ...]) -> None:
     for n in itertools.count(first):
-        if not line.open:
+        if not await line.turn_due():
             return
         stack = stacks[n % len(stacks)]
         tally = tallies[stack]
@@ -810,6 +822,7 @@ class Watch:
         self.memory: dict[str, list[tuple[float, float]]] = {"gateway": [], "worker": []}
         self.intervals: list[dict[str, Any]] = []
         self.sessions = self.most_sessions = 0
+        self.unloads_seen, self._unloaded = 0, False  # /health saying a worker unloaded (--unload-after): a floor
         self.started = time.monotonic()
         self._last: dict[str, int] = self.totals()
 
@@ -824,7 +837,11 @@ class Watch:
         report_at = self.started + self.report_every
         while not stop.is_set():
             with contextlib.suppress(httpx.TransportError):  # a gateway process going away as it answered
-                self.sessions = open_in_every_process((await http.get("/health")).json(), "sessions")
+                health = (await http.get("/health")).json()
+                self.sessions = open_in_every_process(health, "sessions")
+                unloaded = any(e.get("state") == "unloaded" for e in health.get("engines") or ())
+                self.unloads_seen += unloaded and not self._unloaded
+                self._unloaded = unloaded
             self.most_sessions = max(self.most_sessions, self.sessions)
             at = time.monotonic() - self.started
             if self.served is not None:
@@ -881,7 +898,7 @@ async def measure(url: str, args: argparse.Namespace, wyoming_port: int | None, 
     errors_seen: list[str] = []
     tallies = {name: Tally(errors_seen) for name in TRANSPORTS}
     audiosocket = audiosocket or (args.audiosocket_port, args.audiosocket_key)
-    line = Line(url, headers, time.monotonic() + args.minutes * 60, audiosocket)
+    line = Line(url, headers, time.monotonic() + args.minutes * 60, audiosocket, args.gap)
     # only jambonz's socket under several processes: a controller reaches a call only on the process holding it
     stacks = tuple(stack for stack in args.phone_stacks or PHONE_STACKS
                    if stack != "audiosocket" or audiosocket[0] is not None) if args.processes == 1 else ("jambonz",)
@@ -926,6 +943,7 @@ async def measure(url: str, args: argparse.Namespace, wyoming_port: int | None, 
     every_first = [s for tally in tallies.values() for _, s in tally.first_audio]
     return {"bench": "soak", "minutes": args.minutes, "sessions": args.sessions, "callers": callers,
             "processes": args.processes, "workers": args.workers, "most_sessions_at_once": watch.most_sessions,
+            "unload_after": args.unload_after, "gap": args.gap, "unloads_seen": watch.unloads_seen,
             **watch.totals(), **_first_audio(every_first), "leaked_sessions": left,
             "leaked_connections": leaked_connections(health), "leaked_utterances": in_flight,
             "status_at_end": health["status"], "warm_up_min": min(args.warm_up, args.minutes / 2), "memory": memory,
@@ -984,6 +1002,8 @@ def render(s: dict[str, Any]) -> str:
              f"{s['reconnects']}, refused {s['refused']}; leaked sessions {s['leaked_sessions']}, connections "
              f"{s['leaked_connections']}, engine utterances "
              f"left in flight {s['leaked_utterances']}; /health {s['status_at_end']} at the end",
+             *([f"  --unload-after {s['unload_after']} s, --gap {s['gap']} s: the model seen unloaded "
+                f"{s['unloads_seen']} times (/health, sampled)"] if s.get("unload_after") else []),
              "  prompt cache (the process /health asked): " + (", ".join(f"{k} {v}" for k, v in
                                                                       s["prompt_cache"].items()) or "off"),
              f"  {'transport':<12} {'done':>6} {'cancel':>6} {'hungup':>6} {'p50 s':>6} {'p95 s':>6} {'errors':>6} "
@@ -1010,8 +1030,10 @@ def _cell(seconds: float | None) -> str:
 def _chaos_refusal(args: argparse.Namespace) -> str | None:
     if args.restart_gateway_every and args.processes < 2:
         return "--restart-gateway-every needs --processes 2 or more (the parent starts a gateway process again)"
-    if args.url and (args.kill_worker_every or args.restart_gateway_every or args.processes > 1 or args.workers):
-        return "--kill-worker-every, --restart-gateway-every, --processes and --workers are for a server it starts"
+    if args.url and (args.kill_worker_every or args.restart_gateway_every or args.processes > 1 or args.workers
+                     or args.unload_after):
+        return ("--kill-worker-every, --restart-gateway-every, --processes, --workers and --unload-after are for a "
+                "server it starts")
     return None
 
 
@@ -1047,6 +1069,7 @@ def _soak_here(args: argparse.Namespace) -> dict[str, Any]:
     ``--workers`` of the soak's own."""
     port, audiosocket_port = free_port(), free_port()
     engine = ["--engine", "simulated", "--sim-rtf", str(args.sim_rtf)] if args.sim_rtf else ["--engine", "espeak"]
+    engine += ["--unload-after", str(args.unload_after)] if args.unload_after else []
     flags = [*engine, "--log-level", "warning", "--wyoming-port", str(port), "--processes", str(args.processes),
              "--audiosocket-port", str(audiosocket_port), "--audiosocket-key", AUDIOSOCKET_KEY,
              "--max-sessions", str(max(32, 2 * args.sessions))]  # room for every caller: refusals are the chaos'

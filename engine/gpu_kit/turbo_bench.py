@@ -16,6 +16,8 @@ Phases, each adding to ``<out>/gpu-bench.json`` (so a run cut short still leaves
               and the first chunk's time and words under the default first-audio budget and larger ones
   placement   placement by fit on this host's cards: their memory, the need, the start's refusals, a reload over a
               list of an absent UUID and a present one (engine/gpu_kit/placement_phase.py)
+  unload      a probe Turbo worker unloaded and reloaded on the card as --unload-after does it: the reload's time
+              (the first utterance after it pays it), the memory the unload gave back (engine/gpu_kit/unload_phase.py)
 Random weights are fine: they cost what the released model costs (and stop at a speech-like length).
 """
 
@@ -67,6 +69,7 @@ from engine.engines.t3_static import voice_prefix
 from engine.engines.turbo import TurboEngine, TurboVoice
 from engine.gpu_kit.op_count import LAUNCH_US, count_ops, launch_ms
 from engine.gpu_kit.placement_phase import placement_figures
+from engine.gpu_kit.unload_phase import unload_figures
 from engine.settings import EngineSettings
 from engine.text import count_words
 from engine.startup_checks import Misconfigured, loading, preflight
@@ -677,6 +680,7 @@ def main(argv: list[str] | None = None) -> None:
     if cuda:
         figures.add("peak_vram_gib", round(torch.cuda.max_memory_allocated(engine.device) / 2**30, 2))
     figures.phase("placement", lambda: placement_figures(settings))  # after the peak: it loads a second engine
+    figures.phase("unload", lambda: unload_figures(settings, speak))  # a probe worker unloaded and reloaded
     figures.phase("prompt_cache", engine.prompts.figures)
     figures.add("failed_phases", figures.failed)
     figures.add("total_s", round(time.monotonic() - started, 1))

@@ -101,7 +101,8 @@ class EnginePool:
                         "retry_in": None if client.retry_in is None else round(client.retry_in, 2),
                         **({"backend": client.ready.backend} if client.ready and client.ready.backend else {}),
                         **({"prompt_cache": ready.prompt_cache} if ready and ready.prompt_cache else {}),
-                        **({"memory": ready.memory} if ready and ready.memory else {})})
+                        **({"memory": ready.memory} if ready and ready.memory else {}),
+                        **({"utilization": ready.utilization} if ready and ready.utilization is not None else {})})
         return out
 
     @property

@@ -19,7 +19,8 @@ from gateway.shared_state import GatewayState
 
 # what /health repeats of the worker's ready message
 ENGINE_FIELDS = ("engine", "device", "dtype", "weights", "notes", "decode", "decode_fallback", "vocode",
-                 "vocode_fallback", "backend", "prompt_cache", "state", "placement", "memory")
+                 "vocode_fallback", "backend", "prompt_cache", "state", "placement", "memory",
+                 "utilization")
 
 
 def health_body(state: GatewayState) -> dict[str, Any]:
