@@ -95,9 +95,10 @@ def test_a_short_soak_leaves_nothing_behind(capsys: pytest.CaptureFixture[str]) 
         assert 0 < every[name]["first_audio_p50_s"] <= every[name]["first_audio_p95_s"] < 5, name
     assert len(lines) == len(summary["intervals"]) >= 2  # a line every 2 s as it ran
     during = [i for i in summary["intervals"] if i["minute"] <= 0.1]  # (the rest: the last turns' tails)
-    # (turns are counted as they end: on a loaded machine none may have ended by the first 2 s report)
-    assert len(during) == 3 and all(i["memory_mib"]["gateway"] > 0 for i in during) and during[-1]["turns"] > 0
-    assert [i["turns"] for i in during] == sorted(i["turns"] for i in during)
+    # (each report counts the turns that ended since the one before: how many end in which 2 s is the machine's
+    # load, so only the run's sum is asserted)
+    assert len(during) == 3 and all(i["memory_mib"]["gateway"] > 0 for i in during)
+    assert sum(i["turns"] for i in during) > 0 and all(i["turns"] >= 0 for i in summary["intervals"])
     assert sum(i["done"] for i in summary["intervals"]) <= summary["done"]
 
 
