@@ -134,14 +134,24 @@ _NOT_DESCRIBED = frozenset(
     deep thick old apart ahead behind before after into onto daily weekly monthly yearly i you he she it we they
     this that these those which who plus minus times""".split())
 
+# After "with"/"has", a lower-case plural noun after a measure is what the measure describes ("with 9 ft ceilings";
+# elsewhere the word may be a verb: "11 kW takes", "$0.00 means").
+_HAVING = re.compile(r"(?:^|\s)(?i:with|without|has|have|had)[ \t]\Z")
+_PLURAL_NOUN = re.compile(r"[a-z]{2,}[^su]s")
+_NOT_PLURAL_NOUNS = frozenset("""towards afterwards always sometimes besides perhaps across thus does goes its
+    hers ours yours theirs whereas lengthwise""".split())
+
 
 def attributive(match: re.Match[str]) -> bool:
     """Whether a measure describes the noun that follows it, its unit said singular: after a determiner ("a 5000 mAh
-    battery", "your 20 GB plan", "a 512GB SSD"). (A range, "5-10 mg twice daily", "10-25 lb weights", says too little
+    battery", "your 20 GB plan", "a 512GB SSD") or before a plural noun ("9 ft ceilings"). (A range, "5-10 mg twice daily", "10-25 lb weights", says too little
     to tell.)"""
     after = _NOUN_AFTER.match(match.string, match.end(), match.end() + 24)
     if after is None or after[1].lower() in _NOT_DESCRIBED:
         return False
+    if _PLURAL_NOUN.fullmatch(after[1]) and after[1] not in _NOT_PLURAL_NOUNS \
+            and _HAVING.search(match.string, max(0, match.start() - 9), match.start()):  # "with 9 ft ceilings"
+        return True
     return _DETERMINER.search(match.string, max(0, match.start() - 8), match.start()) is not None
 
 
