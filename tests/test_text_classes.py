@@ -245,6 +245,10 @@ SAID = [
     ("All agents are BUSY now", "All agents are busy now"), ("Close the LID first", "Close the lid first"),
     ("850 sq ft with 9 ft ceilings.", "eight hundred fifty square feet with nine foot ceilings."),
     ("at 11 kW takes 6 hrs", "at eleven kilowatts takes six hours"),
+    # a long number after a word that names a code (IMEI, SKU, serial), digit by digit; a hex ID's pieces, each mixed
+    ("The IMEI is 356938035643809.", "The I M E I is three five six nine three eight zero three five six four three eight zero nine."),
+    ("Serial: 4402 1188", "Serial, four four zero two, one one eight eight"),
+    ("Device ID a3f9-22bc", "Device I D A three F nine-two two B C"),
 ]
 
 
