@@ -249,6 +249,10 @@ SAID = [
     ("The IMEI is 356938035643809.", "The I M E I is three five six nine three eight zero three five six four three eight zero nine."),
     ("Serial: 4402 1188", "Serial, four four zero two, one one eight eight"),
     ("Device ID a3f9-22bc", "Device I D A three F nine-two two B C"),
+    # a time range with an en dash after a word that can number a place ("window 2" is no window's number before
+    # ":15"); two capitals in order joined by an en dash, or by a hyphen after a plural noun
+    ("Pickup window 2:15–2:45 PM.", "Pickup window two fifteen to two forty-five PM."),
+    ("Zones A–D are on", "Zones A to D are on"), ("rows C-F only", "rows C to F only"), ("an X-Y plot", "an X-Y plot"),
 ]
 
 

@@ -344,6 +344,13 @@ def _leftover(match: re.Match[str]) -> str:
     return " ".join(said) or " ".join(_SYMBOL_NAMES[c] for c in match.group())
 
 
+
+def _letter_range(match: re.Match[str]) -> str | None:
+    """"A–D" -> "A to D": a range only when its letters are in order ("B–A" is no range)."""
+    first, last = match.group()[0], match.group()[-1]
+    return f"{first} to {last}" if first < last else None
+
+
 RULES: list[Rule] = [
     ("vanity", r"(?<![\w+-])(?:1[-. ])?\d{3}[-. ](?=[A-Z0-9-]*[A-Z]{3})[A-Z0-9]{2,}(?:-[A-Z0-9]{2,})*(?![\w-])",
      _vanity),
@@ -386,5 +393,7 @@ _SIZE = r"(?:XXS|XS|S|M|L|XL|XXL|XXXL|[2-5]XL)"
 SIZES: list[Rule] = [  # "Sizes S–XL": clothing sizes spelled, "to" between them
     ("sizes", rf"(?<![\w-]){_SIZE}[ \t]?[-–][ \t]?{_SIZE}(?![\w-])",
      lambda match: " to ".join(" ".join(size) for size in re.split(r"[ \t]?[-–][ \t]?", match.group()))),
+    # "Zones A–D", "rows C-F": two capitals in order with an en dash, or a hyphen after a plural noun ("X-Y" stays)
+    ("letter_range", r"(?<![\w-])[A-Z][ \t]?–[ \t]?[A-Z](?![\w-])|(?<=[a-z]s[ \t])[A-Z]-[A-Z](?![\w-])", _letter_range),
 ]
 LAST_RESORT: list[Rule] = [("leftover", r"(?<![A-Za-z0-9])[A-Za-z]*\d[A-Za-z0-9]*|[$€£¥₹₩¢]+", _leftover)]
