@@ -257,6 +257,11 @@ SAID = [
     ("The 12/25 flight is sold out, but 12/26 has seats.",
      "The December twenty-fifth flight is sold out, but December twenty-sixth has seats."),
     ("scored 12/25 today", "scored twelve twenty-fifths today"), ("a 1/25 scale model", "a one twenty-fifth scale model"),
+    # an international number's subscriber part of up to eight digits, digit by digit
+    ("The Berlin desk is +49 30 12345678.", "The Berlin desk is plus four nine, three zero, one two three four five six seven eight."),
+    # a host with a top-level domain no list holds, before a path; a capitalised pair with a slash stays "or"
+    ("Unsubscribe at mail.lumen.energy/unsubscribe anytime.", "Unsubscribe at mail dot lumen dot energy slash unsubscribe anytime."),
+    ("Yes.No/Maybe", "Yes.No or Maybe"),
 ]
 
 
