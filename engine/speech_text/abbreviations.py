@@ -15,7 +15,8 @@ from engine.speech_text.numbers import Rule, ends_sentence_after
 TITLES = {"Col.": "Colonel", "Maj.": "Major", "Cpl.": "Corporal", "Adm.": "Admiral", "Pres.": "President",
           "Rev.": "Reverend", "Hon.": "Honorable", "Supt.": "Superintendent", "Insp.": "Inspector", "Dr.": "Doctor", "Mr.": "Mister", "Mrs.": "Missus", "Ms.": "Miz", "Prof.": "Professor", "Jr.": "Junior",
           "Sr.": "Senior", "Mt.": "Mount", "Fig.": "Figure", "No.": "number", "Gen.": "General", "Gov.": "Governor",
-          "Sen.": "Senator", "Rep.": "Representative", "Capt.": "Captain", "Lt.": "Lieutenant", "Ft.": "Fort", "Hwy.": "Highway", "Sgt.": "Sergeant"}
+          "Sen.": "Senator", "Rep.": "Representative", "Capt.": "Captain", "Lt.": "Lieutenant", "Ft.": "Fort", "Hwy.": "Highway", "Sgt.": "Sergeant",
+          "Cmdr.": "Commander", "Cdr.": "Commander"}
 # Said in place; the full stop of those in ENDINGS also ends a sentence where one ends ("... and so on, etc.").
 ABBREVIATIONS = {"e.g.": "for example", "i.e.": "that is", "etc.": "et cetera", "vs.": "versus", "vs": "versus",
                  "approx.": "approximately", "a.k.a.": "also known as", "cf.": "compare", "incl.": "including",
@@ -35,8 +36,9 @@ ABBREVIATIONS = {"e.g.": "for example", "i.e.": "that is", "etc.": "et cetera", 
                  "hrs": "hours", "pt.": "patient", "pts.": "patients", "ins.": "insurance", "intl.": "international",
                  "intl": "international", "avail.": "available", "mgr.": "manager", "Mgr.": "Manager",
                  "req'd": "required", "ch.": "chapter", "Ch.": "Chapter", "Vol.": "Volume", "vol.": "volume",
-                 "hwy": "highway", "Ctr": "Center", "Ctr.": "Center", "Hosp.": "Hospital", "hosp.": "hospital"}
-ENDINGS = frozenset({"intl.", "avail.", "pt.", "ins.", "avg.", "misc.", "appt.", "appts.", "ref.", "Ref.", "dept.", "tel.", "Tel.", "Apt.", "Ste.", "etc.", "Inc.", "Ltd.", "Corp.", "Co.", "Ave.", "Blvd.", "Rd.", "Ph.D.", "Dept.", "govt."})
+                 "hwy": "highway", "Ctr": "Center", "Ctr.": "Center", "Hosp.": "Hospital", "hosp.": "hospital",
+                 "max.": "maximum", "gov't": "government", "gov’t": "government", "blks": "blocks", "blk.": "block"}
+ENDINGS = frozenset({"intl.", "avail.", "pt.", "ins.", "avg.", "misc.", "appt.", "appts.", "ref.", "Ref.", "dept.", "tel.", "Tel.", "Apt.", "Ste.", "etc.", "Inc.", "Ltd.", "Corp.", "Co.", "Ave.", "Blvd.", "Rd.", "Ph.D.", "Dept.", "govt.", "max.", "blk."})
 
 WORD_ACRONYMS = frozenset(
     "ZIP NASA NATO FIFA OPEC AIDS JPEG JSON YAML GIF PIN RAM ROM SIM LAN SARS FEMA OSHA UEFA IKEA LEGO WASP NAFTA "
@@ -61,7 +63,7 @@ COMMON_WORDS = frozenset(
     won fire firm five four nine gold hand head heat hell hero kick kiss lady land lift loud luck mail mass meal
     menu mood nope okay pain pass plot poor pour race rain rank rate ring rise road rock room rush seat sick sing
     site skin slip snow soft soil song star stuff sweet tall tank tiny tire told tour tree trip unit user view wake
-    warm wash wave wear wind wine wise wood yell""".split()
+    warm wash wave wear wind wine wise wood yell busy lid""".split()
 )
 ROMAN = {"II": "two", "III": "three"}
 LABELS = {"Ph": "Phone", "Tel": "Telephone", "Mob": "Mobile", "Fx": "Fax"}

@@ -73,7 +73,7 @@ def _number_code(match: re.Match[str]) -> str:
 
 # Before a run of digits, words that make it a code to read digit by digit: "member ID is 884 211 907", "ends in 4821".
 _CODE_CUE = re.compile(
-    r"(?:\b(?:ID|PIN|VIN|OTP|[Cc]ode|[Pp]asscode|[Pp]ager)|(?i:\b(?:account|acct|policy|member|reference|ref|confirmation|"
+    r"(?:\b(?:ID|PIN|VIN|OTP|IMEI|MEID|ICCID|IMSI|ESN|SKU|UPC|EAN|S/N|[Cc]ode|[Pp]asscode|[Pp]ager|[Ss]erial)|(?i:\b(?:account|acct|policy|member|reference|ref|confirmation|"
     r"tracking|case|ticket|invoice|claim|receipt|booking|reservation|order|serial|card|routing)[ \t]+(?:number|no\.|#|"
     r"ID|code))|\b(?:ends?|ending)[ \t]+(?:in|with)|(?i:\b(?:card|account|acct\.?|number))[ \t]+ending|\b[Ll]ast[ \t]+(?:four|4)(?:[ \t]+digits)?)"
     r"(?:[ \t]+(?:is|was|are|reads))?:?[ \t]+\Z")
@@ -331,7 +331,9 @@ def _leftover(match: re.Match[str]) -> str:
     before = re.search(r"([A-Za-z0-9]+)-\Z", text[max(0, start - 24):start])
     after = re.match(r"-([A-Za-z0-9]+)", text[end:end + 24])
     # "8f3a-77c2": an ID of letters and digits mixed on both sides of its hyphen, its digits one by one
-    code = len(runs) >= 3 and any(side and _MIXED.fullmatch(side[1]) for side in (before, after))
+    # ("a3f9-22bc": a mixed piece beside another, however few its runs)
+    code = (len(runs) >= 3 or _MIXED.fullmatch(match.group()) is not None) and \
+        any(side and _MIXED.fullmatch(side[1]) for side in (before, after))
     for run in runs:
         if run.isdigit():
             said.append(w.cardinal(run) if len(run) <= 4 and run[0] != "0" and not code else w.digits(run))
@@ -340,6 +342,13 @@ def _leftover(match: re.Match[str]) -> str:
             said.append(" ".join(run.upper()) if len(run) <= 3 and not word and any(c.isdigit() for c in match.group())
                         else run)
     return " ".join(said) or " ".join(_SYMBOL_NAMES[c] for c in match.group())
+
+
+
+def _letter_range(match: re.Match[str]) -> str | None:
+    """"A–D" -> "A to D": a range only when its letters are in order ("B–A" is no range)."""
+    first, last = match.group()[0], match.group()[-1]
+    return f"{first} to {last}" if first < last else None
 
 
 RULES: list[Rule] = [
@@ -384,5 +393,7 @@ _SIZE = r"(?:XXS|XS|S|M|L|XL|XXL|XXXL|[2-5]XL)"
 SIZES: list[Rule] = [  # "Sizes S–XL": clothing sizes spelled, "to" between them
     ("sizes", rf"(?<![\w-]){_SIZE}[ \t]?[-–][ \t]?{_SIZE}(?![\w-])",
      lambda match: " to ".join(" ".join(size) for size in re.split(r"[ \t]?[-–][ \t]?", match.group()))),
+    # "Zones A–D", "rows C-F": two capitals in order with an en dash, or a hyphen after a plural noun ("X-Y" stays)
+    ("letter_range", r"(?<![\w-])[A-Z][ \t]?–[ \t]?[A-Z](?![\w-])|(?<=[a-z]s[ \t])[A-Z]-[A-Z](?![\w-])", _letter_range),
 ]
 LAST_RESORT: list[Rule] = [("leftover", r"(?<![A-Za-z0-9])[A-Za-z]*\d[A-Za-z0-9]*|[$€£¥₹₩¢]+", _leftover)]

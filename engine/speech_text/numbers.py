@@ -134,14 +134,24 @@ _NOT_DESCRIBED = frozenset(
     deep thick old apart ahead behind before after into onto daily weekly monthly yearly i you he she it we they
     this that these those which who plus minus times""".split())
 
+# After "with"/"has", a lower-case plural noun after a measure is what the measure describes ("with 9 ft ceilings";
+# elsewhere the word may be a verb: "11 kW takes", "$0.00 means").
+_HAVING = re.compile(r"(?:^|\s)(?i:with|without|has|have|had)[ \t]\Z")
+_PLURAL_NOUN = re.compile(r"[a-z]{2,}[^su]s")
+_NOT_PLURAL_NOUNS = frozenset("""towards afterwards always sometimes besides perhaps across thus does goes its
+    hers ours yours theirs whereas lengthwise""".split())
+
 
 def attributive(match: re.Match[str]) -> bool:
     """Whether a measure describes the noun that follows it, its unit said singular: after a determiner ("a 5000 mAh
-    battery", "your 20 GB plan", "a 512GB SSD"). (A range, "5-10 mg twice daily", "10-25 lb weights", says too little
+    battery", "your 20 GB plan", "a 512GB SSD") or before a plural noun ("9 ft ceilings"). (A range, "5-10 mg twice daily", "10-25 lb weights", says too little
     to tell.)"""
     after = _NOUN_AFTER.match(match.string, match.end(), match.end() + 24)
     if after is None or after[1].lower() in _NOT_DESCRIBED:
         return False
+    if _PLURAL_NOUN.fullmatch(after[1]) and after[1] not in _NOT_PLURAL_NOUNS \
+            and _HAVING.search(match.string, max(0, match.start() - 9), match.start()):  # "with 9 ft ceilings"
+        return True
     return _DETERMINER.search(match.string, max(0, match.start() - 8), match.start()) is not None
 
 
@@ -177,7 +187,7 @@ def _quantity(match: re.Match[str]) -> str:
 
 _PHONE = (
     r"(?<![\w+])(?:\(\d{3}\)[ \t]?\d{3}[-. \t]\d{4}"
-    r"|\+\d{1,3}(?:[-. \t]\(?\d{1,6}\)?(?![\d])){1,5}"
+    r"|\+\d{1,3}(?:[-. \t]\(?\d{1,8}\)?(?![\d])){1,5}"
     r"|(?:1[-. ])?\d{3}[-. ]\d{3}[-. ]\d{4}|0\d{2,4}[ -]\d{3,4}[ -]\d{3,4})(?![\w-])"
 )
 _DIGIT_GROUP = re.compile(r"\d+")
@@ -222,6 +232,23 @@ _CHANGED_BY = re.compile(r"(?i:\b(?:cut|cuts|reduced?|reduces|lowers?|lowered|ra
                          r"decreased?|decreases|grew|grows?|rose|rises?|fell|falls?|dropped|drops?|shrank|shrinks?|"
                          r"discounted|multiplied|divided|up|down)\b[^.!?]{0,30}\bby\W*)$")  # "cuts it by 1/4": a fraction
 
+_NOT_A_DAY_AFTER = re.compile(r"[ \t]+(?:[a-z]+s|of|out|scale|in|on|per|a|an|the|and|or|to|inch|mile|cup|[^a-z])\b")
+_NOT_A_DAY_BEFORE = re.compile(r"(?i:\b(?:scored?|got|gets|rated|about|only|just|of|by|over|under|than|is|was|are|were))"
+                               r"[ \t]+\Z")
+
+
+def _odd_denominator_date(match: re.Match[str], day: int) -> bool:
+    """"The 12/25 flight", "12/26 has seats": twelfths and twenty-fifths are no fraction anyone writes bare, so a month
+    and a day 13-31 (not 16, an inch's sixteenths) before a singular noun or a verb is a date ("17/20 questions" before
+    a plural noun, "1/20 of", "scored 17/20" stay fractions)."""
+    if not 13 <= day <= 31 or day == 16:
+        return False
+    after = match.string[match.end():match.end() + 16]
+    verb = re.match(r"[ \t]+(?:has|is|was|does)\b", after)
+    if not re.match(r"[ \t]+[a-z]", after) or _NOT_A_DAY_AFTER.match(after) and not verb:
+        return False
+    return not _NOT_A_DAY_BEFORE.search(match.string, max(0, match.start() - 12), match.start())
+
 
 def _month_day(match: re.Match[str]) -> str | None:
     """"11/29" after a word about when ("starts 11/29") is a date; "08/27" (a leading zero) always is."""
@@ -233,7 +260,8 @@ def _month_day(match: re.Match[str]) -> str | None:
                                  r"(?:[ \t]+(?:is|of))?)\W*$", before):  # a card's MM/YY
         return f"{w.digits(a[0])} {w.cardinal(a[1])} {w.cardinal(b)}"
     listed = re.search(r"\b\d{1,2}/\d{1,2}[ \t]+(?:and|or|&|through|thru)[ \t]+$", before)  # "12/24 and 12/31"
-    if a[0] != "0" and not listed and (not _DATE_CUES.search(before) or _CHANGED_BY.search(before)):
+    if a[0] != "0" and not listed and not _odd_denominator_date(match, int(b)) and \
+            (not _DATE_CUES.search(before) or _CHANGED_BY.search(before)):
         return None
     from engine.speech_text.dates import date_words  # dates.py builds on this module
     return date_words(int(a), int(b), None)
