@@ -29,7 +29,7 @@ from gateway.settings import GatewaySettings
 from tests.cli_run import ROOT
 from tests.server import health_when
 from tests.test_deploy_files import compose, services
-from tests.test_scale_files import find
+from tests.test_scale_files import ONE_SERVER, find
 
 KEY = "drain-test-key"
 
@@ -190,11 +190,14 @@ def test_the_deployment_files_give_a_drain_its_grace() -> None:
     scale = [("compose.scale.yaml", name, svc) for name, svc in compose("compose.scale.yaml")["services"].items()]
     gateways = [(file, name, svc) for file, name, svc in [*services(), *scale]  # the image's command is serve
                 if svc["image"].startswith("chatterbox-fast:") and svc.get("command", ["serve"])[0] == "serve"]
-    assert len(gateways) == 4, gateways  # compose.yaml, compose.cpu.yaml, compose.split.yaml's and .scale.yaml's
+    # compose.yaml, compose.cpu.yaml, compose.gpus.yaml, compose.split.yaml's and compose.scale.yaml's
+    assert len(gateways) == 5, gateways
     for file, name, svc in gateways:
         assert _seconds(svc["stop_grace_period"]) > needed, (file, name)
-    pod = find("Deployment", "cbf-gateway")["spec"]["template"]["spec"]
-    (c,) = pod["containers"]
-    assert c["readinessProbe"]["httpGet"]["path"] == "/health"
-    pause = c["lifecycle"]["preStop"]["sleep"]["seconds"]
-    assert pod["terminationGracePeriodSeconds"] > needed + pause
+    # the gateways' Deployment, and the one-server layout's (one pod, a worker per GPU)
+    for pod in (find("Deployment", "cbf-gateway")["spec"]["template"]["spec"],
+                find("Deployment", "cbf-server", ONE_SERVER)["spec"]["template"]["spec"]):
+        (c,) = pod["containers"]
+        assert c["readinessProbe"]["httpGet"]["path"] == "/health"
+        pause = c["lifecycle"]["preStop"]["sleep"]["seconds"]
+        assert pod["terminationGracePeriodSeconds"] > needed + pause
