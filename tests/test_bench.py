@@ -24,7 +24,8 @@ FIELDS = {"bench", "transport", "tls", "codec", "receiver_prefetch", "sessions",
           "playout_reports", "utterances", "errors", "engine", "server",
           "ttfa_p50_ms", "ttfa_p95_ms", "server_ttfa_p50_ms", "server_ttfa_p95_ms", "transport_p50_ms",
           "transport_p95_ms", "no_audio", "underruns_server", "underruns_client", "starved_ms", "audio_s", "window_s",
-          "stream_s", "gateway_cpu_s", "engine_cpu_s", "cpu_ms_per_stream_s", "server_cpu_pct", "loadavg_1m"}
+          "stream_s", "gateway_cpu_s", "engine_cpu_s", "cpu_ms_per_stream_s", "server_cpu_pct", "loadavg_1m",
+          "slow_readers"}
 
 
 @pytest.fixture(scope="module")

@@ -20,13 +20,15 @@ AGAIN = "And here I am again, loaded once more."
 GIVE_UP_S = 120.0  # a worker that does not unload in this long past --unload-after: the bench fails
 
 
-def worker_rss() -> int | None:
-    """The resident bytes of the engine worker this process started (None: none here, or no psutil)."""
+def worker_rss(url: str) -> int | None:
+    """The resident bytes of the engine worker this process started to listen on ``url`` (None: none here, or no
+    psutil). Known by its ``--listen`` address: other workers may be this process's descendants too (a test's
+    server's)."""
     try:
         import psutil
     except ImportError:
         return None
-    workers = [p for p in psutil.Process().children(recursive=True) if "engine" in p.cmdline()]
+    workers = [p for p in psutil.Process().children(recursive=True) if "engine" in p.cmdline() and url in p.cmdline()]
     return workers[0].memory_info().rss if len(workers) == 1 else None
 
 
@@ -46,9 +48,9 @@ async def _unloaded(client: EngineClient, within: float) -> tuple[float | None, 
 async def cycle(client: EngineClient, unload_after: float) -> dict[str, Any]:
     """One speak, idle unload, speak-again cycle's figures."""
     pcm, loaded = await speak(client, TEXT)
-    rss_loaded = worker_rss()
+    rss_loaded = worker_rss(client.url)
     began_s, idle_s = await _unloaded(client, unload_after + GIVE_UP_S)
-    rss_unloaded = worker_rss()
+    rss_unloaded = worker_rss(client.url)
     pcm_again, again = await speak(client, AGAIN)
     return {"unloading_after_s": None if began_s is None else round(began_s, 3),
             "unloaded_after_s": round(idle_s, 3), "late_s": round(idle_s - unload_after, 3),
