@@ -58,8 +58,11 @@ def unsent_bytes(transport: asyncio.WriteTransport) -> int:
 
 async def close_stream(writer: asyncio.StreamWriter) -> None:
     """Close an asyncio stream's connection (a Wyoming or AudioSocket client's); one whose peer reads nothing is reset
-    after ``STUCK_CLOSE_S``: what is unsent would hold the connection for ever."""
+    after ``STUCK_CLOSE_S``: what is unsent would hold the connection for ever, in asyncio's buffer or, where the
+    server wrote only what its client took (Wyoming's pacing), in the kernel's send queue (``outlive_close``)."""
     writer.close()
+    if not writer.transport.get_write_buffer_size():  # closed at the loop's next turn: its socket still open now
+        outlive_close(writer.transport, asyncio.get_running_loop())
     try:
         await asyncio.wait_for(writer.wait_closed(), STUCK_CLOSE_S)
     except TimeoutError:
