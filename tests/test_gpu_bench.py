@@ -20,6 +20,7 @@ ROOT = Path(__file__).resolve().parent.parent
 FIRST_AUDIO_TEXT = "Hello there, this is a test. It speaks."  # two sentences: the first chunk can end before the text
 
 
+@pytest.mark.long  # scripts/gpu-host-dryrun runs every phase of the kit too, in the GPU host's own packages
 def test_gpu_bench_runs_every_phase_and_writes_its_figures(tmp_path: Path) -> None:
     checkpoint = write_tiny_checkpoint(tmp_path / "tiny")
     env = {**os.environ, **BLOCKED_ENV, "OUT": str(tmp_path / "out"), "CBF_DEVICE": "cpu",  # no PyAV, no eSpeak

@@ -159,6 +159,7 @@ def test_unload_after_of_zero_or_less_is_one_sentence_and_exit_2(command: str, v
 
 
 @pytest.mark.slow
+@pytest.mark.long  # `bench engine --engine chatterbox-turbo --unload-after S` prints the same fall
 async def test_a_random_weights_turbo_worker_gives_its_memory_back_when_unloaded(tmp_path: Path) -> None:
     """The real Turbo loading code (safetensors files, the architecture built, warmed) on the CPU with a random
     checkpoint whose T3 is sized so that the model dominates the process, as the released one (~1.5 GB of weights
