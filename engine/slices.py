@@ -34,7 +34,7 @@ def cut(header: ChunkHeader, pcm: bytes, piece_s: float = PIECE_S) -> list[Chunk
     if (len(offsets) != len(words) or header.span is None or any(w.get("span") is None for w in words)
             or samples < 2 * piece_s * header.sample_rate):
         return [Chunk(header, pcm)]
-    cuts = _cuts(header, words, samples, piece_s)
+    cuts = _cuts(header, words, offsets, samples, piece_s)
     if not cuts:
         return [Chunk(header, pcm)]
     pieces: list[Chunk] = []
@@ -50,9 +50,10 @@ def cut(header: ChunkHeader, pcm: bytes, piece_s: float = PIECE_S) -> list[Chunk
     return pieces
 
 
-def _cuts(header: ChunkHeader, words: list[dict], samples: int, piece_s: float) -> list[tuple[int, int, int]]:
-    """``(word, sample, text offset)`` of each cut: before word ``word``, at its start."""
-    offsets = word_offsets(header.text)
+def _cuts(header: ChunkHeader, words: list[dict], offsets: list[tuple[int, int]], samples: int,
+          piece_s: float) -> list[tuple[int, int, int]]:
+    """``(word, sample, text offset)`` of each cut: before word ``word``, at its start (``offsets``: each word's
+    place in ``header.text``)."""
     rate, least = header.sample_rate, int(piece_s * header.sample_rate)
     cuts: list[tuple[int, int, int]] = []
     last = 0
