@@ -205,6 +205,11 @@ def _dose_form(match: re.Match[str]) -> str:
     return name if one and not word.endswith("s") else name + "s"
 
 
+def _copied(match: re.Match[str]) -> str:
+    """"cc agent@x.com", "bcc: me": the copy lines of an e-mail are spelled (a word they are not)."""
+    return " ".join(match.group().upper())
+
+
 def _pattern(words: dict[str, str]) -> str:
     return "|".join(re.escape(k) for k in sorted(words, key=len, reverse=True))
 
@@ -221,6 +226,7 @@ RULES: list[Rule] = [
     ("abbreviation",
      rf"(?<![\w.])(?:{_pattern(ABBREVIATIONS)}|(?i:{_pattern(_LOWER_ABBREVIATIONS)}))(?![\w])", _abbreviation),
     ("label", rf"(?<![\w.])(?:{_pattern(LABELS)})(?:(?=:)|\.?(?=[ \t]*[+(]?\d))", _label),
+    ("copied", r"(?<![\w.@'’])(?i:b?cc)(?=:|[ \t]+(?:me|us|them|him|her|[\w.+-]+@))", _copied),
     ("dose_form", r"(?<=\d[ \t])(?:tab|cap)s?(?:\.(?=[ \t]+[a-z])|(?![\w]))", _dose_form),
     ("dotted", r"(?<![\w.])(?:[A-Za-z]\.){2,}(?![\w])", _dotted),
     ("caps", r"(?<![\w'’])[A-Z][A-Z'’]*[A-Z]s?(?![\w'’])", _caps),

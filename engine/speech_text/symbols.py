@@ -31,9 +31,17 @@ def _said(match: re.Match[str]) -> str:
     return _WORDS[match.group()]
 
 
+_BE_BEFORE = re.compile(r"(?<![\w'])(?:is|are|was|were|be|been|being|isn't|aren't|wasn't|weren't)[ \t]*\Z", re.I)
+
+
+def _verb(match: re.Match[str]) -> str:
+    """The relation's verb, unless the writer wrote one ("your score is < 600")."""
+    return "" if _BE_BEFORE.search(match.string, max(0, match.start() - 12), match.start()) else " is"
+
+
 def _related(match: re.Match[str]) -> str:
     """A relation between two terms is said with its verb: "x ≥ 10" is "x is greater than or equal to ten"."""
-    return " is" + _WORDS[match.group()] if match.group() != "≠" else _WORDS["≠"]
+    return _verb(match) + _WORDS[match.group()] if match.group() != "≠" else _WORDS["≠"]
 
 
 _MEASURE_BEFORE = re.compile(r"(?<![\w.])\d+(?:[.,]\d+)*[ \t]?[A-Za-z][A-Za-z/²³]{0,7}[ \t]\Z")
@@ -45,7 +53,7 @@ def _measure_related(match: re.Match[str]) -> str | None:
 
 
 def _compare(match: re.Match[str]) -> str:
-    return " is less than " if match.group().strip() == "<" else " is greater than "
+    return _verb(match) + (" less than " if match.group().strip() == "<" else " greater than ")
 
 
 def _sharp(match: re.Match[str]) -> str:
