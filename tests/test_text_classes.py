@@ -361,11 +361,18 @@ def test_bench_text_judged_counts_a_verdict_only_for_the_exact_reading_it_was_gi
     assert "miss [money] (unjudged) '$.50'" in out and "miss [serial] (misread) 'C24'" in out
 
 
-def test_a_judgement_file_with_a_verdict_outside_the_four_is_refused(tmp_path: Path) -> None:
+@pytest.mark.parametrize("rows", ["C24\tC twenty-four\tfine\tok\n",
+                                  "C24\tC twenty-four\tmisread\tx\nC24\tC twenty-four\tdubious\ty\n"])
+def test_a_judgement_file_with_an_unknown_or_a_second_verdict_is_refused(tmp_path: Path, rows: str) -> None:
     path = tmp_path / "judged.tsv"
-    path.write_text("written\treading\tverdict\twhy\nC24\tC twenty-four\tfine\tok\n")
+    path.write_text("written\treading\tverdict\twhy\n" + rows)
     with pytest.raises(ValueError, match="verdict"):
         text_cases.load_judged(path)
+
+
+def test_the_third_party_judgement_file_loads() -> None:
+    judged = text_cases.load_judged(THIRD_PARTY.parent / "judged.tsv")
+    assert len(judged) > 200 and set(judged.values()) == set(text_cases.VERDICTS)
 
 
 def test_the_relaxed_comparison_forgives_only_what_is_not_heard() -> None:

@@ -59,7 +59,11 @@ def load_judged(path: Path) -> dict[tuple[str, str], str]:
     bad = [i + 2 for i, row in enumerate(rows) if row.get("verdict") not in VERDICTS or row.get("reading") is None]
     if bad:
         raise ValueError(f"{path}: rows without a reading or a verdict among {sorted(VERDICTS)}: {bad[:5]}")
-    return {(row["written"], row["reading"]): row["verdict"] for row in rows}
+    verdicts: dict[tuple[str, str], str] = {}
+    for row in rows:
+        if verdicts.setdefault((row["written"], row["reading"]), row["verdict"]) != row["verdict"]:
+            raise ValueError(f"{path}: two verdicts for {row['written']!r} read {row['reading']!r}")
+    return verdicts
 
 
 def relaxed(text: str) -> str:
