@@ -168,16 +168,16 @@ def _print_judged(path: Path, judged: dict[str, object]) -> None:
 
 
 def _print_misses(misses: list[dict[str, str]], limit: int) -> None:
-    """The misses still misses first (misread or unjudged), then those judged acceptable or dubious."""
-    still = [m for m in misses if m.get("verdict", "unjudged") in ("misread", "unjudged")]
-    set_apart = [m for m in misses if m.get("verdict", "unjudged") not in ("misread", "unjudged")]
-    for miss in still[:limit]:
-        verdict = f" ({miss['verdict']})" if "verdict" in miss else ""
-        print(f"  miss [{miss['class']}]{verdict} {miss['written']!r}\n     read {miss['read']!r}\n     "
-              f"want {miss['expected']!r}")
-    for miss in set_apart[:limit]:
-        print(f"  judged {miss['verdict']} [{miss['class']}] {miss['written']!r}\n     read {miss['read']!r}\n     "
-              f"want {miss['expected']!r}")
+    """The misses still misses first (misread or unjudged; all of them without --judged), then those judged
+    acceptable or dubious."""
+    def still(miss: dict[str, str]) -> bool:
+        return miss.get("verdict", "misread") in ("misread", "unjudged")
+
+    for miss in [m for m in misses if still(m)][:limit] + [m for m in misses if not still(m)][:limit]:
+        verdict = miss.get("verdict")
+        label = (f"miss [{miss['class']}]" + (f" ({verdict})" if verdict else "") if still(miss)
+                 else f"judged {verdict} [{miss['class']}]")
+        print(f"  {label} {miss['written']!r}\n     read {miss['read']!r}\n     want {miss['expected']!r}")
 
 
 def run_cases(args: argparse.Namespace) -> int:
