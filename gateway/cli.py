@@ -796,6 +796,10 @@ def build_parser() -> argparse.ArgumentParser:
                    help="score the front end on this file of written/spoken pairs (TSV with a header, or JSON lines)")
     p.add_argument("--readings", type=Path, default=None,
                    help="with --cases: score these readings (a TSV of written and reading) instead of the front end's")
+    p.add_argument("--judged", type=Path, default=None,
+                   help="with --cases: our verdicts on misses (a TSV of written, reading, verdict, why): a miss judged "
+                        "same-words or convention counts as acceptable, dubious is set aside, and one whose exact "
+                        "reading has no verdict is unjudged and stays a miss")
     p.add_argument("--locale", choices=("en-US", "en-GB"), default=None, help="with --cases: the locale read in")
     p.add_argument("--misses", type=whole, default=0, help="with --cases: print this many misses")
     p = command(bench, "gateway", "client-side latency through a transport", cmd_bench_gateway, ENGINE_OPTIONS,

@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from cbf_tools.bench import text_cases
+from cbf_tools.bench.text import front_end
 from engine.speech_text.normalize import normalize
 from engine.speech_text.reader import Reader
 from engine.speech_text.semiotic import classify
@@ -329,6 +330,49 @@ def test_bench_text_scores_another_systems_readings_the_same_way() -> None:
     assert ours["cases"] == nemo["cases"] == 657
     assert ours["raw"] == 0 and "chunk_300" not in nemo
     assert 0 < nemo["acceptable"] < 657
+
+
+def test_bench_text_judged_counts_a_verdict_only_for_the_exact_reading_it_was_given(tmp_path: Path) -> None:
+    read = front_end()
+    cases = [("time", "at 01:00", "at one o'clock"),  # a relaxed match
+             ("date", "june 20 2014", "june the twentieth two thousand fourteen"),  # judged the same words
+             ("roman", "Chapter IV", "chapter the fourth"),  # judged dubious: set aside
+             ("serial", "C24", "see twenty-four"),  # judged misread: stays a miss
+             ("money", "$.50", "fifty cents of a dollar"),  # judged for another reading: unjudged, a miss
+             ("measure", "12kg/kg", "twelve kilos per kilo")]  # never judged: unjudged, a miss
+    (tmp_path / "cases.tsv").write_text("class\twritten\tspoken\n" + "".join(f"{k}\t{w}\t{s}\n" for k, w, s in cases))
+    assert read("at 01:00") == "at one o'clock" and read("$.50") != "half a dollar"
+    verdicts = [("june 20 2014", read("june 20 2014"), "same-words"), ("Chapter IV", read("Chapter IV"), "dubious"),
+                ("C24", read("C24"), "misread"), ("$.50", "half a dollar", "same-words")]
+    (tmp_path / "judged.tsv").write_text("written\treading\tverdict\twhy\n"
+                                         + "".join(f"{w}\t{r}\t{v}\ttest\n" for w, r, v in verdicts))
+    out = subprocess.run([sys.executable, "-m", "gateway.cli", "bench", "text", "--repeats", "20", "--misses", "9",
+                          "--cases", str(tmp_path / "cases.tsv"), "--judged", str(tmp_path / "judged.tsv")],
+                         capture_output=True, text=True, check=True, timeout=300).stdout
+    figures = json.loads(out.strip().splitlines()[-1])
+    assert (figures["acceptable"], figures["misses"]) == (1, 5)  # the relaxed figures as without --judged
+    judged = figures["judged"]
+    assert {k: judged[k] for k in ("acceptable", "cases_left", "share", "relaxed", "same_words", "dubious", "misread",
+                                   "unjudged")} == {"acceptable": 2, "cases_left": 5, "share": 0.4, "relaxed": 1,
+                                                    "same_words": 1, "dubious": 1, "misread": 1, "unjudged": 2}
+    assert judged["classes"]["date"]["share"] == 1.0 and judged["classes"]["roman"]["cases_left"] == 0
+    assert judged["classes"]["money"]["unjudged"] == 1 and judged["classes"]["money"]["acceptable"] == 0
+    assert "judged by" in out and "judged same-words [date] 'june 20 2014'" in out
+    assert "miss [money] (unjudged) '$.50'" in out and "miss [serial] (misread) 'C24'" in out
+
+
+@pytest.mark.parametrize("rows", ["C24\tC twenty-four\tfine\tok\n",
+                                  "C24\tC twenty-four\tmisread\tx\nC24\tC twenty-four\tdubious\ty\n"])
+def test_a_judgement_file_with_an_unknown_or_a_second_verdict_is_refused(tmp_path: Path, rows: str) -> None:
+    path = tmp_path / "judged.tsv"
+    path.write_text("written\treading\tverdict\twhy\n" + rows)
+    with pytest.raises(ValueError, match="verdict"):
+        text_cases.load_judged(path)
+
+
+def test_the_third_party_judgement_file_loads() -> None:
+    judged = text_cases.load_judged(THIRD_PARTY.parent / "judged.tsv")
+    assert len(judged) > 200 and set(judged.values()) == set(text_cases.VERDICTS)
 
 
 def test_the_relaxed_comparison_forgives_only_what_is_not_heard() -> None:

@@ -8,7 +8,9 @@ text the first chunk needs.
 ``--cases FILE`` scores the front end on a file of written/spoken pairs instead (text_cases.py: a relaxed comparison,
 per class), counts the readings that still hand the model digits or currency symbols, and times it per 300-character
 chunk of those texts (wall and CPU time); ``--readings FILE`` (a TSV of ``written`` and ``reading``) scores another system's readings of
-the same cases the same way (scripts/nemo-tn-readings writes NeMo's)."""
+the same cases the same way (scripts/nemo-tn-readings writes NeMo's). ``--judged FILE`` (text_cases.load_judged) adds
+the judged figures: a miss judged the same words or another convention counts as acceptable, one judged dubious is set
+aside, and a miss with no verdict for its exact reading is unjudged (and stays a miss)."""
 
 from __future__ import annotations
 
@@ -17,7 +19,7 @@ import csv
 import json
 import statistics
 import time
-from collections import defaultdict
+from collections import Counter, defaultdict
 from pathlib import Path
 from typing import Callable
 
@@ -83,8 +85,10 @@ def front_end(locale: str | None = None) -> Callable[[str], str]:
     return read
 
 
-def score(cases: list[text_cases.Case], read: Callable[[str], str]) -> dict[str, object]:
-    """Each class's share of cases read acceptably, the whole's, the readings left raw, and the misses."""
+def score(cases: list[text_cases.Case], read: Callable[[str], str],
+          judged: dict[tuple[str, str], str] | None = None) -> dict[str, object]:
+    """Each class's share of cases read acceptably, the whole's, the readings left raw, and the misses; with
+    ``judged`` (text_cases.load_judged), each miss's verdict and the judged figures too."""
     by_class: dict[str, list[int]] = defaultdict(lambda: [0, 0])
     misses, raw = [], 0
     for case in cases:
@@ -95,10 +99,35 @@ def score(cases: list[text_cases.Case], read: Callable[[str], str]) -> dict[str,
         raw += text_cases.raw(reading)
         if not ok:
             misses.append({"class": case.kind, "written": case.written, "expected": case.spoken[0], "read": reading})
+            if judged is not None:
+                misses[-1]["verdict"] = judged.get((case.written, reading), "unjudged")
     passed = sum(n for n, _ in by_class.values())
-    return {"cases": len(cases), "acceptable": passed, "share": round(passed / max(1, len(cases)), 4), "raw": raw,
-            "classes": {k: {"acceptable": n, "cases": total} for k, (n, total) in sorted(by_class.items())},
-            "misses": misses}
+    figures: dict[str, object] = {
+        "cases": len(cases), "acceptable": passed, "share": round(passed / max(1, len(cases)), 4), "raw": raw,
+        "classes": {k: {"acceptable": n, "cases": total} for k, (n, total) in sorted(by_class.items())},
+        "misses": misses}
+    if judged is not None:
+        figures["judged"] = _judged(figures["classes"], misses)  # type: ignore[arg-type]
+    return figures
+
+
+def _judged(classes: dict[str, dict[str, int]], misses: list[dict[str, str]]) -> dict[str, object]:
+    """Relaxed matches plus misses judged the same words or another convention, over the cases left once those
+    judged dubious are set aside; the whole's and each class's."""
+    verdicts: dict[str, Counter[str]] = defaultdict(Counter)
+    for miss in misses:
+        verdicts[miss["class"]][miss["verdict"]] += 1
+
+    def row(relaxed: int, cases: int, counts: Counter[str]) -> dict[str, object]:
+        acceptable = relaxed + sum(counts[v] for v in text_cases.ACCEPTED)
+        left = cases - counts["dubious"]
+        return {"acceptable": acceptable, "cases_left": left, "share": round(acceptable / max(1, left), 4),
+                "relaxed": relaxed, "same_words": counts["same-words"], "convention": counts["convention"],
+                "dubious": counts["dubious"], "misread": counts["misread"], "unjudged": counts["unjudged"]}
+
+    whole = row(sum(c["acceptable"] for c in classes.values()), sum(c["cases"] for c in classes.values()),
+                sum(verdicts.values(), Counter()))
+    return {**whole, "classes": {k: row(c["acceptable"], c["cases"], verdicts[k]) for k, c in classes.items()}}
 
 
 def chunk_cost(cases: list[text_cases.Case], read: Callable[[str], str],
@@ -127,10 +156,34 @@ def _readings(path: Path) -> Callable[[str], str]:
     return lambda written: said.get(written, "")
 
 
+def _print_judged(path: Path, judged: dict[str, object]) -> None:
+    def counts(row: dict[str, object]) -> str:
+        return (f"{row['acceptable']:>4}/{row['cases_left']:<4} {row['share']:.1%}: relaxed {row['relaxed']} + "
+                f"same words {row['same_words']} + convention {row['convention']}; dubious {row['dubious']} set "
+                f"aside, misread {row['misread']}, unjudged {row['unjudged']}")
+
+    print(f"judged by {path}: {counts(judged)}")
+    for kind, row in judged["classes"].items():  # type: ignore[attr-defined]
+        print(f"  {kind:<26} {counts(row)}")
+
+
+def _print_misses(misses: list[dict[str, str]], limit: int) -> None:
+    """The misses still misses first (misread or unjudged; all of them without --judged), then those judged
+    acceptable or dubious."""
+    def still(miss: dict[str, str]) -> bool:
+        return miss.get("verdict", "misread") in ("misread", "unjudged")
+
+    for miss in [m for m in misses if still(m)][:limit] + [m for m in misses if not still(m)][:limit]:
+        verdict = miss.get("verdict")
+        label = (f"miss [{miss['class']}]" + (f" ({verdict})" if verdict else "") if still(miss)
+                 else f"judged {verdict} [{miss['class']}]")
+        print(f"  {label} {miss['written']!r}\n     read {miss['read']!r}\n     want {miss['expected']!r}")
+
+
 def run_cases(args: argparse.Namespace) -> int:
     cases = text_cases.load(args.cases)
     read = _readings(args.readings) if args.readings else front_end(args.locale)
-    figures = score(cases, read)
+    figures = score(cases, read, text_cases.load_judged(args.judged) if args.judged else None)
     if not args.readings:
         figures["chunk_300"], figures["chunk_300_cpu"] = chunk_cost(cases, read, max(1, args.repeats // 20))
     if not args.json:
@@ -138,8 +191,9 @@ def run_cases(args: argparse.Namespace) -> int:
               f"{figures['raw']} with raw digits or currency symbols")
         for kind, row in figures["classes"].items():  # type: ignore[attr-defined]
             print(f"  {kind:<26} {row['acceptable']:>4}/{row['cases']:<4} {row['acceptable'] / row['cases']:.0%}")
-        for miss in figures["misses"][:args.misses]:  # type: ignore[index]
-            print(f"  miss [{miss['class']}] {miss['written']!r}\n     read {miss['read']!r}\n     want {miss['expected']!r}")
+        if "judged" in figures:
+            _print_judged(args.judged, figures["judged"])  # type: ignore[arg-type]
+        _print_misses(figures["misses"], args.misses)  # type: ignore[arg-type]
         if "chunk_300" in figures:
             row = figures["chunk_300"]  # type: ignore[assignment]
             cpu = figures["chunk_300_cpu"]  # type: ignore[assignment]

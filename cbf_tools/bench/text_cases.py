@@ -4,6 +4,9 @@ A case file is a TSV with a header naming at least ``written`` and ``spoken`` (a
 or JSON lines with those keys. ``spoken`` may hold several acceptable readings separated by `` || `` (or `` | ``).
 The comparison forgives what a listener does not hear: case, punctuation, hyphens, "and" inside numbers, "oh" for
 "zero", "a m" for "AM".
+
+A judgement file (``--judged``) is a TSV with the header ``written reading verdict why``: our verdict on a miss,
+keyed by the exact reading it was given for, so a reading that changes must be judged again. See VERDICTS.
 """
 
 from __future__ import annotations
@@ -18,6 +21,15 @@ _ALTERNATIVES = re.compile(r"\s\|\|?\s")
 _NOT_HEARD = re.compile(r"[^\w\s']|_")
 _SPELLED_TIME = re.compile(r"\b([ap]) m\b")
 _RAW = re.compile(r"\d|[$£€¥₹₩₽₺₦₱฿₫₪¢]")
+
+
+VERDICTS = {
+    "same-words": "a listener hears the same words as one of the expected readings",
+    "convention": "what a careful native speaker says and hears as right, in other words than the expected",
+    "dubious": "the expectation itself is wrong, or not what a person would say: set aside",
+    "misread": "a listener hears a wrong or odd reading",
+}
+ACCEPTED = ("same-words", "convention")
 
 
 @dataclass(frozen=True)
@@ -39,6 +51,19 @@ def load(path: Path) -> list[Case]:
         raise ValueError(f"{path}: rows without 'written' and 'spoken': {missing[:5]}")
     return [Case(row.get("class") or "all", row["written"], tuple(_ALTERNATIVES.split(row["spoken"])))
             for row in rows]
+
+
+def load_judged(path: Path) -> dict[tuple[str, str], str]:
+    """The verdicts of a judgement file, by (written, reading)."""
+    rows = list(csv.DictReader(path.read_text(encoding="utf-8").splitlines(), delimiter="\t", quoting=csv.QUOTE_NONE))
+    bad = [i + 2 for i, row in enumerate(rows) if row.get("verdict") not in VERDICTS or row.get("reading") is None]
+    if bad:
+        raise ValueError(f"{path}: rows without a reading or a verdict among {sorted(VERDICTS)}: {bad[:5]}")
+    verdicts: dict[tuple[str, str], str] = {}
+    for row in rows:
+        if verdicts.setdefault((row["written"], row["reading"]), row["verdict"]) != row["verdict"]:
+            raise ValueError(f"{path}: two verdicts for {row['written']!r} read {row['reading']!r}")
+    return verdicts
 
 
 def relaxed(text: str) -> str:
