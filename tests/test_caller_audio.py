@@ -211,9 +211,14 @@ async def test_a_webrtc_peer_that_talks_over_the_gateway_silences_it_from_the_ne
         assert kinds.index("speech_started") < kinds.index("cancelled") < kinds.index("interrupted"), kinds
         interrupted = next(e for e in listener.events if e["type"] == "interrupted")
         assert interrupted["utterances"][0]["heard_from"] == "track" and interrupted["reaction_ms"] >= 0
-        # Silent within the gateway's reaction and the path back: nothing loud past half a second of the speech.
-        last_loud = max(f.at for f in listener.frames if f.rms > SPEECH_RMS)
-        assert last_loud - microphone.started_at < 0.6, (last_loud - microphone.started_at, interrupted)
+        # Silent from the next frame: the peer heard no more of the utterance than the gateway says it had played when
+        # it stopped (frames come in order, 20 ms each; the gateway's heard_s is to a tenth), and only silence after.
+        # How soon after the caller's onset is a figure (reaction_ms; `bench barge-in`), not asserted: a loaded
+        # machine delays the path back (CI, load 10: the last loud frame 0.96 s after the peer began, reaction 212 ms).
+        loud = [n for n, frame in enumerate(listener.frames) if frame.rms > SPEECH_RMS]
+        played_s = (loud[-1] - loud[0] + 1) * 0.02
+        assert played_s <= interrupted["utterances"][0]["heard_s"] + 0.06, (played_s, interrupted)
+        assert len(listener.frames) - 1 - loud[-1] >= 20  # and silence after it, 0.4 s and more
         loudest = 0
         while loudest < 1000:  # the controller hears the peer's voice itself as PCM16, not only silence
             message = json.loads(await asyncio.wait_for(agent.recv(), 10))
