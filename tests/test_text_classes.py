@@ -260,6 +260,11 @@ SAID = [
     ("scored 12/25 today", "scored twelve twenty-fifths today"), ("a 1/25 scale model", "a one twenty-fifth scale model"),
     # an international number's subscriber part of up to eight digits, digit by digit
     ("The Berlin desk is +49 30 12345678.", "The Berlin desk is plus four nine, three zero, one two three four five six seven eight."),
+    # fixed after heldout11.tsv was scored: a relation after the writer's own verb; an e-mail's copy line spelled
+    ("If your score is < 600, call us.", "If your score is less than six hundred, call us."),
+    ("It was ≥ 10 kg.", "It was greater than or equal to ten kilograms."), ("x ≥ 10", "x is greater than or equal to ten"),
+    ("Email a@b.com and cc c@d.com.", "Email A at B dot com and C C C at D dot com."),
+    ("Please CC me on it.", "Please C C me on it."),
     # a host with a top-level domain no list holds, before a path; a capitalised pair with a slash stays "or"
     ("Unsubscribe at mail.lumen.energy/unsubscribe anytime.", "Unsubscribe at mail dot lumen dot energy slash unsubscribe anytime."),
     ("Yes.No/Maybe", "Yes.No or Maybe"),
@@ -402,7 +407,7 @@ def _streamed(parts: list[str]) -> str:
 
 @pytest.mark.parametrize("half", ["dev.tsv", "heldout.tsv", "heldout2.tsv", "heldout3.tsv", "heldout4.tsv",
                                   "heldout5.tsv", "heldout6.tsv", "heldout7.tsv", "heldout8.tsv", "heldout9.tsv",
-                                  "heldout10.tsv"])
+                                  "heldout10.tsv", "heldout11.tsv"])
 def test_every_case_reads_the_same_streamed_in_random_pieces(half: str) -> None:
     rng = random.Random(46)
     for case in text_cases.load(CASES / half):
