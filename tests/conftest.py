@@ -149,3 +149,21 @@ def pytest_xdist_make_scheduler(config: pytest.Config, log: object) -> object | 
             return GROUP_OF.get(file.rsplit("/", 1)[-1], file)
 
     return SharedServerScheduling(config, log)
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None):
+    """With CBF_SUITE_TIMELINE=FILE, each test's process, start and end (setup to teardown) as a JSON line: when each
+    test process went idle, and which file kept it last (`make test` on 2 cores is as long as its busiest process)."""
+    import json
+    import os
+    import time
+
+    path, started = os.environ.get("CBF_SUITE_TIMELINE"), time.time()
+    try:
+        return (yield)
+    finally:
+        if path:
+            with open(path, "a") as f:
+                f.write(json.dumps({"process": os.environ.get("PYTEST_XDIST_WORKER", "main"), "test": item.nodeid,
+                                    "start": started, "end": time.time()}) + "\n")
