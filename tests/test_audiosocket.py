@@ -165,7 +165,6 @@ async def test_the_caller_talking_over_the_agent_stops_its_audio(url, phone_audi
     speech = voices.Speech(voices.wire_frames(voices.clip_pcm(16000), "slin16"), time.monotonic())
     caller.voice = speech
     seen = (await next_event(agent, "interrupted", timeout=15))[1]
-    interrupted_at = time.monotonic()
     kinds = [event["type"] for event in seen]
     assert kinds.index("speech_started") < kinds.index("cancelled") < kinds.index("interrupted"), kinds
     (cut,) = seen[-1]["utterances"]
@@ -176,7 +175,11 @@ async def test_the_caller_talking_over_the_agent_stops_its_audio(url, phone_audi
               if voices.dbfs(np.frombuffer(f, "<i2")) > -40]
     stop_ms = 1000 * (voiced[-1] - speech.onset)
     print(f"\nthe gateway's last voiced frame reached the caller {stop_ms:.0f} ms after the speech onset")
-    assert stop_ms < 600 and not [at for at in caller.arrived if at > interrupted_at + 0.1]
+    # Stopped where it says: the caller was sent no more of the utterance than had played by the gateway's clock
+    # when it stopped, and its lead (how soon after the onset is bench barge-in's figure: a loaded machine delays
+    # what a test reads, not what the gateway sent).
+    sent_s = voices.voiced_span_s(caller.frames, 16000)
+    assert sent_s <= cut["heard_s"] + audiosocket.Outbound.lead_s + 0.06, (sent_s, cut)
     await caller.hang_up()
     await agent.close()
     await no_sessions_left(url)

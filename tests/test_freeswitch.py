@@ -89,7 +89,6 @@ async def test_the_callers_audio_reaches_the_agent_and_talking_over_it_stops_it(
     speech = voices.Speech(voices.wire_frames(voices.clip_pcm(8000), "slin"), time.monotonic())
     stream.voice = speech
     seen = (await next_event(agent, "interrupted", timeout=15))[1]
-    interrupted_at = time.monotonic()
     (cut,) = seen[-1]["utterances"]
     assert cut["heard_from"] == "clock" and cut["heard_s"] > 1.0, cut
     await asyncio.sleep(0.3)
@@ -98,7 +97,11 @@ async def test_the_callers_audio_reaches_the_agent_and_talking_over_it_stops_it(
     stop_ms = 1000 * (voiced[-1] - speech.onset)
     playing_ms = 1000 * (stream._plays_until - speech.onset)  # what was sent had played by then
     print(f"\nlast voiced piece sent {stop_ms:.0f} ms after the onset; the caller hears it until {playing_ms:.0f} ms")
-    assert playing_ms < 600 and not [at for at in stream.arrived if at > interrupted_at + 0.1]
+    # Stopped where it says: the caller was sent no more of the utterance than had played by the gateway's clock
+    # when it stopped (counted in whole pieces of 100 ms), the piece playing and its lead (how soon after the onset is
+    # bench barge-in's figure: a loaded machine delays what a test reads, not what the gateway sent).
+    sent_s = voices.voiced_span_s(stream.frames, 8000)
+    assert sent_s <= cut["heard_s"] + 0.1 + freeswitch.Outbound.lead_s + 0.1 + 0.02, (sent_s, cut)
     await stream.hang_up()
     await agent.close()
     await no_sessions_left(url)

@@ -34,6 +34,13 @@ def dbfs(pcm: np.ndarray) -> float:
     return 20 * np.log10(rms) if rms > 0 else float("-inf")
 
 
+def voiced_span_s(frames: list[bytes], rate: int, floor_dbfs: float = -40) -> float:
+    """Seconds of s16 audio from the first frame louder than ``floor_dbfs`` to the end of the last: how much of an
+    utterance a caller was sent, counted in audio rather than in arrival times (which a busy machine stretches)."""
+    voiced = [n for n, frame in enumerate(frames) if dbfs(np.frombuffer(frame, "<i2")) > floor_dbfs]
+    return sum(len(frame) for frame in frames[voiced[0]:voiced[-1] + 1]) / (2 * rate) if voiced else 0.0
+
+
 def mulaw_level(frame: bytes) -> float:
     """dBFS of a mu-law frame."""
     return dbfs(g711_decode(frame, "pcm_mulaw"))
