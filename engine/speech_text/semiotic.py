@@ -40,31 +40,33 @@ class _Locale:
         self._firsts = [first_chars(pattern) for _, pattern, _ in self.rules]
         self._after_word = [after_word(pattern) for _, pattern, _ in self.rules]
         self._at: dict[tuple[str, bool], tuple[int, ...]] = {}
-        # Where a rule may start: a character some rule starts with, or after a word character, where one of the few
-        # rules that may start inside a word matches. At a character of a common kind (a small letter, a capital, a
-        # digit, a space) the rules that can start with one of its kind are asked whether any matches, all at once.
+        # Where a rule may start, found in one search: after a word character, where one of the few rules that may
+        # start inside a word matches; elsewhere at a character some rule starts with, where one of the rules that
+        # can start with a character of its kind (a small letter, a capital, a digit, a space; any rule at any other
+        # character) matches. A rule that starts with only some characters of the kind is tried only at those (a
+        # one-character look-ahead costs less than a rule's failure: "no." after "serial", "(?i:suite|apt|...)").
         outside = "|".join(first.pattern for first in self._firsts if first is not None)
         inside = "|".join(f"(?:{pattern})" for (_, pattern, _), may in zip(rules, self._after_word) if may)
-        self._candidate = re.compile(rf"(?<!\w)(?:{outside or '(?!)'})|(?<=\w)(?:{inside or '(?!)'})")
-        self._any = self._asking(range(len(rules)))
-        self._of_kind: dict[str, re.Pattern[str]] = {}
-        for kind in _KINDS:
-            asked = self._asking(sorted({order for char in kind for order in self.rules_at(char, False)}))
-            self._of_kind.update(dict.fromkeys(kind, asked))
+        of_kind = [f"(?=[{re.escape(kind)}])(?:{self._asking(kind)})" for kind in _KINDS]
+        other = f"(?![{re.escape(''.join(_KINDS))}])(?:{self._asking(None)})"
+        self._next = re.compile(rf"(?<!\w)(?=(?:{outside or '(?!)'}))(?:{'|'.join([*of_kind, other])})"
+                                rf"|(?<=\w)(?:{inside or '(?!)'})")
 
-    def _asking(self, orders: "range | list[int]") -> re.Pattern[str]:
-        return re.compile("|".join(f"(?:{self.rules[order][1].pattern})" for order in orders) or "(?!)")
+    def _asking(self, kind: str | None) -> str:
+        """The rules that can start with a character of ``kind`` (None: every rule), one pattern."""
+        asked = []
+        for (_, pattern, _), first in zip(self.rules, self._firsts):
+            starts = kind if kind is None or first is None else "".join(char for char in kind if first.match(char))
+            if starts is None or starts == kind:
+                asked.append(f"(?:{pattern.pattern})")
+            elif starts:
+                asked.append(f"(?=[{re.escape(starts)}])(?:{pattern.pattern})")
+        return "|".join(asked) or "(?!)"
 
     def next_start(self, text: str, at: int) -> int | None:
         """The first place from ``at`` where some rule matches ``text``, or None."""
-        while (candidate := self._candidate.search(text, at)) is not None:
-            start = candidate.start()
-            if start > 0 and _WORD.match(text, start - 1) is not None:  # the inside rules matched already
-                return start
-            if self._of_kind.get(text[start], self._any).match(text, start) is not None:
-                return start
-            at = start + 1
-        return None
+        found = self._next.search(text, at)
+        return None if found is None else found.start()
 
     def rules_at(self, char: str, after_word: bool) -> tuple[int, ...]:
         """The rules (by order) whose match can start with ``char`` (after a word character, if ``after_word``)."""
