@@ -40,27 +40,30 @@ class _Locale:
         self._firsts = [first_chars(pattern) for _, pattern, _ in self.rules]
         self._after_word = [after_word(pattern) for _, pattern, _ in self.rules]
         self._at: dict[tuple[str, bool], tuple[int, ...]] = {}
-        # Where a rule may start, found in one search: after a word character, where one of the few rules that may
-        # start inside a word matches; elsewhere at a character some rule starts with, where one of the rules that
-        # can start with a character of its kind (a small letter, a capital, a digit, a space; any rule at any other
-        # character) matches. A rule that starts with only some characters of the kind is tried only at those (a
-        # one-character look-ahead costs less than a rule's failure: "no." after "serial", "(?i:suite|apt|...)").
-        outside = "|".join(first.pattern for first in self._firsts if first is not None)
-        inside = "|".join(f"(?:{pattern})" for (_, pattern, _), may in zip(rules, self._after_word) if may)
-        of_kind = [f"(?=[{re.escape(kind)}])(?:{self._asking(kind)})" for kind in _KINDS]
-        other = f"(?![{re.escape(''.join(_KINDS))}])(?:{self._asking(None)})"
-        self._next = re.compile(rf"(?<!\w)(?=(?:{outside or '(?!)'}))(?:{'|'.join([*of_kind, other])})"
-                                rf"|(?<=\w)(?:{inside or '(?!)'})")
+        # Where a rule may start, found in one search: at a character some rule starts with (after a word character,
+        # one of the few rules that may start inside a word), where one of the rules that can start with a character
+        # of its kind (a small letter, a capital, a digit, a space; any rule at any other character) matches. A rule
+        # that starts with only some characters of the kind is tried only at those (a one-character look-ahead costs
+        # less than a rule's failure: "no." after "serial", "(?i:suite|apt|...)").
+        self._next = re.compile(rf"(?<!\w){self._asking_at(False)}|(?<=\w){self._asking_at(True)}")
 
-    def _asking(self, kind: str | None) -> str:
-        """The rules that can start with a character of ``kind`` (None: every rule), one pattern."""
+    def _asking_at(self, after_word: bool) -> str:
+        """One pattern of the rules that can start at a place (after a word character, if ``after_word``)."""
+        firsts = [first for first, may in zip(self._firsts, self._after_word) if may or not after_word]
+        starts = "(?s:.)" if None in firsts else "|".join(first.pattern for first in firsts if first) or "(?!)"
+        of_kind = [f"(?=[{re.escape(kind)}])(?:{self._asking(kind, after_word)})" for kind in _KINDS]
+        other = f"(?![{re.escape(''.join(_KINDS))}])(?:{self._asking(None, after_word)})"
+        return f"(?=(?:{starts}))(?:{'|'.join([*of_kind, other])})"
+
+    def _asking(self, kind: str | None, after_word: bool) -> str:
+        """The rules that can start with a character of ``kind`` (None: any), after a word character if
+        ``after_word``, one pattern."""
         asked = []
-        for (_, pattern, _), first in zip(self.rules, self._firsts):
+        for (_, pattern, _), first, may in zip(self.rules, self._firsts, self._after_word):
             starts = kind if kind is None or first is None else "".join(char for char in kind if first.match(char))
-            if starts is None or starts == kind:
-                asked.append(f"(?:{pattern.pattern})")
-            elif starts:
-                asked.append(f"(?=[{re.escape(starts)}])(?:{pattern.pattern})")
+            if (may or not after_word) and starts != "":
+                guard = "" if starts == kind else f"(?=[{re.escape(starts)}])"
+                asked.append(f"{guard}(?:{pattern.pattern})")
         return "|".join(asked) or "(?!)"
 
     def next_start(self, text: str, at: int) -> int | None:
