@@ -181,7 +181,4 @@ def _ranges(text: str, readings: list[Reading]) -> list[Reading]:
 
 def words(text: str, locale: str | None = None) -> list[Piece]:
     """``text`` with every construct classified and verbalised, as pieces of it."""
-    readings = classify(text, locale)
-    kinds = {(r.start, r.end): r.kind for r in readings}
-    return [Piece(p.start, p.end, p.text, p.verbatim, "" if p.verbatim else kinds.get((p.start, p.end), ""))
-            for p in rewrite(text, ((r.start, r.end, r.said) for r in readings))]
+    return rewrite(text, ((r.start, r.end, r.said, r.kind) for r in classify(text, locale)))

@@ -37,16 +37,17 @@ def verbatim(text: str, start: int = 0, end: int | None = None) -> list[Piece]:
     return [Piece(start, end, text[start:end], True)] if end > start else []
 
 
-def rewrite(text: str, replacements: Iterable[tuple[int, int, str]]) -> list[Piece]:
-    """Pieces for ``text`` with each ``(start, end, spoken)`` replacement (in order, not overlapping) and the text
-    between them verbatim."""
+def rewrite(text: str, replacements: Iterable[tuple[int, int, str, str]]) -> list[Piece]:
+    """Pieces for ``text`` with each ``(start, end, spoken, kind)`` replacement (in order, not overlapping; ``kind``
+    the class of a piece it rewrites) and the text between them verbatim."""
     pieces: list[Piece] = []
     at = 0
-    for start, end, spoken in replacements:
+    for start, end, spoken, kind in replacements:
         if start < at or end < start:
             raise ValueError(f"replacements out of order or overlapping at {start}..{end}")
         pieces += verbatim(text, at, start)
-        pieces.append(Piece(start, end, spoken, spoken == text[start:end]))
+        same = spoken == text[start:end]
+        pieces.append(Piece(start, end, spoken, same, "" if same else kind))
         at = end
     return pieces + verbatim(text, at)
 
@@ -57,7 +58,7 @@ def substitute(pattern: re.Pattern[str], text: str, spoken) -> list[Piece]:  # t
     for match in pattern.finditer(text):
         said = spoken(match)
         if said is not None:
-            found.append((match.start(), match.end(), said))
+            found.append((match.start(), match.end(), said, ""))
     return rewrite(text, found)
 
 
