@@ -57,9 +57,12 @@ class _Locale:
 
     def _asking(self, kind: str | None, after_word: bool) -> str:
         """The rules that can start with a character of ``kind`` (None: any), after a word character if
-        ``after_word``, one pattern."""
+        ``after_word``, one pattern; the last resort's first: it matches at once at any digit, where most constructs
+        start, so such a place is found without first trying every other rule (which rules match is asked later)."""
         asked = []
-        for (_, pattern, _), first, may in zip(self.rules, self._firsts, self._after_word):
+        rules = [*zip(self.rules, self._firsts, self._after_word)]
+        last_resort = len(rules) - len(codes.LAST_RESORT)
+        for (_, pattern, _), first, may in rules[last_resort:] + rules[:last_resort]:
             starts = kind if kind is None or first is None else "".join(char for char in kind if first.match(char))
             if (may or not after_word) and starts != "":
                 guard = "" if starts == kind else f"(?=[{re.escape(starts)}])"
