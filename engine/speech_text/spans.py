@@ -196,12 +196,13 @@ def _merged(pieces: list[Piece]) -> list[Piece]:
     pieces whose spans overlap (a later rule that read part of an earlier rewrite: "  and " -> " and "), so the
     chain's pieces never overlap."""
     out: list[Piece] = []
+    last: Piece | None = None
     for piece in pieces:
-        last = out[-1] if out else None
-        same = last is not None and (last.start, last.end) == (piece.start, piece.end)
-        if last and not (last.verbatim and piece.verbatim) and (same or piece.start < last.end):
-            out[-1] = Piece(last.start, max(last.end, piece.end), last.text + piece.text, False,
-                            last.kind or piece.kind)
+        if last is not None and not (last.verbatim and piece.verbatim) and (
+                piece.start < last.end or (piece.start == last.start and piece.end == last.end)):
+            last = out[-1] = Piece(last.start, max(last.end, piece.end), last.text + piece.text, False,
+                                   last.kind or piece.kind)
         else:
             out.append(piece)
+            last = piece
     return out
