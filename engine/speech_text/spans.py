@@ -28,7 +28,7 @@ class Piece:
     kind: str = field(default="", compare=False)  # what the word pass classed it as (semiotic.py), if it did
 
     def shifted(self, by: int) -> "Piece":
-        return Piece(self.start + by, self.end + by, self.text, self.verbatim, self.kind)
+        return self if by == 0 else Piece(self.start + by, self.end + by, self.text, self.verbatim, self.kind)
 
 
 def verbatim(text: str, start: int = 0, end: int | None = None) -> list[Piece]:
