@@ -134,7 +134,7 @@ def compose(first: list[Piece], second: list[Piece]) -> list[Piece]:
         # the second pass left the text as it was (as most passes leave most chunks): each of the first pass's
         # speaking pieces stands for itself, as the cut below would make it
         return _merged(_with_silent(first, [p for p in first if p.text]))
-    if len(first) == 1 and first[0].verbatim and first[0].start == 0 and first[0].end == len(first[0].text):
+    if len(first) == 1 and first[0].verbatim and first[0].start == 0:
         # the first pass left its input as it was (markdown, on most text): the second's pieces point into it already,
         # as the cut below would make them (a verbatim piece is the chain's without a class; an empty one is dropped)
         return _merged([Piece(piece.start, piece.end, piece.text, True) if piece.verbatim and piece.kind else piece
