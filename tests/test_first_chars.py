@@ -1,5 +1,6 @@
 """engine/speech_text/first_chars.py: what a pattern's match can start with, never leaving out a character that
-starts a match (which would drop a reading), checked on every rule over every case text the project holds."""
+starts a match (which would drop a reading), checked on every rule over every case text the project holds; and what
+characters every match holds (markdown's inline pass skips a line with none)."""
 
 from __future__ import annotations
 
@@ -9,8 +10,8 @@ from pathlib import Path
 import pytest
 
 from cbf_tools.bench import text_cases
-from engine.speech_text import semiotic
-from engine.speech_text.first_chars import after_word, first_chars
+from engine.speech_text import markdown, semiotic
+from engine.speech_text.first_chars import after_word, first_chars, required_chars
 
 DATA = Path(__file__).parent / "data"
 
@@ -76,3 +77,32 @@ def test_whether_a_pattern_may_start_inside_a_word(pattern: str, after: bool) ->
 def test_every_rule_has_a_known_first_character_set() -> None:
     unknown = [name for name, pattern, _ in semiotic._LOCALES["en-US"].rules if first_chars(pattern) is None]
     assert not unknown  # each rule is asked only where it can start; a new construct the walk misses shows here
+
+
+@pytest.mark.parametrize(
+    "pattern, held, never",
+    [
+        (r"(?<=\d)[ \t]?\*[ \t]?(?=\d)", "*", " \t1"),  # optional spaces and look-arounds hold nothing
+        (r"\*+|~~+|`+|(?<!\w)_+", "*~`_", " a"),  # a branch: one of each alternative's
+        (r"[ \t]*<\w+>", "<", " \ta>"),  # a literal is preferred to a class
+        (r"(?i:ab)c", "aA", "bB "),
+        (r"(?:x|y)+z", "z", "xy"),
+    ],
+)
+def test_the_characters_every_match_of_a_pattern_holds(pattern: str, held: str, never: str) -> None:
+    required = required_chars(re.compile(pattern))
+    assert required is not None
+    assert all(required.match(char) for char in held), required.pattern
+    assert not any(required.match(char) for char in never), required.pattern
+
+
+@pytest.mark.parametrize("pattern", [r"a?", r"a|b?", r".", r"(?=x)", r"\bx*"])
+def test_a_pattern_that_may_match_without_a_known_character_holds_none(pattern: str) -> None:
+    assert required_chars(re.compile(pattern)) is None
+
+
+def test_every_inline_markdown_match_holds_one_of_the_marks_its_pass_looks_for() -> None:
+    assert markdown._MARKS.pattern != r"(?s:.)"  # the walk bounds every inline construct
+    texts = _texts() + ["**bold** `code` [link](https://x.io) <br/> &amp; 3 * 4 ~~gone~~ _it_ ## ![alt](i.png) [^1]"]
+    found = [match.group() for text in texts for match in markdown._INLINE.finditer(text)]
+    assert found and all(markdown._MARKS.search(match) for match in found)

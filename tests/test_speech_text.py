@@ -6,8 +6,8 @@ import re
 
 import pytest
 
-from engine.speech_text.normalize import normalize, open_tail, punctuation_only
-from engine.speech_text.spans import Piece, SpanMap, spoken
+from engine.speech_text.normalize import normalize, open_tail, punctuation_only, words
+from engine.speech_text.spans import Piece, SpanMap, compose, spoken, verbatim
 from engine.speech_text.tags import TURBO_TAG, TURBO_TAGS
 from tests.speech_text_cases import CASES, CATEGORIES, STREAM_TEXTS
 
@@ -124,6 +124,16 @@ def test_a_rewritten_number_maps_back_whole() -> None:
         assert spans.source(start, start + len(word.group())) == (4, 9)
     now = out.index("now")
     assert spans.source(now, now + 3) == (text.index("now"), text.index("now") + 3)
+
+
+def test_a_pass_after_one_that_changed_nothing_keeps_its_pieces_and_classes() -> None:
+    text = "Call 555-1234 at 3:30 pm, **not** after 5."
+    second = words(text)
+    chained = compose(verbatim(text), second)
+    assert chained == second and [p.kind for p in chained] == [p.kind for p in second]
+    assert {"telephone", "time", "cardinal"} <= {p.kind for p in chained}
+    marked = [Piece(0, 4, "Call", True, "plain"), Piece(4, 4, "", True), Piece(4, len(text), text[4:], True)]
+    assert [(p.start, p.end, p.kind) for p in compose(verbatim(text), marked)] == [(0, 4, ""), (4, len(text), "")]
 
 
 def test_nothing_left_to_speak_is_empty_or_whitespace() -> None:

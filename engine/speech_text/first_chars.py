@@ -1,10 +1,12 @@
-"""What character a regular expression's match can start with. Pure.
+"""What character a regular expression's match can start with, and which characters every match holds. Pure.
 
 ``classify`` asks every rule what it reads at each place a construct may start; most rules cannot start at most
 characters (a date needs a digit or a month's letter, an e-mail a word character), so knowing each rule's possible
 first characters lets it ask only the rules that can match there. The sets come from the pattern's own parse (the
 ``re`` module's parser, as ``re.compile`` sees it) and are conservative: a construct the walk does not know makes the
-rule a candidate everywhere, so leaving a rule out never changes a reading, it only saves the asking.
+rule a candidate everywhere, so leaving a rule out never changes a reading, it only saves the asking. Likewise
+``required_chars``: a line of text with none of the characters every match of markdown's inline pattern holds (``*``,
+``[``, ``<``...) is not searched for one.
 """
 
 from __future__ import annotations
@@ -37,6 +39,51 @@ def first_chars(pattern: re.Pattern[str]) -> re.Pattern[str] | None:
     except (_Unknown, re.error):
         return None
     return re.compile("|".join(sorted(fragments)) or "(?!)")
+
+
+def required_chars(pattern: re.Pattern[str]) -> re.Pattern[str] | None:
+    """A pattern matching one character such that every match of ``pattern`` holds one of its characters, or None
+    when the walk finds no such set (a pattern that may match nothing, ``.``): a text without any of them holds no
+    match, and need not be searched (markdown.py's inline pass on a line with no marks)."""
+    try:
+        ignore_case = bool(pattern.flags & re.IGNORECASE)
+        fragments = _required(parser.parse(pattern.pattern, pattern.flags), ignore_case)
+    except (_Unknown, re.error):
+        return None
+    return re.compile("|".join(sorted(fragments)))
+
+
+def _required(items: object, ignore_case: bool) -> set[str]:
+    """Fragments one of which every match of a sequence holds: those of one of its items, a literal's first."""
+    found: list[set[str]] = []
+    for op, av in items:  # type: ignore[attr-defined]
+        try:
+            found.append(_required_item(op, av, ignore_case))
+        except _Unknown:
+            continue
+    if not found:
+        raise _Unknown("a sequence that may match without any character the walk knows")
+    return min(found, key=lambda fragments: (_classes(fragments), len(fragments)))
+
+
+def _classes(fragments: set[str]) -> int:
+    """How many fragments are character classes, which hold many characters (the fewer, the rarer the set)."""
+    return sum(fragment.startswith(("[", "(?i:[")) for fragment in fragments)
+
+
+def _required_item(op: object, av: object, ignore_case: bool) -> set[str]:
+    if op in (c.LITERAL, c.NOT_LITERAL, c.IN):
+        return _item(op, av, ignore_case)[0]
+    if op is c.BRANCH:
+        return set().union(*(_required(branch, ignore_case) for branch in av[1]))  # type: ignore[index]
+    if op is c.SUBPATTERN:
+        _, add_flags, del_flags, sub = av  # type: ignore[misc]
+        return _required(sub, (ignore_case or bool(add_flags & re.IGNORECASE)) and not del_flags & re.IGNORECASE)
+    if op is getattr(c, "ATOMIC_GROUP", None):
+        return _required(av, ignore_case)
+    if op in _REPEATS and av[0] >= 1:  # type: ignore[index]
+        return _required(av[2], ignore_case)  # type: ignore[index]
+    raise _Unknown(op)
 
 
 def _sequence(items: object, ignore_case: bool) -> tuple[set[str], bool]:

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import re
 
+from engine.speech_text.first_chars import required_chars
 from engine.speech_text.spans import Piece, verbatim
 from engine.speech_text.tags import TURBO_TAG
 
@@ -49,6 +50,7 @@ _INLINE = re.compile(
     ),
     re.IGNORECASE,
 )
+_MARKS = required_chars(_INLINE) or re.compile(r"(?s:.)")  # one of them is in every inline match: most lines have none
 
 
 class _Pieces:
@@ -137,6 +139,8 @@ def inline(text: str) -> list[Piece]:
 
 
 def _inline(out: _Pieces, start: int, end: int) -> None:
+    if _MARKS.search(out.text, start, end) is None:
+        return
     for match in _INLINE.finditer(out.text, start, end):
         kind, (lo, hi) = match.lastgroup, match.span()
         if kind == "tag":

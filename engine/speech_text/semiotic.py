@@ -40,31 +40,39 @@ class _Locale:
         self._firsts = [first_chars(pattern) for _, pattern, _ in self.rules]
         self._after_word = [after_word(pattern) for _, pattern, _ in self.rules]
         self._at: dict[tuple[str, bool], tuple[int, ...]] = {}
-        # Where a rule may start: a character some rule starts with, or after a word character, where one of the few
-        # rules that may start inside a word matches. At a character of a common kind (a small letter, a capital, a
-        # digit, a space) the rules that can start with one of its kind are asked whether any matches, all at once.
-        outside = "|".join(first.pattern for first in self._firsts if first is not None)
-        inside = "|".join(f"(?:{pattern})" for (_, pattern, _), may in zip(rules, self._after_word) if may)
-        self._candidate = re.compile(rf"(?<!\w)(?:{outside or '(?!)'})|(?<=\w)(?:{inside or '(?!)'})")
-        self._any = self._asking(range(len(rules)))
-        self._of_kind: dict[str, re.Pattern[str]] = {}
-        for kind in _KINDS:
-            asked = self._asking(sorted({order for char in kind for order in self.rules_at(char, False)}))
-            self._of_kind.update(dict.fromkeys(kind, asked))
+        # Where a rule may start, found in one search: at a character some rule starts with (after a word character,
+        # one of the few rules that may start inside a word), where one of the rules that can start with a character
+        # of its kind (a small letter, a capital, a digit, a space; any rule at any other character) matches. A rule
+        # that starts with only some characters of the kind is tried only at those (a one-character look-ahead costs
+        # less than a rule's failure: "no." after "serial", "(?i:suite|apt|...)").
+        self._next = re.compile(rf"(?<!\w){self._asking_at(False)}|(?<=\w){self._asking_at(True)}")
 
-    def _asking(self, orders: "range | list[int]") -> re.Pattern[str]:
-        return re.compile("|".join(f"(?:{self.rules[order][1].pattern})" for order in orders) or "(?!)")
+    def _asking_at(self, after_word: bool) -> str:
+        """One pattern of the rules that can start at a place (after a word character, if ``after_word``)."""
+        firsts = [first for first, may in zip(self._firsts, self._after_word) if may or not after_word]
+        starts = "(?s:.)" if None in firsts else "|".join(first.pattern for first in firsts if first) or "(?!)"
+        of_kind = [f"(?=[{re.escape(kind)}])(?:{self._asking(kind, after_word)})" for kind in _KINDS]
+        other = f"(?![{re.escape(''.join(_KINDS))}])(?:{self._asking(None, after_word)})"
+        return f"(?=(?:{starts}))(?:{'|'.join([*of_kind, other])})"
+
+    def _asking(self, kind: str | None, after_word: bool) -> str:
+        """The rules that can start with a character of ``kind`` (None: any), after a word character if
+        ``after_word``, one pattern; the last resort's first: it matches at once at any digit, where most constructs
+        start, so such a place is found without first trying every other rule (which rules match is asked later)."""
+        asked = []
+        rules = [*zip(self.rules, self._firsts, self._after_word)]
+        last_resort = len(rules) - len(codes.LAST_RESORT)
+        for (_, pattern, _), first, may in rules[last_resort:] + rules[:last_resort]:
+            starts = kind if kind is None or first is None else "".join(char for char in kind if first.match(char))
+            if (may or not after_word) and starts != "":
+                guard = "" if starts == kind else f"(?=[{re.escape(starts)}])"
+                asked.append(f"{guard}(?:{pattern.pattern})")
+        return "|".join(asked) or "(?!)"
 
     def next_start(self, text: str, at: int) -> int | None:
         """The first place from ``at`` where some rule matches ``text``, or None."""
-        while (candidate := self._candidate.search(text, at)) is not None:
-            start = candidate.start()
-            if start > 0 and _WORD.match(text, start - 1) is not None:  # the inside rules matched already
-                return start
-            if self._of_kind.get(text[start], self._any).match(text, start) is not None:
-                return start
-            at = start + 1
-        return None
+        found = self._next.search(text, at)
+        return None if found is None else found.start()
 
     def rules_at(self, char: str, after_word: bool) -> tuple[int, ...]:
         """The rules (by order) whose match can start with ``char`` (after a word character, if ``after_word``)."""
@@ -176,7 +184,4 @@ def _ranges(text: str, readings: list[Reading]) -> list[Reading]:
 
 def words(text: str, locale: str | None = None) -> list[Piece]:
     """``text`` with every construct classified and verbalised, as pieces of it."""
-    readings = classify(text, locale)
-    kinds = {(r.start, r.end): r.kind for r in readings}
-    return [Piece(p.start, p.end, p.text, p.verbatim, "" if p.verbatim else kinds.get((p.start, p.end), ""))
-            for p in rewrite(text, ((r.start, r.end, r.said) for r in readings))]
+    return rewrite(text, ((r.start, r.end, r.said, r.kind) for r in classify(text, locale)))

@@ -28,7 +28,7 @@ class Piece:
     kind: str = field(default="", compare=False)  # what the word pass classed it as (semiotic.py), if it did
 
     def shifted(self, by: int) -> "Piece":
-        return Piece(self.start + by, self.end + by, self.text, self.verbatim, self.kind)
+        return self if by == 0 else Piece(self.start + by, self.end + by, self.text, self.verbatim, self.kind)
 
 
 def verbatim(text: str, start: int = 0, end: int | None = None) -> list[Piece]:
@@ -37,16 +37,17 @@ def verbatim(text: str, start: int = 0, end: int | None = None) -> list[Piece]:
     return [Piece(start, end, text[start:end], True)] if end > start else []
 
 
-def rewrite(text: str, replacements: Iterable[tuple[int, int, str]]) -> list[Piece]:
-    """Pieces for ``text`` with each ``(start, end, spoken)`` replacement (in order, not overlapping) and the text
-    between them verbatim."""
+def rewrite(text: str, replacements: Iterable[tuple[int, int, str, str]]) -> list[Piece]:
+    """Pieces for ``text`` with each ``(start, end, spoken, kind)`` replacement (in order, not overlapping; ``kind``
+    the class of a piece it rewrites) and the text between them verbatim."""
     pieces: list[Piece] = []
     at = 0
-    for start, end, spoken in replacements:
+    for start, end, spoken, kind in replacements:
         if start < at or end < start:
             raise ValueError(f"replacements out of order or overlapping at {start}..{end}")
         pieces += verbatim(text, at, start)
-        pieces.append(Piece(start, end, spoken, spoken == text[start:end]))
+        same = spoken == text[start:end]
+        pieces.append(Piece(start, end, spoken, same, "" if same else kind))
         at = end
     return pieces + verbatim(text, at)
 
@@ -57,7 +58,7 @@ def substitute(pattern: re.Pattern[str], text: str, spoken) -> list[Piece]:  # t
     for match in pattern.finditer(text):
         said = spoken(match)
         if said is not None:
-            found.append((match.start(), match.end(), said))
+            found.append((match.start(), match.end(), said, ""))
     return rewrite(text, found)
 
 
@@ -133,6 +134,11 @@ def compose(first: list[Piece], second: list[Piece]) -> list[Piece]:
         # the second pass left the text as it was (as most passes leave most chunks): each of the first pass's
         # speaking pieces stands for itself, as the cut below would make it
         return _merged(_with_silent(first, [p for p in first if p.text]))
+    if len(first) == 1 and first[0].verbatim and first[0].start == 0:
+        # the first pass left its input as it was (markdown, on most text): the second's pieces point into it already,
+        # as the cut below would make them (a verbatim piece is the chain's without a class; an empty one is dropped)
+        return _merged([Piece(piece.start, piece.end, piece.text, True) if piece.verbatim and piece.kind else piece
+                        for piece in second if piece.end > piece.start or not piece.verbatim])
     back = SpanMap(first)
     out: list[Piece] = []
     for piece in second:
@@ -190,12 +196,13 @@ def _merged(pieces: list[Piece]) -> list[Piece]:
     pieces whose spans overlap (a later rule that read part of an earlier rewrite: "  and " -> " and "), so the
     chain's pieces never overlap."""
     out: list[Piece] = []
+    last: Piece | None = None
     for piece in pieces:
-        last = out[-1] if out else None
-        same = last is not None and (last.start, last.end) == (piece.start, piece.end)
-        if last and not (last.verbatim and piece.verbatim) and (same or piece.start < last.end):
-            out[-1] = Piece(last.start, max(last.end, piece.end), last.text + piece.text, False,
-                            last.kind or piece.kind)
+        if last is not None and not (last.verbatim and piece.verbatim) and (
+                piece.start < last.end or (piece.start == last.start and piece.end == last.end)):
+            last = out[-1] = Piece(last.start, max(last.end, piece.end), last.text + piece.text, False,
+                                   last.kind or piece.kind)
         else:
             out.append(piece)
+            last = piece
     return out
