@@ -203,3 +203,15 @@ async def test_on_a_line_that_echoes_a_quiet_caller_is_heard_and_the_echo_alone_
     finally:
         await call.hang_up()
     await no_sessions_left(url)
+
+
+def test_the_offline_onset_bench_hears_a_caller_over_a_hot_echo_where_the_level_rule_is_tripped_by_it():
+    """``python -m cbf_tools.bench.aec_onsets``, two onsets on the hot line (echo -6 dB, 250 ms late): the level rule
+    stops the gateway on its own echo before the caller speaks (-1); the canceller hears the caller."""
+    from cbf_tools.bench import aec_onsets
+
+    hot = model("caller -10 dB, echo -6 dB 250 ms")
+    figures = aec_onsets.measure((hot,), (1.0, 2.0))[hot.name]
+    assert figures["level rule"] == [-1, -1]
+    assert all(ms is not None and ms > 0 for ms in figures["canceller"] + figures["canceller told the delay"])
+    assert hot.name in aec_onsets.render({hot.name: figures}, (1.0, 2.0))

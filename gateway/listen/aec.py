@@ -10,9 +10,13 @@ The line's bulk delay (the echo's lag behind the far end as read) is measured by
 latest ``HISTORY_S`` of both. AEC3 cancels best when it is told that delay (``DELAY_PAST_MS`` more) at its start,
 and only then (told later, or started afresh mid-speech, it let more echo through than left alone): so a call's
 first module finds it alone, and once the call has measured it the module is replaced, told it, at the next pause
-in the gateway's speech. (Telling a new call what recent calls measured, ``LineDelays.typical``, was tried and left
-off: on the test server a delay measured on a call with no echo made the next call's canceller hold back a loud
-caller.) Echo paths up to ``REACH_S`` are measured.
+in the gateway's speech. (Replacing it at once by a module told the delay that is first given the history, what
+the module before it heard, was tried: its output is then, sample for sample, that of a module told the delay from
+its start, yet on the bench's lines a caller talking over the gateway from its first 200 ms was cleared within
+600 ms in 1 of 20 calls, against 15-16 of 20 with the module left to find the delay alone. Telling a new call what
+recent calls measured, ``LineDelays.typical``, was tried and left off: on the test server a delay measured on a call
+with no echo made the next call's canceller hold back a loud caller; and a delay told longer than the line's lets
+the echo through: the gateway stopped on its own voice.) Echo paths up to ``REACH_S`` are measured.
 
 Alignment: each piece of the far end is recorded with when it plays (phone calls: the outbox's estimate; WebRTC:
 when the paced track hands it on), on the monotonic clock; each near-end frame comes with its stream time and when
