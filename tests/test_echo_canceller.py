@@ -215,3 +215,22 @@ def test_the_offline_onset_bench_hears_a_caller_over_a_hot_echo_where_the_level_
     assert figures["level rule"] == [-1, -1]
     assert all(ms is not None and ms > 0 for ms in figures["canceller"] + figures["canceller told the delay"])
     assert hot.name in aec_onsets.render({hot.name: figures}, (1.0, 2.0))
+
+
+def test_a_line_that_sends_nothing_back_is_echo_free_and_a_loud_caller_on_it_is_heard(recordings):
+    """No echo at all (a carrier that cancels its own, a headset): once the gateway has spoken 0.6 s and nothing came
+    back, the canceller rests for the call, and a caller talking over the gateway is heard as the level rule hears
+    them (AEC3, never having seen an echo, held such a caller back: None at 1.25 s). On the target line it never is."""
+    from cbf_tools.bench import aec_onsets
+
+    silent_line = line.LineModel("loud caller, no echo", -200, 150, 0)
+    figures = aec_onsets.measure((silent_line,), (1.0, 1.25))[silent_line.name]
+    assert all(ms is not None and 0 < ms <= 600 for ms in figures["canceller"])
+    gateway, caller = recordings
+    for echoing, free in ((silent_line, True), (model(line.TARGET_MODEL), False)):
+        canceller = EchoCanceller(RATE, lines=LineDelays())
+        far = gateway[:2 * RATE]
+        voice = np.zeros(far.size)
+        voice[RATE:] = line.caller_at(caller, echoing, line.active_dbfs(gateway))[:RATE]
+        cancellers.stream(canceller, far, line.to_s16(line.echo_of(far, echoing) + voice))
+        assert canceller.echo_free is free

@@ -26,7 +26,10 @@ near-end frame is what played while it was being spoken: its echo comes later, b
 reach of AEC3's delay estimator. Where what played has been silent (``SILENT``) for longer than the echo can come
 back (``REACH_S``; once the line's delay is measured, that delay and ``TAIL_S``), as while the caller has their turn
 or on a call no controller speaks on, the near end passes unchanged and the module is not run (no CPU): it holds
-its state, both ends stopped at once, and goes on from it when what plays is loud again.
+its state, both ends stopped at once, and goes on from it when what plays is loud again. A line that sent nothing back
+(``QUIET_DB`` below what played) while the gateway spoke its first ``NO_ECHO_S``, before anyone spoke, has no echo
+(a carrier that cancels its own, a headset): the canceller rests for the call (``echo_free``); AEC3 run on it held a
+caller who talked over the gateway back (it never sees an echo to learn the line from).
 
 Counted (``counts``): ``late_far`` (far-end samples that came after their time had been read: not cancelled),
 ``realigned`` (a near-end frame whose stream time jumped: the tie to our clock made afresh), ``resets`` (the module
@@ -48,6 +51,9 @@ FAR_S = 4.0  # far end held ahead of and behind the near end's read point
 REACH_S = 0.6  # the far end counts for this long after it played (echo.py's reach: the longest echo path) ...
 TAIL_S = 0.35  # ... or, once the line's delay is measured, for that delay and this more (the echo's tail, the
 #                 playout estimate's jitter)
+NO_ECHO_S = 0.6  # a line that sends nothing back while the gateway speaks this long has no echo: the canceller
+QUIET_DB = 45.0  # rests for the call (nothing more than this far below what plays is something coming back)
+LOUD = 330  # a far-end stretch this loud (RMS, -40 dBFS) is speech whose echo would be heard
 SILENT = 32  # a far-end sample no louder than this (-60 dBFS) is silence: its echo is below anything heard
 DRIFT = 0.002  # s/s: the stream clock's tie to ours may creep this fast (a carrier clock 0.2 % slow)
 HEADROOM_S = 0.02  # the far end is read this much earlier still: its echo is never ahead of it (AEC3 needs that)
@@ -116,6 +122,8 @@ class EchoCanceller:
         self._unmeasured = 0  # samples processed since the delay was last measured
         self._agreeing = 0  # measures in a row that agreed
         self.delay_ms: int | None = None  # the line's delay as measured
+        self.echo_free: bool | None = None  # the line sends nothing back (None: not known yet)
+        self._quiet_far = 0  # far-end samples heard loud with nothing coming back
         self.counts = {"late_far": 0, "realigned": 0, "resets": 0, "delay_measures": 0}
 
     # The far end.
@@ -200,7 +208,7 @@ class EchoCanceller:
         loud = np.flatnonzero((far > SILENT) | (far < -SILENT))
         if loud.size:
             self._loud_until = first + int(loud[-1]) + 1
-        self.passed = self._loud_until + self._reach() < first
+        self.passed = self._loud_until + self._reach() < first or self._no_echo(far, near)
         if self.passed:
             if self._module is not None and not self.settled and self.delay_ms is not None:
                 self._module = None  # told the wrong delay: the next speech starts a module told this call's
@@ -211,6 +219,19 @@ class EchoCanceller:
             out[i:i + self.block] = self._block(far[i:i + self.block], near[i:i + self.block])
         self._watch(near, out)
         return out
+
+    def _no_echo(self, far: np.ndarray, near: np.ndarray) -> bool:
+        """Whether the line sends nothing back: the near end stayed ``QUIET_DB`` below the far end while the gateway
+        spoke its first ``NO_ECHO_S``, before anyone spoke (once anything came back, it may be echo: never)."""
+        if self.echo_free is None:
+            far_energy, near_energy = _energies(far, far.size)[0], _energies(near, near.size)[0]
+            if near_energy > far_energy * 10 ** (-QUIET_DB / 10) and near_energy > far.size * SILENT ** 2:
+                self.echo_free = False
+            elif far_energy > far.size * LOUD ** 2:
+                self._quiet_far += far.size
+                if self._quiet_far >= NO_ECHO_S * self.rate:
+                    self.echo_free = True
+        return bool(self.echo_free)
 
     def _reach(self) -> float:
         """How long (samples) the far end's echo may come back after it played."""
