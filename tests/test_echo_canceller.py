@@ -9,12 +9,14 @@ import numpy as np
 import pytest
 
 from cbf_tools.bench import cancellers, line
-from gateway.listen.aec import REACH_S, EchoCanceller, LineDelays, WebRtcApm
+from gateway.listen.aec import REACH_S, TAIL_S, EchoCanceller, LineDelays
+from gateway.listen.apm import WebRtcApm
 from tests.server import PHONE_KEY as KEY
 from tests.server import running_server
 from tests.test_telephony import no_sessions_left
 
 RATE = line.RATE
+FRAME = cancellers.FRAME
 
 
 @pytest.fixture(scope="module")
@@ -115,6 +117,51 @@ def test_the_line_delay_is_measured_and_told_to_the_next_module(recordings):
     assert canceller.settled
 
 
+def test_while_nothing_loud_plays_within_the_echos_reach_the_module_rests_and_then_goes_on_converged(recordings):
+    """The gateway speaks, pauses, speaks, pauses while the caller talks (-10 dB, over no echo), speaks again, on the
+    target line. Once the line's delay and its tail have passed after each stretch, the caller's audio comes back as
+    it came and the module is not run; from the second stretch on the module is the one told the line's delay, kept
+    through the caller's turn, and cancels the third stretch's echo from its first second as well as it did the
+    second's last."""
+    gateway, caller = recordings
+    echo_model = model(line.TARGET_ECHO_MODEL)
+    stretches = [(0.0, 4.0), (6.0, 10.0), (12.0, 15.0)]  # (from, to) s: the gateway speaking
+    far = np.zeros(15 * RATE, dtype=np.int16)
+    for start, end in stretches:
+        far[round(start * RATE):round(end * RATE)] = gateway[:round((end - start) * RATE)]
+    voice = np.zeros(far.size)
+    said = line.caller_at(caller, line.LineModel("caller", -12, 150, -10), line.active_dbfs(gateway))
+    voice[round(10.2 * RATE):round(11.7 * RATE)] = said[:round(1.5 * RATE)]
+    near = line.to_s16(line.echo_of(far, echo_model) + voice)
+    made, calls = [], [0]
+
+    def counted(rate: int) -> WebRtcApm:
+        module = WebRtcApm(rate)
+        process = module.process
+        module.process = lambda *args: calls.__setitem__(0, calls[0] + 1) or process(*args)
+        made.append(module)
+        return module
+
+    canceller = EchoCanceller(RATE, counted, LineDelays())
+    frames: dict[int, tuple[bool, int, int]] = {}  # sample -> (passed, module calls so far, modules so far)
+    cleaned, _ = cancellers.stream(canceller, far, near, lambda i: frames.__setitem__(
+        i, (canceller.passed, calls[0], len(made))))
+    assert canceller.delay_ms is not None and abs(canceller.delay_ms - echo_model.delay_ms) <= 25
+    rest_from = (canceller.delay_ms / 1000 + TAIL_S + 0.05) * RATE  # after a stretch's end: the module rests
+    for (_, end), (resume, _) in zip(stretches, stretches[1:]):
+        resting = [i for i in frames if end * RATE + rest_from <= i < resume * RATE - FRAME]
+        assert all(frames[i][0] for i in resting) and frames[resting[-1]][1:] == frames[resting[0]][1:]
+        assert np.array_equal(cleaned[resting[0]:resting[-1] + FRAME], near[resting[0]:resting[-1] + FRAME])
+        assert not frames[round(resume * RATE)][0]  # resumed as what plays is loud again
+    assert len(made) == 2 and frames[round(6 * RATE)][2] == 2  # the second, told the delay, from the second stretch
+
+    def erle(start: float, end: float) -> float:
+        span = slice(round((start + 0.15) * RATE), round((end + 0.15) * RATE))
+        return cancellers._db(near[span], cleaned[span])
+
+    assert erle(12.0, 13.0) >= 20 and erle(12.0, 13.0) >= erle(9.0, 10.0) - 6
+
+
 @pytest.fixture(scope="module")
 def aec_url():
     with running_server("--api-key", KEY, "--max-text-chars", "1000", "--echo-canceller", "true") as url:
@@ -156,3 +203,34 @@ async def test_on_a_line_that_echoes_a_quiet_caller_is_heard_and_the_echo_alone_
     finally:
         await call.hang_up()
     await no_sessions_left(url)
+
+
+def test_the_offline_onset_bench_hears_a_caller_over_a_hot_echo_where_the_level_rule_is_tripped_by_it():
+    """``python -m cbf_tools.bench.aec_onsets``, two onsets on the hot line (echo -6 dB, 250 ms late): the level rule
+    stops the gateway on its own echo before the caller speaks (-1); the canceller hears the caller."""
+    from cbf_tools.bench import aec_onsets
+
+    hot = model("caller -10 dB, echo -6 dB 250 ms")
+    figures = aec_onsets.measure((hot,), (1.0, 2.0))[hot.name]
+    assert figures["level rule"] == [-1, -1]
+    assert all(ms is not None and ms > 0 for ms in figures["canceller"] + figures["canceller told the delay"])
+    assert hot.name in aec_onsets.render({hot.name: figures}, (1.0, 2.0))
+
+
+def test_a_line_that_sends_nothing_back_is_echo_free_and_a_loud_caller_on_it_is_heard(recordings):
+    """No echo at all (a carrier that cancels its own, a headset): once the gateway has spoken 0.6 s and nothing came
+    back, the canceller rests for the call, and a caller talking over the gateway is heard as the level rule hears
+    them (AEC3, never having seen an echo, held such a caller back: None at 1.25 s). On the target line it never is."""
+    from cbf_tools.bench import aec_onsets
+
+    silent_line = line.LineModel("loud caller, no echo", -200, 150, 0)
+    figures = aec_onsets.measure((silent_line,), (1.0, 1.25))[silent_line.name]
+    assert all(ms is not None and 0 < ms <= 600 for ms in figures["canceller"])
+    gateway, caller = recordings
+    for echoing, free in ((silent_line, True), (model(line.TARGET_MODEL), False)):
+        canceller = EchoCanceller(RATE, lines=LineDelays())
+        far = gateway[:2 * RATE]
+        voice = np.zeros(far.size)
+        voice[RATE:] = line.caller_at(caller, echoing, line.active_dbfs(gateway))[:RATE]
+        cancellers.stream(canceller, far, line.to_s16(line.echo_of(far, echoing) + voice))
+        assert canceller.echo_free is free

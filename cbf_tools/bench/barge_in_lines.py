@@ -7,7 +7,9 @@ alone. Run on the server as it is configured (``--url``) or, where the bench sta
 
 And the per-call CPU of the caller's side (canceller + VAD, in this process: gateway/listen/caller.py's
 ``CallerSide``) on the target line, with 1, 4 and 16 calls heard frame by frame, their due windows in one batched run
-(gateway/listen/tick.py); and the VAD with each call's windows run alone, as when no two calls' frames coincide.
+(gateway/listen/tick.py); the same where the gateway stops soon after the caller starts (as a barge-in clears it:
+the canceller rests once its echo has died away); and the VAD with each call's windows run alone, as when no two
+calls' frames coincide.
 """
 
 from __future__ import annotations
@@ -34,6 +36,7 @@ CLEAR_WITHIN_MS = 600.0
 CALIBRATE_S = 3.0
 CPU_CALLS = (1, 4, 16)
 CPU_SECONDS = 6.0
+YIELD_S = 0.3  # the CPU run where the gateway yields: it stops this long after the caller starts
 TARGETS = {"cleared_pct": 90.0, "onset_to_clear_p50_ms": 300.0, "false_barge_ins_echo": 0,
            "double_talk_cleared_pct": 95.0, "caller_side_core_pct_16": 2.0, "vad_core_pct_16": 1.0}
 
@@ -120,16 +123,21 @@ def clip_pair() -> tuple[np.ndarray, np.ndarray]:
     return voices.clip_pcm(line.RATE, voices.CLIP.with_name("low.ogg")), voices.clip_pcm(line.RATE)
 
 
-def caller_side_cpu(cancel_echo: bool, calls: int, seconds: float = CPU_SECONDS, batched: bool = True) -> float:
+def caller_side_cpu(cancel_echo: bool, calls: int, seconds: float = CPU_SECONDS, batched: bool = True,
+                    yields: bool = False) -> float:
     """Per call, the share of a core ``CallerSide`` takes (the canceller, where on, and the VAD) hearing ``calls``
-    calls on the target line (the gateway speaking, the caller over it) frame by frame, back to back. ``batched``:
-    every call's frame arrives at once and their due windows run as one batch (gateway/listen/tick.py: the most a
-    pass of the event loop can gather); else each call's windows run alone (frames that never coincide)."""
+    calls on the target line (the gateway speaking, the caller over it from a third of the way in) frame by frame,
+    back to back. ``batched``: every call's frame arrives at once and their due windows run as one batch
+    (gateway/listen/tick.py: the most a pass of the event loop can gather); else each call's windows run alone
+    (frames that never coincide). ``yields``: the gateway stops ``YIELD_S`` after the caller starts (barge-in's
+    clear), so the canceller rests once the echo has died away."""
     model = next(m for m in line.MODELS if m.name == line.TARGET_MODEL)
     gateway, caller = clip_pair()
     n = round(seconds * line.RATE)
     gateway = np.resize(gateway, n)
     voice, start = np.zeros(n), n // 3
+    if yields:
+        gateway[start + round(YIELD_S * line.RATE):] = 0
     said = line.caller_at(caller, model, line.active_dbfs(gateway))[:n - start]
     voice[start:start + said.size] = said
     near = g711_encode(line.to_s16(line.echo_of(gateway, model) + voice).tobytes(), "pcm_mulaw")
@@ -157,13 +165,13 @@ def caller_side_cpu(cancel_echo: bool, calls: int, seconds: float = CPU_SECONDS,
     return round(100 * spent / calls / (n / line.RATE), 2)
 
 
-CPU_RUNS = (("canceller + VAD", True, True), ("VAD alone", False, True),
-            ("VAD alone, each call's windows alone", False, False))
+CPU_RUNS = (("canceller + VAD", True, True, False), ("canceller + VAD, the gateway yielding", True, True, True),
+            ("VAD alone", False, True, False), ("VAD alone, each call's windows alone", False, False, False))
 
 
 def cpu() -> dict[str, dict[str, float]]:
-    return {name: {str(c): caller_side_cpu(on, c, batched=batched) for c in CPU_CALLS}
-            for name, on, batched in CPU_RUNS}
+    return {name: {str(c): caller_side_cpu(on, c, batched=batched, yields=yields) for c in CPU_CALLS}
+            for name, on, batched, yields in CPU_RUNS}
 
 
 def met(lines: dict[str, Any], cpu_pct: dict[str, dict[str, float]]) -> dict[str, bool]:

@@ -1,5 +1,5 @@
 """Two echo cancellers on the same recordings through the same line models (``bench barge-in --cancellers``):
-WebRTC's AEC3 (gateway/listen/aec.py's ``WebRtcApm``, through livekit) and speexdsp's MDF canceller with its
+WebRTC's AEC3 (gateway/listen/apm.py's ``WebRtcApm``, through livekit) and speexdsp's MDF canceller with its
 residual-echo suppressor (Debian's libspeexdsp, through ctypes: ``apt-get install libspeexdsp1``), each behind the
 same ``EchoCanceller`` (the same alignment), offline, as fast as they run.
 
@@ -15,13 +15,14 @@ from __future__ import annotations
 import ctypes
 import ctypes.util
 import time
-from typing import Any
+from typing import Any, Callable
 
 import numpy as np
 
 from cbf_tools.bench import caller_voices as voices
 from cbf_tools.bench import line
-from gateway.listen.aec import EchoCanceller, LineDelays, WebRtcApm
+from gateway.listen.aec import EchoCanceller, LineDelays
+from gateway.listen.apm import WebRtcApm
 from gateway.listen.silero import SileroVad
 
 FRAME = 160  # 20 ms at 8 kHz: what a caller sends
@@ -95,7 +96,14 @@ def run_line(module: Any, model: line.LineModel, gateway: np.ndarray, caller: np
         start = round(caller_from_s * line.RATE)
         voice[start:start + said.size] = said[:gateway.size - start]
     near = line.to_s16(echo + voice)
-    canceller = EchoCanceller(line.RATE, module, LineDelays())  # each line a first call: no delay told
+    cleaned, spent = stream(EchoCanceller(line.RATE, module, LineDelays()), gateway, near)  # each a first call
+    return near[:cleaned.size], line.to_s16(voice)[:cleaned.size], cleaned, spent
+
+
+def stream(canceller: EchoCanceller, gateway: np.ndarray, near: np.ndarray,
+           frame_done: Callable[[int], None] = lambda i: None) -> tuple[np.ndarray, float]:
+    """(``canceller``'s output, seconds in it) for ``gateway`` played from 0 and ``near`` arriving ``FRAME`` at a
+    time as it is spoken; ``frame_done(i)`` after the frame from sample ``i``."""
     out, spent, sent = [], 0.0, 0
     for i in range(0, near.size - FRAME + 1, FRAME):
         began = time.process_time()
@@ -104,8 +112,8 @@ def run_line(module: Any, model: line.LineModel, gateway: np.ndarray, caller: np
             sent += LEAD // 10
         out.append(canceller.process(near[i:i + FRAME], i / line.RATE, 100.0 + (i + FRAME) / line.RATE)[1])
         spent += time.process_time() - began
-    cleaned = np.concatenate(out)
-    return near[:cleaned.size], line.to_s16(voice)[:cleaned.size], cleaned, spent
+        frame_done(i)
+    return np.concatenate(out), spent
 
 
 def _db(numerator: np.ndarray, denominator: np.ndarray) -> float:

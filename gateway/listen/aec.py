@@ -2,7 +2,7 @@
 (the near end), before any VAD decision.
 
 The canceller is WebRTC's audio-processing module (AEC3, with its residual echo suppressor and double-talk handling)
-through LiveKit's binding (``livekit.rtc.AudioProcessingModule``), 10 ms at a time. Measured against speexdsp's MDF
+through LiveKit's binding (gateway/listen/apm.py), 10 ms at a time. Measured against speexdsp's MDF
 canceller on the same recordings through ``bench barge-in``'s line models (cbf_tools/bench/cancellers.py), it took
 out far more echo and kept a double-talking caller as well.
 
@@ -10,17 +10,26 @@ The line's bulk delay (the echo's lag behind the far end as read) is measured by
 latest ``HISTORY_S`` of both. AEC3 cancels best when it is told that delay (``DELAY_PAST_MS`` more) at its start,
 and only then (told later, or started afresh mid-speech, it let more echo through than left alone): so a call's
 first module finds it alone, and once the call has measured it the module is replaced, told it, at the next pause
-in the gateway's speech. (Telling a new call what recent calls measured, ``LineDelays.typical``, was tried and left
-off: on the test server a delay measured on a call with no echo made the next call's canceller hold back a loud
-caller.) Echo paths up to ``REACH_S`` are measured.
+in the gateway's speech. (Replacing it at once by a module told the delay that is first given the history, what
+the module before it heard, was tried: its output is then, sample for sample, that of a module told the delay from
+its start, yet on the bench's lines a caller talking over the gateway from its first 200 ms was cleared within
+600 ms in 1 of 20 calls, against 15-16 of 20 with the module left to find the delay alone. Telling a new call what
+recent calls measured, ``LineDelays.typical``, was tried and left off: on the test server a delay measured on a call
+with no echo made the next call's canceller hold back a loud caller; and a delay told longer than the line's lets
+the echo through: the gateway stopped on its own voice.) Echo paths up to ``REACH_S`` are measured.
 
 Alignment: each piece of the far end is recorded with when it plays (phone calls: the outbox's estimate; WebRTC:
 when the paced track hands it on), on the monotonic clock; each near-end frame comes with its stream time and when
 it arrived. The stream clock is tied to ours by the earliest arrival seen (a frame can come late, never early),
 allowed to creep by ``DRIFT`` a second (the carrier's clock and ours drift apart), so the far end read beside a
 near-end frame is what played while it was being spoken: its echo comes later, by the line's round trip, within
-reach of AEC3's delay estimator. Where the far end has been silent for ``REACH_S`` (no speech, or no far end at all:
-a call no controller speaks on) the near end passes unchanged and the module is not run (no CPU).
+reach of AEC3's delay estimator. Where what played has been silent (``SILENT``) for longer than the echo can come
+back (``REACH_S``; once the line's delay is measured, that delay and ``TAIL_S``), as while the caller has their turn
+or on a call no controller speaks on, the near end passes unchanged and the module is not run (no CPU): it holds
+its state, both ends stopped at once, and goes on from it when what plays is loud again. A line that sent nothing back
+(``QUIET_DB`` below what played) while the gateway spoke its first ``NO_ECHO_S``, before anyone spoke, has no echo
+(a carrier that cancels its own, a headset): the canceller rests for the call (``echo_free``); AEC3 run on it held a
+caller who talked over the gateway back (it never sees an echo to learn the line from).
 
 Counted (``counts``): ``late_far`` (far-end samples that came after their time had been read: not cancelled),
 ``realigned`` (a near-end frame whose stream time jumped: the tie to our clock made afresh), ``resets`` (the module
@@ -35,9 +44,17 @@ from typing import Callable, Protocol
 
 import numpy as np
 
+from gateway.listen.apm import WebRtcApm
+
 BLOCK_S = 0.01  # the module takes exactly 10 ms
 FAR_S = 4.0  # far end held ahead of and behind the near end's read point
-REACH_S = 0.6  # the far end counts for this long after it played (echo.py's reach: the longest echo path)
+REACH_S = 0.6  # the far end counts for this long after it played (echo.py's reach: the longest echo path) ...
+TAIL_S = 0.35  # ... or, once the line's delay is measured, for that delay and this more (the echo's tail, the
+#                 playout estimate's jitter)
+NO_ECHO_S = 0.6  # a line that sends nothing back while the gateway speaks this long has no echo: the canceller
+QUIET_DB = 45.0  # rests for the call (nothing more than this far below what plays is something coming back)
+LOUD = 330  # a far-end stretch this loud (RMS, -40 dBFS) is speech whose echo would be heard
+SILENT = 32  # a far-end sample no louder than this (-60 dBFS) is silence: its echo is below anything heard
 DRIFT = 0.002  # s/s: the stream clock's tie to ours may creep this fast (a carrier clock 0.2 % slow)
 HEADROOM_S = 0.02  # the far end is read this much earlier still: its echo is never ahead of it (AEC3 needs that)
 JUMP_S = 0.02  # the read point follows the tie; it jumps (counted) only when they part by more than this
@@ -57,29 +74,6 @@ class Module(Protocol):
     """An echo canceller on 10 ms blocks of s16: ``far`` what plays, ``near`` what the microphone got."""
 
     def process(self, far: np.ndarray, near: np.ndarray, delay_ms: int) -> np.ndarray: ...
-
-
-class WebRtcApm:
-    """WebRTC's AEC3 (with its high-pass filter; no noise suppression or gain control: the VAD and the controller's
-    STT want the caller as they spoke) through livekit's FFI binding."""
-
-    def __init__(self, rate: int) -> None:
-        from livekit import rtc  # imported on first use: only calls with caller audio need it
-
-        self._rtc = rtc
-        self.rate = rate
-        self._apm = rtc.AudioProcessingModule(echo_cancellation=True, high_pass_filter=True)
-        self._delay_ms: int | None = None  # the delay the module was last told
-
-    def process(self, far: np.ndarray, near: np.ndarray, delay_ms: int) -> np.ndarray:
-        rtc, n = self._rtc, far.size
-        self._apm.process_reverse_stream(rtc.AudioFrame(bytearray(far.astype("<i2").tobytes()), self.rate, 1, n))
-        frame = rtc.AudioFrame(bytearray(near.astype("<i2").tobytes()), self.rate, 1, n)
-        if delay_ms != self._delay_ms:  # the module keeps it (the same output as telling it every block, a tenth
-            self._apm.set_stream_delay_ms(delay_ms)  # of the block's cost saved)
-            self._delay_ms = delay_ms
-        self._apm.process_stream(frame)
-        return np.frombuffer(frame.data, dtype=np.int16).copy()
 
 
 class LineDelays:
@@ -116,7 +110,7 @@ class EchoCanceller:
         self._origin: float | None = None  # monotonic s of far index 0
         self._read = 0  # far index of the next sample the near end reads
         self._reading = False  # the near end has read
-        self._far_until = -1  # far index past the latest far-end sample that was not silence
+        self._loud_until = -1  # far index past the latest far-end sample read that was louder than ``SILENT``
         self._tie: float | None = None  # monotonic s - stream s: when stream time 0 was spoken, by our clock
         self._tied_at: float | None = None  # stream s of the latest near-end frame's end
         self._near = np.empty(0, dtype=np.int16)  # less than a block, waiting for the rest
@@ -128,6 +122,8 @@ class EchoCanceller:
         self._unmeasured = 0  # samples processed since the delay was last measured
         self._agreeing = 0  # measures in a row that agreed
         self.delay_ms: int | None = None  # the line's delay as measured
+        self.echo_free: bool | None = None  # the line sends nothing back (None: not known yet)
+        self._quiet_far = 0  # far-end samples heard loud with nothing coming back
         self.counts = {"late_far": 0, "realigned": 0, "resets": 0, "delay_measures": 0}
 
     # The far end.
@@ -152,8 +148,6 @@ class EchoCanceller:
         first += skip
         slots = np.arange(first, first + pcm.size) % self._far.size
         self._far[slots] = pcm
-        if np.any(pcm):
-            self._far_until = max(self._far_until, first + pcm.size)
 
     def clear(self, now: float) -> None:
         """What was to play after ``now`` was dropped (a barge-in)."""
@@ -163,7 +157,6 @@ class EchoCanceller:
         end = self._read + self._far.size // 2
         if end > start:
             self._far[np.arange(start, end) % self._far.size] = 0
-            self._far_until = min(self._far_until, start)
 
     # The near end.
 
@@ -212,7 +205,10 @@ class EchoCanceller:
         slots = np.arange(first, self._read) % self._far.size
         far = self._far[slots].copy()
         self._far[slots] = 0  # read: the ring's slot is free for what plays a lap later
-        self.passed = self._far_until + REACH_S * self.rate < first
+        loud = np.flatnonzero((far > SILENT) | (far < -SILENT))
+        if loud.size:
+            self._loud_until = first + int(loud[-1]) + 1
+        self.passed = self._loud_until + self._reach() < first or self._no_echo(far, near)
         if self.passed:
             if self._module is not None and not self.settled and self.delay_ms is not None:
                 self._module = None  # told the wrong delay: the next speech starts a module told this call's
@@ -221,23 +217,44 @@ class EchoCanceller:
         out = np.empty_like(near)
         for i in range(0, near.size, self.block):
             out[i:i + self.block] = self._block(far[i:i + self.block], near[i:i + self.block])
+        self._watch(near, out)
         return out
+
+    def _no_echo(self, far: np.ndarray, near: np.ndarray) -> bool:
+        """Whether the line sends nothing back: the near end stayed ``QUIET_DB`` below the far end while the gateway
+        spoke its first ``NO_ECHO_S``, before anyone spoke (once anything came back, it may be echo: never)."""
+        if self.echo_free is None:
+            far_energy, near_energy = _energies(far, far.size)[0], _energies(near, near.size)[0]
+            if near_energy > far_energy * 10 ** (-QUIET_DB / 10) and near_energy > far.size * SILENT ** 2:
+                self.echo_free = False
+            elif far_energy > far.size * LOUD ** 2:
+                self._quiet_far += far.size
+                if self._quiet_far >= NO_ECHO_S * self.rate:
+                    self.echo_free = True
+        return bool(self.echo_free)
+
+    def _reach(self) -> float:
+        """How long (samples) the far end's echo may come back after it played."""
+        return (REACH_S if self.delay_ms is None else self.delay_ms / 1000 + TAIL_S) * self.rate
 
     def _block(self, far: np.ndarray, near: np.ndarray) -> np.ndarray:
         if self._module is None:
             self._module = self._make(self.rate)
             self._module_hint = 0 if self.delay_ms is None else self.delay_ms + DELAY_PAST_MS
         try:
-            out = self._module.process(far, near, self._module_hint)
+            return self._module.process(far, near, self._module_hint)
         except (RuntimeError, ValueError):
             self._reset()
             return near
-        energy_in, energy_out = _energy(near), _energy(out)
-        louder = energy_out > energy_in * 10 ** (DIVERGED_DB / 10) and energy_out > self.block * 100.0 ** 2
-        self._louder = self._louder + 1 if louder else 0
-        if self._louder * BLOCK_S >= DIVERGED_S:
-            self._reset()
-        return out
+
+    def _watch(self, near: np.ndarray, out: np.ndarray) -> None:
+        """A module whose output has been louder than its input for ``DIVERGED_S`` is reset."""
+        energy_in, energy_out = _energies(near, self.block), _energies(out, self.block)
+        louder = (energy_out > energy_in * 10 ** (DIVERGED_DB / 10)) & (energy_out > self.block * 100.0 ** 2)
+        for block_louder in louder:
+            self._louder = self._louder + 1 if block_louder else 0
+            if self._louder * BLOCK_S >= DIVERGED_S:
+                self._reset()
 
     @property
     def settled(self) -> bool:
@@ -293,7 +310,7 @@ class EchoCanceller:
         self._louder = 0
 
 
-def _energy(pcm: np.ndarray) -> float:
-    """The sum of the squares of s16 ``pcm``."""
-    wide = pcm.astype(np.float64)
-    return float(np.dot(wide, wide))
+def _energies(pcm: np.ndarray, block: int) -> np.ndarray:
+    """The sum of the squares of each ``block`` of s16 ``pcm``."""
+    wide = pcm.astype(np.float64).reshape(-1, block)
+    return np.einsum("ij,ij->i", wide, wide)

@@ -261,7 +261,8 @@ class PhoneCall(DrivenSession):
         self.state.calls.remove(self)
         if self.caller is not None and self.caller.aec is not None:
             aec = self.caller.aec
-            log.info("call %s: echo canceller: line delay %s ms, %s", self.id, aec.delay_ms, aec.counts)
+            log.info("call %s: echo canceller: line delay %s ms, echo free %s, %s", self.id, aec.delay_ms,
+                     aec.echo_free, aec.counts)
         try:
             await self.sink.stop()  # first: a stack that has gone, or stopped reading, is sent nothing more
             await self.release(reason)
