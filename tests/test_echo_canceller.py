@@ -47,6 +47,30 @@ def test_double_talk_keeps_the_caller(recordings):
     assert cancellers.voiced_share(cleaned[talk]) >= 0.75 * cancellers.voiced_share(voice[talk])
 
 
+def test_the_modules_fast_path_gives_what_livekits_own_calls_give(recordings):
+    """gateway/listen/apm.py sends its requests through livekit's library without the binding's wrapping: block for
+    block, sample for sample, what the binding's public AudioProcessingModule makes of the same line and delay (a
+    livekit upgrade that changes its messages fails here)."""
+    from livekit import rtc
+
+    gateway, caller = recordings
+    echo_line = model(line.DOUBLE_TALK_MODEL)
+    far = line.to_s16(gateway)
+    voice = np.zeros(gateway.size)  # the caller from 1 s: echo alone, then double talk
+    said = line.caller_at(caller, echo_line, line.active_dbfs(gateway))[:gateway.size - RATE]
+    voice[RATE:RATE + said.size] = said
+    near = line.to_s16(line.echo_of(gateway, echo_line) + voice)
+    block, delay_ms = RATE // 100, 150
+    fast, public = WebRtcApm(RATE), rtc.AudioProcessingModule(echo_cancellation=True, high_pass_filter=True)
+    public.set_stream_delay_ms(delay_ms)
+    for start in range(0, min(far.size, near.size, 4 * RATE) - block + 1, block):
+        ours = fast.process(far[start:start + block], near[start:start + block], delay_ms)
+        public.process_reverse_stream(rtc.AudioFrame(far[start:start + block].tobytes(), RATE, 1, block))
+        theirs = rtc.AudioFrame(near[start:start + block].tobytes(), RATE, 1, block)
+        public.process_stream(theirs)
+        np.testing.assert_array_equal(ours, np.frombuffer(theirs.data, "<i2"), err_msg=f"block at {start}")
+
+
 def test_with_no_far_end_the_caller_passes_unchanged_and_costs_no_module():
     made = []
     canceller = EchoCanceller(RATE, lambda rate: made.append(rate) or WebRtcApm(rate), LineDelays())
