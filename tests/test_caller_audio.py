@@ -12,6 +12,7 @@ import asyncio
 import base64
 import contextlib
 import json
+import time
 import wave
 from pathlib import Path
 
@@ -294,12 +295,15 @@ async def test_telnyx_and_asterisk_callers_are_heard_and_barge_in(url, stack, en
     assert json.loads(await agent.recv()) == {"type": "caller_audio_start", "encoding": encoding, "sample_rate": rate,
                                               "channels": 1}
     await agent.send(json.dumps({"type": "speak", "text": LONG_TEXT}))
+    deadline = time.monotonic() + 60  # a bound on a hang (caller audio keeps coming whether or not it barges in)
     while len(caller.audio) < caller.bytes_per_second:  # a second of the agent reached the caller
+        assert time.monotonic() < deadline, "the agent's audio never reached the caller"
         await asyncio.sleep(0.05)
     caller.voice = lambda at: next(frames, None)
     received = b""
     seen = []
     while "interrupted" not in [event["type"] for event in seen]:
+        assert time.monotonic() < deadline, ("the caller talking over the agent never interrupted it", seen)
         message = json.loads(await asyncio.wait_for(agent.recv(), 10))
         if message["type"] == "caller_audio":
             received += base64.b64decode(message["audio"])
