@@ -268,6 +268,19 @@ SAID = [
     # a host with a top-level domain no list holds, before a path; a capitalised pair with a slash stays "or"
     ("Unsubscribe at mail.lumen.energy/unsubscribe anytime.", "Unsubscribe at mail dot lumen dot energy slash unsubscribe anytime."),
     ("Yes.No/Maybe", "Yes.No or Maybe"),
+    # issue 46, the kinds third-party text was misread in (cases written here, none from that data): SI units with
+    # their prefixes, case-sensitive ("Mb" a megabit, "MB" a megabyte), the micro sign in either code point or "u",
+    # areas and volumes (², ^2, a bare 2), the capital spellings people write ("5KG")
+    ("It weighs 5KG.", "It weighs five kilograms."), ("a 3 MG tablet", "a three milligram tablet"),
+    ("a 12 m2 office", "a twelve square meter office"), ("about 40 cm^3", "about forty cubic centimeters"),
+    ("a gap of 7 µm and 9 μm", "a gap of seven micrometers and nine micrometers"), ("add 6 uL", "add six microliters"),
+    ("a 47 μF cap", "a forty-seven microfarad cap"), ("at 101 kPa", "at one hundred one kilopascals"),
+    ("used 3.6 MJ", "used three point six megajoules"), ("a 300 Mb link, 300 MB file",
+                                                           "a three hundred megabit link, three hundred megabytes file"),
+    ("4 nmol/L", "four nanomoles per liter"), ("2 ng/mL", "two nanograms per milliliter"),
+    ("g = 9.8 m/s²", "g equals nine point eight meters per second squared"), ("at 5.8 ghz", "at five point eight gigahertz"),
+    ("a 2.2 kΩ resistor", "a two point two kiloohm resistor"), ("a 20 KM ride", "a twenty kilometer ride"),
+    ("30 ha of land", "thirty hectares of land"), ("drink 33 cl", "drink thirty-three centiliters"),
 ]
 
 

@@ -279,6 +279,8 @@ def open_math(text: str) -> int | None:
 def _math(match: re.Match[str]) -> str | None:
     """An expression with "=" or an operator no range, date or fraction uses: "1-2=5", "2+2", "x^2"."""
     text = match.group()
+    if text in UNITS and re.search(r"\d[ \t]?\Z", match.string[max(0, match.start() - 2):match.start()]):
+        return None  # "g = 9.8 m/s²": a unit after its number ("meters per second squared"), not a division
     asked = _ASKED.search(match.string, max(0, match.start() - 20), match.start())
     # "2x - 3 > 7": an expression with a variable before a relation ("2024-01-15 > x" stays a date)
     related = re.search(r"[a-z]", text) and re.match(r"[ \t]*[<>≤≥≈≠]", match.string[match.end():match.end() + 3])

@@ -77,6 +77,83 @@ UNITS = {
     "ft³": ("cubic foot", "cubic feet", True), "dL": ("deciliter", "deciliters", True), "sq. ft": ("square foot", "square feet", True), "mmol": ("millimole", "millimoles", True),
     "mEq": ("milliequivalent", "milliequivalents", True),
 }
+def _si_units() -> dict[str, tuple[str, str, bool]]:
+    """The SI (and common metric) units with their prefixes, as unit tables of TN grammars (NeMo's, Sparrowhawk's)
+    and style guides have them: symbols are case-sensitive ("mW" milliwatt, "MW" megawatt; "Mb" a megabit, "MB" a
+    megabyte), the micro sign written "µ", "μ" or "u"; an area or a volume of a length unit with "²"/"³", "^2"/"^3" or
+    a bare "2"/"3" ("m2"), "sq"/"cu" before it; and the all-capital or all-small spellings people write for units
+    no other reading claims ("5KG", "10 KM", "3 MG", "2.4 ghz", "100 kwh"). A prefixed symbol that is also a word,
+    a time or a name ("pm", "am", "Pa" stays: a pascal) is left out, and one that a bare space before it would make a
+    word ("um", "dam") is read attached only."""
+    units: dict[str, tuple[str, str, bool]] = {}
+    micro = ("µ", "μ", "u")
+    prefixes = {"k": "kilo", "M": "mega", "G": "giga", "T": "tera", "c": "centi", "m": "milli", "n": "nano",
+                "p": "pico", "d": "deci", "h": "hecto", **{sign: "micro" for sign in micro}}
+    # base symbol -> (name, plural, the prefixes it takes)
+    bases = {
+        "m": ("meter", "meters", "k c m d n µ μ"), "g": ("gram", "grams", "k m µ μ u n"),
+        "L": ("liter", "liters", "m c d h µ μ u n k"), "l": ("liter", "liters", "m c d h µ μ"),
+        "s": ("second", "seconds", "m µ μ n"), "Hz": ("hertz", "hertz", "k M G T m"),
+        "W": ("watt", "watts", "k M G T m µ μ"), "Wh": ("watt hour", "watt hours", "k M G T m"),
+        "V": ("volt", "volts", "k m µ μ"), "A": ("amp", "amps", "k m µ μ"), "Ah": ("amp hour", "amp hours", "m k"),
+        "Ω": ("ohm", "ohms", "k M m"), "F": ("farad", "farads", "m µ μ u n p"),
+        "Pa": ("pascal", "pascals", "k M G h"), "J": ("joule", "joules", "k M G"),
+        "N": ("newton", "newtons", "k"), "mol": ("mole", "moles", "m µ μ u n p k"),
+        "M": ("molar", "molar", "m µ μ u n p"), "eV": ("electron volt", "electron volts", "k M G T"),
+        "T": ("tesla", "teslas", "m µ μ"), "Gy": ("gray", "grays", "m"), "Sv": ("sievert", "sieverts", "m µ μ"),
+        "Bq": ("becquerel", "becquerels", "k M G"), "bar": ("bar", "bars", "m k"), "cal": ("calorie", "calories", "k"),
+        "B": ("byte", "bytes", "k K M G T P E"), "b": ("bit", "bits", "k K M G T"),
+        "bps": ("bit per second", "bits per second", "k K M G T"), "Bps": ("byte per second", "bytes per second", "k K M G T"),
+        "VA": ("volt-ampere", "volt-amperes", "k M"), "lm": ("lumen", "lumens", ""), "lx": ("lux", "lux", ""),
+        "Nm": ("newton meter", "newton meters", ""), "ohm": ("ohm", "ohms", "k M"), "ohms": ("ohm", "ohms", "k M"),
+    }
+    said_prefix = {"K": "kilo"}
+    bytes_prefix = {"k": "kilo", "K": "kilo", "M": "mega", "G": "giga", "T": "tera", "P": "peta", "E": "exa"}
+    for base, (one, many, allowed) in bases.items():
+        for sign in allowed.split():
+            name = (bytes_prefix if base in ("B", "b", "bps", "Bps") else {**prefixes, **said_prefix})[sign]
+            units[sign + base] = (name + one, name + many, True)
+        if base not in ("m", "g", "L", "l", "s", "V", "A", "F", "N", "M", "T", "B", "b", "W", "J"):
+            units[base] = (one, many, base not in ("Nm", "VA", "bar"))
+    for word in ("um", "dam", "ha", "us", "pg", "Mg", "nm", "ps", "Gb"):  # spaced, a word or a clash; "Gb" kept below
+        units.pop(word, None)
+    units["Gb"] = ("gigabit", "gigabits", True)
+    units["ha"] = ("hectare", "hectares", True)
+    units["um"] = ("micrometer", "micrometers", False)
+    units["us"] = ("microsecond", "microseconds", False)
+    units["cc"] = ("cubic centimeter", "cubic centimeters", True)
+    units["kgs"] = ("kilogram", "kilograms", True)
+    units["kms"] = ("kilometer", "kilometers", True)
+    units["gm"] = ("gram", "grams", True)
+    units["m/s²"] = units["m/s^2"] = units["m/s2"] = ("meter per second squared", "meters per second squared", True)
+    # Areas and volumes of a length unit.
+    lengths = {"mm": "millimeter", "cm": "centimeter", "dm": "decimeter", "m": "meter", "km": "kilometer",
+               "µm": "micrometer", "μm": "micrometer", "in": "inch", "ft": "foot", "yd": "yard", "mi": "mile"}
+    plurals = {"inch": "inches", "foot": "feet"}
+    for symbol, one in lengths.items():
+        many = plurals.get(one, one + "s")
+        for power, word, marks in ((2, "square", ("²", "^2", "2")), (3, "cubic", ("³", "^3", "3"))):
+            for mark in marks:
+                units[symbol + mark] = (f"{word} {one}", f"{word} {many}", True)
+            if symbol not in ("µm", "μm", "dm"):
+                units[f"{'sq' if power == 2 else 'cu'} {symbol}"] = (f"{word} {one}", f"{word} {many}", True)
+    # Capital and small spellings people write for units no other reading claims.
+    for written, unit in {"KG": "kg", "Kg": "kg", "KGS": "kgs", "Kgs": "kgs", "KM": "km", "Km": "km", "KMS": "kms",
+                          "CM": "cm", "MM": "mm", "MG": "mg", "ML": "mL", "LB": "lb", "LBS": "lbs", "Lbs": "lbs",
+                          "OZ": "oz", "FT": "ft", "YD": "yd", "MPH": "mph", "KPH": "kph", "KMH": "km/h",
+                          "kmh": "km/h", "km/hr": "km/h", "KW": "kW", "kw": "kW", "KWH": "kWh", "kwh": "kWh",
+                          "KWh": "kWh", "HZ": "Hz", "hz": "Hz", "KHZ": "kHz", "khz": "kHz", "MHZ": "MHz",
+                          "mhz": "MHz", "GHZ": "GHz", "ghz": "GHz", "gb": "GB", "tb": "TB", "MBPS": "Mbps",
+                          "mbps": "Mbps", "GBPS": "Gbps", "gbps": "Gbps", "kbps": "kbps", "MAH": "mAh",
+                          "mah": "mAh", "MCG": "mcg", "KCAL": "kcal", "Kcal": "kcal", "CC": "cc", "mls": "ml",
+                          "ltr": "L", "ltrs": "L", "Ltr": "L", "lt": "L"}.items():
+        units[written] = units.get(unit) or UNITS[unit]
+    return units
+
+
+
+for _unit, _names in _si_units().items():
+    UNITS.setdefault(_unit, _names)
 # A unit's name after "per" in a compound unit ("GB/s", "mg/mL", "kg/kg").
 _PER_UNIT = {"s": "second", "sec": "second", "h": "hour", "hr": "hour", "min": "minute", "d": "day", "day": "day",
              "wk": "week", "mo": "month", "yr": "year", "dose": "dose", "tab": "tablet", "cap": "capsule"}
@@ -473,7 +550,7 @@ RULES: list[Rule] = [
      lambda match: w.number(match.group().split()[0]) + " inches"),  # "22 in tall": inches, not the word "in"
     ("hyphen_unit", rf"{_START}{NUM}-{_SPACED_UNIT}(?=[ \t]+[A-Za-z])", _hyphen_unit),
     ("unit_alone", r"(?<=\d[ \t])(?:%s)(?![\w/])" % "|".join(re.escape(u) for u in sorted(UNITS, key=len, reverse=True)
-                                                       if re.search(r"[/ ²]", u)),
+                                                       if re.search(r"[/ ²³^]", u)),
      lambda match: UNITS[match.group()][1]),  # "3 × 10^8 m/s", "= 120 sq ft": a unit after a number another rule read
     ("times_range", r"(?<![\w.])\d{1,3}x[ \t]?[-–][ \t]?\d{1,3}x(?![\w])",  # "3x–4x faster"
      lambda match: " to ".join(w.cardinal(n) for n in re.findall(r"\d+", match.group())) + " times"),
