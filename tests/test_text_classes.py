@@ -281,6 +281,14 @@ SAID = [
     ("g = 9.8 m/s²", "g equals nine point eight meters per second squared"), ("at 5.8 ghz", "at five point eight gigahertz"),
     ("a 2.2 kΩ resistor", "a two point two kiloohm resistor"), ("a 20 KM ride", "a twenty kilometer ride"),
     ("30 ha of land", "thirty hectares of land"), ("drink 33 cl", "drink thirty-three centiliters"),
+    # URLs by their RFC 3986 shape: any scheme (said, but http, https and ftp), any top-level domain on a small-letter
+    # host, a path's every slash, a Unix path from the root, home or here; handles with a hyphen
+    ("see kite.aero today", "see kite dot aero today"), ("at my-shop.boutique now", "at my dash shop dot boutique now"),
+    ("read file:///home/data.txt", "read file colon slash slash slash home slash data dot T X T"),
+    ("clone ssh://git@host.dev/app", "clone S S H colon slash slash git at host dot dev slash app"),
+    ("run /opt/tools/setup.sh first", "run slash opt slash tools slash setup dot S H first"),
+    ("in ~/Downloads/old", "in tilde slash Downloads slash old"), ("open lib/core/utils.py", "open lib slash core slash utils dot P Y"),
+    ("ask @mary-ann", "ask at mary dash ann"), ("node.js and cats / dogs", "node dot J S and cats or dogs"),
 ]
 
 
