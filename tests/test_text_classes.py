@@ -288,7 +288,14 @@ SAID = [
     ("clone ssh://git@host.dev/app", "clone S S H colon slash slash git at host dot dev slash app"),
     ("run /opt/tools/setup.sh first", "run slash opt slash tools slash setup dot S H first"),
     ("in ~/Downloads/old", "in tilde slash Downloads slash old"), ("open lib/core/utils.py", "open lib slash core slash utils dot P Y"),
-    ("ask @mary-ann", "ask at mary dash ann"), ("node.js and cats / dogs", "node dot J S and cats or dogs"),
+    ("ask @mary-ann", "ask at mary dash ann"),
+    # a state's code after its town, or a code no word claims after "in", "from", "to"; an era's initials with their
+    # last full stop left out; a small short month before a day's number
+    ("We ship from Tulsa, OK, daily.", "We ship from Tulsa, Oklahoma, daily."), ("Dayton, OH is", "Dayton, Ohio is"),
+    ("flew from NJ to AZ", "flew from New Jersey to Arizona"), ("Sounds good, OK?", "Sounds good, okay?"),
+    ("back in LA", "back in L A"), ("built 2500 B.C and", "built two thousand five hundred B C and"),
+    ("crowned A.D 800", "crowned A D eight hundred"), ("paid on jul 9 2023", "paid on July ninth, twenty twenty-three"),
+    ("due dec. 1", "due December first"), ("don't mar it", "don't mar it"), ("node.js and cats / dogs", "node dot J S and cats or dogs"),
 ]
 
 
