@@ -295,7 +295,14 @@ SAID = [
     ("flew from NJ to AZ", "flew from New Jersey to Arizona"), ("Sounds good, OK?", "Sounds good, okay?"),
     ("back in LA", "back in L A"), ("built 2500 B.C and", "built two thousand five hundred B C and"),
     ("crowned A.D 800", "crowned A D eight hundred"), ("paid on jul 9 2023", "paid on July ninth, twenty twenty-three"),
-    ("due dec. 1", "due December first"), ("don't mar it", "don't mar it"), ("node.js and cats / dogs", "node dot J S and cats or dogs"),
+    ("due dec. 1", "due December first"), ("don't mar it", "don't mar it"),
+    # a range of prices with cents, each end in full (under a dollar: cents); cents after a range; a measure or a
+    # price before the plural noun it describes singular, a verb after it not ("11 kW takes")
+    ("tips of $0.10-$0.75", "tips of ten to seventy-five cents"), ("from $2.25-$3.80",
+                                                                     "from two dollars and twenty-five cents to three dollars and eighty cents"),
+    ("stamps cost 55–70¢", "stamps cost fifty-five to seventy cents"), ("the 25¢ coin", "the twenty-five cent coin"),
+    ("lift 3–6 lb dumbbells", "lift three to six pound dumbbells"), ("keep $20 notes", "keep twenty dollar notes"),
+    ("200 mg capsules", "two hundred milligram capsules"), ("5 kg costs more", "five kilograms costs more"), ("node.js and cats / dogs", "node dot J S and cats or dogs"),
 ]
 
 

@@ -215,6 +215,11 @@ _NOT_DESCRIBED = frozenset(
 # elsewhere the word may be a verb: "11 kW takes", "$0.00 means").
 _HAVING = re.compile(r"(?:^|\s)(?i:with|without|has|have|had)[ \t]\Z")
 _PLURAL_NOUN = re.compile(r"[a-z]{2,}[^su]s")
+# Verbs in -s that follow a measure or a price as its subject ("11 kW takes", "$5 buys", "5 kg costs").
+_VERBS_IN_S = frozenset("""takes means makes costs gives needs uses lasts weighs holds gets covers fits requires seems
+    looks goes comes keeps provides allows lets helps adds saves burns feels sounds works stays remains includes
+    contains equals becomes produces delivers offers supports buys pays gets earns brings leaves puts sets runs
+    moves turns shows tells asks wants beats feeds serves charges yields lowers raises reduces increases""".split())
 _NOT_PLURAL_NOUNS = frozenset("""towards afterwards always sometimes besides perhaps across thus does goes its
     hers ours yours theirs whereas lengthwise""".split())
 
@@ -226,9 +231,8 @@ def attributive(match: re.Match[str]) -> bool:
     after = _NOUN_AFTER.match(match.string, match.end(), match.end() + 24)
     if after is None or after[1].lower() in _NOT_DESCRIBED:
         return False
-    if _PLURAL_NOUN.fullmatch(after[1]) and after[1] not in _NOT_PLURAL_NOUNS \
-            and _HAVING.search(match.string, max(0, match.start() - 9), match.start()):  # "with 9 ft ceilings"
-        return True
+    if _PLURAL_NOUN.fullmatch(after[1]) and after[1] not in _NOT_PLURAL_NOUNS and after[1] not in _VERBS_IN_S:
+        return True  # "with 9 ft ceilings", "2–4 kg weights", "$5 bills": a plural noun, not a verb ("11 kW takes")
     return _DETERMINER.search(match.string, max(0, match.start() - 8), match.start()) is not None
 
 
