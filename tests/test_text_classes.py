@@ -196,7 +196,7 @@ SAID = [
     ("16GB RAM and a 512GB SSD", "sixteen gigabytes Ram and a five hundred twelve gigabyte S S D"),
     ("the 10 km run", "the ten kilometer run"), ("every 20 min starting", "every twenty minutes starting"),
     ("your 5 kg left", "your five kilograms left"), ("Class of '98!", "Class of ninety-eight!"), ("in '05", "in oh five"),
-    ("Read ch. 4-7 first.", "Read chapters four to seven first."), ("see Fig. 2 and 3", "see Figure two and three"), ("Part no. 44-1092-B", "Part number four four-one zero nine two-B"),
+    ("Read ch. 4-7 first.", "Read chapters four to seven first."), ("see Fig. 2 and 3", "see Figures two and three"), ("Part no. 44-1092-B", "Part number four four-one zero nine two-B"),
     ("SHIP TO: 77 MAIN ST STE 5", "ship to, seventy-seven MAIN Street Suite five"),
     ("MEET AT 5 PM AT THE DR OFFICE", "meet at five PM at the D R office"),
     # a price per any unit; a unit after a vulgar fraction; a round number alone in a code; a hyphenated ID's digits
@@ -302,7 +302,17 @@ SAID = [
                                                                      "from two dollars and twenty-five cents to three dollars and eighty cents"),
     ("stamps cost 55–70¢", "stamps cost fifty-five to seventy cents"), ("the 25¢ coin", "the twenty-five cent coin"),
     ("lift 3–6 lb dumbbells", "lift three to six pound dumbbells"), ("keep $20 notes", "keep twenty dollar notes"),
-    ("200 mg capsules", "two hundred milligram capsules"), ("5 kg costs more", "five kilograms costs more"), ("node.js and cats / dogs", "node dot J S and cats or dogs"),
+    ("200 mg capsules", "two hundred milligram capsules"), ("5 kg costs more", "five kilograms costs more"),
+    # a person's suffix after a given name and a surname, a title's number after words; a numbering word plural
+    # before a pair; a four-digit count before a plural noun (a year after "in", "the"); a code after a word that
+    # names one, not a range; quarters and halves of a year
+    ("Street Fighter II is fun", "Street Fighter two is fun"), ("Mary Jones II", "Mary Jones the second"),
+    ("see Vol. 3 and 4", "see Volumes three and four"), ("hired 2014 engineers", "hired two thousand fourteen engineers"),
+    ("the 2014 engineers", "the twenty fourteen engineers"), ("in 2014 prices", "in twenty fourteen prices"),
+    ("2019 was good", "twenty nineteen was good"), ("model 7-12 ships", "model seven-twelve ships"),
+    ("case 18-0442", "case eighteen-zero four four two"), ("ages 7-12", "ages seven to twelve"),
+    ("won 3-1", "won three to one"), ("in 3Q23", "in third quarter twenty twenty-three"),
+    ("a 1H 2025 target", "a first half twenty twenty-five target"), ("Q2'24 sales", "Q two twenty-four sales"), ("node.js and cats / dogs", "node dot J S and cats or dogs"),
 ]
 
 

@@ -236,14 +236,43 @@ def attributive(match: re.Match[str]) -> bool:
     return _DETERMINER.search(match.string, max(0, match.start() - 8), match.start()) is not None
 
 
+# Before a number, words that make it a year whatever follows ("in 2010 prices", "the 2020 elections").
+_YEAR_BEFORE = re.compile(r"(?i:\b(?:in|since|from|by|until|till|class[ \t]+of|the|circa|ca\.|year|during|before|after|between|"
+                          r"through|to|and|or|early|late|mid|spring|summer|fall|autumn|winter|'s|’s))[ \t]+\Z")
+# Plural nouns a year describes ("2010 levels", "2024 models").
+_YEAR_NOUNS = frozenset("""levels prices elections models graduates figures rates sales results standards games
+    olympics seasons championships census budgets taxes earnings guidelines rules numbers dollars terms estimates
+    editions versions releases winners finals playoffs nominees highs lows""".split())
+
+
+def _counts(match: re.Match[str]) -> bool:
+    """Whether a plain four-digit number counts the plural noun after it ("2010 employees", "1999 items": a number,
+    not a year), unless a word before it makes it a year."""
+    after = _NOUN_AFTER.match(match.string, match.end(), match.end() + 24)
+    if after is None or not _PLURAL_NOUN.fullmatch(after[1]) or after[1] in _NOT_PLURAL_NOUNS \
+            or after[1] in _VERBS_IN_S or after[1] in _YEAR_NOUNS:
+        return False
+    return _YEAR_BEFORE.search(match.string, max(0, match.start() - 12), match.start()) is None
+
+
+# Singular nouns that name a thing by its code: after one, "12-3" is an identifier ("room twelve-three"), not a range.
+_CODE_NOUN = re.compile(r"(?i:\b(?:model|room|rm\.?|unit|lot|case|docket|exit|form|ticket|order|invoice|part|item|"
+                        r"apartment|apt\.?|suite|ste\.?|bus|route|gate|platform|version|ver\.?|rev\.?|revision|build|"
+                        r"patch|serial|policy|claim|account|file|batch|bay|dock|locker|stall|seat|row|car|coach|cabin|"
+                        r"berth|box|flight|train|track|code|id|no\.|number|#))[ \t]*#?[ \t]*\Z")
+
+
 def _quantity(match: re.Match[str]) -> str:
     parts = _QUANTITY_PARTS.fullmatch(match.group())
     assert parts
     sign, a, b, suffix = parts["sign"], parts["a"], parts["b"], parts["suffix"].strip()
+    if b and not suffix and not sign and "-" in match.group() and "." not in a + b and "," not in a + b \
+            and _CODE_NOUN.search(match.string, max(0, match.start() - 12), match.start()):
+        return "-".join(w.cardinal(g) if len(g) <= 2 and g[0] != "0" else w.digits(g) for g in (a, b))  # "room 12-3"
     if suffix.lower() in ("st", "nd", "rd", "th") and not b and "." not in a:
         said = w.ordinal(a)
     else:
-        plain = not suffix
+        plain = not suffix and not (not b and _counts(match))
         said = _value(a, plain)
         if b:
             said += " to " + ("minus " if parts["bsign"] else "") + _value(b, plain)
