@@ -312,7 +312,17 @@ SAID = [
     ("2019 was good", "twenty nineteen was good"), ("model 7-12 ships", "model seven-twelve ships"),
     ("case 18-0442", "case eighteen-zero four four two"), ("ages 7-12", "ages seven to twelve"),
     ("won 3-1", "won three to one"), ("in 3Q23", "in third quarter twenty twenty-three"),
-    ("a 1H 2025 target", "a first half twenty twenty-five target"), ("Q2'24 sales", "Q two twenty-four sales"), ("node.js and cats / dogs", "node dot J S and cats or dogs"),
+    ("a 1H 2025 target", "a first half twenty twenty-five target"), ("Q2'24 sales", "Q two twenty-four sales"),
+    # symbols said as words; a vulgar fraction a space after its whole; thousands grouped by spaces; E notation; a
+    # decade with an apostrophe; a dotted ISO date; phone numbers: a bracketed trunk code, a spaced or bare local
+    # number right after a word about calling
+    ("rose 12‰", "rose twelve per mille"), ("see ¶ 4", "see paragraph four"), ("as n → ∞", "as n to infinity"),
+    ("add 2 ¾ cups", "add two and three quarters cups"), ("about 2 500 000 people", "about two million five hundred thousand people"),
+    ("k = 1.38e-23", "k equals one point three eight times ten to the power of minus twenty-three"),
+    ("the 1970's", "the nineteen seventies"), ("filed 2023.11.02", "filed November second, twenty twenty-three"),
+    ("ring (0161) 496 0000", "ring zero one six one, four nine six, zero zero zero zero"),
+    ("call 555 0142 now", "call five five five, zero one four two now"), ("phone 4561234", "phone four five six, one two three four"),
+    ("tel: 555-0142", "telephone, five five five, zero one four two"), ("scored 555 9876", "scored five hundred fifty-five nine thousand eight hundred seventy-six"), ("node.js and cats / dogs", "node dot J S and cats or dogs"),
 ]
 
 

@@ -66,7 +66,7 @@ COMMON_WORDS = frozenset(
     warm wash wave wear wind wine wise wood yell busy lid""".split()
 )
 ROMAN = {"II": "two", "III": "three"}
-LABELS = {"Ph": "Phone", "Tel": "Telephone", "Mob": "Mobile", "Fx": "Fax"}
+LABELS = {"Ph": "Phone", "Tel": "Telephone", "tel": "telephone", "TEL": "Telephone", "Mob": "Mobile", "Fx": "Fax"}
 _SPOKEN_CAPS = {"OK": "okay"}
 _VOWELS = frozenset("AEIOUY")
 

@@ -134,12 +134,16 @@ _DIALLED = re.compile(r"(?i:call|phone|tel|dial|text|fax|number|reach|contact|li
 
 
 def _local_phone(match: re.Match[str]) -> str | None:
-    """"555-1234" after a word about calling (or before an extension) is a phone number; elsewhere a range."""
+    """"555-1234" after a word about calling (or before an extension) is a phone number; elsewhere a range ("555
+    0199", spaced, only right after such a word)."""
     before = match.string[max(0, match.start() - 30):match.start()]
     after = match.string[match.end():match.end() + 8]
-    if not _DIALLED.search(before) and not re.match(r"[ \t,]*(?:[Ee]xt|x\d)", after):
+    if " " in match.group():
+        if not _PHONE_CUE.search(before):
+            return None
+    elif not _DIALLED.search(before) and not re.match(r"[ \t,]*(?:[Ee]xt|x\d)", after):
         return None
-    return ", ".join(w.digits(group) for group in re.split(r"[-.]", match.group()))
+    return ", ".join(w.digits(group) for group in re.split(r"[-. ]", match.group()))
 
 
 def _service_code(match: re.Match[str]) -> str | None:
@@ -312,6 +316,8 @@ def _math(match: re.Match[str]) -> str | None:
     text = match.group()
     if text in UNITS and re.search(r"\d[ \t]?\Z", match.string[max(0, match.start() - 2):match.start()]):
         return None  # "g = 9.8 m/s²": a unit after its number ("meters per second squared"), not a division
+    if re.search(r"\d[eE][-+−]?\d", text):
+        return None  # "k = 1.38e-23": a number in E notation, not "1.38 e" minus 23
     asked = _ASKED.search(match.string, max(0, match.start() - 20), match.start())
     # "2x - 3 > 7": an expression with a variable before a relation ("2024-01-15 > x" stays a date)
     related = re.search(r"[a-z]", text) and re.match(r"[ \t]*[<>≤≥≈≠]", match.string[match.end():match.end() + 3])
@@ -389,7 +395,10 @@ RULES: list[Rule] = [
      _vanity),
     ("extension", r"(?<![\w])(?:[Ee]xt|EXT)\.?[ \t]?#?\d{1,6}(?![\w])|(?:(?<=\d[ \t])|(?<=\d,[ \t]))x[ \t]?\d{2,6}(?![\w])",
      _extension),
-    ("local_phone", r"(?<![\w.+-])\d{3}[-.]\d{4}(?![\w-]|\.\d)", _local_phone),
+    ("local_phone", r"(?<![\w.+-])\d{3}[-. ]\d{4}(?![\w-]|[. ]\d)", _local_phone),  # "call 555 0199" too
+    ("local_digits", r"(?<![\w.,$#-])[2-9]\d{6}(?![\w%]|[.,:/-]\d)",  # "phone 5550199": seven digits after a cue
+     lambda match: w.digits(match.group()[:3]) + ", " + w.digits(match.group()[3:])
+     if _PHONE_CUE.search(match.string, max(0, match.start() - 30), match.start()) else None),
     ("service_code", r"(?<![\w.$#-])(?:[2-9]11|988)(?![\w.]\d|[\w-])", _service_code),
     ("short_code", r"(?<![\w.$#-])\d{5,6}(?![\w-])", _short_code),
     ("hex", r"(?<![\w])0x[0-9A-Fa-f]{1,16}(?![\w])", _hex),

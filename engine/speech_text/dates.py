@@ -52,7 +52,7 @@ def _valid(month: int, day: int) -> bool:
 
 
 def _iso_date(match: re.Match[str]) -> str:
-    y, m, d = (int(x) for x in re.split(r"[-/]", match.group()))
+    y, m, d = (int(x) for x in re.split(r"[-/.]", match.group()))
     return date_words(m, d, y)
 
 
@@ -164,6 +164,10 @@ def _short_year(match: re.Match[str]) -> str:
 
 def _decade(match: re.Match[str]) -> str:
     text = match.group().lstrip("'’").rstrip("s")
+    if text[-1] in "'’":  # "the 1990's": a decade after "the" (or early, late, mid); "2020's best" is a possessive
+        if not re.search(r"(?i:\b(?:the|early|late|mid|mid-))[ \t-]*\Z", match.string[max(0, match.start() - 8):match.start()]):
+            return None
+        text = text[:-1]
     return w.plural(w.year(int(text)) if len(text) == 4 else w.cardinal(text))
 
 
@@ -240,7 +244,7 @@ def rules(day_first: bool = False) -> list[Rule]:
     return [
         ("iso_datetime", r"(?<![\w.-])\d{4}-(?:0[1-9]|1[0-2])-(?:0[1-9]|[12]\d|3[01])T(?:[01]\d|2[0-3]):[0-5]\d"
                          r"(?::[0-5]\d(?:\.\d+)?)?(?:Z|[+-]\d\d:?\d\d)?(?![\w:])", _iso_datetime),
-        ("iso_date", r"(?<![\w.-])\d{4}([-/])(?:0[1-9]|1[0-2])\1(?:0[1-9]|[12]\d|3[01])(?![\w-])", _iso_date),
+        ("iso_date", r"(?<![\w.-])\d{4}([-/.])(?:0[1-9]|1[0-2])\1(?:0[1-9]|[12]\d|3[01])(?![\w-]|\.\d)", _iso_date),
         ("slash_date", r"(?<![\w./])\d{1,2}/\d{1,2}/(?:\d{4}|\d{2})(?![\w/])", _numeric_date(day_first)),
         ("dotted_date", r"(?<![\w.])(?:\d{1,2}\.\d{1,2}\.\d{4}|\d\d\.\d\d\.\d\d)(?![\w]|\.\d)", _dotted_date),
         ("dashed_date", rf"(?<![\w-])(?:(?:[12]\d|3[01]|0?[1-9])[-–]{_MONTH}\.?|{_MONTH}\.?[-–](?:[12]\d|3[01]|0?[1-9]))"
@@ -267,7 +271,7 @@ def rules(day_first: bool = False) -> list[Rule]:
         ("letter_time_range", r"(?<![\w:.$])(?:1[0-2]|0?[1-9])[ap][ \t]?[-–][ \t]?(?:1[0-2]|0?[1-9])[ap](?![\w])",
          _letter_time_range),
         ("ratio", r"(?<![\w:.])\d{1,2}:\d(?![\w:])", _ratio),
-        ("decade", r"(?<![\w.])(?:['’]?[1-9]0s|1[1-9]\d0s|20\d0s)(?![\w])", _decade),
+        ("decade", r"(?<![\w.])(?:['’]?[1-9]0['’]?s|1[1-9]\d0['’]?s|20\d0['’]?s)(?![\w])", _decade),  # "1990's" too
         ("short_year", r"(?<![\w'’])['’]\d\d(?![\w'’%]|[.,:/-]\d)", _short_year),  # "Class of '98"
     ]
 

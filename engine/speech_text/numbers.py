@@ -296,7 +296,7 @@ def _quantity(match: re.Match[str]) -> str:
 # --- phone numbers, fractions, versions, number signs --------------------------------------------------------------
 
 _PHONE = (
-    r"(?<![\w+])(?:\(\d{3}\)[ \t]?\d{3}[-. \t]\d{4}"
+    r"(?<![\w+])(?:\(\d{3}\)[ \t]?\d{3}[-. \t]\d{4}|\(0\d{1,4}\)[ \t]?\d{3,4}[-. \t]?\d{3,4}"
     r"|\+\d{1,3}(?:[-. \t]\(?\d{1,8}\)?(?![\d])){1,5}"
     r"|(?:1[-. ])?\d{3}[-. ]\d{3}[-. ]\d{4}|0\d{2,4}[ -]\d{3,4}[ -]\d{3,4})(?![\w-])"
 )
@@ -396,7 +396,7 @@ def _pressure(match: re.Match[str]) -> str:
 
 def _vulgar(match: re.Match[str]) -> str:
     """"3½" -> "three and a half", "¼" -> "a quarter"."""
-    whole, symbol = match.group()[:-1], match.group()[-1]
+    whole, symbol = match.group()[:-1].strip(" \t"), match.group()[-1]
     numerator, denominator = _VULGAR[symbol]
     said = fraction_words(numerator, denominator)
     if numerator == 1 and not whole and match.string.startswith((" of ", " of\t"), match.end()) and denominator == 2:
@@ -549,12 +549,28 @@ def _duration(match: re.Match[str]) -> str:
 def _fraction_unit(match: re.Match[str]) -> str:
     """A unit after a fraction another rule read: "1/8 tsp" one eighth teaspoon, "½ tsp"; "1 1/2 cups", "1½ cups"
     teaspoons."""
-    whole = re.search(r"\d[ \t]\d+/\d+[ \t]$|\d[½⅓⅔¼¾⅕⅖⅗⅘⅙⅚⅛⅜⅝⅞][ \t]$",
+    whole = re.search(r"\d[ \t]\d+/\d+[ \t]$|\d[ \t]?[½⅓⅔¼¾⅕⅖⅗⅘⅙⅚⅛⅜⅝⅞][ \t]$",
                       match.string[max(0, match.start() - 8):match.start()])
     return UNITS[match.group()][1 if whole else 0]
 
 
+def _grouped_thousands(match: re.Match[str]) -> str:
+    """"1 000 000" (thousands grouped by spaces, as SI and ISO 31-0 write them) -> "one million"."""
+    return w.cardinal(re.sub(r"\D", "", match.group()))
+
+
+def _scientific(match: re.Match[str]) -> str:
+    """"3.2e-5" -> "three point two times ten to the power of minus five" (E notation)."""
+    mantissa, power = re.split(r"[eE]", match.group())
+    sign = "minus " if power.startswith(("-", "−")) else ""
+    return f"{w.number(mantissa)} times ten to the power of {sign}{w.cardinal(power.lstrip('+-−'))}"
+
+
 RULES: list[Rule] = [
+    # thousands grouped by a thin or no-break space, or by plain spaces in two groups or more (or "000": "10 000")
+    ("grouped_thousands", r"(?<![\w.,+-])[1-9]\d{0,2}(?:(?:[\u00a0\u202f\u2009]\d{3})+|(?:[ ]\d{3}){2,}|[ ]000)(?![\w]|[ \u00a0\u202f\u2009]?\d|[.,]\d)",
+     _grouped_thousands),
+    ("scientific", r"(?<![\w.])\d+(?:\.\d+)?[eE][-+−]?\d{1,3}(?![\w.])", _scientific),
     ("phone", _PHONE, _phone),
     ("version", r"(?<![\w.])(?:[vV]\d+(?:\.\d+)*|\d+\.\d+\.\d+(?:\.\d+)*)(?::\d{2,5}(?![\d:]))?(?![\w]|\.\d)", _version),
     ("mixed_fraction", r"(?<![\w./,])\d{1,3}[ \t]\d{1,2}/\d{1,2}(?![\w/])", _mixed_fraction),
@@ -566,7 +582,7 @@ RULES: list[Rule] = [
     ("feet_inches", r"(?<![\w.])\d{1,2}[ \t]?ft[ \t]\d{1,2}[ \t]?in(?![\w])", _feet),
     ("feet", r"(?<![\w'’])\d{1,2}['’′][ \t]?\d{1,2}(?:[\"”″]|'')?(?![\w])|(?<![\w'’])\d{1,3}['’′](?=[ \t,.;]|$)", _feet),
     ("number_sign", r"(?<![\w&#])#[ \t]?(?:\d{1,3}(?:,\d{3})+|\d+)(?![\w]|,\d)", _number_sign),
-    ("vulgar_fraction", r"(?<![\w.])\d{0,3}[½⅓⅔¼¾⅕⅖⅗⅘⅙⅚⅛⅜⅝⅞]", _vulgar),
+    ("vulgar_fraction", r"(?<![\w.])(?:\d{1,3}[ \t]?)?[½⅓⅔¼¾⅕⅖⅗⅘⅙⅚⅛⅜⅝⅞]", _vulgar),  # "1½", "1 ½"
     ("dimensions", rf"{_START}{NUM}(?:[ \t]?{_SIZE_UNIT}(?![\w]))?(?:[ \t]*[x×][ \t]*{NUM}){{1,2}}"
      rf"(?:[ \t]?{_SIZE_UNIT}(?![\w]))?(?![\w])(?![ \t]*=)",
      _dimensions),

@@ -95,7 +95,7 @@ _RULES_OF_CLASS = {
     "tag": "tag",
     "electronic": "email url file_name windows_path unix_path identifier handle hashtag hash_in_word version",
     "address": "state address unit zip postal route postcode floor ordinal_street",
-    "telephone": "vanity extension local_phone service_code short_code star_code bare_phone grouped_digits phone",
+    "telephone": "vanity extension local_phone local_digits service_code short_code star_code bare_phone grouped_digits phone",
     "serial": "hex flight number_code cued_digits serial leftover",
     "roman": "roman roman_year roman_item regnal name_numeral",
     "math": "math ratio words compare power squared cubed product",
@@ -105,7 +105,7 @@ _RULES_OF_CLASS = {
     "money": "money coded_money currency_pair",
     "fraction": "mixed_fraction fraction vulgar_fraction",
     "measure": "pressure rooms feet_inches feet dimensions inches inches_tall hyphen_unit unit_alone fraction_unit fraction_inches",
-    "cardinal": "number_sign quantity",
+    "cardinal": "number_sign quantity grouped_thousands scientific",
     "abbreviation": "title abbreviation label copied dose_form dotted caps",
     "plain": "sharp about slash dash emoji stray bar",
 }

@@ -23,7 +23,9 @@ _WORDS = {
     ">=": " greater than or equal to ", "≥": " greater than or equal to ", "->": " to ", "=>": " to ", "→": " to ",
     "⟶": " to ", "×": " times ", "÷": " divided by ", "±": " plus or minus ", "≈": " approximately ", "§": " section ",
     "№": " number ", "°": " degrees", "√": " square root of ", "π": " pi ", "∠": " angle ",
-    "©": " copyright ", "®": "", "™": "",
+    "©": " copyright ", "®": "", "™": "", "‰": " per mille", "‱": " per ten thousand", "¶": " paragraph ",
+    "∞": " infinity ", "Δ": " delta ", "∆": " delta ", "∛": " cube root of ", "∓": " minus or plus ", "∑": " sum of ",
+    "≡": " is equivalent to ", "∝": " is proportional to ", "∴": " therefore ",
 }
 
 
@@ -80,6 +82,6 @@ RULES: list[Rule] = [
     ("slash", r"(?<=[^\W\d_])(?:[ \t]/[ \t]|/)(?=[^\W\d_])", _saying(" or ")),  # not "edit /usr": a path
     ("dash", r"[ \t]*[—–][ \t]*", _saying(" - ")),
     ("emoji", rf"[{EMOJI}]+", _saying("")),
-    ("stray", r"[\\{}<>^~*#$•·¶†‡]+", _saying("")),
+    ("stray", r"[\\{}<>^~*#$•·†‡]+", _saying("")),
     ("bar", r"[|/]", _saying(" ")),
 ]
