@@ -322,7 +322,11 @@ SAID = [
     ("the 1970's", "the nineteen seventies"), ("filed 2023.11.02", "filed November second, twenty twenty-three"),
     ("ring (0161) 496 0000", "ring zero one six one, four nine six, zero zero zero zero"),
     ("call 555 0142 now", "call five five five, zero one four two now"), ("phone 4561234", "phone four five six, one two three four"),
-    ("tel: 555-0142", "telephone, five five five, zero one four two"), ("scored 555 9876", "scored five hundred fifty-five nine thousand eight hundred seventy-six"), ("node.js and cats / dogs", "node dot J S and cats or dogs"),
+    ("tel: 555-0142", "telephone, five five five, zero one four two"),
+    # a model's or a road's letter and three digits paired; a scale letter only after three digits or fewer; a
+    # retirement plan's name
+    ("an F-250 pickup", "an F-two fifty pickup"), ("flew an A320", "flew an A three twenty"),
+    ("the i9-13900K chip", "the I nine-one three nine zero zero K chip"), ("a 403k", "a four oh three K"), ("scored 555 9876", "scored five hundred fifty-five nine thousand eight hundred seventy-six"), ("node.js and cats / dogs", "node dot J S and cats or dogs"),
 ]
 
 

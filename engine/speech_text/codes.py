@@ -32,8 +32,9 @@ def spell_code(text: str) -> str:
         part = run.group()
         if part.isdigit():
             alone = len(re.findall(r"\d+", text)) == 1  # "AX3000": a round number alone is a number
+            lettered = re.fullmatch(r"[A-Z]-?\d{3}", text)  # "F-150", "A380", "I-405": a model's or a road's number
             said += w.cardinal(part) if alone and (len(part) <= 2 and part[0] != "0" or re.fullmatch(r"[1-9]0{2,3}", part)) \
-                else w.digits(part)
+                else w.paired(part) if lettered and part[0] != "0" else w.digits(part)
         else:
             sayable = len(part) == 1 or SAYABLE_START.match(part) or part.lower() in COMMON_WORDS
             said += part if len(part) == 1 else caps(part) if sayable else " ".join(part)  # "6TRWQA": no word

@@ -166,7 +166,7 @@ _COMPOUND = rf"(?:{_UNIT}/(?:\d{{1,4}}[ \t]?)?{_DENOMINATOR}(?:/{_DENOMINATOR})?
 _SIGN = r"(?:[-−+](?=\d))?"
 _QUANTITY = (
     rf"{_START}{_SIGN}{NUM}(?:(?:-|–|[ \t]–[ \t]?)[-−]?{NUM})?"
-    rf"(?:st|nd|rd|th|ST|ND|RD|TH|(?:[ \t]?(?:°[ \t]?[FCK]?|[℃℉]))|[ \t]?{_COMPOUND}|{_UNIT}|[ \t]{_SPACED_UNIT}|(?:k|K|M|bn|B)(?![\w]))?"
+    rf"(?:st|nd|rd|th|ST|ND|RD|TH|(?:[ \t]?(?:°[ \t]?[FCK]?|[℃℉]))|[ \t]?{_COMPOUND}|{_UNIT}|[ \t]{_SPACED_UNIT}|(?<![\d,]\d{{3}})(?:k|K|M|bn|B)(?![\w]))?"
     rf"{_END}"
 )
 
@@ -276,7 +276,9 @@ def _quantity(match: re.Match[str]) -> str:
         said = _value(a, plain)
         if b:
             said += " to " + ("minus " if parts["bsign"] else "") + _value(b, plain)
-        if suffix in ("k", "K", "M", "bn", "B"):
+        if suffix in ("k", "K") and a in ("401", "403", "457") and not b:
+            said = w.paired(a) + " K"  # "a 401k plan": a retirement plan's name, not 401,000
+        elif suffix in ("k", "K", "M", "bn", "B"):
             said += " " + MULTIPLIERS[suffix]
         elif suffix.startswith("°") or suffix in ("℃", "℉"):
             scale = {"℃": "C", "℉": "F"}.get(suffix, suffix[1:].strip())
