@@ -326,7 +326,12 @@ SAID = [
     # a model's or a road's letter and three digits paired; a scale letter only after three digits or fewer; a
     # retirement plan's name
     ("an F-250 pickup", "an F-two fifty pickup"), ("flew an A320", "flew an A three twenty"),
-    ("the i9-13900K chip", "the I nine-one three nine zero zero K chip"), ("a 403k", "a four oh three K"), ("scored 555 9876", "scored five hundred fifty-five nine thousand eight hundred seventy-six"), ("node.js and cats / dogs", "node dot J S and cats or dogs"),
+    ("the i9-13900K chip", "the I nine-one three nine zero zero K chip"), ("a 403k", "a four oh three K"),
+    ("torque of 40 Nm", "torque of forty newton meters"), ("at 12 kts", "at twelve knots"), ("ran 40 yds", "ran forty yards"),
+    ("a 4 qt pot", "a four quart pot"), ("at 80 kmph", "at eighty kilometers per hour"), ("set to 90 deg F", "set to ninety degrees Fahrenheit"),
+    # abbreviations of institutions and places; a small short month before a year; a month and a year with a dash
+    ("Univ. of Iowa", "University of Iowa"), ("Natl. Park", "National Park"), ("read pp. 10-12", "read pages ten to twelve"),
+    ("born 9 aug 1990", "born the ninth of August, nineteen ninety"), ("since Mar-2019", "since March twenty nineteen"), ("scored 555 9876", "scored five hundred fifty-five nine thousand eight hundred seventy-six"), ("node.js and cats / dogs", "node dot J S and cats or dogs"),
 ]
 
 

@@ -37,6 +37,14 @@ ABBREVIATIONS = {"e.g.": "for example", "i.e.": "that is", "etc.": "et cetera", 
                  "intl": "international", "avail.": "available", "mgr.": "manager", "Mgr.": "Manager",
                  "req'd": "required", "ch.": "chapter", "Ch.": "Chapter", "Vol.": "Volume", "vol.": "volume",
                  "hwy": "highway", "Ctr": "Center", "Ctr.": "Center", "Hosp.": "Hospital", "hosp.": "hospital",
+                 "Univ.": "University", "univ.": "university", "Assn.": "Association", "Assoc.": "Associate",
+                 "Bros.": "Brothers", "Mfg.": "Manufacturing", "Natl.": "National", "natl.": "national",
+                 "dist.": "district", "Dist.": "District", "Jct.": "Junction", "Pkwy.": "Parkway", "Ln.": "Lane",
+                 "Sq.": "Square", "Ct.": "Court", "Pl.": "Place", "Ter.": "Terrace", "Hts.": "Heights",
+                 "Mtn.": "Mountain", "mo.": "month", "mos.": "months", "wk.": "week", "wks.": "weeks",
+                 "hr.": "hour", "min.": "minute", "mins.": "minutes", "sec.": "second", "secs.": "seconds",
+                 "nos.": "numbers", "Nos.": "numbers", "pp.": "pages",
+                 "para.": "paragraph", "sect.": "section", "Sect.": "Section", "sec'y": "secretary",
                  "max.": "maximum", "gov't": "government", "gov’t": "government", "blks": "blocks", "blk.": "block"}
 ENDINGS = frozenset({"intl.", "avail.", "pt.", "ins.", "avg.", "misc.", "appt.", "appts.", "ref.", "Ref.", "dept.", "tel.", "Tel.", "Apt.", "Ste.", "etc.", "Inc.", "Ltd.", "Corp.", "Co.", "Ave.", "Blvd.", "Rd.", "Ph.D.", "Dept.", "govt.", "max.", "blk."})
 

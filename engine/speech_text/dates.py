@@ -94,7 +94,7 @@ def _dotted_date(match: re.Match[str]) -> str | None:
 
 _MONTH_DATE_PARTS = re.compile(
     rf"({_MONTH_DAY})\.?,?[ \t](?:(?:the[ \t])?(\d{{1,2}})(?:st|nd|rd|th)?(?:,?[ \t](\d{{4}}))?|(\d{{4}}))")
-_DAY_MONTH_PARTS = re.compile(rf"(\d{{1,2}})(?:st|nd|rd|th)?[ \t](of[ \t])?({_MONTH})\.?(?:,?[ \t](\d{{4}}))?")
+_DAY_MONTH_PARTS = re.compile(rf"(\d{{1,2}})(?:st|nd|rd|th)?[ \t](of[ \t])?({_MONTH}|mar|jun|jul|aug|dec)\.?(?:,?[ \t](\d{{4}}))?")
 
 
 def _dashed_date(match: re.Match[str]) -> str:
@@ -252,7 +252,11 @@ def rules(day_first: bool = False) -> list[Rule]:
         ("since_year", r"(?<![\w.-])(?:1[89]\d\d|20\d\d)[ \t]?[-–—][ \t]?(?:present|now|today|date)\b", _since_year),
         ("month_date",
          rf"(?<![\w]){_MONTH_DAY}\.?,?[ \t](?:(?:the[ \t])?{_DAY}(?:,?[ \t]\d{{4}})?|\d{{4}})(?![\w])", _month_date),
-        ("day_month", rf"(?<![\w.,]){_DAY}[ \t](?:of[ \t])?{_MONTH}\.?(?:,?[ \t]\d{{4}})?(?![\w])", _day_month),
+        ("day_month", rf"(?<![\w.,]){_DAY}[ \t](?:of[ \t])?(?:{_MONTH}\.?(?:,?[ \t]\d{{4}})?|(?:mar|jun|jul|aug|dec)\.?,?[ \t]\d{{4}})"
+                      rf"(?![\w])", _day_month),  # "3 mar 2021": a small short month before a year
+        ("month_dash_year", rf"(?<![\w-])(?:{_MONTH}|mar|jun|jul|aug|dec)\.?[-–/](?:1[89]|20)\d\d(?![\w-])",  # "Jan-2020"
+         lambda match: date_words(month_number(re.match(r"[A-Za-z]+", match.group()).group()), None,  # type: ignore[union-attr]
+                                  int(match.group()[-4:]))),
         ("weekday", rf"(?<![\w]){_WEEKDAY}(?:\.?[ \t]?[-–][ \t]?{_WEEKDAY}\.?(?![\w])|\.?(?=,|[ \t]+(?:\d|{_MONTH}))"
                     rf"|\.(?=[ \t]+[a-z]|[ \t]*(?:\n|$)))"
                     rf"|{_ON_DAY}{_WEEKDAY}(?![\w'’.]|[ \t]+[A-Z])",  # "Tue. for", "Sat. hours": a lower-case word goes on

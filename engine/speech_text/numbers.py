@@ -125,6 +125,19 @@ def _si_units() -> dict[str, tuple[str, str, bool]]:
     units["kgs"] = ("kilogram", "kilograms", True)
     units["kms"] = ("kilometer", "kilometers", True)
     units["gm"] = ("gram", "grams", True)
+    units["Nm"] = ("newton meter", "newton meters", True)
+    for written, names in {"kmph": ("kilometer per hour", "kilometers per hour"), "kgf": ("kilogram-force", "kilograms-force"),
+                           "dBm": ("D B M", "D B M"), "dBA": ("decibel", "decibels"), "ppb": ("part per billion", "parts per billion"),
+                           "yds": ("yard", "yards"), "qt": ("quart", "quarts"), "qts": ("quart", "quarts"),
+                           "kts": ("knot", "knots"), "kt": ("knot", "knots"), "nmi": ("nautical mile", "nautical miles"),
+                           "doz": ("dozen", "dozen"), "deg": ("degree", "degrees"), "deg C": ("degree Celsius", "degrees Celsius"),
+                           "deg F": ("degree Fahrenheit", "degrees Fahrenheit"), "lbf": ("pound-force", "pounds-force"),
+                           "ft-lb": ("foot-pound", "foot-pounds"), "ft-lbs": ("foot-pound", "foot-pounds"),
+                           "cfm": ("cubic foot per minute", "cubic feet per minute"), "gpm": ("gallon per minute", "gallons per minute"),
+                           "mmHg": ("millimeter of mercury", "millimeters of mercury"), "inHg": ("inch of mercury", "inches of mercury"),
+                           "mSv": ("millisievert", "millisieverts"), "Gbit": ("gigabit", "gigabits"), "Mbit": ("megabit", "megabits"),
+                           "kbit": ("kilobit", "kilobits")}.items():
+        units[written] = (*names, True)
     units["m/s²"] = units["m/s^2"] = units["m/s2"] = ("meter per second squared", "meters per second squared", True)
     # Areas and volumes of a length unit.
     lengths = {"mm": "millimeter", "cm": "centimeter", "dm": "decimeter", "m": "meter", "km": "kilometer",
