@@ -331,7 +331,9 @@ SAID = [
     ("a 4 qt pot", "a four quart pot"), ("at 80 kmph", "at eighty kilometers per hour"), ("set to 90 deg F", "set to ninety degrees Fahrenheit"),
     # abbreviations of institutions and places; a small short month before a year; a month and a year with a dash
     ("Univ. of Iowa", "University of Iowa"), ("Natl. Park", "National Park"), ("read pp. 10-12", "read pages ten to twelve"),
-    ("born 9 aug 1990", "born the ninth of August, nineteen ninety"), ("since Mar-2019", "since March twenty nineteen"), ("scored 555 9876", "scored five hundred fifty-five nine thousand eight hundred seventy-six"), ("node.js and cats / dogs", "node dot J S and cats or dogs"),
+    ("born 9 aug 1990", "born the ninth of August, nineteen ninety"), ("since Mar-2019", "since March twenty nineteen"),
+    # a host whose listed top-level domain is followed by a country's; an e-mail name with an apostrophe
+    ("see shop.co.nz now", "see shop dot co dot N Z now"), ("mail pat.o'neil@firm.com", "mail pat dot O neil at firm dot com"), ("scored 555 9876", "scored five hundred fifty-five nine thousand eight hundred seventy-six"), ("node.js and cats / dogs", "node dot J S and cats or dogs"),
 ]
 
 
