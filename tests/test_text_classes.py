@@ -333,7 +333,14 @@ SAID = [
     ("Univ. of Iowa", "University of Iowa"), ("Natl. Park", "National Park"), ("read pp. 10-12", "read pages ten to twelve"),
     ("born 9 aug 1990", "born the ninth of August, nineteen ninety"), ("since Mar-2019", "since March twenty nineteen"),
     # a host whose listed top-level domain is followed by a country's; an e-mail name with an apostrophe
-    ("see shop.co.nz now", "see shop dot co dot N Z now"), ("mail pat.o'neil@firm.com", "mail pat dot O neil at firm dot com"), ("scored 555 9876", "scored five hundred fifty-five nine thousand eight hundred seventy-six"), ("node.js and cats / dogs", "node dot J S and cats or dogs"),
+    ("see shop.co.nz now", "see shop dot co dot N Z now"), ("visit old_site.org", "visit old underscore site dot org"),
+    # phone numbers: a country code before ten digits or in brackets, a vanity word of any length, a local number's
+    # shape (a range is round or rising: "100-1500"), ten digits after a word about calling whatever their first
+    ("+91 9876543210", "plus nine one, nine eight seven six five four three two one zero"),
+    ("(+44) 207 946 0958", "plus four four, two zero seven, nine four six, zero nine five eight"),
+    ("1-800-MY-A-TEAM", "one, eight hundred, my, A, team"), ("dial 867-5309", "dial eight six seven, five three zero nine"),
+    ("It's 867-5309.", "It's eight six seven, five three zero nine."), ("from 250-1000", "from two hundred fifty to one thousand"),
+    ("call 1098765432", "call one zero nine, eight seven six, five four three two"), ("mail pat.o'neil@firm.com", "mail pat dot O neil at firm dot com"), ("scored 555 9876", "scored five hundred fifty-five nine thousand eight hundred seventy-six"), ("node.js and cats / dogs", "node dot J S and cats or dogs"),
 ]
 
 

@@ -143,7 +143,9 @@ def _local_phone(match: re.Match[str]) -> str | None:
         if not _PHONE_CUE.search(before):
             return None
     elif not _DIALLED.search(before) and not re.match(r"[ \t,]*(?:[Ee]xt|x\d)", after):
-        return None
+        first, second = re.split(r"[-.]", match.group())
+        if "." in match.group() or int(first) % 10 == 0 or int(second) % 10 == 0 or int(second) < int(first):
+            return None  # "100-1500", "250-1000": a range; "555-0199" has a phone number's shape
     return ", ".join(w.digits(group) for group in re.split(r"[-. ]", match.group()))
 
 
@@ -175,7 +177,7 @@ def _vanity(match: re.Match[str]) -> str | None:
         if group.isdigit():
             said.append("eight hundred" if group == "800" else w.digits(group))
         else:
-            said.append(group.lower() if group.isalpha() else spell_code(group))
+            said.append(group.lower() if group.isalpha() and len(group) > 1 else spell_code(group))
     return ", ".join(said)
 
 
@@ -392,7 +394,7 @@ def _letter_range(match: re.Match[str]) -> str | None:
 
 
 RULES: list[Rule] = [
-    ("vanity", r"(?<![\w+-])(?:1[-. ])?\d{3}[-. ](?=[A-Z0-9-]*[A-Z]{3})[A-Z0-9]{2,}(?:-[A-Z0-9]{2,})*(?![\w-])",
+    ("vanity", r"(?<![\w+-])(?:1[-. ])?\d{3}[-. ](?=[A-Z0-9-]*[A-Z]{3})[A-Z0-9]{2,}(?:-[A-Z0-9]+)*(?![\w-])",
      _vanity),
     ("extension", r"(?<![\w])(?:[Ee]xt|EXT)\.?[ \t]?#?\d{1,6}(?![\w])|(?:(?<=\d[ \t])|(?<=\d,[ \t]))x[ \t]?\d{2,6}(?![\w])",
      _extension),
@@ -409,7 +411,7 @@ RULES: list[Rule] = [
      _number_code),
     ("star_code", r"(?<![\w*])\*\d{2,4}#?(?![\w*])",  # "*611", "*67": keyed on a phone
      lambda match: "star " + w.digits(match.group().strip("*#")) + (" pound" if match.group().endswith("#") else "")),
-    ("bare_phone", r"(?<![\w.,$#-])1?[2-9]\d{9}(?![\w%]|[.,:/-]\d)", _bare_phone),
+    ("bare_phone", r"(?<![\w.,$#-])1?\d{10}(?![\w%]|[.,:/-]\d)", _bare_phone),
     ("cued_digits", r"(?<![\w.,$#-])\d{3,}(?:[ \t-]\d{2,}){0,4}(?![\w%]|[.,:/-]\d)", _cued_digits),
     ("grouped_digits", r"(?<![\w.+-])\d+(?:-\d+){2,}(?![\w-])|(?<![\w.+$-])(?:0\d{3,}-\d{3,}|\d{5,}-\d{4,})(?![\w-])",
      _grouped_digits),  # "04465-33471": a part number, not a range

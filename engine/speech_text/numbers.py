@@ -312,7 +312,8 @@ def _quantity(match: re.Match[str]) -> str:
 
 _PHONE = (
     r"(?<![\w+])(?:\(\d{3}\)[ \t]?\d{3}[-. \t]\d{4}|\(0\d{1,4}\)[ \t]?\d{3,4}[-. \t]?\d{3,4}"
-    r"|\+\d{1,3}(?:[-. \t]\(?\d{1,8}\)?(?![\d])){1,5}"
+    r"|\+\d{1,3}(?:[-. \t]\(?\d{1,8}\)?(?![\d])){1,5}|\+\d{1,3}[-. \t]\d{10}(?!\d)"
+    r"|\(\+\d{1,3}\)[ \t]?\d{2,4}(?:[-. \t]\d{2,4}){1,3}"
     r"|(?:1[-. ])?\d{3}[-. ]\d{3}[-. ]\d{4}|0\d{2,4}[ -]\d{3,4}[ -]\d{3,4})(?![\w-])"
 )
 _DIGIT_GROUP = re.compile(r"\d+")
@@ -329,7 +330,7 @@ def open_phone(text: str) -> int | None:
 def _phone(match: re.Match[str]) -> str:
     groups = _DIGIT_GROUP.findall(match.group())
     said = [w.digits(g) for g in groups]
-    if match.group().startswith("+"):
+    if match.group().lstrip("(").startswith("+"):
         said[0] = "plus " + said[0]
     return ", ".join(said)
 
