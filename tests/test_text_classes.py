@@ -340,7 +340,13 @@ SAID = [
     ("(+44) 207 946 0958", "plus four four, two zero seven, nine four six, zero nine five eight"),
     ("1-800-MY-A-TEAM", "one, eight hundred, my, A, team"), ("dial 867-5309", "dial eight six seven, five three zero nine"),
     ("It's 867-5309.", "It's eight six seven, five three zero nine."), ("from 250-1000", "from two hundred fifty to one thousand"),
-    ("call 1098765432", "call one zero nine, eight seven six, five four three two"), ("mail pat.o'neil@firm.com", "mail pat dot O neil at firm dot com"), ("scored 555 9876", "scored five hundred fifty-five nine thousand eight hundred seventy-six"), ("node.js and cats / dogs", "node dot J S and cats or dogs"),
+    ("call 1098765432", "call one zero nine, eight seven six, five four three two"),
+    # a code's second part with a leading zero, or a pair after a word that names a code; a tie; money: a dollar
+    # sign after the amount, "Rs", a price per a one-letter unit, a unit after "per"
+    ("see 2019-0311", "see two zero one nine-zero three one one"), ("PO 7200-15", "P O seven two zero zero-fifteen"),
+    ("a 50-50 split", "a fifty-fifty split"), ("only 20$ today", "only twenty dollars today"),
+    ("Rs. 250 only", "two hundred fifty rupees only"), ("fuel at €1.899/L", "fuel at one point eight nine nine euros per liter"),
+    ("12 cents per kWh", "twelve cents per kilowatt hour"), ("paid per sq ft", "paid per square foot"), ("mail pat.o'neil@firm.com", "mail pat dot O neil at firm dot com"), ("scored 555 9876", "scored five hundred fifty-five nine thousand eight hundred seventy-six"), ("node.js and cats / dogs", "node dot J S and cats or dogs"),
 ]
 
 

@@ -42,7 +42,8 @@ CURRENCIES = {
     "EUR": ("euro", "euros", "cent", "cents"),
     "GBP": ("pound", "pounds", "penny", "pence"),
     "JPY": ("yen", "yen", "sen", "sen"),
-    "INR": ("rupee", "rupees", "paisa", "paise"),
+    "INR": ("rupee", "rupees", "paisa", "paise"), "Rs": ("rupee", "rupees", "paisa", "paise"),
+    "Rs.": ("rupee", "rupees", "paisa", "paise"),
     "CHF": ("Swiss franc", "Swiss francs", "centime", "centimes"),
     "CAD": ("Canadian dollar", "Canadian dollars", "cent", "cents"),
     "AUD": ("Australian dollar", "Australian dollars", "cent", "cents"),
@@ -70,11 +71,12 @@ CURRENCIES = {
 _SYMBOLS = sorted((c for c in CURRENCIES if not c.isalpha()), key=len, reverse=True)
 _CODES = sorted(c for c in CURRENCIES if c.isalpha())
 _CURRENCY = r"(?:%s|(?:%s)(?=[ \t]?[\d.]))" % ("|".join(re.escape(s) for s in _SYMBOLS), "|".join(_CODES))
-_SUFFIX = r"(?:[ \t]?(?:€|£|¥|₹|₩|₽|₺|₴|₪|₫|฿|¢)|[ \t](?:%s)(?![\w]))" % "|".join(_CODES)
+_SUFFIX = r"(?:[ \t]?(?:€|£|¥|₹|₩|₽|₺|₴|₪|₫|฿|¢|\$(?![\w$]))|[ \t](?:%s)(?![\w]))" % "|".join(_CODES)
 _AMOUNT = r"(?:\d{1,3}(?:,\d{3})+(?!\d)|\d+|(?=\.\d))(?:\.\d+)?"
 _MULTIPLIER = r"(?:[ \t]?(?:k|K|M|m|mn|bn|B|b|tn|T)(?![\w])|[ \t](?:thousand|million|billion|trillion)(?![\w]))"
 # What a price is per: a span of time, a count ("/person"), or a unit of measure ("$3.49/gal", "$12/kg").
-_PER_WORDS = {**{unit: names[0] for unit, names in UNITS.items() if unit.isalpha() and len(unit) > 1}, **PER}
+_PER_WORDS = {**{unit: names[0] for unit, names in UNITS.items() if unit.isalpha() and len(unit) > 1}, **PER,
+              "L": "liter", "l": "liter", "g": "gram", "h": "hour"}
 _PER = r"(?:[ \t]?/[ \t]?(?:%s)(?![\w]))" % "|".join(sorted(_PER_WORDS, key=len, reverse=True))
 _MONEY = (
     rf"(?<![\w.])(?:[-−](?={_CURRENCY}))?{_CURRENCY}[ \t]?{_AMOUNT}{_MULTIPLIER}?"

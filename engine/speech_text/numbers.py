@@ -272,16 +272,20 @@ def _counts(match: re.Match[str]) -> bool:
 _CODE_NOUN = re.compile(r"(?i:\b(?:model|room|rm\.?|unit|lot|case|docket|exit|form|ticket|order|invoice|part|item|"
                         r"apartment|apt\.?|suite|ste\.?|bus|route|gate|platform|version|ver\.?|rev\.?|revision|build|"
                         r"patch|serial|policy|claim|account|file|batch|bay|dock|locker|stall|seat|row|car|coach|cabin|"
-                        r"berth|box|flight|train|track|code|id|no\.|number|#))[ \t]*#?[ \t]*\Z")
+                        r"berth|box|flight|train|track|code|id|no\.|number|ref\.?|reference|po|sku|product|catalog|"
+                        r"confirmation|booking|reservation|tracking|permit|license|licence|plate|pin))[ \t]*[#:]?[ \t]*\Z")
 
 
 def _quantity(match: re.Match[str]) -> str:
     parts = _QUANTITY_PARTS.fullmatch(match.group())
     assert parts
     sign, a, b, suffix = parts["sign"], parts["a"], parts["b"], parts["suffix"].strip()
-    if b and not suffix and not sign and "-" in match.group() and "." not in a + b and "," not in a + b \
-            and _CODE_NOUN.search(match.string, max(0, match.start() - 12), match.start()):
+    if b and not suffix and not sign and "-" in match.group() and "." not in a + b and "," not in a + b and (
+            _CODE_NOUN.search(match.string, max(0, match.start() - 16), match.start())
+            or (len(b) > 1 and b[0] == "0")):  # no range's end starts with a zero
         return "-".join(w.cardinal(g) if len(g) <= 2 and g[0] != "0" else w.digits(g) for g in (a, b))  # "room 12-3"
+    if b and a == b and not suffix and not sign and "-" in match.group():
+        return f"{w.cardinal(a)}-{w.cardinal(b)}"  # "50-50": a tie, an even split
     if suffix.lower() in ("st", "nd", "rd", "th") and not b and "." not in a:
         said = w.ordinal(a)
     else:
@@ -625,4 +629,9 @@ RULES: list[Rule] = [
      % "|".join(re.escape(u) for u in sorted(UNITS, key=len, reverse=True) if UNITS[u][2] and u.isalpha()),
      _fraction_unit),
     ("quantity", _QUANTITY, _quantity),
+    # "per kWh", "per sq ft": a unit named after "per" with no number before it, singular
+    ("per_unit", r"(?<=\bper[ \t])(?:%s)(?![\w/²³])" % "|".join(
+        re.escape(u) for u in sorted(UNITS, key=len, reverse=True) if len(u) > 1 and UNITS[u][2] and u not in (
+            "in", "us", "ha", "am", "pm", "cal", "mo", "min", "ms")),
+     lambda match: UNITS[match.group()][0]),
 ]

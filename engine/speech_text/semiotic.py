@@ -104,7 +104,7 @@ _RULES_OF_CLASS = {
     "range": "since_year weekday_range month_range day_range time_range letter_time_range percent_range grades sizes times_range letter_range",
     "money": "money coded_money currency_pair",
     "fraction": "mixed_fraction fraction vulgar_fraction",
-    "measure": "pressure rooms feet_inches feet dimensions inches inches_tall hyphen_unit unit_alone fraction_unit fraction_inches",
+    "measure": "per_unit pressure rooms feet_inches feet dimensions inches inches_tall hyphen_unit unit_alone fraction_unit fraction_inches",
     "cardinal": "number_sign quantity grouped_thousands scientific",
     "abbreviation": "title abbreviation label copied dose_form dotted caps",
     "plain": "sharp about slash dash emoji stray bar",
