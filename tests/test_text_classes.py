@@ -346,7 +346,11 @@ SAID = [
     ("see 2019-0311", "see two zero one nine-zero three one one"), ("PO 7200-15", "P O seven two zero zero-fifteen"),
     ("a 50-50 split", "a fifty-fifty split"), ("only 20$ today", "only twenty dollars today"),
     ("Rs. 250 only", "two hundred fifty rupees only"), ("fuel at €1.899/L", "fuel at one point eight nine nine euros per liter"),
-    ("12 cents per kWh", "twelve cents per kilowatt hour"), ("paid per sq ft", "paid per square foot"), ("mail pat.o'neil@firm.com", "mail pat dot O neil at firm dot com"), ("scored 555 9876", "scored five hundred fifty-five nine thousand eight hundred seventy-six"), ("node.js and cats / dogs", "node dot J S and cats or dogs"),
+    ("12 cents per kWh", "twelve cents per kilowatt hour"), ("paid per sq ft", "paid per square foot"),
+    # days before or after their month, with ordinals; "may" the verb; a range from noon
+    ("on 8-11 March", "on the eighth to the eleventh of March"), ("the 2nd-4th of May", "the second to the fourth of May"),
+    ("Oct 1st-3rd", "October first to third"), ("kids 3-5 may join", "kids three to five may join"),
+    ("2 may come", "two may come"), ("open noon-6pm", "open noon to six PM"), ("mail pat.o'neil@firm.com", "mail pat dot O neil at firm dot com"), ("scored 555 9876", "scored five hundred fifty-five nine thousand eight hundred seventy-six"), ("node.js and cats / dogs", "node dot J S and cats or dogs"),
 ]
 
 

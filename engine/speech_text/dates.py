@@ -124,10 +124,12 @@ def _month_date(match: re.Match[str]) -> str:
                       int(year or year_only) if (year or year_only) else None)
 
 
-def _day_month(match: re.Match[str]) -> str:
+def _day_month(match: re.Match[str]) -> str | None:
     parts = _DAY_MONTH_PARTS.fullmatch(match.group())
     assert parts
     day, of, month, year = parts.groups()
+    if month == "may" and not of and not year:
+        return None  # "3 may apply": the verb
     after_the = match.string[max(0, match.start() - 4):match.start()].lower() == "the "
     return date_words(month_number(month), int(day), int(year) if year else None, "" if of or after_the else "the ")
 
@@ -144,10 +146,20 @@ def _month_range(match: re.Match[str]) -> str:
 
 def _day_range(match: re.Match[str]) -> str:
     """"Nov 24-27, 2025" -> "November twenty-fourth to twenty-seventh, twenty twenty-five"."""
-    parts = re.fullmatch(rf"({_MONTH})\.?[ \t](\d{{1,2}})[ \t]?[-–][ \t]?(\d{{1,2}})(?:,?[ \t](\d{{4}}))?", match.group())
+    parts = re.fullmatch(rf"({_MONTH})\.?[ \t](\d{{1,2}})(?:st|nd|rd|th)?[ \t]?[-–][ \t]?(\d{{1,2}})(?:st|nd|rd|th)?"
+                         rf"(?:,?[ \t](\d{{4}}))?", match.group())
     assert parts
     month, first, last, year = parts.groups()
     said = f"{MONTHS[month_number(month) - 1]} {w.ordinal(first)} to {w.ordinal(last)}"
+    return said + (", " + w.year(int(year)) if year else "")
+
+
+def _days_month(match: re.Match[str]) -> str:
+    """"12-15 July" -> "the twelfth to the fifteenth of July" ("the" once, where the text has it)."""
+    first, last, month, year = re.fullmatch(  # type: ignore[union-attr]
+        rf"(\d+)\D*?[-–][ \t]?(\d+)\D*?[ \t](?:of[ \t])?({_MONTH})\.?(?:,?[ \t](\d{{4}}))?", match.group()).groups()
+    after_the = match.string[max(0, match.start() - 4):match.start()].lower() == "the "
+    said = f"{'' if after_the else 'the '}{w.ordinal(first)} to the {w.ordinal(last)} of {MONTHS[month_number(month) - 1]}"
     return said + (", " + w.year(int(year)) if year else "")
 
 
@@ -265,13 +277,19 @@ def rules(day_first: bool = False) -> list[Rule]:
         ("weekday_range", rf"(?<![\w])(?:{_FULL_WEEKDAY})[ \t]?[-–—][ \t]?(?:{_FULL_WEEKDAY})(?![\w])",
          lambda match: " to ".join(re.findall(r"[A-Za-z]+", match.group()))),
         ("month_range", rf"(?<![\w])(?:{_MONTH})\.?[ \t]?[-–][ \t]?(?:{_MONTH})\.?(?![\w])", _month_range),
-        ("day_range", rf"(?<![\w]){_MONTH}\.?[ \t](?:[12]\d|3[01]|0?[1-9])[ \t]?[-–][ \t]?(?:[12]\d|3[01]|0?[1-9])"
-                      rf"(?:,?[ \t]\d{{4}})?(?![\w-])", _day_range),
+        ("day_range", rf"(?<![\w]){_MONTH}\.?[ \t](?:[12]\d|3[01]|0?[1-9])(?:st|nd|rd|th)?[ \t]?[-–][ \t]?"
+                      rf"(?:[12]\d|3[01]|0?[1-9])(?:st|nd|rd|th)?(?:,?[ \t]\d{{4}})?(?![\w-])", _day_range),
+        # "12-15 July", "the 3rd-5th of June": days before their month
+        ("days_month", rf"(?<![\w.,-])(?:[12]\d|3[01]|0?[1-9])(?:st|nd|rd|th)?[ \t]?[-–][ \t]?(?:[12]\d|3[01]|0?[1-9])"
+                       rf"(?:st|nd|rd|th)?[ \t](?:of[ \t])?(?!may\b){_MONTH}\.?(?:,?[ \t]\d{{4}})?(?![\w])", _days_month),
         ("month", r"(?<![\w])(?:Jan|Feb|Mar|Apr|Jun|Jul|Aug|Sep|Sept|Oct|Nov|Dec)\.(?![\w])", _month),
         ("time", _TIME, _time),
         ("dotted_time", _DOTTED_TIME, _time),
         ("hour", _HOUR_AMPM, _time),
         ("time_range", _TIME_RANGE, _time_range),
+        ("noon_range", rf"(?<![\w])(?i:noon|midnight)[ \t]?[-–][ \t]?(?:{_ONE_TIME}|(?i:noon|midnight))(?![\w:])",  # "noon-2pm"
+         lambda match: " to ".join(part if part.isalpha() else clock(part) for part in re.split(
+             r"[ \t]?[-–][ \t]?", match.group(), maxsplit=1))),
         ("letter_time_range", r"(?<![\w:.$])(?:1[0-2]|0?[1-9])[ap][ \t]?[-–][ \t]?(?:1[0-2]|0?[1-9])[ap](?![\w])",
          _letter_time_range),
         ("ratio", r"(?<![\w:.])\d{1,2}:\d(?![\w:])", _ratio),
