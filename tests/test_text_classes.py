@@ -350,7 +350,10 @@ SAID = [
     # days before or after their month, with ordinals; "may" the verb; a range from noon
     ("on 8-11 March", "on the eighth to the eleventh of March"), ("the 2nd-4th of May", "the second to the fourth of May"),
     ("Oct 1st-3rd", "October first to third"), ("kids 3-5 may join", "kids three to five may join"),
-    ("2 may come", "two may come"), ("open noon-6pm", "open noon to six PM"), ("mail pat.o'neil@firm.com", "mail pat dot O neil at firm dot com"), ("scored 555 9876", "scored five hundred fifty-five nine thousand eight hundred seventy-six"), ("node.js and cats / dogs", "node dot J S and cats or dogs"),
+    ("2 may come", "two may come"), ("open noon-6pm", "open noon to six PM"),
+    # thousands grouped by full stops; "+/-"; a numbering abbreviation right before its number
+    ("about 3.500.000 tons", "about three million five hundred thousand tons"), ("±2 or +/-3", "plus or minus two or plus or minus three"),
+    ("rank No.7 now", "rank number seven now"), ("mail pat.o'neil@firm.com", "mail pat dot O neil at firm dot com"), ("scored 555 9876", "scored five hundred fifty-five nine thousand eight hundred seventy-six"), ("node.js and cats / dogs", "node dot J S and cats or dogs"),
 ]
 
 

@@ -109,7 +109,8 @@ def _title(match: re.Match[str]) -> str:
         if not _street(match) and after[:1] == " " and after[1:2].isupper():
             return "Saint"
         return "Street" + ("." if ends_sentence_after(match) else "")
-    return _counted(match, TITLES.get(text) or TITLES[text.title()])
+    said = _counted(match, TITLES.get(text) or TITLES[text.title()])
+    return said + " " if match.string[match.end():match.end() + 1].isalnum() else said  # "No.1": "number one"
 
 
 def _abbreviation(match: re.Match[str]) -> str:

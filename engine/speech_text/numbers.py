@@ -506,6 +506,9 @@ def _version(match: re.Match[str]) -> str | None:
         return _ip(parts)
     if len(parts) == 2:
         return prefix + w.number(text)
+    if not prefix and len(parts) == 3 and len(parts[0]) <= 3 and all(len(p) == 3 for p in parts[1:]) \
+            and parts[0] != "0" and (parts[1:] == ["000", "000"] or len(parts[0]) < 3):
+        return w.cardinal("".join(parts))  # "1.000.000": thousands grouped by full stops, as much of Europe writes
     return prefix + " point ".join(w.cardinal(p) for p in parts)
 
 
