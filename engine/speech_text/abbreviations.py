@@ -37,6 +37,8 @@ ABBREVIATIONS = {"e.g.": "for example", "i.e.": "that is", "etc.": "et cetera", 
                  "intl": "international", "avail.": "available", "mgr.": "manager", "Mgr.": "Manager",
                  "req'd": "required", "ch.": "chapter", "Ch.": "Chapter", "Vol.": "Volume", "vol.": "volume",
                  "hwy": "highway", "Ctr": "Center", "Ctr.": "Center", "Hosp.": "Hospital", "hosp.": "hospital",
+                 "a.k.a": "also known as", "c/o": "care of", "C/O": "care of", "a/c": "A C", "A/C": "A C",
+                 "24/7/365": "twenty-four seven three sixty-five",
                  "Univ.": "University", "univ.": "university", "Assn.": "Association", "Assoc.": "Associate",
                  "Bros.": "Brothers", "Mfg.": "Manufacturing", "Natl.": "National", "natl.": "national",
                  "dist.": "district", "Dist.": "District", "Jct.": "Junction", "Pkwy.": "Parkway", "Ln.": "Lane",
@@ -252,6 +254,8 @@ RULES: list[Rule] = [
     ("label", rf"(?<![\w.])(?:{_pattern(LABELS)})(?:(?=:)|\.?(?=[ \t]*[+(]?\d))", _label),
     ("copied", r"(?<![\w.@'’])(?i:b?cc)(?=:|[ \t]+(?:me|us|them|him|her|[\w.+-]+@))", _copied),
     ("dose_form", r"(?<=\d[ \t])(?:tab|cap)s?(?:\.(?=[ \t]+[a-z])|(?![\w]))", _dose_form),
+    ("initials_and", r"(?<![\w&])[A-Z]{1,3}&[A-Z]{1,3}(?![\w&])",  # "AT&T", "R&D", "Q&A": letters and letters
+     lambda match: " and ".join(" ".join(part) for part in match.group().split("&"))),
     ("dotted", r"(?<![\w.])(?:(?:[A-Za-z]\.){2,}|(?:[A-Z]\.){1,3}[A-Z](?![\w.]))(?![\w])", _dotted),  # "A.D", "B.C": its last
     # full stop left out
     ("caps", r"(?<![\w'’])[A-Z][A-Z'’]*[A-Z]s?(?![\w'’])", _caps),
