@@ -354,7 +354,8 @@ SAID = [
     # thousands grouped by full stops; "+/-"; a numbering abbreviation right before its number
     ("about 3.500.000 tons", "about three million five hundred thousand tons"), ("±2 or +/-3", "plus or minus two or plus or minus three"),
     ("rank No.7 now", "rank number seven now"),
-    ("call AT&T or P&G", "call A T and T or P and G"), ("ship c/o Lee", "ship care of Lee"), ("Sam a.k.a Max", "Sam also known as Max"), ("mail pat.o'neil@firm.com", "mail pat dot O neil at firm dot com"), ("scored 555 9876", "scored five hundred fifty-five nine thousand eight hundred seventy-six"), ("node.js and cats / dogs", "node dot J S and cats or dogs"),
+    ("bin AB/12 now", "bin A B slash twelve now"), ("the cd-38 marker", "the C D-thirty-eight marker"),
+    ("a top-10 list", "a top-ten list"), ("call AT&T or P&G", "call A T and T or P and G"), ("ship c/o Lee", "ship care of Lee"), ("Sam a.k.a Max", "Sam also known as Max"), ("mail pat.o'neil@firm.com", "mail pat dot O neil at firm dot com"), ("scored 555 9876", "scored five hundred fifty-five nine thousand eight hundred seventy-six"), ("node.js and cats / dogs", "node dot J S and cats or dogs"),
 ]
 
 

@@ -426,6 +426,14 @@ RULES: list[Rule] = [
     ("serial", r"(?<![\w-])[A-Z]\d{1,2}–[A-Z]\d{1,2}(?![\w-])"  # "Q1–Q3" (with a hyphen: the second alternative)
                r"|(?<![\w$£€¥₹#.-])(?=[A-Z0-9-]*[A-Z])(?=[A-Z0-9-]*\d)[A-Z0-9]+(?:-[A-Z0-9]+)*(?:(?<=\d)[a-z])?(?![\w-])",
      _serial),  # "SN8842-KD19", "M404n" (a model's lower-case suffix)
+    # "AB/12", "A1/B2": a code's parts on both sides of a slash (capitals and digits, one side of each), "slash"
+    ("slashed_code", r"(?<![\w/])(?=[A-Z0-9/]*[A-Z])(?=[A-Z0-9/]*\d)[A-Z0-9]+(?:/[A-Z0-9]+)+(?![\w/])",
+     lambda match: " slash ".join(spell_code(part) for part in match.group().split("/"))),
+    # "cd-38", "ab-12": a code whose small letters make no word before its digits, spelled
+    ("small_code", r"(?<![\w-])[a-z]{1,3}-\d{1,6}(?![\w-]|[.,]\d)",
+     lambda match: None if match.group().split("-")[0] in COMMON_WORDS or (
+         len(match.group().split("-")[0]) == 3 and re.search(r"[aeiouy]", match.group().split("-")[0]))
+     else spell_code(match.group().upper())),
     ("roman", rf"(?<![\w])(?:Super[ \t]Bowl|World[ \t]War|{_NUMBERING}|item|clause|paragraph|section|part|step)"
               rf"[ \t](?:{_ROMAN}|{_ROMAN_LOWER})(?![\w])",
      _numbered),
