@@ -70,6 +70,24 @@ def _quarter(match: re.Match[str]) -> str:
     return said
 
 
+def _small_code(match: re.Match[str]) -> str | None:
+    """"cd-38" -> "C D-thirty-eight": each part of letters spelled unless a word ("top-10", "covid-19" stay words),
+    each part of digits a number up to two digits, else digit by digit."""
+    parts = match.group().split("-")
+    said, spelled = [], False
+    for part in parts:
+        if part.isdigit():
+            said.append(w.cardinal(part) if len(part) <= 2 and part[0] != "0" else w.digits(part))
+        elif part.isalpha():
+            word = part in COMMON_WORDS or len(part) > 3 or (len(part) == 3 and re.search(r"[aeiouy]", part))
+            spelled = spelled or not word
+            said.append(part if word else " ".join(part.upper()))
+        else:
+            spelled = True
+            said.append(spell_code(part.upper()))
+    return "-".join(said) if spelled or len(parts) > 2 else None
+
+
 # Airlines' two-character codes that start a flight number ("BA 287"; "US" is left to the country).
 AIRLINES = ("AA AC AF AM AS AY AZ BA B6 CX DL EI EK EY F9 FR G4 HA IB JL KE KL LH LX NH NK NZ OS QF QR SK SQ SY TK "
             "UA VS WN WS").split()
@@ -429,11 +447,9 @@ RULES: list[Rule] = [
     # "AB/12", "A1/B2": a code's parts on both sides of a slash (capitals and digits, one side of each), "slash"
     ("slashed_code", r"(?<![\w/])(?=[A-Z0-9/]*[A-Z])(?=[A-Z0-9/]*\d)[A-Z0-9]+(?:/[A-Z0-9]+)+(?![\w/])",
      lambda match: " slash ".join(spell_code(part) for part in match.group().split("/"))),
-    # "cd-38", "ab-12": a code whose small letters make no word before its digits, spelled
-    ("small_code", r"(?<![\w-])[a-z]{1,3}-\d{1,6}(?![\w-]|[.,]\d)",
-     lambda match: None if match.group().split("-")[0] in COMMON_WORDS or (
-         len(match.group().split("-")[0]) == 3 and re.search(r"[aeiouy]", match.group().split("-")[0]))
-     else spell_code(match.group().upper())),
+    # "cd-38", "ab-cd-12-34": a small-letter code with digits, its letter parts that make no word spelled
+    ("small_code", r"(?<![\w-])(?=[a-z0-9-]*\d)[a-z]{1,3}(?:-(?:[a-z]{1,6}|\d{1,6})){1,4}(?![\w-]|[.,]\d)"
+                   r"|(?<![\w-])(?=[a-z0-9-]*[a-z])\d{1,6}(?:-(?:[a-z]{1,6}|\d{1,6})){2,4}(?![\w-]|[.,]\d)", _small_code),
     ("roman", rf"(?<![\w])(?:Super[ \t]Bowl|World[ \t]War|{_NUMBERING}|item|clause|paragraph|section|part|step)"
               rf"[ \t](?:{_ROMAN}|{_ROMAN_LOWER})(?![\w])",
      _numbered),
