@@ -171,10 +171,36 @@ for _unit, _names in _si_units().items():
 _PER_UNIT = {"s": "second", "sec": "second", "h": "hour", "hr": "hour", "min": "minute", "d": "day", "day": "day",
              "wk": "week", "mo": "month", "yr": "year", "dose": "dose", "tab": "tablet", "cap": "capsule"}
 _DEGREES = {"F": "Fahrenheit", "C": "Celsius", "K": "Kelvin", "": ""}
-_UNIT = r"(?:%s)" % "|".join(re.escape(u) for u in sorted(UNITS, key=len, reverse=True))
-_SPACED_UNIT = r"(?:%s)" % "|".join(re.escape(u) for u in sorted(UNITS, key=len, reverse=True) if UNITS[u][2])
-_DENOMINATOR = r"(?:%s)" % "|".join(re.escape(u) for u in sorted(set(UNITS) - {"%", "¢", "x"} | set(_PER_UNIT),
-                                                                      key=len, reverse=True))
+
+
+def trie(words: "list[str] | set[str]") -> str:
+    """One pattern matching any of ``words``, as a trie ("m(?:m|ph|i)?", not "mph|mm|mi|m"): the same matches,
+    a longer word tried first at every branch, without trying every word at every number."""
+    tree: dict = {}
+    for word in words:
+        node = tree
+        for char in word:
+            node = node.setdefault(char, {})
+        node[""] = {}
+
+    def pattern(node: dict) -> str:
+        branches = [re.escape(char) + pattern(child) for char, child in sorted(node.items(), key=lambda kv: (
+            -_depth(kv[1]), kv[0])) if char]
+        if not branches:
+            return ""
+        body = branches[0] if len(branches) == 1 else "(?:" + "|".join(branches) + ")"
+        return f"(?:{body})?" if "" in node else body
+
+    return "(?:" + pattern(tree) + ")"
+
+
+def _depth(node: dict) -> int:
+    return max((1 + _depth(child) for char, child in node.items() if char), default=0)
+
+
+_UNIT = trie(set(UNITS))
+_SPACED_UNIT = trie({u for u in UNITS if UNITS[u][2]})
+_DENOMINATOR = trie(set(UNITS) - {"%", "¢", "x"} | set(_PER_UNIT))
 _COMPOUND = rf"(?:{_UNIT}/(?:\d{{1,4}}[ \t]?)?{_DENOMINATOR}(?:/{_DENOMINATOR})?(?![\w/]))"  # "mg/mL", "mcg/kg/min"
 _SIGN = r"(?:[-−+](?=\d))?"
 _QUANTITY = (
