@@ -12,7 +12,7 @@ from __future__ import annotations
 import re
 
 from engine.speech_text import words as w
-from engine.speech_text.numbers import Rule, ends_sentence_after
+from engine.speech_text.numbers import UNITS, Rule, ends_sentence_after
 
 MONTHS = "January February March April May June July August September October November December".split()
 _MONTH_NUMBER = {m: i + 1 for i, m in enumerate(MONTHS)} | {m[:3]: i + 1 for i, m in enumerate(MONTHS)} | {"Sept": 9}
@@ -233,7 +233,19 @@ def _time(match: re.Match[str]) -> str:
     if parts and (parts[1] == "00" or _DURATION_CUE.search(match.string[max(0, match.start() - 40):match.start()])):
         return " ".join(f"{w.cardinal(str(int(n)))} {unit if int(n) == 1 else unit + 's'}"
                         for n, unit in zip(parts.groups(), ("hour", "minute", "second")) if int(n)) or "zero seconds"
-    return clock(match.group(), ends_sentence_after(match))
+    zoned = _ZONE_AFTER.match(match.string, match.end())  # "5:30 a.m. EST": the zone goes on, no sentence ends
+    return clock(match.group().replace("h", ":"), ends_sentence_after(match) and zoned is None)
+
+
+def _dotted_clock(match: re.Match[str]) -> str | None:
+    """"at 3.30" -> "three thirty"; "at 1.25 km", "at 2.50%" are measures."""
+    after = re.match(r"[ \t]*([^\s\d.,;:!?)]+)", match.string[match.end():match.end() + 12])
+    if "." in match.group() and after and (after[1] in UNITS or after[1][0] in "%$€£¥¢°"):
+        return None
+    return clock(match.group().replace("h", ":").replace(".", ":"), False)
+
+
+_ZONE_AFTER = re.compile(r"[ \t]+(?:[ECMP][SD]?T|UTC|GMT|BST|CET|CEST|IST|JST|AEST|AEDT|HST|AKST|AKDT|Z)\b")
 
 
 def _time_range(match: re.Match[str]) -> str:
@@ -284,6 +296,10 @@ def rules(day_first: bool = False) -> list[Rule]:
                        rf"(?:st|nd|rd|th)?[ \t](?:of[ \t])?(?!may\b){_MONTH}\.?(?:,?[ \t]\d{{4}})?(?![\w])", _days_month),
         ("month", r"(?<![\w])(?:Jan|Feb|Mar|Apr|Jun|Jul|Aug|Sep|Sept|Oct|Nov|Dec)\.(?![\w])", _month),
         ("time", _TIME, _time),
+        # "at 3.30" (a time written with a full stop after "at"), "10h30" (an hour and its minutes, as much of the
+        # world writes them)
+        ("dotted_clock", rf"(?<=\bat[ \t]){_HOUR}\.[0-5]\d(?![\w]|\.\d)|(?<![\w:.])(?:[01]?\d|2[0-3])h[0-5]\d(?![\w:])",
+         _dotted_clock),
         ("dotted_time", _DOTTED_TIME, _time),
         ("hour", _HOUR_AMPM, _time),
         ("time_range", _TIME_RANGE, _time_range),

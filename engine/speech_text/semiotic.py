@@ -100,7 +100,7 @@ _RULES_OF_CLASS = {
     "roman": "roman roman_year roman_item regnal name_numeral",
     "math": "math ratio words compare power squared cubed product",
     "date": "quarter month_dash_year short_year month_year iso_date slash_date dotted_date dashed_date fiscal_year month_date day_month weekday month decade month_day",
-    "time": "time dotted_time hour military duration iso_datetime",
+    "time": "time dotted_clock dotted_time hour military duration iso_datetime",
     "range": "since_year weekday_range month_range day_range days_month noon_range time_range letter_time_range percent_range grades sizes times_range letter_range",
     "money": "money coded_money currency_pair",
     "fraction": "mixed_fraction fraction vulgar_fraction",
