@@ -357,7 +357,8 @@ SAID = [
     ("bin AB/12 now", "bin A B slash twelve now"), ("the cd-38 marker", "the C D-thirty-eight marker"),
     ("at 6:45 a.m. PST daily", "at six forty-five AM P S T daily"), ("meet at 4.15 today", "meet at four fifteen today"),
     ("opens at 09h30", "opens at nine thirty"), ("ran at 4.25 km", "ran at four point two five kilometers"),
-    ("a top-10 list", "a top-ten list"), ("tag ab-cd-12-34", "tag A B-C D-twelve-thirty-four"), ("the mid-90s", "the mid-nineties"), ("call AT&T or P&G", "call A T and T or P and G"), ("ship c/o Lee", "ship care of Lee"), ("Sam a.k.a Max", "Sam also known as Max"), ("mail pat.o'neil@firm.com", "mail pat dot O neil at firm dot com"), ("scored 555 9876", "scored five hundred fifty-five nine thousand eight hundred seventy-six"), ("node.js and cats / dogs", "node dot J S and cats or dogs"),
+    ("a slope of -3/4", "a slope of minus three quarters"), ("odds of 1/5000", "odds of one over five thousand"),
+    ("1/1000 of a second", "one thousandth of a second"), ("a top-10 list", "a top-ten list"), ("tag ab-cd-12-34", "tag A B-C D-twelve-thirty-four"), ("the mid-90s", "the mid-nineties"), ("call AT&T or P&G", "call A T and T or P and G"), ("ship c/o Lee", "ship care of Lee"), ("Sam a.k.a Max", "Sam also known as Max"), ("mail pat.o'neil@firm.com", "mail pat dot O neil at firm dot com"), ("scored 555 9876", "scored five hundred fifty-five nine thousand eight hundred seventy-six"), ("node.js and cats / dogs", "node dot J S and cats or dogs"),
 ]
 
 

@@ -626,7 +626,9 @@ RULES: list[Rule] = [
     ("month_day", r"(?<![\w./,])\d{1,2}/\d{1,2}(?![\w/])", _month_day),
     ("month_year", r"(?<![\w./,])(?:0?[1-9]|1[0-2])/(?:19|20)\d\d(?![\w/])", _month_year),
     ("pressure", r"(?<![\w./,])\d{2,3}/\d{2,3}[ \t]?mmHg(?![\w])", _pressure),  # "120/80 mmHg": a blood pressure
-    ("fraction", r"(?<![\w./,])\d{1,3}/\d{1,3}(?:st|nd|rd|th|ths|rds|nds)?(?![\w/])", _fraction),
+    ("fraction", r"(?<![\w./,])\d{1,3}/\d{1,4}(?:st|nd|rd|th|ths|rds|nds)?(?![\w/])", _fraction),
+    ("signed_fraction", r"(?<![\w./,-])[-−]\d{1,3}/\d{1,4}(?![\w/])",  # "-1/2": "minus one half"
+     lambda match: "minus " + fraction_words(*(int(x) for x in match.group()[1:].split("/")))),
     ("percent_range", rf"{_START}{NUM}%[ \t]?[-–][ \t]?[-−]?{NUM}%", _percent_range),
     ("feet_inches", r"(?<![\w.])\d{1,2}[ \t]?ft[ \t]\d{1,2}[ \t]?in(?![\w])", _feet),
     ("feet", r"(?<![\w'’])\d{1,2}['’′][ \t]?\d{1,2}(?:[\"”″]|'')?(?![\w])|(?<![\w'’])\d{1,3}['’′](?=[ \t,.;]|$)", _feet),

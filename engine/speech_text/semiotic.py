@@ -103,7 +103,7 @@ _RULES_OF_CLASS = {
     "time": "time dotted_clock dotted_time hour military duration iso_datetime",
     "range": "since_year weekday_range month_range day_range days_month noon_range time_range letter_time_range percent_range grades sizes times_range letter_range",
     "money": "money coded_money currency_pair",
-    "fraction": "mixed_fraction fraction vulgar_fraction",
+    "fraction": "mixed_fraction fraction signed_fraction vulgar_fraction",
     "measure": "per_unit pressure rooms feet_inches feet dimensions inches inches_tall hyphen_unit unit_alone fraction_unit fraction_inches",
     "cardinal": "number_sign quantity grouped_thousands scientific",
     "abbreviation": "initials_and title abbreviation label copied dose_form dotted caps",
