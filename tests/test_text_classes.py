@@ -306,7 +306,7 @@ SAID = [
     # a person's suffix after a given name and a surname, a title's number after words; a numbering word plural
     # before a pair; a four-digit count before a plural noun (a year after "in", "the"); a code after a word that
     # names one, not a range; quarters and halves of a year
-    ("Street Fighter II is fun", "Street Fighter two is fun"), ("Mary Jones II", "Mary Jones the second"),
+    ("Street Fighter II is fun", "Street Fighter two is fun"), ("in the XVII century", "in the seventeenth century"), ("Mary Jones II", "Mary Jones the second"),
     ("see Vol. 3 and 4", "see Volumes three and four"), ("hired 2014 engineers", "hired two thousand fourteen engineers"),
     ("the 2014 engineers", "the twenty fourteen engineers"), ("in 2014 prices", "in twenty fourteen prices"),
     ("2019 was good", "twenty nineteen was good"), ("model 7-12 ships", "model seven-twelve ships"),

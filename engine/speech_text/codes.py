@@ -453,6 +453,9 @@ RULES: list[Rule] = [
     ("roman", rf"(?<![\w])(?:Super[ \t]Bowl|World[ \t]War|{_NUMBERING}|item|clause|paragraph|section|part|step)"
               rf"[ \t](?:{_ROMAN}|{_ROMAN_LOWER})(?![\w])",
      _numbered),
+    # "the XXI century": a numeral before a century, a millennium, a dynasty is its ordinal
+    ("roman_century", rf"(?<![\w]){_ROMAN}(?=[ \t]+(?i:century|centuries|millennium|dynasty)\b)",
+     lambda match: w.ordinal(str(roman_value(match.group())))),
     ("roman_year", r"(?<![\w])(?=M)" + _ROMAN + r"(?![\w])", _roman_year),
     ("roman_item", r"(?<![\w(])\((?:i|" + _ROMAN_LOWER + r")\)(?![\w)])",  # "clause (iv)", "items (i) to (iii)"
      lambda match: w.cardinal(str(roman_value(match.group()[1:-1].upper())))),

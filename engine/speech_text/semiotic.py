@@ -97,7 +97,7 @@ _RULES_OF_CLASS = {
     "address": "state address unit zip postal route postcode floor ordinal_street",
     "telephone": "vanity extension local_phone local_digits service_code short_code star_code bare_phone grouped_digits phone",
     "serial": "hex flight number_code cued_digits serial slashed_code small_code leftover",
-    "roman": "roman roman_year roman_item regnal name_numeral",
+    "roman": "roman roman_century roman_year roman_item regnal name_numeral",
     "math": "math ratio words compare power squared cubed product",
     "date": "quarter month_dash_year short_year month_year iso_date slash_date dotted_date dashed_date fiscal_year month_date day_month weekday month decade month_day",
     "time": "time dotted_clock dotted_time hour military duration iso_datetime",
