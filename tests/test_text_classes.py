@@ -311,6 +311,7 @@ SAID = [
     ("the 2014 engineers", "the twenty fourteen engineers"), ("in 2014 prices", "in twenty fourteen prices"),
     ("2019 was good", "twenty nineteen was good"), ("model 7-12 ships", "model seven-twelve ships"),
     ("case 18-0442", "case eighteen-zero four four two"), ("ages 7-12", "ages seven to twelve"),
+    ("Order 2-3 pizzas", "Order two to three pizzas"), ("open it in MS Word", "open it in M S Word"),
     ("won 3-1", "won three to one"), ("in 3Q23", "in third quarter twenty twenty-three"),
     ("a 1H 2025 target", "a first half twenty twenty-five target"), ("Q2'24 sales", "Q two twenty-four sales"),
     # symbols said as words; a vulgar fraction a space after its whole; thousands grouped by spaces; E notation; a

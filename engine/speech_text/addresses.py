@@ -161,8 +161,8 @@ def _postal(match: re.Match[str]) -> str:
 # A state's code after its town ("Austin, TX", "Portland, OR,"), or, for the codes that are no word and no other common
 # abbreviation, after "in", "from", "to", "near", "across" ("moved to TX"): the state's name, as people say it.
 _WORD_STATES = frozenset("OK HI OH IN ME OR".split())  # words too: "Fine, OK", "Hi, HI"
-_PLACE_STATES = frozenset("NY NJ TX FL CA NV AZ NM NC SC ND SD WV WI WY VT UT TN KY KS IA AR AK MN MS MT NE NH RI MI "
-                          "MO CO".split())  # not LA (Los Angeles), VA, MD, CT, PA, DC, ID, ...
+_PLACE_STATES = frozenset("NY NJ TX FL CA NV AZ NM NC SC ND WV WI WY VT UT TN KY KS IA AK MN MT NH RI MI "
+                          "MO CO".split())  # not LA (Los Angeles), VA, MD, CT, PA, DC, ID, MS (Word), AR, SD, NE, ...
 _NOT_TOWNS = frozenset("yes no fine okay sure well oh hi hey good great thanks thank right alright cool done".split())
 _TOWN = re.compile(r"(?:^|[^\w.])([A-Z][a-z]{2,}(?:[ \t][A-Z][a-z]+)?),[ \t]\Z")
 _STATE = (rf"(?:(?<=[a-z],[ \t])(?:{'|'.join(STATES)})|(?:(?<=\bin[ \t])|(?<=\bfrom[ \t])|(?<=\bto[ \t])|(?<=\bnear[ \t])"

@@ -295,11 +295,10 @@ def _counts(match: re.Match[str]) -> bool:
 
 
 # Singular nouns that name a thing by its code: after one, "12-3" is an identifier ("room twelve-three"), not a range.
-_CODE_NOUN = re.compile(r"(?i:\b(?:model|room|rm\.?|unit|lot|case|docket|exit|form|ticket|order|invoice|part|item|"
-                        r"apartment|apt\.?|suite|ste\.?|bus|route|gate|platform|version|ver\.?|rev\.?|revision|build|"
-                        r"patch|serial|policy|claim|account|file|batch|bay|dock|locker|stall|seat|row|car|coach|cabin|"
-                        r"berth|box|flight|train|track|code|id|no\.|number|ref\.?|reference|po|sku|product|catalog|"
-                        r"confirmation|booking|reservation|tracking|permit|license|licence|plate|pin))[ \t]*[#:]?[ \t]*\Z")
+_CODE_NOUN = re.compile(r"(?i:\b(?:model|room|rm\.?|unit|lot|case|docket|exit|invoice|part|item|apartment|apt\.?|suite|"
+                        r"ste\.?|bus|route|gate|platform|version|ver\.?|rev\.?|revision|serial|policy|account|batch|"
+                        r"bay|dock|locker|stall|cabin|berth|flight|code|id|no\.|ref\.?|reference|po|sku|product|catalog|"
+                        r"confirmation|reservation|permit|license|licence))[ \t]*[#:]?[ \t]*\Z")  # not a verb: "order 2-3"
 
 
 def _quantity(match: re.Match[str]) -> str:
