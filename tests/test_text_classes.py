@@ -328,7 +328,8 @@ SAID = [
     # retirement plan's name
     ("an F-250 pickup", "an F-two fifty pickup"), ("flew an A320", "flew an A three twenty"),
     ("the i9-13900K chip", "the I nine-one three nine zero zero K chip"), ("a 403k", "a four oh three K"),
-    ("torque of 40 Nm", "torque of forty newton meters"), ("at 12 kts", "at twelve knots"), ("ran 40 yds", "ran forty yards"),
+    ("torque of 40 Nm", "torque of forty newton meters"), ("at 90KM/H", "at ninety kilometers per hour"),
+    ("add 2 Tbsp", "add two tablespoons"), ("pour 8 oz. of milk", "pour eight ounces of milk"), ("It is 8 oz. Then", "It is eight ounces. Then"), ("at 12 kts", "at twelve knots"), ("ran 40 yds", "ran forty yards"),
     ("a 4 qt pot", "a four quart pot"), ("at 80 kmph", "at eighty kilometers per hour"), ("set to 90 deg F", "set to ninety degrees Fahrenheit"),
     # abbreviations of institutions and places; a small short month before a year; a month and a year with a dash
     ("Univ. of Iowa", "University of Iowa"), ("Natl. Park", "National Park"), ("read pp. 10-12", "read pages ten to twelve"),

@@ -158,7 +158,8 @@ def _si_units() -> dict[str, tuple[str, str, bool]]:
                           "KWh": "kWh", "HZ": "Hz", "hz": "Hz", "KHZ": "kHz", "khz": "kHz", "MHZ": "MHz",
                           "mhz": "MHz", "GHZ": "GHz", "ghz": "GHz", "gb": "GB", "tb": "TB", "MBPS": "Mbps",
                           "mbps": "Mbps", "GBPS": "Gbps", "gbps": "Gbps", "kbps": "kbps", "MAH": "mAh",
-                          "mah": "mAh", "MCG": "mcg", "KCAL": "kcal", "Kcal": "kcal", "CC": "cc", "mls": "ml",
+                          "mah": "mAh", "MCG": "mcg", "KCAL": "kcal", "Kcal": "kcal", "CC": "cc", "mls": "ml", "KM/H": "km/h", "Km/h": "km/h", "KM/HR": "km/h", "KMPH": "kmph",
+                          "Tbsp": "tbsp", "TBSP": "tbsp", "tbs": "tbsp", "Tbs": "tbsp", "Tsp": "tsp", "TSP": "tsp",
                           "ltr": "L", "ltrs": "L", "Ltr": "L", "lt": "L"}.items():
         units[written] = units.get(unit) or UNITS[unit]
     return units
@@ -205,7 +206,7 @@ _COMPOUND = rf"(?:{_UNIT}/(?:\d{{1,4}}[ \t]?)?{_DENOMINATOR}(?:/{_DENOMINATOR})?
 _SIGN = r"(?:[-−+](?=\d))?"
 _QUANTITY = (
     rf"{_START}{_SIGN}{NUM}(?:(?:-|–|[ \t]–[ \t]?)[-−]?{NUM})?"
-    rf"(?:st|nd|rd|th|ST|ND|RD|TH|(?:[ \t]?(?:°[ \t]?[FCK]?|[℃℉]))|[ \t]?{_COMPOUND}|{_UNIT}|[ \t]{_SPACED_UNIT}|(?<![\d,]\d{{3}})(?:k|K|M|bn|B)(?![\w]))?"
+    rf"(?:st|nd|rd|th|ST|ND|RD|TH|(?:[ \t]?(?:°[ \t]?[FCK]?|[℃℉]))|[ \t]?{_COMPOUND}|(?:{_UNIT}|[ \t]{_SPACED_UNIT})(?:(?<=[a-z])\.(?=[ \t]+[a-z]))?|(?<![\d,]\d{{3}})(?:k|K|M|bn|B)(?![\w]))?"
     rf"{_END}"
 )
 
@@ -231,7 +232,7 @@ def _value(text: str, alone: bool) -> str:
 def quantity_kind(text: str) -> str:
     """The semiotic class of what the quantity rule read: ordinal, range, measure, decimal or cardinal."""
     parts = _QUANTITY_PARTS.fullmatch(text)
-    suffix = parts["suffix"].strip() if parts else ""
+    suffix = parts["suffix"].strip().removesuffix(".") if parts else ""  # "12 oz. of water"
     if suffix.lower() in ("st", "nd", "rd", "th"):
         return "ordinal"
     if parts and parts["b"]:
@@ -305,6 +306,8 @@ def _quantity(match: re.Match[str]) -> str:
     parts = _QUANTITY_PARTS.fullmatch(match.group())
     assert parts
     sign, a, b, suffix = parts["sign"], parts["a"], parts["b"], parts["suffix"].strip()
+    if suffix.endswith(".") and suffix[:-1] in UNITS:
+        suffix = suffix[:-1]  # "12 oz. of water": the unit's own full stop, not a sentence's
     if b and not suffix and not sign and "-" in match.group() and "." not in a + b and "," not in a + b and (
             _CODE_NOUN.search(match.string, max(0, match.start() - 16), match.start())
             or (len(b) > 1 and b[0] == "0")):  # no range's end starts with a zero
