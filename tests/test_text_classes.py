@@ -335,7 +335,7 @@ SAID = [
     ("Univ. of Iowa", "University of Iowa"), ("Natl. Park", "National Park"), ("read pp. 10-12", "read pages ten to twelve"),
     ("born 9 aug 1990", "born the ninth of August, nineteen ninety"), ("since Mar-2019", "since March twenty nineteen"),
     # a host whose listed top-level domain is followed by a country's; an e-mail name with an apostrophe
-    ("see shop.co.nz now", "see shop dot co dot N Z now"), ("visit old_site.org", "visit old underscore site dot org"),
+    ("see shop.co.nz now", "see shop dot co dot N Z now"), ("Visit Acme.Com today", "Visit Acme dot com today"), ("visit old_site.org", "visit old underscore site dot org"),
     # phone numbers: a country code before ten digits or in brackets, a vanity word of any length, a local number's
     # shape (a range is round or rising: "100-1500"), ten digits after a word about calling whatever their first
     ("+91 9876543210", "plus nine one, nine eight seven six five four three two one zero"),

@@ -35,7 +35,8 @@ FILE_TYPES = ("pdf doc docx xls xlsx csv txt rtf ppt pptx odt json yaml yml toml
 _SCHEME = r"[A-Za-z][A-Za-z0-9+.-]{0,15}://"
 URL = (
     rf"(?<![\w@/.])(?:{_SCHEME}|www\.){_TAIL}"
-    rf"|(?<![\w@/.-])(?:[A-Za-z0-9][\w-]{{0,62}}(?:\.[\w-]{{1,63}}){{0,5}}\.(?:{'|'.join(TLDS)}|{'|'.join(TLDS).upper()})(?!\.[A-Za-z0-9])"
+    rf"|(?<![\w@/.-])(?:[A-Za-z0-9][\w-]{{0,62}}(?:\.[\w-]{{1,63}}){{0,5}}\.(?:{'|'.join(TLDS)}|{'|'.join(TLDS).upper()}|{'|'.join(t.title() for t in TLDS if len(t) > 2)})"
+    rf"(?!\.[A-Za-z0-9])"
     rf"|[a-z0-9][a-z0-9-]{{0,62}}(?:\.[a-z0-9-]{{2,63}}){{0,4}}\.[a-z]{{2,24}}(?=/[A-Za-z0-9])"  # any TLD before a path
     # any top-level domain (RFC 1034 labels: letters, digits, hyphens; the last of 2-24 letters) on a small-letter
     # host of names of two characters or more, not a file's type ("node.js" is a file): "example.museum"
