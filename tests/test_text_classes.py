@@ -309,7 +309,7 @@ SAID = [
     ("Street Fighter II is fun", "Street Fighter two is fun"), ("in the XVII century", "in the seventeenth century"), ("Mary Jones II", "Mary Jones the second"),
     ("see Vol. 3 and 4", "see Volumes three and four"), ("hired 2014 engineers", "hired two thousand fourteen engineers"),
     ("the 2014 engineers", "the twenty fourteen engineers"), ("in 2014 prices", "in twenty fourteen prices"),
-    ("2019 was good", "twenty nineteen was good"), ("model 7-12 ships", "model seven-twelve ships"),
+    ("2019 was good", "twenty nineteen was good"), ("more than 1850 signed", "more than one thousand eight hundred fifty signed"), ("model 7-12 ships", "model seven-twelve ships"),
     ("case 18-0442", "case eighteen-zero four four two"), ("ages 7-12", "ages seven to twelve"),
     ("Order 2-3 pizzas", "Order two to three pizzas"), ("open it in MS Word", "open it in M S Word"),
     ("won 3-1", "won three to one"), ("in 3Q23", "in third quarter twenty twenty-three"),

@@ -285,9 +285,16 @@ _YEAR_NOUNS = frozenset("""levels prices elections models graduates figures rate
     editions versions releases winners finals playoffs nominees highs lows""".split())
 
 
+_COUNT_BEFORE = re.compile(r"(?i:\b(?:more|less|fewer|greater|higher|lower)[ \t]+than|\bat[ \t]+(?:least|most)|"
+                           r"\bup[ \t]+to|\bover|\bunder|\bexactly|\btotal[ \t]+of|\btotaling|\btotalling)[ \t]+\Z")
+
+
 def _counts(match: re.Match[str]) -> bool:
     """Whether a plain four-digit number counts the plural noun after it ("2010 employees", "1999 items": a number,
-    not a year), unless a word before it makes it a year."""
+    not a year), unless a word before it makes it a year; or is an amount after a word that compares amounts
+    ("more than 1500", "at least 2024")."""
+    if _COUNT_BEFORE.search(match.string, max(0, match.start() - 16), match.start()):
+        return True
     after = _NOUN_AFTER.match(match.string, match.end(), match.end() + 24)
     if after is None or not _PLURAL_NOUN.fullmatch(after[1]) or after[1] in _NOT_PLURAL_NOUNS \
             or after[1] in _VERBS_IN_S or after[1] in _YEAR_NOUNS:
