@@ -317,6 +317,7 @@ SAID = [
     # symbols said as words; a vulgar fraction a space after its whole; thousands grouped by spaces; E notation; a
     # decade with an apostrophe; a dotted ISO date; phone numbers: a bracketed trunk code, a spaced or bare local
     # number right after a word about calling
+    ("a^n + b^n", "a to the power of n plus b to the power of n"), ("use 2^k", "use two to the power of k"),
     ("rose 12‰", "rose twelve per mille"), ("see ¶ 4", "see paragraph four"), ("as n → ∞", "as n to infinity"),
     ("add 2 ¾ cups", "add two and three quarters cups"), ("about 2 500 000 people", "about two million five hundred thousand people"),
     ("k = 1.38e-23", "k equals one point three eight times ten to the power of minus twenty-three"),

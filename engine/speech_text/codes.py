@@ -315,7 +315,7 @@ _OPERATORS = {" x": "times", "·": "times", "√": "the square root of", "sqrt":
               "+": "plus", "*": "times", "×": "times", "÷": "divided by", "/": "divided by", "=": "equals"}
 _MATH_PARTS = re.compile(
     rf"{_FUNCTION}|°|(?<=\d)/[a-z](?![a-z])|(?<![\d.])\d{{1,2}}/\d{{1,2}}(?![\d.])|"
-    r"(?<=[\d)])\((?=[\w√-])|(?<=[\w)²³])[ \t]x(?=[ \t]+[\w(])|√|sqrt|[A-Z]|(?<=\d)!|(?<![\d\w])[-−](?=[\d\w])|[a-z]\([a-z]\)|\d{1,3}(?:,\d{3})+(?:\.\d+)?|\d+(?:\.\d+)?|[a-z]|\^[ \t]?\d+(?:\.\d+)?|[²³]|[-−+*×÷/=·]")
+    r"(?<=[\d)])\((?=[\w√-])|(?<=[\w)²³])[ \t]x(?=[ \t]+[\w(])|√|sqrt|[A-Z]|(?<=\d)!|(?<![\d\w])[-−](?=[\d\w])|[a-z]\([a-z]\)|\d{1,3}(?:,\d{3})+(?:\.\d+)?|\d+(?:\.\d+)?|[a-z]|\^[ \t]?(?:\d+(?:\.\d+)?|[-−]?[a-z](?![a-z]))|[²³]|[-−+*×÷/=·]")
 
 
 _UNIT_LETTERS = frozenset(unit for unit in UNITS if len(unit) == 1 and unit != "x")
@@ -366,7 +366,8 @@ def _math(match: re.Match[str]) -> str | None:
             said.append(f"{part[0]} of {part[2]}")
         elif part[0] == "^":
             power = part[1:].strip()
-            said.append({"2": "squared", "3": "cubed"}.get(power) or "to the power of " + w.number(power))
+            said.append({"2": "squared", "3": "cubed"}.get(power) or "to the power of " + (
+                w.number(power) if power[0].isdigit() else ("minus " if power[0] in "-−" else "") + power[-1]))
         elif part in _OPERATORS and (said or part in ("√", "sqrt")):
             said.append(_OPERATORS[part])
         elif part in "-−":
