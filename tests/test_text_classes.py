@@ -348,7 +348,8 @@ SAID = [
     # sign after the amount, "Rs", a price per a one-letter unit, a unit after "per"
     ("see 2019-0311", "see two zero one nine-zero three one one"), ("PO 7200-15", "P O seven two zero zero-fifteen"),
     ("a 50-50 split", "a fifty-fifty split"), ("only 20$ today", "only twenty dollars today"),
-    ("Rs. 250 only", "two hundred fifty rupees only"), ("fuel at €1.899/L", "fuel at one point eight nine nine euros per liter"),
+    ("Rs. 250 only", "two hundred fifty rupees only"), ("₹3 lakh a year", "three lakh rupees a year"),
+    ("a balance of $-12.40", "a balance of minus twelve dollars and forty cents"), ("fuel at €1.899/L", "fuel at one point eight nine nine euros per liter"),
     ("12 cents per kWh", "twelve cents per kilowatt hour"), ("paid per sq ft", "paid per square foot"),
     # days before or after their month, with ordinals; "may" the verb; a range from noon
     ("on 8-11 March", "on the eighth to the eleventh of March"), ("the 2nd-4th of May", "the second to the fourth of May"),

@@ -73,17 +73,17 @@ _CODES = sorted(c for c in CURRENCIES if c.isalpha())
 _CURRENCY = r"(?:%s|(?:%s)(?=[ \t]?[\d.]))" % ("|".join(re.escape(s) for s in _SYMBOLS), "|".join(_CODES))
 _SUFFIX = r"(?:[ \t]?(?:€|£|¥|₹|₩|₽|₺|₴|₪|₫|฿|¢|\$(?![\w$]))|[ \t](?:%s)(?![\w]))" % "|".join(_CODES)
 _AMOUNT = r"(?:\d{1,3}(?:,\d{3})+(?!\d)|\d+|(?=\.\d))(?:\.\d+)?"
-_MULTIPLIER = r"(?:[ \t]?(?:k|K|M|m|mn|bn|B|b|tn|T)(?![\w])|[ \t](?:thousand|million|billion|trillion)(?![\w]))"
+_MULTIPLIER = r"(?:[ \t]?(?:k|K|M|m|mn|bn|B|b|tn|T)(?![\w])|[ \t](?:thousand|million|billion|trillion|lakh|lakhs|crore|crores)(?![\w]))"
 # What a price is per: a span of time, a count ("/person"), or a unit of measure ("$3.49/gal", "$12/kg").
 _PER_WORDS = {**{unit: names[0] for unit, names in UNITS.items() if unit.isalpha() and len(unit) > 1}, **PER,
               "L": "liter", "l": "liter", "g": "gram", "h": "hour"}
 _PER = r"(?:[ \t]?/[ \t]?(?:%s)(?![\w]))" % "|".join(sorted(_PER_WORDS, key=len, reverse=True))
 _MONEY = (
-    rf"(?<![\w.])(?:[-−](?={_CURRENCY}))?{_CURRENCY}[ \t]?{_AMOUNT}{_MULTIPLIER}?"
+    rf"(?<![\w.])(?:[-−](?={_CURRENCY}))?{_CURRENCY}[ \t]?(?:[-−](?=[\d.]))?{_AMOUNT}{_MULTIPLIER}?"
     rf"(?:[ \t]?[-–][ \t]?{_CURRENCY}?[ \t]?{_AMOUNT}{_MULTIPLIER}?)?{_PER}?{_END}"
 )
 _MONEY_PARTS = re.compile(
-    rf"(?P<sign>[-−]?)(?P<cur>{_CURRENCY})[ \t]?(?P<a>{_AMOUNT})(?P<am>{_MULTIPLIER})?"
+    rf"(?P<sign>[-−]?)(?P<cur>{_CURRENCY})[ \t]?(?P<sign2>[-−]?)(?P<a>{_AMOUNT})(?P<am>{_MULTIPLIER})?"
     rf"(?:[ \t]?[-–][ \t]?(?:{_CURRENCY})?[ \t]?(?P<b>{_AMOUNT})(?P<bm>{_MULTIPLIER})?)?(?:[ \t]?/[ \t]?(?P<per>\w+))?"
 )
 _AFTER = rf"(?<![\w.,$])(?:[-−])?{_AMOUNT}(?:[ \t]?[-–][ \t]?{_AMOUNT})?{_MULTIPLIER}?{_SUFFIX}{_PER}?(?![\w])"
@@ -123,7 +123,7 @@ def _said(parts: re.Match[str], names: tuple[str, str, str, str]) -> str:
         said = _amount(parts["a"], names)
     if parts["per"]:
         said += " per " + _PER_WORDS[parts["per"]]
-    return ("minus " if parts["sign"] else "") + said
+    return ("minus " if parts["sign"] or "sign2" in parts.groupdict() and parts["sign2"] else "") + said
 
 
 def _money(match: re.Match[str]) -> str:

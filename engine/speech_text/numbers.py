@@ -25,6 +25,7 @@ MULTIPLIERS = {
     "m": "million", "M": "million", "mn": "million", "million": "million",
     "b": "billion", "B": "billion", "bn": "billion", "billion": "billion",
     "t": "trillion", "T": "trillion", "tn": "trillion", "trillion": "trillion",
+    "lakh": "lakh", "lakhs": "lakh", "crore": "crore", "crores": "crore",
 }
 PER = {"hr": "hour", "h": "hour", "hour": "hour", "day": "day", "wk": "week", "week": "week", "mo": "month",
        "month": "month", "yr": "year", "year": "year", "night": "night", "person": "person", "user": "user",
