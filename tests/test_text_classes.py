@@ -293,7 +293,7 @@ SAID = [
     # last full stop left out; a small short month before a day's number
     ("We ship from Tulsa, OK, daily.", "We ship from Tulsa, Oklahoma, daily."), ("Dayton, OH is", "Dayton, Ohio is"),
     ("flew from NJ to AZ", "flew from New Jersey to Arizona"), ("Sounds good, OK?", "Sounds good, okay?"),
-    ("back in LA", "back in L A"), ("built 2500 B.C and", "built two thousand five hundred B C and"),
+    ("back in LA", "back in L A"), ("Ship it to Tampa FL.", "Ship it to Tampa Florida."), ("It uses ID.", "It uses I D."), ("built 2500 B.C and", "built two thousand five hundred B C and"),
     ("crowned A.D 800", "crowned A D eight hundred"), ("paid on jul 9 2023", "paid on July ninth, twenty twenty-three"),
     ("due dec. 1", "due December first"), ("don't mar it", "don't mar it"),
     # a range of prices with cents, each end in full (under a dollar: cents); cents after a range; a measure or a

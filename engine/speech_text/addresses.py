@@ -165,7 +165,9 @@ _PLACE_STATES = frozenset("NY NJ TX FL CA NV AZ NM NC SC ND WV WI WY VT UT TN KY
                           "MO CO".split())  # not LA (Los Angeles), VA, MD, CT, PA, DC, ID, MS (Word), AR, SD, NE, ...
 _NOT_TOWNS = frozenset("yes no fine okay sure well oh hi hey good great thanks thank right alright cool done".split())
 _TOWN = re.compile(r"(?:^|[^\w.])([A-Z][a-z]{2,}(?:[ \t][A-Z][a-z]+)?),[ \t]\Z")
-_STATE = (rf"(?:(?<=[a-z],[ \t])(?:{'|'.join(STATES)})|(?:(?<=\bin[ \t])|(?<=\bfrom[ \t])|(?<=\bto[ \t])|(?<=\bnear[ \t])"
+_BARE_TOWN = re.compile(r"(?:^|[^\w.])(?:[A-Z][a-z]+[ \t])?[A-Z][a-z]{2,}[ \t]\Z")  # "Austin TX."
+_STATE = (rf"(?:(?<=[a-z],[ \t])(?:{'|'.join(STATES)})"
+          rf"|(?<=[a-z][ \t])(?:{'|'.join(sorted(set(STATES) - _WORD_STATES))})(?=[ \t]*(?:[.,;:!?)]|$))|(?:(?<=\bin[ \t])|(?<=\bfrom[ \t])|(?<=\bto[ \t])|(?<=\bnear[ \t])"
           rf"|(?<=\bacross[ \t]))(?:{'|'.join(sorted(_PLACE_STATES))}))(?![\w'’&/-]|[ \t]+\d|\.\w)")
 
 
@@ -175,6 +177,13 @@ def _state(match: re.Match[str]) -> str | None:
     if before.endswith((",", ", ", ",\t")):  # after a town's name: not "Fine, OK", "Hi, HI"
         town = _TOWN.search(before)
         if town is None or town[1].lower() in _NOT_TOWNS or (code in _WORD_STATES and len(town[1]) < 4):
+            return None
+    elif re.search(r"\b(?:in|from|to|near|across)[ \t]\Z", before):
+        if code not in _PLACE_STATES:  # "back in LA": Los Angeles
+            return None
+    else:  # "Austin TX.": a town's name right before
+        town = _BARE_TOWN.search(before)
+        if town is None or town.group().split()[-1].lower() in _NOT_TOWNS:
             return None
     return STATES[code]
 
