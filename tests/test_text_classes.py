@@ -340,6 +340,8 @@ SAID = [
     # phone numbers: a country code before ten digits or in brackets, a vanity word of any length, a local number's
     # shape (a range is round or rising: "100-1500"), ten digits after a word about calling whatever their first
     ("+91 9876543210", "plus nine one, nine eight seven six five four three two one zero"),
+    ("ring +44 (0)161 496 0000 now", "ring plus four four, zero, one six one, four nine six, zero zero zero zero now"),
+    ("dial 0033 1 42 68 53 00", "dial zero zero three three, one, four two, six eight, five three, zero zero"),
     ("(+44) 207 946 0958", "plus four four, two zero seven, nine four six, zero nine five eight"),
     ("1-800-MY-A-TEAM", "one, eight hundred, my, A, team"), ("dial 867-5309", "dial eight six seven, five three zero nine"),
     ("It's 867-5309.", "It's eight six seven, five three zero nine."), ("from 250-1000", "from two hundred fifty to one thousand"),
