@@ -254,6 +254,9 @@ SAID = [
     # ":15"); two capitals in order joined by an en dash, or by a hyphen after a plural noun
     ("Pickup window 2:15–2:45 PM.", "Pickup window two fifteen to two forty-five PM."),
     ("Zones A–D are on", "Zones A to D are on"), ("rows C-F only", "rows C to F only"), ("an X-Y plot", "an X-Y plot"),
+    # from dev12: a front matter page's numeral; a unit fraction's article before a vowel
+    ("The preface starts on page xiv.", "The preface starts on page fourteen."), ("See Page IV.", "See Page four."),
+    ("Trim ⅛ inch off.", "Trim an eighth inch off."), ("Add ¼ cup.", "Add a quarter cup."),
     # a bare month/day whose day (13-31) makes no fraction anyone writes, before a singular noun or a verb
     ("The 12/25 flight is sold out, but 12/26 has seats.",
      "The December twenty-fifth flight is sold out, but December twenty-sixth has seats."),
