@@ -257,6 +257,11 @@ SAID = [
     # from dev12: a front matter page's numeral; a unit fraction's article before a vowel
     ("The preface starts on page xiv.", "The preface starts on page fourteen."), ("See Page IV.", "See Page four."),
     ("Trim ⅛ inch off.", "Trim an eighth inch off."), ("Add ¼ cup.", "Add a quarter cup."),
+    # a phone keypad's key, pressed or named; elsewhere markdown's mark or a stray symbol
+    ("Press # to go back.", "Press pound to go back."), ("Press 2, then *.", "Press two, then star."),
+    ("Enter it followed by #.", "Enter it followed by pound."), ("the * key", "the star key"),
+    ("A * marks a must.", "A marks a must."), ("Use **both** keys.", "Use both keys."),
+    ("Try *this* or _that_ one.", "Try this or that one."),
     # a bare month/day whose day (13-31) makes no fraction anyone writes, before a singular noun or a verb
     ("The 12/25 flight is sold out, but 12/26 has seats.",
      "The December twenty-fifth flight is sold out, but December twenty-sixth has seats."),

@@ -95,7 +95,7 @@ _RULES_OF_CLASS = {
     "tag": "tag",
     "electronic": "email url file_name windows_path identifier handle hashtag hash_in_word version",
     "address": "address unit zip postal route postcode floor ordinal_street",
-    "telephone": "vanity extension local_phone service_code short_code star_code bare_phone grouped_digits phone",
+    "telephone": "vanity extension local_phone service_code short_code star_code keypad bare_phone grouped_digits phone",
     "serial": "hex flight number_code cued_digits serial leftover",
     "roman": "roman roman_year roman_item regnal name_numeral",
     "math": "math ratio words compare power squared cubed product",
