@@ -262,6 +262,10 @@ SAID = [
     ("Enter it followed by #.", "Enter it followed by pound."), ("the * key", "the star key"),
     ("A * marks a must.", "A marks a must."), ("Use **both** keys.", "Use both keys."),
     ("Try *this* or _that_ one.", "Try this or that one."),
+    # six or more unbroken digits after an acronym that names them: an identifier; a currency's code names an amount
+    ("Your MRN is 48213077.", "Your M R N is four eight two one three zero seven seven."),
+    ("EIN 123456789", "E I N one two three four five six seven eight nine"),
+    ("a USD 250000 fund", "a two hundred fifty thousand dollar fund"), ("the CPU 1000 line", "the C P U one thousand line"),
     # a bare month/day whose day (13-31) makes no fraction anyone writes, before a singular noun or a verb
     ("The 12/25 flight is sold out, but 12/26 has seats.",
      "The December twenty-fifth flight is sold out, but December twenty-sixth has seats."),

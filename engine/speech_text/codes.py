@@ -80,6 +80,16 @@ _CODE_CUE = re.compile(
 _PHONE_CUE = re.compile(r"(?i:\b(?:call|phone|tel|dial|fax|mobile|cell|landline|hotline))\b\.?:?[ \t]+\Z")
 
 
+_ACRONYM_BEFORE = re.compile(r"(?<![\w.])([A-Z]{2,5})(?:[ \t]+(?:is|was|number|no\.|#))?:?[ \t]+\Z")
+
+
+def _named_number(match: re.Match[str], before: int) -> bool:
+    """Six or more digits, unbroken, after an acronym that names them ("Your MRN is 48213077", "NPI: 1234567893"):
+    an identifier, not a quantity (a currency's code names an amount)."""
+    named = _ACRONYM_BEFORE.search(match.string, before, match.start())
+    return named is not None and named[1] not in CURRENCIES and match.group().isdigit() and len(match.group()) >= 6
+
+
 def _cued_digits(match: re.Match[str]) -> str | None:
     """Digits after a word that makes them a code or a phone number, group by group, digit by digit; a national
     number with its trunk zero ("07700 900123") is a phone number wherever it stands."""
@@ -87,7 +97,7 @@ def _cued_digits(match: re.Match[str]) -> str | None:
     groups = match.group().replace("-", " ").split()
     trunk = len(groups) > 1 and groups[0][0] == "0" and len(groups[0]) >= 3 and 10 <= len("".join(groups)) <= 11
     phone = trunk or len(groups) > 1 and groups[0][0] == "0" and _PHONE_CUE.search(match.string, before, match.start())
-    if not phone and not _CODE_CUE.search(match.string, before, match.start()):
+    if not phone and not _CODE_CUE.search(match.string, before, match.start()) and not _named_number(match, before):
         return None
     return ", ".join(w.digits(group) for group in groups)
 
