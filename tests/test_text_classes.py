@@ -266,6 +266,10 @@ SAID = [
     ("Your MRN is 48213077.", "Your M R N is four eight two one three zero seven seven."),
     ("EIN 123456789", "E I N one two three four five six seven eight nine"),
     ("a USD 250000 fund", "a two hundred fifty thousand dollar fund"), ("the CPU 1000 line", "the C P U one thousand line"),
+    # a page, pages and circa before a number; week and year short
+    ("See pp. 45-60 or p. 12.", "See pages forty-five to sixty or page twelve."), ("P. 4 of it", "Page four of it"),
+    ("built ca. 1850", "built circa eighteen fifty"), ("The c. elegans worm", "The c. elegans worm"),
+    ("Run 3x per wk.", "Run three times per week."), ("twice a yr", "twice a year"),
     # a bare month/day whose day (13-31) makes no fraction anyone writes, before a singular noun or a verb
     ("The 12/25 flight is sold out, but 12/26 has seats.",
      "The December twenty-fifth flight is sold out, but December twenty-sixth has seats."),

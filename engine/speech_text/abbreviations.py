@@ -37,8 +37,10 @@ ABBREVIATIONS = {"e.g.": "for example", "i.e.": "that is", "etc.": "et cetera", 
                  "intl": "international", "avail.": "available", "mgr.": "manager", "Mgr.": "Manager",
                  "req'd": "required", "ch.": "chapter", "Ch.": "Chapter", "Vol.": "Volume", "vol.": "volume",
                  "hwy": "highway", "Ctr": "Center", "Ctr.": "Center", "Hosp.": "Hospital", "hosp.": "hospital",
+                 "wk": "week", "wk.": "week", "wks": "weeks", "wks.": "weeks", "approx": "approximately",
+                 "yr": "year", "yrs": "years",
                  "max.": "maximum", "gov't": "government", "gov’t": "government", "blks": "blocks", "blk.": "block"}
-ENDINGS = frozenset({"intl.", "avail.", "pt.", "ins.", "avg.", "misc.", "appt.", "appts.", "ref.", "Ref.", "dept.", "tel.", "Tel.", "Apt.", "Ste.", "etc.", "Inc.", "Ltd.", "Corp.", "Co.", "Ave.", "Blvd.", "Rd.", "Ph.D.", "Dept.", "govt.", "max.", "blk."})
+ENDINGS = frozenset({"wk.", "wks.", "intl.", "avail.", "pt.", "ins.", "avg.", "misc.", "appt.", "appts.", "ref.", "Ref.", "dept.", "tel.", "Tel.", "Apt.", "Ste.", "etc.", "Inc.", "Ltd.", "Corp.", "Co.", "Ave.", "Blvd.", "Rd.", "Ph.D.", "Dept.", "govt.", "max.", "blk."})
 
 WORD_ACRONYMS = frozenset(
     "ZIP NASA NATO FIFA OPEC AIDS JPEG JSON YAML GIF PIN RAM ROM SIM LAN SARS FEMA OSHA UEFA IKEA LEGO WASP NAFTA "
@@ -189,6 +191,15 @@ def open_caps(text: str) -> int | None:
     return None
 
 
+_BEFORE_NUMBER = {"p.": "page", "pp.": "pages", "ca.": "circa", "c.": "circa"}
+
+
+def _before_number(match: re.Match[str]) -> str:
+    """"p. 12" "page twelve", "pp. 45-60" "pages", "ca. 1850" / "c. 300 BC" "circa": said so only before a number."""
+    said = _BEFORE_NUMBER[match.group().lower()]
+    return said.capitalize() if match.group()[0].isupper() else said
+
+
 def _label(match: re.Match[str]) -> str:
     """"Ph:" -> "Phone:", "Ph. 604-555-0192" -> "Phone 604...": a contact label before its colon or its number."""
     return LABELS[match.group().rstrip(".")]
@@ -225,6 +236,7 @@ RULES: list[Rule] = [
      _title),
     ("abbreviation",
      rf"(?<![\w.])(?:{_pattern(ABBREVIATIONS)}|(?i:{_pattern(_LOWER_ABBREVIATIONS)}))(?![\w])", _abbreviation),
+    ("before_number", r"(?<![\w.])(?:[Pp]{1,2}|[Cc]a)\.(?=[ \t]?\d)|(?<![\w.])c\.(?=[ \t]?\d{3,4}\b)", _before_number),
     ("label", rf"(?<![\w.])(?:{_pattern(LABELS)})(?:(?=:)|\.?(?=[ \t]*[+(]?\d))", _label),
     ("copied", r"(?<![\w.@'’])(?i:b?cc)(?=:|[ \t]+(?:me|us|them|him|her|[\w.+-]+@))", _copied),
     ("dose_form", r"(?<=\d[ \t])(?:tab|cap)s?(?:\.(?=[ \t]+[a-z])|(?![\w]))", _dose_form),

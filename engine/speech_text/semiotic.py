@@ -106,7 +106,7 @@ _RULES_OF_CLASS = {
     "fraction": "mixed_fraction fraction vulgar_fraction",
     "measure": "pressure rooms feet_inches feet dimensions inches inches_tall hyphen_unit unit_alone fraction_unit fraction_inches",
     "cardinal": "number_sign quantity",
-    "abbreviation": "title abbreviation label copied dose_form dotted caps",
+    "abbreviation": "title abbreviation before_number label copied dose_form dotted caps",
     "plain": "sharp about slash dash emoji stray bar",
 }
 CLASSES = {rule: kind for kind, rules in _RULES_OF_CLASS.items() for rule in rules.split()}
