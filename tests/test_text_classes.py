@@ -270,6 +270,9 @@ SAID = [
     ("See pp. 45-60 or p. 12.", "See pages forty-five to sixty or page twelve."), ("P. 4 of it", "Page four of it"),
     ("built ca. 1850", "built circa eighteen fifty"), ("The c. elegans worm", "The c. elegans worm"),
     ("Run 3x per wk.", "Run three times per week."), ("twice a yr", "twice a year"),
+    # a letter for a power; a complexity's big O
+    ("Growth is (1 + r)^n.", "Growth is one plus r to the power of n."), ("e^x + 1", "e to the power of x plus one"),
+    ("It runs in O(n^2) time.", "It runs in big O of n squared time."),
     # a bare month/day whose day (13-31) makes no fraction anyone writes, before a singular noun or a verb
     ("The 12/25 flight is sold out, but 12/26 has seats.",
      "The December twenty-fifth flight is sold out, but December twenty-sixth has seats."),

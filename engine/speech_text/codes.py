@@ -258,7 +258,7 @@ def _after_name(match: re.Match[str]) -> str | None:
 
 # A function applied to its argument: "sin(30°)" "sine of thirty degrees", "log₂(8)" "log base two of eight".
 _FUNCTIONS = {"sin": "sine of", "cos": "cosine of", "tan": "tangent of", "log": "log of", "ln": "the natural log of",
-              "exp": "the exponential of"}
+              "exp": "the exponential of", "O": "big O of"}
 _FUNCTION = r"(?:%s)[₀-₉]*(?=\()" % "|".join(sorted(_FUNCTIONS, key=len, reverse=True))
 _TERM = (rf"(?:(?:\d+(?:\.\d+)?(?=\())?(?:sqrt(?=\())?(?:{_FUNCTION})?\(?[-−]?√?(?:[a-z]\([a-z]\)|[A-Z](?=[ \t]?=)"
          r"|[a-z]{2}(?=\^|[²³])|(?:\d+(?:\.\d+)?)?[a-z](?![A-Za-z0-9_(])"
@@ -269,7 +269,7 @@ _OPERATORS = {" x": "times", "·": "times", "√": "the square root of", "sqrt":
               "+": "plus", "*": "times", "×": "times", "÷": "divided by", "/": "divided by", "=": "equals"}
 _MATH_PARTS = re.compile(
     rf"{_FUNCTION}|°|(?<=\d)/[a-z](?![a-z])|(?<![\d.])\d{{1,2}}/\d{{1,2}}(?![\d.])|"
-    r"(?<=[\d)])\((?=[\w√-])|(?<=[\w)²³])[ \t]x(?=[ \t]+[\w(])|√|sqrt|[A-Z]|(?<=\d)!|(?<![\d\w])[-−](?=[\d\w])|[a-z]\([a-z]\)|\d{1,3}(?:,\d{3})+(?:\.\d+)?|\d+(?:\.\d+)?|[a-z]|\^[ \t]?\d+(?:\.\d+)?|[²³]|[-−+*×÷/=·]")
+    r"(?<=[\d)])\((?=[\w√-])|(?<=[\w)²³])[ \t]x(?=[ \t]+[\w(])|√|sqrt|[A-Z]|(?<=\d)!|(?<![\d\w])[-−](?=[\d\w])|[a-z]\([a-z]\)|\d{1,3}(?:,\d{3})+(?:\.\d+)?|\d+(?:\.\d+)?|\^[ \t]?(?:\d+(?:\.\d+)?|[a-z](?![a-z]))|[a-z]|[²³]|[-−+*×÷/=·]")
 
 
 _UNIT_LETTERS = frozenset(unit for unit in UNITS if len(unit) == 1 and unit != "x")
@@ -299,7 +299,7 @@ def _math(match: re.Match[str]) -> str | None:
     for part in _MATH_PARTS.findall(text):
         if part == "(":  # "2(x + 3)": a product
             said.append("times")
-        elif part[:3] in _FUNCTIONS or part[:2] in _FUNCTIONS:
+        elif part.rstrip("₀₁₂₃₄₅₆₇₈₉") in _FUNCTIONS:
             name = part.rstrip("₀₁₂₃₄₅₆₇₈₉")
             base = part[len(name):].translate(_SUBSCRIPTS)
             said.append(_FUNCTIONS[name].replace(" of", f" base {w.cardinal(base)} of") if base else _FUNCTIONS[name])
@@ -316,7 +316,8 @@ def _math(match: re.Match[str]) -> str | None:
             said.append(f"{part[0]} of {part[2]}")
         elif part[0] == "^":
             power = part[1:].strip()
-            said.append({"2": "squared", "3": "cubed"}.get(power) or "to the power of " + w.number(power))
+            said.append({"2": "squared", "3": "cubed"}.get(power)
+                        or "to the power of " + (power if power.isalpha() else w.number(power)))  # "(1 + r)^n"
         elif part in _OPERATORS and (said or part in ("√", "sqrt")):
             said.append(_OPERATORS[part])
         elif part in "-−":
