@@ -196,7 +196,7 @@ SAID = [
     ("16GB RAM and a 512GB SSD", "sixteen gigabytes Ram and a five hundred twelve gigabyte S S D"),
     ("the 10 km run", "the ten kilometer run"), ("every 20 min starting", "every twenty minutes starting"),
     ("your 5 kg left", "your five kilograms left"), ("Class of '98!", "Class of ninety-eight!"), ("in '05", "in oh five"),
-    ("Read ch. 4-7 first.", "Read chapters four to seven first."), ("see Fig. 2 and 3", "see Figure two and three"), ("Part no. 44-1092-B", "Part number four four-one zero nine two-B"),
+    ("Read ch. 4-7 first.", "Read chapters four to seven first."), ("see Fig. 2 and 3", "see Figures two and three"), ("Part no. 44-1092-B", "Part number four four-one zero nine two-B"),
     ("SHIP TO: 77 MAIN ST STE 5", "ship to, seventy-seven MAIN Street Suite five"),
     ("MEET AT 5 PM AT THE DR OFFICE", "meet at five PM at the D R office"),
     # a price per any unit; a unit after a vulgar fraction; a round number alone in a code; a hyphenated ID's digits
@@ -287,6 +287,51 @@ SAID = [
     # a host with a top-level domain no list holds, before a path; a capitalised pair with a slash stays "or"
     ("Unsubscribe at mail.lumen.energy/unsubscribe anytime.", "Unsubscribe at mail dot lumen dot energy slash unsubscribe anytime."),
     ("Yes.No/Maybe", "Yes.No or Maybe"),
+    # issue 46, the kinds third-party text was misread in (cases written here, none from that data): SI units with
+    # their prefixes, case-sensitive ("Mb" a megabit, "MB" a megabyte), the micro sign in either code point or "u",
+    # areas and volumes (², ^2, a bare 2), the capital spellings people write ("5KG")
+    ("It weighs 5KG.", "It weighs five kilograms."), ("a 3 MG tablet", "a three milligram tablet"),
+    ("a 12 m2 office", "a twelve square meter office"), ("about 40 cm^3", "about forty cubic centimeters"),
+    ("a gap of 7 µm and 9 μm", "a gap of seven micrometers and nine micrometers"), ("add 6 uL", "add six microliters"),
+    ("a 47 μF cap", "a forty-seven microfarad cap"), ("at 101 kPa", "at one hundred one kilopascals"),
+    ("used 3.6 MJ", "used three point six megajoules"), ("a 300 Mb link, 300 MB file",
+                                                           "a three hundred megabit link, three hundred megabytes file"),
+    ("4 nmol/L", "four nanomoles per liter"), ("2 ng/mL", "two nanograms per milliliter"),
+    ("g = 9.8 m/s²", "g equals nine point eight meters per second squared"), ("at 5.8 ghz", "at five point eight gigahertz"),
+    ("a 2.2 kΩ resistor", "a two point two kiloohm resistor"), ("a 20 KM ride", "a twenty kilometer ride"),
+    ("30 ha of land", "thirty hectares of land"), ("drink 33 cl", "drink thirty-three centiliters"),
+    # URLs by their RFC 3986 shape: any scheme (said, but http, https and ftp), any top-level domain on a small-letter
+    # host, a path's every slash, a Unix path from the root, home or here; handles with a hyphen
+    ("see kite.aero today", "see kite dot aero today"), ("at my-shop.boutique now", "at my dash shop dot boutique now"),
+    ("read file:///home/data.txt", "read file colon slash slash slash home slash data dot T X T"),
+    ("clone ssh://git@host.dev/app", "clone S S H colon slash slash git at host dot dev slash app"),
+    ("run /opt/tools/setup.sh first", "run slash opt slash tools slash setup dot S H first"),
+    ("in ~/Downloads/old", "in tilde slash Downloads slash old"), ("open lib/core/utils.py", "open lib slash core slash utils dot P Y"),
+    ("ask @mary-ann", "ask at mary dash ann"),
+    # a state's code after its town, or a code no word claims after "in", "from", "to"; an era's initials with their
+    # last full stop left out; a small short month before a day's number
+    ("We ship from Tulsa, OK, daily.", "We ship from Tulsa, Oklahoma, daily."), ("Dayton, OH is", "Dayton, Ohio is"),
+    ("flew from NJ to AZ", "flew from New Jersey to Arizona"), ("Sounds good, OK?", "Sounds good, okay?"),
+    ("back in LA", "back in L A"), ("built 2500 B.C and", "built two thousand five hundred B C and"),
+    ("crowned A.D 800", "crowned A D eight hundred"), ("paid on jul 9 2023", "paid on July ninth, twenty twenty-three"),
+    ("due dec. 1", "due December first"), ("don't mar it", "don't mar it"),
+    # a range of prices with cents, each end in full (under a dollar: cents); cents after a range; a measure or a
+    # price before the plural noun it describes singular, a verb after it not ("11 kW takes")
+    ("tips of $0.10-$0.75", "tips of ten to seventy-five cents"), ("from $2.25-$3.80",
+                                                                     "from two dollars and twenty-five cents to three dollars and eighty cents"),
+    ("stamps cost 55–70¢", "stamps cost fifty-five to seventy cents"), ("the 25¢ coin", "the twenty-five cent coin"),
+    ("lift 3–6 lb dumbbells", "lift three to six pound dumbbells"), ("keep $20 notes", "keep twenty dollar notes"),
+    ("200 mg capsules", "two hundred milligram capsules"), ("5 kg costs more", "five kilograms costs more"),
+    # a person's suffix after a given name and a surname, a title's number after words; a numbering word plural
+    # before a pair; a four-digit count before a plural noun (a year after "in", "the"); a code after a word that
+    # names one, not a range; quarters and halves of a year
+    ("Street Fighter II is fun", "Street Fighter two is fun"), ("Mary Jones II", "Mary Jones the second"),
+    ("see Vol. 3 and 4", "see Volumes three and four"), ("hired 2014 engineers", "hired two thousand fourteen engineers"),
+    ("the 2014 engineers", "the twenty fourteen engineers"), ("in 2014 prices", "in twenty fourteen prices"),
+    ("2019 was good", "twenty nineteen was good"), ("model 7-12 ships", "model seven-twelve ships"),
+    ("case 18-0442", "case eighteen-zero four four two"), ("ages 7-12", "ages seven to twelve"),
+    ("won 3-1", "won three to one"), ("in 3Q23", "in third quarter twenty twenty-three"),
+    ("a 1H 2025 target", "a first half twenty twenty-five target"), ("Q2'24 sales", "Q two twenty-four sales"), ("node.js and cats / dogs", "node dot J S and cats or dogs"),
 ]
 
 

@@ -86,7 +86,9 @@ def _street(match: re.Match[str]) -> bool:
 
 _COUNTERS = frozenset("chapter volume figure section page number paragraph appendix item table".split())
 # One token, "4-7": the streaming reader lets go of a word once the next two have come (stream.py)
-_RANGE_AFTER = re.compile(r"[ \t]?#?\d{1,4}[a-z]?[-–]\d{1,4}[a-z]?(?![\w-])")
+_N = r"#?\d{1,4}[a-z]?"
+_PAIRED = r"(?:,[ \t]?%s)*,?[ \t]+(?:and|&|to|through|thru)[ \t]+%s" % (_N, _N)  # "Fig. 2 and 3", "pp. 4, 5 and 9"
+_RANGE_AFTER = re.compile(rf"[ \t]?{_N}(?:[-–]{_N}|{_PAIRED})(?![\w-])")
 
 
 def _counted(match: re.Match[str], said: str) -> str:
@@ -200,6 +202,13 @@ def _before_number(match: re.Match[str]) -> str:
     return said.capitalize() if match.group()[0].isupper() else said
 
 
+def open_counted(text: str) -> int | None:
+    """Where a word that numbers things starts at the end of ``text`` when the numbers after it may yet be a pair
+    ("Fig. 2 and" before "3": "Figures"), or None."""
+    tail = _OPEN_COUNTED.search(text, max(0, len(text) - 40))
+    return tail.start() if tail else None
+
+
 def _label(match: re.Match[str]) -> str:
     """"Ph:" -> "Phone:", "Ph. 604-555-0192" -> "Phone 604...": a contact label before its colon or its number."""
     return LABELS[match.group().rstrip(".")]
@@ -231,6 +240,12 @@ _LOWER_ABBREVIATIONS = {k: v for k, v in ABBREVIATIONS.items() if k.islower() an
 _NUMBERED_NO = "|".join(rf"(?<=\b{noun}[ \t])no\." for noun in (
     "serial model part account policy order item invoice case claim ticket flight room phone lot batch ref reference "
     "tracking confirmation patient member contract routing acct\\.").split())
+_COUNTER_WORDS = sorted((k for k, v in {**TITLES, **ABBREVIATIONS}.items() if v.lower() in _COUNTERS), key=len,
+                        reverse=True)
+_OPEN_COUNTED = re.compile(r"(?<![\w.])(?:%s)[ \t]*(?:%s(?:,[ \t]?%s)*,?(?:[ \t]+(?:and|&|to|through|thru)?)?)?[ \t]*\Z"
+                           % ("|".join(re.escape(k) for k in _COUNTER_WORDS), _N, _N))
+
+
 RULES: list[Rule] = [
     ("title", rf"(?<![\w.])(?:St\.|(?:{_pattern({k: v for k, v in TITLES.items() if k != 'No.'})})|No\.(?=[ \t]?(?:\d|[A-Z]{{1,4}}-?\d)|[ \t]of\b)|no\.(?=[ \t]?(?:\d|[A-Z][A-Z\d-]*\d))|{_NUMBERED_NO})",
      _title),
@@ -240,6 +255,7 @@ RULES: list[Rule] = [
     ("label", rf"(?<![\w.])(?:{_pattern(LABELS)})(?:(?=:)|\.?(?=[ \t]*[+(]?\d))", _label),
     ("copied", r"(?<![\w.@'’])(?i:b?cc)(?=:|[ \t]+(?:me|us|them|him|her|[\w.+-]+@))", _copied),
     ("dose_form", r"(?<=\d[ \t])(?:tab|cap)s?(?:\.(?=[ \t]+[a-z])|(?![\w]))", _dose_form),
-    ("dotted", r"(?<![\w.])(?:[A-Za-z]\.){2,}(?![\w])", _dotted),
+    ("dotted", r"(?<![\w.])(?:(?:[A-Za-z]\.){2,}|(?:[A-Z]\.){1,3}[A-Z](?![\w.]))(?![\w])", _dotted),  # "A.D", "B.C": its last
+    # full stop left out
     ("caps", r"(?<![\w'’])[A-Z][A-Z'’]*[A-Z]s?(?![\w'’])", _caps),
 ]

@@ -158,7 +158,29 @@ def _postal(match: re.Match[str]) -> str:
     return f"{PROVINCES[province]}{',' if ',' in match.group() else ''} {spell_code(code.replace(' ', ''))}"
 
 
+# A state's code after its town ("Austin, TX", "Portland, OR,"), or, for the codes that are no word and no other common
+# abbreviation, after "in", "from", "to", "near", "across" ("moved to TX"): the state's name, as people say it.
+_WORD_STATES = frozenset("OK HI OH IN ME OR".split())  # words too: "Fine, OK", "Hi, HI"
+_PLACE_STATES = frozenset("NY NJ TX FL CA NV AZ NM NC SC ND SD WV WI WY VT UT TN KY KS IA AR AK MN MS MT NE NH RI MI "
+                          "MO CO".split())  # not LA (Los Angeles), VA, MD, CT, PA, DC, ID, ...
+_NOT_TOWNS = frozenset("yes no fine okay sure well oh hi hey good great thanks thank right alright cool done".split())
+_TOWN = re.compile(r"(?:^|[^\w.])([A-Z][a-z]{2,}(?:[ \t][A-Z][a-z]+)?),[ \t]\Z")
+_STATE = (rf"(?:(?<=[a-z],[ \t])(?:{'|'.join(STATES)})|(?:(?<=\bin[ \t])|(?<=\bfrom[ \t])|(?<=\bto[ \t])|(?<=\bnear[ \t])"
+          rf"|(?<=\bacross[ \t]))(?:{'|'.join(sorted(_PLACE_STATES))}))(?![\w'’&/-]|[ \t]+\d|\.\w)")
+
+
+def _state(match: re.Match[str]) -> str | None:
+    code = match.group()
+    before = match.string[max(0, match.start() - 32):match.start()]
+    if before.endswith((",", ", ", ",\t")):  # after a town's name: not "Fine, OK", "Hi, HI"
+        town = _TOWN.search(before)
+        if town is None or town[1].lower() in _NOT_TOWNS or (code in _WORD_STATES and len(town[1]) < 4):
+            return None
+    return STATES[code]
+
+
 RULES: list[Rule] = [
+    ("state", _STATE, _state),
     ("address", _ADDRESS, _address), ("unit", _UNIT, _unit), ("zip", _ZIP, _zip), ("postal", _POSTAL, _postal),
     ("route", _ROUTE_ALONE, _route),
     ("ordinal_street", r"(?<![\w.])\d{1,3}(?:st|nd|rd|th)[ \t]+(?:St|Ave|Av|Blvd|Rd|Dr|Ln|Pl|Pkwy|Ter)\.?(?![\w])",

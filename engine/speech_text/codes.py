@@ -55,6 +55,20 @@ def _serial(match: re.Match[str]) -> str | None:
     return spell_code(text.upper())
 
 
+def _quarter(match: re.Match[str]) -> str:
+    """"2Q22" -> "second quarter twenty twenty-two", "1H24" -> "first half twenty twenty-four", "Q4'23" -> "Q four
+    twenty-three"."""
+    text = match.group()
+    if text[0] == "Q":
+        return f"Q {w.cardinal(text[1])} " + w.cardinal(re.sub(r"\D", "", text[2:]))
+    year = re.sub(r"\D", "", text[2:])
+    part = "quarter" if text[1] == "Q" else "half"
+    said = f"{w.ordinal(text[0])} {part}"
+    if year:
+        said += " " + w.year(int(year) if len(year) == 4 else 2000 + int(year))
+    return said
+
+
 # Airlines' two-character codes that start a flight number ("BA 287"; "US" is left to the country).
 AIRLINES = ("AA AC AF AM AS AY AZ BA B6 CX DL EI EK EY F9 FR G4 HA IB JL KE KL LH LX NH NK NZ OS QF QR SK SQ SY TK "
             "UA VS WN WS").split()
@@ -231,6 +245,22 @@ def _regnal(match: re.Match[str]) -> str | None:
     return f"{name} the {w.ordinal(str(roman_value(numeral)))}"
 
 
+# Given names common in the US and UK (a person's suffix, "John Smith III", follows one; a title's number, "Street
+# Fighter II", follows words).
+FIRST_NAMES = frozenset("""James John Robert Michael William David Richard Joseph Thomas Charles Christopher Daniel
+    Matthew Anthony Mark Donald Steven Paul Andrew Joshua Kenneth Kevin Brian George Timothy Ronald Edward Jason Jeffrey
+    Ryan Jacob Gary Nicholas Eric Jonathan Stephen Larry Justin Scott Brandon Benjamin Samuel Gregory Alexander Frank
+    Patrick Raymond Jack Dennis Jerry Tyler Aaron Jose Adam Nathan Henry Douglas Zachary Peter Kyle Ethan Walter Noah
+    Jeremy Christian Keith Roger Terry Gerald Harold Sean Austin Carl Arthur Lawrence Dylan Jesse Jordan Bryan Billy
+    Joe Bruce Gabriel Logan Albert Willie Alan Juan Wayne Elijah Randy Roy Vincent Ralph Eugene Russell Bobby Mason
+    Philip Louis Harry Howard Fred Martin Allen Lee Bill Bob Jim Tom Tim Mike Dave Dan Don Ron Ted Ed Hank Chuck
+    Mary Patricia Jennifer Linda Elizabeth Barbara Susan Jessica Sarah Karen Lisa Nancy Betty Margaret Sandra Ashley
+    Kimberly Emily Donna Michelle Carol Amanda Dorothy Melissa Deborah Stephanie Rebecca Sharon Laura Cynthia Kathleen
+    Amy Angela Shirley Anna Brenda Pamela Emma Nicole Helen Samantha Katherine Christine Debra Rachel Carolyn Janet
+    Catherine Maria Heather Diane Ruth Julie Olivia Joyce Virginia Victoria Kelly Lauren Christina Joan Evelyn Judith
+    Megan Andrea Cheryl Hannah Jacqueline Martha Gloria Teresa Ann Sara Madison Frances Kathryn Janice Jean Abigail
+    Alice Judy Sophia Grace Denise Amber Doris Marilyn Danielle Beverly Isabella Theresa Diana Natalie Brittany
+    Charlotte Marie Kayla Alexis Lori Ava Mia Harper Ella Chloe Lucy Jane Kate Sue Beth""".split())
 _NAME_PART = r"(?:[A-Z][a-z]+(?:[-'’][A-Z]?[a-z]+)?|[A-Z]\.?)"
 _PERSON = re.compile(rf"(?<![\w.])[A-Z][a-z]+(?:[ \t]+{_NAME_PART})+,?[ \t]+\Z")  # "Robert Lee Smith ", "Richard J. Whitman "
 _TITLED = re.compile(r"(?<![\w.])(?:[A-Z][a-z]+[A-Z]?[a-z]*|[A-Z]{2,})[ \t]+\Z")  # "Civilization ", "WrestleMania ", "GTA "
@@ -246,8 +276,9 @@ def _after_name(match: re.Match[str]) -> str | None:
     value = roman_value(numeral)
     if numeral.lower() in COMMON_WORDS or not 2 <= value <= 89 or _SIZE_WORDS.search(before) or _pronoun(match):
         return None
-    if numeral in ("II", "III", "IV") and _PERSON.search(before):
-        return "the " + w.ordinal(str(value))
+    person = _PERSON.search(before)
+    if numeral in ("II", "III", "IV") and person and person.group().split()[0] in FIRST_NAMES:
+        return "the " + w.ordinal(str(value))  # "Robert Lee Smith III"; "Street Fighter II" is a title's number
     titled = _TITLED.search(before)
     if titled is None or (len(numeral) == 1 and not titled.group().strip().isupper()):  # "Model X": a letter
         return None
@@ -289,6 +320,8 @@ def open_math(text: str) -> int | None:
 def _math(match: re.Match[str]) -> str | None:
     """An expression with "=" or an operator no range, date or fraction uses: "1-2=5", "2+2", "x^2"."""
     text = match.group()
+    if text in UNITS and re.search(r"\d[ \t]?\Z", match.string[max(0, match.start() - 2):match.start()]):
+        return None  # "g = 9.8 m/s²": a unit after its number ("meters per second squared"), not a division
     asked = _ASKED.search(match.string, max(0, match.start() - 20), match.start())
     # "2x - 3 > 7": an expression with a variable before a relation ("2024-01-15 > x" stays a date)
     related = re.search(r"[a-z]", text) and re.match(r"[ \t]*[<>≤≥≈≠]", match.string[match.end():match.end() + 3])
@@ -385,6 +418,9 @@ RULES: list[Rule] = [
     ("rooms", r"(?<![\w.-])\d(?:BR|BD|br|bd|BA|ba)(?![\w-])",  # "a 2BR", "2BA": a listing's rooms
      lambda match: w.cardinal(match.group()[0]) + (" bath" if match.group()[1] in "Bb" and match.group()[2] in "Aa"
                                                    else " bedroom")),
+    # "2Q22", "3Q 2023", "1H24": a quarter or a half of a year, as analysts write them; "Q4'23" a quarter and its year
+    ("quarter", r"(?<![\w-])[1-4]Q(?:[ \t]?['’]?(?:\d\d|(?:19|20)\d\d))?(?![\w-])|(?<![\w-])[12]H[ \t]?['’]?(?:\d\d|(?:19|20)\d\d)(?![\w-])"
+                r"|(?<![\w-])Q[1-4][ \t]?['’]\d\d(?![\w'’-])", _quarter),
     ("fiscal_year", r"(?<![\w-])FY[ \t]?(?:\d{4}|\d\d)(?![\w-])", fiscal_year),  # before a code's reading
     ("serial", r"(?<![\w-])[A-Z]\d{1,2}–[A-Z]\d{1,2}(?![\w-])"  # "Q1–Q3" (with a hyphen: the second alternative)
                r"|(?<![\w$£€¥₹#.-])(?=[A-Z0-9-]*[A-Z])(?=[A-Z0-9-]*\d)[A-Z0-9]+(?:-[A-Z0-9]+)*(?:(?<=\d)[a-z])?(?![\w-])",

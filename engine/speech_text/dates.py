@@ -19,6 +19,8 @@ _MONTH_NUMBER = {m: i + 1 for i, m in enumerate(MONTHS)} | {m[:3]: i + 1 for i, 
 _MONTH_FORMS = sorted({form for name in _MONTH_NUMBER for form in (name, name.upper(), name.lower())}
                       - {"mar", "jun", "jul", "aug", "dec"}, key=len, reverse=True)  # lower-case short: other words
 _MONTH = r"(?:%s)" % "|".join(_MONTH_FORMS)
+# Before a day's number, the small short forms that are words elsewhere ("mar 3 2021", "dec. 25"): a month.
+_MONTH_DAY = r"(?:%s|(?:mar|jun|jul|aug|dec)(?=\.?,?[ \t](?:[12]\d|3[01]|0?[1-9])(?!\d)))" % "|".join(_MONTH_FORMS)
 _DAY = r"(?:[12]\d|3[01]|0?[1-9])(?!\d)(?:st|nd|rd|th)?"
 _FULL_WEEKDAY = "Monday|Tuesday|Wednesday|Thursday|Friday|Saturday|Sunday"
 _AMPM = r"(?:[aApP](?:\.[mM]\.?|[mM]))"
@@ -91,7 +93,7 @@ def _dotted_date(match: re.Match[str]) -> str | None:
 
 
 _MONTH_DATE_PARTS = re.compile(
-    rf"({_MONTH})\.?,?[ \t](?:(?:the[ \t])?(\d{{1,2}})(?:st|nd|rd|th)?(?:,?[ \t](\d{{4}}))?|(\d{{4}}))")
+    rf"({_MONTH_DAY})\.?,?[ \t](?:(?:the[ \t])?(\d{{1,2}})(?:st|nd|rd|th)?(?:,?[ \t](\d{{4}}))?|(\d{{4}}))")
 _DAY_MONTH_PARTS = re.compile(rf"(\d{{1,2}})(?:st|nd|rd|th)?[ \t](of[ \t])?({_MONTH})\.?(?:,?[ \t](\d{{4}}))?")
 
 
@@ -245,7 +247,7 @@ def rules(day_first: bool = False) -> list[Rule]:
                         rf"[-–](?:\d{{4}}|\d\d)(?![\w-])", _dashed_date),
         ("since_year", r"(?<![\w.-])(?:1[89]\d\d|20\d\d)[ \t]?[-–—][ \t]?(?:present|now|today|date)\b", _since_year),
         ("month_date",
-         rf"(?<![\w]){_MONTH}\.?,?[ \t](?:(?:the[ \t])?{_DAY}(?:,?[ \t]\d{{4}})?|\d{{4}})(?![\w])", _month_date),
+         rf"(?<![\w]){_MONTH_DAY}\.?,?[ \t](?:(?:the[ \t])?{_DAY}(?:,?[ \t]\d{{4}})?|\d{{4}})(?![\w])", _month_date),
         ("day_month", rf"(?<![\w.,]){_DAY}[ \t](?:of[ \t])?{_MONTH}\.?(?:,?[ \t]\d{{4}})?(?![\w])", _day_month),
         ("weekday", rf"(?<![\w]){_WEEKDAY}(?:\.?[ \t]?[-–][ \t]?{_WEEKDAY}\.?(?![\w])|\.?(?=,|[ \t]+(?:\d|{_MONTH}))"
                     rf"|\.(?=[ \t]+[a-z]|[ \t]*(?:\n|$)))"

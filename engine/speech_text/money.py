@@ -103,7 +103,16 @@ def _amount(text: str, names: tuple[str, str, str, str]) -> str:
 
 def _said(parts: re.Match[str], names: tuple[str, str, str, str]) -> str:
     a_mult, b_mult = (MULTIPLIERS[(m or "").strip()] if m else None for m in (parts["am"], parts["bm"]))
-    if parts["b"] or a_mult or b_mult:
+    cents = [amount.partition(".")[2] for amount in (parts["a"], parts["b"] or "")]
+    if parts["b"] and not a_mult and not b_mult and any(0 < len(c) <= 2 for c in cents) and all(len(c) <= 2 for c in cents):
+        # a range of prices with cents: "$0.25-$0.50" "twenty-five to fifty cents", "$5.50-$7.25" each in full
+        low, high = (amount.replace(",", "") for amount in (parts["a"], parts["b"]))
+        if float(low) < 1 and float(high) < 1:
+            said = " to ".join(w.cardinal(str(int(amount.partition(".")[2].ljust(2, "0")))) for amount in (low, high))
+            said += " " + (names[2] if float(high) == 0.01 else names[3])
+        else:
+            said = _amount(low, names) + " to " + _amount(high, names)
+    elif parts["b"] or a_mult or b_mult:
         said = w.number(parts["a"].replace(",", "")) + (" " + a_mult if a_mult else "")
         if parts["b"]:
             said += " to " + w.number(parts["b"].replace(",", "")) + (" " + b_mult if b_mult else "")
@@ -129,8 +138,10 @@ def _after(match: re.Match[str]) -> str:
     """An amount with its currency after it: "12€", "1,200 USD", "50¢"."""
     parts = _AFTER_PARTS.fullmatch(match.group())
     assert parts
-    if parts["cur"] == "¢":
-        return ("minus " if parts["sign"] else "") + w.number(parts["a"]) + " cents"
+    if parts["cur"] == "¢":  # "10–20¢" "ten to twenty cents"; "a 50¢ bag fee" "a fifty cent bag fee"
+        said = w.number(parts["a"]) + (" to " + w.number(parts["b"]) if parts["b"] else "")
+        one = parts["a"] == "1" and not parts["b"] or attributive(match) and not parts["b"]
+        return ("minus " if parts["sign"] else "") + said + (" cent" if one else " cents")
     return _said(parts, CURRENCIES[parts["cur"]])
 
 

@@ -16,7 +16,7 @@ import re
 from engine.speech_text import semiotic
 from engine.speech_text.lexicon import Lexicon
 from engine.speech_text import markdown as marks
-from engine.speech_text.abbreviations import open_caps
+from engine.speech_text.abbreviations import open_caps, open_counted
 from engine.speech_text.addresses import open_address
 from engine.speech_text.codes import open_math
 from engine.speech_text.numbers import open_phone
@@ -32,7 +32,7 @@ def open_tail(text: str) -> int | None:
     a phone number in spaced groups, an ALL-CAPS word whose next words are not there yet), or None: the streaming
     front end holds it until it is finished."""
     starts = [at for at in (marks.open_tail(text), open_address(text), open_math(text), open_phone(text),
-                            open_caps(text)) if at is not None]
+                            open_caps(text), open_counted(text)) if at is not None]
     return min(starts) if starts else None
 
 _PUNCTUATION = re.compile("|".join(re.escape(old) for old, _ in TURBO_PUNCTUATION))

@@ -77,6 +77,83 @@ UNITS = {
     "ft³": ("cubic foot", "cubic feet", True), "dL": ("deciliter", "deciliters", True), "sq. ft": ("square foot", "square feet", True), "mmol": ("millimole", "millimoles", True),
     "mEq": ("milliequivalent", "milliequivalents", True),
 }
+def _si_units() -> dict[str, tuple[str, str, bool]]:
+    """The SI (and common metric) units with their prefixes, as unit tables of TN grammars (NeMo's, Sparrowhawk's)
+    and style guides have them: symbols are case-sensitive ("mW" milliwatt, "MW" megawatt; "Mb" a megabit, "MB" a
+    megabyte), the micro sign written "µ", "μ" or "u"; an area or a volume of a length unit with "²"/"³", "^2"/"^3" or
+    a bare "2"/"3" ("m2"), "sq"/"cu" before it; and the all-capital or all-small spellings people write for units
+    no other reading claims ("5KG", "10 KM", "3 MG", "2.4 ghz", "100 kwh"). A prefixed symbol that is also a word,
+    a time or a name ("pm", "am", "Pa" stays: a pascal) is left out, and one that a bare space before it would make a
+    word ("um", "dam") is read attached only."""
+    units: dict[str, tuple[str, str, bool]] = {}
+    micro = ("µ", "μ", "u")
+    prefixes = {"k": "kilo", "M": "mega", "G": "giga", "T": "tera", "c": "centi", "m": "milli", "n": "nano",
+                "p": "pico", "d": "deci", "h": "hecto", **{sign: "micro" for sign in micro}}
+    # base symbol -> (name, plural, the prefixes it takes)
+    bases = {
+        "m": ("meter", "meters", "k c m d n µ μ"), "g": ("gram", "grams", "k m µ μ u n"),
+        "L": ("liter", "liters", "m c d h µ μ u n k"), "l": ("liter", "liters", "m c d h µ μ"),
+        "s": ("second", "seconds", "m µ μ n"), "Hz": ("hertz", "hertz", "k M G T m"),
+        "W": ("watt", "watts", "k M G T m µ μ"), "Wh": ("watt hour", "watt hours", "k M G T m"),
+        "V": ("volt", "volts", "k m µ μ"), "A": ("amp", "amps", "k m µ μ"), "Ah": ("amp hour", "amp hours", "m k"),
+        "Ω": ("ohm", "ohms", "k M m"), "F": ("farad", "farads", "m µ μ u n p"),
+        "Pa": ("pascal", "pascals", "k M G h"), "J": ("joule", "joules", "k M G"),
+        "N": ("newton", "newtons", "k"), "mol": ("mole", "moles", "m µ μ u n p k"),
+        "M": ("molar", "molar", "m µ μ u n p"), "eV": ("electron volt", "electron volts", "k M G T"),
+        "T": ("tesla", "teslas", "m µ μ"), "Gy": ("gray", "grays", "m"), "Sv": ("sievert", "sieverts", "m µ μ"),
+        "Bq": ("becquerel", "becquerels", "k M G"), "bar": ("bar", "bars", "m k"), "cal": ("calorie", "calories", "k"),
+        "B": ("byte", "bytes", "k K M G T P E"), "b": ("bit", "bits", "k K M G T"),
+        "bps": ("bit per second", "bits per second", "k K M G T"), "Bps": ("byte per second", "bytes per second", "k K M G T"),
+        "VA": ("volt-ampere", "volt-amperes", "k M"), "lm": ("lumen", "lumens", ""), "lx": ("lux", "lux", ""),
+        "Nm": ("newton meter", "newton meters", ""), "ohm": ("ohm", "ohms", "k M"), "ohms": ("ohm", "ohms", "k M"),
+    }
+    said_prefix = {"K": "kilo"}
+    bytes_prefix = {"k": "kilo", "K": "kilo", "M": "mega", "G": "giga", "T": "tera", "P": "peta", "E": "exa"}
+    for base, (one, many, allowed) in bases.items():
+        for sign in allowed.split():
+            name = (bytes_prefix if base in ("B", "b", "bps", "Bps") else {**prefixes, **said_prefix})[sign]
+            units[sign + base] = (name + one, name + many, True)
+        if base not in ("m", "g", "L", "l", "s", "V", "A", "F", "N", "M", "T", "B", "b", "W", "J"):
+            units[base] = (one, many, base not in ("Nm", "VA", "bar"))
+    for word in ("um", "dam", "ha", "us", "pg", "Mg", "nm", "ps", "Gb"):  # spaced, a word or a clash; "Gb" kept below
+        units.pop(word, None)
+    units["Gb"] = ("gigabit", "gigabits", True)
+    units["ha"] = ("hectare", "hectares", True)
+    units["um"] = ("micrometer", "micrometers", False)
+    units["us"] = ("microsecond", "microseconds", False)
+    units["cc"] = ("cubic centimeter", "cubic centimeters", True)
+    units["kgs"] = ("kilogram", "kilograms", True)
+    units["kms"] = ("kilometer", "kilometers", True)
+    units["gm"] = ("gram", "grams", True)
+    units["m/s²"] = units["m/s^2"] = units["m/s2"] = ("meter per second squared", "meters per second squared", True)
+    # Areas and volumes of a length unit.
+    lengths = {"mm": "millimeter", "cm": "centimeter", "dm": "decimeter", "m": "meter", "km": "kilometer",
+               "µm": "micrometer", "μm": "micrometer", "in": "inch", "ft": "foot", "yd": "yard", "mi": "mile"}
+    plurals = {"inch": "inches", "foot": "feet"}
+    for symbol, one in lengths.items():
+        many = plurals.get(one, one + "s")
+        for power, word, marks in ((2, "square", ("²", "^2", "2")), (3, "cubic", ("³", "^3", "3"))):
+            for mark in marks:
+                units[symbol + mark] = (f"{word} {one}", f"{word} {many}", True)
+            if symbol not in ("µm", "μm", "dm"):
+                units[f"{'sq' if power == 2 else 'cu'} {symbol}"] = (f"{word} {one}", f"{word} {many}", True)
+    # Capital and small spellings people write for units no other reading claims.
+    for written, unit in {"KG": "kg", "Kg": "kg", "KGS": "kgs", "Kgs": "kgs", "KM": "km", "Km": "km", "KMS": "kms",
+                          "CM": "cm", "MM": "mm", "MG": "mg", "ML": "mL", "LB": "lb", "LBS": "lbs", "Lbs": "lbs",
+                          "OZ": "oz", "FT": "ft", "YD": "yd", "MPH": "mph", "KPH": "kph", "KMH": "km/h",
+                          "kmh": "km/h", "km/hr": "km/h", "KW": "kW", "kw": "kW", "KWH": "kWh", "kwh": "kWh",
+                          "KWh": "kWh", "HZ": "Hz", "hz": "Hz", "KHZ": "kHz", "khz": "kHz", "MHZ": "MHz",
+                          "mhz": "MHz", "GHZ": "GHz", "ghz": "GHz", "gb": "GB", "tb": "TB", "MBPS": "Mbps",
+                          "mbps": "Mbps", "GBPS": "Gbps", "gbps": "Gbps", "kbps": "kbps", "MAH": "mAh",
+                          "mah": "mAh", "MCG": "mcg", "KCAL": "kcal", "Kcal": "kcal", "CC": "cc", "mls": "ml",
+                          "ltr": "L", "ltrs": "L", "Ltr": "L", "lt": "L"}.items():
+        units[written] = units.get(unit) or UNITS[unit]
+    return units
+
+
+
+for _unit, _names in _si_units().items():
+    UNITS.setdefault(_unit, _names)
 # A unit's name after "per" in a compound unit ("GB/s", "mg/mL", "kg/kg").
 _PER_UNIT = {"s": "second", "sec": "second", "h": "hour", "hr": "hour", "min": "minute", "d": "day", "day": "day",
              "wk": "week", "mo": "month", "yr": "year", "dose": "dose", "tab": "tablet", "cap": "capsule"}
@@ -138,6 +215,11 @@ _NOT_DESCRIBED = frozenset(
 # elsewhere the word may be a verb: "11 kW takes", "$0.00 means").
 _HAVING = re.compile(r"(?:^|\s)(?i:with|without|has|have|had)[ \t]\Z")
 _PLURAL_NOUN = re.compile(r"[a-z]{2,}[^su]s")
+# Verbs in -s that follow a measure or a price as its subject ("11 kW takes", "$5 buys", "5 kg costs").
+_VERBS_IN_S = frozenset("""takes means makes costs gives needs uses lasts weighs holds gets covers fits requires seems
+    looks goes comes keeps provides allows lets helps adds saves burns feels sounds works stays remains includes
+    contains equals becomes produces delivers offers supports buys pays gets earns brings leaves puts sets runs
+    moves turns shows tells asks wants beats feeds serves charges yields lowers raises reduces increases""".split())
 _NOT_PLURAL_NOUNS = frozenset("""towards afterwards always sometimes besides perhaps across thus does goes its
     hers ours yours theirs whereas lengthwise""".split())
 
@@ -149,20 +231,48 @@ def attributive(match: re.Match[str]) -> bool:
     after = _NOUN_AFTER.match(match.string, match.end(), match.end() + 24)
     if after is None or after[1].lower() in _NOT_DESCRIBED:
         return False
-    if _PLURAL_NOUN.fullmatch(after[1]) and after[1] not in _NOT_PLURAL_NOUNS \
-            and _HAVING.search(match.string, max(0, match.start() - 9), match.start()):  # "with 9 ft ceilings"
-        return True
+    if _PLURAL_NOUN.fullmatch(after[1]) and after[1] not in _NOT_PLURAL_NOUNS and after[1] not in _VERBS_IN_S:
+        return True  # "with 9 ft ceilings", "2–4 kg weights", "$5 bills": a plural noun, not a verb ("11 kW takes")
     return _DETERMINER.search(match.string, max(0, match.start() - 8), match.start()) is not None
+
+
+# Before a number, words that make it a year whatever follows ("in 2010 prices", "the 2020 elections").
+_YEAR_BEFORE = re.compile(r"(?i:\b(?:in|since|from|by|until|till|class[ \t]+of|the|circa|ca\.|year|during|before|after|between|"
+                          r"through|to|and|or|early|late|mid|spring|summer|fall|autumn|winter|'s|’s))[ \t]+\Z")
+# Plural nouns a year describes ("2010 levels", "2024 models").
+_YEAR_NOUNS = frozenset("""levels prices elections models graduates figures rates sales results standards games
+    olympics seasons championships census budgets taxes earnings guidelines rules numbers dollars terms estimates
+    editions versions releases winners finals playoffs nominees highs lows""".split())
+
+
+def _counts(match: re.Match[str]) -> bool:
+    """Whether a plain four-digit number counts the plural noun after it ("2010 employees", "1999 items": a number,
+    not a year), unless a word before it makes it a year."""
+    after = _NOUN_AFTER.match(match.string, match.end(), match.end() + 24)
+    if after is None or not _PLURAL_NOUN.fullmatch(after[1]) or after[1] in _NOT_PLURAL_NOUNS \
+            or after[1] in _VERBS_IN_S or after[1] in _YEAR_NOUNS:
+        return False
+    return _YEAR_BEFORE.search(match.string, max(0, match.start() - 12), match.start()) is None
+
+
+# Singular nouns that name a thing by its code: after one, "12-3" is an identifier ("room twelve-three"), not a range.
+_CODE_NOUN = re.compile(r"(?i:\b(?:model|room|rm\.?|unit|lot|case|docket|exit|form|ticket|order|invoice|part|item|"
+                        r"apartment|apt\.?|suite|ste\.?|bus|route|gate|platform|version|ver\.?|rev\.?|revision|build|"
+                        r"patch|serial|policy|claim|account|file|batch|bay|dock|locker|stall|seat|row|car|coach|cabin|"
+                        r"berth|box|flight|train|track|code|id|no\.|number|#))[ \t]*#?[ \t]*\Z")
 
 
 def _quantity(match: re.Match[str]) -> str:
     parts = _QUANTITY_PARTS.fullmatch(match.group())
     assert parts
     sign, a, b, suffix = parts["sign"], parts["a"], parts["b"], parts["suffix"].strip()
+    if b and not suffix and not sign and "-" in match.group() and "." not in a + b and "," not in a + b \
+            and _CODE_NOUN.search(match.string, max(0, match.start() - 12), match.start()):
+        return "-".join(w.cardinal(g) if len(g) <= 2 and g[0] != "0" else w.digits(g) for g in (a, b))  # "room 12-3"
     if suffix.lower() in ("st", "nd", "rd", "th") and not b and "." not in a:
         said = w.ordinal(a)
     else:
-        plain = not suffix
+        plain = not suffix and not (not b and _counts(match))
         said = _value(a, plain)
         if b:
             said += " to " + ("minus " if parts["bsign"] else "") + _value(b, plain)
@@ -474,7 +584,7 @@ RULES: list[Rule] = [
      lambda match: w.number(match.group().split()[0]) + " inches"),  # "22 in tall": inches, not the word "in"
     ("hyphen_unit", rf"{_START}{NUM}-{_SPACED_UNIT}(?=[ \t]+[A-Za-z])", _hyphen_unit),
     ("unit_alone", r"(?<=\d[ \t])(?:%s)(?![\w/])" % "|".join(re.escape(u) for u in sorted(UNITS, key=len, reverse=True)
-                                                       if re.search(r"[/ ²]", u)),
+                                                       if re.search(r"[/ ²³^]", u)),
      lambda match: UNITS[match.group()][1]),  # "3 × 10^8 m/s", "= 120 sq ft": a unit after a number another rule read
     ("times_range", r"(?<![\w.])\d{1,3}x[ \t]?[-–][ \t]?\d{1,3}x(?![\w])",  # "3x–4x faster"
      lambda match: " to ".join(w.cardinal(n) for n in re.findall(r"\d+", match.group())) + " times"),

@@ -93,13 +93,13 @@ _LOCALES = {"en-US": _Locale(day_first=False), "en-GB": _Locale(day_first=True)}
 # (cardinal, decimal or measure) is decided by numbers.quantity_kind.
 _RULES_OF_CLASS = {
     "tag": "tag",
-    "electronic": "email url file_name windows_path identifier handle hashtag hash_in_word version",
-    "address": "address unit zip postal route postcode floor ordinal_street",
+    "electronic": "email url file_name windows_path unix_path identifier handle hashtag hash_in_word version",
+    "address": "state address unit zip postal route postcode floor ordinal_street",
     "telephone": "vanity extension local_phone service_code short_code star_code keypad bare_phone grouped_digits phone",
     "serial": "hex flight number_code cued_digits serial leftover",
     "roman": "roman roman_year roman_item regnal name_numeral",
     "math": "math ratio words compare power squared cubed product",
-    "date": "short_year month_year iso_date slash_date dotted_date dashed_date fiscal_year month_date day_month weekday month decade month_day",
+    "date": "quarter short_year month_year iso_date slash_date dotted_date dashed_date fiscal_year month_date day_month weekday month decade month_day",
     "time": "time dotted_time hour military duration iso_datetime",
     "range": "since_year weekday_range month_range day_range time_range letter_time_range percent_range grades sizes times_range letter_range",
     "money": "money coded_money currency_pair",

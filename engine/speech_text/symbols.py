@@ -94,7 +94,7 @@ RULES: list[Rule] = [
     ("product", r"(?<=\d)[ \t]x(?=[ \t]+[$€£¥]\d)", _saying(" times")),  # "3 x $15 = $45"
     ("squared", r"(?<=[A-Za-z0-9)])²", _saying(" squared")),
     ("cubed", r"(?<=[A-Za-z0-9)])³", _saying(" cubed")),
-    ("slash", r"(?<=[^\W\d_])[ \t]?/[ \t]?(?=[^\W\d_])", _saying(" or ")),
+    ("slash", r"(?<=[^\W\d_])(?:[ \t]/[ \t]|/)(?=[^\W\d_])", _saying(" or ")),  # not "edit /usr": a path
     ("dash", r"[ \t]*[—–][ \t]*", _saying(" - ")),
     ("emoji", rf"[{EMOJI}]+", _saying("")),
     ("keypad", r"(?<![\w#*])[#*](?![\w#*])", _keypad),

@@ -28,10 +28,19 @@ _ONSETS = frozenset("bl br ch cl cr dr dw fl fr gh gl gn gr kl kn kr ph pl pr ps
 _SEPARATORS = {".": " dot ", "/": " slash ", "-": " dash ", "_": " underscore ", "@": " at ", "~": " tilde ",
                ":": " colon ", "+": " plus ", "=": " equals ", "&": " and ", "%": " percent "}
 _TAIL = r"[^\s<>\"'’”)\]]{0,2000}?(?=[.,;:!?'’”)\]]*(?:\s|$))"
+FILE_TYPES = ("pdf doc docx xls xlsx csv txt rtf ppt pptx odt json yaml yml toml xml html htm md log ini cfg conf "
+              "png jpg jpeg gif svg heic webp bmp tiff mp3 mp4 wav m4a mov avi zip tar gz rar exe dmg apk msi py js ts "
+              "ics vcf eml epub sh").split()
+# A scheme as RFC 3986 writes one ("https://", "file:///", "ssh://", "s3://"); http, https and ftp are not said.
+_SCHEME = r"[A-Za-z][A-Za-z0-9+.-]{0,15}://"
 URL = (
-    rf"(?<![\w@/.])(?:(?:https?|ftp)://|www\.){_TAIL}"
+    rf"(?<![\w@/.])(?:{_SCHEME}|www\.){_TAIL}"
     rf"|(?<![\w@/.-])(?:[A-Za-z0-9][A-Za-z0-9-]{{0,62}}(?:\.[A-Za-z0-9-]{{1,63}}){{0,5}}\.(?:{'|'.join(TLDS)}|{'|'.join(TLDS).upper()})"
     rf"|[a-z0-9][a-z0-9-]{{0,62}}(?:\.[a-z0-9-]{{2,63}}){{0,4}}\.[a-z]{{2,24}}(?=/[A-Za-z0-9])"  # any TLD before a path
+    # any top-level domain (RFC 1034 labels: letters, digits, hyphens; the last of 2-24 letters) on a small-letter
+    # host of names of two characters or more, not a file's type ("node.js" is a file): "example.museum"
+    rf"|[a-z0-9][a-z0-9-]{{1,62}}(?:\.[a-z0-9-]{{2,63}}){{0,4}}\.(?!(?:{'|'.join(FILE_TYPES)})(?![a-z]))[a-z]{{2,24}}"
+    rf"(?![\w@(-]|\.\w)"
     rf"|localhost(?=:\d))(?::\d{{1,5}})?(?:/{_TAIL})?(?![\w@-])"
 )
 EMAIL = r"(?<![\w.+-])[\w+-]{1,64}(?:\.[\w+-]{1,64}){0,8}@[A-Za-z0-9-]{1,63}(?:\.[A-Za-z0-9-]{1,63}){1,8}(?![\w-])"
@@ -80,6 +89,10 @@ def _domain_at(text: str) -> int:
 
 def _url(match: re.Match[str]) -> str:
     text = re.sub(r"^(?:https?|ftp)://", "", match.group(), flags=re.I)
+    scheme = re.match(_SCHEME, text)
+    if scheme:  # "file:///etc/hosts": "file colon slash slash slash etc slash hosts"
+        return (_spoken_parts(scheme.group()[:-3]) + " colon slash slash "
+                + (_path(text[scheme.end():]) if text[scheme.end():] else "")).strip()
     text, _, fragment = text.partition("#")
     text, _, query = text.partition("?")
     text = text.rstrip("/")
@@ -101,6 +114,15 @@ _SLUG = re.compile(r"(?=[A-Za-z0-9]{4,12}$)(?=.*\d)(?:[A-Za-z]+|\d+){3,}")  # le
 _RUNS = re.compile(r"[A-Za-z]+|\d+")
 _PATH_PART = r"[\w-](?:[\w.-]{0,62}[\w-])?"  # a folder's or a file's name (a full stop after it ends a sentence)
 _SHORT_QUERY = re.compile(r"(?=.{1,24}$)[A-Za-z][\w-]*=[\w-]+(?:&[A-Za-z][\w-]*=[\w-]+)?")
+
+
+def _path(text: str) -> str:
+    """A file system path, each "/" said: "/usr/local/bin/run.sh" -> "slash usr slash local slash bin slash run dot
+    S H", "~/notes" -> "tilde slash notes"; a file's name at its end as a file's name."""
+    folders, _, name = text.rpartition("/")
+    said = _spoken_parts(folders + "/") if folders or text.startswith("/") else ""
+    named = re.fullmatch(_FILE, name)
+    return (said + " " + (_file_name(named) if named else _spoken_parts(name))).strip()
 
 
 def _windows_path(match: re.Match[str]) -> str:
@@ -160,9 +182,6 @@ def _tag_word(word: str) -> str:
     return " ".join(word) if word.isupper() and len(word) <= 4 and word.lower() not in COMMON_WORDS else word.lower()
 
 
-FILE_TYPES = ("pdf doc docx xls xlsx csv txt rtf ppt pptx odt json yaml yml toml xml html htm md log ini cfg conf "
-              "png jpg jpeg gif svg heic webp bmp tiff mp3 mp4 wav m4a mov avi zip tar gz rar exe dmg apk msi py js ts "
-              "ics vcf eml epub").split()
 _FILE = (rf"(?<![\w@/.-])[A-Za-z0-9][\w-]{{0,60}}(?:\.[\w-]{{1,30}}){{0,2}}\.(?i:{'|'.join(FILE_TYPES)})"
          r"(?![\w@/-]|\.\w)")
 
@@ -171,7 +190,11 @@ RULES: list[Rule] = [
     ("windows_path", rf"(?<![\w])[A-Za-z]:\\(?:{_PATH_PART}(?:\\{_PATH_PART}){{0,11}}\\?)?", _windows_path),
     ("identifier", r"(?<![\w@/.#-])[A-Za-z][A-Za-z0-9]*(?:\.[A-Za-z0-9]+)*(?:_[A-Za-z0-9]+)+(?![\w@/-]|\.\w)",
      _identifier),  # "mike.r_2024": a user name may hold dots before its underscore
-    ("handle", r"(?<![\w@.])@[A-Za-z_][\w.]{0,29}[\w](?![\w@])", _handle),
+    ("handle", r"(?<![\w@.])@[A-Za-z_][\w.-]{0,29}[\w](?![\w@])", _handle),
+    # a Unix path: from the root, the home folder ("~/") or here ("./"), or folders down to a file of a known type
+    ("unix_path", rf"(?<![\w/.:~\\])(?:(?:~|\.{{1,2}})?/{_PATH_PART}(?:/{_PATH_PART}){{1,11}}/?|(?:~|\.{{1,2}})/{_PATH_PART}"
+     rf"(?:/{_PATH_PART}){{0,11}}/?|{_PATH_PART}(?:/{_PATH_PART}){{1,11}}\.(?i:{'|'.join(FILE_TYPES)}))(?![\w/]|\.\w)",
+     lambda match: _path(match.group())),
     ("hashtag", r"(?<![\w&#])#[A-Za-z][A-Za-z0-9_]{1,60}(?![\w#])", _hashtag),
     ("hash_in_word", r"(?<=[A-Za-z])#\d{1,12}(?![\w#])",  # "Welcome#123": a password's hash sign and its digits
      lambda match: " hash " + w.digits(match.group()[1:])),
