@@ -67,6 +67,7 @@ SURE = 3
 CONFIDENT = 8.0  # the correlation's peak over its mean magnitude: below this the measure is not taken
 AGREE_MS = 10.0
 AGREE_SPREAD_MS = 30  # recent calls' delays agree when they all lie within this
+PHAT_FLOOR = 1e-3
 DELAY_PAST_MS = 20  # AEC3 is told the measured lag and this much more: it cancelled best so on every line tried
 
 
@@ -279,7 +280,8 @@ class EchoCanceller:
             return
         size = 1 << int(np.ceil(np.log2(2 * reference.size)))
         cross = np.fft.rfft(heard, size) * np.conj(np.fft.rfft(reference, size))
-        cross /= np.abs(cross) + 1e-9
+        magnitude = np.abs(cross)
+        cross /= magnitude + PHAT_FLOOR * float(magnitude.max()) + 1e-9
         lags = np.fft.irfft(cross, size)[:round(REACH_S * self.rate)]
         lag = int(np.argmax(lags))
         if lags[lag] < CONFIDENT * (float(np.mean(np.abs(lags))) + 1e-12):

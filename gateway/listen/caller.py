@@ -79,7 +79,7 @@ class CallerSide:
         self._gateway_speaking = gateway_speaking
         self._clock = clock
         self._flood = FloodGuard()
-        self._vad = SileroVad(8000 if rate == 8000 else PCM16_RATE)
+        self._vad = SileroVad(8000 if rate == 8000 or cancel_echo else PCM16_RATE)  # (VAD_RATE_AEC)
         self._pregate = webrtcvad.Vad(PREGATE_MODE)
         self._pregate_samples = self._vad.rate * 30 // 1000  # webrtcvad takes 10, 20 or 30 ms
         self._skipped: np.ndarray | None = None  # the window before, if the model did not hear it
