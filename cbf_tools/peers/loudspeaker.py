@@ -188,6 +188,10 @@ class SpeakerPeer:
     def of(self, kind: str) -> list[dict]:
         return [e for e in self.events if e["type"] == kind]
 
+    def times_of(self, kind: str) -> list[float]:
+        """When each event of ``kind`` came (time.monotonic())."""
+        return [at for e, at in zip(self.events, self.event_times) if e["type"] == kind]
+
     async def wait_for(self, predicate, timeout: float) -> bool:
         """Until ``predicate()`` holds (True) or ``timeout`` seconds have passed (False)."""
         deadline = time.monotonic() + timeout
