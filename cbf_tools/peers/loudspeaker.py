@@ -176,7 +176,8 @@ class SpeakerPeer:
         reply.raise_for_status()
         answer = reply.json()
         await self.pc.setRemoteDescription(RTCSessionDescription(sdp=answer["sdp"], type="answer"))
-        await self.wait_for(lambda: self.channel.readyState == "open" and bool(self.events), 30)
+        if not await self.wait_for(lambda: self.channel.readyState == "open" and bool(self.events), 30):
+            raise TimeoutError("the data channel did not open, or no ready came, within 30 s")
         self.session = answer["session"]
         return answer
 
