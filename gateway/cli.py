@@ -150,9 +150,10 @@ GATEWAY_OPTIONS = (
            "what the gateway is sending is taken for its own voice coming back (with the echo canceller on, only "
            "where --echo-guard is)", number, 15.0),
     Option("--echo-canceller", "CBF_ECHO_CANCELLER", "take the gateway's own voice coming back on a call (a phone "
-           "line, a WebRTC peer's loudspeaker) out of the caller's audio (WebRTC's AEC3) before the VAD hears it and, unless its listen says \"aec\": "
-           "false, the controller: for lines that echo (it hears callers far quieter than the level rule does, but "
-           "holds back short sounds in its first seconds of the gateway's speech)", boolean, False),
+           "line, a WebRTC peer's loudspeaker) out of the caller's audio (WebRTC's AEC3) before the VAD hears it "
+           "and, unless its listen says \"aec\": false, the controller: for lines that echo (it hears callers far "
+           "quieter than the level rule does, but holds back short sounds in its first seconds of the gateway's "
+           "speech)", boolean, False),
     Option("--echo-guard", "CBF_ECHO_GUARD", "with the echo canceller on, also hold the caller to --echo-margin-db "
            "below the gateway's voice (a last guard; it misses callers quieter than that)", boolean, False),
     Option("--vad-batch", "CBF_VAD_BATCH", "hear every call's VAD windows that fall due in one pass of the event "

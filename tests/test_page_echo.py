@@ -55,7 +55,10 @@ PEER = """async ({echoDb, delayS}) => {
     const band = ctx.createBiquadFilter(); band.type = "bandpass";
     band.frequency.value = Math.sqrt(300 * 3400); band.Q.value = Math.sqrt(300 * 3400) / (3400 - 300);
     const clip = ctx.createWaveShaper(); const curve = new Float32Array(1025);
-    for (let i = 0; i < curve.length; i++) { const x = 2 * i / (curve.length - 1) - 1; curve[i] = 0.5 * Math.tanh(x / 0.5); }
+    for (let i = 0; i < curve.length; i++) {
+      const x = 2 * i / (curve.length - 1) - 1;
+      curve[i] = 0.5 * Math.tanh(x / 0.5);
+    }
     clip.curve = curve;
     const delay = ctx.createDelay(1.0); delay.delayTime.value = delayS;
     heard.connect(gain).connect(band).connect(clip).connect(delay).connect(out);

@@ -21,10 +21,10 @@ the echo through: the gateway stopped on its own voice.) Echo paths up to ``REAC
 Alignment: each piece of the far end is recorded with when it plays (phone calls: the outbox's estimate; WebRTC:
 the frame's time on the paced track's grid, when it is sent: the peer plays it after its jitter buffer and device,
 and its microphone's frames reach us through our own receive buffer, so a WebRTC line's delay is the transport's
-both ways and the room's, 0.3-0.35 s for an aiortc peer whose loudspeaker echoes 150 ms after it played), on the
-monotonic clock; each near-end frame comes with its stream time and when
-it arrived. The stream clock is tied to ours by the earliest arrival seen (a frame can come late, never early),
-allowed to creep by ``DRIFT`` a second (the carrier's clock and ours drift apart), so the far end read beside a
+both ways and the room's, 0.33-0.36 s for an aiortc peer whose loudspeaker echoes 150 ms after it played, 0.36-0.41 s
+for headless Chromium's), on the monotonic clock; each near-end frame comes with its stream time and when it
+arrived. The stream clock is tied to ours by the earliest arrival seen (a frame can come late, never early), allowed
+to creep by ``DRIFT`` a second (the carrier's clock and ours drift apart), so the far end read beside a
 near-end frame is what played while it was being spoken: its echo comes later, by the line's round trip, within
 reach of AEC3's delay estimator. Where what played has been silent (``SILENT``) for longer than the echo can come
 back (``REACH_S``; once the line's delay is measured, that delay and ``TAIL_S``), as while the caller has their turn

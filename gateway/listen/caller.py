@@ -55,8 +55,8 @@ class CallerSide:
 
     ``cancel_echo``: what the gateway sends on the call (``played``) is taken back out of the caller's audio
     (gateway/listen/aec.py) before the VAD hears it (at 8 kHz, whatever the call's rate), and before the controller
-    does where its ``listen`` asks for that (``aec``, the default). ``echo_guard``: the level rule (gateway/listen/echo.py) judges what the VAD heard
-    too; without the canceller it always does.
+    does where its ``listen`` asks for that (``aec``, the default). ``echo_guard``: the level rule
+    (gateway/listen/echo.py) judges what the VAD heard too; without the canceller it always does.
     """
 
     def __init__(self, encoding: str, rate: int, vad: VadConfig, mode: str,
