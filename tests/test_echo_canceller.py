@@ -5,10 +5,13 @@ one server with the canceller on, and Twilio calls on such a line."""
 
 from __future__ import annotations
 
+import asyncio
+
 import numpy as np
 import pytest
 
 from cbf_tools.bench import cancellers, line
+from cbf_tools.peers.loudspeaker import SpeakerPeer
 from gateway.listen.aec import REACH_S, TAIL_S, EchoCanceller
 from gateway.listen.apm import WebRtcApm
 from tests.server import PHONE_KEY as KEY
@@ -257,3 +260,77 @@ def test_a_line_that_sends_nothing_back_is_echo_free_and_a_loud_caller_on_it_is_
         voice[RATE:] = line.caller_at(caller, echoing, line.active_dbfs(gateway))[:RATE]
         cancellers.stream(canceller, far, line.to_s16(line.echo_of(far, echoing) + voice))
         assert canceller.echo_free is free
+
+
+# WebRTC peers: an aiortc peer on a loudspeaker (cbf_tools/peers/loudspeaker.py), its own echo cancelling off, plays
+# what the gateway sends and its microphone sends it back through the line (-12 dB, 150 ms after it played, band-passed,
+# softly clipped): with the transport's buffers on top, the gateway measures the line at 300-350 ms.
+WEBRTC_ECHO = line.LineModel("a loudspeaker", -12, 150, None)
+
+
+async def speaking_to_a_loudspeaker(url: str, monkeypatch) -> SpeakerPeer:
+    from tests.rtc_helpers import speaking_to_a_loudspeaker
+
+    return await speaking_to_a_loudspeaker(url, monkeypatch, WEBRTC_ECHO, KEY)
+
+
+async def caller_audio_dbfs(agent, seconds: float) -> float:
+    """The level of ``seconds`` of the caller's audio (PCM16 at 16 kHz) the controller gets from now on."""
+    import base64
+    import json
+
+    from cbf_tools.bench.caller_voices import dbfs
+
+    pcm = b""
+    while len(pcm) < seconds * 32000:
+        message = json.loads(await asyncio.wait_for(agent.recv(), 20))
+        if message["type"] == "caller_audio":
+            pcm += base64.b64decode(message["audio"])
+    return dbfs(np.frombuffer(pcm, "<i2"))
+
+
+async def test_a_webrtc_peers_loudspeaker_echo_alone_stops_nothing_and_listen_gets_it_cancelled(aec_url,
+                                                                                                   monkeypatch):
+    """The canceller on: the gateway's own voice back from the peer's loudspeaker, for 4 s of its speech, stops
+    nothing; the controller's ``listen`` gets it cancelled (``aec`` true, the default), and as it came with ``aec``
+    false."""
+    import json
+
+    from tests.test_caller_audio import close_reading
+    from tests.test_telephony import controller
+
+    peer = await speaking_to_a_loudspeaker(aec_url, monkeypatch)
+    agent = await controller(aec_url, peer.session, codec="opus")
+    try:
+        await agent.send(json.dumps({"type": "listen", "format": "pcm16"}))
+        cleaned = await caller_audio_dbfs(agent, 2.0)
+        await agent.send(json.dumps({"type": "listen", "format": "pcm16", "aec": False}))
+        raw = await caller_audio_dbfs(agent, 1.0)
+        played = peer.speaker.loud_seconds()
+        assert await peer.wait_for(lambda: peer.speaker.loud_seconds() >= played + 1.0, 30)
+        assert not peer.of("speech_started") and not peer.of("interrupted") and not peer.of("cancelled"), peer.events
+        assert raw > -45 and cleaned <= raw - 15, (raw, cleaned)  # the echo came, and the canceller took it out
+    finally:
+        await peer.close()
+        await close_reading(agent)
+    await no_sessions_left(aec_url)
+
+
+async def test_a_webrtc_peer_talking_over_its_loudspeaker_echo_stops_the_gateway(aec_url, monkeypatch):
+    """The canceller on: a caller 17 dB below the gateway's speech level as it played, over that echo, is heard and
+    cuts the gateway off (the peer hears it go quiet)."""
+    from cbf_tools.bench import caller_voices as voices
+
+    peer = await speaking_to_a_loudspeaker(aec_url, monkeypatch)
+    try:
+        peer.speaker.talk(voices.clip_pcm(), 17)
+        assert await peer.wait_for(lambda: bool(peer.of("interrupted")), 30), ("the caller was not heard", peer.events)
+        kinds = [e["type"] for e in peer.events]
+        assert kinds.index("speech_started") < kinds.index("cancelled") < kinds.index("interrupted"), kinds
+        assert peer.event_times[kinds.index("speech_started")] > (peer.speaker.onset or 0)  # the caller's, not echo
+        played = peer.speaker.loud_seconds()
+        await asyncio.sleep(1.0)
+        assert peer.speaker.loud_seconds() - played <= 0.5  # what was in flight, then silence
+    finally:
+        await peer.close()
+    await no_sessions_left(aec_url)

@@ -19,9 +19,12 @@ with no echo made the next call's canceller hold back a loud caller; and a delay
 the echo through: the gateway stopped on its own voice.) Echo paths up to ``REACH_S`` are measured.
 
 Alignment: each piece of the far end is recorded with when it plays (phone calls: the outbox's estimate; WebRTC:
-when the paced track hands it on), on the monotonic clock; each near-end frame comes with its stream time and when
-it arrived. The stream clock is tied to ours by the earliest arrival seen (a frame can come late, never early),
-allowed to creep by ``DRIFT`` a second (the carrier's clock and ours drift apart), so the far end read beside a
+the frame's time on the paced track's grid, when it is sent: the peer plays it after its jitter buffer and device,
+and its microphone's frames reach us through our own receive buffer, so a WebRTC line's delay is the transport's
+both ways and the room's, 0.33-0.36 s for an aiortc peer whose loudspeaker echoes 150 ms after it played, 0.36-0.41 s
+for headless Chromium's), on the monotonic clock; each near-end frame comes with its stream time and when it
+arrived. The stream clock is tied to ours by the earliest arrival seen (a frame can come late, never early), allowed
+to creep by ``DRIFT`` a second (the carrier's clock and ours drift apart), so the far end read beside a
 near-end frame is what played while it was being spoken: its echo comes later, by the line's round trip, within
 reach of AEC3's delay estimator. Where what played has been silent (``SILENT``) for longer than the echo can come
 back (``REACH_S``; once the line's delay is measured, that delay and ``TAIL_S``), as while the caller has their turn
@@ -65,6 +68,9 @@ MEASURE_EVERY_S = 0.5  # of far-end audio processed, until the delay is sure (SU
 SURE = 3
 CONFIDENT = 8.0  # the correlation's peak over its mean magnitude: below this the measure is not taken
 AGREE_MS = 10.0
+PHAT_FLOOR = 1e-3  # GCC-PHAT weighs a frequency no more than this share of the loudest's magnitude below it: bands
+#                    where neither end has anything (a phone band's echo at 16 kHz: nothing above 4 kHz) are noise
+#                    that PHAT would raise to the level of the speech (its peak came out at lag 0 on a 300 ms line)
 DELAY_PAST_MS = 20  # AEC3 is told the measured lag and this much more: it cancelled best so on every line tried
 
 
@@ -256,7 +262,8 @@ class EchoCanceller:
             return
         size = 1 << int(np.ceil(np.log2(2 * reference.size)))
         cross = np.fft.rfft(heard, size) * np.conj(np.fft.rfft(reference, size))
-        cross /= np.abs(cross) + 1e-9
+        magnitude = np.abs(cross)
+        cross /= magnitude + PHAT_FLOOR * float(magnitude.max()) + 1e-9
         lags = np.fft.irfft(cross, size)[:round(REACH_S * self.rate)]
         lag = int(np.argmax(lags))
         if lags[lag] < CONFIDENT * (float(np.mean(np.abs(lags))) + 1e-12):
