@@ -75,3 +75,17 @@ def rsa_peer_connection(configuration=None):
     pc = RTCPeerConnection(configuration)
     pc._RTCPeerConnection__certificates = [RsaCertificate(key=key, cert=generate_certificate(key))]
     return pc
+
+
+async def speaking_to_a_loudspeaker(url: str, monkeypatch, model, key: str | None = None):
+    """A peer on a loudspeaker (cbf_tools/peers/loudspeaker.py: its microphone sends back what it plays through
+    ``model``'s line) connected to ``url``, the gateway 1.5 s into a long text to it."""
+    from cbf_tools.peers.loudspeaker import Loudspeaker, SpeakerPeer
+    from tests.test_telephony import LONG_TEXT
+
+    loopback_only(monkeypatch)
+    peer = SpeakerPeer(Loudspeaker(model))
+    await peer.connect(url, key)
+    peer.send({"type": "speak", "text": LONG_TEXT})
+    assert await peer.wait_for(lambda: peer.speaker.loud_seconds() >= 1.5, 60), "the gateway's speech never played"
+    return peer

@@ -67,7 +67,7 @@ def test_the_line_models_report_clears_false_barge_ins_and_the_callers_side_cpu(
     monkeypatch.setattr(line, "MODELS", tuple(m for m in line.MODELS if m.name in targets))
     monkeypatch.setattr(barge_in_lines, "CPU_CALLS", (1, 2))
     args = build_parser().parse_args(["bench", "barge-in", "--lines-only", "--line-trials", "1", "--line-compare",
-                                      "false", "--call-seconds", "2"])
+                                      "false", "--call-seconds", "2", "--webrtc-trials", "1"])
     status = args.run(args)
     out = capsys.readouterr().out.strip().splitlines()
     summary = json.loads(out[-1])
@@ -83,3 +83,9 @@ def test_the_line_models_report_clears_false_barge_ins_and_the_callers_side_cpu(
         assert set(figures) == {"1", "2"} and all(v > 0 for v in figures.values())
     assert set(lines["met"]) == set(barge_in_lines.TARGETS)
     assert any(line_.strip().startswith(line.TARGET_MODEL) for line_ in out)
+    # and the WebRTC line: a peer on a loudspeaker, one trial of the target caller and one of the echo alone
+    webrtc = lines["runs"]["canceller"]["webrtc"]
+    assert set(webrtc) == {line.TARGET_MODEL, line.TARGET_ECHO_MODEL}
+    assert webrtc[line.TARGET_MODEL]["kind"] == "speech" and webrtc[line.TARGET_MODEL]["trials"] == 1
+    assert webrtc[line.TARGET_ECHO_MODEL]["kind"] == "echo" and webrtc[line.TARGET_ECHO_MODEL]["trials"] == 1
+    assert any(line_.strip().startswith("WebRTC " + line.TARGET_MODEL) for line_ in out)

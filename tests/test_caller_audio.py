@@ -318,3 +318,25 @@ async def test_telnyx_and_asterisk_callers_are_heard_and_barge_in(url, stack, en
     await agent.close()
     await no_sessions_left(url)
 
+
+
+async def test_the_canceller_off_a_webrtc_peers_loudspeaker_echo_is_set_aside_by_the_level_rule(url, monkeypatch):
+    """``--echo-canceller`` off (the default), as before it ran on WebRTC peers: a peer whose loudspeaker echoes the
+    gateway (-12 dB, 150 ms after it played, band-passed, clipped; cbf_tools/peers/loudspeaker.py) does not stop it
+    (the level rule takes that for the gateway's own voice), and a caller as loud as the gateway does."""
+    from cbf_tools.bench import caller_voices as voices
+    from cbf_tools.bench import line
+    from tests.rtc_helpers import speaking_to_a_loudspeaker
+
+    peer = await speaking_to_a_loudspeaker(url, monkeypatch, line.LineModel("a loudspeaker", -12, 150, None), KEY)
+    try:
+        played = peer.speaker.loud_seconds()
+        assert await peer.wait_for(lambda: peer.speaker.loud_seconds() >= played + 2.5, 30)
+        assert not peer.of("interrupted") and not peer.of("cancelled"), peer.events
+        peer.speaker.talk(voices.clip_pcm(), 0)
+        assert await peer.wait_for(lambda: bool(peer.of("interrupted")), 30), ("the caller was not heard", peer.events)
+        kinds = [e["type"] for e in peer.events]
+        assert kinds.index("cancelled") < kinds.index("interrupted"), kinds
+    finally:
+        await peer.close()
+    await no_sessions_left(url)

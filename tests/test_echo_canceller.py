@@ -5,11 +5,14 @@ one server with the canceller on, and Twilio calls on such a line."""
 
 from __future__ import annotations
 
+import asyncio
+
 import numpy as np
 import pytest
 
 from cbf_tools.bench import cancellers, line
-from gateway.listen.aec import REACH_S, TAIL_S, EchoCanceller, LineDelays
+from cbf_tools.peers.loudspeaker import SpeakerPeer
+from gateway.listen.aec import REACH_S, TAIL_S, EchoCanceller
 from gateway.listen.apm import WebRtcApm
 from tests.server import PHONE_KEY as KEY
 from tests.server import running_server
@@ -73,7 +76,7 @@ def test_the_modules_fast_path_gives_what_livekits_own_calls_give(recordings):
 
 def test_with_no_far_end_the_caller_passes_unchanged_and_costs_no_module():
     made = []
-    canceller = EchoCanceller(RATE, lambda rate: made.append(rate) or WebRtcApm(rate), LineDelays())
+    canceller = EchoCanceller(RATE, lambda rate: made.append(rate) or WebRtcApm(rate))
     rng = np.random.default_rng(1)
     for i in range(50):
         pcm = rng.integers(-3000, 3000, 160).astype(np.int16)
@@ -84,7 +87,7 @@ def test_with_no_far_end_the_caller_passes_unchanged_and_costs_no_module():
 
 def test_a_far_end_that_starts_mid_call_late_pieces_and_jumps_are_counted_never_stalling(recordings):
     gateway, _ = recordings
-    canceller = EchoCanceller(RATE, lines=LineDelays())
+    canceller = EchoCanceller(RATE)
     silence = np.zeros(160, dtype=np.int16)
     for i in range(100):  # two seconds of a caller and no far end
         canceller.process(silence, i * 0.02, 100.0 + (i + 1) * 0.02)
@@ -108,13 +111,13 @@ def test_garbage_does_not_stall_it_and_a_diverging_module_is_replaced(recordings
         def process(self, far, near, delay_ms):
             return np.full_like(near, 30000)
 
-    canceller = EchoCanceller(RATE, lambda rate: Diverging(), LineDelays())
+    canceller = EchoCanceller(RATE, lambda rate: Diverging())
     for i in range(100):
         canceller.played(100.0 + i * 0.02, rng.integers(-32768, 32767, 160).astype(np.int16))
         _, out = canceller.process(np.full(160, 50, np.int16), i * 0.02, 100.0 + (i + 1) * 0.02)
         assert out.size == 160
     assert canceller.counts["resets"] >= 1
-    real = EchoCanceller(RATE, lines=LineDelays())
+    real = EchoCanceller(RATE)
     for i in range(100):
         real.played(100.0 + i * 0.02, rng.integers(-32768, 32767, 160).astype(np.int16))
         _, out = real.process(rng.integers(-32768, 32767, 160).astype(np.int16), i * 0.02, 100.0 + (i + 1) * 0.02)
@@ -123,9 +126,8 @@ def test_garbage_does_not_stall_it_and_a_diverging_module_is_replaced(recordings
 
 def test_the_line_delay_is_measured_and_told_to_the_next_module(recordings):
     gateway, caller = recordings
-    lines = LineDelays()
     echo_model = model(line.TARGET_ECHO_MODEL)
-    canceller = EchoCanceller(RATE, lines=lines)
+    canceller = EchoCanceller(RATE)
     near = line.to_s16(line.echo_of(gateway[:3 * RATE], echo_model))
     sent = 0
     for i in range(0, near.size - 159, 160):
@@ -134,7 +136,7 @@ def test_the_line_delay_is_measured_and_told_to_the_next_module(recordings):
             sent += 800
         canceller.process(near[i:i + 160], i / RATE, 100.0 + (i + 160) / RATE)
     assert canceller.delay_ms is not None and abs(canceller.delay_ms - echo_model.delay_ms) <= 25
-    assert lines.typical() == canceller.delay_ms and canceller.delay_ms < REACH_S * 1000
+    assert canceller.delay_ms < REACH_S * 1000
     assert not canceller.settled  # its module found the delay alone: the next one, after a pause, is told it
     for i in range(0, 2 * RATE, 160):  # the gateway falls silent: past the echo's reach the module goes
         canceller.process(np.zeros(160, np.int16), 3.0 + i / RATE, 103.0 + (i + 160) / RATE)
@@ -166,7 +168,7 @@ def test_while_nothing_loud_plays_within_the_echos_reach_the_module_rests_and_th
         made.append(module)
         return module
 
-    canceller = EchoCanceller(RATE, counted, LineDelays())
+    canceller = EchoCanceller(RATE, counted)
     frames: dict[int, tuple[bool, int, int]] = {}  # sample -> (passed, module calls so far, modules so far)
     cleaned, _ = cancellers.stream(canceller, far, near, lambda i: frames.__setitem__(
         i, (canceller.passed, calls[0], len(made))))
@@ -252,9 +254,83 @@ def test_a_line_that_sends_nothing_back_is_echo_free_and_a_loud_caller_on_it_is_
     assert all(ms is not None and 0 < ms <= 600 for ms in figures["canceller"])
     gateway, caller = recordings
     for echoing, free in ((silent_line, True), (model(line.TARGET_MODEL), False)):
-        canceller = EchoCanceller(RATE, lines=LineDelays())
+        canceller = EchoCanceller(RATE)
         far = gateway[:2 * RATE]
         voice = np.zeros(far.size)
         voice[RATE:] = line.caller_at(caller, echoing, line.active_dbfs(gateway))[:RATE]
         cancellers.stream(canceller, far, line.to_s16(line.echo_of(far, echoing) + voice))
         assert canceller.echo_free is free
+
+
+# WebRTC peers: an aiortc peer on a loudspeaker (cbf_tools/peers/loudspeaker.py), its own echo cancelling off, plays
+# what the gateway sends and its microphone sends it back through the line (-12 dB, 150 ms after it played, band-passed,
+# softly clipped): with the transport's buffers on top, the gateway measures the line at 300-350 ms.
+WEBRTC_ECHO = line.LineModel("a loudspeaker", -12, 150, None)
+
+
+async def speaking_to_a_loudspeaker(url: str, monkeypatch) -> SpeakerPeer:
+    from tests.rtc_helpers import speaking_to_a_loudspeaker
+
+    return await speaking_to_a_loudspeaker(url, monkeypatch, WEBRTC_ECHO, KEY)
+
+
+async def caller_audio_dbfs(agent, seconds: float) -> float:
+    """The level of ``seconds`` of the caller's audio (PCM16 at 16 kHz) the controller gets from now on."""
+    import base64
+    import json
+
+    from cbf_tools.bench.caller_voices import dbfs
+
+    pcm = b""
+    while len(pcm) < seconds * 32000:
+        message = json.loads(await asyncio.wait_for(agent.recv(), 20))
+        if message["type"] == "caller_audio":
+            pcm += base64.b64decode(message["audio"])
+    return dbfs(np.frombuffer(pcm, "<i2"))
+
+
+async def test_a_webrtc_peers_loudspeaker_echo_alone_stops_nothing_and_listen_gets_it_cancelled(aec_url,
+                                                                                                   monkeypatch):
+    """The canceller on: the gateway's own voice back from the peer's loudspeaker, for 4 s of its speech, stops
+    nothing; the controller's ``listen`` gets it cancelled (``aec`` true, the default), and as it came with ``aec``
+    false."""
+    import json
+
+    from tests.test_caller_audio import close_reading
+    from tests.test_telephony import controller
+
+    peer = await speaking_to_a_loudspeaker(aec_url, monkeypatch)
+    agent = await controller(aec_url, peer.session, codec="opus")
+    try:
+        await agent.send(json.dumps({"type": "listen", "format": "pcm16"}))
+        cleaned = await caller_audio_dbfs(agent, 2.0)
+        await agent.send(json.dumps({"type": "listen", "format": "pcm16", "aec": False}))
+        raw = await caller_audio_dbfs(agent, 1.0)
+        played = peer.speaker.loud_seconds()
+        assert await peer.wait_for(lambda: peer.speaker.loud_seconds() >= played + 1.0, 30)
+        assert not peer.of("speech_started") and not peer.of("interrupted") and not peer.of("cancelled"), peer.events
+        assert raw > -45 and cleaned <= raw - 15, (raw, cleaned)  # the echo came, and the canceller took it out
+    finally:
+        await peer.close()
+        await close_reading(agent)
+    await no_sessions_left(aec_url)
+
+
+async def test_a_webrtc_peer_talking_over_its_loudspeaker_echo_stops_the_gateway(aec_url, monkeypatch):
+    """The canceller on: a caller 17 dB below the gateway's speech level as it played, over that echo, is heard and
+    cuts the gateway off (the peer hears it go quiet)."""
+    from cbf_tools.bench import caller_voices as voices
+
+    peer = await speaking_to_a_loudspeaker(aec_url, monkeypatch)
+    try:
+        peer.speaker.talk(voices.clip_pcm(), 17)
+        assert await peer.wait_for(lambda: bool(peer.of("interrupted")), 30), ("the caller was not heard", peer.events)
+        kinds = [e["type"] for e in peer.events]
+        assert kinds.index("speech_started") < kinds.index("cancelled") < kinds.index("interrupted"), kinds
+        assert peer.event_times[kinds.index("speech_started")] > (peer.speaker.onset or 0)  # the caller's, not echo
+        played = peer.speaker.loud_seconds()
+        await asyncio.sleep(1.0)
+        assert peer.speaker.loud_seconds() - played <= 0.5  # what was in flight, then silence
+    finally:
+        await peer.close()
+    await no_sessions_left(aec_url)

@@ -254,6 +254,25 @@ SAID = [
     # ":15"); two capitals in order joined by an en dash, or by a hyphen after a plural noun
     ("Pickup window 2:15–2:45 PM.", "Pickup window two fifteen to two forty-five PM."),
     ("Zones A–D are on", "Zones A to D are on"), ("rows C-F only", "rows C to F only"), ("an X-Y plot", "an X-Y plot"),
+    # from dev12: a front matter page's numeral; a unit fraction's article before a vowel
+    ("The preface starts on page xiv.", "The preface starts on page fourteen."), ("See Page IV.", "See Page four."),
+    ("Trim ⅛ inch off.", "Trim an eighth inch off."), ("Add ¼ cup.", "Add a quarter cup."),
+    # a phone keypad's key, pressed or named; elsewhere markdown's mark or a stray symbol
+    ("Press # to go back.", "Press pound to go back."), ("Press 2, then *.", "Press two, then star."),
+    ("Enter it followed by #.", "Enter it followed by pound."), ("the * key", "the star key"),
+    ("A * marks a must.", "A marks a must."), ("Use **both** keys.", "Use both keys."),
+    ("Try *this* or _that_ one.", "Try this or that one."),
+    # six or more unbroken digits after an acronym that names them: an identifier; a currency's code names an amount
+    ("Your MRN is 48213077.", "Your M R N is four eight two one three zero seven seven."),
+    ("EIN 123456789", "E I N one two three four five six seven eight nine"),
+    ("a USD 250000 fund", "a two hundred fifty thousand dollar fund"), ("the CPU 1000 line", "the C P U one thousand line"),
+    # a page, pages and circa before a number; week and year short
+    ("See pp. 45-60 or p. 12.", "See pages forty-five to sixty or page twelve."), ("P. 4 of it", "Page four of it"),
+    ("built ca. 1850", "built circa eighteen fifty"), ("The c. elegans worm", "The c. elegans worm"),
+    ("Run 3x per wk.", "Run three times per week."), ("twice a yr", "twice a year"),
+    # a letter for a power; a complexity's big O
+    ("Growth is (1 + r)^n.", "Growth is one plus r to the power of n."), ("e^x + 1", "e to the power of x plus one"),
+    ("It runs in O(n^2) time.", "It runs in big O of n squared time."),
     # a bare month/day whose day (13-31) makes no fraction anyone writes, before a singular noun or a verb
     ("The 12/25 flight is sold out, but 12/26 has seats.",
      "The December twenty-fifth flight is sold out, but December twenty-sixth has seats."),

@@ -37,6 +37,7 @@ CALIBRATE_S = 3.0
 CPU_CALLS = (1, 4, 16)
 CPU_SECONDS = 6.0
 YIELD_S = 0.3  # the CPU run where the gateway yields: it stops this long after the caller starts
+WEBRTC_MODELS = (line.MODELS[0].name, line.TARGET_MODEL, "caller -20 dB, echo -12 dB 150 ms", line.TARGET_ECHO_MODEL)
 TARGETS = {"cleared_pct": 90.0, "onset_to_clear_p50_ms": 300.0, "false_barge_ins_echo": 0,
            "double_talk_cleared_pct": 95.0, "caller_side_core_pct_16": 2.0, "vad_core_pct_16": 1.0}
 
@@ -100,11 +101,77 @@ def _model_summary(model: line.LineModel, speech: list[tuple[float | None, int]]
             "onset_to_clear_p95_ms": percentile(got, 0.95) if got else None}
 
 
+async def webrtc_speech_trial(url: str, api_key: str | None, rng: random.Random, model: line.LineModel,
+                              speech: np.ndarray) -> tuple[float | None, int]:
+    """A WebRTC peer on a loudspeaker (cbf_tools/peers/loudspeaker.py): (the caller's onset to ``interrupted`` at the
+    peer in ms, None: none came; interruptions before the onset)."""
+    from cbf_tools.peers.loudspeaker import Loudspeaker, SpeakerPeer
+
+    assert model.caller_db is not None
+    peer = SpeakerPeer(Loudspeaker(model))
+    try:
+        await peer.connect(url, api_key)
+        peer.send({"type": "speak", "text": bench.TEXT})
+        after = DOUBLE_TALK_S if model.double_talk else rng.uniform(*bench.SPEECH_AFTER_S)
+        if not await peer.wait_for(lambda: peer.speaker.loud_seconds() >= after, 30):
+            raise bench.BenchError(f"the gateway's speech did not reach the peer: {peer.speaker.loud_seconds():.2f} "
+                                   f"s of it in 30 s; events {[e['type'] for e in peer.events][:8]}")
+        peer.speaker.talk(speech, -model.caller_db)
+        await peer.wait_for(lambda: peer.speaker.onset is not None, 5)
+        t0 = peer.speaker.onset or 0.0
+        await peer.wait_for(lambda: any(at >= t0 for at in peer.times_of("interrupted")),
+                            speech.size / line.RATE + bench.CLEAR_WAIT_S)
+        times = peer.times_of("interrupted")
+        after_onset = [at for at in times if at >= t0]
+        return (round(1000 * (after_onset[0] - t0), 1) if after_onset else None), len(times) - len(after_onset)
+    finally:
+        await peer.close()
+
+
+async def webrtc_echo_trial(url: str, api_key: str | None, model: line.LineModel, seconds: float) -> bool:
+    """Whether the gateway's own voice back from a WebRTC peer's loudspeaker alone stopped it."""
+    from cbf_tools.peers.loudspeaker import Loudspeaker, SpeakerPeer
+
+    peer = SpeakerPeer(Loudspeaker(model))
+    try:
+        await peer.connect(url, api_key)
+        peer.send({"type": "speak", "text": bench.TEXT})
+        if not await peer.wait_for(lambda: peer.speaker.loud_seconds() > 0, 30):
+            raise bench.BenchError("the gateway's speech never reached the peer")
+        await asyncio.sleep(seconds)
+        return bool(peer.of("interrupted") or peer.of("cancelled"))
+    finally:
+        await peer.close()
+
+
+async def measure_webrtc(url: str, api_key: str | None, args: argparse.Namespace,
+                         errors: list[str]) -> dict[str, Any]:
+    """``WEBRTC_MODELS``' trials with WebRTC peers on a loudspeaker (the line's delay counted from when the peer
+    played the audio: the transport's buffers come on top)."""
+    _, caller = clip_pair()
+    out: dict[str, Any] = {}
+    for model in (m for m in line.MODELS if m.name in WEBRTC_MODELS):
+        if model.caller_db is None:
+            echo = await bench._trials(f"webrtc {model.name} echo", args.webrtc_trials, args.concurrency, errors,
+                                       lambda rng, m=model: webrtc_echo_trial(url, api_key, m, args.call_seconds),
+                                       args.seed)
+            out[model.name] = _model_summary(model, [], echo)
+        else:
+            trials = await bench._trials(
+                f"webrtc {model.name} speech", args.webrtc_trials, args.concurrency, errors,
+                lambda rng, m=model: webrtc_speech_trial(url, api_key, rng, m, caller), args.seed)
+            out[model.name] = _model_summary(model, trials, [])
+    return out
+
+
 async def measure(url: str, api_key: str | None, args: argparse.Namespace, errors: list[str]) -> dict[str, Any]:
-    """Every line model's trials on the server at ``url``, one model after another."""
+    """Every line model's trials on the server at ``url``, one model after another (and ``WEBRTC_MODELS``' with
+    WebRTC peers, ``--webrtc-trials``)."""
     level = await gateway_level(url, api_key)
     _, caller = clip_pair()
     out: dict[str, Any] = {"gateway_dbfs": round(level, 1), "models": {}}
+    if args.webrtc_trials:
+        out["webrtc"] = await measure_webrtc(url, api_key, args, errors)
     for model in line.MODELS:
         if model.caller_db is None:
             echo = await bench._trials(f"{model.name} echo", args.line_trials, args.concurrency, errors,
@@ -213,6 +280,23 @@ def render(s: dict[str, Any]) -> list[str]:
                 cells.append(f"cleared {r['cleared']}/{r['trials']} ({r['cleared_within_600_ms']} <= 600 ms), "
                              f"{bench._ms(r['onset_to_clear_p50_ms'])}/{bench._ms(r['onset_to_clear_p95_ms'])}")
         out.append(f"  {model.name:48s}" + "".join(f"{c:>44s}" for c in cells))
+    if any("webrtc" in runs[n] for n in names):
+        out.append("  WebRTC peers on a loudspeaker (cbf_tools/peers/loudspeaker.py; the delay from when the peer "
+                   "played it, the transport's buffers on top; onset -> interrupted at the peer)")
+        for model in line.MODELS:
+            if model.name not in WEBRTC_MODELS:
+                continue
+            cells = []
+            for n in names:
+                r = runs[n].get("webrtc", {}).get(model.name)
+                if r is None:
+                    cells.append("-")
+                elif r["kind"] == "echo":
+                    cells.append(f"false barge-ins {r['false_barge_ins']}/{r['trials']}")
+                else:
+                    cells.append(f"cleared {r['cleared']}/{r['trials']} ({r['cleared_within_600_ms']} <= 600 ms), "
+                                 f"{bench._ms(r['onset_to_clear_p50_ms'])}/{bench._ms(r['onset_to_clear_p95_ms'])}")
+            out.append(f"  {'WebRTC ' + model.name:48s}" + "".join(f"{c:>44s}" for c in cells))
     out.append("  (speech: cleared, within 600 ms of the onset, onset -> clear p50/p95)")
     cpu_pct = s["cpu"]
     out.append("  caller's side CPU per call, in process, the target line, back to back, the calls' windows batched "

@@ -21,7 +21,7 @@ import numpy as np
 
 from cbf_tools.bench import caller_voices as voices
 from cbf_tools.bench import line
-from gateway.listen.aec import EchoCanceller, LineDelays
+from gateway.listen.aec import EchoCanceller
 from gateway.listen.apm import WebRtcApm
 from gateway.listen.silero import SileroVad
 
@@ -96,7 +96,7 @@ def run_line(module: Any, model: line.LineModel, gateway: np.ndarray, caller: np
         start = round(caller_from_s * line.RATE)
         voice[start:start + said.size] = said[:gateway.size - start]
     near = line.to_s16(echo + voice)
-    cleaned, spent = stream(EchoCanceller(line.RATE, module, LineDelays()), gateway, near)  # each a first call
+    cleaned, spent = stream(EchoCanceller(line.RATE, module), gateway, near)  # each a first call
     return near[:cleaned.size], line.to_s16(voice)[:cleaned.size], cleaned, spent
 
 

@@ -43,12 +43,14 @@ ABBREVIATIONS = {"e.g.": "for example", "i.e.": "that is", "etc.": "et cetera", 
                  "Bros.": "Brothers", "Mfg.": "Manufacturing", "Natl.": "National", "natl.": "national",
                  "dist.": "district", "Dist.": "District", "Jct.": "Junction", "Pkwy.": "Parkway", "Ln.": "Lane",
                  "Sq.": "Square", "Ct.": "Court", "Pl.": "Place", "Ter.": "Terrace", "Hts.": "Heights",
-                 "Mtn.": "Mountain", "mo.": "month", "mos.": "months", "wk.": "week", "wks.": "weeks",
+                 "Mtn.": "Mountain", "mo.": "month", "mos.": "months",
                  "hr.": "hour", "min.": "minute", "mins.": "minutes", "sec.": "second", "secs.": "seconds",
                  "nos.": "numbers", "Nos.": "numbers", "pp.": "pages",
                  "para.": "paragraph", "sect.": "section", "Sect.": "Section", "sec'y": "secretary",
+                 "wk": "week", "wk.": "week", "wks": "weeks", "wks.": "weeks", "approx": "approximately",
+                 "yr": "year", "yrs": "years",
                  "max.": "maximum", "gov't": "government", "gov’t": "government", "blks": "blocks", "blk.": "block"}
-ENDINGS = frozenset({"intl.", "avail.", "pt.", "ins.", "avg.", "misc.", "appt.", "appts.", "ref.", "Ref.", "dept.", "tel.", "Tel.", "Apt.", "Ste.", "etc.", "Inc.", "Ltd.", "Corp.", "Co.", "Ave.", "Blvd.", "Rd.", "Ph.D.", "Dept.", "govt.", "max.", "blk."})
+ENDINGS = frozenset({"wk.", "wks.", "intl.", "avail.", "pt.", "ins.", "avg.", "misc.", "appt.", "appts.", "ref.", "Ref.", "dept.", "tel.", "Tel.", "Apt.", "Ste.", "etc.", "Inc.", "Ltd.", "Corp.", "Co.", "Ave.", "Blvd.", "Rd.", "Ph.D.", "Dept.", "govt.", "max.", "blk."})
 
 WORD_ACRONYMS = frozenset(
     "ZIP NASA NATO FIFA OPEC AIDS JPEG JSON YAML GIF PIN RAM ROM SIM LAN SARS FEMA OSHA UEFA IKEA LEGO WASP NAFTA "
@@ -202,6 +204,15 @@ def open_caps(text: str) -> int | None:
     return None
 
 
+_BEFORE_NUMBER = {"p.": "page", "pp.": "pages", "ca.": "circa", "c.": "circa"}
+
+
+def _before_number(match: re.Match[str]) -> str:
+    """"p. 12" "page twelve", "pp. 45-60" "pages", "ca. 1850" / "c. 300 BC" "circa": said so only before a number."""
+    said = _BEFORE_NUMBER[match.group().lower()]
+    return said.capitalize() if match.group()[0].isupper() else said
+
+
 def open_counted(text: str) -> int | None:
     """Where a word that numbers things starts at the end of ``text`` when the numbers after it may yet be a pair
     ("Fig. 2 and" before "3": "Figures"), or None."""
@@ -251,6 +262,7 @@ RULES: list[Rule] = [
      _title),
     ("abbreviation",
      rf"(?<![\w.])(?:{_pattern(ABBREVIATIONS)}|(?i:{_pattern(_LOWER_ABBREVIATIONS)}))(?![\w])", _abbreviation),
+    ("before_number", r"(?<![\w.])(?:[Pp]{1,2}|[Cc]a)\.(?=[ \t]?\d)|(?<![\w.])c\.(?=[ \t]?\d{3,4}\b)", _before_number),
     ("label", rf"(?<![\w.])(?:{_pattern(LABELS)})(?:(?=:)|\.?(?=[ \t]*[+(]?\d))", _label),
     ("copied", r"(?<![\w.@'’])(?i:b?cc)(?=:|[ \t]+(?:me|us|them|him|her|[\w.+-]+@))", _copied),
     ("dose_form", r"(?<=\d[ \t])(?:tab|cap)s?(?:\.(?=[ \t]+[a-z])|(?![\w]))", _dose_form),

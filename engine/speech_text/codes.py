@@ -113,6 +113,16 @@ _CODE_CUE = re.compile(
 _PHONE_CUE = re.compile(r"(?i:\b(?:call|phone|tel|dial|fax|mobile|cell|landline|hotline))\b\.?:?[ \t]+\Z")
 
 
+_ACRONYM_BEFORE = re.compile(r"(?<![\w.])([A-Z]{2,5})(?:[ \t]+(?:is|was|number|no\.|#))?:?[ \t]+\Z")
+
+
+def _named_number(match: re.Match[str], before: int) -> bool:
+    """Six or more digits, unbroken, after an acronym that names them ("Your MRN is 48213077", "NPI: 1234567893"):
+    an identifier, not a quantity (a currency's code names an amount)."""
+    named = _ACRONYM_BEFORE.search(match.string, before, match.start())
+    return named is not None and named[1] not in CURRENCIES and match.group().isdigit() and len(match.group()) >= 6
+
+
 def _cued_digits(match: re.Match[str]) -> str | None:
     """Digits after a word that makes them a code or a phone number, group by group, digit by digit; a national
     number with its trunk zero ("07700 900123") is a phone number wherever it stands."""
@@ -120,7 +130,7 @@ def _cued_digits(match: re.Match[str]) -> str | None:
     groups = match.group().replace("-", " ").split()
     trunk = len(groups) > 1 and groups[0][0] == "0" and len(groups[0]) >= 3 and 10 <= len("".join(groups)) <= 11
     phone = trunk or len(groups) > 1 and groups[0][0] == "0" and _PHONE_CUE.search(match.string, before, match.start())
-    if not phone and not _CODE_CUE.search(match.string, before, match.start()):
+    if not phone and not _CODE_CUE.search(match.string, before, match.start()) and not _named_number(match, before):
         return None
     return ", ".join(w.digits(group) for group in groups)
 
@@ -210,7 +220,7 @@ _ROMAN_LOWER = r"(?=[mdclxvi]{2})" + _ROMAN.lower().replace("(?=[mdclxvi])", "")
 _VALUES = {"M": 1000, "D": 500, "C": 100, "L": 50, "X": 10, "V": 5, "I": 1}
 NUMBERING = ("Rule Rules Chapter Chapters Part Parts Volume Vol. Book Act Scene Section Phase Stage Level Tier "
              "Article Appendix Class Type Grade Round Season Episode Step Schedule Category Division Annex Title Clause "
-             "Psalm Fig. Figure Table Exhibit Lesson Module Unit Auto Rocky Fantasy Bowl War Wars Mark Mk. Model Series Gen "
+             "Page Pages Psalm Fig. Figure Table Exhibit Lesson Module Unit Auto Rocky Fantasy Bowl War Wars Mark Mk. Model Series Gen "
              "Generation Apollo iPhone").split()
 REGNAL = ("King Queen Pope Emperor Empress Tsar Czar Prince Princess Louis Henry Elizabeth Charles George Edward "
           "William Richard James John Paul Benedict Pius Leo Gregory Innocent Clement Urban Napoleon Peter Catherine "
@@ -304,7 +314,7 @@ def _after_name(match: re.Match[str]) -> str | None:
 
 # A function applied to its argument: "sin(30°)" "sine of thirty degrees", "log₂(8)" "log base two of eight".
 _FUNCTIONS = {"sin": "sine of", "cos": "cosine of", "tan": "tangent of", "log": "log of", "ln": "the natural log of",
-              "exp": "the exponential of"}
+              "exp": "the exponential of", "O": "big O of"}
 _FUNCTION = r"(?:%s)[₀-₉]*(?=\()" % "|".join(sorted(_FUNCTIONS, key=len, reverse=True))
 _TERM = (rf"(?:(?:\d+(?:\.\d+)?(?=\())?(?:sqrt(?=\())?(?:{_FUNCTION})?\(?[-−]?√?(?:[a-z]\([a-z]\)|[A-Z](?=[ \t]?=)"
          r"|[a-z]{2}(?=\^|[²³])|(?:\d+(?:\.\d+)?)?[a-z](?![A-Za-z0-9_(])"
@@ -315,7 +325,7 @@ _OPERATORS = {" x": "times", "·": "times", "√": "the square root of", "sqrt":
               "+": "plus", "*": "times", "×": "times", "÷": "divided by", "/": "divided by", "=": "equals"}
 _MATH_PARTS = re.compile(
     rf"{_FUNCTION}|°|(?<=\d)/[a-z](?![a-z])|(?<![\d.])\d{{1,2}}/\d{{1,2}}(?![\d.])|"
-    r"(?<=[\d)])\((?=[\w√-])|(?<=[\w)²³])[ \t]x(?=[ \t]+[\w(])|√|sqrt|[A-Z]|(?<=\d)!|(?<![\d\w])[-−](?=[\d\w])|[a-z]\([a-z]\)|\d{1,3}(?:,\d{3})+(?:\.\d+)?|\d+(?:\.\d+)?|[a-z]|\^[ \t]?(?:\d+(?:\.\d+)?|[-−]?[a-z](?![a-z]))|[²³]|[-−+*×÷/=·]")
+    r"(?<=[\d)])\((?=[\w√-])|(?<=[\w)²³])[ \t]x(?=[ \t]+[\w(])|√|sqrt|[A-Z]|(?<=\d)!|(?<![\d\w])[-−](?=[\d\w])|[a-z]\([a-z]\)|\d{1,3}(?:,\d{3})+(?:\.\d+)?|\d+(?:\.\d+)?|\^[ \t]?(?:\d+(?:\.\d+)?|[-−]?[a-z](?![a-z]))|[a-z]|[²³]|[-−+*×÷/=·]")
 
 
 _UNIT_LETTERS = frozenset(unit for unit in UNITS if len(unit) == 1 and unit != "x")
@@ -349,7 +359,7 @@ def _math(match: re.Match[str]) -> str | None:
     for part in _MATH_PARTS.findall(text):
         if part == "(":  # "2(x + 3)": a product
             said.append("times")
-        elif part[:3] in _FUNCTIONS or part[:2] in _FUNCTIONS:
+        elif part.rstrip("₀₁₂₃₄₅₆₇₈₉") in _FUNCTIONS:
             name = part.rstrip("₀₁₂₃₄₅₆₇₈₉")
             base = part[len(name):].translate(_SUBSCRIPTS)
             said.append(_FUNCTIONS[name].replace(" of", f" base {w.cardinal(base)} of") if base else _FUNCTIONS[name])
@@ -452,7 +462,7 @@ RULES: list[Rule] = [
     # "cd-38", "ab-cd-12-34": a small-letter code with digits, its letter parts that make no word spelled
     ("small_code", r"(?<![\w-])(?=[a-z0-9-]*\d)[a-z]{1,3}(?:-(?:[a-z]{1,6}|\d{1,6})){1,4}(?![\w-]|[.,]\d)"
                    r"|(?<![\w-])(?=[a-z0-9-]*[a-z])\d{1,6}(?:-(?:[a-z]{1,6}|\d{1,6})){2,4}(?![\w-]|[.,]\d)", _small_code),
-    ("roman", rf"(?<![\w])(?:Super[ \t]Bowl|World[ \t]War|{_NUMBERING}|item|clause|paragraph|section|part|step)"
+    ("roman", rf"(?<![\w])(?:Super[ \t]Bowl|World[ \t]War|{_NUMBERING}|item|clause|paragraph|section|part|step|page|pages)"
               rf"[ \t](?:{_ROMAN}|{_ROMAN_LOWER})(?![\w])",
      _numbered),
     # "the XXI century": a numeral before a century, a millennium, a dynasty is its ordinal

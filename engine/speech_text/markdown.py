@@ -16,6 +16,7 @@ import re
 from engine.speech_text.first_chars import required_chars
 from engine.speech_text.spans import Piece, verbatim
 from engine.speech_text.tags import TURBO_TAG
+from engine.speech_text.symbols import keypad_key
 
 _FENCE = re.compile(r"[ \t]{0,3}(`{3,}|~{3,})")
 _RULE = re.compile(r"[ \t]*([-*_=~])(?:[ \t]*\1){2,}[ \t\r]*")  # ---, ***, ___, ===, ~~~ (and spaced: - - -)
@@ -155,6 +156,8 @@ def _inline(out: _Pieces, start: int, end: int) -> None:
             out.say(lo, hi, _ENTITIES[match.group()[1:-1].lower()])
         elif kind == "times":
             out.say(lo, hi, " times ")
+        elif kind == "strong" and keypad_key(match.string, lo, hi):
+            pass  # "Press #": the key, said by symbols.py
         else:  # control characters, citations, link targets, "![", brackets, emphasis, code ticks, stray #s
             out.say(lo, hi, "")
 

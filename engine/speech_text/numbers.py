@@ -459,7 +459,8 @@ def _vulgar(match: re.Match[str]) -> str:
     if numerator == 1 and not whole and match.string.startswith((" of ", " of\t"), match.end()) and denominator == 2:
         said = "half"  # "½ of customers": "half of", not "a half of"
     elif numerator == 1:
-        said = "a " + said.split(" ", 1)[-1] if " " in said else "a " + said
+        said = said.split(" ", 1)[-1]
+        said = ("an " if said.startswith("e") else "a ") + said  # "an eighth"
     return f"{w.cardinal(whole)} and {said}" if whole else said
 
 

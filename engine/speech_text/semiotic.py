@@ -95,7 +95,7 @@ _RULES_OF_CLASS = {
     "tag": "tag",
     "electronic": "email url file_name windows_path unix_path identifier handle hashtag hash_in_word version",
     "address": "state address unit zip postal route postcode floor ordinal_street",
-    "telephone": "vanity extension local_phone local_digits service_code short_code star_code bare_phone grouped_digits phone",
+    "telephone": "vanity extension local_phone local_digits service_code short_code star_code keypad bare_phone grouped_digits phone",
     "serial": "hex flight number_code cued_digits serial slashed_code small_code leftover",
     "roman": "roman roman_century roman_year roman_item regnal name_numeral",
     "math": "math ratio words compare power squared cubed product",
@@ -106,7 +106,7 @@ _RULES_OF_CLASS = {
     "fraction": "mixed_fraction fraction signed_fraction vulgar_fraction",
     "measure": "per_unit pressure rooms feet_inches feet dimensions inches inches_tall hyphen_unit unit_alone fraction_unit fraction_inches",
     "cardinal": "number_sign quantity grouped_thousands scientific",
-    "abbreviation": "initials_and title abbreviation label copied dose_form dotted caps",
+    "abbreviation": "initials_and title abbreviation before_number label copied dose_form dotted caps",
     "plain": "sharp about slash dash emoji stray bar",
 }
 CLASSES = {rule: kind for kind, rules in _RULES_OF_CLASS.items() for rule in rules.split()}

@@ -3,7 +3,7 @@
 Emoji are removed by a Unicode range rule (pictographs, dingbats, arrows, box drawing, variation selectors, skin
 tones, joiners, tag characters, keycaps, flags) rather than the ``emoji`` package: one character class, O(n), no
 dependency. ``&`` -> "and", ``@`` -> "at", ``%`` -> "percent", ``+`` -> "plus", ``=`` -> "equals", ``/`` between words
--> "or", arrows -> "to"; an em or en dash between words becomes a spaced pause (" - ").
+-> "or", arrows -> "to", a keypad's ``#`` and ``*`` after "press"/"dial"/... -> "pound", "star"; an em or en dash between words becomes a spaced pause (" - ").
 """
 
 from __future__ import annotations
@@ -62,6 +62,23 @@ def _sharp(match: re.Match[str]) -> str:
     return match.group()[0] + " sharp"
 
 
+_KEYPAD_BEFORE = re.compile(r"(?i:\b(?:press|pressing|hit|dial|enter|tap|touch|then|followed[ \t]by|or))[ \t]+\Z")
+_KEYPAD_AFTER = re.compile(r"[ \t]+(?i:key|button|sign)\b")
+
+
+def keypad_key(text: str, start: int, end: int) -> bool:
+    """Whether the ``#`` or ``*`` at ``text[start:end]`` is a phone keypad's key, pressed or named ("Press #", "the *
+    key"), not markdown's mark or a stray symbol."""
+    return text[start:end] in ("#", "*") and bool(_KEYPAD_BEFORE.search(text[max(0, start - 16):start])
+                                                  or _KEYPAD_AFTER.match(text, end))
+
+
+def _keypad(match: re.Match[str]) -> str | None:
+    if keypad_key(match.string, match.start(), match.end()):
+        return " pound" if match.group() == "#" else " star"
+    return None
+
+
 def _saying(words: str):  # type: ignore[no-untyped-def]
     """A handler that says ``words`` for whatever it matched."""
     return lambda match: words
@@ -82,6 +99,7 @@ RULES: list[Rule] = [
     ("slash", r"(?<=[^\W\d_])(?:[ \t]/[ \t]|/)(?=[^\W\d_])", _saying(" or ")),  # not "edit /usr": a path
     ("dash", r"[ \t]*[—–][ \t]*", _saying(" - ")),
     ("emoji", rf"[{EMOJI}]+", _saying("")),
+    ("keypad", r"(?<![\w#*])[#*](?![\w#*])", _keypad),
     ("stray", r"[\\{}<>^~*#$•·†‡]+", _saying("")),
     ("bar", r"[|/]", _saying(" ")),
 ]

@@ -14,14 +14,17 @@ in the gateway's speech. (Replacing it at once by a module told the delay that i
 the module before it heard, was tried: its output is then, sample for sample, that of a module told the delay from
 its start, yet on the bench's lines a caller talking over the gateway from its first 200 ms was cleared within
 600 ms in 1 of 20 calls, against 15-16 of 20 with the module left to find the delay alone. Telling a new call what
-recent calls measured, ``LineDelays.typical``, was tried and left off: on the test server a delay measured on a call
+recent calls measured was tried and left off: on the test server a delay measured on a call
 with no echo made the next call's canceller hold back a loud caller; and a delay told longer than the line's lets
 the echo through: the gateway stopped on its own voice.) Echo paths up to ``REACH_S`` are measured.
 
 Alignment: each piece of the far end is recorded with when it plays (phone calls: the outbox's estimate; WebRTC:
-when the paced track hands it on), on the monotonic clock; each near-end frame comes with its stream time and when
-it arrived. The stream clock is tied to ours by the earliest arrival seen (a frame can come late, never early),
-allowed to creep by ``DRIFT`` a second (the carrier's clock and ours drift apart), so the far end read beside a
+the frame's time on the paced track's grid, when it is sent: the peer plays it after its jitter buffer and device,
+and its microphone's frames reach us through our own receive buffer, so a WebRTC line's delay is the transport's
+both ways and the room's, 0.33-0.36 s for an aiortc peer whose loudspeaker echoes 150 ms after it played, 0.36-0.41 s
+for headless Chromium's), on the monotonic clock; each near-end frame comes with its stream time and when it
+arrived. The stream clock is tied to ours by the earliest arrival seen (a frame can come late, never early), allowed
+to creep by ``DRIFT`` a second (the carrier's clock and ours drift apart), so the far end read beside a
 near-end frame is what played while it was being spoken: its echo comes later, by the line's round trip, within
 reach of AEC3's delay estimator. Where what played has been silent (``SILENT``) for longer than the echo can come
 back (``REACH_S``; once the line's delay is measured, that delay and ``TAIL_S``), as while the caller has their turn
@@ -39,7 +42,6 @@ delay measured with confidence).
 
 from __future__ import annotations
 
-from collections import deque
 from typing import Callable, Protocol
 
 import numpy as np
@@ -66,7 +68,9 @@ MEASURE_EVERY_S = 0.5  # of far-end audio processed, until the delay is sure (SU
 SURE = 3
 CONFIDENT = 8.0  # the correlation's peak over its mean magnitude: below this the measure is not taken
 AGREE_MS = 10.0
-AGREE_SPREAD_MS = 30  # recent calls' delays agree when they all lie within this
+PHAT_FLOOR = 1e-3  # GCC-PHAT weighs a frequency no more than this share of the loudest's magnitude below it: bands
+#                    where neither end has anything (a phone band's echo at 16 kHz: nothing above 4 kHz) are noise
+#                    that PHAT would raise to the level of the speech (its peak came out at lag 0 on a 300 ms line)
 DELAY_PAST_MS = 20  # AEC3 is told the measured lag and this much more: it cancelled best so on every line tried
 
 
@@ -76,36 +80,15 @@ class Module(Protocol):
     def process(self, far: np.ndarray, near: np.ndarray, delay_ms: int) -> np.ndarray: ...
 
 
-class LineDelays:
-    """The line delays recent calls measured: where they agree (all within ``AGREE_SPREAD_MS``), their median is what
-    a new call's canceller is told at its start; where they do not (lines of different delays), nothing: a wrong
-    delay lets more echo through than none."""
-
-    def __init__(self, keep: int = 8) -> None:
-        self._recent: deque[int] = deque(maxlen=keep)
-
-    def measured(self, delay_ms: int) -> None:
-        self._recent.append(delay_ms)
-
-    def typical(self) -> int | None:
-        if not self._recent or max(self._recent) - min(self._recent) > AGREE_SPREAD_MS:
-            return None
-        return int(np.median(self._recent))
-
-
-LINES = LineDelays()  # this process's calls'
-
-
 class EchoCanceller:
     """One call's canceller at ``rate`` (8 or 16 kHz s16); ``module(rate)`` makes the canceller proper."""
 
-    def __init__(self, rate: int, module: Callable[[int], Module] = WebRtcApm, lines: LineDelays | None = None) -> None:
+    def __init__(self, rate: int, module: Callable[[int], Module] = WebRtcApm) -> None:
         self.rate = rate
         self.block = round(rate * BLOCK_S)
         self._make = module
         self._module: Module | None = None
         self._module_hint = 0  # the delay the module was told at its start (ms)
-        self.lines = lines if lines is not None else LINES
         self._far = np.zeros(round(FAR_S * rate) * 2, dtype=np.int16)  # a ring, indexed by sample on our clock
         self._origin: float | None = None  # monotonic s of far index 0
         self._read = 0  # far index of the next sample the near end reads
@@ -279,7 +262,8 @@ class EchoCanceller:
             return
         size = 1 << int(np.ceil(np.log2(2 * reference.size)))
         cross = np.fft.rfft(heard, size) * np.conj(np.fft.rfft(reference, size))
-        cross /= np.abs(cross) + 1e-9
+        magnitude = np.abs(cross)
+        cross /= magnitude + PHAT_FLOOR * float(magnitude.max()) + 1e-9
         lags = np.fft.irfft(cross, size)[:round(REACH_S * self.rate)]
         lag = int(np.argmax(lags))
         if lags[lag] < CONFIDENT * (float(np.mean(np.abs(lags))) + 1e-12):
@@ -289,8 +273,6 @@ class EchoCanceller:
         same = self.delay_ms is not None and abs(delay_ms - self.delay_ms) <= AGREE_MS
         self._agreeing = self._agreeing + 1 if same else 1
         self.delay_ms = delay_ms
-        if self._agreeing == SURE:
-            self.lines.measured(delay_ms)
 
     def _keep(self, far: np.ndarray, near: np.ndarray) -> None:
         """Both ends into the history's ring (the latest ``HISTORY_S``)."""

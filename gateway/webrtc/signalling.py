@@ -170,9 +170,9 @@ class WebRTCPeer(DrivenSession):
     def _on_track(self, track: MediaStreamTrack) -> None:
         """The peer sends audio (a browser's microphone, a bridge's caller): it is heard (gateway/listen/)."""
         if track.kind == "audio" and self.caller is None:
-            # (no echo canceller yet on WebRTC: with it a peer talking over the gateway was not heard; the level
-            # rule guards as before)
-            self.track.echo = self.open_caller("pcm", PCM16_RATE, cancel_echo=False)
+            # Where the server's echo canceller is on (--echo-canceller), it runs on this peer too: its far end is
+            # the frames the outbound track sends, each at its time on the track's grid (gateway/webrtc/track.py).
+            self.track.echo = self.open_caller("pcm", PCM16_RATE)
             self._tasks.append(asyncio.create_task(self._hear(track)))
 
     async def _hear(self, track: MediaStreamTrack) -> None:
@@ -239,6 +239,10 @@ class WebRTCPeer(DrivenSession):
             return
         self._closed = True
         self.state.peers.discard(self)
+        if self.caller is not None and self.caller.aec is not None:
+            aec = self.caller.aec
+            log.info("webrtc session %s: echo canceller: line delay %s ms, echo free %s, %s", self.session.id,
+                     aec.delay_ms, aec.echo_free, aec.counts)
         for task in self._tasks:
             task.cancel()
         await self.release(reason)

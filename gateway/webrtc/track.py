@@ -192,8 +192,12 @@ class PacedAudioTrack(MediaStreamTrack):
         if self._tail and self.jitter.read_position >= self._tail_at:
             return av.Packet(self._tail.popleft())
         data = None if self.held else self.jitter.pop(preparing=self._preparing > 0)
-        if data is not None and self.echo is not None:
-            self.echo.played(now, np.frombuffer(data, "<i2"), self.sample_rate)
+        if data is not None and self.echo is not None:  # the echo canceller's far end, at the frame's time on the
+            # grid (the peer plays it by its RTP timestamp, which counts on from there; frames sent in a burst as a
+            # late track catches up keep theirs, one after the other)
+            assert self._start is not None
+            self.echo.played(self._start + self._pts / self.sample_rate, np.frombuffer(data, "<i2"),
+                             self.sample_rate)
         if self.codec is not None:
             return av.Packet(self._payloads.popleft() if data is not None else self._idle)
         frame = av.AudioFrame(format="s16", layout="mono", samples=self.frame_samples)

@@ -1,0 +1,151 @@
+"""A WebRTC peer in headless Chromium, its own echo cancelling off, next to a loudspeaker: it barges in on the gateway
+over the gateway's own echo, with the echo canceller on (``--echo-canceller true``).
+
+Headless Chromium has no loudspeaker in front of its microphone, so the page makes one with WebAudio: what Chromium
+received and decoded (after its jitter buffer, NetEq) is taken 12 dB down, band-passed 300-3400 Hz, softly clipped
+and 150 ms late, and mixed into the microphone it sends (``getUserMedia`` with ``echoCancellation``,
+``noiseSuppression`` and ``autoGainControl`` off; the fake capture device plays a WAV made here: ``LEAD_S`` of
+silence, then a recorded caller about 17 dB below the gateway's speech). The page is the test's own, on the
+gateway's origin (its /health), not the audition page. Conventions as in tests/test_page.py.
+
+The gateway starts speaking ``SETTLE_S`` after the connection is up. Speaking at once, it stopped on its own echo in
+3 of 3 runs, 2.5-3 s into its speech: Chromium's jitter buffer (NetEq) settles in its first seconds, and here it
+shortened the echo's path by 29 ms at once (371 -> 342 ms, measured in the far and near ends the canceller read),
+which AEC3 did not follow before the VAD heard what leaked (the far end moved by that much at that moment, offline,
+kept the leak below the VAD until after the cut). Not solved yet: see docs/protocols/phone.md.
+"""
+
+from __future__ import annotations
+
+import wave
+
+import numpy as np
+import pytest
+
+from cbf_tools.bench import caller_voices as voices
+from cbf_tools.bench import line
+from tests.test_page import LONG_TEXT, chromium, checked_page
+
+pytestmark = pytest.mark.slow
+
+LEAD_S = 10.0  # the fake microphone's silence before the caller speaks (from when the page opens it)
+SETTLE_S = 4.0  # the gateway speaks this long after the connection is up (see the module's docstring)
+GATEWAY_DBFS = -23.0  # eSpeak's speech level as Chromium plays it (this test's meter: -23.1 to -23.2 dBFS)
+CALLER_BELOW_DB = 17.0
+
+PEER = """async ({echoDb, delayS}) => {
+  const ctx = new AudioContext({sampleRate: 48000});
+  const mic = await navigator.mediaDevices.getUserMedia({audio: {echoCancellation: false, noiseSuppression: false,
+                                                                 autoGainControl: false}});
+  const t = {micOpened: performance.now(), events: [], levels: []};
+  window.t = t;
+  const out = ctx.createMediaStreamDestination();
+  ctx.createMediaStreamSource(mic).connect(out);
+  const pc = new RTCPeerConnection();
+  const dc = pc.createDataChannel("control");
+  dc.onmessage = (m) => t.events.push({...JSON.parse(m.data), at: performance.now()});
+  t.dc = dc;
+  pc.addTrack(out.stream.getAudioTracks()[0], out.stream);
+  pc.ontrack = (e) => {
+    const stream = e.streams[0] || new MediaStream([e.track]);
+    const player = new Audio();  // (Chromium feeds WebAudio a remote stream only while an element plays it)
+    player.srcObject = stream; player.muted = true; player.play(); t.player = player;
+    const heard = ctx.createMediaStreamSource(stream);
+    const gain = ctx.createGain(); gain.gain.value = 10 ** (echoDb / 20);
+    const band = ctx.createBiquadFilter(); band.type = "bandpass";
+    band.frequency.value = Math.sqrt(300 * 3400); band.Q.value = Math.sqrt(300 * 3400) / (3400 - 300);
+    const clip = ctx.createWaveShaper(); const curve = new Float32Array(1025);
+    for (let i = 0; i < curve.length; i++) {
+      const x = 2 * i / (curve.length - 1) - 1;
+      curve[i] = 0.5 * Math.tanh(x / 0.5);
+    }
+    clip.curve = curve;
+    const delay = ctx.createDelay(1.0); delay.delayTime.value = delayS;
+    heard.connect(gain).connect(band).connect(clip).connect(delay).connect(out);
+    const meter = ctx.createAnalyser(); meter.fftSize = 2048; heard.connect(meter);
+    const buf = new Float32Array(meter.fftSize);
+    setInterval(() => {
+      meter.getFloatTimeDomainData(buf);
+      let sum = 0; for (const v of buf) sum += v * v;
+      t.levels.push([performance.now(), 10 * Math.log10(sum / buf.length + 1e-12)]);
+    }, 40);
+  };
+  await pc.setLocalDescription(await pc.createOffer());
+  await new Promise((done) => {
+    if (pc.iceGatheringState === "complete") return done();
+    pc.onicegatheringstatechange = () => pc.iceGatheringState === "complete" && done();
+  });
+  const reply = await fetch("/v1/webrtc/offer", {method: "POST", headers: {"content-type": "application/json"},
+                                                 body: JSON.stringify({sdp: pc.localDescription.sdp, type: "offer"})});
+  const answer = await reply.json();
+  await pc.setRemoteDescription({type: "answer", sdp: answer.sdp});
+  t.pc = pc;
+  await ctx.resume();
+  return answer.session;
+}"""
+
+
+def caller_wav(path) -> None:
+    """``LEAD_S`` of silence, then the recorded caller ``CALLER_BELOW_DB`` under ``GATEWAY_DBFS`` (band-passed as a
+    line does), as 48 kHz mono s16."""
+    import av
+
+    speech = voices.clip_pcm()
+    gain = 10 ** ((GATEWAY_DBFS - CALLER_BELOW_DB - line.active_dbfs(speech)) / 20)
+    said = line.to_s16(line.through_line(speech.astype(np.float64) / 32768 * gain))
+    resampler = av.AudioResampler(format="s16", layout="mono", rate=48000)
+    frame = av.AudioFrame.from_ndarray(said.reshape(1, -1), format="s16", layout="mono")
+    frame.sample_rate = line.RATE
+    upsampled = [out.to_ndarray().reshape(-1) for out in resampler.resample(frame)]
+    upsampled += [out.to_ndarray().reshape(-1) for out in resampler.resample(None)]
+    pcm = np.concatenate([np.zeros(int(LEAD_S * 48000), np.int16), *upsampled, np.zeros(2 * 48000, np.int16)])
+    with wave.open(str(path), "wb") as w:
+        w.setnchannels(1), w.setsampwidth(2), w.setframerate(48000)
+        w.writeframes(pcm.astype("<i2").tobytes())
+
+
+@pytest.fixture(scope="module")
+def aec_server(tmp_path_factory):
+    from tests.server import running_server
+
+    with running_server("--echo-canceller", "true", voices_dir=tmp_path_factory.mktemp("voices")) as url:
+        yield url
+
+
+@pytest.fixture(scope="module")
+def browser(tmp_path_factory):
+    wav = tmp_path_factory.mktemp("fake-mic") / "caller.wav"
+    caller_wav(wav)
+    with chromium(f"--use-file-for-fake-audio-capture={wav}") as b:
+        yield b
+
+
+@pytest.fixture
+def page(browser):
+    yield from checked_page(browser, permissions=["microphone"])
+
+
+def test_chromium_barges_in_on_a_caller_over_its_own_loudspeaker_echo(page, aec_server):
+    page.goto(f"{aec_server}/health")
+    page.evaluate(PEER, {"echoDb": -12, "delayS": 0.15})
+    page.wait_for_function("t.dc.readyState === 'open' && t.events.some(e => e.type === 'ready')", timeout=20_000)
+    page.wait_for_timeout(SETTLE_S * 1000)
+    page.evaluate("(text) => t.dc.send(JSON.stringify({type: 'speak', text}))", LONG_TEXT)
+    onset_ms = page.evaluate("t.micOpened") + LEAD_S * 1000  # the fake device plays the WAV from when it was opened
+    page.wait_for_function("t.events.some(e => e.type === 'interrupted')", timeout=(LEAD_S + 15) * 1000)
+    events = page.evaluate("t.events")
+    levels = page.evaluate("t.levels")
+    kinds = [e["type"] for e in events]
+    interrupted = next(e for e in events if e["type"] == "interrupted")
+    # The gateway spoke to the loudspeaker for seconds before the caller did, its echo coming back all along: nothing
+    # of it was taken for the caller.
+    loud_before = [at for at, db in levels if db > -35 and at < onset_ms]
+    assert len(loud_before) * 0.04 >= 1.5, (len(loud_before), levels[:50])
+    first_start = next(e for e in events if e["type"] == "speech_started")
+    assert first_start["at"] > onset_ms - 200, (onset_ms, events)
+    assert kinds.index("speech_started") < kinds.index("cancelled") < kinds.index("interrupted"), kinds
+    assert interrupted["at"] - onset_ms < 10_000, (onset_ms, interrupted)
+    speech_db = float(np.median([db for _, db in levels if db > -35]))
+    print(f"chromium: gateway {speech_db:.1f} dBFS as played; onset -> interrupted "
+          f"{interrupted['at'] - onset_ms:.0f} ms (the fake device's start is approximate); reaction "
+          f"{interrupted['reaction_ms']} ms")
