@@ -331,8 +331,8 @@ SAID = [
     ("2019 was good", "twenty nineteen was good"), ("more than 1850 signed", "more than one thousand eight hundred fifty signed"), ("model 7-12 ships", "model seven-twelve ships"),
     ("case 18-0442", "case eighteen-zero four four two"), ("ages 7-12", "ages seven to twelve"),
     ("Order 2-3 pizzas", "Order two to three pizzas"), ("open it in MS Word", "open it in M S Word"),
-    ("won 3-1", "won three to one"), ("in 3Q23", "in third quarter twenty twenty-three"),
-    ("a 1H 2025 target", "a first half twenty twenty-five target"), ("Q2'24 sales", "Q two twenty-four sales"),
+    ("won 3-1", "won three to one"), ("in 3Q23", "in the third quarter of twenty twenty-three"),
+    ("a 1H 2025 target", "a first half twenty twenty-five target"), ("our 2Q results", "our second quarter results"), ("Q2'24 sales", "Q two twenty-four sales"),
     # symbols said as words; a vulgar fraction a space after its whole; thousands grouped by spaces; E notation; a
     # decade with an apostrophe; a dotted ISO date; phone numbers: a bracketed trunk code, a spaced or bare local
     # number right after a word about calling

@@ -57,17 +57,21 @@ def _serial(match: re.Match[str]) -> str | None:
 
 
 def _quarter(match: re.Match[str]) -> str:
-    """"2Q22" -> "second quarter twenty twenty-two", "1H24" -> "first half twenty twenty-four", "Q4'23" -> "Q four
-    twenty-three"."""
+    """"in 2Q22" -> "in the second quarter of twenty twenty-two", "our 1H24 sales" -> "our first half twenty
+    twenty-four sales" (after its determiner it describes the noun), "Q4'23" -> "Q four twenty-three"."""
     text = match.group()
     if text[0] == "Q":
         return f"Q {w.cardinal(text[1])} " + w.cardinal(re.sub(r"\D", "", text[2:]))
     year = re.sub(r"\D", "", text[2:])
     part = "quarter" if text[1] == "Q" else "half"
     said = f"{w.ordinal(text[0])} {part}"
-    if year:
-        said += " " + w.year(int(year) if len(year) == 4 else 2000 + int(year))
-    return said
+    if _DETERMINED.search(match.string, max(0, match.start() - 12), match.start()):  # before its noun: "a 1H25 goal"
+        return said + (" " + w.year(int(year) if len(year) == 4 else 2000 + int(year)) if year else "")
+    return "the " + said + (" of " + w.year(int(year) if len(year) == 4 else 2000 + int(year)) if year else "")
+
+
+_DETERMINED = re.compile(r"(?i:\b(?:the|a|this|that|our|your|their|its|his|her|my|each|every|last|next|same)|['’]s)"
+                         r"[ \t]+\Z")  # "our 2Q results": its own determiner; "in 2Q22" "in the second quarter"
 
 
 def _small_code(match: re.Match[str]) -> str | None:
