@@ -270,6 +270,12 @@ SAID = [
     ("See pp. 45-60 or p. 12.", "See pages forty-five to sixty or page twelve."), ("P. 4 of it", "Page four of it"),
     ("built ca. 1850", "built circa eighteen fifty"), ("The c. elegans worm", "The c. elegans worm"),
     ("Run 3x per wk.", "Run three times per week."), ("twice a yr", "twice a year"),
+    # digits in groups of four (a card, a tracking number), digits after a number sign in hyphenated groups, a long
+    # number and its check digit: codes, not amounts or ranges
+    ("Card 4111 1111 1111 1111.", "Card four one one one, one one one one, one one one one, one one one one."),
+    ("Order #100-4432-9981 shipped.", "Order number one zero zero-four four three two-nine nine eight one shipped."),
+    ("Box MSCU 452187-3 is here.", "Box M S C U four five two one eight seven, three is here."),
+    ("In 1990-95 it grew.", "In nineteen ninety to ninety-five it grew."), ("4 1/2 lbs", "four and a half pounds"),
     # a letter for a power; a complexity's big O
     ("Growth is (1 + r)^n.", "Growth is one plus r to the power of n."), ("e^x + 1", "e to the power of x plus one"),
     ("It runs in O(n^2) time.", "It runs in big O of n squared time."),

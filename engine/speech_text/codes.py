@@ -160,7 +160,7 @@ def _grouped_digits(match: re.Match[str]) -> str | None:
         return None
     if re.fullmatch(r"\d\d-\d\d-\d{4}", text) and 1 <= int(text[:2]) <= 12 and 1 <= int(text[3:5]) <= 31:
         return date_words(int(text[:2]), int(text[3:5]), int(text[6:]))  # a US date written with dashes
-    return ", ".join("eight hundred" if group == "800" else w.digits(group) for group in text.split("-"))
+    return ", ".join("eight hundred" if group == "800" else w.digits(group) for group in re.split(r"[- \t]", text))
 
 
 _DIALLED = re.compile(r"(?i:call|phone|tel|dial|text|fax|number|reach|contact|line|hotline|desk|office|mobile|cell)\b")
@@ -440,14 +440,15 @@ RULES: list[Rule] = [
     ("hex", r"(?<![\w])0x[0-9A-Fa-f]{1,16}(?![\w])", _hex),
     ("flight", rf"(?<![\w])(?:{'|'.join(AIRLINES)})[ \t]?\d{{1,4}}(?![\w])"
      r"|(?:(?<=[Ff]light )|(?<=Amtrak )|(?<=[Tt]rain )|(?<=[Bb]us ))\d{3,4}(?![\w]|[.,]\d)", _flight),
-    ("number_code", r"(?<![\w&#])#[ \t]?(?=[A-Z0-9-]*[A-Z])(?=[A-Z0-9-]*\d)[A-Z0-9]+(?:-[A-Z0-9]+)*(?![\w-])",
-     _number_code),
+    ("number_code", r"(?<![\w&#])#[ \t]?(?:(?=[A-Z0-9-]*[A-Z])(?=[A-Z0-9-]*\d)[A-Z0-9]+(?:-[A-Z0-9]+)*|\d+(?:-\d+)+)"
+                    r"(?![\w-])", _number_code),  # "#A7-4402", "#100-4432-9981"
     ("star_code", r"(?<![\w*])\*\d{2,4}#?(?![\w*])",  # "*611", "*67": keyed on a phone
      lambda match: "star " + w.digits(match.group().strip("*#")) + (" pound" if match.group().endswith("#") else "")),
     ("bare_phone", r"(?<![\w.,$#-])1?\d{10}(?![\w%]|[.,:/-]\d)", _bare_phone),
     ("cued_digits", r"(?<![\w.,$#-])\d{3,}(?:[ \t-]\d{2,}){0,4}(?![\w%]|[.,:/-]\d)", _cued_digits),
-    ("grouped_digits", r"(?<![\w.+-])\d+(?:-\d+){2,}(?![\w-])|(?<![\w.+$-])(?:0\d{3,}-\d{3,}|\d{5,}-\d{4,})(?![\w-])",
-     _grouped_digits),  # "04465-33471": a part number, not a range
+    ("grouped_digits", r"(?<![\w.+-])\d+(?:-\d+){2,}(?![\w-])|(?<![\w.+$-])(?:0\d{3,}-\d{3,}|\d{5,}-(?:\d{4,}|\d{1,2}))(?![\w-])"
+                       r"|(?<![\w.,+$-])\d{4}(?:[ \t]\d{4}){2,}(?:[ \t]\d{1,3})?(?![\w-]|[.,]\d|[ \t]\d)",
+     _grouped_digits),  # "04465-33471", "452187-3" (a check digit): a part number, not a range; "9405 5036 9930 ..."
     ("grades", r"(?<![\w-])K[-–](?:1[0-2]|[1-9])(?![\w-])", lambda match: "K to " + w.cardinal(match.group()[2:])),
     ("rooms", r"(?<![\w.-])\d(?:BR|BD|br|bd|BA|ba)(?![\w-])",  # "a 2BR", "2BA": a listing's rooms
      lambda match: w.cardinal(match.group()[0]) + (" bath" if match.group()[1] in "Bb" and match.group()[2] in "Aa"
