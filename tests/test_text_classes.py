@@ -276,6 +276,9 @@ SAID = [
     ("Order #100-4432-9981 shipped.", "Order number one zero zero-four four three two-nine nine eight one shipped."),
     ("Box MSCU 452187-3 is here.", "Box M S C U four five two one eight seven, three is here."),
     ("In 1990-95 it grew.", "In nineteen ninety to ninety-five it grew."), ("4 1/2 lbs", "four and a half pounds"),
+    # a count and a capitalised word after it is no vanity number unless toll free; a hashtag may open with digits
+    ("It dates to 500 BCE.", "It dates to five hundred B C E."), ("Call 800 FLOWERS.", "Call eight hundred, flowers."),
+    ("Try #100DaysOfCode now", "Try hashtag one hundred days of code now"), ("Ask for #4B", "Ask for number four B"),
     # a letter for a power; a complexity's big O
     ("Growth is (1 + r)^n.", "Growth is one plus r to the power of n."), ("e^x + 1", "e to the power of x plus one"),
     ("It runs in O(n^2) time.", "It runs in big O of n squared time."),
