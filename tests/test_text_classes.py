@@ -279,6 +279,7 @@ SAID = [
     # a count and a capitalised word after it is no vanity number unless toll free; a hashtag may open with digits
     ("It dates to 500 BCE.", "It dates to five hundred B C E."), ("Call 800 FLOWERS.", "Call eight hundred, flowers."),
     ("Try #100DaysOfCode now", "Try hashtag one hundred days of code now"), ("Ask for #4B", "Ask for number four B"),
+    ("Cut it at a 60° angle.", "Cut it at a sixty degree angle."), ("Turn it 90° now.", "Turn it ninety degrees now."),
     # a letter for a power; a complexity's big O
     ("Growth is (1 + r)^n.", "Growth is one plus r to the power of n."), ("e^x + 1", "e to the power of x plus one"),
     ("It runs in O(n^2) time.", "It runs in big O of n squared time."),

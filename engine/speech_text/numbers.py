@@ -335,7 +335,8 @@ def _quantity(match: re.Match[str]) -> str:
             said += " " + MULTIPLIERS[suffix]
         elif suffix.startswith("°") or suffix in ("℃", "℉"):
             scale = {"℃": "C", "℉": "F"}.get(suffix, suffix[1:].strip())
-            said += (" degree" if a == "1" and not b else " degrees") + (" " + _DEGREES[scale] if scale else "")
+            one = (a == "1" and not b) or attributive(match)  # "a 60° angle"
+            said += (" degree" if one else " degrees") + (" " + _DEGREES[scale] if scale else "")
         elif suffix:
             unit, _, per = suffix.partition("/") if suffix not in UNITS else (suffix, "", "")
             one, many, _ = UNITS[unit]
