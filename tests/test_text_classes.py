@@ -83,7 +83,7 @@ SAID = [
     ("5! = 120", "five factorial equals one hundred twenty"), ("Scene ii", "Scene two"), ("Type x", "Type x"),
     ("It reads MMXXIV.", "It reads twenty twenty-four."), ("Press DIM", "Press dim"),
     # what no rule reads is still never raw
-    ("my pnr is t2000", "my pnr is T two thousand"),
+    ("my pnr is t2000", "my P N R is T two thousand"),
     # fixed after heldout2.tsv was scored: change "by" a fraction, codes after a number, units per a count,
     # sizes with units, dashed dates, durations, bare and star-coded phone numbers, file names, URL fragments
     ("rates rose by 1/3", "rates rose by one third"), ("pay by 1/3", "pay by January third"),
@@ -280,6 +280,9 @@ SAID = [
     ("It dates to 500 BCE.", "It dates to five hundred B C E."), ("Call 800 FLOWERS.", "Call eight hundred, flowers."),
     ("Try #100DaysOfCode now", "Try hashtag one hundred days of code now"), ("Ask for #4B", "Ask for number four B"),
     ("Cut it at a 60° angle.", "Cut it at a sixty degree angle."), ("Turn it 90° now.", "Turn it ninety degrees now."),
+    # a small-letter word with no vowel is a name to spell; a sound or a unit is said
+    ("Connect with ssh.", "Connect with S S H."), ("Run npm, then cd src.", "Run N P M, then C D S R C."),
+    ("Hmm, shh.", "Hmm, shh."), ("$3 per kg", "three dollars per kilogram"), ("the nth time", "the nth time"),
     # a letter for a power; a complexity's big O
     ("Growth is (1 + r)^n.", "Growth is one plus r to the power of n."), ("e^x + 1", "e to the power of x plus one"),
     ("It runs in O(n^2) time.", "It runs in big O of n squared time."),

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import re
 
-from engine.speech_text.numbers import Rule, ends_sentence_after
+from engine.speech_text.numbers import UNITS, Rule, ends_sentence_after
 
 TITLES = {"Col.": "Colonel", "Maj.": "Major", "Cpl.": "Corporal", "Adm.": "Admiral", "Pres.": "President",
           "Rev.": "Reverend", "Hon.": "Honorable", "Supt.": "Superintendent", "Insp.": "Inspector", "Dr.": "Doctor", "Mr.": "Mister", "Mrs.": "Missus", "Ms.": "Miz", "Prof.": "Professor", "Jr.": "Junior",
@@ -220,6 +220,16 @@ def open_counted(text: str) -> int | None:
     return tail.start() if tail else None
 
 
+_SOUNDS = frozenset("hm hmm hmmm mm mmm sh shh shhh psst pst brr brrr grr grrr tsk pfft zzz nth".split())
+
+
+def _no_vowel(match: re.Match[str]) -> str | None:
+    """A small-letter word with no vowel is a name to spell ("ssh", "npm", "cd", "dns"), not a word; a sound ("hmm",
+    "shh", "brr") or a unit ("per kg") is said."""
+    word = match.group()
+    return None if word in _SOUNDS or word in UNITS else " ".join(word.upper())
+
+
 def _label(match: re.Match[str]) -> str:
     """"Ph:" -> "Phone:", "Ph. 604-555-0192" -> "Phone 604...": a contact label before its colon or its number."""
     return LABELS[match.group().rstrip(".")]
@@ -271,4 +281,5 @@ RULES: list[Rule] = [
     ("dotted", r"(?<![\w.])(?:(?:[A-Za-z]\.){2,}|(?:[A-Z]\.){1,3}[A-Z](?![\w.]))(?![\w])", _dotted),  # "A.D", "B.C": its last
     # full stop left out
     ("caps", r"(?<![\w'’])[A-Z][A-Z'’]*[A-Z]s?(?![\w'’])", _caps),
+    ("no_vowel", r"(?<![\w'’@#$/.-])[b-df-hj-np-tv-xz]{2,5}(?![\w'’@/-]|\.\w)", _no_vowel),
 ]

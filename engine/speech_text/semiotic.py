@@ -106,7 +106,7 @@ _RULES_OF_CLASS = {
     "fraction": "mixed_fraction fraction signed_fraction vulgar_fraction",
     "measure": "per_unit pressure rooms feet_inches feet dimensions inches inches_tall hyphen_unit unit_alone fraction_unit fraction_inches",
     "cardinal": "number_sign quantity grouped_thousands scientific",
-    "abbreviation": "initials_and title abbreviation before_number label copied dose_form dotted caps",
+    "abbreviation": "initials_and title abbreviation before_number label copied dose_form dotted caps no_vowel",
     "plain": "sharp about slash dash emoji stray bar",
 }
 CLASSES = {rule: kind for kind, rules in _RULES_OF_CLASS.items() for rule in rules.split()}
