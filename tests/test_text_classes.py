@@ -283,6 +283,9 @@ SAID = [
     # a small-letter word with no vowel is a name to spell; a sound or a unit is said
     ("Connect with ssh.", "Connect with S S H."), ("Run npm, then cd src.", "Run N P M, then C D S R C."),
     ("Hmm, shh.", "Hmm, shh."), ("$3 per kg", "three dollars per kilogram"), ("the nth time", "the nth time"),
+    # a Windows folder's name may hold spaces; a folder named by a year, a file at the end
+    ("Edit C:\\Program Files\\Acme\\config.ini now.", "Edit C colon backslash Program Files backslash Acme backslash config dot I N I now."),
+    ("Open D:\\Backups\\2024\\ today", "Open D colon backslash Backups backslash twenty twenty-four today"),
     # a letter for a power; a complexity's big O
     ("Growth is (1 + r)^n.", "Growth is one plus r to the power of n."), ("e^x + 1", "e to the power of x plus one"),
     ("It runs in O(n^2) time.", "It runs in big O of n squared time."),

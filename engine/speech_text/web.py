@@ -114,6 +114,7 @@ def _url(match: re.Match[str]) -> str:
 _SLUG = re.compile(r"(?=[A-Za-z0-9]{4,12}$)(?=.*\d)(?:[A-Za-z]+|\d+){3,}")  # letters and digits mixed thrice and more
 _RUNS = re.compile(r"[A-Za-z]+|\d+")
 _PATH_PART = r"[\w-](?:[\w.-]{0,62}[\w-])?"  # a folder's or a file's name (a full stop after it ends a sentence)
+_FOLDER = rf"{_PATH_PART}(?: {_PATH_PART}){{0,4}}"  # a folder's name may hold spaces ("Program Files"): a backslash follows
 _SHORT_QUERY = re.compile(r"(?=.{1,24}$)[A-Za-z][\w-]*=[\w-]+(?:&[A-Za-z][\w-]*=[\w-]+)?")
 
 
@@ -127,10 +128,16 @@ def _path(text: str) -> str:
 
 
 def _windows_path(match: re.Match[str]) -> str:
-    """"C:\\Users\\Documents" -> "C colon backslash Users backslash Documents"."""
+    """"C:\\Users\\Documents" -> "C colon backslash Users backslash Documents"; a folder named by a year is the year,
+    a file's name at its end a file's name ("config dot I N I")."""
     drive, rest = match.group().split(":", 1)
-    parts = [_spoken_parts(part) for part in rest.strip("\\").split("\\") if part]
-    return f"{drive.upper()} colon backslash " + " backslash ".join(parts)
+    parts = [part for part in rest.split("\\") if part]
+    folders, name = (parts, "") if rest.endswith("\\") or not parts else (parts[:-1], parts[-1])
+    said = [w.year(int(part)) if len(part) == 4 and w.is_year(part) else _spoken_parts(part) for part in folders]
+    if name:
+        named = re.fullmatch(_FILE, name)
+        said.append(_file_name(named) if named else _spoken_parts(name))
+    return f"{drive.upper()} colon backslash " + " backslash ".join(said)
 
 
 def _email(match: re.Match[str]) -> str:
@@ -188,7 +195,7 @@ _FILE = (rf"(?<![\w@/.-])[A-Za-z0-9][\w-]{{0,60}}(?:\.[\w-]{{1,30}}){{0,2}}\.(?i
 
 RULES: list[Rule] = [
     ("email", EMAIL, _email), ("url", URL, _url), ("file_name", _FILE, _file_name),
-    ("windows_path", rf"(?<![\w])[A-Za-z]:\\(?:{_PATH_PART}(?:\\{_PATH_PART}){{0,11}}\\?)?", _windows_path),
+    ("windows_path", rf"(?<![\w])[A-Za-z]:\\(?:{_FOLDER}\\){{0,11}}(?:{_PATH_PART})?", _windows_path),
     ("identifier", r"(?<![\w@/.#-])[A-Za-z][A-Za-z0-9]*(?:\.[A-Za-z0-9]+)*(?:_[A-Za-z0-9]+)+(?![\w@/-]|\.\w)",
      _identifier),  # "mike.r_2024": a user name may hold dots before its underscore
     ("handle", r"(?<![\w@.])@[A-Za-z_][\w.-]{0,29}[\w](?![\w@])", _handle),
