@@ -15,6 +15,7 @@ import ctypes
 import ctypes.util
 import gc
 import logging
+import sys
 from collections.abc import Callable, Iterator
 from functools import cache
 
@@ -55,14 +56,18 @@ async def trim_forever(every_s: float = TRIM_EVERY_S) -> None:
 @contextlib.contextmanager
 def collector_paused() -> Iterator[None]:
     """Python's cyclic garbage collector held off while a large library is imported (torch; PerTh with librosa, scipy
-    and numba; Chatterbox with transformers): an import builds hundreds of thousands of objects that live as long as
-    the process, and each full collection their growing heap sets off walks all of them again (an eSpeak worker's
-    start, exec to listening, here: 3.73 s -> 3.55 s of CPU, 8 runs each). Imports make next to no garbage, left to
-    the next collection. Nothing is loaded onto a device meanwhile: a model's cycles are collected as before."""
+    and numba; Chatterbox with transformers), and what an import that loaded new modules built frozen
+    (``gc.freeze``): hundreds of thousands of objects that live as long as the process, which each full collection of
+    the growing heap walked again and again, and every later one would walk too (a pause on the thread that speaks).
+    Only at a process's first import of them, before a model loads: a model stays collectable (an idle unload frees
+    its cycles), and so does anything made later."""
     enabled = gc.isenabled()
+    modules = len(sys.modules)
     gc.disable()
     try:
         yield
     finally:
+        if len(sys.modules) > modules:
+            gc.freeze()
         if enabled:
             gc.enable()
