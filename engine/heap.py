@@ -59,8 +59,9 @@ def collector_paused() -> Iterator[None]:
     and numba; Chatterbox with transformers), and what an import that loaded new modules built frozen
     (``gc.freeze``): hundreds of thousands of objects that live as long as the process, which each full collection of
     the growing heap walked again and again, and every later one would walk too (a pause on the thread that speaks).
-    Only at a process's first import of them, before a model loads: a model stays collectable (an idle unload frees
-    its cycles), and so does anything made later."""
+    ``gc.freeze`` keeps everything then alive from every later collection, so each caller imports before its process
+    loads a model (the worker's first torch, PerTh and Turbo imports): a model stays collectable (an idle unload
+    frees its cycles), and so does anything made later; an import already done freezes nothing."""
     enabled = gc.isenabled()
     modules = len(sys.modules)
     gc.disable()
