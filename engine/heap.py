@@ -1,4 +1,5 @@
-"""Hands freed heap back to the system now and then, in the gateway and the engine worker alike.
+"""Hands freed heap back to the system now and then, in the gateway and the engine worker alike; holds the cyclic
+garbage collector off while a large library is imported.
 
 glibc keeps what a burst of utterances freed (in the arenas of the threads that allocated it: encoders, resamplers,
 the model) for reuse instead of returning it, so a long-running process's resident size creeps up while its live
@@ -9,10 +10,13 @@ with ``malloc_trim`` every 30 s. Where the C library has no ``malloc_trim`` (mus
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import ctypes
 import ctypes.util
+import gc
 import logging
-from collections.abc import Callable
+import sys
+from collections.abc import Callable, Iterator
 from functools import cache
 
 log = logging.getLogger("chatterbox_fast.engine")
@@ -47,3 +51,24 @@ async def trim_forever(every_s: float = TRIM_EVERY_S) -> None:
     while True:
         await asyncio.sleep(every_s)
         await asyncio.to_thread(trim)
+
+
+@contextlib.contextmanager
+def collector_paused() -> Iterator[None]:
+    """Python's cyclic garbage collector held off while a large library is imported (torch; PerTh with librosa, scipy
+    and numba; Chatterbox with transformers), and what an import that loaded new modules built frozen
+    (``gc.freeze``): hundreds of thousands of objects that live as long as the process, which each full collection of
+    the growing heap walked again and again, and every later one would walk too (a pause on the thread that speaks).
+    ``gc.freeze`` keeps everything then alive from every later collection, so each caller imports before its process
+    loads a model (the worker's first torch, PerTh and Turbo imports): a model stays collectable (an idle unload
+    frees its cycles), and so does anything made later; an import already done freezes nothing."""
+    enabled = gc.isenabled()
+    modules = len(sys.modules)
+    gc.disable()
+    try:
+        yield
+    finally:
+        if len(sys.modules) > modules:
+            gc.freeze()
+        if enabled:
+            gc.enable()

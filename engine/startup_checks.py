@@ -148,7 +148,10 @@ def loading(settings: EngineSettings, on_gpu: bool, out_of_memory_raises: bool =
     ``--decode graph`` that fail their start-up self-check become ``Misconfigured``.
     ``on_gpu``: the engine will load onto ``settings.device`` (its free memory is measured first);
     ``out_of_memory_raises``: an out-of-memory is left to the caller (placement tries the next card)."""
-    import torch
+    from engine.heap import collector_paused
+
+    with collector_paused():
+        import torch
 
     from engine.engines.base import GraphCheckFailed
     from engine.watermark import WatermarkUnavailable

@@ -9,6 +9,7 @@ from typing import Any
 
 import numpy as np
 
+from engine.heap import collector_paused
 from engine.protocol import SAMPLE_RATE
 
 _PROBE_RATE = SAMPLE_RATE  # the rate every chunk is marked at
@@ -69,9 +70,9 @@ def _own_stream(torch: Any, device: str) -> Callable[[], contextlib.AbstractCont
 
 def _load(device: str) -> tuple[Any, Any]:
     try:
-        import torch
+        with collector_paused(), warnings.catch_warnings():
+            import torch
 
-        with warnings.catch_warnings():
             warnings.simplefilter("ignore", UserWarning)  # perth's own pkg_resources deprecation notice
             import perth
     except ImportError as exc:

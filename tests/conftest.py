@@ -115,6 +115,24 @@ def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter, config: p
     terminalreporter.write_line("\n".join(lines if config.option.verbose > 0 else lines[:1]))
 
 
+@pytest.hookimpl(wrapper=True)
+def pytest_collection(session: pytest.Session):
+    """Collection (each test process imports every test file, and with them torch, PerTh and Chatterbox) with the
+    cyclic garbage collector paused, then one collection and ``gc.freeze()``: what collection built lives as long as
+    the process, and the tests' own collections no longer walk it. A process's collection here: 11.8 s -> 7.4 s of
+    CPU; three files' tests after the whole suite's collection, 41.6-45.4 s -> 37.9-39.3 s. What tests make later
+    (session fixtures included) is collected as before."""
+    import gc
+
+    gc.disable()
+    try:
+        return (yield)
+    finally:
+        gc.collect()
+        gc.freeze()
+        gc.enable()
+
+
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     rank = {name: place for place, name in enumerate(SLOWEST_FIRST)}
     items.sort(key=lambda item: rank.get(item.path.name, len(rank)))  # stable: the rest keep their order

@@ -56,3 +56,33 @@ def test_trim_forever_trims_on_its_period_until_cancelled():
 
     before, after = asyncio.run(main())
     assert before - after > 100, (before, after)
+
+
+def test_an_import_of_new_modules_is_frozen_and_a_repeated_one_leaves_the_collector_as_it_was(tmp_path, monkeypatch):
+    """collector_paused: the collector off inside; what a first import built frozen (never walked again), a cycle
+    made after it collected as before; an import already done freezes nothing."""
+    import gc
+    import weakref
+
+    (tmp_path / "cbf_heap_probe.py").write_text("TABLE = {i: [i] for i in range(1000)}\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    frozen = gc.get_freeze_count()
+    with heap.collector_paused():
+        assert not gc.isenabled()
+        import cbf_heap_probe  # noqa: F401
+    assert gc.isenabled() and gc.get_freeze_count() >= frozen + 1000
+    frozen = gc.get_freeze_count()
+    with heap.collector_paused():
+        import cbf_heap_probe  # noqa: F401,F811
+    assert gc.get_freeze_count() == frozen
+    del sys.modules["cbf_heap_probe"]
+
+    class Node:
+        pass
+
+    cycle = Node()
+    cycle.me = cycle
+    gone = weakref.ref(cycle)
+    del cycle
+    gc.collect()
+    assert gone() is None

@@ -15,6 +15,7 @@ import os
 import warnings
 import wave
 from collections.abc import Iterator
+from types import SimpleNamespace
 
 import httpx
 import numpy as np
@@ -110,6 +111,39 @@ def browser():
 def server(tmp_path_factory):
     with running_server(voices_dir=tmp_path_factory.mktemp("voices")) as url:
         yield url
+
+
+PAGE_KEY = "page-secret-0123"
+
+
+@pytest.fixture(scope="module")
+def keyed(tmp_path_factory) -> Iterator[SimpleNamespace]:
+    """One gateway with an API key (PAGE_KEY) for the key and token tests, its --cors-origins naming the origin of a
+    stand-in app (CROSS_ORIGIN_PAGE and a /mint backend that holds the key); the same app on another origin, not
+    listed. Nothing these tests do (tokens minted, sessions that end) changes what the next one meets. Yields the
+    gateway's ``url``, ``app_origin`` and ``other_origin``."""
+    from starlette.applications import Starlette
+    from starlette.responses import HTMLResponse, JSONResponse
+    from starlette.routing import Route
+
+    from tests.server import serving
+
+    gateway_url: list[str] = []
+
+    async def mint(request):
+        async with httpx.AsyncClient() as http:
+            answer = await http.post(gateway_url[0] + "/v1/tokens", json={"ttl_s": 120, "sessions": 1},
+                                     headers={"Authorization": f"Bearer {PAGE_KEY}"})
+        return JSONResponse(answer.json())
+
+    app = Starlette(routes=[Route("/", lambda r: HTMLResponse(CROSS_ORIGIN_PAGE)),
+                            Route("/mint", mint, methods=["POST"])])
+    with serving(app) as app_url, serving(app) as other_url:
+        app_origin, other_origin = (u.replace("127.0.0.1", "localhost") for u in (app_url, other_url))
+        with running_server("--api-key", PAGE_KEY, "--cors-origins", app_origin,
+                            voices_dir=tmp_path_factory.mktemp("keyed-voices")) as url:
+            gateway_url.append(url)
+            yield SimpleNamespace(url=url, app_origin=app_origin, other_origin=other_origin)
 
 
 @pytest.fixture
@@ -382,7 +416,8 @@ def test_clone_from_microphone(browser, server):
         httpx.delete(f"{server}/v1/voices/mic_voice")
 
 
-def test_api_key_asked_once_kept_in_memory_and_exchanged_for_a_token(browser, tmp_path):
+def test_api_key_asked_once_kept_in_memory_and_exchanged_for_a_token(browser, keyed):
+    url = keyed.url
     context = browser.new_context()
     page = context.new_page()
     urls: list[str] = []
@@ -392,42 +427,41 @@ def test_api_key_asked_once_kept_in_memory_and_exchanged_for_a_token(browser, tm
         request.url.split("/v1/", 1)[-1], request.headers.get("authorization", "")) if "/v1/" in request.url else None)
     page.on("websocket", lambda ws: urls.append(ws.url))
     try:
-        with running_server("--api-key", "page-secret-0123", voices_dir=tmp_path) as url:
-            page.goto(url + "/")
-            page.wait_for_selector("#key-form:not([hidden])", timeout=20_000)
-            page.fill("#key-input", "wrong")
-            page.press("#key-input", "Enter")
-            page.wait_for_function("document.getElementById('key-error').textContent.includes('refused')",
-                                   timeout=10_000)
-            page.fill("#key-input", "page-secret-0123")
-            page.press("#key-input", "Enter")
-            page.wait_for_function("window.cbf && cbf.state.connected", timeout=20_000)
-            stored = page.evaluate("JSON.stringify([Object.values(sessionStorage), Object.values(localStorage), "
-                                   "document.cookie])")
-            assert "page-secret" not in stored  # in the page's memory only
-            assert page.is_hidden("#key-form")
-            u = speak_and_wait(page, "Authorised.")
-            assert not u["failed"] and u["peak"] > page.evaluate("cbf.THRESH")
-            assert any("/v1/" in u for u in urls) and not [u for u in urls if "secret" in u]  # never in a URL
-            assert credentials["tokens"] == "Bearer page-secret-0123"  # the key goes to /v1/tokens only
-            spoken_with = [c for path, c in credentials.items() if path != "tokens"]
-            assert spoken_with and all(c.startswith("Bearer cbft.") for c in spoken_with), credentials
+        page.goto(url + "/")
+        page.wait_for_selector("#key-form:not([hidden])", timeout=20_000)
+        page.fill("#key-input", "wrong")
+        page.press("#key-input", "Enter")
+        page.wait_for_function("document.getElementById('key-error').textContent.includes('refused')",
+                               timeout=10_000)
+        page.fill("#key-input", PAGE_KEY)
+        page.press("#key-input", "Enter")
+        page.wait_for_function("window.cbf && cbf.state.connected", timeout=20_000)
+        stored = page.evaluate("JSON.stringify([Object.values(sessionStorage), Object.values(localStorage), "
+                               "document.cookie])")
+        assert "page-secret" not in stored  # in the page's memory only
+        assert page.is_hidden("#key-form")
+        u = speak_and_wait(page, "Authorised.")
+        assert not u["failed"] and u["peak"] > page.evaluate("cbf.THRESH")
+        assert any("/v1/" in u for u in urls) and not [u for u in urls if "secret" in u]  # never in a URL
+        assert credentials["tokens"] == f"Bearer {PAGE_KEY}"  # the key goes to /v1/tokens only
+        spoken_with = [c for path, c in credentials.items() if path != "tokens"]
+        assert spoken_with and all(c.startswith("Bearer cbft.") for c in spoken_with), credentials
     finally:
         context.close()
 
 
-def test_a_link_with_a_token_speaks_without_a_key(browser, tmp_path):
+def test_a_link_with_a_token_speaks_without_a_key(browser, keyed):
+    url = keyed.url
     context = browser.new_context()
     page = context.new_page()
     try:
-        with running_server("--api-key", "page-secret-0123", voices_dir=tmp_path) as url:
-            token = httpx.post(url + "/v1/tokens", json={"routes": ["stream", "webrtc", "voices"]},
-                               headers={"Authorization": "Bearer page-secret-0123"}).json()["token"]
-            page.goto(f"{url}/#token={token}")
-            page.wait_for_function("window.cbf && cbf.state.connected", timeout=20_000)
-            assert page.is_hidden("#key-form") and token not in page.url  # dropped from the address bar
-            u = speak_and_wait(page, "A token from the link.")
-            assert not u["failed"] and u["peak"] > page.evaluate("cbf.THRESH")
+        token = httpx.post(url + "/v1/tokens", json={"routes": ["stream", "webrtc", "voices"]},
+                           headers={"Authorization": f"Bearer {PAGE_KEY}"}).json()["token"]
+        page.goto(f"{url}/#token={token}")
+        page.wait_for_function("window.cbf && cbf.state.connected", timeout=20_000)
+        assert page.is_hidden("#key-form") and token not in page.url  # dropped from the address bar
+        u = speak_and_wait(page, "A token from the link.")
+        assert not u["failed"] and u["peak"] > page.evaluate("cbf.THRESH")
     finally:
         context.close()
 
@@ -512,41 +546,22 @@ window.byQuery = async (gateway) => {
 </script>"""
 
 
-def test_a_page_on_another_origin_mints_through_its_backend_and_speaks_with_the_token(browser, tmp_path):
+def test_a_page_on_another_origin_mints_through_its_backend_and_speaks_with_the_token(browser, keyed):
     """--cors-origins names the app's origin: its page gets a token from its own backend (a stub holding the key),
     then speaks over HTTP (a CORS preflight for Authorization) and a WebSocket (the token as a subprotocol), then
     with tokens in the URLs (``?token=``) over a WebSocket and WebRTC (the offer's POST: CORS). A page on an origin
     not listed cannot open the socket."""
-    from starlette.applications import Starlette
-    from starlette.responses import HTMLResponse, JSONResponse
-    from starlette.routing import Route
-
-    from tests.server import serving
-
-    gateway_url: list[str] = []
-
-    async def mint(request):
-        async with httpx.AsyncClient() as http:
-            answer = await http.post(gateway_url[0] + "/v1/tokens", json={"ttl_s": 120, "sessions": 1},
-                                     headers={"Authorization": "Bearer page-secret-0123"})
-        return JSONResponse(answer.json())
-
-    app = Starlette(routes=[Route("/", lambda r: HTMLResponse(CROSS_ORIGIN_PAGE)), Route("/mint", mint, methods=["POST"])])
-    with serving(app) as app_url, serving(app) as other_url:
-        app_origin = app_url.replace("127.0.0.1", "localhost")
-        with running_server("--api-key", "page-secret-0123", "--cors-origins", app_origin,
-                            voices_dir=tmp_path) as url:
-            gateway_url.append(url)
-            context = browser.new_context()
-            try:
-                page = context.new_page()
-                page.goto(app_origin + "/")
-                result = page.evaluate("(g) => run(g)", url)
-                assert result["status"] == 200 and result["bytes"] > 1000, result
-                assert result["done"] == "done" and result["audio"] > 1000, result
-                assert page.evaluate("(g) => byQuery(g)", url) == {"wsDone": "done", "rtc": "done"}
-                page.goto(other_url.replace("127.0.0.1", "localhost") + "/")  # not listed
-                with pytest.raises(Exception, match="Failed to fetch"):
-                    page.evaluate("(g) => run(g)", url)
-            finally:
-                context.close()
+    url = keyed.url
+    context = browser.new_context()
+    try:
+        page = context.new_page()
+        page.goto(keyed.app_origin + "/")
+        result = page.evaluate("(g) => run(g)", url)
+        assert result["status"] == 200 and result["bytes"] > 1000, result
+        assert result["done"] == "done" and result["audio"] > 1000, result
+        assert page.evaluate("(g) => byQuery(g)", url) == {"wsDone": "done", "rtc": "done"}
+        page.goto(keyed.other_origin + "/")  # not listed
+        with pytest.raises(Exception, match="Failed to fetch"):
+            page.evaluate("(g) => run(g)", url)
+    finally:
+        context.close()

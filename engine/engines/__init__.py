@@ -5,6 +5,7 @@ from __future__ import annotations
 import logging
 
 from engine.engines.base import Engine
+from engine.heap import collector_paused
 from engine.settings import EngineSettings
 
 log = logging.getLogger("chatterbox_fast.engine")
@@ -35,7 +36,8 @@ def load_engine(settings: EngineSettings) -> Engine:
     name, why = choose_engine(settings)
     log.info("engine: %s (%s)", name, why)
     if name == "chatterbox-turbo":
-        from engine.engines.turbo import TurboEngine
+        with collector_paused():
+            from engine.engines.turbo import TurboEngine
 
         return TurboEngine.load(
             settings.model_dir, weights=settings.weights, device=settings.device, dtype=settings.dtype,
