@@ -243,6 +243,17 @@ def test_the_offline_onset_bench_hears_a_caller_over_a_hot_echo_where_the_level_
     assert hot.name in aec_onsets.render({hot.name: figures}, (1.0, 2.0))
 
 
+def test_a_carrier_that_sends_nothing_until_the_caller_speaks_has_an_echo_free_line():
+    """Silence suppressed: no frame comes while the gateway speaks, the first when the caller talks over it, 1.5 and
+    2 s in. Nothing came back while the gateway spoke more than ``NO_ECHO_S`` past the echo's reach: the line has no
+    echo, the canceller rests, and the caller is heard as the level rule hears them (AEC3 run on it: 360, 420 ms)."""
+    from cbf_tools.bench import aec_onsets
+
+    no_echo = line.LineModel("loud caller, silence suppressed, no echo", -200, 150, 0)
+    for at in (1.5, 2.0):
+        assert 0 < aec_onsets.onset_to_interrupt(no_echo, at, True, suppressed=True) <= 300
+
+
 def test_a_line_that_sends_nothing_back_is_echo_free_and_a_loud_caller_on_it_is_heard(recordings):
     """No echo at all (a carrier that cancels its own, a headset): once the gateway has spoken 0.6 s and nothing came
     back, the canceller rests for the call, and a caller talking over the gateway is heard as the level rule hears

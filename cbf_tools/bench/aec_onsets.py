@@ -30,8 +30,9 @@ LEAD = 8000  # the far end is sent up to 1 s ahead of its playout, 100 ms at a t
 
 
 def onset_to_interrupt(model: line.LineModel, onset_s: float, cancel_echo: bool,
-                       setup: Callable[[CallerSide], None] = lambda side: None) -> int | None:
-    """One fresh call on ``model``'s line (its caller ``onset_s`` in; ``caller_db`` None: nobody speaks)."""
+                       setup: Callable[[CallerSide], None] = lambda side: None, suppressed: bool = False) -> int | None:
+    """One fresh call on ``model``'s line (its caller ``onset_s`` in; ``caller_db`` None: nobody speaks);
+    ``suppressed``: the carrier sends no frames until the caller speaks (its silence suppressed)."""
     gateway, caller = clip_pair()
     n = round((onset_s + AFTER_S) * line.RATE)
     far = np.resize(gateway, n)
@@ -50,6 +51,8 @@ def onset_to_interrupt(model: line.LineModel, onset_s: float, cancel_echo: bool,
         while sent < min(n, i + LEAD):
             side.played(100.0 + sent / line.RATE, far[sent:sent + LEAD // 10], line.RATE)
             sent += LEAD // 10
+        if suppressed and i < start:
+            continue
         if Act.INTERRUPT in side.hear(near[i:i + FRAME], 1000 * i / line.RATE):
             ms = round(1000 * ((i + FRAME) / line.RATE - onset_s))
             return ms if ms >= 0 else -1

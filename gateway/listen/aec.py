@@ -30,9 +30,11 @@ reach of AEC3's delay estimator. Where what played has been silent (``SILENT``) 
 back (``REACH_S``; once the line's delay is measured, that delay and ``TAIL_S``), as while the caller has their turn
 or on a call no controller speaks on, the near end passes unchanged and the module is not run (no CPU): it holds
 its state, both ends stopped at once, and goes on from it when what plays is loud again. A line that sent nothing back
-(``QUIET_DB`` below what played) while the gateway spoke its first ``NO_ECHO_S``, before anyone spoke, has no echo
-(a carrier that cancels its own, a headset): the canceller rests for the call (``echo_free``); AEC3 run on it held a
-caller who talked over the gateway back (it never sees an echo to learn the line from).
+while the gateway spoke its first ``NO_ECHO_S``, before anyone spoke, has no echo (a carrier that cancels its own, a
+headset): whether what came was ``QUIET_DB`` below what played, or nothing came at all (a carrier that sends no
+frames while nobody speaks, its silence suppressed: the call's first frame came only after the gateway had spoken
+that long and the echo's reach). The canceller rests for the call (``echo_free``); AEC3 run on it held a caller who
+talked over the gateway back (it never sees an echo to learn the line from).
 
 Counted (``counts``): ``late_far`` (far-end samples that came after their time had been read: not cancelled),
 ``realigned`` (a near-end frame whose stream time jumped: the tie to our clock made afresh), ``resets`` (the module
@@ -150,6 +152,8 @@ class EchoCanceller:
         end_s = stream_s + pcm.size / self.rate
         if self._near.size and abs(stream_s - (self._near_at + self._near.size / self.rate)) > GAP_S / 2:
             self._near = np.empty(0, dtype=np.int16)  # what waited is not this frame's start
+        if self._tie is None and self.echo_free is None:
+            self._nothing_came(arrived)
         self._tie_to(end_s, arrived)
         if not self._near.size:
             self._near_at = stream_s
@@ -162,6 +166,21 @@ class EchoCanceller:
         near, self._near = self._near[:take], self._near[take:]
         self._near_at += take / self.rate
         return at, self._cancel(near, at)
+
+    def _nothing_came(self, arrived: float) -> None:
+        """The call's first frame, ``arrived``: where the gateway had spoken ``NO_ECHO_S`` (loud) more than the echo's
+        reach before it, the line sent nothing back while it did (a carrier that suppresses silence sends no frames
+        until the caller speaks): it has no echo."""
+        if self._origin is None:
+            return
+        start = self._read
+        end = min(self._index(arrived - REACH_S), start + self._far.size // 2)
+        blocks = (end - start) // self.block
+        if blocks * BLOCK_S < NO_ECHO_S:
+            return
+        far = self._far[np.arange(start, start + blocks * self.block) % self._far.size]
+        if np.count_nonzero(_energies(far, self.block) > self.block * LOUD ** 2) * BLOCK_S >= NO_ECHO_S:
+            self.echo_free = True
 
     def _tie_to(self, end_s: float, arrived: float) -> None:
         tie = arrived - end_s
