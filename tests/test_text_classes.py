@@ -280,12 +280,22 @@ SAID = [
     ("It dates to 500 BCE.", "It dates to five hundred B C E."), ("Call 800 FLOWERS.", "Call eight hundred, flowers."),
     ("Try #100DaysOfCode now", "Try hashtag one hundred days of code now"), ("Ask for #4B", "Ask for number four B"),
     ("Cut it at a 60° angle.", "Cut it at a sixty degree angle."), ("Turn it 90° now.", "Turn it ninety degrees now."),
-    # a small-letter word with no vowel is a name to spell; a sound or a unit is said
-    ("Connect with ssh.", "Connect with S S H."), ("Run npm, then cd src.", "Run N P M, then C D S R C."),
-    ("Hmm, shh.", "Hmm, shh."), ("$3 per kg", "three dollars per kilogram"), ("the nth time", "the nth time"),
+    # the small-letter names of network and command-line tools, spelled; a sound or a unit is said
+    ("Connect with ssh.", "Connect with S S H."), ("Run npm install.", "Run N P M install."),
+    ("Hmm, shh.", "Hmm, shh."), ("$3 per kg", "three dollars per kilogram"),
     # a Windows folder's name may hold spaces; a folder named by a year, a file at the end
     ("Edit C:\\Program Files\\Acme\\config.ini now.", "Edit C colon backslash Program Files backslash Acme backslash config dot I N I now."),
     ("Open D:\\Backups\\2024\\ today", "Open D colon backslash Backups backslash twenty twenty-four today"),
+    # fixed after heldout12.tsv was scored: a currency with no cents, zloty; inches with a full stop; min., Est.
+    # and Attn in context; a unit fraction after a determiner; a negative power; ISO's year and month
+    ("Send ₿0.5 now.", "Send zero point five bitcoin now."), ("It is 120 zł.", "It is one hundred twenty zlotys."),
+    ("Use a 9 in. round pan.", "Use a nine inch round pan."), ("a 12-in. skillet", "a twelve inch skillet"),
+    ("It is 5 in. long.", "It is five inches long."), ("a min. order of 2", "a minimum order of two"),
+    ("Wait 5 min. then stir.", "Wait five minutes then stir."), ("Family owned, Est. 1998.", "Family owned, Established nineteen ninety-eight."),
+    ("The est. total", "The estimated total"), ("Attn: Billing", "Attention, Billing"),
+    ("the ¼ lb burger", "the quarter pound burger"), ("about 10^-3", "about ten to the power of minus three"),
+    ("It covers 2020-01 only.", "It covers January twenty twenty only."), ("the 2010-11 season", "the twenty ten to eleven season"),
+    ("Case 2021-03 closed.", "Case two zero two one-zero three closed."),
     # a letter for a power; a complexity's big O
     ("Growth is (1 + r)^n.", "Growth is one plus r to the power of n."), ("e^x + 1", "e to the power of x plus one"),
     ("It runs in O(n^2) time.", "It runs in big O of n squared time."),

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import re
 
-from engine.speech_text.numbers import UNITS, Rule, ends_sentence_after
+from engine.speech_text.numbers import Rule, ends_sentence_after
 
 TITLES = {"Col.": "Colonel", "Maj.": "Major", "Cpl.": "Corporal", "Adm.": "Admiral", "Pres.": "President",
           "Rev.": "Reverend", "Hon.": "Honorable", "Supt.": "Superintendent", "Insp.": "Inspector", "Dr.": "Doctor", "Mr.": "Mister", "Mrs.": "Missus", "Ms.": "Miz", "Prof.": "Professor", "Jr.": "Junior",
@@ -47,6 +47,8 @@ ABBREVIATIONS = {"e.g.": "for example", "i.e.": "that is", "etc.": "et cetera", 
                  "hr.": "hour", "min.": "minute", "mins.": "minutes", "sec.": "second", "secs.": "seconds",
                  "nos.": "numbers", "Nos.": "numbers", "pp.": "pages",
                  "para.": "paragraph", "sect.": "section", "Sect.": "Section", "sec'y": "secretary",
+                 "ssh": "S S H", "scp": "S C P", "sftp": "S F T P", "npm": "N P M", "dns": "D N S", "tcp": "T C P",
+                 "udp": "U D P", "ssl": "S S L", "tls": "T L S", "vpn": "V P N", "pwd": "P W D", "pnr": "P N R",
                  "wk": "week", "wk.": "week", "wks": "weeks", "wks.": "weeks", "approx": "approximately",
                  "yr": "year", "yrs": "years",
                  "max.": "maximum", "gov't": "government", "gov’t": "government", "blks": "blocks", "blk.": "block"}
@@ -78,7 +80,8 @@ COMMON_WORDS = frozenset(
     warm wash wave wear wind wine wise wood yell busy lid""".split()
 )
 ROMAN = {"II": "two", "III": "three"}
-LABELS = {"Ph": "Phone", "Tel": "Telephone", "tel": "telephone", "TEL": "Telephone", "Mob": "Mobile", "Fx": "Fax"}
+LABELS = {"Ph": "Phone", "Tel": "Telephone", "tel": "telephone", "TEL": "Telephone", "Mob": "Mobile", "Fx": "Fax", "Attn": "Attention",
+          "ATTN": "Attention"}
 _SPOKEN_CAPS = {"OK": "okay"}
 _VOWELS = frozenset("AEIOUY")
 
@@ -117,9 +120,24 @@ def _title(match: re.Match[str]) -> str:
     return said + " " if match.string[match.end():match.end() + 1].isalnum() else said  # "No.1": "number one"
 
 
+_AFTER_COUNT = re.compile(r"\d[ \t]?\Z")
+_BEFORE_YEAR = re.compile(r"[ \t]+(?:in[ \t]+)?(?:1[5-9]|20)\d\d\b")
+
+
+def _in_context(match: re.Match[str], said: str) -> str:
+    """"min." after a count is minutes, before a noun a minimum ("a min. order"); "Est." before a year is
+    established ("Est. 1998"), elsewhere estimated."""
+    key = match.group().lower()
+    if key == "min." and not _AFTER_COUNT.search(match.string, max(0, match.start() - 3), match.start()):
+        return "minimum"
+    if key == "est." and _BEFORE_YEAR.match(match.string, match.end()):
+        return "established"
+    return said
+
+
 def _abbreviation(match: re.Match[str]) -> str:
     text = match.group()
-    said = ABBREVIATIONS.get(text) or ABBREVIATIONS[text.lower()]
+    said = _in_context(match, ABBREVIATIONS.get(text) or ABBREVIATIONS[text.lower()])
     if text.isalpha() and match.string[:match.start()].rstrip().lower().endswith(said.lower()):
         return " ".join(text.upper())  # "your prescription Rx": the word is there already, so the letters
     if text[0].isupper() and text.lower() in ABBREVIATIONS:
@@ -220,16 +238,6 @@ def open_counted(text: str) -> int | None:
     return tail.start() if tail else None
 
 
-_SOUNDS = frozenset("hm hmm hmmm mm mmm sh shh shhh psst pst brr brrr grr grrr tsk pfft zzz nth".split())
-
-
-def _no_vowel(match: re.Match[str]) -> str | None:
-    """A small-letter word with no vowel is a name to spell ("ssh", "npm", "cd", "dns"), not a word; a sound ("hmm",
-    "shh", "brr") or a unit ("per kg") is said."""
-    word = match.group()
-    return None if word in _SOUNDS or word in UNITS else " ".join(word.upper())
-
-
 def _label(match: re.Match[str]) -> str:
     """"Ph:" -> "Phone:", "Ph. 604-555-0192" -> "Phone 604...": a contact label before its colon or its number."""
     return LABELS[match.group().rstrip(".")]
@@ -281,5 +289,4 @@ RULES: list[Rule] = [
     ("dotted", r"(?<![\w.])(?:(?:[A-Za-z]\.){2,}|(?:[A-Z]\.){1,3}[A-Z](?![\w.]))(?![\w])", _dotted),  # "A.D", "B.C": its last
     # full stop left out
     ("caps", r"(?<![\w'’])[A-Z][A-Z'’]*[A-Z]s?(?![\w'’])", _caps),
-    ("no_vowel", r"(?<![\w'’@#$/.-])[b-df-hj-np-tv-xz]{2,5}(?![\w'’@/-]|\.\w)", _no_vowel),
 ]

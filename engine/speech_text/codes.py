@@ -331,7 +331,7 @@ _OPERATORS = {" x": "times", "·": "times", "√": "the square root of", "sqrt":
               "+": "plus", "*": "times", "×": "times", "÷": "divided by", "/": "divided by", "=": "equals"}
 _MATH_PARTS = re.compile(
     rf"{_FUNCTION}|°|(?<=\d)/[a-z](?![a-z])|(?<![\d.])\d{{1,2}}/\d{{1,2}}(?![\d.])|"
-    r"(?<=[\d)])\((?=[\w√-])|(?<=[\w)²³])[ \t]x(?=[ \t]+[\w(])|√|sqrt|[A-Z]|(?<=\d)!|(?<![\d\w])[-−](?=[\d\w])|[a-z]\([a-z]\)|\d{1,3}(?:,\d{3})+(?:\.\d+)?|\d+(?:\.\d+)?|\^[ \t]?(?:\d+(?:\.\d+)?|[-−]?[a-z](?![a-z]))|[a-z]|[²³]|[-−+*×÷/=·]")
+    r"(?<=[\d)])\((?=[\w√-])|(?<=[\w)²³])[ \t]x(?=[ \t]+[\w(])|√|sqrt|[A-Z]|(?<=\d)!|(?<![\d\w])[-−](?=[\d\w])|[a-z]\([a-z]\)|\d{1,3}(?:,\d{3})+(?:\.\d+)?|\d+(?:\.\d+)?|\^[ \t]?[-−]?(?:\d+(?:\.\d+)?|[a-z](?![a-z]))|[a-z]|[²³]|[-−+*×÷/=·]")
 
 
 _UNIT_LETTERS = frozenset(unit for unit in UNITS if len(unit) == 1 and unit != "x")
@@ -382,8 +382,10 @@ def _math(match: re.Match[str]) -> str | None:
             said.append(f"{part[0]} of {part[2]}")
         elif part[0] == "^":
             power = part[1:].strip()
-            said.append({"2": "squared", "3": "cubed"}.get(power) or "to the power of " + (
-                w.number(power) if power[0].isdigit() else ("minus " if power[0] in "-−" else "") + power[-1]))
+            minus, power = power[0] in "-−", power.lstrip("-−")  # "10^-3", "e^-x"
+            named = None if minus else {"2": "squared", "3": "cubed"}.get(power)
+            said.append(named or "to the power of " + ("minus " if minus else "")
+                        + (w.number(power) if power[0].isdigit() else power))
         elif part in _OPERATORS and (said or part in ("√", "sqrt")):
             said.append(_OPERATORS[part])
         elif part in "-−":

@@ -12,7 +12,7 @@ from __future__ import annotations
 import re
 
 from engine.speech_text import words as w
-from engine.speech_text.numbers import UNITS, Rule, ends_sentence_after
+from engine.speech_text.numbers import CODE_NOUN, UNITS, Rule, ends_sentence_after
 
 MONTHS = "January February March April May June July August September October November December".split()
 _MONTH_NUMBER = {m: i + 1 for i, m in enumerate(MONTHS)} | {m[:3]: i + 1 for i, m in enumerate(MONTHS)} | {"Sept": 9}
@@ -32,6 +32,15 @@ _WEEKDAY = r"(?:%s)" % "|".join(sorted({f for d in WEEKDAYS for f in (d, d.upper
 
 def month_number(name: str) -> int:
     return _MONTH_NUMBER[name.rstrip(".").title()]
+
+
+def _year_month(match: re.Match[str]) -> str | None:
+    """"2020-01" (ISO 8601's year and month) -> "January twenty twenty"; "2010-11", a season, and a code after a
+    word that names one ("case 2021-03") are not."""
+    year, month = (int(part) for part in match.group().split("-"))
+    if month == (year + 1) % 100 or CODE_NOUN.search(match.string, max(0, match.start() - 16), match.start()):
+        return None
+    return date_words(month, None, year)
 
 
 def date_words(month: int, day: int | None, year: int | None, day_first: str | None = None) -> str:
@@ -268,6 +277,7 @@ def rules(day_first: bool = False) -> list[Rule]:
     return [
         ("iso_datetime", r"(?<![\w.-])\d{4}-(?:0[1-9]|1[0-2])-(?:0[1-9]|[12]\d|3[01])T(?:[01]\d|2[0-3]):[0-5]\d"
                          r"(?::[0-5]\d(?:\.\d+)?)?(?:Z|[+-]\d\d:?\d\d)?(?![\w:])", _iso_datetime),
+        ("year_month", r"(?<![\w.-])(?:19|20)\d\d-(?:0[1-9]|1[0-2])(?![\w-]|\.\d)", _year_month),
         ("iso_date", r"(?<![\w.-])\d{4}([-/.])(?:0[1-9]|1[0-2])\1(?:0[1-9]|[12]\d|3[01])(?![\w-]|\.\d)", _iso_date),
         ("slash_date", r"(?<![\w./])\d{1,2}/\d{1,2}/(?:\d{4}|\d{2})(?![\w/])", _numeric_date(day_first)),
         ("dotted_date", r"(?<![\w.])(?:\d{1,2}\.\d{1,2}\.\d{4}|\d\d\.\d\d\.\d\d)(?![\w]|\.\d)", _dotted_date),

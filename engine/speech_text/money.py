@@ -67,6 +67,8 @@ CURRENCIES = {
     "PHP": ("peso", "pesos", "centavo", "centavos"),
     "THB": ("baht", "baht", "satang", "satang"),
     "NGN": ("naira", "naira", "kobo", "kobo"),
+    "zł": ("zloty", "zlotys", "grosz", "groszy"),
+    "₿": ("bitcoin", "bitcoin", "", ""), "BTC": ("bitcoin", "bitcoin", "", ""),  # no cents: its decimals are said
 }
 _SYMBOLS = sorted((c for c in CURRENCIES if not c.isalpha()), key=len, reverse=True)
 _CODES = sorted(c for c in CURRENCIES if c.isalpha())
@@ -94,8 +96,8 @@ _AFTER_PARTS = re.compile(
 def _amount(text: str, names: tuple[str, str, str, str]) -> str:
     """"4.99" -> "four dollars and ninety-nine cents"; "0.50" -> "fifty cents"; "1" -> "one dollar"."""
     whole, _, cents = text.replace(",", "").partition(".")
-    if len(cents) > 2:
-        return w.number(text) + " " + names[1]
+    if len(cents) > 2 or cents and not names[2]:  # "₿0.5": a currency with no cents says its decimals
+        return w.number(text.replace(",", "")) + " " + (names[0] if text == "1" else names[1])
     said = [] if whole in ("", "0") and cents else [w.cardinal(whole) + " " + (names[0] if whole == "1" else names[1])]
     if cents and int(cents.ljust(2, "0")):
         hundredths = int(cents.ljust(2, "0"))

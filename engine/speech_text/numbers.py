@@ -207,7 +207,7 @@ _COMPOUND = rf"(?:{_UNIT}/(?:\d{{1,4}}[ \t]?)?{_DENOMINATOR}(?:/{_DENOMINATOR})?
 _SIGN = r"(?:[-−+](?=\d))?"
 _QUANTITY = (
     rf"{_START}{_SIGN}{NUM}(?:(?:-|–|[ \t]–[ \t]?)[-−]?{NUM})?"
-    rf"(?:st|nd|rd|th|ST|ND|RD|TH|(?:[ \t]?(?:°[ \t]?[FCK]?|[℃℉]))|[ \t]?{_COMPOUND}|(?:{_UNIT}|[ \t]{_SPACED_UNIT})(?:(?<=[a-z])\.(?=[ \t]+[a-z]))?|(?<![\d,]\d{{3}})(?:k|K|M|bn|B)(?![\w]))?"
+    rf"(?:st|nd|rd|th|ST|ND|RD|TH|(?:[ \t]?(?:°[ \t]?[FCK]?|[℃℉]))|[ \t]?{_COMPOUND}|(?:{_UNIT}|[ \t]{_SPACED_UNIT}|[ \t]in(?=\.[ \t]+[a-z]))(?:(?<=[a-z])\.(?=[ \t]+[a-z]))?|(?<![\d,]\d{{3}})(?:k|K|M|bn|B)(?![\w]))?"
     rf"{_END}"
 )
 
@@ -304,7 +304,7 @@ def _counts(match: re.Match[str]) -> bool:
 
 
 # Singular nouns that name a thing by its code: after one, "12-3" is an identifier ("room twelve-three"), not a range.
-_CODE_NOUN = re.compile(r"(?i:\b(?:model|room|rm\.?|unit|lot|case|docket|exit|invoice|part|item|apartment|apt\.?|suite|"
+CODE_NOUN = re.compile(r"(?i:\b(?:model|room|rm\.?|unit|lot|case|docket|exit|invoice|part|item|apartment|apt\.?|suite|"
                         r"ste\.?|bus|route|gate|platform|version|ver\.?|rev\.?|revision|serial|policy|account|batch|"
                         r"bay|dock|locker|stall|cabin|berth|flight|code|id|no\.|ref\.?|reference|po|sku|product|catalog|"
                         r"confirmation|reservation|permit|license|licence))[ \t]*[#:]?[ \t]*\Z")  # not a verb: "order 2-3"
@@ -317,7 +317,7 @@ def _quantity(match: re.Match[str]) -> str:
     if suffix.endswith(".") and suffix[:-1] in UNITS:
         suffix = suffix[:-1]  # "12 oz. of water": the unit's own full stop, not a sentence's
     if b and not suffix and not sign and "-" in match.group() and "." not in a + b and "," not in a + b and (
-            _CODE_NOUN.search(match.string, max(0, match.start() - 16), match.start())
+            CODE_NOUN.search(match.string, max(0, match.start() - 16), match.start())
             or (len(b) > 1 and b[0] == "0")):  # no range's end starts with a zero
         return "-".join(w.cardinal(g) if len(g) <= 2 and g[0] != "0" else w.digits(g) for g in (a, b))  # "room 12-3"
     if b and a == b and not suffix and not sign and "-" in match.group():
@@ -452,6 +452,9 @@ def _pressure(match: re.Match[str]) -> str:
     return f"{w.paired(high)} over {w.paired(low)} millimeters of mercury"
 
 
+_DETERMINER_BEFORE = re.compile(r"(?i:\b(?:the|this|that|my|your|our|their|his|her|its))[ \t]+\Z")
+
+
 def _vulgar(match: re.Match[str]) -> str:
     """"3½" -> "three and a half", "¼" -> "a quarter"."""
     whole, symbol = match.group()[:-1].strip(" \t"), match.group()[-1]
@@ -461,6 +464,8 @@ def _vulgar(match: re.Match[str]) -> str:
         said = "half"  # "½ of customers": "half of", not "a half of"
     elif numerator == 1:
         said = said.split(" ", 1)[-1]
+        if not whole and _DETERMINER_BEFORE.search(match.string, max(0, match.start() - 8), match.start()):
+            return said  # "the ¼ lb burger": "the quarter pound"
         said = ("an " if said.startswith("e") else "a ") + said  # "an eighth"
     return f"{w.cardinal(whole)} and {said}" if whole else said
 
@@ -586,7 +591,7 @@ def _dimensions(match: re.Match[str]) -> str:
 def _hyphen_unit(match: re.Match[str]) -> str:
     """"a 10-min walk" -> "a ten minute walk": a measure that describes what follows, its unit singular."""
     size, unit = match.group().split("-", 1)
-    return f"{w.number(size.replace(',', ''))} {UNITS[unit][0]}"
+    return f"{w.number(size.replace(',', ''))} {UNITS[unit.rstrip('.')][0]}"
 
 
 def _inches(match: re.Match[str]) -> str:
@@ -661,7 +666,7 @@ RULES: list[Rule] = [
      _military),  # "1400 hours", "1100 hrs", "at 0800", "at 0800 and 2000" (a second time in the list)
     ("inches_tall", r"(?<![\w.])\d{1,3}(?:\.\d+)?[ \t]in(?=[ \t]+(?:tall|wide|long|deep|high|thick|across|diagonal)\b)",
      lambda match: w.number(match.group().split()[0]) + " inches"),  # "22 in tall": inches, not the word "in"
-    ("hyphen_unit", rf"{_START}{NUM}-{_SPACED_UNIT}(?=[ \t]+[A-Za-z])", _hyphen_unit),
+    ("hyphen_unit", rf"{_START}{NUM}-(?:{_SPACED_UNIT}|in\.?)(?=[ \t]+[A-Za-z])", _hyphen_unit),  # "a 12-in. skillet"
     ("unit_alone", r"(?<=\d[ \t])(?:%s)(?![\w/])" % "|".join(re.escape(u) for u in sorted(UNITS, key=len, reverse=True)
                                                        if re.search(r"[/ ²³^]", u)),
      lambda match: UNITS[match.group()][1]),  # "3 × 10^8 m/s", "= 120 sq ft": a unit after a number another rule read

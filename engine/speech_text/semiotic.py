@@ -99,14 +99,14 @@ _RULES_OF_CLASS = {
     "serial": "hex flight number_code cued_digits serial slashed_code small_code leftover",
     "roman": "roman roman_century roman_year roman_item regnal name_numeral",
     "math": "math ratio words compare power squared cubed product",
-    "date": "quarter month_dash_year short_year month_year iso_date slash_date dotted_date dashed_date fiscal_year month_date day_month weekday month decade month_day",
+    "date": "year_month quarter month_dash_year short_year month_year iso_date slash_date dotted_date dashed_date fiscal_year month_date day_month weekday month decade month_day",
     "time": "time dotted_clock dotted_time hour military duration iso_datetime",
     "range": "since_year weekday_range month_range day_range days_month noon_range time_range letter_time_range percent_range grades sizes times_range letter_range",
     "money": "money coded_money currency_pair",
     "fraction": "mixed_fraction fraction signed_fraction vulgar_fraction",
     "measure": "per_unit pressure rooms feet_inches feet dimensions inches inches_tall hyphen_unit unit_alone fraction_unit fraction_inches",
     "cardinal": "number_sign quantity grouped_thousands scientific",
-    "abbreviation": "initials_and title abbreviation before_number label copied dose_form dotted caps no_vowel",
+    "abbreviation": "initials_and title abbreviation before_number label copied dose_form dotted caps",
     "plain": "sharp about slash dash emoji stray bar",
 }
 CLASSES = {rule: kind for kind, rules in _RULES_OF_CLASS.items() for rule in rules.split()}
