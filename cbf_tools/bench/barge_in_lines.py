@@ -261,6 +261,16 @@ def _at_most_calls(figures: dict[str, float]) -> float:
     return figures[max(figures, key=int)]
 
 
+def _cell(r: dict[str, Any] | None) -> str:
+    """One line model's figures in the table: false barge-ins on the echo alone, or a caller's clears."""
+    if r is None:
+        return "-"
+    if r["kind"] == "echo":
+        return f"false barge-ins {r['false_barge_ins']}/{r['trials']}"
+    return (f"cleared {r['cleared']}/{r['trials']} ({r['cleared_within_600_ms']} <= 600 ms), "
+            f"{bench._ms(r['onset_to_clear_p50_ms'])}/{bench._ms(r['onset_to_clear_p95_ms'])}")
+
+
 def render(s: dict[str, Any]) -> list[str]:
     runs = s["runs"]
     names = list(runs)
@@ -271,14 +281,7 @@ def render(s: dict[str, Any]) -> list[str]:
     for model in line.MODELS:
         cells = []
         for n in names:
-            r = runs[n]["models"].get(model.name, {"kind": "echo", "false_barge_ins": -1, "trials": 0})
-            if r is None:
-                cells.append("-")
-            elif r["kind"] == "echo":
-                cells.append(f"false barge-ins {r['false_barge_ins']}/{r['trials']}")
-            else:
-                cells.append(f"cleared {r['cleared']}/{r['trials']} ({r['cleared_within_600_ms']} <= 600 ms), "
-                             f"{bench._ms(r['onset_to_clear_p50_ms'])}/{bench._ms(r['onset_to_clear_p95_ms'])}")
+            cells.append(_cell(runs[n]["models"].get(model.name, {"kind": "echo", "false_barge_ins": -1, "trials": 0})))
         out.append(f"  {model.name:48s}" + "".join(f"{c:>44s}" for c in cells))
     if any("webrtc" in runs[n] for n in names):
         out.append("  WebRTC peers on a loudspeaker (cbf_tools/peers/loudspeaker.py; the delay from when the peer "
@@ -288,14 +291,7 @@ def render(s: dict[str, Any]) -> list[str]:
                 continue
             cells = []
             for n in names:
-                r = runs[n].get("webrtc", {}).get(model.name)
-                if r is None:
-                    cells.append("-")
-                elif r["kind"] == "echo":
-                    cells.append(f"false barge-ins {r['false_barge_ins']}/{r['trials']}")
-                else:
-                    cells.append(f"cleared {r['cleared']}/{r['trials']} ({r['cleared_within_600_ms']} <= 600 ms), "
-                                 f"{bench._ms(r['onset_to_clear_p50_ms'])}/{bench._ms(r['onset_to_clear_p95_ms'])}")
+                cells.append(_cell(runs[n].get("webrtc", {}).get(model.name)))
             out.append(f"  {'WebRTC ' + model.name:48s}" + "".join(f"{c:>44s}" for c in cells))
     out.append("  (speech: cleared, within 600 ms of the onset, onset -> clear p50/p95)")
     cpu_pct = s["cpu"]
