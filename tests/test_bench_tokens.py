@@ -11,7 +11,7 @@ import time
 import pytest
 
 from cbf_tools.bench import tokens
-from gateway.guard.auth import check
+from gateway.guard.tokens import current_grant
 from gateway.guard.tenancy import Tenancy
 from gateway.guard.tokens import TokenSigner
 from gateway.metrics import Metrics
@@ -32,11 +32,12 @@ def test_each_kind_of_forgery_is_made_and_refused_where_the_sound_token_is_let_t
     mark = tenancy.key_mark(tokens.KEY)
     token, other = (tenancy.signer.mint(tokens.REQUEST, None, mark, time.time())[0] for _ in range(2))
     scope = {"type": "websocket", "path": "/v1/stream", "headers": []}
-    assert check(dict(scope), tenancy, token) is None
+    assert tokens.check_apart(dict(scope), tenancy, token) is None
     rng, stranger = random.Random(7), TokenSigner(b"another secret, another server")
     forged = {tokens.forge(token, other, stranger, mark, rng) for _ in range(200)}
     assert token not in forged and len(forged) > 150  # changed, inserted, dropped, cut, re-claimed, re-signed
     assert any(f.rpartition(".")[2] == other.rpartition(".")[2] for f in forged)  # another's signature
     for fake in forged:
-        refusal = check(dict(scope), tenancy, fake)
+        refusal = tokens.check_apart(dict(scope), tenancy, fake)
         assert refusal is not None and refusal.status == 401, (fake, refusal)
+    assert current_grant() is None  # no grant left in this test's own context: a later test's utterances unscoped
