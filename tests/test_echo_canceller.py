@@ -343,7 +343,7 @@ async def test_a_webrtc_peers_loudspeaker_echo_alone_stops_nothing_and_listen_ge
         await agent.send(json.dumps({"type": "listen", "format": "pcm16", "aec": False}))
         raw = await caller_audio_dbfs(agent, 1.0)
         played = peer.speaker.loud_seconds()
-        assert await peer.wait_for(lambda: peer.speaker.loud_seconds() >= played + 1.0, 30)
+        assert await peer.wait_for(lambda: peer.speaker.loud_seconds() >= played + 1.0, 30), peer.events
         assert not peer.of("speech_started") and not peer.of("interrupted") and not peer.of("cancelled"), peer.events
         assert raw > -45 and cleaned <= raw - 15, (raw, cleaned)  # the echo came, and the canceller took it out
     finally:
