@@ -296,6 +296,13 @@ SAID = [
     ("the ¼ lb burger", "the quarter pound burger"), ("about 10^-3", "about ten to the power of minus three"),
     ("It covers 2020-01 only.", "It covers January twenty twenty only."), ("the 2010-11 season", "the twenty ten to eleven season"),
     ("Case 2021-03 closed.", "Case two zero two one-zero three closed."),
+    # a decimal comma with a currency; a pair from a short number to an unround million is an identifier
+    ("It is EUR 1.200,50.", "It is one thousand two hundred euros and fifty cents."),
+    ("A coffee is €2,50.", "A coffee is two euros and fifty cents."), ("Pay $12,345.67", "Pay twelve thousand three hundred forty-five dollars and sixty-seven cents"),
+    ("The EIN is 12-3456789.", "The E I N is one two-three four five six seven eight nine."),
+    ("Pick 1-100000.", "Pick one to one hundred thousand."),
+    # a value's verb before "at" makes h.mm a value; a state's code bare after a word only where it is no acronym
+    ("ROI came in at 1.25.", "R O I came in at one point two five."), ("Member ID: 42", "Member I D, forty-two"),
     # a letter for a power; a complexity's big O
     ("Growth is (1 + r)^n.", "Growth is one plus r to the power of n."), ("e^x + 1", "e to the power of x plus one"),
     ("It runs in O(n^2) time.", "It runs in big O of n squared time."),

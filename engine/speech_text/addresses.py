@@ -181,9 +181,9 @@ def _state(match: re.Match[str]) -> str | None:
     elif re.search(r"\b(?:in|from|to|near|across)[ \t]\Z", before):
         if code not in _PLACE_STATES:  # "back in LA": Los Angeles
             return None
-    else:  # "Austin TX.": a town's name right before
+    else:  # "Austin TX.": a town's name right before (not a code that is also an acronym: "Member ID:")
         town = _BARE_TOWN.search(before)
-        if town is None or town.group().split()[-1].lower() in _NOT_TOWNS:
+        if town is None or town.group().split()[-1].lower() in _NOT_TOWNS or code not in _PLACE_STATES:
             return None
     return STATES[code]
 

@@ -246,10 +246,17 @@ def _time(match: re.Match[str]) -> str:
     return clock(match.group().replace("h", ":"), ends_sentence_after(match) and zoned is None)
 
 
+# A value's verb before "at": "came in at 1.25", "closed at 12.50" are a ratio and a price, not times.
+_VALUE_AT = re.compile(r"(?i:\b(?:came[ \t]in|comes[ \t]in|closed|closes|opened|priced|valued|rated|trad(?:ed|es|ing)|"
+                       r"stands?|stood|peaked|sits?|sat|ended|finished|settled|fell|rose|quoted|capped|pegged|is|was|"
+                       r"are|were|be))[ \t]+at[ \t]\Z")
+
+
 def _dotted_clock(match: re.Match[str]) -> str | None:
-    """"at 3.30" -> "three thirty"; "at 1.25 km", "at 2.50%" are measures."""
+    """"at 3.30" -> "three thirty"; "at 1.25 km", "at 2.50%" are measures, "came in at 1.25" a value."""
     after = re.match(r"[ \t]*([^\s\d.,;:!?)]+)", match.string[match.end():match.end() + 12])
-    if "." in match.group() and after and (after[1] in UNITS or after[1][0] in "%$€£¥¢°"):
+    if "." in match.group() and (after and (after[1] in UNITS or after[1][0] in "%$€£¥¢°")
+                                 or _VALUE_AT.search(match.string, max(0, match.start() - 24), match.start())):
         return None
     return clock(match.group().replace("h", ":").replace(".", ":"), False)
 

@@ -74,7 +74,8 @@ _SYMBOLS = sorted((c for c in CURRENCIES if not c.isalpha()), key=len, reverse=T
 _CODES = sorted(c for c in CURRENCIES if c.isalpha())
 _CURRENCY = r"(?:%s|(?:%s)(?=[ \t]?[\d.]))" % ("|".join(re.escape(s) for s in _SYMBOLS), "|".join(_CODES))
 _SUFFIX = r"(?:[ \t]?(?:€|£|¥|₹|₩|₽|₺|₴|₪|₫|฿|¢|\$(?![\w$]))|[ \t](?:%s)(?![\w]))" % "|".join(_CODES)
-_AMOUNT = r"(?:\d{1,3}(?:,\d{3})+(?!\d)|\d+|(?=\.\d))(?:\.\d+)?"
+_DECIMAL_COMMA = r"(?:\d{1,3}(?:\.\d{3})+|\d+),\d\d(?![\d,])"  # "1.200,50", "2,50": as much of Europe writes it
+_AMOUNT = rf"(?:{_DECIMAL_COMMA}|(?:\d{{1,3}}(?:,\d{{3}})+(?!\d)|\d+|(?=\.\d))(?:\.\d+)?)"
 _MULTIPLIER = r"(?:[ \t]?(?:k|K|M|m|mn|bn|B|b|tn|T)(?![\w])|[ \t](?:thousand|million|billion|trillion|lakh|lakhs|crore|crores)(?![\w]))"
 # What a price is per: a span of time, a count ("/person"), or a unit of measure ("$3.49/gal", "$12/kg").
 _PER_WORDS = {**{unit: names[0] for unit, names in UNITS.items() if unit.isalpha() and len(unit) > 1}, **PER,
@@ -129,7 +130,7 @@ def _said(parts: re.Match[str], names: tuple[str, str, str, str]) -> str:
 
 
 def _money(match: re.Match[str]) -> str:
-    parts = _MONEY_PARTS.fullmatch(match.group())
+    parts = _MONEY_PARTS.fullmatch(_points(match.group()))
     assert parts
     names = CURRENCIES[parts["cur"]]
     if attributive(match) and not parts["b"] and "." not in parts["a"].rstrip("0").rstrip(".") or \
@@ -138,9 +139,14 @@ def _money(match: re.Match[str]) -> str:
     return _said(parts, names)
 
 
+def _points(text: str) -> str:
+    """Amounts with a decimal comma written as this module reads them: "EUR 1.200,50" -> "EUR 1200.50"."""
+    return re.sub(_DECIMAL_COMMA, lambda found: found.group().replace(".", "").replace(",", "."), text)
+
+
 def _after(match: re.Match[str]) -> str:
     """An amount with its currency after it: "12€", "1,200 USD", "50¢"."""
-    parts = _AFTER_PARTS.fullmatch(match.group())
+    parts = _AFTER_PARTS.fullmatch(_points(match.group()))
     assert parts
     if parts["cur"] == "¢":  # "10–20¢" "ten to twenty cents"; "a 50¢ bag fee" "a fifty cent bag fee"
         said = w.number(parts["a"]) + (" to " + w.number(parts["b"]) if parts["b"] else "")

@@ -318,8 +318,12 @@ def _quantity(match: re.Match[str]) -> str:
         suffix = suffix[:-1]  # "12 oz. of water": the unit's own full stop, not a sentence's
     if b and not suffix and not sign and "-" in match.group() and "." not in a + b and "," not in a + b and (
             CODE_NOUN.search(match.string, max(0, match.start() - 16), match.start())
-            or (len(b) > 1 and b[0] == "0")):  # no range's end starts with a zero
-        return "-".join(w.cardinal(g) if len(g) <= 2 and g[0] != "0" else w.digits(g) for g in (a, b))  # "room 12-3"
+            or (len(b) > 1 and b[0] == "0")  # no range's end starts with a zero
+            or (len(b) >= 6 and len(b) - len(a) >= 3 and len(b.rstrip("0")) >= 4)):  # nor from 12 to an
+        # unround million ("EIN 12-3456789"; "1-100000" is a range)
+        long = max(len(a), len(b)) >= 6  # an identifier's digits one by one
+        return "-".join(w.cardinal(g) if len(g) <= 2 and g[0] != "0" and not long else w.digits(g)
+                        for g in (a, b))  # "room 12-3"
     if b and a == b and not suffix and not sign and "-" in match.group():
         return f"{w.cardinal(a)}-{w.cardinal(b)}"  # "50-50": a tie, an even split
     if suffix.lower() in ("st", "nd", "rd", "th") and not b and "." not in a:
