@@ -13,6 +13,11 @@ The gateway starts speaking ``SETTLE_S`` after the connection is up. Speaking at
 shortened the echo's path by 29 ms at once (371 -> 342 ms, measured in the far and near ends the canceller read),
 which AEC3 did not follow before the VAD heard what leaked (the far end moved by that much at that moment, offline,
 kept the leak below the VAD until after the cut). Not solved yet: see docs/protocols/phone.md.
+
+A known gap (``make test-long``, not ``make test``): the caller speaks ``LEAD_S`` after the page opens, and the gateway
+must have spoken by then. With the caller at 14 s the gateway stopped on its own echo ~7 s into its speech (2 of 2
+runs, with the VAD on every window of the canceller's output or without); at 10 s it passes on a quiet machine, and
+under a full suite's load (2026-12-07 CI) the gateway's first audio came so late it had spoken 0.8 s before the caller.
 """
 
 from __future__ import annotations
@@ -26,7 +31,7 @@ from cbf_tools.bench import caller_voices as voices
 from cbf_tools.bench import line
 from tests.test_page import LONG_TEXT, chromium, checked_page
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.known_gap]
 
 LEAD_S = 10.0  # the fake microphone's silence before the caller speaks (from when the page opens it)
 SETTLE_S = 4.0  # the gateway speaks this long after the connection is up (see the module's docstring)

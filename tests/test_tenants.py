@@ -398,6 +398,7 @@ def test_bench_tenants_prints_the_checks_and_the_flood(capsys: pytest.CaptureFix
     assert args.run(args) == 0
     summary = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
     checks, flood = summary["checks"], summary["flood"]
-    assert checks["request_us_8_keys"] > 0 and checks["request_us_1000_keys"] > checks["request_us_8_keys"]
+    assert checks["request_us_8_keys"] > 0 and checks["request_us_1000_keys"] > 0  # figures: which is the more is
+    # the machine's to say (CI once: 62.8 us with 1000 keys, 77.9 with 8, under load), not an assertion's
     assert all(flood[phase]["utterances"] == 2 for phase in ("alone", "flood_1x", "flood_10x"))
     assert flood["flood_10x"]["flood"]["refused"] > 0 and flood["flood_1x"]["flood"]["accepted"] > 0
