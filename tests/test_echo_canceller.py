@@ -254,31 +254,6 @@ def test_a_carrier_that_sends_nothing_until_the_caller_speaks_has_an_echo_free_l
         assert 0 < aec_onsets.onset_to_interrupt(no_echo, at, True, suppressed=True) <= 300
 
 
-def test_while_the_canceller_works_the_vad_hears_every_window_of_its_output_and_the_echo_stops_nothing(recordings):
-    """The model's state follows the canceller's output throughout (not only where webrtcvad's pre-gate opens: AEC3,
-    still learning the line, holds a caller back, and a model woken mid-word heard them late); on the target line
-    with nobody talking it hears every window of 4 s of the gateway's speech, and nothing is taken for a caller."""
-    from gateway.listen.caller import CallerSide
-    from gateway.listen.detector import VadConfig
-    from gateway.audio import g711_encode
-
-    gateway, _ = recordings
-    far = gateway[:4 * RATE]
-    near = g711_encode(line.to_s16(line.echo_of(far, model(line.TARGET_ECHO_MODEL))).tobytes(), "pcm_mulaw")
-    clock = [100.0]
-    side = CallerSide("mulaw", RATE, VadConfig(), "vad", lambda: True, clock=lambda: clock[0], cancel_echo=True)
-    runs = []
-    heard = side.vad.probability
-    side.vad.probability = lambda window: runs.append(1) or heard(window)  # type: ignore[method-assign]
-    side.played(100.0, far, RATE)
-    events = []
-    for i in range(0, far.size - FRAME + 1, FRAME):
-        clock[0] = 100.0 + (i + FRAME) / RATE
-        events += side.hear(near[i:i + FRAME], 1000 * i / RATE)
-    windows = far.size // side.vad.window_samples
-    assert len(runs) >= windows - 2 and not events
-
-
 def test_a_line_that_sends_nothing_back_is_echo_free_and_a_loud_caller_on_it_is_heard(recordings):
     """No echo at all (a carrier that cancels its own, a headset): once the gateway has spoken 0.6 s and nothing came
     back, the canceller rests for the call, and a caller talking over the gateway is heard as the level rule hears

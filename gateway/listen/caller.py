@@ -28,12 +28,6 @@ MAX_FRAME_S = 1.0  # a caller frame of more audio than this is refused (carriers
 BURST_S = 1.0  # audio that may arrive ahead of real time before frames are dropped as a flood
 PREGATE_MODE = 2  # webrtcvad's aggressiveness: on the gate clip it passes 98.9 % of Silero's voiced windows
 DRAIN = 1.05  # the flood budget drains a little faster than real time: a carrier's clock may run fast
-CANCELLED_MARGIN = 0.15  # while the canceller works the model hears every window, so that its state follows a
-#                          caller through the echo's residue (the pre-gate's gaps lost them: AEC3 holds a caller
-#                          back until it has learnt the line), and a window is voiced only this far above the
-#                          threshold (that residue, heard throughout, now and then reads as speech). Offline
-#                          (cbf_tools/bench/aec_onsets.py, 21 onsets 1-3 s in): a caller 17 dB down within 600 ms
-#                          16 -> 18, p50 330 -> 280 ms; on the hot line (-6 dB) 20 -> 20; echo alone 0/60 either way
 
 
 class FloodGuard:
@@ -97,8 +91,6 @@ class CallerSide:
         self._echo_level = 0.0  # the echo guard's level when its latest samples came
         self._due: np.ndarray | None = None  # the window the model is to hear next (``next_due``)
         self._then: np.ndarray | None = None  # where ``_due`` is the window before the gate opened: the one after
-        self._cancelling = False  # the canceller worked on the latest frame (the far end is in the echo's reach)
-        self._due_margin: float | None = 0.0  # what ``_due``'s probability loses (None: the pre-gate said no)
         self._out: list[dict[str, Any] | Act] = []  # what the decided windows did, not yet ``heard``
         self._samples = 0  # samples heard, for streams without timestamps (Asterisk)
         self._latest = (0.0, 0.0)  # (stream ms, monotonic s) of the latest frame's end
@@ -180,7 +172,6 @@ class CallerSide:
         if self.aec is not None:
             at_s, heard = self.aec.process(pcm, start_ms / 1000, now)
             heard_ms, changed = at_s * 1000, not (self.aec.passed and heard.size == pcm.size)
-            self._cancelling = not self.aec.passed
         if self.feed is not None:
             if self._listen_clean and changed:  # the canceller took echo out, or held back part of a 10 ms block
                 if heard.size:
@@ -218,17 +209,14 @@ class CallerSide:
     def next_due(self) -> np.ndarray | None:
         """The next window the model must hear for this call (then ``decided`` with what it said), or None: none is.
         Windows the pre-gate spares the model are decided here, without it. Where the gate opens, the model first
-        hears the window before (its state as if it had run throughout): that one is due first, its answer unused.
-        While the canceller works the model hears every window, and the pre-gate's no makes its answer 0."""
+        hears the window before (its state as if it had run throughout): that one is due first, its answer unused."""
         if self._due is not None:
             return self._due
         size = self._vad.window_samples
         while self._window.size >= size:
             window = self._window[:size]
             head = (window[:self._pregate_samples] * 32767).astype("<i2").tobytes()
-            gate = self.detector.listening_closely or self._pregate.is_speech(head, self._vad.rate)
-            if gate or self._cancelling:
-                self._due_margin = (CANCELLED_MARGIN if self._cancelling else 0.0) if gate else None
+            if self.detector.listening_closely or self._pregate.is_speech(head, self._vad.rate):
                 self._due, self._then = (self._skipped, window) if self._skipped is not None else (window, None)
                 self._skipped = None
                 return self._due
@@ -244,7 +232,7 @@ class CallerSide:
             self._due, self._then = self._then, None
             return
         self._due = None
-        self._decide(0.0 if self._due_margin is None else probability - self._due_margin)
+        self._decide(probability)
 
     def heard(self) -> list[dict[str, Any] | Act]:
         """Events for the controller and what barge-in does, in order, since the last time."""
