@@ -489,6 +489,8 @@ def cmd_serve(args: argparse.Namespace) -> int:
         server.run(sockets=[sock])
     except KeyboardInterrupt:  # uvicorn raises the SIGINT it caught again once it has shut down: Ctrl-C, no traceback
         return 128 + signal.SIGINT
+    if server.interrupted:  # the same, where SIGINT was ignored when this process started, so raising it did nothing
+        return 128 + signal.SIGINT
     return _refuse(args, refusals[0]) if refusals else 0
 
 

@@ -131,17 +131,20 @@ async def _within(awaitable: Awaitable[None], seconds: float | None) -> bool:
 class DrainingServer(uvicorn.Server):
     """uvicorn's server whose SIGTERM drains in place and SIGUSR2 hands the port over (SIGHUP too, but with a keys
     file SIGHUP reloads it); SIGINT stops at once. A second SIGTERM changes nothing: the first drain's deadline
-    stands."""
+    stands. ``interrupted``: a SIGINT stopped it (uvicorn raises it again once it has stopped, but a process started
+    with SIGINT ignored, as a non-interactive shell's background job is, ignores that too: exit 0, not Ctrl-C's 130)."""
 
     def __init__(self, config: uvicorn.Config, draining: Draining) -> None:
         super().__init__(config)
         self.draining = draining
+        self.interrupted = False
         draining.server = self
 
     def handle_exit(self, sig: int, frame: FrameType | None) -> None:
         if sig == signal.SIGTERM:
             self.draining.request()
         else:
+            self.interrupted = self.interrupted or sig == signal.SIGINT
             super().handle_exit(sig, frame)
 
     @contextlib.contextmanager
