@@ -49,6 +49,7 @@ from cbf_tools.bench.engine import percentile
 from cbf_tools.bench.procs import tree_cpu
 from cbf_tools.peers.local_server import ServerFailed, local_server, quiet_client_logs
 from cbf_tools.peers.phone_callers import PlayingStack, Voice, connect_call
+from cbf_tools.peers.polling import until, within
 from cbf_tools.peers.stopping_reader import stopping_socket
 from gateway.listen.silero import SileroVad
 from gateway.telephony.outbox import LEAD_S
@@ -95,7 +96,7 @@ class Call:
         return time.monotonic()
 
     async def first_audio(self, timeout: float = 30.0) -> float:
-        await _until(lambda: bool(self.stack.arrived), timeout, "no audio reached the caller")
+        await until(lambda: bool(self.stack.arrived), timeout, "no audio reached the caller")
         return self.stack.arrived[0]
 
     async def hang_up(self) -> None:
@@ -104,21 +105,6 @@ class Call:
             await asyncio.wait_for(self.agent.close(), 3)
         if self.reader is not None:
             self.reader.cancel()
-
-
-async def _within(condition: Callable[[], bool], timeout: float) -> bool:
-    """Whether ``condition`` holds within ``timeout`` seconds (looked at every 10 ms)."""
-    deadline = time.monotonic() + timeout
-    while not condition():
-        if time.monotonic() > deadline:
-            return False
-        await asyncio.sleep(0.01)
-    return True
-
-
-async def _until(condition: Callable[[], bool], timeout: float, what: str) -> None:
-    if not await _within(condition, timeout):
-        raise TimeoutError(what)
 
 
 async def _read(call: Call) -> None:
@@ -191,9 +177,9 @@ async def speech_trial(url: str, api_key: str | None, rng: random.Random, clip: 
     try:
         await call.speak()
         speech.starts_at = await call.first_audio() + rng.uniform(*SPEECH_AFTER_S)
-        await _until(lambda: speech.onset is not None, SPEECH_AFTER_S[1] + 1, "the clip did not start")
+        await until(lambda: speech.onset is not None, SPEECH_AFTER_S[1] + 1, "the clip did not start")
         t0 = speech.onset or 0.0
-        await _within(lambda: any(at >= t0 for at in call.stack.cleared_at) and bool(call.of("interrupted")),
+        await within(lambda: any(at >= t0 for at in call.stack.cleared_at) and bool(call.of("interrupted")),
                       len(clip) * voices.FRAME_S + CLEAR_WAIT_S)
         await asyncio.sleep(SETTLE_S)
         clears = [at for at in call.stack.cleared_at if at >= t0]
@@ -346,7 +332,7 @@ async def process_cpu(url: str, api_key: str | None, pid: int, http: httpx.Async
     try:
         talking = await spent()
         await call.agent.send(json.dumps({"type": "listen", "format": "native"}))
-        await _until(lambda: bool(call.of("caller_audio")), 10, "the listener got no caller audio")
+        await until(lambda: bool(call.of("caller_audio")), 10, "the listener got no caller audio")
         listened = await spent()
     finally:
         await call.hang_up()

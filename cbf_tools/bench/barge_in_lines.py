@@ -26,6 +26,7 @@ from cbf_tools.bench import barge_in as bench
 from cbf_tools.bench import caller_voices as voices
 from cbf_tools.bench import line
 from cbf_tools.bench.engine import percentile
+from cbf_tools.peers.polling import until, within
 from gateway.audio import g711_encode
 from gateway.listen.caller import CallerSide
 from gateway.listen.detector import VadConfig
@@ -68,9 +69,9 @@ async def speech_trial(url: str, api_key: str | None, rng: random.Random, model:
         await call.speak()
         first = await call.first_audio()
         made[0].starts_at = first + (DOUBLE_TALK_S if model.double_talk else rng.uniform(*bench.SPEECH_AFTER_S))
-        await bench._until(lambda: made[0].onset is not None, bench.SPEECH_AFTER_S[1] + 1, "the caller did not start")
+        await until(lambda: made[0].onset is not None, bench.SPEECH_AFTER_S[1] + 1, "the caller did not start")
         t0 = made[0].onset or 0.0
-        await bench._within(lambda: any(at >= t0 for at in call.stack.cleared_at),
+        await within(lambda: any(at >= t0 for at in call.stack.cleared_at),
                             speech.size / line.RATE + bench.CLEAR_WAIT_S)
         clears = [at for at in call.stack.cleared_at if at >= t0]
         return (round(1000 * (clears[0] - t0), 1) if clears else None), len(call.stack.cleared_at) - len(clears)

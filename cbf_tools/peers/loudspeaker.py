@@ -22,6 +22,7 @@ import numpy as np
 from aiortc.mediastreams import MediaStreamError, MediaStreamTrack
 
 from cbf_tools.bench import line
+from cbf_tools.peers.polling import within
 
 RATE = line.RATE  # the line's rate: what plays is taken to 8 kHz, the microphone sends 8 kHz (Opus resamples it)
 FRAME = RATE // 50  # 20 ms
@@ -195,12 +196,7 @@ class SpeakerPeer:
 
     async def wait_for(self, predicate, timeout: float) -> bool:
         """Until ``predicate()`` holds (True) or ``timeout`` seconds have passed (False)."""
-        deadline = time.monotonic() + timeout
-        while not predicate():
-            if time.monotonic() > deadline:
-                return False
-            await asyncio.sleep(0.02)
-        return True
+        return await within(predicate, timeout)
 
     async def close(self) -> None:
         self.speaker.stop()

@@ -29,6 +29,8 @@ from urllib.parse import urlencode
 from websockets.asyncio.client import ClientConnection, connect
 from websockets.exceptions import ConnectionClosed
 
+from cbf_tools.peers.polling import until
+
 Heard = tuple[str, Any] | None  # ("media", bytes) / ("mark", name) / ("clear", None); None: nothing for us
 Voice = Callable[[float], bytes | None]  # the caller's 20 ms frame to send at a monotonic time (None: silence)
 FRAME_S = 0.02  # the caller's audio per media frame
@@ -105,11 +107,7 @@ class PlayingStack:
 
     async def cleared(self, before: int = 0, timeout: float = 2.0) -> None:
         """Until the gateway has sent more than ``before`` clears."""
-        deadline = time.monotonic() + timeout
-        while self.clears <= before:
-            if time.monotonic() > deadline:
-                raise TimeoutError("the gateway sent no clear")
-            await asyncio.sleep(0.01)
+        await until(lambda: self.clears > before, timeout, "the gateway sent no clear")
 
     async def silenced(self, before: int = 0, timeout: float = 2.0) -> None:
         """Until the gateway has stopped this call's audio: its clear (more than ``before``), or, on a stack that has
@@ -117,11 +115,8 @@ class PlayingStack:
         if self.has_clear:
             await self.cleared(before, timeout)
             return
-        deadline = time.monotonic() + timeout
-        while self.arrived and time.monotonic() - self.arrived[-1] < QUIET_S:
-            if time.monotonic() > deadline:
-                raise TimeoutError("the gateway's audio did not stop")
-            await asyncio.sleep(0.01)
+        await until(lambda: not self.arrived or time.monotonic() - self.arrived[-1] >= QUIET_S, timeout,
+                    "the gateway's audio did not stop")
 
     def heard_between(self, start: float, end: float) -> bytes:
         """What the caller heard from ``start`` to ``end`` (monotonic s), on this stack's wire: our audio where it

@@ -16,6 +16,8 @@ import numpy as np
 from aiortc import RTCConfiguration, RTCPeerConnection, RTCRtpSender, RTCSessionDescription
 from aiortc.mediastreams import MediaStreamError, MediaStreamTrack
 
+from cbf_tools.peers.polling import until
+
 SPEECH_RMS = 300.0  # a decoded 20 ms frame louder than this carries audio
 
 
@@ -130,11 +132,7 @@ class Listener:
         return (np.concatenate(self._pcm) if self._pcm else np.zeros(0, np.float32)), rate
 
     async def wait_for(self, predicate, timeout: float = 10.0) -> None:
-        deadline = time.monotonic() + timeout
-        while not predicate():
-            if time.monotonic() > deadline:
-                raise TimeoutError("condition not met in time")
-            await asyncio.sleep(0.01)
+        await until(predicate, timeout)
 
     def loud(self, since: float = 0.0) -> list[Frame]:
         return [f for f in self.frames if f.rms > SPEECH_RMS and f.at >= since]
