@@ -24,6 +24,7 @@ import pytest
 from websockets.asyncio.client import connect
 
 from cbf_tools.peers.phone_callers import STACKS, PlayingStack, connect_call
+from cbf_tools.peers.polling import until
 from engine.watermark import Watermarker
 from gateway.telephony import events, exotel, plivo, vonage
 from gateway.telephony.outbox import LEAD_S
@@ -42,13 +43,6 @@ def url(phone_server: str) -> str:
 
 def pcm(data: bytes) -> np.ndarray:
     return np.frombuffer(data, "<i2").astype(np.float32) / 32768
-
-
-async def until(condition, timeout: float, what: str) -> None:
-    deadline = time.monotonic() + timeout
-    while not condition():
-        assert time.monotonic() < deadline, what
-        await asyncio.sleep(0.02)
 
 
 def wire_checked(stack: str, caller: PlayingStack) -> None:

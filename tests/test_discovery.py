@@ -8,13 +8,13 @@ import asyncio
 import socket
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import httpx
 import pytest
 
 from cbf_tools.peers.local_server import free_port, local_workers
+from cbf_tools.peers.polling import until
 from engine.protocol import Done
 from gateway.engine_link.discovery import Changes, DnsTarget, Membership, parse_dns_url, resolve
 from gateway.engine_link.pool import EnginePool
@@ -55,13 +55,6 @@ def workers_on(hosts: list[str], port: int):
     return local_workers([f"{host}:{port}" for host in hosts])
 
 
-async def _until(condition, what: str, timeout: float = 30) -> None:
-    deadline = time.monotonic() + timeout
-    while not condition():
-        assert time.monotonic() < deadline, what
-        await asyncio.sleep(0.05)
-
-
 async def _speak(utterance, text: str) -> int:
     """Send ``text``, end, and read to ``done``: the number of chunks."""
     await utterance.text(text)
@@ -89,30 +82,30 @@ def test_a_name_with_two_loopback_addresses_drains_and_revives_real_workers() ->
         pool = EnginePool([f"dns+ws://fleet:{port}"], resolve_interval=0.05, resolver=resolver)
         pool.start_background()
         try:
-            await _until(lambda: sum(e["available"] for e in pool.engines) == 2, "both workers connected")
+            await until(lambda: sum(e["available"] for e in pool.engines) == 2, 30, "both workers connected")
             first, second = await pool.start("default"), await pool.start("default")
             assert {first.worker, second.worker} == {f"ws://127.0.0.2:{port}", f"ws://127.0.0.3:{port}"}
             leaving = first if first.worker.endswith(f"127.0.0.3:{port}") else second
             staying = second if leaving is first else first
 
             addresses.remove("127.0.0.3")  # scaled down while an utterance is in flight there
-            await _until(lambda: f"ws://127.0.0.3:{port}" in pool.draining, "the vanished worker is draining")
+            await until(lambda: f"ws://127.0.0.3:{port}" in pool.draining, 30, "the vanished worker is draining")
             for _ in range(3):  # new utterances go elsewhere
                 other = await pool.start("default")
                 assert other.worker == f"ws://127.0.0.2:{port}"
                 assert await _speak(other, "Somewhere else.") >= 1
             assert any(e["url"].endswith(f"127.0.0.3:{port}") and e["draining"] for e in pool.engines)
             assert await _speak(leaving, "The utterance in flight finishes on its worker.") >= 1
-            await _until(lambda: len(pool.clients) == 1, "the drained worker is closed once idle")
+            await until(lambda: len(pool.clients) == 1, 30, "the drained worker is closed once idle")
             assert await _speak(staying, "And this one too.") >= 1
 
             addresses.append("127.0.0.3")  # scaled up again
-            await _until(lambda: sum(e["available"] for e in pool.engines) == 2, "the worker is found again")
+            await until(lambda: sum(e["available"] for e in pool.engines) == 2, 30, "the worker is found again")
             assert not pool.draining
 
             nonlocal failing
             failing = True  # a DNS outage drains nothing
-            await _until(lambda: failed >= 5, "the pool asked the failing resolver")
+            await until(lambda: failed >= 5, 30, "the pool asked the failing resolver")
             assert not pool.draining and sum(e["available"] for e in pool.engines) == 2
         finally:
             await pool.close()

@@ -8,7 +8,6 @@ import asyncio
 import io
 import json
 import logging
-import time
 import wave
 from pathlib import Path
 from typing import Any, Callable
@@ -16,19 +15,13 @@ from typing import Any, Callable
 import pytest
 
 from cbf_tools.peers.local_server import Workers
+from cbf_tools.peers.polling import until
 from engine.protocol import SAMPLE_RATE, Chunk, Done, Reading
 from gateway.engine_link.client import EngineClient, EngineRequestError
 from gateway.engine_link.pool import EnginePool
 
 SENTENCE = "The quick brown fox jumps over the lazy dog, and then it runs away into the forest."
 LEXICON = json.dumps({"rules": [{"type": "alias", "string_to_replace": "Ngozi", "alias": "En go zee"}]}).encode()
-
-
-async def until(check: Callable[[], bool], what: str, within: float = 120) -> None:
-    deadline = time.monotonic() + within
-    while not check():
-        assert time.monotonic() < deadline, what
-        await asyncio.sleep(0.05)
 
 
 async def speak(engine: EnginePool | EngineClient, voice: str, text: str,
@@ -98,13 +91,13 @@ def test_a_worker_that_joins_late_is_given_what_was_added_and_one_that_returns_l
 
     async def test(pool: EnginePool) -> None:
         a, b = pool.clients
-        await until(lambda: a.available, "worker a did not connect")
+        await until(lambda: a.available, 120, "worker a did not connect")
         await pool.add_voice("amy", await clip(pool))
         await pool.add_lexicon("names", LEXICON)
         assert not (tmp_path / "voices-b").exists()  # b has never run
 
         fleet.start("b")
-        await until(lambda: b.available, "worker b did not join")
+        await until(lambda: b.available, 120, "worker b did not join")
         # at once, no waiting: a worker takes no utterance before it holds what the others hold
         assert "amy" in names(await b.list_voices()) and "names" in names(await b.list_lexicons())
         assert f"engine {b.url}: copied 1 voices, 1 lexicons from {a.url}" in caplog.messages
@@ -123,13 +116,13 @@ def test_a_worker_that_joins_late_is_given_what_was_added_and_one_that_returns_l
         # b goes away; meanwhile amy is deleted and bea added; it comes back with amy still in its directory
         assert "amy" in names(await a.list_voices())
         await asyncio.to_thread(fleet.workers.kill, fleet.url("b"))
-        await until(lambda: not b.reachable, "worker b's death was not noticed")
+        await until(lambda: not b.reachable, 120, "worker b's death was not noticed")
         await pool.delete_voice("Amy")  # as the client spelt it
         await pool.add_voice("bea", await clip(pool))
         assert (tmp_path / "voices-b" / "amy.wav").exists()
 
         fleet.start("b")
-        await until(lambda: b.available, "worker b did not join again")
+        await until(lambda: b.available, 120, "worker b did not join again")
         assert names(await b.list_voices()) == {"default", "bea"}
         assert "amy" not in names(await pool.list_voices())
         assert not (tmp_path / "voices-b" / "amy.wav").exists()

@@ -22,6 +22,7 @@ from engine import protocol
 from engine.protocol import Chunk, Done, EngineReady, Error, Reading
 from gateway.engine_link.client import EngineClient, EngineRequestError
 from cbf_tools.say import speak, worker_client
+from cbf_tools.peers.polling import until
 
 ROOT = Path(__file__).resolve().parent.parent
 STORY = ("Once upon a time there was a small lighthouse on a rocky shore. Every night its keeper climbed the stairs, "
@@ -329,18 +330,10 @@ async def test_utterances_cancelled_before_they_ran_are_forgotten() -> None:
     running = [f"r{i}" for i in range(3)]
     for uid in running:
         await worker._dispatch(protocol.encode(protocol.Start(uid, "default")), send)
-    await until(lambda: sorted(uid for _, uid in worker.utterances) == running, worker.utterances)
+    await until(lambda: sorted(uid for _, uid in worker.utterances) == running, 10, worker.utterances)
     for uid in running:
         await worker._dispatch(protocol.encode(protocol.Cancel(uid)), send)
-    await until(lambda: worker.utterances == {}, worker.utterances)
-
-
-async def until(condition, what: object, within: float = 10.0) -> None:
-    """Wait for the event loop to get there (a few turns; longer on a busy machine), not for a fixed time."""
-    deadline = time.monotonic() + within
-    while not condition():
-        assert time.monotonic() < deadline, what
-        await asyncio.sleep(0.01)
+    await until(lambda: worker.utterances == {}, 10, worker.utterances)
 
 
 async def test_learnt_costs_are_kept_for_a_bounded_number_of_voices() -> None:

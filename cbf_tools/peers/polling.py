@@ -17,7 +17,8 @@ async def within(condition: Callable[[], bool], timeout: float) -> bool:
     return True
 
 
-async def until(condition: Callable[[], bool], timeout: float, what: str = "condition not met in time") -> None:
-    """Until ``condition`` holds; ``TimeoutError(what)`` after ``timeout`` seconds."""
+async def until(condition: Callable[[], bool], timeout: float, what: object = "condition not met in time") -> None:
+    """Until ``condition`` holds; ``TimeoutError(what)`` after ``timeout`` seconds (``what``: a message, or the state
+    that should have changed, shown as it is then)."""
     if not await within(condition, timeout):
         raise TimeoutError(what)
