@@ -545,7 +545,8 @@ def _version(match: re.Match[str]) -> str | None:
         parts = text.split(".")
         if len(parts) != 4 or not all(p.isdigit() and int(p) < 256 for p in parts):
             return None
-        return _ip(parts) + " colon " + w.digits(port)
+        from engine.speech_text.web import port as said_port  # web imports this module
+        return _ip(parts) + " colon " + said_port(port)
     prefix = ""
     if text[0] in "vV":
         prefix, text = "version ", text[1:]

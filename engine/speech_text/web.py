@@ -96,6 +96,7 @@ def _url(match: re.Match[str]) -> str:
                 + (_path(text[scheme.end():]) if text[scheme.end():] else "")).strip()
     text, _, fragment = text.partition("#")
     text, _, query = text.partition("?")
+    trailing = text.endswith("/") and "/" in text.rstrip("/")  # "docs.python.org/3/": its last slash is said
     text = text.rstrip("/")
     host, *path = text.split("/")
     if any(_SLUG.fullmatch(part) for part in path):  # "bit.ly/3xYz9Q": a short link's code, character by character
@@ -104,7 +105,10 @@ def _url(match: re.Match[str]) -> str:
             if _SLUG.fullmatch(part) else _spoken_parts(part) for part in path])
     else:
         said = _spoken_parts(text, _domain_at(text))
-    if _SHORT_QUERY.fullmatch(query):  # "promo?ref=sms", said; a long one (tracking, tokens) is not
+    said = _port(said, text)
+    if trailing:
+        said += " slash"
+    if _SHORT_QUERY.fullmatch(query):
         said += " question mark " + _spoken_parts(query)
     if re.fullmatch(r"[A-Za-z][\w-]{0,23}", fragment):  # "faq#returns": a page's section, said; a long one is not
         said += " hash " + _spoken_parts(fragment)
@@ -115,7 +119,53 @@ _SLUG = re.compile(r"(?=[A-Za-z0-9]{4,12}$)(?=.*\d)(?:[A-Za-z]+|\d+){3,}")  # le
 _RUNS = re.compile(r"[A-Za-z]+|\d+")
 _PATH_PART = r"[\w-](?:[\w.-]{0,62}[\w-])?"  # a folder's or a file's name (a full stop after it ends a sentence)
 _FOLDER = rf"{_PATH_PART}(?: {_PATH_PART}){{0,4}}"  # a folder's name may hold spaces ("Program Files"): a backslash follows
-_SHORT_QUERY = re.compile(r"(?=.{1,24}$)[A-Za-z][\w-]*=[\w-]+(?:&[A-Za-z][\w-]*=[\w-]+)?")
+# a query of a few named values ("promo?ref=sms", "login?next=/dashboard", "search?q=shoes&page=2"), said in full;
+# a long one (tracking, tokens) is not
+_SHORT_QUERY = re.compile(r"(?=.{1,40}$)[A-Za-z][\w-]*=[\w./:+-]*\w(?:&[A-Za-z][\w-]*=[\w./:+-]*\w){0,2}")
+
+
+def _port(said: str, text: str) -> str:
+    """A round port ("3000", "8000") is said as a number, as developers say one ("localhost:3000" "localhost colon
+    three thousand"); any other digit by digit ("8080", "5432")."""
+    port = re.match(r"[^/:]*:(\d{2,5})(?![\d])", text)
+    if port and re.fullmatch(r"[1-9]000", port.group(1)):
+        return said.replace(" colon " + w.digits(port.group(1)), " colon " + w.cardinal(port.group(1)), 1)
+    return said
+
+
+def port(digits: str) -> str:
+    """A port's number: a round thousand as a number ("3000" "three thousand"), others digit by digit ("8080")."""
+    return w.cardinal(digits) if re.fullmatch(r"[1-9]000", digits) else w.digits(digits)
+
+
+_HEX_GROUP = re.compile(r"[0-9]+|[A-Fa-f]+")
+IPV6 = (r"(?<![\w:.])(?=[0-9A-Fa-f]{0,4}::?[0-9A-Fa-f:])(?:[0-9A-Fa-f]{1,4}|(?=::))(?::{1,2}[0-9A-Fa-f]{1,4}){1,7}:{0,2}"
+        r"(?:/\d{1,3})?(?![\w:])")
+
+
+def _ipv6(match: re.Match[str]) -> str | None:
+    """"2001:db8::1" -> "two thousand one colon D B eight colon colon one": an IPv6 address group by group (a group
+    of digits as a number, letters spelled, digits among letters one by one), "::" as "colon colon"."""
+    text, _, prefix = match.group().partition("/")
+    groups = text.split(":")
+    if text.count("::") > 1 or ":::" in text or len(groups) > 8 or len(groups) < 3:
+        return None
+    if "::" not in text and (len(groups) != 8):
+        return None
+    if "::" not in text and all(g.isdigit() for g in groups) and len(groups) < 5:
+        return None  # "12:30:45" is a time
+    said = []
+    for group in groups:
+        if not group:
+            said.append("")
+        elif group.isdigit():
+            said.append(w.cardinal(group) if not group.startswith("0") or group == "0" else w.digits(group))
+        else:
+            said.append(" ".join(w.digits(run) if run.isdigit() else " ".join(run.upper())
+                                 for run in _HEX_GROUP.findall(group)))
+    spoken = " colon ".join(said)
+    spoken = " ".join(spoken.split())
+    return spoken + (" slash " + w.cardinal(prefix) if prefix else "")
 
 
 def _path(text: str) -> str:
@@ -194,6 +244,7 @@ _FILE = (rf"(?<![\w@/.-])[A-Za-z0-9][\w-]{{0,60}}(?:\.[\w-]{{1,30}}){{0,2}}\.(?i
          r"(?![\w@/-]|\.\w)")
 
 RULES: list[Rule] = [
+    ("ipv6", IPV6, _ipv6),
     ("email", EMAIL, _email), ("url", URL, _url), ("file_name", _FILE, _file_name),
     ("windows_path", rf"(?<![\w])[A-Za-z]:\\(?:{_FOLDER}\\){{0,11}}(?:{_PATH_PART})?", _windows_path),
     ("identifier", r"(?<![\w@/.#-])[A-Za-z][A-Za-z0-9]*(?:\.[A-Za-z0-9]+)*(?:_[A-Za-z0-9]+)+(?![\w@/-]|\.\w)",
