@@ -51,9 +51,17 @@ def _serial(match: re.Match[str]) -> str | None:
         # "1ST", "250K" (a count; "4K" stays a code)
         return None
     measured = _MEASURED.fullmatch(text)
-    if _SCALED.fullmatch(text) or (measured and measured[1] in UNITS) or len(text) > 40:
+    if len(text) > 40 or (_SCALED.fullmatch(text) or (measured and measured[1] in UNITS)) and not _CODE_CUE_WORD.search(
+            match.string, max(0, match.start() - 20), match.start()):
         return None
     return spell_code(text.upper())
+
+
+# A noun that names a thing by its code: after one, "4417A" is a build, not 4,417 amps; "2B" a version, not two
+# billion (numbers.CODE_NOUN and a build's, a release's, a firmware's, a ticket's).
+_CODE_CUE_WORD = re.compile(r"(?i:\b(?:build|builds|model|part|unit|ref\.?|reference|version|ver\.?|rev\.?|revision|serial|sku|"
+                            r"firmware|release|patch|ticket|item|product|code|id|no\.|type|variant|batch|lot|catalog|"
+                            r"cat\.|style|mk\.?|mark|series|chassis|engine|board|chip|kit|form))[ \t]*(?:#|no\.|number)?[ \t]*:?[ \t]*\Z")
 
 
 def _quarter(match: re.Match[str]) -> str:
@@ -323,7 +331,8 @@ _FUNCTIONS = {"sin": "sine of", "cos": "cosine of", "tan": "tangent of", "log": 
               "exp": "the exponential of", "O": "big O of"}
 _FUNCTION = r"(?:%s)[₀-₉]*(?=\()" % "|".join(sorted(_FUNCTIONS, key=len, reverse=True))
 _TERM = (rf"(?:(?:\d+(?:\.\d+)?(?=\())?(?:sqrt(?=\())?(?:{_FUNCTION})?\(?[-−]?√?(?:[a-z]\([a-z]\)|[A-Z](?=[ \t]?=)"
-         r"|[a-z]{2}(?=\^|[²³])|(?:\d+(?:\.\d+)?)?[a-z](?![A-Za-z0-9_(])"
+         r"|[a-z]{2}(?=\^|[²³])|(?!(?:is|it|in|on|at|to|of|or|an|as|am|be|by|do|go|he|if|me|my|no|so|up|us|we|ok)\b)[a-z]{2}"
+         r"(?=[ \t][+*=][ \t]|[+*=][a-z\d(])|\d+[a-z]{2,3}(?![\w(])|(?:\d+(?:\.\d+)?)?[a-z](?![A-Za-z0-9_(])"
          r"|(?:\d{1,3}(?:,\d{3})+(?!\d)|\d+)(?:\.\d+)?(?:!(?=[ \t]?[-−+*×÷/=]))?°?)[²³]?\)?)")
 _OPERATOR = r"(?:[ \t]?[-−+*×÷/^=·][ \t]?|[ \t]x[ \t])"
 _MATH = rf"(?<![\w.,/:$-]){_TERM}(?:{_OPERATOR}{_TERM}){{1,12}}(?![\w]|\.\d|[-+*/^=]\w)"
@@ -361,6 +370,9 @@ def _math(match: re.Match[str]) -> str | None:
     over = re.fullmatch(r"\d+/([a-z])", text) and text[-1] not in _UNIT_LETTERS  # "1/x", not "1/s" (a unit)
     if not re.search(r"[=+*×÷^²³·√−]|[ \t]/[ \t]", text) and not asked and not related and not over:
         return None
+    if re.fullmatch(r"\d+(?:\.\d+)?(?:[ \t]?×[ \t]?\d+(?:\.\d+)?){1,2}", text) and not asked and not re.search(
+            r"[=+]\s*\Z", match.string[max(0, match.start() - 4):match.start()]):
+        return None  # "1920×1080", "10×12 feet": sizes, "by" (numbers.py's dimensions); "What is 6 × 7?" a product
     said = []
     for part in _MATH_PARTS.findall(text):
         if part == "(":  # "2(x + 3)": a product

@@ -590,6 +590,8 @@ def _dimensions(match: re.Match[str]) -> str:
     """"22 x 14 x 9 in" -> "twenty-two by fourteen by nine inches"; "30 cm x 20 cm" -> "thirty centimeters by twenty
     centimeters"."""
     sizes = re.findall(rf"({NUM})(?:[ \t]?({_SIZE_UNIT}))?", match.group())
+    if len(sizes) == 2 and all(re.fullmatch(r"[1-9]\d{2,3}", size) and not unit for size, unit in sizes):
+        return " by ".join(w.paired(size) for size, _ in sizes)  # "1920×1080": a screen's pixels, "nineteen twenty by ten eighty"
     return " by ".join(w.number(size.replace(",", "")) + (" " + UNITS[unit][1] if unit else "") for size, unit in sizes)
 
 
