@@ -200,12 +200,29 @@ def _caps(match: re.Match[str]) -> str:
         match.string[match.end():match.end() + 40].split()[:4]
     shouted = [word for word in (w.strip(".,;:!?") for w in around) if _SHOUTED.fullmatch(word)]
     common = [word for word in shouted if word.lower() in COMMON_WORDS]
+    worded = [word for word in shouted if word.lower() in COMMON_WORDS or _worded(word)]
     if token in _ACRONYM_WORDS and len(shouted) >= 2 and common:  # "IS IT STILL UNDER WARRANTY?"
         return token.lower()
     if len(common) >= 2 and (token == "US" or (len(token) >= 4 and _VOWELS & set(token) and token not in WORD_ACRONYMS)
                              or (len(token) == 3 and token not in SPELLED and one_syllable(token))):  # "THE GYM"
         return token.lower()
+    # a line all in capitals ("MAX LOAD: 300 LBS."): one word-like neighbour is enough
+    loud = len(worded) >= 1 and not re.search(r"[a-z]", match.string[max(0, match.start() - 40):match.end() + 40])
+    if (len(worded) >= 2 or loud) and len(token) == 3 and token not in SPELLED and token not in _SYLLABLE_ACRONYMS and token not in WORD_ACRONYMS \
+            and one_syllable(token) and not _worded(token) and token.lower() not in COMMON_WORDS:
+        return token.lower()  # "MAX LOAD PER SHELF", "LOG IN AGAIN": among shouted words, a word of one syllable
     return caps(token)
+
+
+_SYLLABLE_ACRONYMS = frozenset("SAT MIT CAT PET LED VIN DOB POS BOT".split())  # spelled, though one syllable's shape
+
+
+def _worded(word: str) -> bool:
+    """A shouted word of four letters or more that reads as a word ("LOAD", "SHELF", "AGAIN"), not an acronym."""
+    base = word[:-1] if word.endswith("S") and len(word) > 4 else word
+    return len(base) >= 4 and base not in SPELLED and base not in WORD_ACRONYMS and base not in _SPOKEN_CAPS and (
+        one_syllable(base) or base.lower() in COMMON_WORDS or (len(base) >= 5 and _VOWELS & set(base) and
+                                                             SAYABLE_START.match(base) is not None))
 
 
 _CAPS_TOKEN = re.compile(r"(?<![\w'’])[A-Z][A-Z'’]*[A-Z]s?(?![\w'’])")

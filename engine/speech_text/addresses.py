@@ -188,7 +188,24 @@ def _state(match: re.Match[str]) -> str | None:
     return STATES[code]
 
 
+# Two state codes or more in a list ("except AK and HI", "CA, OR, and WA"): states, when one of them is no word and
+# no common acronym (_PLACE_STATES) or "state" comes before ("states like ID and MT").
+_JOIN = r"(?:,[ \t]*(?:(?:and|or|&)[ \t]+)?|[ \t]+(?:and|or|&)[ \t]+|/)"
+_CODES = "|".join(STATES)
+_STATE_LIST = rf"(?<![\w'’&/-])(?:{_CODES})(?:{_JOIN}(?:{_CODES})){{1,12}}(?![\w'’&/-]|\.\w)"
+_STATE_WORD = re.compile(r"(?i:\bstates?\b)[^.!?\n]{0,40}\Z")
+
+
+def _state_list(match: re.Match[str]) -> str | None:
+    codes = re.findall(r"[A-Z]{2}", match.group())
+    if not any(code in _PLACE_STATES for code in codes) and not _STATE_WORD.search(
+            match.string, max(0, match.start() - 48), match.start()):
+        return None
+    return re.sub(r"[A-Z]{2}", lambda code: STATES[code.group()], match.group())
+
+
 RULES: list[Rule] = [
+    ("state_list", _STATE_LIST, _state_list),
     ("state", _STATE, _state),
     ("address", _ADDRESS, _address), ("unit", _UNIT, _unit), ("zip", _ZIP, _zip), ("postal", _POSTAL, _postal),
     ("route", _ROUTE_ALONE, _route),

@@ -172,7 +172,15 @@ def _days_month(match: re.Match[str]) -> str:
     return said + (", " + w.year(int(year)) if year else "")
 
 
-def _weekday(match: re.Match[str]) -> str:
+# A shouted weekday's abbreviation that is a word after these ("IN DIRECT SUN.", "SHE SAT."): the sun, sat.
+_WORD_DAY_BEFORE = re.compile(r"(?<![\w'’])(?:THE|DIRECT|FULL|HOT|BRIGHT|STRONG|MIDDAY|SUMMER|MORNING|EVENING|"
+                              r"AFTERNOON|IN|OF|HE|SHE|IT|THEY|WE|I|WHO|NEWLY|JUST)[ \t]+\Z")
+
+
+def _weekday(match: re.Match[str]) -> str | None:
+    if match.group().rstrip(".").isupper() and _WORD_DAY_BEFORE.search(
+            match.string, max(0, match.start() - 12), match.start()):
+        return None
     days = [WEEKDAYS[d.title()] for d in re.findall(r"[A-Za-z]+", match.group())]
     return " to ".join(days) + ("." if match.group().endswith(".") and ends_sentence_after(match) else "")
 
