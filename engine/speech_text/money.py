@@ -68,14 +68,39 @@ CURRENCIES = {
     "THB": ("baht", "baht", "satang", "satang"),
     "NGN": ("naira", "naira", "kobo", "kobo"),
     "zł": ("zloty", "zlotys", "grosz", "groszy"),
+    "USD$": ("US dollar", "US dollars", "cent", "cents"),
+    "Kč": ("Czech koruna", "Czech korunas", "haler", "halers"), "CZK": ("Czech koruna", "Czech korunas", "haler", "halers"),
+    "HUF": ("forint", "forints", "filler", "fillers"),
+    "IDR": ("rupiah", "rupiahs", "sen", "sen"), "Rp": ("rupiah", "rupiahs", "sen", "sen"),
+    "MYR": ("ringgit", "ringgits", "sen", "sen"),
+    "VND": ("dong", "dong", "xu", "xu"), "PKR": ("Pakistani rupee", "Pakistani rupees", "paisa", "paise"),
+    "LKR": ("Sri Lankan rupee", "Sri Lankan rupees", "cent", "cents"),
+    "NPR": ("Nepalese rupee", "Nepalese rupees", "paisa", "paise"), "BDT": ("taka", "taka", "poisha", "poisha"),
+    "EGP": ("Egyptian pound", "Egyptian pounds", "piastre", "piastres"),
+    "KES": ("Kenyan shilling", "Kenyan shillings", "cent", "cents"), "UGX": ("Ugandan shilling", "Ugandan shillings", "cent", "cents"),
+    "TZS": ("Tanzanian shilling", "Tanzanian shillings", "cent", "cents"), "GHS": ("cedi", "cedis", "pesewa", "pesewas"),
+    "TWD": ("New Taiwan dollar", "New Taiwan dollars", "cent", "cents"), "NT$": ("New Taiwan dollar", "New Taiwan dollars", "cent", "cents"),
+    "ARS": ("Argentine peso", "Argentine pesos", "centavo", "centavos"), "CLP": ("Chilean peso", "Chilean pesos", "centavo", "centavos"),
+    "COP": ("Colombian peso", "Colombian pesos", "centavo", "centavos"), "PEN": ("sol", "soles", "céntimo", "céntimos"),
+    "ISK": ("Icelandic krona", "Icelandic kronur", "eyrir", "aurar"), "UAH": ("hryvnia", "hryvnias", "kopiyka", "kopiykas"),
+    "QAR": ("Qatari riyal", "Qatari riyals", "dirham", "dirhams"), "KWD": ("Kuwaiti dinar", "Kuwaiti dinars", "fils", "fils"),
+    "BHD": ("Bahraini dinar", "Bahraini dinars", "fils", "fils"), "OMR": ("Omani rial", "Omani rials", "baisa", "baisa"),
+    "JOD": ("Jordanian dinar", "Jordanian dinars", "piastre", "piastres"), "MAD": ("dirham", "dirhams", "centime", "centimes"),
+    "RON": ("leu", "lei", "ban", "bani"), "BGN": ("lev", "leva", "stotinka", "stotinki"),
+    "HRK": ("kuna", "kunas", "lipa", "lipa"), "ETH": ("ether", "ether", "", ""),
     "₿": ("bitcoin", "bitcoin", "", ""), "BTC": ("bitcoin", "bitcoin", "", ""),  # no cents: its decimals are said
 }
 _SYMBOLS = sorted((c for c in CURRENCIES if not c.isalpha()), key=len, reverse=True)
 _CODES = sorted(c for c in CURRENCIES if c.isalpha())
 _CURRENCY = r"(?:%s|(?:%s)(?=[ \t]?[\d.]))" % ("|".join(re.escape(s) for s in _SYMBOLS), "|".join(_CODES))
 _SUFFIX = r"(?:[ \t]?(?:€|£|¥|₹|₩|₽|₺|₴|₪|₫|฿|¢|\$(?![\w$]))|[ \t](?:%s)(?![\w]))" % "|".join(_CODES)
-_DECIMAL_COMMA = r"(?:\d{1,3}(?:\.\d{3})+|\d+),\d\d(?![\d,])"  # "1.200,50", "2,50": as much of Europe writes it
-_AMOUNT = rf"(?:{_DECIMAL_COMMA}|(?:\d{{1,3}}(?:,\d{{3}})+(?!\d)|\d+|(?=\.\d))(?:\.\d+)?)"
+# "1.200,50", "2,50": as much of Europe writes it; "4,5 million" (one decimal before a scale)
+_DECIMAL_COMMA = (r"(?:(?:\d{1,3}(?:\.\d{3})+|\d+),\d\d(?![\d,])"
+                  r"|\d{1,3},\d(?=[ \t]?(?:million|billion|trillion|mn|bn|tn|M|B)(?![\w])))")
+# "₹1,50,000", "Rs 12,34,567": thousands, then lakhs and crores grouped by two (as India writes them); "$20 000" with a
+# thin, a no-break or (for "000") a plain space
+_GROUPED = r"\d{1,2}(?:,\d\d)+,\d{3}(?![\d,])|[1-9]\d{0,2}(?:(?:[\u00a0\u202f\u2009]\d{3})+|[ ]000)(?![\d]|[ \u00a0\u202f\u2009]\d)"
+_AMOUNT = rf"(?:{_DECIMAL_COMMA}|(?:{_GROUPED}|\d{{1,3}}(?:,\d{{3}})+(?!\d)|\d+|(?=\.\d))(?:\.\d+)?)"
 _MULTIPLIER = r"(?:[ \t]?(?:k|K|M|m|mn|bn|B|b|tn|T)(?![\w])|[ \t](?:thousand|million|billion|trillion|lakh|lakhs|crore|crores)(?![\w]))"
 # What a price is per: a span of time, a count ("/person"), or a unit of measure ("$3.49/gal", "$12/kg").
 _PER_WORDS = {**{unit: names[0] for unit, names in UNITS.items() if unit.isalpha() and len(unit) > 1}, **PER,
@@ -141,6 +166,7 @@ def _money(match: re.Match[str]) -> str:
 
 def _points(text: str) -> str:
     """Amounts with a decimal comma written as this module reads them: "EUR 1.200,50" -> "EUR 1200.50"."""
+    text = re.sub(_GROUPED, lambda found: re.sub(r"[, \u00a0\u202f\u2009]", "", found.group()), text)
     return re.sub(_DECIMAL_COMMA, lambda found: found.group().replace(".", "").replace(",", "."), text)
 
 
@@ -152,7 +178,8 @@ def _after(match: re.Match[str]) -> str:
         said = w.number(parts["a"]) + (" to " + w.number(parts["b"]) if parts["b"] else "")
         one = parts["a"] == "1" and not parts["b"] or attributive(match) and not parts["b"]
         return ("minus " if parts["sign"] else "") + said + (" cent" if one else " cents")
-    return _said(parts, CURRENCIES[parts["cur"]])
+    names = CURRENCIES[parts["cur"]]
+    return _said(parts, names)
 
 
 def _pair(match: re.Match[str]) -> str:
