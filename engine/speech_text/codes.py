@@ -477,7 +477,10 @@ RULES: list[Rule] = [
                r"|(?<![\w$£€¥₹#.-])(?=[A-Z0-9-]*[A-Z])(?=[A-Z0-9-]*\d)[A-Z0-9]+(?:-[A-Z0-9]+)*(?:(?<=\d)[a-z])?(?![\w-])",
      _serial),  # "SN8842-KD19", "M404n" (a model's lower-case suffix)
     # "AB/12", "A1/B2": a code's parts on both sides of a slash (capitals and digits, one side of each), "slash"
-    ("slashed_code", r"(?<![\w/])(?=[A-Z0-9/]*[A-Z])(?=[A-Z0-9/]*\d)[A-Z0-9]+(?:/[A-Z0-9]+)+(?![\w/])",
+    # "sm-g973f", "hp-x360": a small-letter model code, a letters-only part beside one that mixes letters and digits
+    ("lower_code", r"(?<![\w-])(?:[a-z]{1,2}|[b-df-hj-np-tv-z]{3,4})-[a-z]{1,3}\d[a-z0-9]{0,10}(?![\w-]|[.,]\d)",
+     lambda match: spell_code(match.group().upper())),
+    ("slashed_code", r"(?<![\w/-])(?=[A-Z0-9/-]*[A-Z])(?=[A-Z0-9/-]*\d)[A-Z0-9]+(?:-[A-Z0-9]+)*(?:/[A-Z0-9]+(?:-[A-Z0-9]+)*)+(?![\w/-])",
      lambda match: None if (re.fullmatch(r"\d+(?:\.\d+)?(\D.*)", match.group()) or [None, None])[1] in UNITS
      else " slash ".join(spell_code(part) for part in match.group().split("/"))),  # "100KM/H" is a speed
     # "cd-38", "ab-cd-12-34": a small-letter code with digits, its letter parts that make no word spelled
