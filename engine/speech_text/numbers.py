@@ -540,6 +540,12 @@ def _mixed_fraction(match: re.Match[str]) -> str:
 
 
 def _version(match: re.Match[str]) -> str | None:
+    if "/" in match.group():  # "10.0.0.0/24": a network and its prefix's length
+        address, _, bits = match.group().partition("/")
+        parts = address.split(".")
+        if len(parts) != 4 or not all(p.isdigit() and int(p) < 256 for p in parts) or int(bits) > 32:
+            return None
+        return _ip(parts) + " slash " + w.cardinal(bits)
     text, _, port = match.group().partition(":")
     if port:  # an address and its port: "10.0.0.12:8080"
         parts = text.split(".")
@@ -646,7 +652,7 @@ RULES: list[Rule] = [
      _grouped_thousands),
     ("scientific", r"(?<![\w.])\d+(?:\.\d+)?[eE][-+−]?\d{1,3}(?![\w.])", _scientific),
     ("phone", _PHONE, _phone),
-    ("version", r"(?<![\w.])(?:[vV]\d+(?:\.\d+)*|\d+\.\d+\.\d+(?:\.\d+)*)(?::\d{2,5}(?![\d:]))?(?![\w]|\.\d)", _version),
+    ("version", r"(?<![\w.])(?:[vV]\d+(?:\.\d+)*|\d+\.\d+\.\d+(?:\.\d+)*)(?::\d{2,5}(?![\d:])|/\d{1,2}(?![\w/.]))?(?![\w]|\.\d)", _version),
     ("mixed_fraction", r"(?<![\w./,])\d{1,3}[ \t]\d{1,2}/\d{1,2}(?![\w/])", _mixed_fraction),
     ("month_day", r"(?<![\w./,])\d{1,2}/\d{1,2}(?![\w/])", _month_day),
     ("month_year", r"(?<![\w./,])(?:0?[1-9]|1[0-2])/(?:19|20)\d\d(?![\w/])", _month_year),

@@ -76,6 +76,9 @@ def _spoken_parts(text: str, domain_at: int = -1, by_digit: bool = False) -> str
             if mixed and start == domain_at:  # "ClearWater.NET": a top-level domain is read as one, in any case
                 part = part.lower()
             initials = mixed and part.isupper() and len(part) <= 3 and part.lower() not in _SAID_DOMAINS
+            if mixed and part.isupper() and len(part) > 3 and "/" in text[:start]:
+                said.append(caps(part))  # "github.com/NVIDIA": a name in capitals as capitals are said ("nvidia")
+                continue
             said.append(" ".join(part) if initials else _name(part, start == domain_at or country))
         else:
             said.append(_SEPARATORS.get(part, " "))
@@ -117,7 +120,7 @@ def _url(match: re.Match[str]) -> str:
 
 _SLUG = re.compile(r"(?=[A-Za-z0-9]{4,12}$)(?=.*\d)(?:[A-Za-z]+|\d+){3,}")  # letters and digits mixed thrice and more
 _RUNS = re.compile(r"[A-Za-z]+|\d+")
-_PATH_PART = r"[\w-](?:[\w.-]{0,62}[\w-])?"  # a folder's or a file's name (a full stop after it ends a sentence)
+_PATH_PART = r"\.?[\w-](?:[\w.-]{0,62}[\w-])?"  # ".bashrc": a hidden file's or folder's leading dot  # a folder's or a file's name (a full stop after it ends a sentence)
 _FOLDER = rf"{_PATH_PART}(?: {_PATH_PART}){{0,4}}"  # a folder's name may hold spaces ("Program Files"): a backslash follows
 # a query of a few named values ("promo?ref=sms", "login?next=/dashboard", "search?q=shoes&page=2"), said in full;
 # a long one (tracking, tokens) is not
@@ -141,6 +144,16 @@ def port(digits: str) -> str:
 _HEX_GROUP = re.compile(r"[0-9]+|[A-Fa-f]+")
 IPV6 = (r"(?<![\w:.])(?=[0-9A-Fa-f]{0,4}::?[0-9A-Fa-f:])(?:[0-9A-Fa-f]{1,4}|(?=::))(?::{1,2}[0-9A-Fa-f]{1,4}){1,7}:{0,2}"
         r"(?:/\d{1,3})?(?![\w:])")
+
+
+MAC = r"(?<![\w:-])[0-9A-Fa-f]{2}([:-])[0-9A-Fa-f]{2}(?:\1[0-9A-Fa-f]{2}){4}(?![\w:-])"
+
+
+def _mac(match: re.Match[str]) -> str:
+    """"00:1A:2B:3C:4D:5E" -> "zero zero one A two B ...": a network card's address, pair by pair (its separators
+    not said)."""
+    return " ".join(" ".join(w.digits(c) if c.isdigit() else c.upper() for c in pair)
+                          for pair in re.split("[:-]", match.group()))
 
 
 def _ipv6(match: re.Match[str]) -> str | None:
@@ -244,7 +257,7 @@ _FILE = (rf"(?<![\w@/.-])[A-Za-z0-9][\w-]{{0,60}}(?:\.[\w-]{{1,30}}){{0,2}}\.(?i
          r"(?![\w@/-]|\.\w)")
 
 RULES: list[Rule] = [
-    ("ipv6", IPV6, _ipv6),
+    ("mac", MAC, _mac), ("ipv6", IPV6, _ipv6),
     ("email", EMAIL, _email), ("url", URL, _url), ("file_name", _FILE, _file_name),
     ("windows_path", rf"(?<![\w])[A-Za-z]:\\(?:{_FOLDER}\\){{0,11}}(?:{_PATH_PART})?", _windows_path),
     ("identifier", r"(?<![\w@/.#-])[A-Za-z][A-Za-z0-9]*(?:\.[A-Za-z0-9]+)*(?:_[A-Za-z0-9]+)+(?![\w@/-]|\.\w)",
