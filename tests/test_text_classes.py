@@ -293,7 +293,7 @@ SAID = [
     ("It is 5 in. long.", "It is five inches long."), ("a min. order of 2", "a minimum order of two"),
     ("Wait 5 min. then stir.", "Wait five minutes then stir."), ("Family owned, Est. 1998.", "Family owned, Established nineteen ninety-eight."),
     ("The est. total", "The estimated total"), ("Attn: Billing", "Attention, Billing"),
-    ("the ¼ lb burger", "the quarter pound burger"), ("about 10^-3", "about ten to the power of minus three"),
+    ("the ¼ lb burger", "the quarter pound burger"), ("about 10^-3", "about ten to the minus three"),
     ("It covers 2020-01 only.", "It covers January twenty twenty only."), ("the 2010-11 season", "the twenty ten to eleven season"),
     ("Case 2021-03 closed.", "Case two zero two one-zero three closed."),
     # a decimal comma with a currency; a pair from a short number to an unround million is an identifier

@@ -396,7 +396,7 @@ def _math(match: re.Match[str]) -> str | None:
             power = part[1:].strip()
             minus, power = power[0] in "-−", power.lstrip("-−")  # "10^-3", "e^-x"
             named = None if minus else {"2": "squared", "3": "cubed"}.get(power)
-            said.append(named or "to the power of " + ("minus " if minus else "")
+            said.append(named or ("to the minus " if minus else "to the power of ")  # "10^-3": "ten to the minus three"
                         + (w.number(power) if power[0].isdigit() else power))
         elif part in _OPERATORS and (said or part in ("√", "sqrt")):
             said.append(_OPERATORS[part])
