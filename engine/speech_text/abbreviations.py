@@ -306,4 +306,7 @@ RULES: list[Rule] = [
     ("dotted", r"(?<![\w.])(?:(?:[A-Za-z]\.){2,}|(?:[A-Z]\.){1,3}[A-Z](?![\w.]))(?![\w])", _dotted),  # "A.D", "B.C": its last
     # full stop left out
     ("caps", r"(?<![\w'’])[A-Z][A-Z'’]*[A-Z]s?(?![\w'’])", _caps),
+    # "NVMe", "PCIe": capitals spelled and a small letter after them, spelled with them (not a plural's "s")
+    ("caps", r"(?<![\w'’])[A-Z]{2,5}[a-rt-y](?![\w'’])",
+     lambda match: " ".join(match.group().upper()) if " " in caps(match.group()[:-1]) else None),
 ]

@@ -219,7 +219,8 @@ def _file_name(match: re.Match[str]) -> str:
             said.append(w.year(int(part)) if len(part) == 4 and w.is_year(part) else
                         w.cardinal(part) if len(part) <= 2 else w.digits(part))
         elif part.isalpha():
-            said.append(part if part.islower() or part.istitle() and len(part) > 1 else " ".join(part.upper()))
+            said.append(part if part.islower() or part.istitle() and len(part) > 1 else
+                        caps(part) if part.isupper() and len(part) >= 4 else " ".join(part.upper()))  # "README"
         else:
             said.append({"-": " ", " ": " "}.get(part) or _SEPARATORS.get(part, " "))
     spoken_extension = " ".join(caps(group) if group.isalpha() else w.cardinal(group)
