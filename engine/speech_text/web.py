@@ -79,6 +79,9 @@ def _spoken_parts(text: str, domain_at: int = -1, by_digit: bool = False) -> str
             if mixed and part.isupper() and len(part) > 3 and "/" in text[:start]:
                 said.append(caps(part))  # "github.com/NVIDIA": a name in capitals as capitals are said ("nvidia")
                 continue
+            if part.lower() == "it" and start < host_start and text[end:end + 1] in "-._":  # "it-help@": I T
+                said.append("I T")
+                continue
             said.append(" ".join(part) if initials else _name(part, start == domain_at or country))
         else:
             said.append(_SEPARATORS.get(part, " "))
