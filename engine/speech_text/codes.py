@@ -51,6 +51,8 @@ def _serial(match: re.Match[str]) -> str | None:
         # "1ST", "250K" (a count; "4K" stays a code)
         return None
     measured = _MEASURED.fullmatch(text)
+    if measured and measured[1] in CURRENCIES and measured[1].isupper():
+        return None  # "100USD": an amount (money.py)
     if len(text) > 40 or (_SCALED.fullmatch(text) or (measured and measured[1] in UNITS)) and not _CODE_CUE_WORD.search(
             match.string, max(0, match.start() - 20), match.start()):
         return None

@@ -93,7 +93,7 @@ CURRENCIES = {
 _SYMBOLS = sorted((c for c in CURRENCIES if not c.isalpha()), key=len, reverse=True)
 _CODES = sorted(c for c in CURRENCIES if c.isalpha())
 _CURRENCY = r"(?:%s|(?:%s)(?=[ \t]?[\d.]))" % ("|".join(re.escape(s) for s in _SYMBOLS), "|".join(_CODES))
-_SUFFIX = r"(?:[ \t]?(?:€|£|¥|₹|₩|₽|₺|₴|₪|₫|฿|¢|\$(?![\w$]))|[ \t](?:%s)(?![\w]))" % "|".join(_CODES)
+_SUFFIX = r"(?:[ \t]?(?:€|£|¥|₹|₩|₽|₺|₴|₪|₫|฿|¢|\$(?![\w$]))|[ \t]?(?:%s)(?![\w]))" % "|".join(_CODES)  # "100USD" too
 # "1.200,50", "2,50": as much of Europe writes it; "4,5 million" (one decimal before a scale)
 _DECIMAL_COMMA = (r"(?:(?:\d{1,3}(?:\.\d{3})+|\d+),\d\d(?![\d,])"
                   r"|\d{1,3},\d(?=[ \t]?(?:million|billion|trillion|mn|bn|tn|M|B)(?![\w])))")
@@ -104,7 +104,9 @@ _AMOUNT = rf"(?:{_DECIMAL_COMMA}|(?:{_GROUPED}|\d{{1,3}}(?:,\d{{3}})+(?!\d)|\d+|
 _MULTIPLIER = r"(?:[ \t]?(?:k|K|M|m|mn|bn|B|b|tn|T)(?![\w])|[ \t](?:thousand|million|billion|trillion|lakh|lakhs|crore|crores)(?![\w]))"
 # What a price is per: a span of time, a count ("/person"), or a unit of measure ("$3.49/gal", "$12/kg").
 _PER_WORDS = {**{unit: names[0] for unit, names in UNITS.items() if unit.isalpha() and len(unit) > 1}, **PER,
-              "L": "liter", "l": "liter", "g": "gram", "h": "hour"}
+              "L": "liter", "l": "liter", "g": "gram", "h": "hour",
+              **{noun: noun for noun in "share head ticket guest room license seat visit session class lesson pack "
+                                        "box bottle page word call trade order piece pair dozen mile trip".split()}}
 _PER = r"(?:[ \t]?/[ \t]?(?:%s)(?![\w]))" % "|".join(sorted(_PER_WORDS, key=len, reverse=True))
 _MONEY = (
     rf"(?<![\w.])(?:[-−](?={_CURRENCY}))?{_CURRENCY}[ \t]?(?:[-−](?=[\d.]))?{_AMOUNT}{_MULTIPLIER}?"
@@ -188,4 +190,18 @@ def _pair(match: re.Match[str]) -> str:
 
 
 _PAIR = r"(?<![\w/])(?:%s)/(?:%s)(?![\w/])" % ("|".join(_CODES), "|".join(_CODES))
-RULES: list[Rule] = [("money", _MONEY, _money), ("coded_money", _AFTER, _after), ("currency_pair", _PAIR, _pair)]
+_TIME_CUE = re.compile(r"(?i:\b(?:at|by|until|till|from|to|before|after|around|about))[ \t]+\Z")
+
+
+def _pence(match: re.Match[str]) -> str | None:
+    """"50p" -> "fifty pence", "a 1p coin" "one penny" (British coins; "at 5p" is a time)."""
+    number = match.group()[:-1]
+    if _TIME_CUE.search(match.string, max(0, match.start() - 10), match.start()):
+        return None
+    return w.cardinal(number) + (" penny" if number == "1" else " pence")
+
+
+RULES: list[Rule] = [("pence", r"(?<![\w.,$£€-])\d{1,2}p(?![\w'’-])", _pence),
+                     # "1080p", "720p": a video's lines, "ten eighty p"
+                     ("video_lines", r"(?<![\w.,-])(?:240|360|480|576|720|1080|1440|2160|4320)p(?![\w'’-])",
+                      lambda match: w.paired(match.group()[:-1]) + " p"), ("money", _MONEY, _money), ("coded_money", _AFTER, _after), ("currency_pair", _PAIR, _pair)]

@@ -658,6 +658,9 @@ RULES: list[Rule] = [
     ("month_year", r"(?<![\w./,])(?:0?[1-9]|1[0-2])/(?:19|20)\d\d(?![\w/])", _month_year),
     ("pressure", r"(?<![\w./,])\d{2,3}/\d{2,3}[ \t]?mmHg(?![\w])", _pressure),  # "120/80 mmHg": a blood pressure
     ("fraction", r"(?<![\w./,])\d{1,3}/\d{1,4}(?:st|nd|rd|th|ths|rds|nds)?(?![\w/])", _fraction),
+    # "7.5/10", "4.5/5 stars": a score with decimals over its scale, "out of" (no fraction or date has a decimal)
+    ("fraction", r"(?<![\w./,])\d{1,3}\.\d{1,2}/\d{1,3}(?![\w/]|[.,]\d)",
+     lambda match: " out of ".join(w.number(part) for part in match.group().split("/"))),
     ("signed_fraction", r"(?<![\w./,-])[-−]\d{1,3}/\d{1,4}(?![\w/])",  # "-1/2": "minus one half"
      lambda match: "minus " + fraction_words(*(int(x) for x in match.group()[1:].split("/")))),
     ("percent_range", rf"{_START}{NUM}%[ \t]?[-–][ \t]?[-−]?{NUM}%", _percent_range),
