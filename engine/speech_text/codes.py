@@ -93,7 +93,8 @@ def _small_code(match: re.Match[str]) -> str | None:
         if part.isdigit():
             said.append(w.cardinal(part) if len(part) <= 2 and part[0] != "0" else w.digits(part))
         elif part.isalpha():
-            word = part in COMMON_WORDS or len(part) > 3 or (len(part) == 3 and re.search(r"[aeiouy]", part))
+            word = (part in COMMON_WORDS and len(part) > 1) or len(part) > 3 or (  # "a-1": a letter, not "a"
+                len(part) == 3 and re.search(r"[aeiouy]", part))
             spelled = spelled or not word
             said.append(part if word else " ".join(part.upper()))
         else:
