@@ -353,6 +353,16 @@ _ASKED = re.compile(  # "What is 7 - 3?": a question about an expression, so its
 _OPEN_MATH = re.compile(rf"(?<![\w.,/:$-]){_TERM}(?:{_OPERATOR}(?:{_TERM})?){{1,12}}\s*\Z")
 
 
+_OPEN_TRACKING = re.compile(r"(?<![\w-])1Z(?:[ \t]?[0-9A-Z]){0,15}[ \t]*\Z")
+
+
+def open_tracking(text: str) -> int | None:
+    """Where a UPS tracking number that later text may go on with starts at the end of ``text`` ("1Z 999 AA1" before
+    "01 2345 6784"), or None."""
+    tail = _OPEN_TRACKING.search(text, max(0, len(text) - 40))
+    return tail.start() if tail else None
+
+
 def open_math(text: str) -> int | None:
     """Where an expression that later text may continue starts at the end of ``text`` ("100 - 35" before "= 65"),
     or None."""
@@ -480,6 +490,9 @@ RULES: list[Rule] = [
                r"|(?<![\w$£€¥₹#.-])(?=[A-Z0-9-]*[A-Z])(?=[A-Z0-9-]*\d)[A-Z0-9]+(?:-[A-Z0-9]+)*(?:(?<=\d)[a-z])?(?![\w-])",
      _serial),  # "SN8842-KD19", "M404n" (a model's lower-case suffix)
     # "AB/12", "A1/B2": a code's parts on both sides of a slash (capitals and digits, one side of each), "slash"
+    # "1Z 999 AA1 01 2345 6784": a UPS tracking number (1Z and sixteen characters, spaced or not), one by one
+    ("tracking", r"(?<![\w-])1Z(?:[ \t]?[0-9A-Z]){16}(?![\w-])",
+     lambda match: " ".join(w.digits(c) if c.isdigit() else c for c in match.group() if not c.isspace())),
     # "sm-g973f", "hp-x360": a small-letter model code, a letters-only part beside one that mixes letters and digits
     ("lower_code", r"(?<![\w-])(?:[a-z]{1,2}|[b-df-hj-np-tv-z]{3,4})-[a-z]{1,3}\d[a-z0-9]{0,10}(?![\w-]|[.,]\d)",
      lambda match: spell_code(match.group().upper())),
