@@ -448,6 +448,13 @@ SAID = [
     ('This NVMe drive.', 'This N V M E drive.'),
     ('Read README.md now.', 'Read readme dot M D now.'),
     ('Mail it-help@corp.com now.', 'Mail I T dash help at corp dot com now.'),
+    ("It's 7.5/10 overall.", "It's seven point five out of ten overall."),
+    ("It's 50p each.", "It's fifty pence each."),
+    ('Stream in 1080p now.', 'Stream in ten eighty p now.'),
+    ('It costs 100USD.', 'It costs one hundred dollars.'),
+    ("It's $1.50/share.", "It's one dollar and fifty cents per share."),
+    ('Code a-1 here.', 'Code A-one here.'),
+    ('Track 1Z 999 AA1 01 2345 6784 now.', 'Track one Z nine nine nine A A one zero one two three four five six seven eight four now.'),
 ]
 
 
