@@ -306,6 +306,8 @@ RULES: list[Rule] = [
     ("dotted", r"(?<![\w.])(?:(?:[A-Za-z]\.){2,}|(?:[A-Z]\.){1,3}[A-Z](?![\w.]))(?![\w])", _dotted),  # "A.D", "B.C": its last
     # full stop left out
     ("caps", r"(?<![\w'’])[A-Z][A-Z'’]*[A-Z]s?(?![\w'’])", _caps),
+    # "Pt. must fast": a clinical note's patient before a small word ("Pt. Reyes" is a point, "PT." a time zone)
+    ("abbreviation", r"(?<![\w.])Pts?\.(?=[ \t]+[a-z])", lambda match: "Patients" if match.group() == "Pts." else "Patient"),
     # "NVMe", "PCIe": capitals spelled and a small letter after them, spelled with them (not a plural's "s")
     ("caps", r"(?<![\w'’])[A-Z]{2,5}[a-rt-y](?![\w'’])",
      lambda match: " ".join(match.group().upper()) if " " in caps(match.group()[:-1]) else None),
