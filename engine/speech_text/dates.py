@@ -251,7 +251,8 @@ def _time(match: re.Match[str]) -> str:
         return " ".join(f"{w.cardinal(str(int(n)))} {unit if int(n) == 1 else unit + 's'}"
                         for n, unit in zip(parts.groups(), ("hour", "minute", "second")) if int(n)) or "zero seconds"
     zoned = _ZONE_AFTER.match(match.string, match.end())  # "5:30 a.m. EST": the zone goes on, no sentence ends
-    return clock(match.group().replace("h", ":"), ends_sentence_after(match) and zoned is None)
+    # "09h30": the hour's "h" between digits is its colon (not the "h" of "midnight": "12:00 midnight")
+    return clock(re.sub(r"(?<=\d)h(?=\d)", ":", match.group()), ends_sentence_after(match) and zoned is None)
 
 
 # A value's verb before "at": "came in at 1.25", "closed at 12.50" are a ratio and a price, not times.

@@ -156,9 +156,10 @@ def _said(parts: re.Match[str], names: tuple[str, str, str, str]) -> str:
     return ("minus " if parts["sign"] or "sign2" in parts.groupdict() and parts["sign2"] else "") + said
 
 
-def _money(match: re.Match[str]) -> str:
+def _money(match: re.Match[str]) -> str | None:
     parts = _MONEY_PARTS.fullmatch(_points(match.group()))
-    assert parts
+    if parts is None:  # "£ .100USD": a symbol whose amount another rule reads
+        return None
     names = CURRENCIES[parts["cur"]]
     if attributive(match) and not parts["b"] and "." not in parts["a"].rstrip("0").rstrip(".") or \
             attributive(match) and parts["am"]:  # "a $5 fee": "a five dollar fee"
@@ -172,10 +173,11 @@ def _points(text: str) -> str:
     return re.sub(_DECIMAL_COMMA, lambda found: found.group().replace(".", "").replace(",", "."), text)
 
 
-def _after(match: re.Match[str]) -> str:
+def _after(match: re.Match[str]) -> str | None:
     """An amount with its currency after it: "12€", "1,200 USD", "50¢"."""
     parts = _AFTER_PARTS.fullmatch(_points(match.group()))
-    assert parts
+    if parts is None:
+        return None
     if parts["cur"] == "¢":  # "10–20¢" "ten to twenty cents"; "a 50¢ bag fee" "a fifty cent bag fee"
         said = w.number(parts["a"]) + (" to " + w.number(parts["b"]) if parts["b"] else "")
         one = parts["a"] == "1" and not parts["b"] or attributive(match) and not parts["b"]
