@@ -123,7 +123,8 @@ def _url(match: re.Match[str]) -> str:
 
 _SLUG = re.compile(r"(?=[A-Za-z0-9]{4,12}$)(?=.*\d)(?:[A-Za-z]+|\d+){3,}")  # letters and digits mixed thrice and more
 _RUNS = re.compile(r"[A-Za-z]+|\d+")
-_PATH_PART = r"\.?[\w-](?:[\w.-]{0,62}[\w-])?"  # ".bashrc": a hidden file's or folder's leading dot  # a folder's or a file's name (a full stop after it ends a sentence)
+# a folder's or a file's name (a full stop after it ends a sentence; one before it a hidden file's: ".bashrc")
+_PATH_PART = r"\.?[\w-](?:[\w.-]{0,62}[\w-])?"
 _FOLDER = rf"{_PATH_PART}(?: {_PATH_PART}){{0,4}}"  # a folder's name may hold spaces ("Program Files"): a backslash follows
 # a query of a few named values ("promo?ref=sms", "login?next=/dashboard", "search?q=shoes&page=2"), said in full;
 # a long one (tracking, tokens) is not
@@ -133,9 +134,9 @@ _SHORT_QUERY = re.compile(r"(?=.{1,40}$)[A-Za-z][\w-]*=[\w./:+-]*\w(?:&[A-Za-z][
 def _port(said: str, text: str) -> str:
     """A round port ("3000", "8000") is said as a number, as developers say one ("localhost:3000" "localhost colon
     three thousand"); any other digit by digit ("8080", "5432")."""
-    port = re.match(r"[^/:]*:(\d{2,5})(?![\d])", text)
-    if port and re.fullmatch(r"[1-9]000", port.group(1)):
-        return said.replace(" colon " + w.digits(port.group(1)), " colon " + w.cardinal(port.group(1)), 1)
+    found = re.match(r"[^/:]*:(\d{2,5})(?![\d])", text)
+    if found and port(found.group(1)) != w.digits(found.group(1)):
+        return said.replace(" colon " + w.digits(found.group(1)), " colon " + port(found.group(1)), 1)
     return said
 
 
@@ -145,18 +146,20 @@ def port(digits: str) -> str:
 
 
 _HEX_GROUP = re.compile(r"[0-9]+|[A-Fa-f]+")
+# groups of one to four hex digits by colons, "::" once for a run of zero groups, a prefix's length after "/"
 IPV6 = (r"(?<![\w:.])(?=[0-9A-Fa-f]{0,4}::?[0-9A-Fa-f:])(?:[0-9A-Fa-f]{1,4}|(?=::))(?::{1,2}[0-9A-Fa-f]{1,4}){1,7}:{0,2}"
         r"(?:/\d{1,3})?(?![\w:])")
 
 
-MAC = r"(?<![\w:-])[0-9A-Fa-f]{2}([:-])[0-9A-Fa-f]{2}(?:\1[0-9A-Fa-f]{2}){4}(?![\w:-])"
+# six pairs of hex digits, all by colons or all by hyphens (no back-reference: the rules are joined in one pattern)
+MAC = r"(?<![\w:-])[0-9A-Fa-f]{2}(?:(?::[0-9A-Fa-f]{2}){5}|(?:-[0-9A-Fa-f]{2}){5})(?![\w:-])"
 
 
 def _mac(match: re.Match[str]) -> str:
     """"00:1A:2B:3C:4D:5E" -> "zero zero one A two B ...": a network card's address, pair by pair (its separators
     not said)."""
     return " ".join(" ".join(w.digits(c) if c.isdigit() else c.upper() for c in pair)
-                          for pair in re.split("[:-]", match.group()))
+                    for pair in re.split("[:-]", match.group()))
 
 
 def _ipv6(match: re.Match[str]) -> str | None:
@@ -166,7 +169,7 @@ def _ipv6(match: re.Match[str]) -> str | None:
     groups = text.split(":")
     if text.count("::") > 1 or ":::" in text or len(groups) > 8 or len(groups) < 3:
         return None
-    if "::" not in text and (len(groups) != 8):
+    if "::" not in text and len(groups) != 8:
         return None
     if "::" not in text and all(g.isdigit() for g in groups) and len(groups) < 5:
         return None  # "12:30:45" is a time
@@ -179,8 +182,7 @@ def _ipv6(match: re.Match[str]) -> str | None:
         else:
             said.append(" ".join(w.digits(run) if run.isdigit() else " ".join(run.upper())
                                  for run in _HEX_GROUP.findall(group)))
-    spoken = " colon ".join(said)
-    spoken = " ".join(spoken.split())
+    spoken = " ".join(" colon ".join(said).split())
     return spoken + (" slash " + w.cardinal(prefix) if prefix else "")
 
 
