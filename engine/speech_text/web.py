@@ -262,8 +262,18 @@ def _tag_word(word: str) -> str:
 _FILE = (rf"(?<![\w@/.-])[A-Za-z0-9][\w-]{{0,60}}(?:\.[\w-]{{1,30}}){{0,2}}\.(?i:{'|'.join(FILE_TYPES)})"
          r"(?![\w@/-]|\.\w)")
 
+def _remote(match: re.Match[str]) -> str:
+    """"git@github.com:user/repo.git" -> "git at github dot com colon user slash repo dot git": an SSH remote, its
+    address and then its path."""
+    address, _, path = match.group().partition(":")
+    at = address.index("@") + 1
+    return _spoken_parts(address, at + _domain_at(address[at:])) + " colon " + _spoken_parts(path)
+
+
 RULES: list[Rule] = [
     ("mac", MAC, _mac), ("ipv6", IPV6, _ipv6),
+    ("remote", r"(?<![\w.+'-])[\w.-]{1,32}@[A-Za-z0-9-]{1,63}(?:\.[A-Za-z0-9-]{1,63}){1,4}:(?=[\w.~-]*/)[\w~-][\w./~-]{0,120}[\w/](?![\w@])",
+     _remote),
     ("email", EMAIL, _email), ("url", URL, _url), ("file_name", _FILE, _file_name),
     ("windows_path", rf"(?<![\w])[A-Za-z]:\\(?:{_FOLDER}\\){{0,11}}(?:{_PATH_PART})?", _windows_path),
     ("identifier", r"(?<![\w@/.#-])[A-Za-z][A-Za-z0-9]*(?:\.[A-Za-z0-9]+)*(?:_[A-Za-z0-9]+)+(?![\w@/-]|\.\w)",
