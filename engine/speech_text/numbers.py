@@ -589,14 +589,19 @@ def _number_sign(match: re.Match[str]) -> str:
 _KEYED = re.compile(r"(?i:\b(?:dial|dialing|press|key|punch|enter)(?:[ \t]+in)?)[ \t]+\Z")
 
 
-_SIZE_UNIT = r"(?:in|ft|cm|mm|m|yd)"
+_SIZE_UNIT = r"(?:in|ft|cm|mm|m|yd|px|['’′]|[\"”″])"  # "10' x 12'": feet and inches by their marks too
+_SIZE_UNIT_AT = r"(?:[ \t]?(?:in|ft|cm|mm|m|yd|px)(?![\w])|['’′\"”″])"  # a size's unit where it stands
+_SIZE_MARKS = {"'": "ft", "’": "ft", "′": "ft", '"': "in", "”": "in", "″": "in"}
 
 
 def _dimensions(match: re.Match[str]) -> str:
     """"22 x 14 x 9 in" -> "twenty-two by fourteen by nine inches"; "30 cm x 20 cm" -> "thirty centimeters by twenty
     centimeters"."""
     sizes = re.findall(rf"({NUM})(?:[ \t]?({_SIZE_UNIT}))?", match.group())
-    if len(sizes) == 2 and all(re.fullmatch(r"[1-9]\d{2,3}", size) and not unit for size, unit in sizes):
+    sizes = [(size, _SIZE_MARKS.get(unit, unit)) for size, unit in sizes]
+    if len(sizes) == 2 and all(re.fullmatch(r"[1-9]\d{2,3}", size) and unit in ("", "px") for size, unit in sizes):
+        if sizes[1][1]:  # "1920x1080px"
+            return " by ".join(w.paired(size) for size, _ in sizes) + " pixels"
         return " by ".join(w.paired(size) for size, _ in sizes)  # "1920×1080": a screen's pixels, "nineteen twenty by ten eighty"
     return " by ".join(w.number(size.replace(",", "")) + (" " + UNITS[unit][1] if unit else "") for size, unit in sizes)
 
@@ -668,8 +673,8 @@ RULES: list[Rule] = [
     ("feet", r"(?<![\w'’])\d{1,2}['’′][ \t]?\d{1,2}(?:[\"”″]|'')?(?![\w])|(?<![\w'’])\d{1,3}['’′](?=[ \t,.;]|$)", _feet),
     ("number_sign", r"(?<![\w&#])#[ \t]?(?:\d{1,3}(?:,\d{3})+|\d+)(?![\w]|,\d)", _number_sign),
     ("vulgar_fraction", r"(?<![\w.])(?:\d{1,3}[ \t]?)?[½⅓⅔¼¾⅕⅖⅗⅘⅙⅚⅛⅜⅝⅞]", _vulgar),  # "1½", "1 ½"
-    ("dimensions", rf"{_START}{NUM}(?:[ \t]?{_SIZE_UNIT}(?![\w]))?(?:[ \t]*[x×][ \t]*{NUM}){{1,2}}"
-     rf"(?:[ \t]?{_SIZE_UNIT}(?![\w]))?(?![\w])(?![ \t]*=)",
+    ("dimensions", rf"{_START}{NUM}{_SIZE_UNIT_AT}?(?:[ \t]*[x×][ \t]*{NUM}){{1,2}}"
+     rf"{_SIZE_UNIT_AT}?(?![\w'’′\"”″])(?![ \t]*=)",
      _dimensions),
     ("inches", r"(?<![\w\"“”'.])\d{1,3}(?:\.\d)?[\"”″](?=[ \t]+[\w-])", _inches),
     ("fraction_inches", r"(?<![\w./,])\d{1,2}/\d{1,2}[\"”″](?=[ \t]+[\w-]|[ \t]*[,.;]|$)",  # "1/4\" drywall screws"
