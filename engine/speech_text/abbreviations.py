@@ -209,12 +209,17 @@ def _caps(match: re.Match[str]) -> str:
     # a line all in capitals ("MAX LOAD: 300 LBS."): one word-like neighbour is enough
     loud = len(worded) >= 1 and not re.search(r"[a-z]", match.string[max(0, match.start() - 40):match.end() + 40])
     if (len(worded) >= 2 or loud) and len(token) == 3 and token not in SPELLED and token not in _SYLLABLE_ACRONYMS and token not in WORD_ACRONYMS \
-            and one_syllable(token) and not _worded(token) and token.lower() not in COMMON_WORDS:
+            and (one_syllable(token) or _VOWEL_SYLLABLE.fullmatch(token)) and not _worded(token) \
+            and token.lower() not in COMMON_WORDS:
         return token.lower()  # "MAX LOAD PER SHELF", "LOG IN AGAIN": among shouted words, a word of one syllable
     return caps(token)
 
 
-_SYLLABLE_ACRONYMS = frozenset("SAT MIT CAT PET LED VIN DOB POS BOT".split())  # spelled, though one syllable's shape
+_SYLLABLE_ACRONYMS = frozenset("SAT MIT CAT PET LED VIN DOB POS BOT EST EDT ACT APT ACC ATT".split())
+# A shouted word of one syllable that opens with its vowel: a doubled consonant or a coda after it ("ADD", "APP", "ASK",
+# "END"; acronyms seldom double a letter)
+_VOWEL_SYLLABLE = re.compile(r"[AEIOU](?:([B-DF-HJ-NP-TV-Z])\1|%s)" % "|".join(
+    coda.upper() for coda in _CODA if len(coda) == 2 and coda[0] != coda[1]))  # spelled, though one syllable's shape
 
 
 def _worded(word: str) -> bool:
