@@ -454,6 +454,8 @@ SAID = [
     ('It costs 100USD.', 'It costs one hundred dollars.'),
     ("It's $1.50/share.", "It's one dollar and fifty cents per share."),
     ('Code a-1 here.', 'Code A-one here.'),
+    ('CLOSED ON SUN AND MON', 'closed on Sunday and Monday'), ('Open Sat and Sun only.', 'Open Saturday and Sunday only.'),
+    ('RSVP BY FRI', 'R S V P by Friday'),
     ('TOP TIP: ADD SALT', 'top tip, add salt'), ('UPS AND ATM FEES', 'U P S and A T M fees'),
     ("A 10' x 12' room.", 'A ten feet by twelve feet room.'), ('Use 1920x1080px images.', 'Use nineteen twenty by ten eighty pixels images.'),
     ('Clone git@github.com:user/repo.git now.', 'Clone git at github dot com colon user slash repo dot git now.'),

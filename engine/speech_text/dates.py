@@ -26,7 +26,8 @@ _FULL_WEEKDAY = "Monday|Tuesday|Wednesday|Thursday|Friday|Saturday|Sunday"
 _AMPM = r"(?:[aApP](?:\.[mM]\.?|[mM]))"
 WEEKDAYS = {"Mon": "Monday", "Tue": "Tuesday", "Tues": "Tuesday", "Wed": "Wednesday", "Thu": "Thursday",
             "Thur": "Thursday", "Thurs": "Thursday", "Fri": "Friday", "Sat": "Saturday", "Sun": "Sunday"}
-_ON_DAY = r"(?:(?<=\bon[ \t])|(?<=\bby[ \t])|(?<=\buntil[ \t])|(?<=\btill[ \t])|(?<=\bnext[ \t])|(?<=\bevery[ \t]))"
+_ON_DAY = (r"(?:(?<=\bon[ \t])|(?<=\bby[ \t])|(?<=\buntil[ \t])|(?<=\btill[ \t])|(?<=\bnext[ \t])|(?<=\bevery[ \t])"
+           r"|(?<=\bON[ \t])|(?<=\bBY[ \t])|(?<=\bUNTIL[ \t])|(?<=\bTILL[ \t])|(?<=\bNEXT[ \t])|(?<=\bEVERY[ \t]))")  # "RSVP BY FRI"
 _WEEKDAY = r"(?:%s)" % "|".join(sorted({f for d in WEEKDAYS for f in (d, d.upper())}, key=len, reverse=True))
 
 
@@ -177,6 +178,13 @@ _WORD_DAY_BEFORE = re.compile(r"(?<![\w'’])(?:THE|DIRECT|FULL|HOT|BRIGHT|STRON
                               r"AFTERNOON|IN|OF|HE|SHE|IT|THEY|WE|I|WHO|NEWLY|JUST)[ \t]+\Z")
 
 
+def _weekday_pair(match: re.Match[str]) -> str:
+    """"Sat and Sun", "SUN AND MON", "Tue or Wed": two days' abbreviations joined, both days."""
+    first, joiner, second = re.fullmatch(r"([A-Za-z]+)\.?[ \t]+(\S+)[ \t]+([A-Za-z]+)\.?", match.group()).groups()  # type: ignore[union-attr]
+    said = f"{WEEKDAYS[first.title()]} {'and' if joiner in ('&', 'AND', 'and') else 'or'} {WEEKDAYS[second.title()]}"
+    return said + ("." if match.group().endswith(".") and ends_sentence_after(match) else "")
+
+
 def _weekday(match: re.Match[str]) -> str | None:
     if match.group().rstrip(".").isupper() and _WORD_DAY_BEFORE.search(
             match.string, max(0, match.start() - 12), match.start()):
@@ -309,9 +317,10 @@ def rules(day_first: bool = False) -> list[Rule]:
                                   int(match.group()[-4:]))),
         ("weekday", rf"(?<![\w]){_WEEKDAY}(?:\.?[ \t]?[-–][ \t]?{_WEEKDAY}\.?(?![\w])|\.?(?=,|[ \t]+(?:\d|{_MONTH}))"
                     rf"|\.(?=[ \t]+[a-z]|[ \t]*(?:\n|$)))"
-                    rf"|{_ON_DAY}{_WEEKDAY}(?![\w'’.]|[ \t]+[A-Z])",  # "Tue. for", "Sat. hours": a lower-case word goes on
+                    rf"|{_ON_DAY}{_WEEKDAY}(?![\w'’.]|[ \t]+(?!(?:AND|OR)\b)[A-Z])",  # "Tue. for", "Sat. hours": a lower-case word goes on
                     # "on Tues and": after a word that names a day ("on", "by", "until"), the day
          _weekday),
+        ("weekday_pair", rf"(?<![\w'’]){_WEEKDAY}\.?[ \t]+(?:and|or|AND|OR|&)[ \t]+{_WEEKDAY}\.?(?![\w'’]|[ \t]+[A-Z][a-z])", _weekday_pair),
         ("weekday_range", rf"(?<![\w])(?:{_FULL_WEEKDAY})[ \t]?[-–—][ \t]?(?:{_FULL_WEEKDAY})(?![\w])",
          lambda match: " to ".join(re.findall(r"[A-Za-z]+", match.group()))),
         ("month_range", rf"(?<![\w])(?:{_MONTH})\.?[ \t]?[-–][ \t]?(?:{_MONTH})\.?(?![\w])", _month_range),

@@ -99,7 +99,7 @@ _RULES_OF_CLASS = {
     "serial": "tracking video_lines lower_code hex flight number_code cued_digits serial slashed_code small_code leftover",
     "roman": "roman roman_century roman_year roman_item regnal name_numeral",
     "math": "trig math ratio words compare power squared cubed product",
-    "date": "year_month quarter month_dash_year short_year month_year iso_date slash_date dotted_date dashed_date fiscal_year month_date day_month weekday month decade month_day",
+    "date": "year_month quarter month_dash_year short_year month_year iso_date slash_date dotted_date dashed_date fiscal_year month_date day_month weekday_pair weekday month decade month_day",
     "time": "time dotted_clock dotted_time hour military duration iso_datetime",
     "range": "since_year weekday_range month_range day_range days_month noon_range time_range letter_time_range percent_range grades sizes times_range letter_range",
     "money": "pence money coded_money currency_pair",
