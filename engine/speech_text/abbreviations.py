@@ -200,14 +200,18 @@ def _caps(match: re.Match[str]) -> str:
         match.string[match.end():match.end() + 40].split()[:4]
     shouted = [word for word in (w.strip(".,;:!?") for w in around) if _SHOUTED.fullmatch(word)]
     common = [word for word in shouted if word.lower() in COMMON_WORDS]
-    worded = [word for word in shouted if word.lower() in COMMON_WORDS or _worded(word)]
+    # the words of its own sentence (as far as open_caps holds a token while streaming): word-like capitals
+    before = _SENTENCE_END.split(match.string[max(0, match.start() - 40):match.start()])[-1]
+    after = _SENTENCE_END.split(match.string[match.end():match.end() + 40])[0]
+    worded = [word for word in (w.strip(".,;:!?") for w in before.split()[-4:] + after.split()[:4])
+              if _SHOUTED.fullmatch(word) and (word.lower() in COMMON_WORDS or _worded(word))]
     if token in _ACRONYM_WORDS and len(shouted) >= 2 and common:  # "IS IT STILL UNDER WARRANTY?"
         return token.lower()
     if len(common) >= 2 and (token == "US" or (len(token) >= 4 and _VOWELS & set(token) and token not in WORD_ACRONYMS)
                              or (len(token) == 3 and token not in SPELLED and one_syllable(token))):  # "THE GYM"
         return token.lower()
     # a line all in capitals ("MAX LOAD: 300 LBS."): one word-like neighbour is enough
-    loud = len(worded) >= 1 and not re.search(r"[a-z]", match.string[max(0, match.start() - 40):match.end() + 40])
+    loud = len(worded) >= 1 and not re.search(r"[a-z]", before + after)
     if (len(worded) >= 2 or loud) and len(token) == 3 and token not in SPELLED and token not in _SYLLABLE_ACRONYMS and token not in WORD_ACRONYMS \
             and (one_syllable(token) or _VOWEL_SYLLABLE.fullmatch(token)) and not _worded(token) \
             and token.lower() not in COMMON_WORDS:
@@ -215,11 +219,13 @@ def _caps(match: re.Match[str]) -> str:
     return caps(token)
 
 
-_SYLLABLE_ACRONYMS = frozenset("SAT MIT CAT PET LED VIN DOB POS BOT EST EDT ACT APT ACC ATT".split())
+_SENTENCE_END = re.compile(r"[.!?](?:\s|\Z)|\n")
+_SYLLABLE_ACRONYMS = frozenset("SAT MIT CAT PET LED VIN DOB POS BOT EST EDT ACT APT ACC ATT".split())  # spelled,
+# though of one syllable's shape
 # A shouted word of one syllable that opens with its vowel: a doubled consonant or a coda after it ("ADD", "APP", "ASK",
 # "END"; acronyms seldom double a letter)
 _VOWEL_SYLLABLE = re.compile(r"[AEIOU](?:([B-DF-HJ-NP-TV-Z])\1|%s)" % "|".join(
-    coda.upper() for coda in _CODA if len(coda) == 2 and coda[0] != coda[1]))  # spelled, though one syllable's shape
+    coda.upper() for coda in _CODA if len(coda) == 2 and coda[0] != coda[1]))
 
 
 def _worded(word: str) -> bool:
@@ -239,7 +245,7 @@ def open_caps(text: str) -> int | None:
     the words after it: until they, or a sentence's end, have come, "JUNE" may be shouted or an acronym), or None."""
     for token in _CAPS_TOKEN.finditer(text, max(0, len(text) - 2 * _CONTEXT_CHARS)):
         after = text[token.end():]
-        if len(after) < _CONTEXT_CHARS and not re.search(r"[.!?\n]", after):
+        if len(after) < _CONTEXT_CHARS and not re.search(r"[.!?]\s|\n", after):  # a sentence's end, not "10.0.0.0"
             return token.start()
     return None
 
