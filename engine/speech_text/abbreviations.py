@@ -200,22 +200,22 @@ def _caps(match: re.Match[str]) -> str:
         match.string[match.end():match.end() + 40].split()[:4]
     shouted = [word for word in (w.strip(".,;:!?") for w in around) if _SHOUTED.fullmatch(word)]
     common = [word for word in shouted if word.lower() in COMMON_WORDS]
-    # the words of its own sentence (as far as open_caps holds a token while streaming): word-like capitals
-    before = _SENTENCE_END.split(match.string[max(0, match.start() - 40):match.start()])[-1]
-    after = _SENTENCE_END.split(match.string[match.end():match.end() + 40])[0]
-    worded = [word for word in (w.strip(".,;:!?") for w in before.split()[-4:] + after.split()[:4])
-              if _SHOUTED.fullmatch(word) and (word.lower() in COMMON_WORDS or _worded(word))]
     if token in _ACRONYM_WORDS and len(shouted) >= 2 and common:  # "IS IT STILL UNDER WARRANTY?"
         return token.lower()
     if len(common) >= 2 and (token == "US" or (len(token) >= 4 and _VOWELS & set(token) and token not in WORD_ACRONYMS)
                              or (len(token) == 3 and token not in SPELLED and one_syllable(token))):  # "THE GYM"
         return token.lower()
-    # a line all in capitals ("MAX LOAD: 300 LBS."): one word-like neighbour is enough
-    loud = len(worded) >= 1 and not re.search(r"[a-z]", before + after)
-    if (len(worded) >= 2 or loud) and len(token) == 3 and token not in SPELLED and token not in _SYLLABLE_ACRONYMS and token not in WORD_ACRONYMS \
-            and (one_syllable(token) or _VOWEL_SYLLABLE.fullmatch(token)) and not _worded(token) \
-            and token.lower() not in COMMON_WORDS:
-        return token.lower()  # "MAX LOAD PER SHELF", "LOG IN AGAIN": among shouted words, a word of one syllable
+    if len(token) == 3 and token not in SPELLED and token not in _SYLLABLE_ACRONYMS and token not in WORD_ACRONYMS \
+            and token.lower() not in COMMON_WORDS and (one_syllable(token) or _VOWEL_SYLLABLE.fullmatch(token)):
+        # "MAX LOAD PER SHELF", "LOG IN AGAIN": among shouted words of its own sentence (as far as open_caps holds a
+        # token while streaming) that read as words, two of them or one on a line all in capitals ("MAX LOAD: 300
+        # LBS."), a word of one syllable
+        before = _SENTENCE_END.split(match.string[max(0, match.start() - 40):match.start()])[-1]
+        after = _SENTENCE_END.split(match.string[match.end():match.end() + 40])[0]
+        worded = [word for word in (w.strip(".,;:!?") for w in before.split()[-4:] + after.split()[:4])
+                  if _SHOUTED.fullmatch(word) and (word.lower() in COMMON_WORDS or _worded(word))]
+        if len(worded) >= 2 or worded and not re.search(r"[a-z]", before + after):
+            return token.lower()
     return caps(token)
 
 

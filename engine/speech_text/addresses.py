@@ -191,13 +191,16 @@ def _state(match: re.Match[str]) -> str | None:
 # Two state codes or more in a list ("except AK and HI", "CA, OR, and WA"): states, when one of them is no word and
 # no common acronym (_PLACE_STATES) or "state" comes before ("states like ID and MT").
 _JOIN = r"(?:,[ \t]*(?:(?:and|or|&)[ \t]+)?|[ \t]+(?:and|or|&)[ \t]+|/)"
-_CODES = "|".join(STATES)
-_STATE_LIST = rf"(?<![\w'’&/-])(?:{_CODES})(?:{_JOIN}(?:{_CODES})){{1,12}}(?![\w'’&/-]|\.\w)"
+# (two capitals at each place, each checked against STATES after: an alternation of every code tried at every capital
+# would cost every sentence)
+_STATE_LIST = rf"(?<![\w'’&/-])[A-Z]{{2}}(?:{_JOIN}[A-Z]{{2}}){{1,12}}(?![\w'’&/-]|\.\w)"
 _STATE_WORD = re.compile(r"(?i:\bstates?\b)[^.!?\n]{0,40}\Z")
 
 
 def _state_list(match: re.Match[str]) -> str | None:
     codes = re.findall(r"[A-Z]{2}", match.group())
+    if not all(code in STATES for code in codes):
+        return None
     if not any(code in _PLACE_STATES for code in codes) and not _STATE_WORD.search(
             match.string, max(0, match.start() - 48), match.start()):
         return None

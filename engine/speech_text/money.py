@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 
 from engine.speech_text import words as w
-from engine.speech_text.numbers import _END, MULTIPLIERS, PER, UNITS, Rule
+from engine.speech_text.numbers import _END, MULTIPLIERS, PER, UNITS, Rule, trie
 from engine.speech_text.numbers import attributive
 
 # A currency -> (one, many, one hundredth, hundredths).
@@ -92,8 +92,9 @@ CURRENCIES = {
 }
 _SYMBOLS = sorted((c for c in CURRENCIES if not c.isalpha()), key=len, reverse=True)
 _CODES = sorted(c for c in CURRENCIES if c.isalpha())
-_CURRENCY = r"(?:%s|(?:%s)(?=[ \t]?[\d.]))" % ("|".join(re.escape(s) for s in _SYMBOLS), "|".join(_CODES))
-_SUFFIX = r"(?:[ \t]?(?:€|£|¥|₹|₩|₽|₺|₴|₪|₫|฿|¢|\$(?![\w$]))|[ \t]?(?:%s)(?![\w]))" % "|".join(_CODES)  # "100USD" too
+_CODE = trie(_CODES)  # a trie: the codes are tried after every number, not one by one
+_CURRENCY = r"(?:%s|%s(?=[ \t]?[\d.]))" % ("|".join(re.escape(s) for s in _SYMBOLS), _CODE)
+_SUFFIX = r"(?:[ \t]?(?:€|£|¥|₹|₩|₽|₺|₴|₪|₫|฿|¢|\$(?![\w$]))|[ \t]?%s(?![\w]))" % _CODE  # "100USD" too
 # "1.200,50", "2,50": as much of Europe writes it; "4,5 million" (one decimal before a scale)
 _DECIMAL_COMMA = (r"(?:(?:\d{1,3}(?:\.\d{3})+|\d+),\d\d(?![\d,])"
                   r"|\d{1,3},\d(?=[ \t]?(?:million|billion|trillion|mn|bn|tn|M|B)(?![\w])))")
@@ -191,7 +192,7 @@ def _pair(match: re.Match[str]) -> str:
     return " ".join(CURRENCIES[code][0] for code in match.group().split("/"))
 
 
-_PAIR = r"(?<![\w/])(?:%s)/(?:%s)(?![\w/])" % ("|".join(_CODES), "|".join(_CODES))
+_PAIR = r"(?<![\w/])%s/%s(?![\w/])" % (_CODE, _CODE)
 _TIME_CUE = re.compile(r"(?i:\b(?:at|by|until|till|from|to|before|after|around|about))[ \t]+\Z")
 
 

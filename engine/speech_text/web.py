@@ -44,7 +44,9 @@ URL = (
     rf"(?![\w@(-]|\.\w)"
     rf"|localhost(?=:\d))(?::\d{{1,5}})?(?:/{_TAIL})?(?![\w@-])"
 )
-EMAIL = r"(?<![\w.+'-])[\w+'-]{1,64}(?:\.[\w+'-]{1,64}){0,8}@[A-Za-z0-9-]{1,63}(?:\.[A-Za-z0-9-]{1,63}){1,8}(?![\w-])"
+# an address, or an SSH remote's ("git@github.com:user/repo.git": its path after a colon, with a slash)
+EMAIL = (r"(?<![\w.+'-])[\w+'-]{1,64}(?:\.[\w+'-]{1,64}){0,8}@[A-Za-z0-9-]{1,63}(?:\.[A-Za-z0-9-]{1,63}){1,8}"
+         r"(?::(?=[\w.~-]*/)[\w~-][\w./~-]{0,120}[\w/](?![\w@])|(?![\w-]))")
 _PART = re.compile(r"[A-Za-z]+|\d+|.", re.S)
 
 
@@ -209,6 +211,8 @@ def _windows_path(match: re.Match[str]) -> str:
 
 
 def _email(match: re.Match[str]) -> str:
+    if ":" in match.group():
+        return _remote(match)
     text = match.group()
     at = text.index("@") + 1
     return _spoken_parts(text, at + _domain_at(text[at:]))
@@ -272,8 +276,6 @@ def _remote(match: re.Match[str]) -> str:
 
 RULES: list[Rule] = [
     ("mac", MAC, _mac), ("ipv6", IPV6, _ipv6),
-    ("remote", r"(?<![\w.+'-])[\w.-]{1,32}@[A-Za-z0-9-]{1,63}(?:\.[A-Za-z0-9-]{1,63}){1,4}:(?=[\w.~-]*/)[\w~-][\w./~-]{0,120}[\w/](?![\w@])",
-     _remote),
     ("email", EMAIL, _email), ("url", URL, _url), ("file_name", _FILE, _file_name),
     ("windows_path", rf"(?<![\w])[A-Za-z]:\\(?:{_FOLDER}\\){{0,11}}(?:{_PATH_PART})?", _windows_path),
     ("identifier", r"(?<![\w@/.#-])[A-Za-z][A-Za-z0-9]*(?:\.[A-Za-z0-9]+)*(?:_[A-Za-z0-9]+)+(?![\w@/-]|\.\w)",
