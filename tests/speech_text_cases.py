@@ -318,4 +318,8 @@ STREAM_TEXTS = [
     "Temperatures hit 73°F (about 23°C) on 2024-07-04; winds were 5-10 mph. From 2020-2024 sales grew 3/4 of a "
     "point, roughly -0.5% per year, e.g. in St. Louis and on Main St. too. [clear throat] Next item: the "
     "CPU/GPU split is 1 1/2 to 1.",
+    # issue 46: shouted words judged by their own sentence (a full stop inside "10.0.0.0/24" ends none), tracking
+    # numbers, state lists, weekday pairs, math terms
+    "1080p MAX 10.0.0.0/24 ₹1,50,000 HI LOAD 6784 version end. ADD 7.5/10 WA 000 ON 10' ON ON end.",
+    "Track 1Z 999 AA1 01 2345 6784 now. We ship except AK and HI; CLOSED ON SUN AND MON. So y = mx + b and b² - 4ac.",
 ]

@@ -205,7 +205,35 @@ def _caps(match: re.Match[str]) -> str:
     if len(common) >= 2 and (token == "US" or (len(token) >= 4 and _VOWELS & set(token) and token not in WORD_ACRONYMS)
                              or (len(token) == 3 and token not in SPELLED and one_syllable(token))):  # "THE GYM"
         return token.lower()
+    if len(token) == 3 and token not in SPELLED and token not in _SYLLABLE_ACRONYMS and token not in WORD_ACRONYMS \
+            and token.lower() not in COMMON_WORDS and (one_syllable(token) or _VOWEL_SYLLABLE.fullmatch(token)):
+        # "MAX LOAD PER SHELF", "LOG IN AGAIN": among shouted words of its own sentence (as far as open_caps holds a
+        # token while streaming) that read as words, two of them or one on a line all in capitals ("MAX LOAD: 300
+        # LBS."), a word of one syllable
+        before = _SENTENCE_END.split(match.string[max(0, match.start() - 40):match.start()])[-1]
+        after = _SENTENCE_END.split(match.string[match.end():match.end() + 40])[0]
+        worded = [word for word in (w.strip(".,;:!?") for w in before.split()[-4:] + after.split()[:4])
+                  if _SHOUTED.fullmatch(word) and (word.lower() in COMMON_WORDS or _worded(word))]
+        if len(worded) >= 2 or worded and not re.search(r"[a-z]", before + after):
+            return token.lower()
     return caps(token)
+
+
+_SENTENCE_END = re.compile(r"[.!?](?:\s|\Z)|\n")
+_SYLLABLE_ACRONYMS = frozenset("SAT MIT CAT PET LED VIN DOB POS BOT EST EDT ACT APT ACC ATT".split())  # spelled,
+# though of one syllable's shape
+# A shouted word of one syllable that opens with its vowel: a doubled consonant or a coda after it ("ADD", "APP", "ASK",
+# "END"; acronyms seldom double a letter)
+_VOWEL_SYLLABLE = re.compile(r"[AEIOU](?:([B-DF-HJ-NP-TV-Z])\1|%s)" % "|".join(
+    coda.upper() for coda in _CODA if len(coda) == 2 and coda[0] != coda[1]))
+
+
+def _worded(word: str) -> bool:
+    """A shouted word of four letters or more that reads as a word ("LOAD", "SHELF", "AGAIN"), not an acronym."""
+    base = word[:-1] if word.endswith("S") and len(word) > 4 else word
+    return len(base) >= 4 and base not in SPELLED and base not in WORD_ACRONYMS and base not in _SPOKEN_CAPS and (
+        one_syllable(base) or base.lower() in COMMON_WORDS or (len(base) >= 5 and _VOWELS & set(base) and
+                                                             SAYABLE_START.match(base) is not None))
 
 
 _CAPS_TOKEN = re.compile(r"(?<![\w'’])[A-Z][A-Z'’]*[A-Z]s?(?![\w'’])")
@@ -217,7 +245,7 @@ def open_caps(text: str) -> int | None:
     the words after it: until they, or a sentence's end, have come, "JUNE" may be shouted or an acronym), or None."""
     for token in _CAPS_TOKEN.finditer(text, max(0, len(text) - 2 * _CONTEXT_CHARS)):
         after = text[token.end():]
-        if len(after) < _CONTEXT_CHARS and not re.search(r"[.!?\n]", after):
+        if len(after) < _CONTEXT_CHARS and not re.search(r"[.!?]\s|\n", after):  # a sentence's end, not "10.0.0.0"
             return token.start()
     return None
 
@@ -289,4 +317,9 @@ RULES: list[Rule] = [
     ("dotted", r"(?<![\w.])(?:(?:[A-Za-z]\.){2,}|(?:[A-Z]\.){1,3}[A-Z](?![\w.]))(?![\w])", _dotted),  # "A.D", "B.C": its last
     # full stop left out
     ("caps", r"(?<![\w'’])[A-Z][A-Z'’]*[A-Z]s?(?![\w'’])", _caps),
+    # "Pt. must fast": a clinical note's patient before a small word ("Pt. Reyes" is a point, "PT." a time zone)
+    ("abbreviation", r"(?<![\w.])Pts?\.(?=[ \t]+[a-z])", lambda match: "Patients" if match.group() == "Pts." else "Patient"),
+    # "NVMe", "PCIe": capitals spelled and a small letter after them, spelled with them (not a plural's "s")
+    ("caps", r"(?<![\w'’])[A-Z]{2,5}[a-rt-y](?![\w'’])",
+     lambda match: " ".join(match.group().upper()) if " " in caps(match.group()[:-1]) else None),
 ]

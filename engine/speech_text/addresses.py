@@ -58,7 +58,7 @@ _ROUTE = (r"(?:Highway|Hwy\.?|Route|Rte\.?|Rt\.?|County[ \t]Road|State[ \t]Route
 _ADDRESS = (rf"(?<![\w.,$#/-])\d{{1,6}}(?:-?[A-Z])?[ \t]+(?:{_DIRECTION}\.?[ \t]+)?(?:{_ROUTE}|{_NAME}(?:[ \t]+{_NAME}){{0,3}}"
             rf"[ \t]+{_STREET_TYPE}\.?(?:[ \t]+{_DIRECTION}\.?(?=[ \t,;]|$))?)(?![\w])"
             rf"|(?<![\w.,$#/-])\d{{1,6}}[ \t]+{_DIRECTION}\.?[ \t]+[A-Z][a-z]+(?=,|[ \t]+#)")  # "4021 N. Broadway, Chicago"
-_UNIT = (r"(?<![\w])(?i:%s)(?:\.?[ \t]*#[ \t]*|\.?[ \t]+|\.)(?:[A-Z]?\d+[A-Z]?|[A-Z]{1,2}\d*)(?![\w-]|:\d)"
+_UNIT = (r"(?<![\w])(?i:%s)(?:\.?[ \t]*#[ \t]*|\.?[ \t]+|\.)(?!1Z(?:[ \t]?[0-9A-Z]){16}(?![\w-]))(?:[A-Z]?\d+[A-Z]?|[A-Z]{1,2}\d*)(?![\w-]|:\d)"
          % "|".join(re.escape(u).replace(r"\ ", r"[ \t]") for u in sorted(UNITS, key=len, reverse=True)))
 _ROUTE_ALONE = (r"(?<![\w.])(?:Hwy\.?|Highway|Rte\.?|Rt\.?|Route|Interstate)[ \t]+\d{1,4}(?:[ \t]+[NSEW](?![\w]))?"
                 r"(?![\w,:/-]|\.\d)")  # "Take Hwy 101", "Hwy 101 S", "Rt 66"
@@ -188,7 +188,27 @@ def _state(match: re.Match[str]) -> str | None:
     return STATES[code]
 
 
+# Two state codes or more in a list ("except AK and HI", "CA, OR, and WA"): states, when one of them is no word and
+# no common acronym (_PLACE_STATES) or "state" comes before ("states like ID and MT").
+_JOIN = r"(?:,[ \t]*(?:(?:and|or|&)[ \t]+)?|[ \t]+(?:and|or|&)[ \t]+|/)"
+# (two capitals at each place, each checked against STATES after: an alternation of every code tried at every capital
+# would cost every sentence)
+_STATE_LIST = rf"(?<![\w'’&/-])[A-Z]{{2}}(?:{_JOIN}[A-Z]{{2}}){{1,12}}(?![\w'’&/-]|\.\w)"
+_STATE_WORD = re.compile(r"(?i:\bstates?\b)[^.!?\n]{0,40}\Z")
+
+
+def _state_list(match: re.Match[str]) -> str | None:
+    codes = re.findall(r"[A-Z]{2}", match.group())
+    if not all(code in STATES for code in codes):
+        return None
+    if not any(code in _PLACE_STATES for code in codes) and not _STATE_WORD.search(
+            match.string, max(0, match.start() - 48), match.start()):
+        return None
+    return re.sub(r"[A-Z]{2}", lambda code: STATES[code.group()], match.group())
+
+
 RULES: list[Rule] = [
+    ("state_list", _STATE_LIST, _state_list),
     ("state", _STATE, _state),
     ("address", _ADDRESS, _address), ("unit", _UNIT, _unit), ("zip", _ZIP, _zip), ("postal", _POSTAL, _postal),
     ("route", _ROUTE_ALONE, _route),

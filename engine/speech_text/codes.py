@@ -51,9 +51,19 @@ def _serial(match: re.Match[str]) -> str | None:
         # "1ST", "250K" (a count; "4K" stays a code)
         return None
     measured = _MEASURED.fullmatch(text)
-    if _SCALED.fullmatch(text) or (measured and measured[1] in UNITS) or len(text) > 40:
+    if measured and measured[1] in CURRENCIES and measured[1].isupper():
+        return None  # "100USD": an amount (money.py)
+    if len(text) > 40 or (_SCALED.fullmatch(text) or (measured and measured[1] in UNITS)) and not _CODE_CUE_WORD.search(
+            match.string, max(0, match.start() - 20), match.start()):
         return None
     return spell_code(text.upper())
+
+
+# A noun that names a thing by its code: after one, "4417A" is a build, not 4,417 amps; "2B" a version, not two
+# billion (numbers.CODE_NOUN and a build's, a release's, a firmware's, a ticket's).
+_CODE_CUE_WORD = re.compile(r"(?i:\b(?:build|builds|model|part|unit|ref\.?|reference|version|ver\.?|rev\.?|revision|serial|sku|"
+                            r"firmware|release|patch|ticket|item|product|code|id|no\.|type|variant|batch|lot|catalog|"
+                            r"cat\.|style|mk\.?|mark|series|chassis|engine|board|chip|kit|form))[ \t]*(?:#|no\.|number)?[ \t]*:?[ \t]*\Z")
 
 
 def _quarter(match: re.Match[str]) -> str:
@@ -83,7 +93,8 @@ def _small_code(match: re.Match[str]) -> str | None:
         if part.isdigit():
             said.append(w.cardinal(part) if len(part) <= 2 and part[0] != "0" else w.digits(part))
         elif part.isalpha():
-            word = part in COMMON_WORDS or len(part) > 3 or (len(part) == 3 and re.search(r"[aeiouy]", part))
+            word = (part in COMMON_WORDS and len(part) > 1) or len(part) > 3 or (  # "a-1": a letter, not "a"
+                len(part) == 3 and re.search(r"[aeiouy]", part))
             spelled = spelled or not word
             said.append(part if word else " ".join(part.upper()))
         else:
@@ -323,7 +334,8 @@ _FUNCTIONS = {"sin": "sine of", "cos": "cosine of", "tan": "tangent of", "log": 
               "exp": "the exponential of", "O": "big O of"}
 _FUNCTION = r"(?:%s)[₀-₉]*(?=\()" % "|".join(sorted(_FUNCTIONS, key=len, reverse=True))
 _TERM = (rf"(?:(?:\d+(?:\.\d+)?(?=\())?(?:sqrt(?=\())?(?:{_FUNCTION})?\(?[-−]?√?(?:[a-z]\([a-z]\)|[A-Z](?=[ \t]?=)"
-         r"|[a-z]{2}(?=\^|[²³])|(?:\d+(?:\.\d+)?)?[a-z](?![A-Za-z0-9_(])"
+         r"|[a-z]{2}(?=\^|[²³])|(?!(?:is|it|in|on|at|to|of|or|an|as|am|be|by|do|go|he|if|me|my|no|so|up|us|we|ok)\b)[a-z]{2}"
+         r"(?=[ \t][+*=][ \t]|[+*=][a-z\d(]|[ \t]?(?:[+*=][ \t]*)?\Z)|\d+[a-z]{2,3}(?![\w(])|(?:\d+(?:\.\d+)?)?[a-z](?![A-Za-z0-9_(])"
          r"|(?:\d{1,3}(?:,\d{3})+(?!\d)|\d+)(?:\.\d+)?(?:!(?=[ \t]?[-−+*×÷/=]))?°?)[²³]?\)?)")
 _OPERATOR = r"(?:[ \t]?[-−+*×÷/^=·][ \t]?|[ \t]x[ \t])"
 _MATH = rf"(?<![\w.,/:$-]){_TERM}(?:{_OPERATOR}{_TERM}){{1,12}}(?![\w]|\.\d|[-+*/^=]\w)"
@@ -339,6 +351,16 @@ _SUBSCRIPTS = str.maketrans("₀₁₂₃₄₅₆₇₈₉", "0123456789")
 _ASKED = re.compile(  # "What is 7 - 3?": a question about an expression, so its hyphen is a minus
     r"(?:\b[Ww]hat(?:'s|’s|[ \t]is)|\b(?:[Cc]alculate|[Cc]ompute|[Ss]olve|[Ee]valuate|[Ss]implify))[ \t]+\Z")
 _OPEN_MATH = re.compile(rf"(?<![\w.,/:$-]){_TERM}(?:{_OPERATOR}(?:{_TERM})?){{1,12}}\s*\Z")
+
+
+_OPEN_TRACKING = re.compile(r"(?<![\w-])1Z(?:[ \t]?[0-9A-Z]){0,15}[ \t]*\Z")
+
+
+def open_tracking(text: str) -> int | None:
+    """Where a UPS tracking number that later text may go on with starts at the end of ``text`` ("1Z 999 AA1" before
+    "01 2345 6784"), or None."""
+    tail = _OPEN_TRACKING.search(text, max(0, len(text) - 40))
+    return tail.start() if tail else None
 
 
 def open_math(text: str) -> int | None:
@@ -361,6 +383,9 @@ def _math(match: re.Match[str]) -> str | None:
     over = re.fullmatch(r"\d+/([a-z])", text) and text[-1] not in _UNIT_LETTERS  # "1/x", not "1/s" (a unit)
     if not re.search(r"[=+*×÷^²³·√−]|[ \t]/[ \t]", text) and not asked and not related and not over:
         return None
+    if re.fullmatch(r"\d+(?:\.\d+)?(?:[ \t]?×[ \t]?\d+(?:\.\d+)?){1,2}", text) and not asked and not re.search(
+            r"[=+]\s*\Z", match.string[max(0, match.start() - 4):match.start()]):
+        return None  # "1920×1080", "10×12 feet": sizes, "by" (numbers.py's dimensions); "What is 6 × 7?" a product
     said = []
     for part in _MATH_PARTS.findall(text):
         if part == "(":  # "2(x + 3)": a product
@@ -384,7 +409,7 @@ def _math(match: re.Match[str]) -> str | None:
             power = part[1:].strip()
             minus, power = power[0] in "-−", power.lstrip("-−")  # "10^-3", "e^-x"
             named = None if minus else {"2": "squared", "3": "cubed"}.get(power)
-            said.append(named or "to the power of " + ("minus " if minus else "")
+            said.append(named or ("to the minus " if minus else "to the power of ")  # "10^-3": "ten to the minus three"
                         + (w.number(power) if power[0].isdigit() else power))
         elif part in _OPERATORS and (said or part in ("√", "sqrt")):
             said.append(_OPERATORS[part])
@@ -465,7 +490,13 @@ RULES: list[Rule] = [
                r"|(?<![\w$£€¥₹#.-])(?=[A-Z0-9-]*[A-Z])(?=[A-Z0-9-]*\d)[A-Z0-9]+(?:-[A-Z0-9]+)*(?:(?<=\d)[a-z])?(?![\w-])",
      _serial),  # "SN8842-KD19", "M404n" (a model's lower-case suffix)
     # "AB/12", "A1/B2": a code's parts on both sides of a slash (capitals and digits, one side of each), "slash"
-    ("slashed_code", r"(?<![\w/])(?=[A-Z0-9/]*[A-Z])(?=[A-Z0-9/]*\d)[A-Z0-9]+(?:/[A-Z0-9]+)+(?![\w/])",
+    # "1Z 999 AA1 01 2345 6784": a UPS tracking number (1Z and sixteen characters, spaced or not), one by one
+    ("tracking", r"(?<![\w-])1Z(?:[ \t]?[0-9A-Z]){16}(?![\w-])",
+     lambda match: " ".join(w.digits(c) if c.isdigit() else c for c in match.group() if not c.isspace())),
+    # "sm-g973f", "hp-x360": a small-letter model code, a letters-only part beside one that mixes letters and digits
+    ("lower_code", r"(?<![\w-])(?:[a-z]{1,2}|[b-df-hj-np-tv-z]{3,4})-[a-z]{1,3}\d[a-z0-9]{0,10}(?![\w-]|[.,]\d)",
+     lambda match: spell_code(match.group().upper())),
+    ("slashed_code", r"(?<![\w/-])(?=[A-Z0-9/-]*[A-Z])(?=[A-Z0-9/-]*\d)[A-Z0-9]+(?:-[A-Z0-9]+)*(?:/[A-Z0-9]+(?:-[A-Z0-9]+)*)+(?![\w/-])",
      lambda match: None if (re.fullmatch(r"\d+(?:\.\d+)?(\D.*)", match.group()) or [None, None])[1] in UNITS
      else " slash ".join(spell_code(part) for part in match.group().split("/"))),  # "100KM/H" is a speed
     # "cd-38", "ab-cd-12-34": a small-letter code with digits, its letter parts that make no word spelled

@@ -26,7 +26,8 @@ _FULL_WEEKDAY = "Monday|Tuesday|Wednesday|Thursday|Friday|Saturday|Sunday"
 _AMPM = r"(?:[aApP](?:\.[mM]\.?|[mM]))"
 WEEKDAYS = {"Mon": "Monday", "Tue": "Tuesday", "Tues": "Tuesday", "Wed": "Wednesday", "Thu": "Thursday",
             "Thur": "Thursday", "Thurs": "Thursday", "Fri": "Friday", "Sat": "Saturday", "Sun": "Sunday"}
-_ON_DAY = r"(?:(?<=\bon[ \t])|(?<=\bby[ \t])|(?<=\buntil[ \t])|(?<=\btill[ \t])|(?<=\bnext[ \t])|(?<=\bevery[ \t]))"
+_ON_DAY = (r"(?:(?<=\bon[ \t])|(?<=\bby[ \t])|(?<=\buntil[ \t])|(?<=\btill[ \t])|(?<=\bnext[ \t])|(?<=\bevery[ \t])"
+           r"|(?<=\bON[ \t])|(?<=\bBY[ \t])|(?<=\bUNTIL[ \t])|(?<=\bTILL[ \t])|(?<=\bNEXT[ \t])|(?<=\bEVERY[ \t]))")  # "RSVP BY FRI"
 _WEEKDAY = r"(?:%s)" % "|".join(sorted({f for d in WEEKDAYS for f in (d, d.upper())}, key=len, reverse=True))
 
 
@@ -172,7 +173,22 @@ def _days_month(match: re.Match[str]) -> str:
     return said + (", " + w.year(int(year)) if year else "")
 
 
-def _weekday(match: re.Match[str]) -> str:
+# A shouted weekday's abbreviation that is a word after these ("IN DIRECT SUN.", "SHE SAT."): the sun, sat.
+_WORD_DAY_BEFORE = re.compile(r"(?<![\w'’])(?:THE|DIRECT|FULL|HOT|BRIGHT|STRONG|MIDDAY|SUMMER|MORNING|EVENING|"
+                              r"AFTERNOON|IN|OF|HE|SHE|IT|THEY|WE|I|WHO|NEWLY|JUST)[ \t]+\Z")
+
+
+def _weekday_pair(match: re.Match[str]) -> str:
+    """"Sat and Sun", "SUN AND MON", "Tue or Wed": two days' abbreviations joined, both days."""
+    first, joiner, second = re.fullmatch(r"([A-Za-z]+)\.?[ \t]+(\S+)[ \t]+([A-Za-z]+)\.?", match.group()).groups()  # type: ignore[union-attr]
+    said = f"{WEEKDAYS[first.title()]} {'and' if joiner in ('&', 'AND', 'and') else 'or'} {WEEKDAYS[second.title()]}"
+    return said + ("." if match.group().endswith(".") and ends_sentence_after(match) else "")
+
+
+def _weekday(match: re.Match[str]) -> str | None:
+    if match.group().rstrip(".").isupper() and _WORD_DAY_BEFORE.search(
+            match.string, max(0, match.start() - 12), match.start()):
+        return None
     days = [WEEKDAYS[d.title()] for d in re.findall(r"[A-Za-z]+", match.group())]
     return " to ".join(days) + ("." if match.group().endswith(".") and ends_sentence_after(match) else "")
 
@@ -243,7 +259,8 @@ def _time(match: re.Match[str]) -> str:
         return " ".join(f"{w.cardinal(str(int(n)))} {unit if int(n) == 1 else unit + 's'}"
                         for n, unit in zip(parts.groups(), ("hour", "minute", "second")) if int(n)) or "zero seconds"
     zoned = _ZONE_AFTER.match(match.string, match.end())  # "5:30 a.m. EST": the zone goes on, no sentence ends
-    return clock(match.group().replace("h", ":"), ends_sentence_after(match) and zoned is None)
+    # "09h30": the hour's "h" between digits is its colon (not the "h" of "midnight": "12:00 midnight")
+    return clock(re.sub(r"(?<=\d)h(?=\d)", ":", match.group()), ends_sentence_after(match) and zoned is None)
 
 
 # A value's verb before "at": "came in at 1.25", "closed at 12.50" are a ratio and a price, not times.
@@ -300,9 +317,10 @@ def rules(day_first: bool = False) -> list[Rule]:
                                   int(match.group()[-4:]))),
         ("weekday", rf"(?<![\w]){_WEEKDAY}(?:\.?[ \t]?[-–][ \t]?{_WEEKDAY}\.?(?![\w])|\.?(?=,|[ \t]+(?:\d|{_MONTH}))"
                     rf"|\.(?=[ \t]+[a-z]|[ \t]*(?:\n|$)))"
-                    rf"|{_ON_DAY}{_WEEKDAY}(?![\w'’.]|[ \t]+[A-Z])",  # "Tue. for", "Sat. hours": a lower-case word goes on
+                    rf"|{_ON_DAY}{_WEEKDAY}(?![\w'’.]|[ \t]+(?!(?:AND|OR)\b)[A-Z])",  # "Tue. for", "Sat. hours": a lower-case word goes on
                     # "on Tues and": after a word that names a day ("on", "by", "until"), the day
          _weekday),
+        ("weekday_pair", rf"(?<![\w'’]){_WEEKDAY}\.?[ \t]+(?:and|or|AND|OR|&)[ \t]+{_WEEKDAY}\.?(?![\w'’]|[ \t]+[A-Z][a-z])", _weekday_pair),
         ("weekday_range", rf"(?<![\w])(?:{_FULL_WEEKDAY})[ \t]?[-–—][ \t]?(?:{_FULL_WEEKDAY})(?![\w])",
          lambda match: " to ".join(re.findall(r"[A-Za-z]+", match.group()))),
         ("month_range", rf"(?<![\w])(?:{_MONTH})\.?[ \t]?[-–][ \t]?(?:{_MONTH})\.?(?![\w])", _month_range),

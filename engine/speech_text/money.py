@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 
 from engine.speech_text import words as w
-from engine.speech_text.numbers import _END, MULTIPLIERS, PER, UNITS, Rule
+from engine.speech_text.numbers import _END, MULTIPLIERS, PER, UNITS, Rule, trie
 from engine.speech_text.numbers import attributive
 
 # A currency -> (one, many, one hundredth, hundredths).
@@ -68,18 +68,46 @@ CURRENCIES = {
     "THB": ("baht", "baht", "satang", "satang"),
     "NGN": ("naira", "naira", "kobo", "kobo"),
     "zł": ("zloty", "zlotys", "grosz", "groszy"),
+    "USD$": ("US dollar", "US dollars", "cent", "cents"),
+    "Kč": ("Czech koruna", "Czech korunas", "haler", "halers"), "CZK": ("Czech koruna", "Czech korunas", "haler", "halers"),
+    "HUF": ("forint", "forints", "filler", "fillers"),
+    "IDR": ("rupiah", "rupiahs", "sen", "sen"), "Rp": ("rupiah", "rupiahs", "sen", "sen"),
+    "MYR": ("ringgit", "ringgits", "sen", "sen"),
+    "VND": ("dong", "dong", "xu", "xu"), "PKR": ("Pakistani rupee", "Pakistani rupees", "paisa", "paise"),
+    "LKR": ("Sri Lankan rupee", "Sri Lankan rupees", "cent", "cents"),
+    "NPR": ("Nepalese rupee", "Nepalese rupees", "paisa", "paise"), "BDT": ("taka", "taka", "poisha", "poisha"),
+    "EGP": ("Egyptian pound", "Egyptian pounds", "piastre", "piastres"),
+    "KES": ("Kenyan shilling", "Kenyan shillings", "cent", "cents"), "UGX": ("Ugandan shilling", "Ugandan shillings", "cent", "cents"),
+    "TZS": ("Tanzanian shilling", "Tanzanian shillings", "cent", "cents"), "GHS": ("cedi", "cedis", "pesewa", "pesewas"),
+    "TWD": ("New Taiwan dollar", "New Taiwan dollars", "cent", "cents"), "NT$": ("New Taiwan dollar", "New Taiwan dollars", "cent", "cents"),
+    "ARS": ("Argentine peso", "Argentine pesos", "centavo", "centavos"), "CLP": ("Chilean peso", "Chilean pesos", "centavo", "centavos"),
+    "COP": ("Colombian peso", "Colombian pesos", "centavo", "centavos"), "PEN": ("sol", "soles", "céntimo", "céntimos"),
+    "ISK": ("Icelandic krona", "Icelandic kronur", "eyrir", "aurar"), "UAH": ("hryvnia", "hryvnias", "kopiyka", "kopiykas"),
+    "QAR": ("Qatari riyal", "Qatari riyals", "dirham", "dirhams"), "KWD": ("Kuwaiti dinar", "Kuwaiti dinars", "fils", "fils"),
+    "BHD": ("Bahraini dinar", "Bahraini dinars", "fils", "fils"), "OMR": ("Omani rial", "Omani rials", "baisa", "baisa"),
+    "JOD": ("Jordanian dinar", "Jordanian dinars", "piastre", "piastres"), "MAD": ("dirham", "dirhams", "centime", "centimes"),
+    "RON": ("leu", "lei", "ban", "bani"), "BGN": ("lev", "leva", "stotinka", "stotinki"),
+    "HRK": ("kuna", "kunas", "lipa", "lipa"), "ETH": ("ether", "ether", "", ""),
     "₿": ("bitcoin", "bitcoin", "", ""), "BTC": ("bitcoin", "bitcoin", "", ""),  # no cents: its decimals are said
 }
 _SYMBOLS = sorted((c for c in CURRENCIES if not c.isalpha()), key=len, reverse=True)
 _CODES = sorted(c for c in CURRENCIES if c.isalpha())
-_CURRENCY = r"(?:%s|(?:%s)(?=[ \t]?[\d.]))" % ("|".join(re.escape(s) for s in _SYMBOLS), "|".join(_CODES))
-_SUFFIX = r"(?:[ \t]?(?:€|£|¥|₹|₩|₽|₺|₴|₪|₫|฿|¢|\$(?![\w$]))|[ \t](?:%s)(?![\w]))" % "|".join(_CODES)
-_DECIMAL_COMMA = r"(?:\d{1,3}(?:\.\d{3})+|\d+),\d\d(?![\d,])"  # "1.200,50", "2,50": as much of Europe writes it
-_AMOUNT = rf"(?:{_DECIMAL_COMMA}|(?:\d{{1,3}}(?:,\d{{3}})+(?!\d)|\d+|(?=\.\d))(?:\.\d+)?)"
+_CODE = trie(_CODES)  # a trie: the codes are tried after every number, not one by one
+_CURRENCY = r"(?:%s|%s(?=[ \t]?[\d.]))" % ("|".join(re.escape(s) for s in _SYMBOLS), _CODE)
+_SUFFIX = r"(?:[ \t]?(?:€|£|¥|₹|₩|₽|₺|₴|₪|₫|฿|¢|\$(?![\w$]))|[ \t]?%s(?![\w]))" % _CODE  # "100USD" too
+# "1.200,50", "2,50": as much of Europe writes it; "4,5 million" (one decimal before a scale)
+_DECIMAL_COMMA = (r"(?:(?:\d{1,3}(?:\.\d{3})+|\d+),\d\d(?![\d,])"
+                  r"|\d{1,3},\d(?=[ \t]?(?:million|billion|trillion|mn|bn|tn|M|B)(?![\w])))")
+# "₹1,50,000", "Rs 12,34,567": thousands, then lakhs and crores grouped by two (as India writes them); "$20 000" with a
+# thin, a no-break or (for "000") a plain space
+_GROUPED = r"\d{1,2}(?:,\d\d)+,\d{3}(?![\d,])|[1-9]\d{0,2}(?:(?:[\u00a0\u202f\u2009]\d{3})+|[ ]000)(?![\d]|[ \u00a0\u202f\u2009]\d)"
+_AMOUNT = rf"(?:{_DECIMAL_COMMA}|(?:{_GROUPED}|\d{{1,3}}(?:,\d{{3}})+(?!\d)|\d+|(?=\.\d))(?:\.\d+)?)"
 _MULTIPLIER = r"(?:[ \t]?(?:k|K|M|m|mn|bn|B|b|tn|T)(?![\w])|[ \t](?:thousand|million|billion|trillion|lakh|lakhs|crore|crores)(?![\w]))"
 # What a price is per: a span of time, a count ("/person"), or a unit of measure ("$3.49/gal", "$12/kg").
 _PER_WORDS = {**{unit: names[0] for unit, names in UNITS.items() if unit.isalpha() and len(unit) > 1}, **PER,
-              "L": "liter", "l": "liter", "g": "gram", "h": "hour"}
+              "L": "liter", "l": "liter", "g": "gram", "h": "hour",
+              **{noun: noun for noun in "share head ticket guest room license seat visit session class lesson pack "
+                                        "box bottle page word call trade order piece pair dozen mile trip".split()}}
 _PER = r"(?:[ \t]?/[ \t]?(?:%s)(?![\w]))" % "|".join(sorted(_PER_WORDS, key=len, reverse=True))
 _MONEY = (
     rf"(?<![\w.])(?:[-−](?={_CURRENCY}))?{_CURRENCY}[ \t]?(?:[-−](?=[\d.]))?{_AMOUNT}{_MULTIPLIER}?"
@@ -129,9 +157,10 @@ def _said(parts: re.Match[str], names: tuple[str, str, str, str]) -> str:
     return ("minus " if parts["sign"] or "sign2" in parts.groupdict() and parts["sign2"] else "") + said
 
 
-def _money(match: re.Match[str]) -> str:
+def _money(match: re.Match[str]) -> str | None:
     parts = _MONEY_PARTS.fullmatch(_points(match.group()))
-    assert parts
+    if parts is None:  # "£ .100USD": a symbol whose amount another rule reads
+        return None
     names = CURRENCIES[parts["cur"]]
     if attributive(match) and not parts["b"] and "." not in parts["a"].rstrip("0").rstrip(".") or \
             attributive(match) and parts["am"]:  # "a $5 fee": "a five dollar fee"
@@ -141,18 +170,21 @@ def _money(match: re.Match[str]) -> str:
 
 def _points(text: str) -> str:
     """Amounts with a decimal comma written as this module reads them: "EUR 1.200,50" -> "EUR 1200.50"."""
+    text = re.sub(_GROUPED, lambda found: re.sub(r"[, \u00a0\u202f\u2009]", "", found.group()), text)
     return re.sub(_DECIMAL_COMMA, lambda found: found.group().replace(".", "").replace(",", "."), text)
 
 
-def _after(match: re.Match[str]) -> str:
+def _after(match: re.Match[str]) -> str | None:
     """An amount with its currency after it: "12€", "1,200 USD", "50¢"."""
     parts = _AFTER_PARTS.fullmatch(_points(match.group()))
-    assert parts
+    if parts is None:
+        return None
     if parts["cur"] == "¢":  # "10–20¢" "ten to twenty cents"; "a 50¢ bag fee" "a fifty cent bag fee"
         said = w.number(parts["a"]) + (" to " + w.number(parts["b"]) if parts["b"] else "")
         one = parts["a"] == "1" and not parts["b"] or attributive(match) and not parts["b"]
         return ("minus " if parts["sign"] else "") + said + (" cent" if one else " cents")
-    return _said(parts, CURRENCIES[parts["cur"]])
+    names = CURRENCIES[parts["cur"]]
+    return _said(parts, names)
 
 
 def _pair(match: re.Match[str]) -> str:
@@ -160,5 +192,19 @@ def _pair(match: re.Match[str]) -> str:
     return " ".join(CURRENCIES[code][0] for code in match.group().split("/"))
 
 
-_PAIR = r"(?<![\w/])(?:%s)/(?:%s)(?![\w/])" % ("|".join(_CODES), "|".join(_CODES))
-RULES: list[Rule] = [("money", _MONEY, _money), ("coded_money", _AFTER, _after), ("currency_pair", _PAIR, _pair)]
+_PAIR = r"(?<![\w/])%s/%s(?![\w/])" % (_CODE, _CODE)
+_TIME_CUE = re.compile(r"(?i:\b(?:at|by|until|till|from|to|before|after|around|about))[ \t]+\Z")
+
+
+def _pence(match: re.Match[str]) -> str | None:
+    """"50p" -> "fifty pence", "a 1p coin" "one penny" (British coins; "at 5p" is a time)."""
+    number = match.group()[:-1]
+    if _TIME_CUE.search(match.string, max(0, match.start() - 10), match.start()):
+        return None
+    return w.cardinal(number) + (" penny" if number == "1" else " pence")
+
+
+RULES: list[Rule] = [("pence", r"(?<![\w.,$£€-])\d{1,2}p(?![\w'’-])", _pence),
+                     # "1080p", "720p": a video's lines, "ten eighty p"
+                     ("video_lines", r"(?<![\w.,-])(?:240|360|480|576|720|1080|1440|2160|4320)p(?![\w'’-])",
+                      lambda match: w.paired(match.group()[:-1]) + " p"), ("money", _MONEY, _money), ("coded_money", _AFTER, _after), ("currency_pair", _PAIR, _pair)]

@@ -540,12 +540,19 @@ def _mixed_fraction(match: re.Match[str]) -> str:
 
 
 def _version(match: re.Match[str]) -> str | None:
+    if "/" in match.group():  # "10.0.0.0/24": a network and its prefix's length
+        address, _, bits = match.group().partition("/")
+        parts = address.split(".")
+        if len(parts) != 4 or not all(p.isdigit() and int(p) < 256 for p in parts) or int(bits) > 32:
+            return None
+        return _ip(parts) + " slash " + w.cardinal(bits)
     text, _, port = match.group().partition(":")
     if port:  # an address and its port: "10.0.0.12:8080"
         parts = text.split(".")
         if len(parts) != 4 or not all(p.isdigit() and int(p) < 256 for p in parts):
             return None
-        return _ip(parts) + " colon " + w.digits(port)
+        from engine.speech_text.web import port as said_port  # web imports this module
+        return _ip(parts) + " colon " + said_port(port)
     prefix = ""
     if text[0] in "vV":
         prefix, text = "version ", text[1:]
@@ -582,13 +589,20 @@ def _number_sign(match: re.Match[str]) -> str:
 _KEYED = re.compile(r"(?i:\b(?:dial|dialing|press|key|punch|enter)(?:[ \t]+in)?)[ \t]+\Z")
 
 
-_SIZE_UNIT = r"(?:in|ft|cm|mm|m|yd)"
+_SIZE_UNIT = r"(?:in|ft|cm|mm|m|yd|px|['’′]|[\"”″])"  # "10' x 12'": feet and inches by their marks too
+_SIZE_UNIT_AT = r"(?:[ \t]?(?:in|ft|cm|mm|m|yd|px)(?![\w])|['’′\"”″])"  # a size's unit where it stands
+_SIZE_MARKS = {"'": "ft", "’": "ft", "′": "ft", '"': "in", "”": "in", "″": "in"}
 
 
 def _dimensions(match: re.Match[str]) -> str:
     """"22 x 14 x 9 in" -> "twenty-two by fourteen by nine inches"; "30 cm x 20 cm" -> "thirty centimeters by twenty
     centimeters"."""
     sizes = re.findall(rf"({NUM})(?:[ \t]?({_SIZE_UNIT}))?", match.group())
+    sizes = [(size, _SIZE_MARKS.get(unit, unit)) for size, unit in sizes]
+    if len(sizes) == 2 and all(re.fullmatch(r"[1-9]\d{2,3}", size) and unit in ("", "px") for size, unit in sizes):
+        if sizes[1][1]:  # "1920x1080px"
+            return " by ".join(w.paired(size) for size, _ in sizes) + " pixels"
+        return " by ".join(w.paired(size) for size, _ in sizes)  # "1920×1080": a screen's pixels, "nineteen twenty by ten eighty"
     return " by ".join(w.number(size.replace(",", "")) + (" " + UNITS[unit][1] if unit else "") for size, unit in sizes)
 
 
@@ -643,12 +657,15 @@ RULES: list[Rule] = [
      _grouped_thousands),
     ("scientific", r"(?<![\w.])\d+(?:\.\d+)?[eE][-+−]?\d{1,3}(?![\w.])", _scientific),
     ("phone", _PHONE, _phone),
-    ("version", r"(?<![\w.])(?:[vV]\d+(?:\.\d+)*|\d+\.\d+\.\d+(?:\.\d+)*)(?::\d{2,5}(?![\d:]))?(?![\w]|\.\d)", _version),
+    ("version", r"(?<![\w.])(?:[vV]\d+(?:\.\d+)*|\d+\.\d+\.\d+(?:\.\d+)*)(?::\d{2,5}(?![\d:])|/\d{1,2}(?![\w/.]))?(?![\w]|\.\d)", _version),
     ("mixed_fraction", r"(?<![\w./,])\d{1,3}[ \t]\d{1,2}/\d{1,2}(?![\w/])", _mixed_fraction),
     ("month_day", r"(?<![\w./,])\d{1,2}/\d{1,2}(?![\w/])", _month_day),
     ("month_year", r"(?<![\w./,])(?:0?[1-9]|1[0-2])/(?:19|20)\d\d(?![\w/])", _month_year),
     ("pressure", r"(?<![\w./,])\d{2,3}/\d{2,3}[ \t]?mmHg(?![\w])", _pressure),  # "120/80 mmHg": a blood pressure
     ("fraction", r"(?<![\w./,])\d{1,3}/\d{1,4}(?:st|nd|rd|th|ths|rds|nds)?(?![\w/])", _fraction),
+    # "7.5/10", "4.5/5 stars": a score with decimals over its scale, "out of" (no fraction or date has a decimal)
+    ("fraction", r"(?<![\w./,])\d{1,3}\.\d{1,2}/\d{1,3}(?![\w/]|[.,]\d)",
+     lambda match: " out of ".join(w.number(part) for part in match.group().split("/"))),
     ("signed_fraction", r"(?<![\w./,-])[-−]\d{1,3}/\d{1,4}(?![\w/])",  # "-1/2": "minus one half"
      lambda match: "minus " + fraction_words(*(int(x) for x in match.group()[1:].split("/")))),
     ("percent_range", rf"{_START}{NUM}%[ \t]?[-–][ \t]?[-−]?{NUM}%", _percent_range),
@@ -656,8 +673,8 @@ RULES: list[Rule] = [
     ("feet", r"(?<![\w'’])\d{1,2}['’′][ \t]?\d{1,2}(?:[\"”″]|'')?(?![\w])|(?<![\w'’])\d{1,3}['’′](?=[ \t,.;]|$)", _feet),
     ("number_sign", r"(?<![\w&#])#[ \t]?(?:\d{1,3}(?:,\d{3})+|\d+)(?![\w]|,\d)", _number_sign),
     ("vulgar_fraction", r"(?<![\w.])(?:\d{1,3}[ \t]?)?[½⅓⅔¼¾⅕⅖⅗⅘⅙⅚⅛⅜⅝⅞]", _vulgar),  # "1½", "1 ½"
-    ("dimensions", rf"{_START}{NUM}(?:[ \t]?{_SIZE_UNIT}(?![\w]))?(?:[ \t]*[x×][ \t]*{NUM}){{1,2}}"
-     rf"(?:[ \t]?{_SIZE_UNIT}(?![\w]))?(?![\w])(?![ \t]*=)",
+    ("dimensions", rf"{_START}{NUM}{_SIZE_UNIT_AT}?(?:[ \t]*[x×][ \t]*{NUM}){{1,2}}"
+     rf"{_SIZE_UNIT_AT}?(?![\w'’′\"”″])(?![ \t]*=)",
      _dimensions),
     ("inches", r"(?<![\w\"“”'.])\d{1,3}(?:\.\d)?[\"”″](?=[ \t]+[\w-])", _inches),
     ("fraction_inches", r"(?<![\w./,])\d{1,2}/\d{1,2}[\"”″](?=[ \t]+[\w-]|[ \t]*[,.;]|$)",  # "1/4\" drywall screws"

@@ -26,6 +26,10 @@ _WORDS = {
     "©": " copyright ", "®": "", "™": "", "‰": " per mille", "‱": " per ten thousand", "¶": " paragraph ",
     "∞": " infinity ", "Δ": " delta ", "∆": " delta ", "∛": " cube root of ", "∓": " minus or plus ", "∑": " sum of ",
     "≡": " is equivalent to ", "∝": " is proportional to ", "∴": " therefore ",
+    # Greek letters as maths and science name them ("θ", "λ"; "µ" and "Ω" after a number are units, numbers.py)
+    "α": " alpha ", "β": " beta ", "γ": " gamma ", "δ": " delta ", "ε": " epsilon ", "θ": " theta ", "λ": " lambda ",
+    "μ": " mu ", "σ": " sigma ", "φ": " phi ", "ω": " omega ", "Ω": " omega ", "Σ": " sigma ", "τ": " tau ",
+    "ρ": " rho ", "η": " eta ", "κ": " kappa ", "χ": " chi ", "ψ": " psi ", "ν": " nu ", "ξ": " xi ", "ζ": " zeta ",
 }
 
 
@@ -94,6 +98,10 @@ RULES: list[Rule] = [
     ("about", r"~(?=[$£€¥]?\d)", _saying("about ")),
     ("power", r"(?<=[A-Za-z0-9)])\^(?=[-A-Za-z0-9(])", _saying(" to the power of ")),  # "2^10", "x^y", "e^(-x)"
     ("product", r"(?<=\d)[ \t]x(?=[ \t]+[$€£¥]\d)", _saying(" times")),  # "3 x $15 = $45"
+    # "sin²θ", "cos θ": a trigonometric function before a power or a Greek letter, by its name
+    ("trig", r"(?<![\w])(?:sin|cos|tan|cot|sec|csc)(?=[²³]|[ \t]?[αβγδθφωτ])",
+     lambda match: {"sin": "sine", "cos": "cosine", "tan": "tangent", "cot": "cotangent", "sec": "secant",
+                    "csc": "cosecant"}[match.group()]),
     ("squared", r"(?<=[A-Za-z0-9)])²", _saying(" squared")),
     ("cubed", r"(?<=[A-Za-z0-9)])³", _saying(" cubed")),
     ("slash", r"(?<=[^\W\d_])(?:[ \t]/[ \t]|/)(?=[^\W\d_])", _saying(" or ")),  # not "edit /usr": a path

@@ -44,7 +44,9 @@ URL = (
     rf"(?![\w@(-]|\.\w)"
     rf"|localhost(?=:\d))(?::\d{{1,5}})?(?:/{_TAIL})?(?![\w@-])"
 )
-EMAIL = r"(?<![\w.+'-])[\w+'-]{1,64}(?:\.[\w+'-]{1,64}){0,8}@[A-Za-z0-9-]{1,63}(?:\.[A-Za-z0-9-]{1,63}){1,8}(?![\w-])"
+# an address, or an SSH remote's ("git@github.com:user/repo.git": its path after a colon, with a slash)
+EMAIL = (r"(?<![\w.+'-])[\w+'-]{1,64}(?:\.[\w+'-]{1,64}){0,8}@[A-Za-z0-9-]{1,63}(?:\.[A-Za-z0-9-]{1,63}){1,8}"
+         r"(?::(?=[\w.~-]*/)[\w~-][\w./~-]{0,120}[\w/](?![\w@])|(?![\w-]))")
 _PART = re.compile(r"[A-Za-z]+|\d+|.", re.S)
 
 
@@ -76,6 +78,12 @@ def _spoken_parts(text: str, domain_at: int = -1, by_digit: bool = False) -> str
             if mixed and start == domain_at:  # "ClearWater.NET": a top-level domain is read as one, in any case
                 part = part.lower()
             initials = mixed and part.isupper() and len(part) <= 3 and part.lower() not in _SAID_DOMAINS
+            if mixed and part.isupper() and len(part) > 3 and "/" in text[:start]:
+                said.append(caps(part))  # "github.com/NVIDIA": a name in capitals as capitals are said ("nvidia")
+                continue
+            if part.lower() == "it" and start < host_start and text[end:end + 1] in "-._":  # "it-help@": I T
+                said.append("I T")
+                continue
             said.append(" ".join(part) if initials else _name(part, start == domain_at or country))
         else:
             said.append(_SEPARATORS.get(part, " "))
@@ -96,6 +104,7 @@ def _url(match: re.Match[str]) -> str:
                 + (_path(text[scheme.end():]) if text[scheme.end():] else "")).strip()
     text, _, fragment = text.partition("#")
     text, _, query = text.partition("?")
+    trailing = text.endswith("/") and "/" in text.rstrip("/")  # "docs.python.org/3/": its last slash is said
     text = text.rstrip("/")
     host, *path = text.split("/")
     if any(_SLUG.fullmatch(part) for part in path):  # "bit.ly/3xYz9Q": a short link's code, character by character
@@ -104,7 +113,10 @@ def _url(match: re.Match[str]) -> str:
             if _SLUG.fullmatch(part) else _spoken_parts(part) for part in path])
     else:
         said = _spoken_parts(text, _domain_at(text))
-    if _SHORT_QUERY.fullmatch(query):  # "promo?ref=sms", said; a long one (tracking, tokens) is not
+    said = _port(said, text)
+    if trailing:
+        said += " slash"
+    if _SHORT_QUERY.fullmatch(query):
         said += " question mark " + _spoken_parts(query)
     if re.fullmatch(r"[A-Za-z][\w-]{0,23}", fragment):  # "faq#returns": a page's section, said; a long one is not
         said += " hash " + _spoken_parts(fragment)
@@ -113,9 +125,67 @@ def _url(match: re.Match[str]) -> str:
 
 _SLUG = re.compile(r"(?=[A-Za-z0-9]{4,12}$)(?=.*\d)(?:[A-Za-z]+|\d+){3,}")  # letters and digits mixed thrice and more
 _RUNS = re.compile(r"[A-Za-z]+|\d+")
-_PATH_PART = r"[\w-](?:[\w.-]{0,62}[\w-])?"  # a folder's or a file's name (a full stop after it ends a sentence)
+# a folder's or a file's name (a full stop after it ends a sentence; one before it a hidden file's: ".bashrc")
+_PATH_PART = r"\.?[\w-](?:[\w.-]{0,62}[\w-])?"
 _FOLDER = rf"{_PATH_PART}(?: {_PATH_PART}){{0,4}}"  # a folder's name may hold spaces ("Program Files"): a backslash follows
-_SHORT_QUERY = re.compile(r"(?=.{1,24}$)[A-Za-z][\w-]*=[\w-]+(?:&[A-Za-z][\w-]*=[\w-]+)?")
+# a query of a few named values ("promo?ref=sms", "login?next=/dashboard", "search?q=shoes&page=2"), said in full;
+# a long one (tracking, tokens) is not
+_SHORT_QUERY = re.compile(r"(?=.{1,40}$)[A-Za-z][\w-]*=[\w./:+-]*\w(?:&[A-Za-z][\w-]*=[\w./:+-]*\w){0,2}")
+
+
+def _port(said: str, text: str) -> str:
+    """A round port ("3000", "8000") is said as a number, as developers say one ("localhost:3000" "localhost colon
+    three thousand"); any other digit by digit ("8080", "5432")."""
+    found = re.match(r"[^/:]*:(\d{2,5})(?![\d])", text)
+    if found and port(found.group(1)) != w.digits(found.group(1)):
+        return said.replace(" colon " + w.digits(found.group(1)), " colon " + port(found.group(1)), 1)
+    return said
+
+
+def port(digits: str) -> str:
+    """A port's number: a round thousand as a number ("3000" "three thousand"), others digit by digit ("8080")."""
+    return w.cardinal(digits) if re.fullmatch(r"[1-9]000", digits) else w.digits(digits)
+
+
+_HEX_GROUP = re.compile(r"[0-9]+|[A-Fa-f]+")
+# groups of one to four hex digits by colons, "::" once for a run of zero groups, a prefix's length after "/"
+IPV6 = (r"(?<![\w:.])(?=[0-9A-Fa-f]{0,4}::?[0-9A-Fa-f:])(?:[0-9A-Fa-f]{1,4}|(?=::))(?::{1,2}[0-9A-Fa-f]{1,4}){1,7}:{0,2}"
+        r"(?:/\d{1,3})?(?![\w:])")
+
+
+# six pairs of hex digits, all by colons or all by hyphens (no back-reference: the rules are joined in one pattern)
+MAC = r"(?<![\w:-])[0-9A-Fa-f]{2}(?:(?::[0-9A-Fa-f]{2}){5}|(?:-[0-9A-Fa-f]{2}){5})(?![\w:-])"
+
+
+def _mac(match: re.Match[str]) -> str:
+    """"00:1A:2B:3C:4D:5E" -> "zero zero one A two B ...": a network card's address, pair by pair (its separators
+    not said)."""
+    return " ".join(" ".join(w.digits(c) if c.isdigit() else c.upper() for c in pair)
+                    for pair in re.split("[:-]", match.group()))
+
+
+def _ipv6(match: re.Match[str]) -> str | None:
+    """"2001:db8::1" -> "two thousand one colon D B eight colon colon one": an IPv6 address group by group (a group
+    of digits as a number, letters spelled, digits among letters one by one), "::" as "colon colon"."""
+    text, _, prefix = match.group().partition("/")
+    groups = text.split(":")
+    if text.count("::") > 1 or ":::" in text or len(groups) > 8 or len(groups) < 3:
+        return None
+    if "::" not in text and len(groups) != 8:
+        return None
+    if "::" not in text and all(g.isdigit() for g in groups) and len(groups) < 5:
+        return None  # "12:30:45" is a time
+    said = []
+    for group in groups:
+        if not group:
+            said.append("")
+        elif group.isdigit():
+            said.append(w.cardinal(group) if not group.startswith("0") or group == "0" else w.digits(group))
+        else:
+            said.append(" ".join(w.digits(run) if run.isdigit() else " ".join(run.upper())
+                                 for run in _HEX_GROUP.findall(group)))
+    spoken = " ".join(" colon ".join(said).split())
+    return spoken + (" slash " + w.cardinal(prefix) if prefix else "")
 
 
 def _path(text: str) -> str:
@@ -141,6 +211,8 @@ def _windows_path(match: re.Match[str]) -> str:
 
 
 def _email(match: re.Match[str]) -> str:
+    if ":" in match.group():
+        return _remote(match)
     text = match.group()
     at = text.index("@") + 1
     return _spoken_parts(text, at + _domain_at(text[at:]))
@@ -156,7 +228,8 @@ def _file_name(match: re.Match[str]) -> str:
             said.append(w.year(int(part)) if len(part) == 4 and w.is_year(part) else
                         w.cardinal(part) if len(part) <= 2 else w.digits(part))
         elif part.isalpha():
-            said.append(part if part.islower() or part.istitle() and len(part) > 1 else " ".join(part.upper()))
+            said.append(part if part.islower() or part.istitle() and len(part) > 1 else
+                        caps(part) if part.isupper() and len(part) >= 4 else " ".join(part.upper()))  # "README"
         else:
             said.append({"-": " ", " ": " "}.get(part) or _SEPARATORS.get(part, " "))
     spoken_extension = " ".join(caps(group) if group.isalpha() else w.cardinal(group)
@@ -193,7 +266,16 @@ def _tag_word(word: str) -> str:
 _FILE = (rf"(?<![\w@/.-])[A-Za-z0-9][\w-]{{0,60}}(?:\.[\w-]{{1,30}}){{0,2}}\.(?i:{'|'.join(FILE_TYPES)})"
          r"(?![\w@/-]|\.\w)")
 
+def _remote(match: re.Match[str]) -> str:
+    """"git@github.com:user/repo.git" -> "git at github dot com colon user slash repo dot git": an SSH remote, its
+    address and then its path."""
+    address, _, path = match.group().partition(":")
+    at = address.index("@") + 1
+    return _spoken_parts(address, at + _domain_at(address[at:])) + " colon " + _spoken_parts(path)
+
+
 RULES: list[Rule] = [
+    ("mac", MAC, _mac), ("ipv6", IPV6, _ipv6),
     ("email", EMAIL, _email), ("url", URL, _url), ("file_name", _FILE, _file_name),
     ("windows_path", rf"(?<![\w])[A-Za-z]:\\(?:{_FOLDER}\\){{0,11}}(?:{_PATH_PART})?", _windows_path),
     ("identifier", r"(?<![\w@/.#-])[A-Za-z][A-Za-z0-9]*(?:\.[A-Za-z0-9]+)*(?:_[A-Za-z0-9]+)+(?![\w@/-]|\.\w)",
