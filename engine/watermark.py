@@ -10,6 +10,7 @@ from typing import Any
 import numpy as np
 
 from engine.heap import collector_paused
+from engine.librosa_import import import_librosa_audio
 from engine.protocol import SAMPLE_RATE
 
 _PROBE_RATE = SAMPLE_RATE  # the rate every chunk is marked at
@@ -74,6 +75,7 @@ def _load(device: str) -> tuple[Any, Any]:
             import torch
 
             warnings.simplefilter("ignore", UserWarning)  # perth's own pkg_resources deprecation notice
+            import_librosa_audio()  # what PerTh imports, without lazy_loader's inspect.stack() (engine/librosa_import.py)
             import perth
     except ImportError as exc:
         raise WatermarkUnavailable(f"cannot import the PerTh watermarker (resemble-perth): {exc}") from exc

@@ -5,6 +5,33 @@ from __future__ import annotations
 import pytest
 
 
+def _one_default_ssl_context() -> None:
+    """Every httpx client of a test process with the default verification shares one SSL context. httpx builds one
+    per client, loading certifi's CA bundle: ~24 ms of CPU, so each bare ``httpx.get`` of a test's poll (every 50 ms:
+    half a core) cost that much more than its request. Contexts for other verification (the TLS tests' CAs, verify
+    off) are built as before, and a changed SSL_CERT_FILE or SSL_CERT_DIR gets a context of its own."""
+    import functools
+    import os
+
+    import httpx._transports.default as transport
+
+    create = transport.create_ssl_context
+
+    @functools.cache
+    def default(cert_file: str | None, cert_dir: str | None):  # noqa: ANN202
+        return create()
+
+    def create_ssl_context(verify=True, cert=None, trust_env=True):  # noqa: ANN001, ANN202 (httpx's signature)
+        if verify is True and cert is None and trust_env:
+            return default(os.environ.get("SSL_CERT_FILE"), os.environ.get("SSL_CERT_DIR"))
+        return create(verify=verify, cert=cert, trust_env=trust_env)
+
+    transport.create_ssl_context = create_ssl_context
+
+
+_one_default_ssl_context()
+
+
 @pytest.fixture(scope="session")
 def espeak_engine():
     """The embedded eSpeak NG engine (real speech, milliseconds per sentence)."""
@@ -124,8 +151,11 @@ def pytest_collection(session: pytest.Session):
     (session fixtures included) is collected as before."""
     import gc
 
+    from engine.librosa_import import import_librosa_audio
+
     gc.disable()
     try:
+        import_librosa_audio()  # before any test file reaches it through PerTh: 1.9 s of CPU less per test process
         return (yield)
     finally:
         gc.collect()

@@ -6,6 +6,7 @@ and the PerTh watermark after the format change. The rules themselves: tests/tes
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import io
 import json
 import time
@@ -98,8 +99,13 @@ async def test_the_sdk_speaks_two_interleaved_contexts_of_continue_pieces_with_t
 
 
 async def test_a_cancel_stops_its_context_within_a_chunk_and_the_other_goes_on(server: str) -> None:
+    """Nothing of "a" is sent once its cancel is taken: the socket takes its messages in order, so "b"'s first reply
+    comes after the cancel was taken, and nothing of "a" may follow it (up to a second after "b" is done). What
+    arrived within 100 ms of the cancel was the machine's load to say: a client descheduled that long reads "a"'s
+    last piece, sent before the cancel was taken, that late."""
     long_text = "This is a long answer that the caller will interrupt. " * 30
     seen: dict[str, list[tuple[float, str]]] = {"a": [], "b": []}
+    order: list[str] = []  # each reply's context, as received
     async with connect(ws_url(server), additional_headers={"X-API-Key": KEY, "Cartesia-Version": "2025-04-16"}) as ws:
         base = {"model_id": "sonic-3", "voice": {"mode": "id", "id": "default"}, "output_format": S16_16K}
         await ws.send(json.dumps({**base, "context_id": "a", "transcript": long_text, "continue": True}))
@@ -107,15 +113,22 @@ async def test_a_cancel_stops_its_context_within_a_chunk_and_the_other_goes_on(s
             while not seen["a"]:
                 reply = json.loads(await ws.recv())
                 seen[reply["context_id"]].append((time.monotonic(), reply["type"]))
+                order.append(reply["context_id"])
         await ws.send(json.dumps({"context_id": "a", "cancel": True}))
-        cancelled = time.monotonic()
         await ws.send(json.dumps({**base, "context_id": "b", "transcript": "Sorry, go ahead.", "continue": False}))
         async with asyncio.timeout(30):
             while ("done" not in [kind for _, kind in seen["b"]]):
                 reply = json.loads(await ws.recv())
                 seen[reply["context_id"]].append((time.monotonic(), reply["type"]))
-    late = [t - cancelled for t, kind in seen["a"] if t > cancelled]
-    assert all(t < 0.1 for t in late), late  # nothing of "a" 100 ms after its cancel
+                order.append(reply["context_id"])
+        with contextlib.suppress(TimeoutError):  # and a second more: an "a" that went on would send in it
+            async with asyncio.timeout(1.0):
+                while True:
+                    reply = json.loads(await ws.recv())
+                    seen[reply["context_id"]].append((time.monotonic(), reply["type"]))
+                    order.append(reply["context_id"])
+    after_b = order[order.index("b"):]
+    assert "a" not in after_b, order  # nothing of "a" once its cancel was taken
     assert "done" not in [kind for _, kind in seen["a"]]  # a cancelled context is not said done
     assert [kind for _, kind in seen["b"]][-1] == "done"
 

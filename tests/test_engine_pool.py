@@ -53,9 +53,16 @@ def pool_gateway(base: Path, *flags: str, shared_voices: bool) -> Iterator[tuple
 
 
 @pytest.fixture(scope="module")
-def separate(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    with pool_gateway(tmp_path_factory.mktemp("separate"), shared_voices=False) as (url, _):
-        yield url
+def separate_pool(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, list[subprocess.Popen]]]:
+    """The gateway over two workers with voices directories of their own, and the workers. --failover-wait 1: the
+    file's last test kills both, and its last request is held that long for a worker that never comes back."""
+    with pool_gateway(tmp_path_factory.mktemp("separate"), "--failover-wait", "1", shared_voices=False) as pool:
+        yield pool
+
+
+@pytest.fixture(scope="module")
+def separate(separate_pool: tuple[str, list[subprocess.Popen]]) -> str:
+    return separate_pool[0]
 
 
 @pytest.fixture(scope="module")
@@ -175,26 +182,29 @@ async def unknown_on_both_engines(url: str, voice: str) -> bool:
     return False
 
 
-def test_speech_goes_on_through_the_other_engine_when_one_dies(tmp_path_factory: pytest.TempPathFactory) -> None:
-    # the last request is held --failover-wait for a worker that never comes back, then refused
-    with pool_gateway(tmp_path_factory.mktemp("dying"), "--failover-wait", "1", shared_voices=False) as (url, procs):
-        procs[0].kill()
-        procs[0].wait(15)
-        deadline = time.monotonic() + 10
-        while (engines := health(url).json()["engines"])[0]["available"]:
-            assert time.monotonic() < deadline, "the dead worker was not noticed"
-            time.sleep(0.05)
-        one_left = health(url)
-        assert one_left.status_code == 200 and one_left.json()["status"] == "ok"
-        assert [e["available"] for e in engines] == [False, True]
-        for _ in range(3):
-            r = tts(url, text=SENTENCE, format="wav")
-            assert r.status_code == 200 and len(r.content) > 1000
-        spread, finals = asyncio.run(speak_at_once(url, 2))
-        assert spread == [0, 2] and all(f["type"] == "done" for f in finals)
-        procs[1].kill()
-        procs[1].wait(15)
-        assert_goes_down(url, within=10, what="the second dead worker")
+def test_speech_goes_on_through_the_other_engine_when_one_dies(separate_pool) -> None:
+    """``separate``'s last test (the file's tests run in order): it leaves both its workers dead, where a pool of its
+    own cost two worker starts and a gateway's. The last request is held --failover-wait (1 s) for a worker that
+    never comes back, then refused."""
+    url, procs = separate_pool
+    assert in_flight(url) == [0, 0] and all(e["available"] for e in health(url).json()["engines"])
+    procs[0].kill()
+    procs[0].wait(15)
+    deadline = time.monotonic() + 10
+    while (engines := health(url).json()["engines"])[0]["available"]:
+        assert time.monotonic() < deadline, "the dead worker was not noticed"
+        time.sleep(0.05)
+    one_left = health(url)
+    assert one_left.status_code == 200 and one_left.json()["status"] == "ok"
+    assert [e["available"] for e in engines] == [False, True]
+    for _ in range(3):
+        r = tts(url, text=SENTENCE, format="wav")
+        assert r.status_code == 200 and len(r.content) > 1000
+    spread, finals = asyncio.run(speak_at_once(url, 2))
+    assert spread == [0, 2] and all(f["type"] == "done" for f in finals)
+    procs[1].kill()
+    procs[1].wait(15)
+    assert_goes_down(url, within=10, what="the second dead worker")
 
 
 class FakeClient:

@@ -52,36 +52,46 @@ async def test_an_idle_espeak_worker_unloads_and_the_next_utterance_reloads_it(t
             await state_becomes(client, "unloaded", within=10)  # and again, once idle
 
 
-async def test_an_utterance_sent_while_the_model_unloads_waits_and_speaks(tmp_path: Path) -> None:
-    with worker_process(tmp_path, "--engine", "espeak") as url:
-        async with worker(url) as client:
-            for _ in range(3):  # the race each way: sent as the unload starts
-                unloading = asyncio.create_task(client.set_loaded(False))
-                while client.ready.state == "loaded":  # (then unloading: it takes ~0.3 s)
-                    await asyncio.sleep(0.005)
-                pcm, spoken = await speak(client, "Nothing is lost.")
-                assert await unloading == {"state": "unloaded"}
-                assert pcm and spoken.done is not None and spoken.done.reload_s is not None
-                assert client.ready.state == "loaded"
+@pytest.fixture(scope="module")
+def slow_worker(tmp_path_factory: pytest.TempPathFactory):
+    """One worker (eSpeak behind a simulated GPU's delay, 0.2 s a chunk and twice real time: an utterance is still
+    speaking after its first chunk) for the two tests below, which each leave it loaded and idle: one worker start
+    where each had its own (seconds of CPU)."""
+    with worker_process(tmp_path_factory.mktemp("slow"), "--engine", "simulated", "--sim-fixed", "0.2",
+                        "--sim-rtf", "2") as url:
+        yield url
 
 
-async def test_unloading_while_an_utterance_speaks_is_refused_as_busy(tmp_path: Path) -> None:
-    with worker_process(tmp_path, "--engine", "simulated", "--sim-fixed", "0.2", "--sim-rtf", "2") as url:
-        async with worker(url) as client:
-            utterance = await client.start("default")
-            await utterance.text("A sentence that takes a while to say. And another one after it.")
-            await utterance.end()
-            events = utterance.events()
-            assert isinstance(await anext(events), Chunk)  # speaking now
-            with pytest.raises(EngineRequestError) as refused:
-                await client.set_loaded(False)
-            assert refused.value.code == "busy"
-            rest = [event async for event in events]
-            assert isinstance(rest[-1], Done) and rest[-1].reload_s is None
-            assert await client.set_loaded(False) == {"state": "unloaded"}
-            loaded = await client.set_loaded(True)
-            assert loaded["state"] == "loaded" and loaded["reload_s"] > 0
-            assert await client.set_loaded(True) == {"state": "loaded"}  # loaded already: nothing to do
+async def test_an_utterance_sent_while_the_model_unloads_waits_and_speaks(slow_worker: str) -> None:
+    async with worker(slow_worker) as client:
+        assert client.ready.state == "loaded"
+        for _ in range(3):  # the race each way: sent as the unload starts
+            unloading = asyncio.create_task(client.set_loaded(False))
+            while client.ready.state == "loaded":  # (then unloading: it takes ~0.3 s)
+                await asyncio.sleep(0.005)
+            pcm, spoken = await speak(client, "Nothing is lost.")
+            assert await unloading == {"state": "unloaded"}
+            assert pcm and spoken.done is not None and spoken.done.reload_s is not None
+            assert client.ready.state == "loaded"
+
+
+async def test_unloading_while_an_utterance_speaks_is_refused_as_busy(slow_worker: str) -> None:
+    async with worker(slow_worker) as client:
+        assert client.ready.state == "loaded"
+        utterance = await client.start("default")
+        await utterance.text("A sentence that takes a while to say. And another one after it.")
+        await utterance.end()
+        events = utterance.events()
+        assert isinstance(await anext(events), Chunk)  # speaking now
+        with pytest.raises(EngineRequestError) as refused:
+            await client.set_loaded(False)
+        assert refused.value.code == "busy"
+        rest = [event async for event in events]
+        assert isinstance(rest[-1], Done) and rest[-1].reload_s is None
+        assert await client.set_loaded(False) == {"state": "unloaded"}
+        loaded = await client.set_loaded(True)
+        assert loaded["state"] == "loaded" and loaded["reload_s"] > 0
+        assert await client.set_loaded(True) == {"state": "loaded"}  # loaded already: nothing to do
 
 
 async def test_a_reload_that_fails_its_self_check_fails_the_utterance_and_the_next_one_loads(
@@ -182,7 +192,7 @@ async def test_a_random_weights_turbo_worker_gives_its_memory_back_when_unloaded
     with worker_process(tmp_path, "--engine", "chatterbox-turbo", "--model-dir", str(checkpoint), "--device", "cpu",
                         "--unload-after", "2") as url:
         async with worker(url) as client:
-            process = psutil.Process(_worker_pid(psutil))
+            process = psutil.Process(_worker_pid(psutil, url))
             pcm, _ = await speak(client, "Hello there.")
             assert pcm
             loaded = process.memory_info().rss
@@ -199,8 +209,9 @@ async def test_a_random_weights_turbo_worker_gives_its_memory_back_when_unloaded
                   f"RSS {process.memory_info().rss / mib:.0f} MiB loaded again")
 
 
-def _worker_pid(psutil) -> int:
-    """The worker process this test started (the child of this one listening on the socket)."""
-    children = [p for p in psutil.Process().children() if "engine" in p.cmdline()]
+def _worker_pid(psutil, url: str) -> int:
+    """The worker process this test started (the child of this one listening on ``url``: the module's slow worker is
+    a child too)."""
+    children = [p for p in psutil.Process().children() if "engine" in p.cmdline() and url in p.cmdline()]
     assert len(children) == 1, children
     return children[0].pid

@@ -36,6 +36,7 @@ CHROMIUM_ARGS = [
 ARTIFACTS = ROOT / "test-artifacts"
 SENTENCE = "The quick brown fox jumps over the lazy dog, and then it runs far away into the quiet green hills."
 LONG_TEXT = " ".join([SENTENCE] * 4)
+SHORT = "The quick brown fox jumps over the lazy dog."  # 2.6 s of eSpeak to SENTENCE's 5.6, where length is not the point
 STOP_SILENCE_MS = 200
 STOP_AFTER_BUFFER_MS = 150  # WebRTC: beyond the browser's jitter buffer at Stop
 # Chrome's jitter buffer (NetEq) on the loopback path adapts down to a 20 ms target (30 to 40 ms buffered). On a
@@ -284,7 +285,7 @@ def test_websocket_asks_for_the_audio_contexts_own_rate_where_the_server_offers_
     assert page.evaluate("cbf.state.wsRate") == asked
     resampled = "" if asked == context_rate else f" (resampled to {context_rate / 1000:g} kHz here)"
     assert page.inner_text("#codec").strip() == f"PCM s16le {asked / 1000:g} kHz{resampled}"
-    u = speak_and_wait(page, SENTENCE)
+    u = speak_and_wait(page, SHORT)
     assert not u["failed"] and u["transport"] == "ws" and u["peak"] > page.evaluate("cbf.THRESH")
     # The worklet played the utterance's length in its context's samples: the rate it was told is the one that came.
     played = page.evaluate("cbf.metrics.worklet.played")
@@ -295,11 +296,11 @@ def test_latency_control_beside_the_first_audio_figure(page, server):
     """Issue 24: the control sets each Speak's latency; the figure shows which applied (from the server's done)."""
     open_page(page, server)
     page.select_option("#latency", "prosody")
-    u = speak_and_wait(page, SENTENCE)
+    u = speak_and_wait(page, SHORT)
     assert u["done"]["latency"] == "prosody" and u["done"]["first_audio_s"] == 0.5  # (the planner: test_latency)
     assert page.inner_text("#latency-applied").strip() == "prosody (0.5 s)"
     page.select_option("#latency", "fastest")
-    u = speak_and_wait(page, SENTENCE)
+    u = speak_and_wait(page, SHORT)
     assert u["done"]["latency"] == "fastest" and u["done"]["first_audio_s"] == 0.0
     assert page.inner_text("#latency-applied").strip() == "fastest (0 s)"
 

@@ -159,14 +159,31 @@ async def test_a_cached_prompt_over_webrtc(server: str) -> None:
     assert done["cached"] is True and heard.cached is True and heard.ttfa_s is not None and heard.audio_s > 0.5
 
 
-async def test_entries_outlive_a_restart_with_a_cache_dir(tmp_path: Path, watermarker) -> None:
-    flags = ("--cache-dir", str(tmp_path / "cache"))
-    with running_server(*flags, voices_dir=tmp_path / "voices") as url:
+@pytest.fixture(scope="module")
+def worker(tmp_path_factory: pytest.TempPathFactory):
+    """One eSpeak worker outside the gateways: the restart test's two gateways speak through it (the cache is the
+    gateway's), and the hit test kills it (the file's last test to use it). Yields (its group, its address): two
+    worker starts saved, seconds of CPU each."""
+    from cbf_tools.peers.local_server import Workers
+
+    folder = tmp_path_factory.mktemp("worker")
+    workers, listen = Workers(), f"unix:{folder}/worker.sock"
+    workers.start(listen, "--voices-dir", str(folder / "voices"))
+    try:
+        workers.wait_listening(listen)
+        yield workers, listen
+    finally:
+        workers.stop()
+
+
+async def test_entries_outlive_a_restart_with_a_cache_dir(tmp_path: Path, worker, watermarker) -> None:
+    flags = ("--cache-dir", str(tmp_path / "cache"), "--engine-url", worker[1])
+    with running_server(*flags) as url:
         first, _, audio = await speak(url, "Our opening hours are nine to five.", key=None)
         async with asyncio.timeout(10):
             while cache_health(url)["directory"]["entries"] < 1:  # written in the background
                 await asyncio.sleep(0.05)
-    with running_server(*flags, voices_dir=tmp_path / "voices") as url:
+    with running_server(*flags) as url:
         assert cache_health(url)["directory"]["entries"] == 1
         again, _, again_audio = await speak(url, "Our opening hours are nine to five.", key=None)
         assert again["cached"] is True and again_audio == audio
@@ -189,22 +206,16 @@ def test_a_bad_prompts_file_refuses_the_start_with_its_line_number(tmp_path: Pat
     assert f"--prompts {prompts}: line 3:" in done.stderr and "speed" in done.stderr
 
 
-async def test_a_hit_needs_no_engine_worker(tmp_path: Path) -> None:
-    from cbf_tools.peers.local_server import Workers
-
-    workers, listen = Workers(), f"unix:{tmp_path}/worker.sock"
-    workers.start(listen)
-    try:
-        workers.wait_listening(listen)
-        with running_server("--engine-url", listen, "--failover-wait", "0") as url:
-            said, _, audio = await speak(url, "We are open until six.", key=None)
-            workers.kill(listen)
-            async with asyncio.timeout(20):
-                while health(url).json()["status"] == "ok":
-                    await asyncio.sleep(0.05)
-            again, _, again_audio = await speak(url, "We are open until six.", key=None)
-            assert again["cached"] is True and again_audio == audio
-            with pytest.raises(AssertionError, match="engine_unavailable"):  # anything new needs a worker
-                await speak(url, "Something never said before.", key=None)
-    finally:
-        workers.stop()
+async def test_a_hit_needs_no_engine_worker(worker) -> None:
+    """The last test on ``worker``: it kills it."""
+    workers, listen = worker
+    with running_server("--engine-url", listen, "--failover-wait", "0") as url:
+        said, _, audio = await speak(url, "We are open until six.", key=None)
+        workers.kill(listen)
+        async with asyncio.timeout(20):
+            while health(url).json()["status"] == "ok":
+                await asyncio.sleep(0.05)
+        again, _, again_audio = await speak(url, "We are open until six.", key=None)
+        assert again["cached"] is True and again_audio == audio
+        with pytest.raises(AssertionError, match="engine_unavailable"):  # anything new needs a worker
+            await speak(url, "Something never said before.", key=None)

@@ -16,9 +16,15 @@ from tests.server import running_server
 
 
 @pytest.fixture(scope="module")
-def server(tmp_path_factory: pytest.TempPathFactory):
+def gateway(tmp_path_factory: pytest.TempPathFactory):
+    """The file's gateway (its base URL); the file's last test stops it."""
     with running_server("--max-text-chars", "400", voices_dir=tmp_path_factory.mktemp("voices")) as url:
-        yield url.replace("http://", "ws://") + "/v1/stream"
+        yield url
+
+
+@pytest.fixture(scope="module")
+def server(gateway: str) -> str:
+    return gateway.replace("http://", "ws://") + "/v1/stream"
 
 
 async def events_until(ws: ClientConnection, kind: str, timeout: float = 20) -> tuple[list[dict], bytes]:
@@ -122,28 +128,6 @@ async def test_bad_input_gets_an_error_event_and_the_session_survives(server: st
         assert rms(audio) > 500
 
 
-async def test_shutdown_closes_sockets_with_service_restart_and_stops_the_worker(tmp_path: Path) -> None:
-    import signal
-
-    import httpx
-    from websockets.exceptions import ConnectionClosed
-
-    with running_server(voices_dir=tmp_path) as url:
-        ws_url = url.replace("http://", "ws://") + "/v1/stream"
-        async with connect(ws_url) as ws:
-            await ws.recv()
-            worker_pid = httpx.get(url + "/health").json()["worker"]["pid"]
-            os.kill(_parent_pid(worker_pid), signal.SIGTERM)  # a drain: this idle session is let go at once
-            assert json.loads(await asyncio.wait_for(ws.recv(), 10))["type"] == "closing"
-            with pytest.raises(ConnectionClosed) as closed:
-                await asyncio.wait_for(ws.recv(), 10)
-            assert closed.value.rcvd is not None and closed.value.rcvd.code == 1012  # service restart
-        deadline = time.monotonic() + 15
-        while os.path.exists(f"/proc/{worker_pid}") and _state(worker_pid) != "Z":
-            assert time.monotonic() < deadline, "the engine worker outlived the gateway"
-            await asyncio.sleep(0.1)
-
-
 def _parent_pid(pid: int) -> int:
     with open(f"/proc/{pid}/stat") as stat:
         return int(stat.read().rsplit(")", 1)[1].split()[1])
@@ -240,3 +224,26 @@ async def test_cancel_says_what_was_heard_from_what_was_sent_or_from_playout_rep
     done = events[-1]
     assert done["heard_s"] == pytest.approx(len(audio) / 2 / 24000, abs=0.01)
     assert done["heard_text"] == "All of it, this time." and done["heard_from"] == "sent"
+
+
+async def test_shutdown_closes_sockets_with_service_restart_and_stops_the_worker(gateway: str) -> None:
+    """The file's last test: it stops the file's gateway (one of its own cost a gateway's and a worker's start)."""
+    import signal
+
+    import httpx
+    from websockets.exceptions import ConnectionClosed
+
+    url = gateway
+    ws_url = url.replace("http://", "ws://") + "/v1/stream"
+    async with connect(ws_url) as ws:
+        await ws.recv()
+        worker_pid = httpx.get(url + "/health").json()["worker"]["pid"]
+        os.kill(_parent_pid(worker_pid), signal.SIGTERM)  # a drain: this idle session is let go at once
+        assert json.loads(await asyncio.wait_for(ws.recv(), 10))["type"] == "closing"
+        with pytest.raises(ConnectionClosed) as closed:
+            await asyncio.wait_for(ws.recv(), 10)
+        assert closed.value.rcvd is not None and closed.value.rcvd.code == 1012  # service restart
+    deadline = time.monotonic() + 15
+    while os.path.exists(f"/proc/{worker_pid}") and _state(worker_pid) != "Z":
+        assert time.monotonic() < deadline, "the engine worker outlived the gateway"
+        await asyncio.sleep(0.1)
