@@ -286,6 +286,17 @@ SAID = [
     # a Windows folder's name may hold spaces; a folder named by a year, a file at the end
     ("Edit C:\\Program Files\\Acme\\config.ini now.", "Edit C colon backslash Program Files backslash Acme backslash config dot I N I now."),
     ("Open D:\\Backups\\2024\\ today", "Open D colon backslash Backups backslash twenty twenty-four today"),
+    # fixed after heldout13.tsv was scored: "x" and an extension's digits after a word of calling; a ZIP code a few
+    # words after its name; a street typed in small letters; a shouted word with its plural "S"; letters before a
+    # power; a numeral after an honorific's person
+    ("The helpdesk is at x4521.", "The helpdesk is at extension four five two one."),
+    ("Size at X4521 is fine.", "Size at X four five two one is fine."),
+    ("Is your ZIP code still 90210?", "Is your ZIP code still nine zero two one zero?"),
+    ("the house at 88 cedar ave is for sale", "the house at eighty-eight cedar Avenue is for sale"),
+    ("It is 32 mpg hwy.", "It is thirty-two miles per gallon highway."),
+    ("THE PROMOTION ENDS TODAY.", "the promotion ends today."), ("E = MC²", "E equals M C squared"),
+    ("A table for Mr. Thurston Howell IV.", "A table for Mister Thurston Howell the fourth."),
+    ("Street Fighter II is fun.", "Street Fighter two is fun."),
     # fixed after heldout12.tsv was scored: a currency with no cents, zloty; inches with a full stop; min., Est.
     # and Attn in context; a unit fraction after a determiner; a negative power; ISO's year and month
     ("Send ₿0.5 now.", "Send zero point five bitcoin now."), ("It is 120 zł.", "It is one hundred twenty zlotys."),

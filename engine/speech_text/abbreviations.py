@@ -166,6 +166,8 @@ def caps(token: str) -> str:
         return base.capitalize() + plural
     if base not in SPELLED and base not in _ACRONYM_WORDS and base.lower() in COMMON_WORDS:
         return base.lower() + plural
+    if len(token) > 3 and token.endswith("S") and token[:-1].lower() in COMMON_WORDS:  # shouted with its "S": "ENDS"
+        return token.lower()
     if base in SPELLED or base in _ACRONYM_WORDS or (len(base) <= 4 and not (len(base) == 4 and one_syllable(base))) \
             or not _VOWELS & set(base):
         return " ".join(base) + ("'s" if plural else "")
@@ -316,7 +318,7 @@ RULES: list[Rule] = [
      lambda match: " and ".join(" ".join(part) for part in match.group().split("&"))),
     ("dotted", r"(?<![\w.])(?:(?:[A-Za-z]\.){2,}|(?:[A-Z]\.){1,3}[A-Z](?![\w.]))(?![\w])", _dotted),  # "A.D", "B.C": its last
     # full stop left out
-    ("caps", r"(?<![\w'’])[A-Z][A-Z'’]*[A-Z]s?(?![\w'’])", _caps),
+    ("caps", r"(?<![\w'’])[A-Z][A-Z'’]*[A-Z]s?(?![\w'’]|[²³])|(?<![\w'’])[A-Z]{2,3}(?=[²³])", _caps),  # "MC²"
     # "Pt. must fast": a clinical note's patient before a small word ("Pt. Reyes" is a point, "PT." a time zone)
     ("abbreviation", r"(?<![\w.])Pts?\.(?=[ \t]+[a-z])", lambda match: "Patients" if match.group() == "Pts." else "Patient"),
     # "NVMe", "PCIe": capitals spelled and a small letter after them, spelled with them (not a plural's "s")

@@ -22,8 +22,11 @@ STREET_TYPES = {"St": "Street", "Ave": "Avenue", "Av": "Avenue", "Blvd": "Boulev
                 "Place": "Place", "Parkway": "Parkway", "Highway": "Highway", "Terrace": "Terrace", "Circle": "Circle",
                 "Square": "Square", "Trail": "Trail", "Hwy.": "Highway", "Crescent": "Crescent", "Expressway": "Expressway",
                 "Freeway": "Freeway", "Plaza": "Plaza"}
-# A shouted address ("77 MAIN ST"): the types that are no word of their own ("DR", "CT", "WAY" are).
-STREET_TYPES |= {kind.upper(): STREET_TYPES[kind] for kind in "St Ave Blvd Rd Ln Pkwy Hwy".split()}
+# A shouted address ("77 MAIN ST") or one typed in small letters ("88 cedar ave"): the types that are no word of their
+# own ("DR", "CT", "WAY" are).
+_NO_WORD = "St Ave Blvd Rd Ln Pkwy Hwy".split()
+STREET_TYPES |= {kind.upper(): STREET_TYPES[kind] for kind in _NO_WORD}
+STREET_TYPES |= {kind.lower(): STREET_TYPES[kind] for kind in _NO_WORD}
 DIRECTIONS = {"N": "North", "S": "South", "E": "East", "W": "West", "NE": "Northeast", "NW": "Northwest",
               "SE": "Southeast", "SW": "Southwest"}
 UNITS = {"apt": "apartment", "apartment": "apartment", "ste": "suite", "suite": "suite", "unit": "unit",
@@ -57,13 +60,15 @@ _ROUTE = (r"(?:Highway|Hwy\.?|Route|Rte\.?|Rt\.?|County[ \t]Road|State[ \t]Route
           r"(?:[ \t]+[NSEW](?![\w]))?")  # "2500 N. Highway 1", "2250 Hwy 101 S"
 _ADDRESS = (rf"(?<![\w.,$#/-])\d{{1,6}}(?:-?[A-Z])?[ \t]+(?:{_DIRECTION}\.?[ \t]+)?(?:{_ROUTE}|{_NAME}(?:[ \t]+{_NAME}){{0,3}}"
             rf"[ \t]+{_STREET_TYPE}\.?(?:[ \t]+{_DIRECTION}\.?(?=[ \t,;]|$))?)(?![\w])"
-            rf"|(?<![\w.,$#/-])\d{{1,6}}[ \t]+{_DIRECTION}\.?[ \t]+[A-Z][a-z]+(?=,|[ \t]+#)")  # "4021 N. Broadway, Chicago"
+            rf"|(?<![\w.,$#/-])\d{{1,6}}[ \t]+{_DIRECTION}\.?[ \t]+[A-Z][a-z]+(?=,|[ \t]+#)"  # "4021 N. Broadway, Chicago"
+            rf"|(?<![\w.,$#/-])\d{{1,6}}(?:[ \t]+[a-z][a-z']+){{1,3}}[ \t]+(?:st|ave|blvd|rd|ln)\.?"
+            rf"(?![\w])")  # "88 cedar ave", all in small letters
 _UNIT = (r"(?<![\w])(?i:%s)(?:\.?[ \t]*#[ \t]*|\.?[ \t]+|\.)(?!1Z(?:[ \t]?[0-9A-Z]){16}(?![\w-]))(?:[A-Z]?\d+[A-Z]?|[A-Z]{1,2}\d*)(?![\w-]|:\d)"
          % "|".join(re.escape(u).replace(r"\ ", r"[ \t]") for u in sorted(UNITS, key=len, reverse=True)))
 _ROUTE_ALONE = (r"(?<![\w.])(?:Hwy\.?|Highway|Rte\.?|Rt\.?|Route|Interstate)[ \t]+\d{1,4}(?:[ \t]+[NSEW](?![\w]))?"
                 r"(?![\w,:/-]|\.\d)")  # "Take Hwy 101", "Hwy 101 S", "Rt 66"
 _POSTAL = r"(?<![\w])(?:%s),?[ \t]+[A-Z]\d[A-Z][ \t]?\d[A-Z]\d(?![\w-])" % "|".join(PROVINCES)  # "ON M5V 1J5"
-_ZIP = (r"(?<![\w])(?:(?:%s),?[ \t]+|(?i:zip|zip[ \t]code|postal[ \t]code|zipcode):?[ \t]+)\d{5}(?:-\d{4})?(?![\w-])"
+_ZIP = (r"(?<![\w])(?:(?:%s),?[ \t]+|(?i:zip|zip[ \t]code|postal[ \t]code|zipcode)(?:[ \t]+(?:is|was|still|now|as|on[ \t]file)){0,3}:?[ \t]+)\d{5}(?:-\d{4})?(?![\w-])"
         % "|".join(STATES))
 
 

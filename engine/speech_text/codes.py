@@ -307,6 +307,7 @@ _NAME_PART = r"(?:[A-Z][a-z]+(?:[-'’][A-Z]?[a-z]+)?|[A-Z]\.?)"
 _PERSON = re.compile(rf"(?<![\w.])[A-Z][a-z]+(?:[ \t]+{_NAME_PART})+,?[ \t]+\Z")  # "Robert Lee Smith ", "Richard J. Whitman "
 _TITLED = re.compile(r"(?<![\w.])(?:[A-Z][a-z]+[A-Z]?[a-z]*|[A-Z]{2,})[ \t]+\Z")  # "Civilization ", "WrestleMania ", "GTA "
 _SIZE_WORDS = re.compile(r"(?i:\bsizes?)[ \t]+\Z")
+_HONORIFIC = re.compile(r"(?<![\w])(?:Mr|Mrs|Ms|Mx|Dr|Sir|Mister|Madam)\.?[ \t]+\Z")  # before a person's name
 
 
 def _after_name(match: re.Match[str]) -> str | None:
@@ -319,8 +320,10 @@ def _after_name(match: re.Match[str]) -> str | None:
     if numeral.lower() in COMMON_WORDS or not 2 <= value <= 89 or _SIZE_WORDS.search(before) or _pronoun(match):
         return None
     person = _PERSON.search(before)
-    if numeral in ("II", "III", "IV") and person and person.group().split()[0] in FIRST_NAMES:
-        return "the " + w.ordinal(str(value))  # "Robert Lee Smith III"; "Street Fighter II" is a title's number
+    if numeral in ("II", "III", "IV") and person and (person.group().split()[0] in FIRST_NAMES
+                                                      or _HONORIFIC.search(before, 0, person.start())):
+        return "the " + w.ordinal(str(value))  # "Robert Lee Smith III", "Mr. Thurston Howell IV"; "Street Fighter II"
+        #                                        is a title's number
     titled = _TITLED.search(before)
     if titled is None or (len(numeral) == 1 and not titled.group().strip().isupper()):  # "Model X": a letter
         return None
@@ -458,7 +461,8 @@ def _letter_range(match: re.Match[str]) -> str | None:
 RULES: list[Rule] = [
     ("vanity", r"(?<![\w+-])(?:1[-. ])?\d{3}[-. ](?=[A-Z0-9-]*[A-Z]{3})[A-Z0-9]{2,}(?:-[A-Z0-9]+)*(?![\w-])",
      _vanity),
-    ("extension", r"(?<![\w])(?:[Ee]xt|EXT)\.?[ \t]?#?\d{1,6}(?![\w])|(?:(?<=\d[ \t])|(?<=\d,[ \t]))x[ \t]?\d{2,6}(?![\w])",
+    ("extension", r"(?<![\w])(?:[Ee]xt|EXT)\.?[ \t]?#?\d{1,6}(?![\w])|(?:(?<=\d[ \t])|(?<=\d,[ \t]))x[ \t]?\d{2,6}(?![\w])"
+     r"|(?:(?<=\bat[ \t])|(?<=\bdial[ \t])|(?<=\bcall[ \t])|(?<=\bto[ \t]))x\d{3,6}(?![\w])",
      _extension),
     ("local_phone", r"(?<![\w.+-])\d{3}[-. ]\d{4}(?![\w-]|[. ]\d)", _local_phone),  # "call 555 0199" too
     ("local_digits", r"(?<![\w.,$#-])[2-9]\d{6}(?![\w%]|[.,:/-]\d)",  # "phone 5550199": seven digits after a cue
