@@ -302,7 +302,9 @@ def rules(day_first: bool = False) -> list[Rule]:
         ("iso_datetime", r"(?<![\w.-])\d{4}-(?:0[1-9]|1[0-2])-(?:0[1-9]|[12]\d|3[01])T(?:[01]\d|2[0-3]):[0-5]\d"
                          r"(?::[0-5]\d(?:\.\d+)?)?(?:Z|[+-]\d\d:?\d\d)?(?![\w:])", _iso_datetime),
         ("year_month", r"(?<![\w.-])(?:19|20)\d\d-(?:0[1-9]|1[0-2])(?![\w-]|\.\d)", _year_month),
-        ("iso_date", r"(?<![\w.-])\d{4}([-/.])(?:0[1-9]|1[0-2])\1(?:0[1-9]|[12]\d|3[01])(?![\w-]|\.\d)", _iso_date),
+        ("iso_date", r"(?<![\w.-])\d{4}(?:-(?:0[1-9]|1[0-2])-|/(?:0[1-9]|1[0-2])/|\.(?:0[1-9]|1[0-2])\.)"
+         r"(?:0[1-9]|[12]\d|3[01])(?![\w-]|\.\d)", _iso_date),  # one separator, no back-reference: semiotic.py joins
+        #                                                           every rule's pattern into one, renumbering groups
         ("slash_date", r"(?<![\w./])\d{1,2}/\d{1,2}/(?:\d{4}|\d{2})(?![\w/])", _numeric_date(day_first)),
         ("dotted_date", r"(?<![\w.])(?:\d{1,2}\.\d{1,2}\.\d{4}|\d\d\.\d\d\.\d\d)(?![\w]|\.\d)", _dotted_date),
         ("dashed_date", rf"(?<![\w-])(?:(?:[12]\d|3[01]|0?[1-9])[-–]{_MONTH}\.?|{_MONTH}\.?[-–](?:[12]\d|3[01]|0?[1-9]))"

@@ -37,6 +37,9 @@ class _Locale:
         rules = [_TAG, *web.RULES, *addresses.RULES, *codes.RULES, *dates.rules(day_first), *money.RULES,
                  *numbers.RULES, *abbreviations.RULES, *symbols.RULES, *codes.SIZES, *codes.LAST_RESORT]
         self.rules: Rules = [(name, re.compile(pattern), handler) for name, pattern, handler in rules]
+        for name, pattern, _ in self.rules:  # joined into one pattern below, a back-reference would name another group
+            if pattern.groups or pattern.groupindex:
+                raise ValueError(f"rule {name!r}: a capturing group; its match is read whole (use (?:...))")
         self._firsts = [first_chars(pattern) for _, pattern, _ in self.rules]
         self._after_word = [after_word(pattern) for _, pattern, _ in self.rules]
         self._at: dict[tuple[str, bool], tuple[int, ...]] = {}
