@@ -82,7 +82,8 @@ def test_with_no_far_end_the_caller_passes_unchanged_and_costs_no_module():
         pcm = rng.integers(-3000, 3000, 160).astype(np.int16)
         at, out = canceller.process(pcm, i * 0.02, 10.0 + (i + 1) * 0.02)
         assert at == pytest.approx(i * 0.02) and np.array_equal(out, pcm) and canceller.passed
-    assert not made and canceller.counts == {"late_far": 0, "realigned": 0, "resets": 0, "delay_measures": 0}
+    assert not made and canceller.counts == {"late_far": 0, "realigned": 0, "resets": 0, "delay_measures": 0, "leaks": 0,
+                                             "followed": 0}
 
 
 def test_a_far_end_that_starts_mid_call_late_pieces_and_jumps_are_counted_never_stalling(recordings):
