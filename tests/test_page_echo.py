@@ -9,8 +9,9 @@ silence, then a recorded caller about 17 dB below the gateway's speech). The pag
 gateway's origin (its /health), not the audition page. Conventions as in tests/test_page.py.
 
 The gateway starts speaking ``SETTLE_S`` after the connection is up. Speaking at once, it stopped on its own echo in
-3 of 3 runs, 2.5-3 s into its speech: Chromium's jitter buffer (NetEq) settles in its first seconds, and here it
-shortened the echo's path by 29 ms at once (371 -> 342 ms, measured in the far and near ends the canceller read).
+3 of 3 runs, 2.5-3 s into its speech, before the canceller followed the echo's delay: Chromium's jitter buffer (NetEq)
+settles in its first seconds, and here it shortened the echo's path by 29 ms at once (371 -> 342 ms, measured in the
+far and near ends the canceller read); since, 2 of 2 runs speaking at once passed.
 
 The caller speaks ``LEAD_S`` after the page opens, the gateway's speech ~9 s old by then: in every run Chromium's
 jitter buffer shortened the echo's path by 60-90 ms within a second some 6 s into it (388 -> 300 ms, 488 -> 420 ms),
