@@ -366,8 +366,11 @@ class EchoCanceller:
         """``guard_leaks``, once the line's delay is sure: every ``FOLLOW_EVERY_S``, the lag of the latest
         ``FOLLOW_NEAR_S`` of the near end behind the far end where it played. Where two measures in a row agree on a
         lag ``FOLLOW_MIN_MS`` or more from where the echo is held (the delay measured), the read point moves by as
-        much: the module goes on finding the echo where it learnt it. (Chromium's jitter buffer shortened a line by
-        85 ms within a second, 5 s into the gateway's speech; AEC3 had not found the echo again 5 s later.)"""
+        much: the module goes on finding the echo where it learnt it. Where the echo now comes more than
+        ``FOLLOW_AHEAD_MS`` sooner, the read point cannot go there (it would read the far end before it was sent:
+        tried, it read zeros and the gateway stopped on its echo in 2 of 3 runs): a module starts afresh, told the new
+        lag, the read point back where the far end played. (Chromium's jitter buffer shortened a line by 88 ms within
+        a second, 6 s into the gateway's speech; AEC3 had not found the echo again 5 s later.)"""
         if self._held is None:
             assert self.delay_ms is not None
             self._held = round(self.delay_ms * self.rate / 1000)
