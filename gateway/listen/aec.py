@@ -95,7 +95,7 @@ FOLLOW_MIN_MS = 6.0  # the read point moves when two measures in a row put the l
 FOLLOW_AHEAD_MS = 10.0  # the read point moves ahead (the echo came sooner) at most this far: further, it would read
 #                         the far end before it was sent (HEADROOM_S is all it has): a module told the new lag instead
 FOLLOW_KEEP_S = 0.25  # the far end stays in the ring this long after it was read (the read point may move back)
-LEAK_S = 0.064  # the latest this much of the module's output is held against the far end (``leak``) ...
+LEAK_S = 0.032  # the latest this much of the module's output is held against the far end (``leak``) ...
 LEAK_EARLY_MS = 120.0  # ... at lags from this much under the line's measured delay (a peer's jitter buffer shortens
 LEAK_LATE_MS = 60.0  # its playout by tens of ms at a time) to this much over it (all of ``REACH_S`` until measured):
 LEAK_R = 0.5  # where it correlates this well with the far end at one of them, it is the gateway's own voice that
