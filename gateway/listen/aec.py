@@ -97,7 +97,7 @@ FOLLOW_AHEAD_MS = 10.0  # the read point moves ahead (the echo came sooner) at m
 FOLLOW_KEEP_S = 0.25  # the far end stays in the ring this long after it was read (the read point may move back)
 LEAK_S = 0.032  # the latest this much of the module's output is held against the far end (``leak``) ...
 LEAK_EARLY_MS = 120.0  # ... at lags from this much under the line's measured delay (a peer's jitter buffer shortens
-LEAK_LATE_MS = 60.0  # its playout by tens of ms at a time) to this much over it (all of ``REACH_S`` until measured):
+LEAK_LATE_MS = 60.0  # its playout by tens of ms at a time) to this much over it (all of ``REACH_S`` until sure):
 LEAK_R = 0.5  # where it correlates this well with the far end at one of them, it is the gateway's own voice that
 #              the module let through, not the caller: silenced
 
@@ -292,8 +292,8 @@ class EchoCanceller:
         if power <= size * SILENT ** 2:
             return False
         reach = round(REACH_S * self.rate)
-        if self.delay_ms is None:
-            early, late = 0, reach
+        if self.delay_ms is None or self._agreeing < SURE:  # (a first measure, taken while nothing had come back
+            early, late = 0, reach  # yet, was 189 ms on a 396 ms line: the leak after it was let through)
         else:
             early = max(0, round((self.delay_ms - LEAK_EARLY_MS) * self.rate / 1000))
             late = min(reach, round((self.delay_ms + LEAK_LATE_MS) * self.rate / 1000))
