@@ -82,7 +82,8 @@ def test_with_no_far_end_the_caller_passes_unchanged_and_costs_no_module():
         pcm = rng.integers(-3000, 3000, 160).astype(np.int16)
         at, out = canceller.process(pcm, i * 0.02, 10.0 + (i + 1) * 0.02)
         assert at == pytest.approx(i * 0.02) and np.array_equal(out, pcm) and canceller.passed
-    assert not made and canceller.counts == {"late_far": 0, "realigned": 0, "resets": 0, "delay_measures": 0}
+    assert not made and canceller.counts == {"late_far": 0, "realigned": 0, "resets": 0, "delay_measures": 0,
+                                             "leaks": 0, "followed": 0}
 
 
 def test_a_far_end_that_starts_mid_call_late_pieces_and_jumps_are_counted_never_stalling(recordings):
@@ -186,6 +187,37 @@ def test_while_nothing_loud_plays_within_the_echos_reach_the_module_rests_and_th
         return cancellers._db(near[span], cleaned[span])
 
     assert erle(12.0, 13.0) >= 20 and erle(12.0, 13.0) >= erle(9.0, 10.0) - 6
+
+
+def test_a_webrtc_peers_echo_delay_that_shortens_mid_speech_is_followed_and_what_leaks_meanwhile_is_silenced(
+        recordings):
+    """A WebRTC peer's jitter buffer shortens the echo's path by 80 ms 6 s into the gateway's speech (400 -> 320 ms,
+    -12 dB, as Chromium's NetEq did under tests/test_page_echo.py), and a caller 17 dB below the gateway talks from 9 s.
+    The canceller as phone lines run it never finds the echo again in the 2.3 s after the step (5.5 dB taken out,
+    Silero hears speech in a third of its output) and holds half the caller back; a WebRTC peer's
+    (``guard_leaks``) follows the step (a module told 320 ms), silences what leaked meanwhile, and keeps the
+    caller."""
+    gateway, caller = recordings
+    far, step, talk = gateway[:12 * RATE], 6 * RATE, 9 * RATE
+    before, after = line.LineModel("before", -12, 400, None), line.LineModel("after", -12, 320, None)
+    echo = np.concatenate([line.echo_of(far, before)[:step], line.echo_of(far, after)[step:]])
+    voice = np.zeros(far.size)
+    said = line.caller_at(caller, line.LineModel("caller", -12, 320, -17), line.active_dbfs(gateway))
+    voice[talk:] = said[:far.size - talk]
+    near = line.to_s16(echo + voice)
+    after_step, talking = slice(step + RATE // 5, step + 5 * RATE // 2), slice(talk, talk + 2 * RATE)
+    heard = cancellers.voiced_share(line.to_s16(voice[talking]))
+    phone, _ = cancellers.stream(EchoCanceller(RATE), far, near)
+    assert cancellers.voiced_share(phone[after_step]) >= 0.2
+    assert cancellers._db(near[after_step], phone[after_step]) < 10
+    assert cancellers.voiced_share(phone[talking]) < 0.6 * heard
+    canceller = EchoCanceller(RATE, guard_leaks=True)
+    webrtc, _ = cancellers.stream(canceller, far, near)
+    assert canceller.counts["followed"] >= 1 and canceller.counts["leaks"] > 0 and canceller.counts["late_far"] == 0
+    assert canceller.delay_ms is not None and abs(canceller.delay_ms - after.delay_ms) <= 15
+    assert cancellers.voiced_share(webrtc[after_step]) <= 0.05
+    assert cancellers._db(near[after_step], webrtc[after_step]) >= 20
+    assert cancellers.voiced_share(webrtc[talking]) >= 0.85 * heard
 
 
 @pytest.fixture(scope="module")

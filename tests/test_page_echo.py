@@ -9,15 +9,15 @@ silence, then a recorded caller about 17 dB below the gateway's speech). The pag
 gateway's origin (its /health), not the audition page. Conventions as in tests/test_page.py.
 
 The gateway starts speaking ``SETTLE_S`` after the connection is up. Speaking at once, it stopped on its own echo in
-3 of 3 runs, 2.5-3 s into its speech: Chromium's jitter buffer (NetEq) settles in its first seconds, and here it
-shortened the echo's path by 29 ms at once (371 -> 342 ms, measured in the far and near ends the canceller read),
-which AEC3 did not follow before the VAD heard what leaked (the far end moved by that much at that moment, offline,
-kept the leak below the VAD until after the cut). Not solved yet: see docs/protocols/phone.md.
+3 of 3 runs, 2.5-3 s into its speech, before the canceller followed the echo's delay: Chromium's jitter buffer (NetEq)
+settles in its first seconds, and here it shortened the echo's path by 29 ms at once (371 -> 342 ms, measured in the
+far and near ends the canceller read); since, 2 of 2 runs speaking at once passed.
 
-A known gap (``make test-long``, not ``make test``): the caller speaks ``LEAD_S`` after the page opens, and the gateway
-must have spoken by then. With the caller at 14 s the gateway stopped on its own echo ~7 s into its speech (2 of 2
-runs, with the VAD on every window of the canceller's output or without); at 10 s it passes on a quiet machine, and
-under a full suite's load (2026-12-07 CI) the gateway's first audio came so late it had spoken 0.8 s before the caller.
+The caller speaks ``LEAD_S`` after the page opens, the gateway's speech ~9 s old by then: in every run Chromium's
+jitter buffer shortened the echo's path by 60-90 ms within a second some 6 s into it (388 -> 300 ms, 488 -> 420 ms),
+and before the canceller followed it (gateway/listen/aec.py's ``guard_leaks``) the gateway stopped on its own echo
+then (2026-12-07: 2 of 2 runs with the caller at 14 s; the test then had the caller at 10 s, before the step, and was
+left out of ``make test``).
 """
 
 from __future__ import annotations
@@ -31,9 +31,9 @@ from cbf_tools.bench import caller_voices as voices
 from cbf_tools.bench import line
 from tests.test_page import LONG_TEXT, chromium, checked_page
 
-pytestmark = [pytest.mark.slow, pytest.mark.known_gap]
+pytestmark = pytest.mark.slow
 
-LEAD_S = 10.0  # the fake microphone's silence before the caller speaks (from when the page opens it)
+LEAD_S = 14.0  # the fake microphone's silence before the caller speaks (from when the page opens it)
 SETTLE_S = 4.0  # the gateway speaks this long after the connection is up (see the module's docstring)
 GATEWAY_DBFS = -23.0  # eSpeak's speech level as Chromium plays it (this test's meter: -23.1 to -23.2 dBFS)
 CALLER_BELOW_DB = 17.0

@@ -36,10 +36,25 @@ frames while nobody speaks, its silence suppressed: the call's first frame came 
 that long and the echo's reach). The canceller rests for the call (``echo_free``); AEC3 run on it held a caller who
 talked over the gateway back (it never sees an echo to learn the line from).
 
+A WebRTC peer (``guard_leaks``) plays what it gets after an adaptive jitter buffer of its own (Chromium's NetEq), which
+moves the echo's delay during the call: it stretches and shortens what it plays a pitch period at a time, and drops
+silence while the gateway's speech pauses. Measured under headless Chromium (tests/test_page_echo.py, the far and near
+ends this canceller read): the delay held within 1 ms for the gateway's first 5-6 s, then shortened by 60-90 ms within
+a second (388 -> 300 ms, 410 -> 321 ms; 488 -> 420 ms, 61 ms of it over a 0.25 s pause), every run. AEC3 finds a new
+delay only from the echo itself: the first 100 ms or more of echo after such a step came out as loud as it went in,
+long enough for the VAD to take it for the caller (the gateway stopped on its own voice), and after the 88 ms step it
+had not found the echo again 5 s later. Such a line's canceller so (1) keeps measuring the delay (``_follow``): where
+it moved, the read point moves with it, so the module finds the echo where it learnt it, or, where the echo came
+sooner than the read point can go (the far end is not there yet), a new module starts, told the new delay; and (2)
+checks what the module lets through against the far end (``_leak``): output that correlates with the far end at a lag
+the echo may have now is the gateway's own voice, and is silenced. A phone line's far end is stamped with the outbox's
+own playout estimate: neither runs there (the bench's lines gave the same figures with them or without).
+
 Counted (``counts``): ``late_far`` (far-end samples that came after their time had been read: not cancelled),
 ``realigned`` (a near-end frame whose stream time jumped: the tie to our clock made afresh), ``resets`` (the module
 diverged, its output louder than its input for ``DIVERGED_S``, or failed: a new one), ``delay_measures`` (the line's
-delay measured with confidence).
+delay measured with confidence), ``followed`` (the read point moved, or a module started afresh, as the delay moved),
+``leaks`` (blocks of the module's output silenced as echo).
 """
 
 from __future__ import annotations
@@ -74,6 +89,17 @@ PHAT_FLOOR = 1e-3  # GCC-PHAT weighs a frequency no more than this share of the 
 #                    where neither end has anything (a phone band's echo at 16 kHz: nothing above 4 kHz) are noise
 #                    that PHAT would raise to the level of the speech (its peak came out at lag 0 on a 300 ms line)
 DELAY_PAST_MS = 20  # AEC3 is told the measured lag and this much more: it cancelled best so on every line tried
+FOLLOW_EVERY_S = 0.25  # ``guard_leaks``' lines: the echo's lag measured again this often (of far end processed) ...
+FOLLOW_NEAR_S = 0.5  # ... over this much of the latest near end (against the far end up to ``REACH_S`` before it)
+FOLLOW_MIN_MS = 6.0  # the read point moves when two measures in a row put the lag this far from where it is held
+FOLLOW_AHEAD_MS = 10.0  # the read point moves ahead (the echo came sooner) at most this far: further, it would read
+#                         the far end before it was sent (HEADROOM_S is all it has): a module told the new lag instead
+FOLLOW_KEEP_S = 0.25  # the far end stays in the ring this long after it was read (the read point may move back)
+LEAK_S = 0.032  # the latest this much of the module's output is held against the far end (``leak``) ...
+LEAK_EARLY_MS = 120.0  # ... at lags from this much under the line's measured delay (a peer's jitter buffer shortens
+LEAK_LATE_MS = 60.0  # its playout by tens of ms at a time) to this much over it (all of ``REACH_S`` until sure):
+LEAK_R = 0.5  # where it correlates this well with the far end at one of them, it is the gateway's own voice that
+#              the module let through, not the caller: silenced
 
 
 class Module(Protocol):
@@ -85,8 +111,10 @@ class Module(Protocol):
 class EchoCanceller:
     """One call's canceller at ``rate`` (8 or 16 kHz s16); ``module(rate)`` makes the canceller proper."""
 
-    def __init__(self, rate: int, module: Callable[[int], Module] = WebRtcApm) -> None:
+    def __init__(self, rate: int, module: Callable[[int], Module] = WebRtcApm, guard_leaks: bool = False) -> None:
         self.rate = rate
+        self.guard_leaks = guard_leaks  # the echo's delay moves during the call: what the module lets through is
+        #                                 checked against the far end (``_leak``: a WebRTC peer's)
         self.block = round(rate * BLOCK_S)
         self._make = module
         self._module: Module | None = None
@@ -102,14 +130,21 @@ class EchoCanceller:
         self._near_at = 0.0  # stream s of _near's first sample
         self._louder = 0  # blocks in a row whose output was louder than their input
         self.passed = True  # the latest near end came back unchanged (no far end in reach)
-        self._history = np.zeros((2, round(HISTORY_S * rate)), dtype=np.float32)  # far, near: a ring of the latest
+        self._history = np.zeros((3, round(HISTORY_S * rate)), dtype=np.float32)  # far (as read), near, far (where
+        #                                                                           it played): a ring of the latest
         self._history_at = 0  # where the next sample goes (the oldest now)
         self._unmeasured = 0  # samples processed since the delay was last measured
         self._agreeing = 0  # measures in a row that agreed
         self.delay_ms: int | None = None  # the line's delay as measured
         self.echo_free: bool | None = None  # the line sends nothing back (None: not known yet)
         self._quiet_far = 0  # far-end samples heard loud with nothing coming back
-        self.counts = {"late_far": 0, "realigned": 0, "resets": 0, "delay_measures": 0}
+        self._recent = np.zeros((2, round((REACH_S + LEAK_S) * rate)), dtype=np.float32)  # far (as read), output:
+        #                                                                     the latest, in order (``leak``)
+        self._shift = 0  # samples the read point is ahead of where the far end played (``guard_leaks``: followed)
+        self._held: int | None = None  # the lag (samples, as read) the read point holds the echo at
+        self._moved: int | None = None  # the lag (samples, where the far end played) the latest measure found
+        self._unfollowed = 0  # samples processed since the lag was last measured
+        self.counts = {"late_far": 0, "realigned": 0, "resets": 0, "delay_measures": 0, "leaks": 0, "followed": 0}
 
     # The far end.
 
@@ -195,7 +230,7 @@ class EchoCanceller:
 
     def _cancel(self, near: np.ndarray, at_s: float) -> np.ndarray:
         assert self._tie is not None
-        start = self._index(self._tie + at_s - HEADROOM_S)
+        start = self._index(self._tie + at_s - HEADROOM_S) + self._shift
         if abs(start - self._read) > JUMP_S * self.rate:
             self.counts["realigned"] += self._reading
             if start > self._read:  # what lies between is not to be read a lap later
@@ -206,7 +241,9 @@ class EchoCanceller:
         first, self._read = self._read, self._read + near.size
         slots = np.arange(first, self._read) % self._far.size
         far = self._far[slots].copy()
-        self._far[slots] = 0  # read: the ring's slot is free for what plays a lap later
+        played = far if not self._shift else self._far[(slots - self._shift) % self._far.size]
+        keep = round(FOLLOW_KEEP_S * self.rate) if self.guard_leaks else 0  # behind the read point, where it may
+        self._far[(slots - keep) % self._far.size] = 0  # move back: read, the slot is free for what plays a lap later
         loud = np.flatnonzero((far > SILENT) | (far < -SILENT))
         if loud.size:
             self._loud_until = first + int(loud[-1]) + 1
@@ -215,11 +252,14 @@ class EchoCanceller:
             if self._module is not None and not self.settled and self.delay_ms is not None:
                 self._module = None  # told the wrong delay: the next speech starts a module told this call's
             return near  # no far end within the echo's reach: nothing to take out
-        self._measure(far, near)
+        self._measure(far, near, played)
         out = np.empty_like(near)
         for i in range(0, near.size, self.block):
             out[i:i + self.block] = self._block(far[i:i + self.block], near[i:i + self.block])
         self._watch(near, out)
+        if self.guard_leaks and self._leak(far, out):
+            self.counts["leaks"] += 1
+            return np.zeros_like(out)
         return out
 
     def _no_echo(self, far: np.ndarray, near: np.ndarray) -> bool:
@@ -234,6 +274,41 @@ class EchoCanceller:
                 if self._quiet_far >= NO_ECHO_S * self.rate:
                     self.echo_free = True
         return bool(self.echo_free)
+
+    def _leak(self, far: np.ndarray, out: np.ndarray) -> bool:
+        """Whether the module's latest ``out`` is the far end's echo that it let through: the latest ``LEAK_S`` of
+        its output correlates (normalised, ``LEAK_R``) with the far end as read at a lag the echo may have now.
+
+        The module's leak after the echo's delay moved (the module docstring) is the far end's own signal, shifted:
+        it correlated with it at the new lag 0.6-0.9 over 64 ms, where what the module left of the echo otherwise
+        correlated 0.1-0.2; a caller's voice does not. Over 64 ms the check caught a leak that rose over 60-80 ms
+        only once it was loud (the gateway stopped on its echo in 2 of 6 Chromium runs): over 32 ms, 2-3 frames
+        sooner."""
+        recent, n = self._recent, out.size
+        keep = min(n, recent.shape[1])
+        recent[:, :-keep] = recent[:, keep:]
+        recent[0, -keep:], recent[1, -keep:] = far[-keep:], out[-keep:]
+        size = round(LEAK_S * self.rate)
+        heard = recent[1, -size:].astype(np.float64)
+        power = float(heard @ heard)
+        if power <= size * SILENT ** 2:
+            return False
+        reach = round(REACH_S * self.rate)
+        if self.delay_ms is None or self._agreeing < SURE:  # (a first measure, taken while nothing had come back
+            early, late = 0, reach  # yet, was 189 ms on a 396 ms line: the leak after it was let through)
+        else:
+            early = max(0, round((self.delay_ms - LEAK_EARLY_MS) * self.rate / 1000))
+            late = min(reach, round((self.delay_ms + LEAK_LATE_MS) * self.rate / 1000))
+        reference = recent[0, recent.shape[1] - size - late:recent.shape[1] - early].astype(np.float64)
+        if not reference.any():
+            return False
+        fft = 1 << int(np.ceil(np.log2(reference.size + size)))
+        # correlation[i]: heard against reference[i:i + size], the far end ``late - i`` samples before it
+        correlation = np.fft.irfft(np.fft.rfft(reference, fft) * np.conj(np.fft.rfft(heard, fft)), fft)
+        correlation = correlation[:reference.size - size + 1]
+        energy = np.cumsum(np.concatenate([[0.0], reference * reference]))
+        energy = energy[size:] - energy[:-size]
+        return bool(np.max(np.abs(correlation) / np.sqrt(energy * power + 1e-9)) >= LEAK_R)
 
     def _reach(self) -> float:
         """How long (samples) the far end's echo may come back after it played."""
@@ -266,26 +341,22 @@ class EchoCanceller:
         return self._module_hint > 0 and (
             self.delay_ms is None or abs(self.delay_ms + DELAY_PAST_MS - self._module_hint) <= AGREE_MS)
 
-    def _measure(self, far: np.ndarray, near: np.ndarray) -> None:
-        """Keep both ends (until the delay is sure); now and then, the lag of the near end behind the far end
-        (GCC-PHAT)."""
-        if self._agreeing >= SURE:
+    def _measure(self, far: np.ndarray, near: np.ndarray, played: np.ndarray) -> None:
+        """Keep both ends (until the delay is sure; ``guard_leaks``: throughout); now and then, the lag of the near
+        end behind the far end (GCC-PHAT)."""
+        if self._agreeing >= SURE and not self.guard_leaks:
             return
-        self._keep(far, near)
+        self._keep(far, near, played)
+        if self._agreeing >= SURE:
+            self._follow(far.size)
+            return
         self._unmeasured += far.size
         if self._unmeasured < MEASURE_EVERY_S * self.rate:
             return
         self._unmeasured = 0
-        reference, heard = np.roll(self._history, -self._history_at, axis=1)  # the oldest first
-        if not reference.any() or not heard.any():
-            return
-        size = 1 << int(np.ceil(np.log2(2 * reference.size)))
-        cross = np.fft.rfft(heard, size) * np.conj(np.fft.rfft(reference, size))
-        magnitude = np.abs(cross)
-        cross /= magnitude + PHAT_FLOOR * float(magnitude.max()) + 1e-9
-        lags = np.fft.irfft(cross, size)[:round(REACH_S * self.rate)]
-        lag = int(np.argmax(lags))
-        if lags[lag] < CONFIDENT * (float(np.mean(np.abs(lags))) + 1e-12):
+        reference, heard, _ = np.roll(self._history, -self._history_at, axis=1)  # the oldest first
+        lag = _lag(reference, heard, round(REACH_S * self.rate))
+        if lag is None:
             return
         self.counts["delay_measures"] += 1
         delay_ms = round(lag * 1000 / self.rate)
@@ -293,22 +364,76 @@ class EchoCanceller:
         self._agreeing = self._agreeing + 1 if same else 1
         self.delay_ms = delay_ms
 
-    def _keep(self, far: np.ndarray, near: np.ndarray) -> None:
-        """Both ends into the history's ring (the latest ``HISTORY_S``)."""
+    def _follow(self, processed: int) -> None:
+        """``guard_leaks``, once the line's delay is sure: every ``FOLLOW_EVERY_S``, the lag of the latest
+        ``FOLLOW_NEAR_S`` of the near end behind the far end where it played. Where two measures in a row agree on a
+        lag ``FOLLOW_MIN_MS`` or more from where the echo is held (the delay measured), the read point moves by as
+        much: the module goes on finding the echo where it learnt it. Where the echo now comes more than
+        ``FOLLOW_AHEAD_MS`` sooner, the read point cannot go there (it would read the far end before it was sent:
+        tried, it read zeros and the gateway stopped on its echo in 2 of 3 runs): a module starts afresh, told the new
+        lag, the read point back where the far end played. (Chromium's jitter buffer shortened a line by 88 ms within
+        a second, 6 s into the gateway's speech; AEC3 had not found the echo again 5 s later.)"""
+        if self._held is None:
+            assert self.delay_ms is not None
+            self._held = round(self.delay_ms * self.rate / 1000)
+        self._unfollowed += processed
+        if self._unfollowed < FOLLOW_EVERY_S * self.rate:
+            return
+        self._unfollowed = 0
+        reach, near_size = round(REACH_S * self.rate), round(FOLLOW_NEAR_S * self.rate)
+        _, heard, reference = np.roll(self._history, -self._history_at, axis=1)
+        lag = _lag(reference[-(near_size + reach):], heard[-near_size:], reach, late=True)
+        agreed = lag is not None and self._moved is not None and abs(lag - self._moved) <= AGREE_MS * self.rate / 1000
+        self._moved = lag
+        if not agreed:
+            return
+        assert lag is not None
+        shift = self._held - lag
+        if abs(shift - self._shift) < FOLLOW_MIN_MS * self.rate / 1000:
+            return
+        self.counts["followed"] += 1
+        if shift > FOLLOW_AHEAD_MS * self.rate / 1000:  # the module starts afresh, told the lag where it played
+            self._module, self._held, shift = None, lag, 0
+            self.delay_ms = round(lag * 1000 / self.rate)
+        self._read += shift - self._shift
+        self._shift = shift
+
+    def _keep(self, far: np.ndarray, near: np.ndarray, played: np.ndarray) -> None:
+        """Both ends into the history's ring (the latest ``HISTORY_S``): the far end as read, the near end, the far
+        end where it played."""
         size, n = self._history.shape[1], far.size
         if n >= size:
-            self._history[0], self._history[1], self._history_at = far[-size:], near[-size:], 0
+            self._history[:, :] = far[-size:], near[-size:], played[-size:]
+            self._history_at = 0
             return
         first = min(n, size - self._history_at)
-        self._history[0, self._history_at:self._history_at + first] = far[:first]
-        self._history[1, self._history_at:self._history_at + first] = near[:first]
-        self._history[0, :n - first], self._history[1, :n - first] = far[first:], near[first:]
+        self._history[:, self._history_at:self._history_at + first] = far[:first], near[:first], played[:first]
+        self._history[:, :n - first] = far[first:], near[first:], played[first:]
         self._history_at = (self._history_at + n) % size
 
     def _reset(self) -> None:
         self.counts["resets"] += 1
         self._module = None
         self._louder = 0
+
+
+def _lag(reference: np.ndarray, heard: np.ndarray, reach: int, late: bool = False) -> int | None:
+    """The lag (samples, under ``reach``) of ``heard`` behind ``reference`` by GCC-PHAT, or None where its peak is
+    not ``CONFIDENT``. Both end at the same time; ``late``: ``heard`` is ``reach`` shorter (its lag behind what came
+    before it is measured), else they are as long."""
+    if not reference.any() or not heard.any():
+        return None
+    size = 1 << int(np.ceil(np.log2(reference.size + heard.size)))
+    cross = np.fft.rfft(heard, size) * np.conj(np.fft.rfft(reference, size))
+    magnitude = np.abs(cross)
+    cross /= magnitude + PHAT_FLOOR * float(magnitude.max()) + 1e-9
+    correlation = np.fft.irfft(cross, size)
+    # correlation[m]: heard[j] against reference[j - m]; late, heard[j] is at reference's j + reach: lag k at k - reach
+    lags = correlation[np.arange(-reach, 0) if late else np.arange(reach)]
+    lag = int(np.argmax(lags))
+    if lags[lag] < CONFIDENT * (float(np.mean(np.abs(lags))) + 1e-12):
+        return None
+    return lag
 
 
 def _energies(pcm: np.ndarray, block: int) -> np.ndarray:

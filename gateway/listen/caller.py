@@ -57,17 +57,19 @@ class CallerSide:
     (gateway/listen/aec.py) before the VAD hears it (at 8 kHz, whatever the call's rate), and before the controller
     does where its ``listen`` asks for that (``aec``, the default). ``echo_guard``: the level rule
     (gateway/listen/echo.py) judges what the VAD heard too; without the canceller it always does.
+    ``echo_delay_moves``: the echo's delay moves during the call (a WebRTC peer's jitter buffer), so what the
+    canceller lets through is checked against the far end (gateway/listen/aec.py's ``guard_leaks``).
     """
 
     def __init__(self, encoding: str, rate: int, vad: VadConfig, mode: str,
                  gateway_speaking: Callable[[], bool], tally: Callable[[str, int], None] = lambda outcome, n: None,
                  clock: Callable[[], float] = time.monotonic, cancel_echo: bool = True,
-                 echo_guard: bool = False) -> None:
+                 echo_guard: bool = False, echo_delay_moves: bool = False) -> None:
         if encoding not in (*G711, "pcm"):
             raise ValueError(f"caller audio is mulaw, alaw or pcm, not {encoding}")
         self.encoding, self.rate = encoding, rate
         self.echo = EchoReference()
-        self.aec = EchoCanceller(rate) if cancel_echo else None
+        self.aec = EchoCanceller(rate, guard_leaks=echo_delay_moves) if cancel_echo else None
         self._echo_guard = echo_guard or not cancel_echo
         self._far_in: Resampler | None = None  # the far end at another rate (a WebRTC track's) to the caller's
         self._listen_clean = True  # the controller hears the canceller's output

@@ -55,14 +55,17 @@ class DrivenSession:
         """A session event out (the controller; a WebRTC peer's data channel too)."""
         self.to_controller(event)
 
-    def open_caller(self, encoding: str, rate: int, mode: str | None = None, cancel_echo: bool = True) -> CallerSide:
+    def open_caller(self, encoding: str, rate: int, mode: str | None = None, cancel_echo: bool = True,
+                    echo_delay_moves: bool = False) -> CallerSide:
         """The caller's audio, ``encoding`` at ``rate``, reaches this session; ``mode``: its barge-in, where the call
         set one (a <Parameter>), else the server's; ``cancel_echo``: where the server's echo canceller is on, it
-        runs on this call."""
+        runs on this call; ``echo_delay_moves``: the peer plays what it gets after a jitter buffer of its own that
+        moves the echo's delay during the call (a WebRTC peer: gateway/listen/aec.py's ``guard_leaks``)."""
         settings, metrics = self.session.state.settings, self.session.state.metrics
         self.caller = CallerSide(encoding, rate, settings.vad, mode if mode in MODES else settings.barge_in,
                                  lambda: bool(self.session.core.queued), metrics.caller_audio,
-                                 cancel_echo=settings.echo_canceller and cancel_echo, echo_guard=settings.echo_guard)
+                                 cancel_echo=settings.echo_canceller and cancel_echo, echo_guard=settings.echo_guard,
+                                 echo_delay_moves=echo_delay_moves)
         return self.caller
 
     async def hear(self, audio: bytes, timestamp_ms: float | None) -> None:

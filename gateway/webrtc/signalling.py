@@ -172,7 +172,8 @@ class WebRTCPeer(DrivenSession):
         if track.kind == "audio" and self.caller is None:
             # Where the server's echo canceller is on (--echo-canceller), it runs on this peer too: its far end is
             # the frames the outbound track sends, each at its time on the track's grid (gateway/webrtc/track.py).
-            self.track.echo = self.open_caller("pcm", PCM16_RATE)
+            # Its jitter buffer moves the echo's delay as it goes: what the canceller lets through is checked too.
+            self.track.echo = self.open_caller("pcm", PCM16_RATE, echo_delay_moves=True)
             self._tasks.append(asyncio.create_task(self._hear(track)))
 
     async def _hear(self, track: MediaStreamTrack) -> None:
