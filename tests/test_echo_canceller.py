@@ -12,6 +12,7 @@ import pytest
 
 from cbf_tools.bench import cancellers, line
 from cbf_tools.peers.loudspeaker import SpeakerPeer
+from cbf_tools.peers.polling import until
 from gateway.listen.aec import REACH_S, TAIL_S, EchoCanceller
 from gateway.listen.apm import WebRtcApm
 from tests.server import PHONE_KEY as KEY
@@ -242,7 +243,7 @@ async def test_on_a_line_that_echoes_a_quiet_caller_is_heard_and_the_echo_alone_
         await call.speak()
         await call.first_audio()
         played = len(call.stack.frames)
-        await bench._until(lambda: len(call.stack.frames) >= played + 40, 20, "four seconds of speech")
+        await until(lambda: len(call.stack.frames) >= played + 40, 20, "four seconds of speech")
         assert not call.stack.cleared_at and not call.of("interrupted") and not call.of("speech_started")
     finally:
         await call.hang_up()
@@ -256,7 +257,7 @@ async def test_on_a_line_that_echoes_a_quiet_caller_is_heard_and_the_echo_alone_
     try:
         await call.speak()
         made[0].starts_at = await call.first_audio() + 1.5
-        await bench._until(lambda: bool(call.of("interrupted")), 15, "the caller was not heard")
+        await until(lambda: bool(call.of("interrupted")), 15, "the caller was not heard")
         assert call.stack.cleared_at and made[0].onset is not None and call.stack.cleared_at[0] > made[0].onset
     finally:
         await call.hang_up()
