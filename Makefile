@@ -24,13 +24,14 @@ TEST_PROCESSES ?= $(shell echo $$(( $$(nproc) + 2 )))
 
 # The tests marked `long` (a minute or more of a core each, whose figures a command also checks: the GPU kit's dry run
 # is scripts/gpu-host-dryrun's, Turbo's unload is `bench engine --unload-after`'s) are left out to keep `make test`
-# within 15 minutes on a fresh 2-core machine; `make test-long` runs them.
+# within 15 minutes on a fresh 2-core machine; `make test-long` runs them, and those marked `known_gap` (an opt-in
+# feature's behaviour that does not yet hold every time: what each says it shows).
 test: $(VENV)/.ready chromium gstreamer fleet-tools
 	PYTHONDONTWRITEBYTECODE= OMP_NUM_THREADS=1 $(VENV)/bin/pytest -n $(TEST_PROCESSES) --dist loadfile --no-loadscope-reorder \
-		--durations=30 -m "not long" $(ARGS)
+		--durations=30 -m "not long and not known_gap" $(ARGS)
 
 test-long: $(VENV)/.ready chromium
-	PYTHONDONTWRITEBYTECODE= OMP_NUM_THREADS=1 $(VENV)/bin/pytest -m long $(ARGS)
+	PYTHONDONTWRITEBYTECODE= OMP_NUM_THREADS=1 $(VENV)/bin/pytest -m "long or known_gap" $(ARGS)
 
 venv: $(VENV)/.ready
 
