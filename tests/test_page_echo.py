@@ -17,7 +17,11 @@ The caller speaks ``LEAD_S`` after the page opens, the gateway's speech ~9 s old
 jitter buffer shortened the echo's path by 60-90 ms within a second some 6 s into it (388 -> 300 ms, 488 -> 420 ms),
 and before the canceller followed it (gateway/listen/aec.py's ``guard_leaks``) the gateway stopped on its own echo
 then (2026-12-07: 2 of 2 runs with the caller at 14 s; the test then had the caller at 10 s, before the step, and was
-left out of ``make test``).
+left out of ``make test``). With the canceller following it: 10 of 10 runs alone; but in the first full-suite CI run
+after (0718121, 4 test processes on 2 cores) the gateway's speech as played lasted ~1 s (5.3-6.3 s after the page
+opened) and nothing more came before the caller: stopped early, on its own echo or for want of audio, not seen which
+(the precondition's message now shows the events). Still ``known_gap``: left out of ``make test``, ``make test-long``
+runs it.
 """
 
 from __future__ import annotations
@@ -31,7 +35,7 @@ from cbf_tools.bench import caller_voices as voices
 from cbf_tools.bench import line
 from tests.test_page import LONG_TEXT, chromium, checked_page
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.known_gap]
 
 LEAD_S = 14.0  # the fake microphone's silence before the caller speaks (from when the page opens it)
 SETTLE_S = 4.0  # the gateway speaks this long after the connection is up (see the module's docstring)
@@ -145,7 +149,8 @@ def test_chromium_barges_in_on_a_caller_over_its_own_loudspeaker_echo(page, aec_
     # The gateway spoke to the loudspeaker for seconds before the caller did, its echo coming back all along: nothing
     # of it was taken for the caller.
     loud_before = [at for at, db in levels if db > -35 and at < onset_ms]
-    assert len(loud_before) * 0.04 >= 1.5, (len(loud_before), levels[:50])
+    assert len(loud_before) * 0.04 >= 1.5, (len(loud_before), [(e["type"], round(e["at"])) for e in events
+                                                                if e["type"] != "chunk"], loud_before[:5])
     first_start = next(e for e in events if e["type"] == "speech_started")
     assert first_start["at"] > onset_ms - 200, (onset_ms, events)
     assert kinds.index("speech_started") < kinds.index("cancelled") < kinds.index("interrupted"), kinds
