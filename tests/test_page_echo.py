@@ -22,6 +22,23 @@ after (0718121, 4 test processes on 2 cores) the gateway's speech as played last
 opened) and nothing more came before the caller: stopped early, on its own echo or for want of audio, not seen which
 (the precondition's message now shows the events). Still ``known_gap``: left out of ``make test``, ``make test-long``
 runs it.
+
+Under load it is a false barge-in, not a starved stream (2026-12-07, this 2-core machine): with tests/test_page.py
+running beside it, 6 of 6 runs failed, 5 on the precondition with events ``speech_started``, ``cancelled``,
+``interrupted`` within 15 ms of each other 1.1-1.9 s into the gateway's speech as played (loud from 5.0-6.2 s;
+``speech_started`` at 6.1-7.8 s), one later but still before the caller; with only three busy loops beside it, 2 of 2
+passed. Logged in the canceller (temporary, removed): it happens in the call's first seconds of echo, while the line's
+delay is not yet sure or only just (``_follow`` had not measured yet; AEC3 runs untold, hint 0): under load
+Chromium's jitter buffer moves the echo's delay there already (its measures 331 -> 331 -> 350 ms, 369 -> 322 ->
+343 ms, 403 -> 413 -> 405 ms; without tests/test_page.py beside it they agreed, 477 ms x3, 509 ms x3), AEC3 lets
+60-130 ms of echo through (its output 100-1450 RMS, up to its input), and ``_leak`` misses most of it: the output
+correlated with the far end only 0.23-0.47 (under ``LEAK_R``, 0.5) at a best lag that wandered by 100-500 ms from
+one 20 ms frame to the next (the echo time-warped, no clean shifted copy), long enough for the VAD to confirm
+speech (its onset 128 ms before its confirmation). ``LEAK_R`` 0.35 was tried: of 2 runs under load (the second only
+partly), 1 still stopped on its echo (the module passed it unchanged, output = input ~1400 RMS, correlation
+0.29-0.34, the delay never sure: 369, 322, 343 ms). So was a lower bar (0.25) where the module took less than 3 dB
+out: 2 of 3 runs under load passed, and tests/test_echo_canceller.py's shortening test failed. Not fixed: a fix must
+catch a time-warped leak in the call's first seconds.
 """
 
 from __future__ import annotations
