@@ -26,8 +26,9 @@ _FULL_WEEKDAY = "Monday|Tuesday|Wednesday|Thursday|Friday|Saturday|Sunday"
 _AMPM = r"(?:[aApP](?:\.[mM]\.?|[mM]))"
 WEEKDAYS = {"Mon": "Monday", "Tue": "Tuesday", "Tues": "Tuesday", "Wed": "Wednesday", "Thu": "Thursday",
             "Thur": "Thursday", "Thurs": "Thursday", "Fri": "Friday", "Sat": "Saturday", "Sun": "Sunday"}
-_ON_DAY = (r"(?:(?<=\bon[ \t])|(?<=\bby[ \t])|(?<=\buntil[ \t])|(?<=\btill[ \t])|(?<=\bnext[ \t])|(?<=\bevery[ \t])"
-           r"|(?<=\bON[ \t])|(?<=\bBY[ \t])|(?<=\bUNTIL[ \t])|(?<=\bTILL[ \t])|(?<=\bNEXT[ \t])|(?<=\bEVERY[ \t]))")  # "RSVP BY FRI"
+# after a word that names a day ("on Tues", "RSVP BY FRI"): one look-behind a word and case (each of a fixed width)
+_ON_DAY = "(?:%s)" % "|".join(rf"(?<=\b{form}[ \t])" for word in "on by until till next every".split()
+                              for form in (word, word.upper()))
 _WEEKDAY = r"(?:%s)" % "|".join(sorted({f for d in WEEKDAYS for f in (d, d.upper())}, key=len, reverse=True))
 
 

@@ -183,8 +183,7 @@ def _after(match: re.Match[str]) -> str | None:
         said = w.number(parts["a"]) + (" to " + w.number(parts["b"]) if parts["b"] else "")
         one = parts["a"] == "1" and not parts["b"] or attributive(match) and not parts["b"]
         return ("minus " if parts["sign"] else "") + said + (" cent" if one else " cents")
-    names = CURRENCIES[parts["cur"]]
-    return _said(parts, names)
+    return _said(parts, CURRENCIES[parts["cur"]])
 
 
 def _pair(match: re.Match[str]) -> str:
@@ -204,7 +203,10 @@ def _pence(match: re.Match[str]) -> str | None:
     return w.cardinal(number) + (" penny" if number == "1" else " pence")
 
 
-RULES: list[Rule] = [("pence", r"(?<![\w.,$£€-])\d{1,2}p(?![\w'’-])", _pence),
-                     # "1080p", "720p": a video's lines, "ten eighty p"
-                     ("video_lines", r"(?<![\w.,-])(?:240|360|480|576|720|1080|1440|2160|4320)p(?![\w'’-])",
-                      lambda match: w.paired(match.group()[:-1]) + " p"), ("money", _MONEY, _money), ("coded_money", _AFTER, _after), ("currency_pair", _PAIR, _pair)]
+RULES: list[Rule] = [
+    ("pence", r"(?<![\w.,$£€-])\d{1,2}p(?![\w'’-])", _pence),
+    # "1080p", "720p": a video's lines, "ten eighty p"
+    ("video_lines", r"(?<![\w.,-])(?:240|360|480|576|720|1080|1440|2160|4320)p(?![\w'’-])",
+     lambda match: w.paired(match.group()[:-1]) + " p"),
+    ("money", _MONEY, _money), ("coded_money", _AFTER, _after), ("currency_pair", _PAIR, _pair),
+]

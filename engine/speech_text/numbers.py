@@ -539,25 +539,31 @@ def _mixed_fraction(match: re.Match[str]) -> str:
     return f"{w.cardinal(whole)} and {said}"
 
 
+def port(digits: str) -> str:
+    """A port's number: a round thousand as a number ("3000" "three thousand"), others digit by digit ("8080")."""
+    return w.cardinal(digits) if re.fullmatch(r"[1-9]000", digits) else w.digits(digits)
+
+
+def _ipv4(text: str) -> list[str] | None:
+    """``text``'s four parts where it is an IPv4 address, else None."""
+    parts = text.split(".")
+    return parts if len(parts) == 4 and all(p.isdigit() and int(p) < 256 for p in parts) else None
+
+
 def _version(match: re.Match[str]) -> str | None:
     if "/" in match.group():  # "10.0.0.0/24": a network and its prefix's length
         address, _, bits = match.group().partition("/")
-        parts = address.split(".")
-        if len(parts) != 4 or not all(p.isdigit() and int(p) < 256 for p in parts) or int(bits) > 32:
-            return None
-        return _ip(parts) + " slash " + w.cardinal(bits)
-    text, _, port = match.group().partition(":")
-    if port:  # an address and its port: "10.0.0.12:8080"
-        parts = text.split(".")
-        if len(parts) != 4 or not all(p.isdigit() and int(p) < 256 for p in parts):
-            return None
-        from engine.speech_text.web import port as said_port  # web imports this module
-        return _ip(parts) + " colon " + said_port(port)
+        parts = _ipv4(address)
+        return None if parts is None or int(bits) > 32 else _ip(parts) + " slash " + w.cardinal(bits)
+    text, _, digits = match.group().partition(":")
+    if digits:  # an address and its port: "10.0.0.12:8080"
+        parts = _ipv4(text)
+        return None if parts is None else _ip(parts) + " colon " + port(digits)
     prefix = ""
     if text[0] in "vV":
         prefix, text = "version ", text[1:]
     parts = text.split(".")
-    if len(parts) == 4 and all(p.isdigit() and int(p) < 256 for p in parts) and not prefix:  # an IP address
+    if not prefix and _ipv4(text):  # an IP address
         return _ip(parts)
     if len(parts) == 2:
         return prefix + w.number(text)
@@ -600,9 +606,8 @@ def _dimensions(match: re.Match[str]) -> str:
     sizes = re.findall(rf"({NUM})(?:[ \t]?({_SIZE_UNIT}))?", match.group())
     sizes = [(size, _SIZE_MARKS.get(unit, unit)) for size, unit in sizes]
     if len(sizes) == 2 and all(re.fullmatch(r"[1-9]\d{2,3}", size) and unit in ("", "px") for size, unit in sizes):
-        if sizes[1][1]:  # "1920x1080px"
-            return " by ".join(w.paired(size) for size, _ in sizes) + " pixels"
-        return " by ".join(w.paired(size) for size, _ in sizes)  # "1920×1080": a screen's pixels, "nineteen twenty by ten eighty"
+        # "1920×1080": a screen's pixels, "nineteen twenty by ten eighty"; "1920x1080px" and "pixels"
+        return " by ".join(w.paired(size) for size, _ in sizes) + (" pixels" if sizes[1][1] else "")
     return " by ".join(w.number(size.replace(",", "")) + (" " + UNITS[unit][1] if unit else "") for size, unit in sizes)
 
 

@@ -12,7 +12,7 @@ import re
 
 from engine.speech_text import words as w
 from engine.speech_text.abbreviations import COMMON_WORDS, SPELLED, caps
-from engine.speech_text.numbers import Rule
+from engine.speech_text.numbers import Rule, port
 
 TLDS = ("com org net io dev ai co edu gov app uk de fr ca au us info biz me tv ly gg xyz tech cloud sh travel shop "
         "store online site blog news health bank page live club life world today email").split()
@@ -142,11 +142,6 @@ def _port(said: str, text: str) -> str:
     return said
 
 
-def port(digits: str) -> str:
-    """A port's number: a round thousand as a number ("3000" "three thousand"), others digit by digit ("8080")."""
-    return w.cardinal(digits) if re.fullmatch(r"[1-9]000", digits) else w.digits(digits)
-
-
 _HEX_GROUP = re.compile(r"[0-9]+|[A-Fa-f]+")
 # groups of one to four hex digits by colons, "::" once for a run of zero groups, a prefix's length after "/"
 IPV6 = (r"(?<![\w:.])(?=[0-9A-Fa-f]{0,4}::?[0-9A-Fa-f:])(?:[0-9A-Fa-f]{1,4}|(?=::))(?::{1,2}[0-9A-Fa-f]{1,4}){1,7}:{0,2}"
@@ -211,11 +206,10 @@ def _windows_path(match: re.Match[str]) -> str:
 
 
 def _email(match: re.Match[str]) -> str:
-    if ":" in match.group():
-        return _remote(match)
-    text = match.group()
-    at = text.index("@") + 1
-    return _spoken_parts(text, at + _domain_at(text[at:]))
+    """An address; an SSH remote's ("git@github.com:user/repo.git"), its address, "colon", then its path."""
+    address, colon, path = match.group().partition(":")
+    at = address.index("@") + 1
+    return _spoken_parts(address, at + _domain_at(address[at:])) + (" colon " + _spoken_parts(path) if colon else "")
 
 
 def _file_name(match: re.Match[str]) -> str:
@@ -265,14 +259,6 @@ def _tag_word(word: str) -> str:
 
 _FILE = (rf"(?<![\w@/.-])[A-Za-z0-9][\w-]{{0,60}}(?:\.[\w-]{{1,30}}){{0,2}}\.(?i:{'|'.join(FILE_TYPES)})"
          r"(?![\w@/-]|\.\w)")
-
-def _remote(match: re.Match[str]) -> str:
-    """"git@github.com:user/repo.git" -> "git at github dot com colon user slash repo dot git": an SSH remote, its
-    address and then its path."""
-    address, _, path = match.group().partition(":")
-    at = address.index("@") + 1
-    return _spoken_parts(address, at + _domain_at(address[at:])) + " colon " + _spoken_parts(path)
-
 
 RULES: list[Rule] = [
     ("mac", MAC, _mac), ("ipv6", IPV6, _ipv6),
