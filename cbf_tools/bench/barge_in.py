@@ -180,7 +180,7 @@ async def speech_trial(url: str, api_key: str | None, rng: random.Random, clip: 
         await until(lambda: speech.onset is not None, SPEECH_AFTER_S[1] + 1, "the clip did not start")
         t0 = speech.onset or 0.0
         await within(lambda: any(at >= t0 for at in call.stack.cleared_at) and bool(call.of("interrupted")),
-                      len(clip) * voices.FRAME_S + CLEAR_WAIT_S)
+                     len(clip) * voices.FRAME_S + CLEAR_WAIT_S)
         await asyncio.sleep(SETTLE_S)
         clears = [at for at in call.stack.cleared_at if at >= t0]
         voiced = [at for at, _ in _voiced(call.stack)]

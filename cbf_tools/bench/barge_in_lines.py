@@ -72,7 +72,7 @@ async def speech_trial(url: str, api_key: str | None, rng: random.Random, model:
         await until(lambda: made[0].onset is not None, bench.SPEECH_AFTER_S[1] + 1, "the caller did not start")
         t0 = made[0].onset or 0.0
         await within(lambda: any(at >= t0 for at in call.stack.cleared_at),
-                            speech.size / line.RATE + bench.CLEAR_WAIT_S)
+                     speech.size / line.RATE + bench.CLEAR_WAIT_S)
         clears = [at for at in call.stack.cleared_at if at >= t0]
         return (round(1000 * (clears[0] - t0), 1) if clears else None), len(call.stack.cleared_at) - len(clears)
     finally:
