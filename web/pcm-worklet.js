@@ -7,7 +7,8 @@
 //                                 sample is the end, not an underrun
 //   {type: "clear"}               barge-in: drop everything buffered now
 // Messages out (port), about every 20 ms and at every change of state:
-//   {type: "level", buffered (seconds), underruns, played (seconds of input played), playing, ended}
+//   {type: "level", buffered (seconds), underruns, received (seconds of output-rate audio taken since the last clear),
+//    ended (the utterance's end taken, nothing since), playing, dry}
 "use strict";
 
 class PcmPlayer extends AudioWorkletProcessor {
@@ -21,7 +22,8 @@ class PcmPlayer extends AudioWorkletProcessor {
     this.playing = false; // true between the first sample of an utterance and its end
     this.dry = false; // currently starved mid-utterance
     this.underruns = 0;
-    this.played = 0; // output samples played since the last clear
+    this.received = 0; // output samples taken since the last clear
+    this.ended = false; // the utterance's "end" taken and no sample since
     this.inRate = sampleRate;
     this.frac = 0; // resampler phase
     this.last = 0; // last input sample (for interpolation across messages)
@@ -32,6 +34,7 @@ class PcmPlayer extends AudioWorkletProcessor {
   onMessage(msg) {
     if (msg instanceof Float32Array) {
       this.push(msg);
+      this.ended = false;
       if (!this.playing) {
         this.playing = true;
         this.dry = false;
@@ -45,6 +48,7 @@ class PcmPlayer extends AudioWorkletProcessor {
       this.frac = 0;
     } else if (msg.type === "end") {
       this.endAt = this.writeIdx;
+      this.ended = true;
       if (this.readIdx >= this.endAt) this.finish();
       this.report(true);
     } else if (msg.type === "clear") {
@@ -52,7 +56,8 @@ class PcmPlayer extends AudioWorkletProcessor {
       this.endAt = -1;
       this.playing = false;
       this.dry = false;
-      this.played = 0;
+      this.received = 0;
+      this.ended = false;
       this.frac = 0;
       this.report(true);
     } else if (msg.type === "reset") {
@@ -73,6 +78,7 @@ class PcmPlayer extends AudioWorkletProcessor {
       if (space <= 0) return;
       this.ring[this.writeIdx % this.capacity] = v;
       this.writeIdx++;
+      this.received++;
       space--;
     };
     if (this.inRate === sampleRate) {
@@ -101,7 +107,8 @@ class PcmPlayer extends AudioWorkletProcessor {
       type: "level",
       buffered: (this.writeIdx - this.readIdx) / sampleRate,
       underruns: this.underruns,
-      played: this.played / sampleRate,
+      received: this.received / sampleRate,
+      ended: this.ended,
       playing: this.playing,
       dry: this.dry,
     });
@@ -116,10 +123,7 @@ class PcmPlayer extends AudioWorkletProcessor {
       ch0[i] = this.ring[this.readIdx % this.capacity];
       this.readIdx++;
     }
-    if (i > 0) {
-      this.played += i;
-      if (this.dry) this.dry = false;
-    }
+    if (i > 0 && this.dry) this.dry = false;
     if (i < n) {
       ch0.fill(0, i);
       if (this.playing) {
