@@ -106,3 +106,27 @@ def test_every_inline_markdown_match_holds_one_of_the_marks_its_pass_looks_for()
     texts = _texts() + ["**bold** `code` [link](https://x.io) <br/> &amp; 3 * 4 ~~gone~~ _it_ ## ![alt](i.png) [^1]"]
     found = [match.group() for text in texts for match in markdown._INLINE.finditer(text)]
     assert found and all(markdown._MARKS.search(match) for match in found)
+
+
+@pytest.mark.parametrize("locale", semiotic.LOCALES)
+def test_the_search_for_the_next_construct_is_the_program_re_compiles_from_its_source(locale: str) -> None:
+    """joined.py builds it from each rule's own parse: the same program as ``re.compile`` of the whole source (a
+    pattern's equality compares its flags, compiled code and source), and not by compiling the source after all."""
+    search = semiotic._LOCALES[locale]._next
+    whole = re.compile(search.pattern)
+    assert search == whole and search is not whole
+
+
+def test_a_joined_pattern_is_its_source_compiled() -> None:
+    from engine.speech_text.joined import hole, joined
+
+    parts = [re.compile(r"(?<![\w.])\d+(?:st|nd)"), re.compile(r"a|ab"), re.compile(r"(?i:x)[yz]")]
+    frames = [(f"(?=[0-9]){hole(0)}|{hole(1)}", r"(?=[0-9])(?:(?<![\w.])\d+(?:st|nd))|(?:a|ab)"),
+              (f"(?<!\\w)(?:{hole(2)}|{hole(1)})|(?<=\\w){hole(0)}",
+               r"(?<!\w)(?:(?:(?i:x)[yz])|(?:a|ab))|(?<=\w)(?:(?<![\w.])\d+(?:st|nd))")]
+    for frame, source in frames:
+        made = joined(source, frame, parts)
+        assert made == re.compile(source) and made is not re.compile(source)
+        assert [m.group() for m in made.finditer("1st ab Xz 22nd")] == re.findall(source, "1st ab Xz 22nd")
+    repeated = "(?:(?:a|ab))*b"  # a repeat in the frame: its width is not worked out again, so re.compile makes it
+    assert joined(repeated, f"(?:{hole(1)})*b", parts) is re.compile(repeated)

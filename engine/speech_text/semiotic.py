@@ -20,6 +20,7 @@ from typing import Callable
 
 from engine.speech_text import abbreviations, addresses, codes, dates, money, numbers, symbols, web
 from engine.speech_text.first_chars import after_word, first_chars
+from engine.speech_text.joined import hole, joined
 from engine.speech_text.spans import Piece, rewrite
 
 _TAG = ("tag", r"\[[^\[\]\n]{1,38}\]", lambda match: match.group())  # only Turbo's tags are left by markdown()
@@ -48,28 +49,32 @@ class _Locale:
         # of its kind (a small letter, a capital, a digit, a space; any rule at any other character) matches. A rule
         # that starts with only some characters of the kind is tried only at those (a one-character look-ahead costs
         # less than a rule's failure: "no." after "serial", "(?i:suite|apt|...)").
-        self._next = re.compile(rf"(?<!\w){self._asking_at(False)}|(?<=\w){self._asking_at(True)}")
+        # (compiled from each rule's own parse, joined.py: each rule stands in it up to ten times)
+        self._next = _search(rf"(?<!\w){self._asking_at(False)}|(?<=\w){self._asking_at(True)}",
+                             rf"(?<!\w){self._asking_at(False, True)}|(?<=\w){self._asking_at(True, True)}",
+                             tuple(pattern for _, pattern, _ in self.rules))
 
-    def _asking_at(self, after_word: bool) -> str:
-        """One pattern of the rules that can start at a place (after a word character, if ``after_word``)."""
+    def _asking_at(self, after_word: bool, frame: bool = False) -> str:
+        """One pattern of the rules that can start at a place (after a word character, if ``after_word``); with
+        ``frame``, joined.hole(i) where rule i stands."""
         firsts = [first for first, may in zip(self._firsts, self._after_word) if may or not after_word]
         starts = "(?s:.)" if None in firsts else "|".join(first.pattern for first in firsts if first) or "(?!)"
-        of_kind = [f"(?=[{re.escape(kind)}])(?:{self._asking(kind, after_word)})" for kind in _KINDS]
-        other = f"(?![{re.escape(''.join(_KINDS))}])(?:{self._asking(None, after_word)})"
+        of_kind = [f"(?=[{re.escape(kind)}])(?:{self._asking(kind, after_word, frame)})" for kind in _KINDS]
+        other = f"(?![{re.escape(''.join(_KINDS))}])(?:{self._asking(None, after_word, frame)})"
         return f"(?=(?:{starts}))(?:{'|'.join([*of_kind, other])})"
 
-    def _asking(self, kind: str | None, after_word: bool) -> str:
+    def _asking(self, kind: str | None, after_word: bool, frame: bool = False) -> str:
         """The rules that can start with a character of ``kind`` (None: any), after a word character if
         ``after_word``, one pattern; the last resort's first: it matches at once at any digit, where most constructs
         start, so such a place is found without first trying every other rule (which rules match is asked later)."""
         asked = []
-        rules = [*zip(self.rules, self._firsts, self._after_word)]
+        rules = [*enumerate(zip(self.rules, self._firsts, self._after_word))]
         last_resort = len(rules) - len(codes.LAST_RESORT)
-        for (_, pattern, _), first, may in rules[last_resort:] + rules[:last_resort]:
+        for order, ((_, pattern, _), first, may) in rules[last_resort:] + rules[:last_resort]:
             starts = kind if kind is None or first is None else "".join(char for char in kind if first.match(char))
             if (may or not after_word) and starts != "":
                 guard = "" if starts == kind else f"(?=[{re.escape(starts)}])"
-                asked.append(f"{guard}(?:{pattern.pattern})")
+                asked.append(f"{guard}{hole(order)}" if frame else f"{guard}(?:{pattern.pattern})")
         return "|".join(asked) or "(?!)"
 
     def next_start(self, text: str, at: int) -> int | None:
@@ -93,6 +98,12 @@ def _starts(patterns: tuple[re.Pattern[str], ...]) -> tuple[list[re.Pattern[str]
     once for the locales' patterns (they differ in their readers only; each pattern parsed again per locale was
     ~0.07 s of CPU in every process that imports this module, engine workers included)."""
     return [first_chars(pattern) for pattern in patterns], [after_word(pattern) for pattern in patterns]
+
+
+@functools.cache
+def _search(source: str, frame: str, patterns: tuple[re.Pattern[str], ...]) -> re.Pattern[str]:
+    """The locales' search for the next place a rule may start (the same for both: their readers differ only)."""
+    return joined(source, frame, patterns)
 
 
 _WORD = re.compile(r"\w")
