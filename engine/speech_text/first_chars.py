@@ -11,6 +11,7 @@ rule a candidate everywhere, so leaving a rule out never changes a reading, it o
 
 from __future__ import annotations
 
+import functools
 import re
 
 try:  # the parser the re module compiles with (Python 3.11 and later; sre_parse before)
@@ -26,6 +27,13 @@ _REPEATS = {c.MAX_REPEAT, c.MIN_REPEAT, getattr(c, "POSSESSIVE_REPEAT", c.MAX_RE
 _ZERO_WIDTH = {c.AT, c.ASSERT, c.ASSERT_NOT}
 
 
+@functools.cache
+def parsed(pattern: re.Pattern[str]) -> object:
+    """``pattern``'s parse as ``re.compile`` makes it, once per process (the walks here and joined.py read it, none
+    changes it): semiotic.py's ~140 rules were parsed three times each besides their own compiling."""
+    return parser.parse(pattern.pattern, pattern.flags)
+
+
 class _Unknown(Exception):
     """A construct whose first character the walk does not work out: any character may start the match."""
 
@@ -35,7 +43,7 @@ def first_chars(pattern: re.Pattern[str]) -> re.Pattern[str] | None:
     None when any character may."""
     try:
         ignore_case = bool(pattern.flags & re.IGNORECASE)
-        fragments, _ = _sequence(parser.parse(pattern.pattern, pattern.flags), ignore_case)
+        fragments, _ = _sequence(parsed(pattern), ignore_case)
     except (_Unknown, re.error):
         return None
     return re.compile("|".join(sorted(fragments)) or "(?!)")
@@ -47,7 +55,7 @@ def required_chars(pattern: re.Pattern[str]) -> re.Pattern[str] | None:
     match, and need not be searched (markdown.py's inline pass on a line with no marks)."""
     try:
         ignore_case = bool(pattern.flags & re.IGNORECASE)
-        fragments = _required(parser.parse(pattern.pattern, pattern.flags), ignore_case)
+        fragments = _required(parsed(pattern), ignore_case)
     except (_Unknown, re.error):
         return None
     return re.compile("|".join(sorted(fragments)))
@@ -150,7 +158,7 @@ def after_word(pattern: re.Pattern[str]) -> bool:
     """Whether ``pattern`` may match starting right after a word character (False when every way it can start is
     behind a look-behind that refuses one: ``(?<![\\w.])``)."""
     try:
-        return _after_word(parser.parse(pattern.pattern, pattern.flags))
+        return _after_word(parsed(pattern))
     except re.error:
         return True
 

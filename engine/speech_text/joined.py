@@ -33,7 +33,9 @@ def joined(source: str, frame: str, parts: Sequence[re.Pattern[str]]) -> re.Patt
 
         import _sre
 
-        trees = [parser.parse(part.pattern, part.flags) for part in parts]
+        from engine.speech_text.first_chars import parsed
+
+        trees = [parsed(part) for part in parts]
         tree = parser.parse(frame)
 
         def fill(items: object) -> None:  # each placeholder replaced by its part's items, in place
