@@ -472,6 +472,33 @@ SAID = [
     ('Clone git@github.com:user/repo.git now.', 'Clone git at github dot com colon user slash repo dot git now.'),
     ("It's 12:00 midnight.", "It's twelve midnight."), ('Pt. must fast.', 'Patient must fast.'),
     ('Track 1Z 999 AA1 01 2345 6784 now.', 'Track one Z nine nine nine A A one zero one two three four five six seven eight four now.'),
+    # money: an ISO code after a symbol's amount, finance's scales, per person, dotted thousands, round plurals
+    ('It is $5 USD.', 'It is five dollars.'), ('It is $20 CAD.', 'It is twenty Canadian dollars.'),
+    ('A $5 USD fee.', 'A five dollar fee.'), ('It is $5 USD/month.', 'It is five dollars per month.'),
+    ('Raised $5MM.', 'Raised five million dollars.'), ('Raised $3.5 mln.', 'Raised three point five million dollars.'),
+    ('Raised $4 mil.', 'Raised four million dollars.'), ('It is £20pp.', 'It is twenty pounds per person.'),
+    ('It is £20 p.p. only.', 'It is twenty pounds per person only.'), ('It is 5.000 €.', 'It is five thousand euros.'),
+    ('It is 1.250.000 zł.', 'It is one million two hundred fifty thousand zlotys.'),
+    ('It is 0.500 €.', 'It is zero point five zero zero euros.'),
+    ('It costs $100s now.', 'It costs hundreds of dollars now.'), ('It costs £1,000s.', 'It costs thousands of pounds.'),
+    ('It is USD100.', 'It is one hundred dollars.'),
+    # addresses: a five-digit house number, "Co." a county in an address
+    ('Visit 12345 Sunset Blvd today.', 'Visit twelve three forty-five Sunset Boulevard today.'),
+    ('Visit 10500 Main St today.', 'Visit ten five hundred Main Street today.'),
+    ('He lives in Orange Co., California.', 'He lives in Orange County, California.'),
+    ('Cook Co. Sheriff said so.', 'Cook County Sheriff said so.'), ('Born in Co. Cork.', 'Born in County Cork.'),
+    ('Acme Co. makes it.', 'Acme Company makes it.'),
+    # electronic: hidden files, more file types, an identifier with hyphens
+    ('Open .env now.', 'Open dot env now.'), ('Copy .env.local now.', 'Copy dot env dot local now.'),
+    ('Use main.cpp now.', 'Use main dot C P P now.'), ('Open archive.7z now.', 'Open archive dot seven Z now.'),
+    ('Open Main.java now.', 'Open Main dot java now.'), ('Open nb.ipynb now.', 'Open nb dot I P Y N B now.'),
+    ('Run deploy.ps1 now.', 'Run deploy dot P S one now.'), ('Washington D.C. is big.', 'Washington D C is big.'),
+    ('The SKU is ab_12-x.', 'The S K U is ab underscore one two dash X.'),
+    ('Click mailto:bob@example.com now.', 'Click bob at example dot com now.'),
+    ('Open \\\\server\\share\\file.txt now.', 'Open backslash backslash server backslash share backslash file dot T X T now.'),
+    # serial: a code after a number sign with a slash; a standard's letter and number
+    ('Use H.264 or V.92 now.', 'Use H two sixty-four or V ninety-two now.'),
+    ('Batch #B-12/34 here.', 'Batch number B-twelve slash thirty-four here.'),
 ]
 
 

@@ -84,10 +84,13 @@ def open_address(text: str) -> int | None:
 
 
 def house_number(text: str) -> str:
-    """"1428" -> "fourteen twenty-eight", "123" -> "one twenty-three", "1005" -> "ten oh five"; five digits and
-    more digit by digit."""
+    """"1428" -> "fourteen twenty-eight", "123" -> "one twenty-three", "1005" -> "ten oh five", "12345" "twelve three
+    forty-five" (a pair, then three as a house number of three is said); other numbers of five digits and more digit
+    by digit."""
     if len(text) <= 2 or text[0] == "0":
         return w.cardinal(text)
+    if len(text) == 5 and text[2] != "0":
+        return w.cardinal(text[:2]) + " " + house_number(text[2:])
     if len(text) > 4 or text.endswith("000"):
         return w.digits(text) if len(text) > 4 else w.cardinal(text)
     head, tail = text[:-2], text[-2:]
@@ -212,7 +215,15 @@ def _state_list(match: re.Match[str]) -> str | None:
     return re.sub(r"[A-Z]{2}", lambda code: STATES[code.group()], match.group())
 
 
+# "Orange Co., CA", "Cook Co. Sheriff", "in Co. Cork": a county (after a place's name, before its state or a county's
+# office or road; before an Irish county's name); "Co." elsewhere is Company (abbreviations.py)
+_COUNTY = (r"(?<=[a-z][ \t])Co\.(?=,?[ \t]+(?:%s|%s)(?![\w])|[ \t]+(?:Rd|Road|Hwy|Highway|Sheriff|Courthouse|Clerk|Jail|"
+           r"Fair|Line|Commission|Commissioners|Park|Route)(?![\w]))|(?<=\bin[ \t])Co\.(?=[ \t][A-Z][a-z])"
+           % ("|".join(STATES), "|".join(STATES.values())))
+
+
 RULES: list[Rule] = [
+    ("county", _COUNTY, lambda match: "County"),
     ("state_list", _STATE_LIST, _state_list),
     ("state", _STATE, _state),
     ("address", _ADDRESS, _address), ("unit", _UNIT, _unit), ("zip", _ZIP, _zip), ("postal", _POSTAL, _postal),

@@ -21,6 +21,7 @@ from engine.speech_text.numbers import UNITS, Rule, fraction_words
 _RUN = re.compile(r"[A-Z]+|\d+")
 _SCALED = re.compile(r"\d+(?:\.\d+)?(?:M|B|BN)")  # "4B": four billion, unless context says it is a code (addresses.py)
 _MEASURED = re.compile(r"\d+(?:\.\d+)?([A-Za-z]+)")
+_CODED_AMOUNT = re.compile(r"(?:USD|EUR|GBP|CAD|AUD|INR|JPY|CHF|CNY)\d+")
 
 
 def spell_code(text: str) -> str:
@@ -51,8 +52,8 @@ def _serial(match: re.Match[str]) -> str | None:
         # "1ST", "250K" (a count; "4K" stays a code)
         return None
     measured = _MEASURED.fullmatch(text)
-    if measured and measured[1] in CURRENCIES and measured[1].isupper():
-        return None  # "100USD": an amount (money.py)
+    if measured and measured[1] in CURRENCIES and measured[1].isupper() or _CODED_AMOUNT.fullmatch(text):
+        return None  # "100USD", "USD100": an amount (money.py)
     if len(text) > 40 or (_SCALED.fullmatch(text) or (measured and measured[1] in UNITS)) and not _CODE_CUE_WORD.search(
             match.string, max(0, match.start() - 20), match.start()):
         return None
@@ -116,7 +117,7 @@ def _flight(match: re.Match[str]) -> str:
 
 def _number_code(match: re.Match[str]) -> str:
     """"#A7-4402": an order or item code after a number sign."""
-    return "number " + spell_code(match.group()[1:].strip())
+    return "number " + " slash ".join(spell_code(part) for part in match.group()[1:].strip().split("/"))
 
 
 # Before a run of digits, words that make it a code to read digit by digit: "member ID is 884 211 907", "ends in 4821".
@@ -470,11 +471,14 @@ RULES: list[Rule] = [
      if _PHONE_CUE.search(match.string, max(0, match.start() - 30), match.start()) else None),
     ("service_code", r"(?<![\w.$#-])(?:[2-9]11|988)(?![\w.]\d|[\w-])", _service_code),
     ("short_code", r"(?<![\w.$#-])\d{5,6}(?![\w-])", _short_code),
+    # "H.264", "V.92": a standard's letter and number (a codec's, a modem's), "H two sixty-four"
+    ("dotted_code", r"(?<![\w.])[A-Z]\.\d{1,3}(?![\w]|\.\d)",
+     lambda match: match.group()[0] + " " + w.paired(match.group()[2:])),
     ("hex", r"(?<![\w])0x[0-9A-Fa-f]{1,16}(?![\w])", _hex),
     ("flight", rf"(?<![\w])(?:{'|'.join(AIRLINES)})[ \t]?\d{{1,4}}(?![\w])"
      r"|(?:(?<=[Ff]light )|(?<=Amtrak )|(?<=[Tt]rain )|(?<=[Bb]us ))\d{3,4}(?![\w]|[.,]\d)", _flight),
     ("number_code", r"(?<![\w&#])#[ \t]?(?:(?=[A-Z0-9-]*[A-Z])(?=[A-Z0-9-]*\d)[A-Z0-9]+(?:-[A-Z0-9]+)*|\d+(?:-\d+)+)"
-                    r"(?![\w-])", _number_code),  # "#A7-4402", "#100-4432-9981"
+                    r"(?:/[A-Z0-9]+(?:-[A-Z0-9]+)*)*(?![\w/-])", _number_code),  # "#A7-4402", "#100-4432-9981", "#B-12/34"
     ("star_code", r"(?<![\w*])\*\d{2,4}#?(?![\w*])",  # "*611", "*67": keyed on a phone
      lambda match: "star " + w.digits(match.group().strip("*#")) + (" pound" if match.group().endswith("#") else "")),
     ("bare_phone", r"(?<![\w.,$#-])1?\d{10}(?![\w%]|[.,:/-]\d)", _bare_phone),

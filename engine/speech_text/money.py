@@ -102,25 +102,35 @@ _DECIMAL_COMMA = (r"(?:(?:\d{1,3}(?:\.\d{3})+|\d+),\d\d(?![\d,])"
 # thin, a no-break or (for "000") a plain space
 _GROUPED = r"\d{1,2}(?:,\d\d)+,\d{3}(?![\d,])|[1-9]\d{0,2}(?:(?:[\u00a0\u202f\u2009]\d{3})+|[ ]000)(?![\d]|[ \u00a0\u202f\u2009]\d)"
 _AMOUNT = rf"(?:{_DECIMAL_COMMA}|(?:{_GROUPED}|\d{{1,3}}(?:,\d{{3}})+(?!\d)|\d+|(?=\.\d))(?:\.\d+)?)"
-_MULTIPLIER = r"(?:[ \t]?(?:k|K|M|m|mn|bn|B|b|tn|T)(?![\w])|[ \t](?:thousand|million|billion|trillion|lakh|lakhs|crore|crores)(?![\w]))"
+# a scale after an amount: "$1.5k", "£2m", "$5MM" (finance's thousand thousands), "€3.5 mln", "$4 mil"
+_SCALES = {**MULTIPLIERS, "MM": "million", "mil": "million", "mln": "million", "mio": "million", "Mio": "million",
+           "bln": "billion", "Bn": "billion", "BN": "billion"}
+_MULTIPLIER = (r"(?:[ \t]?(?:MM|Mio|mio|mln|bln|Bn|BN|k|K|M|m|mn|bn|B|b|tn|T)(?![\w])"
+               r"|[ \t](?:thousand|million|billion|trillion|lakh|lakhs|crore|crores|mil)(?![\w]))")
 # What a price is per: a span of time, a count ("/person"), or a unit of measure ("$3.49/gal", "$12/kg").
 _PER_WORDS = {**{unit: names[0] for unit, names in UNITS.items() if unit.isalpha() and len(unit) > 1}, **PER,
               "L": "liter", "l": "liter", "g": "gram", "h": "hour",
               **{noun: noun for noun in "share head ticket guest room license seat visit session class lesson pack "
                                         "box bottle page word call trade order piece pair dozen mile trip".split()}}
-_PER = r"(?:[ \t]?/[ \t]?(?:%s)(?![\w]))" % "|".join(sorted(_PER_WORDS, key=len, reverse=True))
+_PER = (r"(?:[ \t]?/[ \t]?(?:%s)(?![\w])|[ \t]?(?:pp|p\.p\.)(?![\w]))"  # "£20pp", "£20 p.p.": per person
+        % "|".join(sorted(_PER_WORDS, key=len, reverse=True)))
+_PER_PARTS = r"(?:[ \t]?/[ \t]?(?P<per>\w+)|[ \t]?(?P<pp>pp|p\.p\.))?"
+# "$5 USD", "$20 CAD": an ISO code after a symbol's amount names the currency ("twenty Canadian dollars"), not said again
+_ISO = trie([code for code in CURRENCIES if len(code) == 3 and code.isupper()])
+_ISO_AFTER = rf"(?:[ \t](?P<iso>{_ISO})(?![\w]))?"
 _MONEY = (
     rf"(?<![\w.])(?:[-−](?={_CURRENCY}))?{_CURRENCY}[ \t]?(?:[-−](?=[\d.]))?{_AMOUNT}{_MULTIPLIER}?"
-    rf"(?:[ \t]?[-–][ \t]?{_CURRENCY}?[ \t]?{_AMOUNT}{_MULTIPLIER}?)?{_PER}?{_END}"
+    rf"(?:[ \t]?[-–][ \t]?{_CURRENCY}?[ \t]?{_AMOUNT}{_MULTIPLIER}?)?{_ISO_AFTER.replace('?P<iso>', '?:')}{_PER}?{_END}"
 )
 _MONEY_PARTS = re.compile(
     rf"(?P<sign>[-−]?)(?P<cur>{_CURRENCY})[ \t]?(?P<sign2>[-−]?)(?P<a>{_AMOUNT})(?P<am>{_MULTIPLIER})?"
-    rf"(?:[ \t]?[-–][ \t]?(?:{_CURRENCY})?[ \t]?(?P<b>{_AMOUNT})(?P<bm>{_MULTIPLIER})?)?(?:[ \t]?/[ \t]?(?P<per>\w+))?"
+    rf"(?:[ \t]?[-–][ \t]?(?:{_CURRENCY})?[ \t]?(?P<b>{_AMOUNT})(?P<bm>{_MULTIPLIER})?)?{_ISO_AFTER}{_PER_PARTS}"
 )
-_AFTER = rf"(?<![\w.,$])(?:[-−])?{_AMOUNT}(?:[ \t]?[-–][ \t]?{_AMOUNT})?{_MULTIPLIER}?{_SUFFIX}{_PER}?(?![\w])"
+_MILLIONS_DOTTED = r"[1-9]\d{0,2}(?:\.\d{3}){2,}(?![\d,])"  # "1.250.000 zł" (_after: thousands by full stops)
+_AFTER = rf"(?<![\w.,$])(?:[-−])?(?:{_MILLIONS_DOTTED}|{_AMOUNT})(?:[ \t]?[-–][ \t]?{_AMOUNT})?{_MULTIPLIER}?{_SUFFIX}{_PER}?(?![\w])"
 _AFTER_PARTS = re.compile(
     rf"(?P<sign>[-−]?)(?P<a>{_AMOUNT})(?:[ \t]?[-–][ \t]?(?P<b>{_AMOUNT}))?(?P<bm>)(?P<am>{_MULTIPLIER})?[ \t]?"
-    rf"(?P<cur>\S+?)(?:[ \t]?/[ \t]?(?P<per>\w+))?")
+    rf"(?P<cur>\S+?){_PER_PARTS}")
 
 def _amount(text: str, names: tuple[str, str, str, str]) -> str:
     """"4.99" -> "four dollars and ninety-nine cents"; "0.50" -> "fifty cents"; "1" -> "one dollar"."""
@@ -135,7 +145,7 @@ def _amount(text: str, names: tuple[str, str, str, str]) -> str:
 
 
 def _said(parts: re.Match[str], names: tuple[str, str, str, str]) -> str:
-    a_mult, b_mult = (MULTIPLIERS[(m or "").strip()] if m else None for m in (parts["am"], parts["bm"]))
+    a_mult, b_mult = (_SCALES[(m or "").strip()] if m else None for m in (parts["am"], parts["bm"]))
     cents = [amount.partition(".")[2] for amount in (parts["a"], parts["b"] or "")]
     if parts["b"] and not a_mult and not b_mult and any(0 < len(c) <= 2 for c in cents) and all(len(c) <= 2 for c in cents):
         # a range of prices with cents: "$0.25-$0.50" "twenty-five to fifty cents", "$5.50-$7.25" each in full
@@ -154,6 +164,8 @@ def _said(parts: re.Match[str], names: tuple[str, str, str, str]) -> str:
         said = _amount(parts["a"], names)
     if parts["per"]:
         said += " per " + _PER_WORDS[parts["per"]]
+    elif parts["pp"]:
+        said += " per person"
     return ("minus " if parts["sign"] or "sign2" in parts.groupdict() and parts["sign2"] else "") + said
 
 
@@ -161,7 +173,7 @@ def _money(match: re.Match[str]) -> str | None:
     parts = _MONEY_PARTS.fullmatch(_points(match.group()))
     if parts is None:  # "£ .100USD": a symbol whose amount another rule reads
         return None
-    names = CURRENCIES[parts["cur"]]
+    names = CURRENCIES[parts["iso"] or parts["cur"]]
     if attributive(match) and not parts["b"] and "." not in parts["a"].rstrip("0").rstrip(".") or \
             attributive(match) and parts["am"]:  # "a $5 fee": "a five dollar fee"
         names = (names[0], names[0], names[2], names[2])
@@ -174,9 +186,17 @@ def _points(text: str) -> str:
     return re.sub(_DECIMAL_COMMA, lambda found: found.group().replace(".", "").replace(",", "."), text)
 
 
+# "5.000 €", "1.250.000 zł": full stops grouping thousands, as the countries that write a currency after its amount do
+_DOTTED_THOUSANDS = re.compile(r"(?<![\d.,])[1-9]\d{0,2}(?:\.\d{3})+(?![\d.,])")
+_AFTER_DOTTED = ("€", "zł", "Kč", "kr", "₽", "₺", "₴")
+
+
 def _after(match: re.Match[str]) -> str | None:
     """An amount with its currency after it: "12€", "1,200 USD", "50¢"."""
-    parts = _AFTER_PARTS.fullmatch(_points(match.group()))
+    text = match.group()
+    if text.rstrip().endswith(_AFTER_DOTTED):
+        text = _DOTTED_THOUSANDS.sub(lambda found: found.group().replace(".", ""), text)
+    parts = _AFTER_PARTS.fullmatch(_points(text))
     if parts is None:
         return None
     if parts["cur"] == "¢":  # "10–20¢" "ten to twenty cents"; "a 50¢ bag fee" "a fifty cent bag fee"
@@ -203,7 +223,19 @@ def _pence(match: re.Match[str]) -> str | None:
     return w.cardinal(number) + (" penny" if number == "1" else " pence")
 
 
+_ROUND_PLURAL = {"100": "hundreds", "1000": "thousands", "1,000": "thousands", "1000000": "millions",
+                 "1,000,000": "millions"}
+
+
+def _round_plural(match: re.Match[str]) -> str:
+    """"$100s" -> "hundreds of dollars", "£1,000s" "thousands of pounds": a round amount in the plural."""
+    symbol = next(s for s in _SYMBOLS if match.group().startswith(s))
+    return f"{_ROUND_PLURAL[match.group()[len(symbol):-1]]} of {CURRENCIES[symbol][1]}"
+
+
 RULES: list[Rule] = [
+    ("money_plural", r"(?<![\w.])(?:%s)(?:1,000,000|1000000|1,000|1000|100)s(?![\w'’])"
+     % "|".join(re.escape(s) for s in _SYMBOLS), _round_plural),
     ("pence", r"(?<![\w.,$£€-])\d{1,2}p(?![\w'’-])", _pence),
     # "1080p", "720p": a video's lines, "ten eighty p"
     ("video_lines", r"(?<![\w.,-])(?:240|360|480|576|720|1080|1440|2160|4320)p(?![\w'’-])",

@@ -30,7 +30,9 @@ _SEPARATORS = {".": " dot ", "/": " slash ", "-": " dash ", "_": " underscore ",
 _TAIL = r"[^\s<>\"'’”)\]]{0,2000}?(?=[.,;:!?'’”)\]]*(?:\s|$))"
 FILE_TYPES = ("pdf doc docx xls xlsx csv txt rtf ppt pptx odt json yaml yml toml xml html htm md log ini cfg conf "
               "png jpg jpeg gif svg heic webp bmp tiff mp3 mp4 wav m4a mov avi zip tar gz rar exe dmg apk msi py js ts "
-              "ics vcf eml epub sh").split()
+              "ics vcf eml epub sh cpp hpp cs go rb php java kt swift lua sql db sqlite css scss jsx tsx vue mjs lock "
+              "bat ps1 jar whl deb rpm iso 7z bz2 xz tgz ipynb mkv webm flac ogg aac psd srt vtt bak tmp pem crt").split()
+# (no "c" or "h": the file rule reads a type in any case, and "D.C." is a place)
 # A scheme as RFC 3986 writes one ("https://", "file:///", "ssh://", "s3://"); http, https and ftp are not said.
 _SCHEME = r"[A-Za-z][A-Za-z0-9+.-]{0,15}://"
 URL = (
@@ -45,7 +47,7 @@ URL = (
     rf"|localhost(?=:\d))(?::\d{{1,5}})?(?:/{_TAIL})?(?![\w@-])"
 )
 # an address, or an SSH remote's ("git@github.com:user/repo.git": its path after a colon, with a slash)
-EMAIL = (r"(?<![\w.+'-])[\w+'-]{1,64}(?:\.[\w+'-]{1,64}){0,8}@[A-Za-z0-9-]{1,63}(?:\.[A-Za-z0-9-]{1,63}){1,8}"
+EMAIL = (r"(?<![\w.+'-])(?:mailto:)?[\w+'-]{1,64}(?:\.[\w+'-]{1,64}){0,8}@[A-Za-z0-9-]{1,63}(?:\.[A-Za-z0-9-]{1,63}){1,8}"
          r"(?::(?=[\w.~-]*/)[\w~-][\w./~-]{0,120}[\w/](?![\w@])|(?![\w-]))")
 _PART = re.compile(r"[A-Za-z]+|\d+|.", re.S)
 
@@ -205,9 +207,17 @@ def _windows_path(match: re.Match[str]) -> str:
     return f"{drive.upper()} colon backslash " + " backslash ".join(said)
 
 
+def _unc_path(match: re.Match[str]) -> str:
+    """"\\\\server\\share\\file.txt" -> "backslash backslash server backslash share backslash file dot T X T"."""
+    *folders, name = match.group()[2:].split("\\")
+    named = re.fullmatch(_FILE, name)
+    said = [_spoken_parts(part) for part in folders] + ([_file_name(named) if named else _spoken_parts(name)] if name else [])
+    return "backslash backslash " + " backslash ".join(said)
+
+
 def _email(match: re.Match[str]) -> str:
     """An address; an SSH remote's ("git@github.com:user/repo.git"), its address, "colon", then its path."""
-    address, colon, path = match.group().partition(":")
+    address, colon, path = match.group().removeprefix("mailto:").partition(":")  # "mailto:" is not said
     at = address.index("@") + 1
     return _spoken_parts(address, at + _domain_at(address[at:])) + (" colon " + _spoken_parts(path) if colon else "")
 
@@ -226,9 +236,20 @@ def _file_name(match: re.Match[str]) -> str:
                         caps(part) if part.isupper() and len(part) >= 4 else " ".join(part.upper()))  # "README"
         else:
             said.append({"-": " ", " ": " "}.get(part) or _SEPARATORS.get(part, " "))
-    spoken_extension = " ".join(caps(group) if group.isalpha() else w.cardinal(group)
+    spoken_extension = " ".join(_extension(group) if group.isalpha() else w.cardinal(group)
                                 for group in re.findall(r"[A-Za-z]+|\d+", extension.upper()))
     return " ".join("".join(s if s.startswith(" ") else f" {s} " for s in said).split()) + " dot " + spoken_extension
+
+
+# file types said as words (caps() spells them: no common word) and one it would say that nobody does
+_SAID_EXTENSIONS = frozenset("tar java toml lua jar flac".split())
+_SPELLED_EXTENSIONS = frozenset({"ipynb"})
+
+
+def _extension(name: str) -> str:
+    """A file's type as developers say it: "PDF" "P D F", "ZIP" "zip", "TAR" "tar", "IPYNB" "I P Y N B"."""
+    lower = name.lower()
+    return lower if lower in _SAID_EXTENSIONS else " ".join(name) if lower in _SPELLED_EXTENSIONS else caps(name)
 
 
 def _identifier(match: re.Match[str]) -> str:
@@ -264,8 +285,14 @@ RULES: list[Rule] = [
     ("mac", MAC, _mac), ("ipv6", IPV6, _ipv6),
     ("email", EMAIL, _email), ("url", URL, _url), ("file_name", _FILE, _file_name),
     ("windows_path", rf"(?<![\w])[A-Za-z]:\\(?:{_FOLDER}\\){{0,11}}(?:{_PATH_PART})?", _windows_path),
-    ("identifier", r"(?<![\w@/.#-])[A-Za-z][A-Za-z0-9]*(?:\.[A-Za-z0-9]+)*(?:_[A-Za-z0-9]+)+(?![\w@/-]|\.\w)",
-     _identifier),  # "mike.r_2024": a user name may hold dots before its underscore
+    # "\\server\share\file.txt": a network share's path, each backslash said
+    ("unc_path", rf"(?<![\w\\])\\\\{_PATH_PART}(?:\\{_FOLDER}){{1,11}}\\?(?![\w\\])", _unc_path),
+    ("identifier", r"(?<![\w@/.#-])_*[A-Za-z][A-Za-z0-9]*(?:\.[A-Za-z0-9]+)*(?:_+[A-Za-z0-9]+)+(?:[-_][A-Za-z0-9]+)*_*"
+                   r"(?![\w@/-]|\.\w)",
+     _identifier),  # "mike.r_2024": a user name may hold dots before its underscore; "ab_12-x", "__init__"
+    # a hidden file or folder in a sentence: ".env", ".gitignore" "dot env", "dot gitignore"
+    ("dot_file", r"(?:(?<=[ \t(\"'`])|^)\.[a-z][a-z0-9_-]{1,30}(?:\.[a-z0-9]{1,8})?(?![\w./-])",
+     lambda match: "dot " + _spoken_parts(match.group()[1:])),
     ("handle", r"(?<![\w@.])@[A-Za-z_][\w.-]{0,29}[\w](?![\w@])", _handle),
     # a Unix path: from the root, the home folder ("~/") or here ("./"), or folders down to a file of a known type
     ("unix_path", rf"(?<![\w/.:~\\])(?:(?:~|\.{{1,2}})?/{_PATH_PART}(?:/{_PATH_PART}){{1,11}}/?|(?:~|\.{{1,2}})/{_PATH_PART}"
