@@ -482,6 +482,13 @@ SAID = [
     ('It is 0.500 €.', 'It is zero point five zero zero euros.'),
     ('It costs $100s now.', 'It costs hundreds of dollars now.'), ('It costs £1,000s.', 'It costs thousands of pounds.'),
     ('It is USD100.', 'It is one hundred dollars.'),
+    ('It cost $US 50.', 'It cost fifty dollars.'), ('It cost MX$50.', 'It cost fifty Mexican pesos.'),
+    ('It cost CN¥50.', 'It cost fifty yuan.'), ('It cost 500 DM.', 'It cost five hundred Deutsche Marks.'),
+    ('Send a DM 5 times.', 'Send a D M five times.'), ('It cost 50 kr.', 'It cost fifty kronor.'),
+    ('It cost SFr 20.', 'It cost twenty Swiss francs.'), ('It cost ₸500.', 'It cost five hundred tenge.'),
+    ('It cost $10 to $15 million.', 'It cost ten to fifteen million dollars.'),
+    ('It cost between $2 and $3 billion.', 'It cost between two and three billion dollars.'),
+    ('It cost $900 to $1 million.', 'It cost nine hundred dollars to one million dollars.'),
     # addresses: a five-digit house number, "Co." a county in an address
     ('Visit 12345 Sunset Blvd today.', 'Visit twelve three forty-five Sunset Boulevard today.'),
     ('Visit 10500 Main St today.', 'Visit ten five hundred Main Street today.'),
@@ -496,7 +503,11 @@ SAID = [
     ('The SKU is ab_12-x.', 'The S K U is ab underscore one two dash X.'),
     ('Click mailto:bob@example.com now.', 'Click bob at example dot com now.'),
     ('Open \\\\server\\share\\file.txt now.', 'Open backslash backslash server backslash share backslash file dot T X T now.'),
-    # serial: a code after a number sign with a slash; a standard's letter and number
+    ('Visit Amazon.co.jp now.', 'Visit Amazon dot co dot J P now.'),
+    ('See doi:10.1000/182 now.', 'See D O I ten dot one zero zero zero slash one eight two now.'),
+    # serial: a code after a number sign with a slash; a standard's letter and number; an airliner; an ISBN's X
+    ('The Boeing 747-400 flew.', 'The Boeing seven forty-seven four hundred flew.'),
+    ('ISBN 0-521-56876-X here.', 'I S B N zero, five two one, five six eight seven six, X here.'),
     ('Use H.264 or V.92 now.', 'Use H two sixty-four or V ninety-two now.'),
     ('Batch #B-12/34 here.', 'Batch number B-twelve slash thirty-four here.'),
 ]

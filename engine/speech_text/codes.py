@@ -172,7 +172,8 @@ def _grouped_digits(match: re.Match[str]) -> str | None:
         return None
     if re.fullmatch(r"\d\d-\d\d-\d{4}", text) and 1 <= int(text[:2]) <= 12 and 1 <= int(text[3:5]) <= 31:
         return date_words(int(text[:2]), int(text[3:5]), int(text[6:]))  # a US date written with dashes
-    return ", ".join("eight hundred" if group == "800" else w.digits(group) for group in re.split(r"[- \t]", text))
+    return ", ".join("eight hundred" if group == "800" else group if group == "X" else w.digits(group)
+                     for group in re.split(r"[- \t]", text))
 
 
 _DIALLED = re.compile(r"(?i:call|phone|tel|dial|text|fax|number|reach|contact|line|hotline|desk|office|mobile|cell)\b")
@@ -471,6 +472,10 @@ RULES: list[Rule] = [
      if _PHONE_CUE.search(match.string, max(0, match.start() - 30), match.start()) else None),
     ("service_code", r"(?<![\w.$#-])(?:[2-9]11|988)(?![\w.]\d|[\w-])", _service_code),
     ("short_code", r"(?<![\w.$#-])\d{5,6}(?![\w-])", _short_code),
+    # "Boeing 747-400", "Boeing 787-9": an airliner's model and its variant, as they are called
+    ("airliner", r"(?<=Boeing[ \t])7[0-8]7(?:-\d{1,3}(?:[A-Z]{1,2})?)?(?![\w-])",
+     lambda match: " ".join(w.paired(part) if part.isdigit() else spell_code(part)
+                            for part in re.findall(r"\d+|[A-Z]+", match.group()))),
     # "H.264", "V.92": a standard's letter and number (a codec's, a modem's), "H two sixty-four"
     ("dotted_code", r"(?<![\w.])[A-Z]\.\d{1,3}(?![\w]|\.\d)",
      lambda match: match.group()[0] + " " + w.paired(match.group()[2:])),
@@ -483,7 +488,7 @@ RULES: list[Rule] = [
      lambda match: "star " + w.digits(match.group().strip("*#")) + (" pound" if match.group().endswith("#") else "")),
     ("bare_phone", r"(?<![\w.,$#-])1?\d{10}(?![\w%]|[.,:/-]\d)", _bare_phone),
     ("cued_digits", r"(?<![\w.,$#-])\d{3,}(?:[ \t-]\d{2,}){0,4}(?![\w%]|[.,:/-]\d)", _cued_digits),
-    ("grouped_digits", r"(?<![\w.+-])\d+(?:-\d+){2,}(?![\w-])|(?<![\w.+$-])(?:0\d{3,}-\d{3,}|\d{5,}-(?:\d{4,}|\d{1,2}))(?![\w-])"
+    ("grouped_digits", r"(?<![\w.+-])\d+(?:-\d+){2,}(?:-X)?(?![\w-])|(?<![\w.+$-])(?:0\d{3,}-\d{3,}|\d{5,}-(?:\d{4,}|\d{1,2}))(?![\w-])"
                        r"|(?<![\w.,+$-])\d{4}(?:[ \t]\d{4}){2,}(?:[ \t]\d{1,3})?(?![\w-]|[.,]\d|[ \t]\d)",
      _grouped_digits),  # "04465-33471", "452187-3" (a check digit): a part number, not a range; "9405 5036 9930 ..."
     ("grades", r"(?<![\w-])K[-–](?:1[0-2]|[1-9])(?![\w-])", lambda match: "K to " + w.cardinal(match.group()[2:])),

@@ -68,6 +68,27 @@ CURRENCIES = {
     "THB": ("baht", "baht", "satang", "satang"),
     "NGN": ("naira", "naira", "kobo", "kobo"),
     "zł": ("zloty", "zlotys", "grosz", "groszy"),
+    # a country's letters before its dollar, peso, yuan or yen; more symbols and the short forms written after amounts
+    "$US": _DOLLARS, "MX$": ("Mexican peso", "Mexican pesos", "centavo", "centavos"),
+    "Mex$": ("Mexican peso", "Mexican pesos", "centavo", "centavos"),
+    "J$": ("Jamaican dollar", "Jamaican dollars", "cent", "cents"),
+    "TT$": ("Trinidad and Tobago dollar", "Trinidad and Tobago dollars", "cent", "cents"),
+    "EC$": ("East Caribbean dollar", "East Caribbean dollars", "cent", "cents"),
+    "BZ$": ("Belize dollar", "Belize dollars", "cent", "cents"), "FJ$": ("Fijian dollar", "Fijian dollars", "cent", "cents"),
+    "CN¥": ("yuan", "yuan", "fen", "fen"), "JP¥": ("yen", "yen", "sen", "sen"), "元": ("yuan", "yuan", "fen", "fen"),
+    "₡": ("colón", "colones", "céntimo", "céntimos"), "₵": ("cedi", "cedis", "pesewa", "pesewas"),
+    "₸": ("tenge", "tenge", "tiyn", "tiyn"), "₾": ("lari", "lari", "tetri", "tetri"), "₼": ("manat", "manat", "qəpik", "qəpik"),
+    "৳": ("taka", "taka", "poisha", "poisha"), "₲": ("guaraní", "guaraníes", "céntimo", "céntimos"),
+    "SFr": ("Swiss franc", "Swiss francs", "centime", "centimes"), "DM": ("Deutsche Mark", "Deutsche Marks", "pfennig", "pfennigs"),
+    "TL": ("lira", "lira", "kuruş", "kuruş"), "kr": ("krona", "kronor", "öre", "öre"), "Php": ("peso", "pesos", "centavo", "centavos"),
+    "KZT": ("tenge", "tenge", "tiyn", "tiyn"), "GEL": ("lari", "lari", "tetri", "tetri"), "CRC": ("colón", "colones", "céntimo", "céntimos"),
+    "DOP": ("Dominican peso", "Dominican pesos", "centavo", "centavos"), "UYU": ("Uruguayan peso", "Uruguayan pesos", "centésimo", "centésimos"),
+    "JMD": ("Jamaican dollar", "Jamaican dollars", "cent", "cents"), "TTD": ("Trinidad and Tobago dollar", "Trinidad and Tobago dollars", "cent", "cents"),
+    "XOF": ("CFA franc", "CFA francs", "centime", "centimes"), "XAF": ("CFA franc", "CFA francs", "centime", "centimes"),
+    "ZMW": ("kwacha", "kwacha", "ngwee", "ngwee"), "ETB": ("birr", "birr", "santim", "santim"), "RSD": ("dinar", "dinars", "para", "para"),
+    "MMK": ("kyat", "kyat", "pya", "pya"), "KHR": ("riel", "riels", "sen", "sen"), "LAK": ("kip", "kip", "att", "att"),
+    "IQD": ("Iraqi dinar", "Iraqi dinars", "fils", "fils"), "IRR": ("rial", "rials", "dinar", "dinars"),
+    "DZD": ("Algerian dinar", "Algerian dinars", "centime", "centimes"), "TND": ("Tunisian dinar", "Tunisian dinars", "millime", "millimes"),
     "USD$": ("US dollar", "US dollars", "cent", "cents"),
     "Kč": ("Czech koruna", "Czech korunas", "haler", "halers"), "CZK": ("Czech koruna", "Czech korunas", "haler", "halers"),
     "HUF": ("forint", "forints", "filler", "fillers"),
@@ -93,8 +114,10 @@ CURRENCIES = {
 _SYMBOLS = sorted((c for c in CURRENCIES if not c.isalpha()), key=len, reverse=True)
 _CODES = sorted(c for c in CURRENCIES if c.isalpha())
 _CODE = trie(_CODES)  # a trie: the codes are tried after every number, not one by one
-_CURRENCY = r"(?:%s|%s(?=[ \t]?[\d.]))" % ("|".join(re.escape(s) for s in _SYMBOLS), _CODE)
-_SUFFIX = r"(?:[ \t]?(?:€|£|¥|₹|₩|₽|₺|₴|₪|₫|฿|¢|\$(?![\w$]))|[ \t]?%s(?![\w]))" % _CODE  # "100USD" too
+_AFTER_ONLY = {"DM", "TL"}  # a currency after its amount only: "a DM", a team's "TL" before a number are not money
+_CODE_BEFORE = trie([code for code in _CODES if code not in _AFTER_ONLY])
+_CURRENCY = r"(?:%s|%s(?=[ \t]?[\d.]))" % ("|".join(re.escape(s) for s in _SYMBOLS), _CODE_BEFORE)
+_SUFFIX = r"(?:[ \t]?(?:€|£|¥|₹|₩|₽|₺|₴|₪|₫|฿|¢|₡|₵|₸|₾|₼|৳|₲|元|\$(?![\w$]))|[ \t]?%s(?![\w]))" % _CODE  # "100USD" too
 # "1.200,50", "2,50": as much of Europe writes it; "4,5 million" (one decimal before a scale)
 _DECIMAL_COMMA = (r"(?:(?:\d{1,3}(?:\.\d{3})+|\d+),\d\d(?![\d,])"
                   r"|\d{1,3},\d(?=[ \t]?(?:million|billion|trillion|mn|bn|tn|M|B)(?![\w])))")
@@ -223,6 +246,34 @@ def _pence(match: re.Match[str]) -> str | None:
     return w.cardinal(number) + (" penny" if number == "1" else " pence")
 
 
+# "$10 to $15 million", "between $2 and $3 billion": a range whose scale is written once, after its high end ("ten to
+# fifteen million dollars")
+_SCALED_RANGE = (rf"(?<![\w.])(?:{_CURRENCY})[ \t]?{_AMOUNT}[ \t]+(?:to|and)[ \t]+(?:{_CURRENCY})[ \t]?{_AMOUNT}"
+                 rf"[ \t](?:thousand|million|billion|trillion){_END}")
+_SCALED_RANGE_PARTS = re.compile(rf"(?P<cur>{_CURRENCY})[ \t]?(?P<a>{_AMOUNT})[ \t]+(?P<by>to|and)[ \t]+(?:{_CURRENCY})[ \t]?"
+                                 rf"(?P<b>{_AMOUNT})[ \t](?P<scale>\w+)")
+
+
+_OPEN_RANGE = re.compile(rf"(?<![\w.])(?:{_CURRENCY})[ \t]?{_AMOUNT}[ \t]+(?:to|and)"
+                         rf"(?:[ \t]+(?:{_CURRENCY})[ \t]?(?:{_AMOUNT}(?:[ \t]+[a-z]{{0,9}})?)?)?[ \t]*\Z")
+
+
+def open_range(text: str) -> int | None:
+    """Where a range of amounts whose scale may yet follow starts at the end of ``text`` ("$10 to $15", "$10 to $15
+    mill" before "ion": three words past "$10", more than a stream looks ahead), or None."""
+    tail = _OPEN_RANGE.search(text, max(0, len(text) - 60))
+    return tail.start() if tail else None
+
+
+def _scaled_range(match: re.Match[str]) -> str | None:
+    parts = _SCALED_RANGE_PARTS.fullmatch(match.group())
+    low, high = (parts["a"].replace(",", ""), parts["b"].replace(",", "")) if parts else ("1", "0")
+    if parts is None or float(low) >= float(high):
+        return None  # "$900 to $1 million": each its own amount
+    names = CURRENCIES[parts["cur"]]
+    return f"{w.number(low)} {parts['by']} {w.number(high)} {parts['scale']} {names[0] if attributive(match) else names[1]}"
+
+
 _ROUND_PLURAL = {"100": "hundreds", "1000": "thousands", "1,000": "thousands", "1000000": "millions",
                  "1,000,000": "millions"}
 
@@ -234,6 +285,7 @@ def _round_plural(match: re.Match[str]) -> str:
 
 
 RULES: list[Rule] = [
+    ("scaled_range", _SCALED_RANGE, _scaled_range),
     ("money_plural", r"(?<![\w.])(?:%s)(?:1,000,000|1000000|1,000|1000|100)s(?![\w'’])"
      % "|".join(re.escape(s) for s in _SYMBOLS), _round_plural),
     ("pence", r"(?<![\w.,$£€-])\d{1,2}p(?![\w'’-])", _pence),

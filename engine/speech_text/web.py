@@ -15,7 +15,9 @@ from engine.speech_text.abbreviations import COMMON_WORDS, SPELLED, caps
 from engine.speech_text.numbers import Rule, port
 
 TLDS = ("com org net io dev ai co edu gov app uk de fr ca au us info biz me tv ly gg xyz tech cloud sh travel shop "
-        "store online site blog news health bank page live club life world today email").split()
+        "store online site blog news health bank page live club life world today email "
+        # countries' domains that are no English word ("in", "it", "no", "at", "be" are: any case of them would do)
+        "jp cn ru br es nl se fi dk pl ch nz za mx kr tw hk sg ie il gr pt cz ar cl eu asia mobi").split()
 _SPELLED_NAMES = frozenset(
     {name.lower() for name in SPELLED} - COMMON_WORDS
     | set("irs ups dmv dhl faq hbo bbc cnn nbc abc cbs npr ibm aws nyc cdc fda nih mit nyu usps ssa fbi cia".split())
@@ -252,6 +254,12 @@ def _extension(name: str) -> str:
     return lower if lower in _SAID_EXTENSIONS else " ".join(name) if lower in _SPELLED_EXTENSIONS else caps(name)
 
 
+def _doi(match: re.Match[str]) -> str:
+    """"doi:10.1000/182" -> "D O I ten dot one zero zero zero slash one eight two": a document's identifier."""
+    prefix, _, suffix = re.sub(r"(?i:doi):?[ \t]?", "", match.group(), count=1).partition("/")
+    return f"D O I ten dot {w.digits(prefix[3:])} slash " + _spoken_parts(suffix, by_digit=True)
+
+
 def _identifier(match: re.Match[str]) -> str:
     """"GUEST_5G" -> "guest underscore five G", "mike_t88" -> "mike underscore T eight eight": a user name, a
     network's or a variable's name, read part by part with its underscores."""
@@ -283,6 +291,7 @@ _FILE = (rf"(?<![\w@/.-])[A-Za-z0-9][\w-]{{0,60}}(?:\.[\w-]{{1,30}}){{0,2}}\.(?i
 
 RULES: list[Rule] = [
     ("mac", MAC, _mac), ("ipv6", IPV6, _ipv6),
+    ("doi", r"(?<![\w])(?i:doi):?[ \t]?10\.\d{4,9}/[^\s\"<>]*[\w/]", _doi),
     ("email", EMAIL, _email), ("url", URL, _url), ("file_name", _FILE, _file_name),
     ("windows_path", rf"(?<![\w])[A-Za-z]:\\(?:{_FOLDER}\\){{0,11}}(?:{_PATH_PART})?", _windows_path),
     # "\\server\share\file.txt": a network share's path, each backslash said
