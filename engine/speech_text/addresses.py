@@ -12,7 +12,7 @@ import re
 
 from engine.speech_text import words as w
 from engine.speech_text.codes import NUMBERING, spell_code
-from engine.speech_text.numbers import Rule, ends_sentence_after
+from engine.speech_text.numbers import Rule, ends_sentence_after, trie
 
 STREET_TYPES = {"St": "Street", "Ave": "Avenue", "Av": "Avenue", "Blvd": "Boulevard", "Rd": "Road", "Dr": "Drive",
                 "Ln": "Lane", "Ct": "Court", "Pl": "Place", "Pkwy": "Parkway", "Hwy": "Highway", "Ter": "Terrace",
@@ -64,7 +64,7 @@ _ADDRESS = (rf"(?<![\w.,$#/-])\d{{1,6}}(?:-?[A-Z])?[ \t]+(?:{_DIRECTION}\.?[ \t]
             rf"|(?<![\w.,$#/-])\d{{1,6}}(?:[ \t]+[a-z][a-z']+){{1,3}}[ \t]+(?:st|ave|blvd|rd|ln)\.?"
             rf"(?![\w])")  # "88 cedar ave", all in small letters
 _UNIT = (r"(?<![\w])(?i:%s)(?:\.?[ \t]*#[ \t]*|\.?[ \t]+|\.)(?!1Z(?:[ \t]?[0-9A-Z]){16}(?![\w-]))(?:[A-Z]?\d+[A-Z]?|[A-Z]{1,2}\d*)(?![\w-]|:\d)"
-         % "|".join(re.escape(u).replace(r"\ ", r"[ \t]") for u in sorted(UNITS, key=len, reverse=True)))
+         % trie(list(UNITS)).replace(r"\ ", r"[ \t]"))  # a trie: tried at every small word
 _ROUTE_ALONE = (r"(?<![\w.])(?:Hwy\.?|Highway|Rte\.?|Rt\.?|Route|Interstate)[ \t]+\d{1,4}(?:[ \t]+[NSEW](?![\w]))?"
                 r"(?![\w,:/-]|\.\d)")  # "Take Hwy 101", "Hwy 101 S", "Rt 66"
 _POSTAL = r"(?<![\w])(?:%s),?[ \t]+[A-Z]\d[A-Z][ \t]?\d[A-Z]\d(?![\w-])" % "|".join(PROVINCES)  # "ON M5V 1J5"

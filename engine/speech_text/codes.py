@@ -513,7 +513,7 @@ RULES: list[Rule] = [
      lambda match: None if (re.fullmatch(r"\d+(?:\.\d+)?(\D.*)", match.group()) or [None, None])[1] in UNITS
      else " slash ".join(spell_code(part) for part in match.group().split("/"))),  # "100KM/H" is a speed
     # "cd-38", "ab-cd-12-34": a small-letter code with digits, its letter parts that make no word spelled
-    ("small_code", r"(?<![\w-])(?=[a-z0-9-]*\d)[a-z]{1,3}(?:-(?:[a-z]{1,6}|\d{1,6})){1,4}(?![\w-]|[.,]\d)"
+    ("small_code", r"(?<![\w-])(?=[a-z-]*+\d)[a-z]{1,3}(?:-(?:[a-z]{1,6}|\d{1,6})){1,4}(?![\w-]|[.,]\d)"
                    r"|(?<![\w-])(?=[a-z0-9-]*[a-z])\d{1,6}(?:-(?:[a-z]{1,6}|\d{1,6})){2,4}(?![\w-]|[.,]\d)", _small_code),
     ("roman", rf"(?<![\w])(?:Super[ \t]Bowl|World[ \t]War|{_NUMBERING}|item|clause|paragraph|section|part|step|page|pages)"
               rf"[ \t](?:{_ROMAN}|{_ROMAN_LOWER})(?![\w])",
@@ -536,4 +536,4 @@ SIZES: list[Rule] = [  # "Sizes S–XL": clothing sizes spelled, "to" between th
     # "Zones A–D", "rows C-F": two capitals in order with an en dash, or a hyphen after a plural noun ("X-Y" stays)
     ("letter_range", r"(?<![\w-])[A-Z][ \t]?–[ \t]?[A-Z](?![\w-])|(?<=[a-z]s[ \t])[A-Z]-[A-Z](?![\w-])", _letter_range),
 ]
-LAST_RESORT: list[Rule] = [("leftover", r"(?<![A-Za-z0-9])[A-Za-z]*\d[A-Za-z0-9]*|[$€£¥₹₩¢]+", _leftover)]
+LAST_RESORT: list[Rule] = [("leftover", r"(?<![A-Za-z0-9])[A-Za-z]*+\d[A-Za-z0-9]*|[$€£¥₹₩¢]+", _leftover)]

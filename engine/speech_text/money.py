@@ -124,7 +124,9 @@ _DECIMAL_COMMA = (r"(?:(?:\d{1,3}(?:\.\d{3})+|\d+),\d\d(?![\d,])"
 # "₹1,50,000", "Rs 12,34,567": thousands, then lakhs and crores grouped by two (as India writes them); "$20 000" with a
 # thin, a no-break or (for "000") a plain space
 _GROUPED = r"\d{1,2}(?:,\d\d)+,\d{3}(?![\d,])|[1-9]\d{0,2}(?:(?:[\u00a0\u202f\u2009]\d{3})+|[ ]000)(?![\d]|[ \u00a0\u202f\u2009]\d)"
-_AMOUNT = rf"(?:{_DECIMAL_COMMA}|(?:{_GROUPED}|\d{{1,3}}(?:,\d{{3}})+(?!\d)|\d+|(?=\.\d))(?:\.\d+)?)"
+# (".50" written as its own alternative, not as an empty whole before optional decimals: where a rule may start is
+# read from its pattern's first characters, semiotic.py, and an empty amount would let "100 USD"'s rule start anywhere)
+_AMOUNT = rf"(?:{_DECIMAL_COMMA}|(?:{_GROUPED}|\d{{1,3}}(?:,\d{{3}})+(?!\d)|\d+)(?:\.\d+)?|\.\d+)"
 # a scale after an amount: "$1.5k", "£2m", "$5MM" (finance's thousand thousands), "€3.5 mln", "$4 mil"
 _SCALES = {**MULTIPLIERS, "MM": "million", "mil": "million", "mln": "million", "mio": "million", "Mio": "million",
            "bln": "billion", "Bn": "billion", "BN": "billion"}

@@ -39,17 +39,17 @@ FILE_TYPES = ("pdf doc docx xls xlsx csv txt rtf ppt pptx odt json yaml yml toml
 _SCHEME = r"[A-Za-z][A-Za-z0-9+.-]{0,15}://"
 URL = (
     rf"(?<![\w@/.])(?:{_SCHEME}|www\.){_TAIL}"
-    rf"|(?<![\w@/.-])(?:(?=[\w-]{{1,63}}\.)[A-Za-z0-9][\w-]{{0,62}}(?:\.[\w-]{{1,63}}){{0,5}}\.(?:{'|'.join(TLDS)}|{'|'.join(TLDS).upper()}|{'|'.join(t.title() for t in TLDS if len(t) > 2)})"
+    rf"|(?<![\w@/.-])(?:(?=[\w-]{{1,63}}+\.)[A-Za-z0-9][\w-]{{0,62}}(?:\.[\w-]{{1,63}}){{0,5}}\.(?:{'|'.join(TLDS)}|{'|'.join(TLDS).upper()}|{'|'.join(t.title() for t in TLDS if len(t) > 2)})"
     rf"(?!\.[A-Za-z0-9])"
-    rf"|(?=[a-z0-9-]{{1,63}}\.)[a-z0-9][a-z0-9-]{{0,62}}(?:\.[a-z0-9-]{{2,63}}){{0,4}}\.[a-z]{{2,24}}(?=/[A-Za-z0-9])"  # any TLD before a path
+    rf"|(?=[a-z0-9-]{{1,63}}+\.)[a-z0-9][a-z0-9-]{{0,62}}(?:\.[a-z0-9-]{{2,63}}){{0,4}}\.[a-z]{{2,24}}(?=/[A-Za-z0-9])"  # any TLD before a path
     # any top-level domain (RFC 1034 labels: letters, digits, hyphens; the last of 2-24 letters) on a small-letter
     # host of names of two characters or more, not a file's type ("node.js" is a file): "example.museum"
-    rf"|(?=[a-z0-9-]{{2,63}}\.[a-z])[a-z0-9][a-z0-9-]{{1,62}}(?:\.[a-z0-9-]{{2,63}}){{0,4}}\.(?!(?:{'|'.join(FILE_TYPES)})(?![a-z]))[a-z]{{2,24}}"
+    rf"|(?=[a-z0-9-]{{2,63}}+\.[a-z])[a-z0-9][a-z0-9-]{{1,62}}(?:\.[a-z0-9-]{{2,63}}){{0,4}}\.(?!(?:{'|'.join(FILE_TYPES)})(?![a-z]))[a-z]{{2,24}}"
     rf"(?![\w@(-]|\.\w)"
     rf"|localhost(?=:\d))(?::\d{{1,5}})?(?:/{_TAIL})?(?![\w@-])"
 )
 # an address, or an SSH remote's ("git@github.com:user/repo.git": its path after a colon, with a slash)
-EMAIL = (r"(?<![\w.+'-])(?:mailto:)?[\w+'-]{1,64}(?:\.[\w+'-]{1,64}){0,8}@[A-Za-z0-9-]{1,63}(?:\.[A-Za-z0-9-]{1,63}){1,8}"
+EMAIL = (r"(?<![\w.+'-])(?:mailto:)?[\w+'-]{1,64}+(?:\.[\w+'-]{1,64}+){0,8}@[A-Za-z0-9-]{1,63}(?:\.[A-Za-z0-9-]{1,63}){1,8}"
          r"(?::(?=[\w.~-]*/)[\w~-][\w./~-]{0,120}[\w/](?![\w@])|(?![\w-]))")
 _PART = re.compile(r"[A-Za-z]+|\d+|.", re.S)
 
@@ -286,7 +286,7 @@ def _tag_word(word: str) -> str:
     return " ".join(word) if word.isupper() and len(word) <= 4 and word.lower() not in COMMON_WORDS else word.lower()
 
 
-_FILE = (rf"(?<![\w@/.-])[A-Za-z0-9][\w-]{{0,60}}(?:\.[\w-]{{1,30}}){{0,2}}\.(?i:{'|'.join(FILE_TYPES)})"
+_FILE = (rf"(?<![\w@/.-])[A-Za-z0-9][\w-]{{0,60}}+(?:\.[\w-]{{1,30}}+){{0,2}}\.(?i:{'|'.join(FILE_TYPES)})"
          r"(?![\w@/-]|\.\w)")
 
 RULES: list[Rule] = [
@@ -296,7 +296,7 @@ RULES: list[Rule] = [
     ("windows_path", rf"(?<![\w])[A-Za-z]:\\(?:{_FOLDER}\\){{0,11}}(?:{_PATH_PART})?", _windows_path),
     # "\\server\share\file.txt": a network share's path, each backslash said
     ("unc_path", rf"(?<![\w\\])\\\\{_PATH_PART}(?:\\{_FOLDER}){{1,11}}\\?(?![\w\\])", _unc_path),
-    ("identifier", r"(?<![\w@/.#-])_*[A-Za-z][A-Za-z0-9]*(?:\.[A-Za-z0-9]+)*(?:_+[A-Za-z0-9]+)+(?:[-_][A-Za-z0-9]+)*_*"
+    ("identifier", r"(?<![\w@/.#-])_*[A-Za-z][A-Za-z0-9]*+(?:\.[A-Za-z0-9]++)*(?:_+[A-Za-z0-9]+)+(?:[-_][A-Za-z0-9]+)*_*"
                    r"(?![\w@/-]|\.\w)",
      _identifier),  # "mike.r_2024": a user name may hold dots before its underscore; "ab_12-x", "__init__"
     # a hidden file or folder in a sentence: ".env", ".gitignore" "dot env", "dot gitignore"
@@ -305,7 +305,7 @@ RULES: list[Rule] = [
     ("handle", r"(?<![\w@.])@[A-Za-z_][\w.-]{0,29}[\w](?![\w@])", _handle),
     # a Unix path: from the root, the home folder ("~/") or here ("./"), or folders down to a file of a known type
     ("unix_path", rf"(?<![\w/.:~\\])(?:(?:~|\.{{1,2}})?/{_PATH_PART}(?:/{_PATH_PART}){{1,11}}/?|(?:~|\.{{1,2}})/{_PATH_PART}"
-     rf"(?:/{_PATH_PART}){{0,11}}/?|(?=[\w.-]{{1,64}}/){_PATH_PART}(?:/{_PATH_PART}){{1,11}}\.(?i:{'|'.join(FILE_TYPES)}))(?![\w/]|\.\w)",
+     rf"(?:/{_PATH_PART}){{0,11}}/?|(?=[\w.-]{{1,64}}+/){_PATH_PART}(?:/{_PATH_PART}){{1,11}}\.(?i:{'|'.join(FILE_TYPES)}))(?![\w/]|\.\w)",
      lambda match: _path(match.group())),
     ("hashtag", r"(?<![\w&#])#(?:[A-Za-z]|\d{1,4}(?=[A-Z]?[a-z]))[A-Za-z0-9_]{1,60}(?![\w#])", _hashtag),  # "#100DaysOfCode"
     ("hash_in_word", r"(?<=[A-Za-z])#\d{1,12}(?![\w#])",  # "Welcome#123": a password's hash sign and its digits
