@@ -116,6 +116,8 @@ def _title(match: re.Match[str]) -> str:
         if not _street(match) and after[:1] == " " and after[1:2].isupper():
             return "Saint"
         return "Street" + ("." if ends_sentence_after(match) else "")
+    if text == "Rev." and re.match(r"[ \t]?\d", match.string[match.end():match.end() + 2]):
+        return "Revision"  # "Rev. 3" is a document's revision, "Rev. Smith" a reverend
     said = _counted(match, TITLES.get(text) or TITLES[text.title()])
     return said + " " if match.string[match.end():match.end() + 1].isalnum() else said  # "No.1": "number one"
 

@@ -117,7 +117,7 @@ def _flight(match: re.Match[str]) -> str:
 
 def _number_code(match: re.Match[str]) -> str:
     """"#A7-4402": an order or item code after a number sign."""
-    return "number " + " slash ".join(spell_code(part) for part in match.group()[1:].strip().split("/"))
+    return "number " + " slash ".join(spell_code(part.upper()) for part in match.group()[1:].strip().split("/"))
 
 
 # Before a run of digits, words that make it a code to read digit by digit: "member ID is 884 211 907", "ends in 4821".
@@ -476,13 +476,21 @@ RULES: list[Rule] = [
     ("airliner", r"(?<=Boeing[ \t])7[0-8]7(?:-\d{1,3}(?:[A-Z]{1,2})?)?(?![\w-])",
      lambda match: " ".join(w.paired(part) if part.isdigit() else spell_code(part)
                             for part in re.findall(r"\d+|[A-Z]+", match.group()))),
+    # "123e4567-e89b-12d3-a456-426614174000": a UUID, character by character in its groups
+    ("uuid", r"(?<![\w-])[0-9A-Fa-f]{8}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{12}(?![\w-])",
+     lambda match: "-".join(" ".join(w.digits(c) if c.isdigit() else c.upper() for c in group)
+                            for group in match.group().split("-"))),
+    # "A1.B2": a code's parts by full stops, each spelled, "dot" between them
+    ("dotted_serial", r"(?<![\w.])(?=[A-Z0-9.]*\d)[A-Z][A-Z0-9]*(?:\.[A-Z0-9]+)+(?![\w]|\.\w)",
+     lambda match: None if re.fullmatch(r"[A-Z]\.\d+", match.group())
+     else " dot ".join(spell_code(part) for part in match.group().split("."))),
     # "H.264", "V.92": a standard's letter and number (a codec's, a modem's), "H two sixty-four"
     ("dotted_code", r"(?<![\w.])[A-Z]\.\d{1,3}(?![\w]|\.\d)",
      lambda match: match.group()[0] + " " + w.paired(match.group()[2:])),
     ("hex", r"(?<![\w])0x[0-9A-Fa-f]{1,16}(?![\w])", _hex),
     ("flight", rf"(?<![\w])(?:{'|'.join(AIRLINES)})[ \t]?\d{{1,4}}(?![\w])"
      r"|(?:(?<=[Ff]light )|(?<=Amtrak )|(?<=[Tt]rain )|(?<=[Bb]us ))\d{3,4}(?![\w]|[.,]\d)", _flight),
-    ("number_code", r"(?<![\w&#])#[ \t]?(?:(?=[A-Z0-9-]*[A-Z])(?=[A-Z0-9-]*\d)[A-Z0-9]+(?:-[A-Z0-9]+)*|\d+(?:-\d+)+)"
+    ("number_code", r"(?<![\w&#])#[ \t]?(?:(?=[A-Za-z0-9-]*[A-Za-z])(?=[A-Za-z0-9-]*\d)[A-Za-z0-9]+(?:-[A-Za-z0-9]+)*|\d+(?:-\d+)+)"
                     r"(?:/[A-Z0-9]+(?:-[A-Z0-9]+)*)*(?![\w/-])", _number_code),  # "#A7-4402", "#100-4432-9981", "#B-12/34"
     ("star_code", r"(?<![\w*])\*\d{2,4}#?(?![\w*])",  # "*611", "*67": keyed on a phone
      lambda match: "star " + w.digits(match.group().strip("*#")) + (" pound" if match.group().endswith("#") else "")),

@@ -273,8 +273,8 @@ def _handle(match: re.Match[str]) -> str:
 
 def _hashtag(match: re.Match[str]) -> str | None:
     """"#SummerSale" -> "hashtag summer sale"; "#A7" is a code, not a tag."""
-    if re.fullmatch(r"#[A-Z0-9]*\d[A-Z0-9]*", match.group()):
-        return None
+    if re.fullmatch(r"#[A-Z0-9]*\d[A-Z0-9]*|#(?:[A-Za-z]{1,2}\d+)+[A-Za-z]{0,2}", match.group()):
+        return None  # "#a7x9": short runs of letters between digits are a code's
     words = re.findall(r"[A-Z]+(?![a-z])|[A-Z]?[a-z]+|\d+", match.group()[1:])
     return "hashtag " + " ".join(_tag_word(word) for word in words)
 
