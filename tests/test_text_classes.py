@@ -510,6 +510,8 @@ SAID = [
     ('ISBN 0-521-56876-X here.', 'I S B N zero, five two one, five six eight seven six, X here.'),
     ('Order #a7x9 shipped.', 'Order number A seven X nine shipped.'), ('Tag #covid19 now.', 'Tag hashtag covid nineteen now.'),
     ('Part A1.B2 here.', 'Part A one dot B two here.'), ('Use X.509 certs.', 'Use X five oh nine certs.'),
+    ('Use utf-8 now.', 'Use U T F-eight now.'), ('Call 24x7 now.', 'Call twenty-four seven now.'),
+    ("We're open 24 / 7.", "We're open twenty-four seven."),
     ('See Rev. 3 here.', 'See Revision three here.'), ('Rev. Smith said.', 'Reverend Smith said.'),
     ('ID 123e4567-e89b-12d3-a456-426614174000 here.', 'I D one two three E four five six seven-E eight nine B-one two D '
      'three-A four five six-four two six six one four one seven four zero zero zero here.'),

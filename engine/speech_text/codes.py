@@ -13,7 +13,7 @@ from __future__ import annotations
 import re
 
 from engine.speech_text import words as w
-from engine.speech_text.abbreviations import ABBREVIATIONS, COMMON_WORDS, SAYABLE_START, TITLES, caps
+from engine.speech_text.abbreviations import ABBREVIATIONS, COMMON_WORDS, SAYABLE_START, SPELLED, TITLES, caps
 from engine.speech_text.dates import date_words, fiscal_year
 from engine.speech_text.money import CURRENCIES
 from engine.speech_text.numbers import UNITS, Rule, fraction_words
@@ -95,7 +95,7 @@ def _small_code(match: re.Match[str]) -> str | None:
             said.append(w.cardinal(part) if len(part) <= 2 and part[0] != "0" else w.digits(part))
         elif part.isalpha():
             word = (part in COMMON_WORDS and len(part) > 1) or len(part) > 3 or (  # "a-1": a letter, not "a"
-                len(part) == 3 and re.search(r"[aeiouy]", part))
+                len(part) == 3 and re.search(r"[aeiouy]", part) and part.upper() not in SPELLED)  # "utf-8": spelled
             spelled = spelled or not word
             said.append(part if word else " ".join(part.upper()))
         else:
@@ -499,6 +499,7 @@ RULES: list[Rule] = [
     ("grouped_digits", r"(?<![\w.+-])\d+(?:-\d+){2,}(?:-X)?(?![\w-])|(?<![\w.+$-])(?:0\d{3,}-\d{3,}|\d{5,}-(?:\d{4,}|\d{1,2}))(?![\w-])"
                        r"|(?<![\w.,+$-])\d{4}(?:[ \t]\d{4}){2,}(?:[ \t]\d{1,3})?(?![\w-]|[.,]\d|[ \t]\d)",
      _grouped_digits),  # "04465-33471", "452187-3" (a check digit): a part number, not a range; "9405 5036 9930 ..."
+    ("round_the_clock", r"(?<![\w./])24[ \t]?[x×/][ \t]?7(?![\w/]|\.\d)", lambda match: "twenty-four seven"),  # "24x7", "24/7"
     ("grades", r"(?<![\w-])K[-–](?:1[0-2]|[1-9])(?![\w-])", lambda match: "K to " + w.cardinal(match.group()[2:])),
     ("rooms", r"(?<![\w.-])\d(?:BR|BD|br|bd|BA|ba)(?![\w-])",  # "a 2BR", "2BA": a listing's rooms
      lambda match: w.cardinal(match.group()[0]) + (" bath" if match.group()[1] in "Bb" and match.group()[2] in "Aa"
