@@ -486,6 +486,8 @@ SAID = [
     ('It cost CN¥50.', 'It cost fifty yuan.'), ('It cost 500 DM.', 'It cost five hundred Deutsche Marks.'),
     ('Send a DM 5 times.', 'Send a D M five times.'), ('It cost 50 kr.', 'It cost fifty kronor.'),
     ('It cost SFr 20.', 'It cost twenty Swiss francs.'), ('It cost ₸500.', 'It cost five hundred tenge.'),
+    ('Prices are in $/mo.', 'Prices are in dollars per month.'), ('Rates in USD/hr here.', 'Rates in dollars per hour here.'),
+    ('It is €/kg here.', 'It is euros per kilogram here.'), ('It is $5/pp.', 'It is five dollars per person.'),
     ('It cost $10 to $15 million.', 'It cost ten to fifteen million dollars.'),
     ('It cost between $2 and $3 billion.', 'It cost between two and three billion dollars.'),
     ('It cost $900 to $1 million.', 'It cost nine hundred dollars to one million dollars.'),

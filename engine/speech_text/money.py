@@ -136,7 +136,8 @@ _MULTIPLIER = (r"(?:[ \t]?(?:MM|Mio|mio|mln|bln|Bn|BN|k|K|M|m|mn|bn|B|b|tn|T)(?!
 _PER_WORDS = {**{unit: names[0] for unit, names in UNITS.items() if unit.isalpha() and len(unit) > 1}, **PER,
               "L": "liter", "l": "liter", "g": "gram", "h": "hour",
               **{noun: noun for noun in "share head ticket guest room license seat visit session class lesson pack "
-                                        "box bottle page word call trade order piece pair dozen mile trip".split()}}
+                                        "box bottle page word call trade order piece pair dozen mile trip".split()},
+              "pp": "person"}
 _PER = (r"(?:[ \t]?/[ \t]?(?:%s)(?![\w])|[ \t]?(?:pp|p\.p\.)(?![\w]))"  # "£20pp", "£20 p.p.": per person
         % "|".join(sorted(_PER_WORDS, key=len, reverse=True)))
 _PER_PARTS = r"(?:[ \t]?/[ \t]?(?P<per>\w+)|[ \t]?(?P<pp>pp|p\.p\.))?"
@@ -276,6 +277,16 @@ def _scaled_range(match: re.Match[str]) -> str | None:
     return f"{w.number(low)} {parts['by']} {w.number(high)} {parts['scale']} {names[0] if attributive(match) else names[1]}"
 
 
+# "$/mo", "€/kg", "USD/hr": a price's unit, a currency per a unit with no amount ("dollars per month")
+_UNIT_PRICE = r"(?<![\w.$])(?:%s|%s)[ \t]?/[ \t]?(?:%s)(?![\w/])" % (
+    "|".join(re.escape(s) for s in _SYMBOLS), _ISO, "|".join(sorted(_PER_WORDS, key=len, reverse=True)))
+
+
+def _unit_price(match: re.Match[str]) -> str:
+    currency, _, unit = match.group().partition("/")
+    return f"{CURRENCIES[currency.strip()][1]} per {_PER_WORDS[unit.strip()]}"
+
+
 _ROUND_PLURAL = {"100": "hundreds", "1000": "thousands", "1,000": "thousands", "1000000": "millions",
                  "1,000,000": "millions"}
 
@@ -287,7 +298,7 @@ def _round_plural(match: re.Match[str]) -> str:
 
 
 RULES: list[Rule] = [
-    ("scaled_range", _SCALED_RANGE, _scaled_range),
+    ("scaled_range", _SCALED_RANGE, _scaled_range), ("unit_price", _UNIT_PRICE, _unit_price),
     ("money_plural", r"(?<![\w.])(?:%s)(?:1,000,000|1000000|1,000|1000|100)s(?![\w'’])"
      % "|".join(re.escape(s) for s in _SYMBOLS), _round_plural),
     ("pence", r"(?<![\w.,$£€-])\d{1,2}p(?![\w'’-])", _pence),
