@@ -480,9 +480,9 @@ RULES: list[Rule] = [
     ("uuid", r"(?<![\w-])[0-9A-Fa-f]{8}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{12}(?![\w-])",
      lambda match: "-".join(" ".join(w.digits(c) if c.isdigit() else c.upper() for c in group)
                             for group in match.group().split("-"))),
-    # "A1.B2": a code's parts by full stops, each spelled, "dot" between them
-    ("dotted_serial", r"(?<![\w.])(?=[A-Z0-9.]*\d)[A-Z][A-Z0-9]*(?:\.[A-Z0-9]+)+(?![\w]|\.\w)",
-     lambda match: None if re.fullmatch(r"[A-Z]\.\d+", match.group())
+    # "A1.B2", "2RS.9": a code's parts by full stops (a letter in its first), each spelled, "dot" between them
+    ("dotted_serial", r"(?<![\w.])(?=[A-Z0-9.]*\d)(?=\d*[A-Z])[A-Z0-9]+(?:\.[A-Z0-9]+)+(?![\w]|\.\w)",
+     lambda match: None if re.fullmatch(r"[A-Z]\.\d{1,3}", match.group())
      else " dot ".join(spell_code(part) for part in match.group().split("."))),
     # "H.264", "V.92": a standard's letter and number (a codec's, a modem's), "H two sixty-four"
     ("dotted_code", r"(?<![\w.])[A-Z]\.\d{1,3}(?![\w]|\.\d)",

@@ -262,7 +262,10 @@ def _doi(match: re.Match[str]) -> str:
 
 def _identifier(match: re.Match[str]) -> str:
     """"GUEST_5G" -> "guest underscore five G", "mike_t88" -> "mike underscore T eight eight": a user name, a
-    network's or a variable's name, read part by part with its underscores."""
+    network's or a variable's name, read part by part with its underscores; "1_000_000" "one million" (a number's
+    thousands grouped by underscores, as code writes them)."""
+    if re.fullmatch(r"\d{1,3}(?:_\d{3})+", match.group()):
+        return w.cardinal(match.group().replace("_", ""))
     return _spoken_parts(match.group(), by_digit=True)
 
 
@@ -296,7 +299,7 @@ RULES: list[Rule] = [
     ("windows_path", rf"(?<![\w])[A-Za-z]:\\(?:{_FOLDER}\\){{0,11}}(?:{_PATH_PART})?", _windows_path),
     # "\\server\share\file.txt": a network share's path, each backslash said
     ("unc_path", rf"(?<![\w\\])\\\\{_PATH_PART}(?:\\{_FOLDER}){{1,11}}\\?(?![\w\\])", _unc_path),
-    ("identifier", r"(?<![\w@/.#-])_*[A-Za-z][A-Za-z0-9]*+(?:\.[A-Za-z0-9]++)*(?:_+[A-Za-z0-9]+)+(?:[-_][A-Za-z0-9]+)*_*"
+    ("identifier", r"(?<![\w@/.#-])_*[A-Za-z0-9][A-Za-z0-9]*+(?:\.[A-Za-z0-9]++)*(?:_+[A-Za-z0-9]+)+(?:[-_][A-Za-z0-9]+)*_*"
                    r"(?![\w@/-]|\.\w)",
      _identifier),  # "mike.r_2024": a user name may hold dots before its underscore; "ab_12-x", "__init__"
     # a hidden file or folder in a sentence: ".env", ".gitignore" "dot env", "dot gitignore"
