@@ -117,7 +117,9 @@ _CODE = trie(_CODES)  # a trie: the codes are tried after every number, not one 
 _AFTER_ONLY = {"DM", "TL"}  # a currency after its amount only: "a DM", a team's "TL" before a number are not money
 _CODE_BEFORE = trie([code for code in _CODES if code not in _AFTER_ONLY])
 _CURRENCY = r"(?:%s|%s(?=[ \t]?[\d.]))" % ("|".join(re.escape(s) for s in _SYMBOLS), _CODE_BEFORE)
-_SUFFIX = r"(?:[ \t]?(?:€|£|¥|₹|₩|₽|₺|₴|₪|₫|฿|¢|₡|₵|₸|₾|₼|৳|₲|元|\$(?![\w$]))|[ \t]?%s(?![\w]))" % _CODE  # "100USD" too
+# after an amount: every one-character symbol ("12€", "50₱"), "¢", a dollar sign not before a word, any code ("100USD")
+_SUFFIX = r"(?:[ \t]?(?:[%s¢]|\$(?![\w$]))|[ \t]?%s(?![\w]))" % (
+    "".join(re.escape(s) for s in _SYMBOLS if len(s) == 1 and s != "$"), _CODE)
 # "1.200,50", "2,50": as much of Europe writes it; "4,5 million" (one decimal before a scale)
 _DECIMAL_COMMA = (r"(?:(?:\d{1,3}(?:\.\d{3})+|\d+),\d\d(?![\d,])"
                   r"|\d{1,3},\d(?=[ \t]?(?:million|billion|trillion|mn|bn|tn|M|B)(?![\w])))")
@@ -170,6 +172,13 @@ def _amount(text: str, names: tuple[str, str, str, str]) -> str:
     return " and ".join(said) or w.cardinal(whole or "0") + " " + names[1]
 
 
+def _scaled(amount: str) -> str:
+    """An amount before a scale or in a range of them, its decimals' trailing zeros unsaid: "$12.50 million" "twelve
+    point five million dollars", "$10.00M" "ten million"."""
+    amount = amount.replace(",", "")
+    return w.number(amount.rstrip("0").rstrip(".") if "." in amount else amount)
+
+
 def _said(parts: re.Match[str], names: tuple[str, str, str, str]) -> str:
     a_mult, b_mult = (_SCALES[(m or "").strip()] if m else None for m in (parts["am"], parts["bm"]))
     cents = [amount.partition(".")[2] for amount in (parts["a"], parts["b"] or "")]
@@ -182,9 +191,9 @@ def _said(parts: re.Match[str], names: tuple[str, str, str, str]) -> str:
         else:
             said = _amount(low, names) + " to " + _amount(high, names)
     elif parts["b"] or a_mult or b_mult:
-        said = w.number(parts["a"].replace(",", "")) + (" " + a_mult if a_mult else "")
+        said = _scaled(parts["a"]) + (" " + a_mult if a_mult else "")
         if parts["b"]:
-            said += " to " + w.number(parts["b"].replace(",", "")) + (" " + b_mult if b_mult else "")
+            said += " to " + _scaled(parts["b"]) + (" " + b_mult if b_mult else "")
         said += " " + names[1]
     else:
         said = _amount(parts["a"], names)
