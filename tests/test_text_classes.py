@@ -517,6 +517,7 @@ SAID = [
     ('Order #a7x9 shipped.', 'Order number A seven X nine shipped.'), ('Tag #covid19 now.', 'Tag hashtag covid nineteen now.'),
     ('Part A1.B2 here.', 'Part A one dot B two here.'), ('Use X.509 certs.', 'Use X five oh nine certs.'),
     ('Order 2679_63_60192 now.', 'Order two six seven nine underscore six three underscore six zero one nine two now.'),
+    ('Model WH-1000XM4 headphones.', 'Model W H-one thousand X M four headphones.'),
     ('Use 1_000_000 here.', 'Use one million here.'), ('Order 2RS.9 now.', 'Order two R S dot nine now.'),
     ('Order C.34418 now.', 'Order C dot three four four one eight now.'), ('It is 3.5GB now.', 'It is three point five gigabytes now.'),
     ('Use utf-8 now.', 'Use U T F-eight now.'), ('Call 24x7 now.', 'Call twenty-four seven now.'),

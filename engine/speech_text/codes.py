@@ -32,9 +32,11 @@ def spell_code(text: str) -> str:
             said += "-" if text[run.start() - 1] == "-" else " "
         part = run.group()
         if part.isdigit():
-            alone = len(re.findall(r"\d+", text)) == 1  # "AX3000": a round number alone is a number
+            alone = len(re.findall(r"\d+", text)) == 1
             lettered = re.fullmatch(r"[A-Z]-?\d{3}", text)  # "F-150", "A380", "I-405": a model's or a road's number
-            said += w.cardinal(part) if alone and (len(part) <= 2 and part[0] != "0" or re.fullmatch(r"[1-9]0{2,3}", part)) \
+            # "AX3000", "WH-1000XM4": a round thousand among letters is a number
+            round_thousand = re.fullmatch(r"[1-9]000", part) or alone and re.fullmatch(r"[1-9]0{2,3}", part)
+            said += w.cardinal(part) if round_thousand or alone and len(part) <= 2 and part[0] != "0" \
                 else w.paired(part) if lettered and part[0] != "0" else w.digits(part)
         else:
             sayable = len(part) == 1 or SAYABLE_START.match(part) or part.lower() in COMMON_WORDS
