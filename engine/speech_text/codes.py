@@ -345,7 +345,10 @@ _TERM = (rf"(?:(?:\d+(?:\.\d+)?(?=\())?(?:sqrt(?=\())?(?:{_FUNCTION})?\(?[-−]?
          r"(?=[ \t][+*=][ \t]|[+*=][a-z\d(]|[ \t]?(?:[+*=][ \t]*)?\Z)|\d+[a-z]{2,3}(?![\w(])|(?:\d+(?:\.\d+)?)?[a-z](?![A-Za-z0-9_(])"
          r"|(?:\d{1,3}(?:,\d{3})+(?!\d)|\d+)(?:\.\d+)?(?:!(?=[ \t]?[-−+*×÷/=]))?°?)[²³]?\)?)")
 _OPERATOR = r"(?:[ \t]?[-−+*×÷/^=·][ \t]?|[ \t]x[ \t])"
-_MATH = rf"(?<![\w.,/:$-]){_TERM}(?:{_OPERATOR}{_TERM}){{1,12}}(?![\w]|\.\d|[-+*/^=]\w)"
+# (a term in small letters is at most two of them or starts with a function's name: a longer word fails at once, not
+# after every kind of term was tried at it; the rule is tried at every word)
+_MATH = (rf"(?<![\w.,/:$-])(?:(?![a-z]{{3}})|(?=sin|cos|tan|log|exp|sqrt)){_TERM}(?:{_OPERATOR}{_TERM}){{1,12}}"
+         r"(?![\w]|\.\d|[-+*/^=]\w)")
 _OPERATORS = {" x": "times", "·": "times", "√": "the square root of", "sqrt": "the square root of", "!": "factorial", "-": "minus", "−": "minus",
               "+": "plus", "*": "times", "×": "times", "÷": "divided by", "/": "divided by", "=": "equals"}
 _MATH_PARTS = re.compile(
