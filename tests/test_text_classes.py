@@ -502,7 +502,7 @@ SAID = [
     ('Cook Co. Sheriff said so.', 'Cook County Sheriff said so.'), ('Born in Co. Cork.', 'Born in County Cork.'),
     ('Acme Co. makes it.', 'Acme Company makes it.'),
     # electronic: hidden files, more file types, an identifier with hyphens
-    ('Open .env now.', 'Open dot env now.'), ('Copy .env.local now.', 'Copy dot env dot local now.'),
+    ('Open .env now.', 'Open dot env now.'), ('See (.env) now.', 'See (dot env) now.'), ('Open it\n.env now.', 'Open it\ndot env now.'), ('Copy .env.local now.', 'Copy dot env dot local now.'),
     ('Use main.cpp now.', 'Use main dot C P P now.'), ('Open archive.7z now.', 'Open archive dot seven Z now.'),
     ('Open Main.java now.', 'Open Main dot java now.'), ('Open nb.ipynb now.', 'Open nb dot I P Y N B now.'),
     ('Run deploy.ps1 now.', 'Run deploy dot P S one now.'), ('Washington D.C. is big.', 'Washington D C is big.'),

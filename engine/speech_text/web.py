@@ -302,8 +302,9 @@ RULES: list[Rule] = [
     ("identifier", r"(?<![\w@/.#-])_*[A-Za-z0-9][A-Za-z0-9]*+(?:\.[A-Za-z0-9]++)*(?:_+[A-Za-z0-9]+)+(?:[-_][A-Za-z0-9]+)*_*"
                    r"(?![\w@/-]|\.\w)",
      _identifier),  # "mike.r_2024": a user name may hold dots before its underscore; "ab_12-x", "__init__"
-    # a hidden file or folder in a sentence: ".env", ".gitignore" "dot env", "dot gitignore"
-    ("dot_file", r"(?:(?<=[ \t(\"'`])|^)\.[a-z][a-z0-9_-]{1,30}(?:\.[a-z0-9]{1,8})?(?![\w./-])",
+    # a hidden file or folder in a sentence: ".env", ".gitignore" "dot env", "dot gitignore" (at the text's start or
+    # after a space, a bracket, a quote, or what starts a streamed text's context: stream.py)
+    ("dot_file", r"(?<!\w)(?<![^\s(\"'`|<\[\]])\.[a-z][a-z0-9_-]{1,30}(?:\.[a-z0-9]{1,8})?(?![\w./-])",
      lambda match: "dot " + _spoken_parts(match.group()[1:])),
     ("handle", r"(?<![\w@.])@[A-Za-z_][\w.-]{0,29}[\w](?![\w@])", _handle),
     # a Unix path: from the root, the home folder ("~/") or here ("./"), or folders down to a file of a known type
