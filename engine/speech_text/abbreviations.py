@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import re
 
-from engine.speech_text.numbers import Rule, ends_sentence_after
+from engine.speech_text.numbers import Rule, ends_sentence_after, trie
 
 TITLES = {"Col.": "Colonel", "Maj.": "Major", "Cpl.": "Corporal", "Adm.": "Admiral", "Pres.": "President",
           "Rev.": "Reverend", "Hon.": "Honorable", "Supt.": "Superintendent", "Insp.": "Inspector", "Dr.": "Doctor", "Mr.": "Mister", "Mrs.": "Missus", "Ms.": "Miz", "Prof.": "Professor", "Jr.": "Junior",
@@ -58,7 +58,7 @@ WORD_ACRONYMS = frozenset(
     "ZIP NASA NATO FIFA OPEC AIDS JPEG JSON YAML GIF PIN RAM ROM SIM LAN SARS FEMA OSHA UEFA IKEA LEGO WASP NAFTA "
     "UNESCO UNICEF SCUBA LASER RADAR SONAR COVID ASCII POSIX NASDAQ CAPTCHA FOMO YOLO SWAT TOEFL".split()
 )
-SPELLED = frozenset("US UK EU UN TV PC AI ID IQ DJ OS UI UX PR HR CEO CTO CFO API URL CPU GPU SQL USB USA".split())
+SPELLED = frozenset("US UK EU UN TV PC AI ID IQ DJ OS UI UX PR HR CEO CTO CFO API URL CPU GPU SQL USB USA UTF HIV".split())
 COMMON_WORDS = frozenset(
     """mix dim hi bye per a am an and any are as at be big but by can do did does done dont each else even ever far few fine for from
     get go goes good got had has have he her here hers him his how huge i if in into is it its just keep kind last
@@ -116,6 +116,8 @@ def _title(match: re.Match[str]) -> str:
         if not _street(match) and after[:1] == " " and after[1:2].isupper():
             return "Saint"
         return "Street" + ("." if ends_sentence_after(match) else "")
+    if text == "Rev." and re.match(r"[ \t]?\d", match.string[match.end():match.end() + 2]):
+        return "Revision"  # "Rev. 3" is a document's revision, "Rev. Smith" a reverend
     said = _counted(match, TITLES.get(text) or TITLES[text.title()])
     return said + " " if match.string[match.end():match.end() + 1].isalnum() else said  # "No.1": "number one"
 
@@ -290,7 +292,8 @@ def _copied(match: re.Match[str]) -> str:
 
 
 def _pattern(words: dict[str, str]) -> str:
-    return "|".join(re.escape(k) for k in sorted(words, key=len, reverse=True))
+    """``words`` as one trie (numbers.trie): tried at every word, a flat list of hundreds would be tried one by one."""
+    return trie(list(words))
 
 
 # Said in any case ("ETC.", "Incl."), but for "est." and "pt." ("EST.", "PT." are time zones).

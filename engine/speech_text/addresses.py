@@ -12,7 +12,7 @@ import re
 
 from engine.speech_text import words as w
 from engine.speech_text.codes import NUMBERING, spell_code
-from engine.speech_text.numbers import Rule, ends_sentence_after
+from engine.speech_text.numbers import Rule, ends_sentence_after, trie
 
 STREET_TYPES = {"St": "Street", "Ave": "Avenue", "Av": "Avenue", "Blvd": "Boulevard", "Rd": "Road", "Dr": "Drive",
                 "Ln": "Lane", "Ct": "Court", "Pl": "Place", "Pkwy": "Parkway", "Hwy": "Highway", "Ter": "Terrace",
@@ -64,7 +64,7 @@ _ADDRESS = (rf"(?<![\w.,$#/-])\d{{1,6}}(?:-?[A-Z])?[ \t]+(?:{_DIRECTION}\.?[ \t]
             rf"|(?<![\w.,$#/-])\d{{1,6}}(?:[ \t]+[a-z][a-z']+){{1,3}}[ \t]+(?:st|ave|blvd|rd|ln)\.?"
             rf"(?![\w])")  # "88 cedar ave", all in small letters
 _UNIT = (r"(?<![\w])(?i:%s)(?:\.?[ \t]*#[ \t]*|\.?[ \t]+|\.)(?!1Z(?:[ \t]?[0-9A-Z]){16}(?![\w-]))(?:[A-Z]?\d+[A-Z]?|[A-Z]{1,2}\d*)(?![\w-]|:\d)"
-         % "|".join(re.escape(u).replace(r"\ ", r"[ \t]") for u in sorted(UNITS, key=len, reverse=True)))
+         % trie(list(UNITS)).replace(r"\ ", r"[ \t]"))  # a trie: tried at every small word
 _ROUTE_ALONE = (r"(?<![\w.])(?:Hwy\.?|Highway|Rte\.?|Rt\.?|Route|Interstate)[ \t]+\d{1,4}(?:[ \t]+[NSEW](?![\w]))?"
                 r"(?![\w,:/-]|\.\d)")  # "Take Hwy 101", "Hwy 101 S", "Rt 66"
 _POSTAL = r"(?<![\w])(?:%s),?[ \t]+[A-Z]\d[A-Z][ \t]?\d[A-Z]\d(?![\w-])" % "|".join(PROVINCES)  # "ON M5V 1J5"
@@ -84,10 +84,13 @@ def open_address(text: str) -> int | None:
 
 
 def house_number(text: str) -> str:
-    """"1428" -> "fourteen twenty-eight", "123" -> "one twenty-three", "1005" -> "ten oh five"; five digits and
-    more digit by digit."""
+    """"1428" -> "fourteen twenty-eight", "123" -> "one twenty-three", "1005" -> "ten oh five", "12345" "twelve three
+    forty-five" (a pair, then three as a house number of three is said); other numbers of five digits and more digit
+    by digit."""
     if len(text) <= 2 or text[0] == "0":
         return w.cardinal(text)
+    if len(text) == 5 and text[2] != "0":
+        return w.cardinal(text[:2]) + " " + house_number(text[2:])
     if len(text) > 4 or text.endswith("000"):
         return w.digits(text) if len(text) > 4 else w.cardinal(text)
     head, tail = text[:-2], text[-2:]
@@ -212,7 +215,15 @@ def _state_list(match: re.Match[str]) -> str | None:
     return re.sub(r"[A-Z]{2}", lambda code: STATES[code.group()], match.group())
 
 
+# "Orange Co., CA", "Cook Co. Sheriff", "in Co. Cork": a county (after a place's name, before its state or a county's
+# office or road; before an Irish county's name); "Co." elsewhere is Company (abbreviations.py)
+_COUNTY = (r"(?<=[a-z][ \t])Co\.(?=,?[ \t]+(?:%s|%s)(?![\w])|[ \t]+(?:Rd|Road|Hwy|Highway|Sheriff|Courthouse|Clerk|Jail|"
+           r"Fair|Line|Commission|Commissioners|Park|Route)(?![\w]))|(?<=\bin[ \t])Co\.(?=[ \t][A-Z][a-z])"
+           % ("|".join(STATES), "|".join(STATES.values())))
+
+
 RULES: list[Rule] = [
+    ("county", _COUNTY, lambda match: "County"),
     ("state_list", _STATE_LIST, _state_list),
     ("state", _STATE, _state),
     ("address", _ADDRESS, _address), ("unit", _UNIT, _unit), ("zip", _ZIP, _zip), ("postal", _POSTAL, _postal),

@@ -13,7 +13,7 @@ from __future__ import annotations
 import re
 
 from engine.speech_text import words as w
-from engine.speech_text.abbreviations import ABBREVIATIONS, COMMON_WORDS, SAYABLE_START, TITLES, caps
+from engine.speech_text.abbreviations import ABBREVIATIONS, COMMON_WORDS, SAYABLE_START, SPELLED, TITLES, caps
 from engine.speech_text.dates import date_words, fiscal_year
 from engine.speech_text.money import CURRENCIES
 from engine.speech_text.numbers import UNITS, Rule, fraction_words
@@ -21,6 +21,7 @@ from engine.speech_text.numbers import UNITS, Rule, fraction_words
 _RUN = re.compile(r"[A-Z]+|\d+")
 _SCALED = re.compile(r"\d+(?:\.\d+)?(?:M|B|BN)")  # "4B": four billion, unless context says it is a code (addresses.py)
 _MEASURED = re.compile(r"\d+(?:\.\d+)?([A-Za-z]+)")
+_CODED_AMOUNT = re.compile(r"(?:USD|EUR|GBP|CAD|AUD|INR|JPY|CHF|CNY)\d+")
 
 
 def spell_code(text: str) -> str:
@@ -31,9 +32,11 @@ def spell_code(text: str) -> str:
             said += "-" if text[run.start() - 1] == "-" else " "
         part = run.group()
         if part.isdigit():
-            alone = len(re.findall(r"\d+", text)) == 1  # "AX3000": a round number alone is a number
+            alone = len(re.findall(r"\d+", text)) == 1
             lettered = re.fullmatch(r"[A-Z]-?\d{3}", text)  # "F-150", "A380", "I-405": a model's or a road's number
-            said += w.cardinal(part) if alone and (len(part) <= 2 and part[0] != "0" or re.fullmatch(r"[1-9]0{2,3}", part)) \
+            # "AX3000", "WH-1000XM4": a round thousand among letters is a number
+            round_thousand = re.fullmatch(r"[1-9]000", part) or alone and re.fullmatch(r"[1-9]0{2,3}", part)
+            said += w.cardinal(part) if round_thousand or alone and len(part) <= 2 and part[0] != "0" \
                 else w.paired(part) if lettered and part[0] != "0" else w.digits(part)
         else:
             sayable = len(part) == 1 or SAYABLE_START.match(part) or part.lower() in COMMON_WORDS
@@ -51,8 +54,8 @@ def _serial(match: re.Match[str]) -> str | None:
         # "1ST", "250K" (a count; "4K" stays a code)
         return None
     measured = _MEASURED.fullmatch(text)
-    if measured and measured[1] in CURRENCIES and measured[1].isupper():
-        return None  # "100USD": an amount (money.py)
+    if measured and measured[1] in CURRENCIES and measured[1].isupper() or _CODED_AMOUNT.fullmatch(text):
+        return None  # "100USD", "USD100": an amount (money.py)
     if len(text) > 40 or (_SCALED.fullmatch(text) or (measured and measured[1] in UNITS)) and not _CODE_CUE_WORD.search(
             match.string, max(0, match.start() - 20), match.start()):
         return None
@@ -94,7 +97,7 @@ def _small_code(match: re.Match[str]) -> str | None:
             said.append(w.cardinal(part) if len(part) <= 2 and part[0] != "0" else w.digits(part))
         elif part.isalpha():
             word = (part in COMMON_WORDS and len(part) > 1) or len(part) > 3 or (  # "a-1": a letter, not "a"
-                len(part) == 3 and re.search(r"[aeiouy]", part))
+                len(part) == 3 and re.search(r"[aeiouy]", part) and part.upper() not in SPELLED)  # "utf-8": spelled
             spelled = spelled or not word
             said.append(part if word else " ".join(part.upper()))
         else:
@@ -116,7 +119,7 @@ def _flight(match: re.Match[str]) -> str:
 
 def _number_code(match: re.Match[str]) -> str:
     """"#A7-4402": an order or item code after a number sign."""
-    return "number " + spell_code(match.group()[1:].strip())
+    return "number " + " slash ".join(spell_code(part.upper()) for part in match.group()[1:].strip().split("/"))
 
 
 # Before a run of digits, words that make it a code to read digit by digit: "member ID is 884 211 907", "ends in 4821".
@@ -171,7 +174,8 @@ def _grouped_digits(match: re.Match[str]) -> str | None:
         return None
     if re.fullmatch(r"\d\d-\d\d-\d{4}", text) and 1 <= int(text[:2]) <= 12 and 1 <= int(text[3:5]) <= 31:
         return date_words(int(text[:2]), int(text[3:5]), int(text[6:]))  # a US date written with dashes
-    return ", ".join("eight hundred" if group == "800" else w.digits(group) for group in re.split(r"[- \t]", text))
+    return ", ".join("eight hundred" if group == "800" else group if group == "X" else w.digits(group)
+                     for group in re.split(r"[- \t]", text))
 
 
 _DIALLED = re.compile(r"(?i:call|phone|tel|dial|text|fax|number|reach|contact|line|hotline|desk|office|mobile|cell)\b")
@@ -341,7 +345,10 @@ _TERM = (rf"(?:(?:\d+(?:\.\d+)?(?=\())?(?:sqrt(?=\())?(?:{_FUNCTION})?\(?[-−]?
          r"(?=[ \t][+*=][ \t]|[+*=][a-z\d(]|[ \t]?(?:[+*=][ \t]*)?\Z)|\d+[a-z]{2,3}(?![\w(])|(?:\d+(?:\.\d+)?)?[a-z](?![A-Za-z0-9_(])"
          r"|(?:\d{1,3}(?:,\d{3})+(?!\d)|\d+)(?:\.\d+)?(?:!(?=[ \t]?[-−+*×÷/=]))?°?)[²³]?\)?)")
 _OPERATOR = r"(?:[ \t]?[-−+*×÷/^=·][ \t]?|[ \t]x[ \t])"
-_MATH = rf"(?<![\w.,/:$-]){_TERM}(?:{_OPERATOR}{_TERM}){{1,12}}(?![\w]|\.\d|[-+*/^=]\w)"
+# (a term in small letters is at most two of them or starts with a function's name: a longer word fails at once, not
+# after every kind of term was tried at it; the rule is tried at every word)
+_MATH = (rf"(?<![\w.,/:$-])(?:(?![a-z]{{3}})|(?=sin|cos|tan|log|exp|sqrt)){_TERM}(?:{_OPERATOR}{_TERM}){{1,12}}"
+         r"(?![\w]|\.\d|[-+*/^=]\w)")
 _OPERATORS = {" x": "times", "·": "times", "√": "the square root of", "sqrt": "the square root of", "!": "factorial", "-": "minus", "−": "minus",
               "+": "plus", "*": "times", "×": "times", "÷": "divided by", "/": "divided by", "=": "equals"}
 _MATH_PARTS = re.compile(
@@ -470,18 +477,34 @@ RULES: list[Rule] = [
      if _PHONE_CUE.search(match.string, max(0, match.start() - 30), match.start()) else None),
     ("service_code", r"(?<![\w.$#-])(?:[2-9]11|988)(?![\w.]\d|[\w-])", _service_code),
     ("short_code", r"(?<![\w.$#-])\d{5,6}(?![\w-])", _short_code),
+    # "Boeing 747-400", "Boeing 787-9": an airliner's model and its variant, as they are called
+    ("airliner", r"(?<=Boeing[ \t])7[0-8]7(?:-\d{1,3}(?:[A-Z]{1,2})?)?(?![\w-])",
+     lambda match: " ".join(w.paired(part) if part.isdigit() else spell_code(part)
+                            for part in re.findall(r"\d+|[A-Z]+", match.group()))),
+    # "123e4567-e89b-12d3-a456-426614174000": a UUID, character by character in its groups
+    ("uuid", r"(?<![\w-])[0-9A-Fa-f]{8}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{12}(?![\w-])",
+     lambda match: "-".join(" ".join(w.digits(c) if c.isdigit() else c.upper() for c in group)
+                            for group in match.group().split("-"))),
+    # "A1.B2", "2RS.9": a code's parts by full stops (a letter in its first), each spelled, "dot" between them
+    ("dotted_serial", r"(?<![\w.])(?=[A-Z0-9.]*\d)(?=\d*[A-Z])[A-Z0-9]+(?:\.[A-Z0-9]+)+(?![\w]|\.\w)",
+     lambda match: None if re.fullmatch(r"[A-Z]\.\d{1,3}", match.group())
+     else " dot ".join(spell_code(part) for part in match.group().split("."))),
+    # "H.264", "V.92": a standard's letter and number (a codec's, a modem's), "H two sixty-four"
+    ("dotted_code", r"(?<![\w.])[A-Z]\.\d{1,3}(?![\w]|\.\d)",
+     lambda match: match.group()[0] + " " + w.paired(match.group()[2:])),
     ("hex", r"(?<![\w])0x[0-9A-Fa-f]{1,16}(?![\w])", _hex),
     ("flight", rf"(?<![\w])(?:{'|'.join(AIRLINES)})[ \t]?\d{{1,4}}(?![\w])"
      r"|(?:(?<=[Ff]light )|(?<=Amtrak )|(?<=[Tt]rain )|(?<=[Bb]us ))\d{3,4}(?![\w]|[.,]\d)", _flight),
-    ("number_code", r"(?<![\w&#])#[ \t]?(?:(?=[A-Z0-9-]*[A-Z])(?=[A-Z0-9-]*\d)[A-Z0-9]+(?:-[A-Z0-9]+)*|\d+(?:-\d+)+)"
-                    r"(?![\w-])", _number_code),  # "#A7-4402", "#100-4432-9981"
+    ("number_code", r"(?<![\w&#])#[ \t]?(?:(?=[A-Za-z0-9-]*[A-Za-z])(?=[A-Za-z0-9-]*\d)[A-Za-z0-9]+(?:-[A-Za-z0-9]+)*|\d+(?:-\d+)+)"
+                    r"(?:/[A-Z0-9]+(?:-[A-Z0-9]+)*)*(?![\w/-])", _number_code),  # "#A7-4402", "#100-4432-9981", "#B-12/34"
     ("star_code", r"(?<![\w*])\*\d{2,4}#?(?![\w*])",  # "*611", "*67": keyed on a phone
      lambda match: "star " + w.digits(match.group().strip("*#")) + (" pound" if match.group().endswith("#") else "")),
     ("bare_phone", r"(?<![\w.,$#-])1?\d{10}(?![\w%]|[.,:/-]\d)", _bare_phone),
     ("cued_digits", r"(?<![\w.,$#-])\d{3,}(?:[ \t-]\d{2,}){0,4}(?![\w%]|[.,:/-]\d)", _cued_digits),
-    ("grouped_digits", r"(?<![\w.+-])\d+(?:-\d+){2,}(?![\w-])|(?<![\w.+$-])(?:0\d{3,}-\d{3,}|\d{5,}-(?:\d{4,}|\d{1,2}))(?![\w-])"
+    ("grouped_digits", r"(?<![\w.+-])\d+(?:-\d+){2,}(?:-X)?(?![\w-])|(?<![\w.+$-])(?:0\d{3,}-\d{3,}|\d{5,}-(?:\d{4,}|\d{1,2}))(?![\w-])"
                        r"|(?<![\w.,+$-])\d{4}(?:[ \t]\d{4}){2,}(?:[ \t]\d{1,3})?(?![\w-]|[.,]\d|[ \t]\d)",
      _grouped_digits),  # "04465-33471", "452187-3" (a check digit): a part number, not a range; "9405 5036 9930 ..."
+    ("round_the_clock", r"(?<![\w./])24[ \t]?[x×/][ \t]?7(?![\w/]|\.\d)", lambda match: "twenty-four seven"),  # "24x7", "24/7"
     ("grades", r"(?<![\w-])K[-–](?:1[0-2]|[1-9])(?![\w-])", lambda match: "K to " + w.cardinal(match.group()[2:])),
     ("rooms", r"(?<![\w.-])\d(?:BR|BD|br|bd|BA|ba)(?![\w-])",  # "a 2BR", "2BA": a listing's rooms
      lambda match: w.cardinal(match.group()[0]) + (" bath" if match.group()[1] in "Bb" and match.group()[2] in "Aa"
@@ -504,7 +527,7 @@ RULES: list[Rule] = [
      lambda match: None if (re.fullmatch(r"\d+(?:\.\d+)?(\D.*)", match.group()) or [None, None])[1] in UNITS
      else " slash ".join(spell_code(part) for part in match.group().split("/"))),  # "100KM/H" is a speed
     # "cd-38", "ab-cd-12-34": a small-letter code with digits, its letter parts that make no word spelled
-    ("small_code", r"(?<![\w-])(?=[a-z0-9-]*\d)[a-z]{1,3}(?:-(?:[a-z]{1,6}|\d{1,6})){1,4}(?![\w-]|[.,]\d)"
+    ("small_code", r"(?<![\w-])(?=[a-z-]*+\d)[a-z]{1,3}(?:-(?:[a-z]{1,6}|\d{1,6})){1,4}(?![\w-]|[.,]\d)"
                    r"|(?<![\w-])(?=[a-z0-9-]*[a-z])\d{1,6}(?:-(?:[a-z]{1,6}|\d{1,6})){2,4}(?![\w-]|[.,]\d)", _small_code),
     ("roman", rf"(?<![\w])(?:Super[ \t]Bowl|World[ \t]War|{_NUMBERING}|item|clause|paragraph|section|part|step|page|pages)"
               rf"[ \t](?:{_ROMAN}|{_ROMAN_LOWER})(?![\w])",
@@ -527,4 +550,4 @@ SIZES: list[Rule] = [  # "Sizes S–XL": clothing sizes spelled, "to" between th
     # "Zones A–D", "rows C-F": two capitals in order with an en dash, or a hyphen after a plural noun ("X-Y" stays)
     ("letter_range", r"(?<![\w-])[A-Z][ \t]?–[ \t]?[A-Z](?![\w-])|(?<=[a-z]s[ \t])[A-Z]-[A-Z](?![\w-])", _letter_range),
 ]
-LAST_RESORT: list[Rule] = [("leftover", r"(?<![A-Za-z0-9])[A-Za-z]*\d[A-Za-z0-9]*|[$€£¥₹₩¢]+", _leftover)]
+LAST_RESORT: list[Rule] = [("leftover", r"(?<![A-Za-z0-9])[A-Za-z]*+\d[A-Za-z0-9]*|[$€£¥₹₩¢]+", _leftover)]

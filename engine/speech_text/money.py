@@ -68,6 +68,27 @@ CURRENCIES = {
     "THB": ("baht", "baht", "satang", "satang"),
     "NGN": ("naira", "naira", "kobo", "kobo"),
     "zł": ("zloty", "zlotys", "grosz", "groszy"),
+    # a country's letters before its dollar, peso, yuan or yen; more symbols and the short forms written after amounts
+    "$US": _DOLLARS, "MX$": ("Mexican peso", "Mexican pesos", "centavo", "centavos"),
+    "Mex$": ("Mexican peso", "Mexican pesos", "centavo", "centavos"),
+    "J$": ("Jamaican dollar", "Jamaican dollars", "cent", "cents"),
+    "TT$": ("Trinidad and Tobago dollar", "Trinidad and Tobago dollars", "cent", "cents"),
+    "EC$": ("East Caribbean dollar", "East Caribbean dollars", "cent", "cents"),
+    "BZ$": ("Belize dollar", "Belize dollars", "cent", "cents"), "FJ$": ("Fijian dollar", "Fijian dollars", "cent", "cents"),
+    "CN¥": ("yuan", "yuan", "fen", "fen"), "JP¥": ("yen", "yen", "sen", "sen"), "元": ("yuan", "yuan", "fen", "fen"),
+    "₡": ("colón", "colones", "céntimo", "céntimos"), "₵": ("cedi", "cedis", "pesewa", "pesewas"),
+    "₸": ("tenge", "tenge", "tiyn", "tiyn"), "₾": ("lari", "lari", "tetri", "tetri"), "₼": ("manat", "manat", "qəpik", "qəpik"),
+    "৳": ("taka", "taka", "poisha", "poisha"), "₲": ("guaraní", "guaraníes", "céntimo", "céntimos"),
+    "SFr": ("Swiss franc", "Swiss francs", "centime", "centimes"), "DM": ("Deutsche Mark", "Deutsche Marks", "pfennig", "pfennigs"),
+    "TL": ("lira", "lira", "kuruş", "kuruş"), "kr": ("krona", "kronor", "öre", "öre"), "Php": ("peso", "pesos", "centavo", "centavos"),
+    "KZT": ("tenge", "tenge", "tiyn", "tiyn"), "GEL": ("lari", "lari", "tetri", "tetri"), "CRC": ("colón", "colones", "céntimo", "céntimos"),
+    "DOP": ("Dominican peso", "Dominican pesos", "centavo", "centavos"), "UYU": ("Uruguayan peso", "Uruguayan pesos", "centésimo", "centésimos"),
+    "JMD": ("Jamaican dollar", "Jamaican dollars", "cent", "cents"), "TTD": ("Trinidad and Tobago dollar", "Trinidad and Tobago dollars", "cent", "cents"),
+    "XOF": ("CFA franc", "CFA francs", "centime", "centimes"), "XAF": ("CFA franc", "CFA francs", "centime", "centimes"),
+    "ZMW": ("kwacha", "kwacha", "ngwee", "ngwee"), "ETB": ("birr", "birr", "santim", "santim"), "RSD": ("dinar", "dinars", "para", "para"),
+    "MMK": ("kyat", "kyat", "pya", "pya"), "KHR": ("riel", "riels", "sen", "sen"), "LAK": ("kip", "kip", "att", "att"),
+    "IQD": ("Iraqi dinar", "Iraqi dinars", "fils", "fils"), "IRR": ("rial", "rials", "dinar", "dinars"),
+    "DZD": ("Algerian dinar", "Algerian dinars", "centime", "centimes"), "TND": ("Tunisian dinar", "Tunisian dinars", "millime", "millimes"),
     "USD$": ("US dollar", "US dollars", "cent", "cents"),
     "Kč": ("Czech koruna", "Czech korunas", "haler", "halers"), "CZK": ("Czech koruna", "Czech korunas", "haler", "halers"),
     "HUF": ("forint", "forints", "filler", "fillers"),
@@ -93,34 +114,51 @@ CURRENCIES = {
 _SYMBOLS = sorted((c for c in CURRENCIES if not c.isalpha()), key=len, reverse=True)
 _CODES = sorted(c for c in CURRENCIES if c.isalpha())
 _CODE = trie(_CODES)  # a trie: the codes are tried after every number, not one by one
-_CURRENCY = r"(?:%s|%s(?=[ \t]?[\d.]))" % ("|".join(re.escape(s) for s in _SYMBOLS), _CODE)
-_SUFFIX = r"(?:[ \t]?(?:€|£|¥|₹|₩|₽|₺|₴|₪|₫|฿|¢|\$(?![\w$]))|[ \t]?%s(?![\w]))" % _CODE  # "100USD" too
+_AFTER_ONLY = {"DM", "TL"}  # a currency after its amount only: "a DM", a team's "TL" before a number are not money
+_CODE_BEFORE = trie([code for code in _CODES if code not in _AFTER_ONLY])
+_CURRENCY = r"(?:%s|%s(?=[ \t]?[\d.]))" % ("|".join(re.escape(s) for s in _SYMBOLS), _CODE_BEFORE)
+# after an amount: every one-character symbol ("12€", "50₱"), "¢", a dollar sign not before a word, any code ("100USD")
+_SUFFIX = r"(?:[ \t]?(?:[%s¢]|\$(?![\w$]))|[ \t]?%s(?![\w]))" % (
+    "".join(re.escape(s) for s in _SYMBOLS if len(s) == 1 and s != "$"), _CODE)
 # "1.200,50", "2,50": as much of Europe writes it; "4,5 million" (one decimal before a scale)
 _DECIMAL_COMMA = (r"(?:(?:\d{1,3}(?:\.\d{3})+|\d+),\d\d(?![\d,])"
                   r"|\d{1,3},\d(?=[ \t]?(?:million|billion|trillion|mn|bn|tn|M|B)(?![\w])))")
 # "₹1,50,000", "Rs 12,34,567": thousands, then lakhs and crores grouped by two (as India writes them); "$20 000" with a
 # thin, a no-break or (for "000") a plain space
 _GROUPED = r"\d{1,2}(?:,\d\d)+,\d{3}(?![\d,])|[1-9]\d{0,2}(?:(?:[\u00a0\u202f\u2009]\d{3})+|[ ]000)(?![\d]|[ \u00a0\u202f\u2009]\d)"
-_AMOUNT = rf"(?:{_DECIMAL_COMMA}|(?:{_GROUPED}|\d{{1,3}}(?:,\d{{3}})+(?!\d)|\d+|(?=\.\d))(?:\.\d+)?)"
-_MULTIPLIER = r"(?:[ \t]?(?:k|K|M|m|mn|bn|B|b|tn|T)(?![\w])|[ \t](?:thousand|million|billion|trillion|lakh|lakhs|crore|crores)(?![\w]))"
+# (".50" written as its own alternative, not as an empty whole before optional decimals: where a rule may start is
+# read from its pattern's first characters, semiotic.py, and an empty amount would let "100 USD"'s rule start anywhere)
+_AMOUNT = rf"(?:{_DECIMAL_COMMA}|(?:{_GROUPED}|\d{{1,3}}(?:,\d{{3}})+(?!\d)|\d+)(?:\.\d+)?|\.\d+)"
+# a scale after an amount: "$1.5k", "£2m", "$5MM" (finance's thousand thousands), "€3.5 mln", "$4 mil"
+_SCALES = {**MULTIPLIERS, "MM": "million", "mil": "million", "mln": "million", "mio": "million", "Mio": "million",
+           "bln": "billion", "Bn": "billion", "BN": "billion"}
+_MULTIPLIER = (r"(?:[ \t]?(?:MM|Mio|mio|mln|bln|Bn|BN|k|K|M|m|mn|bn|B|b|tn|T)(?![\w])"
+               r"|[ \t](?:thousand|million|billion|trillion|lakh|lakhs|crore|crores|mil)(?![\w]))")
 # What a price is per: a span of time, a count ("/person"), or a unit of measure ("$3.49/gal", "$12/kg").
 _PER_WORDS = {**{unit: names[0] for unit, names in UNITS.items() if unit.isalpha() and len(unit) > 1}, **PER,
               "L": "liter", "l": "liter", "g": "gram", "h": "hour",
               **{noun: noun for noun in "share head ticket guest room license seat visit session class lesson pack "
-                                        "box bottle page word call trade order piece pair dozen mile trip".split()}}
-_PER = r"(?:[ \t]?/[ \t]?(?:%s)(?![\w]))" % "|".join(sorted(_PER_WORDS, key=len, reverse=True))
+                                        "box bottle page word call trade order piece pair dozen mile trip".split()},
+              "pp": "person"}
+_PER = (r"(?:[ \t]?/[ \t]?(?:%s)(?![\w])|[ \t]?(?:pp|p\.p\.)(?![\w]))"  # "£20pp", "£20 p.p.": per person
+        % "|".join(sorted(_PER_WORDS, key=len, reverse=True)))
+_PER_PARTS = r"(?:[ \t]?/[ \t]?(?P<per>\w+)|[ \t]?(?P<pp>pp|p\.p\.))?"
+# "$5 USD", "$20 CAD": an ISO code after a symbol's amount names the currency ("twenty Canadian dollars"), not said again
+_ISO = trie([code for code in CURRENCIES if len(code) == 3 and code.isupper()])
+_ISO_AFTER = rf"(?:[ \t](?P<iso>{_ISO})(?![\w]))?"
 _MONEY = (
     rf"(?<![\w.])(?:[-−](?={_CURRENCY}))?{_CURRENCY}[ \t]?(?:[-−](?=[\d.]))?{_AMOUNT}{_MULTIPLIER}?"
-    rf"(?:[ \t]?[-–][ \t]?{_CURRENCY}?[ \t]?{_AMOUNT}{_MULTIPLIER}?)?{_PER}?{_END}"
+    rf"(?:[ \t]?[-–][ \t]?{_CURRENCY}?[ \t]?{_AMOUNT}{_MULTIPLIER}?)?{_ISO_AFTER.replace('?P<iso>', '?:')}{_PER}?{_END}"
 )
 _MONEY_PARTS = re.compile(
     rf"(?P<sign>[-−]?)(?P<cur>{_CURRENCY})[ \t]?(?P<sign2>[-−]?)(?P<a>{_AMOUNT})(?P<am>{_MULTIPLIER})?"
-    rf"(?:[ \t]?[-–][ \t]?(?:{_CURRENCY})?[ \t]?(?P<b>{_AMOUNT})(?P<bm>{_MULTIPLIER})?)?(?:[ \t]?/[ \t]?(?P<per>\w+))?"
+    rf"(?:[ \t]?[-–][ \t]?(?:{_CURRENCY})?[ \t]?(?P<b>{_AMOUNT})(?P<bm>{_MULTIPLIER})?)?{_ISO_AFTER}{_PER_PARTS}"
 )
-_AFTER = rf"(?<![\w.,$])(?:[-−])?{_AMOUNT}(?:[ \t]?[-–][ \t]?{_AMOUNT})?{_MULTIPLIER}?{_SUFFIX}{_PER}?(?![\w])"
+_MILLIONS_DOTTED = r"[1-9]\d{0,2}(?:\.\d{3}){2,}(?![\d,])"  # "1.250.000 zł" (_after: thousands by full stops)
+_AFTER = rf"(?<![\w.,$])(?:[-−])?(?:{_MILLIONS_DOTTED}|{_AMOUNT})(?:[ \t]?[-–][ \t]?{_AMOUNT})?{_MULTIPLIER}?{_SUFFIX}{_PER}?(?![\w])"
 _AFTER_PARTS = re.compile(
     rf"(?P<sign>[-−]?)(?P<a>{_AMOUNT})(?:[ \t]?[-–][ \t]?(?P<b>{_AMOUNT}))?(?P<bm>)(?P<am>{_MULTIPLIER})?[ \t]?"
-    rf"(?P<cur>\S+?)(?:[ \t]?/[ \t]?(?P<per>\w+))?")
+    rf"(?P<cur>\S+?){_PER_PARTS}")
 
 def _amount(text: str, names: tuple[str, str, str, str]) -> str:
     """"4.99" -> "four dollars and ninety-nine cents"; "0.50" -> "fifty cents"; "1" -> "one dollar"."""
@@ -134,8 +172,15 @@ def _amount(text: str, names: tuple[str, str, str, str]) -> str:
     return " and ".join(said) or w.cardinal(whole or "0") + " " + names[1]
 
 
+def _scaled(amount: str) -> str:
+    """An amount before a scale or in a range of them, its decimals' trailing zeros unsaid: "$12.50 million" "twelve
+    point five million dollars", "$10.00M" "ten million"."""
+    amount = amount.replace(",", "")
+    return w.number(amount.rstrip("0").rstrip(".") if "." in amount else amount)
+
+
 def _said(parts: re.Match[str], names: tuple[str, str, str, str]) -> str:
-    a_mult, b_mult = (MULTIPLIERS[(m or "").strip()] if m else None for m in (parts["am"], parts["bm"]))
+    a_mult, b_mult = (_SCALES[(m or "").strip()] if m else None for m in (parts["am"], parts["bm"]))
     cents = [amount.partition(".")[2] for amount in (parts["a"], parts["b"] or "")]
     if parts["b"] and not a_mult and not b_mult and any(0 < len(c) <= 2 for c in cents) and all(len(c) <= 2 for c in cents):
         # a range of prices with cents: "$0.25-$0.50" "twenty-five to fifty cents", "$5.50-$7.25" each in full
@@ -146,14 +191,16 @@ def _said(parts: re.Match[str], names: tuple[str, str, str, str]) -> str:
         else:
             said = _amount(low, names) + " to " + _amount(high, names)
     elif parts["b"] or a_mult or b_mult:
-        said = w.number(parts["a"].replace(",", "")) + (" " + a_mult if a_mult else "")
+        said = _scaled(parts["a"]) + (" " + a_mult if a_mult else "")
         if parts["b"]:
-            said += " to " + w.number(parts["b"].replace(",", "")) + (" " + b_mult if b_mult else "")
+            said += " to " + _scaled(parts["b"]) + (" " + b_mult if b_mult else "")
         said += " " + names[1]
     else:
         said = _amount(parts["a"], names)
     if parts["per"]:
         said += " per " + _PER_WORDS[parts["per"]]
+    elif parts["pp"]:
+        said += " per person"
     return ("minus " if parts["sign"] or "sign2" in parts.groupdict() and parts["sign2"] else "") + said
 
 
@@ -161,7 +208,7 @@ def _money(match: re.Match[str]) -> str | None:
     parts = _MONEY_PARTS.fullmatch(_points(match.group()))
     if parts is None:  # "£ .100USD": a symbol whose amount another rule reads
         return None
-    names = CURRENCIES[parts["cur"]]
+    names = CURRENCIES[parts["iso"] or parts["cur"]]
     if attributive(match) and not parts["b"] and "." not in parts["a"].rstrip("0").rstrip(".") or \
             attributive(match) and parts["am"]:  # "a $5 fee": "a five dollar fee"
         names = (names[0], names[0], names[2], names[2])
@@ -174,9 +221,17 @@ def _points(text: str) -> str:
     return re.sub(_DECIMAL_COMMA, lambda found: found.group().replace(".", "").replace(",", "."), text)
 
 
+# "5.000 €", "1.250.000 zł": full stops grouping thousands, as the countries that write a currency after its amount do
+_DOTTED_THOUSANDS = re.compile(r"(?<![\d.,])[1-9]\d{0,2}(?:\.\d{3})+(?![\d.,])")
+_AFTER_DOTTED = ("€", "zł", "Kč", "kr", "₽", "₺", "₴")
+
+
 def _after(match: re.Match[str]) -> str | None:
     """An amount with its currency after it: "12€", "1,200 USD", "50¢"."""
-    parts = _AFTER_PARTS.fullmatch(_points(match.group()))
+    text = match.group()
+    if text.rstrip().endswith(_AFTER_DOTTED):
+        text = _DOTTED_THOUSANDS.sub(lambda found: found.group().replace(".", ""), text)
+    parts = _AFTER_PARTS.fullmatch(_points(text))
     if parts is None:
         return None
     if parts["cur"] == "¢":  # "10–20¢" "ten to twenty cents"; "a 50¢ bag fee" "a fifty cent bag fee"
@@ -203,7 +258,58 @@ def _pence(match: re.Match[str]) -> str | None:
     return w.cardinal(number) + (" penny" if number == "1" else " pence")
 
 
+# "$10 to $15 million", "between $2 and $3 billion": a range whose scale is written once, after its high end ("ten to
+# fifteen million dollars")
+_SCALED_RANGE = (rf"(?<![\w.])(?:{_CURRENCY})[ \t]?{_AMOUNT}[ \t]+(?:to|and)[ \t]+(?:{_CURRENCY})[ \t]?{_AMOUNT}"
+                 rf"[ \t](?:thousand|million|billion|trillion){_END}")
+_SCALED_RANGE_PARTS = re.compile(rf"(?P<cur>{_CURRENCY})[ \t]?(?P<a>{_AMOUNT})[ \t]+(?P<by>to|and)[ \t]+(?:{_CURRENCY})[ \t]?"
+                                 rf"(?P<b>{_AMOUNT})[ \t](?P<scale>\w+)")
+
+
+_OPEN_RANGE = re.compile(rf"(?<![\w.])(?:{_CURRENCY})[ \t]?{_AMOUNT}[ \t]+(?:to|and)"
+                         rf"(?:[ \t]+(?:{_CURRENCY})[ \t]?(?:{_AMOUNT}(?:[ \t]+[a-z]{{0,9}})?)?)?[ \t]*\Z")
+
+
+def open_range(text: str) -> int | None:
+    """Where a range of amounts whose scale may yet follow starts at the end of ``text`` ("$10 to $15", "$10 to $15
+    mill" before "ion": three words past "$10", more than a stream looks ahead), or None."""
+    tail = _OPEN_RANGE.search(text, max(0, len(text) - 60))
+    return tail.start() if tail else None
+
+
+def _scaled_range(match: re.Match[str]) -> str | None:
+    parts = _SCALED_RANGE_PARTS.fullmatch(match.group())
+    low, high = (parts["a"].replace(",", ""), parts["b"].replace(",", "")) if parts else ("1", "0")
+    if parts is None or float(low) >= float(high):
+        return None  # "$900 to $1 million": each its own amount
+    names = CURRENCIES[parts["cur"]]
+    return f"{w.number(low)} {parts['by']} {w.number(high)} {parts['scale']} {names[0] if attributive(match) else names[1]}"
+
+
+# "$/mo", "€/kg", "USD/hr": a price's unit, a currency per a unit with no amount ("dollars per month")
+_UNIT_PRICE = r"(?<![\w.$])(?:%s|%s)[ \t]?/[ \t]?(?:%s)(?![\w/])" % (
+    "|".join(re.escape(s) for s in _SYMBOLS), _ISO, "|".join(sorted(_PER_WORDS, key=len, reverse=True)))
+
+
+def _unit_price(match: re.Match[str]) -> str:
+    currency, _, unit = match.group().partition("/")
+    return f"{CURRENCIES[currency.strip()][1]} per {_PER_WORDS[unit.strip()]}"
+
+
+_ROUND_PLURAL = {"100": "hundreds", "1000": "thousands", "1,000": "thousands", "1000000": "millions",
+                 "1,000,000": "millions"}
+
+
+def _round_plural(match: re.Match[str]) -> str:
+    """"$100s" -> "hundreds of dollars", "£1,000s" "thousands of pounds": a round amount in the plural."""
+    symbol = next(s for s in _SYMBOLS if match.group().startswith(s))
+    return f"{_ROUND_PLURAL[match.group()[len(symbol):-1]]} of {CURRENCIES[symbol][1]}"
+
+
 RULES: list[Rule] = [
+    ("scaled_range", _SCALED_RANGE, _scaled_range), ("unit_price", _UNIT_PRICE, _unit_price),
+    ("money_plural", r"(?<![\w.])(?:%s)(?:1,000,000|1000000|1,000|1000|100)s(?![\w'’])"
+     % "|".join(re.escape(s) for s in _SYMBOLS), _round_plural),
     ("pence", r"(?<![\w.,$£€-])\d{1,2}p(?![\w'’-])", _pence),
     # "1080p", "720p": a video's lines, "ten eighty p"
     ("video_lines", r"(?<![\w.,-])(?:240|360|480|576|720|1080|1440|2160|4320)p(?![\w'’-])",

@@ -44,6 +44,9 @@ class FrontEnd:
         self._held_at = 0  # where it starts in the caller's text
         self._map = SpanMap([])  # what was let go of, in caller offsets
         self._context = ""  # the end of what was let go of, that the held text is read after
+        # The held text's pieces as the last feed read them, when nothing came since: a flush lets them go as they
+        # are rather than reading the same text again (a whole text sent at once is fed, then flushed)
+        self._rest: list[Piece] | None = None
 
     @property
     def spoken(self) -> str:
@@ -63,6 +66,7 @@ class FrontEnd:
     def feed(self, text: str) -> str:
         """Take more caller text; the spoken text that can be let go of now (maybe "")."""
         self._held += text
+        self._rest = None
         # Nothing can be let go of (so nothing is normalised again: a long unfinished thing streamed in small pieces
         # must not cost its square) while no word was completed, or while all that is held is an unfinished
         # construct (an open code fence or table row).
@@ -73,13 +77,17 @@ class FrontEnd:
             return ""
         pieces = self._read_held()
         cut = self._safe_cut(pieces, tail)
-        return self._let_go(pieces, cut) if cut else ""
+        rest = _after_cut(pieces, cut, len(self._held))
+        spoken = self._let_go(pieces, cut) if cut else ""
+        self._rest = rest
+        return spoken
 
     def flush(self) -> str:
         """Let go of everything held (a flush or the end of the text: nothing more joins it)."""
         if not self._held:
             return ""
-        return self._let_go(self._read_held(), len(self._held))
+        pieces, self._rest = self._read_held() if self._rest is None else self._rest, None
+        return self._let_go(pieces, len(self._held))
 
     def source(self, start: int, end: int) -> tuple[int, int]:
         """The caller's span that spoken ``[start, end)`` (offsets in ``spoken``) speaks for."""
@@ -129,6 +137,17 @@ class FrontEnd:
         shifted = [p.shifted(self._held_at - cut) for p in out]
         self._map.extend(shifted)
         return "".join(joined(p) for p in shifted)
+
+
+def _after_cut(pieces: list[Piece], cut: int, held: int) -> list[Piece]:
+    """The pieces that a cut at ``cut`` leaves held (as _let_go keeps them), in offsets from the cut."""
+    rest = []
+    for piece in pieces:
+        if piece.end > cut and piece.start < cut:  # only a verbatim piece straddles a cut
+            rest.append(Piece(0, piece.end - cut, piece.text[cut - piece.start:], True))
+        elif piece.end > cut or piece.start == piece.end == cut < held:
+            rest.append(piece.shifted(-cut))
+    return rest
 
 
 def joined(piece: Piece) -> str:

@@ -95,7 +95,7 @@ RULES: list[Rule] = [
     ("compare", r"(?<=[\w²³][ \t])[≈≥≤≠]", _measure_related),  # "1 km ≈ 0.62 mi": after a measure
     ("words", "|".join(re.escape(s) for s in sorted(_WORDS, key=len, reverse=True)), _said),
     ("compare", r"(?<=\s)[<>](?=\s)", _compare),
-    ("about", r"~(?=[$£€¥]?\d)", _saying("about ")),
+    ("about", r"~(?=(?:[A-Z]{0,3}[$£€¥₹])?\d)", _saying("about ")),  # "~5 km", "~$5", "~US$5"
     ("power", r"(?<=[A-Za-z0-9)])\^(?=[-A-Za-z0-9(])", _saying(" to the power of ")),  # "2^10", "x^y", "e^(-x)"
     ("product", r"(?<=\d)[ \t]x(?=[ \t]+[$€£¥]\d)", _saying(" times")),  # "3 x $15 = $45"
     # "sin²θ", "cos θ": a trigonometric function before a power or a Greek letter, by its name
@@ -108,6 +108,7 @@ RULES: list[Rule] = [
     ("dash", r"[ \t]*[—–][ \t]*", _saying(" - ")),
     ("emoji", rf"[{EMOJI}]+", _saying("")),
     ("keypad", r"(?<![\w#*])[#*](?![\w#*])", _keypad),
-    ("stray", r"[\\{}<>^~*#$•·†‡]+", _saying("")),
+    # (a run of them stops before a dollar sign and its amount: "~$5" is "about five dollars", not "~$" unsaid)
+    ("stray", r"(?:[\\{}<>^~*#•·†‡]|\$(?![\d.]))+", _saying("")),
     ("bar", r"[|/]", _saying(" ")),
 ]

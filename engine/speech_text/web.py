@@ -15,7 +15,9 @@ from engine.speech_text.abbreviations import COMMON_WORDS, SPELLED, caps
 from engine.speech_text.numbers import Rule, port
 
 TLDS = ("com org net io dev ai co edu gov app uk de fr ca au us info biz me tv ly gg xyz tech cloud sh travel shop "
-        "store online site blog news health bank page live club life world today email").split()
+        "store online site blog news health bank page live club life world today email "
+        # countries' domains that are no English word ("in", "it", "no", "at", "be" are: any case of them would do)
+        "jp cn ru br es nl se fi dk pl ch nz za mx kr tw hk sg ie il gr pt cz ar cl eu asia mobi").split()
 _SPELLED_NAMES = frozenset(
     {name.lower() for name in SPELLED} - COMMON_WORDS
     | set("irs ups dmv dhl faq hbo bbc cnn nbc abc cbs npr ibm aws nyc cdc fda nih mit nyu usps ssa fbi cia".split())
@@ -30,22 +32,24 @@ _SEPARATORS = {".": " dot ", "/": " slash ", "-": " dash ", "_": " underscore ",
 _TAIL = r"[^\s<>\"'’”)\]]{0,2000}?(?=[.,;:!?'’”)\]]*(?:\s|$))"
 FILE_TYPES = ("pdf doc docx xls xlsx csv txt rtf ppt pptx odt json yaml yml toml xml html htm md log ini cfg conf "
               "png jpg jpeg gif svg heic webp bmp tiff mp3 mp4 wav m4a mov avi zip tar gz rar exe dmg apk msi py js ts "
-              "ics vcf eml epub sh").split()
+              "ics vcf eml epub sh cpp hpp cs go rb php java kt swift lua sql db sqlite css scss jsx tsx vue mjs lock "
+              "bat ps1 jar whl deb rpm iso 7z bz2 xz tgz ipynb mkv webm flac ogg aac psd srt vtt bak tmp pem crt").split()
+# (no "c" or "h": the file rule reads a type in any case, and "D.C." is a place)
 # A scheme as RFC 3986 writes one ("https://", "file:///", "ssh://", "s3://"); http, https and ftp are not said.
 _SCHEME = r"[A-Za-z][A-Za-z0-9+.-]{0,15}://"
 URL = (
     rf"(?<![\w@/.])(?:{_SCHEME}|www\.){_TAIL}"
-    rf"|(?<![\w@/.-])(?:(?=[\w-]{{1,63}}\.)[A-Za-z0-9][\w-]{{0,62}}(?:\.[\w-]{{1,63}}){{0,5}}\.(?:{'|'.join(TLDS)}|{'|'.join(TLDS).upper()}|{'|'.join(t.title() for t in TLDS if len(t) > 2)})"
+    rf"|(?<![\w@/.-])(?:(?=[\w-]{{1,63}}+\.)[A-Za-z0-9][\w-]{{0,62}}(?:\.[\w-]{{1,63}}){{0,5}}\.(?:{'|'.join(TLDS)}|{'|'.join(TLDS).upper()}|{'|'.join(t.title() for t in TLDS if len(t) > 2)})"
     rf"(?!\.[A-Za-z0-9])"
-    rf"|(?=[a-z0-9-]{{1,63}}\.)[a-z0-9][a-z0-9-]{{0,62}}(?:\.[a-z0-9-]{{2,63}}){{0,4}}\.[a-z]{{2,24}}(?=/[A-Za-z0-9])"  # any TLD before a path
+    rf"|(?=[a-z0-9-]{{1,63}}+\.)[a-z0-9][a-z0-9-]{{0,62}}(?:\.[a-z0-9-]{{2,63}}){{0,4}}\.[a-z]{{2,24}}(?=/[A-Za-z0-9])"  # any TLD before a path
     # any top-level domain (RFC 1034 labels: letters, digits, hyphens; the last of 2-24 letters) on a small-letter
     # host of names of two characters or more, not a file's type ("node.js" is a file): "example.museum"
-    rf"|(?=[a-z0-9-]{{2,63}}\.[a-z])[a-z0-9][a-z0-9-]{{1,62}}(?:\.[a-z0-9-]{{2,63}}){{0,4}}\.(?!(?:{'|'.join(FILE_TYPES)})(?![a-z]))[a-z]{{2,24}}"
+    rf"|(?=[a-z0-9-]{{2,63}}+\.[a-z])[a-z0-9][a-z0-9-]{{1,62}}(?:\.[a-z0-9-]{{2,63}}){{0,4}}\.(?!(?:{'|'.join(FILE_TYPES)})(?![a-z]))[a-z]{{2,24}}"
     rf"(?![\w@(-]|\.\w)"
     rf"|localhost(?=:\d))(?::\d{{1,5}})?(?:/{_TAIL})?(?![\w@-])"
 )
 # an address, or an SSH remote's ("git@github.com:user/repo.git": its path after a colon, with a slash)
-EMAIL = (r"(?<![\w.+'-])[\w+'-]{1,64}(?:\.[\w+'-]{1,64}){0,8}@[A-Za-z0-9-]{1,63}(?:\.[A-Za-z0-9-]{1,63}){1,8}"
+EMAIL = (r"(?<![\w.+'-])(?:mailto:)?[\w+'-]{1,64}+(?:\.[\w+'-]{1,64}+){0,8}@[A-Za-z0-9-]{1,63}(?:\.[A-Za-z0-9-]{1,63}){1,8}"
          r"(?::(?=[\w.~-]*/)[\w~-][\w./~-]{0,120}[\w/](?![\w@])|(?![\w-]))")
 _PART = re.compile(r"[A-Za-z]+|\d+|.", re.S)
 
@@ -205,9 +209,17 @@ def _windows_path(match: re.Match[str]) -> str:
     return f"{drive.upper()} colon backslash " + " backslash ".join(said)
 
 
+def _unc_path(match: re.Match[str]) -> str:
+    """"\\\\server\\share\\file.txt" -> "backslash backslash server backslash share backslash file dot T X T"."""
+    *folders, name = match.group()[2:].split("\\")
+    named = re.fullmatch(_FILE, name)
+    said = [_spoken_parts(part) for part in folders] + ([_file_name(named) if named else _spoken_parts(name)] if name else [])
+    return "backslash backslash " + " backslash ".join(said)
+
+
 def _email(match: re.Match[str]) -> str:
     """An address; an SSH remote's ("git@github.com:user/repo.git"), its address, "colon", then its path."""
-    address, colon, path = match.group().partition(":")
+    address, colon, path = match.group().removeprefix("mailto:").partition(":")  # "mailto:" is not said
     at = address.index("@") + 1
     return _spoken_parts(address, at + _domain_at(address[at:])) + (" colon " + _spoken_parts(path) if colon else "")
 
@@ -226,14 +238,34 @@ def _file_name(match: re.Match[str]) -> str:
                         caps(part) if part.isupper() and len(part) >= 4 else " ".join(part.upper()))  # "README"
         else:
             said.append({"-": " ", " ": " "}.get(part) or _SEPARATORS.get(part, " "))
-    spoken_extension = " ".join(caps(group) if group.isalpha() else w.cardinal(group)
+    spoken_extension = " ".join(_extension(group) if group.isalpha() else w.cardinal(group)
                                 for group in re.findall(r"[A-Za-z]+|\d+", extension.upper()))
     return " ".join("".join(s if s.startswith(" ") else f" {s} " for s in said).split()) + " dot " + spoken_extension
 
 
+# file types said as words (caps() spells them: no common word) and one it would say that nobody does
+_SAID_EXTENSIONS = frozenset("tar java toml lua jar flac".split())
+_SPELLED_EXTENSIONS = frozenset({"ipynb"})
+
+
+def _extension(name: str) -> str:
+    """A file's type as developers say it: "PDF" "P D F", "ZIP" "zip", "TAR" "tar", "IPYNB" "I P Y N B"."""
+    lower = name.lower()
+    return lower if lower in _SAID_EXTENSIONS else " ".join(name) if lower in _SPELLED_EXTENSIONS else caps(name)
+
+
+def _doi(match: re.Match[str]) -> str:
+    """"doi:10.1000/182" -> "D O I ten dot one zero zero zero slash one eight two": a document's identifier."""
+    prefix, _, suffix = re.sub(r"(?i:doi):?[ \t]?", "", match.group(), count=1).partition("/")
+    return f"D O I ten dot {w.digits(prefix[3:])} slash " + _spoken_parts(suffix, by_digit=True)
+
+
 def _identifier(match: re.Match[str]) -> str:
     """"GUEST_5G" -> "guest underscore five G", "mike_t88" -> "mike underscore T eight eight": a user name, a
-    network's or a variable's name, read part by part with its underscores."""
+    network's or a variable's name, read part by part with its underscores; "1_000_000" "one million" (a number's
+    thousands grouped by underscores, as code writes them)."""
+    if re.fullmatch(r"\d{1,3}(?:_\d{3})+", match.group()):
+        return w.cardinal(match.group().replace("_", ""))
     return _spoken_parts(match.group(), by_digit=True)
 
 
@@ -244,8 +276,8 @@ def _handle(match: re.Match[str]) -> str:
 
 def _hashtag(match: re.Match[str]) -> str | None:
     """"#SummerSale" -> "hashtag summer sale"; "#A7" is a code, not a tag."""
-    if re.fullmatch(r"#[A-Z0-9]*\d[A-Z0-9]*", match.group()):
-        return None
+    if re.fullmatch(r"#[A-Z0-9]*\d[A-Z0-9]*|#(?:[A-Za-z]{1,2}\d+)+[A-Za-z]{0,2}", match.group()):
+        return None  # "#a7x9": short runs of letters between digits are a code's
     words = re.findall(r"[A-Z]+(?![a-z])|[A-Z]?[a-z]+|\d+", match.group()[1:])
     return "hashtag " + " ".join(_tag_word(word) for word in words)
 
@@ -257,19 +289,27 @@ def _tag_word(word: str) -> str:
     return " ".join(word) if word.isupper() and len(word) <= 4 and word.lower() not in COMMON_WORDS else word.lower()
 
 
-_FILE = (rf"(?<![\w@/.-])[A-Za-z0-9][\w-]{{0,60}}(?:\.[\w-]{{1,30}}){{0,2}}\.(?i:{'|'.join(FILE_TYPES)})"
+_FILE = (rf"(?<![\w@/.-])[A-Za-z0-9][\w-]{{0,60}}+(?:\.[\w-]{{1,30}}+){{0,2}}\.(?i:{'|'.join(FILE_TYPES)})"
          r"(?![\w@/-]|\.\w)")
 
 RULES: list[Rule] = [
     ("mac", MAC, _mac), ("ipv6", IPV6, _ipv6),
+    ("doi", r"(?<![\w])(?i:doi):?[ \t]?10\.\d{4,9}/[^\s\"<>]*[\w/]", _doi),
     ("email", EMAIL, _email), ("url", URL, _url), ("file_name", _FILE, _file_name),
     ("windows_path", rf"(?<![\w])[A-Za-z]:\\(?:{_FOLDER}\\){{0,11}}(?:{_PATH_PART})?", _windows_path),
-    ("identifier", r"(?<![\w@/.#-])[A-Za-z][A-Za-z0-9]*(?:\.[A-Za-z0-9]+)*(?:_[A-Za-z0-9]+)+(?![\w@/-]|\.\w)",
-     _identifier),  # "mike.r_2024": a user name may hold dots before its underscore
+    # "\\server\share\file.txt": a network share's path, each backslash said
+    ("unc_path", rf"(?<![\w\\])\\\\{_PATH_PART}(?:\\{_FOLDER}){{1,11}}\\?(?![\w\\])", _unc_path),
+    ("identifier", r"(?<![\w@/.#-])_*[A-Za-z0-9][A-Za-z0-9]*+(?:\.[A-Za-z0-9]++)*(?:_+[A-Za-z0-9]+)+(?:[-_][A-Za-z0-9]+)*_*"
+                   r"(?![\w@/-]|\.\w)",
+     _identifier),  # "mike.r_2024": a user name may hold dots before its underscore; "ab_12-x", "__init__"
+    # a hidden file or folder in a sentence: ".env", ".gitignore" "dot env", "dot gitignore" (at the text's start or
+    # after a space, a bracket, a quote, or what starts a streamed text's context: stream.py)
+    ("dot_file", r"(?<!\w)(?<![^\s(\"'`|<\[\]])\.[a-z][a-z0-9_-]{1,30}(?:\.[a-z0-9]{1,8})?(?![\w./-])",
+     lambda match: "dot " + _spoken_parts(match.group()[1:])),
     ("handle", r"(?<![\w@.])@[A-Za-z_][\w.-]{0,29}[\w](?![\w@])", _handle),
     # a Unix path: from the root, the home folder ("~/") or here ("./"), or folders down to a file of a known type
     ("unix_path", rf"(?<![\w/.:~\\])(?:(?:~|\.{{1,2}})?/{_PATH_PART}(?:/{_PATH_PART}){{1,11}}/?|(?:~|\.{{1,2}})/{_PATH_PART}"
-     rf"(?:/{_PATH_PART}){{0,11}}/?|(?=[\w.-]{{1,64}}/){_PATH_PART}(?:/{_PATH_PART}){{1,11}}\.(?i:{'|'.join(FILE_TYPES)}))(?![\w/]|\.\w)",
+     rf"(?:/{_PATH_PART}){{0,11}}/?|(?=[\w.-]{{1,64}}+/){_PATH_PART}(?:/{_PATH_PART}){{1,11}}\.(?i:{'|'.join(FILE_TYPES)}))(?![\w/]|\.\w)",
      lambda match: _path(match.group())),
     ("hashtag", r"(?<![\w&#])#(?:[A-Za-z]|\d{1,4}(?=[A-Z]?[a-z]))[A-Za-z0-9_]{1,60}(?![\w#])", _hashtag),  # "#100DaysOfCode"
     ("hash_in_word", r"(?<=[A-Za-z])#\d{1,12}(?![\w#])",  # "Welcome#123": a password's hash sign and its digits
