@@ -286,6 +286,26 @@ SAID = [
     # a Windows folder's name may hold spaces; a folder named by a year, a file at the end
     ("Edit C:\\Program Files\\Acme\\config.ini now.", "Edit C colon backslash Program Files backslash Acme backslash config dot I N I now."),
     ("Open D:\\Backups\\2024\\ today", "Open D colon backslash Backups backslash twenty twenty-four today"),
+    # fixed after heldout14.tsv was scored: a unit, a time's AM, a currency after a no-break or thin space (a space
+    # between digits still groups thousands); ordinary words shouted among shouted words; "down from 3/4" a quantity;
+    # a unit after every size; a tax form's letters; County Rd before its number; a 24-hour range on the 12-hour
+    # clock; a function's name before a bare argument
+    ("It weighs 2.5\u00a0kg.", "It weighs two point five kilograms."), ("Take 500\u00a0mg daily.", "Take five hundred milligrams daily."),
+    ("Open at 9\u202fam.", "Open at nine AM."), ("Pay 20\u2009EUR now.", "Pay twenty euros now."),
+    ("It has 1\u202f000 seats.", "It has one thousand seats."),
+    ("FUEL GAUGE READS 7/8 FULL.", "fuel gauge reads seven eighths full."),
+    ("YOU OWE $5.", "you owe five dollars."), ("CALL THE FBI NOW.", "call the F B I now."),
+    ("WARNING: HVAC UNIT OFFLINE", "warning, H V A C unit offline"),
+    ("It is at 2/3 (down from 3/4 in May).", "It is at two thirds (down from three quarters in May)."),
+    ("Sales rose from 1/4 to 1/2.", "Sales rose from one quarter to one half."),
+    ("The box is 40 cm × 30 cm × 20 cm.", "The box is forty centimeters by thirty centimeters by twenty centimeters."),
+    ("Attach any 1099-INT forms.", "Attach any ten ninety-nine I N T forms."), ("File 1040-SR now.", "File ten forty S R now."),
+    ("Model 4417-AB now", "Model four four one seven-A B now"),
+    ("Lot 7, County Rd 12", "Lot seven, County Road twelve"), ("Take State Rte 9 now", "Take State Route nine now"),
+    ("Hours: 08:00–18:00", "Hours, eight AM to six PM"), ("Open 09:00-17:30 daily", "Open nine AM to five thirty PM daily"),
+    ("Shift 22:00–06:00", "Shift ten PM to six AM"), ("Open 2-4pm", "Open two to four PM"),
+    ("sin 30° = 0.5", "sine thirty degrees equals zero point five"), ("ln x + 1 = 2", "natural log x plus one equals two"),
+    ("sin(30°) = 0.5", "sine of thirty degrees equals zero point five"), ("Check the log in 5 min.", "Check the log in five minutes."),
     # fixed after heldout13.tsv was scored: "x" and an extension's digits after a word of calling; a ZIP code a few
     # words after its name; a street typed in small letters; a shouted word with its plural "S"; letters before a
     # power; a numeral after an honorific's person

@@ -204,10 +204,14 @@ def _caps(match: re.Match[str]) -> str:
         match.string[match.end():match.end() + 40].split()[:4]
     shouted = [word for word in (w.strip(".,;:!?") for w in around) if _SHOUTED.fullmatch(word)]
     common = [word for word in shouted if word.lower() in COMMON_WORDS]
+    worded = [word for word in shouted if word.lower() in COMMON_WORDS or _worded(word)]  # "FUEL GAUGE READS"
     if token in _ACRONYM_WORDS and len(shouted) >= 2 and common:  # "IS IT STILL UNDER WARRANTY?"
         return token.lower()
     if len(common) >= 2 and (token == "US" or (len(token) >= 4 and _VOWELS & set(token) and token not in WORD_ACRONYMS)
                              or (len(token) == 3 and token not in SPELLED and one_syllable(token))):  # "THE GYM"
+        return token.lower()
+    if len(worded) >= 2 and len(token) >= 4 and token not in SPELLED | WORD_ACRONYMS and _VOWELS & set(token) \
+            and SAYABLE_START.match(token):  # "FUEL" among words that read as words; "HVAC" is no word's start
         return token.lower()
     if len(token) == 3 and token not in SPELLED and token not in _SYLLABLE_ACRONYMS and token not in WORD_ACRONYMS \
             and token.lower() not in COMMON_WORDS and (one_syllable(token) or _VOWEL_SYLLABLE.fullmatch(token)):
@@ -224,11 +228,11 @@ def _caps(match: re.Match[str]) -> str:
 
 
 _SENTENCE_END = re.compile(r"[.!?](?:\s|\Z)|\n")
-_SYLLABLE_ACRONYMS = frozenset("SAT MIT CAT PET LED VIN DOB POS BOT EST EDT ACT APT ACC ATT".split())  # spelled,
+_SYLLABLE_ACRONYMS = frozenset("SAT MIT CAT PET LED VIN DOB POS BOT EST EDT ACT APT ACC ATT IDE ICE".split())  # spelled,
 # though of one syllable's shape
 # A shouted word of one syllable that opens with its vowel: a doubled consonant or a coda after it ("ADD", "APP", "ASK",
-# "END"; acronyms seldom double a letter)
-_VOWEL_SYLLABLE = re.compile(r"[AEIOU](?:([B-DF-HJ-NP-TV-Z])\1|%s)" % "|".join(
+# "END"; acronyms seldom double a letter), or a consonant and a silent "E" ("OWE", "USE", "ATE")
+_VOWEL_SYLLABLE = re.compile(r"[AEIOU](?:([B-DF-HJ-NP-TV-Z])\1|[B-DF-HJ-NP-TV-Z]E|%s)" % "|".join(
     coda.upper() for coda in _CODA if len(coda) == 2 and coda[0] != coda[1]))
 
 

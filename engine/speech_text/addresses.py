@@ -65,8 +65,9 @@ _ADDRESS = (rf"(?<![\w.,$#/-])\d{{1,6}}(?:-?[A-Z])?[ \t]+(?:{_DIRECTION}\.?[ \t]
             rf"(?![\w])")  # "88 cedar ave", all in small letters
 _UNIT = (r"(?<![\w])(?i:%s)(?:\.?[ \t]*#[ \t]*|\.?[ \t]+|\.)(?!1Z(?:[ \t]?[0-9A-Z]){16}(?![\w-]))(?:[A-Z]?\d+[A-Z]?|[A-Z]{1,2}\d*)(?![\w-]|:\d)"
          % trie(list(UNITS)).replace(r"\ ", r"[ \t]"))  # a trie: tried at every small word
-_ROUTE_ALONE = (r"(?<![\w.])(?:Hwy\.?|Highway|Rte\.?|Rt\.?|Route|Interstate)[ \t]+\d{1,4}(?:[ \t]+[NSEW](?![\w]))?"
-                r"(?![\w,:/-]|\.\d)")  # "Take Hwy 101", "Hwy 101 S", "Rt 66"
+_ROUTE_ALONE = (r"(?<![\w.])(?:(?:County|State|Farm|Forest)[ \t](?:Rd\.?|Road|Hwy\.?|Highway|Rte\.?|Route)|Hwy\.?|Highway"
+                r"|Rte\.?|Rt\.?|Route|Interstate)[ \t]+\d{1,4}(?:[ \t]+[NSEW](?![\w]))?"
+                r"(?![\w,:/-]|\.\d)")  # "Take Hwy 101", "Hwy 101 S", "Rt 66", "County Rd 12"
 _POSTAL = r"(?<![\w])(?:%s),?[ \t]+[A-Z]\d[A-Z][ \t]?\d[A-Z]\d(?![\w-])" % "|".join(PROVINCES)  # "ON M5V 1J5"
 _ZIP = (r"(?<![\w])(?:(?:%s),?[ \t]+|(?i:zip|zip[ \t]code|postal[ \t]code|zipcode)(?:[ \t]+(?:is|was|still|now|as|on[ \t]file)){0,3}:?[ \t]+)\d{5}(?:-\d{4})?(?![\w-])"
         % "|".join(STATES))
@@ -155,9 +156,12 @@ def _ordinal_street(match: re.Match[str]) -> str:
 
 
 def _route(match: re.Match[str]) -> str:
-    name, number, *direction = match.group().split()
-    said = f"{NAME_WORDS.get(name, name)} {house_number(number)}"
-    return said + (" " + DIRECTIONS[direction[0]] if direction else "")
+    """"Hwy 101 S" "Highway one oh one South", "County Rd 12" "County Road twelve"."""
+    words = match.group().split()
+    direction = [DIRECTIONS[words.pop()]] if not words[-1].isdigit() else []
+    number = house_number(words.pop())
+    return " ".join([*(NAME_WORDS.get(word) or STREET_TYPES.get(word.rstrip("."), word) for word in words), number,
+                     *direction])
 
 
 def _postal(match: re.Match[str]) -> str:

@@ -339,7 +339,9 @@ def _after_name(match: re.Match[str]) -> str | None:
 # A function applied to its argument: "sin(30°)" "sine of thirty degrees", "log₂(8)" "log base two of eight".
 _FUNCTIONS = {"sin": "sine of", "cos": "cosine of", "tan": "tangent of", "log": "log of", "ln": "the natural log of",
               "exp": "the exponential of", "O": "big O of"}
-_FUNCTION = r"(?:%s)[₀-₉]*(?=\()" % "|".join(sorted(_FUNCTIONS, key=len, reverse=True))
+# Written without brackets before a number, an angle or one letter ("sin 30°", "log 100", "ln x"), its name alone:
+# "sine thirty degrees".
+_FUNCTION = r"(?:%s)[₀-₉]*(?:(?=\()|[ \t](?=[\d√]|[a-z](?![a-z])))" % "|".join(sorted(_FUNCTIONS, key=len, reverse=True))
 _TERM = (rf"(?:(?:\d+(?:\.\d+)?(?=\())?(?:sqrt(?=\())?(?:{_FUNCTION})?\(?[-−]?√?(?:[a-z]\([a-z]\)|[A-Z](?=[ \t]?=)"
          r"|[a-z]{2}(?=\^|[²³])|(?!(?:is|it|in|on|at|to|of|or|an|as|am|be|by|do|go|he|if|me|my|no|so|up|us|we|ok)\b)[a-z]{2}"
          r"(?=[ \t][+*=][ \t]|[+*=][a-z\d(]|[ \t]?(?:[+*=][ \t]*)?\Z)|\d+[a-z]{2,3}(?![\w(])|(?:\d+(?:\.\d+)?)?[a-z](?![A-Za-z0-9_(])"
@@ -380,6 +382,15 @@ def open_math(text: str) -> int | None:
     return tail.start() if tail else None
 
 
+def _function(part: str) -> str:
+    """"sin", "log₂" before a bracket: "sine of", "log base two of"; "sin " before its bare argument: "sine"."""
+    name = part.rstrip(" \t₀₁₂₃₄₅₆₇₈₉")
+    base = part[len(name):].strip().translate(_SUBSCRIPTS)
+    if base:
+        return _FUNCTIONS[name].replace(" of", f" base {w.cardinal(base)} of")
+    return _FUNCTIONS[name].removeprefix("the ").removesuffix(" of") if part[-1] in " \t" else _FUNCTIONS[name]
+
+
 def _math(match: re.Match[str]) -> str | None:
     """An expression with "=" or an operator no range, date or fraction uses: "1-2=5", "2+2", "x^2"."""
     text = match.group()
@@ -400,10 +411,8 @@ def _math(match: re.Match[str]) -> str | None:
     for part in _MATH_PARTS.findall(text):
         if part == "(":  # "2(x + 3)": a product
             said.append("times")
-        elif part.rstrip("₀₁₂₃₄₅₆₇₈₉") in _FUNCTIONS:
-            name = part.rstrip("₀₁₂₃₄₅₆₇₈₉")
-            base = part[len(name):].translate(_SUBSCRIPTS)
-            said.append(_FUNCTIONS[name].replace(" of", f" base {w.cardinal(base)} of") if base else _FUNCTIONS[name])
+        elif part.rstrip(" \t₀₁₂₃₄₅₆₇₈₉") in _FUNCTIONS:
+            said.append(_function(part))
         elif part == "°":
             said.append("degrees")
         elif part[0] == "/" and len(part) == 2:  # "1/x": a fraction with a variable below is "over"
@@ -465,6 +474,7 @@ def _letter_range(match: re.Match[str]) -> str | None:
     return f"{first} to {last}" if first < last else None
 
 
+_TAX_FORMS = "1040|1041|1042|1065|1094|1095|1098|1099|1120|5498|8949"  # the IRS's forms that carry letters after them
 RULES: list[Rule] = [
     ("vanity", r"(?<![\w+-])(?:1[-. ])?\d{3}[-. ](?=[A-Z0-9-]*[A-Z]{3})[A-Z0-9]{2,}(?:-[A-Z0-9]+)*(?![\w-])",
      _vanity),
@@ -513,6 +523,10 @@ RULES: list[Rule] = [
     ("quarter", r"(?<![\w-])[1-4]Q(?:[ \t]?['’]?(?:\d\d|(?:19|20)\d\d))?(?![\w-])|(?<![\w-])[12]H[ \t]?['’]?(?:\d\d|(?:19|20)\d\d)(?![\w-])"
                 r"|(?<![\w-])Q[1-4][ \t]?['’]\d\d(?![\w'’-])", _quarter),
     ("fiscal_year", r"(?<![\w-])FY[ \t]?(?:\d{4}|\d\d)(?![\w-])", fiscal_year),  # before a code's reading
+    # a US tax form's number with its letters ("1099-INT", "1040-SR", "1098-T"), as filers say it: "ten ninety-nine I N T"
+    ("tax_form", rf"(?<![\w$#.-])(?:{_TAX_FORMS})-[A-Z]{{1,4}}(?![\w-])",
+     lambda match: "{} {}".format(*(w.paired(part) if part.isdigit() else " ".join(part)
+                                     for part in match.group().split("-")))),
     ("serial", r"(?<![\w-])[A-Z]\d{1,2}–[A-Z]\d{1,2}(?![\w-])"  # "Q1–Q3" (with a hyphen: the second alternative)
                r"|(?<![\w$£€¥₹#.-])(?=[A-Z0-9-]*[A-Z])(?=[A-Z0-9-]*\d)[A-Z0-9]+(?:-[A-Z0-9]+)*(?:(?<=\d)[a-z])?(?![\w-])",
      _serial),  # "SN8842-KD19", "M404n" (a model's lower-case suffix)

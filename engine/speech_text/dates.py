@@ -283,8 +283,20 @@ _ZONE_AFTER = re.compile(r"[ \t]+(?:[ECMP][SD]?T|UTC|GMT|BST|CET|CEST|IST|JST|AE
 
 
 def _time_range(match: re.Match[str]) -> str:
+    """"2-4pm" "two to four PM"; a range on the 24-hour clock (an end past twelve, no AM or PM), both ends on the
+    12-hour one: "08:00–18:00" "eight AM to six PM", not "eight to eighteen hundred"."""
     first, second = re.split(r"[ \t]?[-–][ \t]?", match.group(), maxsplit=1)
+    if re.fullmatch(rf"{_CLOCK}[ \t]?[-–][ \t]?{_CLOCK}", match.group()) and max(
+            int(first.split(":")[0].split(".")[0]), int(second.split(":")[0].split(".")[0])) > 12:
+        first, second = _twelve_hour(first), _twelve_hour(second)
     return clock(first).removesuffix(" o'clock") + " to " + clock(second, ends_sentence_after(match))
+
+
+def _twelve_hour(text: str) -> str:
+    """"18:00" -> "6:00 pm", "08:30" -> "8:30 am", "00:00" -> "12:00 am"."""
+    hour, rest = re.split(r"[:.]", text, maxsplit=1)
+    h = int(hour) % 24
+    return f"{(h - 1) % 12 + 1}:{rest} {'am' if h < 12 else 'pm'}"
 
 
 def _letter_time_range(match: re.Match[str]) -> str:

@@ -43,6 +43,15 @@ _PUNCTUATION_WORDS = dict(TURBO_PUNCTUATION)
 _WHITESPACE = re.compile(r"(?P<line>[^\S\n]*\n\s*)|(?P<before>[^\S\n]+(?=[,.;!?]))|(?P<commas>,(?:[^\S\n]*,)+)|(?P<run>[^\S\n]{2,}|[^\S \n])")
 
 
+# A no-break, narrow no-break or thin space is a space to the word rules ("2.5\u00a0kg", "9\u00a0am", "$\u00a0100"),
+# except between digits, where it groups thousands ("1\u202f000").
+_HARD_SPACE = re.compile(r"[\u00a0\u202f\u2009](?!\d)|(?<!\d)[\u00a0\u202f\u2009]")
+
+
+def _hard_spaces(text: str) -> list[Piece]:
+    return substitute(_HARD_SPACE, text, lambda match: " ")
+
+
 def _space(match: re.Match[str]) -> str:
     return {"line": "\n", "before": "", "commas": ",", "run": " "}[match.lastgroup or "run"]
 
@@ -57,8 +66,8 @@ def normalize(text: str, lexicon: Lexicon | None = None, locale: str | None = No
     graphemes first, before the word rules (its "SQL" is "sequel", never spelled). ``locale``: semiotic.LOCALES."""
     pieces = markdown(text)
     read = functools.partial(words, locale=locale)
-    passes = (read, punctuation_only, _whitespace) if lexicon is None else (lexicon.apply, read, punctuation_only,
-                                                                            _whitespace)
+    passes = (_hard_spaces, read, punctuation_only, _whitespace) if lexicon is None else (
+        lexicon.apply, _hard_spaces, read, punctuation_only, _whitespace)
     for rules in passes:
         pieces = compose(pieces, rules(spoken(pieces)))
     return pieces

@@ -402,7 +402,8 @@ _DATE_CUES = re.compile(r"(?:(?i:\b(?:on|by|starts?|starting|due|until|till|thru
                         r"|\b(?:Mon|Tues?|Wed(?:nes)?|Thu(?:rs?)?|Fri|Sat(?:ur)?|Sun)(?:day)?)\W*$")  # "Monday 9/22"
 _CHANGED_BY = re.compile(r"(?i:\b(?:cut|cuts|reduced?|reduces|lowers?|lowered|raised?|raises|increased?|increases|"
                          r"decreased?|decreases|grew|grows?|rose|rises?|fell|falls?|dropped|drops?|shrank|shrinks?|"
-                         r"discounted|multiplied|divided|up|down)\b[^.!?]{0,30}\bby\W*)$")  # "cuts it by 1/4": a fraction
+                         r"discounted|multiplied|divided|up|down)\b[^.!?]{0,30}\b(?:by|from)\W*)$")  # "cuts it by 1/4", "down from 3/4":
+#                                                                                   a change of a quantity, a fraction
 
 _NOT_A_DAY_AFTER = re.compile(r"[ \t]+(?:[a-z]+s|of|out|scale|in|on|per|a|an|the|and|or|to|inch|mile|cup|[^a-z])\b")
 _NOT_A_DAY_BEFORE = re.compile(r"(?i:\b(?:scored?|got|gets|rated|about|only|just|of|by|over|under|than|is|was|are|were))"
@@ -678,8 +679,8 @@ RULES: list[Rule] = [
     ("feet", r"(?<![\w'’])\d{1,2}['’′][ \t]?\d{1,2}(?:[\"”″]|'')?(?![\w])|(?<![\w'’])\d{1,3}['’′](?=[ \t,.;]|$)", _feet),
     ("number_sign", r"(?<![\w&#])#[ \t]?(?:\d{1,3}(?:,\d{3})+|\d+)(?![\w]|,\d)", _number_sign),
     ("vulgar_fraction", r"(?<![\w.])(?:\d{1,3}[ \t]?)?[½⅓⅔¼¾⅕⅖⅗⅘⅙⅚⅛⅜⅝⅞]", _vulgar),  # "1½", "1 ½"
-    ("dimensions", rf"{_START}{NUM}{_SIZE_UNIT_AT}?(?:[ \t]*[x×][ \t]*{NUM}){{1,2}}"
-     rf"{_SIZE_UNIT_AT}?(?![\w'’′\"”″])(?![ \t]*=)",
+    ("dimensions", rf"{_START}{NUM}{_SIZE_UNIT_AT}?(?:[ \t]*[x×][ \t]*{NUM}{_SIZE_UNIT_AT}?){{1,2}}"
+     rf"(?![\w'’′\"”″])(?![ \t]*=)",  # a unit after every size too: "40 cm × 30 cm × 20 cm"
      _dimensions),
     ("inches", r"(?<![\w\"“”'.])\d{1,3}(?:\.\d)?[\"”″](?=[ \t]+[\w-])", _inches),
     ("fraction_inches", r"(?<![\w./,])\d{1,2}/\d{1,2}[\"”″](?=[ \t]+[\w-]|[ \t]*[,.;]|$)",  # "1/4\" drywall screws"
