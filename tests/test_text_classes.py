@@ -306,6 +306,9 @@ SAID = [
     ("Shift 22:00–06:00", "Shift ten PM to six AM"), ("Open 2-4pm", "Open two to four PM"),
     ("sin 30° = 0.5", "sine thirty degrees equals zero point five"), ("ln x + 1 = 2", "natural log x plus one equals two"),
     ("sin(30°) = 0.5", "sine of thirty degrees equals zero point five"), ("Check the log in 5 min.", "Check the log in five minutes."),
+    # a currency whose name several countries share, named by its ISO code: its country too
+    ("The fare is 1,200 MXN.", "The fare is one thousand two hundred Mexican pesos."), ("It is 500 NOK.", "It is five hundred Norwegian kroner."),
+    ("Pay 50₱ now.", "Pay fifty pesos now."),
     # fixed after heldout13.tsv was scored: "x" and an extension's digits after a word of calling; a ZIP code a few
     # words after its name; a street typed in small letters; a shouted word with its plural "S"; letters before a
     # power; a numeral after an honorific's person
