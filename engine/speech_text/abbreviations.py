@@ -210,9 +210,9 @@ def _caps(match: re.Match[str]) -> str:
     if len(common) >= 2 and (token == "US" or (len(token) >= 4 and _VOWELS & set(token) and token not in WORD_ACRONYMS)
                              or (len(token) == 3 and token not in SPELLED and one_syllable(token))):  # "THE GYM"
         return token.lower()
-    if len(worded) >= 2 and len(token) >= 4 and token not in SPELLED | WORD_ACRONYMS and _VOWELS & set(token) \
-            and SAYABLE_START.match(token):  # "FUEL" among words that read as words; "HVAC" is no word's start
-        return token.lower()
+    if len(worded) >= 2 and len(token) >= 4 and token not in SPELLED | WORD_ACRONYMS and token[0] not in _VOWELS \
+            and SAYABLE_START.match(token):  # "FUEL" among words that read as words; "HVAC" is no word's start, and
+        return token.lower()  # one opening with its vowel ("ESPN", "USAA", "UCLA") is as often an acronym
     if len(token) == 3 and token not in SPELLED and token not in _SYLLABLE_ACRONYMS and token not in WORD_ACRONYMS \
             and token.lower() not in COMMON_WORDS and (one_syllable(token) or _VOWEL_SYLLABLE.fullmatch(token)):
         # "MAX LOAD PER SHELF", "LOG IN AGAIN": among shouted words of its own sentence (as far as open_caps holds a
