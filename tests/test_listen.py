@@ -159,35 +159,6 @@ def test_real_speech_through_silero_starts_speech_and_barges_in():
     assert ("heard", 1) in tallies and not [t for t in tallies if t[0] != "heard" and t[1]]
 
 
-def test_while_a_webrtc_peers_echo_delay_is_not_yet_sure_no_speech_starts_and_once_it_is_the_caller_is_heard(
-        monkeypatch):
-    """A WebRTC peer (``echo_delay_moves``): while the canceller is ``unsure`` (the gateway's voice in the echo's
-    reach, the line's delay not yet sure: gateway/listen/aec.py), what the VAD hears may be echo the canceller let
-    through, and no speech starts on it (the windows it took for speech are counted, ``held``); speech under way goes
-    on. Once the canceller is sure, a caller who has been talking all along is confirmed within the detector's own
-    ``min_speech_ms`` and a window or two. A phone line's canceller is never ``unsure``."""
-    from gateway.listen.aec import EchoCanceller
-
-    unsure = [True]
-    monkeypatch.setattr(EchoCanceller, "unsure", property(lambda self: self.guard_leaks and unsure[0]))
-    speech = clip_8k()
-    side = CallerSide("mulaw", 8000, VadConfig(), "vad", lambda: True, clock=lambda: 0.0, echo_delay_moves=True)
-    payloads = frames(np.concatenate([np.zeros(4000, dtype=np.int16), speech[:24000]]))
-    out, sure_ms = [], 1500.0  # the caller speaks from 500 ms; the canceller is sure from 1500 ms
-    for i, payload in enumerate(payloads):
-        unsure[0] = 20.0 * i < sure_ms
-        side._clock = lambda i=i: (i + 1) * 0.02
-        out += side.hear(payload, 20.0 * i)
-        if unsure[0]:
-            assert not [o for o in out if isinstance(o, dict) and o["type"] == "speech_started"], (i, out)
-    started = [o for o in out if isinstance(o, dict) and o["type"] == "speech_started"]
-    assert side.aec is not None and side.aec.counts["held"] > 10
-    assert len(started) == 1 and sure_ms <= started[0]["confirmed"] <= sure_ms + 250, started
-    assert out[out.index(started[0]) + 1] is Act.INTERRUPT
-    phone = CallerSide("mulaw", 8000, VadConfig(), "vad", lambda: True, clock=lambda: 0.0)
-    assert phone.aec is not None and not phone.aec.unsure
-
-
 def test_the_level_rule_sets_the_gateways_own_voice_at_minus_20_db_aside():
     """The echo canceller off (its own tests: tests/test_echo_canceller.py): the level rule guards."""
     speech = clip_8k()[:16000]

@@ -50,29 +50,11 @@ checks what the module lets through against the far end (``_leak``): output that
 the echo may have now is the gateway's own voice, and is silenced. A phone line's far end is stamped with the outbox's
 own playout estimate: neither runs there (the bench's lines gave the same figures with them or without).
 
-Under load (tests/test_page_echo.py with tests/test_page.py beside it, 2 cores) Chromium's jitter buffer time-warps the
-echo from the call's first seconds, and moves it later as well as sooner (measured: 473 -> 313 ms before the delay was
-sure; 389 -> 348 -> 431 ms and 364 -> 485 ms within a second after): AEC3 lets 60-130 ms of it through at a time and
-``_leak`` misses it (its sample correlation 0.23-0.47 at a wandering lag, or the echo later than ``LEAK_LATE_MS``),
-long enough for the VAD to confirm speech. (Warp-robust leak measures were tried offline, on the module's output
-against the far end at the echo's lags: 10 ms envelopes over 200 ms, and log spectra 10 ms at a time; a caller's voice
-alone scored as high as the leak, envelope r 0.8-0.86 against 0.56-0.77, spectra 0.53 against 0.57-0.66: no bar
-parts them.) What does see it is the delay measure: such a line's canceller is ``unsure`` while its delay is not yet
-sure (``SURE`` measures in a row within ``SURE_AGREE_MS``) and until a follow-up measure finds the echo where the
-read point holds it, and again while the latest does not (its peak under ``FOUND``, or ``FOLLOW_MIN_MS`` away until
-followed), while the far end is in reach and for at most ``UNSURE_HOLD_S`` in a row; the caller side
-(gateway/listen/caller.py) starts no speech then (the VAD's verdict held), and a caller who talked through it is
-confirmed once the canceller is sure again, ``min_speech_ms`` later. The follow-up measure's peak stayed 35-113
-while a caller 17 dB under the gateway talked over its echo (5-11 where the path was lost): a caller does not make
-the canceller unsure. Not enough: under load the echo's path stayed lost for more than ``UNSURE_HOLD_S``, or moved
-(by 9-160 ms) and leaked between two follow-up measures (tests/test_page_echo.py's docstring).
-
 Counted (``counts``): ``late_far`` (far-end samples that came after their time had been read: not cancelled),
 ``realigned`` (a near-end frame whose stream time jumped: the tie to our clock made afresh), ``resets`` (the module
 diverged, its output louder than its input for ``DIVERGED_S``, or failed: a new one), ``delay_measures`` (the line's
 delay measured with confidence), ``followed`` (the read point moved, or a module started afresh, as the delay moved),
-``leaks`` (blocks of the module's output silenced as echo), ``held`` (the caller side's VAD windows taken for speech
-while the canceller was ``unsure``: no speech started on them).
+``leaks`` (blocks of the module's output silenced as echo).
 """
 
 from __future__ import annotations
@@ -103,7 +85,6 @@ MEASURE_EVERY_S = 0.5  # of far-end audio processed, until the delay is sure (SU
 SURE = 3
 CONFIDENT = 8.0  # the correlation's peak over its mean magnitude: below this the measure is not taken
 AGREE_MS = 10.0
-SURE_AGREE_MS = 25.0  # ``guard_leaks``: measures this close agree (a peer's jitter buffer warps the echo)
 PHAT_FLOOR = 1e-3  # GCC-PHAT weighs a frequency no more than this share of the loudest's magnitude below it: bands
 #                    where neither end has anything (a phone band's echo at 16 kHz: nothing above 4 kHz) are noise
 #                    that PHAT would raise to the level of the speech (its peak came out at lag 0 on a 300 ms line)
@@ -119,11 +100,6 @@ LEAK_EARLY_MS = 120.0  # ... at lags from this much under the line's measured de
 LEAK_LATE_MS = 60.0  # its playout by tens of ms at a time) to this much over it (all of ``REACH_S`` until sure):
 LEAK_R = 0.5  # where it correlates this well with the far end at one of them, it is the gateway's own voice that
 #              the module let through, not the caller: silenced
-FOUND = 16.0  # ``guard_leaks``: a follow-up measure whose peak is under this (``CONFIDENT``'s measure) finds the
-#               echo's path lost (a peer's jitter buffer time-warping it): the canceller is ``unsure`` until one is over
-UNSURE_HOLD_S = 8.0  # ``guard_leaks``: while the line's delay is not yet sure or its path is lost, for at most this
-#                      much of the call's near end in a row (the far end in reach), the canceller is ``unsure``: the
-#                      caller side holds the VAD's verdict
 
 
 class Module(Protocol):
@@ -168,11 +144,7 @@ class EchoCanceller:
         self._held: int | None = None  # the lag (samples, as read) the read point holds the echo at
         self._moved: int | None = None  # the lag (samples, where the far end played) the latest measure found
         self._unfollowed = 0  # samples processed since the lag was last measured
-        self._lost = True  # ``guard_leaks``: no follow-up measure has found the echo's path where the read point
-        #                    holds it (``FOUND``) since the delay was sure, or the latest did not
-        self._unsure_for = 0  # near-end samples processed ``unsure`` (``UNSURE_HOLD_S``)
-        self.counts = {"late_far": 0, "realigned": 0, "resets": 0, "delay_measures": 0, "leaks": 0, "followed": 0,
-                       "held": 0}
+        self.counts = {"late_far": 0, "realigned": 0, "resets": 0, "delay_measures": 0, "leaks": 0, "followed": 0}
 
     # The far end.
 
@@ -280,8 +252,6 @@ class EchoCanceller:
             if self._module is not None and not self.settled and self.delay_ms is not None:
                 self._module = None  # told the wrong delay: the next speech starts a module told this call's
             return near  # no far end within the echo's reach: nothing to take out
-        if self.guard_leaks:  # (an unsure stretch's length: ``UNSURE_HOLD_S``)
-            self._unsure_for = self._unsure_for + near.size if self._agreeing < SURE or self._lost else 0
         self._measure(far, near, played)
         out = np.empty_like(near)
         for i in range(0, near.size, self.block):
@@ -364,15 +334,6 @@ class EchoCanceller:
                 self._reset()
 
     @property
-    def unsure(self) -> bool:
-        """``guard_leaks``: the far end is in the echo's reach and the line's delay is not yet sure, or no follow-up
-        measure has found the echo's path since, or the latest lost it (for no more than ``UNSURE_HOLD_S`` in a row):
-        what the module lets through may be echo that ``_leak`` misses, so no speech is to start on it (the caller
-        side holds the VAD's verdict; the module docstring)."""
-        return (self.guard_leaks and not self.passed and (self._agreeing < SURE or self._lost)
-                and self._unsure_for < UNSURE_HOLD_S * self.rate)
-
-    @property
     def settled(self) -> bool:
         """The module (or the next one) is told the line's delay this call measured."""
         if self._module is None:
@@ -394,13 +355,12 @@ class EchoCanceller:
             return
         self._unmeasured = 0
         reference, heard, _ = np.roll(self._history, -self._history_at, axis=1)  # the oldest first
-        lag = _lag(_peak(reference, heard, round(REACH_S * self.rate)))
+        lag = _lag(reference, heard, round(REACH_S * self.rate))
         if lag is None:
             return
         self.counts["delay_measures"] += 1
         delay_ms = round(lag * 1000 / self.rate)
-        same = self.delay_ms is not None and abs(delay_ms - self.delay_ms) <= (
-            SURE_AGREE_MS if self.guard_leaks else AGREE_MS)
+        same = self.delay_ms is not None and abs(delay_ms - self.delay_ms) <= AGREE_MS
         self._agreeing = self._agreeing + 1 if same else 1
         self.delay_ms = delay_ms
 
@@ -422,11 +382,7 @@ class EchoCanceller:
         self._unfollowed = 0
         reach, near_size = round(REACH_S * self.rate), round(FOLLOW_NEAR_S * self.rate)
         _, heard, reference = np.roll(self._history, -self._history_at, axis=1)
-        peak = _peak(reference[-(near_size + reach):], heard[-near_size:], reach, late=True)
-        lag = _lag(peak)
-        if peak is not None:  # lost: not found, or found where the read point does not hold it (until followed)
-            off = abs(self._held - peak[0] - self._shift) >= FOLLOW_MIN_MS * self.rate / 1000
-            self._lost = peak[1] < FOUND or off
+        lag = _lag(reference[-(near_size + reach):], heard[-near_size:], reach, late=True)
         agreed = lag is not None and self._moved is not None and abs(lag - self._moved) <= AGREE_MS * self.rate / 1000
         self._moved = lag
         if not agreed:
@@ -436,7 +392,6 @@ class EchoCanceller:
         if abs(shift - self._shift) < FOLLOW_MIN_MS * self.rate / 1000:
             return
         self.counts["followed"] += 1
-        self._lost = False
         if shift > FOLLOW_AHEAD_MS * self.rate / 1000:  # the module starts afresh, told the lag where it played
             self._module, self._held, shift = None, lag, 0
             self.delay_ms = round(lag * 1000 / self.rate)
@@ -462,10 +417,10 @@ class EchoCanceller:
         self._louder = 0
 
 
-def _peak(reference: np.ndarray, heard: np.ndarray, reach: int, late: bool = False) -> tuple[int, float] | None:
-    """The lag (samples, under ``reach``) of ``heard`` behind ``reference`` by GCC-PHAT and its peak over the mean
-    magnitude, or None where either is silent. Both end at the same time; ``late``: ``heard`` is ``reach`` shorter (its
-    lag behind what came before it is measured), else they are as long."""
+def _lag(reference: np.ndarray, heard: np.ndarray, reach: int, late: bool = False) -> int | None:
+    """The lag (samples, under ``reach``) of ``heard`` behind ``reference`` by GCC-PHAT, or None where its peak is
+    not ``CONFIDENT``. Both end at the same time; ``late``: ``heard`` is ``reach`` shorter (its lag behind what came
+    before it is measured), else they are as long."""
     if not reference.any() or not heard.any():
         return None
     size = 1 << int(np.ceil(np.log2(reference.size + heard.size)))
@@ -476,13 +431,9 @@ def _peak(reference: np.ndarray, heard: np.ndarray, reach: int, late: bool = Fal
     # correlation[m]: heard[j] against reference[j - m]; late, heard[j] is at reference's j + reach: lag k at k - reach
     lags = correlation[np.arange(-reach, 0) if late else np.arange(reach)]
     lag = int(np.argmax(lags))
-    ratio = float(lags[lag]) / (float(np.mean(np.abs(lags))) + 1e-12)
-    return lag, ratio
-
-
-def _lag(peak: tuple[int, float] | None) -> int | None:
-    """A ``_peak``'s lag where it is ``CONFIDENT``."""
-    return peak[0] if peak is not None and peak[1] >= CONFIDENT else None
+    if lags[lag] < CONFIDENT * (float(np.mean(np.abs(lags))) + 1e-12):
+        return None
+    return lag
 
 
 def _energies(pcm: np.ndarray, block: int) -> np.ndarray:

@@ -58,8 +58,7 @@ class CallerSide:
     does where its ``listen`` asks for that (``aec``, the default). ``echo_guard``: the level rule
     (gateway/listen/echo.py) judges what the VAD heard too; without the canceller it always does.
     ``echo_delay_moves``: the echo's delay moves during the call (a WebRTC peer's jitter buffer), so what the
-    canceller lets through is checked against the far end (gateway/listen/aec.py's ``guard_leaks``), and while the
-    canceller is ``unsure`` of the echo's delay no speech starts (the VAD's verdict held; speech under way goes on).
+    canceller lets through is checked against the far end (gateway/listen/aec.py's ``guard_leaks``).
     """
 
     def __init__(self, encoding: str, rate: int, vad: VadConfig, mode: str,
@@ -248,10 +247,6 @@ class CallerSide:
         window, self._window = self._window[:size], self._window[size:]
         window_ms = size * 1000 / self._vad.rate
         at_ms, self._window_at = self._window_at, self._window_at + window_ms
-        if self.aec is not None and self.aec.unsure and not self.detector.speaking and probability > 0:
-            # a WebRTC peer's echo while the canceller's delay is not yet sure: no speech starts on it
-            self.aec.counts["held"] += probability >= self.detector.config.threshold
-            probability = 0.0
         event = self.detector.window(at_ms, window_ms, probability, rms(window), self._echo_level)
         self._out += self._on(event, at_ms + window_ms)
 
