@@ -286,6 +286,14 @@ SAID = [
     # a Windows folder's name may hold spaces; a folder named by a year, a file at the end
     ("Edit C:\\Program Files\\Acme\\config.ini now.", "Edit C colon backslash Program Files backslash Acme backslash config dot I N I now."),
     ("Open D:\\Backups\\2024\\ today", "Open D colon backslash Backups backslash twenty twenty-four today"),
+    # fixed after heldout15.tsv was scored: a vulgar fraction after "a" takes no second article, "by ½" is "by half";
+    # a slash between a counted word and a time or a count is "per"; the minus sign U+2212 between operands
+    ("Each partner holds a ⅓ share.", "Each partner holds a third share."), ("Add a ½ cup.", "Add a half cup."),
+    ("Reduce the stock by ½.", "Reduce the stock by half."), ("Add ⅓ now.", "Add a third now."),
+    ("The contract is for 40 hrs/week.", "The contract is for forty hours per week."),
+    ("Work 8 hours/day, 5 days/week.", "Work eight hours per day, five days per week."),
+    ("It holds 2 GB/user.", "It holds two gigabytes per user."), ("the day/night cycle", "the day or night cycle"),
+    ("profit = revenue − cost", "profit equals revenue minus cost"), ("net − tax", "net minus tax"),
     # fixed after heldout14.tsv was scored: a unit, a time's AM, a currency after a no-break or thin space (a space
     # between digits still groups thousands); ordinary words shouted among shouted words; "down from 3/4" a quantity;
     # a unit after every size; a tax form's letters; County Rd before its number; a 24-hour range on the 12-hour

@@ -171,7 +171,9 @@ for _unit, _names in _si_units().items():
     UNITS.setdefault(_unit, _names)
 # A unit's name after "per" in a compound unit ("GB/s", "mg/mL", "kg/kg").
 _PER_UNIT = {"s": "second", "sec": "second", "h": "hour", "hr": "hour", "min": "minute", "d": "day", "day": "day",
-             "wk": "week", "mo": "month", "yr": "year", "dose": "dose", "tab": "tablet", "cap": "capsule"}
+             "wk": "week", "mo": "month", "yr": "year", "dose": "dose", "tab": "tablet", "cap": "capsule",
+             # a time or a count named in full after the slash: "40 hrs/week", "2 GB/user", "10 min/page"
+             **{name: name for name in ("hour", "week", "month", "year", "person", "user", "unit", "page")}}
 _DEGREES = {"F": "Fahrenheit", "C": "Celsius", "K": "Kelvin", "": ""}
 
 
@@ -457,7 +459,8 @@ def _pressure(match: re.Match[str]) -> str:
     return f"{w.paired(high)} over {w.paired(low)} millimeters of mercury"
 
 
-_DETERMINER_BEFORE = re.compile(r"(?i:\b(?:the|this|that|my|your|our|their|his|her|its))[ \t]+\Z")
+_DETERMINER_BEFORE = re.compile(r"(?i:\b(?:the|this|that|my|your|our|their|his|her|its|an?))[ \t]+\Z")
+_HALVED_BEFORE = re.compile(r"(?i:\b(?:by|in))[ \t]+\Z")  # "reduce by ½", "cut in ½": "by half", "in half"
 
 
 def _vulgar(match: re.Match[str]) -> str:
@@ -467,10 +470,13 @@ def _vulgar(match: re.Match[str]) -> str:
     said = fraction_words(numerator, denominator)
     if numerator == 1 and not whole and match.string.startswith((" of ", " of\t"), match.end()) and denominator == 2:
         said = "half"  # "½ of customers": "half of", not "a half of"
+    elif (numerator, denominator) == (1, 2) and not whole and not re.match(r"[ \t]*\w", match.string[match.end():]) \
+            and _HALVED_BEFORE.search(match.string, max(0, match.start() - 4), match.start()):
+        said = "half"  # "reduce the stock by ½.": "by half", as the amount alone
     elif numerator == 1:
         said = said.split(" ", 1)[-1]
         if not whole and _DETERMINER_BEFORE.search(match.string, max(0, match.start() - 8), match.start()):
-            return said  # "the ¼ lb burger": "the quarter pound"
+            return said  # "the ¼ lb burger": "the quarter pound"; "a ⅓ share": "a third share", one article
         said = ("an " if said.startswith("e") else "a ") + said  # "an eighth"
     return f"{w.cardinal(whole)} and {said}" if whole else said
 

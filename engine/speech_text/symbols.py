@@ -83,6 +83,14 @@ def _keypad(match: re.Match[str]) -> str | None:
     return None
 
 
+_COUNTED_BEFORE = re.compile(r"(?<![\w.,])\d[\d,.]*[ \t]?[^\W\d_]+\Z")  # "8 hours", "5 days", "3 rides"
+
+
+def _per(match: re.Match[str]) -> str | None:
+    """A slash after a counted word, before a time or a count ("8 hours/day", "5 days/week"), is "per"."""
+    return " per " if _COUNTED_BEFORE.search(match.string, max(0, match.start() - 24), match.start()) else None
+
+
 def _saying(words: str):  # type: ignore[no-untyped-def]
     """A handler that says ``words`` for whatever it matched."""
     return lambda match: words
@@ -95,6 +103,7 @@ RULES: list[Rule] = [
     ("compare", r"(?<=[\w²³][ \t])[≈≥≤≠]", _measure_related),  # "1 km ≈ 0.62 mi": after a measure
     ("words", "|".join(re.escape(s) for s in sorted(_WORDS, key=len, reverse=True)), _said),
     ("compare", r"(?<=\s)[<>](?=\s)", _compare),
+    ("minus", r"(?<=[\w)])[ \t]?−[ \t]?(?=[\w(])", _saying(" minus ")),  # "revenue − cost": the minus sign, U+2212
     ("about", r"~(?=(?:[A-Z]{0,3}[$£€¥₹])?\d)", _saying("about ")),  # "~5 km", "~$5", "~US$5"
     ("power", r"(?<=[A-Za-z0-9)])\^(?=[-A-Za-z0-9(])", _saying(" to the power of ")),  # "2^10", "x^y", "e^(-x)"
     ("product", r"(?<=\d)[ \t]x(?=[ \t]+[$€£¥]\d)", _saying(" times")),  # "3 x $15 = $45"
@@ -104,6 +113,7 @@ RULES: list[Rule] = [
                     "csc": "cosecant"}[match.group()]),
     ("squared", r"(?<=[A-Za-z0-9)])²", _saying(" squared")),
     ("cubed", r"(?<=[A-Za-z0-9)])³", _saying(" cubed")),
+    ("per_slash", r"(?<=[^\W\d_])/(?=(?:hour|day|night|week|month|year|person|user|unit|page|shift)(?![\w/]))", _per),
     ("slash", r"(?<=[^\W\d_])(?:[ \t]/[ \t]|/)(?=[^\W\d_])", _saying(" or ")),  # not "edit /usr": a path
     ("dash", r"[ \t]*[—–][ \t]*", _saying(" - ")),
     ("emoji", rf"[{EMOJI}]+", _saying("")),
