@@ -294,6 +294,16 @@ SAID = [
     ("Work 8 hours/day, 5 days/week.", "Work eight hours per day, five days per week."),
     ("It holds 2 GB/user.", "It holds two gigabytes per user."), ("the day/night cycle", "the day or night cycle"),
     ("profit = revenue − cost", "profit equals revenue minus cost"), ("net − tax", "net minus tax"),
+    # a shouted "US" after a verb or "with"/"about" is the pronoun; "log" and "conf" files said as words; a model's
+    # code of two letters and three digits paired; a price before the people it is for is plural
+    ("CONTACT US ANYTIME.", "contact us anytime."), ("WORK WITH US", "work with us"), ("the US market", "the U S market"),
+    ("Visit US Bank", "Visit U S Bank"),
+    ("The logs are in /var/log/app.log.", "The logs are in slash var slash log slash app dot log."),
+    ("Edit nginx.conf now", "Edit nginx dot conf now"), ("Open notes.txt", "Open notes dot T X T"),
+    ("Model XR-500 and model XR-550", "Model X R-five hundred and model X R-five fifty"),
+    ("Model AB-1234", "Model A B-one two three four"),
+    ("Tickets: $12 adults, $8 kids.", "Tickets, twelve dollars adults, eight dollars kids."),
+    ("a $12 adult ticket", "a twelve dollar adult ticket"), ("$5 bills", "five dollar bills"),
     # fixed after heldout14.tsv was scored: a unit, a time's AM, a currency after a no-break or thin space (a space
     # between digits still groups thousands); ordinary words shouted among shouted words; "down from 3/4" a quantity;
     # a unit after every size; a tax form's letters; County Rd before its number; a 24-hour range on the 12-hour

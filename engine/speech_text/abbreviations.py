@@ -197,9 +197,17 @@ _SHOUTED = re.compile(r"[A-Z][A-Z'’]+")
 _ACRONYM_WORDS = frozenset({"IT"})  # a word when shouted ("CALL IT A DAY"), the acronym in mixed text ("the IT dept.")
 
 
+# A shouted "US" after one of these is the pronoun: "CONTACT US ANYTIME", "JOIN US", "WORK WITH US"
+_US_OBJECT_BEFORE = re.compile(
+    r"(?<![\w'’])(?:CONTACT|CALL|EMAIL|E-MAIL|TEXT|MESSAGE|JOIN|TELL|HELP|LET|GIVE|SEND|ASK|VISIT|FOLLOW|FIND|WRITE|"
+    r"REACH|LIKE|TRUST|SHOW|WITH|ABOUT)[ \t]+\Z")
+
+
 def _caps(match: re.Match[str]) -> str:
     """A token in a shouted sentence (its neighbours capitals too) is a word unless it is a known acronym."""
     token = match.group()
+    if token == "US" and _US_OBJECT_BEFORE.search(match.string, max(0, match.start() - 10), match.start()):
+        return "us"
     around = match.string[max(0, match.start() - 40):match.start()].split()[-4:] + \
         match.string[match.end():match.end() + 40].split()[:4]
     shouted = [word for word in (w.strip(".,;:!?") for w in around) if _SHOUTED.fullmatch(word)]

@@ -33,7 +33,8 @@ def spell_code(text: str) -> str:
         part = run.group()
         if part.isdigit():
             alone = len(re.findall(r"\d+", text)) == 1
-            lettered = re.fullmatch(r"[A-Z]-?\d{3}", text)  # "F-150", "A380", "I-405": a model's or a road's number
+            # "F-150", "A380", "I-405", "XR-550": a model's or a road's number, paired as people say it
+            lettered = re.fullmatch(r"[A-Z]-?\d{3}|[A-Z]{2}-\d{3}", text)
             # "AX3000", "WH-1000XM4": a round thousand among letters is a number
             round_thousand = re.fullmatch(r"[1-9]000", part) or alone and re.fullmatch(r"[1-9]0{2,3}", part)
             said += w.cardinal(part) if round_thousand or alone and len(part) <= 2 and part[0] != "0" \

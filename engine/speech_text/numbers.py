@@ -252,7 +252,11 @@ _NOT_DESCRIBED = frozenset(
     """of in on at to for from and or but per each a an the is are was were be been will would can could should may
     must with by as than left remaining total more less over under up down off out away ago later long tall wide high
     deep thick old apart ahead behind before after into onto daily weekly monthly yearly i you he she it we they
-    this that these those which who plus minus times""".split())
+    this that these those which who plus minus times""".split()
+    # the people a price or a measure is for, not a kind of thing it describes: "$12 adults, $8 kids" ("twelve
+    # dollars adults"), "2 GB students" ("a $12 adult ticket" is singular and describes)
+    + """adults kids children seniors students members nonmembers guests teens youths infants toddlers veterans
+    residents visitors families couples""".split())
 
 # After "with"/"has", a lower-case plural noun after a measure is what the measure describes ("with 9 ft ceilings";
 # elsewhere the word may be a verb: "11 kW takes", "$0.00 means").

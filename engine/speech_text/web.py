@@ -244,7 +244,7 @@ def _file_name(match: re.Match[str]) -> str:
 
 
 # file types said as words (caps() spells them: no common word) and one it would say that nobody does
-_SAID_EXTENSIONS = frozenset("tar java toml lua jar flac".split())
+_SAID_EXTENSIONS = frozenset("tar java toml lua jar flac log conf".split())  # "app dot log", "nginx dot conf"
 _SPELLED_EXTENSIONS = frozenset({"ipynb"})
 
 
