@@ -304,6 +304,12 @@ SAID = [
     ("Model AB-1234", "Model A B-one two three four"),
     ("Tickets: $12 adults, $8 kids.", "Tickets, twelve dollars adults, eight dollars kids."),
     ("a $12 adult ticket", "a twelve dollar adult ticket"), ("$5 bills", "five dollar bills"),
+    # a condition's one-word singular subject before ≥/≤ and a number takes "is"; a duration before the thing it times
+    ("Eligible if age ≥ 18.", "Eligible if age is greater than or equal to eighteen."),
+    ("when load ≤ 80%", "when load is less than or equal to eighty percent"),
+    ("for values ≥ 10", "for values greater than or equal to ten"), ("if scores ≥ 90", "if scores greater than or equal to ninety"),
+    ("approx. 20 min wait", "approximately twenty minute wait"), ("Expect a 2 hr delay.", "Expect a two hour delay."),
+    ("Boil 10 min uncovered.", "Boil ten minutes uncovered."),
     # fixed after heldout14.tsv was scored: a unit, a time's AM, a currency after a no-break or thin space (a space
     # between digits still groups thousands); ordinary words shouted among shouted words; "down from 3/4" a quantity;
     # a unit after every size; a tax form's letters; County Rd before its number; a 24-hour range on the 12-hour

@@ -271,6 +271,11 @@ _NOT_PLURAL_NOUNS = frozenset("""towards afterwards always sometimes besides per
     hers ours yours theirs whereas lengthwise""".split())
 
 
+# Singular nouns a duration describes without a determiner before it ("20 min wait", "10 min walk")
+_TIMED_NOUNS = frozenset("wait walk drive ride commute delay nap workout flight layover".split())
+_DURATION_END = re.compile(r"(?i:min|mins|minutes?|hrs?|hours?|secs?|seconds?|days?|weeks?|months?|years?)\.?\Z")
+
+
 def attributive(match: re.Match[str]) -> bool:
     """Whether a measure describes the noun that follows it, its unit said singular: after a determiner ("a 5000 mAh
     battery", "your 20 GB plan", "a 512GB SSD") or before a plural noun ("9 ft ceilings"). (A range, "5-10 mg twice daily", "10-25 lb weights", says too little
@@ -280,6 +285,8 @@ def attributive(match: re.Match[str]) -> bool:
         return False
     if _PLURAL_NOUN.fullmatch(after[1]) and after[1] not in _NOT_PLURAL_NOUNS and after[1] not in _VERBS_IN_S:
         return True  # "with 9 ft ceilings", "2–4 kg weights", "$5 bills": a plural noun, not a verb ("11 kW takes")
+    if after[1] in _TIMED_NOUNS and _DURATION_END.search(match.group()):
+        return True  # "a 20 min wait", "approx. 20 min wait": a duration before the thing it times
     return _DETERMINER.search(match.string, max(0, match.start() - 8), match.start()) is not None
 
 

@@ -58,6 +58,14 @@ def _measure_related(match: re.Match[str]) -> str | None:
     return _related(match) if _MEASURE_BEFORE.search(match.string, max(0, match.start() - 20), match.start()) else None
 
 
+_CONDITION_BEFORE = re.compile(r"(?i:\b(?:if|when|whenever|while|unless|until|where))[ \t]+[a-z_]+[a-rt-z_][ \t]?\Z")  # not a plural
+
+
+def _conditioned(match: re.Match[str]) -> str | None:
+    """A relation after a condition's one-word subject ("if age ≥ 18", "when load ≤ 80%") is said with its verb."""
+    return _related(match) if _CONDITION_BEFORE.search(match.string, max(0, match.start() - 24), match.start()) else None
+
+
 def _compare(match: re.Match[str]) -> str:
     return _verb(match) + (" less than " if match.group().strip() == "<" else " greater than ")
 
@@ -100,6 +108,7 @@ RULES: list[Rule] = [
     ("sharp", r"(?<![\w])[CF]#(?![\w#])", _sharp),
     ("compare", r"(?:(?<=[\d)π])|(?<=[\d)π][ \t])|(?<=(?<!\w)[A-Za-z])|(?<=(?<!\w)[A-Za-z][ \t]))[≈≥≤≠]",
      _related),  # after a number or a variable: "π ≈ 3.14", "x ≥ 10"; "takes ≈ 5 min" is the word's
+    ("compare", r"(?:(?<=[a-z])|(?<=[a-z][ \t]))[≥≤](?=[ \t]?[-−]?\d)", _conditioned),  # "if age ≥ 18"
     ("compare", r"(?<=[\w²³][ \t])[≈≥≤≠]", _measure_related),  # "1 km ≈ 0.62 mi": after a measure
     ("words", "|".join(re.escape(s) for s in sorted(_WORDS, key=len, reverse=True)), _said),
     ("compare", r"(?<=\s)[<>](?=\s)", _compare),
