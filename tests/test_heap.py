@@ -74,7 +74,8 @@ def test_an_import_of_new_modules_is_frozen_and_a_repeated_one_leaves_the_collec
     frozen = gc.get_freeze_count()
     with heap.collector_paused():
         import cbf_heap_probe  # noqa: F401,F811
-    assert gc.get_freeze_count() == frozen
+    # nothing more frozen (fewer is another thread freeing frozen objects meanwhile: a CI run saw 2 fewer)
+    assert gc.get_freeze_count() <= frozen
     del sys.modules["cbf_heap_probe"]
 
     class Node:
