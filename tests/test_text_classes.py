@@ -574,6 +574,12 @@ SAID = [
      'three-A four five six-four two six six one four one seven four zero zero zero here.'),
     ('Use H.264 or V.92 now.', 'Use H two sixty-four or V ninety-two now.'),
     ('Batch #B-12/34 here.', 'Batch number B-twelve slash thirty-four here.'),
+    # serial: a secret after a word that names one, every character said (a capital so called where cases mix)
+    ('Your temporary password is Xk9#pQ2!', 'Your temporary password is capital X K nine hash P capital Q two!'),
+    ('Wi-Fi password: Blue-Sky_42', 'Wi-Fi password, Blue dash Sky underscore four two'),
+    ('Enter passcode 7tq-9!x now.', 'Enter passcode seven T Q dash nine exclamation mark X now.'),
+    ('Password reset at 9:30am today.', 'Password reset at nine thirty AM today.'),
+    ('The password is hunter2.', 'The password is hunter two.'),
 ]
 
 

@@ -440,6 +440,42 @@ def _math(match: re.Match[str]) -> str | None:
     return " ".join(said)
 
 
+# A password, a PIN, a Wi-Fi key: after a word that names one, every character said, as an agent reads it out to be
+# typed: letters spelled (a capital said so where the secret mixes cases), digits one by one, symbols by name; a run of
+# letters that is a word stays a word ("Blue-Sky_42": "Blue dash Sky underscore four two"); one of capitals and digits
+# alone is read as any code
+_SECRET_CUE = re.compile(r"(?i:\b(?:password|passcode|passphrase|pin|pin code|wi-?fi key|network key|access code|"
+                         r"security code|verification code|one-time code|otp|login code|temporary code)s?)"
+                         r"(?:[ \t]+(?:is|was|will be|reads))?[ \t]*[:=]?[ \t]*[\"'“‘]?\Z")
+_SECRET_SYMBOLS = {"#": "hash", "$": "dollar sign", "!": "exclamation mark", "@": "at", "%": "percent", "^": "caret",
+                   "&": "ampersand", "*": "star", "_": "underscore", "+": "plus", "=": "equals", "?": "question mark",
+                   "~": "tilde", ".": "dot", "-": "dash"}
+_SECRET_RUN = re.compile(r"[A-Z]?[a-z]+|[A-Z]+(?![a-z])|.")
+
+
+def _secret(match: re.Match[str]) -> str | None:
+    """A secret after its cue (``_SECRET_CUE``), character by character; None elsewhere."""
+    token = match.group()
+    if not _SECRET_CUE.search(match.string, max(0, match.start() - 32), match.start()) \
+            or not re.search(r"[a-z#$!@%^&*_+=?~.]", token):  # capitals, digits and hyphens: a code ("4F9A-22C1")
+        return None
+    cased = re.search(r"[a-z]", token) is not None and re.search(r"[A-Z]", token) is not None
+    said = []
+    for run in _SECRET_RUN.findall(token):
+        if run.isdigit():
+            said.append(w.digits(run))
+        elif run in _SECRET_SYMBOLS:
+            said.append(_SECRET_SYMBOLS[run])
+        elif run.isupper() and not cased:
+            said.append(spell_code(run))  # as a code's letters: "GUEST2024" "guest two zero two four", "XKCD" spelled
+        elif len(run) >= 3 and (run.istitle() or run.islower()) and SAYABLE_START.match(run) \
+                and re.search(r"[aeiouy]", run):
+            said.append(run)  # a word
+        else:
+            said.extend(f"capital {c}" if cased and c.isupper() else c.upper() for c in run)
+    return " ".join(said)
+
+
 _MIXED = re.compile(r"(?=.*\d)(?=.*[A-Za-z])[A-Za-z0-9]+")
 _LEFTOVER_RUN = re.compile(r"[A-Z][a-z]+|[A-Z]+(?![a-z])|[a-z]+|\d+")
 _SYMBOL_NAMES = {"$": "dollars", "€": "euros", "£": "pounds", "¥": "yen", "₹": "rupees", "₩": "won", "¢": "cents"}
@@ -503,6 +539,8 @@ RULES: list[Rule] = [
     # "H.264", "V.92": a standard's letter and number (a codec's, a modem's), "H two sixty-four"
     ("dotted_code", r"(?<![\w.])[A-Z]\.\d{1,3}(?![\w]|\.\d)",
      lambda match: match.group()[0] + " " + w.paired(match.group()[2:])),
+    ("secret", r"(?<![\w#$!@%^&*_+=?~.-])(?=[A-Za-z0-9#$!@%^&*_+=?~.-]*[A-Za-z])(?=[A-Za-z0-9#$!@%^&*_+=?~.-]*[0-9#$!@%^&*_+=?~])"
+               r"[A-Za-z0-9#$!@%^&*_+=?~.-]{4,64}(?<![.!?-])(?![\w#$@%^&*_+=~])", _secret),
     ("hex", r"(?<![\w])0x[0-9A-Fa-f]{1,16}(?![\w])", _hex),
     ("flight", rf"(?<![\w])(?:{'|'.join(AIRLINES)})[ \t]?\d{{1,4}}(?![\w])"
      r"|(?:(?<=[Ff]light )|(?<=Amtrak )|(?<=[Tt]rain )|(?<=[Bb]us ))\d{3,4}(?![\w]|[.,]\d)", _flight),
