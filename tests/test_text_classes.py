@@ -580,6 +580,21 @@ SAID = [
     ('Enter passcode 7tq-9!x now.', 'Enter passcode seven T Q dash nine exclamation mark X now.'),
     ('Password reset at 9:30am today.', 'Password reset at nine thirty AM today.'),
     ('The password is hunter2.', 'The password is hunter two.'),
+    # telephone: shouted labels said as words, other countries' layouts and service numbers, typographic hyphens and
+    # no-break spaces; time: elapsed times and lap times with decimal seconds
+    ('FAX: 617-555-0133', 'fax, six one seven, five five five, zero one three three'),
+    ('Ph: 03 9555 0142', 'Phone, zero three, nine five five five, zero one four two'),
+    ('Tel: 01 23 45 67 89', 'Telephone, zero one, two three, four five, six seven, eight nine'),
+    ('In the UK, dial 999.', 'In the U K, dial nine nine nine.'), ('Call 000 now.', 'Call zero zero zero now.'),
+    ('We have 999 items.', 'We have nine hundred ninety-nine items.'),
+    ('Call 508\u2011555\u20110199.', 'Call five zero eight, five five five, zero one nine nine.'),
+    ('Office:\u00a0020\u00a07946\u00a00321', 'Office, zero two zero, seven nine four six, zero three two one'),
+    ('We sold 12\u00a0345 units.', 'We sold twelve thousand three hundred forty-five units.'),
+    ('He finished in 2:01:09.', 'He finished in two hours one minute nine seconds.'),
+    ('It ran at 14:32:10.', 'It ran at fourteen thirty-two and ten seconds.'),
+    ('at 2:01:09 pm', 'at two oh one and nine seconds PM'),
+    ('Fastest lap: 1:23.456', 'Fastest lap, one minute twenty-three point four five six seconds'),
+    ('Logged 14:32:10.123 today.', 'Logged fourteen thirty-two and ten point one two three seconds today.'),
 ]
 
 

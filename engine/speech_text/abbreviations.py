@@ -80,8 +80,10 @@ COMMON_WORDS = frozenset(
     warm wash wave wear wind wine wise wood yell busy lid""".split()
 )
 ROMAN = {"II": "two", "III": "three"}
+# A contact label before its colon or its number; a shouted one is the word ("FAX: 617-...": "fax", not "F A X").
 LABELS = {"Ph": "Phone", "Tel": "Telephone", "tel": "telephone", "TEL": "Telephone", "Mob": "Mobile", "Fx": "Fax", "Attn": "Attention",
-          "ATTN": "Attention"}
+          "ATTN": "Attention", "FAX": "fax", "PHONE": "phone", "CALL": "call", "MOBILE": "mobile", "CELL": "cell",
+          "MOB": "mobile"}
 _SPOKEN_CAPS = {"OK": "okay"}
 _VOWELS = frozenset("AEIOUY")
 

@@ -144,11 +144,13 @@ def _named_number(match: re.Match[str], before: int) -> bool:
 
 def _cued_digits(match: re.Match[str]) -> str | None:
     """Digits after a word that makes them a code or a phone number, group by group, digit by digit; a national
-    number with its trunk zero ("07700 900123") is a phone number wherever it stands."""
+    number with its trunk zero ("07700 900123") is a phone number wherever it stands, and seven digits or more in
+    groups right after a word about calling ("Ph: 9555 0142", "Tel: 01 23 45 67 89", "Call 1300 555 123")."""
     before = max(0, match.start() - 40)
     groups = match.group().replace("-", " ").split()
     trunk = len(groups) > 1 and groups[0][0] == "0" and len(groups[0]) >= 3 and 10 <= len("".join(groups)) <= 11
-    phone = trunk or len(groups) > 1 and groups[0][0] == "0" and _PHONE_CUE.search(match.string, before, match.start())
+    phone = trunk or len(groups) > 1 and (groups[0][0] == "0" or len("".join(groups)) >= 7) and _PHONE_CUE.search(
+        match.string, before, match.start())
     if not phone and not _CODE_CUE.search(match.string, before, match.start()) and not _named_number(match, before):
         return None
     return ", ".join(w.digits(group) for group in groups)
@@ -197,10 +199,24 @@ def _local_phone(match: re.Match[str]) -> str | None:
     return ", ".join(w.digits(group) for group in re.split(r"[-. ]", match.group()))
 
 
+# Right before a number: the verb that dials it ("dial 100"), or calls it ("call 999", "rang 000").
+_DIAL_VERB = re.compile(r"(?i:\bdial(?:l?ed|l?ing|s)?[ \t]+\Z)")
+_CALL_VERB = re.compile(r"(?i:\b(?:call(?:ed|ing|s)?|r[ia]ng|ringing|phon(?:e|ed|ing)|text(?:ed|ing)?)[ \t]+\Z)")
+# Emergency and service numbers of other countries ("999", "112", "000", "111", "101", "110", "119"), said digit by
+# digit after a verb that calls them
+_SERVICE_NUMBERS = frozenset("000 101 110 111 112 118 119 999".split())
+
+
 def _service_code(match: re.Match[str]) -> str | None:
-    """"911", "311" after a word about calling: digit by digit."""
-    before = match.string[max(0, match.start() - 30):match.start()]
-    return w.digits(match.group()) if _DIALLED.search(before) or match.group() in ("911", "988") else None
+    """"911", "311" after a word about calling, digit by digit; any three digits after "dial" ("dial 100"), and
+    another country's emergency number after "call" ("call 999")."""
+    number, start = match.group(), match.start()
+    if re.fullmatch(r"[2-9]11|988", number):
+        before = match.string[max(0, start - 30):start]
+        return w.digits(number) if _DIALLED.search(before) or number in ("911", "988") else None
+    dialled = _DIAL_VERB.search(match.string, max(0, start - 12), start) or number in _SERVICE_NUMBERS and \
+        _CALL_VERB.search(match.string, max(0, start - 12), start)
+    return w.digits(number) if dialled else None
 
 
 def _short_code(match: re.Match[str]) -> str | None:
@@ -522,7 +538,9 @@ RULES: list[Rule] = [
     ("local_digits", r"(?<![\w.,$#-])[2-9]\d{6}(?![\w%]|[.,:/-]\d)",  # "phone 5550199": seven digits after a cue
      lambda match: w.digits(match.group()[:3]) + ", " + w.digits(match.group()[3:])
      if _PHONE_CUE.search(match.string, max(0, match.start() - 30), match.start()) else None),
-    ("service_code", r"(?<![\w.$#-])(?:[2-9]11|988)(?![\w.]\d|[\w-])", _service_code),
+    ("service_code", r"(?<![\w.$#-])(?:[2-9]11|988|000|10[01]|11[0-9]|999|(?<=[Dd]ial[ \t])\d{3}|(?<=[Dd]ialed[ \t])\d{3}"
+                     r"|(?<=[Dd]ialled[ \t])\d{3}|(?<=[Dd]ialing[ \t])\d{3}|(?<=[Dd]ialling[ \t])\d{3})(?![\w.]\d|[\w-])",
+     _service_code),
     ("short_code", r"(?<![\w.$#-])\d{5,6}(?![\w-])", _short_code),
     # "Boeing 747-400", "Boeing 787-9": an airliner's model and its variant, as they are called
     ("airliner", r"(?<=Boeing[ \t])7[0-8]7(?:-\d{1,3}(?:[A-Z]{1,2})?)?(?![\w-])",
@@ -549,7 +567,8 @@ RULES: list[Rule] = [
     ("star_code", r"(?<![\w*])\*\d{2,4}#?(?![\w*])",  # "*611", "*67": keyed on a phone
      lambda match: "star " + w.digits(match.group().strip("*#")) + (" pound" if match.group().endswith("#") else "")),
     ("bare_phone", r"(?<![\w.,$#-])1?\d{10}(?![\w%]|[.,:/-]\d)", _bare_phone),
-    ("cued_digits", r"(?<![\w.,$#-])\d{3,}(?:[ \t-]\d{2,}){0,4}(?![\w%]|[.,:/-]\d)", _cued_digits),
+    ("cued_digits", r"(?<![\w.,$#-])(?:\d{3,}(?:[ \t-]\d{2,}){0,4}|\d\d(?:[ \t-]\d{2,}){1,4})(?![\w%]|[.,:/-]\d)",
+     _cued_digits),
     ("grouped_digits", r"(?<![\w.+-])\d+(?:-\d+){2,}(?:-X)?(?![\w-])|(?<![\w.+$-])(?:0\d{3,}-\d{3,}|\d{5,}-(?:\d{4,}|\d{1,2}))(?![\w-])"
                        r"|(?<![\w.,+$-])\d{4}(?:[ \t]\d{4}){2,}(?:[ \t]\d{1,3})?(?![\w-]|[.,]\d|[ \t]\d)",
      _grouped_digits),  # "04465-33471", "452187-3" (a check digit): a part number, not a range; "9405 5036 9930 ..."

@@ -248,20 +248,39 @@ def clock(text: str, sentence_ends: bool = False) -> str:
     return said
 
 
-_DURATION_CUE = re.compile(r"(?i:\b(?:took|takes|lasted|lasts|duration|elapsed|finish(?:ing)?[ \t]time|run[ \t]?time|"
-                           r"time[ \t]of|clocked|record|split|race|marathon|timer|length)\b[^.!?\n]{0,20})$")
+# Before "3:45:12": a word about how long ("finishing time was", "finished in", "clocked"), not a time of day ("at").
+_DURATION_CUE = re.compile(r"(?i:\b(?:took|takes|lasted|lasts|duration|elapsed|finish(?:ed|es|ing)?|won|ran|completed|"
+                           r"run[ \t]?time|time[ \t]of|clocked|record|split|lap|race|marathon|timer|length)\b"
+                           r"[^.!?\n]{0,20}|\bin[ \t]+)(?<!\bat[ \t])$")
+
+
+def _elapsed(match: re.Match[str]) -> bool:
+    return _DURATION_CUE.search(match.string[max(0, match.start() - 40):match.start()]) is not None
 
 
 def _time(match: re.Match[str]) -> str:
     """A time of day; "3:45:12" after a word about how long ("finishing time was"), or "00:15:00", is hours, minutes
     and seconds."""
     parts = re.fullmatch(r"(\d{1,2}):(\d\d):(\d\d)", match.group())
-    if parts and (parts[1] == "00" or _DURATION_CUE.search(match.string[max(0, match.start() - 40):match.start()])):
+    if parts and (parts[1] == "00" or _elapsed(match)):
         return " ".join(f"{w.cardinal(str(int(n)))} {unit if int(n) == 1 else unit + 's'}"
                         for n, unit in zip(parts.groups(), ("hour", "minute", "second")) if int(n)) or "zero seconds"
     zoned = _ZONE_AFTER.match(match.string, match.end())  # "5:30 a.m. EST": the zone goes on, no sentence ends
     # "09h30": the hour's "h" between digits is its colon (not the "h" of "midnight": "12:00 midnight")
     return clock(re.sub(r"(?<=\d)h(?=\d)", ":", match.group()), ends_sentence_after(match) and zoned is None)
+
+
+def _split_time(match: re.Match[str]) -> str:
+    """A time with decimal seconds: "1:23.456" (a lap, a split) "one minute twenty-three point four five six seconds";
+    "2:01:09.5" so too after a word about how long (or with no hours), else a time of day to a fraction of a second
+    ("14:32:10.123" "fourteen thirty-two and ten point one two three seconds")."""
+    *hours, minutes, seconds = match.group().split(":")
+    said_seconds = w.number(re.sub(r"\A0(?=\d)", "", seconds)) + " seconds"
+    if hours and int(hours[0]) and not _elapsed(match):
+        return clock(f"{hours[0]}:{minutes}") + " and " + said_seconds
+    said = [f"{w.cardinal(str(int(n)))} {unit if int(n) == 1 else unit + 's'}"
+            for n, unit in zip([*hours, minutes], ("hour", "minute")[-1 - len(hours):]) if int(n)]
+    return " ".join([*said, said_seconds])
 
 
 # A value's verb before "at": "came in at 1.25", "closed at 12.50" are a ratio and a price, not times.
@@ -346,6 +365,7 @@ def rules(day_first: bool = False) -> list[Rule]:
                        rf"(?:st|nd|rd|th)?[ \t](?:of[ \t])?(?!may\b){_MONTH}\.?(?:,?[ \t]\d{{4}})?(?![\w])", _days_month),
         ("month", r"(?<![\w])(?:Jan|Feb|Mar|Apr|Jun|Jul|Aug|Sep|Sept|Oct|Nov|Dec)\.(?![\w])", _month),
         ("time", _TIME, _time),
+        ("split_time", r"(?<![\w:.])(?:\d{1,2}:)?\d{1,2}:[0-5]\d\.\d{1,3}(?![\w:]|\.\d)", _split_time),  # "1:23.456"
         # "at 3.30" (a time written with a full stop after "at"), "10h30" (an hour and its minutes, as much of the
         # world writes them)
         ("dotted_clock", rf"(?<=\bat[ \t]){_HOUR}\.[0-5]\d(?![\w]|\.\d)|(?<![\w:.])(?:[01]?\d|2[0-3])h[0-5]\d(?![\w:])",

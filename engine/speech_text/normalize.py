@@ -44,12 +44,23 @@ _WHITESPACE = re.compile(r"(?P<line>[^\S\n]*\n\s*)|(?P<before>[^\S\n]+(?=[,.;!?]
 
 
 # A no-break, narrow no-break or thin space is a space to the word rules ("2.5\u00a0kg", "9\u00a0am", "$\u00a0100"),
-# except between digits, where it groups thousands ("1\u202f000").
-_HARD_SPACE = re.compile(r"[\u00a0\u202f\u2009](?!\d)|(?<!\d)[\u00a0\u202f\u2009]")
+# except where it groups a number's thousands ("1\u202f000", "12\u00a0345\u00a0678"; a decimal's tail too): between
+# digits grouped otherwise it is a space ("020\u00a07946\u00a00321": a phone number's groups). A typographic hyphen
+# (non-breaking, figure dash, small or full-width hyphen-minus) is a hyphen to them ("508\u2011555\u20110199").
+_HARD = "\u00a0\u202f\u2009"
+_TYPOGRAPHIC = re.compile(rf"(?<![\d.,])\d+(?:[{_HARD}]\d+)+|[{_HARD}](?!\d)|(?<!\d)[{_HARD}]|[\u2010\u2011\u2012\ufe63\uff0d]")
+_THOUSANDS = re.compile(rf"[1-9]\d{{0,2}}(?:[{_HARD}]\d{{3}})+")
 
 
-def _hard_spaces(text: str) -> list[Piece]:
-    return substitute(_HARD_SPACE, text, lambda match: " ")
+def _typographic(text: str) -> list[Piece]:
+    return substitute(_TYPOGRAPHIC, text, _plain)
+
+
+def _plain(match: re.Match[str]) -> str | None:
+    text = match.group()
+    if text[0].isdigit():
+        return None if _THOUSANDS.fullmatch(text) else re.sub(f"[{_HARD}]", " ", text)
+    return "-" if text not in _HARD else " "
 
 
 def _space(match: re.Match[str]) -> str:
@@ -66,8 +77,8 @@ def normalize(text: str, lexicon: Lexicon | None = None, locale: str | None = No
     graphemes first, before the word rules (its "SQL" is "sequel", never spelled). ``locale``: semiotic.LOCALES."""
     pieces = markdown(text)
     read = functools.partial(words, locale=locale)
-    passes = (_hard_spaces, read, punctuation_only, _whitespace) if lexicon is None else (
-        lexicon.apply, _hard_spaces, read, punctuation_only, _whitespace)
+    passes = (_typographic, read, punctuation_only, _whitespace) if lexicon is None else (
+        lexicon.apply, _typographic, read, punctuation_only, _whitespace)
     for rules in passes:
         pieces = compose(pieces, rules(spoken(pieces)))
     return pieces
