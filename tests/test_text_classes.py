@@ -595,6 +595,9 @@ SAID = [
     ('at 2:01:09 pm', 'at two oh one and nine seconds PM'),
     ('Fastest lap: 1:23.456', 'Fastest lap, one minute twenty-three point four five six seconds'),
     ('Logged 14:32:10.123 today.', 'Logged fourteen thirty-two and ten point one two three seconds today.'),
+    # telephone: an emergency number after "call" is dialled, unless a word after it makes it a count
+    ('I called 999 people yesterday.', 'I called nine hundred ninety-nine people yesterday.'),
+    ('Call 999 now.', 'Call nine nine nine now.'),
 ]
 
 

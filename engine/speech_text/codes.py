@@ -215,8 +215,13 @@ def _service_code(match: re.Match[str]) -> str | None:
         before = match.string[max(0, start - 30):start]
         return w.digits(number) if _DIALLED.search(before) or number in ("911", "988") else None
     dialled = _DIAL_VERB.search(match.string, max(0, start - 12), start) or number in _SERVICE_NUMBERS and \
-        _CALL_VERB.search(match.string, max(0, start - 12), start)
+        _CALL_VERB.search(match.string, max(0, start - 12), start) and not _COUNTED.match(match.string, match.end())
     return w.digits(number) if dialled else None
+
+
+# After a number that was called, a word that is no adverb or function word makes it a count ("called 999 people")
+_COUNTED = re.compile(r"[ \t]+(?!(?:now|immediately|instead|again|first|right|straight|back|today|tonight|if|and|or|"
+                      r"but|for|from|at|on|in|to|with|when|as|so|then|before|after)\b)[a-z]{2,}\b")
 
 
 def _short_code(match: re.Match[str]) -> str | None:
