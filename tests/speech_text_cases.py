@@ -322,4 +322,6 @@ STREAM_TEXTS = [
     # numbers, state lists, weekday pairs, math terms
     "1080p MAX 10.0.0.0/24 ₹1,50,000 HI LOAD 6784 version end. ADD 7.5/10 WA 000 ON 10' ON ON end.",
     "Track 1Z 999 AA1 01 2345 6784 now. We ship except AK and HI; CLOSED ON SUN AND MON. So y = mx + b and b² - 4ac.",
+    # a model's or a standard's number read by the word after it (a unit, a counted noun, a status's reason)
+    "PTO 120 hours, RTX 4090 24 GB in a Dell XPS 13 9340, HTTP 503 Service Unavailable per ISO/IEC 27001:2022 end.",
 ]

@@ -598,6 +598,16 @@ SAID = [
     # telephone: an emergency number after "call" is dialled, unless a word after it makes it a count
     ('I called 999 people yesterday.', 'I called nine hundred ninety-nine people yesterday.'),
     ('Call 999 now.', 'Call nine nine nine now.'),
+    # serial: a number after a standard's body or a product line's capitals names it, said as such numbers are
+    ('See RFC 2616 now.', 'See R F C twenty-six sixteen now.'),
+    ('It has IEEE 802.11ac and ISO/IEC 27001.', 'It has I E E E eight oh two dot eleven A C and I S O I E C twenty-seven thousand one.'),
+    ('Per ISO 9001:2015 and IEC 62443.', 'Per I S O nine thousand one twenty fifteen and I E C sixty-two four forty-three.'),
+    ('A GeForce RTX 4090 in a Dell XPS 13 9340.', 'A GeForce R T X forty ninety in a Dell X P S thirteen ninety-three forty.'),
+    ('It returned HTTP 404 and the Boeing 737 MAX 8.', 'It returned H T T P four oh four and the Boeing seven thirty-seven max eight.'),
+    ('Use 500 USD, PTO 120 hours, JAN 15 2026.', 'Use five hundred dollars, P T O one hundred twenty hours, January fifteenth, twenty twenty-six.'),
+    ('Hash e3b0c442 and the 49ers.', 'Hash E three B zero C four four two and the forty-niners.'),
+    ('A 404 error, then 503 Service Unavailable.', 'A four oh four error, then five oh three Service Unavailable.'),
+    ('Shot at ISO 12800.', 'Shot at I S O twelve thousand eight hundred.'),
 ]
 
 

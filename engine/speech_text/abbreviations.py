@@ -77,7 +77,7 @@ COMMON_WORDS = frozenset(
     won fire firm five four nine gold hand head heat hell hero kick kiss lady land lift loud luck mail mass meal
     menu mood nope okay pain pass plot poor pour race rain rank rate ring rise road rock room rush seat sick sing
     site skin slip snow soft soil song star stuff sweet tall tank tiny tire told tour tree trip unit user view wake
-    warm wash wave wear wind wine wise wood yell busy lid""".split()
+    warm wash wave wear wind wine wise wood yell busy lid max""".split()
 )
 ROMAN = {"II": "two", "III": "three"}
 # A contact label before its colon or its number; a shouted one is the word ("FAX: 617-...": "fax", not "F A X").

@@ -14,7 +14,7 @@ import re
 
 from engine.speech_text import words as w
 from engine.speech_text.abbreviations import ABBREVIATIONS, COMMON_WORDS, SAYABLE_START, SPELLED, TITLES, caps
-from engine.speech_text.dates import date_words, fiscal_year
+from engine.speech_text.dates import MONTHS, WEEKDAYS, date_words, fiscal_year
 from engine.speech_text.money import CURRENCIES
 from engine.speech_text.numbers import UNITS, Rule, fraction_words
 
@@ -499,6 +499,8 @@ def _secret(match: re.Match[str]) -> str | None:
 
 _MIXED = re.compile(r"(?=.*\d)(?=.*[A-Za-z])[A-Za-z0-9]+")
 _LEFTOVER_RUN = re.compile(r"[A-Z][a-z]+|[A-Z]+(?![a-z])|[a-z]+|\d+")
+# "e3b0c442": a hash, a commit (its letters and digits interleaved, not "12feb2024"), its digits one by one
+_HEX_STRING = re.compile(r"(?=.*\d[a-f]+\d)(?=.*[a-f]\d+[a-f])[0-9a-f]{7,}")
 _SYMBOL_NAMES = {"$": "dollars", "€": "euros", "£": "pounds", "¥": "yen", "₹": "rupees", "₩": "won", "¢": "cents"}
 
 
@@ -514,7 +516,7 @@ def _leftover(match: re.Match[str]) -> str:
     # "8f3a-77c2": an ID of letters and digits mixed on both sides of its hyphen, its digits one by one
     # ("a3f9-22bc": a mixed piece beside another, however few its runs)
     code = (len(runs) >= 3 or _MIXED.fullmatch(match.group()) is not None) and \
-        any(side and _MIXED.fullmatch(side[1]) for side in (before, after))
+        any(side and _MIXED.fullmatch(side[1]) for side in (before, after)) or _HEX_STRING.fullmatch(match.group())
     for run in runs:
         if run.isdigit():
             said.append(w.cardinal(run) if len(run) <= 4 and run[0] != "0" and not code else w.digits(run))
@@ -530,6 +532,56 @@ def _letter_range(match: re.Match[str]) -> str | None:
     """"A–D" -> "A to D": a range only when its letters are in order ("B–A" is no range)."""
     first, last = match.group()[0], match.group()[-1]
     return f"{first} to {last}" if first < last else None
+
+
+# A number that names a document, a standard or a product ("RFC 2616", "ISO 9001", "RTX 4090"), as people say one:
+# up to two digits a number; one round but for its last digit, or five digits in round hundreds, a number ("9001" "nine
+# thousand one", "27001", "12800"); three or four digits in pairs ("2616" "twenty-six sixteen", "802" "eight oh two");
+# five, two and three ("62443" "sixty-two four forty-three")
+def identifier_number(digits: str) -> str:
+    if len(digits) <= 2 or re.fullmatch(r"[1-9]\d?00\d|[1-9]\d{2}00", digits):
+        return w.cardinal(digits)
+    if len(digits) == 5 and digits[0] != "0":
+        return w.cardinal(digits[:2]) + " " + w.paired(digits[2:])
+    return w.paired(digits)
+
+
+# Bodies that publish standards, and series of documents: the number after one (or after two joined by a slash,
+# "ISO/IEC 27001", the slash unsaid) names a document, its parts by "dot" and "dash", its year after a colon
+# ("IEEE 802.11ac" "I E E E eight oh two dot eleven A C", "ISO 9001:2015", "ISO 3166-1")
+_BODY = "(?:ISO|IEC|IEEE|ANSI|ASTM|DIN|EN|BS|ITU|ETSI|NIST|SAE|ASME|UL|CSA|JIS|NFPA|ISA|ECMA|RFC)"
+_STANDARD_NUMBER = r"\d{1,5}(?:\.\d{1,3})*[A-Za-z]{0,3}(?:-\d{1,2})?(?::(?:19|20)\d\d)?(?![\w]|[.,:/-]\w)"
+
+
+def _standard_number(text: str) -> str:
+    """"802.11ac" -> "eight oh two dot eleven A C", "3166-1" -> "thirty-one sixty-six dash one"."""
+    text, _, year = text.partition(":")
+    said = []
+    for part in re.findall(r"\d+|[A-Za-z]+|[.-]", text):
+        said.append("dot" if part == "." else "dash" if part == "-" else " ".join(part.upper()) if part.isalpha()
+                    else identifier_number(part) if not said else w.cardinal(part) if len(part) <= 2 else w.digits(part))
+    return " ".join(said) + (" " + w.year(int(year)) if year else "")
+
+
+def _standard(match: re.Match[str]) -> str:
+    bodies, _, number = match.group().replace("\t", " ").partition(" ")
+    return " ".join(caps(body) for body in bodies.split("/")) + (" " + _standard_number(number) if number else "")
+
+
+# A product line's capitals before its model number ("RTX 4090" "R T X forty ninety", "XPS 13 9340" "X P S thirteen
+# ninety-three forty"): the number names the model, said in pairs; not after a currency's code, a word, a month or a
+# weekday ("JAN 15 2026"), nor before a unit or a counted noun ("PTO 120 hours")
+_LINE_COUNTED = re.compile(r"[ \t]*%|[ \t]+(?!(?:is|was|has|does)\b)[a-z]+s\b|[ \t]?([A-Za-z]+)\b")
+
+
+def _model(match: re.Match[str]) -> str | None:
+    line, *numbers = match.group().split()
+    counted = _LINE_COUNTED.match(match.string, match.end())
+    named_day = line.title() in WEEKDAYS or line.title() in (month[:3] for month in MONTHS) or line == "SEPT"
+    if line in CURRENCIES or line == "FY" or named_day or " " not in caps(line) or counted and (
+            counted[1] is None or counted[1] in UNITS and counted[1] not in COMMON_WORDS):  # "in": a word
+        return None
+    return " ".join([caps(line), *(identifier_number(number) for number in numbers)])
 
 
 _TAX_FORMS = "1040|1041|1042|1065|1094|1095|1098|1099|1120|5498|8949"  # the IRS's forms that carry letters after them
@@ -586,6 +638,17 @@ RULES: list[Rule] = [
     ("quarter", r"(?<![\w-])[1-4]Q(?:[ \t]?['’]?(?:\d\d|(?:19|20)\d\d))?(?![\w-])|(?<![\w-])[12]H[ \t]?['’]?(?:\d\d|(?:19|20)\d\d)(?![\w-])"
                 r"|(?<![\w-])Q[1-4][ \t]?['’]\d\d(?![\w'’-])", _quarter),
     ("fiscal_year", r"(?<![\w-])FY[ \t]?(?:\d{4}|\d\d)(?![\w-])", fiscal_year),  # before a code's reading
+    ("standard", rf"(?<![\w/-]){_BODY}(?:(?:/{_BODY})*[ \t]{_STANDARD_NUMBER}|(?:/{_BODY})+(?![\w/-]))", _standard),
+    ("standard", r"(?<![\w.])802\.\d{1,2}[A-Za-z]{0,3}(?![\w]|\.\d)", lambda match: _standard_number(match.group())),  # Wi-Fi's
+    ("model", r"(?<![\w/-])[A-Z]{2,4}(?:[ \t]\d{1,2})?[ \t]\d{3,4}(?![\w]|[.,:/-]\d)", _model),
+    # "a 404 error", "503 Service Unavailable", "status 404": an HTTP status code, in pairs ("four oh four")
+    ("http_status", r"(?<![\w.,$#-])(?:[1-5]\d\d(?=[ \t]+(?:Not[ \t]Found|Forbidden|Unauthorized|Bad[ \t]Request|Bad[ \t]Gateway|"
+                    r"Internal[ \t]Server[ \t]Error|Service[ \t]Unavailable|Gateway[ \t]Timeout|Too[ \t]Many[ \t]Requests|"
+                    r"Moved[ \t]Permanently)\b)|(?:4[0-2]\d|43[01]|451|50\d|51[01])(?=[ \t]+errors?\b)|"
+                    r"(?:(?<=[Ss]tatus[ \t])|(?<=[Ee]rror[ \t]))[1-5]\d\d)(?![\w]|[.,:/-]\d)", lambda match: w.paired(match.group())),
+    # "the 49ers", "the 76ers": a team named by a number, "forty-niners"
+    ("number_ers", r"(?<![\w.,$])\d{1,3}ers(?![\w])",
+     lambda match: re.sub(r"e?$", "ers", w.cardinal(match.group()[:-3]), count=1)),
     # a US tax form's number with its letters ("1099-INT", "1040-SR", "1098-T"), as filers say it: "ten ninety-nine I N T"
     ("tax_form", rf"(?<![\w$#.-])(?:{_TAX_FORMS})-[A-Z]{{1,4}}(?![\w-])",
      lambda match: "{} {}".format(*(w.paired(part) if part.isdigit() else " ".join(part)
