@@ -562,7 +562,7 @@ def port(digits: str) -> str:
     return w.cardinal(digits) if re.fullmatch(r"[1-9]000", digits) else w.digits(digits)
 
 
-def _ipv4(text: str) -> list[str] | None:
+def ipv4(text: str) -> list[str] | None:
     """``text``'s four parts where it is an IPv4 address, else None."""
     parts = text.split(".")
     return parts if len(parts) == 4 and all(p.isdigit() and int(p) < 256 for p in parts) else None
@@ -571,18 +571,18 @@ def _ipv4(text: str) -> list[str] | None:
 def _version(match: re.Match[str]) -> str | None:
     if "/" in match.group():  # "10.0.0.0/24": a network and its prefix's length
         address, _, bits = match.group().partition("/")
-        parts = _ipv4(address)
-        return None if parts is None or int(bits) > 32 else _ip(parts) + " slash " + w.cardinal(bits)
+        parts = ipv4(address)
+        return None if parts is None or int(bits) > 32 else ip(parts) + " slash " + w.cardinal(bits)
     text, _, digits = match.group().partition(":")
     if digits:  # an address and its port: "10.0.0.12:8080"
-        parts = _ipv4(text)
-        return None if parts is None else _ip(parts) + " colon " + port(digits)
+        parts = ipv4(text)
+        return None if parts is None else ip(parts) + " colon " + port(digits)
     prefix = ""
     if text[0] in "vV":
         prefix, text = "version ", text[1:]
     parts = text.split(".")
-    if not prefix and _ipv4(text):  # an IP address
-        return _ip(parts)
+    if not prefix and ipv4(text):  # an IP address
+        return ip(parts)
     if len(parts) == 2:
         return prefix + w.number(text)
     if not prefix and len(parts) == 3 and len(parts[0]) <= 3 and all(len(p) == 3 for p in parts[1:]) \
@@ -591,7 +591,7 @@ def _version(match: re.Match[str]) -> str | None:
     return prefix + " point ".join(w.cardinal(p) for p in parts)
 
 
-def _ip(parts: list[str]) -> str:
+def ip(parts: list[str]) -> str:
     """"10.0.0.24" "ten dot zero dot zero dot twenty-four"; once an address holds a three-digit part, its later parts
     are read digit by digit too ("203.0.113.42": "... one one three dot four two")."""
     said, by_digit = [], False

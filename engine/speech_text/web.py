@@ -12,7 +12,7 @@ import re
 
 from engine.speech_text import words as w
 from engine.speech_text.abbreviations import COMMON_WORDS, SPELLED, caps
-from engine.speech_text.numbers import Rule, port
+from engine.speech_text.numbers import CODE_NOUN, Rule, ip, ipv4, port
 
 TLDS = ("com org net io dev ai co edu gov app uk de fr ca au us info biz me tv ly gg xyz tech cloud sh travel shop "
         "store online site blog news health bank page live club life world today email "
@@ -121,7 +121,8 @@ def _url(match: re.Match[str]) -> str:
     if trailing:
         said += " slash"
     if _SHORT_QUERY.fullmatch(query):
-        said += " question mark " + _spoken_parts(query)
+        # "cart?id=7&qty=2": a query's "&" joins its fields, named as the character it is
+        said += " question mark " + " ampersand ".join(_spoken_parts(field) for field in query.split("&"))
     if re.fullmatch(r"[A-Za-z][\w-]{0,23}", fragment):  # "faq#returns": a page's section, said; a long one is not
         said += " hash " + _spoken_parts(fragment)
     return said
@@ -221,6 +222,8 @@ def _email(match: re.Match[str]) -> str:
     """An address; an SSH remote's ("git@github.com:user/repo.git"), its address, "colon", then its path."""
     address, colon, path = match.group().removeprefix("mailto:").partition(":")  # "mailto:" is not said
     at = address.index("@") + 1
+    if (parts := ipv4(address[at:])) is not None:  # "user@192.168.0.10": a host by its IP address, read as one
+        return _spoken_parts(address[:at - 1]) + " at " + ip(parts) + (" colon " + _spoken_parts(path) if colon else "")
     return _spoken_parts(address, at + _domain_at(address[at:])) + (" colon " + _spoken_parts(path) if colon else "")
 
 
@@ -276,10 +279,23 @@ def _handle(match: re.Match[str]) -> str:
 
 def _hashtag(match: re.Match[str]) -> str | None:
     """"#SummerSale" -> "hashtag summer sale"; "#A7" is a code, not a tag."""
-    if re.fullmatch(r"#[A-Z0-9]*\d[A-Z0-9]*|#(?:[A-Za-z]{1,2}\d+)+[A-Za-z]{0,2}", match.group()):
+    if re.fullmatch(r"#[A-Z0-9]*\d[A-Z0-9]*|#(?:[A-Za-z]{1,2}\d+)+[A-Za-z]{0,2}", match.group()) \
+            and not _tag_with_year(match):
         return None  # "#a7x9": short runs of letters between digits are a code's
     words = re.findall(r"[A-Z]+(?![a-z])|[A-Z]?[a-z]+|\d+", match.group()[1:])
     return "hashtag " + " ".join(_tag_word(word) for word in words)
+
+
+# a name in capitals and its year, a tag unless a noun names it a code: "#WWDC24", "#AI2024"; not "Order #AB12"
+_TAG_WITH_YEAR = re.compile(r"#[A-Z]{2,}(?:[1-9]\d|(?:19|20)\d\d)")
+_NAMED_CODE = re.compile(r"(?i:\b(?:order|ticket|employee|member|badge|customer|patient|claim|tracking|job|issue|bug|"
+                         r"number))[ \t]*\Z")  # and CODE_NOUN's nouns
+
+
+def _tag_with_year(match: re.Match[str]) -> bool:
+    before = max(0, match.start() - 16), match.start()
+    return bool(_TAG_WITH_YEAR.fullmatch(match.group())) and not any(
+        noun.search(match.string, *before) for noun in (_NAMED_CODE, CODE_NOUN))
 
 
 def _tag_word(word: str) -> str:
