@@ -58,7 +58,9 @@ def _name(part: str, domain: bool) -> str:
     """One name of a URL or address: "irs" -> "I R S", "jsmith" -> "J smith", "io" at the end -> "I O"."""
     lower = part.lower()
     if (lower in _SPELLED_NAMES or lower == "www" or len(part) == 1 or not re.search(r"[aeiouy]", lower)
-            or (domain and len(part) == 2 and lower not in _SAID_DOMAINS)):
+            or (domain and len(part) == 2 and lower not in _SAID_DOMAINS)
+            # "y" its only vowel, after two consonants no word opens with: "qty" ("dry", "gym" are words)
+            or re.fullmatch(r"[^aeiouy]{2}[^aeiou]*", lower) and lower[:2] not in _ONSETS):
         return " ".join(part.upper())
     if len(part) >= 4 and re.match(r"[^aeiouy]{2}", lower) and lower[:2] not in _ONSETS and lower not in _SAID_NAMES:
         return f"{part[0].upper()} {part[1:]}"
@@ -305,6 +307,16 @@ def _tag_word(word: str) -> str:
     return " ".join(word) if word.isupper() and len(word) <= 4 and word.lower() not in COMMON_WORDS else word.lower()
 
 
+def _flag(match: re.Match[str]) -> str:
+    """A command line's option: "--dry-run" -> "dash dash dry dash run", "-version" "dash version"; a short one's
+    letters spelled, as each may be a flag of its own: "-la" "dash L A", "-std" "dash S T D", "-O2" "dash O two"."""
+    name = match.group().lstrip("-")
+    dashes = len(match.group()) - len(name)
+    if dashes == 2 or len(name) > 3:
+        return "dash " * dashes + _spoken_parts(name)
+    return "dash " + " ".join(" ".join(run.upper()) if run.isalpha() else w.cardinal(run) for run in _RUNS.findall(name))
+
+
 _FILE = (rf"(?<![\w@/.-])[A-Za-z0-9][\w-]{{0,60}}+(?:\.[\w-]{{1,30}}+){{0,2}}\.(?i:{'|'.join(FILE_TYPES)})"
          r"(?![\w@/-]|\.\w)")
 
@@ -328,6 +340,10 @@ RULES: list[Rule] = [
      rf"(?:/{_PATH_PART}){{0,11}}/?|(?=[\w.-]{{1,64}}+/){_PATH_PART}(?:/{_PATH_PART}){{1,11}}\.(?i:{'|'.join(FILE_TYPES)}))(?![\w/]|\.\w)",
      lambda match: _path(match.group())),
     ("hashtag", r"(?<![\w&#])#(?:[A-Za-z]|\d{1,4}(?=[A-Z]?[a-z]))[A-Za-z0-9_]{1,60}(?![\w#])", _hashtag),  # "#100DaysOfCode"
+    # "-std=c++17", "ls -la", "--dry-run": after a space, not after an operator or a letter ("y = -x", "x -y" are
+    # minus x and y), nor a capital's word ("-Note")
+    ("flag", r"(?<![^ \t\n`\"'])(?<![=+*/<>×÷−-][ \t])(?<!\b[A-Za-z][ \t])(?:--[A-Za-z][A-Za-z0-9]*(?:-[A-Za-z0-9]+)*|-(?![A-Z][a-z]{2})[A-Za-z][A-Za-z0-9]*)"
+             r"(?![\w-]|[.,;:!?]?[^\s.,;:!?=\"'`)\]])", _flag),
     ("hash_in_word", r"(?<=[A-Za-z])#\d{1,12}(?![\w#])",  # "Welcome#123": a password's hash sign and its digits
      lambda match: " hash " + w.digits(match.group()[1:])),
 ]
