@@ -386,6 +386,17 @@ def open_phone(text: str) -> int | None:
     return tail.start() if tail else None
 
 
+_SUPERSCRIPTS = str.maketrans("⁰¹²³⁴⁵⁶⁷⁸⁹⁻", "0123456789-")
+_WORDLIKE_UNITS = frozenset("in us ha am pm cal mo min ms a t".split())
+
+
+def _superscript_power(match: re.Match[str]) -> str:
+    """A power written in superscript after a number, as "^" is read: "10⁸" "ten to the power of eight", "10⁻³"
+    "ten to the minus three", "10²³" "... to the power of twenty-three" ("2²" is the squared rule's)."""
+    power = match.group().translate(_SUPERSCRIPTS)
+    return " to the minus " + w.number(power[1:]) if power[0] == "-" else " to the power of " + w.number(power)
+
+
 def _phone(match: re.Match[str]) -> str:
     groups = _DIGIT_GROUP.findall(match.group())
     said = [w.digits(g) for g in groups]
@@ -697,7 +708,7 @@ RULES: list[Rule] = [
     ("number_sign", r"(?<![\w&#])#[ \t]?(?:\d{1,3}(?:,\d{3})+|\d+)(?![\w]|,\d)", _number_sign),
     ("vulgar_fraction", r"(?<![\w.])(?:\d{1,3}[ \t]?)?[½⅓⅔¼¾⅕⅖⅗⅘⅙⅚⅛⅜⅝⅞]", _vulgar),  # "1½", "1 ½"
     ("dimensions", rf"{_START}{NUM}{_SIZE_UNIT_AT}?(?:[ \t]*[x×][ \t]*{NUM}{_SIZE_UNIT_AT}?){{1,2}}"
-     rf"(?![\w'’′\"”″])(?![ \t]*=)",  # a unit after every size too: "40 cm × 30 cm × 20 cm"
+     rf"(?![\w'’′\"”″⁻])(?![ \t]*=)",  # a unit after every size too: "40 cm × 30 cm × 20 cm"
      _dimensions),
     ("inches", r"(?<![\w\"“”'.])\d{1,3}(?:\.\d)?[\"”″](?=[ \t]+[\w-])", _inches),
     ("fraction_inches", r"(?<![\w./,])\d{1,2}/\d{1,2}[\"”″](?=[ \t]+[\w-]|[ \t]*[,.;]|$)",  # "1/4\" drywall screws"
@@ -714,6 +725,13 @@ RULES: list[Rule] = [
     ("unit_alone", r"(?<=\d[ \t])(?:%s)(?![\w/])" % "|".join(re.escape(u) for u in sorted(UNITS, key=len, reverse=True)
                                                        if re.search(r"[/ ²³^]", u)),
      lambda match: UNITS[match.group()][1]),  # "3 × 10^8 m/s", "= 120 sq ft": a unit after a number another rule read
+    # "3 × 10⁸ m/s", "10⁻³ kg": a power of a number, then any unit (not a word that may be one: "10² in all")
+    ("power_unit", r"(?<=[⁰¹²³⁴⁵⁶⁷⁸⁹][ \t])(?:%s)(?![\w/])" % "|".join(
+        re.escape(u) for u in sorted(UNITS, key=len, reverse=True) if (UNITS[u][2] or re.search(r"[/ ²³^]", u))
+        and u not in _WORDLIKE_UNITS),
+     lambda match: UNITS[match.group()][1]),
+    ("superscript_power", r"(?<=[0-9)])(?:⁻[⁰¹²³⁴⁵⁶⁷⁸⁹]+|[⁰¹⁴⁵⁶⁷⁸⁹][⁰¹²³⁴⁵⁶⁷⁸⁹]*|[²³][⁰¹²³⁴⁵⁶⁷⁸⁹]+)(?![\w])",
+     _superscript_power),
     ("times_range", r"(?<![\w.])\d{1,3}x[ \t]?[-–][ \t]?\d{1,3}x(?![\w])",  # "3x–4x faster"
      lambda match: " to ".join(w.cardinal(n) for n in re.findall(r"\d+", match.group())) + " times"),
     ("duration", r"(?<![\w.])\d{1,3}[ \t]?h(?:[ \t]?\d{1,2}[ \t]?m)(?:[ \t]?\d{1,2}[ \t]?s)?(?![\w])"
