@@ -44,12 +44,12 @@ _WHITESPACE = re.compile(r"(?P<line>[^\S\n]*\n\s*)|(?P<before>[^\S\n]+(?=[,.;!?]
 
 
 # A no-break, narrow no-break or thin space is a space to the word rules ("2.5\u00a0kg", "9\u00a0am", "$\u00a0100"),
-# except between digits, where it groups thousands ("1\u202f000").
-_HARD_SPACE = re.compile(r"[\u00a0\u202f\u2009](?!\d)|(?<!\d)[\u00a0\u202f\u2009]")
+# except between digits, where it groups thousands ("1\u202f000"); a fraction slash between digits a slash ("1⁄2").
+_HARD_SPACE = re.compile(r"[\u00a0\u202f\u2009](?!\d)|(?<!\d)[\u00a0\u202f\u2009]|(?<=\d)\u2044(?=\d)")
 
 
 def _hard_spaces(text: str) -> list[Piece]:
-    return substitute(_HARD_SPACE, text, lambda match: " ")
+    return substitute(_HARD_SPACE, text, lambda match: "/" if match.group() == "\u2044" else " ")
 
 
 def _space(match: re.Match[str]) -> str:

@@ -36,6 +36,7 @@ UNITS = {
     "mm": ("millimeter", "millimeters", True), "nm": ("nanometer", "nanometers", True),
     "mi": ("mile", "miles", True), "ft": ("foot", "feet", True), "in": ("inch", "inches", False),
     "yd": ("yard", "yards", True), "kg": ("kilogram", "kilograms", True), "g": ("gram", "grams", True),
+    "t": ("tonne", "tonnes", True),  # a metric ton: "a 7.5 t payload"
     "mg": ("milligram", "milligrams", True), "lb": ("pound", "pounds", True), "lbs": ("pound", "pounds", True),
     "oz": ("ounce", "ounces", True), "L": ("liter", "liters", True), "l": ("liter", "liters", False),
     "ml": ("milliliter", "milliliters", True), "mL": ("milliliter", "milliliters", True),
@@ -323,12 +324,14 @@ CODE_NOUN = re.compile(r"(?i:\b(?:model|room|rm\.?|unit|lot|case|docket|exit|inv
                         r"confirmation|reservation|permit|license|licence))[ \t]*[#:]?[ \t]*\Z")  # not a verb: "order 2-3"
 
 
-def _quantity(match: re.Match[str]) -> str:
+def _quantity(match: re.Match[str]) -> str | None:
     parts = _QUANTITY_PARTS.fullmatch(match.group())
     assert parts
     sign, a, b, suffix = parts["sign"], parts["a"], parts["b"], parts["suffix"].strip()
     if suffix.endswith(".") and suffix[:-1] in UNITS:
         suffix = suffix[:-1]  # "12 oz. of water": the unit's own full stop, not a sentence's
+    if suffix == "t" and match.string[match.end():match.end() + 1] in ("-", "'", "’"):
+        return None  # "2 t-shirts": a word's letter, not tonnes
     if b and not suffix and not sign and "-" in match.group() and "." not in a + b and "," not in a + b and (
             CODE_NOUN.search(match.string, max(0, match.start() - 16), match.start())
             or (len(b) > 1 and b[0] == "0")  # no range's end starts with a zero
