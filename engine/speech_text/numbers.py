@@ -493,6 +493,10 @@ def _vulgar(match: re.Match[str]) -> str:
     whole, symbol = match.group()[:-1].strip(" \t"), match.group()[-1]
     numerator, denominator = _VULGAR[symbol]
     said = fraction_words(numerator, denominator)
+    if not whole and match.string.startswith("-", match.end()):
+        return said.removeprefix("one ")  # "½-price", "¼-inch": "half-price", "quarter-inch"
+    if not whole and (of_a := _fraction_of(numerator, denominator, match)) != said:
+        return of_a  # "¾ inch.": "three quarters of an inch."
     if numerator == 1 and not whole and match.string.startswith((" of ", " of\t"), match.end()) and denominator == 2:
         said = "half"  # "½ of customers": "half of", not "a half of"
     elif (numerator, denominator) == (1, 2) and not whole and not re.match(r"[ \t]*\w", match.string[match.end():]) \
@@ -525,10 +529,12 @@ def _fraction(match: re.Match[str]) -> str:
         b = b.rstrip("thsrdn")
         return f"{w.cardinal(a)} {w.ordinal(b)}" + ("s" if a != "1" else "")
     after = match.string[match.end():match.end() + 40]
+    if a == "1" and after[:1] == "-" and _DETERMINER_BEFORE.search(match.string, before, match.start()):
+        return fraction_words(1, int(b)).removeprefix("one ")  # "a 1/4-inch bolt": "a quarter-inch bolt"
     counted = _COUNTED.match(after)
     if counted and counted[1] not in _UNIT_WORDS and counted[1] not in _MATH_VERBS and int(a) > 1:
         return f"{w.cardinal(a)} out of {w.cardinal(b)}"  # "7/10 customers", "17/20 questions": so many of so many
-    return fraction_words(int(a), int(b)) + _of_a(after)
+    return _fraction_of(int(a), int(b), match)
 
 
 # Units and the measures a recipe or a distance is counted in, singular and plural (not a count of things).
@@ -537,17 +543,34 @@ _UNIT_WORDS = frozenset(word for unit, names in UNITS.items() for word in (unit,
     for plural in ("", "s")}
 _MATH_VERBS = frozenset("equals simplifies reduces becomes means represents makes gives".split())  # "6/8 simplifies"
 _COUNTED = re.compile(r"[ \t]+([a-z]{2,}[^s\W]s)\b")  # a plural noun: "customers", not "class" or a unit
-_OF_A = re.compile(r"[ \t]+([a-z]+)[ \t]+(?:from|away|past|beyond|ahead|behind|north|south|east|west|down|up)\b")
+_OF_A = re.compile(r"[ \t]+([a-z]+)(?:[ \t]+(?:from|away|past|beyond|ahead|behind|north|south|east|west|down|up)\b"
+                   r"|[ \t]*(?:[.,;:!?)]|\Z))")
 
 
 def _of_a(after: str) -> str:
-    """" of a" before a lone unit and a word of where ("3/4 mile from": "three quarters of a mile from"); nothing
-    before a unit that describes what follows ("5/8 inch thick", "1/2 cup of milk")."""
+    """" of a" before a lone unit that ends a clause or comes before a word of where ("3/4 mile from": "three quarters
+    of a mile from", "1/1000 s.": "a thousandth of a second."); nothing before a unit that describes what follows
+    ("5/8 inch thick", "1/2 cup of milk")."""
     unit = _OF_A.match(after)
     if unit is None or unit[1] not in _UNIT_WORDS or (unit[1].endswith("s") and unit[1] not in UNITS):  # singular
         return ""
     name = UNITS.get(unit[1], (unit[1],))[0]
     return " of an" if name[0] in "aeiou" or name.startswith("hour") else " of a"
+
+
+def _fraction_of(numerator: int, denominator: int, match: re.Match[str]) -> str:
+    """A fraction's words; a lone unit after one is "of a" unit ("3/4 mile away" "three quarters of a mile away",
+    "1/1000 s." "a thousandth of a second."), though not after an article ("a ⅓ share") nor after a half or a
+    quarter, said as one word with its unit ("1/4 acre." "one quarter acre.")."""
+    said = fraction_words(numerator, denominator)
+    of = _of_a(match.string[match.end():match.end() + 40])
+    if not of or _DETERMINER_BEFORE.search(match.string, max(0, match.start() - 8), match.start()) \
+            or numerator == 1 and denominator in (2, 4):
+        return said
+    if numerator != 1:
+        return said + of
+    part = said.split(" ", 1)[1]
+    return ("an " if part[0] in "aeio" else "a ") + part + of
 
 
 def _percent_range(match: re.Match[str]) -> str:
@@ -739,8 +762,9 @@ RULES: list[Rule] = [
      lambda match: " to ".join(w.cardinal(n) for n in re.findall(r"\d+", match.group())) + " times"),
     ("duration", r"(?<![\w.])\d{1,3}[ \t]?h(?:[ \t]?\d{1,2}[ \t]?m)(?:[ \t]?\d{1,2}[ \t]?s)?(?![\w])"
                  r"|(?<![\w.])\d{1,3}[ \t]?m[ \t]?\d{1,2}[ \t]?s(?![\w])", _duration),
-    ("fraction_unit", r"(?:(?<=\d/\d[ \t])|(?<=\d/\d\d[ \t])|(?<=[½⅓⅔¼¾⅕⅖⅗⅘⅙⅚⅛⅜⅝⅞][ \t]))(?:%s)(?![\w/])"
-     % "|".join(re.escape(u) for u in sorted(UNITS, key=len, reverse=True) if UNITS[u][2] and u.isalpha()),
+    ("fraction_unit", r"(?:(?<=\d/\d[ \t])|(?<=\d/\d\d[ \t])|(?<=\d/\d{3}[ \t])|(?<=\d/\d{4}[ \t])"
+                      r"|(?<=[½⅓⅔¼¾⅕⅖⅗⅘⅙⅚⅛⅜⅝⅞][ \t]))(?:%s)(?![\w/])"  # "1/1000 s": a second, after a fraction
+     % "|".join(re.escape(u) for u in sorted(UNITS, key=len, reverse=True) if (UNITS[u][2] or u == "s") and u.isalpha()),
      _fraction_unit),
     ("quantity", _QUANTITY, _quantity),
     # "per kWh", "per sq ft": a unit named after "per" with no number before it, singular
