@@ -112,7 +112,8 @@ _AMOUNT = rf"(?:{_DECIMAL_COMMA}|(?:{_GROUPED}|\d{{1,3}}(?:,\d{{3}})+(?!\d)|\d+)
 _SCALES = {**MULTIPLIERS, "MM": "million", "mil": "million", "mln": "million", "mio": "million", "Mio": "million",
            "bln": "billion", "Bn": "billion", "BN": "billion",
            # a scale's word in a headline's or a shouted text's capitals: "US$7.5 MILLION", "$2 Billion"
-           **{cased(scale): scale for scale in ("thousand", "million", "billion", "trillion") for cased in (str.upper, str.title)}}
+           **{cased(scale): scale for scale in ("thousand", "million", "billion", "trillion")
+              for cased in (str.upper, str.title)}}
 _MULTIPLIER = (r"(?:[ \t]?(?:MM|Mio|mio|mln|bln|Bn|BN|k|K|M|m|mn|bn|B|b|tn|T)(?![\w])"
                r"|[ \t](?:thousand|million|billion|trillion|lakh|lakhs|crore|crores|mil"
                r"|THOUSAND|MILLION|BILLION|TRILLION|Thousand|Million|Billion|Trillion)(?![\w]))")

@@ -342,7 +342,8 @@ RULES: list[Rule] = [
     ("hashtag", r"(?<![\w&#])#(?:[A-Za-z]|\d{1,4}(?=[A-Z]?[a-z]))[A-Za-z0-9_]{1,60}(?![\w#])", _hashtag),  # "#100DaysOfCode"
     # "-std=c++17", "ls -la", "--dry-run": after a space, not after an operator or a letter ("y = -x", "x -y" are
     # minus x and y), nor a capital's word ("-Note")
-    ("flag", r"(?<![^ \t\n`\"'])(?<![=+*/<>×÷−-][ \t])(?<!\b[A-Za-z][ \t])(?:--[A-Za-z][A-Za-z0-9]*(?:-[A-Za-z0-9]+)*|-(?![A-Z][a-z]{2})[A-Za-z][A-Za-z0-9]*)"
+    ("flag", r"(?<![^ \t\n`\"'])(?<![=+*/<>×÷−-][ \t])(?<!\b[A-Za-z][ \t])"
+             r"(?:--[A-Za-z][A-Za-z0-9]*(?:-[A-Za-z0-9]+)*|-(?![A-Z][a-z]{2})[A-Za-z][A-Za-z0-9]*)"
              r"(?![\w-]|[.,;:!?]?[^\s.,;:!?=\"'`)\]])", _flag),
     ("hash_in_word", r"(?<=[A-Za-z])#\d{1,12}(?![\w#])",  # "Welcome#123": a password's hash sign and its digits
      lambda match: " hash " + w.digits(match.group()[1:])),
