@@ -608,6 +608,22 @@ SAID = [
     ('Hash e3b0c442 and the 49ers.', 'Hash E three B zero C four four two and the forty-niners.'),
     ('A 404 error, then 503 Service Unavailable.', 'A four oh four error, then five oh three Service Unavailable.'),
     ('Shot at ISO 12800.', 'Shot at I S O twelve thousand eight hundred.'),
+    # units, flags, hashtags, IP hosts, URL queries, superscript powers, shouted words, fractions before units
+    ('THE FUND RAISED US$7.5 MILLION.', 'the fund raised seven point five million dollars.'),
+    ('#WWDC24', 'hashtag W W D C twenty-four'), ('Order #AB12 shipped.', 'Order number A B twelve shipped.'),
+    ('https://shop.example.com/cart?id=7731&qty=2',
+     'shop dot example dot com slash cart question mark I D equals seven seven three one ampersand Q T Y equals two'),
+    ('ssh user@192.168.0.10', 'S S H user at one nine two dot one six eight dot zero dot one zero'),
+    ('Compile with -std=c++17.', 'Compile with dash S T D equals c plus plus seventeen.'),
+    ('Run ls -la or git commit --amend.', 'Run ls dash L A or git commit dash dash amend.'), ('y = -x', 'y equals minus x'),
+    ('Light travels at about 3 × 10⁸ m/s.',
+     'Light travels at about three times ten to the power of eight meters per second.'),
+    ('about 10⁻³ kg', 'about ten to the minus three kilograms'),
+    ('PREHEAT OVEN TO 350°F.', 'preheat oven to three hundred fifty degrees Fahrenheit.'),
+    ('Payload (7.5 t) exceeds the limit.', 'Payload (seven point five tonnes) exceeds the limit.'),
+    ('I have 2 t-shirts', 'I have two t-shirts'), ('Shutter speed: 1/1000 s', 'Shutter speed, a thousandth of a second'),
+    ('1⁄2', 'one half'), ('½-price tickets', 'half-price tickets'), ('¾ inch', 'three quarters of an inch'),
+    ('a 1/4-inch bolt', 'a quarter-inch bolt'), ('Each partner holds a ⅓ share.', 'Each partner holds a third share.'),
 ]
 
 

@@ -220,9 +220,11 @@ def _caps(match: re.Match[str]) -> str:
     if len(common) >= 2 and (token == "US" or (len(token) >= 4 and _VOWELS & set(token) and token not in WORD_ACRONYMS)
                              or (len(token) == 3 and token not in SPELLED and one_syllable(token))):  # "THE GYM"
         return token.lower()
-    if len(worded) >= 2 and len(token) >= 4 and token not in SPELLED | WORD_ACRONYMS and token[0] not in _VOWELS \
-            and SAYABLE_START.match(token):  # "FUEL" among words that read as words; "HVAC" is no word's start, and
-        return token.lower()  # one opening with its vowel ("ESPN", "USAA", "UCLA") is as often an acronym
+    if len(worded) >= 2 and len(token) >= 4 and token not in SPELLED | WORD_ACRONYMS and (
+            token[0] not in _VOWELS and SAYABLE_START.match(token) or _ALTERNATING.fullmatch(token)):
+        # "FUEL" among words that read as words; "HVAC" is no word's start, and one opening with its vowel ("ESPN",
+        # "USAA", "UCLA") is as often an acronym, unless its vowels and consonants alternate ("OVEN", "EDIT")
+        return token.lower()
     if len(token) == 3 and token not in SPELLED and token not in _SYLLABLE_ACRONYMS and token not in WORD_ACRONYMS \
             and token.lower() not in COMMON_WORDS and (one_syllable(token) or _VOWEL_SYLLABLE.fullmatch(token)):
         # "MAX LOAD PER SHELF", "LOG IN AGAIN": among shouted words of its own sentence (as far as open_caps holds a
@@ -237,6 +239,7 @@ def _caps(match: re.Match[str]) -> str:
     return caps(token)
 
 
+_ALTERNATING = re.compile(r"[AEIOU](?:[B-DF-HJ-NP-TV-Z][AEIOUY])+[B-DF-HJ-NP-TV-Z]?")
 _SENTENCE_END = re.compile(r"[.!?](?:\s|\Z)|\n")
 _SYLLABLE_ACRONYMS = frozenset("SAT MIT CAT PET LED VIN DOB POS BOT EST EDT ACT APT ACC ATT IDE ICE".split())  # spelled,
 # though of one syllable's shape

@@ -110,9 +110,13 @@ _GROUPED = r"\d{1,2}(?:,\d\d)+,\d{3}(?![\d,])|[1-9]\d{0,2}(?:(?:[\u00a0\u202f\u2
 _AMOUNT = rf"(?:{_DECIMAL_COMMA}|(?:{_GROUPED}|\d{{1,3}}(?:,\d{{3}})+(?!\d)|\d+)(?:\.\d+)?|\.\d+)"
 # a scale after an amount: "$1.5k", "£2m", "$5MM" (finance's thousand thousands), "€3.5 mln", "$4 mil"
 _SCALES = {**MULTIPLIERS, "MM": "million", "mil": "million", "mln": "million", "mio": "million", "Mio": "million",
-           "bln": "billion", "Bn": "billion", "BN": "billion"}
+           "bln": "billion", "Bn": "billion", "BN": "billion",
+           # a scale's word in a headline's or a shouted text's capitals: "US$7.5 MILLION", "$2 Billion"
+           **{cased(scale): scale for scale in ("thousand", "million", "billion", "trillion")
+              for cased in (str.upper, str.title)}}
 _MULTIPLIER = (r"(?:[ \t]?(?:MM|Mio|mio|mln|bln|Bn|BN|k|K|M|m|mn|bn|B|b|tn|T)(?![\w])"
-               r"|[ \t](?:thousand|million|billion|trillion|lakh|lakhs|crore|crores|mil)(?![\w]))")
+               r"|[ \t](?:thousand|million|billion|trillion|lakh|lakhs|crore|crores|mil"
+               r"|THOUSAND|MILLION|BILLION|TRILLION|Thousand|Million|Billion|Trillion)(?![\w]))")
 # What a price is per: a span of time, a count ("/person"), or a unit of measure ("$3.49/gal", "$12/kg").
 _PER_WORDS = {**{unit: names[0] for unit, names in UNITS.items() if unit.isalpha() and len(unit) > 1}, **PER,
               "L": "liter", "l": "liter", "g": "gram", "h": "hour",

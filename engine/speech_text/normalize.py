@@ -46,9 +46,10 @@ _WHITESPACE = re.compile(r"(?P<line>[^\S\n]*\n\s*)|(?P<before>[^\S\n]+(?=[,.;!?]
 # A no-break, narrow no-break or thin space is a space to the word rules ("2.5\u00a0kg", "9\u00a0am", "$\u00a0100"),
 # except where it groups a number's thousands ("1\u202f000", "12\u00a0345\u00a0678"; a decimal's tail too): between
 # digits grouped otherwise it is a space ("020\u00a07946\u00a00321": a phone number's groups). A typographic hyphen
-# (non-breaking, figure dash, small or full-width hyphen-minus) is a hyphen to them ("508\u2011555\u20110199").
+# (non-breaking, figure dash, small or full-width hyphen-minus) is a hyphen to them ("508\u2011555\u20110199"); a
+# fraction slash between digits a slash ("1\u20442").
 _HARD = "\u00a0\u202f\u2009"
-_TYPOGRAPHIC = re.compile(rf"(?<![\d.,])\d+(?:[{_HARD}]\d+)+|[{_HARD}](?!\d)|(?<!\d)[{_HARD}]|[\u2010\u2011\u2012\ufe63\uff0d]")
+_TYPOGRAPHIC = re.compile(rf"(?<![\d.,])\d+(?:[{_HARD}]\d+)+|[{_HARD}](?!\d)|(?<!\d)[{_HARD}]|[\u2010\u2011\u2012\ufe63\uff0d]|(?<=\d)\u2044(?=\d)")
 _THOUSANDS = re.compile(rf"[1-9]\d{{0,2}}(?:[{_HARD}]\d{{3}})+")
 
 
@@ -60,7 +61,7 @@ def _plain(match: re.Match[str]) -> str | None:
     text = match.group()
     if text[0].isdigit():
         return None if _THOUSANDS.fullmatch(text) else re.sub(f"[{_HARD}]", " ", text)
-    return "-" if text not in _HARD else " "
+    return " " if text in _HARD else "/" if text == "\u2044" else "-"
 
 
 def _space(match: re.Match[str]) -> str:

@@ -36,6 +36,7 @@ UNITS = {
     "mm": ("millimeter", "millimeters", True), "nm": ("nanometer", "nanometers", True),
     "mi": ("mile", "miles", True), "ft": ("foot", "feet", True), "in": ("inch", "inches", False),
     "yd": ("yard", "yards", True), "kg": ("kilogram", "kilograms", True), "g": ("gram", "grams", True),
+    "t": ("tonne", "tonnes", True),  # a metric ton: "a 7.5 t payload"
     "mg": ("milligram", "milligrams", True), "lb": ("pound", "pounds", True), "lbs": ("pound", "pounds", True),
     "oz": ("ounce", "ounces", True), "L": ("liter", "liters", True), "l": ("liter", "liters", False),
     "ml": ("milliliter", "milliliters", True), "mL": ("milliliter", "milliliters", True),
@@ -323,12 +324,14 @@ CODE_NOUN = re.compile(r"(?i:\b(?:model|room|rm\.?|unit|lot|case|docket|exit|inv
                         r"confirmation|reservation|permit|license|licence))[ \t]*[#:]?[ \t]*\Z")  # not a verb: "order 2-3"
 
 
-def _quantity(match: re.Match[str]) -> str:
+def _quantity(match: re.Match[str]) -> str | None:
     parts = _QUANTITY_PARTS.fullmatch(match.group())
     assert parts
     sign, a, b, suffix = parts["sign"], parts["a"], parts["b"], parts["suffix"].strip()
     if suffix.endswith(".") and suffix[:-1] in UNITS:
         suffix = suffix[:-1]  # "12 oz. of water": the unit's own full stop, not a sentence's
+    if suffix == "t" and match.string[match.end():match.end() + 1] in ("-", "'", "’"):
+        return None  # "2 t-shirts": a word's letter, not tonnes
     if b and not suffix and not sign and "-" in match.group() and "." not in a + b and "," not in a + b and (
             CODE_NOUN.search(match.string, max(0, match.start() - 16), match.start())
             or (len(b) > 1 and b[0] == "0")  # no range's end starts with a zero
@@ -384,6 +387,17 @@ def open_phone(text: str) -> int | None:
     """Where a phone number that later text may finish starts at the end of ``text``, or None."""
     tail = _OPEN_PHONE.search(text, max(0, len(text) - 40))
     return tail.start() if tail else None
+
+
+_SUPERSCRIPTS = str.maketrans("⁰¹²³⁴⁵⁶⁷⁸⁹⁻", "0123456789-")
+_WORDLIKE_UNITS = frozenset("in us ha am pm cal mo min ms a t".split())
+
+
+def _superscript_power(match: re.Match[str]) -> str:
+    """A power written in superscript after a number, as "^" is read: "10⁸" "ten to the power of eight", "10⁻³"
+    "ten to the minus three", "10²³" "... to the power of twenty-three" ("2²" is the squared rule's)."""
+    power = match.group().translate(_SUPERSCRIPTS)
+    return " to the minus " + w.number(power[1:]) if power[0] == "-" else " to the power of " + w.number(power)
 
 
 def _phone(match: re.Match[str]) -> str:
@@ -479,6 +493,10 @@ def _vulgar(match: re.Match[str]) -> str:
     whole, symbol = match.group()[:-1].strip(" \t"), match.group()[-1]
     numerator, denominator = _VULGAR[symbol]
     said = fraction_words(numerator, denominator)
+    if not whole and match.string.startswith("-", match.end()):
+        return said.removeprefix("one ")  # "½-price", "¼-inch": "half-price", "quarter-inch"
+    if not whole and (of_a := _fraction_of(numerator, denominator, match)) != said:
+        return of_a  # "¾ inch.": "three quarters of an inch."
     if numerator == 1 and not whole and match.string.startswith((" of ", " of\t"), match.end()) and denominator == 2:
         said = "half"  # "½ of customers": "half of", not "a half of"
     elif (numerator, denominator) == (1, 2) and not whole and not re.match(r"[ \t]*\w", match.string[match.end():]) \
@@ -511,10 +529,12 @@ def _fraction(match: re.Match[str]) -> str:
         b = b.rstrip("thsrdn")
         return f"{w.cardinal(a)} {w.ordinal(b)}" + ("s" if a != "1" else "")
     after = match.string[match.end():match.end() + 40]
+    if a == "1" and after[:1] == "-" and _DETERMINER_BEFORE.search(match.string, before, match.start()):
+        return fraction_words(1, int(b)).removeprefix("one ")  # "a 1/4-inch bolt": "a quarter-inch bolt"
     counted = _COUNTED.match(after)
     if counted and counted[1] not in _UNIT_WORDS and counted[1] not in _MATH_VERBS and int(a) > 1:
         return f"{w.cardinal(a)} out of {w.cardinal(b)}"  # "7/10 customers", "17/20 questions": so many of so many
-    return fraction_words(int(a), int(b)) + _of_a(after)
+    return _fraction_of(int(a), int(b), match)
 
 
 # Units and the measures a recipe or a distance is counted in, singular and plural (not a count of things).
@@ -523,17 +543,34 @@ _UNIT_WORDS = frozenset(word for unit, names in UNITS.items() for word in (unit,
     for plural in ("", "s")}
 _MATH_VERBS = frozenset("equals simplifies reduces becomes means represents makes gives".split())  # "6/8 simplifies"
 _COUNTED = re.compile(r"[ \t]+([a-z]{2,}[^s\W]s)\b")  # a plural noun: "customers", not "class" or a unit
-_OF_A = re.compile(r"[ \t]+([a-z]+)[ \t]+(?:from|away|past|beyond|ahead|behind|north|south|east|west|down|up)\b")
+_OF_A = re.compile(r"[ \t]+([a-z]+)(?:[ \t]+(?:from|away|past|beyond|ahead|behind|north|south|east|west|down|up)\b"
+                   r"|[ \t]*(?:[.,;:!?)]|\Z))")
 
 
 def _of_a(after: str) -> str:
-    """" of a" before a lone unit and a word of where ("3/4 mile from": "three quarters of a mile from"); nothing
-    before a unit that describes what follows ("5/8 inch thick", "1/2 cup of milk")."""
+    """" of a" before a lone unit that ends a clause or comes before a word of where ("3/4 mile from": "three quarters
+    of a mile from", "1/1000 s.": "a thousandth of a second."); nothing before a unit that describes what follows
+    ("5/8 inch thick", "1/2 cup of milk")."""
     unit = _OF_A.match(after)
     if unit is None or unit[1] not in _UNIT_WORDS or (unit[1].endswith("s") and unit[1] not in UNITS):  # singular
         return ""
     name = UNITS.get(unit[1], (unit[1],))[0]
     return " of an" if name[0] in "aeiou" or name.startswith("hour") else " of a"
+
+
+def _fraction_of(numerator: int, denominator: int, match: re.Match[str]) -> str:
+    """A fraction's words; a lone unit after one is "of a" unit ("3/4 mile away" "three quarters of a mile away",
+    "1/1000 s." "a thousandth of a second."), though not after an article ("a ⅓ share") nor after a half or a
+    quarter, said as one word with its unit ("1/4 acre." "one quarter acre.")."""
+    said = fraction_words(numerator, denominator)
+    of = _of_a(match.string[match.end():match.end() + 40])
+    if not of or _DETERMINER_BEFORE.search(match.string, max(0, match.start() - 8), match.start()) \
+            or numerator == 1 and denominator in (2, 4):
+        return said
+    if numerator != 1:
+        return said + of
+    part = said.split(" ", 1)[1]
+    return ("an " if part[0] in "aeio" else "a ") + part + of
 
 
 def _percent_range(match: re.Match[str]) -> str:
@@ -562,7 +599,7 @@ def port(digits: str) -> str:
     return w.cardinal(digits) if re.fullmatch(r"[1-9]000", digits) else w.digits(digits)
 
 
-def _ipv4(text: str) -> list[str] | None:
+def ipv4(text: str) -> list[str] | None:
     """``text``'s four parts where it is an IPv4 address, else None."""
     parts = text.split(".")
     return parts if len(parts) == 4 and all(p.isdigit() and int(p) < 256 for p in parts) else None
@@ -571,18 +608,18 @@ def _ipv4(text: str) -> list[str] | None:
 def _version(match: re.Match[str]) -> str | None:
     if "/" in match.group():  # "10.0.0.0/24": a network and its prefix's length
         address, _, bits = match.group().partition("/")
-        parts = _ipv4(address)
-        return None if parts is None or int(bits) > 32 else _ip(parts) + " slash " + w.cardinal(bits)
+        parts = ipv4(address)
+        return None if parts is None or int(bits) > 32 else ip(parts) + " slash " + w.cardinal(bits)
     text, _, digits = match.group().partition(":")
     if digits:  # an address and its port: "10.0.0.12:8080"
-        parts = _ipv4(text)
-        return None if parts is None else _ip(parts) + " colon " + port(digits)
+        parts = ipv4(text)
+        return None if parts is None else ip(parts) + " colon " + port(digits)
     prefix = ""
     if text[0] in "vV":
         prefix, text = "version ", text[1:]
     parts = text.split(".")
-    if not prefix and _ipv4(text):  # an IP address
-        return _ip(parts)
+    if not prefix and ipv4(text):  # an IP address
+        return ip(parts)
     if len(parts) == 2:
         return prefix + w.number(text)
     if not prefix and len(parts) == 3 and len(parts[0]) <= 3 and all(len(p) == 3 for p in parts[1:]) \
@@ -591,7 +628,7 @@ def _version(match: re.Match[str]) -> str | None:
     return prefix + " point ".join(w.cardinal(p) for p in parts)
 
 
-def _ip(parts: list[str]) -> str:
+def ip(parts: list[str]) -> str:
     """"10.0.0.24" "ten dot zero dot zero dot twenty-four"; once an address holds a three-digit part, its later parts
     are read digit by digit too ("203.0.113.42": "... one one three dot four two")."""
     said, by_digit = [], False
@@ -697,7 +734,7 @@ RULES: list[Rule] = [
     ("number_sign", r"(?<![\w&#])#[ \t]?(?:\d{1,3}(?:,\d{3})+|\d+)(?![\w]|,\d)", _number_sign),
     ("vulgar_fraction", r"(?<![\w.])(?:\d{1,3}[ \t]?)?[½⅓⅔¼¾⅕⅖⅗⅘⅙⅚⅛⅜⅝⅞]", _vulgar),  # "1½", "1 ½"
     ("dimensions", rf"{_START}{NUM}{_SIZE_UNIT_AT}?(?:[ \t]*[x×][ \t]*{NUM}{_SIZE_UNIT_AT}?){{1,2}}"
-     rf"(?![\w'’′\"”″])(?![ \t]*=)",  # a unit after every size too: "40 cm × 30 cm × 20 cm"
+     rf"(?![\w'’′\"”″⁻])(?![ \t]*=)",  # a unit after every size too: "40 cm × 30 cm × 20 cm"
      _dimensions),
     ("inches", r"(?<![\w\"“”'.])\d{1,3}(?:\.\d)?[\"”″](?=[ \t]+[\w-])", _inches),
     ("fraction_inches", r"(?<![\w./,])\d{1,2}/\d{1,2}[\"”″](?=[ \t]+[\w-]|[ \t]*[,.;]|$)",  # "1/4\" drywall screws"
@@ -714,12 +751,20 @@ RULES: list[Rule] = [
     ("unit_alone", r"(?<=\d[ \t])(?:%s)(?![\w/])" % "|".join(re.escape(u) for u in sorted(UNITS, key=len, reverse=True)
                                                        if re.search(r"[/ ²³^]", u)),
      lambda match: UNITS[match.group()][1]),  # "3 × 10^8 m/s", "= 120 sq ft": a unit after a number another rule read
+    # "3 × 10⁸ m/s", "10⁻³ kg": a power of a number, then any unit (not a word that may be one: "10² in all")
+    ("power_unit", r"(?<=[⁰¹²³⁴⁵⁶⁷⁸⁹][ \t])(?:%s)(?![\w/])" % "|".join(
+        re.escape(u) for u in sorted(UNITS, key=len, reverse=True) if (UNITS[u][2] or re.search(r"[/ ²³^]", u))
+        and u not in _WORDLIKE_UNITS),
+     lambda match: UNITS[match.group()][1]),
+    ("superscript_power", r"(?<=[0-9)])(?:⁻[⁰¹²³⁴⁵⁶⁷⁸⁹]+|[⁰¹⁴⁵⁶⁷⁸⁹][⁰¹²³⁴⁵⁶⁷⁸⁹]*|[²³][⁰¹²³⁴⁵⁶⁷⁸⁹]+)(?![\w])",
+     _superscript_power),
     ("times_range", r"(?<![\w.])\d{1,3}x[ \t]?[-–][ \t]?\d{1,3}x(?![\w])",  # "3x–4x faster"
      lambda match: " to ".join(w.cardinal(n) for n in re.findall(r"\d+", match.group())) + " times"),
     ("duration", r"(?<![\w.])\d{1,3}[ \t]?h(?:[ \t]?\d{1,2}[ \t]?m)(?:[ \t]?\d{1,2}[ \t]?s)?(?![\w])"
                  r"|(?<![\w.])\d{1,3}[ \t]?m[ \t]?\d{1,2}[ \t]?s(?![\w])", _duration),
-    ("fraction_unit", r"(?:(?<=\d/\d[ \t])|(?<=\d/\d\d[ \t])|(?<=[½⅓⅔¼¾⅕⅖⅗⅘⅙⅚⅛⅜⅝⅞][ \t]))(?:%s)(?![\w/])"
-     % "|".join(re.escape(u) for u in sorted(UNITS, key=len, reverse=True) if UNITS[u][2] and u.isalpha()),
+    ("fraction_unit", r"(?:(?<=\d/\d[ \t])|(?<=\d/\d\d[ \t])|(?<=\d/\d{3}[ \t])|(?<=\d/\d{4}[ \t])"
+                      r"|(?<=[½⅓⅔¼¾⅕⅖⅗⅘⅙⅚⅛⅜⅝⅞][ \t]))(?:%s)(?![\w/])"  # "1/1000 s": a second, after a fraction
+     % "|".join(re.escape(u) for u in sorted(UNITS, key=len, reverse=True) if (UNITS[u][2] or u == "s") and u.isalpha()),
      _fraction_unit),
     ("quantity", _QUANTITY, _quantity),
     # "per kWh", "per sq ft": a unit named after "per" with no number before it, singular

@@ -115,7 +115,7 @@ _LOCALES = {"en-US": _Locale(day_first=False), "en-GB": _Locale(day_first=True)}
 # (cardinal, decimal or measure) is decided by numbers.quantity_kind.
 _RULES_OF_CLASS = {
     "tag": "tag",
-    "electronic": "http_status mac ipv6 doi email url file_name windows_path unc_path unix_path identifier dot_file handle hashtag hash_in_word version",
+    "electronic": "http_status mac ipv6 doi email url file_name windows_path unc_path unix_path identifier dot_file handle hashtag hash_in_word flag version",
     "address": "county state_list state address unit zip postal route postcode floor ordinal_street",
     "telephone": "vanity extension local_phone local_digits service_code short_code star_code keypad bare_phone grouped_digits phone",
     "serial": "secret tracking video_lines lower_code uuid round_the_clock dotted_serial dotted_code airliner standard model hex flight number_code cued_digits tax_form serial slashed_code small_code leftover",
@@ -126,8 +126,8 @@ _RULES_OF_CLASS = {
     "range": "since_year weekday_range month_range day_range days_month noon_range time_range letter_time_range percent_range grades sizes times_range letter_range",
     "money": "pence money coded_money currency_pair money_plural scaled_range unit_price",
     "fraction": "mixed_fraction fraction signed_fraction vulgar_fraction",
-    "measure": "per_unit per_slash pressure rooms feet_inches feet dimensions inches inches_tall hyphen_unit unit_alone fraction_unit fraction_inches",
-    "cardinal": "number_ers number_sign quantity grouped_thousands scientific",
+    "measure": "per_unit per_slash pressure rooms feet_inches feet dimensions inches inches_tall hyphen_unit unit_alone fraction_unit fraction_inches power_unit",
+    "cardinal": "number_ers number_sign quantity grouped_thousands scientific superscript_power",
     "abbreviation": "initials_and title abbreviation before_number label copied dose_form dotted caps",
     "plain": "sharp about slash dash emoji stray bar",
 }

@@ -12,7 +12,7 @@ import re
 
 from engine.speech_text import words as w
 from engine.speech_text.abbreviations import COMMON_WORDS, SPELLED, caps
-from engine.speech_text.numbers import Rule, port
+from engine.speech_text.numbers import CODE_NOUN, Rule, ip, ipv4, port
 
 TLDS = ("com org net io dev ai co edu gov app uk de fr ca au us info biz me tv ly gg xyz tech cloud sh travel shop "
         "store online site blog news health bank page live club life world today email "
@@ -58,7 +58,9 @@ def _name(part: str, domain: bool) -> str:
     """One name of a URL or address: "irs" -> "I R S", "jsmith" -> "J smith", "io" at the end -> "I O"."""
     lower = part.lower()
     if (lower in _SPELLED_NAMES or lower == "www" or len(part) == 1 or not re.search(r"[aeiouy]", lower)
-            or (domain and len(part) == 2 and lower not in _SAID_DOMAINS)):
+            or (domain and len(part) == 2 and lower not in _SAID_DOMAINS)
+            # "y" its only vowel, after two consonants no word opens with: "qty" ("dry", "gym" are words)
+            or re.fullmatch(r"[^aeiouy]{2}[^aeiou]*", lower) and lower[:2] not in _ONSETS):
         return " ".join(part.upper())
     if len(part) >= 4 and re.match(r"[^aeiouy]{2}", lower) and lower[:2] not in _ONSETS and lower not in _SAID_NAMES:
         return f"{part[0].upper()} {part[1:]}"
@@ -121,7 +123,8 @@ def _url(match: re.Match[str]) -> str:
     if trailing:
         said += " slash"
     if _SHORT_QUERY.fullmatch(query):
-        said += " question mark " + _spoken_parts(query)
+        # "cart?id=7&qty=2": a query's "&" joins its fields, named as the character it is
+        said += " question mark " + " ampersand ".join(_spoken_parts(field) for field in query.split("&"))
     if re.fullmatch(r"[A-Za-z][\w-]{0,23}", fragment):  # "faq#returns": a page's section, said; a long one is not
         said += " hash " + _spoken_parts(fragment)
     return said
@@ -221,6 +224,8 @@ def _email(match: re.Match[str]) -> str:
     """An address; an SSH remote's ("git@github.com:user/repo.git"), its address, "colon", then its path."""
     address, colon, path = match.group().removeprefix("mailto:").partition(":")  # "mailto:" is not said
     at = address.index("@") + 1
+    if (parts := ipv4(address[at:])) is not None:  # "user@192.168.0.10": a host by its IP address, read as one
+        return _spoken_parts(address[:at - 1]) + " at " + ip(parts) + (" colon " + _spoken_parts(path) if colon else "")
     return _spoken_parts(address, at + _domain_at(address[at:])) + (" colon " + _spoken_parts(path) if colon else "")
 
 
@@ -276,10 +281,23 @@ def _handle(match: re.Match[str]) -> str:
 
 def _hashtag(match: re.Match[str]) -> str | None:
     """"#SummerSale" -> "hashtag summer sale"; "#A7" is a code, not a tag."""
-    if re.fullmatch(r"#[A-Z0-9]*\d[A-Z0-9]*|#(?:[A-Za-z]{1,2}\d+)+[A-Za-z]{0,2}", match.group()):
+    if re.fullmatch(r"#[A-Z0-9]*\d[A-Z0-9]*|#(?:[A-Za-z]{1,2}\d+)+[A-Za-z]{0,2}", match.group()) \
+            and not _tag_with_year(match):
         return None  # "#a7x9": short runs of letters between digits are a code's
     words = re.findall(r"[A-Z]+(?![a-z])|[A-Z]?[a-z]+|\d+", match.group()[1:])
     return "hashtag " + " ".join(_tag_word(word) for word in words)
+
+
+# a name in capitals and its year, a tag unless a noun names it a code: "#WWDC24", "#AI2024"; not "Order #AB12"
+_TAG_WITH_YEAR = re.compile(r"#[A-Z]{2,}(?:[1-9]\d|(?:19|20)\d\d)")
+_NAMED_CODE = re.compile(r"(?i:\b(?:order|ticket|employee|member|badge|customer|patient|claim|tracking|job|issue|bug|"
+                         r"number))[ \t]*\Z")  # and CODE_NOUN's nouns
+
+
+def _tag_with_year(match: re.Match[str]) -> bool:
+    before = max(0, match.start() - 16), match.start()
+    return bool(_TAG_WITH_YEAR.fullmatch(match.group())) and not any(
+        noun.search(match.string, *before) for noun in (_NAMED_CODE, CODE_NOUN))
 
 
 def _tag_word(word: str) -> str:
@@ -287,6 +305,16 @@ def _tag_word(word: str) -> str:
     if word.isdigit():
         return w.year(int(word)) if len(word) == 4 and w.is_year(word) else w.number(word)
     return " ".join(word) if word.isupper() and len(word) <= 4 and word.lower() not in COMMON_WORDS else word.lower()
+
+
+def _flag(match: re.Match[str]) -> str:
+    """A command line's option: "--dry-run" -> "dash dash dry dash run", "-version" "dash version"; a short one's
+    letters spelled, as each may be a flag of its own: "-la" "dash L A", "-std" "dash S T D", "-O2" "dash O two"."""
+    name = match.group().lstrip("-")
+    dashes = len(match.group()) - len(name)
+    if dashes == 2 or len(name) > 3:
+        return "dash " * dashes + _spoken_parts(name)
+    return "dash " + " ".join(" ".join(run.upper()) if run.isalpha() else w.cardinal(run) for run in _RUNS.findall(name))
 
 
 _FILE = (rf"(?<![\w@/.-])[A-Za-z0-9][\w-]{{0,60}}+(?:\.[\w-]{{1,30}}+){{0,2}}\.(?i:{'|'.join(FILE_TYPES)})"
@@ -312,6 +340,11 @@ RULES: list[Rule] = [
      rf"(?:/{_PATH_PART}){{0,11}}/?|(?=[\w.-]{{1,64}}+/){_PATH_PART}(?:/{_PATH_PART}){{1,11}}\.(?i:{'|'.join(FILE_TYPES)}))(?![\w/]|\.\w)",
      lambda match: _path(match.group())),
     ("hashtag", r"(?<![\w&#])#(?:[A-Za-z]|\d{1,4}(?=[A-Z]?[a-z]))[A-Za-z0-9_]{1,60}(?![\w#])", _hashtag),  # "#100DaysOfCode"
+    # "-std=c++17", "ls -la", "--dry-run": after a space, not after an operator or a letter ("y = -x", "x -y" are
+    # minus x and y), nor a capital's word ("-Note")
+    ("flag", r"(?<![^ \t\n`\"'])(?<![=+*/<>×÷−-][ \t])(?<!\b[A-Za-z][ \t])"
+             r"(?:--[A-Za-z][A-Za-z0-9]*(?:-[A-Za-z0-9]+)*|-(?![A-Z][a-z]{2})[A-Za-z][A-Za-z0-9]*)"
+             r"(?![\w-]|[.,;:!?]?[^\s.,;:!?=\"'`)\]])", _flag),
     ("hash_in_word", r"(?<=[A-Za-z])#\d{1,12}(?![\w#])",  # "Welcome#123": a password's hash sign and its digits
      lambda match: " hash " + w.digits(match.group()[1:])),
 ]
