@@ -60,7 +60,8 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
     keys_file.write_text(keys_toml(["doomed", "other"]))
     port = free_port()
     argv = [sys.executable, "-m", "gateway.cli", "serve", "--host", "127.0.0.1", "--port", str(port), "--engine",
-            "simulated", "--sim-rtf", "3", "--stall-timeout", str(STALL_TIMEOUT_S), "--keys-file", str(keys_file), "--voices-dir", str(folder / "voices")]
+            "simulated", "--sim-rtf", "3", "--stall-timeout", str(STALL_TIMEOUT_S), "--keys-file", str(keys_file),
+            "--voices-dir", str(folder / "voices")]
     with open(log, "wb") as out:
         proc = subprocess.Popen(argv, cwd=ROOT, stdout=out, stderr=subprocess.STDOUT)
         url = f"http://127.0.0.1:{port}"
