@@ -1,8 +1,14 @@
 """HTTP speech streams of a key removed from the keys file mid-way, on a real gateway (the simulated engine at 3x real
 time: a long utterance takes ~30 s to make) with real httpx streaming clients: the key removed by an atomic rename,
-each of its streams ends within 2 s in its framing's way (ndjson: an error line; OpenAI's SSE: its error event; raw
-audio: the body aborted), its utterances are cancelled in the engine and counted as ``revoked`` refusals, and another
-tenant's stream goes on to its end."""
+each of its streams ends in its framing's way (ndjson: an error line; OpenAI's SSE: its error event; raw audio: the
+body aborted), its utterances are cancelled in the engine and counted as ``revoked`` refusals, and another tenant's
+stream goes on to its end.
+
+The waits here wait on what must happen (a stream's end, the server's count going to 0), each under a guard that
+fails the test where the revocation did nothing: ``CUT_OFF_GUARD_S``, well under both the time a long utterance
+takes to make and the server's stall timeout, the two ways such a stream would end without it. (They once asserted
+2 s from the rename: the watcher's 0.5 s poll, the reload and the 0.5 s grace on a quiet machine, a bound on the
+machine's speed that a loaded one can miss.)"""
 
 from __future__ import annotations
 
@@ -28,6 +34,8 @@ ROOT = Path(__file__).resolve().parent.parent
 KEYS = {"doomed": "doomed-secret-key-0123456789", "other": "other-secret-key-0123456789"}
 LONG = " ".join(["The quick brown fox jumps over the lazy dog, and then it runs far away across the field."] * 20)
 SHORT = "The quick brown fox jumps over the lazy dog, and then it runs far away across the field."
+STALL_TIMEOUT_S = 60  # the server's --stall-timeout: a client that reads nothing is aborted then, revoked or not
+CUT_OFF_GUARD_S = 15  # a revoked stream not ended by then was not cut off by its revocation (see the docstring)
 
 
 def keys_toml(names: list[str]) -> str:
@@ -52,7 +60,8 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
     keys_file.write_text(keys_toml(["doomed", "other"]))
     port = free_port()
     argv = [sys.executable, "-m", "gateway.cli", "serve", "--host", "127.0.0.1", "--port", str(port), "--engine",
-            "simulated", "--sim-rtf", "3", "--keys-file", str(keys_file), "--voices-dir", str(folder / "voices")]
+            "simulated", "--sim-rtf", "3", "--stall-timeout", str(STALL_TIMEOUT_S), "--keys-file", str(keys_file),
+            "--voices-dir", str(folder / "voices")]
     with open(log, "wb") as out:
         proc = subprocess.Popen(argv, cwd=ROOT, stdout=out, stderr=subprocess.STDOUT)
         url = f"http://127.0.0.1:{port}"
@@ -138,7 +147,17 @@ async def health(http: httpx.AsyncClient) -> dict:
     return (await http.get("/health")).json()
 
 
-async def test_a_removed_keys_http_streams_end_within_2_s_with_their_reason_and_another_tenants_goes_on(
+async def health_until(http: httpx.AsyncClient, done: Any, guard: float, what: str) -> dict:
+    """The first /health body for which ``done(body)``, asked every 0.1 s; fails with ``what`` (and the last body)
+    where none is within ``guard`` seconds: a bound on a behaviour missing, not on the machine's speed."""
+    deadline = time.monotonic() + guard
+    while not done(body := await health(http)):
+        assert time.monotonic() < deadline, f"{what}: {body}"
+        await asyncio.sleep(0.1)
+    return body
+
+
+async def test_a_removed_keys_http_streams_end_with_their_reason_and_another_tenants_goes_on(
         server: Server) -> None:
     timed, sse, raw, other = Read(), Read(), Read(), Read()
     async with httpx.AsyncClient(base_url=server.url, timeout=60) as http:
@@ -155,11 +174,8 @@ async def test_a_removed_keys_http_streams_end_within_2_s_with_their_reason_and_
         others = asyncio.create_task(read_raw(http, {"text": SHORT * 2, "format": "pcm"}, "other", other))
         await asyncio.wait_for(other.heard.wait(), 30)
         server.replace_keys(["other"])
-        removed_at = time.monotonic()
-        await asyncio.wait_for(asyncio.gather(*tasks), 10)
-
-        for read in (timed, sse, raw):
-            assert read.ended_at - removed_at < 2.0, read.ended_at - removed_at
+        # each stream ends once the server sees the file changed: waited for, the guard only against their going on
+        await asyncio.wait_for(asyncio.gather(*tasks), CUT_OFF_GUARD_S)
         assert timed.lines[-1] == {"type": "error", "code": "unauthorized", "message": "the API key was revoked"}
         assert all(line["type"] == "chunk" for line in timed.lines[:-1])
         assert sse.lines[-1] == {"type": "error", "error": {"code": "unauthorized",
@@ -170,10 +186,9 @@ async def test_a_removed_keys_http_streams_end_within_2_s_with_their_reason_and_
         heard_at_removal = other.audio_bytes
         await asyncio.wait_for(others, 60)
         assert other.error is None and other.audio_bytes > heard_at_removal  # went on, and ended cleanly
-        deadline = time.monotonic() + 5
-        while (now := await health(http))["engines"][0]["in_flight"] or now["sessions"]:
-            assert time.monotonic() < deadline, now  # the revoked utterances were cancelled in the engine
-            await asyncio.sleep(0.2)
+        # the revoked utterances were cancelled in the engine (left running, they would be for many seconds more)
+        await health_until(http, lambda now: not (now["engines"][0]["in_flight"] or now["sessions"]), CUT_OFF_GUARD_S,
+                           "the revoked utterances still run")
         assert (await http.post("/v1/tts", json={"text": "Hi."}, headers=bearer("doomed"))).status_code == 401
         metrics = (await http.get("/metrics", headers=bearer("other"))).text
     assert 'cbf_tenant_refusals_total{reason="revoked",tenant="doomed"} 3.0' in metrics
@@ -186,18 +201,17 @@ async def next_event(client: h11.Connection, sock: socket.socket) -> Any:
     return event
 
 
-async def test_a_removed_keys_stream_whose_client_reads_nothing_is_aborted_within_2_s(server: Server) -> None:
+async def test_a_removed_keys_stream_whose_client_reads_nothing_is_aborted_before_the_stall_timeout(
+        server: Server) -> None:
     """Its client (h11, httpx's HTTP/1.1, on a socket given a 4 KiB receive buffer and 536-byte segments before it
     connects, as a phone on a poor link has) takes the first audio, then nothing: within a few seconds the sockets
     are full (the server's ~170 KB send buffer and its transport's 64 KiB: under a second of 48 kHz audio made at 3x
-    real time) and the server's send waits on the client; the stream is still aborted within 2 s of the removal
-    (``REVOKED_GRACE_S``), not at the stall timeout (30 s)."""
+    real time) and the server's send waits on the client; the stream is still aborted once the server sees
+    the removal (after ``REVOKED_GRACE_S``), not at the stall timeout (``STALL_TIMEOUT_S``): waited for, under a
+    guard well short of it."""
     server.replace_keys(["doomed", "other"])
     async with httpx.AsyncClient(base_url=server.url, timeout=60) as http:
-        deadline = time.monotonic() + 5
-        while (await health(http))["keys"]["tenants"] != 2:
-            assert time.monotonic() < deadline
-            await asyncio.sleep(0.2)
+        await health_until(http, lambda now: now["keys"]["tenants"] == 2, CUT_OFF_GUARD_S, "the key was not restored")
         address = urlsplit(server.url)
         body = json.dumps({"text": LONG, "format": "pcm", "sample_rate": 48000}).encode()
         request = h11.Request(method="POST", target="/v1/tts", headers=[
@@ -219,10 +233,12 @@ async def test_a_removed_keys_stream_whose_client_reads_nothing_is_aborted_withi
             assert (await health(http))["sessions"] == 1
             server.replace_keys(["other"])
             removed_at = time.monotonic()
-            while (await health(http))["sessions"]:
-                assert time.monotonic() - removed_at < 2.0
-                await asyncio.sleep(0.1)
-            with pytest.raises(h11.RemoteProtocolError):  # what the sockets held, then no clean end
+            await health_until(http, lambda now: not now["sessions"], CUT_OFF_GUARD_S, "the stream was not aborted")
+
+            async def read_to_the_end() -> None:
                 while not isinstance(await next_event(client, sock), h11.EndOfMessage):
                     pass
-            assert time.monotonic() - removed_at < 2.0  # the connection dropped then, not at the stall timeout
+
+            with pytest.raises(h11.RemoteProtocolError):  # what the sockets held, then no clean end: the connection
+                # dropped with the stream, not at the stall timeout
+                await asyncio.wait_for(read_to_the_end(), removed_at + CUT_OFF_GUARD_S - time.monotonic())

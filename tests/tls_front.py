@@ -45,6 +45,9 @@ def tls_front(server: str, directory: Path) -> Iterator[tuple[str, Path]]:
     host, port = server.removeprefix("http://").split(":")
     loop = asyncio.new_event_loop()
     started: list[int] = []
+    stop = asyncio.Event()
+    writers: set[asyncio.StreamWriter] = set()  # both ends of every connection relayed and not yet done
+    relays: set[asyncio.Task] = set()
 
     async def pipe(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         try:
@@ -57,22 +60,45 @@ def tls_front(server: str, directory: Path) -> Iterator[tuple[str, Path]]:
             writer.close()
 
     async def relay(client_r: asyncio.StreamReader, client_w: asyncio.StreamWriter) -> None:
-        server_r, server_w = await asyncio.open_connection(host, int(port))
-        await asyncio.gather(pipe(client_r, server_w), pipe(server_r, client_w))
+        task = asyncio.current_task()
+        assert task is not None
+        relays.add(task)
+        task.add_done_callback(relays.discard)
+        writers.add(client_w)
+        try:
+            server_r, server_w = await asyncio.open_connection(host, int(port))
+        except OSError:
+            client_w.close()
+            writers.discard(client_w)
+            return
+        writers.add(server_w)
+        try:
+            await asyncio.gather(pipe(client_r, server_w), pipe(server_r, client_w))
+        finally:
+            writers.difference_update((client_w, server_w))
 
     async def main() -> None:
         proxy = await asyncio.start_server(relay, "127.0.0.1", 0, ssl=context)
         started.append(proxy.sockets[0].getsockname()[1])
-        await asyncio.Event().wait()
+        await stop.wait()
+        # Stopped: no new connection, and each one still open closed at both ends, so that its pipes end (no task
+        # left pending, no connection to the server left open) rather than being cancelled mid-read.
+        proxy.close()
+        for writer in list(writers):
+            writer.transport.abort()
+        if relays:
+            await asyncio.wait(relays, timeout=5)
 
-    def run() -> None:
-        with contextlib.suppress(asyncio.CancelledError):
-            loop.run_until_complete(main())
-
-    thread = threading.Thread(target=run, daemon=True)
+    thread = threading.Thread(target=loop.run_until_complete, args=(main(),), daemon=True)
     thread.start()
     while not started:
+        if not thread.is_alive():
+            raise RuntimeError("the TLS front did not start")
         thread.join(0.02)
-    yield f"https://127.0.0.1:{started[0]}", cert
-    loop.call_soon_threadsafe(lambda: [task.cancel() for task in asyncio.all_tasks()])
-    thread.join(5)
+    try:
+        yield f"https://127.0.0.1:{started[0]}", cert
+    finally:
+        loop.call_soon_threadsafe(stop.set)
+        thread.join(5)
+        if not thread.is_alive():
+            loop.close()
