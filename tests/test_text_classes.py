@@ -624,6 +624,20 @@ SAID = [
     ('I have 2 t-shirts', 'I have two t-shirts'), ('Shutter speed: 1/1000 s', 'Shutter speed, a thousandth of a second'),
     ('1⁄2', 'one half'), ('½-price tickets', 'half-price tickets'), ('¾ inch', 'three quarters of an inch'),
     ('a 1/4-inch bolt', 'a quarter-inch bolt'), ('Each partner holds a ⅓ share.', 'Each partner holds a third share.'),
+    # military "2d", ordinal ranges, small roman pages, shouted regnal names and titles, ordinal numerals, party tags, b./d.
+    ('The 2d Infantry Division and the 3d Circuit, not a 3d printer.',
+     'The second Infantry Division and the third Circuit, not a three D printer.'),
+    ('1st–3rd place and 2nd-4th grade', 'first to third place and second to fourth grade'),
+    ('The preface (pp. iii–vii), then p. xii.', 'The preface (pages three to seven), then page twelve.'),
+    ('LOUIS XVI AND KING GEORGE III', 'Louis the sixteenth and King George the third'),
+    ('The XXXIII Olympiad and V Corps', 'The thirty-third Olympiad and fifth Corps'),
+    ('Sen. Warren (D-Mass.) and Rep. Cruz, R-TX, voted no.',
+     'Senator Warren (D Massachusetts) and Representative Cruz, R Texas, voted no.'),
+    ('SGT. DAVIS AND DR. REYES WERE DECORATED.', 'Sergeant davis and Doctor reyes were decorated.'),
+    ('THE DOW FELL 1.2 PERCENT.', 'the dow fell one point two percent.'),
+    ('Born 12 Oct 1958 (d. 2 May 2001); Smith (b. 1901)',
+     'Born the twelfth of October, nineteen fifty-eight (died the second of May, two thousand one); Smith (born nineteen oh one)'),
+    ('a. 5 b. 10 c. 15 d. 20', 'a. five b. ten c. fifteen d. twenty'),
 ]
 
 

@@ -178,7 +178,7 @@ def caps(token: str) -> str:
     return base.lower() + plural
 
 
-# One English syllable: an onset, one vowel (or a common vowel pair), a coda, perhaps a silent "e" ("MILD", "POST",
+# One English syllable: an onset, one vowel (or a common vowel pair, or a vowel and its "w" or "y": "DOW", "KEY"), a coda, perhaps a silent "e" ("MILD", "POST",
 # "HOPE", "GYM"). An acronym seldom has that shape ("CEO", "USB", "ETA", "HVAC", "UCLA" have not); a word does.
 _ONSET = ("bl br ch cl cr dr dw fl fr gl gr kl kn kr ph pl pr qu sc sch scr sh shr sk sl sm sn sp spl spr squ st str "
           "sw th thr tr tw wh wr b c d f g h j k l m n p r s t v w z").split()
@@ -186,7 +186,7 @@ _CODA = ("ck ct ft ld lf lk lm lp lt mp nd ng nk nt pt rb rd rk rm rn rp rt sh s
          "b c d f g k l m n p r s t x z").split()
 SAYABLE_START = re.compile(rf"(?:{'|'.join(sorted(_ONSET, key=len, reverse=True))})?(?:[aeiou]|y(?![aeiou]))", re.I)
 _SYLLABLE = re.compile(rf"(?:{'|'.join(sorted(_ONSET, key=len, reverse=True))})"
-                       rf"(?:ee|oo|ea|ai|oa|ou|[aeiou]|y(?![a-z]e))"
+                       rf"(?:ee|oo|ea|ai|oa|ou|[aeo][wy]|[aeiou]|y(?![a-z]e))"
                        rf"(?:(?:{'|'.join(sorted(_CODA, key=len, reverse=True))})e?)?", re.I)
 
 
@@ -271,11 +271,15 @@ def open_caps(text: str) -> int | None:
     return None
 
 
-_BEFORE_NUMBER = {"p.": "page", "pp.": "pages", "ca.": "circa", "c.": "circa"}
+_BEFORE_NUMBER = {"p.": "page", "pp.": "pages", "ca.": "circa", "c.": "circa", "b.": "born", "d.": "died"}
+# After "b." or "d." (born, died): a year or a date ("b. 1958", "d. 2 May 2001", "d. May 2, 2001")
+_LIFE_DATE = (r"[ \t]?(?:\d{3,4}\b|(?:\d{1,2}[ \t]+)?(?:Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec)[a-z]*\.?"
+              r"[ \t]+\d)")
 
 
 def _before_number(match: re.Match[str]) -> str:
-    """"p. 12" "page twelve", "pp. 45-60" "pages", "ca. 1850" / "c. 300 BC" "circa": said so only before a number."""
+    """"p. 12" "page twelve", "pp. 45-60" "pages", "ca. 1850" / "c. 300 BC" "circa", "(b. 1958; d. 2 May 2001)" "born", "died":
+    said so only before a number (born and died before a year or a date)."""
     said = _BEFORE_NUMBER[match.group().lower()]
     return said.capitalize() if match.group()[0].isupper() else said
 
@@ -325,12 +329,17 @@ _OPEN_COUNTED = re.compile(r"(?<![\w.])(?:%s)[ \t]*(?:%s(?:,[ \t]?%s)*,?(?:[ \t]
                            % ("|".join(re.escape(k) for k in _COUNTER_WORDS), _N, _N))
 
 
+# A title in capitals before a name in capitals: "SGT. DAVIS", "DR. REYES" (not "ST.", nor "NO.": read elsewhere)
+_SHOUTED_TITLE = "(?:%s)(?=[ \t]+[A-Z]{2})" % _pattern({k.upper(): v for k, v in TITLES.items() if k not in ("St.", "No.")})
+
+
 RULES: list[Rule] = [
-    ("title", rf"(?<![\w.])(?:St\.|(?:{_pattern({k: v for k, v in TITLES.items() if k != 'No.'})})|No\.(?=[ \t]?(?:\d|[A-Z]{{1,4}}-?\d)|[ \t]of\b)|no\.(?=[ \t]?(?:\d|[A-Z][A-Z\d-]*\d))|{_NUMBERED_NO})",
+    ("title", rf"(?<![\w.])(?:St\.|(?:{_pattern({k: v for k, v in TITLES.items() if k != 'No.'})})|{_SHOUTED_TITLE}|No\.(?=[ \t]?(?:\d|[A-Z]{{1,4}}-?\d)|[ \t]of\b)|no\.(?=[ \t]?(?:\d|[A-Z][A-Z\d-]*\d))|{_NUMBERED_NO})",
      _title),
     ("abbreviation",
      rf"(?<![\w.])(?:{_pattern(ABBREVIATIONS)}|(?i:{_pattern(_LOWER_ABBREVIATIONS)}))(?![\w])", _abbreviation),
-    ("before_number", r"(?<![\w.])(?:[Pp]{1,2}|[Cc]a)\.(?=[ \t]?\d)|(?<![\w.])c\.(?=[ \t]?\d{3,4}\b)", _before_number),
+    ("before_number", r"(?<![\w.])(?:[Pp]{1,2}|[Cc]a)\.(?=[ \t]?\d)|(?<![\w.])c\.(?=[ \t]?\d{3,4}\b)"
+                      rf"|(?<![\w.])[bd]\.(?={_LIFE_DATE})", _before_number),
     ("label", rf"(?<![\w.])(?:{_pattern(LABELS)})(?:(?=:)|\.?(?=[ \t]*[+(]?\d))", _label),
     ("copied", r"(?<![\w.@'’])(?i:b?cc)(?=:|[ \t]+(?:me|us|them|him|her|[\w.+-]+@))", _copied),
     ("dose_form", r"(?<=\d[ \t])(?:tab|cap)s?(?:\.(?=[ \t]+[a-z])|(?![\w]))", _dose_form),

@@ -226,7 +226,28 @@ _COUNTY = (r"(?<=[a-z][ \t])Co\.(?=,?[ \t]+(?:%s|%s)(?![\w])|[ \t]+(?:Rd|Road|Hw
            % ("|".join(STATES), "|".join(STATES.values())))
 
 
+# The AP's abbreviations of the states' names (those it shortens), as in a politician's party-and-state tag
+AP_STATES = {"Ala.": "Alabama", "Ariz.": "Arizona", "Ark.": "Arkansas", "Calif.": "California", "Colo.": "Colorado",
+             "Conn.": "Connecticut", "Del.": "Delaware", "Fla.": "Florida", "Ga.": "Georgia", "Ill.": "Illinois",
+             "Ind.": "Indiana", "Kan.": "Kansas", "Ky.": "Kentucky", "La.": "Louisiana", "Md.": "Maryland",
+             "Mass.": "Massachusetts", "Mich.": "Michigan", "Minn.": "Minnesota", "Miss.": "Mississippi",
+             "Mo.": "Missouri", "Mont.": "Montana", "Neb.": "Nebraska", "Nev.": "Nevada", "N.H.": "New Hampshire",
+             "N.J.": "New Jersey", "N.M.": "New Mexico", "N.Y.": "New York", "N.C.": "North Carolina",
+             "N.D.": "North Dakota", "Okla.": "Oklahoma", "Ore.": "Oregon", "Pa.": "Pennsylvania", "R.I.": "Rhode Island",
+             "S.C.": "South Carolina", "S.D.": "South Dakota", "Tenn.": "Tennessee", "Vt.": "Vermont", "Va.": "Virginia",
+             "Wash.": "Washington", "W.Va.": "West Virginia", "Wis.": "Wisconsin", "Wyo.": "Wyoming"}
+# A politician's party and state, in brackets or between commas: "(D-Mass.)", "(R-TX)", ", I-Vt.," -> "D Massachusetts"
+_PARTY_STATE = (r"(?:(?<=\()|(?<=,[ \t]))[DRI]-(?:%s|(?:%s)\.?)(?=[),])"
+                % ("|".join(re.escape(k) for k in sorted(AP_STATES, key=len, reverse=True)), "|".join(STATES)))
+
+
+def _party_state(match: re.Match[str]) -> str:
+    party, state = match.group().split("-", 1)
+    return f"{party} {AP_STATES.get(state) or STATES[state.rstrip('.')]}"
+
+
 RULES: list[Rule] = [
+    ("party_state", _PARTY_STATE, _party_state),
     ("county", _COUNTY, lambda match: "County"),
     ("state_list", _STATE_LIST, _state_list),
     ("state", _STATE, _state),

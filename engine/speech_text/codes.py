@@ -301,6 +301,19 @@ def _numbered(match: re.Match[str]) -> str | None:
     return f"{said} {w.cardinal(str(roman_value(numeral.upper())))}"
 
 
+_PAGE = rf"(?:{_ROMAN_LOWER}|[ivx])"
+
+
+def _roman_page(match: re.Match[str]) -> str | None:
+    """"pp. iii–vii" -> "pages three to seven"; None for a word ("p. mix")."""
+    word, *pages = re.split(r"[ \t]*[-–][ \t]*|(?<=\.)[ \t]*|[ \t]+", match.group())
+    if any(page in COMMON_WORDS for page in pages):
+        return None
+    said = "page" + ("s" if len(pages) > 1 or word.lower() in ("pp.", "pages") else "")
+    return (said.capitalize() if word[0] == "P" else said) + " " + " to ".join(
+        w.cardinal(str(roman_value(page.upper()))) for page in pages)
+
+
 def _roman_year(match: re.Match[str]) -> str | None:
     """"MMXXIV" on a cornerstone or in credits: a year."""
     return w.year(roman_value(match.group())) if len(match.group()) >= 4 else None
@@ -310,7 +323,7 @@ def _regnal(match: re.Match[str]) -> str | None:
     name, numeral = match.group().rsplit(None, 1)
     if _pronoun(match) or (numeral == "I" and name in ("King", "Queen", "Pope")):
         return None
-    return f"{name} the {w.ordinal(str(roman_value(numeral)))}"
+    return f"{name.title() if name.isupper() else name} the {w.ordinal(str(roman_value(numeral)))}"  # "LOUIS XVI"
 
 
 # Given names common in the US and UK (a person's suffix, "John Smith III", follows one; a title's number, "Street
@@ -672,14 +685,21 @@ RULES: list[Rule] = [
     ("roman", rf"(?<![\w])(?:Super[ \t]Bowl|World[ \t]War|{_NUMBERING}|item|clause|paragraph|section|part|step|page|pages)"
               rf"[ \t](?:{_ROMAN}|{_ROMAN_LOWER})(?![\w])",
      _numbered),
-    # "the XXI century": a numeral before a century, a millennium, a dynasty is its ordinal
-    ("roman_century", rf"(?<![\w]){_ROMAN}(?=[ \t]+(?i:century|centuries|millennium|dynasty)\b)",
+    # "the XXI century", "the XXXIII Olympiad", "V Corps": a numeral before a century, a millennium, a dynasty, or
+    # before a numbered gathering or unit (capitalised) is its ordinal
+    ("roman_century", rf"(?<![\w]){_ROMAN}(?=[ \t]+(?:(?i:century|centuries|millennium|dynasty)|Olympiad|Olympic|"
+                      r"Congress|Corps|Legion|Amendment|Army|Fleet|Council|Reich)\b)",
      lambda match: w.ordinal(str(roman_value(match.group())))),
     ("roman_year", r"(?<![\w])(?=M)" + _ROMAN + r"(?![\w])", _roman_year),
+    # "pp. iii–vii", "p. xii", "page iv": front matter's page numbers in small letters, a range "to"
+    ("roman_page", rf"(?<![\w.])(?:[Pp]{{1,2}}\.|[Pp]ages?)[ \t]?{_PAGE}(?:[ \t]?[-–][ \t]?{_PAGE})?(?![\w-])", _roman_page),
     ("roman_item", r"(?<![\w(])\((?:i|" + _ROMAN_LOWER + r")\)(?![\w)])",  # "clause (iv)", "items (i) to (iii)"
      lambda match: w.cardinal(str(roman_value(match.group()[1:-1].upper())))),
     ("name_numeral", rf"(?<![\w'’-])(?=[XVIL]{{1,6}}(?![\w'’-])){_ROMAN}(?![\w'’-])", _after_name),
     ("regnal", rf"(?<![\w])(?:%s)(?:[ \t][A-Z][a-z]+)?[ \t]{_ROMAN}(?![\w])" % "|".join(REGNAL), _regnal),
+    # "LOUIS XVI", "KING HENRY VIII": in capitals, a numeral of two letters or more (a shouted "I" is the pronoun)
+    ("regnal", rf"(?<![\w])(?:%s)(?:[ \t][A-Z]+)?[ \t](?=[MDCLXVI]{{2}}){_ROMAN}(?![\w'’])" % "|".join(
+        name.upper() for name in REGNAL), _regnal),
     ("math", _MATH, _math),
 ]
 # Last of all the rules (semiotic.py): what none of them read.

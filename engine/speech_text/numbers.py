@@ -711,7 +711,13 @@ def _scientific(match: re.Match[str]) -> str:
     return f"{w.number(mantissa)} times ten to the power of {sign}{w.cardinal(power.lstrip('+-−'))}"
 
 
+# "the 2d Infantry", "the 3d Circuit", "32d President": the military's and the courts' "d" for "nd" and "rd", before a
+# name (a capital); "3d printing", "2D game" (a capital D) are dimensions
+_D_ORDINAL = r"(?<![\w.,])(?:\d*[02-9])?[23]d(?=[ \t]+[A-Z][a-z])(?![ \t]+(?:Printer|Printing|Printed|Model|Scan|Movie|Glasses)\b)"
+
+
 RULES: list[Rule] = [
+    ("d_ordinal", _D_ORDINAL, lambda match: w.ordinal(match.group()[:-1])),
     # thousands grouped by a thin or no-break space, or by plain spaces in two groups or more (or "000": "10 000")
     ("grouped_thousands", r"(?<![\w.,+-])[1-9]\d{0,2}(?:(?:[\u00a0\u202f\u2009]\d{3})+|(?:[ ]\d{3}){2,}|[ ]000)(?![\w]|[ \u00a0\u202f\u2009]?\d|[.,]\d)",
      _grouped_thousands),

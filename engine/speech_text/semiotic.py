@@ -119,16 +119,17 @@ _RULES_OF_CLASS = {
     "address": "county state_list state address unit zip postal route postcode floor ordinal_street",
     "telephone": "vanity extension local_phone local_digits service_code short_code star_code keypad bare_phone grouped_digits phone",
     "serial": "secret tracking video_lines lower_code uuid round_the_clock dotted_serial dotted_code airliner standard model hex flight number_code cued_digits tax_form serial slashed_code small_code leftover",
-    "roman": "roman roman_century roman_year roman_item regnal name_numeral",
+    "roman": "roman roman_page roman_century roman_year roman_item regnal name_numeral",
     "math": "trig math ratio words compare minus power squared cubed product",
     "date": "year_month quarter month_dash_year short_year month_year iso_date slash_date dotted_date dashed_date fiscal_year month_date day_month weekday_pair weekday month decade month_day",
+    "ordinal": "d_ordinal",
     "time": "time split_time dotted_clock dotted_time hour military duration iso_datetime",
     "range": "since_year weekday_range month_range day_range days_month noon_range time_range letter_time_range percent_range grades sizes times_range letter_range",
     "money": "pence money coded_money currency_pair money_plural scaled_range unit_price",
     "fraction": "mixed_fraction fraction signed_fraction vulgar_fraction",
     "measure": "per_unit per_slash pressure rooms feet_inches feet dimensions inches inches_tall hyphen_unit unit_alone fraction_unit fraction_inches power_unit",
     "cardinal": "number_ers number_sign quantity grouped_thousands scientific superscript_power",
-    "abbreviation": "initials_and title abbreviation before_number label copied dose_form dotted caps",
+    "abbreviation": "party_state initials_and title abbreviation before_number label copied dose_form dotted caps",
     "plain": "sharp about slash dash emoji stray bar",
 }
 CLASSES = {rule: kind for kind, rules in _RULES_OF_CLASS.items() for rule in rules.split()}
@@ -183,7 +184,7 @@ def _between(text: str, readings: list[Reading]) -> list[Reading]:
     return readings
 
 
-_RANGE_ENDS = frozenset({"date", "time", "money", "measure", "cardinal"})
+_RANGE_ENDS = frozenset({"date", "time", "money", "measure", "cardinal", "ordinal"})
 _BETWEEN = re.compile(r"[ \t]*[-–—][ \t]*")
 
 
