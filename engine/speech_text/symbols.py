@@ -24,7 +24,7 @@ _WORDS = {
     "⟶": " to ", "×": " times ", "÷": " divided by ", "±": " plus or minus ", "+/-": " plus or minus ", "+-": " plus or minus ", "≈": " approximately ", "§": " section ",
     "№": " number ", "°": " degrees", "√": " square root of ", "π": " pi ", "∠": " angle ",
     "©": " copyright ", "®": "", "™": "", "‰": " per mille", "‱": " per ten thousand", "¶": " paragraph ",
-    "∞": " infinity ", "Δ": " delta ", "∆": " delta ", "∛": " cube root of ", "∓": " minus or plus ", "∑": " sum of ",
+    "∞": " infinity ", "Δ": " delta ", "∆": " delta ", "∛": " cube root of ", "∜": " fourth root of ", "∓": " minus or plus ", "∑": " sum of ",
     "≡": " is equivalent to ", "∝": " is proportional to ", "∴": " therefore ",
     # Greek letters as maths and science name them ("θ", "λ"; "µ" and "Ω" after a number are units, numbers.py)
     "α": " alpha ", "β": " beta ", "γ": " gamma ", "δ": " delta ", "ε": " epsilon ", "θ": " theta ", "λ": " lambda ",
