@@ -129,5 +129,7 @@ RULES: list[Rule] = [
     ("keypad", r"(?<![\w#*])[#*](?![\w#*])", _keypad),
     # (a run of them stops before a dollar sign and its amount: "~$5" is "about five dollars", not "~$" unsaid)
     ("stray", r"(?:[\\{}<>^~*#•·†‡]|\$(?![\d.]))+", _saying("")),
+    # "|x| = 5", "|−3|": the opening bar of an absolute value (a short term, no space inside; the closing bar is "bar")
+    ("absolute", r"(?<![\w|])\|(?=[-−]?\w[^|\s]{0,15}\|(?![\w|]))", _saying("the absolute value of ")),
     ("bar", r"[|/]", _saying(" ")),
 ]
