@@ -376,11 +376,13 @@ _PHONE = (
     r"|\+\d{1,3}(?:[ \t]?\(0\)[ \t]?\d{1,5}(?!\d))?(?:[-. \t]\(?\d{1,8}\)?(?![\d])){1,5}|\+\d{1,3}[-. \t]\d{10}(?!\d)"
     r"|00[1-9]\d{0,2}(?:[-. \t]\d{1,8}(?!\d)){2,5}"  # "+44 (0)20 ...", "0044 20 ...": a trunk zero, a dialled prefix
     r"|\(\+\d{1,3}\)[ \t]?\d{2,4}(?:[-. \t]\d{2,4}){1,3}"
-    r"|(?:1[-. ])?\d{3}[-. ]\d{3}[-. ]\d{4}|0\d{1,4}[ -]\d{3,4}[ -]\d{3,4})(?![\w-])"
+    r"|(?:1[-. ])?\d{3}[-. ]\d{3}[-. ]\d{4}|0\d{1,4}[ -]\d{3,4}[ -]\d{3,4}"
+    r"|0[1-9](?:[ ]\d\d){4}(?![ .]\d)|0[1-9](?:\.\d\d){4}(?![ .]\d))(?![\w-])"  # "06 12 34 56 78": France's, in pairs
 )
 _DIGIT_GROUP = re.compile(r"\d+")
 # The end of a text that may yet become a phone number written in spaced groups ("1 800 273" before "8255").
-_OPEN_PHONE = re.compile(r"(?<![\w.,+-])(?:\+\d{1,3}[ \t]+|1[ \t]+)?(?:\(\d{3}\)|\d{3})(?:[ \t]+\d{1,4}){0,2}[ \t]*\Z")
+_OPEN_PHONE = re.compile(r"(?<![\w.,+-])(?:(?:\+\d{1,3}[ \t]+|1[ \t]+)?(?:\(\d{3}\)|\d{3})(?:[ \t]+\d{1,4}){0,2}"
+                         r"|0[1-9](?:[ ]\d\d){0,3})[ \t]*\Z")
 
 
 def open_phone(text: str) -> int | None:
@@ -718,6 +720,20 @@ def _scientific(match: re.Match[str]) -> str:
     return f"{w.number(mantissa)} times ten to the power of {sign}{w.cardinal(power.lstrip('+-−'))}"
 
 
+_HOURS_BEFORE = re.compile(r"(?i:\b(?:every|within|for|after|over|in|q))[ \t]+\d+(?:\.\d+)?[ \t]\Z")
+_HOURS_AFTER = re.compile(r"[ \t]*(?:[.,;:!?)]|\Z)|[ \t]+(?:of|after|before|later|ago|apart|or|and|to|for|per|each|daily)\b")
+
+
+def _spaced_hour(match: re.Match[str]) -> str | None:
+    """"every 8 h", "within 24 h of onset", "lasts 1.5 h.": a spaced "h" after a number is hours after a word of how
+    long or how often, or where a phrase ends after it (not "the 5 h mark", a letter's label maybe)."""
+    text, start, end = match.string, match.start(), match.end()
+    before = text[max(0, start - 24):start]
+    if not (_HOURS_BEFORE.search(before) or _HOURS_AFTER.match(text, end)):
+        return None
+    return "hour" if re.search(r"(?<![\d.])1[ \t]\Z", before) else "hours"
+
+
 RULES: list[Rule] = [
     # thousands grouped by a thin or no-break space, or by plain spaces in two groups or more (or "000": "10 000")
     ("grouped_thousands", r"(?<![\w.,+-])[1-9]\d{0,2}(?:(?:[\u00a0\u202f\u2009]\d{3})+|(?:[ ]\d{3}){2,}|[ ]000)(?![\w]|[ \u00a0\u202f\u2009]?\d|[.,]\d)",
@@ -774,6 +790,7 @@ RULES: list[Rule] = [
                       r"|in\.(?=[ \t]+[a-z])|in(?=\.))"  # "a 3/8 in. drill bit", "to ¾ in.": inches (the sentence's stop kept)
      % "|".join(re.escape(u) for u in sorted(UNITS, key=len, reverse=True) if (UNITS[u][2] or u == "s") and u.isalpha()),
      _fraction_unit),
+    ("spaced_hour", r"(?<=\d[ \t])h(?![\w/'’-])", _spaced_hour),
     ("quantity", _QUANTITY, _quantity),
     # "per kWh", "per sq ft": a unit named after "per" with no number before it, singular
     ("per_unit", r"(?<=\bper[ \t])(?:%s)(?![\w/²³])" % "|".join(

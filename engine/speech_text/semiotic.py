@@ -126,7 +126,7 @@ _RULES_OF_CLASS = {
     "range": "since_year weekday_range month_range day_range days_month noon_range time_range letter_time_range percent_range grades sizes times_range letter_range",
     "money": "pence money coded_money currency_pair money_plural scaled_range unit_price",
     "fraction": "mixed_fraction fraction signed_fraction vulgar_fraction",
-    "measure": "per_unit per_slash pressure rooms feet_inches feet dimensions inches inches_tall hyphen_unit unit_alone fraction_unit fraction_inches power_unit",
+    "measure": "spaced_hour per_unit per_slash pressure rooms feet_inches feet dimensions inches inches_tall hyphen_unit unit_alone fraction_unit fraction_inches power_unit",
     "cardinal": "number_ers number_sign quantity grouped_thousands scientific superscript_power",
     "abbreviation": "initials_and title abbreviation before_number label copied dose_form dotted caps",
     "plain": "sharp about slash dash emoji stray bar",
