@@ -51,14 +51,13 @@ def _serial(match: re.Match[str]) -> str | None:
     if ends:  # "Q1-Q3": a range
         return f"{spell_code(ends[1] + ends[2])} to {spell_code(ends[1] + ends[3])}"
     ranged = re.fullmatch(r"\d+(?:\.\d+)?-\d+(?:\.\d+)?([A-Za-z]+)", text)
-    if ranged and ranged[1] in UNITS or re.fullmatch(r"\d+(?:ST|ND|RD|TH)|[1-9]\d{1,2}K", text):  # "100-240V",
-        # "1ST", "250K" (a count; "4K" stays a code)
-        return None
+    cued = _CODE_CUE_WORD.search(match.string, max(0, match.start() - 20), match.start())
+    if ranged and ranged[1] in UNITS and not cued or re.fullmatch(r"\d+(?:ST|ND|RD|TH)|[1-9]\d{1,2}K", text):
+        return None  # "100-240V" (not "Part No. 7741-22A", a code), "1ST", "250K" (a count; "4K" stays a code)
     measured = _MEASURED.fullmatch(text)
     if measured and measured[1] in CURRENCIES and measured[1].isupper() or _CODED_AMOUNT.fullmatch(text):
         return None  # "100USD", "USD100": an amount (money.py)
-    if len(text) > 40 or (_SCALED.fullmatch(text) or (measured and measured[1] in UNITS)) and not _CODE_CUE_WORD.search(
-            match.string, max(0, match.start() - 20), match.start()):
+    if len(text) > 40 or (_SCALED.fullmatch(text) or (measured and measured[1] in UNITS)) and not cued:
         return None
     return spell_code(text.upper())
 
@@ -589,8 +588,10 @@ def _standard(match: re.Match[str]) -> str:
 
 # A product line's capitals before its model number ("RTX 4090" "R T X forty ninety", "XPS 13 9340" "X P S thirteen
 # ninety-three forty"): the number names the model, said in pairs; not after a currency's code, a word, a month or a
-# weekday ("JAN 15 2026"), nor before a unit or a counted noun ("PTO 120 hours")
-_LINE_COUNTED = re.compile(r"[ \t]*%|[ \t]+(?!(?:is|was|has|does)\b)[a-z]+s\b|[ \t]?([A-Za-z]+)\b")
+# weekday ("JAN 15 2026"), nor before a unit or a counted noun ("PTO 120 hours"; "RTX 4090 draws 450 W": a verb,
+# its object a number or after "the")
+_LINE_COUNTED = re.compile(r"[ \t]*%|[ \t]+(?!(?:is|was|has|does)\b)[a-z]+s\b(?![ \t]+(?:[$€£¥]?\d|the\b|about\b|up[ \t]to\b))"
+                           r"|[ \t]?([A-Za-z]+)\b")
 
 
 def _model(match: re.Match[str]) -> str | None:
