@@ -382,7 +382,7 @@ _PHONE = (
 _DIGIT_GROUP = re.compile(r"\d+")
 # The end of a text that may yet become a phone number written in spaced groups ("1 800 273" before "8255").
 _OPEN_PHONE = re.compile(r"(?<![\w.,+-])(?:(?:\+\d{1,3}[ \t]+|1[ \t]+)?(?:\(\d{3}\)|\d{3})(?:[ \t]+\d{1,4}){0,2}"
-                         r"|0[1-9](?:[ ]\d\d){0,3})[ \t]*\Z")
+                         r"|0[1-9](?:[ ]\d\d){0,3}(?:[ ]\d)?|0[1-9](?:\.\d\d){0,3}(?:\.\d?)?)[ \t]*\Z")
 
 
 def open_phone(text: str) -> int | None:
