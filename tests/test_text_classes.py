@@ -638,6 +638,26 @@ SAID = [
     ('Born 12 Oct 1958 (d. 2 May 2001); Smith (b. 1901)',
      'Born the twelfth of October, nineteen fifty-eight (died the second of May, two thousand one); Smith (born nineteen oh one)'),
     ('a. 5 b. 10 c. 15 d. 20', 'a. five b. ten c. fifteen d. twenty'),
+    # roots, factorials, absolute values, scale ratios, fractions before a hyphen or "in.", hours, French numbers,
+    # firmware files, part numbers, a model number before a verb
+    ('∛27 = 3', 'the cube root of twenty-seven equals three'), ('∜16 = 2', 'the fourth root of sixteen equals two'),
+    ('5!', 'five factorial'), ('n!', 'n factorial'), ('3! + 4!', 'three factorial plus four factorial'),
+    ('We won 5!', 'We won five!'), ('2 + 2 = 4!', 'two plus two equals four!'),
+    ('|x| = 5 has two solutions.', 'the absolute value of x equals five has two solutions.'),
+    ('| a | b |', 'a, b'),
+    ('The map uses a 1:50,000 scale.', 'The map uses a one to fifty thousand scale.'),
+    ('the 1:24 scale model', 'the one to twenty-four scale model'), ('at 10:30', 'at ten thirty'),
+    ('Leave a ⅛-inch gap.', 'Leave a one eighth-inch gap.'), ('a 1/10-scale model', 'a one tenth-scale model'),
+    ('Use a 3/8 in. drill bit and ¾ in. screws.', 'Use a three eighths inch drill bit and three quarters inch screws.'),
+    ('Cut it to 3/4 in.', 'Cut it to three quarters of an inch.'),
+    ('Dose: 10 mg/kg IV every 8 h', 'Dose, ten milligrams per kilogram I V every eight hours'),
+    ('within 24 h of onset', 'within twenty-four hours of onset'), ('the 5 h mark', 'the five h mark'),
+    ('06 12 34 56 78', 'zero six, one two, three four, five six, seven eight'),
+    ('Flash firmware_v3.0.bin to the device.', 'Flash firmware underscore v three dot zero dot bin to the device.'),
+    ('Order Part No. 7741-22A.', 'Order Part number seven seven four one-two two A.'),
+    ('Use 10-20A fuses', 'Use ten to twenty amp fuses'),
+    ('The RTX 4090 draws 450 W.', 'The R T X forty ninety draws four hundred fifty watts.'),
+    ('PTO 120 hours', 'P T O one hundred twenty hours'),
 ]
 
 

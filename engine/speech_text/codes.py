@@ -51,14 +51,13 @@ def _serial(match: re.Match[str]) -> str | None:
     if ends:  # "Q1-Q3": a range
         return f"{spell_code(ends[1] + ends[2])} to {spell_code(ends[1] + ends[3])}"
     ranged = re.fullmatch(r"\d+(?:\.\d+)?-\d+(?:\.\d+)?([A-Za-z]+)", text)
-    if ranged and ranged[1] in UNITS or re.fullmatch(r"\d+(?:ST|ND|RD|TH)|[1-9]\d{1,2}K", text):  # "100-240V",
-        # "1ST", "250K" (a count; "4K" stays a code)
-        return None
+    cued = _CODE_CUE_WORD.search(match.string, max(0, match.start() - 20), match.start())
+    if ranged and ranged[1] in UNITS and not cued or re.fullmatch(r"\d+(?:ST|ND|RD|TH)|[1-9]\d{1,2}K", text):
+        return None  # "100-240V" (not "Part No. 7741-22A", a code), "1ST", "250K" (a count; "4K" stays a code)
     measured = _MEASURED.fullmatch(text)
     if measured and measured[1] in CURRENCIES and measured[1].isupper() or _CODED_AMOUNT.fullmatch(text):
         return None  # "100USD", "USD100": an amount (money.py)
-    if len(text) > 40 or (_SCALED.fullmatch(text) or (measured and measured[1] in UNITS)) and not _CODE_CUE_WORD.search(
-            match.string, max(0, match.start() - 20), match.start()):
+    if len(text) > 40 or (_SCALED.fullmatch(text) or (measured and measured[1] in UNITS)) and not cued:
         return None
     return spell_code(text.upper())
 
@@ -377,20 +376,20 @@ _FUNCTIONS = {"sin": "sine of", "cos": "cosine of", "tan": "tangent of", "log": 
 # Written without brackets before a number, an angle or one letter ("sin 30°", "log 100", "ln x"), its name alone:
 # "sine thirty degrees".
 _FUNCTION = r"(?:%s)[₀-₉]*(?:(?=\()|[ \t](?=[\d√]|[a-z](?![a-z])))" % "|".join(sorted(_FUNCTIONS, key=len, reverse=True))
-_TERM = (rf"(?:(?:\d+(?:\.\d+)?(?=\())?(?:sqrt(?=\())?(?:{_FUNCTION})?\(?[-−]?√?(?:[a-z]\([a-z]\)|[A-Z](?=[ \t]?=)"
+_TERM = (rf"(?:(?:\d+(?:\.\d+)?(?=\())?(?:sqrt(?=\())?(?:{_FUNCTION})?\(?[-−]?[√∛∜]?(?:[a-z]\([a-z]\)|[A-Z](?=[ \t]?=)"
          r"|[a-z]{2}(?=\^|[²³])|(?!(?:is|it|in|on|at|to|of|or|an|as|am|be|by|do|go|he|if|me|my|no|so|up|us|we|ok)\b)[a-z]{2}"
          r"(?=[ \t][+*=][ \t]|[+*=][a-z\d(]|[ \t]?(?:[+*=][ \t]*)?\Z)|\d+[a-z]{2,3}(?![\w(])|(?:\d+(?:\.\d+)?)?[a-z](?![A-Za-z0-9_(])"
-         r"|(?:\d{1,3}(?:,\d{3})+(?!\d)|\d+)(?:\.\d+)?(?:!(?=[ \t]?[-−+*×÷/=]))?°?)[²³]?\)?)")
+         r"|(?:\d{1,3}(?:,\d{3})+(?!\d)|\d+)(?:\.\d+)?(?:!(?=[ \t]?[-−+*×÷/=]|(?![\w!])))?°?)[²³]?\)?)")
 _OPERATOR = r"(?:[ \t]?[-−+*×÷/^=·][ \t]?|[ \t]x[ \t])"
 # (a term in small letters is at most two of them or starts with a function's name: a longer word fails at once, not
 # after every kind of term was tried at it; the rule is tried at every word)
 _MATH = (rf"(?<![\w.,/:$-])(?:(?![a-z]{{3}})|(?=sin|cos|tan|log|exp|sqrt)){_TERM}(?:{_OPERATOR}{_TERM}){{1,12}}"
          r"(?![\w]|\.\d|[-+*/^=]\w)")
-_OPERATORS = {" x": "times", "·": "times", "√": "the square root of", "sqrt": "the square root of", "!": "factorial", "-": "minus", "−": "minus",
+_OPERATORS = {" x": "times", "·": "times", "√": "the square root of", "∛": "the cube root of", "∜": "the fourth root of", "sqrt": "the square root of", "!": "factorial", "-": "minus", "−": "minus",
               "+": "plus", "*": "times", "×": "times", "÷": "divided by", "/": "divided by", "=": "equals"}
 _MATH_PARTS = re.compile(
     rf"{_FUNCTION}|°|(?<=\d)/[a-z](?![a-z])|(?<![\d.])\d{{1,2}}/\d{{1,2}}(?![\d.])|"
-    r"(?<=[\d)])\((?=[\w√-])|(?<=[\w)²³])[ \t]x(?=[ \t]+[\w(])|√|sqrt|[A-Z]|(?<=\d)!|(?<![\d\w])[-−](?=[\d\w])|[a-z]\([a-z]\)|\d{1,3}(?:,\d{3})+(?:\.\d+)?|\d+(?:\.\d+)?|\^[ \t]?[-−]?(?:\d+(?:\.\d+)?|[a-z](?![a-z]))|[a-z]|[²³]|[-−+*×÷/=·]")
+    r"(?<=[\d)])\((?=[\w√-])|(?<=[\w)²³])[ \t]x(?=[ \t]+[\w(])|[√∛∜]|sqrt|[A-Z]|(?<=\d)!|(?<![\d\w])[-−](?=[\d\w])|[a-z]\([a-z]\)|\d{1,3}(?:,\d{3})+(?:\.\d+)?|\d+(?:\.\d+)?|\^[ \t]?[-−]?(?:\d+(?:\.\d+)?|[a-z](?![a-z]))|[a-z]|[²³]|[-−+*×÷/=·]")
 
 
 _UNIT_LETTERS = frozenset(unit for unit in UNITS if len(unit) == 1 and unit != "x")
@@ -398,6 +397,22 @@ _SUBSCRIPTS = str.maketrans("₀₁₂₃₄₅₆₇₈₉", "0123456789")
 _ASKED = re.compile(  # "What is 7 - 3?": a question about an expression, so its hyphen is a minus
     r"(?:\b[Ww]hat(?:'s|’s|[ \t]is)|\b(?:[Cc]alculate|[Cc]ompute|[Ss]olve|[Ee]valuate|[Ss]implify))[ \t]+\Z")
 _OPEN_MATH = re.compile(rf"(?<![\w.,/:$-]){_TERM}(?:{_OPERATOR}(?:{_TERM})?){{1,12}}\s*\Z")
+
+
+_LINE_START = re.compile(r"(?:\A|\n)[ \t]*\Z")
+_OPERATOR_BEFORE = re.compile(r"[-−+*×÷/=(][ \t]?\Z")
+_OPERATOR_AFTER = re.compile(r"[ \t]?[-−+*×÷/=)]")
+
+
+def _factorial(match: re.Match[str]) -> str | None:
+    """"5!", "n!": a factorial beside an operator ("= 5!", "(5!)") or where it starts its line and ends it or goes on
+    in small letters ("5!", "10! is big"); "We won 5!" exclaims."""
+    text, start, end = match.string, match.start(), match.end()
+    alone = _LINE_START.search(text, max(0, start - 8), start) and re.match(r"[ \t]*(?:\Z|\n|[a-z])", text[end:end + 8])
+    if not (alone or _OPERATOR_BEFORE.search(text, max(0, start - 2), start) or _OPERATOR_AFTER.match(text, end)):
+        return None
+    term = match.group()[:-1]
+    return (w.cardinal(term) if term.isdigit() else term) + " factorial"
 
 
 _OPEN_TRACKING = re.compile(r"(?<![\w-])1Z(?:[ \t]?[0-9A-Z]){0,15}[ \t]*\Z")
@@ -437,13 +452,14 @@ def _math(match: re.Match[str]) -> str | None:
     # "2x - 3 > 7": an expression with a variable before a relation ("2024-01-15 > x" stays a date)
     related = re.search(r"[a-z]", text) and re.match(r"[ \t]*[<>≤≥≈≠]", match.string[match.end():match.end() + 3])
     over = re.fullmatch(r"\d+/([a-z])", text) and text[-1] not in _UNIT_LETTERS  # "1/x", not "1/s" (a unit)
-    if not re.search(r"[=+*×÷^²³·√−]|[ \t]/[ \t]", text) and not asked and not related and not over:
+    if not re.search(r"[=+*×÷^²³·√∛∜−]|[ \t]/[ \t]", text) and not asked and not related and not over:
         return None
     if re.fullmatch(r"\d+(?:\.\d+)?(?:[ \t]?×[ \t]?\d+(?:\.\d+)?){1,2}", text) and not asked and not re.search(
             r"[=+]\s*\Z", match.string[max(0, match.start() - 4):match.start()]):
         return None  # "1920×1080", "10×12 feet": sizes, "by" (numbers.py's dimensions); "What is 6 × 7?" a product
     said = []
-    for part in _MATH_PARTS.findall(text):
+    parts = _MATH_PARTS.findall(text)
+    for i, part in enumerate(parts):
         if part == "(":  # "2(x + 3)": a product
             said.append("times")
         elif part.rstrip(" \t₀₁₂₃₄₅₆₇₈₉") in _FUNCTIONS:
@@ -465,7 +481,9 @@ def _math(match: re.Match[str]) -> str | None:
             named = None if minus else {"2": "squared", "3": "cubed"}.get(power)
             said.append(named or ("to the minus " if minus else "to the power of ")  # "10^-3": "ten to the minus three"
                         + (w.number(power) if power[0].isdigit() else power))
-        elif part in _OPERATORS and (said or part in ("√", "sqrt")):
+        elif part == "!" and "=" in parts and i == len(parts) - 1:
+            said[-1] += "!"  # "2 + 2 = 4!": an exclamation after the result, not its factorial
+        elif part in _OPERATORS and (said or part in ("√", "∛", "∜", "sqrt")):
             said.append(_OPERATORS[part])
         elif part in "-−":
             said.append("minus")
@@ -583,8 +601,10 @@ def _standard(match: re.Match[str]) -> str:
 
 # A product line's capitals before its model number ("RTX 4090" "R T X forty ninety", "XPS 13 9340" "X P S thirteen
 # ninety-three forty"): the number names the model, said in pairs; not after a currency's code, a word, a month or a
-# weekday ("JAN 15 2026"), nor before a unit or a counted noun ("PTO 120 hours")
-_LINE_COUNTED = re.compile(r"[ \t]*%|[ \t]+(?!(?:is|was|has|does)\b)[a-z]+s\b|[ \t]?([A-Za-z]+)\b")
+# weekday ("JAN 15 2026"), nor before a unit or a counted noun ("PTO 120 hours"; "RTX 4090 draws 450 W": a verb,
+# its object a number or after "the")
+_LINE_COUNTED = re.compile(r"[ \t]*%|[ \t]+(?!(?:is|was|has|does)\b)[a-z]+s\b(?![ \t]+(?:[$€£¥]?\d|the\b|about\b|up[ \t]to\b))"
+                           r"|[ \t]?([A-Za-z]+)\b")
 
 
 def _model(match: re.Match[str]) -> str | None:
@@ -701,6 +721,7 @@ RULES: list[Rule] = [
     ("regnal", rf"(?<![\w])(?:%s)(?:[ \t][A-Z]+)?[ \t](?=[MDCLXVI]{{2}}){_ROMAN}(?![\w'’])" % "|".join(
         name.upper() for name in REGNAL), _regnal),
     ("math", _MATH, _math),
+    ("factorial", r"(?<![\w.,!])(?:\d{1,3}|[b-hj-z])!(?![\w!=])", _factorial),
 ]
 # Last of all the rules (semiotic.py): what none of them read.
 _SIZE = r"(?:XXS|XS|S|M|L|XL|XXL|XXXL|[2-5]XL)"

@@ -325,7 +325,19 @@ def _letter_time_range(match: re.Match[str]) -> str:
 
 def _ratio(match: re.Match[str]) -> str:
     a, b = match.group().split(":")
-    return w.cardinal(a) + " to " + w.cardinal(b)
+    return w.cardinal(re.sub(r"\D", "", a)) + " to " + w.cardinal(re.sub(r"\D", "", b))
+
+
+_RATIO_CUE = re.compile(r"(?i:\b(?:ratio|odds|scale|proportion)(?:[ \t]+(?:of|is|was))?)[ \t]+\Z")
+
+
+def _scale_ratio(match: re.Match[str]) -> str | None:
+    """"a 1:50,000 scale", "1:100 000", "a ratio of 100:1": a ratio whose number is grouped in thousands (no time's
+    is) or that a word names ("scale" after it, "ratio of" before it), "to" between its numbers."""
+    grouped = re.search(r"\d[, \u00a0\u202f]\d", match.group())
+    named = re.match(r"[ \t]+(?i:scale|ratio)\b", match.string[match.end():match.end() + 8]) \
+        or _RATIO_CUE.search(match.string, max(0, match.start() - 20), match.start())
+    return _ratio(match) if grouped or named else None
 
 
 def rules(day_first: bool = False) -> list[Rule]:
@@ -364,6 +376,8 @@ def rules(day_first: bool = False) -> list[Rule]:
         ("days_month", rf"(?<![\w.,-])(?:[12]\d|3[01]|0?[1-9])(?:st|nd|rd|th)?[ \t]?[-–][ \t]?(?:[12]\d|3[01]|0?[1-9])"
                        rf"(?:st|nd|rd|th)?[ \t](?:of[ \t])?(?!may\b){_MONTH}\.?(?:,?[ \t]\d{{4}})?(?![\w])", _days_month),
         ("month", r"(?<![\w])(?:Jan|Feb|Mar|Apr|Jun|Jul|Aug|Sep|Sept|Oct|Nov|Dec)\.(?![\w])", _month),
+        ("ratio", r"(?<![\w:.,])\d{1,3}(?:,\d{3})*:\d{1,3}(?:(?:,\d{3})+|(?:[ \u00a0\u202f]\d{3})+|\d*)(?![\w:]|[.,]\d)",
+         _scale_ratio),  # "a 1:50,000 scale", "the 1:24 scale": before a time
         ("time", _TIME, _time),
         ("split_time", r"(?<![\w:.])(?:\d{1,2}:)?\d{1,2}:[0-5]\d\.\d{1,3}(?![\w:]|\.\d)", _split_time),  # "1:23.456"
         # "at 3.30" (a time written with a full stop after "at"), "10h30" (an hour and its minutes, as much of the

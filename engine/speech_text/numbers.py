@@ -376,11 +376,13 @@ _PHONE = (
     r"|\+\d{1,3}(?:[ \t]?\(0\)[ \t]?\d{1,5}(?!\d))?(?:[-. \t]\(?\d{1,8}\)?(?![\d])){1,5}|\+\d{1,3}[-. \t]\d{10}(?!\d)"
     r"|00[1-9]\d{0,2}(?:[-. \t]\d{1,8}(?!\d)){2,5}"  # "+44 (0)20 ...", "0044 20 ...": a trunk zero, a dialled prefix
     r"|\(\+\d{1,3}\)[ \t]?\d{2,4}(?:[-. \t]\d{2,4}){1,3}"
-    r"|(?:1[-. ])?\d{3}[-. ]\d{3}[-. ]\d{4}|0\d{1,4}[ -]\d{3,4}[ -]\d{3,4})(?![\w-])"
+    r"|(?:1[-. ])?\d{3}[-. ]\d{3}[-. ]\d{4}|0\d{1,4}[ -]\d{3,4}[ -]\d{3,4}"
+    r"|0[1-9](?:[ ]\d\d){4}(?![ .]\d)|0[1-9](?:\.\d\d){4}(?![ .]\d))(?![\w-])"  # "06 12 34 56 78": France's, in pairs
 )
 _DIGIT_GROUP = re.compile(r"\d+")
 # The end of a text that may yet become a phone number written in spaced groups ("1 800 273" before "8255").
-_OPEN_PHONE = re.compile(r"(?<![\w.,+-])(?:\+\d{1,3}[ \t]+|1[ \t]+)?(?:\(\d{3}\)|\d{3})(?:[ \t]+\d{1,4}){0,2}[ \t]*\Z")
+_OPEN_PHONE = re.compile(r"(?<![\w.,+-])(?:(?:\+\d{1,3}[ \t]+|1[ \t]+)?(?:\(\d{3}\)|\d{3})(?:[ \t]+\d{1,4}){0,2}"
+                         r"|0[1-9](?:[ ]\d\d){0,3}(?:[ ]\d)?|0[1-9](?:\.\d\d){0,3}(?:\.\d?)?)[ \t]*\Z")
 
 
 def open_phone(text: str) -> int | None:
@@ -494,7 +496,7 @@ def _vulgar(match: re.Match[str]) -> str:
     numerator, denominator = _VULGAR[symbol]
     said = fraction_words(numerator, denominator)
     if not whole and match.string.startswith("-", match.end()):
-        return said.removeprefix("one ")  # "½-price", "¼-inch": "half-price", "quarter-inch"
+        return _before_hyphen(numerator, denominator)
     if not whole and (of_a := _fraction_of(numerator, denominator, match)) != said:
         return of_a  # "¾ inch.": "three quarters of an inch."
     if numerator == 1 and not whole and match.string.startswith((" of ", " of\t"), match.end()) and denominator == 2:
@@ -508,6 +510,13 @@ def _vulgar(match: re.Match[str]) -> str:
             return said  # "the ¼ lb burger": "the quarter pound"; "a ⅓ share": "a third share", one article
         said = ("an " if said.startswith("e") else "a ") + said  # "an eighth"
     return f"{w.cardinal(whole)} and {said}" if whole else said
+
+
+def _before_hyphen(numerator: int, denominator: int) -> str:
+    """A fraction joined to what it measures: "½-price", "¼-inch" "half-price", "quarter-inch"; any other keeps its
+    "one" ("a ⅛-inch gap" "a one eighth-inch gap", never "a eighth"; "a 1/10-scale model")."""
+    said = fraction_words(numerator, denominator)
+    return said.removeprefix("one ") if denominator in (2, 4) else said
 
 
 _RATED = re.compile(r"(?i:\b(?:rated|rates|rating(?:[ \t]of)?|scored?|score[ \t]of|gave[ \t](?:it|us|them)|"
@@ -530,7 +539,7 @@ def _fraction(match: re.Match[str]) -> str:
         return f"{w.cardinal(a)} {w.ordinal(b)}" + ("s" if a != "1" else "")
     after = match.string[match.end():match.end() + 40]
     if a == "1" and after[:1] == "-" and _DETERMINER_BEFORE.search(match.string, before, match.start()):
-        return fraction_words(1, int(b)).removeprefix("one ")  # "a 1/4-inch bolt": "a quarter-inch bolt"
+        return _before_hyphen(1, int(b))  # "a 1/4-inch bolt": "a quarter-inch bolt"
     counted = _COUNTED.match(after)
     if counted and counted[1] not in _UNIT_WORDS and counted[1] not in _MATH_VERBS and int(a) > 1:
         return f"{w.cardinal(a)} out of {w.cardinal(b)}"  # "7/10 customers", "17/20 questions": so many of so many
@@ -544,7 +553,7 @@ _UNIT_WORDS = frozenset(word for unit, names in UNITS.items() for word in (unit,
 _MATH_VERBS = frozenset("equals simplifies reduces becomes means represents makes gives".split())  # "6/8 simplifies"
 _COUNTED = re.compile(r"[ \t]+([a-z]{2,}[^s\W]s)\b")  # a plural noun: "customers", not "class" or a unit
 _OF_A = re.compile(r"[ \t]+([a-z]+)(?:[ \t]+(?:from|away|past|beyond|ahead|behind|north|south|east|west|down|up)\b"
-                   r"|[ \t]*(?:[.,;:!?)]|\Z))")
+                   r"|[ \t]*(?:\.(?![ \t]+[a-z])|[,;:!?)]|\Z))")  # ("in. screws": an abbreviation's stop)
 
 
 def _of_a(after: str) -> str:
@@ -696,7 +705,7 @@ def _fraction_unit(match: re.Match[str]) -> str:
     teaspoons."""
     whole = re.search(r"\d[ \t]\d+/\d+[ \t]$|\d[ \t]?[½⅓⅔¼¾⅕⅖⅗⅘⅙⅚⅛⅜⅝⅞][ \t]$",
                       match.string[max(0, match.start() - 8):match.start()])
-    return UNITS[match.group()][1 if whole else 0]
+    return UNITS[match.group().rstrip(".")][1 if whole else 0]
 
 
 def _grouped_thousands(match: re.Match[str]) -> str:
@@ -714,6 +723,18 @@ def _scientific(match: re.Match[str]) -> str:
 # "the 2d Infantry", "the 3d Circuit", "32d President": the military's and the courts' "d" for "nd" and "rd", before a
 # name (a capital); "3d printing", "2D game" (a capital D) are dimensions
 _D_ORDINAL = r"(?<![\w.,])(?:\d*[02-9])?[23]d(?=[ \t]+[A-Z][a-z])(?![ \t]+(?:Printer|Printing|Printed|Model|Scan|Movie|Glasses)\b)"
+_HOURS_BEFORE = re.compile(r"(?i:\b(?:every|within|for|after|over|in|q))[ \t]+\d+(?:\.\d+)?[ \t]\Z")
+_HOURS_AFTER = re.compile(r"[ \t]*(?:[.,;:!?)]|\Z)|[ \t]+(?:of|after|before|later|ago|apart|or|and|to|for|per|each|daily)\b")
+
+
+def _spaced_hour(match: re.Match[str]) -> str | None:
+    """"every 8 h", "within 24 h of onset", "lasts 1.5 h.": a spaced "h" after a number is hours after a word of how
+    long or how often, or where a phrase ends after it (not "the 5 h mark", a letter's label maybe)."""
+    text, start, end = match.string, match.start(), match.end()
+    before = text[max(0, start - 24):start]
+    if not (_HOURS_BEFORE.search(before) or _HOURS_AFTER.match(text, end)):
+        return None
+    return "hour" if re.search(r"(?<![\d.])1[ \t]\Z", before) else "hours"
 
 
 RULES: list[Rule] = [
@@ -769,9 +790,11 @@ RULES: list[Rule] = [
     ("duration", r"(?<![\w.])\d{1,3}[ \t]?h(?:[ \t]?\d{1,2}[ \t]?m)(?:[ \t]?\d{1,2}[ \t]?s)?(?![\w])"
                  r"|(?<![\w.])\d{1,3}[ \t]?m[ \t]?\d{1,2}[ \t]?s(?![\w])", _duration),
     ("fraction_unit", r"(?:(?<=\d/\d[ \t])|(?<=\d/\d\d[ \t])|(?<=\d/\d{3}[ \t])|(?<=\d/\d{4}[ \t])"
-                      r"|(?<=[½⅓⅔¼¾⅕⅖⅗⅘⅙⅚⅛⅜⅝⅞][ \t]))(?:%s)(?![\w/])"  # "1/1000 s": a second, after a fraction
+                      r"|(?<=[½⅓⅔¼¾⅕⅖⅗⅘⅙⅚⅛⅜⅝⅞][ \t]))(?:(?:%s)(?![\w/])"  # "1/1000 s": a second, after a fraction
+                      r"|in\.(?=[ \t]+[a-z])|in(?=\.))"  # "a 3/8 in. drill bit", "to ¾ in.": inches (the sentence's stop kept)
      % "|".join(re.escape(u) for u in sorted(UNITS, key=len, reverse=True) if (UNITS[u][2] or u == "s") and u.isalpha()),
      _fraction_unit),
+    ("spaced_hour", r"(?<=\d[ \t])h(?![\w/'’-])", _spaced_hour),
     ("quantity", _QUANTITY, _quantity),
     # "per kWh", "per sq ft": a unit named after "per" with no number before it, singular
     ("per_unit", r"(?<=\bper[ \t])(?:%s)(?![\w/²³])" % "|".join(

@@ -24,7 +24,7 @@ _WORDS = {
     "⟶": " to ", "×": " times ", "÷": " divided by ", "±": " plus or minus ", "+/-": " plus or minus ", "+-": " plus or minus ", "≈": " approximately ", "§": " section ",
     "№": " number ", "°": " degrees", "√": " square root of ", "π": " pi ", "∠": " angle ",
     "©": " copyright ", "®": "", "™": "", "‰": " per mille", "‱": " per ten thousand", "¶": " paragraph ",
-    "∞": " infinity ", "Δ": " delta ", "∆": " delta ", "∛": " cube root of ", "∓": " minus or plus ", "∑": " sum of ",
+    "∞": " infinity ", "Δ": " delta ", "∆": " delta ", "∛": " cube root of ", "∜": " fourth root of ", "∓": " minus or plus ", "∑": " sum of ",
     "≡": " is equivalent to ", "∝": " is proportional to ", "∴": " therefore ",
     # Greek letters as maths and science name them ("θ", "λ"; "µ" and "Ω" after a number are units, numbers.py)
     "α": " alpha ", "β": " beta ", "γ": " gamma ", "δ": " delta ", "ε": " epsilon ", "θ": " theta ", "λ": " lambda ",
@@ -129,5 +129,7 @@ RULES: list[Rule] = [
     ("keypad", r"(?<![\w#*])[#*](?![\w#*])", _keypad),
     # (a run of them stops before a dollar sign and its amount: "~$5" is "about five dollars", not "~$" unsaid)
     ("stray", r"(?:[\\{}<>^~*#•·†‡]|\$(?![\d.]))+", _saying("")),
+    # "|x| = 5", "|−3|": the opening bar of an absolute value (a short term, no space inside; the closing bar is "bar")
+    ("absolute", r"(?<![\w|])\|(?=[-−]?\w[^|\s]{0,15}\|(?![\w|]))", _saying("the absolute value of ")),
     ("bar", r"[|/]", _saying(" ")),
 ]

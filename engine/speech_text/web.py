@@ -33,7 +33,7 @@ _TAIL = r"[^\s<>\"'’”)\]]{0,2000}?(?=[.,;:!?'’”)\]]*(?:\s|$))"
 FILE_TYPES = ("pdf doc docx xls xlsx csv txt rtf ppt pptx odt json yaml yml toml xml html htm md log ini cfg conf "
               "png jpg jpeg gif svg heic webp bmp tiff mp3 mp4 wav m4a mov avi zip tar gz rar exe dmg apk msi py js ts "
               "ics vcf eml epub sh cpp hpp cs go rb php java kt swift lua sql db sqlite css scss jsx tsx vue mjs lock "
-              "bat ps1 jar whl deb rpm iso 7z bz2 xz tgz ipynb mkv webm flac ogg aac psd srt vtt bak tmp pem crt").split()
+              "bat ps1 jar whl deb rpm iso 7z bz2 xz tgz ipynb mkv webm flac ogg aac psd srt vtt bak tmp pem crt bin img").split()
 # (no "c" or "h": the file rule reads a type in any case, and "D.C." is a place)
 # A scheme as RFC 3986 writes one ("https://", "file:///", "ssh://", "s3://"); http, https and ftp are not said.
 _SCHEME = r"[A-Za-z][A-Za-z0-9+.-]{0,15}://"
@@ -249,7 +249,7 @@ def _file_name(match: re.Match[str]) -> str:
 
 
 # file types said as words (caps() spells them: no common word) and one it would say that nobody does
-_SAID_EXTENSIONS = frozenset("tar java toml lua jar flac log conf".split())  # "app dot log", "nginx dot conf"
+_SAID_EXTENSIONS = frozenset("tar java toml lua jar flac log conf bin".split())  # "app dot log", "nginx dot conf"
 _SPELLED_EXTENSIONS = frozenset({"ipynb"})
 
 
