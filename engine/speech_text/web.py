@@ -341,7 +341,7 @@ RULES: list[Rule] = [
      lambda match: _path(match.group())),
     # "the /settings page", "type /help", "edit /etc": a route, a chat command or a folder at the root, one word after
     # a slash at a word's start, "slash settings"
-    ("web_route", r"(?<![^\s(\"'`\[])/(?=[a-z][a-z0-9_-]*(?![\w/]|\.\w))", lambda match: "slash "),
+    ("web_route", r"(?<![^\s(\"'`\[])/(?=[a-z][a-z0-9_-]+(?![\w/]|\.\w))", lambda match: "slash "),
     ("hashtag", r"(?<![\w&#])#(?:[A-Za-z]|\d{1,4}(?=[A-Z]?[a-z]))[A-Za-z0-9_]{1,60}(?![\w#])", _hashtag),  # "#100DaysOfCode"
     # "-std=c++17", "ls -la", "--dry-run": after a space, not after an operator or a letter ("y = -x", "x -y" are
     # minus x and y), nor a capital's word ("-Note")
