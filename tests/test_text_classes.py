@@ -658,6 +658,19 @@ SAID = [
     ('Use 10-20A fuses', 'Use ten to twenty amp fuses'),
     ('The RTX 4090 draws 450 W.', 'The R T X forty ninety draws four hundred fifty watts.'),
     ('PTO 120 hours', 'P T O one hundred twenty hours'),
+    # AP state abbreviations, editions, small weekdays before dates, a shouted IT, the sun, federal case numbers, routes
+    ('She moved from Calif. to Fla. last year.', 'She moved from California to Florida last year.'),
+    ('She lives in Seattle, Wash.', 'She lives in Seattle, Washington.'), ('We went to Mass. It was long.', 'We went to Mass. It was long.'),
+    ('Albany, N.Y. and Newark, N.J.', 'Albany, New York and Newark, New Jersey.'),
+    ('See Smith (4th ed.) for a full treatment.', 'See Smith (fourth edition) for a full treatment.'),
+    ('the 2nd edn of the rev. ed.', 'the second edition of the revised edition.'),
+    ('can you come in tues 11/12?', 'can you come in tuesday November twelfth?'),
+    ('she sat 3/4 of the way back', 'she sat three quarters of the way back'),
+    ('I DID IT!', 'I did it!'), ('Ask IT about it.', 'Ask I T about it.'),
+    ('Sun, sand and surf await you in Cancún.', 'Sun, sand and surf await you in Cancún.'),
+    ('Sun, Mar 3', 'Sunday, March third'), ('Closed Sat, Sun, and holidays', 'Closed Saturday, Sunday, and holidays'),
+    ('Case No. 2:23-cv-01234', 'Case number two twenty-three C V zero one two three four'),
+    ('Go to the /settings page and type /help.', 'Go to the slash settings page and type slash help.'),
 ]
 
 

@@ -205,6 +205,12 @@ _US_OBJECT_BEFORE = re.compile(
     r"REACH|LIKE|TRUST|SHOW|WITH|ABOUT)[ \t]+\Z")
 
 
+def _sentence_around(match: re.Match[str]) -> tuple[str, str]:
+    """The text of ``match``'s sentence before and after it (as far as open_caps holds a token while streaming)."""
+    return (_SENTENCE_END.split(match.string[max(0, match.start() - 40):match.start()])[-1],
+            _SENTENCE_END.split(match.string[match.end():match.end() + 40])[0])
+
+
 def _caps(match: re.Match[str]) -> str:
     """A token in a shouted sentence (its neighbours capitals too) is a word unless it is a known acronym."""
     token = match.group()
@@ -215,8 +221,9 @@ def _caps(match: re.Match[str]) -> str:
     shouted = [word for word in (w.strip(".,;:!?") for w in around) if _SHOUTED.fullmatch(word)]
     common = [word for word in shouted if word.lower() in COMMON_WORDS]
     worded = [word for word in shouted if word.lower() in COMMON_WORDS or _worded(word)]  # "FUEL GAUGE READS"
-    if token in _ACRONYM_WORDS and len(shouted) >= 2 and common:  # "IS IT STILL UNDER WARRANTY?"
-        return token.lower()
+    if token in _ACRONYM_WORDS and common and (
+            len(shouted) >= 2 or not re.search(r"[a-z]", "".join(_sentence_around(match)))):
+        return token.lower()  # "IS IT STILL UNDER WARRANTY?", "I DID IT!"
     if len(common) >= 2 and (token == "US" or (len(token) >= 4 and _VOWELS & set(token) and token not in WORD_ACRONYMS)
                              or (len(token) == 3 and token not in SPELLED and one_syllable(token))):  # "THE GYM"
         return token.lower()
@@ -230,8 +237,7 @@ def _caps(match: re.Match[str]) -> str:
         # "MAX LOAD PER SHELF", "LOG IN AGAIN": among shouted words of its own sentence (as far as open_caps holds a
         # token while streaming) that read as words, two of them or one on a line all in capitals ("MAX LOAD: 300
         # LBS."), a word of one syllable
-        before = _SENTENCE_END.split(match.string[max(0, match.start() - 40):match.start()])[-1]
-        after = _SENTENCE_END.split(match.string[match.end():match.end() + 40])[0]
+        before, after = _sentence_around(match)
         worded = [word for word in (w.strip(".,;:!?") for w in before.split()[-4:] + after.split()[:4])
                   if _SHOUTED.fullmatch(word) and (word.lower() in COMMON_WORDS or _worded(word))]
         if len(worded) >= 2 or worded and not re.search(r"[a-z]", before + after):
@@ -340,6 +346,11 @@ RULES: list[Rule] = [
      rf"(?<![\w.])(?:{_pattern(ABBREVIATIONS)}|(?i:{_pattern(_LOWER_ABBREVIATIONS)}))(?![\w])", _abbreviation),
     ("before_number", r"(?<![\w.])(?:[Pp]{1,2}|[Cc]a)\.(?=[ \t]?\d)|(?<![\w.])c\.(?=[ \t]?\d{3,4}\b)"
                       rf"|(?<![\w.])[bd]\.(?={_LIFE_DATE})", _before_number),
+    # A book's edition: "ed.", "edn" after an ordinal or "rev.", or before its number ("4th ed.", "2nd edn", "rev. ed.",
+    # "ed. 3")
+    ("abbreviation", r"(?:(?<=\d(?:st|nd|rd|th)[ \t])|(?<![\w.])[Rr]ev\.[ \t])(?:ed\.|edn\b\.?)|(?<![\w.])ed\.(?=[ \t]?\d)",
+     lambda match: ("revised " if match.group()[0] in "Rr" else "") + "edition" + (
+         "." if match.group().endswith(".") and ends_sentence_after(match) else "")),
     ("label", rf"(?<![\w.])(?:{_pattern(LABELS)})(?:(?=:)|\.?(?=[ \t]*[+(]?\d))", _label),
     ("copied", r"(?<![\w.@'’])(?i:b?cc)(?=:|[ \t]+(?:me|us|them|him|her|[\w.+-]+@))", _copied),
     ("dose_form", r"(?<=\d[ \t])(?:tab|cap)s?(?:\.(?=[ \t]+[a-z])|(?![\w]))", _dose_form),

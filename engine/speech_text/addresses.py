@@ -235,10 +235,26 @@ AP_STATES = {"Ala.": "Alabama", "Ariz.": "Arizona", "Ark.": "Arkansas", "Calif."
              "N.J.": "New Jersey", "N.M.": "New Mexico", "N.Y.": "New York", "N.C.": "North Carolina",
              "N.D.": "North Dakota", "Okla.": "Oklahoma", "Ore.": "Oregon", "Pa.": "Pennsylvania", "R.I.": "Rhode Island",
              "S.C.": "South Carolina", "S.D.": "South Dakota", "Tenn.": "Tennessee", "Vt.": "Vermont", "Va.": "Virginia",
-             "Wash.": "Washington", "W.Va.": "West Virginia", "Wis.": "Wisconsin", "Wyo.": "Wyoming"}
+             "Wash.": "Washington", "W.Va.": "West Virginia", "Wis.": "Wisconsin", "Wyo.": "Wyoming",
+             "Penn.": "Pennsylvania"}
 # A politician's party and state, in brackets or between commas: "(D-Mass.)", "(R-TX)", ", I-Vt.," -> "D Massachusetts"
 _PARTY_STATE = (r"(?:(?<=\()|(?<=,[ \t]))[DRI]-(?:%s|(?:%s)\.?)(?=[),])"
                 % ("|".join(re.escape(k) for k in sorted(AP_STATES, key=len, reverse=True)), "|".join(STATES)))
+
+
+# A state's AP abbreviation in running text: "from Calif. to Fla.", "Seattle, Wash.". Those that are words or names as
+# well ("Wash.", "Miss.", "Mass.", "Ark.", "Pa.", "N.Y.") only after a place's name and a comma or after "from", "in"...
+_WORDLIKE_STATES = {"Wash.", "Miss.", "Mass.", "Ind.", "La.", "Mo.", "Del.", "Ore.", "Ark.", "Ill.", "Pa.", "Penn."}
+_PLACE_BEFORE = r"(?:(?<=[a-z],[ \t])|%s)" % "|".join(rf"(?<=\b{word}[ \t])" for word in "from to in of near".split())
+_AP_STATE = r"(?<![\w.])(?:(?:%s)|%s(?:%s))(?![\w.-])" % (
+    "|".join(re.escape(k) for k in AP_STATES if k not in _WORDLIKE_STATES and k.count(".") == 1), _PLACE_BEFORE,
+    "|".join(re.escape(k) for k in sorted(AP_STATES, key=len, reverse=True) if k in _WORDLIKE_STATES or k.count(".") > 1))
+
+
+def _ap_state(match: re.Match[str]) -> str | None:
+    if match.group() == "Mass." and not re.search(r"[a-z],[ \t]\Z", match.string[:match.start()]):
+        return None  # "to Mass.": the church's
+    return AP_STATES[match.group()] + ("." if ends_sentence_after(match) else "")
 
 
 def _party_state(match: re.Match[str]) -> str:
@@ -249,6 +265,7 @@ def _party_state(match: re.Match[str]) -> str:
 RULES: list[Rule] = [
     ("party_state", _PARTY_STATE, _party_state),
     ("county", _COUNTY, lambda match: "County"),
+    ("ap_state", _AP_STATE, _ap_state),
     ("state_list", _STATE_LIST, _state_list),
     ("state", _STATE, _state),
     ("address", _ADDRESS, _address), ("unit", _UNIT, _unit), ("zip", _ZIP, _zip), ("postal", _POSTAL, _postal),

@@ -636,6 +636,11 @@ RULES: list[Rule] = [
     ("airliner", r"(?<=Boeing[ \t])7[0-8]7(?:-\d{1,3}(?:[A-Z]{1,2})?)?(?![\w-])",
      lambda match: " ".join(w.paired(part) if part.isdigit() else spell_code(part)
                             for part in re.findall(r"\d+|[A-Z]+", match.group()))),
+    # "2:23-cv-01234", "1:21-cr-00456-JDB": a US federal case's number (division, year, kind, docket number, judge's
+    # initials): the year as a number, the kind's letters spelled, the docket's digits one by one
+    ("court_case", r"(?<![\w:.-])\d{1,2}:\d{2}-[a-zA-Z]{2,3}-\d{3,6}(?:-[A-Z]{2,4})*(?![\w-])",
+     lambda match: " ".join(w.cardinal(part) if i < 2 else w.digits(part) if part.isdigit() else spell_code(part.upper())
+                            for i, part in enumerate(re.split(r"[:-]", match.group())))),
     # "123e4567-e89b-12d3-a456-426614174000": a UUID, character by character in its groups
     ("uuid", r"(?<![\w-])[0-9A-Fa-f]{8}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{12}(?![\w-])",
      lambda match: "-".join(" ".join(w.digits(c) if c.isdigit() else c.upper() for c in group)

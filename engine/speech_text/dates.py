@@ -186,11 +186,21 @@ def _weekday_pair(match: re.Match[str]) -> str:
     return said + ("." if match.group().endswith(".") and ends_sentence_after(match) else "")
 
 
+# "Sun, sand and surf": the sun in a list of lower-case words ("Sun, Mar 3", "Sat, Sun", "Sun, sat and mon" are days)
+_SUN_AMONG_WORDS = re.compile(r",[ \t]+(?!(?:mon|tue|wed|thu|fri|sat|sun|jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec)"
+                              r"[a-z]*\b)[a-z]")
+
+
 def _weekday(match: re.Match[str]) -> str | None:
     if match.group().rstrip(".").isupper() and _WORD_DAY_BEFORE.search(
             match.string, max(0, match.start() - 12), match.start()):
         return None
+    if match.group() == "Sun" and _SUN_AMONG_WORDS.match(match.string, match.end()) and not re.search(
+            rf"{_WEEKDAY}\.?,[ \t]\Z", match.string[max(0, match.start() - 8):match.start()]):
+        return None
     days = [WEEKDAYS[d.title()] for d in re.findall(r"[A-Za-z]+", match.group())]
+    if match.group().islower():
+        days = [day.lower() for day in days]
     return " to ".join(days) + ("." if match.group().endswith(".") and ends_sentence_after(match) else "")
 
 
@@ -363,7 +373,10 @@ def rules(day_first: bool = False) -> list[Rule]:
                                   int(match.group()[-4:]))),
         ("weekday", rf"(?<![\w]){_WEEKDAY}(?:\.?[ \t]?[-–][ \t]?{_WEEKDAY}\.?(?![\w])|\.?(?=,|[ \t]+(?:\d|{_MONTH}))"
                     rf"|\.(?=[ \t]+[a-z]|[ \t]*(?:\n|$)))"
-                    rf"|{_ON_DAY}{_WEEKDAY}(?![\w'’.]|[ \t]+(?!(?:AND|OR)\b)[A-Z])",  # "Tue. for", "Sat. hours": a lower-case word goes on
+                    rf"|{_ON_DAY}{_WEEKDAY}(?![\w'’.]|[ \t]+(?!(?:AND|OR)\b)[A-Z])"  # "Tue. for", "Sat. hours": a lower-case word goes on
+                    rf"|(?<=\b(?:Mon|Tue|Wed|Thu|Fri|Sat|Sun),[ \t]){_WEEKDAY}\.?(?![\w'’])"  # "Closed Sat, Sun": a list of days
+                    # "tues 11/12": a small day's name before a slashed month and day (not "sat 3/4 of")
+                    r"|(?<![\w])(?:mon|tues?|wed|thu(?:rs?)?|fri|sat|sun)\.?(?=,?[ \t]+\d{1,2}/\d{1,2}(?![\w/]|[ \t]+of\b))",
                     # "on Tues and": after a word that names a day ("on", "by", "until"), the day
          _weekday),
         ("weekday_pair", rf"(?<![\w'’]){_WEEKDAY}\.?[ \t]+(?:and|or|AND|OR|&)[ \t]+{_WEEKDAY}\.?(?![\w'’]|[ \t]+[A-Z][a-z])", _weekday_pair),

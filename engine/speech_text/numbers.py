@@ -428,12 +428,14 @@ def fraction_words(numerator: int, denominator: int) -> str:
 _DATE_CUES = re.compile(r"(?:(?i:\b(?:on|by|starts?|starting|due|until|till|thru|through|from|since|before|after|"
                         r"expires?|expiring|exp|dated?|effective|ends?|ending|week of|open|opens|closed|delivered|"
                         r"scheduled|arrives?|arriving|shipped|ships))"
-                        r"|\b(?:Mon|Tues?|Wed(?:nes)?|Thu(?:rs?)?|Fri|Sat(?:ur)?|Sun)(?:day)?)\W*$")  # "Monday 9/22"
+                        r"|\b(?:Mon|Tues?|Wed(?:nes)?|Thu(?:rs?)?|Fri|Sat(?:ur)?|Sun)(?:day)?"
+                        r"|\b(?:mon|tues?|wed|thu(?:rs?)?|fri|sat|sun)\.?|\b(?:mon|tues|wednes|thurs|fri|satur|sun)day)\W*$")  # "Monday 9/22", "tues 11/12"
 _CHANGED_BY = re.compile(r"(?i:\b(?:cut|cuts|reduced?|reduces|lowers?|lowered|raised?|raises|increased?|increases|"
                          r"decreased?|decreases|grew|grows?|rose|rises?|fell|falls?|dropped|drops?|shrank|shrinks?|"
                          r"discounted|multiplied|divided|up|down)\b[^.!?]{0,30}\b(?:by|from)\W*)$")  # "cuts it by 1/4", "down from 3/4":
 #                                                                                   a change of a quantity, a fraction
 
+_OF_AFTER = re.compile(r"[ \t]+of\b")  # "sat 3/4 of the way": a part of something, a fraction
 _NOT_A_DAY_AFTER = re.compile(r"[ \t]+(?:[a-z]+s|of|out|scale|in|on|per|a|an|the|and|or|to|inch|mile|cup|[^a-z])\b")
 _NOT_A_DAY_BEFORE = re.compile(r"(?i:\b(?:scored?|got|gets|rated|about|only|just|of|by|over|under|than|is|was|are|were))"
                                r"[ \t]+\Z")
@@ -463,7 +465,7 @@ def _month_day(match: re.Match[str]) -> str | None:
         return f"{w.digits(a[0])} {w.cardinal(a[1])} {w.cardinal(b)}"
     listed = re.search(r"\b\d{1,2}/\d{1,2}[ \t]+(?:and|or|&|through|thru)[ \t]+$", before)  # "12/24 and 12/31"
     if a[0] != "0" and not listed and not _odd_denominator_date(match, int(b)) and \
-            (not _DATE_CUES.search(before) or _CHANGED_BY.search(before)):
+            (not _DATE_CUES.search(before) or _CHANGED_BY.search(before) or _OF_AFTER.match(match.string, match.end())):
         return None
     from engine.speech_text.dates import date_words  # dates.py builds on this module
     return date_words(int(a), int(b), None)

@@ -339,6 +339,9 @@ RULES: list[Rule] = [
     ("unix_path", rf"(?<![\w/.:~\\])(?:(?:~|\.{{1,2}})?/{_PATH_PART}(?:/{_PATH_PART}){{1,11}}/?|(?:~|\.{{1,2}})/{_PATH_PART}"
      rf"(?:/{_PATH_PART}){{0,11}}/?|(?=[\w.-]{{1,64}}+/){_PATH_PART}(?:/{_PATH_PART}){{1,11}}\.(?i:{'|'.join(FILE_TYPES)}))(?![\w/]|\.\w)",
      lambda match: _path(match.group())),
+    # "the /settings page", "type /help", "edit /etc": a route, a chat command or a folder at the root, one word after
+    # a slash at a word's start, "slash settings"
+    ("web_route", r"(?<![^\s(\"'`\[])/(?=[a-z][a-z0-9_-]+(?![\w/]|\.\w))", lambda match: "slash "),
     ("hashtag", r"(?<![\w&#])#(?:[A-Za-z]|\d{1,4}(?=[A-Z]?[a-z]))[A-Za-z0-9_]{1,60}(?![\w#])", _hashtag),  # "#100DaysOfCode"
     # "-std=c++17", "ls -la", "--dry-run": after a space, not after an operator or a letter ("y = -x", "x -y" are
     # minus x and y), nor a capital's word ("-Note")
