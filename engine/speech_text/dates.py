@@ -248,9 +248,12 @@ def clock(text: str, sentence_ends: bool = False) -> str:
     return said
 
 
-# Before "3:45:12": a word about how long ("finishing time was", "finished in", "clocked"), not a time of day ("at").
+# Before "3:45:12": a word about how long ("her time was", "finished in", "clocked"), not a time of day ("at").
 _DURATION_CUE = re.compile(r"(?i:\b(?:took|takes|lasted|lasts|duration|elapsed|finish(?:ed|es|ing)?|won|ran|completed|"
-                           r"run[ \t]?time|time[ \t]of|clocked|record|split|lap|race|marathon|timer|length)\b"
+                           r"run[ \t]?time|time[ \t]of|clocked|record|split|lap|race|marathon|timer|length|"
+                           # "her time was", "winning time": whose time, or a race's, is how long it took
+                           r"(?:my|his|her|their|our|your|winning|finishing|best|fastest|total|official|chip|gun)"
+                           r"[ \t]+times?)\b"
                            r"[^.!?\n]{0,20}|\bin[ \t]+)(?<!\bat[ \t])$")
 
 
