@@ -51,7 +51,8 @@ UNITS = {
     "GHz": ("gigahertz", "gigahertz", True), "W": ("watt", "watts", True), "kW": ("kilowatt", "kilowatts", True),
     "kWh": ("kilowatt hour", "kilowatt hours", True),
     "hp": ("horsepower", "horsepower", True), "bhp": ("horsepower", "horsepower", True),  # "250 hp", "300 bhp"
-    "PS": ("horsepower", "horsepower", True),  # "150 PS": metric horsepower, as car makers list it "V": ("volt", "volts", True),
+    "PS": ("horsepower", "horsepower", True),  # "150 PS": metric horsepower, as car makers list it
+    "V": ("volt", "volts", True),
     "mAh": ("milliamp hour", "milliamp hours", True), "ms": ("millisecond", "milliseconds", True),
     "s": ("second", "seconds", False), "sec": ("second", "seconds", True), "secs": ("second", "seconds", True),
     "min": ("minute", "minutes", True), "mins": ("minute", "minutes", True), "h": ("hour", "hours", False),
