@@ -249,8 +249,7 @@ def quantity_kind(text: str) -> str:
     return "decimal" if parts and "." in parts["a"] else "cardinal"
 
 
-_DETERMINER = re.compile(r"(?:^|\s)(?i:an?|the|your|our|my|his|her|its|their|this|that|each|every|any|another)"
-                         r"[ \t]\Z")
+_DETERMINER = re.compile(r"(?:^|\s)(?i:an?|the|your|our|my|his|her|its|their|this|that)[ \t]\Z")
 _NOUN_AFTER = re.compile(r"[ \t]+([A-Za-z][a-z]*|[A-Z]{2,})\b")
 # What follows a measure without it describing that word: "20 GB of data", "10 km a day", "5 kg left", "2 mi away".
 _NOT_DESCRIBED = frozenset(
@@ -292,7 +291,7 @@ def attributive(match: re.Match[str]) -> bool:
         return True  # "with 9 ft ceilings", "2–4 kg weights", "$5 bills": a plural noun, not a verb ("11 kW takes")
     if after[1] in _TIMED_NOUNS and _DURATION_END.search(match.group()):
         return True  # "a 20 min wait", "approx. 20 min wait": a duration before the thing it times
-    return _DETERMINER.search(match.string, max(0, match.start() - 9), match.start()) is not None
+    return _DETERMINER.search(match.string, max(0, match.start() - 8), match.start()) is not None
 
 
 # Before a number, words that make it a year whatever follows ("in 2010 prices", "the 2020 elections").
