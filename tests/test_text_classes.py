@@ -367,7 +367,7 @@ SAID = [
     # a bare month/day whose day (13-31) makes no fraction anyone writes, before a singular noun or a verb
     ("The 12/25 flight is sold out, but 12/26 has seats.",
      "The December twenty-fifth flight is sold out, but December twenty-sixth has seats."),
-    ("scored 12/25 today", "scored twelve twenty-fifths today"), ("a 1/25 scale model", "a one twenty-fifth scale model"),
+    ("scored 12/25 today", "scored twelve out of twenty-five today"), ("a 1/25 scale model", "a one twenty-fifth scale model"),
     # an international number's subscriber part of up to eight digits, digit by digit
     ("The Berlin desk is +49 30 12345678.", "The Berlin desk is plus four nine, three zero, one two three four five six seven eight."),
     # fixed after heldout11.tsv was scored: a relation after the writer's own verb; an e-mail's copy line spelled
@@ -428,7 +428,7 @@ SAID = [
     # decade with an apostrophe; a dotted ISO date; phone numbers: a bracketed trunk code, a spaced or bare local
     # number right after a word about calling
     ("a^n + b^n", "a to the power of n plus b to the power of n"), ("use 2^k", "use two to the power of k"),
-    ("rose 12‰", "rose twelve per mille"), ("see ¶ 4", "see paragraph four"), ("as n → ∞", "as n to infinity"),
+    ("rose 12‰", "rose twelve per mille"), ("see ¶ 4", "see paragraph four"), ("as n → ∞", "as n approaches infinity"),
     ("add 2 ¾ cups", "add two and three quarters cups"), ("about 2 500 000 people", "about two million five hundred thousand people"),
     ("k = 1.38e-23", "k equals one point three eight times ten to the power of minus twenty-three"),
     ("the 1970's", "the nineteen seventies"), ("filed 2023.11.02", "filed November second, twenty twenty-three"),
@@ -671,6 +671,26 @@ SAID = [
     ('Sun, Mar 3', 'Sunday, March third'), ('Closed Sat, Sun, and holidays', 'Closed Saturday, Sunday, and holidays'),
     ('Case No. 2:23-cv-01234', 'Case number two twenty-three C V zero one two three four'),
     ('Go to the /settings page and type /help.', 'Go to the slash settings page and type slash help.'),
+    # products before a bracket, limits, indices, race times, TV hours, weather directions, horsepower, scores, half off
+    ('The sum is n(n+1)/2.', 'The sum is n times n plus one divided by two.'),
+    ('y = a(b+c)', 'y equals a times b plus c'),
+    ('As n → ∞, it vanishes.', 'As n approaches infinity, it vanishes.'), ('as x → 0', 'as x approaches zero'),
+    ('Chicago → Denver', 'Chicago to Denver'),
+    ('S = ∑ xᵢ', 'S equals the sum of x sub i'), ('x₁ + x₂ = 3', 'x sub one plus x sub two equals three'),
+    ('CO₂ and H₂O', 'CO₂ and H₂O'),
+    ('Her winning time was 2:03:45.', 'Her winning time was two hours three minutes forty-five seconds.'),
+    ('His time of 1:02:03 stands.', 'His time of one hour two minutes three seconds stands.'),
+    ('The time was 10:15:30 then.', 'The time was ten fifteen and thirty seconds then.'),
+    ('It airs at 8/7c.', 'It airs at eight seven central.'), ('mix 3/5c', 'mix three five C'),
+    ('WIND: NW 15 km/h', 'wind, northwest fifteen kilometers per hour'),
+    ('Winds from the SSW at 10 mph.', 'Winds from the south-southwest at ten miles per hour.'),
+    ('Wind ENE 5-10 kts', 'Wind east-northeast five to ten knots'), ('size S 5', 'size S five'),
+    ('The engine makes 250 hp.', 'The engine makes two hundred fifty horsepower.'),
+    ('a 150 PS diesel', 'a one hundred fifty horsepower diesel'),
+    ('The phone keeps its 3.5 mm jack.', 'The phone keeps its three point five millimeter jack.'),
+    ('You scored 17/20 on the quiz.', 'You scored seventeen out of twenty on the quiz.'),
+    ('She scored 3/4 of the goals.', 'She scored three quarters of the goals.'),
+    ('Prices are ½ off.', 'Prices are half off.'), ('All ½ price.', 'All half price.'),
 ]
 
 

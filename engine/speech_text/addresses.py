@@ -219,6 +219,25 @@ def _state_list(match: re.Match[str]) -> str | None:
     return re.sub(r"[A-Z]{2}", lambda code: STATES[code.group()], match.group())
 
 
+# A compass point in a weather report: before a speed ("NW 15 km/h") or after "wind(s)" ("Winds from the SSW at 10"):
+# "northwest", "south-southwest".
+_COMPASS = r"(?<![\w./&-])(?:[NS]{1,2}[EW]|[EW][NS][EW]|[NSEW])(?![\w/&'’-])"
+_POINTS = {"N": "north", "S": "south", "E": "east", "W": "west"}
+_SPEED_AFTER = re.compile(r"[ \t]+(?:at[ \t]+)?\d{1,3}(?:[-–]\d{1,3})?[ \t]?(?:km/h|kmh|kph|mph|kts?|knots?|m/s)(?![\w/])")
+_WIND_BEFORE = re.compile(r"(?i:\bwinds?)[ \t]*:?[ \t]*(?:(?:from|out[ \t]+of)[ \t]+(?:the[ \t]+)?)?\Z")
+
+
+def _compass(match: re.Match[str]) -> str | None:
+    point = match.group()
+    if len(point) == 3 and point[0] not in point[1:]:
+        return None  # of three letters, the first is one of the two after it: "NNE", "ENE" (not "NSE")
+    if not (_SPEED_AFTER.match(match.string, match.end())
+            or _WIND_BEFORE.search(match.string, max(0, match.start() - 24), match.start())):
+        return None
+    said = "".join(_POINTS[letter] for letter in point[-2:]) if len(point) > 1 else _POINTS[point]
+    return f"{_POINTS[point[0]]}-{said}" if len(point) == 3 else said
+
+
 # "Orange Co., CA", "Cook Co. Sheriff", "in Co. Cork": a county (after a place's name, before its state or a county's
 # office or road; before an Irish county's name); "Co." elsewhere is Company (abbreviations.py)
 _COUNTY = (r"(?<=[a-z][ \t])Co\.(?=,?[ \t]+(?:%s|%s)(?![\w])|[ \t]+(?:Rd|Road|Hwy|Highway|Sheriff|Courthouse|Clerk|Jail|"
@@ -269,7 +288,7 @@ RULES: list[Rule] = [
     ("state_list", _STATE_LIST, _state_list),
     ("state", _STATE, _state),
     ("address", _ADDRESS, _address), ("unit", _UNIT, _unit), ("zip", _ZIP, _zip), ("postal", _POSTAL, _postal),
-    ("route", _ROUTE_ALONE, _route),
+    ("route", _ROUTE_ALONE, _route), ("compass", _COMPASS, _compass),
     ("ordinal_street", r"(?<![\w.])\d{1,3}(?:st|nd|rd|th)[ \t]+(?:St|Ave|Av|Blvd|Rd|Dr|Ln|Pl|Pkwy|Ter)\.?(?![\w])",
      _ordinal_street),  # "the 42nd St entrance", "1st Ave"
     # "15 Rue de Rivoli, 75001 Paris": a postcode before its town, digit by digit

@@ -376,7 +376,7 @@ _FUNCTIONS = {"sin": "sine of", "cos": "cosine of", "tan": "tangent of", "log": 
 # Written without brackets before a number, an angle or one letter ("sin 30°", "log 100", "ln x"), its name alone:
 # "sine thirty degrees".
 _FUNCTION = r"(?:%s)[₀-₉]*(?:(?=\()|[ \t](?=[\d√]|[a-z](?![a-z])))" % "|".join(sorted(_FUNCTIONS, key=len, reverse=True))
-_TERM = (rf"(?:(?:\d+(?:\.\d+)?(?=\())?(?:sqrt(?=\())?(?:{_FUNCTION})?\(?[-−]?[√∛∜]?(?:[a-z]\([a-z]\)|[A-Z](?=[ \t]?=)"
+_TERM = (rf"(?:(?:(?:\d+(?:\.\d+)?|[a-z])(?=\())?(?:sqrt(?=\())?(?:{_FUNCTION})?\(?[-−]?[√∛∜]?(?:[a-z]\([a-z]\)|[A-Z](?=[ \t]?=)"
          r"|[a-z]{2}(?=\^|[²³])|(?!(?:is|it|in|on|at|to|of|or|an|as|am|be|by|do|go|he|if|me|my|no|so|up|us|we|ok)\b)[a-z]{2}"
          r"(?=[ \t][+*=][ \t]|[+*=][a-z\d(]|[ \t]?(?:[+*=][ \t]*)?\Z)|\d+[a-z]{2,3}(?![\w(])|(?:\d+(?:\.\d+)?)?[a-z](?![A-Za-z0-9_(])"
          r"|(?:\d{1,3}(?:,\d{3})+(?!\d)|\d+)(?:\.\d+)?(?:!(?=[ \t]?[-−+*×÷/=]|(?![\w!])))?°?)[²³]?\)?)")
@@ -389,7 +389,7 @@ _OPERATORS = {" x": "times", "·": "times", "√": "the square root of", "∛": 
               "+": "plus", "*": "times", "×": "times", "÷": "divided by", "/": "divided by", "=": "equals"}
 _MATH_PARTS = re.compile(
     rf"{_FUNCTION}|°|(?<=\d)/[a-z](?![a-z])|(?<![\d.])\d{{1,2}}/\d{{1,2}}(?![\d.])|"
-    r"(?<=[\d)])\((?=[\w√-])|(?<=[\w)²³])[ \t]x(?=[ \t]+[\w(])|[√∛∜]|sqrt|[A-Z]|(?<=\d)!|(?<![\d\w])[-−](?=[\d\w])|[a-z]\([a-z]\)|\d{1,3}(?:,\d{3})+(?:\.\d+)?|\d+(?:\.\d+)?|\^[ \t]?[-−]?(?:\d+(?:\.\d+)?|[a-z](?![a-z]))|[a-z]|[²³]|[-−+*×÷/=·]")
+    r"(?<=[\d)])\((?=[\w√-])|(?<=(?<![\w])[a-z])\((?=[\w√-])|(?<=[\w)²³])[ \t]x(?=[ \t]+[\w(])|[√∛∜]|sqrt|[A-Z]|(?<=\d)!|(?<![\d\w])[-−](?=[\d\w])|[a-z]\([a-z]\)|\d{1,3}(?:,\d{3})+(?:\.\d+)?|\d+(?:\.\d+)?|\^[ \t]?[-−]?(?:\d+(?:\.\d+)?|[a-z](?![a-z]))|[a-z]|[²³]|[-−+*×÷/=·]")
 
 
 _UNIT_LETTERS = frozenset(unit for unit in UNITS if len(unit) == 1 and unit != "x")
@@ -460,7 +460,7 @@ def _math(match: re.Match[str]) -> str | None:
     said = []
     parts = _MATH_PARTS.findall(text)
     for i, part in enumerate(parts):
-        if part == "(":  # "2(x + 3)": a product
+        if part == "(":  # "2(x + 3)", "n(n+1)": a product
             said.append("times")
         elif part.rstrip(" \t₀₁₂₃₄₅₆₇₈₉") in _FUNCTIONS:
             said.append(_function(part))

@@ -258,9 +258,12 @@ def clock(text: str, sentence_ends: bool = False) -> str:
     return said
 
 
-# Before "3:45:12": a word about how long ("finishing time was", "finished in", "clocked"), not a time of day ("at").
+# Before "3:45:12": a word about how long ("her time was", "finished in", "clocked"), not a time of day ("at").
 _DURATION_CUE = re.compile(r"(?i:\b(?:took|takes|lasted|lasts|duration|elapsed|finish(?:ed|es|ing)?|won|ran|completed|"
-                           r"run[ \t]?time|time[ \t]of|clocked|record|split|lap|race|marathon|timer|length)\b"
+                           r"run[ \t]?time|time[ \t]of|clocked|record|split|lap|race|marathon|timer|length|"
+                           # "her time was", "winning time": whose time, or a race's, is how long it took
+                           r"(?:my|his|her|their|our|your|winning|finishing|best|fastest|total|official|chip|gun)"
+                           r"[ \t]+times?)\b"
                            r"[^.!?\n]{0,20}|\bin[ \t]+)(?<!\bat[ \t])$")
 
 
@@ -350,6 +353,15 @@ def _scale_ratio(match: re.Match[str]) -> str | None:
     return _ratio(match) if grouped or named else None
 
 
+def _tv_time(match: re.Match[str]) -> str | None:
+    """A TV listing's hour in the eastern and the central zone: "8/7c" -> "eight seven central" (the central an hour
+    earlier; else not such a time)."""
+    eastern, central = match.group()[:-1].split("/")
+    if (int(eastern.split(":")[0]) - int(central.split(":")[0])) % 12 != 1:
+        return None
+    return f"{clock(eastern)} {clock(central)} central"
+
+
 def rules(day_first: bool = False) -> list[Rule]:
     """The rules for a locale: en-US (``day_first`` False) or en-GB."""
     return [
@@ -392,6 +404,7 @@ def rules(day_first: bool = False) -> list[Rule]:
         ("ratio", r"(?<![\w:.,])\d{1,3}(?:,\d{3})*:\d{1,3}(?:(?:,\d{3})+|(?:[ \u00a0\u202f]\d{3})+|\d*)(?![\w:]|[.,]\d)",
          _scale_ratio),  # "a 1:50,000 scale", "the 1:24 scale": before a time
         ("time", _TIME, _time),
+        ("tv_time", r"(?<![\w:./])(?:1[0-2]|[1-9])(?::[0-5]\d)?/(?:1[0-2]|[1-9])(?::[0-5]\d)?c(?![\w/])", _tv_time),
         ("split_time", r"(?<![\w:.])(?:\d{1,2}:)?\d{1,2}:[0-5]\d\.\d{1,3}(?![\w:]|\.\d)", _split_time),  # "1:23.456"
         # "at 3.30" (a time written with a full stop after "at"), "10h30" (an hour and its minutes, as much of the
         # world writes them)

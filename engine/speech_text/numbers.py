@@ -49,7 +49,10 @@ UNITS = {
     "Gbps": ("gigabit per second", "gigabits per second", True), "Hz": ("hertz", "hertz", True),
     "kHz": ("kilohertz", "kilohertz", True), "MHz": ("megahertz", "megahertz", True),
     "GHz": ("gigahertz", "gigahertz", True), "W": ("watt", "watts", True), "kW": ("kilowatt", "kilowatts", True),
-    "kWh": ("kilowatt hour", "kilowatt hours", True), "V": ("volt", "volts", True),
+    "kWh": ("kilowatt hour", "kilowatt hours", True),
+    "hp": ("horsepower", "horsepower", True), "bhp": ("horsepower", "horsepower", True),  # "250 hp", "300 bhp"
+    "PS": ("horsepower", "horsepower", True),  # "150 PS": metric horsepower, as car makers list it
+    "V": ("volt", "volts", True),
     "mAh": ("milliamp hour", "milliamp hours", True), "ms": ("millisecond", "milliseconds", True),
     "s": ("second", "seconds", False), "sec": ("second", "seconds", True), "secs": ("second", "seconds", True),
     "min": ("minute", "minutes", True), "mins": ("minute", "minutes", True), "h": ("hour", "hours", False),
@@ -246,7 +249,7 @@ def quantity_kind(text: str) -> str:
     return "decimal" if parts and "." in parts["a"] else "cardinal"
 
 
-_DETERMINER = re.compile(r"(?:^|\s)(?i:an?|the|your|our|my|his|her|their|this|that)[ \t]\Z")
+_DETERMINER = re.compile(r"(?:^|\s)(?i:an?|the|your|our|my|his|her|its|their|this|that)[ \t]\Z")
 _NOUN_AFTER = re.compile(r"[ \t]+([A-Za-z][a-z]*|[A-Z]{2,})\b")
 # What follows a measure without it describing that word: "20 GB of data", "10 km a day", "5 kg left", "2 mi away".
 _NOT_DESCRIBED = frozenset(
@@ -489,6 +492,7 @@ def _pressure(match: re.Match[str]) -> str:
 
 
 _DETERMINER_BEFORE = re.compile(r"(?i:\b(?:the|this|that|my|your|our|their|his|her|its|an?))[ \t]+\Z")
+_HALF_OF = re.compile(r"[ \t]+(?i:of|off|price|priced)\b")  # "½ off", "½ price": "half off", "half price"
 _HALVED_BEFORE = re.compile(r"(?i:\b(?:by|in))[ \t]+\Z")  # "reduce by ½", "cut in ½": "by half", "in half"
 
 
@@ -501,8 +505,8 @@ def _vulgar(match: re.Match[str]) -> str:
         return _before_hyphen(numerator, denominator)
     if not whole and (of_a := _fraction_of(numerator, denominator, match)) != said:
         return of_a  # "¾ inch.": "three quarters of an inch."
-    if numerator == 1 and not whole and match.string.startswith((" of ", " of\t"), match.end()) and denominator == 2:
-        said = "half"  # "½ of customers": "half of", not "a half of"
+    if numerator == 1 and not whole and denominator == 2 and _HALF_OF.match(match.string, match.end()):
+        said = "half"  # "½ of customers", "½ off", "½ price": "half of", not "a half of"
     elif (numerator, denominator) == (1, 2) and not whole and not re.match(r"[ \t]*\w", match.string[match.end():]) \
             and _HALVED_BEFORE.search(match.string, max(0, match.start() - 4), match.start()):
         said = "half"  # "reduce the stock by ½.": "by half", as the amount alone
@@ -531,9 +535,10 @@ def _fraction(match: re.Match[str]) -> str:
         return _SPECIAL_FRACTIONS[match.group()]
     a, b = match.group().split("/")
     before = max(0, match.start() - 20)
-    rated = b in ("5", "10", "100") and _RATED.search(match.string, before, match.start())
-    got = b in ("5", "10", "20", "25", "50", "100") and int(a) > 1 and _GOT.search(match.string, before, match.start()) \
-        and not re.match(r"[ \t]+of\b", match.string[match.end():match.end() + 4])
+    marked = b in ("5", "10", "20", "25", "50", "100") and int(a) <= int(b) \
+        and not re.match(r"[ \t]+of\b", match.string[match.end():match.end() + 4])  # "scored 3/4 of the goals"
+    rated = marked and _RATED.search(match.string, before, match.start())
+    got = marked and int(a) > 1 and _GOT.search(match.string, before, match.start())
     if rated or got:
         return f"{w.cardinal(a)} out of {w.cardinal(b)}"  # "rated 8/10", "got 17/20 on the quiz": a score
     if not b.isdigit():  # "1/4th": "one fourth"

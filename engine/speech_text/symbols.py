@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import re
 
+from engine.speech_text import words as w
 from engine.speech_text.numbers import Rule
 
 EMOJI = (
@@ -24,7 +25,7 @@ _WORDS = {
     "⟶": " to ", "×": " times ", "÷": " divided by ", "±": " plus or minus ", "+/-": " plus or minus ", "+-": " plus or minus ", "≈": " approximately ", "§": " section ",
     "№": " number ", "°": " degrees", "√": " square root of ", "π": " pi ", "∠": " angle ",
     "©": " copyright ", "®": "", "™": "", "‰": " per mille", "‱": " per ten thousand", "¶": " paragraph ",
-    "∞": " infinity ", "Δ": " delta ", "∆": " delta ", "∛": " cube root of ", "∜": " fourth root of ", "∓": " minus or plus ", "∑": " sum of ",
+    "∞": " infinity ", "Δ": " delta ", "∆": " delta ", "∛": " cube root of ", "∜": " fourth root of ", "∓": " minus or plus ", "∑": " the sum of ",
     "≡": " is equivalent to ", "∝": " is proportional to ", "∴": " therefore ",
     # Greek letters as maths and science name them ("θ", "λ"; "µ" and "Ω" after a number are units, numbers.py)
     "α": " alpha ", "β": " beta ", "γ": " gamma ", "δ": " delta ", "ε": " epsilon ", "θ": " theta ", "λ": " lambda ",
@@ -99,6 +100,17 @@ def _per(match: re.Match[str]) -> str | None:
     return " per " if _COUNTED_BEFORE.search(match.string, max(0, match.start() - 24), match.start()) else None
 
 
+# Subscript letters and digits, and their plain characters ("xᵢ" "x sub i", "x₁" "x sub one")
+_SUBSCRIPT = str.maketrans("ₐₑₒₓₕₖₗₘₙₚₛₜᵢᵣᵤᵥⱼ₀₁₂₃₄₅₆₇₈₉", "aeoxhklmnpstiruvj0123456789")
+_SUB_LETTERS = "ₐₑₒₓₕₖₗₘₙₚₛₜᵢᵣᵤᵥⱼ"
+
+
+def _subscript(match: re.Match[str]) -> str:
+    """A variable's index: "xᵢ" -> "x sub i", "aᵢⱼ" -> "a sub i j", "x₁₂" -> "x sub twelve"."""
+    index = match.group().translate(_SUBSCRIPT)
+    return " sub " + (w.number(index) if index.isdigit() else " ".join(index))
+
+
 def _saying(words: str):  # type: ignore[no-untyped-def]
     """A handler that says ``words`` for whatever it matched."""
     return lambda match: words
@@ -110,6 +122,10 @@ RULES: list[Rule] = [
      _related),  # after a number or a variable: "π ≈ 3.14", "x ≥ 10"; "takes ≈ 5 min" is the word's
     ("compare", r"(?:(?<=[a-z])|(?<=[a-z][ \t]))[≥≤](?=[ \t]?[-−]?\d)", _conditioned),  # "if age ≥ 18"
     ("compare", r"(?<=[\w²³][ \t])[≈≥≤≠]", _measure_related),  # "1 km ≈ 0.62 mi": after a measure
+    # "n → ∞", "x → 0": a variable's limit, "approaches" (an arrow elsewhere is "to")
+    ("approaches", r"(?<=(?<![\w])[a-z][ \t])→(?=[ \t]?(?:[-−+]?∞|[-−]?\d))", _saying(" approaches ")),
+    # a single letter's subscript is an index (digits only after a small letter: "CO₂", "H₂O" are formulas)
+    ("subscript", rf"(?<=(?<![\w])[A-Za-z])[{_SUB_LETTERS}]+|(?<=(?<![\w])[a-z])[₀-₉]+(?![\w])", _subscript),
     ("words", "|".join(re.escape(s) for s in sorted(_WORDS, key=len, reverse=True)), _said),
     ("compare", r"(?<=\s)[<>](?=\s)", _compare),
     ("minus", r"(?<=[\w)])[ \t]?−[ \t]?(?=[\w(])", _saying(" minus ")),  # "revenue − cost": the minus sign, U+2212
