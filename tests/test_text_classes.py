@@ -691,6 +691,26 @@ SAID = [
     ('You scored 17/20 on the quiz.', 'You scored seventeen out of twenty on the quiz.'),
     ('She scored 3/4 of the goals.', 'She scored three quarters of the goals.'),
     ('Prices are ½ off.', 'Prices are half off.'), ('All ½ price.', 'All half price.'),
+    # tn-d: label abbreviations, sig codes, shouted and small-letter addresses, NO., handles, short hosts, romans, Max, half price, tops
+    ('new review avg: 4.5 stars', 'new review average, four point five stars'),
+    ("MGR APPROVAL REQ'D", 'manager approval required'),
+    ('Qty 3', 'Quantity three'),
+    ('Take 1 tab PO BID.', 'Take one tablet by mouth twice a day.'),
+    ('500 mg po q6h prn pain', 'five hundred milligrams by mouth every six hours as needed pain'),
+    ('send to PO box 12', 'send to P O box twelve'),
+    ('SHIP TO: 742 EVERGREEN TER, SPRINGFIELD, OR 97477', 'ship to, seven forty-two EVERGREEN Terrace, springfield, Oregon nine seven four seven seven'),
+    ('The order cut-off is 2 PM CT.', 'The order cut-off is two PM C T.'),
+    ('im at 55 w 14th st', 'im at fifty-five West fourteenth Street'),
+    ('CLAIM NO. WC-2024-0081', 'claim number W C-two zero two four-zero zero eight one'),
+    ('Follow @NWSBoston for storm updates.', 'Follow at N W S Boston for storm updates.'),
+    ('Notes are at cs.cmu.edu/~jdoe', 'Notes are at C S dot C M U dot edu slash tilde J doe'),
+    ('read vol. iii next', 'read volume three next'),
+    ('see pt. ii', 'see part two'),
+    ('ACT I, SCENE III', 'ACT one, SCENE three'),
+    ('Reminder: “call the vet about Max.”', 'Reminder, call the vet about Max.'),
+    ('Max. 4 guests', 'Maximum four guests'),
+    ('Appetizers are 1/2 price after 9 p.m.', 'Appetizers are half price after nine PM.'),
+    ('our budget is like $5k tops', 'our budget is like five thousand dollars tops'),
 ]
 
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import re
 
+from engine.speech_text import words as w
 from engine.speech_text.numbers import Rule, ends_sentence_after, trie
 
 TITLES = {"Col.": "Colonel", "Maj.": "Major", "Cpl.": "Corporal", "Adm.": "Admiral", "Pres.": "President",
@@ -51,7 +52,15 @@ ABBREVIATIONS = {"e.g.": "for example", "i.e.": "that is", "etc.": "et cetera", 
                  "udp": "U D P", "ssl": "S S L", "tls": "T L S", "vpn": "V P N", "pwd": "P W D", "pnr": "P N R",
                  "wk": "week", "wk.": "week", "wks": "weeks", "wks.": "weeks", "approx": "approximately",
                  "yr": "year", "yrs": "years",
+                 "avg": "average", "pkg": "package", "pkg.": "package", "mgr": "manager",
                  "max.": "maximum", "gov't": "government", "gov’t": "government", "blks": "blocks", "blk.": "block"}
+# Capitalised or shouted on a label or a form ("Avg: 3", "MGR APPROVAL REQ'D", "QTY: 4"): the word (a shouted one in
+# small letters, as the caps rule says shouted words)
+_LABEL_WORDS = [(key, said) for key, said in ABBREVIATIONS.items()
+                if key.rstrip(".") in ("avg", "qty", "pkg", "dept", "mgr", "req'd", "approx")]
+ABBREVIATIONS |= {key.upper(): said for key, said in _LABEL_WORDS}
+ABBREVIATIONS |= {key.capitalize(): said.capitalize() for key, said in _LABEL_WORDS
+                  if key.capitalize() not in ABBREVIATIONS}
 ENDINGS = frozenset({"wk.", "wks.", "intl.", "avail.", "pt.", "ins.", "avg.", "misc.", "appt.", "appts.", "ref.", "Ref.", "dept.", "tel.", "Tel.", "Apt.", "Ste.", "etc.", "Inc.", "Ltd.", "Corp.", "Co.", "Ave.", "Blvd.", "Rd.", "Ph.D.", "Dept.", "govt.", "max.", "blk."})
 
 WORD_ACRONYMS = frozenset(
@@ -139,13 +148,22 @@ def _in_context(match: re.Match[str], said: str) -> str:
     return said
 
 
-def _abbreviation(match: re.Match[str]) -> str:
+# "Max." ending a sentence after a small word is a name ("call the vet about Max."); before a number, a unit or a
+# label's word it is the maximum ("Max. 4 guests", "Max. Occupancy: 40")
+_NAME_AFTER_WORD = re.compile(r"\b[a-z]+[ \t]\Z")
+_SENTENCE_ENDS_AFTER = re.compile(r"[\"”’')\]]*(?:\s*\Z|\s+[A-Z\"“])")
+
+
+def _abbreviation(match: re.Match[str]) -> str | None:
     text = match.group()
+    if text == "Max." and _SENTENCE_ENDS_AFTER.match(match.string, match.end()) and \
+            _NAME_AFTER_WORD.search(match.string, max(0, match.start() - 20), match.start()):
+        return None
     said = _in_context(match, ABBREVIATIONS.get(text) or ABBREVIATIONS[text.lower()])
     if text.isalpha() and match.string[:match.start()].rstrip().lower().endswith(said.lower()):
         return " ".join(text.upper())  # "your prescription Rx": the word is there already, so the letters
-    if text[0].isupper() and text.lower() in ABBREVIATIONS:
-        said = said[0].upper() + said[1:]
+    if text[0].isupper() and text.lower() in ABBREVIATIONS and not (text.isupper() and text in ABBREVIATIONS):
+        said = said[0].upper() + said[1:]  # (a shouted one keeps its own: "REQ'D" "required")
     ends = text in ENDINGS or text.lower() in ENDINGS
     return _counted(match, said) + ("." if ends and ends_sentence_after(match) else "")
 
@@ -313,6 +331,27 @@ def _dose_form(match: re.Match[str]) -> str:
     return name if one and not word.endswith("s") else name + "s"
 
 
+# A prescription's sig codes after its dose ("Take 1 tab PO BID", "500 mg po q6h prn"): how and how often
+SIG_CODES = {"po": "by mouth", "bid": "twice a day", "tid": "three times a day", "qid": "four times a day",
+             "qd": "once a day", "prn": "as needed", "hs": "at bedtime", "ac": "before meals", "pc": "after meals"}
+_SIG_CODE = r"(?i:%s|q\d{1,2}h)\.?" % "|".join(SIG_CODES)
+_SIG = rf"(?<![\w.]){_SIG_CODE}(?:[ \t]+{_SIG_CODE})*(?![\w])"
+_DOSE_BEFORE = re.compile(r"(?i:\b(?:take|tabs?|tablets?|caps?|capsules?|pills?|mg|mcg|ml|units?|drops?|puffs?|sprays?)\.?)"
+                          r"[ \t]+\Z|(?<=\d)[ \t]?(?i:mg|mcg|ml|g)[ \t]+\Z"
+                          r"|(?i:\btake)[ \t]+\d{1,2}[ \t]+\Z")  # "take 1 q4h"
+
+
+def _sig(match: re.Match[str]) -> str | None:
+    """"PO BID" "by mouth twice a day", "q6h" "every six hours": only after a dose ("PO box", "PO 7200" stay)."""
+    if not _DOSE_BEFORE.search(match.string, max(0, match.start() - 16), match.start()):
+        return None
+    said = []
+    for code in match.group().split():
+        code = code.rstrip(".").lower()
+        said.append(SIG_CODES.get(code) or f"every {w.cardinal(code[1:-1])} hours")
+    return " ".join(said) + ("." if match.group().endswith(".") and ends_sentence_after(match) else "")
+
+
 def _copied(match: re.Match[str]) -> str:
     """"cc agent@x.com", "bcc: me": the copy lines of an e-mail are spelled (a word they are not)."""
     return " ".join(match.group().upper())
@@ -339,8 +378,12 @@ _OPEN_COUNTED = re.compile(r"(?<![\w.])(?:%s)[ \t]*(?:%s(?:,[ \t]?%s)*,?(?:[ \t]
 _SHOUTED_TITLE = "(?:%s)(?=[ \t]+[A-Z]{2})" % _pattern({k.upper(): v for k, v in TITLES.items() if k not in ("St.", "No.")})
 
 
+# A shouted "NO." after a shouted word, before a number or a code: "CLAIM NO. WC-2024-0081" "CLAIM NUMBER ..."
+_SHOUTED_NO = r"(?<=[A-Z][ \t])NO\.(?=[ \t]?(?:#?\d|[A-Z]{1,4}-?\d))"
+
+
 RULES: list[Rule] = [
-    ("title", rf"(?<![\w.])(?:St\.|(?:{_pattern({k: v for k, v in TITLES.items() if k != 'No.'})})|{_SHOUTED_TITLE}|No\.(?=[ \t]?(?:\d|[A-Z]{{1,4}}-?\d)|[ \t]of\b)|no\.(?=[ \t]?(?:\d|[A-Z][A-Z\d-]*\d))|{_NUMBERED_NO})",
+    ("title", rf"(?<![\w.])(?:St\.|(?:{_pattern({k: v for k, v in TITLES.items() if k != 'No.'})})|{_SHOUTED_TITLE}|No\.(?=[ \t]?(?:\d|[A-Z]{{1,4}}-?\d)|[ \t]of\b)|no\.(?=[ \t]?(?:\d|[A-Z][A-Z\d-]*\d))|{_NUMBERED_NO}|{_SHOUTED_NO})",
      _title),
     ("abbreviation",
      rf"(?<![\w.])(?:{_pattern(ABBREVIATIONS)}|(?i:{_pattern(_LOWER_ABBREVIATIONS)}))(?![\w])", _abbreviation),
@@ -353,6 +396,7 @@ RULES: list[Rule] = [
          "." if match.group().endswith(".") and ends_sentence_after(match) else "")),
     ("label", rf"(?<![\w.])(?:{_pattern(LABELS)})(?:(?=:)|\.?(?=[ \t]*[+(]?\d))", _label),
     ("copied", r"(?<![\w.@'’])(?i:b?cc)(?=:|[ \t]+(?:me|us|them|him|her|[\w.+-]+@))", _copied),
+    ("sig", _SIG, _sig),
     ("dose_form", r"(?<=\d[ \t])(?:tab|cap)s?(?:\.(?=[ \t]+[a-z])|(?![\w]))", _dose_form),
     ("initials_and", r"(?<![\w&])[A-Z]{1,3}&[A-Z]{1,3}(?![\w&])",  # "AT&T", "R&D", "Q&A": letters and letters
      lambda match: " and ".join(" ".join(part) for part in match.group().split("&"))),

@@ -22,10 +22,10 @@ STREET_TYPES = {"St": "Street", "Ave": "Avenue", "Av": "Avenue", "Blvd": "Boulev
                 "Place": "Place", "Parkway": "Parkway", "Highway": "Highway", "Terrace": "Terrace", "Circle": "Circle",
                 "Square": "Square", "Trail": "Trail", "Hwy.": "Highway", "Crescent": "Crescent", "Expressway": "Expressway",
                 "Freeway": "Freeway", "Plaza": "Plaza"}
-# A shouted address ("77 MAIN ST") or one typed in small letters ("88 cedar ave"): the types that are no word of their
-# own ("DR", "CT", "WAY" are).
+# A shouted address ("77 MAIN ST", "742 EVERGREEN TER") or one typed in small letters ("88 cedar ave"): the types that
+# are no word or other abbreviation of their own ("DR", "CT", "WAY" are; in small letters, "pl", "ter" too).
 _NO_WORD = "St Ave Blvd Rd Ln Pkwy Hwy".split()
-STREET_TYPES |= {kind.upper(): STREET_TYPES[kind] for kind in _NO_WORD}
+STREET_TYPES |= {kind.upper(): STREET_TYPES[kind] for kind in _NO_WORD + "Ter Cir Pl Trl Plz Expy Fwy".split()}
 STREET_TYPES |= {kind.lower(): STREET_TYPES[kind] for kind in _NO_WORD}
 DIRECTIONS = {"N": "North", "S": "South", "E": "East", "W": "West", "NE": "Northeast", "NW": "Northwest",
               "SE": "Southeast", "SW": "Southwest"}
@@ -61,8 +61,8 @@ _ROUTE = (r"(?:Highway|Hwy\.?|Route|Rte\.?|Rt\.?|County[ \t]Road|State[ \t]Route
 _ADDRESS = (rf"(?<![\w.,$#/-])\d{{1,6}}(?:-?[A-Z])?[ \t]+(?:{_DIRECTION}\.?[ \t]+)?(?:{_ROUTE}|{_NAME}(?:[ \t]+{_NAME}){{0,3}}"
             rf"[ \t]+{_STREET_TYPE}\.?(?:[ \t]+{_DIRECTION}\.?(?=[ \t,;]|$))?)(?![\w])"
             rf"|(?<![\w.,$#/-])\d{{1,6}}[ \t]+{_DIRECTION}\.?[ \t]+[A-Z][a-z]+(?=,|[ \t]+#)"  # "4021 N. Broadway, Chicago"
-            rf"|(?<![\w.,$#/-])\d{{1,6}}(?:[ \t]+[a-z][a-z']+){{1,3}}[ \t]+(?:st|ave|blvd|rd|ln)\.?"
-            rf"(?![\w])")  # "88 cedar ave", all in small letters
+            rf"|(?<![\w.,$#/-])\d{{1,6}}(?:[ \t]+[nsew])?(?:[ \t]+(?:[a-z][a-z']+|\d{{1,3}}(?:st|nd|rd|th))){{1,3}}"
+            rf"[ \t]+(?:st|ave|blvd|rd|ln)\.?(?![\w])")  # "88 cedar ave", "55 w 14th st", all in small letters
 _UNIT = (r"(?<![\w])(?i:%s)(?:\.?[ \t]*#[ \t]*|\.?[ \t]+|\.)(?!1Z(?:[ \t]?[0-9A-Z]){16}(?![\w-]))(?:[A-Z]?\d+[A-Z]?|[A-Z]{1,2}\d*)(?![\w-]|:\d)"
          % trie(list(UNITS)).replace(r"\ ", r"[ \t]"))  # a trie: tried at every small word
 _ROUTE_ALONE = (r"(?<![\w.])(?:(?:County|State|Farm|Forest)[ \t](?:Rd\.?|Road|Hwy\.?|Highway|Rte\.?|Route)|Hwy\.?|Highway"
@@ -74,7 +74,7 @@ _ZIP = (r"(?<![\w])(?:(?:%s),?[ \t]+|(?i:zip|zip[ \t]code|postal[ \t]code|zipcod
 
 
 # The end of a text that may yet become an address: a house number and, so far, only what a street's name may hold.
-_OPEN_ADDRESS = re.compile(rf"(?<![\w.,$#/-])\d{{1,6}}(?:-?[A-Z])?(?:[ \t]+(?:{_DIRECTION}\.?|{_NAME})){{0,4}}(?:[ \t]+[A-Za-z.]{{1,12}})?(?:[ \t]+#)?\s*\Z")  # the last word may be unfinished; a unit's "#" may follow
+_OPEN_ADDRESS = re.compile(rf"(?<![\w.,$#/-])\d{{1,6}}(?:-?[A-Z])?(?:[ \t]+(?:(?:{_DIRECTION}|[nsew])\.?|{_NAME})){{0,4}}(?:[ \t]+[A-Za-z.]{{1,12}})?(?:[ \t]+#)?\s*\Z")  # the last word may be unfinished; a unit's "#" may follow
 
 
 def open_address(text: str) -> int | None:
@@ -108,6 +108,8 @@ def _address(match: re.Match[str]) -> str:
     words = rest.split()
     for i, word in enumerate(words):
         bare = word.rstrip(".")
+        if len(bare) == 1 and bare.islower() and i == 0 and len(words) > 2:  # "55 w 14th st"
+            bare = bare.upper()
         if i == 0 and bare in DIRECTIONS and (len(words) > 2 or words[-1].rstrip(".") not in STREET_TYPES):
             said.append(DIRECTIONS[bare])
         elif word.isdigit():  # a route's number, as a house number is said: "Highway two ninety"

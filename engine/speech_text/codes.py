@@ -260,7 +260,7 @@ def _extension(match: re.Match[str]) -> str:
 _ROMAN = r"(?=[MDCLXVI])M{0,3}(?:CM|CD|D?C{0,3})(?:XC|XL|L?X{0,3})(?:IX|IV|V?I{0,3})"
 _ROMAN_LOWER = r"(?=[mdclxvi]{2})" + _ROMAN.lower().replace("(?=[mdclxvi])", "")  # "Scene ii", not "Type x"
 _VALUES = {"M": 1000, "D": 500, "C": 100, "L": 50, "X": 10, "V": 5, "I": 1}
-NUMBERING = ("Rule Rules Chapter Chapters Part Parts Volume Vol. Book Act Scene Section Phase Stage Level Tier "
+NUMBERING = ("Rule Rules Chapter Chapters Part Parts Volume Vol. vol. ch. Ch. pt. Pt. no. Book Act ACT Scene SCENE Section Phase Stage Level Tier "
              "Article Appendix Class Type Grade Round Season Episode Step Schedule Category Division Annex Title Clause "
              "Page Pages Psalm Fig. Figure Table Exhibit Lesson Module Unit Auto Rocky Fantasy Bowl War Wars Mark Mk. Model Series Gen "
              "Generation Apollo iPhone").split()
@@ -289,6 +289,10 @@ def _pronoun(match: re.Match[str]) -> bool:
     return match.group().endswith(" I") and following is not None and following[1] in _PRONOUN_VERBS
 
 
+# Short numbering words before a roman numeral, said as what they number ("pt. iii" "part three", "no. iv" "number four")
+_SHORT_NUMBERING = {"pt.": "part", "Pt.": "Part", "no.": "number"}
+
+
 def _numbered(match: re.Match[str]) -> str | None:
     if _pronoun(match):
         return None
@@ -296,7 +300,7 @@ def _numbered(match: re.Match[str]) -> str | None:
     if numeral in ("C", "D", "L", "M"):  # "Medicare Part D", "Schedule C": a letter
         return None
     word = words.split()[-1]  # "Vol. XXI": the numbering word said in full, "Volume twenty-one"
-    said = words[:-len(word)] + (TITLES.get(word) or ABBREVIATIONS.get(word) or word)
+    said = words[:-len(word)] + (_SHORT_NUMBERING.get(word) or TITLES.get(word) or ABBREVIATIONS.get(word) or word)
     return f"{said} {w.cardinal(str(roman_value(numeral.upper())))}"
 
 

@@ -272,7 +272,7 @@ _VERBS_IN_S = frozenset("""takes means makes costs gives needs uses lasts weighs
     contains equals becomes produces delivers offers supports buys pays gets earns brings leaves puts sets runs
     moves turns shows tells asks wants beats feeds serves charges yields lowers raises reduces increases""".split())
 _NOT_PLURAL_NOUNS = frozenset("""towards afterwards always sometimes besides perhaps across thus does goes its
-    hers ours yours theirs whereas lengthwise""".split())
+    hers ours yours theirs whereas lengthwise tops""".split())  # "$5k tops": at most
 
 
 # Singular nouns a duration describes without a determiner before it ("20 min wait", "10 min walk")
@@ -493,6 +493,7 @@ def _pressure(match: re.Match[str]) -> str:
 
 _DETERMINER_BEFORE = re.compile(r"(?i:\b(?:the|this|that|my|your|our|their|his|her|its|an?))[ \t]+\Z")
 _HALF_OF = re.compile(r"[ \t]+(?i:of|off|price|priced)\b")  # "½ off", "½ price": "half off", "half price"
+_HALF_PRICE = re.compile(r"[ \t]+(?i:off|price|priced)\b")
 _HALVED_BEFORE = re.compile(r"(?i:\b(?:by|in))[ \t]+\Z")  # "reduce by ½", "cut in ½": "by half", "in half"
 
 
@@ -547,6 +548,8 @@ def _fraction(match: re.Match[str]) -> str:
     after = match.string[match.end():match.end() + 40]
     if a == "1" and after[:1] == "-" and _DETERMINER_BEFORE.search(match.string, before, match.start()):
         return _before_hyphen(1, int(b))  # "a 1/4-inch bolt": "a quarter-inch bolt"
+    if match.group() == "1/2" and _HALF_PRICE.match(after):
+        return "half"  # "1/2 price", "1/2 off": "half price", as "½ price" is
     counted = _COUNTED.match(after)
     if counted and counted[1] not in _UNIT_WORDS and counted[1] not in _MATH_VERBS and int(a) > 1:
         return f"{w.cardinal(a)} out of {w.cardinal(b)}"  # "7/10 customers", "17/20 questions": so many of so many

@@ -129,7 +129,7 @@ _RULES_OF_CLASS = {
     "fraction": "mixed_fraction fraction signed_fraction vulgar_fraction",
     "measure": "spaced_hour per_unit per_slash pressure rooms feet_inches feet dimensions inches inches_tall hyphen_unit unit_alone fraction_unit fraction_inches power_unit",
     "cardinal": "number_ers number_sign quantity grouped_thousands scientific superscript_power",
-    "abbreviation": "party_state initials_and title abbreviation before_number label copied dose_form dotted caps",
+    "abbreviation": "party_state initials_and title abbreviation before_number label copied sig dose_form dotted caps",
     "plain": "sharp about slash dash emoji stray bar",
 }
 CLASSES = {rule: kind for kind, rules in _RULES_OF_CLASS.items() for rule in rules.split()}

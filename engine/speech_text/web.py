@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 
 from engine.speech_text import words as w
-from engine.speech_text.abbreviations import COMMON_WORDS, SPELLED, caps
+from engine.speech_text.abbreviations import COMMON_WORDS, SAYABLE_START, SPELLED, caps
 from engine.speech_text.numbers import CODE_NOUN, Rule, ip, ipv4, port
 
 TLDS = ("com org net io dev ai co edu gov app uk de fr ca au us info biz me tv ly gg xyz tech cloud sh travel shop "
@@ -60,7 +60,9 @@ def _name(part: str, domain: bool) -> str:
     if (lower in _SPELLED_NAMES or lower == "www" or len(part) == 1 or not re.search(r"[aeiouy]", lower)
             or (domain and len(part) == 2 and lower not in _SAID_DOMAINS)
             # "y" its only vowel, after two consonants no word opens with: "qty" ("dry", "gym" are words)
-            or re.fullmatch(r"[^aeiouy]{2}[^aeiou]*", lower) and lower[:2] not in _ONSETS):
+            or re.fullmatch(r"[^aeiouy]{2}[^aeiou]*", lower) and lower[:2] not in _ONSETS
+            # a short name that opens no English syllable: "cmu", "nyu" ("mit", "abc" do: listed)
+            or len(part) <= 3 and not SAYABLE_START.match(lower)):
         return " ".join(part.upper())
     if len(part) >= 4 and re.match(r"[^aeiouy]{2}", lower) and lower[:2] not in _ONSETS and lower not in _SAID_NAMES:
         return f"{part[0].upper()} {part[1:]}"
@@ -275,8 +277,13 @@ def _identifier(match: re.Match[str]) -> str:
 
 
 def _handle(match: re.Match[str]) -> str:
-    """"@the.bake.shop" -> "at the dot bake dot shop"."""
-    return "at " + _spoken_parts(match.group()[1:])
+    """"@the.bake.shop" -> "at the dot bake dot shop"; capitals run into a capitalised word are an acronym before it:
+    "@NWSBoston" -> "at N W S Boston"."""
+    name = match.group()[1:]
+    acronym = re.match(r"[A-Z]{2,5}(?=[A-Z][a-z])", name)
+    if acronym:
+        return f"at {' '.join(acronym.group())} {_spoken_parts(name[acronym.end():])}"
+    return "at " + _spoken_parts(name)
 
 
 def _hashtag(match: re.Match[str]) -> str | None:
