@@ -336,7 +336,7 @@ SIG_CODES = {"po": "by mouth", "bid": "twice a day", "tid": "three times a day",
              "qd": "once a day", "prn": "as needed", "hs": "at bedtime", "ac": "before meals", "pc": "after meals"}
 _SIG_CODE = r"(?i:%s|q\d{1,2}h)\.?" % "|".join(SIG_CODES)
 _SIG = rf"(?<![\w.]){_SIG_CODE}(?:[ \t]+{_SIG_CODE})*(?![\w])"
-_DOSE_BEFORE = re.compile(r"(?i:\b(?:take|tabs?|tablets?|caps?|capsules?|pills?|mg|mcg|ml|units?|drops?|puffs?|sprays?)\.?)"
+_DOSE_BEFORE = re.compile(r"(?i:\b(?:tabs?|tablets?|caps?|capsules?|pills?|mg|mcg|ml|units?|drops?|puffs?|sprays?)\.?)"
                           r"[ \t]+\Z|(?<=\d)[ \t]?(?i:mg|mcg|ml|g)[ \t]+\Z"
                           r"|(?i:\btake)[ \t]+\d{1,2}[ \t]+\Z")  # "take 1 q4h"
 
