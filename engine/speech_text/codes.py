@@ -180,7 +180,9 @@ def _grouped_digits(match: re.Match[str]) -> str | None:
                      for group in re.split(r"[- \t]", text))
 
 
-_DIALLED = re.compile(r"(?i:call|phone|tel|dial|text|fax|number|reach|contact|line|hotline|desk|office|mobile|cell)\b")
+# A word about calling, before a number it makes a phone number ("calling 311", "TTY: 711": a relay service)
+_DIALLED = re.compile(r"(?i:call(?:s|ing)?|phone|tel|dial|text|fax|number|reach|contact|line|hotline|desk|office|mobile|cell|"
+                      r"tty|tdd|relay)\b")
 
 
 def _local_phone(match: re.Match[str]) -> str | None:

@@ -251,6 +251,7 @@ def quantity_kind(text: str) -> str:
 
 _DETERMINER = re.compile(r"(?:^|\s)(?i:an?|the|your|our|my|his|her|its|their|this|that)[ \t]\Z")
 _NOUN_AFTER = re.compile(r"[ \t]+([A-Za-z][a-z]*|[A-Z]{2,})\b")
+_COMPOUND_AFTER = re.compile(r"[ \t]+([a-z]+)[ \t]+([a-z]+)\b")  # "support calls"
 # What follows a measure without it describing that word: "20 GB of data", "10 km a day", "5 kg left", "2 mi away".
 _NOT_DESCRIBED = frozenset(
     """of in on at to for from and or but per each a an the is are was were be been will would can could should may
@@ -314,8 +315,11 @@ def _counts(match: re.Match[str]) -> bool:
     if _COUNT_BEFORE.search(match.string, max(0, match.start() - 16), match.start()):
         return True
     after = _NOUN_AFTER.match(match.string, match.end(), match.end() + 24)
-    if after is None or not _PLURAL_NOUN.fullmatch(after[1]) or after[1] in _NOT_PLURAL_NOUNS \
-            or after[1] in _VERBS_IN_S or after[1] in _YEAR_NOUNS:
+    noun = after[1] if after else ""
+    if after and not _PLURAL_NOUN.fullmatch(noun):  # "2024 support calls": a lower-case compound noun's plural
+        pair = _COMPOUND_AFTER.match(match.string, match.end(), match.end() + 32)
+        noun = pair[2] if pair and pair[1] not in _NOT_DESCRIBED else noun
+    if not _PLURAL_NOUN.fullmatch(noun) or noun in _NOT_PLURAL_NOUNS or noun in _VERBS_IN_S or noun in _YEAR_NOUNS:
         return False
     return _YEAR_BEFORE.search(match.string, max(0, match.start() - 12), match.start()) is None
 
