@@ -409,8 +409,10 @@ def _superscript_power(match: re.Match[str]) -> str:
     return " to the minus " + w.number(power[1:]) if power[0] == "-" else " to the power of " + w.number(power)
 
 
-def _phone(match: re.Match[str]) -> str:
+def _phone(match: re.Match[str]) -> str | None:
     groups = _DIGIT_GROUP.findall(match.group())
+    if re.fullmatch(r"\+\d{1,3}\.\d{1,2}", match.group()):
+        return None  # "+1.5", "+12.75": a signed decimal
     said = [w.digits(g) for g in groups]
     if match.group().lstrip("(").startswith("+"):
         said[0] = "plus " + said[0]
@@ -433,10 +435,11 @@ def fraction_words(numerator: int, denominator: int) -> str:
 
 
 _DATE_CUES = re.compile(r"(?:(?i:\b(?:on|by|starts?|starting|due|until|till|thru|through|from|since|before|after|"
-                        r"expires?|expiring|exp|dated?|effective|ends?|ending|week of|open|opens|closed|delivered|"
+                        r"expires?|expiring|exp|dated?|effective|ends?|ending|week of|as of|open|opens|closed|delivered|"
                         r"scheduled|arrives?|arriving|shipped|ships))"
                         r"|\b(?:Mon|Tues?|Wed(?:nes)?|Thu(?:rs?)?|Fri|Sat(?:ur)?|Sun)(?:day)?"
-                        r"|\b(?:mon|tues?|wed|thu(?:rs?)?|fri|sat|sun)\.?|\b(?:mon|tues|wednes|thurs|fri|satur|sun)day)\W*$")  # "Monday 9/22", "tues 11/12"
+                        r"|\b(?:mon|tues?|wed|thu(?:rs?)?|fri|sat|sun)\.?|\b(?:mon|tues|wednes|thurs|fri|satur|sun)day"
+                        r"|\b(?:MON|TUES?|WED|THU(?:RS?)?|FRI|SAT|SUN)\.?)\W*$")  # "Monday 9/22", "tues 11/12", "DUE FRI 11/8"
 _CHANGED_BY = re.compile(r"(?i:\b(?:cut|cuts|reduced?|reduces|lowers?|lowered|raised?|raises|increased?|increases|"
                          r"decreased?|decreases|grew|grows?|rose|rises?|fell|falls?|dropped|drops?|shrank|shrinks?|"
                          r"discounted|multiplied|divided|up|down)\b[^.!?]{0,30}\b(?:by|from)\W*)$")  # "cuts it by 1/4", "down from 3/4":
@@ -534,10 +537,26 @@ _RATED = re.compile(r"(?i:\b(?:rated|rates|rating(?:[ \t]of)?|scored?|score[ \t]
 _GOT = re.compile(r"(?i:\b(?:got|get|gets|earned|received))[ \t]+\Z")  # "got 17/20 on the quiz", not "got 1/4 of"
 
 
+# Betting odds: "3/1 to win", "a 5/2 favorite", "odds of 7/4", "backed at 9/1" ("three to one")
+_ODDS_AFTER = re.compile(r"(?i:[ \t]+(?:to[ \t]+win|odds|(?:fav(?:ou?rite)?s?|shot|underdogs?|outsiders?)\b))")
+_ODDS_BEFORE = re.compile(r"(?i:\bodds(?:[ \t]+(?:of|are|at))?|\bat)[ \t]+\Z")
+
+
+def _odds(match: re.Match[str], a: str, b: str) -> bool:
+    """Whether the fraction ``a/b`` is betting odds: before a word about winning, after "odds" (or after "at" where it
+    is more than one: "at 9/1", not "at 1/2 price")."""
+    if _ODDS_AFTER.match(match.string, match.end()):
+        return True
+    cue = _ODDS_BEFORE.search(match.string, max(0, match.start() - 12), match.start())
+    return cue is not None and (not cue.group().lower().startswith("at") or int(a) > int(b))
+
+
 def _fraction(match: re.Match[str]) -> str:
     if match.group() in _SPECIAL_FRACTIONS:
         return _SPECIAL_FRACTIONS[match.group()]
     a, b = match.group().split("/")
+    if b.isdigit() and _odds(match, a, b):
+        return f"{w.cardinal(a)} to {w.cardinal(b)}"
     before = max(0, match.start() - 20)
     marked = b in ("5", "10", "20", "25", "50", "100") and int(a) <= int(b) \
         and not re.match(r"[ \t]+of\b", match.string[match.end():match.end() + 4])  # "scored 3/4 of the goals"
