@@ -50,9 +50,10 @@ _WHITESPACE = re.compile(r"(?P<line>[^\S\n]*\n\s*)|(?P<before>[^\S\n]+(?=[,.;!?]
 # except where it groups a number's thousands ("1\u202f000", "12\u00a0345\u00a0678"; a decimal's tail too): between
 # digits grouped otherwise it is a space ("020\u00a07946\u00a00321": a phone number's groups). A typographic hyphen
 # (non-breaking, figure dash, small or full-width hyphen-minus) is a hyphen to them ("508\u2011555\u20110199"); a
-# fraction slash between digits a slash ("1\u20442"); an ordinal's suffix in superscript letters plain ("2ⁿᵈ": "2nd").
+# fraction slash between digits a slash ("1\u20442"), en dashes between a phone number's groups hyphens ("555–010–4477",
+# as typography sets them); an ordinal's suffix in superscript letters plain ("2ⁿᵈ": "2nd").
 _HARD = "\u00a0\u202f\u2009"
-_TYPOGRAPHIC = re.compile(rf"(?<![\d.,])\d+(?:[{_HARD}]\d+)+|[{_HARD}](?!\d)|(?<!\d)[{_HARD}]|[\u2010\u2011\u2012\ufe63\uff0d]|(?<=\d)\u2044(?=\d)|(?<=\d)(?:ˢᵗ|ⁿᵈ|ʳᵈ|ᵗʰ)")
+_TYPOGRAPHIC = re.compile(rf"(?<![\w.,–-])(?:1–)?\d{{3}}–\d{{3}}–\d{{4}}(?![\w–-]|\.\d)|(?<![\d.,])\d+(?:[{_HARD}]\d+)+|[{_HARD}](?!\d)|(?<!\d)[{_HARD}]|[\u2010\u2011\u2012\ufe63\uff0d]|(?<=\d)\u2044(?=\d)|(?<=\d)(?:ˢᵗ|ⁿᵈ|ʳᵈ|ᵗʰ)")
 _SUPERSCRIPT_SUFFIX = str.maketrans("ˢᵗⁿᵈʳʰ", "stndrh")
 _THOUSANDS = re.compile(rf"[1-9]\d{{0,2}}(?:[{_HARD}]\d{{3}})+")
 
@@ -68,6 +69,8 @@ _CODE_BEFORE = re.compile(r"(?i:\bcodes?(?:[ \t]+(?:is|was))?[ \t]*:?[ \t]*)\Z")
 
 def _plain(match: re.Match[str]) -> str | None:
     text = match.group()
+    if "–" in text:
+        return text.replace("–", "-")
     if text[0].isdigit():
         if _CODE_BEFORE.search(match.string, max(0, match.start() - 16), match.start()):
             return re.sub(f"[{_HARD}]", "", text)

@@ -825,6 +825,10 @@ RULES: list[Rule] = [
      % "|".join(re.escape(u) for u in sorted(UNITS, key=len, reverse=True) if (UNITS[u][2] or u == "s") and u.isalpha()),
      _fraction_unit),
     ("spaced_hour", r"(?<=\d[ \t])h(?![\w/'’-])", _spaced_hour),
+    # "10K-20K followers", "1.5M–2M": a range of numbers each with its scale's letter, "ten thousand to twenty thousand"
+    ("suffix_range", r"(?<![\w.,/-])\d{1,3}(?:\.\d{1,2})?[kKMB][ \t]?[-–][ \t]?\d{1,3}(?:\.\d{1,2})?[kKMB](?![\w-])",
+     lambda match: " to ".join(f"{w.number(n)} {MULTIPLIERS[scale]}"
+                               for n, scale in re.findall(r"([\d.]+)([kKMB])", match.group()))),
     ("quantity", _QUANTITY, _quantity),
     # "per kWh", "per sq ft": a unit named after "per" with no number before it, singular
     ("per_unit", r"(?<=\bper[ \t])(?:%s)(?![\w/²³])" % "|".join(
