@@ -252,6 +252,7 @@ def quantity_kind(text: str) -> str:
 _DETERMINER = re.compile(r"(?:^|\s)(?i:an?|the|your|our|my|his|her|its|their|this|that)[ \t]\Z")
 _NOUN_AFTER = re.compile(r"[ \t]+([A-Za-z][a-z]*|[A-Z]{2,})\b")
 _COMPOUND_AFTER = re.compile(r"[ \t]+([a-z]+)[ \t]+([a-z]+)\b")  # "support calls"
+_WORD_BEFORE = re.compile(r"\b[a-z]+[ \t]+\Z")
 # What follows a measure without it describing that word: "20 GB of data", "10 km a day", "5 kg left", "2 mi away".
 _NOT_DESCRIBED = frozenset(
     """of in on at to for from and or but per each a an the is are was were be been will would can could should may
@@ -316,7 +317,10 @@ def _counts(match: re.Match[str]) -> bool:
         return True
     after = _NOUN_AFTER.match(match.string, match.end(), match.end() + 24)
     noun = after[1] if after else ""
-    if after and not _PLURAL_NOUN.fullmatch(noun):  # "2024 support calls": a lower-case compound noun's plural
+    # "handled 2024 support calls": a lower-case compound noun's plural, after a lower-case word (a verb, not "Q3 2024
+    # beat forecasts")
+    if after and not _PLURAL_NOUN.fullmatch(noun) and _WORD_BEFORE.search(match.string, max(0, match.start() - 20),
+                                                                          match.start()):
         pair = _COMPOUND_AFTER.match(match.string, match.end(), match.end() + 32)
         noun = pair[2] if pair and pair[1] not in _NOT_DESCRIBED else noun
     if not _PLURAL_NOUN.fullmatch(noun) or noun in _NOT_PLURAL_NOUNS or noun in _VERBS_IN_S or noun in _YEAR_NOUNS:
@@ -543,8 +547,11 @@ _ODDS_BEFORE = re.compile(r"(?i:\bodds(?:[ \t]+(?:of|are|at))?|\bat)[ \t]+\Z")
 
 
 def _odds(match: re.Match[str], a: str, b: str) -> bool:
-    """Whether the fraction ``a/b`` is betting odds: before a word about winning, after "odds" (or after "at" where it
-    is more than one: "at 9/1", not "at 1/2 price")."""
+    """Whether the fraction ``a/b`` is betting odds: a bookmaker's small denominator, before a word about winning,
+    after "odds" (or after "at" where it is more than one: "at 9/1", not "at 1/2 price"; "odds of 1/5000" is a
+    chance)."""
+    if int(b) > 30:
+        return False
     if _ODDS_AFTER.match(match.string, match.end()):
         return True
     cue = _ODDS_BEFORE.search(match.string, max(0, match.start() - 12), match.start())
