@@ -58,8 +58,8 @@ def _serial(match: re.Match[str]) -> str | None:
     measured = _MEASURED.fullmatch(text)
     if measured and measured[1] in CURRENCIES and measured[1].isupper() or _CODED_AMOUNT.fullmatch(text):
         return None  # "100USD", "USD100": an amount (money.py)
-    if len(text) > 40 or (_SCALED.fullmatch(text) or _SCALED_RANGE.fullmatch(text) or (measured and measured[1] in UNITS)) \
-            and not cued:
+    scaled = _SCALED.fullmatch(text) or _SCALED_RANGE.fullmatch(text)
+    if len(text) > 40 or (scaled or (measured and measured[1] in UNITS)) and not cued:
         return None
     return spell_code(text.upper())
 
@@ -183,8 +183,8 @@ def _grouped_digits(match: re.Match[str]) -> str | None:
 
 
 # A word about calling, before a number it makes a phone number ("calling 311", "TTY: 711": a relay service)
-_DIALLED = re.compile(r"(?i:call(?:s|ing)?|phone|tel|dial|text|fax|number|reach|contact|line|hotline|desk|office|mobile|cell|"
-                      r"tty|tdd|relay)\b")
+_DIALLED = re.compile(r"(?i:call(?:s|ing)?|phone|tel|dial|text|fax|number|reach|contact|line|hotline|desk|office|"
+                      r"mobile|cell|tty|tdd|relay)\b")
 
 
 def _local_phone(match: re.Match[str]) -> str | None:
