@@ -711,6 +711,28 @@ SAID = [
     ('Max. 4 guests', 'Maximum four guests'),
     ('Appetizers are 1/2 price after 9 p.m.', 'Appetizers are half price after nine PM.'),
     ('our budget is like $5k tops', 'our budget is like five thousand dollars tops'),
+    # heldout18: time ranges streamed, phones in en dashes, N11 after calling/TTY, '#' as number, code digits, odds, ...
+    ('Office hours: 9 am – 5 pm', 'Office hours, nine AM to five PM'),
+    ('Mobile: 555–010–4477', 'Mobile, five five five, zero one zero, four four seven seven'),
+    ('Report a pothole by calling 311.', 'Report a pothole by calling three one one.'),
+    ('TTY: 711', 'T T Y, seven one one'),
+    ('we called 411 times', 'we called four hundred eleven times'),
+    ('the office # is 415.555.0199', 'the office number is four one five, five five five, zero one nine nine'),
+    ('Your verification code is 482\xa0913.', 'Your verification code is four eight two nine one three.'),
+    ('We handled 2024 support calls today.', 'We handled two thousand twenty-four support calls today.'),
+    ('Results for Q3 2024 beat forecasts.', 'Results for Q three twenty twenty-four beat forecasts.'),
+    ('You are 2ⁿᵈ on the waitlist.', 'You are second on the waitlist.'),
+    ('the 21ˢᵗ century', 'the twenty-first century'),
+    ('Thermostat calibration offset: +1.5', 'Thermostat calibration offset, plus one point five'),
+    ('call +1 212 555 0100', 'call plus one, two one two, five five five, zero one zero zero'),
+    ('PAYMENT DUE FRI 11/8', 'payment due Friday November eighth'),
+    ('Your refill is ready as of 3/4.', 'Your refill is ready as of March fourth.'),
+    ('as of 3/4 of the staff', 'as of three quarters of the staff'),
+    ('The Chiefs are 3/1 to win it all.', 'The Chiefs are three to one to win it all.'),
+    ('odds of 7/4', 'odds of seven to four'),
+    ('at 1/2 price', 'at half price'),
+    ('looking for creators with 10K-20K followers', 'looking for creators with ten thousand to twenty thousand followers'),
+    ('1.5M-2M views', 'one point five million to two million views'),
 ]
 
 
@@ -851,7 +873,8 @@ def _streamed(parts: list[str]) -> str:
 @pytest.mark.parametrize("half", ["dev.tsv", "heldout.tsv", "heldout2.tsv", "heldout3.tsv", "heldout4.tsv",
                                   "heldout5.tsv", "heldout6.tsv", "heldout7.tsv", "heldout8.tsv", "heldout9.tsv",
                                   "heldout10.tsv", "heldout11.tsv", "dev12.tsv", "heldout12.tsv", "heldout13.tsv",
-                                  "heldout14.tsv", "heldout15.tsv", "dev16.tsv"])
+                                  "heldout14.tsv", "heldout15.tsv", "dev16.tsv", "heldout16.tsv",
+                                  "heldout17.tsv", "heldout18.tsv"])
 def test_every_case_reads_the_same_streamed_in_random_pieces(half: str) -> None:
     rng = random.Random(46)
     for case in text_cases.load(CASES / half):

@@ -20,6 +20,7 @@ from engine.speech_text.numbers import UNITS, Rule, fraction_words
 
 _RUN = re.compile(r"[A-Z]+|\d+")
 _SCALED = re.compile(r"\d+(?:\.\d+)?(?:M|B|BN)")  # "4B": four billion, unless context says it is a code (addresses.py)
+_SCALED_RANGE = re.compile(r"\d{1,3}[KMB]-\d{1,3}[KMB]")  # "10K-20K": a range of counts (numbers.py), not a code
 _MEASURED = re.compile(r"\d+(?:\.\d+)?([A-Za-z]+)")
 _CODED_AMOUNT = re.compile(r"(?:USD|EUR|GBP|CAD|AUD|INR|JPY|CHF|CNY)\d+")
 
@@ -57,7 +58,8 @@ def _serial(match: re.Match[str]) -> str | None:
     measured = _MEASURED.fullmatch(text)
     if measured and measured[1] in CURRENCIES and measured[1].isupper() or _CODED_AMOUNT.fullmatch(text):
         return None  # "100USD", "USD100": an amount (money.py)
-    if len(text) > 40 or (_SCALED.fullmatch(text) or (measured and measured[1] in UNITS)) and not cued:
+    scaled = _SCALED.fullmatch(text) or _SCALED_RANGE.fullmatch(text)
+    if len(text) > 40 or (scaled or (measured and measured[1] in UNITS)) and not cued:
         return None
     return spell_code(text.upper())
 
@@ -180,7 +182,9 @@ def _grouped_digits(match: re.Match[str]) -> str | None:
                      for group in re.split(r"[- \t]", text))
 
 
-_DIALLED = re.compile(r"(?i:call|phone|tel|dial|text|fax|number|reach|contact|line|hotline|desk|office|mobile|cell)\b")
+# A word about calling, before a number it makes a phone number ("calling 311", "TTY: 711": a relay service)
+_DIALLED = re.compile(r"(?i:call(?:s|ing)?|phone|tel|dial|text|fax|number|reach|contact|line|hotline|desk|office|"
+                      r"mobile|cell|tty|tdd|relay)\b")
 
 
 def _local_phone(match: re.Match[str]) -> str | None:

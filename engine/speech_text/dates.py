@@ -229,6 +229,17 @@ _HOUR_AMPM = rf"(?<![\w:.]){_HOUR}[ \t]?(?:{_AMPM}|noon|midnight)(?![\w])"
 _ONE_TIME = rf"(?:{_CLOCK}|{_HOUR})(?:[ \t]?{_AMPM})?"
 _TIME_RANGE = (rf"(?<![\w:.$])(?:{_ONE_TIME}[ \t]?[-–][ \t]?{_ONE_TIME}[ \t]?{_AMPM}"
                rf"|{_CLOCK}[ \t]?[-–][ \t]?{_CLOCK})(?![\w:])")
+# A time and a dash at the end of streamed text, maybe an hour after it: the range it may start ("9 am – 5" before
+# "pm": "nine AM to five PM") reaches more words past "am" than a stream looks ahead, so it is held until finished.
+_OPEN_TIME_RANGE = re.compile(rf"(?<![\w:.$]){_ONE_TIME}[ \t]?[-–][ \t]?(?:(?:{_CLOCK}|{_HOUR})(?:[ \t]?[aApP]\.?)?)?[ \t]*\Z")
+
+
+def open_time_range(text: str) -> int | None:
+    """Where a time range that later text may finish starts at the end of ``text`` ("9 am – 5 "), or None."""
+    tail = _OPEN_TIME_RANGE.search(text, max(0, len(text) - 40))
+    return tail.start() if tail else None
+
+
 _TIME_PARTS = re.compile(rf"(\d{{1,2}})(?:[:.](\d\d))?(?::(\d\d))?[ \t]?(?:({_AMPM})|(noon|midnight))?")
 
 

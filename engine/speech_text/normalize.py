@@ -19,6 +19,7 @@ from engine.speech_text import markdown as marks
 from engine.speech_text.abbreviations import open_caps, open_counted
 from engine.speech_text.addresses import open_address
 from engine.speech_text.codes import open_math, open_tracking
+from engine.speech_text.dates import open_time_range
 from engine.speech_text.money import open_range
 from engine.speech_text.numbers import open_phone
 from engine.speech_text.markdown import markdown
@@ -31,9 +32,11 @@ __all__ = ["normalize", "open_tail", "punctuation_only", "words"]
 def open_tail(text: str) -> int | None:
     """Where an unfinished construct at the end of ``text`` starts (a code fence, a link, an address, an expression,
     a phone number in spaced groups, an ALL-CAPS word whose next words are not there yet, a tracking number's groups,
-    a range of amounts whose scale may follow), or None: the streaming front end holds it until it is finished."""
+    a range of amounts whose scale may follow, a time range not yet ended), or None: the streaming front end holds it
+    until it is finished."""
     starts = [at for at in (marks.open_tail(text), open_address(text), open_math(text), open_phone(text),
-                            open_caps(text), open_counted(text), open_tracking(text), open_range(text))
+                            open_caps(text), open_counted(text), open_tracking(text), open_range(text),
+                            open_time_range(text))
               if at is not None]
     return min(starts) if starts else None
 
@@ -47,9 +50,11 @@ _WHITESPACE = re.compile(r"(?P<line>[^\S\n]*\n\s*)|(?P<before>[^\S\n]+(?=[,.;!?]
 # except where it groups a number's thousands ("1\u202f000", "12\u00a0345\u00a0678"; a decimal's tail too): between
 # digits grouped otherwise it is a space ("020\u00a07946\u00a00321": a phone number's groups). A typographic hyphen
 # (non-breaking, figure dash, small or full-width hyphen-minus) is a hyphen to them ("508\u2011555\u20110199"); a
-# fraction slash between digits a slash ("1\u20442").
+# fraction slash between digits a slash ("1\u20442"), en dashes between a phone number's groups hyphens ("555–010–4477",
+# as typography sets them); an ordinal's suffix in superscript letters plain ("2ⁿᵈ": "2nd").
 _HARD = "\u00a0\u202f\u2009"
-_TYPOGRAPHIC = re.compile(rf"(?<![\d.,])\d+(?:[{_HARD}]\d+)+|[{_HARD}](?!\d)|(?<!\d)[{_HARD}]|[\u2010\u2011\u2012\ufe63\uff0d]|(?<=\d)\u2044(?=\d)")
+_TYPOGRAPHIC = re.compile(rf"(?<![\w.,–-])(?:1–)?\d{{3}}–\d{{3}}–\d{{4}}(?![\w–-]|\.\d)|(?<![\d.,])\d+(?:[{_HARD}]\d+)+|[{_HARD}](?!\d)|(?<!\d)[{_HARD}]|[\u2010\u2011\u2012\ufe63\uff0d]|(?<=\d)\u2044(?=\d)|(?<=\d)(?:ˢᵗ|ⁿᵈ|ʳᵈ|ᵗʰ)")
+_SUPERSCRIPT_SUFFIX = str.maketrans("ˢᵗⁿᵈʳʰ", "stndrh")
 _THOUSANDS = re.compile(rf"[1-9]\d{{0,2}}(?:[{_HARD}]\d{{3}})+")
 
 
@@ -57,10 +62,21 @@ def _typographic(text: str) -> list[Piece]:
     return substitute(_TYPOGRAPHIC, text, _plain)
 
 
+# A code's word right before digits: there a hard space only groups the code's digits ("verification code is
+# 482\u00a0913": "four eight two nine one three"), no thousands
+_CODE_BEFORE = re.compile(r"(?i:\bcodes?(?:[ \t]+(?:is|was))?[ \t]*:?[ \t]*)\Z")
+
+
 def _plain(match: re.Match[str]) -> str | None:
     text = match.group()
+    if "–" in text:
+        return text.replace("–", "-")
     if text[0].isdigit():
+        if _CODE_BEFORE.search(match.string, max(0, match.start() - 16), match.start()):
+            return re.sub(f"[{_HARD}]", "", text)
         return None if _THOUSANDS.fullmatch(text) else re.sub(f"[{_HARD}]", " ", text)
+    if text[0] in "ˢⁿʳᵗ":
+        return text.translate(_SUPERSCRIPT_SUFFIX)
     return " " if text in _HARD else "/" if text == "\u2044" else "-"
 
 

@@ -251,6 +251,8 @@ def quantity_kind(text: str) -> str:
 
 _DETERMINER = re.compile(r"(?:^|\s)(?i:an?|the|your|our|my|his|her|its|their|this|that)[ \t]\Z")
 _NOUN_AFTER = re.compile(r"[ \t]+([A-Za-z][a-z]*|[A-Z]{2,})\b")
+_COMPOUND_AFTER = re.compile(r"[ \t]+([a-z]+)[ \t]+([a-z]+)\b")  # "support calls"
+_WORD_BEFORE = re.compile(r"\b[a-z]+[ \t]+\Z")
 # What follows a measure without it describing that word: "20 GB of data", "10 km a day", "5 kg left", "2 mi away".
 _NOT_DESCRIBED = frozenset(
     """of in on at to for from and or but per each a an the is are was were be been will would can could should may
@@ -314,8 +316,14 @@ def _counts(match: re.Match[str]) -> bool:
     if _COUNT_BEFORE.search(match.string, max(0, match.start() - 16), match.start()):
         return True
     after = _NOUN_AFTER.match(match.string, match.end(), match.end() + 24)
-    if after is None or not _PLURAL_NOUN.fullmatch(after[1]) or after[1] in _NOT_PLURAL_NOUNS \
-            or after[1] in _VERBS_IN_S or after[1] in _YEAR_NOUNS:
+    noun = after[1] if after else ""
+    # "handled 2024 support calls": a lower-case compound noun's plural, after a lower-case word (a verb, not "Q3 2024
+    # beat forecasts")
+    if after and not _PLURAL_NOUN.fullmatch(noun) and _WORD_BEFORE.search(match.string, max(0, match.start() - 20),
+                                                                          match.start()):
+        pair = _COMPOUND_AFTER.match(match.string, match.end(), match.end() + 32)
+        noun = pair[2] if pair and pair[1] not in _NOT_DESCRIBED else noun
+    if not _PLURAL_NOUN.fullmatch(noun) or noun in _NOT_PLURAL_NOUNS or noun in _VERBS_IN_S or noun in _YEAR_NOUNS:
         return False
     return _YEAR_BEFORE.search(match.string, max(0, match.start() - 12), match.start()) is None
 
@@ -405,8 +413,10 @@ def _superscript_power(match: re.Match[str]) -> str:
     return " to the minus " + w.number(power[1:]) if power[0] == "-" else " to the power of " + w.number(power)
 
 
-def _phone(match: re.Match[str]) -> str:
+def _phone(match: re.Match[str]) -> str | None:
     groups = _DIGIT_GROUP.findall(match.group())
+    if re.fullmatch(r"\+\d{1,3}\.\d{1,2}", match.group()):
+        return None  # "+1.5", "+12.75": a signed decimal
     said = [w.digits(g) for g in groups]
     if match.group().lstrip("(").startswith("+"):
         said[0] = "plus " + said[0]
@@ -429,10 +439,11 @@ def fraction_words(numerator: int, denominator: int) -> str:
 
 
 _DATE_CUES = re.compile(r"(?:(?i:\b(?:on|by|starts?|starting|due|until|till|thru|through|from|since|before|after|"
-                        r"expires?|expiring|exp|dated?|effective|ends?|ending|week of|open|opens|closed|delivered|"
+                        r"expires?|expiring|exp|dated?|effective|ends?|ending|week of|as of|open|opens|closed|delivered|"
                         r"scheduled|arrives?|arriving|shipped|ships))"
                         r"|\b(?:Mon|Tues?|Wed(?:nes)?|Thu(?:rs?)?|Fri|Sat(?:ur)?|Sun)(?:day)?"
-                        r"|\b(?:mon|tues?|wed|thu(?:rs?)?|fri|sat|sun)\.?|\b(?:mon|tues|wednes|thurs|fri|satur|sun)day)\W*$")  # "Monday 9/22", "tues 11/12"
+                        r"|\b(?:mon|tues?|wed|thu(?:rs?)?|fri|sat|sun)\.?|\b(?:mon|tues|wednes|thurs|fri|satur|sun)day"
+                        r"|\b(?:MON|TUES?|WED|THU(?:RS?)?|FRI|SAT|SUN)\.?)\W*$")  # "Monday 9/22", "tues 11/12", "DUE FRI 11/8"
 _CHANGED_BY = re.compile(r"(?i:\b(?:cut|cuts|reduced?|reduces|lowers?|lowered|raised?|raises|increased?|increases|"
                          r"decreased?|decreases|grew|grows?|rose|rises?|fell|falls?|dropped|drops?|shrank|shrinks?|"
                          r"discounted|multiplied|divided|up|down)\b[^.!?]{0,30}\b(?:by|from)\W*)$")  # "cuts it by 1/4", "down from 3/4":
@@ -531,10 +542,29 @@ _RATED = re.compile(r"(?i:\b(?:rated|rates|rating(?:[ \t]of)?|scored?|score[ \t]
 _GOT = re.compile(r"(?i:\b(?:got|get|gets|earned|received))[ \t]+\Z")  # "got 17/20 on the quiz", not "got 1/4 of"
 
 
+# Betting odds: "3/1 to win", "a 5/2 favorite", "odds of 7/4", "backed at 9/1" ("three to one")
+_ODDS_AFTER = re.compile(r"(?i:[ \t]+(?:to[ \t]+win|odds|(?:fav(?:ou?rite)?s?|shot|underdogs?|outsiders?)\b))")
+_ODDS_BEFORE = re.compile(r"(?i:\bodds(?:[ \t]+(?:of|are|at))?|\bat)[ \t]+\Z")
+
+
+def _odds(match: re.Match[str], a: str, b: str) -> bool:
+    """Whether the fraction ``a/b`` is betting odds: a bookmaker's small denominator, before a word about winning,
+    after "odds" (or after "at" where it is more than one: "at 9/1", not "at 1/2 price"; "odds of 1/5000" is a
+    chance)."""
+    if int(b) > 30:
+        return False
+    if _ODDS_AFTER.match(match.string, match.end()):
+        return True
+    cue = _ODDS_BEFORE.search(match.string, max(0, match.start() - 12), match.start())
+    return cue is not None and (not cue.group().lower().startswith("at") or int(a) > int(b))
+
+
 def _fraction(match: re.Match[str]) -> str:
     if match.group() in _SPECIAL_FRACTIONS:
         return _SPECIAL_FRACTIONS[match.group()]
     a, b = match.group().split("/")
+    if b.isdigit() and _odds(match, a, b):
+        return f"{w.cardinal(a)} to {w.cardinal(b)}"
     before = max(0, match.start() - 20)
     marked = b in ("5", "10", "20", "25", "50", "100") and int(a) <= int(b) \
         and not re.match(r"[ \t]+of\b", match.string[match.end():match.end() + 4])  # "scored 3/4 of the goals"
@@ -805,6 +835,10 @@ RULES: list[Rule] = [
      % "|".join(re.escape(u) for u in sorted(UNITS, key=len, reverse=True) if (UNITS[u][2] or u == "s") and u.isalpha()),
      _fraction_unit),
     ("spaced_hour", r"(?<=\d[ \t])h(?![\w/'’-])", _spaced_hour),
+    # "10K-20K followers", "1.5M–2M": a range of numbers each with its scale's letter, "ten thousand to twenty thousand"
+    ("suffix_range", r"(?<![\w.,/-])\d{1,3}(?:\.\d{1,2})?[kKMB][ \t]?[-–][ \t]?\d{1,3}(?:\.\d{1,2})?[kKMB](?![\w-])",
+     lambda match: " to ".join(f"{w.number(n)} {MULTIPLIERS[scale]}"
+                               for n, scale in re.findall(r"([\d.]+)([kKMB])", match.group()))),
     ("quantity", _QUANTITY, _quantity),
     # "per kWh", "per sq ft": a unit named after "per" with no number before it, singular
     ("per_unit", r"(?<=\bper[ \t])(?:%s)(?![\w/²³])" % "|".join(

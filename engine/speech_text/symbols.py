@@ -143,6 +143,8 @@ RULES: list[Rule] = [
     ("dash", r"[ \t]*[—–][ \t]*", _saying(" - ")),
     ("emoji", rf"[{EMOJI}]+", _saying("")),
     ("keypad", r"(?<![\w#*])[#*](?![\w#*])", _keypad),
+    # "the office # is 415...", "Order #: 4411": a number sign after a noun, before "is" or a colon, is "number"
+    ("number_word", r"(?<=[A-Za-z][ \t])#(?=[ \t]*(?::|(?:is|was|are)\b))", _saying("number")),
     # (a run of them stops before a dollar sign and its amount: "~$5" is "about five dollars", not "~$" unsaid)
     ("stray", r"(?:[\\{}<>^~*#•·†‡]|\$(?![\d.]))+", _saying("")),
     # "|x| = 5", "|−3|": the opening bar of an absolute value (a short term, no space inside; the closing bar is "bar")
