@@ -98,7 +98,7 @@ FOLLOW_KEEP_S = 0.25  # the far end stays in the ring this long after it was rea
 LEAK_S = 0.032  # the latest this much of the module's output is held against the far end (``leak``) ...
 LEAK_EARLY_MS = 120.0  # ... at lags from this much under the line's measured delay (a peer's jitter buffer shortens
 LEAK_LATE_MS = 60.0  # its playout by tens of ms at a time) to this much over it (all of ``REACH_S`` until sure):
-RAW_ECHO_R = 0.65 # until the delay is sure, the near end as it came that correlates this well with the far end at a
+RAW_ECHO_R = 0.65  # until the delay is sure, the near end as it came that correlates this well with the far end at a
 #                   lag within reach is the echo (``echoing``)
 LEAK_R = 0.5  # where it correlates this well with the far end at one of them, it is the gateway's own voice that
 #              the module let through, not the caller: silenced
