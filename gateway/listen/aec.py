@@ -50,6 +50,11 @@ checks what the module lets through against the far end (``_correlates``): outpu
 the echo may have now is the gateway's own voice, and is silenced. A phone line's far end is stamped with the outbox's
 own playout estimate: neither runs there (the bench's lines gave the same figures with them or without).
 
+Until the line's delay is ``sure`` (``SURE`` measures in a row agreed) or the line is echo free, AEC3 has not
+converged and its suppressor held a caller talking over the gateway's first second back: the caller's side
+(gateway/listen/caller.py) then hears the near end as it came (``raw``) by the level rule, except where it correlates
+with the far end (``echoing``, ``RAW_ECHO_R``: a hot line's echo, louder than the level rule's margin allows).
+
 Counted (``counts``): ``late_far`` (far-end samples that came after their time had been read: not cancelled),
 ``realigned`` (a near-end frame whose stream time jumped: the tie to our clock made afresh), ``resets`` (the module
 diverged, its output louder than its input for ``DIVERGED_S``, or failed: a new one), ``delay_measures`` (the line's
@@ -200,7 +205,8 @@ class EchoCanceller:
         blocks = self._near.size // self.block
         at = self._near_at
         if not blocks:
-            return at, np.empty(0, dtype=np.int16)
+            self.raw = np.empty(0, dtype=np.int16)
+            return at, self.raw
         take = blocks * self.block
         near, self._near = self._near[:take], self._near[take:]
         self._near_at += take / self.rate
