@@ -46,7 +46,7 @@ long enough for the VAD to take it for the caller (the gateway stopped on its ow
 had not found the echo again 5 s later. Such a line's canceller so (1) keeps measuring the delay (``_follow``): where
 it moved, the read point moves with it, so the module finds the echo where it learnt it, or, where the echo came
 sooner than the read point can go (the far end is not there yet), a new module starts, told the new delay; and (2)
-checks what the module lets through against the far end (``_correlates``): output that correlates with the far end at a lag
+checks what the module lets through against the far end (``_correlates``): output correlating with the far end at a lag
 the echo may have now is the gateway's own voice, and is silenced. A phone line's far end is stamped with the outbox's
 own playout estimate: neither runs there (the bench's lines gave the same figures with them or without).
 

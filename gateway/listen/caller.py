@@ -178,14 +178,14 @@ class CallerSide:
         self._samples += pcm.size
         self._latest = (start_ms + seconds * 1000, now)
         heard, heard_ms, changed = pcm, start_ms, False
-        judged, level_rule = pcm, self._echo_guard  # what the VAD hears, and whether the level rule judges it
+        judged = pcm  # what the VAD hears
         if self.aec is not None:
             at_s, heard = self.aec.process(pcm, start_ms / 1000, now)
             heard_ms, changed = at_s * 1000, not (self.aec.passed and heard.size == pcm.size)
             judged = heard
-            if not self.aec.sure and not self.aec.echoing and rms(self.aec.raw / 32768) >= self.echo.level(now) * 10 ** (
-                    -self.detector.config.echo_margin_db / 20):  # the level rule until the canceller is sure (above)
-                judged = self.aec.raw
+            floor = self.echo.level(now) * 10 ** (-self.detector.config.echo_margin_db / 20)
+            if not self.aec.sure and not self.aec.echoing and rms(self.aec.raw / 32768) >= floor:
+                judged = self.aec.raw  # the level rule until the canceller is sure (the class docstring)
         if self.feed is not None:
             if self._listen_clean and changed:  # the canceller took echo out, or held back part of a 10 ms block
                 if heard.size:
@@ -193,7 +193,7 @@ class CallerSide:
             else:
                 self._tally("dropped", self.feed.push(start_ms, self._listener_bytes(audio, pcm)))
         if judged.size:
-            self._queue(judged, heard_ms, now, level_rule)
+            self._queue(judged, heard_ms, now)
 
     def _encoded(self, pcm: np.ndarray) -> bytes:
         """s16 as the call's own encoding."""
@@ -211,14 +211,14 @@ class CallerSide:
         raw = pcm.astype("<i2").tobytes()
         return self._pcm16_out.process(raw) if self._pcm16_out is not None else raw
 
-    def _queue(self, pcm: np.ndarray, start_ms: float, now: float, level_rule: bool) -> None:
+    def _queue(self, pcm: np.ndarray, start_ms: float, now: float) -> None:
         """``pcm`` (the call's rate, from stream time ``start_ms``) into the VAD's window; the echo guard's level as
-        of ``now`` (``level_rule``) judges the windows it completes."""
+        of ``now`` judges the windows it completes."""
         samples = pcm if self._to_vad is None else np.frombuffer(
             self._to_vad.process(pcm.astype("<i2").tobytes()), "<i2")
         self._window_at = start_ms - self._window.size * 1000 / self._vad.rate
         self._window = np.concatenate([self._window, samples.astype(np.float32) / 32768])
-        self._echo_level = self.echo.level(now) if level_rule else 0.0
+        self._echo_level = self.echo.level(now) if self._echo_guard else 0.0
 
     def next_due(self) -> np.ndarray | None:
         """The next window the model must hear for this call (then ``decided`` with what it said), or None: none is.
