@@ -291,7 +291,7 @@ async def test_telnyx_and_asterisk_callers_are_heard_and_barge_in(url, stack, en
     call_id = f"{stack}-barge"
     caller = await connect_call(url, stack, call_id, key=KEY)
     agent = await controller(url, call_id, codec=caller.codec)
-    await agent.send(json.dumps({"type": "listen"}))
+    await agent.send(json.dumps({"type": "listen", "aec": False}))  # the bytes as sent, the canceller on or off
     assert json.loads(await agent.recv()) == {"type": "caller_audio_start", "encoding": encoding, "sample_rate": rate,
                                               "channels": 1}
     await agent.send(json.dumps({"type": "speak", "text": LONG_TEXT}))
@@ -312,6 +312,7 @@ async def test_telnyx_and_asterisk_callers_are_heard_and_barge_in(url, stack, en
     await caller.cleared()
     assert [e["type"] for e in seen if e["type"] != "chunk"][:3] == ["speech_started", "cancelled", "interrupted"]
     while wire[: 20 * frame] not in received:  # the stack's own bytes, as it sent them
+        assert time.monotonic() < deadline, "the controller never got the stack's own bytes"
         message = json.loads(await asyncio.wait_for(agent.recv(), 5))
         received += base64.b64decode(message["audio"]) if message["type"] == "caller_audio" else b""
     await caller.hang_up()

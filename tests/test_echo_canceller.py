@@ -276,6 +276,21 @@ def test_the_offline_onset_bench_hears_a_caller_over_a_hot_echo_where_the_level_
     assert hot.name in aec_onsets.render({hot.name: figures}, (1.0, 2.0))
 
 
+def test_until_the_canceller_is_sure_of_the_lines_delay_a_caller_over_the_gateways_first_second_is_heard():
+    """A fresh call, the canceller on: until the line's delay is measured with confidence, AEC3 has not converged and
+    its suppressor held a caller talking over the gateway's first 200 ms back (not heard at all, 2.7 s on). Meanwhile
+    the VAD hears the caller's audio as it came, by the level rule: the caller is heard; the echo alone, on every
+    line (a hot one's too: it correlates with what the gateway sent), still stops nothing."""
+    from cbf_tools.bench import aec_onsets
+
+    for name in ("loud caller, echo -20 dB 150 ms", "caller -10 dB, echo -6 dB 250 ms"):
+        for at in (0.2, 0.6):
+            ms = aec_onsets.onset_to_interrupt(model(name), at, True)
+            assert ms is not None and ms > 0, (name, at, ms)
+    for name in ("echo alone -20 dB 50 ms", "echo alone -12 dB 150 ms", "echo alone -6 dB 250 ms"):
+        assert aec_onsets.onset_to_interrupt(model(name), 3.0, True) is None, name
+
+
 def test_a_carrier_that_sends_nothing_until_the_caller_speaks_has_an_echo_free_line():
     """Silence suppressed: no frame comes while the gateway speaks, the first when the caller talks over it, 1.5 and
     2 s in. Nothing came back while the gateway spoke more than ``NO_ECHO_S`` past the echo's reach: the line has no

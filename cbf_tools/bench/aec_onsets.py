@@ -19,6 +19,7 @@ import numpy as np
 from cbf_tools.bench import line
 from cbf_tools.bench.barge_in_lines import clip_pair
 from gateway.audio import g711_encode
+from gateway.listen import aec
 from gateway.listen.barge_in import Act
 from gateway.listen.caller import CallerSide
 from gateway.listen.detector import VadConfig
@@ -63,6 +64,7 @@ def _told(model: line.LineModel) -> Callable[[CallerSide], None]:
     def setup(side: CallerSide) -> None:
         assert side.aec is not None
         side.aec.delay_ms = round(model.delay_ms)
+        side.aec._agreeing = aec.SURE  # and sure of it: the canceller's output alone from the start
 
     return setup
 

@@ -46,9 +46,14 @@ long enough for the VAD to take it for the caller (the gateway stopped on its ow
 had not found the echo again 5 s later. Such a line's canceller so (1) keeps measuring the delay (``_follow``): where
 it moved, the read point moves with it, so the module finds the echo where it learnt it, or, where the echo came
 sooner than the read point can go (the far end is not there yet), a new module starts, told the new delay; and (2)
-checks what the module lets through against the far end (``_leak``): output that correlates with the far end at a lag
+checks what the module lets through against the far end (``_correlates``): output correlating with the far end at a lag
 the echo may have now is the gateway's own voice, and is silenced. A phone line's far end is stamped with the outbox's
 own playout estimate: neither runs there (the bench's lines gave the same figures with them or without).
+
+Until the line's delay is ``sure`` (``SURE`` measures in a row agreed) or the line is echo free, AEC3 has not
+converged and its suppressor held a caller talking over the gateway's first second back: the caller's side
+(gateway/listen/caller.py) then hears the near end as it came (``raw``) by the level rule, except where it correlates
+with the far end (``echoing``, ``RAW_ECHO_R``: a hot line's echo, louder than the level rule's margin allows).
 
 Counted (``counts``): ``late_far`` (far-end samples that came after their time had been read: not cancelled),
 ``realigned`` (a near-end frame whose stream time jumped: the tie to our clock made afresh), ``resets`` (the module
@@ -98,6 +103,8 @@ FOLLOW_KEEP_S = 0.25  # the far end stays in the ring this long after it was rea
 LEAK_S = 0.032  # the latest this much of the module's output is held against the far end (``leak``) ...
 LEAK_EARLY_MS = 120.0  # ... at lags from this much under the line's measured delay (a peer's jitter buffer shortens
 LEAK_LATE_MS = 60.0  # its playout by tens of ms at a time) to this much over it (all of ``REACH_S`` until sure):
+RAW_ECHO_R = 0.65  # until the delay is sure, the near end as it came that correlates this well with the far end at a
+#                   lag within reach is the echo (``echoing``)
 LEAK_R = 0.5  # where it correlates this well with the far end at one of them, it is the gateway's own voice that
 #              the module let through, not the caller: silenced
 
@@ -114,7 +121,7 @@ class EchoCanceller:
     def __init__(self, rate: int, module: Callable[[int], Module] = WebRtcApm, guard_leaks: bool = False) -> None:
         self.rate = rate
         self.guard_leaks = guard_leaks  # the echo's delay moves during the call: what the module lets through is
-        #                                 checked against the far end (``_leak``: a WebRTC peer's)
+        #                                 checked against the far end (``_correlates``: a WebRTC peer's)
         self.block = round(rate * BLOCK_S)
         self._make = module
         self._module: Module | None = None
@@ -130,6 +137,8 @@ class EchoCanceller:
         self._near_at = 0.0  # stream s of _near's first sample
         self._louder = 0  # blocks in a row whose output was louder than their input
         self.passed = True  # the latest near end came back unchanged (no far end in reach)
+        self.raw = np.empty(0, dtype=np.int16)  # the latest near end as it came (what ``process`` cleaned)
+        self.echoing = False  # until ``sure``: the latest near end as it came correlates with the far end (its echo)
         self._history = np.zeros((3, round(HISTORY_S * rate)), dtype=np.float32)  # far (as read), near, far (where
         #                                                                           it played): a ring of the latest
         self._history_at = 0  # where the next sample goes (the oldest now)
@@ -138,8 +147,8 @@ class EchoCanceller:
         self.delay_ms: int | None = None  # the line's delay as measured
         self.echo_free: bool | None = None  # the line sends nothing back (None: not known yet)
         self._quiet_far = 0  # far-end samples heard loud with nothing coming back
-        self._recent = np.zeros((2, round((REACH_S + LEAK_S) * rate)), dtype=np.float32)  # far (as read), output:
-        #                                                                     the latest, in order (``leak``)
+        self._recent = np.zeros((3, round((REACH_S + LEAK_S) * rate)), dtype=np.float32)  # far (as read), output,
+        #                                                   near as it came: the latest, in order (``_correlates``)
         self._shift = 0  # samples the read point is ahead of where the far end played (``guard_leaks``: followed)
         self._held: int | None = None  # the lag (samples, as read) the read point holds the echo at
         self._moved: int | None = None  # the lag (samples, where the far end played) the latest measure found
@@ -196,10 +205,12 @@ class EchoCanceller:
         blocks = self._near.size // self.block
         at = self._near_at
         if not blocks:
-            return at, np.empty(0, dtype=np.int16)
+            self.raw = np.empty(0, dtype=np.int16)
+            return at, self.raw
         take = blocks * self.block
         near, self._near = self._near[:take], self._near[take:]
         self._near_at += take / self.rate
+        self.raw = near
         return at, self._cancel(near, at)
 
     def _nothing_came(self, arrived: float) -> None:
@@ -248,6 +259,7 @@ class EchoCanceller:
         if loud.size:
             self._loud_until = first + int(loud[-1]) + 1
         self.passed = self._loud_until + self._reach() < first or self._no_echo(far, near)
+        self.echoing = False
         if self.passed:
             if self._module is not None and not self.settled and self.delay_ms is not None:
                 self._module = None  # told the wrong delay: the next speech starts a module told this call's
@@ -257,7 +269,12 @@ class EchoCanceller:
         for i in range(0, near.size, self.block):
             out[i:i + self.block] = self._block(far[i:i + self.block], near[i:i + self.block])
         self._watch(near, out)
-        if self.guard_leaks and self._leak(far, out):
+        sure = self.sure
+        if self.guard_leaks or not sure:
+            self._remember(far, out, near)
+        if not sure:
+            self.echoing = self._correlates(2, within_delay=False, enough=RAW_ECHO_R)
+        if self.guard_leaks and self._correlates(1, within_delay=True):
             self.counts["leaks"] += 1
             return np.zeros_like(out)
         return out
@@ -275,27 +292,42 @@ class EchoCanceller:
                     self.echo_free = True
         return bool(self.echo_free)
 
-    def _leak(self, far: np.ndarray, out: np.ndarray) -> bool:
-        """Whether the module's latest ``out`` is the far end's echo that it let through: the latest ``LEAK_S`` of
-        its output correlates (normalised, ``LEAK_R``) with the far end as read at a lag the echo may have now.
+    @property
+    def sure(self) -> bool:
+        """The line's delay is measured with confidence (``SURE`` measures in a row agreed), or the line has no echo:
+        until then AEC3 may not have converged, and its suppressor holds a caller talking over the gateway back (the
+        caller's side judges the near end as it came, by the level rule, meanwhile: gateway/listen/caller.py)."""
+        return bool(self.echo_free) or self._agreeing >= SURE
 
-        The module's leak after the echo's delay moved (the module docstring) is the far end's own signal, shifted:
+    def _remember(self, far: np.ndarray, out: np.ndarray, near: np.ndarray) -> None:
+        recent, n = self._recent, out.size
+        keep = min(n, recent.shape[1])
+        recent[:, :-keep] = recent[:, keep:]
+        recent[0, -keep:], recent[1, -keep:], recent[2, -keep:] = far[-keep:], out[-keep:], near[-keep:]
+
+    def _correlates(self, row: int, within_delay: bool, enough: float = LEAK_R) -> bool:
+        """Whether the latest ``LEAK_S`` of ``row`` (1: the module's output, 2: the near end as it came) is the far
+        end's echo: it correlates (normalised, ``LEAK_R``) with the far end as read at a lag the echo may have now
+        (``within_delay``, once the delay is sure: near the line's; else any within reach). Row 2, until the delay is
+        sure: the caller's side hears the near end as it came, except where it is the echo (a hot line's, louder than
+        the level rule's margin allows).
+
+        Row 1, ``guard_leaks``: the module's leak after the echo's delay moved (the module docstring) is the far end's
+        own signal, shifted:
         it correlated with it at the new lag 0.6-0.9 over 64 ms, where what the module left of the echo otherwise
         correlated 0.1-0.2; a caller's voice does not. Over 64 ms the check caught a leak that rose over 60-80 ms
         only once it was loud (the gateway stopped on its echo in 2 of 6 Chromium runs): over 32 ms, 2-3 frames
         sooner."""
-        recent, n = self._recent, out.size
-        keep = min(n, recent.shape[1])
-        recent[:, :-keep] = recent[:, keep:]
-        recent[0, -keep:], recent[1, -keep:] = far[-keep:], out[-keep:]
+        recent = self._recent
         size = round(LEAK_S * self.rate)
-        heard = recent[1, -size:].astype(np.float64)
+        heard = recent[row, -size:].astype(np.float64)
         power = float(heard @ heard)
         if power <= size * SILENT ** 2:
             return False
         reach = round(REACH_S * self.rate)
-        if self.delay_ms is None or self._agreeing < SURE:  # (a first measure, taken while nothing had come back
-            early, late = 0, reach  # yet, was 189 ms on a 396 ms line: the leak after it was let through)
+        if not within_delay or self.delay_ms is None or self._agreeing < SURE:  # (a first measure, taken while
+            early, late = 0, reach  # nothing had come back yet, was 189 ms on a 396 ms line: the leak after it was
+            #                         let through)
         else:
             early = max(0, round((self.delay_ms - LEAK_EARLY_MS) * self.rate / 1000))
             late = min(reach, round((self.delay_ms + LEAK_LATE_MS) * self.rate / 1000))
@@ -308,7 +340,7 @@ class EchoCanceller:
         correlation = correlation[:reference.size - size + 1]
         energy = np.cumsum(np.concatenate([[0.0], reference * reference]))
         energy = energy[size:] - energy[:-size]
-        return bool(np.max(np.abs(correlation) / np.sqrt(energy * power + 1e-9)) >= LEAK_R)
+        return bool(np.max(np.abs(correlation) / np.sqrt(energy * power + 1e-9)) >= enough)
 
     def _reach(self) -> float:
         """How long (samples) the far end's echo may come back after it played."""

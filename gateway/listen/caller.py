@@ -59,6 +59,13 @@ class CallerSide:
     (gateway/listen/echo.py) judges what the VAD heard too; without the canceller it always does.
     ``echo_delay_moves``: the echo's delay moves during the call (a WebRTC peer's jitter buffer), so what the
     canceller lets through is checked against the far end (gateway/listen/aec.py's ``guard_leaks``).
+
+    The level rule until the canceller is sure: until the line's echo delay is measured with confidence (the
+    canceller's ``sure``), AEC3 has not converged and its suppressor holds a caller talking over the gateway back, so
+    the VAD and barge-in hear the caller's audio as it came where the level rule takes it for the caller (as with the
+    canceller off: not ``echo_margin_db`` below what the gateway sent) and it does not correlate with what the gateway
+    sent (``echoing``: a hot line's echo, louder than the margin allows), else the canceller's output; once it is sure,
+    the canceller's output alone. The controller hears the canceller's output throughout.
     """
 
     def __init__(self, encoding: str, rate: int, vad: VadConfig, mode: str,
@@ -171,17 +178,22 @@ class CallerSide:
         self._samples += pcm.size
         self._latest = (start_ms + seconds * 1000, now)
         heard, heard_ms, changed = pcm, start_ms, False
+        judged = pcm  # what the VAD hears
         if self.aec is not None:
             at_s, heard = self.aec.process(pcm, start_ms / 1000, now)
             heard_ms, changed = at_s * 1000, not (self.aec.passed and heard.size == pcm.size)
+            judged = heard
+            floor = self.echo.level(now) * 10 ** (-self.detector.config.echo_margin_db / 20)
+            if not self.aec.sure and not self.aec.echoing and rms(self.aec.raw / 32768) >= floor:
+                judged = self.aec.raw  # the level rule until the canceller is sure (the class docstring)
         if self.feed is not None:
             if self._listen_clean and changed:  # the canceller took echo out, or held back part of a 10 ms block
                 if heard.size:
                     self._tally("dropped", self.feed.push(heard_ms, self._listener_bytes(self._encoded(heard), heard)))
             else:
                 self._tally("dropped", self.feed.push(start_ms, self._listener_bytes(audio, pcm)))
-        if heard.size:
-            self._queue(heard, heard_ms, now)
+        if judged.size:
+            self._queue(judged, heard_ms, now)
 
     def _encoded(self, pcm: np.ndarray) -> bytes:
         """s16 as the call's own encoding."""
