@@ -504,7 +504,7 @@ def _math(match: re.Match[str]) -> str | None:
 # typed: letters spelled (a capital said so where the secret mixes cases), digits one by one, symbols by name; a run of
 # letters that is a word stays a word ("Blue-Sky_42": "Blue dash Sky underscore four two"); one of capitals and digits
 # alone is read as any code
-_SECRET_CUE = re.compile(r"(?i:\b(?:password|passcode|passphrase|pin|pin code|wi-?fi key|network key|access code|"
+_SECRET_CUE = re.compile(r"(?i:\b(?=[pwnasvolt])(?:password|passcode|passphrase|pin|pin code|wi-?fi key|network key|access code|"
                          r"security code|verification code|one-time code|otp|login code|temporary code)s?)"
                          r"(?:[ \t]+(?:is|was|will be|reads))?[ \t]*[:=]?[ \t]*[\"'“‘]?\Z")
 _SECRET_SYMBOLS = {"#": "hash", "$": "dollar sign", "!": "exclamation mark", "@": "at", "%": "percent", "^": "caret",
@@ -660,7 +660,8 @@ RULES: list[Rule] = [
     # "H.264", "V.92": a standard's letter and number (a codec's, a modem's), "H two sixty-four"
     ("dotted_code", r"(?<![\w.])[A-Z]\.\d{1,3}(?![\w]|\.\d)",
      lambda match: match.group()[0] + " " + w.paired(match.group()[2:])),
-    ("secret", r"(?<![\w#$!@%^&*_+=?~.-])(?=[A-Za-z0-9#$!@%^&*_+=?~.-]*[A-Za-z])(?=[A-Za-z0-9#$!@%^&*_+=?~.-]*[0-9#$!@%^&*_+=?~])"
+    # (a letter and a digit or symbol in it: the word's run of the others passed over once, not each way back)
+    ("secret", r"(?<![\w#$!@%^&*_+=?~.-])(?=[A-Za-z.-]*+[0-9#$!@%^&*_+=?~])(?=[0-9#$!@%^&*_+=?~.-]*+[A-Za-z])"
                r"[A-Za-z0-9#$!@%^&*_+=?~.-]{4,64}(?<![.!?-])(?![\w#$@%^&*_+=~])", _secret),
     ("hex", r"(?<![\w])0x[0-9A-Fa-f]{1,16}(?![\w])", _hex),
     ("flight", rf"(?<![\w])(?:{'|'.join(AIRLINES)})[ \t]?\d{{1,4}}(?![\w])"

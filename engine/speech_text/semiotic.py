@@ -58,7 +58,12 @@ class _Locale:
         """One pattern of the rules that can start at a place (after a word character, if ``after_word``); with
         ``frame``, joined.hole(i) where rule i stands."""
         firsts = [first for first, may in zip(self._firsts, self._after_word) if may or not after_word]
-        starts = "(?s:.)" if None in firsts else "|".join(first.pattern for first in firsts if first) or "(?!)"
+        # one set of the first characters written plainly ("A|[\d]|..." a set to the parser, one test at each place),
+        # then those written with a flag ("(?i:a)"), which would keep the parser from making the whole one set
+        plain = "|".join(first.pattern for first in firsts if first and "(?" not in first.pattern)
+        flagged = "|".join(first.pattern for first in firsts if first and "(?" in first.pattern)
+        starts = "(?s:.)" if None in firsts else "|".join(
+            ([f"(?:{plain})"] if plain else []) + ([flagged] if flagged else [])) or "(?!)"
         of_kind = [f"(?=[{re.escape(kind)}])(?:{self._asking(kind, after_word, frame)})" for kind in _KINDS]
         other = f"(?![{re.escape(''.join(_KINDS))}])(?:{self._asking(None, after_word, frame)})"
         return f"(?=(?:{starts}))(?:{'|'.join([*of_kind, other])})"
