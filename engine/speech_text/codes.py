@@ -182,8 +182,9 @@ def _grouped_digits(match: re.Match[str]) -> str | None:
                      for group in re.split(r"[- \t]", text))
 
 
-# A word about calling, before a number it makes a phone number ("calling 311", "TTY: 711": a relay service)
-_DIALLED = re.compile(r"(?i:call(?:s|ing)?|phone|tel|dial|text|fax|number|reach|contact|line|hotline|desk|office|"
+# A word about calling, before a number it makes a phone number ("calling 311", "dialing 311", "TTY: 711": a relay
+# service)
+_DIALLED = re.compile(r"(?i:call(?:s|ing)?|phone|tel|dial(?:l?ing|l?ed|s)?|text|fax|number|reach|contact|line|hotline|desk|office|"
                       r"mobile|cell|tty|tdd|relay)\b")
 
 
