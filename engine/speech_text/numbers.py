@@ -509,7 +509,14 @@ _HALVED_BEFORE = re.compile(r"(?i:\b(?:by|in))[ \t]+\Z")  # "reduce by ½", "cut
 
 
 def _vulgar(match: re.Match[str]) -> str:
-    """"3½" -> "three and a half", "¼" -> "a quarter"."""
+    """"3½" -> "three and a half", "¼" -> "a quarter"; "¾\" copper line" -> "three quarters inch copper line"."""
+    if match.group()[-1] in "\"”″":  # an inch mark, before what it measures
+        whole, symbol = match.group()[:-2].strip(" \t"), match.group()[-2]
+        if not whole:
+            return _before_hyphen(*_VULGAR[symbol]) + " inch"  # "a ½\" bit": "a half inch bit"
+        said = fraction_words(*_VULGAR[symbol])
+        said = ("an " if said[4] == "e" else "a ") + said[4:] if said.startswith("one ") else said
+        return f"{w.cardinal(whole)} and {said} inch"  # "a 1½\" pipe": "a one and a half inch pipe"
     whole, symbol = match.group()[:-1].strip(" \t"), match.group()[-1]
     numerator, denominator = _VULGAR[symbol]
     said = fraction_words(numerator, denominator)
@@ -799,7 +806,7 @@ RULES: list[Rule] = [
     ("feet_inches", r"(?<![\w.])\d{1,2}[ \t]?ft[ \t]\d{1,2}[ \t]?in(?![\w])", _feet),
     ("feet", r"(?<![\w'’])\d{1,2}['’′][ \t]?\d{1,2}(?:[\"”″]|'')?(?![\w])|(?<![\w'’])\d{1,3}['’′](?=[ \t,.;]|$)", _feet),
     ("number_sign", r"(?<![\w&#])#[ \t]?(?:\d{1,3}(?:,\d{3})+|\d+)(?![\w]|,\d)", _number_sign),
-    ("vulgar_fraction", r"(?<![\w.])(?:\d{1,3}[ \t]?)?[½⅓⅔¼¾⅕⅖⅗⅘⅙⅚⅛⅜⅝⅞]", _vulgar),  # "1½", "1 ½"
+    ("vulgar_fraction", r"(?<![\w.])(?:\d{1,3}[ \t]?)?[½⅓⅔¼¾⅕⅖⅗⅘⅙⅚⅛⅜⅝⅞](?:[\"”″](?=[ \t]+[\w-]))?", _vulgar),  # "1½", "1 ½"
     ("dimensions", rf"{_START}{NUM}{_SIZE_UNIT_AT}?(?:[ \t]*[x×][ \t]*{NUM}{_SIZE_UNIT_AT}?){{1,2}}"
      rf"(?![\w'’′\"”″⁻])(?![ \t]*=)",  # a unit after every size too: "40 cm × 30 cm × 20 cm"
      _dimensions),
