@@ -634,10 +634,17 @@ def _percent_range(match: re.Match[str]) -> str:
     return f"{w.number(a)} to {'minus ' if b[0] in '-−' else ''}{w.number(b.lstrip('-−'))} percent"
 
 
+# "a 26' truck": a length after an article, before what it measures, is said as one word with it ("foot")
+_ARTICLE_BEFORE = re.compile(r"(?i:\b(?:an?|the))[ \t]+\Z")
+_MEASURED_AFTER = re.compile(r"[ \t]+(?!(?:of|and|or|to|by|from|in|on|at|with|x|is|was)\b)[a-z]")
+
+
 def _feet(match: re.Match[str]) -> str:
     feet, inches = re.findall(r"\d+", match.group()) + [""] * (2 - len(re.findall(r"\d+", match.group())))
-    said = w.cardinal(feet) + (" foot" if feet == "1" else " feet")
-    return said + (f" {w.cardinal(inches)} inch" + ("" if inches == "1" else "es") if inches else "")
+    attributive = _ARTICLE_BEFORE.search(match.string, max(0, match.start() - 6), match.start()) \
+        and _MEASURED_AFTER.match(match.string, match.end())
+    said = w.cardinal(feet) + (" foot" if feet == "1" or attributive else " feet")
+    return said + (f" {w.cardinal(inches)} inch" + ("" if inches == "1" or attributive else "es") if inches else "")
 
 
 def _mixed_fraction(match: re.Match[str]) -> str:
