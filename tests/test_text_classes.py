@@ -733,6 +733,21 @@ SAID = [
     ('at 1/2 price', 'at half price'),
     ('looking for creators with 10K-20K followers', 'looking for creators with ten thousand to twenty thousand followers'),
     ('1.5M-2M views', 'one point five million to two million views'),
+    # heldout19: dialing a service code, a shouted "SQ" and "NO:", a slash between fields, inch and foot marks before a noun, roman levels and lists
+    ('You can report the broken streetlight by dialing 311.', 'You can report the broken streetlight by dialing three one one.'),
+    ('SHIP TO: 77 HARBOR SQ, SALEM, MA 01970', 'ship to, seventy-seven HARBOR Square, salem, Massachusetts zero one nine seven zero'),
+    ('POLICY NO: HO3-559210', 'policy number, H O three-five five nine two one zero'),
+    ('DOB: ON FILE / SECONDARY POLICY: N/A', 'D O B, on file, secondary policy, N A'),
+    ('Status: open / closed', 'Status, open or closed'),
+    ("We'll run a new ¾\" copper line.", "We'll run a new three quarters inch copper line."),
+    ('a 1½" pipe', 'a one and a half inch pipe'),
+    ("we'd send a 26' truck.", "we'd send a twenty-six foot truck."),
+    ("the 10' of rope", 'the ten feet of rope'),
+    ("Next year she's placed in Spanish V, the honors section.", "Next year she's placed in Spanish five, the honors section."),
+    ('He passed French I.', 'He passed French one.'),
+    ('In English I learned a lot.', 'In English I learned a lot.'),
+    ('Please complete Sections I, II, and III.', 'Please complete Sections one, two, and three.'),
+    ('the Lessons I learned', 'the Lessons I learned'),
 ]
 
 

@@ -129,7 +129,7 @@ def _title(match: re.Match[str]) -> str:
         return "Street" + ("." if ends_sentence_after(match) else "")
     if text == "Rev." and re.match(r"[ \t]?\d", match.string[match.end():match.end() + 2]):
         return "Revision"  # "Rev. 3" is a document's revision, "Rev. Smith" a reverend
-    said = _counted(match, TITLES.get(text) or TITLES[text.title()])
+    said = _counted(match, TITLES.get(text) or TITLES[text.title().rstrip(".") + "."])  # "NO" before its colon too
     return said + " " if match.string[match.end():match.end() + 1].isalnum() else said  # "No.1": "number one"
 
 
@@ -378,8 +378,9 @@ _OPEN_COUNTED = re.compile(r"(?<![\w.])(?:%s)[ \t]*(?:%s(?:,[ \t]?%s)*,?(?:[ \t]
 _SHOUTED_TITLE = "(?:%s)(?=[ \t]+[A-Z]{2})" % _pattern({k.upper(): v for k, v in TITLES.items() if k not in ("St.", "No.")})
 
 
-# A shouted "NO." after a shouted word, before a number or a code: "CLAIM NO. WC-2024-0081" "CLAIM NUMBER ..."
-_SHOUTED_NO = r"(?<=[A-Z][ \t])NO\.(?=[ \t]?(?:#?\d|[A-Z]{1,4}-?\d))"
+# A shouted "NO." or "NO:" after a shouted word, before a number or a code: "CLAIM NO. WC-2024-0081" "CLAIM NUMBER
+# ...", "POLICY NO: HO3-559210" "POLICY NUMBER: ..."
+_SHOUTED_NO = r"(?<=[A-Z][ \t])NO(?:\.|(?=:))(?=:?[ \t]?(?:#?\d|[A-Z]{1,4}-?\d))"
 
 
 RULES: list[Rule] = [

@@ -25,7 +25,7 @@ STREET_TYPES = {"St": "Street", "Ave": "Avenue", "Av": "Avenue", "Blvd": "Boulev
 # A shouted address ("77 MAIN ST", "742 EVERGREEN TER") or one typed in small letters ("88 cedar ave"): the types that
 # are no word or other abbreviation of their own ("DR", "CT", "WAY" are; in small letters, "pl", "ter" too).
 _NO_WORD = "St Ave Blvd Rd Ln Pkwy Hwy".split()
-STREET_TYPES |= {kind.upper(): STREET_TYPES[kind] for kind in _NO_WORD + "Ter Cir Pl Trl Plz Expy Fwy".split()}
+STREET_TYPES |= {kind.upper(): STREET_TYPES[kind] for kind in _NO_WORD + "Ter Cir Pl Trl Plz Expy Fwy Sq".split()}
 STREET_TYPES |= {kind.lower(): STREET_TYPES[kind] for kind in _NO_WORD}
 DIRECTIONS = {"N": "North", "S": "South", "E": "East", "W": "West", "NE": "Northeast", "NW": "Northwest",
               "SE": "Southeast", "SW": "Southwest"}

@@ -182,8 +182,9 @@ def _grouped_digits(match: re.Match[str]) -> str | None:
                      for group in re.split(r"[- \t]", text))
 
 
-# A word about calling, before a number it makes a phone number ("calling 311", "TTY: 711": a relay service)
-_DIALLED = re.compile(r"(?i:call(?:s|ing)?|phone|tel|dial|text|fax|number|reach|contact|line|hotline|desk|office|"
+# A word about calling, before a number it makes a phone number ("calling 311", "dialing 311", "TTY: 711": a relay
+# service)
+_DIALLED = re.compile(r"(?i:call(?:s|ing)?|phone|tel|dial(?:l?ing|l?ed|s)?|text|fax|number|reach|contact|line|hotline|desk|office|"
                       r"mobile|cell|tty|tdd|relay)\b")
 
 
@@ -267,7 +268,16 @@ _VALUES = {"M": 1000, "D": 500, "C": 100, "L": 50, "X": 10, "V": 5, "I": 1}
 NUMBERING = ("Rule Rules Chapter Chapters Part Parts Volume Vol. vol. ch. Ch. pt. Pt. no. Book Act ACT Scene SCENE Section Phase Stage Level Tier "
              "Article Appendix Class Type Grade Round Season Episode Step Schedule Category Division Annex Title Clause "
              "Page Pages Psalm Fig. Figure Table Exhibit Lesson Module Unit Auto Rocky Fantasy Bowl War Wars Mark Mk. Model Series Gen "
-             "Generation Apollo iPhone").split()
+             "Generation Apollo iPhone Sections Articles Steps Phases Stages Levels Tiers Books Acts Scenes Units Modules Lessons "
+             "Appendices Volumes Titles Clauses").split()
+# A school subject or course before its level ("Spanish V", "Algebra II", "Chemistry I"). A lone "I" after one, or
+# after a plural numbering word ("Sections I, II"), is a numeral only before a stop, a list's next word or a word
+# about the course ("took French I, then...", "Parts I and II"; not "in French I learned", "the Lessons I learned")
+SUBJECTS = ("Spanish French Latin German Italian Chinese Mandarin Japanese Russian Arabic Portuguese Greek Hebrew "
+            "Korean English Calculus Algebra Geometry Trigonometry Chemistry Physics Biology Statistics Economics "
+            "Accounting Math Mathematics Composition").split()
+_SUBJECT = "|".join(SUBJECTS)
+_LISTED_I = re.compile(r"[ \t]*(?:[,.;:)&–-]|\Z|[ \t](?:and|or|to|through|(?i:honors|class|course|students?))\b)")
 REGNAL = ("King Queen Pope Emperor Empress Tsar Czar Prince Princess Louis Henry Elizabeth Charles George Edward "
           "William Richard James John Paul Benedict Pius Leo Gregory Innocent Clement Urban Napoleon Peter Catherine "
           "Mary Philip Frederick Ferdinand Alexander Nicholas Ivan Ramesses Ramses Constantine Alfonso Carlos Juan "
@@ -301,9 +311,13 @@ def _numbered(match: re.Match[str]) -> str | None:
     if _pronoun(match):
         return None
     words, numeral = match.group().rsplit(None, 1)
+    word = words.split()[-1]
+    if numeral == "I" and (word in SUBJECTS or word[-1] == "s" and word[:-1] in NUMBERING) \
+            and not _LISTED_I.match(match.string, match.end()):
+        return None  # "in French I learned", "the Lessons I learned": the pronoun
     if numeral in ("C", "D", "L", "M"):  # "Medicare Part D", "Schedule C": a letter
         return None
-    word = words.split()[-1]  # "Vol. XXI": the numbering word said in full, "Volume twenty-one"
+    # "Vol. XXI": the numbering word said in full, "Volume twenty-one"
     said = words[:-len(word)] + (_SHORT_NUMBERING.get(word) or TITLES.get(word) or ABBREVIATIONS.get(word) or word)
     return f"{said} {w.cardinal(str(roman_value(numeral.upper())))}"
 
@@ -716,7 +730,7 @@ RULES: list[Rule] = [
     # "cd-38", "ab-cd-12-34": a small-letter code with digits, its letter parts that make no word spelled
     ("small_code", r"(?<![\w-])(?=[a-z-]*+\d)[a-z]{1,3}(?:-(?:[a-z]{1,6}|\d{1,6})){1,4}(?![\w-]|[.,]\d)"
                    r"|(?<![\w-])(?=[a-z0-9-]*[a-z])\d{1,6}(?:-(?:[a-z]{1,6}|\d{1,6})){2,4}(?![\w-]|[.,]\d)", _small_code),
-    ("roman", rf"(?<![\w])(?:Super[ \t]Bowl|World[ \t]War|{_NUMBERING}|item|clause|paragraph|section|part|step|page|pages)"
+    ("roman", rf"(?<![\w])(?:Super[ \t]Bowl|World[ \t]War|{_NUMBERING}|{_SUBJECT}|item|clause|paragraph|section|part|step|page|pages)"
               rf"[ \t](?:{_ROMAN}|{_ROMAN_LOWER})(?![\w])",
      _numbered),
     # "the XXI century", "the XXXIII Olympiad", "V Corps": a numeral before a century, a millennium, a dynasty, or

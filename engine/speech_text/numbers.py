@@ -509,7 +509,14 @@ _HALVED_BEFORE = re.compile(r"(?i:\b(?:by|in))[ \t]+\Z")  # "reduce by ½", "cut
 
 
 def _vulgar(match: re.Match[str]) -> str:
-    """"3½" -> "three and a half", "¼" -> "a quarter"."""
+    """"3½" -> "three and a half", "¼" -> "a quarter"; "¾\" copper line" -> "three quarters inch copper line"."""
+    if match.group()[-1] in "\"”″":  # an inch mark, before what it measures
+        whole, symbol = match.group()[:-2].strip(" \t"), match.group()[-2]
+        if not whole:
+            return _before_hyphen(*_VULGAR[symbol]) + " inch"  # "a ½\" bit": "a half inch bit"
+        said = fraction_words(*_VULGAR[symbol])
+        said = ("an " if said[4] == "e" else "a ") + said[4:] if said.startswith("one ") else said
+        return f"{w.cardinal(whole)} and {said} inch"  # "a 1½\" pipe": "a one and a half inch pipe"
     whole, symbol = match.group()[:-1].strip(" \t"), match.group()[-1]
     numerator, denominator = _VULGAR[symbol]
     said = fraction_words(numerator, denominator)
@@ -627,10 +634,17 @@ def _percent_range(match: re.Match[str]) -> str:
     return f"{w.number(a)} to {'minus ' if b[0] in '-−' else ''}{w.number(b.lstrip('-−'))} percent"
 
 
+# "a 26' truck": a length after an article, before what it measures, is said as one word with it ("foot")
+_ARTICLE_BEFORE = re.compile(r"(?i:\b(?:an?|the))[ \t]+\Z")
+_MEASURED_AFTER = re.compile(r"[ \t]+(?!(?:of|and|or|to|by|from|in|on|at|with|x|is|was)\b)[a-z]")
+
+
 def _feet(match: re.Match[str]) -> str:
     feet, inches = re.findall(r"\d+", match.group()) + [""] * (2 - len(re.findall(r"\d+", match.group())))
-    said = w.cardinal(feet) + (" foot" if feet == "1" else " feet")
-    return said + (f" {w.cardinal(inches)} inch" + ("" if inches == "1" else "es") if inches else "")
+    attributive = _ARTICLE_BEFORE.search(match.string, max(0, match.start() - 6), match.start()) \
+        and _MEASURED_AFTER.match(match.string, match.end())
+    said = w.cardinal(feet) + (" foot" if feet == "1" or attributive else " feet")
+    return said + (f" {w.cardinal(inches)} inch" + ("" if inches == "1" or attributive else "es") if inches else "")
 
 
 def _mixed_fraction(match: re.Match[str]) -> str:
@@ -799,7 +813,7 @@ RULES: list[Rule] = [
     ("feet_inches", r"(?<![\w.])\d{1,2}[ \t]?ft[ \t]\d{1,2}[ \t]?in(?![\w])", _feet),
     ("feet", r"(?<![\w'’])\d{1,2}['’′][ \t]?\d{1,2}(?:[\"”″]|'')?(?![\w])|(?<![\w'’])\d{1,3}['’′](?=[ \t,.;]|$)", _feet),
     ("number_sign", r"(?<![\w&#])#[ \t]?(?:\d{1,3}(?:,\d{3})+|\d+)(?![\w]|,\d)", _number_sign),
-    ("vulgar_fraction", r"(?<![\w.])(?:\d{1,3}[ \t]?)?[½⅓⅔¼¾⅕⅖⅗⅘⅙⅚⅛⅜⅝⅞]", _vulgar),  # "1½", "1 ½"
+    ("vulgar_fraction", r"(?<![\w.])(?:\d{1,3}[ \t]?)?[½⅓⅔¼¾⅕⅖⅗⅘⅙⅚⅛⅜⅝⅞](?:[\"”″](?=[ \t]+[\w-]))?", _vulgar),  # "1½", "1 ½"
     ("dimensions", rf"{_START}{NUM}{_SIZE_UNIT_AT}?(?:[ \t]*[x×][ \t]*{NUM}{_SIZE_UNIT_AT}?){{1,2}}"
      rf"(?![\w'’′\"”″⁻])(?![ \t]*=)",  # a unit after every size too: "40 cm × 30 cm × 20 cm"
      _dimensions),

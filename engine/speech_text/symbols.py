@@ -116,6 +116,19 @@ def _saying(words: str):  # type: ignore[no-untyped-def]
     return lambda match: words
 
 
+# A spaced slash between two labelled fields ("DOB: ON FILE / SECONDARY POLICY: N/A") separates them: a pause, no "or".
+# The label after it ends within two words (what a stream holds past the slash).
+_FIELD_BEFORE = re.compile(r"[^\W\d_]:[ \t]+[^:/\n]{1,40}\Z")
+_FIELD_AFTER = re.compile(r"[ \t]*[^\W\d_]+(?:[ \t][^\W\d_]+)?:")
+
+
+def _slash(match: re.Match[str]) -> str:
+    """"wet/dry", "Mr. / Ms.": "or"; a pause between two labelled fields ("A: x / B: y")."""
+    fields = " " in match.group() and _FIELD_BEFORE.search(match.string, max(0, match.start() - 48), match.start()) \
+        and _FIELD_AFTER.match(match.string, match.end())
+    return ", " if fields else " or "
+
+
 RULES: list[Rule] = [
     ("sharp", r"(?<![\w])[CF]#(?![\w#])", _sharp),
     ("compare", r"(?:(?<=[\d)π])|(?<=[\d)π][ \t])|(?<=(?<!\w)[A-Za-z])|(?<=(?<!\w)[A-Za-z][ \t]))[≈≥≤≠]",
@@ -139,7 +152,7 @@ RULES: list[Rule] = [
     ("squared", r"(?<=[A-Za-z0-9)])²", _saying(" squared")),
     ("cubed", r"(?<=[A-Za-z0-9)])³", _saying(" cubed")),
     ("per_slash", r"(?<=[^\W\d_])/(?=(?:hour|day|night|week|month|year|person|user|unit|page|shift)(?![\w/]))", _per),
-    ("slash", r"(?<=[^\W\d_])(?:[ \t]/[ \t]|/)(?=[^\W\d_])", _saying(" or ")),  # not "edit /usr": a path
+    ("slash", r"(?<=[^\W\d_])(?:[ \t]/[ \t]|/)(?=[^\W\d_])", _slash),  # not "edit /usr": a path
     ("dash", r"[ \t]*[—–][ \t]*", _saying(" - ")),
     ("emoji", rf"[{EMOJI}]+", _saying("")),
     ("keypad", r"(?<![\w#*])[#*](?![\w#*])", _keypad),
