@@ -733,6 +733,13 @@ SAID = [
     ('at 1/2 price', 'at half price'),
     ('looking for creators with 10K-20K followers', 'looking for creators with ten thousand to twenty thousand followers'),
     ('1.5M-2M views', 'one point five million to two million views'),
+    # roads with a letter or a comma after the number; a slashed day 1 at a sentence's end; "scale by" a fraction; time units in capitals
+    ('Take Rte 9W, then left.', 'Take Route nine W, then left.'),
+    ('just off Hwy 101, past the stand', 'just off Highway one oh one, past the stand'),
+    ('Report cards go home 5/1.', 'Report cards go home May first.'),
+    ('The store closes 12/24 at noon.', 'The store closes December twenty-fourth at noon.'),
+    ('scale the recipe by 3/2.', 'scale the recipe by three halves.'),
+    ('4 HRS at 30 MIN each', 'four hours at thirty minutes each'),
 ]
 
 
