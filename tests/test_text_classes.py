@@ -748,6 +748,18 @@ SAID = [
     ('In English I learned a lot.', 'In English I learned a lot.'),
     ('Please complete Sections I, II, and III.', 'Please complete Sections one, two, and three.'),
     ('the Lessons I learned', 'the Lessons I learned'),
+    # roads with a letter or a comma after the number; a slashed day 1 at a sentence's end; "scale by" a fraction; time units in capitals
+    ('Take Rte 9W, then left.', 'Take Route nine W, then left.'),
+    ('just off Hwy 101, past the stand', 'just off Highway one oh one, past the stand'),
+    ('Report cards go home 5/1.', 'Report cards go home May first.'),
+    ('The store closes 12/24 at noon.', 'The store closes December twenty-fourth at noon.'),
+    ('scale the recipe by 3/2.', 'scale the recipe by three halves.'),
+    ('4 HRS at 30 MIN each', 'four hours at thirty minutes each'),
+    # a spaced dash between amounts before "=" is a minus; long digit runs named as codes; a query right after a host
+    ('$500 - $120 = $380', 'five hundred dollars minus one hundred twenty dollars equals three hundred eighty dollars'),
+    ('The IMEI on it is 356938035643809.', 'The I M E I on it is three five six nine three eight zero three five six four three eight zero nine.'),
+    ('a total of 1500000000 points', 'a total of one billion five hundred million points'),
+    ('Track it at ship.example.com?id=88213.', 'Track it at ship dot example dot com question mark I D equals eight eight two one three.'),
 ]
 
 

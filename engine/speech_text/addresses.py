@@ -66,8 +66,8 @@ _ADDRESS = (rf"(?<![\w.,$#/-])\d{{1,6}}(?:-?[A-Z])?[ \t]+(?:{_DIRECTION}\.?[ \t]
 _UNIT = (r"(?<![\w])(?i:%s)(?:\.?[ \t]*#[ \t]*|\.?[ \t]+|\.)(?!1Z(?:[ \t]?[0-9A-Z]){16}(?![\w-]))(?:[A-Z]?\d+[A-Z]?|[A-Z]{1,2}\d*)(?![\w-]|:\d)"
          % trie(list(UNITS)).replace(r"\ ", r"[ \t]"))  # a trie: tried at every small word
 _ROUTE_ALONE = (r"(?<![\w.])(?:(?:County|State|Farm|Forest)[ \t](?:Rd\.?|Road|Hwy\.?|Highway|Rte\.?|Route)|Hwy\.?|Highway"
-                r"|Rte\.?|Rt\.?|Route|Interstate)[ \t]+\d{1,4}(?:[ \t]+[NSEW](?![\w]))?"
-                r"(?![\w,:/-]|\.\d)")  # "Take Hwy 101", "Hwy 101 S", "Rt 66", "County Rd 12"
+                r"|Rte\.?|Rt\.?|Route|Interstate)[ \t]+\d{1,4}(?:[A-Z](?![\w]))?(?:[ \t]+[NSEW](?![\w]))?"
+                r"(?![\w:/-]|[.,]\d)")  # "Take Hwy 101", "Hwy 101 S", "Rt 66", "County Rd 12", "Rte 9W" (a letter)
 _POSTAL = r"(?<![\w])(?:%s),?[ \t]+[A-Z]\d[A-Z][ \t]?\d[A-Z]\d(?![\w-])" % "|".join(PROVINCES)  # "ON M5V 1J5"
 _ZIP = (r"(?<![\w])(?:(?:%s),?[ \t]+|(?i:zip|zip[ \t]code|postal[ \t]code|zipcode)(?:[ \t]+(?:is|was|still|now|as|on[ \t]file)){0,3}:?[ \t]+)\d{5}(?:-\d{4})?(?![\w-])"
         % "|".join(STATES))
@@ -160,8 +160,9 @@ def _ordinal_street(match: re.Match[str]) -> str:
 def _route(match: re.Match[str]) -> str:
     """"Hwy 101 S" "Highway one oh one South", "County Rd 12" "County Road twelve"."""
     words = match.group().split()
-    direction = [DIRECTIONS[words.pop()]] if not words[-1].isdigit() else []
-    number = house_number(words.pop())
+    direction = [DIRECTIONS[words.pop()]] if not words[-1][0].isdigit() else []
+    number, letter = re.fullmatch(r"(\d+)([A-Z]?)", words.pop()).groups()  # type: ignore[union-attr]
+    number = house_number(number) + (" " + letter if letter else "")
     return " ".join([*(NAME_WORDS.get(word) or STREET_TYPES.get(word.rstrip("."), word) for word in words), number,
                      *direction])
 

@@ -143,6 +143,22 @@ def _named_number(match: re.Match[str], before: int) -> bool:
     return named is not None and named[1] not in CURRENCIES and match.group().isdigit() and len(match.group()) >= 6
 
 
+# A word earlier in the sentence that names a long run of digits as a code: "The IMEI on that phone is 356938035643809."
+_SENTENCE_CODE_WORD = re.compile(r"(?:\b(?:ID|IMEI|MEID|ICCID|IMSI|ESN|VIN|SKU|UPC|EAN)|(?i:\b(?:serial|account|acct|"
+                                 r"tracking|order|policy|member|confirmation|reference|invoice|claim|receipt|"
+                                 r"routing|booking|reservation)))\b[^.!?\n]*\Z")
+
+
+def _long_code(match: re.Match[str]) -> bool:
+    """Unbroken digits no one counts: twelve or more, or nine or more after a code's name in the same sentence, unless
+    a plural noun follows."""
+    digits = match.group()
+    if re.match(r"[ \t]+(?!(?:is|was|has|does)\b)[a-z]+s\b", match.string[match.end():match.end() + 20]):
+        return False  # "1500000000 points": a count of things
+    return digits.isdigit() and (len(digits) >= 12 or len(digits) >= 9 and _SENTENCE_CODE_WORD.search(
+        match.string, max(0, match.start() - 80), match.start()) is not None)
+
+
 def _cued_digits(match: re.Match[str]) -> str | None:
     """Digits after a word that makes them a code or a phone number, group by group, digit by digit; a national
     number with its trunk zero ("07700 900123") is a phone number wherever it stands, and seven digits or more in
@@ -152,7 +168,8 @@ def _cued_digits(match: re.Match[str]) -> str | None:
     trunk = len(groups) > 1 and groups[0][0] == "0" and len(groups[0]) >= 3 and 10 <= len("".join(groups)) <= 11
     phone = trunk or len(groups) > 1 and (groups[0][0] == "0" or len("".join(groups)) >= 7) and _PHONE_CUE.search(
         match.string, before, match.start())
-    if not phone and not _CODE_CUE.search(match.string, before, match.start()) and not _named_number(match, before):
+    if not phone and not _CODE_CUE.search(match.string, before, match.start()) and not _named_number(match, before) \
+            and not _long_code(match):
         return None
     return ", ".join(w.digits(group) for group in groups)
 

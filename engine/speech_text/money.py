@@ -187,11 +187,21 @@ def _said(parts: re.Match[str], names: tuple[str, str, str, str]) -> str:
     return ("minus " if parts["sign"] or "sign2" in parts.groupdict() and parts["sign2"] else "") + said
 
 
+# "$500 - $120 = $380": a spaced dash between two amounts before "=" is a minus, not a range.
+_MINUS = re.compile(r"[ \t][-–−][ \t]")
+_EQUALS_AFTER = re.compile(r"[ \t]*=")
+
+
 def _money(match: re.Match[str]) -> str | None:
     parts = _MONEY_PARTS.fullmatch(_points(match.group()))
     if parts is None:  # "£ .100USD": a symbol whose amount another rule reads
         return None
     names = CURRENCIES[parts["iso"] or parts["cur"]]
+    if parts["b"] and (minus := _MINUS.search(match.group())) and _EQUALS_AFTER.match(match.string, match.end()):
+        low, high = (_MONEY_PARTS.fullmatch(_points(half)) for half in (match.group()[:minus.start()],
+                                                                         match.group()[minus.end():]))
+        if low and high:
+            return f"{_said(low, names)} minus {_said(high, names)}"
     if attributive(match) and not parts["b"] and "." not in parts["a"].rstrip("0").rstrip(".") or \
             attributive(match) and parts["am"]:  # "a $5 fee": "a five dollar fee"
         names = (names[0], names[0], names[2], names[2])

@@ -165,7 +165,10 @@ def _si_units() -> dict[str, tuple[str, str, bool]]:
                           "mbps": "Mbps", "GBPS": "Gbps", "gbps": "Gbps", "kbps": "kbps", "MAH": "mAh",
                           "mah": "mAh", "MCG": "mcg", "KCAL": "kcal", "Kcal": "kcal", "CC": "cc", "mls": "ml", "KM/H": "km/h", "Km/h": "km/h", "KM/HR": "km/h", "KMPH": "kmph",
                           "Tbsp": "tbsp", "TBSP": "tbsp", "tbs": "tbsp", "Tbs": "tbsp", "Tsp": "tsp", "TSP": "tsp",
-                          "ltr": "L", "ltrs": "L", "Ltr": "L", "lt": "L"}.items():
+                          "ltr": "L", "ltrs": "L", "Ltr": "L", "lt": "L", "YDS": "yd", "yds": "yd", "Yds": "yd",
+                          # times in capitals, as a work order or an invoice writes them: "4 HRS", "30 MIN"
+                          "HR": "hr", "HRS": "hrs", "Hr": "hr", "Hrs": "hrs", "MIN": "min", "MINS": "mins",
+                          "Mins": "mins", "SEC": "sec", "SECS": "secs", "Secs": "secs"}.items():
         units[written] = units.get(unit) or UNITS[unit]
     return units
 
@@ -439,14 +442,14 @@ def fraction_words(numerator: int, denominator: int) -> str:
 
 
 _DATE_CUES = re.compile(r"(?:(?i:\b(?:on|by|starts?|starting|due|until|till|thru|through|from|since|before|after|"
-                        r"expires?|expiring|exp|dated?|effective|ends?|ending|week of|as of|open|opens|closed|delivered|"
+                        r"expires?|expiring|exp|dated?|effective|ends?|ending|week of|as of|open|opens|closed|closes|closing|delivered|"
                         r"scheduled|arrives?|arriving|shipped|ships))"
                         r"|\b(?:Mon|Tues?|Wed(?:nes)?|Thu(?:rs?)?|Fri|Sat(?:ur)?|Sun)(?:day)?"
                         r"|\b(?:mon|tues?|wed|thu(?:rs?)?|fri|sat|sun)\.?|\b(?:mon|tues|wednes|thurs|fri|satur|sun)day"
                         r"|\b(?:MON|TUES?|WED|THU(?:RS?)?|FRI|SAT|SUN)\.?)\W*$")  # "Monday 9/22", "tues 11/12", "DUE FRI 11/8"
 _CHANGED_BY = re.compile(r"(?i:\b(?:cut|cuts|reduced?|reduces|lowers?|lowered|raised?|raises|increased?|increases|"
                          r"decreased?|decreases|grew|grows?|rose|rises?|fell|falls?|dropped|drops?|shrank|shrinks?|"
-                         r"discounted|multiplied|divided|up|down)\b[^.!?]{0,30}\b(?:by|from)\W*)$")  # "cuts it by 1/4", "down from 3/4":
+                         r"discounted|multiply|multiplies|multiplied|divide|divides|divided|scale|scales|scaled|up|down)\b[^.!?]{0,30}\b(?:by|from)\W*)$")  # "cuts it by 1/4", "down from 3/4":
 #                                                                                   a change of a quantity, a fraction
 
 _OF_AFTER = re.compile(r"[ \t]+of\b")  # "sat 3/4 of the way": a part of something, a fraction
@@ -456,14 +459,16 @@ _NOT_A_DAY_BEFORE = re.compile(r"(?i:\b(?:scored?|got|gets|rated|about|only|just
 
 
 def _odd_denominator_date(match: re.Match[str], day: int) -> bool:
-    """"The 12/25 flight", "12/26 has seats": twelfths and twenty-fifths are no fraction anyone writes bare, so a month
-    and a day 13-31 (not 16, an inch's sixteenths) before a singular noun or a verb is a date ("17/20 questions" before
-    a plural noun, "1/20 of", "scored 17/20" stay fractions)."""
-    if not 13 <= day <= 31 or day == 16:
+    """"The 12/25 flight", "12/26 has seats", "cards go home 5/1.": twelfths, twenty-fifths and ones are no fraction
+    anyone writes bare, so a month and a day 1 or 13-31 (not 16, an inch's sixteenths) before a singular noun, a verb
+    or a sentence's end after a word is a date ("17/20 questions" before a plural noun, "1/20 of", "scored 17/20" stay
+    fractions)."""
+    if not (13 <= day <= 31 or day == 1) or day == 16:
         return False
     after = match.string[match.end():match.end() + 16]
     verb = re.match(r"[ \t]+(?:has|is|was|does)\b", after)
-    if not re.match(r"[ \t]+[a-z]", after) or _NOT_A_DAY_AFTER.match(after) and not verb:
+    ends = re.match(r"[.!?](?:\s|$)", after) and re.search(r"[a-z][ \t]+\Z", match.string[:match.start()])
+    if not ends and (not re.match(r"[ \t]+[a-z]", after) or _NOT_A_DAY_AFTER.match(after) and not verb):
         return False
     return not _NOT_A_DAY_BEFORE.search(match.string, max(0, match.start() - 12), match.start())
 

@@ -46,7 +46,8 @@ URL = (
     # host of names of two characters or more, not a file's type ("node.js" is a file): "example.museum"
     rf"|(?=[a-z0-9-]{{2,63}}+\.[a-z])[a-z0-9][a-z0-9-]{{1,62}}(?:\.[a-z0-9-]{{2,63}}){{0,4}}\.(?!(?:{'|'.join(FILE_TYPES)})(?![a-z]))[a-z]{{2,24}}"
     rf"(?![\w@(-]|\.\w)"
-    rf"|localhost(?=:\d))(?::\d{{1,5}})?(?:/{_TAIL})?(?![\w@-])"
+    # a path, or a query of named values right after the host ("track.parcelo.com?id=88213")
+    rf"|localhost(?=:\d))(?::\d{{1,5}})?(?:/{_TAIL}|\?(?=[A-Za-z][\w-]*=){_TAIL})?(?![\w@-])"
 )
 # an address, or an SSH remote's ("git@github.com:user/repo.git": its path after a colon, with a slash)
 EMAIL = (r"(?<![\w.+'-])(?:mailto:)?[\w+'-]{1,64}+(?:\.[\w+'-]{1,64}+){0,8}@[A-Za-z0-9-]{1,63}(?:\.[A-Za-z0-9-]{1,63}){1,8}"
