@@ -760,6 +760,8 @@ SAID = [
     ('The IMEI on it is 356938035643809.', 'The I M E I on it is three five six nine three eight zero three five six four three eight zero nine.'),
     ('a total of 1500000000 points', 'a total of one billion five hundred million points'),
     ('Track it at ship.example.com?id=88213.', 'Track it at ship dot example dot com question mark I D equals eight eight two one three.'),
+    # measure: "SEC" after a number is the acronym ("the 2 SEC schools"); "SECS" seconds
+    ('the 2 SEC schools', 'the two S E C schools'), ('Wait 30 SECS.', 'Wait thirty seconds.'),
 ]
 
 

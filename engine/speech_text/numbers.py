@@ -168,7 +168,7 @@ def _si_units() -> dict[str, tuple[str, str, bool]]:
                           "ltr": "L", "ltrs": "L", "Ltr": "L", "lt": "L", "YDS": "yd", "yds": "yd", "Yds": "yd",
                           # times in capitals, as a work order or an invoice writes them: "4 HRS", "30 MIN"
                           "HR": "hr", "HRS": "hrs", "Hr": "hr", "Hrs": "hrs", "MIN": "min", "MINS": "mins",
-                          "Mins": "mins", "SEC": "sec", "SECS": "secs", "Secs": "secs"}.items():
+                          "Mins": "mins", "SECS": "secs", "Secs": "secs"}.items():  # not "SEC": "the 2 SEC schools"
         units[written] = units.get(unit) or UNITS[unit]
     return units
 
