@@ -762,6 +762,14 @@ SAID = [
     ('Track it at ship.example.com?id=88213.', 'Track it at ship dot example dot com question mark I D equals eight eight two one three.'),
     # measure: "SEC" after a number is the acronym ("the 2 SEC schools"); "SECS" seconds
     ('the 2 SEC schools', 'the two S E C schools'), ('Wait 30 SECS.', 'Wait thirty seconds.'),
+    # function letters before a number, comma-grouped huge numbers, "≈" after a Greek letter, "Rx#", "no.:", Bible books
+    ('then f(3) = 7.', 'then f of three equals seven.'),
+    ('43,252,003,274,489,856,000 positions', 'forty-three quintillion two hundred fifty-two quadrillion three trillion two hundred seventy-four billion four hundred eighty-nine million eight hundred fifty-six thousand positions'),
+    ('(φ ≈ 1.618)', '( phi is approximately one point six one eight)'),
+    ('Your Rx# is 6012345.', 'Your R X number is six zero one two three four five.'),
+    ('Take your Rx daily.', 'Take your prescription daily.'),
+    ('Policy no.: 4471', 'Policy number, four four seven one'),
+    ('II Corinthians and 2 Timothy 3', 'Second Corinthians and Second Timothy three'), ('Only 1 John came.', 'Only one John came.'),
 ]
 
 

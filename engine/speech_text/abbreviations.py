@@ -154,6 +154,9 @@ _NAME_AFTER_WORD = re.compile(r"\b[a-z]+[ \t]\Z")
 _SENTENCE_ENDS_AFTER = re.compile(r"[\"”’')\]]*(?:\s*\Z|\s+[A-Z\"“])")
 
 
+_NUMBER_AFTER = re.compile(r"[ \t]?(?:#|[Nn]umber\b|[Nn]o\.)")
+
+
 def _abbreviation(match: re.Match[str]) -> str | None:
     text = match.group()
     if text == "Max." and _SENTENCE_ENDS_AFTER.match(match.string, match.end()) and \
@@ -162,6 +165,8 @@ def _abbreviation(match: re.Match[str]) -> str | None:
     said = _in_context(match, ABBREVIATIONS.get(text) or ABBREVIATIONS[text.lower()])
     if text.isalpha() and match.string[:match.start()].rstrip().lower().endswith(said.lower()):
         return " ".join(text.upper())  # "your prescription Rx": the word is there already, so the letters
+    if text == "Rx" and _NUMBER_AFTER.match(match.string, match.end()):
+        return "R X"  # "Rx#", "Rx number": the label's letters, as a pharmacy reads them
     if text[0].isupper() and text.lower() in ABBREVIATIONS and not (text.isupper() and text in ABBREVIATIONS):
         said = said[0].upper() + said[1:]  # (a shouted one keeps its own: "REQ'D" "required")
     ends = text in ENDINGS or text.lower() in ENDINGS
@@ -384,7 +389,7 @@ _SHOUTED_NO = r"(?<=[A-Z][ \t])NO(?:\.|(?=:))(?=:?[ \t]?(?:#?\d|[A-Z]{1,4}-?\d))
 
 
 RULES: list[Rule] = [
-    ("title", rf"(?<![\w.])(?:St\.|(?:{_pattern({k: v for k, v in TITLES.items() if k != 'No.'})})|{_SHOUTED_TITLE}|No\.(?=[ \t]?(?:\d|[A-Z]{{1,4}}-?\d)|[ \t]of\b)|no\.(?=[ \t]?(?:\d|[A-Z][A-Z\d-]*\d))|{_NUMBERED_NO}|{_SHOUTED_NO})",
+    ("title", rf"(?<![\w.])(?:St\.|(?:{_pattern({k: v for k, v in TITLES.items() if k != 'No.'})})|{_SHOUTED_TITLE}|No\.(?=:?[ \t]?(?:\d|[A-Z]{{1,4}}-?\d)|[ \t]of\b)|no\.(?=:?[ \t]?(?:\d|[A-Z][A-Z\d-]*\d))|{_NUMBERED_NO}|{_SHOUTED_NO})",
      _title),
     ("abbreviation",
      rf"(?<![\w.])(?:{_pattern(ABBREVIATIONS)}|(?i:{_pattern(_LOWER_ABBREVIATIONS)}))(?![\w])", _abbreviation),

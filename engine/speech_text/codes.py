@@ -127,8 +127,8 @@ def _number_code(match: re.Match[str]) -> str:
 # Before a run of digits, words that make it a code to read digit by digit: "member ID is 884 211 907", "ends in 4821".
 _CODE_CUE = re.compile(
     r"(?:\b(?:ID|PIN|VIN|OTP|IMEI|MEID|ICCID|IMSI|ESN|SKU|UPC|EAN|S/N|[Cc]ode|[Pp]asscode|[Pp]ager|[Ss]erial)|(?i:\b(?:account|acct|policy|member|reference|ref|confirmation|"
-    r"tracking|case|ticket|invoice|claim|receipt|booking|reservation|order|serial|card|routing)[ \t]+(?:number|no\.|#|"
-    r"ID|code))|\b(?:ends?|ending)[ \t]+(?:in|with)|(?i:\b(?:card|account|acct\.?|number))[ \t]+ending|\b[Ll]ast[ \t]+(?:four|4)(?:[ \t]+digits)?)"
+    r"tracking|case|ticket|invoice|claim|receipt|booking|reservation|order|serial|card|routing|rx|prescription)(?:[ \t]+(?:number|no\.|#|"
+    r"ID|code)|#))|\b(?:ends?|ending)[ \t]+(?:in|with)|(?i:\b(?:card|account|acct\.?|number))[ \t]+ending|\b[Ll]ast[ \t]+(?:four|4)(?:[ \t]+digits)?)"
     r"(?:[ \t]+(?:is|was|are|reads))?:?[ \t]+\Z")
 _PHONE_CUE = re.compile(r"(?i:\b(?:call|phone|tel|dial|fax|mobile|cell|landline|hotline))\b\.?:?[ \t]+\Z")
 
@@ -387,6 +387,12 @@ _SIZE_WORDS = re.compile(r"(?i:\bsizes?)[ \t]+\Z")
 _HONORIFIC = re.compile(r"(?<![\w])(?:Mr|Mrs|Ms|Mx|Dr|Sir|Mister|Madam)\.?[ \t]+\Z")  # before a person's name
 
 
+def _bible_book(match: re.Match[str]) -> str:
+    """"II Corinthians", "1 John": the book's number as its ordinal, "Second Corinthians", "First John"."""
+    number, book = match.group().split()
+    return ("First", "Second", "Third")[(int(number) if number.isdigit() else roman_value(number)) - 1] + " " + book
+
+
 def _after_name(match: re.Match[str]) -> str | None:
     """A roman numeral after a capitalised name: a person's suffix after a first name and a surname ("Robert Lee Smith
     III" "the third"), a title's number after one name ("Civilization VI" "six", "GTA V"); a word or a size
@@ -428,7 +434,7 @@ _OPERATORS = {" x": "times", "·": "times", "√": "the square root of", "∛": 
               "+": "plus", "*": "times", "×": "times", "÷": "divided by", "/": "divided by", "=": "equals"}
 _MATH_PARTS = re.compile(
     rf"{_FUNCTION}|°|(?<=\d)/[a-z](?![a-z])|(?<![\d.])\d{{1,2}}/\d{{1,2}}(?![\d.])|"
-    r"(?<=[\d)])\((?=[\w√-])|(?<=(?<![\w])[a-z])\((?=[\w√-])|(?<=[\w)²³])[ \t]x(?=[ \t]+[\w(])|[√∛∜]|sqrt|[A-Z]|(?<=\d)!|(?<![\d\w])[-−](?=[\d\w])|[a-z]\([a-z]\)|\d{1,3}(?:,\d{3})+(?:\.\d+)?|\d+(?:\.\d+)?|\^[ \t]?[-−]?(?:\d+(?:\.\d+)?|[a-z](?![a-z]))|[a-z]|[²³]|[-−+*×÷/=·]")
+    r"(?<=[\d)])\((?=[\w√-])|(?<=(?<![\w])[a-z])\((?=[\w√-])|(?<=[\w)²³])[ \t]x(?=[ \t]+[\w(])|[√∛∜]|sqrt|[A-Z]|(?<=\d)!|(?<![\d\w])[-−](?=[\d\w])|[a-z]\([a-z]\)|[fgh]\(\d+(?:\.\d+)?\)|\d{1,3}(?:,\d{3})+(?:\.\d+)?|\d+(?:\.\d+)?|\^[ \t]?[-−]?(?:\d+(?:\.\d+)?|[a-z](?![a-z]))|[a-z]|[²³]|[-−+*×÷/=·]")
 
 
 _UNIT_LETTERS = frozenset(unit for unit in UNITS if len(unit) == 1 and unit != "x")
@@ -512,8 +518,8 @@ def _math(match: re.Match[str]) -> str | None:
             said.append(fraction_words(a, b) if 0 < a < b else f"{w.cardinal(str(a))} divided by {w.cardinal(str(b))}")
         elif part in "²³":
             said.append("squared" if part == "²" else "cubed")
-        elif len(part) == 4 and part[1] == "(":  # "f(x)"
-            said.append(f"{part[0]} of {part[2]}")
+        elif part[1:2] == "(":  # "f(x)"; a function letter before a number: "f(3)" "f of three"
+            said.append(f"{part[0]} of {w.number(part[2:-1]) if part[2].isdigit() else part[2]}")
         elif part[0] == "^":
             power = part[1:].strip()
             minus, power = power[0] in "-−", power.lstrip("-−")  # "10^-3", "e^-x"
@@ -756,6 +762,10 @@ RULES: list[Rule] = [
                       r"Congress|Corps|Legion|Amendment|Army|Fleet|Council|Reich)\b)",
      lambda match: w.ordinal(str(roman_value(match.group())))),
     ("roman_year", r"(?<![\w])(?=M)" + _ROMAN + r"(?![\w])", _roman_year),
+    # "II Corinthians", "1 John 3:16": the number of a book of the Bible in two or three parts is its ordinal ("Second
+    # Corinthians"); a book that is also a name or a count ("John", "Kings") only before its chapter
+    ("roman", r"(?<![\w.,])(?:I{1,3}|[1-3])[ \t](?:(?:Corinthians|Thessalonians|Chronicles)\b|"
+              r"(?:Timothy|Peter|John|Kings|Samuel)(?=[ \t]\d))", _bible_book),
     # "pp. iii–vii", "p. xii", "page iv": front matter's page numbers in small letters, a range "to"
     ("roman_page", rf"(?<![\w.])(?:[Pp]{{1,2}}\.|[Pp]ages?)[ \t]?{_PAGE}(?:[ \t]?[-–][ \t]?{_PAGE})?(?![\w-])", _roman_page),
     ("roman_item", r"(?<![\w(])\((?:i|" + _ROMAN_LOWER + r")\)(?![\w)])",  # "clause (iv)", "items (i) to (iii)"

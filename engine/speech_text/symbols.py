@@ -131,8 +131,8 @@ def _slash(match: re.Match[str]) -> str:
 
 RULES: list[Rule] = [
     ("sharp", r"(?<![\w])[CF]#(?![\w#])", _sharp),
-    ("compare", r"(?:(?<=[\d)π])|(?<=[\d)π][ \t])|(?<=(?<!\w)[A-Za-z])|(?<=(?<!\w)[A-Za-z][ \t]))[≈≥≤≠]",
-     _related),  # after a number or a variable: "π ≈ 3.14", "x ≥ 10"; "takes ≈ 5 min" is the word's
+    ("compare", r"(?:(?<=[\d)π])|(?<=[\d)π][ \t])|(?<=(?<!\w)[A-Za-zα-ωΔΣΩ])|(?<=(?<!\w)[A-Za-zα-ωΔΣΩ][ \t]))[≈≥≤≠]",
+     _related),  # after a number or a variable: "π ≈ 3.14", "x ≥ 10", "φ ≈ 1.618"; "takes ≈ 5 min" is the word's
     ("compare", r"(?:(?<=[a-z])|(?<=[a-z][ \t]))[≥≤](?=[ \t]?[-−]?\d)", _conditioned),  # "if age ≥ 18"
     ("compare", r"(?<=[\w²³][ \t])[≈≥≤≠]", _measure_related),  # "1 km ≈ 0.62 mi": after a measure
     # "n → ∞", "x → 0": a variable's limit, "approaches" (an arrow elsewhere is "to")
@@ -156,8 +156,10 @@ RULES: list[Rule] = [
     ("dash", r"[ \t]*[—–][ \t]*", _saying(" - ")),
     ("emoji", rf"[{EMOJI}]+", _saying("")),
     ("keypad", r"(?<![\w#*])[#*](?![\w#*])", _keypad),
-    # "the office # is 415...", "Order #: 4411": a number sign after a noun, before "is" or a colon, is "number"
-    ("number_word", r"(?<=[A-Za-z][ \t])#(?=[ \t]*(?::|(?:is|was|are)\b))", _saying("number")),
+    # "the office # is 415...", "Order #: 4411", "Rx# 6012345": a number sign after a noun, before "is", a colon or
+    # (glued to the noun) a number, is "number"
+    ("number_word", r"(?<=[A-Za-z][ \t])#(?=[ \t]*(?::|(?:is|was|are)\b))|(?<=[A-Za-z])#(?=[ \t]*(?::|(?:is|was|are)\b|\d))",
+     _saying(" number")),
     # (a run of them stops before a dollar sign and its amount: "~$5" is "about five dollars", not "~$" unsaid)
     ("stray", r"(?:[\\{}<>^~*#•·†‡]|\$(?![\d.]))+", _saying("")),
     # "|x| = 5", "|−3|": the opening bar of an absolute value (a short term, no space inside; the closing bar is "bar")

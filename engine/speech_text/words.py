@@ -1,16 +1,20 @@
 """Numbers as English words (num2words, in the US style: no "and", no commas). Pure.
 
-Cached (the same numbers come back: times, prices, years). Bounded: a number of more than ``MAX_DIGITS`` digits (or with a leading zero) is read digit by digit, so no reading
+Cached (the same numbers come back: times, prices, years). Bounded: a number of more than ``MAX_DIGITS`` digits (``MAX_GROUPED_DIGITS`` grouped by commas; or with a leading zero) is read digit by digit, so no reading
 costs more than its text's length.
 """
 
 from __future__ import annotations
 
 import functools
+import re
 
 from num2words import num2words
 
 MAX_DIGITS = 15
+# A number grouped by commas in threes is a quantity however long, up to the scales words know (sextillions):
+# "43,252,003,274,489,856,000" "forty-three quintillion ..."
+MAX_GROUPED_DIGITS = 24
 
 DIGIT_WORDS = "zero one two three four five six seven eight nine".split()
 
@@ -28,7 +32,8 @@ def digits(text: str) -> str:
 def cardinal(text: str) -> str:
     """"1,234" -> "one thousand two hundred thirty-four"; "007" and very long numbers digit by digit."""
     plain = text.replace(",", "")
-    if len(plain) > MAX_DIGITS or (len(plain) > 1 and plain[0] == "0"):
+    limit = MAX_GROUPED_DIGITS if re.fullmatch(r"[1-9]\d{0,2}(?:,\d{3})+", text) else MAX_DIGITS
+    if len(plain) > limit or (len(plain) > 1 and plain[0] == "0"):
         return digits(plain)
     return _us(num2words(int(plain)))
 
