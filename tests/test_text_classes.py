@@ -762,6 +762,17 @@ SAID = [
     ('Track it at ship.example.com?id=88213.', 'Track it at ship dot example dot com question mark I D equals eight eight two one three.'),
     # measure: "SEC" after a number is the acronym ("the 2 SEC schools"); "SECS" seconds
     ('the 2 SEC schools', 'the two S E C schools'), ('Wait 30 SECS.', 'Wait thirty seconds.'),
+    # a range after a unit's word; "a (brisk) 10 km walk" singular; a scale word's unit; time signatures; service numbers
+    # near "emergency"; keypad codes
+    ('Strength train 2–3 times a week.', 'Strength train two to three times a week.'),
+    ('A brisk 10 km walk.', 'A brisk ten kilometer walk.'), ('A 12 oz can of soda.', 'A twelve ounce can of soda.'),
+    ('A 12 oz can be enough.', 'A twelve ounces can be enough.'), ('a mere 10 km away', 'a mere ten kilometers away'),
+    ('The Sun is 93 million mi away.', 'The Sun is ninety-three million miles away.'),
+    ('Songs in 4/4 time, a 6/8 meter.', 'Songs in four four time, a six eight meter.'),
+    ('For non-emergencies, many cities use 311.', 'For non-emergencies, many cities use three one one.'),
+    ('112 is the emergency number.', 'one one two is the emergency number.'),
+    ('The emergency room saw 112 patients.', 'The emergency room saw one hundred twelve patients.'),
+    ('Dial *#06# now.', 'Dial star pound zero six pound now.'), ("We're #1.", "We're number one."),
 ]
 
 

@@ -817,6 +817,9 @@ RULES: list[Rule] = [
     ("phone", _PHONE, _phone),
     ("version", r"(?<![\w.])(?:[vV]\d+(?:\.\d+)*|\d+\.\d+\.\d+(?:\.\d+)*)(?::\d{2,5}(?![\d:])|/\d{1,2}(?![\w/.]))?(?![\w]|\.\d)", _version),
     ("mixed_fraction", r"(?<![\w./,])\d{1,3}[ \t]\d{1,2}/\d{1,2}(?![\w/])", _mixed_fraction),
+    # "in 4/4 time", "6/8 meter": a time signature, each number said ("four four"), not a fraction or a date
+    ("time_signature", r"(?<![\w./,])\d{1,2}/(?:2|4|8|16)(?=[ \t]+(?:time|meter|metre|signature|time[ \t]signature)\b)",
+     lambda match: " ".join(w.cardinal(n) for n in match.group().split("/"))),
     ("month_day", r"(?<![\w./,])\d{1,2}/\d{1,2}(?![\w/])", _month_day),
     ("month_year", r"(?<![\w./,])(?:0?[1-9]|1[0-2])/(?:19|20)\d\d(?![\w/])", _month_year),
     ("pressure", r"(?<![\w./,])\d{2,3}/\d{2,3}[ \t]?mmHg(?![\w])", _pressure),  # "120/80 mmHg": a blood pressure
@@ -855,7 +858,7 @@ RULES: list[Rule] = [
         and u not in _WORDLIKE_UNITS),
      lambda match: UNITS[match.group()][1]),
     # "93 million mi", "2.5 billion km": a unit after a number and its scale's word (which the number's rule reads)
-    ("scaled_unit", "(?:%s)(?:%s)(?![\w/])" % (
+    ("scaled_unit", r"(?:%s)(?:%s)(?![\w/])" % (
         "|".join(rf"(?<=\d[ \t]{scale}[ \t])" for scale in ("thousand", "million", "billion", "trillion")),
         "|".join(re.escape(u) for u in sorted(UNITS, key=len, reverse=True) if UNITS[u][2] and u not in _WORDLIKE_UNITS)),
      lambda match: UNITS[match.group()][1]),
