@@ -770,6 +770,17 @@ SAID = [
     ('Take your Rx daily.', 'Take your prescription daily.'),
     ('Policy no.: 4471', 'Policy number, four four seven one'),
     ('II Corinthians and 2 Timothy 3', 'Second Corinthians and Second Timothy three'), ('Only 1 John came.', 'Only one John came.'),
+    # a range after a unit's word; "a (brisk) 10 km walk" singular; a scale word's unit; time signatures; service numbers
+    # near "emergency"; keypad codes
+    ('Strength train 2–3 times a week.', 'Strength train two to three times a week.'),
+    ('A brisk 10 km walk.', 'A brisk ten kilometer walk.'), ('A 12 oz can of soda.', 'A twelve ounce can of soda.'),
+    ('A 12 oz can be enough.', 'A twelve ounces can be enough.'), ('a mere 10 km away', 'a mere ten kilometers away'),
+    ('The Sun is 93 million mi away.', 'The Sun is ninety-three million miles away.'),
+    ('Songs in 4/4 time, a 6/8 meter.', 'Songs in four four time, a six eight meter.'),
+    ('For non-emergencies, many cities use 311.', 'For non-emergencies, many cities use three one one.'),
+    ('112 is the emergency number.', 'one one two is the emergency number.'),
+    ('The emergency room saw 112 patients.', 'The emergency room saw one hundred twelve patients.'),
+    ('Dial *#06# now.', 'Dial star pound zero six pound now.'), ("We're #1.", "We're number one."),
 ]
 
 
@@ -911,7 +922,7 @@ def _streamed(parts: list[str]) -> str:
                                   "heldout5.tsv", "heldout6.tsv", "heldout7.tsv", "heldout8.tsv", "heldout9.tsv",
                                   "heldout10.tsv", "heldout11.tsv", "dev12.tsv", "heldout12.tsv", "heldout13.tsv",
                                   "heldout14.tsv", "heldout15.tsv", "dev16.tsv", "heldout16.tsv",
-                                  "heldout17.tsv", "heldout18.tsv", "heldout19.tsv"])
+                                  "heldout17.tsv", "heldout18.tsv", "heldout19.tsv", "heldout20.tsv"])
 def test_every_case_reads_the_same_streamed_in_random_pieces(half: str) -> None:
     rng = random.Random(46)
     for case in text_cases.load(CASES / half):

@@ -63,8 +63,9 @@ _ADDRESS = (rf"(?<![\w.,$#/-])\d{{1,6}}(?:-?[A-Z])?[ \t]+(?:{_DIRECTION}\.?[ \t]
             rf"|(?<![\w.,$#/-])\d{{1,6}}[ \t]+{_DIRECTION}\.?[ \t]+[A-Z][a-z]+(?=,|[ \t]+#)"  # "4021 N. Broadway, Chicago"
             rf"|(?<![\w.,$#/-])\d{{1,6}}(?:[ \t]+[nsew])?(?:[ \t]+(?:[a-z][a-z']+|\d{{1,3}}(?:st|nd|rd|th))){{1,3}}"
             rf"[ \t]+(?:st|ave|blvd|rd|ln)\.?(?![\w])")  # "88 cedar ave", "55 w 14th st", all in small letters
-_UNIT = (r"(?<![\w])(?i:%s)(?:\.?[ \t]*#[ \t]*|\.?[ \t]+|\.)(?!1Z(?:[ \t]?[0-9A-Z]){16}(?![\w-]))(?:[A-Z]?\d+[A-Z]?|[A-Z]{1,2}\d*)(?![\w-]|:\d)"
-         % trie(list(UNITS)).replace(r"\ ", r"[ \t]"))  # a trie: tried at every small word
+_UNIT = (r"(?<![\w])(?i:%s)(?:\.?[ \t]*#[ \t]*|\.?[ \t]+|\.)(?!1Z(?:[ \t]?[0-9A-Z]){16}(?![\w-]))(?:[A-Z]?\d+[A-Z]?|[A-Z]{1,2}\d*)(?![\w–-]|:\d)"
+         % trie(list(UNITS)).replace(r"\ ", r"[ \t]"))  # a trie: tried at every small word; not before a range's dash
+# ("train 2–3 times" is a range, not "Train 2")
 _ROUTE_ALONE = (r"(?<![\w.])(?:(?:County|State|Farm|Forest)[ \t](?:Rd\.?|Road|Hwy\.?|Highway|Rte\.?|Route)|Hwy\.?|Highway"
                 r"|Rte\.?|Rt\.?|Route|Interstate)[ \t]+\d{1,4}(?:[A-Z](?![\w]))?(?:[ \t]+[NSEW](?![\w]))?"
                 r"(?![\w:/-]|[.,]\d)")  # "Take Hwy 101", "Hwy 101 S", "Rt 66", "County Rd 12", "Rte 9W" (a letter)

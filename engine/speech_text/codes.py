@@ -220,6 +220,18 @@ def _local_phone(match: re.Match[str]) -> str | None:
     return ", ".join(w.digits(group) for group in re.split(r"[-. ]", match.group()))
 
 
+_KEYS = {"*": "star", "#": "pound"}
+
+
+def _star_code(match: re.Match[str]) -> str | None:
+    """A code keyed on a phone: a star and two to four digits ("*67"), perhaps a pound after, or any digits with two
+    keys of star or pound ("*#06#"); "#1" is a number sign."""
+    code = match.group()
+    if sum(char in _KEYS for char in code) < 2 and not re.fullmatch(r"\*\d{2,4}", code):
+        return None
+    return " ".join(_KEYS.get(part) or w.digits(part) for part in re.findall(r"\d+|[*#]", code))
+
+
 # Right before a number: the verb that dials it ("dial 100"), or calls it ("call 999", "rang 000").
 _DIAL_VERB = re.compile(r"(?i:\bdial(?:l?ed|l?ing|s)?[ \t]+\Z)")
 _CALL_VERB = re.compile(r"(?i:\b(?:call(?:ed|ing|s)?|r[ia]ng|ringing|phon(?:e|ed|ing)|text(?:ed|ing)?)[ \t]+\Z)")
@@ -228,10 +240,37 @@ _CALL_VERB = re.compile(r"(?i:\b(?:call(?:ed|ing|s)?|r[ia]ng|ringing|phon(?:e|ed
 _SERVICE_NUMBERS = frozenset("000 101 110 111 112 118 119 999".split())
 
 
+_SERVICE = r"(?<![\w.$#-])(?:[2-9]11|988|000|10[01]|11[0-9]|999)"
+_OPEN_SERVICE = re.compile(_SERVICE + r"(?:[ \t]+[^\s]+){0,4}[ \t]*\Z")  # the last word may be unfinished
+# A word about emergencies or help lines a few words before or after a service number ("many cities use 311 for
+# non-emergencies", "112 is the emergency number"): it is said digit by digit.
+_EMERGENCY = re.compile(r"(?i:\b(?:non-?)?emergenc(?:y|ies)\b|\b(?:hot|help)lines?\b)")
+_EMERGENCY_AFTER = re.compile(r"(?:[ \t]+[^\s]+){1,4}")  # the few words after the number that are looked at
+# After a service number, a verb ("112 is the ...", "311 handles ...") rather than what it counts ("112 patients")
+_SERVICE_VERB = re.compile(r"[ \t]+(?:is|was|will|can|also|works|connects|covers|reaches|handles|routes)\b")
+
+
+def _emergency(match: re.Match[str]) -> bool:
+    """Whether a word about emergencies is near the service number ``match`` and it counts nothing after it."""
+    if _COUNTED.match(match.string, match.end()) and not _SERVICE_VERB.match(match.string, match.end()):
+        return False
+    after = _EMERGENCY_AFTER.match(match.string, match.end())
+    return bool(_EMERGENCY.search(match.string, max(0, match.start() - 40), match.start())
+                or after and _EMERGENCY.search(after.group()))
+
+
+def open_service(text: str) -> int | None:
+    """Where a service number starts whose next few words (which may name an emergency) are not all there yet."""
+    tail = _OPEN_SERVICE.search(text, max(0, len(text) - 80))
+    return tail.start() if tail else None
+
+
 def _service_code(match: re.Match[str]) -> str | None:
     """"911", "311" after a word about calling, digit by digit; any three digits after "dial" ("dial 100"), and
-    another country's emergency number after "call" ("call 999")."""
+    another country's emergency number after "call" ("call 999"); any near a word about emergencies."""
     number, start = match.group(), match.start()
+    if _emergency(match):
+        return w.digits(number)
     if re.fullmatch(r"[2-9]11|988", number):
         before = match.string[max(0, start - 30):start]
         return w.digits(number) if _DIALLED.search(before) or number in ("911", "988") else None
@@ -705,8 +744,8 @@ RULES: list[Rule] = [
      r"|(?:(?<=[Ff]light )|(?<=Amtrak )|(?<=[Tt]rain )|(?<=[Bb]us ))\d{3,4}(?![\w]|[.,]\d)", _flight),
     ("number_code", r"(?<![\w&#])#[ \t]?(?:(?=[A-Za-z0-9-]*[A-Za-z])(?=[A-Za-z0-9-]*\d)[A-Za-z0-9]+(?:-[A-Za-z0-9]+)*|\d+(?:-\d+)+)"
                     r"(?:/[A-Z0-9]+(?:-[A-Z0-9]+)*)*(?![\w/-])", _number_code),  # "#A7-4402", "#100-4432-9981", "#B-12/34"
-    ("star_code", r"(?<![\w*])\*\d{2,4}#?(?![\w*])",  # "*611", "*67": keyed on a phone
-     lambda match: "star " + w.digits(match.group().strip("*#")) + (" pound" if match.group().endswith("#") else "")),
+    # "*611", "*67", "*#06#", "##002#": keyed on a phone, every key said ("star pound zero six pound")
+    ("star_code", r"(?<![\w*#])[*#][*#\d]{0,18}\d[*#\d]{0,18}(?![\w*#])", _star_code),
     ("bare_phone", r"(?<![\w.,$#-])1?\d{10}(?![\w%]|[.,:/-]\d)", _bare_phone),
     ("cued_digits", r"(?<![\w.,$#-])(?:\d{3,}(?:[ \t-]\d{2,}){0,4}|\d\d(?:[ \t-]\d{2,}){1,4})(?![\w%]|[.,:/-]\d)",
      _cued_digits),

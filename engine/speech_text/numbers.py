@@ -285,13 +285,25 @@ _TIMED_NOUNS = frozenset("wait walk drive ride commute delay nap workout flight 
 _DURATION_END = re.compile(r"(?i:min|mins|minutes?|hrs?|hours?|secs?|seconds?|days?|weeks?|months?|years?)\.?\Z")
 
 
+# "a"/"an", and perhaps one word ("a brisk"), before a measure: the noun after it is the one thing it describes.
+_A_BEFORE = re.compile(r"(?:^|\s)(?i:an?)[ \t]+(?:[a-z]+[ \t]+)?\Z")
+_NOUNS_AFTER_A = frozenset({"can"})  # words of _NOT_DESCRIBED that are nouns after "a": "a 12 oz can" ("12 oz can be")
+_NOUN_AFTER_A_END = re.compile(r"(?![ \t]+[a-z])|[ \t]+(?:of\b|[a-z]+(?:s|ed)\b)")  # "can of soda", "can holds", "can."
+
+
 def attributive(match: re.Match[str]) -> bool:
     """Whether a measure describes the noun that follows it, its unit said singular: after a determiner ("a 5000 mAh
-    battery", "your 20 GB plan", "a 512GB SSD") or before a plural noun ("9 ft ceilings"). (A range, "5-10 mg twice daily", "10-25 lb weights", says too little
+    battery", "your 20 GB plan", "a 512GB SSD", "a brisk 10 km walk") or before a plural noun ("9 ft ceilings"). (A range, "5-10 mg twice daily", "10-25 lb weights", says too little
     to tell.)"""
     after = _NOUN_AFTER.match(match.string, match.end(), match.end() + 24)
-    if after is None or after[1].lower() in _NOT_DESCRIBED:
+    if after is None:
         return False
+    article = _A_BEFORE.search(match.string, max(0, match.start() - 24), match.start()) is not None
+    if after[1].lower() in _NOT_DESCRIBED and not (article and after[1] in _NOUNS_AFTER_A
+                                                   and _NOUN_AFTER_A_END.match(match.string, after.end())):
+        return False
+    if article and after[1] not in _VERBS_IN_S:
+        return True  # "a brisk 10 km walk", "A 12 oz can of soda": "a" (and a word) before, a noun after
     if _PLURAL_NOUN.fullmatch(after[1]) and after[1] not in _NOT_PLURAL_NOUNS and after[1] not in _VERBS_IN_S:
         return True  # "with 9 ft ceilings", "2–4 kg weights", "$5 bills": a plural noun, not a verb ("11 kW takes")
     if after[1] in _TIMED_NOUNS and _DURATION_END.search(match.group()):
@@ -805,6 +817,9 @@ RULES: list[Rule] = [
     ("phone", _PHONE, _phone),
     ("version", r"(?<![\w.])(?:[vV]\d+(?:\.\d+)*|\d+\.\d+\.\d+(?:\.\d+)*)(?::\d{2,5}(?![\d:])|/\d{1,2}(?![\w/.]))?(?![\w]|\.\d)", _version),
     ("mixed_fraction", r"(?<![\w./,])\d{1,3}[ \t]\d{1,2}/\d{1,2}(?![\w/])", _mixed_fraction),
+    # "in 4/4 time", "6/8 meter": a time signature, each number said ("four four"), not a fraction or a date
+    ("time_signature", r"(?<![\w./,])\d{1,2}/(?:2|4|8|16)(?=[ \t]+(?:time|meter|metre|signature|time[ \t]signature)\b)",
+     lambda match: " ".join(w.cardinal(n) for n in match.group().split("/"))),
     ("month_day", r"(?<![\w./,])\d{1,2}/\d{1,2}(?![\w/])", _month_day),
     ("month_year", r"(?<![\w./,])(?:0?[1-9]|1[0-2])/(?:19|20)\d\d(?![\w/])", _month_year),
     ("pressure", r"(?<![\w./,])\d{2,3}/\d{2,3}[ \t]?mmHg(?![\w])", _pressure),  # "120/80 mmHg": a blood pressure
@@ -841,6 +856,11 @@ RULES: list[Rule] = [
     ("power_unit", r"(?<=[⁰¹²³⁴⁵⁶⁷⁸⁹][ \t])(?:%s)(?![\w/])" % "|".join(
         re.escape(u) for u in sorted(UNITS, key=len, reverse=True) if (UNITS[u][2] or re.search(r"[/ ²³^]", u))
         and u not in _WORDLIKE_UNITS),
+     lambda match: UNITS[match.group()][1]),
+    # "93 million mi", "2.5 billion km": a unit after a number and its scale's word (which the number's rule reads)
+    ("scaled_unit", r"(?:%s)(?:%s)(?![\w/])" % (
+        "|".join(rf"(?<=\d[ \t]{scale}[ \t])" for scale in ("thousand", "million", "billion", "trillion")),
+        "|".join(re.escape(u) for u in sorted(UNITS, key=len, reverse=True) if UNITS[u][2] and u not in _WORDLIKE_UNITS)),
      lambda match: UNITS[match.group()][1]),
     ("superscript_power", r"(?<=[0-9)])(?:⁻[⁰¹²³⁴⁵⁶⁷⁸⁹]+|[⁰¹⁴⁵⁶⁷⁸⁹][⁰¹²³⁴⁵⁶⁷⁸⁹]*|[²³][⁰¹²³⁴⁵⁶⁷⁸⁹]+)(?![\w])",
      _superscript_power),
