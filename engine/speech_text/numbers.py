@@ -520,8 +520,8 @@ def _pressure(match: re.Match[str]) -> str:
 
 
 _DETERMINER_BEFORE = re.compile(r"(?i:\b(?:the|this|that|my|your|our|their|his|her|its|an?))[ \t]+\Z")
-_HALF_OF = re.compile(r"[ \t]+(?i:of|off|price|priced)\b")  # "½ off", "½ price": "half off", "half price"
-_HALF_PRICE = re.compile(r"[ \t]+(?i:off|price|priced)\b")
+_HALF_PRICE = re.compile(r"[ \t]+(?i:off|price|priced)\b")  # "½ off", "1/2 price": "half off", "half price"
+_HALF_OF = re.compile(r"[ \t]+(?i:of)\b|" + _HALF_PRICE.pattern)  # "½ of customers" too ("1/2 of" stays "one half of")
 _HALVED_BEFORE = re.compile(r"(?i:\b(?:by|in))[ \t]+\Z")  # "reduce by ½", "cut in ½": "by half", "in half"
 
 
