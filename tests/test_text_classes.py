@@ -781,6 +781,17 @@ SAID = [
     ('112 is the emergency number.', 'one one two is the emergency number.'),
     ('The emergency room saw 112 patients.', 'The emergency room saw one hundred twelve patients.'),
     ('Dial *#06# now.', 'Dial star pound zero six pound now.'), ("We're #1.", "We're number one."),
+    ("let's meet around 4:30ish?", "let's meet around four thirtyish?"), ('Back by 4:00ish.', 'Back by fourish.'),
+    ('She was diagnosed with stage IV lymphoma.', 'She was diagnosed with stage four lymphoma.'),
+    ('See note iii below.', 'See note three below.'), ('the stage mix', 'the stage mix'),
+    ('Copyright © 2024 Acme', 'Copyright twenty twenty-four Acme'), ('© 2024 Acme', 'copyright twenty twenty-four Acme'),
+    ('Add 3/5 and 4/5.', 'Add three fifths and four fifths.'),
+    ('on 12/24 and 12/31.', 'on December twenty-fourth and December thirty-first.'),
+    ('The ratio simplifies to 12/25.', 'The ratio simplifies to twelve twenty-fifths.'),
+    ('Cut it into 3 1/4 ft lengths.', 'Cut it into three and a quarter foot lengths.'),
+    ('It is 2 1/2 ft long.', 'It is two and a half feet long.'),
+    ('A jacket with 3/4 sleeves.', 'A jacket with three quarter sleeves.'),
+    ('7/10 customers agree.', 'seven out of ten customers agree.'),
 ]
 
 

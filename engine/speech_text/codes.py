@@ -795,6 +795,12 @@ RULES: list[Rule] = [
     ("roman", rf"(?<![\w])(?:Super[ \t]Bowl|World[ \t]War|{_NUMBERING}|{_SUBJECT}|item|clause|paragraph|section|part|step|page|pages)"
               rf"[ \t](?:{_ROMAN}|{_ROMAN_LOWER})(?![\w])",
      _numbered),
+    # "stage IV lymphoma", "note iii", "act ii": a small-letter numbering word before a numeral of two letters or
+    # more, only I, V and X (not "stage mix", "type CD", nor a lone "I", the pronoun)
+    ("roman", r"(?<![\w])(?:stage|phase|level|tier|grade|chapter|volume|act|scene|note|footnote|article|appendix|"
+              r"schedule|figure|table|lesson|module|unit|round|season|episode|series|type|class|book)"
+              r"[ \t](?:(?=[IVX]{2,}(?![\w]))%s|(?=[ivx]{2,}(?![\w]))%s)(?![\w])" % (_ROMAN, _ROMAN.lower()),
+     _numbered),
     # "the XXI century", "the XXXIII Olympiad", "V Corps": a numeral before a century, a millennium, a dynasty, or
     # before a numbered gathering or unit (capitalised) is its ordinal
     ("roman_century", rf"(?<![\w]){_ROMAN}(?=[ \t]+(?:(?i:century|centuries|millennium|dynasty)|Olympiad|Olympic|"

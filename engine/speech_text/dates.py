@@ -414,6 +414,9 @@ def rules(day_first: bool = False) -> list[Rule]:
         ("month", r"(?<![\w])(?:Jan|Feb|Mar|Apr|Jun|Jul|Aug|Sep|Sept|Oct|Nov|Dec)\.(?![\w])", _month),
         ("ratio", r"(?<![\w:.,])\d{1,3}(?:,\d{3})*:\d{1,3}(?:(?:,\d{3})+|(?:[ \u00a0\u202f]\d{3})+|\d*)(?![\w:]|[.,]\d)",
          _scale_ratio),  # "a 1:50,000 scale", "the 1:24 scale": before a time
+        # "4:30ish", "10:15-ish": about that time, the suffix joined to the time's last word ("four thirtyish")
+        ("time_ish", r"(?<![\w:.])(?:[01]?\d|2[0-4]):[0-5]\d-?ish(?![\w])",
+         lambda match: re.sub(r" o'clock\Z", "", clock(re.sub(r"-?ish\Z", "", match.group()))) + "ish"),
         ("time", _TIME, _time),
         ("tv_time", r"(?<![\w:./])(?:1[0-2]|[1-9])(?::[0-5]\d)?/(?:1[0-2]|[1-9])(?::[0-5]\d)?c(?![\w/])", _tv_time),
         ("split_time", r"(?<![\w:.])(?:\d{1,2}:)?\d{1,2}:[0-5]\d\.\d{1,3}(?![\w:]|\.\d)", _split_time),  # "1:23.456"

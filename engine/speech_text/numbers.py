@@ -466,8 +466,9 @@ _CHANGED_BY = re.compile(r"(?i:\b(?:cut|cuts|reduced?|reduces|lowers?|lowered|ra
 
 _OF_AFTER = re.compile(r"[ \t]+of\b")  # "sat 3/4 of the way": a part of something, a fraction
 _NOT_A_DAY_AFTER = re.compile(r"[ \t]+(?:[a-z]+s|of|out|scale|in|on|per|a|an|the|and|or|to|inch|mile|cup|[^a-z])\b")
-_NOT_A_DAY_BEFORE = re.compile(r"(?i:\b(?:scored?|got|gets|rated|about|only|just|of|by|over|under|than|is|was|are|were))"
-                               r"[ \t]+\Z")
+_NOT_A_DAY_BEFORE = re.compile(r"(?i:\b(?:scored?|got|gets|rated|about|only|just|of|by|over|under|than|is|was|are|were|"
+                               r"(?:simplif(?:y|ies|ied)|reduc(?:e|es|ed)|equals?|becomes?|converts?|rounds?)(?:[ \t]+to)?))"
+                               r"[ \t]+\Z")  # "simplifies to 12/25.": arithmetic's result, a fraction
 
 
 def _odd_denominator_date(match: re.Match[str], day: int) -> bool:
@@ -482,7 +483,10 @@ def _odd_denominator_date(match: re.Match[str], day: int) -> bool:
     ends = re.match(r"[.!?](?:\s|$)", after) and re.search(r"[a-z][ \t]+\Z", match.string[:match.start()])
     if not ends and (not re.match(r"[ \t]+[a-z]", after) or _NOT_A_DAY_AFTER.match(after) and not verb):
         return False
-    return not _NOT_A_DAY_BEFORE.search(match.string, max(0, match.start() - 12), match.start())
+    return not _NOT_A_DAY_BEFORE.search(match.string, max(0, match.start() - 24), match.start())
+
+
+_SLASHED = re.compile(r"(?<![\w./,])\d{1,2}/\d{1,2}(?![\w/])")  # the month_day rule's pattern
 
 
 def _month_day(match: re.Match[str]) -> str | None:
@@ -494,7 +498,12 @@ def _month_day(match: re.Match[str]) -> str | None:
     if a[0] == "0" and re.search(r"(?i:(?:exp\w*|valid\w*|card)(?:[ \t]+(?:date|thru|through|until))?"
                                  r"(?:[ \t]+(?:is|of))?)\W*$", before):  # a card's MM/YY
         return f"{w.digits(a[0])} {w.cardinal(a[1])} {w.cardinal(b)}"
-    listed = re.search(r"\b\d{1,2}/\d{1,2}[ \t]+(?:and|or|&|through|thru)[ \t]+$", before)  # "12/24 and 12/31"
+    # "on 12/24 and 12/31": the next of a list whose first is a date ("add 3/5 and 4/5": fractions, as the first)
+    listed = re.search(r"\b\d{1,2}/\d{1,2}(?=[ \t]+(?:and|or|&|through|thru)[ \t]+$)", before)
+    if listed:
+        first = _SLASHED.match(match.string, match.start() - len(before) + listed.start())
+        listed = first is not None and first.end() == match.start() - len(before) + listed.end() \
+            and _month_day(first) is not None
     if a[0] != "0" and not listed and not _odd_denominator_date(match, int(b)) and \
             (not _DATE_CUES.search(before) or _CHANGED_BY.search(before) or _OF_AFTER.match(match.string, match.end())):
         return None
@@ -606,6 +615,9 @@ def _fraction(match: re.Match[str]) -> str:
         return "half"  # "1/2 price", "1/2 off": "half price", as "½ price" is
     counted = _COUNTED.match(after)
     if counted and counted[1] not in _UNIT_WORDS and counted[1] not in _MATH_VERBS and int(a) > 1:
+        if b in ("2", "4", "8", "16"):  # "3/4 sleeves", "5/8 studs": a size in halves, quarters, eighths, what it sizes
+            said = fraction_words(int(a), int(b))
+            return said.removesuffix("s") if b == "4" else said  # "three quarter sleeves", as "three-quarter" is
         return f"{w.cardinal(a)} out of {w.cardinal(b)}"  # "7/10 customers", "17/20 questions": so many of so many
     return _fraction_of(int(a), int(b), match)
 
@@ -773,10 +785,10 @@ def _duration(match: re.Match[str]) -> str:
 
 def _fraction_unit(match: re.Match[str]) -> str:
     """A unit after a fraction another rule read: "1/8 tsp" one eighth teaspoon, "½ tsp"; "1 1/2 cups", "1½ cups"
-    teaspoons."""
+    teaspoons; singular before a plural noun it describes ("3 1/4 ft lengths" three and a quarter foot lengths)."""
     whole = re.search(r"\d[ \t]\d+/\d+[ \t]$|\d[ \t]?[½⅓⅔¼¾⅕⅖⅗⅘⅙⅚⅛⅜⅝⅞][ \t]$",
                       match.string[max(0, match.start() - 8):match.start()])
-    return UNITS[match.group().rstrip(".")][1 if whole else 0]
+    return UNITS[match.group().rstrip(".")][1 if whole and not attributive(match) else 0]
 
 
 def _grouped_thousands(match: re.Match[str]) -> str:

@@ -139,6 +139,8 @@ RULES: list[Rule] = [
     ("approaches", r"(?<=(?<![\w])[a-z][ \t])→(?=[ \t]?(?:[-−+]?∞|[-−]?\d))", _saying(" approaches ")),
     # a single letter's subscript is an index (digits only after a small letter: "CO₂", "H₂O" are formulas)
     ("subscript", rf"(?<=(?<![\w])[A-Za-z])[{_SUB_LETTERS}]+|(?<=(?<![\w])[a-z])[₀-₉]+(?![\w])", _subscript),
+    # "Copyright © 2024", "© Copyright 2024": the sign beside the word it stands for is not said twice
+    ("words", r"(?:(?<=(?i:copyright)[ \t])|(?<=(?i:copyright)))©|©(?=[ \t]?(?i:copyright)\b)", _saying("")),
     ("words", "|".join(re.escape(s) for s in sorted(_WORDS, key=len, reverse=True)), _said),
     ("compare", r"(?<=\s)[<>](?=\s)", _compare),
     ("minus", r"(?<=[\w)])[ \t]?−[ \t]?(?=[\w(])", _saying(" minus ")),  # "revenue − cost": the minus sign, U+2212
