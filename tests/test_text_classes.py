@@ -792,6 +792,17 @@ SAID = [
     ('It is 2 1/2 ft long.', 'It is two and a half feet long.'),
     ('A jacket with 3/4 sleeves.', 'A jacket with three quarter sleeves.'),
     ('7/10 customers agree.', 'seven out of ten customers agree.'),
+    # a unit's list of codes and its number sign; an Australian 1300 number, a short code texted "at"; a postal item's
+    # number; "#:" before a code; a quantified bound, a question in capitals, a negative in bars, a probability
+    ('Seats 23A and 23B are together.', 'Seats twenty-three A and twenty-three B are together.'),
+    ('Recall notice: lot #L2291A only.', 'Recall notice, lot number L two two nine one A only.'),
+    ('Sydney support line: 1300 655 506', 'Sydney support line, one three zero zero, six five five, five zero six'),
+    ('Or text us at 20555.', 'Or text us at two zero five five five.'),
+    ('Parcel ID: LX 1042 8893 US', 'Parcel I D, L X one zero four two eight eight nine three U S'),
+    ('Part #: 45-2210-B', 'Part number, four five-two two one zero-B'),
+    ('This holds for every n ≥ 1.', 'This holds for every n greater than or equal to one.'),
+    ('WHAT IS 6 × 7?', 'what is six times seven?'), ('|−5| = 5', 'the absolute value of negative five equals five'),
+    ('P(A) = 0.25', 'P of A equals zero point two five'),
 ]
 
 

@@ -36,7 +36,9 @@ UNITS = {"apt": "apartment", "apartment": "apartment", "ste": "suite", "suite": 
          "po box": "P O box", "p.o. box": "P O box", "hangar": "hangar", "cabin": "cabin", "berth": "berth",
          "car": "car", "coach": "coach", "counter": "counter", "desk": "desk", "level": "level", "door": "door",
          "window": "window", "booth": "booth", "table": "table", "lane": "lane", "carousel": "carousel",
-         "aisle": "aisle", "track": "track", "train": "train", "route": "route", "bus": "bus", "stall": "stall"}
+         "aisle": "aisle", "track": "track", "train": "train", "route": "route", "bus": "bus", "stall": "stall",
+         "seats": "seats", "gates": "gates", "rooms": "rooms", "rows": "rows"}
+_PLURAL_UNITS = frozenset(("seats", "gates", "rooms", "rows"))  # only before a code with a letter: "Seats 23A and 23B"
 STATES = dict(zip(
     "AL AK AZ AR CA CO CT DE DC FL GA HI ID IL IN IA KS KY LA ME MD MA MI MN MS MO MT NE NV NH NJ NM NY NC ND OH OK "
     "OR PA RI SC SD TN TX UT VT VA WA WV WI WY PR".split(),
@@ -134,12 +136,29 @@ def _unit(match: re.Match[str]) -> str | None:
         return None  # "Level IV", "Level I": a roman numeral (codes.py)
     if word in STATES and re.fullmatch(r"\d{5}", code):  # "Miami, FL 33139": a state and its ZIP code
         return None
+    if word.lower() in _PLURAL_UNITS and code.isdigit():
+        return None  # "The stadium seats 68,500 fans": a verb or a count, not a list of codes
     name = UNITS[re.sub(r"[ \t]+", " ", word.lower())]
     if word[0].isupper() and name[0].islower():
         name = name.capitalize()
+    if "#" in match.group():  # "lot #L2291A", "Apt #4B": the number sign is said, "lot number L two two nine one A"
+        name += " number"
     if code.isdigit():
         return f"{name} {house_number(code)}"
     return f"{name} {spell_code(code)}"
+
+
+# "Seats 23A and 23B", "Gates B4, B6 or B9": a list of codes after a unit's word goes on in the same reading
+_MORE_UNITS_BEFORE = re.compile(r"(?<![\w])(?i:%s)\.?[ \t]*#?[ \t]*[A-Z]?\d+[A-Z]?"
+                                r"(?:(?:,|,?[ \t]+(?:and|or|&))[ \t]+[A-Z]?\d+[A-Z]?)*(?:,|,?[ \t]+(?:and|or|&))[ \t]+\Z"
+                                % "|".join(sorted((k for k in UNITS if " " not in k and "." not in k), key=len, reverse=True)))
+
+
+def _more_units(match: re.Match[str]) -> str | None:
+    if not _MORE_UNITS_BEFORE.search(match.string, max(0, match.start() - 60), match.start()):
+        return None
+    code = match.group()
+    return house_number(code) if code.isdigit() else spell_code(code)
 
 
 def _zip(match: re.Match[str]) -> str:
@@ -291,7 +310,8 @@ RULES: list[Rule] = [
     ("ap_state", _AP_STATE, _ap_state),
     ("state_list", _STATE_LIST, _state_list),
     ("state", _STATE, _state),
-    ("address", _ADDRESS, _address), ("unit", _UNIT, _unit), ("zip", _ZIP, _zip), ("postal", _POSTAL, _postal),
+    ("address", _ADDRESS, _address), ("unit", _UNIT, _unit),
+    ("unit", r"(?<=[ \t])(?:[A-Z]\d{1,4}[A-Z]?|\d{1,4}[A-Z])(?![\w–-]|:\d)", _more_units), ("zip", _ZIP, _zip), ("postal", _POSTAL, _postal),
     ("route", _ROUTE_ALONE, _route), ("compass", _COMPASS, _compass),
     ("ordinal_street", r"(?<![\w.])\d{1,3}(?:st|nd|rd|th)[ \t]+(?:St|Ave|Av|Blvd|Rd|Dr|Ln|Pl|Pkwy|Ter)\.?(?![\w])",
      _ordinal_street),  # "the 42nd St entrance", "1st Ave"

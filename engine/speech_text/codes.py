@@ -130,7 +130,8 @@ _CODE_CUE = re.compile(
     r"tracking|case|ticket|invoice|claim|receipt|booking|reservation|order|serial|card|routing|rx|prescription)(?:[ \t]+(?:number|no\.|#|"
     r"ID|code)|#))|\b(?:ends?|ending)[ \t]+(?:in|with)|(?i:\b(?:card|account|acct\.?|number))[ \t]+ending|\b[Ll]ast[ \t]+(?:four|4)(?:[ \t]+digits)?)"
     r"(?:[ \t]+(?:is|was|are|reads))?:?[ \t]+\Z")
-_PHONE_CUE = re.compile(r"(?i:\b(?:call|phone|tel|dial|fax|mobile|cell|landline|hotline))\b\.?:?[ \t]+\Z")
+_PHONE_CUE = re.compile(r"(?i:\b(?:call|phone|tel|dial|fax|mobile|cell|landline|hotline|helpline"
+                        r"|(?:support|help|service|customer|sales|info|enquiries|inquiries|contact|phone)[ \t]+line))\b\.?:?[ \t]+\Z")
 
 
 _ACRONYM_BEFORE = re.compile(r"(?<![\w.])([A-Z]{2,5})(?:[ \t]+(?:is|was|number|no\.|#))?:?[ \t]+\Z")
@@ -165,7 +166,8 @@ def _cued_digits(match: re.Match[str]) -> str | None:
     groups right after a word about calling ("Ph: 9555 0142", "Tel: 01 23 45 67 89", "Call 1300 555 123")."""
     before = max(0, match.start() - 40)
     groups = match.group().replace("-", " ").split()
-    trunk = len(groups) > 1 and groups[0][0] == "0" and len(groups[0]) >= 3 and 10 <= len("".join(groups)) <= 11
+    trunk = len(groups) > 1 and groups[0][0] == "0" and len(groups[0]) >= 3 and 10 <= len("".join(groups)) <= 11 \
+        or len(groups) == 3 and groups[0] in ("1300", "1800") and len("".join(groups)) == 10  # "1300 655 506": Australia's
     phone = trunk or len(groups) > 1 and (groups[0][0] == "0" or len("".join(groups)) >= 7) and _PHONE_CUE.search(
         match.string, before, match.start())
     if not phone and not _CODE_CUE.search(match.string, before, match.start()) and not _named_number(match, before) \
@@ -285,9 +287,11 @@ _COUNTED = re.compile(r"[ \t]+(?!(?:now|immediately|instead|again|first|right|st
 
 
 def _short_code(match: re.Match[str]) -> str | None:
-    """"Text HELP to 72345": a texting short code, digit by digit."""
+    """"Text HELP to 72345", "text us at 20555": a texting short code, digit by digit."""
     before = match.string[max(0, match.start() - 40):match.start()]
-    return w.digits(match.group()) if re.search(r"(?i:\btext|\btxt|\bsms)\b.*\bto[ \t]+$", before) else None
+    texted = re.search(r"(?i:\btext|\btxt|\bsms)\b.*\bto[ \t]+$", before) or re.search(  # "text us at 20555" too
+        r"(?i:\b(?:text|txt|sms)(?:[ \t]+(?:us|me|them|him|her))?[ \t]+at)[ \t]+$", before)
+    return w.digits(match.group()) if texted else None
 
 
 def _hex(match: re.Match[str]) -> str:
@@ -479,7 +483,7 @@ _MATH_PARTS = re.compile(
 _UNIT_LETTERS = frozenset(unit for unit in UNITS if len(unit) == 1 and unit != "x")
 _SUBSCRIPTS = str.maketrans("₀₁₂₃₄₅₆₇₈₉", "0123456789")
 _ASKED = re.compile(  # "What is 7 - 3?": a question about an expression, so its hyphen is a minus
-    r"(?:\b[Ww]hat(?:'s|’s|[ \t]is)|\b(?:[Cc]alculate|[Cc]ompute|[Ss]olve|[Ee]valuate|[Ss]implify))[ \t]+\Z")
+    r"(?i:\bwhat(?:'s|’s|[ \t]is)|\b(?:calculate|compute|solve|evaluate|simplify))[ \t]+\Z")  # "WHAT IS 6 × 7?" too
 _OPEN_MATH = re.compile(rf"(?<![\w.,/:$-]){_TERM}(?:{_OPERATOR}(?:{_TERM})?){{1,12}}\s*\Z")
 
 
@@ -499,12 +503,13 @@ def _factorial(match: re.Match[str]) -> str | None:
     return (w.cardinal(term) if term.isdigit() else term) + " factorial"
 
 
-_OPEN_TRACKING = re.compile(r"(?<![\w-])1Z(?:[ \t]?[0-9A-Z]){0,15}[ \t]*\Z")
+_OPEN_TRACKING = re.compile(r"(?<![\w-])1Z(?:[ \t]?[0-9A-Z]){0,15}[ \t]*\Z"  # a postal item's too: "LX 1042 8893" before "US"
+                            r"|(?<![\w-])[A-Z]{2}[ \t]?\d(?:[ \t]?\d){0,8}(?:[ \t]?[A-Z])?[ \t]*\Z")
 
 
 def open_tracking(text: str) -> int | None:
-    """Where a UPS tracking number that later text may go on with starts at the end of ``text`` ("1Z 999 AA1" before
-    "01 2345 6784"), or None."""
+    """Where a UPS tracking number or a postal item's number that later text may go on with starts at the end of
+    ``text`` ("1Z 999 AA1" before "01 2345 6784", "LX 1042" before "8893 US"), or None."""
     tail = _OPEN_TRACKING.search(text, max(0, len(text) - 40))
     return tail.start() if tail else None
 
@@ -782,6 +787,10 @@ RULES: list[Rule] = [
     # "AB/12", "A1/B2": a code's parts on both sides of a slash (capitals and digits, one side of each), "slash"
     # "1Z 999 AA1 01 2345 6784": a UPS tracking number (1Z and sixteen characters, spaced or not), one by one
     ("tracking", r"(?<![\w-])1Z(?:[ \t]?[0-9A-Z]){16}(?![\w-])",
+     lambda match: " ".join(w.digits(c) if c.isdigit() else c for c in match.group() if not c.isspace())),
+    # "RR 123 456 789 US", "LX 1042 8893 US", "EE123456789CN": an international postal item's number (two letters, eight
+    # or nine digits, spaced in groups or not, the country's two letters), each character said
+    ("tracking", r"(?<![\w-])[A-Z]{2}[ \t]?(?=(?:[ \t]?\d){8,9}[ \t]?[A-Z]{2}(?![\w-]))(?:\d{3,4}[ \t]?){1,2}\d{1,4}[ \t]?[A-Z]{2}(?![\w-])",
      lambda match: " ".join(w.digits(c) if c.isdigit() else c for c in match.group() if not c.isspace())),
     # "sm-g973f", "hp-x360": a small-letter model code, a letters-only part beside one that mixes letters and digits
     ("lower_code", r"(?<![\w-])(?:[a-z]{1,2}|[b-df-hj-np-tv-z]{3,4})-[a-z]{1,3}\d[a-z0-9]{0,10}(?![\w-]|[.,]\d)",

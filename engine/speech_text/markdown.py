@@ -47,7 +47,7 @@ _INLINE = re.compile(
             r"(?P<entity>&(?:amp|lt|gt|quot|apos|nbsp|#39);)",
             r"(?P<times>(?<=\d)[ \t]?\*[ \t]?(?=\d))",
             r"(?P<strong>(?!(?<![\w*])\*\d{2,4}#?(?![\w*]))"  # not a phone's star code: "dial *611"
-            r"(?:\*+|~~+|`+|(?<!\w)_+|_+(?!\w)|(?<!\w)#+(?![\w#]|[ \t][A-Z\d])))",  # "part # 74-2210B", "Claim # CLM-1" keep their number sign
+            r"(?:\*+|~~+|`+|(?<!\w)_+|_+(?!\w)|(?<!\w)#+(?![\w#]|[ \t][A-Z\d]|:[ \t]*[A-Z\d])))",  # "part # 74-2210B", "Claim # CLM-1", "Part #: 45" keep their number sign
         )
     ),
     re.IGNORECASE,

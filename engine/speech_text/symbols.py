@@ -41,9 +41,14 @@ def _said(match: re.Match[str]) -> str:
 _BE_BEFORE = re.compile(r"(?<![\w'])(?:is|are|was|were|be|been|being|isn't|aren't|wasn't|weren't)[ \t]*\Z", re.I)
 
 
+# "for every n ≥ 1", "for all x > 0": a quantified variable's bound is no statement, so it has no verb
+_QUANTIFIED_BEFORE = re.compile(r"(?<![\w'])(?i:every|all|each|any|some)[ \t]+[A-Za-z][ \t]*\Z")
+
+
 def _verb(match: re.Match[str]) -> str:
     """The relation's verb, unless the writer wrote one ("your score is < 600")."""
-    return "" if _BE_BEFORE.search(match.string, max(0, match.start() - 12), match.start()) else " is"
+    before = match.string[max(0, match.start() - 16):match.start()]
+    return "" if _BE_BEFORE.search(before) or _QUANTIFIED_BEFORE.search(before) else " is"
 
 
 def _related(match: re.Match[str]) -> str:
@@ -141,6 +146,8 @@ RULES: list[Rule] = [
     ("subscript", rf"(?<=(?<![\w])[A-Za-z])[{_SUB_LETTERS}]+|(?<=(?<![\w])[a-z])[₀-₉]+(?![\w])", _subscript),
     # "Copyright © 2024", "© Copyright 2024": the sign beside the word it stands for is not said twice
     ("words", r"(?:(?<=(?i:copyright)[ \t])|(?<=(?i:copyright)))©|©(?=[ \t]?(?i:copyright)\b)", _saying("")),
+    # "P(A) = 0.25", "P(B) + P(C)": a capital function letter applied to a capital letter before an operator, "P of A"
+    ("applied", r"(?<![\w(])[A-Z]\([A-Z]\)(?=[ \t]?[-−+=<>≤≥≈≠×])", lambda match: f"{match.group()[0]} of {match.group()[2]}"),
     ("words", "|".join(re.escape(s) for s in sorted(_WORDS, key=len, reverse=True)), _said),
     ("compare", r"(?<=\s)[<>](?=\s)", _compare),
     ("minus", r"(?<=[\w)])[ \t]?−[ \t]?(?=[\w(])", _saying(" minus ")),  # "revenue − cost": the minus sign, U+2212
@@ -165,6 +172,8 @@ RULES: list[Rule] = [
     # (a run of them stops before a dollar sign and its amount: "~$5" is "about five dollars", not "~$" unsaid)
     ("stray", r"(?:[\\{}<>^~*#•·†‡]|\$(?![\d.]))+", _saying("")),
     # "|x| = 5", "|−3|": the opening bar of an absolute value (a short term, no space inside; the closing bar is "bar")
-    ("absolute", r"(?<![\w|])\|(?=[-−]?\w[^|\s]{0,15}\|(?![\w|]))", _saying("the absolute value of ")),
+    # (a sign just inside it is the number's: "|−5|" "the absolute value of negative five")
+    ("absolute", r"(?<![\w|])\|(?=[-−]?\w[^|\s]{0,15}\|(?![\w|]))(?:[-−](?=\d))?",
+     lambda match: "the absolute value of " + ("negative " if len(match.group()) > 1 else "")),
     ("bar", r"[|/]", _saying(" ")),
 ]
