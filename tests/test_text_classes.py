@@ -803,6 +803,16 @@ SAID = [
     ('This holds for every n ≥ 1.', 'This holds for every n greater than or equal to one.'),
     ('WHAT IS 6 × 7?', 'what is six times seven?'), ('|−5| = 5', 'the absolute value of negative five equals five'),
     ('P(A) = 0.25', 'P of A equals zero point two five'),
+    # a highway's exit by its code; numbers named in the plural after "the"; a headline's amount before its noun; a
+    # motor oil's grade; a race by its distance; a question's verb before a relation; units in an equation
+    ('Take exit 4B toward Newark.', 'Take exit four B toward Newark.'),
+    ('Traffic on the 8s.', 'Traffic on the eights.'), ('the 1s and 2s', 'the ones and twos'),
+    ('Yankees sign ace to $162M deal', 'Yankees sign ace to one hundred sixty-two million dollar deal'),
+    ('It takes 0W-20 or 5W30 oil.', 'It takes zero W twenty or five W thirty oil.'),
+    ('Road closures for the 10K start at dawn.', 'Road closures for the ten K start at dawn.'),
+    ('He ran a 5K, then took 10K steps.', 'He ran a five K, then took ten thousand steps.'),
+    ('Is 5 > 3? Yes.', 'Is five greater than three? Yes.'),
+    ('60 mph × 2.5 h = 150 mi', 'sixty miles per hour times two point five hours equals one hundred fifty miles'),
 ]
 
 

@@ -36,7 +36,7 @@ UNITS = {"apt": "apartment", "apartment": "apartment", "ste": "suite", "suite": 
          "po box": "P O box", "p.o. box": "P O box", "hangar": "hangar", "cabin": "cabin", "berth": "berth",
          "car": "car", "coach": "coach", "counter": "counter", "desk": "desk", "level": "level", "door": "door",
          "window": "window", "booth": "booth", "table": "table", "lane": "lane", "carousel": "carousel",
-         "aisle": "aisle", "track": "track", "train": "train", "route": "route", "bus": "bus", "stall": "stall",
+         "aisle": "aisle", "exit": "exit", "track": "track", "train": "train", "route": "route", "bus": "bus", "stall": "stall",
          "seats": "seats", "gates": "gates", "rooms": "rooms", "rows": "rows"}
 _PLURAL_UNITS = frozenset(("seats", "gates", "rooms", "rows"))  # only before a code with a letter: "Seats 23A and 23B"
 STATES = dict(zip(

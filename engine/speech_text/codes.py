@@ -535,6 +535,9 @@ def _math(match: re.Match[str]) -> str | None:
     text = match.group()
     if text in UNITS and re.search(r"\d[ \t]?\Z", match.string[max(0, match.start() - 2):match.start()]):
         return None  # "g = 9.8 m/s²": a unit after its number ("meters per second squared"), not a division
+    if text[0] in _UNIT_LETTERS and not text[1:2].isalpha() and re.search(
+            r"\d[ \t]\Z", match.string[max(0, match.start() - 2):match.start()]):
+        return None  # "2.5 h = 150 mi": the unit of the number before it, not a variable
     if re.search(r"\d[eE][-+−]?\d", text):
         return None  # "k = 1.38e-23": a number in E notation, not "1.38 e" minus 23
     asked = _ASKED.search(match.string, max(0, match.start() - 20), match.start())
@@ -758,6 +761,9 @@ RULES: list[Rule] = [
                        r"|(?<![\w.,+$-])\d{4}(?:[ \t]\d{4}){2,}(?:[ \t]\d{1,3})?(?![\w-]|[.,]\d|[ \t]\d)",
      _grouped_digits),  # "04465-33471", "452187-3" (a check digit): a part number, not a range; "9405 5036 9930 ..."
     ("round_the_clock", r"(?<![\w./])24[ \t]?[x×/][ \t]?7(?![\w/]|\.\d)", lambda match: "twenty-four seven"),  # "24x7", "24/7"
+    # "0W-20", "10W-40", "5W30": a motor oil's viscosity grade, its winter grade, "W", then its hot grade ("zero W twenty")
+    ("viscosity", r"(?<![\w.-])(?:0|5|10|15|20|25)W-?(?:8|[1-6]0|16|[1-5]5)(?![\w-]|\.\d)",
+     lambda match: " W ".join(w.cardinal(n) for n in re.split(r"W-?", match.group()))),
     ("grades", r"(?<![\w-])K[-–](?:1[0-2]|[1-9])(?![\w-])", lambda match: "K to " + w.cardinal(match.group()[2:])),
     ("rooms", r"(?<![\w.-])\d(?:BR|BD|br|bd|BA|ba)(?![\w-])",  # "a 2BR", "2BA": a listing's rooms
      lambda match: w.cardinal(match.group()[0]) + (" bath" if match.group()[1] in "Bb" and match.group()[2] in "Aa"

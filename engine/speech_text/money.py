@@ -192,6 +192,15 @@ _MINUS = re.compile(r"[ \t][-–−][ \t]")
 _EQUALS_AFTER = re.compile(r"[ \t]*=")
 
 
+# Singular nouns an amount describes, without a determiner before it as a headline writes it: "signs $162M deal",
+# "approves $2B budget" ("one hundred sixty-two million dollar deal")
+_DESCRIBED_AFTER = re.compile(r"[ \t]+(?:deal|contract|budget|settlement|fine|bonus|salary|loan|grant|donation|gift|"
+                              r"investment|expansion|upgrade|renovation|project|lawsuit|payout|package|bond|offer|"
+                              r"fund|acquisition|merger|mortgage|bill|check|cheque|fee|price[ \t]tag|raise|prize|"
+                              r"jackpot|purse|stadium|facility|plant|campus|overhaul|bailout|penalty|verdict|judgment|"
+                              r"deficit|surplus|shortfall|loss|profit|windfall|tax[ \t]cut|tax[ \t]break)(?![\w'’-])")
+
+
 def _money(match: re.Match[str]) -> str | None:
     parts = _MONEY_PARTS.fullmatch(_points(match.group()))
     if parts is None:  # "£ .100USD": a symbol whose amount another rule reads
@@ -202,8 +211,9 @@ def _money(match: re.Match[str]) -> str | None:
                                                                          match.group()[minus.end():]))
         if low and high:
             return f"{_said(low, names)} minus {_said(high, names)}"
-    if attributive(match) and not parts["b"] and "." not in parts["a"].rstrip("0").rstrip(".") or \
-            attributive(match) and parts["am"]:  # "a $5 fee": "a five dollar fee"
+    described = _DESCRIBED_AFTER.match(match.string, match.end()) and not parts["b"]  # "to $162M deal" (a headline)
+    if (attributive(match) or described) and not parts["b"] and "." not in parts["a"].rstrip("0").rstrip(".") or \
+            (attributive(match) or described) and parts["am"]:  # "a $5 fee": "a five dollar fee"
         names = (names[0], names[0], names[2], names[2])
     return _said(parts, names)
 

@@ -350,6 +350,12 @@ CODE_NOUN = re.compile(r"(?i:\b(?:model|room|rm\.?|unit|lot|case|docket|exit|inv
                         r"confirmation|reservation|permit|license|licence))[ \t]*[#:]?[ \t]*\Z")  # not a verb: "order 2-3"
 
 
+_THE_BEFORE = re.compile(r"(?<![\w'])(?i:the)[ \t]+(?:\d{1,2}s[ \t]+(?:and|or|&)[ \t]+)?\Z")  # "the 1s and 2s"
+_RACE_DISTANCES = frozenset("3 5 8 10 12 15 21 25".split())  # a race's kilometers: "a 5K", "the 10K"
+_NAMED_AFTER = re.compile(r"[ \t]*(?:[.,;:!?)]|\Z)|[ \t]+(?:and|or)\b")
+_PLURAL_AFTER = re.compile(r"[ \t]+(?:[a-z]{2,}[^su']s|people|men|women|children|feet)\b")
+
+
 def _quantity(match: re.Match[str]) -> str | None:
     parts = _QUANTITY_PARTS.fullmatch(match.group())
     assert parts
@@ -366,6 +372,14 @@ def _quantity(match: re.Match[str]) -> str | None:
         long = max(len(a), len(b)) >= 6  # an identifier's digits one by one
         return "-".join(w.cardinal(g) if len(g) <= 2 and g[0] != "0" and not long else w.digits(g)
                         for g in (a, b))  # "room 12-3"
+    if suffix == "s" and not b and not sign and a.isdigit() and len(a) <= 2 \
+            and _THE_BEFORE.search(match.string, max(0, match.start() - 20), match.start()) \
+            and _NAMED_AFTER.match(match.string, match.end()):
+        return w.plural(w.cardinal(a))  # "on the 8s", "the 1s and 2s": the numbers themselves, not seconds
+    if suffix == "K" and not b and not sign and a in _RACE_DISTANCES \
+            and _DETERMINER.search(match.string, max(0, match.start() - 8), match.start()) and not _PLURAL_AFTER.match(
+                match.string, match.end()):
+        return w.cardinal(a) + " K"  # "the 10K start", "run a 5K": a race by its distance ("the 10K steps" counts)
     if b and a == b and not suffix and not sign and "-" in match.group():
         return f"{w.cardinal(a)}-{w.cardinal(b)}"  # "50-50": a tie, an even split
     if suffix.lower() in ("st", "nd", "rd", "th") and not b and "." not in a:
@@ -806,8 +820,8 @@ def _scientific(match: re.Match[str]) -> str:
 # "the 2d Infantry", "the 3d Circuit", "32d President": the military's and the courts' "d" for "nd" and "rd", before a
 # name (a capital); "3d printing", "2D game" (a capital D) are dimensions
 _D_ORDINAL = r"(?<![\w.,])(?:\d*[02-9])?[23]d(?=[ \t]+[A-Z][a-z])(?![ \t]+(?:Printer|Printing|Printed|Model|Scan|Movie|Glasses)\b)"
-_HOURS_BEFORE = re.compile(r"(?i:\b(?:every|within|for|after|over|in|q))[ \t]+\d+(?:\.\d+)?[ \t]\Z")
-_HOURS_AFTER = re.compile(r"[ \t]*(?:[.,;:!?)]|\Z)|[ \t]+(?:of|after|before|later|ago|apart|or|and|to|for|per|each|daily)\b")
+_HOURS_BEFORE = re.compile(r"(?:(?i:\b(?:every|within|for|after|over|in|q))[ \t]+|[×÷=][ \t]?)\d+(?:\.\d+)?[ \t]\Z")
+_HOURS_AFTER = re.compile(r"[ \t]*(?:[.,;:!?)=×÷]|\Z)|[ \t]+(?:of|after|before|later|ago|apart|or|and|to|for|per|each|daily)\b")
 
 
 def _spaced_hour(match: re.Match[str]) -> str | None:

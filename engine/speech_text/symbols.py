@@ -45,10 +45,16 @@ _BE_BEFORE = re.compile(r"(?<![\w'])(?:is|are|was|were|be|been|being|isn't|aren'
 _QUANTIFIED_BEFORE = re.compile(r"(?<![\w'])(?i:every|all|each|any|some)[ \t]+[A-Za-z][ \t]*\Z")
 
 
+# "Is 5 > 3?", "Why is x < 0?": a question whose verb comes before its first term, so the relation adds none
+_ASKED_BE_BEFORE = re.compile(r"(?:^|[.!?:][ \t]+|\n|(?i:\b(?:why|how|when|so|and|but|then))[ \t]+)"
+                              r"(?i:is|are|was|were|isn't|aren't)[ \t]+[-−]?(?:\d[\d,]*(?:\.\d+)?|[A-Za-z])[ \t]*\Z")
+
+
 def _verb(match: re.Match[str]) -> str:
-    """The relation's verb, unless the writer wrote one ("your score is < 600")."""
+    """The relation's verb, unless the writer wrote one ("your score is < 600", "Is 5 > 3?")."""
     before = match.string[max(0, match.start() - 16):match.start()]
-    return "" if _BE_BEFORE.search(before) or _QUANTIFIED_BEFORE.search(before) else " is"
+    asked = _ASKED_BE_BEFORE.search(match.string, max(0, match.start() - 24), match.start())
+    return "" if _BE_BEFORE.search(before) or _QUANTIFIED_BEFORE.search(before) or asked else " is"
 
 
 def _related(match: re.Match[str]) -> str:
