@@ -813,6 +813,18 @@ SAID = [
     ('He ran a 5K, then took 10K steps.', 'He ran a five K, then took ten thousand steps.'),
     ('Is 5 > 3? Yes.', 'Is five greater than three? Yes.'),
     ('60 mph × 2.5 h = 150 mi', 'sixty miles per hour times two point five hours equals one hundred fifty miles'),
+    # a host's two letters that are no word, spelled; initials peeled off a name until a syllable opens; an agency's
+    # letters; a shouted word of alternating vowels on a line in capitals
+    ('Flight status: aa.com', 'Flight status, A A dot com'),
+    ('Road conditions: www.511ny.org', 'Road conditions, W W W dot five one one N Y dot org'),
+    ('Charger map: ev-charging.example.com/map', 'Charger map, E V dash charging dot example dot com slash map'),
+    ('en.wikipedia.org/wiki/Pi', 'E N dot wikipedia dot org slash wiki slash Pi'),
+    ('Go to go.example.com', 'Go to go dot example dot com'), ('Email al@example.com', 'Email al at example dot com'),
+    ('Service updates from @SFBART today.', 'Service updates from at S F BART today.'),
+    ('Listen live: kqed.org/radio', 'Listen live, K Q E D dot org slash radio'),
+    ('Get an xbox.com account', 'Get an X box dot com account'),
+    ('Trail cams: www.fs.usda.gov/cams', 'Trail cams, W W W dot F S dot U S D A dot gov slash cams'),
+    ('BAY AREA TRAFFIC: 511.ORG', 'bay area traffic, five one one dot ORG'), ('BIG IDEA SALE', 'big idea sale'),
 ]
 
 

@@ -250,10 +250,13 @@ def _caps(match: re.Match[str]) -> str:
     if len(common) >= 2 and (token == "US" or (len(token) >= 4 and _VOWELS & set(token) and token not in WORD_ACRONYMS)
                              or (len(token) == 3 and token not in SPELLED and one_syllable(token))):  # "THE GYM"
         return token.lower()
-    if len(worded) >= 2 and len(token) >= 4 and token not in SPELLED | WORD_ACRONYMS and (
-            token[0] not in _VOWELS and SAYABLE_START.match(token) or _ALTERNATING.fullmatch(token)):
+    if len(token) >= 4 and token not in SPELLED | WORD_ACRONYMS and (
+            token[0] not in _VOWELS and SAYABLE_START.match(token) or _ALTERNATING.fullmatch(token)) and (
+            len(worded) >= 2 or worded and _ALTERNATING.fullmatch(token)
+            and not re.search(r"[a-z]", "".join(_sentence_around(match)))):
         # "FUEL" among words that read as words; "HVAC" is no word's start, and one opening with its vowel ("ESPN",
-        # "USAA", "UCLA") is as often an acronym, unless its vowels and consonants alternate ("OVEN", "EDIT")
+        # "USAA", "UCLA") is as often an acronym, unless its vowels and consonants alternate ("OVEN", "EDIT", "AREA":
+        # a word of them one among words on a line all in capitals, "BAY AREA TRAFFIC")
         return token.lower()
     if len(token) == 3 and token not in SPELLED and token not in _SYLLABLE_ACRONYMS and token not in WORD_ACRONYMS \
             and token.lower() not in COMMON_WORDS and (one_syllable(token) or _VOWEL_SYLLABLE.fullmatch(token)):
@@ -268,7 +271,7 @@ def _caps(match: re.Match[str]) -> str:
     return caps(token)
 
 
-_ALTERNATING = re.compile(r"[AEIOU](?:[B-DF-HJ-NP-TV-Z][AEIOUY])+[B-DF-HJ-NP-TV-Z]?")
+_ALTERNATING = re.compile(r"[AEIOU](?:[B-DF-HJ-NP-TV-Z](?:EA|IA|[AEIOUY]))+[B-DF-HJ-NP-TV-Z]?")  # "IDEA", "AREA"
 _SENTENCE_END = re.compile(r"[.!?](?:\s|\Z)|\n")
 _SYLLABLE_ACRONYMS = frozenset("SAT MIT CAT PET LED VIN DOB POS BOT EST EDT ACT APT ACC ATT IDE ICE".split())  # spelled,
 # though of one syllable's shape

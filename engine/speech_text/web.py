@@ -20,7 +20,8 @@ TLDS = ("com org net io dev ai co edu gov app uk de fr ca au us info biz me tv l
         "jp cn ru br es nl se fi dk pl ch nz za mx kr tw hk sg ie il gr pt cz ar cl eu asia mobi").split()
 _SPELLED_NAMES = frozenset(
     {name.lower() for name in SPELLED} - COMMON_WORDS
-    | set("irs ups dmv dhl faq hbo bbc cnn nbc abc cbs npr ibm aws nyc cdc fda nih mit nyu usps ssa fbi cia".split())
+    | set("irs ups dmv dhl faq hbo bbc cnn nbc abc cbs npr ibm aws nyc cdc fda nih mit nyu usps ssa fbi cia usda epa faa "
+          "tsa".split())
 )
 _SAID_DOMAINS = frozenset({"co", "me"})
 _SAID_NAMES = frozenset({"gmail", "hotmail", "ymail", "icloud"})  # said as words, whatever their first letters
@@ -55,18 +56,27 @@ EMAIL = (r"(?<![\w.+'-])(?:mailto:)?[\w+'-]{1,64}+(?:\.[\w+'-]{1,64}+){0,8}@[A-Z
 _PART = re.compile(r"[A-Za-z]+|\d+|.", re.S)
 
 
-def _name(part: str, domain: bool) -> str:
-    """One name of a URL or address: "irs" -> "I R S", "jsmith" -> "J smith", "io" at the end -> "I O"."""
+def _name(part: str, domain: bool, host: bool = False) -> str:
+    """One name of a URL or address: "irs" -> "I R S", "jsmith" -> "J smith", "io" at the end -> "I O"; in a host,
+    two letters that are no word are spelled ("aa.com", "511ny.org", "ev-charging": "A A", "N Y", "E V")."""
     lower = part.lower()
     if (lower in _SPELLED_NAMES or lower == "www" or len(part) == 1 or not re.search(r"[aeiouy]", lower)
             or (domain and len(part) == 2 and lower not in _SAID_DOMAINS)
+            or (host and len(part) == 2 and lower not in COMMON_WORDS and lower not in _SAID_DOMAINS)
             # "y" its only vowel, after two consonants no word opens with: "qty" ("dry", "gym" are words)
             or re.fullmatch(r"[^aeiouy]{2}[^aeiou]*", lower) and lower[:2] not in _ONSETS
             # a short name that opens no English syllable: "cmu", "nyu" ("mit", "abc" do: listed)
             or len(part) <= 3 and not SAYABLE_START.match(lower)):
         return " ".join(part.upper())
     if len(part) >= 4 and re.match(r"[^aeiouy]{2}", lower) and lower[:2] not in _ONSETS and lower not in _SAID_NAMES:
-        return f"{part[0].upper()} {part[1:]}"
+        # initials before a name: each consonant that no syllable opens with ("jsmith" "J smith", "sfbart" "S F
+        # bart"); a rest of two letters is spelled too ("kqed" "K Q E D")
+        peeled = 1
+        while peeled < 3 and not SAYABLE_START.match(lower[peeled:]) and re.match(r"[^aeiouy]", lower[peeled]):
+            peeled += 1
+        if len(part) - peeled <= 2:
+            return " ".join(part.upper())
+        return " ".join(part[:peeled].upper()) + " " + part[peeled:]
     return part
 
 
@@ -75,6 +85,7 @@ def _spoken_parts(text: str, domain_at: int = -1, by_digit: bool = False) -> str
     between dots of the host before it a country's ("dmv.ca.gov"); numbers digit by digit if ``by_digit``."""
     said = []
     host_start = text.rfind("@", 0, max(domain_at, 0)) + 1
+    host_end = host_start + len(re.match(r"[^/:?#]*", text[host_start:]).group())  # type: ignore[union-attr]
     mixed = not text.isupper()  # capitals among small letters are initials ("AP@Contoso.com"); all capitals are not
     for found in _PART.finditer(text):
         part = found.group()
@@ -93,7 +104,8 @@ def _spoken_parts(text: str, domain_at: int = -1, by_digit: bool = False) -> str
             if part.lower() == "it" and start < host_start and text[end:end + 1] in "-._":  # "it-help@": I T
                 said.append("I T")
                 continue
-            said.append(" ".join(part) if initials else _name(part, start == domain_at or country))
+            said.append(" ".join(part) if initials else _name(part, start == domain_at or country,
+                                                              host_start <= start < host_end and domain_at >= 0))
         else:
             said.append(_SEPARATORS.get(part, " "))
     return " ".join("".join(s if s.startswith(" ") else f" {s} " for s in said).split())
