@@ -825,6 +825,20 @@ SAID = [
     ('Get an xbox.com account', 'Get an X box dot com account'),
     ('Trail cams: www.fs.usda.gov/cams', 'Trail cams, W W W dot F S dot U S D A dot gov slash cams'),
     ('BAY AREA TRAFFIC: 511.ORG', 'bay area traffic, five one one dot ORG'), ('BIG IDEA SALE', 'big idea sale'),
+    # a street's type with no house number, a shouted one, a direction before an ordinal street; "Dr." and "Jr." in a
+    # street's name; a vanity number's acronym; "AAA"; "Sta.", "Conv."; a train's lettered code; a letter-hyphen brand
+    ('Turn onto St. Charles Ave toward the Garden District.', 'Turn onto Saint Charles Avenue toward the Garden District.'),
+    ('FARMERS MARKET CLOSES MAIN ST', 'farmers market closes main Street'),
+    ('MAKE A U-TURN AT 3RD ST', 'make A U-turn at Third Street'),
+    ("It's on the corner of 5th Ave & E 60th St.", "It's on the corner of Fifth Avenue and East Sixtieth Street."),
+    ('Museum entrance at 705 Dr. Martin Luther King Jr. Blvd.',
+     'Museum entrance at seven oh five Doctor Martin Luther King Junior Boulevard.'),
+    ('For Amtrak info call 1-800-USA-RAIL.', 'For Amtrak info call one, eight hundred, U S A, rail.'),
+    ('Your AAA membership covers this tow.', 'Your triple A membership covers this tow.'),
+    ('Union Sta. is the next stop.', 'Union Station is the next stop.'),
+    ('Take the Conv. Ctr. exit.', 'Take the Convention Center exit.'),
+    ('Train ICE 597 to Frankfurt', 'Train I C E five ninety-seven to Frankfurt'),
+    ('Your E-ZPass tag is low.', 'Your E Z Pass tag is low.'),
 ]
 
 

@@ -44,7 +44,7 @@ ABBREVIATIONS = {"e.g.": "for example", "i.e.": "that is", "etc.": "et cetera", 
                  "Bros.": "Brothers", "Mfg.": "Manufacturing", "Natl.": "National", "natl.": "national",
                  "dist.": "district", "Dist.": "District", "Jct.": "Junction", "Pkwy.": "Parkway", "Ln.": "Lane",
                  "Sq.": "Square", "Ct.": "Court", "Pl.": "Place", "Ter.": "Terrace", "Hts.": "Heights",
-                 "Mtn.": "Mountain", "mo.": "month", "mos.": "months",
+                 "Mtn.": "Mountain", "Sta.": "Station", "Conv.": "Convention", "mo.": "month", "mos.": "months",
                  "hr.": "hour", "min.": "minute", "mins.": "minutes", "sec.": "second", "secs.": "seconds",
                  "nos.": "numbers", "Nos.": "numbers", "pp.": "pages",
                  "para.": "paragraph", "sect.": "section", "Sect.": "Section", "sec'y": "secretary",
@@ -61,7 +61,7 @@ _LABEL_WORDS = [(key, said) for key, said in ABBREVIATIONS.items()
 ABBREVIATIONS |= {key.upper(): said for key, said in _LABEL_WORDS}
 ABBREVIATIONS |= {key.capitalize(): said.capitalize() for key, said in _LABEL_WORDS
                   if key.capitalize() not in ABBREVIATIONS}
-ENDINGS = frozenset({"wk.", "wks.", "intl.", "avail.", "pt.", "ins.", "avg.", "misc.", "appt.", "appts.", "ref.", "Ref.", "dept.", "tel.", "Tel.", "Apt.", "Ste.", "etc.", "Inc.", "Ltd.", "Corp.", "Co.", "Ave.", "Blvd.", "Rd.", "Ph.D.", "Dept.", "govt.", "max.", "blk."})
+ENDINGS = frozenset({"wk.", "wks.", "intl.", "avail.", "pt.", "ins.", "avg.", "misc.", "appt.", "appts.", "ref.", "Ref.", "dept.", "tel.", "Tel.", "Apt.", "Ste.", "etc.", "Inc.", "Ltd.", "Corp.", "Co.", "Ave.", "Blvd.", "Rd.", "Ph.D.", "Dept.", "govt.", "max.", "blk.", "Sta."})
 
 WORD_ACRONYMS = frozenset(
     "ZIP NASA NATO FIFA OPEC AIDS JPEG JSON YAML GIF PIN RAM ROM SIM LAN SARS FEMA OSHA UEFA IKEA LEGO WASP NAFTA "
@@ -93,7 +93,7 @@ ROMAN = {"II": "two", "III": "three"}
 LABELS = {"Ph": "Phone", "Tel": "Telephone", "tel": "telephone", "TEL": "Telephone", "Mob": "Mobile", "Fx": "Fax", "Attn": "Attention",
           "ATTN": "Attention", "FAX": "fax", "PHONE": "phone", "CALL": "call", "MOBILE": "mobile", "CELL": "cell",
           "MOB": "mobile"}
-_SPOKEN_CAPS = {"OK": "okay"}
+SPOKEN_CAPS = {"OK": "okay", "AAA": "triple A"}  # (the motor club, the battery's size)
 _VOWELS = frozenset("AEIOUY")
 
 
@@ -185,8 +185,8 @@ def caps(token: str) -> str:
         said = token.lower()
         return "I" + said[1:] if said[:2] in ("i'", "i’") else said
     base, plural = (token[:-1], "s") if token.endswith("s") else (token, "")
-    if base in _SPOKEN_CAPS:
-        return _SPOKEN_CAPS[base] + plural
+    if base in SPOKEN_CAPS:
+        return SPOKEN_CAPS[base] + plural
     if base in ROMAN and not plural:
         return ROMAN[base]
     if base in WORD_ACRONYMS:
@@ -284,7 +284,7 @@ _VOWEL_SYLLABLE = re.compile(r"[AEIOU](?:([B-DF-HJ-NP-TV-Z])\1|[B-DF-HJ-NP-TV-Z]
 def _worded(word: str) -> bool:
     """A shouted word of four letters or more that reads as a word ("LOAD", "SHELF", "AGAIN"), not an acronym."""
     base = word[:-1] if word.endswith("S") and len(word) > 4 else word
-    return len(base) >= 4 and base not in SPELLED and base not in WORD_ACRONYMS and base not in _SPOKEN_CAPS and (
+    return len(base) >= 4 and base not in SPELLED and base not in WORD_ACRONYMS and base not in SPOKEN_CAPS and (
         one_syllable(base) or base.lower() in COMMON_WORDS or (len(base) >= 5 and _VOWELS & set(base) and
                                                              SAYABLE_START.match(base) is not None))
 
@@ -407,6 +407,9 @@ RULES: list[Rule] = [
     ("copied", r"(?<![\w.@'’])(?i:b?cc)(?=:|[ \t]+(?:me|us|them|him|her|[\w.+-]+@))", _copied),
     ("sig", _SIG, _sig),
     ("dose_form", r"(?<=\d[ \t])(?:tab|cap)s?(?:\.(?=[ \t]+[a-z])|(?![\w]))", _dose_form),
+    ("letters_word", r"(?<![\w'’-])[A-Z]-[A-Z]{1,2}[A-Z][a-z]{2,}(?![\w'’-])",  # "E-ZPass": its letters, then its word
+     lambda match: " ".join(match.group()[:-len(re.search(r"[A-Z][a-z]+\Z", match.group())[0])].replace("-", ""))
+     + " " + re.search(r"[A-Z][a-z]+\Z", match.group())[0]),
     ("initials_and", r"(?<![\w&])[A-Z]{1,3}&[A-Z]{1,3}(?![\w&])",  # "AT&T", "R&D", "Q&A": letters and letters
      lambda match: " and ".join(" ".join(part) for part in match.group().split("&"))),
     ("dotted", r"(?<![\w.])(?:(?:[A-Za-z]\.){2,}|(?:[A-Z]\.){1,3}[A-Z](?![\w.]))(?![\w])", _dotted),  # "A.D", "B.C": its last

@@ -50,17 +50,18 @@ STATES = dict(zip(
 # Abbreviations inside a street's name.
 NAME_WORDS = {"Mt.": "Mount", "Mt": "Mount", "Ft.": "Fort", "Ft": "Fort", "St.": "Saint", "Pt.": "Point",
               "Ctr": "Center", "Ctr.": "Center", "Hts": "Heights", "Hts.": "Heights", "Jct": "Junction", "Lk": "Lake",
-              "Rte": "Route", "Rte.": "Route", "Rt": "Route", "Rt.": "Route", "Hwy": "Highway", "Hwy.": "Highway"}
+              "Rte": "Route", "Rte.": "Route", "Rt": "Route", "Rt.": "Route", "Hwy": "Highway", "Hwy.": "Highway",
+              "Dr.": "Doctor", "Jr.": "Junior", "Jr": "Junior"}  # "705 Dr. Martin Luther King Jr. Blvd."
 PROVINCES = {"AB": "Alberta", "BC": "British Columbia", "MB": "Manitoba", "NB": "New Brunswick",
              "NL": "Newfoundland and Labrador", "NS": "Nova Scotia", "NT": "Northwest Territories", "NU": "Nunavut",
              "ON": "Ontario", "PE": "Prince Edward Island", "QC": "Quebec", "SK": "Saskatchewan", "YT": "Yukon"}
 
-_NAME = r"(?:(?:Mt|Ft|St|Pt|Ctr|Hts)\.?(?=[ \t])|[A-Z][a-z']+|\d{1,3}(?:st|nd|rd|th)|[A-Z]{2,})"
+_NAME = r"(?:(?:Mt|Ft|St|Pt|Ctr|Hts|Jr)\.?(?=[ \t])|Dr\.(?=[ \t])|[A-Z][a-z']+|\d{1,3}(?:st|nd|rd|th)|[A-Z]{2,})"
 _STREET_TYPE = r"(?:%s)" % "|".join(sorted((k for k in STREET_TYPES if not k.endswith(".")), key=len, reverse=True))
 _DIRECTION = r"(?:%s)" % "|".join(sorted(DIRECTIONS, key=len, reverse=True))
 _ROUTE = (r"(?:Highway|Hwy\.?|Route|Rte\.?|Rt\.?|County[ \t]Road|State[ \t]Route)[ \t]+\d{1,4}"
           r"(?:[ \t]+[NSEW](?![\w]))?")  # "2500 N. Highway 1", "2250 Hwy 101 S"
-_ADDRESS = (rf"(?<![\w.,$#/-])\d{{1,6}}(?:-?[A-Z])?[ \t]+(?:{_DIRECTION}\.?[ \t]+)?(?:{_ROUTE}|{_NAME}(?:[ \t]+{_NAME}){{0,3}}"
+_ADDRESS = (rf"(?<![\w.,$#/-])\d{{1,6}}(?:-?[A-Z])?[ \t]+(?:{_DIRECTION}\.?[ \t]+)?(?:{_ROUTE}|{_NAME}(?:[ \t]+{_NAME}){{0,4}}"
             rf"[ \t]+{_STREET_TYPE}\.?(?:[ \t]+{_DIRECTION}\.?(?=[ \t,;]|$))?)(?![\w])"
             rf"|(?<![\w.,$#/-])\d{{1,6}}[ \t]+{_DIRECTION}\.?[ \t]+[A-Z][a-z]+(?=,|[ \t]+#)"  # "4021 N. Broadway, Chicago"
             rf"|(?<![\w.,$#/-])\d{{1,6}}(?:[ \t]+[nsew])?(?:[ \t]+(?:[a-z][a-z']+|\d{{1,3}}(?:st|nd|rd|th))){{1,3}}"
@@ -77,7 +78,7 @@ _ZIP = (r"(?<![\w])(?:(?:%s),?[ \t]+|(?i:zip|zip[ \t]code|postal[ \t]code|zipcod
 
 
 # The end of a text that may yet become an address: a house number and, so far, only what a street's name may hold.
-_OPEN_ADDRESS = re.compile(rf"(?<![\w.,$#/-])\d{{1,6}}(?:-?[A-Z])?(?:[ \t]+(?:(?:{_DIRECTION}|[nsew])\.?|{_NAME})){{0,4}}(?:[ \t]+[A-Za-z.]{{1,12}})?(?:[ \t]+#)?\s*\Z")  # the last word may be unfinished; a unit's "#" may follow
+_OPEN_ADDRESS = re.compile(rf"(?<![\w.,$#/-])\d{{1,6}}(?:-?[A-Z])?(?:[ \t]+(?:(?:{_DIRECTION}|[nsew])\.?|{_NAME})){{0,5}}(?:[ \t]+[A-Za-z.]{{1,12}})?(?:[ \t]+#)?\s*\Z")  # the last word may be unfinished; a unit's "#" may follow
 
 
 def open_address(text: str) -> int | None:
@@ -172,9 +173,39 @@ def _zip(match: re.Match[str]) -> str:
 
 
 def _ordinal_street(match: re.Match[str]) -> str:
-    number, kind = match.group().split()
+    *direction, number, kind = match.group().split()
     said = f"{w.ordinal(number[:-2]).capitalize()} {STREET_TYPES[kind.rstrip('.')]}"
+    if direction:
+        said = f"{DIRECTIONS[direction[0].rstrip('.')]} {said}"
     return said + ("." if kind.endswith(".") and ends_sentence_after(match) else "")
+
+
+_NAME_BEFORE = re.compile(r"(?:^|[^\w.'’])((?:St\.[ \t]+)?[A-Z][a-z']+|[A-Z]{2,}|Saint[ \t]+[A-Z][a-z']+)[ \t]\Z")
+_SENTENCE_OPENS = re.compile(r"(?:^|[.!?:][ \t]+|\n)(?:St\.[ \t]+)?[A-Z][a-z']+[ \t]\Z")
+
+
+def _street_type(match: re.Match[str]) -> str | None:
+    """A street's type after its name with no house number before: "Main St toward" "Main Street", "St. Charles
+    Ave" "Saint Charles Avenue", shouted "CLOSES MAIN ST". Its name is a capitalised word that does not open the
+    sentence (or a shouted one among shouted words); "St" before a name is Saint ("ST LOUIS")."""
+    kind = match.group().rstrip(".")
+    before = match.string[max(0, match.start() - 40):match.start()]
+    name = _NAME_BEFORE.search(before)
+    if name is None:
+        return None
+    after = match.string[match.end():match.end() + 24]
+    if kind.isupper():
+        if not name[1].isupper() or re.search(r"[a-z]", before[-24:] + after):
+            return None  # shouted only among shouted words
+        if kind == "ST" and re.match(r"[ \t]+[A-Z]{2,}(?![\w'’])", after) and \
+                not re.match(r"[ \t]+(?:[NSEW]|NE|NW|SE|SW)\b", after):
+            return None  # "ST LOUIS": Saint, or a word the shouted text goes on with
+    else:
+        if name[1].isupper() or _SENTENCE_OPENS.search(before) and not name[1].startswith(("St.", "Saint")):
+            return None
+        if kind == "St" and re.match(r"[ \t]+[A-Z][a-z]", after):
+            return None  # "St Kilda": Saint before a name
+    return STREET_TYPES[kind] + ("." if match.group().endswith(".") and ends_sentence_after(match) else "")
 
 
 def _route(match: re.Match[str]) -> str:
@@ -313,8 +344,11 @@ RULES: list[Rule] = [
     ("address", _ADDRESS, _address), ("unit", _UNIT, _unit),
     ("unit", r"(?<=[ \t])(?:[A-Z]\d{1,4}[A-Z]?|\d{1,4}[A-Z])(?![\w–-]|:\d)", _more_units), ("zip", _ZIP, _zip), ("postal", _POSTAL, _postal),
     ("route", _ROUTE_ALONE, _route), ("compass", _COMPASS, _compass),
-    ("ordinal_street", r"(?<![\w.])\d{1,3}(?:st|nd|rd|th)[ \t]+(?:St|Ave|Av|Blvd|Rd|Dr|Ln|Pl|Pkwy|Ter)\.?(?![\w])",
-     _ordinal_street),  # "the 42nd St entrance", "1st Ave"
+    ("ordinal_street", r"(?<![\w.])(?:[NSEW]\.?[ \t]+)?\d{1,3}(?:(?:st|nd|rd|th)[ \t]+(?:St|Ave|Av|Blvd|Rd|Dr|Ln|Pl|Pkwy|Ter)"
+     r"|(?:ST|ND|RD|TH)[ \t]+(?:ST|AVE|BLVD|RD|LN|PL|PKWY|TER))\.?(?![\w])",
+     _ordinal_street),  # "the 42nd St entrance", "1st Ave", "E 60th St", shouted "AT 3RD ST"
+    ("street_type", r"(?<=[A-Za-z][ \t])(?:St|Ave|Blvd|Rd|Ln|Pkwy|(?:ST|AVE|BLVD|RD|LN|PKWY)\.?)(?![\w.'’&/-])",
+     _street_type),  # "Main St toward", "St. Charles Ave", shouted "CLOSES MAIN ST": no house number before
     # "15 Rue de Rivoli, 75001 Paris": a postcode before its town, digit by digit
     ("postcode", r"(?<=,[ \t])\d{5}(?=[ \t]+[A-Z][a-z]+(?:[ \t]+[A-Z][a-z]+)?(?:[,.;]|[ \t]*$))", lambda m: w.digits(m.group())),
     ("floor", r"(?:(?<=\dst[ \t])|(?<=\dnd[ \t])|(?<=\drd[ \t])|(?<=\dth[ \t]))(?:Fl|Flr|fl|flr)\.?(?![\w])",

@@ -13,7 +13,7 @@ from __future__ import annotations
 import re
 
 from engine.speech_text import words as w
-from engine.speech_text.abbreviations import ABBREVIATIONS, COMMON_WORDS, SAYABLE_START, SPELLED, TITLES, caps
+from engine.speech_text.abbreviations import ABBREVIATIONS, COMMON_WORDS, SAYABLE_START, SPELLED, SPOKEN_CAPS, TITLES, caps
 from engine.speech_text.dates import MONTHS, WEEKDAYS, date_words, fiscal_year
 from engine.speech_text.money import CURRENCIES
 from engine.speech_text.numbers import UNITS, Rule, fraction_words
@@ -115,8 +115,8 @@ AIRLINES = ("AA AC AF AM AS AY AZ BA B6 CX DL EI EK EY F9 FR G4 HA IB JL KE KL L
 
 def _flight(match: re.Match[str]) -> str:
     """"BA 287" -> "B A two eighty-seven", "Flight 1204" -> "twelve oh four": as a flight or a train is called."""
-    code, number = re.fullmatch(r"([A-Z][A-Z0-9]|\d[A-Z])?[ \t]?(\d+)", match.group()).groups()  # type: ignore[union-attr]
-    return (spell_code(code) + " " if code else "") + w.paired(number)
+    code, number = re.fullmatch(r"([A-Z][A-Z0-9][A-Z]?|\d[A-Z])?[ \t]?(\d+)", match.group()).groups()  # type: ignore[union-attr]
+    return ((" ".join(code) if code.isalpha() else spell_code(code)) + " " if code else "") + w.paired(number)
 
 
 def _number_code(match: re.Match[str]) -> str:
@@ -299,6 +299,12 @@ def _hex(match: re.Match[str]) -> str:
     return "zero x " + " ".join(w.digits(c) if c.isdigit() else c.upper() for c in match.group()[2:])
 
 
+def _vanity_word(group: str) -> str:
+    """A vanity number's letters: the word they spell, or the acronym as it is said ("USA" "U S A", "AAA" "triple
+    A")."""
+    return caps(group) if group in SPELLED or group in SPOKEN_CAPS else group.lower()
+
+
 def _vanity(match: re.Match[str]) -> str | None:
     """"1-800-FLOWERS" -> "one, eight hundred, flowers": the digits in groups, the letters as the word they spell
     ("500 USD" is money)."""
@@ -312,7 +318,7 @@ def _vanity(match: re.Match[str]) -> str | None:
         if group.isdigit():
             said.append("eight hundred" if group == "800" else w.digits(group))
         else:
-            said.append(group.lower() if group.isalpha() and len(group) > 1 else spell_code(group))
+            said.append(_vanity_word(group) if group.isalpha() and len(group) > 1 else spell_code(group))
     return ", ".join(said)
 
 
@@ -749,7 +755,8 @@ RULES: list[Rule] = [
                r"[A-Za-z0-9#$!@%^&*_+=?~.-]{4,64}(?<![.!?-])(?![\w#$@%^&*_+=~])", _secret),
     ("hex", r"(?<![\w])0x[0-9A-Fa-f]{1,16}(?![\w])", _hex),
     ("flight", rf"(?<![\w])(?:{'|'.join(AIRLINES)})[ \t]?\d{{1,4}}(?![\w])"
-     r"|(?:(?<=[Ff]light )|(?<=Amtrak )|(?<=[Tt]rain )|(?<=[Bb]us ))\d{3,4}(?![\w]|[.,]\d)", _flight),
+     r"|(?:(?<=[Ff]light )|(?<=Amtrak )|(?<=[Tt]rain )|(?<=[Bb]us ))(?:[A-Z]{2,3}[ \t]\d{1,4}|\d{3,4})(?![\w]|[.,]\d)",
+     _flight),  # "Train ICE 597": a train's or a flight's code after its word, spelled
     ("number_code", r"(?<![\w&#])#[ \t]?(?:(?=[A-Za-z0-9-]*[A-Za-z])(?=[A-Za-z0-9-]*\d)[A-Za-z0-9]+(?:-[A-Za-z0-9]+)*|\d+(?:-\d+)+)"
                     r"(?:/[A-Z0-9]+(?:-[A-Z0-9]+)*)*(?![\w/-])", _number_code),  # "#A7-4402", "#100-4432-9981", "#B-12/34"
     # "*611", "*67", "*#06#", "##002#": keyed on a phone, every key said ("star pound zero six pound")

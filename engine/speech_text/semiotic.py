@@ -121,7 +121,7 @@ _LOCALES = {"en-US": _Locale(day_first=False), "en-GB": _Locale(day_first=True)}
 _RULES_OF_CLASS = {
     "tag": "tag",
     "electronic": "http_status mac ipv6 doi email url file_name windows_path unc_path unix_path web_route identifier dot_file handle hashtag hash_in_word flag version",
-    "address": "county ap_state state_list state address unit zip postal route postcode floor ordinal_street compass",
+    "address": "county ap_state state_list state address unit zip postal route postcode floor ordinal_street street_type compass",
     "telephone": "vanity extension local_phone local_digits service_code short_code star_code keypad bare_phone grouped_digits phone",
     "serial": "court_case secret tracking video_lines lower_code uuid round_the_clock dotted_serial dotted_code airliner standard model hex flight number_code cued_digits tax_form serial slashed_code small_code leftover",
     "roman": "roman roman_page roman_century roman_year roman_item regnal name_numeral",
@@ -134,7 +134,7 @@ _RULES_OF_CLASS = {
     "fraction": "mixed_fraction fraction signed_fraction vulgar_fraction",
     "measure": "viscosity scaled_unit spaced_hour per_unit per_slash pressure rooms feet_inches feet dimensions inches inches_tall hyphen_unit unit_alone fraction_unit fraction_inches power_unit",
     "cardinal": "time_signature number_ers number_sign quantity grouped_thousands scientific superscript_power",
-    "abbreviation": "party_state initials_and title abbreviation before_number label copied sig dose_form dotted caps",
+    "abbreviation": "party_state letters_word initials_and title abbreviation before_number label copied sig dose_form dotted caps",
     "plain": "sharp about slash dash emoji number_word stray bar",
 }
 CLASSES = {rule: kind for kind, rules in _RULES_OF_CLASS.items() for rule in rules.split()}
