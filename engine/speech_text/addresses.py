@@ -81,10 +81,16 @@ _ZIP = (r"(?<![\w])(?:(?:%s),?[ \t]+|(?i:zip|zip[ \t]code|postal[ \t]code|zipcod
 _OPEN_ADDRESS = re.compile(rf"(?<![\w.,$#/-])\d{{1,6}}(?:-?[A-Z])?(?:[ \t]+(?:(?:{_DIRECTION}|[nsew])\.?|{_NAME})){{0,5}}(?:[ \t]+[A-Za-z.]{{1,12}})?(?:[ \t]+#)?\s*\Z")  # the last word may be unfinished; a unit's "#" may follow
 
 
+# ... or one in small letters whose street type has begun ("900 w olympic b" before "lvd"; the last form of _ADDRESS)
+_OPEN_SMALL_ADDRESS = re.compile(r"(?<![\w.,$#/-])\d{1,6}(?:[ \t]+[nsew])?(?:[ \t]+(?:[a-z][a-z']+|\d{1,3}(?:st|nd|rd|th)))"
+                                 r"{1,3}[ \t]+(?:st?|a(?:ve?)?|b(?:lv?d?)?|rd?|ln?)\.?\s*\Z")
+
+
 def open_address(text: str) -> int | None:
     """Where an address that later text may finish starts at the end of ``text`` ("233 S. Wacker" before "Dr."),
     or None."""
-    tail = _OPEN_ADDRESS.search(text, max(0, len(text) - 120))
+    start = max(0, len(text) - 120)
+    tail = _OPEN_ADDRESS.search(text, start) or _OPEN_SMALL_ADDRESS.search(text, start)
     return tail.start() if tail else None
 
 
