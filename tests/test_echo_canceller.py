@@ -291,6 +291,26 @@ def test_until_the_canceller_is_sure_of_the_lines_delay_a_caller_over_the_gatewa
         assert aec_onsets.onset_to_interrupt(model(name), 3.0, True) is None, name
 
 
+def test_once_the_canceller_is_sure_a_loud_caller_is_heard_as_soon_as_the_level_rule_hears_them():
+    """A loud caller (echo -20 dB) 1.75-2.75 s into the gateway's speech, the line's delay sure by then: AEC3's
+    suppressor took 9-21 dB off the caller's first 64 ms where it overlapped the echo (double talk), and Silero heard
+    the cleaned onset two windows late (onset to interrupt 240-270 ms against the level rule's 170-200). Once sure,
+    the VAD hears the caller's audio as it came where it is within ``SURE_MARGIN_DB`` of what the gateway sent and
+    does not correlate with it: within 40 ms of the level rule (170-210 ms). The echo alone, 10.5 s of it on every
+    line (the hot one's is that loud and is told by its correlation), still stops nothing."""
+    from cbf_tools.bench import aec_onsets
+
+    loud = model("loud caller, echo -20 dB 150 ms")
+    for at in (1.75, 2.0, 2.5, 2.75):
+        ms = aec_onsets.onset_to_interrupt(loud, at, True)
+        rule = aec_onsets.onset_to_interrupt(loud, at, False)
+        assert ms is not None and rule is not None and 0 < ms <= min(rule + 40, 220), (at, ms, rule)
+    for name in ("echo alone -20 dB 50 ms", "echo alone -12 dB 150 ms", "echo alone -6 dB 250 ms"):
+        for start in (0.0, 2.6):
+            assert aec_onsets.onset_to_interrupt(model(name), aec_onsets.ECHO_ALONE_S, True,
+                                                 far_from_s=start) is None, (name, start)
+
+
 def test_a_carrier_that_sends_nothing_until_the_caller_speaks_has_an_echo_free_line():
     """Silence suppressed: no frame comes while the gateway speaks, the first when the caller talks over it, 1.5 and
     2 s in. Nothing came back while the gateway spoke more than ``NO_ECHO_S`` past the echo's reach: the line has no

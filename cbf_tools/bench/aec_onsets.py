@@ -25,18 +25,25 @@ from gateway.listen.caller import CallerSide
 from gateway.listen.detector import VadConfig
 
 ONSETS_S = tuple(np.round(np.arange(1.0, 3.01, 0.25), 2))
+DOUBLE_TALK_ONSETS_S = tuple(np.round(np.arange(0.2, 1.01, 0.1), 2))  # double talk: from the first second
+ECHO_ALONE_S = 8.0  # an echo-alone call lasts this long and AFTER_S, ...
+# ... the gateway's voice starting this far into its clip (a call each; 1.95: the hot line's echo passes for the caller
+# before the line's delay is sure, the canceller on, as it did before the loud-caller change too)
+ECHO_FROM_S = (0.0, 1.3, 1.95, 2.6, 3.9, 5.2)
 AFTER_S = 2.5  # each call lasts this long past the caller's onset
 FRAME = 160  # 20 ms at 8 kHz
 LEAD = 8000  # the far end is sent up to 1 s ahead of its playout, 100 ms at a time
 
 
 def onset_to_interrupt(model: line.LineModel, onset_s: float, cancel_echo: bool,
-                       setup: Callable[[CallerSide], None] = lambda side: None, suppressed: bool = False) -> int | None:
+                       setup: Callable[[CallerSide], None] = lambda side: None, suppressed: bool = False,
+                       far_from_s: float = 0.0) -> int | None:
     """One fresh call on ``model``'s line (its caller ``onset_s`` in; ``caller_db`` None: nobody speaks);
-    ``suppressed``: the carrier sends no frames until the caller speaks (its silence suppressed)."""
+    ``suppressed``: the carrier sends no frames until the caller speaks (its silence suppressed); ``far_from_s``: the
+    gateway's voice starts this far into its clip."""
     gateway, caller = clip_pair()
     n = round((onset_s + AFTER_S) * line.RATE)
-    far = np.resize(gateway, n)
+    far = np.resize(np.roll(gateway, -round(far_from_s * line.RATE)), n)
     voice, start = np.zeros(n), round(onset_s * line.RATE)
     if model.caller_db is not None:
         said = line.caller_at(caller, model, line.active_dbfs(gateway))[:n - start]
@@ -73,22 +80,32 @@ ROWS = {"level rule": (False, None), "canceller": (True, None), "canceller told 
 
 
 def measure(models: tuple[line.LineModel, ...], onsets: tuple[float, ...] = ONSETS_S) -> dict[str, dict[str, list]]:
-    """{line model: {row: [onset to interrupt per onset]}}."""
+    """{line model: {row: [onset to interrupt per onset]}}: a double-talk model's onsets ``DOUBLE_TALK_ONSETS_S``; an
+    echo-alone model's calls (``ECHO_FROM_S``) give -1 where the echo alone interrupted, None where it did not."""
     out: dict[str, dict[str, list]] = {}
     for model in models:
         out[model.name] = {}
         for row, (cancel, setup) in ROWS.items():
-            out[model.name][row] = [onset_to_interrupt(model, at, cancel, setup(model) if setup else lambda s: None)
-                                    for at in onsets]
+            told = setup(model) if setup else lambda s: None
+            if model.caller_db is None:
+                got = [onset_to_interrupt(model, ECHO_ALONE_S, cancel, told, far_from_s=at) for at in ECHO_FROM_S]
+            else:
+                got = [onset_to_interrupt(model, at, cancel, told)
+                       for at in (DOUBLE_TALK_ONSETS_S if model.double_talk else onsets)]
+            out[model.name][row] = got
     return out
 
 
 def render(figures: dict[str, dict[str, list]], onsets: tuple[float, ...] = ONSETS_S) -> str:
     lines = [f"onset to interrupt (ms), a fresh call, the caller starting {', '.join(f'{o:g}' for o in onsets)} s "
-             "into the gateway's speech (None: not heard; -1: interrupted on the echo first)"]
+             "into the gateway's speech (double talk: 0.2-1 s; None: not heard; -1: interrupted on the echo first; "
+             f"echo alone: {len(ECHO_FROM_S)} calls of {ECHO_ALONE_S + AFTER_S:g} s)"]
     for name, rows in figures.items():
         lines.append(name)
         for row, got in rows.items():
+            if name.startswith("echo alone"):
+                lines.append(f"  {row:26s} {sum(ms == -1 for ms in got)}/{len(got)} false barge-ins")
+                continue
             heard = [ms for ms in got if ms is not None and ms >= 0]
             lines.append(f"  {row:26s} {got}: {sum(ms <= 600 for ms in heard)}/{len(got)} within 600 ms, p50 "
                          f"{np.median(heard) if heard else '-'}")
@@ -96,4 +113,4 @@ def render(figures: dict[str, dict[str, list]], onsets: tuple[float, ...] = ONSE
 
 
 if __name__ == "__main__":
-    print(render(measure(tuple(m for m in line.MODELS if m.caller_db is not None and not m.double_talk))))
+    print(render(measure(line.MODELS)))

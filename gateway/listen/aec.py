@@ -53,7 +53,8 @@ own playout estimate: neither runs there (the bench's lines gave the same figure
 Until the line's delay is ``sure`` (``SURE`` measures in a row agreed) or the line is echo free, AEC3 has not
 converged and its suppressor held a caller talking over the gateway's first second back: the caller's side
 (gateway/listen/caller.py) then hears the near end as it came (``raw``) by the level rule, except where it correlates
-with the far end (``echoing``, ``RAW_ECHO_R``: a hot line's echo, louder than the level rule's margin allows).
+with the far end (``echoes``, ``RAW_ECHO_R``: a hot line's echo, louder than the level rule's margin allows); once it
+is sure, likewise for a loud caller (its onset over the echo is attenuated by the suppressor).
 
 Counted (``counts``): ``late_far`` (far-end samples that came after their time had been read: not cancelled),
 ``realigned`` (a near-end frame whose stream time jumped: the tie to our clock made afresh), ``resets`` (the module
@@ -103,8 +104,8 @@ FOLLOW_KEEP_S = 0.25  # the far end stays in the ring this long after it was rea
 LEAK_S = 0.032  # the latest this much of the module's output is held against the far end (``leak``) ...
 LEAK_EARLY_MS = 120.0  # ... at lags from this much under the line's measured delay (a peer's jitter buffer shortens
 LEAK_LATE_MS = 60.0  # its playout by tens of ms at a time) to this much over it (all of ``REACH_S`` until sure):
-RAW_ECHO_R = 0.65  # until the delay is sure, the near end as it came that correlates this well with the far end at a
-#                   lag within reach is the echo (``echoing``)
+RAW_ECHO_R = 0.65  # the near end as it came that correlates this well with the far end at a lag the echo may have
+#                   (within reach until the delay is sure; then near it) is the echo (``echoes``)
 LEAK_R = 0.5  # where it correlates this well with the far end at one of them, it is the gateway's own voice that
 #              the module let through, not the caller: silenced
 
@@ -138,7 +139,6 @@ class EchoCanceller:
         self._louder = 0  # blocks in a row whose output was louder than their input
         self.passed = True  # the latest near end came back unchanged (no far end in reach)
         self.raw = np.empty(0, dtype=np.int16)  # the latest near end as it came (what ``process`` cleaned)
-        self.echoing = False  # until ``sure``: the latest near end as it came correlates with the far end (its echo)
         self._history = np.zeros((3, round(HISTORY_S * rate)), dtype=np.float32)  # far (as read), near, far (where
         #                                                                           it played): a ring of the latest
         self._history_at = 0  # where the next sample goes (the oldest now)
@@ -259,7 +259,6 @@ class EchoCanceller:
         if loud.size:
             self._loud_until = first + int(loud[-1]) + 1
         self.passed = self._loud_until + self._reach() < first or self._no_echo(far, near)
-        self.echoing = False
         if self.passed:
             if self._module is not None and not self.settled and self.delay_ms is not None:
                 self._module = None  # told the wrong delay: the next speech starts a module told this call's
@@ -269,15 +268,17 @@ class EchoCanceller:
         for i in range(0, near.size, self.block):
             out[i:i + self.block] = self._block(far[i:i + self.block], near[i:i + self.block])
         self._watch(near, out)
-        sure = self.sure
-        if self.guard_leaks or not sure:
-            self._remember(far, out, near)
-        if not sure:
-            self.echoing = self._correlates(2, within_delay=False, enough=RAW_ECHO_R)
+        self._remember(far, out, near)
         if self.guard_leaks and self._correlates(1, within_delay=True):
             self.counts["leaks"] += 1
             return np.zeros_like(out)
         return out
+
+    def echoes(self) -> bool:
+        """Whether the latest near end as it came (``raw``) is the far end's echo: it correlates ``RAW_ECHO_R`` with the
+        far end at a lag the echo may have (near the line's delay once it is sure; else any within reach). The caller's
+        side judges the near end as it came where the level rule takes it for the caller and it is not this."""
+        return not self.passed and self._correlates(2, within_delay=True, enough=RAW_ECHO_R)
 
     def _no_echo(self, far: np.ndarray, near: np.ndarray) -> bool:
         """Whether the line sends nothing back: the near end stayed ``QUIET_DB`` below the far end while the gateway

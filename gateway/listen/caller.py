@@ -28,6 +28,12 @@ MAX_FRAME_S = 1.0  # a caller frame of more audio than this is refused (carriers
 BURST_S = 1.0  # audio that may arrive ahead of real time before frames are dropped as a flood
 PREGATE_MODE = 2  # webrtcvad's aggressiveness: on the gate clip it passes 98.9 % of Silero's voiced windows
 DRAIN = 1.05  # the flood budget drains a little faster than real time: a carrier's clock may run fast
+SURE_MARGIN_DB = 8.0  # once the canceller is sure, the VAD hears the caller's audio as it came only where it is no
+#                       more than this below what the gateway sent (a loud caller: AEC3's suppressor took 9-21 dB
+#                       off such a caller's first 64 ms over the echo, heard two windows late); quieter, the
+#                       canceller's output (at the level rule's 15 dB, a caller 17 or 20 dB down over echo at -12 dB,
+#                       its frames heard now as they came and now cleaned, was heard 1.3 / 2.5 s late in 2 of 18
+#                       offline onsets where it had been in 0.3 s: cbf_tools/bench/aec_onsets.py)
 
 
 class FloodGuard:
@@ -64,8 +70,11 @@ class CallerSide:
     canceller's ``sure``), AEC3 has not converged and its suppressor holds a caller talking over the gateway back, so
     the VAD and barge-in hear the caller's audio as it came where the level rule takes it for the caller (as with the
     canceller off: not ``echo_margin_db`` below what the gateway sent) and it does not correlate with what the gateway
-    sent (``echoing``: a hot line's echo, louder than the margin allows), else the canceller's output; once it is sure,
-    the canceller's output alone. The controller hears the canceller's output throughout.
+    sent (the canceller's ``echoes``: a hot line's echo, louder than the margin allows), else the canceller's output.
+    Once it is sure, the same with ``SURE_MARGIN_DB`` for the margin: a loud caller is heard as it came (AEC3's
+    suppressor attenuates the onset of a caller talking over the echo: a loud caller was heard 50-90 ms later through
+    it than by the level rule), any quieter one through the canceller alone. The controller hears the canceller's
+    output throughout.
     """
 
     def __init__(self, encoding: str, rate: int, vad: VadConfig, mode: str,
@@ -183,9 +192,12 @@ class CallerSide:
             at_s, heard = self.aec.process(pcm, start_ms / 1000, now)
             heard_ms, changed = at_s * 1000, not (self.aec.passed and heard.size == pcm.size)
             judged = heard
-            floor = self.echo.level(now) * 10 ** (-self.detector.config.echo_margin_db / 20)
-            if not self.aec.sure and not self.aec.echoing and rms(self.aec.raw / 32768) >= floor:
-                judged = self.aec.raw  # the level rule until the canceller is sure (the class docstring)
+            margin = self.detector.config.echo_margin_db
+            if self.aec.sure:
+                margin = min(margin, SURE_MARGIN_DB)
+            floor = self.echo.level(now) * 10 ** (-margin / 20)
+            if rms(self.aec.raw / 32768) >= floor and not self.aec.echoes():
+                judged = self.aec.raw  # the level rule's caller, not the echo (the class docstring)
         if self.feed is not None:
             if self._listen_clean and changed:  # the canceller took echo out, or held back part of a 10 ms block
                 if heard.size:
