@@ -839,6 +839,11 @@ SAID = [
     ('Take the Conv. Ctr. exit.', 'Take the Convention Center exit.'),
     ('Train ICE 597 to Frankfurt', 'Train I C E five ninety-seven to Frankfurt'),
     ('Your E-ZPass tag is low.', 'Your E Z Pass tag is low.'),
+    ('Crews are working in the 3500 block of Oak Blvd.', 'Crews are working in the thirty-five hundred block of Oak Boulevard.'),
+    ('Engine: 3.5L V6', 'Engine, three point five liter V six'),
+    ('dm us on IG for details', 'D M us on I G for details'),
+    ('Find us at facebook.com/RiversideHS', 'Find us at facebook dot com slash Riverside H S'),
+    ('A charge was made at BEST BUY.', 'A charge was made at best buy.'),
 ]
 
 

@@ -50,6 +50,7 @@ ABBREVIATIONS = {"e.g.": "for example", "i.e.": "that is", "etc.": "et cetera", 
                  "para.": "paragraph", "sect.": "section", "Sect.": "Section", "sec'y": "secretary",
                  "ssh": "S S H", "scp": "S C P", "sftp": "S F T P", "npm": "N P M", "dns": "D N S", "tcp": "T C P",
                  "udp": "U D P", "ssl": "S S L", "tls": "T L S", "vpn": "V P N", "pwd": "P W D", "pnr": "P N R",
+                 "dm": "D M", "dms": "D Ms",  # a direct message in small letters, spelled as in capitals
                  "wk": "week", "wk.": "week", "wks": "weeks", "wks.": "weeks", "approx": "approximately",
                  "yr": "year", "yrs": "years",
                  "avg": "average", "pkg": "package", "pkg.": "package", "mgr": "manager",
@@ -86,7 +87,7 @@ COMMON_WORDS = frozenset(
     won fire firm five four nine gold hand head heat hell hero kick kiss lady land lift loud luck mail mass meal
     menu mood nope okay pain pass plot poor pour race rain rank rate ring rise road rock room rush seat sick sing
     site skin slip snow soft soil song star stuff sweet tall tank tiny tire told tour tree trip unit user view wake
-    warm wash wave wear wind wine wise wood yell busy lid max""".split()
+    warm wash wave wear wind wine wise wood yell busy lid max buy""".split()
 )
 ROMAN = {"II": "two", "III": "three"}
 # A contact label before its colon or its number; a shouted one is the word ("FAX: 617-...": "fax", not "F A X").

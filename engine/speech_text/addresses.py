@@ -348,6 +348,8 @@ RULES: list[Rule] = [
     ("state_list", _STATE_LIST, _state_list),
     ("state", _STATE, _state),
     ("address", _ADDRESS, _address), ("unit", _UNIT, _unit),
+    # "the 3500 block of Oak Blvd." "thirty-five hundred": a block's number said as a house number is
+    ("block", r"(?<![\w.,$#/-])\d{3,4}(?=[ \t]+block[ \t]+(?:of|on)(?![\w]))", lambda m: house_number(m.group())),
     ("unit", r"(?<=[ \t])(?:[A-Z]\d{1,4}[A-Z]?|\d{1,4}[A-Z])(?![\w–-]|:\d)", _more_units), ("zip", _ZIP, _zip), ("postal", _POSTAL, _postal),
     ("route", _ROUTE_ALONE, _route), ("compass", _COMPASS, _compass),
     ("ordinal_street", r"(?<![\w.])(?:[NSEW]\.?[ \t]+)?\d{1,3}(?:(?:st|nd|rd|th)[ \t]+(?:St|Ave|Av|Blvd|Rd|Dr|Ln|Pl|Pkwy|Ter)"

@@ -291,13 +291,18 @@ _NOUNS_AFTER_A = frozenset({"can"})  # words of _NOT_DESCRIBED that are nouns af
 _NOUN_AFTER_A_END = re.compile(r"(?![ \t]+[a-z])|[ \t]+(?:of\b|[a-z]+(?:s|ed)\b)")  # "can of soda", "can holds", "can."
 
 
+_LAYOUT_AFTER = re.compile(r"[ \t]+[A-Z]\d{1,2}(?![\w%°/-]|[.,:]\d)")
+
+
 def attributive(match: re.Match[str]) -> bool:
     """Whether a measure describes the noun that follows it, its unit said singular: after a determiner ("a 5000 mAh
     battery", "your 20 GB plan", "a 512GB SSD", "a brisk 10 km walk") or before a plural noun ("9 ft ceilings"). (A range, "5-10 mg twice daily", "10-25 lb weights", says too little
     to tell.)"""
     after = _NOUN_AFTER.match(match.string, match.end(), match.end() + 24)
     if after is None:
-        return False
+        # "3.5L V6", "5.0L V8", "1998cc I4": an engine's size before its layout (a capital and a digit or two)
+        return match.group().endswith(("L", "cc")) and _LAYOUT_AFTER.match(match.string, match.end(),
+                                                                            match.end() + 8) is not None
     article = _A_BEFORE.search(match.string, max(0, match.start() - 24), match.start()) is not None
     if after[1].lower() in _NOT_DESCRIBED and not (article and after[1] in _NOUNS_AFTER_A
                                                    and _NOUN_AFTER_A_END.match(match.string, after.end())):

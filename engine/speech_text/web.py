@@ -101,6 +101,10 @@ def _spoken_parts(text: str, domain_at: int = -1, by_digit: bool = False) -> str
             if mixed and part.isupper() and len(part) > 3 and "/" in text[:start]:
                 said.append(caps(part))  # "github.com/NVIDIA": a name in capitals as capitals are said ("nvidia")
                 continue
+            trailing = re.fullmatch(r"([A-Z]?[a-z]{3,})([A-Z]{2,3})", part) if "/" in text[:start] else None
+            if trailing:  # "facebook.com/RiversideHS": a name run into its initials, "Riverside H S"
+                said.append(_name(trailing[1], False) + " " + " ".join(trailing[2]))
+                continue
             if part.lower() == "it" and start < host_start and text[end:end + 1] in "-._":  # "it-help@": I T
                 said.append("I T")
                 continue
