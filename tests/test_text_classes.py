@@ -839,6 +839,13 @@ SAID = [
     ('Take the Conv. Ctr. exit.', 'Take the Convention Center exit.'),
     ('Train ICE 597 to Frankfurt', 'Train I C E five ninety-seven to Frankfurt'),
     ('Your E-ZPass tag is low.', 'Your E Z Pass tag is low.'),
+    ('STORE HOURS 10AM-9PM', 'store hours ten AM to nine PM'), ('Opens at 9AM', 'Opens at nine AM'),
+    ('Doors 7pm / Show 8pm', 'Doors seven PM, Show eight PM'),
+    ('The last day to register is 10/6.', 'The last day to register is October sixth.'),
+    ('2BR apt available 8/1', 'two bedroom apartment available August first'),
+    ('Pay period 1/1–1/15', 'Pay period January first to January fifteenth'),
+    ('enter the result of 7 × 8.', 'enter the result of seven times eight.'),
+    ('Applicants with a credit score < 600 may apply.', 'Applicants with a credit score less than six hundred may apply.'),
 ]
 
 
