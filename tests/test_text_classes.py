@@ -844,6 +844,13 @@ SAID = [
     ('dm us on IG for details', 'D M us on I G for details'),
     ('Find us at facebook.com/RiversideHS', 'Find us at facebook dot com slash Riverside H S'),
     ('A charge was made at BEST BUY.', 'A charge was made at best buy.'),
+    ('STORE HOURS 10AM-9PM', 'store hours ten AM to nine PM'), ('Opens at 9AM', 'Opens at nine AM'),
+    ('Doors 7pm / Show 8pm', 'Doors seven PM, Show eight PM'),
+    ('The last day to register is 10/6.', 'The last day to register is October sixth.'),
+    ('2BR apt available 8/1', 'two bedroom apartment available August first'),
+    ('Pay period 1/1–1/15', 'Pay period January first to January fifteenth'),
+    ('enter the result of 7 × 8.', 'enter the result of seven times eight.'),
+    ('Applicants with a credit score < 600 may apply.', 'Applicants with a credit score less than six hundred may apply.'),
 ]
 
 

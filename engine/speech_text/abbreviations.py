@@ -397,6 +397,9 @@ RULES: list[Rule] = [
      _title),
     ("abbreviation",
      rf"(?<![\w.])(?:{_pattern(ABBREVIATIONS)}|(?i:{_pattern(_LOWER_ABBREVIATIONS)}))(?![\w])", _abbreviation),
+    # "2BR apt available", "studio apt for rent": a listing's home after its rooms, "apartment" (not the word "apt")
+    ("abbreviation", r"(?:(?<=\dBR[ \t])|(?<=\dbr[ \t])|(?<=\dbd[ \t])|(?<=(?i:studio)[ \t]))(?i:apt)(?![\w.])",
+     lambda match: "apartment"),
     ("before_number", r"(?<![\w.])(?:[Pp]{1,2}|[Cc]a)\.(?=[ \t]?\d)|(?<![\w.])c\.(?=[ \t]?\d{3,4}\b)"
                       rf"|(?<![\w.])[bd]\.(?={_LIFE_DATE})", _before_number),
     # A book's edition: "ed.", "edn" after an ordinal or "rev.", or before its number ("4th ed.", "2nd edn", "rev. ed.",

@@ -58,6 +58,8 @@ def _serial(match: re.Match[str]) -> str | None:
     measured = _MEASURED.fullmatch(text)
     if measured and measured[1] in CURRENCIES and measured[1].isupper() or _CODED_AMOUNT.fullmatch(text):
         return None  # "100USD", "USD100": an amount (money.py)
+    if re.fullmatch(r"(?:1[0-2]|0?[1-9])[AP]M(?:-(?:1[0-2]|0?[1-9])[AP]M)?", text) and not cued:
+        return None  # "10AM", "10AM-9PM": an hour or opening hours in capitals (dates.py), not a code
     scaled = _SCALED.fullmatch(text) or _SCALED_RANGE.fullmatch(text)
     if len(text) > 40 or (scaled or (measured and measured[1] in UNITS)) and not cued:
         return None
@@ -489,7 +491,8 @@ _MATH_PARTS = re.compile(
 _UNIT_LETTERS = frozenset(unit for unit in UNITS if len(unit) == 1 and unit != "x")
 _SUBSCRIPTS = str.maketrans("₀₁₂₃₄₅₆₇₈₉", "0123456789")
 _ASKED = re.compile(  # "What is 7 - 3?": a question about an expression, so its hyphen is a minus
-    r"(?i:\bwhat(?:'s|’s|[ \t]is)|\b(?:calculate|compute|solve|evaluate|simplify))[ \t]+\Z")  # "WHAT IS 6 × 7?" too
+    r"(?i:\bwhat(?:'s|’s|[ \t]is)|\b(?:calculate|compute|solve|evaluate|simplify)|\b(?:result|answer|value)[ \t]+of)"
+    r"[ \t]+\Z")  # "WHAT IS 6 × 7?" too; "enter the result of 7 × 8"
 _OPEN_MATH = re.compile(rf"(?<![\w.,/:$-]){_TERM}(?:{_OPERATOR}(?:{_TERM})?){{1,12}}\s*\Z")
 
 

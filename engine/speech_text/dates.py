@@ -9,6 +9,7 @@ hundred", ``00:30`` "twelve thirty AM"), dotted with AM/PM (``1.59 p.m.``), rang
 
 from __future__ import annotations
 
+import math
 import re
 
 from engine.speech_text import words as w
@@ -219,6 +220,19 @@ def _decade(match: re.Match[str]) -> str:
     return w.plural(w.year(int(text)) if len(text) == 4 else w.cardinal(text))
 
 
+def _slash_date_range(match: re.Match[str]) -> str | None:
+    """"1/1–1/15", "12/24-12/31": two months and days, the second not before the first, where one side is no fraction
+    anyone writes bare (over one or 13-31 but 16, or improper and reducible): "January first to January fifteenth";
+    "1/2-3/4" (halves, quarters) stays fractions."""
+    (a, b), (c, d) = ((int(n) for n in side.split("/")) for side in re.split(r"[ \t]?[-–][ \t]?", match.group()))
+    if not (1 <= a <= 12 and 1 <= c <= 12 and 1 <= b <= 31 and 1 <= d <= 31) or (c, d) < (a, b):
+        return None
+    if not any(day == 1 or 13 <= day <= 31 and day != 16 or month > day > 2 and math.gcd(month, day) > 1
+               for month, day in ((a, b), (c, d))):
+        return None
+    return f"{date_words(a, b, None)} to {date_words(c, d, None)}"
+
+
 # --- times -----------------------------------------------------------------------------------------------------------
 
 _CLOCK = r"(?:[01]?\d|2[0-4])[:.][0-5]\d(?::[0-5]\d)?"
@@ -383,6 +397,7 @@ def rules(day_first: bool = False) -> list[Rule]:
          r"(?:0[1-9]|[12]\d|3[01])(?![\w-]|\.\d)", _iso_date),  # one separator, no back-reference: semiotic.py joins
         #                                                           every rule's pattern into one, renumbering groups
         ("slash_date", r"(?<![\w./])\d{1,2}/\d{1,2}/(?:\d{4}|\d{2})(?![\w/])", _numeric_date(day_first)),
+        ("slash_date_range", r"(?<![\w./,])\d{1,2}/\d{1,2}[ \t]?[-–][ \t]?\d{1,2}/\d{1,2}(?![\w/]|[.,]\d)", _slash_date_range),
         ("dotted_date", r"(?<![\w.])(?:\d{1,2}\.\d{1,2}\.\d{4}|\d\d\.\d\d\.\d\d)(?![\w]|\.\d)", _dotted_date),
         ("dashed_date", rf"(?<![\w-])(?:(?:[12]\d|3[01]|0?[1-9])[-–]{_MONTH}\.?|{_MONTH}\.?[-–](?:[12]\d|3[01]|0?[1-9]))"
                         rf"[-–](?:\d{{4}}|\d\d)(?![\w-])", _dashed_date),

@@ -9,6 +9,7 @@ piece. Conventions: "3/5/2024" is a US date (month first); a plain four-digit nu
 
 from __future__ import annotations
 
+import math
 import re
 from typing import Callable
 
@@ -473,7 +474,7 @@ def fraction_words(numerator: int, denominator: int) -> str:
 
 
 _DATE_CUES = re.compile(r"(?:(?i:\b(?:on|by|starts?|starting|due|until|till|thru|through|from|since|before|after|"
-                        r"expires?|expiring|exp|dated?|effective|ends?|ending|week of|as of|open|opens|closed|closes|closing|delivered|"
+                        r"expires?|expiring|exp|dated?|effective|ends?|ending|week of|as of|open|opens|closed|closes|closing|delivered|available|avail\.?|"
                         r"scheduled|arrives?|arriving|shipped|ships))"
                         r"|\b(?:Mon|Tues?|Wed(?:nes)?|Thu(?:rs?)?|Fri|Sat(?:ur)?|Sun)(?:day)?"
                         r"|\b(?:mon|tues?|wed|thu(?:rs?)?|fri|sat|sun)\.?|\b(?:mon|tues|wednes|thurs|fri|satur|sun)day"
@@ -523,7 +524,10 @@ def _month_day(match: re.Match[str]) -> str | None:
         first = _SLASHED.match(match.string, match.start() - len(before) + listed.start())
         listed = first is not None and first.end() == match.start() - len(before) + listed.end() \
             and _month_day(first) is not None
-    if a[0] != "0" and not listed and not _odd_denominator_date(match, int(b)) and \
+    # "is 10/6.": a month over a day that no one writes as a fraction (improper and reducible: ten sixths is five
+    # thirds), a date; halves stay ("4/2", a home's beds and baths)
+    reducible = int(a) > int(b) > 2 and math.gcd(int(a), int(b)) > 1 and not _OF_AFTER.match(match.string, match.end())
+    if a[0] != "0" and not listed and not reducible and not _odd_denominator_date(match, int(b)) and \
             (not _DATE_CUES.search(before) or _CHANGED_BY.search(before) or _OF_AFTER.match(match.string, match.end())):
         return None
     from engine.speech_text.dates import date_words  # dates.py builds on this module

@@ -50,11 +50,18 @@ _ASKED_BE_BEFORE = re.compile(r"(?:^|[.!?:][ \t]+|\n|(?i:\b(?:why|how|when|so|an
                               r"(?i:is|are|was|were|isn't|aren't)[ \t]+[-−]?(?:\d[\d,]*(?:\.\d+)?|[A-Za-z])[ \t]*\Z")
 
 
+# "with a credit score < 600", "for orders > $50": a noun after "with" or "for" that the relation narrows, no statement
+_NARROWED_BEFORE = re.compile(r"(?<![\w'])(?i:with|without|for|having)[ \t]+(?:(?i:a|an|the|any|your|their|its|all)[ \t]+)?"
+                              r"(?:[a-z]+[ \t]+)?[a-z]{3,}[ \t]*\Z")
+
+
 def _verb(match: re.Match[str]) -> str:
-    """The relation's verb, unless the writer wrote one ("your score is < 600", "Is 5 > 3?")."""
+    """The relation's verb, unless the writer wrote one ("your score is < 600", "Is 5 > 3?") or it narrows a noun
+    ("with a credit score < 600")."""
     before = match.string[max(0, match.start() - 16):match.start()]
     asked = _ASKED_BE_BEFORE.search(match.string, max(0, match.start() - 24), match.start())
-    return "" if _BE_BEFORE.search(before) or _QUANTIFIED_BEFORE.search(before) or asked else " is"
+    narrowed = _NARROWED_BEFORE.search(match.string, max(0, match.start() - 40), match.start())
+    return "" if _BE_BEFORE.search(before) or _QUANTIFIED_BEFORE.search(before) or asked or narrowed else " is"
 
 
 def _related(match: re.Match[str]) -> str:
@@ -131,13 +138,19 @@ def _saying(words: str):  # type: ignore[no-untyped-def]
 # The label after it ends within two words (what a stream holds past the slash).
 _FIELD_BEFORE = re.compile(r"[^\W\d_]:[ \t]+[^:/\n]{1,40}\Z")
 _FIELD_AFTER = re.compile(r"[ \t]*[^\W\d_]+(?:[ \t][^\W\d_]+)?:")
+# "Doors 7pm / Show 8pm", "Adults 10am / Kids 2pm": a capitalised label and its value (with a digit) on each side of a
+# spaced slash, two listed items, a pause
+_ITEM_BEFORE = re.compile(r"(?<![\w'’])[A-Z][a-z]+[ \t]+[^\s/]*\d[^\s/]*[ \t]\Z")
+_ITEM_AFTER = re.compile(r"[ \t]*[A-Z][a-z]+[ \t]+[^\s/]*\d")
 
 
 def _slash(match: re.Match[str]) -> str:
     """"wet/dry", "Mr. / Ms.": "or"; a pause between two labelled fields ("A: x / B: y")."""
     fields = " " in match.group() and _FIELD_BEFORE.search(match.string, max(0, match.start() - 48), match.start()) \
         and _FIELD_AFTER.match(match.string, match.end())
-    return ", " if fields else " or "
+    items = " " in match.group() and _ITEM_BEFORE.search(match.string, max(0, match.start() - 32), match.start() + 1) \
+        and _ITEM_AFTER.match(match.string, match.end())
+    return ", " if items or fields else " or "
 
 
 RULES: list[Rule] = [
