@@ -839,6 +839,18 @@ SAID = [
     ('Take the Conv. Ctr. exit.', 'Take the Convention Center exit.'),
     ('Train ICE 597 to Frankfurt', 'Train I C E five ninety-seven to Frankfurt'),
     ('Your E-ZPass tag is low.', 'Your E Z Pass tag is low.'),
+    # a listing's shorthand, where its context makes it sure
+    ('3BR/2BA, garage, big yard', 'three bedroom two bath, garage, big yard'),
+    ('W/D hookups, no pets', 'washer and dryer hookups, no pets'),
+    ('FT/PT positions available', 'full time or part time positions available'),
+    ('CDL req., clean driving record', 'C D L required, clean driving record'),
+    ('Licensed, bonded & ins.', 'Licensed, bonded and insured.'),
+    ('Lic. #4411', 'License number forty-four eleven'),
+    ('mtg moved to 3:15 pm', 'meeting moved to three fifteen PM'),
+    ('Pay: $18/hr DOE', 'Pay, eighteen dollars per hour depending on experience'),
+    ('Jane DOE is here', 'Jane D O E is here'),
+    ('3 BR/2 BA', 'three bedroom two bath'), ('3 BR, 2 BA, garage', 'three bedroom, two bath, garage'),
+    ('he has 2 BA degrees', 'he has two B A degrees'),
 ]
 
 
