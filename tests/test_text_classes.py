@@ -851,6 +851,18 @@ SAID = [
     ('Pay period 1/1–1/15', 'Pay period January first to January fifteenth'),
     ('enter the result of 7 × 8.', 'enter the result of seven times eight.'),
     ('Applicants with a credit score < 600 may apply.', 'Applicants with a credit score less than six hundred may apply.'),
+    # a listing's shorthand, where its context makes it sure
+    ('3BR/2BA, garage, big yard', 'three bedroom two bath, garage, big yard'),
+    ('W/D hookups, no pets', 'washer and dryer hookups, no pets'),
+    ('FT/PT positions available', 'full time or part time positions available'),
+    ('CDL req., clean driving record', 'C D L required, clean driving record'),
+    ('Licensed, bonded & ins.', 'Licensed, bonded and insured.'),
+    ('Lic. #4411', 'License number forty-four eleven'),
+    ('mtg moved to 3:15 pm', 'meeting moved to three fifteen PM'),
+    ('Pay: $18/hr DOE', 'Pay, eighteen dollars per hour depending on experience'),
+    ('Jane DOE is here', 'Jane D O E is here'),
+    ('3 BR/2 BA', 'three bedroom two bath'), ('3 BR, 2 BA, garage', 'three bedroom, two bath, garage'),
+    ('he has 2 BA degrees', 'he has two B A degrees'),
 ]
 
 

@@ -54,6 +54,8 @@ ABBREVIATIONS = {"e.g.": "for example", "i.e.": "that is", "etc.": "et cetera", 
                  "wk": "week", "wk.": "week", "wks": "weeks", "wks.": "weeks", "approx": "approximately",
                  "yr": "year", "yrs": "years",
                  "avg": "average", "pkg": "package", "pkg.": "package", "mgr": "manager",
+                 "mtg": "meeting", "mtg.": "meeting", "mtgs": "meetings", "Mtg": "Meeting", "Mtg.": "Meeting",
+                 "Lic.": "License", "lic.": "license",
                  "max.": "maximum", "gov't": "government", "gov’t": "government", "blks": "blocks", "blk.": "block"}
 # Capitalised or shouted on a label or a form ("Avg: 3", "MGR APPROVAL REQ'D", "QTY: 4"): the word (a shouted one in
 # small letters, as the caps rule says shouted words)
@@ -146,7 +148,16 @@ def _in_context(match: re.Match[str], said: str) -> str:
         return "minimum"
     if key == "est." and _BEFORE_YEAR.match(match.string, match.end()):
         return "established"
+    if key == "lic." and _INSURED_AFTER.match(match.string, match.end()):
+        return "licensed"  # a contractor's "Lic. & ins.", "Lic. & bonded"
+    if key == "ins." and _LICENSED_BEFORE.search(match.string, max(0, match.start() - 24), match.start()):
+        return "insured"  # "Lic. & ins.", "bonded and ins."
     return said
+
+
+# A contractor's listing: licensed, bonded and insured ("Lic. & ins.", "Licensed, bonded & ins.")
+_INSURED_AFTER = re.compile(r"[ \t]*(?:,|&|/|\band\b)[ \t]*(?i:ins\.|insured\b|bonded\b)")
+_LICENSED_BEFORE = re.compile(r"(?i:\blic\.|\blicensed|\bbonded)[ \t]*(?:,|&|/|\band)[ \t]*\Z")
 
 
 # "Max." ending a sentence after a small word is a name ("call the vet about Max."); before a number, a unit or a
@@ -172,6 +183,17 @@ def _abbreviation(match: re.Match[str]) -> str | None:
         said = said[0].upper() + said[1:]  # (a shouted one keeps its own: "REQ'D" "required")
     ends = text in ENDINGS or text.lower() in ENDINGS
     return _counted(match, said) + ("." if ends and ends_sentence_after(match) else "")
+
+
+_PAY_BEFORE = re.compile(r"(?i:\$|\b(?:salary|pay|wages?|rate|compensation|comp)\b|/hr\b|/hour\b|per[ \t]hour\b)"
+                         r"[^\n]{0,30}\Z")
+
+
+def _pay_depends(match: re.Match[str]) -> str | None:
+    """"$65K–$75K DOE", "Pay: DOQ": after pay on its line, "depending on experience" (qualifications)."""
+    if not _PAY_BEFORE.search(match.string, max(0, match.start() - 40), match.start()):
+        return None
+    return "depending on " + ("experience" if match.group().endswith("E") else "qualifications")
 
 
 def _dotted(match: re.Match[str]) -> str:
@@ -418,6 +440,15 @@ RULES: list[Rule] = [
      lambda match: " and ".join(" ".join(part) for part in match.group().split("&"))),
     ("dotted", r"(?<![\w.])(?:(?:[A-Za-z]\.){2,}|(?:[A-Z]\.){1,3}[A-Z](?![\w.]))(?![\w])", _dotted),  # "A.D", "B.C": its last
     # full stop left out
+    # A listing's shorthand where its context makes it sure: "FT/PT positions" (full time or part time), "W/D in unit"
+    # (washer and dryer), "CDL req., clean record" (required, after what is required, ending its item), "$65K DOE"
+    # (depending on experience, after pay)
+    ("abbreviation", r"(?<![\w/])(?:FT/PT|PT/FT)(?![\w/])",
+     lambda match: " or ".join({"FT": "full time", "PT": "part time"}[part] for part in match.group().split("/"))),
+    ("abbreviation", r"(?<![\w/])W/D(?=[ \t]+(?:in\b|hook|incl|included\b|on[ \t-]site\b|provided\b))", lambda match: "washer and dryer"),
+    ("abbreviation", r"(?<=[\w).][ \t])(?:req\.|REQ\.)(?=[ \t]*(?:[,;)]|\n|\Z)|[ \t]+[A-Z])",
+     lambda match: "required" + ("." if ends_sentence_after(match) else "")),
+    ("abbreviation", r"(?<![\w'’])DO[EQ](?![\w'’])", _pay_depends),
     ("caps", r"(?<![\w'’])[A-Z][A-Z'’]*[A-Z]s?(?![\w'’]|[²³])|(?<![\w'’])[A-Z]{2,3}(?=[²³])", _caps),  # "MC²"
     # "Pt. must fast": a clinical note's patient before a small word ("Pt. Reyes" is a point, "PT." a time zone)
     ("abbreviation", r"(?<![\w.])Pts?\.(?=[ \t]+[a-z])", lambda match: "Patients" if match.group() == "Pts." else "Patient"),

@@ -719,6 +719,18 @@ def _model(match: re.Match[str]) -> str | None:
 
 
 _TAX_FORMS = "1040|1041|1042|1065|1094|1095|1098|1099|1120|5498|8949"  # the IRS's forms that carry letters after them
+_BEDROOMS_BEFORE = re.compile(r"\d[ \t]?(?:BR|BD|br|bd)\b[^\n\d]{0,6}\Z")
+
+
+def _rooms(match: re.Match[str]) -> str:
+    """"3BR/2BA" -> "three bedroom two bath", "2BA" -> "two bath": a listing's rooms, each after its count."""
+    spaced_bath = "/" not in match.group() and match.group()[1] in " \t" and match.group()[-2:].upper() == "BA"
+    if spaced_bath and not _BEDROOMS_BEFORE.search(match.string, max(0, match.start() - 30), match.start()):
+        return None  # "3 BR, 2 BA", "3 BR/2 BA": spaced, only after the bedrooms ("2 BA degrees" stays spelled)
+    return " ".join(w.cardinal(part[0]) + (" bath" if part[-2:].upper() == "BA" else " bedroom")
+                    for part in match.group().split("/"))
+
+
 RULES: list[Rule] = [
     ("vanity", r"(?<![\w+-])(?:1[-. ])?\d{3}[-. ](?=[A-Z0-9-]*[A-Z]{3})[A-Z0-9]{2,}(?:-[A-Z0-9]+)*(?![\w-])",
      _vanity),
@@ -775,9 +787,9 @@ RULES: list[Rule] = [
     ("viscosity", r"(?<![\w.-])(?:0|5|10|15|20|25)W-?(?:8|[1-6]0|16|[1-5]5)(?![\w-]|\.\d)",
      lambda match: " W ".join(w.cardinal(n) for n in re.split(r"W-?", match.group()))),
     ("grades", r"(?<![\w-])K[-–](?:1[0-2]|[1-9])(?![\w-])", lambda match: "K to " + w.cardinal(match.group()[2:])),
-    ("rooms", r"(?<![\w.-])\d(?:BR|BD|br|bd|BA|ba)(?![\w-])",  # "a 2BR", "2BA": a listing's rooms
-     lambda match: w.cardinal(match.group()[0]) + (" bath" if match.group()[1] in "Bb" and match.group()[2] in "Aa"
-                                                   else " bedroom")),
+    # "a 2BR", "2BA", "3BR/2BA" (bedrooms and baths, the slash unsaid), "3 BR": a listing's rooms after their count
+    ("rooms", r"(?<![\w.-])\d(?:BR|BD|br|bd|[ \t](?:BR|BD)(?=[ \t]*[,;/)]|[ \t]+(?:apt|apartment|house|home|condo|unit|flat|for\b)))"
+              r"(?:/\d[ \t]?(?:BA|ba))?(?![\w/-])|(?<![\w.-])\d[ \t]?(?:BA|ba)(?![\w/-])", _rooms),
     # "2Q22", "3Q 2023", "1H24": a quarter or a half of a year, as analysts write them; "Q4'23" a quarter and its year
     ("quarter", r"(?<![\w-])[1-4]Q(?:[ \t]?['’]?(?:\d\d|(?:19|20)\d\d))?(?![\w-])|(?<![\w-])[12]H[ \t]?['’]?(?:\d\d|(?:19|20)\d\d)(?![\w-])"
                 r"|(?<![\w-])Q[1-4][ \t]?['’]\d\d(?![\w'’-])", _quarter),
