@@ -863,6 +863,18 @@ SAID = [
     ('Jane DOE is here', 'Jane D O E is here'),
     ('3 BR/2 BA', 'three bedroom two bath'), ('3 BR, 2 BA, garage', 'three bedroom, two bath, garage'),
     ('he has 2 BA degrees', 'he has two B A degrees'),
+    # a court case's "v." between names; "Eq." before its number; "Bldg."
+    ("Brown v. Board of Education was decided.", "Brown versus Board of Education was decided."),
+    ("Substitute Eq. 2 into Eq. 1.", "Substitute Equation two into Equation one."),
+    ("Drop samples at Room 310, Science Bldg.", "Drop samples at Room three ten, Science Building."),
+    # a key chord; a slash in a command's argument after a flag
+    ("Press Ctrl+C to stop, Ctrl+Alt+Del to restart.", "Press control C to stop, control alt delete to restart."),
+    ("Run git checkout -b feature/login now.", "Run git checkout dash B feature slash login now."),
+    # a dotted range off the quarter hour is two decimals; a unit's symbol after a word and a slash is "per"
+    ("pH between 7.35–7.45.", "P H between seven point three five and seven point four five."),
+    ("WBC 4.5–11.0 thousand/µL", "W B C four point five to eleven point zero thousand per microliter"),
+    # a diagnosis code (ICD-10's shape)
+    ("Code E11.9 applies.", "Code E one one point nine applies."),
 ]
 
 

@@ -15,7 +15,7 @@ from engine.speech_text.numbers import Rule, ends_sentence_after, trie
 
 TITLES = {"Col.": "Colonel", "Maj.": "Major", "Cpl.": "Corporal", "Adm.": "Admiral", "Pres.": "President",
           "Rev.": "Reverend", "Hon.": "Honorable", "Supt.": "Superintendent", "Insp.": "Inspector", "Dr.": "Doctor", "Mr.": "Mister", "Mrs.": "Missus", "Ms.": "Miz", "Prof.": "Professor", "Jr.": "Junior",
-          "Sr.": "Senior", "Mt.": "Mount", "Fig.": "Figure", "No.": "number", "Gen.": "General", "Gov.": "Governor",
+          "Sr.": "Senior", "Mt.": "Mount", "Fig.": "Figure", "Eq.": "Equation", "Eqn.": "Equation", "No.": "number", "Gen.": "General", "Gov.": "Governor",
           "Sen.": "Senator", "Rep.": "Representative", "Capt.": "Captain", "Lt.": "Lieutenant", "Ft.": "Fort", "Hwy.": "Highway", "Sgt.": "Sergeant",
           "Cmdr.": "Commander", "Cdr.": "Commander"}
 # Said in place; the full stop of those in ENDINGS also ends a sentence where one ends ("... and so on, etc.").
@@ -42,7 +42,7 @@ ABBREVIATIONS = {"e.g.": "for example", "i.e.": "that is", "etc.": "et cetera", 
                  "24/7/365": "twenty-four seven three sixty-five",
                  "Univ.": "University", "univ.": "university", "Assn.": "Association", "Assoc.": "Associate",
                  "Bros.": "Brothers", "Mfg.": "Manufacturing", "Natl.": "National", "natl.": "national",
-                 "dist.": "district", "Dist.": "District", "Jct.": "Junction", "Pkwy.": "Parkway", "Ln.": "Lane",
+                 "dist.": "district", "Dist.": "District", "Jct.": "Junction", "Bldg.": "Building", "bldg.": "building", "Bldgs.": "Buildings", "Pkwy.": "Parkway", "Ln.": "Lane",
                  "Sq.": "Square", "Ct.": "Court", "Pl.": "Place", "Ter.": "Terrace", "Hts.": "Heights",
                  "Mtn.": "Mountain", "Sta.": "Station", "Conv.": "Convention", "mo.": "month", "mos.": "months",
                  "hr.": "hour", "min.": "minute", "mins.": "minutes", "sec.": "second", "secs.": "seconds",
@@ -64,7 +64,7 @@ _LABEL_WORDS = [(key, said) for key, said in ABBREVIATIONS.items()
 ABBREVIATIONS |= {key.upper(): said for key, said in _LABEL_WORDS}
 ABBREVIATIONS |= {key.capitalize(): said.capitalize() for key, said in _LABEL_WORDS
                   if key.capitalize() not in ABBREVIATIONS}
-ENDINGS = frozenset({"wk.", "wks.", "intl.", "avail.", "pt.", "ins.", "avg.", "misc.", "appt.", "appts.", "ref.", "Ref.", "dept.", "tel.", "Tel.", "Apt.", "Ste.", "etc.", "Inc.", "Ltd.", "Corp.", "Co.", "Ave.", "Blvd.", "Rd.", "Ph.D.", "Dept.", "govt.", "max.", "blk.", "Sta."})
+ENDINGS = frozenset({"wk.", "wks.", "intl.", "avail.", "pt.", "ins.", "avg.", "misc.", "appt.", "appts.", "ref.", "Ref.", "dept.", "tel.", "Tel.", "Apt.", "Ste.", "etc.", "Inc.", "Ltd.", "Corp.", "Co.", "Ave.", "Blvd.", "Rd.", "Ph.D.", "Dept.", "govt.", "max.", "blk.", "Sta.", "Bldg.", "bldg.", "Bldgs."})
 
 WORD_ACRONYMS = frozenset(
     "ZIP NASA NATO FIFA OPEC AIDS JPEG JSON YAML GIF PIN RAM ROM SIM LAN SARS FEMA OSHA UEFA IKEA LEGO WASP NAFTA "
@@ -111,7 +111,7 @@ def _street(match: re.Match[str]) -> bool:
     return name[0].isupper() and name[-1] not in ".!?:,;" and not opens
 
 
-_COUNTERS = frozenset("chapter volume figure section page number paragraph appendix item table".split())
+_COUNTERS = frozenset("chapter volume figure section page number paragraph appendix item table equation".split())
 # One token, "4-7": the streaming reader lets go of a word once the next two have come (stream.py)
 _N = r"#?\d{1,4}[a-z]?"
 _PAIRED = r"(?:,[ \t]?%s)*,?[ \t]+(?:and|&|to|through|thru)[ \t]+%s" % (_N, _N)  # "Fig. 2 and 3", "pp. 4, 5 and 9"
@@ -194,6 +194,14 @@ def _pay_depends(match: re.Match[str]) -> str | None:
     if not _PAY_BEFORE.search(match.string, max(0, match.start() - 40), match.start()):
         return None
     return "depending on " + ("experience" if match.group().endswith("E") else "qualifications")
+
+
+_NAME_BEFORE = re.compile(r"(?<![\w.])[A-Z][\w'’.&-]*[ \t]\Z")
+
+
+def _case_versus(match: re.Match[str]) -> str | None:
+    """"Brown v. Board": "v." after a capitalised name and before another is a court case's "versus"."""
+    return "versus" if _NAME_BEFORE.search(match.string, max(0, match.start() - 40), match.start()) else None
 
 
 def _dotted(match: re.Match[str]) -> str:
@@ -450,6 +458,8 @@ RULES: list[Rule] = [
      lambda match: "required" + ("." if ends_sentence_after(match) else "")),
     ("abbreviation", r"(?<![\w'’])DO[EQ](?![\w'’])", _pay_depends),
     ("caps", r"(?<![\w'’])[A-Z][A-Z'’]*[A-Z]s?(?![\w'’]|[²³])|(?<![\w'’])[A-Z]{2,3}(?=[²³])", _caps),  # "MC²"
+    # "Brown v. Board", "Roe v. Wade": a case's "v." between two capitalised names, "versus"
+    ("abbreviation", r"(?<=[A-Za-z.][ \t])v\.(?=[ \t]+[A-Z])", _case_versus),
     # "Pt. must fast": a clinical note's patient before a small word ("Pt. Reyes" is a point, "PT." a time zone)
     ("abbreviation", r"(?<![\w.])Pts?\.(?=[ \t]+[a-z])", lambda match: "Patients" if match.group() == "Pts." else "Patient"),
     # "NVMe", "PCIe": capitals spelled and a small letter after them, spelled with them (not a plural's "s")

@@ -758,6 +758,11 @@ RULES: list[Rule] = [
     ("uuid", r"(?<![\w-])[0-9A-Fa-f]{8}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{12}(?![\w-])",
      lambda match: "-".join(" ".join(w.digits(c) if c.isdigit() else c.upper() for c in group)
                             for group in match.group().split("-"))),
+    # "E11.9", "J45.909", "S72.001A": a diagnosis code's shape (ICD-10: a letter, two digits, a full stop, one to four
+    # more), character by character, its full stop "point" as clinicians say it
+    ("dotted_serial", r"(?<![\w.])[A-UW-Z]\d\d\.\d[0-9A-Z]{0,3}(?![\w]|\.\w)",
+     lambda match: " point ".join(" ".join(w.digits(c) if c.isdigit() else c for c in part)
+                                  for part in match.group().split("."))),
     # "A1.B2", "2RS.9": a code's parts by full stops (a letter in its first), each spelled, "dot" between them
     ("dotted_serial", r"(?<![\w.])(?=[A-Z0-9.]*\d)(?=\d*[A-Z])[A-Z0-9]+(?:\.[A-Z0-9]+)+(?![\w]|\.\w)",
      lambda match: None if re.fullmatch(r"[A-Z]\.\d{1,3}", match.group())

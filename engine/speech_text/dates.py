@@ -240,9 +240,12 @@ _HOUR = r"(?:1[0-2]|0?[1-9])"
 _TIME = rf"(?<![\w:.])(?:[01]?\d|2[0-4]):[0-5]\d(?::[0-5]\d)?(?:[ \t]?(?:{_AMPM}|noon|midnight))?(?![\w:])"
 _DOTTED_TIME = rf"(?<![\w:.]){_HOUR}\.[0-5]\d[ \t]?{_AMPM}(?![\w])"
 _HOUR_AMPM = rf"(?<![\w:.]){_HOUR}[ \t]?(?:{_AMPM}|noon|midnight)(?![\w])"
+# A time written with a full stop ("9.30"), on its own without AM or PM, is a time only on the quarter hour:
+# "9.30–11.15" is a morning, "7.35–7.45" two decimals (a pH, a reading)
+_QUARTER_CLOCK = r"(?:[01]?\d|2[0-4])(?::[0-5]\d|\.(?:00|15|30|45))(?::[0-5]\d)?"
 _ONE_TIME = rf"(?:{_CLOCK}|{_HOUR})(?:[ \t]?{_AMPM})?"
 _TIME_RANGE = (rf"(?<![\w:.$])(?:{_ONE_TIME}[ \t]?[-–][ \t]?{_ONE_TIME}[ \t]?{_AMPM}"
-               rf"|{_CLOCK}[ \t]?[-–][ \t]?{_CLOCK})(?![\w:])")
+               rf"|{_QUARTER_CLOCK}[ \t]?[-–][ \t]?{_QUARTER_CLOCK})(?![\w:])")
 # A time and a dash at the end of streamed text, maybe an hour after it: the range it may start ("9 am – 5" before
 # "pm": "nine AM to five PM") reaches more words past "am" than a stream looks ahead, so it is held until finished.
 _OPEN_TIME_RANGE = re.compile(rf"(?<![\w:.$]){_ONE_TIME}[ \t]?[-–][ \t]?(?:(?:{_CLOCK}|{_HOUR})(?:[ \t]?[aApP]\.?)?)?[ \t]*\Z")

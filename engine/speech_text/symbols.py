@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 
 from engine.speech_text import words as w
-from engine.speech_text.numbers import Rule
+from engine.speech_text.numbers import UNITS, Rule, trie
 
 EMOJI = (
     "\u00a9\u00ae\u203c\u2049\u2122\u2139\u2194-\u21ff\u2300-\u23ff\u2460-\u24ff\u2500-\u27bf\u2900-\u297f"
@@ -118,6 +118,17 @@ def _per(match: re.Match[str]) -> str | None:
     return " per " if _COUNTED_BEFORE.search(match.string, max(0, match.start() - 24), match.start()) else None
 
 
+# A unit's symbol that is no word, after a word and a slash: "cells/µL", "thousand/mm³", "copies/mL" ("per
+# microliter"); small-letter symbols only with the micro sign ("kg", "in", "ft" may be words or a pair's half)
+_SLASH_UNITS = {unit: names[0] for unit, names in UNITS.items() if len(unit) >= 2 and " " not in unit and (
+    "µ" in unit or "μ" in unit or not unit.isupper() and not unit.islower() and not unit.istitle() and unit.isalpha()
+    or unit[-1] in "²³")}
+
+
+def _per_unit(match: re.Match[str]) -> str:
+    return " per " + _SLASH_UNITS[match.group()[1:]]
+
+
 # Subscript letters and digits, and their plain characters ("xᵢ" "x sub i", "x₁" "x sub one")
 _SUBSCRIPT = str.maketrans("ₐₑₒₓₕₖₗₘₙₚₛₜᵢᵣᵤᵥⱼ₀₁₂₃₄₅₆₇₈₉", "aeoxhklmnpstiruvj0123456789")
 _SUB_LETTERS = "ₐₑₒₓₕₖₗₘₙₚₛₜᵢᵣᵤᵥⱼ"
@@ -144,8 +155,15 @@ _ITEM_BEFORE = re.compile(r"(?<![\w'’])[A-Z][a-z]+[ \t]+[^\s/]*\d[^\s/]*[ \t]\
 _ITEM_AFTER = re.compile(r"[ \t]*[A-Z][a-z]+[ \t]+[^\s/]*\d")
 
 
+# A command-line flag, then the start of the word the slash is in: "git checkout -b feature/login" (a branch, a path)
+_FLAG_BEFORE = re.compile(r"(?:^|[ \t`])--?[A-Za-z][\w-]*[ \t]+[\w.-]*\Z", re.M)
+
+
 def _slash(match: re.Match[str]) -> str:
-    """"wet/dry", "Mr. / Ms.": "or"; a pause between two labelled fields ("A: x / B: y")."""
+    """"wet/dry", "Mr. / Ms.": "or"; a pause between two labelled fields ("A: x / B: y"); "slash" in a command's
+    argument after a flag ("-b feature/login")."""
+    if match.group() == "/" and _FLAG_BEFORE.search(match.string, max(0, match.start() - 48), match.start()):
+        return " slash "
     fields = " " in match.group() and _FIELD_BEFORE.search(match.string, max(0, match.start() - 48), match.start()) \
         and _FIELD_AFTER.match(match.string, match.end())
     items = " " in match.group() and _ITEM_BEFORE.search(match.string, max(0, match.start() - 32), match.start() + 1) \
@@ -180,6 +198,7 @@ RULES: list[Rule] = [
     ("squared", r"(?<=[A-Za-z0-9)])²", _saying(" squared")),
     ("cubed", r"(?<=[A-Za-z0-9)])³", _saying(" cubed")),
     ("per_slash", r"(?<=[^\W\d_])/(?=(?:hour|day|night|week|month|year|person|user|unit|page|shift)(?![\w/]))", _per),
+    ("per_slash", rf"(?<=[^\W\d_])/{trie(_SLASH_UNITS)}(?![\w/²³])", _per_unit),
     ("slash", r"(?<=[^\W\d_])(?:[ \t]/[ \t]|/)(?=[^\W\d_])", _slash),  # not "edit /usr": a path
     ("dash", r"[ \t]*[—–][ \t]*", _saying(" - ")),
     ("emoji", rf"[{EMOJI}]+", _saying("")),

@@ -80,6 +80,28 @@ def _name(part: str, domain: bool, host: bool = False) -> str:
     return part
 
 
+_MODIFIERS = {"ctrl": "control", "control": "control", "alt": "alt", "shift": "shift", "cmd": "command",
+              "command": "command", "opt": "option", "option": "option", "win": "windows", "fn": "function",
+              "super": "super", "meta": "meta"}
+_KEYS = {"del": "delete", "delete": "delete", "esc": "escape", "escape": "escape", "enter": "enter",
+         "return": "return", "tab": "tab", "space": "space", "backspace": "backspace", "ins": "insert",
+         "insert": "insert", "home": "home", "end": "end", "pgup": "page up", "pgdn": "page down", "up": "up",
+         "down": "down", "left": "left", "right": "right", **{f"f{n}": f"F {w.cardinal(str(n))}" for n in range(1, 25)}}
+_MODIFIER = "|".join(sorted({*_MODIFIERS, *(m.upper() for m in _MODIFIERS), *(m.title() for m in _MODIFIERS)},
+                            key=len, reverse=True))
+_KEY = "|".join(sorted({*_KEYS, *(k.upper() for k in _KEYS), *(k.title() for k in _KEYS)}, key=len, reverse=True))
+
+
+def _key_chord(match: re.Match[str]) -> str | None:
+    """"Ctrl+Alt+Del" -> "control alt delete": modifiers by name, then the key (a letter in capitals); joined by
+    hyphens only with a capital ("Cmd-Z"; "alt-right" is a word)."""
+    if "+" not in match.group() and match.group()[0].islower():
+        return None
+    *modifiers, key = re.split(r"[+-]", match.group())
+    said = [_MODIFIERS[m.lower()] for m in modifiers]
+    return " ".join([*said, _KEYS.get(key.lower()) or (w.cardinal(key) if key.isdigit() else key.upper())])
+
+
 def _spoken_parts(text: str, domain_at: int = -1, by_digit: bool = False) -> str:
     """Say ``text`` part by part; the name that starts at ``domain_at`` is the top-level domain, and a two-letter name
     between dots of the host before it a country's ("dmv.ca.gov"); numbers digit by digit if ``by_digit``."""
@@ -372,6 +394,9 @@ RULES: list[Rule] = [
     ("flag", r"(?<![^ \t\n`\"'])(?<![=+*/<>×÷−-][ \t])(?<!\b[A-Za-z][ \t])"
              r"(?:--[A-Za-z][A-Za-z0-9]*(?:-[A-Za-z0-9]+)*|-(?![A-Z][a-z]{2})[A-Za-z][A-Za-z0-9]*)"
              r"(?![\w-]|[.,;:!?]?[^\s.,;:!?=\"'`)\]])", _flag),
+    # "Ctrl+C", "Ctrl+Shift+Esc", "Cmd-Z": a key chord, the modifiers by name, then the key, no "plus" ("control C")
+    ("key_chord", rf"(?<![\w+-])(?:{_MODIFIER})(?:[+-](?:{_MODIFIER}))*[+-](?:{_KEY}|[A-Za-z0-9](?![\w+]))(?![\w+])",
+     _key_chord),
     ("hash_in_word", r"(?<=[A-Za-z])#\d{1,12}(?![\w#])",  # "Welcome#123": a password's hash sign and its digits
      lambda match: " hash " + w.digits(match.group()[1:])),
 ]
