@@ -617,7 +617,7 @@ SAID = [
     ('Compile with -std=c++17.', 'Compile with dash S T D equals c plus plus seventeen.'),
     ('Run ls -la or git commit --amend.', 'Run ls dash L A or git commit dash dash amend.'), ('y = -x', 'y equals minus x'),
     ('Light travels at about 3 × 10⁸ m/s.',
-     'Light travels at about three times ten to the power of eight meters per second.'),
+     'Light travels at about three times ten to the eighth meters per second.'),
     ('about 10⁻³ kg', 'about ten to the minus three kilograms'),
     ('PREHEAT OVEN TO 350°F.', 'preheat oven to three hundred fifty degrees Fahrenheit.'),
     ('Payload (7.5 t) exceeds the limit.', 'Payload (seven point five tonnes) exceeds the limit.'),
@@ -677,7 +677,7 @@ SAID = [
     ('As n → ∞, it vanishes.', 'As n approaches infinity, it vanishes.'), ('as x → 0', 'as x approaches zero'),
     ('Chicago → Denver', 'Chicago to Denver'),
     ('S = ∑ xᵢ', 'S equals the sum of x sub i'), ('x₁ + x₂ = 3', 'x sub one plus x sub two equals three'),
-    ('CO₂ and H₂O', 'CO₂ and H₂O'),
+    ('CO₂ and H₂O', 'C O two and H two O'),
     ('Her winning time was 2:03:45.', 'Her winning time was two hours three minutes forty-five seconds.'),
     ('His time of 1:02:03 stands.', 'His time of one hour two minutes three seconds stands.'),
     ('The time was 10:15:30 then.', 'The time was ten fifteen and thirty seconds then.'),
@@ -875,6 +875,15 @@ SAID = [
     ("WBC 4.5–11.0 thousand/µL", "W B C four point five to eleven point zero thousand per microliter"),
     # a diagnosis code (ICD-10's shape)
     ("Code E11.9 applies.", "Code E one one point nine applies."),
+    # chemical formulas: symbols spelled, a subscript count and a coefficient said; a reaction's arrow "yields"
+    ('Balance it: 2H₂ + O₂ → 2H₂O', 'Balance it, two H two plus O two yields two H two O'),
+    ('about 4% CO₂', 'about four percent C O two'), ('Fe₂O₃ and Ca(OH)₂', 'F E two O three and C A O H two'),
+    ('add NaOH to HCl', 'add N A O H to H C L'), ('HeLa cells, NaN values', 'HeLa cells, NaN values'),
+    ('a 0.1 M NaCl solution', 'a zero point one molar N A C L solution'),
+    ('The concentration is 1.5 × 10⁻³ M.', 'The concentration is one point five times ten to the minus three molar.'),
+    ('iron(III) oxide, copper(II) sulfate', 'iron three oxide, copper two sulfate'),
+    ('6.02 × 10²³', 'six point zero two times ten to the twenty-third'),
+    ('(x + 1)(x − 1) = x² − 1', 'x plus one times x minus one equals x squared minus one'),
 ]
 
 

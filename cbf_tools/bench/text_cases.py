@@ -20,7 +20,7 @@ from pathlib import Path
 _ALTERNATIVES = re.compile(r"\s\|\|?\s")
 _NOT_HEARD = re.compile(r"[^\w\s']|_")
 _SPELLED_TIME = re.compile(r"\b([ap]) m\b")
-_RAW = re.compile(r"\d|[$£€¥₹₩₽₺₦₱฿₫₪¢]")
+_RAW = re.compile(r"\d|[⁰¹²³⁴⁵⁶⁷⁸⁹₀₁₂₃₄₅₆₇₈₉$£€¥₹₩₽₺₦₱฿₫₪¢]")  # subscript and superscript digits too (Python's \d takes neither)
 
 
 VERDICTS = {
@@ -79,5 +79,5 @@ def matches(reading: str, case: Case) -> bool:
 
 
 def raw(reading: str) -> bool:
-    """Whether ``reading`` hands the model a digit or a currency symbol (which it can only guess at)."""
+    """Whether ``reading`` hands the model a digit (a subscript or superscript one too) or a currency symbol (which it can only guess at)."""
     return _RAW.search(reading) is not None

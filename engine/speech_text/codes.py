@@ -476,7 +476,7 @@ _TERM = (rf"(?:(?:(?:\d+(?:\.\d+)?|[a-z])(?=\())?(?:sqrt(?=\())?(?:{_FUNCTION})?
          r"|[a-z]{2}(?=\^|[²³])|(?!(?:is|it|in|on|at|to|of|or|an|as|am|be|by|do|go|he|if|me|my|no|so|up|us|we|ok)\b)[a-z]{2}"
          r"(?=[ \t][+*=][ \t]|[+*=][a-z\d(]|[ \t]?(?:[+*=][ \t]*)?\Z)|\d+[a-z]{2,3}(?![\w(])|(?:\d+(?:\.\d+)?)?[a-z](?![A-Za-z0-9_(])"
          r"|(?:\d{1,3}(?:,\d{3})+(?!\d)|\d+)(?:\.\d+)?(?:!(?=[ \t]?[-−+*×÷/=]|(?![\w!])))?°?)[²³]?\)?)")
-_OPERATOR = r"(?:[ \t]?[-−+*×÷/^=·][ \t]?|[ \t]x[ \t])"
+_OPERATOR = r"(?:[ \t]?[-−+*×÷/^=·][ \t]?|[ \t]x[ \t]|(?<=\))(?=\())"  # "(x + 1)(x − 1)": a product
 # (a term in small letters is at most two of them or starts with a function's name: a longer word fails at once, not
 # after every kind of term was tried at it; the rule is tried at every word)
 _MATH = (rf"(?<![\w.,/:$-])(?:(?![a-z]{{3}})|(?=sin|cos|tan|log|exp|sqrt)){_TERM}(?:{_OPERATOR}{_TERM}){{1,12}}"
@@ -731,6 +731,28 @@ def _rooms(match: re.Match[str]) -> str:
                     for part in match.group().split("/"))
 
 
+# --- chemical formulas -------------------------------------------------------------------------------------------------
+# An element's symbol (two letters first), spelled as its letters in a formula: "CO₂" "C O two", "Fe₂O₃" "F E two O
+# three", "NaOH" "N A O H"; a subscript is its count said as a number, a leading coefficient too ("2H₂O" "two H two O")
+ELEMENT = (r"(?:He|Li|Be|Ne|Na|Mg|Al|Si|Cl|Ar|Ca|Sc|Ti|Cr|Mn|Fe|Co|Ni|Cu|Zn|Ga|Ge|As|Se|Br|Kr|Rb|Sr|Zr|Nb|Mo|Tc|Ru|"
+           r"Rh|Pd|Ag|Cd|In|Sn|Sb|Te|Xe|Cs|Ba|La|Ce|Pr|Nd|Pm|Sm|Eu|Gd|Tb|Dy|Ho|Er|Tm|Yb|Lu|Hf|Ta|Re|Os|Ir|Pt|Au|Hg|"
+           r"Tl|Pb|Bi|Po|At|Rn|Fr|Ra|Ac|Th|Pa|Np|Pu|Am|Cm|Bk|Cf|Es|Fm|Md|No|Lr|[HBCNOFPSKVYIWU])")
+_GROUP = rf"(?:{ELEMENT}[₀-₉]*|\((?:{ELEMENT}[₀-₉]*)+\)[₀-₉]*)"
+# with a subscript count somewhere in it; or, without one, symbols only, mixed case, two capitals or more, ending in a
+# halide, or three symbols or more ending in a capital ("HCl", "NaCl", "NaOH"; not "HeLa", "NaN", "Co", "In")
+FORMULA = (rf"(?<![\w'’(])\d*(?=(?:{ELEMENT}|[()₀-₉])*[₀-₉])(?:{_GROUP})+(?![\w'’])"
+           rf"|(?<![\w'’])(?=[A-Z][a-z]?[A-Z])(?=[A-Z]*[a-z])(?:(?:{ELEMENT}){{3,6}}(?<=[A-Z])|(?:{ELEMENT}){{1,5}}(?:Cl|Br))(?![\w'’])")
+_SUBSCRIPT_DIGITS = str.maketrans("₀₁₂₃₄₅₆₇₈₉", "0123456789")
+
+
+def _formula(match: re.Match[str]) -> str:
+    """"2H₂O" -> "two H two O", "Fe₂O₃" -> "F E two O three", "Ca(OH)₂" -> "C A O H two"."""
+    said = []
+    for part in re.findall(r"^\d+|[A-Za-z]|[₀-₉]+", match.group()):
+        said.append(w.cardinal(part.translate(_SUBSCRIPT_DIGITS)) if not part.isalpha() else part.upper())
+    return " ".join(said)
+
+
 RULES: list[Rule] = [
     ("vanity", r"(?<![\w+-])(?:1[-. ])?\d{3}[-. ](?=[A-Z0-9-]*[A-Z]{3})[A-Z0-9]{2,}(?:-[A-Z0-9]+)*(?![\w-])",
      _vanity),
@@ -862,6 +884,13 @@ RULES: list[Rule] = [
     # "LOUIS XVI", "KING HENRY VIII": in capitals, a numeral of two letters or more (a shouted "I" is the pronoun)
     ("regnal", rf"(?<![\w])(?:%s)(?:[ \t][A-Z]+)?[ \t](?=[MDCLXVI]{{2}}){_ROMAN}(?![\w'’])" % "|".join(
         name.upper() for name in REGNAL), _regnal),
+    ("formula", FORMULA, _formula),
+    # "1.5 × 10⁻³ M", "0.1 M NaOH": a capital M after a power of ten, or after a number before a formula, is molar
+    ("molar", r"(?:(?<=[⁰¹²³⁴⁵⁶⁷⁸⁹][ \t])|(?<=\d[ \t]))M(?![\w'’/])(?:(?<=[⁰¹²³⁴⁵⁶⁷⁸⁹][ \t]M)|(?=[ \t]+(?:%s)))"
+     % FORMULA.replace("(?<![\\w'’(])", "").replace("(?<![\\w'’])", ""), lambda match: "molar"),
+    # "iron(III) oxide", "copper(II)": a roman numeral in brackets glued to a small-letter word, an oxidation state
+    ("roman", rf"(?<![\w'’])[a-z]+\((?=[IV]{{1,4}}\))(?:{_ROMAN})\)(?![\w'’])",
+     lambda match: match.group().split("(")[0] + " " + w.cardinal(str(roman_value(match.group().split("(")[1][:-1])))),
     ("math", _MATH, _math),
     ("factorial", r"(?<![\w.,!])(?:\d{1,3}|[b-hj-z])!(?![\w!=])", _factorial),
 ]

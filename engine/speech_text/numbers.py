@@ -442,10 +442,10 @@ _WORDLIKE_UNITS = frozenset("in us ha am pm cal mo min ms a t".split())
 
 
 def _superscript_power(match: re.Match[str]) -> str:
-    """A power written in superscript after a number, as "^" is read: "10⁸" "ten to the power of eight", "10⁻³"
-    "ten to the minus three", "10²³" "... to the power of twenty-three" ("2²" is the squared rule's)."""
+    """A power written in superscript after a number, as a teacher says it: "10⁸" "ten to the eighth", "10²³" "ten
+    to the twenty-third", "10⁻³" "ten to the minus three" ("2²" is the squared rule's; "^" is "to the power of")."""
     power = match.group().translate(_SUPERSCRIPTS)
-    return " to the minus " + w.number(power[1:]) if power[0] == "-" else " to the power of " + w.number(power)
+    return " to the minus " + w.number(power[1:]) if power[0] == "-" else " to the " + w.ordinal(power)
 
 
 def _phone(match: re.Match[str]) -> str | None:

@@ -177,6 +177,8 @@ RULES: list[Rule] = [
      _related),  # after a number or a variable: "π ≈ 3.14", "x ≥ 10", "φ ≈ 1.618"; "takes ≈ 5 min" is the word's
     ("compare", r"(?:(?<=[a-z])|(?<=[a-z][ \t]))[≥≤](?=[ \t]?[-−]?\d)", _conditioned),  # "if age ≥ 18"
     ("compare", r"(?<=[\w²³][ \t])[≈≥≤≠]", _measure_related),  # "1 km ≈ 0.62 mi": after a measure
+    # "2H₂ + O₂ → 2H₂O": an arrow after or before a chemical formula (a subscript count beside it) is a reaction's "yields"
+    ("yields", r"(?:(?<=[₀-₉])|(?<=[₀-₉][ \t]))→|→(?=[ \t]?\d*[A-Z][a-z]?[₀-₉])", _saying(" yields ")),
     # "n → ∞", "x → 0": a variable's limit, "approaches" (an arrow elsewhere is "to")
     ("approaches", r"(?<=(?<![\w])[a-z][ \t])→(?=[ \t]?(?:[-−+]?∞|[-−]?\d))", _saying(" approaches ")),
     # a single letter's subscript is an index (digits only after a small letter: "CO₂", "H₂O" are formulas)
