@@ -863,6 +863,14 @@ SAID = [
     ('Jane DOE is here', 'Jane D O E is here'),
     ('3 BR/2 BA', 'three bedroom two bath'), ('3 BR, 2 BA, garage', 'three bedroom, two bath, garage'),
     ('he has 2 BA degrees', 'he has two B A degrees'),
+    ('Counting by 7s: 7, 14.', 'Counting by sevens, seven, fourteen.'), ('wait 7s then go', 'wait seven seconds then go'),
+    ('It is far from the Sun.', 'It is far from the Sun.'), ('Closed Sun.', 'Closed Sunday.'),
+    ('Profit = $80 − $55 = $25', 'Profit equals eighty dollars minus fifty-five dollars equals twenty-five dollars'),
+    ('$200 grows to $216.', 'two hundred dollars grows to two hundred sixteen dollars.'),
+    ('a net force of 10 N.', 'a net force of ten newtons.'),
+    ('Callers can use TTY 711.', 'Callers can use T T Y seven one one.'),
+    ('Charles I was executed in 1649.', 'Charles the first was executed in sixteen forty-nine.'),
+    ('James I think so.', 'James I think so.'),
 ]
 
 
