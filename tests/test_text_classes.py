@@ -884,6 +884,14 @@ SAID = [
     ('iron(III) oxide, copper(II) sulfate', 'iron three oxide, copper two sulfate'),
     ('6.02 × 10²³', 'six point zero two times ten to the twenty-third'),
     ('(x + 1)(x − 1) = x² − 1', 'x plus one times x minus one equals x squared minus one'),
+    ('Counting by 7s: 7, 14.', 'Counting by sevens, seven, fourteen.'), ('wait 7s then go', 'wait seven seconds then go'),
+    ('It is far from the Sun.', 'It is far from the Sun.'), ('Closed Sun.', 'Closed Sunday.'),
+    ('Profit = $80 − $55 = $25', 'Profit equals eighty dollars minus fifty-five dollars equals twenty-five dollars'),
+    ('$200 grows to $216.', 'two hundred dollars grows to two hundred sixteen dollars.'),
+    ('a net force of 10 N.', 'a net force of ten newtons.'),
+    ('Callers can use TTY 711.', 'Callers can use T T Y seven one one.'),
+    ('Charles I was executed in 1649.', 'Charles the first was executed in sixteen forty-nine.'),
+    ('James I think so.', 'James I think so.'),
 ]
 
 

@@ -408,9 +408,22 @@ def _roman_year(match: re.Match[str]) -> str | None:
     return w.year(roman_value(match.group())) if len(match.group()) >= 4 else None
 
 
+# "Charles I was executed": a monarch's name that starts a sentence, then "I was"/"I had", is the first of the name
+# (a speaker's "I" after a name wants a comma: "Charles, I was"); "James I think" stays the pronoun.
+_REIGN_STARTS = re.compile(r"(?:[.!?][ \t]+|\n)[ \t]*\Z")
+_REIGN_VERB = re.compile(r"[ \t]+(?:was|had)\b")  # "I was executed", "I had ..." (a word no further: streaming)
+
+
+def _reign_starts(match: re.Match[str]) -> bool:
+    start = match.start()
+    return (not match.string[:start].strip() or _REIGN_STARTS.search(match.string, max(0, start - 8), start)
+            is not None) and _REIGN_VERB.match(match.string, match.end()) is not None
+
+
 def _regnal(match: re.Match[str]) -> str | None:
     name, numeral = match.group().rsplit(None, 1)
-    if _pronoun(match) or (numeral == "I" and name in ("King", "Queen", "Pope")):
+    if _pronoun(match) and not _reign_starts(match) or (
+            numeral == "I" and name in ("King", "Queen", "Pope")):
         return None
     return f"{name.title() if name.isupper() else name} the {w.ordinal(str(roman_value(numeral)))}"  # "LOUIS XVI"
 
@@ -712,6 +725,8 @@ def _model(match: re.Match[str]) -> str | None:
     line, *numbers = match.group().split()
     counted = _LINE_COUNTED.match(match.string, match.end())
     named_day = line.title() in WEEKDAYS or line.title() in (month[:3] for month in MONTHS) or line == "SEPT"
+    if re.fullmatch(r"TTY|TDD", line) and re.fullmatch(r"[2-9]11", numbers[-1]):
+        return None  # "TTY 711": a number a text telephone calls (the service code's rule), not a model
     if line in CURRENCIES or line == "FY" or named_day or " " not in caps(line) or counted and (
             counted[1] is None or counted[1] in UNITS and counted[1] not in COMMON_WORDS):  # "in": a word
         return None

@@ -196,6 +196,8 @@ def _weekday(match: re.Match[str]) -> str | None:
     if match.group().rstrip(".").isupper() and _WORD_DAY_BEFORE.search(
             match.string, max(0, match.start() - 12), match.start()):
         return None
+    if match.group().rstrip(".") == "Sun" and re.search(r"\b[Tt]he[ \t]\Z", match.string[max(0, match.start() - 5):match.start()]):
+        return None  # "from the Sun": the star (no day is "the Sun")
     if match.group() == "Sun" and _SUN_AMONG_WORDS.match(match.string, match.end()) and not re.search(
             rf"{_WEEKDAY}\.?,[ \t]\Z", match.string[max(0, match.start() - 8):match.start()]):
         return None

@@ -276,7 +276,8 @@ _PLURAL_NOUN = re.compile(r"[a-z]{2,}[^su]s")
 _VERBS_IN_S = frozenset("""takes means makes costs gives needs uses lasts weighs holds gets covers fits requires seems
     looks goes comes keeps provides allows lets helps adds saves burns feels sounds works stays remains includes
     contains equals becomes produces delivers offers supports buys pays gets earns brings leaves puts sets runs
-    moves turns shows tells asks wants beats feeds serves charges yields lowers raises reduces increases""".split())
+    moves turns shows tells asks wants beats feeds serves charges yields lowers raises reduces increases
+    grows rises falls drops doubles triples shrinks accrues""".split())
 _NOT_PLURAL_NOUNS = frozenset("""towards afterwards always sometimes besides perhaps across thus does goes its
     hers ours yours theirs whereas lengthwise tops""".split())  # "$5k tops": at most
 
@@ -843,7 +844,30 @@ def _spaced_hour(match: re.Match[str]) -> str | None:
     return "hour" if re.search(r"(?<![\d.])1[ \t]\Z", before) else "hours"
 
 
+# "Counting by 7s", "grouped in 3s": numbers in the plural after a word of counting or grouping, not seconds
+_COUNTED_BY = re.compile(r"(?i:\b(?:count|counts|counting|counted|skip-count\w*|group|groups|grouping|grouped|"
+                         r"line[ \t]up|lined[ \t]up|go|goes|going|went|sort|sorted|arrange|arranged)[ \t]+(?:by|in)[ \t]+"
+                         r"(?:\d{1,3}s,?[ \t]+(?:and|or|then)?[ \t]*)?)\Z")
+# "a net force of 10 N": a newton after a number, where a force is named before it (elsewhere "N" may be north)
+_FORCE_BEFORE = re.compile(r"(?i:\b(?:force|forces|weight|tension|thrust|drag|friction|lift|load|pull|push|"
+                           r"newtons?)\b)[^.;:!?\n]{0,24}\Z")
+
+
+def _counted_by(match: re.Match[str]) -> str | None:
+    if not _COUNTED_BY.search(match.string, max(0, match.start() - 40), match.start()):
+        return None
+    return w.plural(w.cardinal(match.group()[:-1]))
+
+
+def _newtons(match: re.Match[str]) -> str | None:
+    if not _FORCE_BEFORE.search(match.string, max(0, match.start() - 40), match.start()):
+        return None
+    return "newton" if re.search(r"(?<![\d.])1[ \t]\Z", match.string[max(0, match.start() - 4):match.start()]) else "newtons"
+
+
 RULES: list[Rule] = [
+    ("counted_by", r"(?<![\w.,])\d{1,3}s(?![\w'’])", _counted_by),
+    ("newtons", r"(?<=\d[ \t])N(?![\w/'’°-])", _newtons),
     ("d_ordinal", _D_ORDINAL, lambda match: w.ordinal(match.group()[:-1])),
     # thousands grouped by a thin or no-break space, or by plain spaces in two groups or more (or "000": "10 000")
     ("grouped_thousands", r"(?<![\w.,+-])[1-9]\d{0,2}(?:(?:[\u00a0\u202f\u2009]\d{3})+|(?:[ ]\d{3}){2,}|[ ]000)(?![\w]|[ \u00a0\u202f\u2009]?\d|[.,]\d)",

@@ -189,7 +189,7 @@ RULES: list[Rule] = [
     ("applied", r"(?<![\w(])[A-Z]\([A-Z]\)(?=[ \t]?[-−+=<>≤≥≈≠×])", lambda match: f"{match.group()[0]} of {match.group()[2]}"),
     ("words", "|".join(re.escape(s) for s in sorted(_WORDS, key=len, reverse=True)), _said),
     ("compare", r"(?<=\s)[<>](?=\s)", _compare),
-    ("minus", r"(?<=[\w)])[ \t]?−[ \t]?(?=[\w(])", _saying(" minus ")),  # "revenue − cost": the minus sign, U+2212
+    ("minus", r"(?<=[\w)])[ \t]?−[ \t]?(?=[\w($€£¥])", _saying(" minus ")),  # "revenue − cost": the minus sign, U+2212
     ("about", r"~(?=(?:[A-Z]{0,3}[$£€¥₹])?\d)", _saying("about ")),  # "~5 km", "~$5", "~US$5"
     ("power", r"(?<=[A-Za-z0-9)])\^(?=[-A-Za-z0-9(])", _saying(" to the power of ")),  # "2^10", "x^y", "e^(-x)"
     ("product", r"(?<=\d)[ \t]x(?=[ \t]+[$€£¥]\d)", _saying(" times")),  # "3 x $15 = $45"

@@ -81,4 +81,4 @@ def is_year(text: str) -> bool:
 
 def plural(word: str) -> str:
     """"twenty" -> "twenties", "five" -> "fives", "sixty" -> "sixties" (a decade's name)."""
-    return word[:-1] + "ies" if word.endswith("y") else word + "s"
+    return word[:-1] + "ies" if word.endswith("y") else word + "es" if word.endswith("x") else word + "s"
