@@ -311,6 +311,19 @@ def test_once_the_canceller_is_sure_a_loud_caller_is_heard_as_soon_as_the_level_
                                                  far_from_s=start) is None, (name, start)
 
 
+def test_the_hot_lines_echo_that_the_canceller_leaves_before_it_is_sure_stops_nothing():
+    """Echo alone on the hot line (-6 dB, 250 ms late), the gateway's voice from 1.95 s into its clip, the canceller on
+    (the VAD heard its output: the audio as it came correlated 0.65-1.0 with what the gateway sent). A fresh module
+    let the echo's first 60 ms through (-57 to -40 dBFS; Silero 0.40, 0.87), then its suppressor zeroed it (+-1 step,
+    -98 dBFS) and Silero, its state primed, said 0.94-0.98 on those windows: the gateway stopped on its own echo 480 ms
+    into the call (``detector.SILENCE``). Past that, 1 s in, AEC3 left the echo at -64 to -72 dBFS, 45-50 dB under what
+    the gateway sent, and Silero said 0.55-0.95 on four windows of it (``detector.RESIDUE_DB``)."""
+    from cbf_tools.bench import aec_onsets
+
+    hot = model("echo alone -6 dB 250 ms")
+    assert aec_onsets.onset_to_interrupt(hot, aec_onsets.ECHO_ALONE_S, True, far_from_s=1.95) is None
+
+
 def test_a_carrier_that_sends_nothing_until_the_caller_speaks_has_an_echo_free_line():
     """Silence suppressed: no frame comes while the gateway speaks, the first when the caller talks over it, 1.5 and
     2 s in. Nothing came back while the gateway spoke more than ``NO_ECHO_S`` past the echo's reach: the line has no

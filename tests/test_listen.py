@@ -47,6 +47,19 @@ def test_speech_starts_after_its_minimum_and_stops_after_its_silence():
     assert not detector.speaking
 
 
+def test_a_window_under_one_step_of_s16_is_never_voiced_whatever_the_model_says():
+    detector = SpeechDetector(VadConfig(min_speech_ms=96))
+    assert run(detector, [0.97] * 8, level=0.4 / 32768) == []  # what AEC3's suppressor leaves of the echo
+    assert run(detector, [0.97] * 4, level=2 / 32768)[0][1] == SpeechStarted(0, 96)
+
+
+def test_where_the_canceller_works_a_run_must_come_within_its_margin_of_the_gateways_level_to_start_speech():
+    detector = SpeechDetector(VadConfig(min_speech_ms=96))
+    quiet = [detector.window(i * 32, 32, 0.9, 10 ** (-66 / 20), residue_level=10 ** (-19 / 20)) for i in range(6)]
+    assert quiet == [None] * 6  # the echo's residue, 47 dB under the gateway
+    assert detector.window(192, 32, 0.9, 10 ** (-45 / 20), residue_level=10 ** (-19 / 20)) == SpeechStarted(0, 224)
+
+
 def test_the_echo_guard_sets_aside_speech_quieter_than_the_gateways_own_by_the_margin():
     detector = SpeechDetector(VadConfig(min_speech_ms=64, echo_margin_db=10))
     assert run(detector, [0.9] * 5, level=0.02, echo=0.2) == []  # -20 dB under what the gateway sent: its echo

@@ -27,9 +27,11 @@ from gateway.listen.detector import VadConfig
 ONSETS_S = tuple(np.round(np.arange(1.0, 3.01, 0.25), 2))
 DOUBLE_TALK_ONSETS_S = tuple(np.round(np.arange(0.2, 1.01, 0.1), 2))  # double talk: from the first second
 ECHO_ALONE_S = 8.0  # an echo-alone call lasts this long and AFTER_S, ...
-# ... the gateway's voice starting this far into its clip (a call each; 1.95: the hot line's echo passes for the caller
-# before the line's delay is sure, the canceller on, as it did before the loud-caller change too)
-ECHO_FROM_S = (0.0, 1.3, 1.95, 2.6, 3.9, 5.2)
+# ... the gateway's voice starting this far into its clip (a call each; 1.95: the hot line's echo, zeroed by AEC3's
+# suppressor before the line's delay was sure, was voiced by Silero's primed state until detector.SILENCE; 0.5: there
+# too, and still, 0.94 s in, the first module let a loud onset's echo through for 100 ms, -42 to -60 dBFS,
+# correlating 0.4-0.65 with what the gateway sent: the hot line's one false barge-in in 64 starts 0.1 s apart)
+ECHO_FROM_S = (0.0, 0.5, 1.3, 1.95, 2.6, 3.9, 5.2)
 AFTER_S = 2.5  # each call lasts this long past the caller's onset
 FRAME = 160  # 20 ms at 8 kHz
 LEAD = 8000  # the far end is sent up to 1 s ahead of its playout, 100 ms at a time

@@ -107,6 +107,7 @@ class CallerSide:
         self._window = np.empty(0, dtype=np.float32)  # samples at the VAD's rate not yet decided
         self._window_at = 0.0  # the stream time (ms) of its first
         self._echo_level = 0.0  # the echo guard's level when its latest samples came
+        self._residue_level = 0.0  # the gateway's level when they came, where the canceller worked on them
         self._due: np.ndarray | None = None  # the window the model is to hear next (``next_due``)
         self._then: np.ndarray | None = None  # where ``_due`` is the window before the gate opened: the one after
         self._out: list[dict[str, Any] | Act] = []  # what the decided windows did, not yet ``heard``
@@ -231,6 +232,7 @@ class CallerSide:
         self._window_at = start_ms - self._window.size * 1000 / self._vad.rate
         self._window = np.concatenate([self._window, samples.astype(np.float32) / 32768])
         self._echo_level = self.echo.level(now) if self._echo_guard else 0.0
+        self._residue_level = self.echo.level(now) if self.aec is not None and not self.aec.passed else 0.0
 
     def next_due(self) -> np.ndarray | None:
         """The next window the model must hear for this call (then ``decided`` with what it said), or None: none is.
@@ -271,7 +273,8 @@ class CallerSide:
         window, self._window = self._window[:size], self._window[size:]
         window_ms = size * 1000 / self._vad.rate
         at_ms, self._window_at = self._window_at, self._window_at + window_ms
-        event = self.detector.window(at_ms, window_ms, probability, rms(window), self._echo_level)
+        event = self.detector.window(at_ms, window_ms, probability, rms(window), self._echo_level,
+                                     self._residue_level)
         self._out += self._on(event, at_ms + window_ms)
 
     def _on(self, event: SpeechStarted | SpeechStopped | None, at_ms: float) -> list[dict[str, Any] | Act]:
