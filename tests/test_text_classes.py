@@ -892,6 +892,13 @@ SAID = [
     ('Callers can use TTY 711.', 'Callers can use T T Y seven one one.'),
     ('Charles I was executed in 1649.', 'Charles the first was executed in sixteen forty-nine.'),
     ('James I think so.', 'James I think so.'),
+    ('Bridge: 1-866-555-0110, PIN 7732#', 'Bridge, one, eight six six, five five five, zero one one zero, Pin seven seven three two pound'),
+    ('Enter 123456# to join.', 'Enter one two three four five six pound to join.'),
+    ('Payroll? Call x2210.', 'Payroll? Call extension two two one zero.'),
+    ('ship to 12 main st apt 3b, burlington vt 05401',
+     'ship to twelve main Street apartment three B, burlington Vermont zero five four zero one'),
+    ('Billing: 2600 S. Loop W, Houston, TX 77054',
+     'Billing, twenty-six hundred South Loop West, Houston, Texas seven seven zero five four'),
 ]
 
 

@@ -63,18 +63,21 @@ _ROUTE = (r"(?:Highway|Hwy\.?|Route|Rte\.?|Rt\.?|County[ \t]Road|State[ \t]Route
           r"(?:[ \t]+[NSEW](?![\w]))?")  # "2500 N. Highway 1", "2250 Hwy 101 S"
 _ADDRESS = (rf"(?<![\w.,$#/-])\d{{1,6}}(?:-?[A-Z])?[ \t]+(?:{_DIRECTION}\.?[ \t]+)?(?:{_ROUTE}|{_NAME}(?:[ \t]+{_NAME}){{0,4}}"
             rf"[ \t]+{_STREET_TYPE}\.?(?:[ \t]+{_DIRECTION}\.?(?=[ \t,;]|$))?)(?![\w])"
-            rf"|(?<![\w.,$#/-])\d{{1,6}}[ \t]+{_DIRECTION}\.?[ \t]+[A-Z][a-z]+(?=,|[ \t]+#)"  # "4021 N. Broadway, Chicago"
+            rf"|(?<![\w.,$#/-])\d{{1,6}}[ \t]+{_DIRECTION}\.?[ \t]+[A-Z][a-z]+(?:[ \t]+{_DIRECTION}\.?)?(?=,|[ \t]+#)"  # "4021 N. Broadway, Chicago", "2600 S. Loop W, Houston"
             rf"|(?<![\w.,$#/-])\d{{1,6}}(?:[ \t]+[nsew])?(?:[ \t]+(?:[a-z][a-z']+|\d{{1,3}}(?:st|nd|rd|th))){{1,3}}"
             rf"[ \t]+(?:st|ave|blvd|rd|ln)\.?(?![\w])")  # "88 cedar ave", "55 w 14th st", all in small letters
-_UNIT = (r"(?<![\w])(?i:%s)(?:\.?[ \t]*#[ \t]*|\.?[ \t]+|\.)(?!1Z(?:[ \t]?[0-9A-Z]){16}(?![\w-]))(?:[A-Z]?\d+[A-Z]?|[A-Z]{1,2}\d*)(?![\w–-]|:\d)"
+_UNIT = (r"(?<![\w])(?i:%s)(?:\.?[ \t]*#[ \t]*|\.?[ \t]+|\.)(?!1Z(?:[ \t]?[0-9A-Z]){16}(?![\w-]))(?:[A-Z]?\d+[A-Z]?|[A-Z]{1,2}\d*|\d+[a-z])(?![\w–-]|:\d)"
          % trie(list(UNITS)).replace(r"\ ", r"[ \t]"))  # a trie: tried at every small word; not before a range's dash
 # ("train 2–3 times" is a range, not "Train 2")
 _ROUTE_ALONE = (r"(?<![\w.])(?:(?:County|State|Farm|Forest)[ \t](?:Rd\.?|Road|Hwy\.?|Highway|Rte\.?|Route)|Hwy\.?|Highway"
                 r"|Rte\.?|Rt\.?|Route|Interstate)[ \t]+\d{1,4}(?:[A-Z](?![\w]))?(?:[ \t]+[NSEW](?![\w]))?"
                 r"(?![\w:/-]|[.,]\d)")  # "Take Hwy 101", "Hwy 101 S", "Rt 66", "County Rd 12", "Rte 9W" (a letter)
 _POSTAL = r"(?<![\w])(?:%s),?[ \t]+[A-Z]\d[A-Z][ \t]?\d[A-Z]\d(?![\w-])" % "|".join(PROVINCES)  # "ON M5V 1J5"
+# A state's code in small letters that is no word (not "in", "or", "me", "la", "co", "pa"): before a ZIP code only
+_SMALL_STATES = "ny nj tx fl nv az nm nc sc nd wv wi wy vt ut tn ky ks ia ak mn nh ri mi".split()
 _ZIP = (r"(?<![\w])(?:(?:%s),?[ \t]+|(?i:zip|zip[ \t]code|postal[ \t]code|zipcode)(?:[ \t]+(?:is|was|still|now|as|on[ \t]file)){0,3}:?[ \t]+)\d{5}(?:-\d{4})?(?![\w-])"
-        % "|".join(STATES))
+        % "|".join(STATES)
+        + r"|(?<=[a-z][ \t])(?:%s)[ \t]+\d{5}(?:-\d{4})?(?![\w-])" % "|".join(_SMALL_STATES))
 
 
 # The end of a text that may yet become an address: a house number and, so far, only what a street's name may hold.
@@ -143,6 +146,8 @@ def _unit(match: re.Match[str]) -> str | None:
         return None  # "Level IV", "Level I": a roman numeral (codes.py)
     if word in STATES and re.fullmatch(r"\d{5}", code):  # "Miami, FL 33139": a state and its ZIP code
         return None
+    if code[-1].islower() and not (word.islower() and word in ("apt", "ste", "unit", "rm", "suite", "apartment", "room")):
+        return None  # "apt 3b": a flat's letter in small letters, only in an address typed so
     if word.lower() in _PLURAL_UNITS and code.isdigit():
         return None  # "The stadium seats 68,500 fans": a verb or a count, not a list of codes
     name = UNITS[re.sub(r"[ \t]+", " ", word.lower())]
@@ -152,7 +157,7 @@ def _unit(match: re.Match[str]) -> str | None:
         name += " number"
     if code.isdigit():
         return f"{name} {house_number(code)}"
-    return f"{name} {spell_code(code)}"
+    return f"{name} {spell_code(code.upper())}"
 
 
 # "Seats 23A and 23B", "Gates B4, B6 or B9": a list of codes after a unit's word goes on in the same reading
@@ -174,6 +179,7 @@ def _zip(match: re.Match[str]) -> str:
     assert code
     before = text[:code.start()]
     state = before.strip().rstrip(",")
+    state = state.upper() if state.islower() and len(state) == 2 else state  # "burlington vt 05401"
     lead = (STATES[state] + ("," if "," in before else "") + " ") if state in STATES else before
     return lead + ", ".join(w.digits(part) for part in code.group().split("-"))
 

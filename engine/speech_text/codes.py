@@ -225,13 +225,18 @@ def _local_phone(match: re.Match[str]) -> str | None:
 
 
 _KEYS = {"*": "star", "#": "pound"}
+_KEYED_BEFORE = re.compile(r"(?i:\b(?:enter|dial|press|key[ \t]+in|type|punch[ \t]+in)):?[ \t]+\Z")
 
 
 def _star_code(match: re.Match[str]) -> str | None:
     """A code keyed on a phone: a star and two to four digits ("*67"), perhaps a pound after, or any digits with two
     keys of star or pound ("*#06#"); "#1" is a number sign."""
     code = match.group()
-    if sum(char in _KEYS for char in code) < 2 and not re.fullmatch(r"\*\d{2,4}", code):
+    if code[0].isdigit():  # "PIN 7732#": a code keyed in after its cue, closed by the pound key
+        before = match.string[max(0, match.start() - 32):match.start()]
+        if not (_SECRET_CUE.search(before) or _CODE_CUE.search(before) or _KEYED_BEFORE.search(before)):
+            return None
+    elif sum(char in _KEYS for char in code) < 2 and not re.fullmatch(r"\*\d{2,4}", code):
         return None
     return " ".join(_KEYS.get(part) or w.digits(part) for part in re.findall(r"\d+|[*#]", code))
 
@@ -772,7 +777,7 @@ RULES: list[Rule] = [
     ("vanity", r"(?<![\w+-])(?:1[-. ])?\d{3}[-. ](?=[A-Z0-9-]*[A-Z]{3})[A-Z0-9]{2,}(?:-[A-Z0-9]+)*(?![\w-])",
      _vanity),
     ("extension", r"(?<![\w])(?:[Ee]xt|EXT)\.?[ \t]?#?\d{1,6}(?![\w])|(?:(?<=\d[ \t])|(?<=\d,[ \t]))x[ \t]?\d{2,6}(?![\w])"
-     r"|(?:(?<=\bat[ \t])|(?<=\bdial[ \t])|(?<=\bcall[ \t])|(?<=\bto[ \t]))x\d{3,6}(?![\w])",
+     r"|(?:(?<=\b[Aa]t[ \t])|(?<=\b[Dd]ial[ \t])|(?<=\b[Cc]all[ \t])|(?<=\bto[ \t]))x\d{3,6}(?![\w])",
      _extension),
     ("local_phone", r"(?<![\w.+-])\d{3}[-. ]\d{4}(?![\w-]|[. ]\d)", _local_phone),  # "call 555 0199" too
     ("local_digits", r"(?<![\w.,$#-])[2-9]\d{6}(?![\w%]|[.,:/-]\d)",  # "phone 5550199": seven digits after a cue
@@ -817,7 +822,7 @@ RULES: list[Rule] = [
     ("number_code", r"(?<![\w&#])#[ \t]?(?:(?=[A-Za-z0-9-]*[A-Za-z])(?=[A-Za-z0-9-]*\d)[A-Za-z0-9]+(?:-[A-Za-z0-9]+)*|\d+(?:-\d+)+)"
                     r"(?:/[A-Z0-9]+(?:-[A-Z0-9]+)*)*(?![\w/-])", _number_code),  # "#A7-4402", "#100-4432-9981", "#B-12/34"
     # "*611", "*67", "*#06#", "##002#": keyed on a phone, every key said ("star pound zero six pound")
-    ("star_code", r"(?<![\w*#])[*#][*#\d]{0,18}\d[*#\d]{0,18}(?![\w*#])", _star_code),
+    ("star_code", r"(?<![\w*#])[*#][*#\d]{0,18}\d[*#\d]{0,18}(?![\w*#])|(?<![\w*#.,$-])\d{1,12}#(?![\w*#])", _star_code),
     ("bare_phone", r"(?<![\w.,$#-])1?\d{10}(?![\w%]|[.,:/-]\d)", _bare_phone),
     ("cued_digits", r"(?<![\w.,$#-])(?:\d{3,}(?:[ \t-]\d{2,}){0,4}|\d\d(?:[ \t-]\d{2,}){1,4})(?![\w%]|[.,:/-]\d)",
      _cued_digits),
