@@ -892,6 +892,10 @@ SAID = [
     ('Callers can use TTY 711.', 'Callers can use T T Y seven one one.'),
     ('Charles I was executed in 1649.', 'Charles the first was executed in sixteen forty-nine.'),
     ('James I think so.', 'James I think so.'),
+    ('The shelf is 48 in.', 'The shelf is forty-eight inches.'), ('It is 30 in. Then', 'It is thirty inches. Then'),
+    ('about 40 ppl came', 'about forty people came'), ('Sales rose each qtr.', 'Sales rose each quarter.'),
+    ('Asst. to the Mgr. left', 'Assistant to the Manager left'), ('Call Accts. Payable.', 'Call Accounts Payable.'),
+    ('Book Conf. Rm. B now.', 'Book Conference Room B now.'), ('Back up the NAS.', 'Back up the Nas.'),
 ]
 
 
