@@ -899,6 +899,10 @@ SAID = [
      'ship to twelve main Street apartment three B, burlington Vermont zero five four zero one'),
     ('Billing: 2600 S. Loop W, Houston, TX 77054',
      'Billing, twenty-six hundred South Loop West, Houston, Texas seven seven zero five four'),
+    ('The shelf is 48 in.', 'The shelf is forty-eight inches.'), ('It is 30 in. Then', 'It is thirty inches. Then'),
+    ('about 40 ppl came', 'about forty people came'), ('Sales rose each qtr.', 'Sales rose each quarter.'),
+    ('Asst. to the Mgr. left', 'Assistant to the Manager left'), ('Call Accts. Payable.', 'Call Accounts Payable.'),
+    ('Book Conf. Rm. B now.', 'Book Conference Room B now.'), ('Back up the NAS.', 'Back up the Nas.'),
 ]
 
 

@@ -56,6 +56,9 @@ ABBREVIATIONS = {"e.g.": "for example", "i.e.": "that is", "etc.": "et cetera", 
                  "avg": "average", "pkg": "package", "pkg.": "package", "mgr": "manager",
                  "mtg": "meeting", "mtg.": "meeting", "mtgs": "meetings", "Mtg": "Meeting", "Mtg.": "Meeting",
                  "Lic.": "License", "lic.": "license",
+                 "ppl": "people", "qtr.": "quarter", "qtr": "quarter", "Qtr.": "Quarter", "qtrs.": "quarters",
+                 "Asst.": "Assistant", "asst.": "assistant", "Accts.": "Accounts", "accts.": "accounts",
+                 "Conf.": "Conference",
                  "max.": "maximum", "gov't": "government", "gov’t": "government", "blks": "blocks", "blk.": "block"}
 # Capitalised or shouted on a label or a form ("Avg: 3", "MGR APPROVAL REQ'D", "QTY: 4"): the word (a shouted one in
 # small letters, as the caps rule says shouted words)
@@ -64,11 +67,11 @@ _LABEL_WORDS = [(key, said) for key, said in ABBREVIATIONS.items()
 ABBREVIATIONS |= {key.upper(): said for key, said in _LABEL_WORDS}
 ABBREVIATIONS |= {key.capitalize(): said.capitalize() for key, said in _LABEL_WORDS
                   if key.capitalize() not in ABBREVIATIONS}
-ENDINGS = frozenset({"wk.", "wks.", "intl.", "avail.", "pt.", "ins.", "avg.", "misc.", "appt.", "appts.", "ref.", "Ref.", "dept.", "tel.", "Tel.", "Apt.", "Ste.", "etc.", "Inc.", "Ltd.", "Corp.", "Co.", "Ave.", "Blvd.", "Rd.", "Ph.D.", "Dept.", "govt.", "max.", "blk.", "Sta.", "Bldg.", "bldg.", "Bldgs."})
+ENDINGS = frozenset({"wk.", "wks.", "qtr.", "qtrs.", "intl.", "avail.", "pt.", "ins.", "avg.", "misc.", "appt.", "appts.", "ref.", "Ref.", "dept.", "tel.", "Tel.", "Apt.", "Ste.", "etc.", "Inc.", "Ltd.", "Corp.", "Co.", "Ave.", "Blvd.", "Rd.", "Ph.D.", "Dept.", "govt.", "max.", "blk.", "Sta.", "Bldg.", "bldg.", "Bldgs."})
 
 WORD_ACRONYMS = frozenset(
     "ZIP NASA NATO FIFA OPEC AIDS JPEG JSON YAML GIF PIN RAM ROM SIM LAN SARS FEMA OSHA UEFA IKEA LEGO WASP NAFTA "
-    "UNESCO UNICEF SCUBA LASER RADAR SONAR COVID ASCII POSIX NASDAQ CAPTCHA FOMO YOLO SWAT TOEFL".split()
+    "UNESCO UNICEF SCUBA LASER RADAR SONAR COVID ASCII POSIX NASDAQ CAPTCHA FOMO YOLO SWAT TOEFL NAS".split()
 )
 SPELLED = frozenset("US UK EU UN TV PC AI ID IQ DJ OS UI UX PR HR CEO CTO CFO API URL CPU GPU SQL USB USA UTF HIV POW MIA".split())
 COMMON_WORDS = frozenset(

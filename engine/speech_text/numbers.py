@@ -217,7 +217,7 @@ _COMPOUND = rf"(?:{_UNIT}/(?:\d{{1,4}}[ \t]?)?{_DENOMINATOR}(?:/{_DENOMINATOR})?
 _SIGN = r"(?:[-−+](?=\d))?"
 _QUANTITY = (
     rf"{_START}{_SIGN}{NUM}(?:(?:-|–|[ \t]–[ \t]?)[-−]?{NUM})?"
-    rf"(?:st|nd|rd|th|ST|ND|RD|TH|(?:[ \t]?(?:°[ \t]?[FCK]?|[℃℉]))|[ \t]?{_COMPOUND}|(?:{_UNIT}|[ \t]{_SPACED_UNIT}|[ \t]in(?=\.[ \t]+[a-z]))(?:(?<=[a-z])\.(?=[ \t]+[a-z]))?|(?<![\d,]\d{{3}})(?:k|K|M|bn|B)(?![\w]))?"
+    rf"(?:st|nd|rd|th|ST|ND|RD|TH|(?:[ \t]?(?:°[ \t]?[FCK]?|[℃℉]))|[ \t]?{_COMPOUND}|(?:{_UNIT}|[ \t]{_SPACED_UNIT}|[ \t]in(?=\.(?:\s|\Z)))(?:(?<=[a-z])\.(?=[ \t]+[a-z]))?|(?<![\d,]\d{{3}})(?:k|K|M|bn|B)(?![\w]))?"
     rf"{_END}"
 )
 
