@@ -892,6 +892,14 @@ SAID = [
     ('Callers can use TTY 711.', 'Callers can use T T Y seven one one.'),
     ('Charles I was executed in 1649.', 'Charles the first was executed in sixteen forty-nine.'),
     ('James I think so.', 'James I think so.'),
+    ('Dashboards: grafana.internal/d/kpis', 'Dashboards, grafana dot internal slash D slash K P I S'),
+    ('Join #it-outages now.', 'Join hashtag it dash outages now.'),
+    ('Logs on prod-web-03.', 'Logs on prod dash web dash zero three.'),
+    ('File at forms.office.com/r/travel2025', 'File at forms dot office dot com slash R slash travel twenty twenty-five'),
+    ('Send it to ap@globex.com.', 'Send it to A P at globex dot com.'),
+    ('Order SO-7741 shipped.', 'Order S O-seven seven four one shipped.'),
+    ('JIRA-2231 is blocked.', 'Jira-two two three one is blocked.'),
+    ('RMA# R-66120 issued.', 'R M A number R-six six one two zero issued.'),
 ]
 
 
