@@ -903,6 +903,14 @@ SAID = [
     ('about 40 ppl came', 'about forty people came'), ('Sales rose each qtr.', 'Sales rose each quarter.'),
     ('Asst. to the Mgr. left', 'Assistant to the Manager left'), ('Call Accts. Payable.', 'Call Accounts Payable.'),
     ('Book Conf. Rm. B now.', 'Book Conference Room B now.'), ('Back up the NAS.', 'Back up the Nas.'),
+    ('Dashboards: grafana.internal/d/kpis', 'Dashboards, grafana dot internal slash D slash K P I S'),
+    ('Join #it-outages now.', 'Join hashtag it dash outages now.'),
+    ('Logs on prod-web-03.', 'Logs on prod dash web dash zero three.'),
+    ('File at forms.office.com/r/travel2025', 'File at forms dot office dot com slash R slash travel twenty twenty-five'),
+    ('Send it to ap@globex.com.', 'Send it to A P at globex dot com.'),
+    ('Order SO-7741 shipped.', 'Order S O-seven seven four one shipped.'),
+    ('JIRA-2231 is blocked.', 'Jira-two two three one is blocked.'),
+    ('RMA# R-66120 issued.', 'R M A number R-six six one two zero issued.'),
 ]
 
 

@@ -42,6 +42,8 @@ def spell_code(text: str) -> str:
                 else w.paired(part) if lettered and part[0] != "0" else w.digits(part)
         else:
             sayable = len(part) == 1 or SAYABLE_START.match(part) or part.lower() in COMMON_WORDS
+            if len(part) == 2 and part not in SPOKEN_CAPS:  # "SO-7741", "PO": two capitals in a code are initials
+                sayable = False
             said += part if len(part) == 1 else caps(part) if sayable else " ".join(part)  # "6TRWQA": no word
     return said
 

@@ -207,7 +207,7 @@ RULES: list[Rule] = [
     ("keypad", r"(?<![\w#*])[#*](?![\w#*])", _keypad),
     # "the office # is 415...", "Order #: 4411", "Rx# 6012345": a number sign after a noun, before "is", a colon or
     # (glued to the noun) a number, is "number"
-    ("number_word", r"(?<=[A-Za-z][ \t])#(?=[ \t]*(?::|(?:is|was|are)\b))|(?<=[A-Za-z])#(?=[ \t]*(?::|(?:is|was|are)\b|\d))",
+    ("number_word", r"(?<=[A-Za-z][ \t])#(?=[ \t]*(?::|(?:is|was|are)\b))|(?<=[A-Za-z])#(?=[ \t]*(?::|(?:is|was|are)\b|\d|[A-Z]{1,3}-?\d))",
      _saying(" number")),
     # (a run of them stops before a dollar sign and its amount: "~$5" is "about five dollars", not "~$" unsaid)
     ("stray", r"(?:[\\{}<>^~*#•·†‡]|\$(?![\d.]))+", _saying("")),

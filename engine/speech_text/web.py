@@ -21,7 +21,7 @@ TLDS = ("com org net io dev ai co edu gov app uk de fr ca au us info biz me tv l
 _SPELLED_NAMES = frozenset(
     {name.lower() for name in SPELLED} - COMMON_WORDS
     | set("irs ups dmv dhl faq hbo bbc cnn nbc abc cbs npr ibm aws nyc cdc fda nih mit nyu usps ssa fbi cia usda epa faa "
-          "tsa".split())
+          "tsa ap ar qa".split())  # (and offices': accounts payable, receivable, quality: "ap@", "ap.org")
 )
 _SAID_DOMAINS = frozenset({"co", "me"})
 _SAID_NAMES = frozenset({"gmail", "hotmail", "ymail", "icloud"})  # said as words, whatever their first letters
@@ -60,6 +60,8 @@ def _name(part: str, domain: bool, host: bool = False) -> str:
     """One name of a URL or address: "irs" -> "I R S", "jsmith" -> "J smith", "io" at the end -> "I O"; in a host,
     two letters that are no word are spelled ("aa.com", "511ny.org", "ev-charging": "A A", "N Y", "E V")."""
     lower = part.lower()
+    if len(part) == 4 and lower.endswith("s") and lower[2] != "s" and _name(part[:-1], False) == " ".join(part[:-1].upper()):
+        return " ".join(part.upper())  # an acronym's plural, spelled with its "s": "kpis" "K P I S", "apis"
     if (lower in _SPELLED_NAMES or lower == "www" or len(part) == 1 or not re.search(r"[aeiouy]", lower)
             or (domain and len(part) == 2 and lower not in _SAID_DOMAINS)
             or (host and len(part) == 2 and lower not in COMMON_WORDS and lower not in _SAID_DOMAINS)
@@ -112,6 +114,10 @@ def _spoken_parts(text: str, domain_at: int = -1, by_digit: bool = False) -> str
     for found in _PART.finditer(text):
         part = found.group()
         if part.isdigit():  # in an address's name before its "@", digit by digit ("doe_92": nine two)
+            if len(part) == 4 and w.is_year(part) and found.start() and text[found.start() - 1].isalpha() \
+                    and "/" in text[:found.start()]:
+                said.append(w.year(int(part)))  # a year run into a word in a path: "r/travel2025" "travel twenty twenty-five"
+                continue
             said.append(w.cardinal(part) if len(part) <= 2 and found.start() >= host_start and not by_digit
                         else w.digits(part))
         elif part.isalpha():
@@ -154,10 +160,10 @@ def _url(match: re.Match[str]) -> str:
     trailing = text.endswith("/") and "/" in text.rstrip("/")  # "docs.python.org/3/": its last slash is said
     text = text.rstrip("/")
     host, *path = text.split("/")
-    if any(_SLUG.fullmatch(part) for part in path):  # "bit.ly/3xYz9Q": a short link's code, character by character
+    if any(_slug(part) for part in path):  # "bit.ly/3xYz9Q": a short link's code, character by character
         said = " slash ".join([_spoken_parts(host, _domain_at(host))] + [
             " ".join(w.digits(run) if run.isdigit() else " ".join(run.upper()) for run in _RUNS.findall(part))
-            if _SLUG.fullmatch(part) else _spoken_parts(part) for part in path])
+            if _slug(part) else _spoken_parts(part) for part in path])
     else:
         said = _spoken_parts(text, _domain_at(text))
     said = _port(said, text)
@@ -173,6 +179,12 @@ def _url(match: re.Match[str]) -> str:
 
 _SLUG = re.compile(r"(?=[A-Za-z0-9]{4,12}$)(?=.*\d)(?:[A-Za-z]+|\d+){3,}")  # letters and digits mixed thrice and more
 _RUNS = re.compile(r"[A-Za-z]+|\d+")
+
+
+def _slug(part: str) -> bool:
+    """A short link's code: letters and digits mixed, in three runs or more ("3xYz9Q"; "travel2025" is a word and a
+    year)."""
+    return bool(_SLUG.fullmatch(part)) and len(_RUNS.findall(part)) >= 3
 # a folder's or a file's name (a full stop after it ends a sentence; one before it a hidden file's: ".bashrc")
 _PATH_PART = r"\.?[\w-](?:[\w.-]{0,62}[\w-])?"
 _FOLDER = rf"{_PATH_PART}(?: {_PATH_PART}){{0,4}}"  # a folder's name may hold spaces ("Program Files"): a backslash follows
@@ -330,8 +342,8 @@ def _hashtag(match: re.Match[str]) -> str | None:
     if re.fullmatch(r"#[A-Z0-9]*\d[A-Z0-9]*|#(?:[A-Za-z]{1,2}\d+)+[A-Za-z]{0,2}", match.group()) \
             and not _tag_with_year(match):
         return None  # "#a7x9": short runs of letters between digits are a code's
-    words = re.findall(r"[A-Z]+(?![a-z])|[A-Z]?[a-z]+|\d+", match.group()[1:])
-    return "hashtag " + " ".join(_tag_word(word) for word in words)
+    return "hashtag " + " dash ".join(" ".join(_tag_word(word) for word in re.findall(
+        r"[A-Z]+(?![a-z])|[A-Z]?[a-z]+|\d+", piece)) for piece in match.group()[1:].split("-"))  # "#it-outages": a channel
 
 
 # a name in capitals and its year, a tag unless a noun names it a code: "#WWDC24", "#AI2024"; not "Order #AB12"
@@ -388,7 +400,11 @@ RULES: list[Rule] = [
     # "the /settings page", "type /help", "edit /etc": a route, a chat command or a folder at the root, one word after
     # a slash at a word's start, "slash settings"
     ("web_route", r"(?<![^\s(\"'`\[])/(?=[a-z][a-z0-9_-]+(?![\w/]|\.\w))", lambda match: "slash "),
-    ("hashtag", r"(?<![\w&#])#(?:[A-Za-z]|\d{1,4}(?=[A-Z]?[a-z]))[A-Za-z0-9_]{1,60}(?![\w#])", _hashtag),  # "#100DaysOfCode"
+    ("hashtag", r"(?<![\w&#])#[a-z]{2,}(?:-[a-z][a-z0-9_]*)+(?![\w#-])"  # a chat channel: "#it-outages", dash by dash
+                r"|(?<![\w&#])#(?:[A-Za-z]|\d{1,4}(?=[A-Z]?[a-z]))[A-Za-z0-9_]{1,60}(?![\w#])", _hashtag),  # "#100DaysOfCode"
+    # "prod-web-03", "db-01": a machine's name, small words and a zero-padded number, each hyphen "dash"
+    ("host_name", r"(?<![\w.@/#-])[a-z][a-z0-9]*(?:-[a-z][a-z0-9]*)*-0\d{1,3}(?![\w-]|\.\w)",
+     lambda match: _spoken_parts(match.group(), by_digit=True)),  # "#100DaysOfCode"
     # "-std=c++17", "ls -la", "--dry-run": after a space, not after an operator or a letter ("y = -x", "x -y" are
     # minus x and y), nor a capital's word ("-Note")
     ("flag", r"(?<![^ \t\n`\"'])(?<![=+*/<>×÷−-][ \t])(?<!\b[A-Za-z][ \t])"
