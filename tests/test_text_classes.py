@@ -911,6 +911,18 @@ SAID = [
     ('Order SO-7741 shipped.', 'Order S O-seven seven four one shipped.'),
     ('JIRA-2231 is blocked.', 'Jira-two two three one is blocked.'),
     ('RMA# R-66120 issued.', 'R M A number R-six six one two zero issued.'),
+    # a room range by its numbers; a range of years starts after 1100; a formula's spaced slash and hyphen; a relation
+    # with no term before it, or a variable's bound as a count, has no verb
+    ("Rooms 301–310 are free", "Rooms three oh one to three ten are free"),
+    ("orders 1001-1050 need", "orders one thousand one to one thousand fifty need"),
+    ("ROI = (gain − cost) / cost", "R O I equals (gain minus cost) divided by cost"),
+    ("$9,000 / 30 = $300", "nine thousand dollars divided by thirty equals three hundred dollars"),
+    ("Net = gross - 15% off", "Net equals gross minus fifteen percent off"),
+    ("Set it to < 5 errors.", "Set it to less than five errors."),
+    ("We need n ≥ 30 responses", "We need n greater than or equal to thirty responses"),
+    ("Area = 20 ft × 15 ft = 300 sq ft", "Area equals twenty feet times fifteen feet equals three hundred square feet"),
+    ("Throughput ≈ 1,200 req/s", "Throughput approximately one thousand two hundred requests per second"),
+    ("15–30 min for P1s", "fifteen to thirty minutes for P ones"),
 ]
 
 

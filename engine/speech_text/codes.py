@@ -567,6 +567,9 @@ def _math(match: re.Match[str]) -> str | None:
     if text[0] in _UNIT_LETTERS and not text[1:2].isalpha() and re.search(
             r"\d[ \t]\Z", match.string[max(0, match.start() - 2):match.start()]):
         return None  # "2.5 h = 150 mi": the unit of the number before it, not a variable
+    lead = re.match(r"[a-z]{2,3}(?=[ \t]?=)", text)
+    if lead and lead.group() in UNITS and re.search(r"\d[ \t]\Z", match.string[max(0, match.start() - 2):match.start()]):
+        return None  # "15 ft = 300 sq ft": the unit of the number before it, not a two-letter variable
     if re.search(r"\d[eE][-+−]?\d", text):
         return None  # "k = 1.38e-23": a number in E notation, not "1.38 e" minus 23
     asked = _ASKED.search(match.string, max(0, match.start() - 20), match.start())
@@ -624,6 +627,16 @@ _SECRET_SYMBOLS = {"#": "hash", "$": "dollar sign", "!": "exclamation mark", "@"
                    "&": "ampersand", "*": "star", "_": "underscore", "+": "plus", "=": "equals", "?": "question mark",
                    "~": "tilde", ".": "dot", "-": "dash"}
 _SECRET_RUN = re.compile(r"[A-Z]?[a-z]+|[A-Z]+(?![a-z])|.")
+
+
+_PICKED_BEFORE = re.compile(r"(?<![\w'])(?i:the|for|all|any|no|of|our|your|open|and|or|more|fewer|two|three|four|five|"
+                           r"several|many|some|these|those|\d+)[ \t]+\Z")
+
+
+def _plural_code(match: re.Match[str]) -> str | None:
+    if not _PICKED_BEFORE.search(match.string, max(0, match.start() - 12), match.start()):
+        return None
+    return f"{match.group()[0]} {w.plural(w.cardinal(match.group()[1:-1]))}"
 
 
 def _secret(match: re.Match[str]) -> str | None:
@@ -858,6 +871,9 @@ RULES: list[Rule] = [
     ("tax_form", rf"(?<![\w$#.-])(?:{_TAX_FORMS})-[A-Z]{{1,4}}(?![\w-])",
      lambda match: "{} {}".format(*(w.paired(part) if part.isdigit() else " ".join(part)
                                      for part in match.group().split("-")))),
+    # "for P1s", "the P2s and P3s": a priority's or a grade's code in the plural after a word that counts or picks them,
+    # "P ones" (elsewhere a model's small-letter suffix: "A7s")
+    ("serial", r"(?<![\w-])[A-Z]\d{1,2}s(?![\w-])", _plural_code),
     ("serial", r"(?<![\w-])[A-Z]\d{1,2}–[A-Z]\d{1,2}(?![\w-])"  # "Q1–Q3" (with a hyphen: the second alternative)
                r"|(?<![\w$£€¥₹#.-])(?=[A-Z0-9-]*[A-Z])(?=[A-Z0-9-]*\d)[A-Z0-9]+(?:-[A-Z0-9]+)*(?:(?<=\d)[a-z])?(?![\w-])",
      _serial),  # "SN8842-KD19", "M404n" (a model's lower-case suffix)

@@ -60,6 +60,7 @@ UNITS = {
     "hr": ("hour", "hours", True), "hrs": ("hour", "hours", True), "yr": ("year", "years", True),
     "yrs": ("year", "years", True), "px": ("pixel", "pixels", True), "dB": ("decibel", "decibels", True),
     "fps": ("frame per second", "frames per second", True), "x": ("times", "times", False),
+    "req/s": ("request per second", "requests per second", True), "rps": ("request per second", "requests per second", True),
     "¢": ("cent", "cents", False), "%": ("percent", "percent", True), "A": ("amp", "amps", False),
     "mcg": ("microgram", "micrograms", True), "µg": ("microgram", "micrograms", True),
     "μg": ("microgram", "micrograms", True), "IU": ("international unit", "international units", True),
@@ -357,6 +358,8 @@ CODE_NOUN = re.compile(r"(?i:\b(?:model|room|rm\.?|unit|lot|case|docket|exit|inv
                         r"confirmation|reservation|permit|license|licence))[ \t]*[#:]?[ \t]*\Z")  # not a verb: "order 2-3"
 
 
+# A range of rooms, suites, gates by their numbers ("Rooms 301–310", "suites 1204-1210")
+_ROOMS_BEFORE = re.compile(r"(?i:\b(?:rooms?|rms?\.?|suites?|ste\.?|apartments?|apts?\.?|gates?|berths?|cabins?))[ \t]*\Z")
 _THE_BEFORE = re.compile(r"(?<![\w'])(?i:the)[ \t]+(?:\d{1,2}s[ \t]+(?:and|or|&)[ \t]+)?\Z")  # "the 1s and 2s"
 _RACE_DISTANCES = frozenset("3 5 8 10 12 15 21 25".split())  # a race's kilometers: "a 5K", "the 10K"
 _NAMED_AFTER = re.compile(r"[ \t]*(?:[.,;:!?)]|\Z)|[ \t]+(?:and|or)\b")
@@ -393,9 +396,15 @@ def _quantity(match: re.Match[str]) -> str | None:
         said = w.ordinal(a)
     else:
         plain = not suffix and not (not b and _counts(match))
-        said = _value(a, plain)
+        if b and plain and not sign and not parts["bsign"] and a.isdigit() and b.isdigit() and 3 <= len(a) <= 4 \
+                and len(b) <= 4 and _ROOMS_BEFORE.search(match.string, max(0, match.start() - 12), match.start()):
+            return f"{w.paired(a)} to {w.paired(b)}"  # "Rooms 301–310": rooms by their numbers, "three oh one to three ten"
+        # "1001-1050": a range's ends are both years or both numbers, and a range of years starts after 1100 (items
+        # "1001-1050" are "one thousand one to one thousand fifty")
+        years = plain and not (b and w.is_year(a) and int(a) < 1100)
+        said = _value(a, years)
         if b:
-            said += " to " + ("minus " if parts["bsign"] else "") + _value(b, plain)
+            said += " to " + ("minus " if parts["bsign"] else "") + _value(b, years)
         if suffix in ("k", "K") and a in ("401", "403", "457") and not b:
             said = w.paired(a) + " K"  # "a 401k plan": a retirement plan's name, not 401,000
         elif suffix in ("k", "K", "M", "bn", "B"):
@@ -779,7 +788,9 @@ def _dimensions(match: re.Match[str]) -> str:
     if len(sizes) == 2 and all(re.fullmatch(r"[1-9]\d{2,3}", size) and unit in ("", "px") for size, unit in sizes):
         # "1920×1080": a screen's pixels, "nineteen twenty by ten eighty"; "1920x1080px" and "pixels"
         return " by ".join(w.paired(size) for size, _ in sizes) + (" pixels" if sizes[1][1] else "")
-    return " by ".join(w.number(size.replace(",", "")) + (" " + UNITS[unit][1] if unit else "") for size, unit in sizes)
+    # "Area = 20 ft × 15 ft = 300 sq ft": sizes with their units before "=" are multiplied, "times"
+    joint = " times " if re.match(r"[ \t]*=", match.string[match.end():match.end() + 3]) else " by "
+    return joint.join(w.number(size.replace(",", "")) + (" " + UNITS[unit][1] if unit else "") for size, unit in sizes)
 
 
 def _hyphen_unit(match: re.Match[str]) -> str:
@@ -894,7 +905,7 @@ RULES: list[Rule] = [
     ("number_sign", r"(?<![\w&#])#[ \t]?(?:\d{1,3}(?:,\d{3})+|\d+)(?![\w]|,\d)", _number_sign),
     ("vulgar_fraction", r"(?<![\w.])(?:\d{1,3}[ \t]?)?[½⅓⅔¼¾⅕⅖⅗⅘⅙⅚⅛⅜⅝⅞](?:[\"”″](?=[ \t]+[\w-]))?", _vulgar),  # "1½", "1 ½"
     ("dimensions", rf"{_START}{NUM}{_SIZE_UNIT_AT}?(?:[ \t]*[x×][ \t]*{NUM}{_SIZE_UNIT_AT}?){{1,2}}"
-     rf"(?![\w'’′\"”″⁻])(?![ \t]*=)",  # a unit after every size too: "40 cm × 30 cm × 20 cm"
+     rf"(?![\w'’′\"”″⁻])(?!(?<=\d)[ \t]*=)",  # a unit after every size too: "40 cm × 30 cm × 20 cm"
      _dimensions),
     ("inches", r"(?<![\w\"“”'.])\d{1,3}(?:\.\d)?[\"”″](?=[ \t]+[\w-])", _inches),
     ("fraction_inches", r"(?<![\w./,])\d{1,2}/\d{1,2}[\"”″](?=[ \t]+[\w-]|[ \t]*[,.;]|$)",  # "1/4\" drywall screws"

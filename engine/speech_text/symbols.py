@@ -55,13 +55,22 @@ _NARROWED_BEFORE = re.compile(r"(?<![\w'])(?i:with|without|for|having)[ \t]+(?:(
                               r"(?:[a-z]+[ \t]+)?[a-z]{3,}[ \t]*\Z")
 
 
+# "Set the threshold to < 5 errors": a relation with no term before it (after a preposition) has no verb
+_NO_SUBJECT_BEFORE = re.compile(r"(?<![\w'])(?i:to|at|of|by|from|under|over|into|than)[ \t]*\Z")
+# "We need n ≥ 30 responses": a variable's bound given as a count of a noun names a size, no statement
+_ONE_LETTER_BEFORE = re.compile(r"(?<![\w'])(?i:need|needs|want|wants|require|requires|with)[ \t]+[A-Za-z][ \t]*\Z")
+_COUNT_AFTER = re.compile(r"[ \t]*\d[\d,]*[ \t]+[a-z]{3,}s\b")
+
+
 def _verb(match: re.Match[str]) -> str:
     """The relation's verb, unless the writer wrote one ("your score is < 600", "Is 5 > 3?") or it narrows a noun
     ("with a credit score < 600")."""
     before = match.string[max(0, match.start() - 16):match.start()]
     asked = _ASKED_BE_BEFORE.search(match.string, max(0, match.start() - 24), match.start())
     narrowed = _NARROWED_BEFORE.search(match.string, max(0, match.start() - 40), match.start())
-    return "" if _BE_BEFORE.search(before) or _QUANTIFIED_BEFORE.search(before) or asked or narrowed else " is"
+    counted = _ONE_LETTER_BEFORE.search(before) and _COUNT_AFTER.match(match.string, match.end())
+    return "" if _BE_BEFORE.search(before) or _QUANTIFIED_BEFORE.search(before) or asked or narrowed \
+        or _NO_SUBJECT_BEFORE.search(before) or counted else " is"
 
 
 def _related(match: re.Match[str]) -> str:
@@ -171,6 +180,19 @@ def _slash(match: re.Match[str]) -> str:
     return ", " if items or fields else " or "
 
 
+# A spaced slash or hyphen in a formula (an "=" before it on its line, or after the term it divides by): "ROI = (gain −
+# cost) / cost", "$9,000 / 30 = $300" "divided by"; "Net = gross - 15%" "minus"
+_FORMULA_BEFORE = re.compile(r"=[^=\n.!?;]{1,48}\Z")
+_FORMULA_AFTER = re.compile(r"[ \t]*[$€£¥]?\d[\d,.]*[ \t]*=")
+
+
+def _formula(match: re.Match[str]) -> str | None:
+    before = _FORMULA_BEFORE.search(match.string, max(0, match.start() - 50), match.start())
+    if not (before or match.group().strip() == "/" and _FORMULA_AFTER.match(match.string, match.end())):
+        return None
+    return " divided by " if match.group().strip() == "/" else " minus "
+
+
 RULES: list[Rule] = [
     ("sharp", r"(?<![\w])[CF]#(?![\w#])", _sharp),
     ("compare", r"(?:(?<=[\d)π])|(?<=[\d)π][ \t])|(?<=(?<!\w)[A-Za-zα-ωΔΣΩ])|(?<=(?<!\w)[A-Za-zα-ωΔΣΩ][ \t]))[≈≥≤≠]",
@@ -187,6 +209,8 @@ RULES: list[Rule] = [
     ("words", r"(?:(?<=(?i:copyright)[ \t])|(?<=(?i:copyright)))©|©(?=[ \t]?(?i:copyright)\b)", _saying("")),
     # "P(A) = 0.25", "P(B) + P(C)": a capital function letter applied to a capital letter before an operator, "P of A"
     ("applied", r"(?<![\w(])[A-Z]\([A-Z]\)(?=[ \t]?[-−+=<>≤≥≈≠×])", lambda match: f"{match.group()[0]} of {match.group()[2]}"),
+    ("formula", r"(?<=[\d)])[ \t]/[ \t](?=[$€£¥(]?\d|\(|[a-z])|(?<=[a-z)])[ \t]/[ \t](?=[$€£¥(]?\d|\()"
+     r"|(?<=[a-z)])[ \t]-[ \t](?=[$€£¥(]?\d)", _formula),
     ("words", "|".join(re.escape(s) for s in sorted(_WORDS, key=len, reverse=True)), _said),
     ("compare", r"(?<=\s)[<>](?=\s)", _compare),
     ("minus", r"(?<=[\w)])[ \t]?−[ \t]?(?=[\w($€£¥])", _saying(" minus ")),  # "revenue − cost": the minus sign, U+2212
