@@ -923,6 +923,13 @@ SAID = [
     ("Area = 20 ft × 15 ft = 300 sq ft", "Area equals twenty feet times fifteen feet equals three hundred square feet"),
     ("Throughput ≈ 1,200 req/s", "Throughput approximately one thousand two hundred requests per second"),
     ("15–30 min for P1s", "fifteen to thirty minutes for P ones"),
+    ("Ship to 44 OCEAN VIEW DR, MIAMI", "Ship to forty-four OCEAN VIEW Drive, miami"),  # a shouted "DR" after a house number
+    ("SEE 12 WITH DR JONES", "see twelve with D R jones"),
+    ("Meet at 9 BayView Dr, Tiburon", "Meet at nine BayView Drive, Tiburon"),  # a name with a capital inside
+    ("Order #4410 2231 9087 shipped", "Order number four four one zero, two two three one, nine zero eight seven shipped"),
+    ("Text JOIN to 22-333 now", "Text join to two two, three three three now"),  # a dashed short code
+    ("Winning numbers: 04 11 23 38 52 tonight", "Winning numbers, four eleven twenty-three thirty-eight fifty-two tonight"),
+    ("lottery hotline: 01 23 45 67 89", "lottery hotline, zero one, two three, four five, six seven, eight nine"),
 ]
 
 

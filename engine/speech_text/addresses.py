@@ -27,6 +27,8 @@ STREET_TYPES = {"St": "Street", "Ave": "Avenue", "Av": "Avenue", "Blvd": "Boulev
 _NO_WORD = "St Ave Blvd Rd Ln Pkwy Hwy".split()
 STREET_TYPES |= {kind.upper(): STREET_TYPES[kind] for kind in _NO_WORD + "Ter Cir Pl Trl Plz Expy Fwy Sq".split()}
 STREET_TYPES |= {kind.lower(): STREET_TYPES[kind] for kind in _NO_WORD}
+# ... and the types that are words or other abbreviations too, only after a house number and a shouted name, last
+_SHOUTED_TYPES = {"DR": "Drive", "CT": "Court", "WAY": "Way"}
 DIRECTIONS = {"N": "North", "S": "South", "E": "East", "W": "West", "NE": "Northeast", "NW": "Northwest",
               "SE": "Southeast", "SW": "Southwest"}
 UNITS = {"apt": "apartment", "apartment": "apartment", "ste": "suite", "suite": "suite", "unit": "unit",
@@ -56,13 +58,14 @@ PROVINCES = {"AB": "Alberta", "BC": "British Columbia", "MB": "Manitoba", "NB": 
              "NL": "Newfoundland and Labrador", "NS": "Nova Scotia", "NT": "Northwest Territories", "NU": "Nunavut",
              "ON": "Ontario", "PE": "Prince Edward Island", "QC": "Quebec", "SK": "Saskatchewan", "YT": "Yukon"}
 
-_NAME = r"(?:(?:Mt|Ft|St|Pt|Ctr|Hts|Jr)\.?(?=[ \t])|Dr\.(?=[ \t])|[A-Z][a-z']+|\d{1,3}(?:st|nd|rd|th)|[A-Z]{2,})"
+_NAME = r"(?:(?:Mt|Ft|St|Pt|Ctr|Hts|Jr)\.?(?=[ \t])|Dr\.(?=[ \t])|[A-Z][a-z']+(?:[A-Z][a-z']+)?|\d{1,3}(?:st|nd|rd|th)|[A-Z]{2,})"
 _STREET_TYPE = r"(?:%s)" % "|".join(sorted((k for k in STREET_TYPES if not k.endswith(".")), key=len, reverse=True))
 _DIRECTION = r"(?:%s)" % "|".join(sorted(DIRECTIONS, key=len, reverse=True))
 _ROUTE = (r"(?:Highway|Hwy\.?|Route|Rte\.?|Rt\.?|County[ \t]Road|State[ \t]Route)[ \t]+\d{1,4}"
           r"(?:[ \t]+[NSEW](?![\w]))?")  # "2500 N. Highway 1", "2250 Hwy 101 S"
 _ADDRESS = (rf"(?<![\w.,$#/-])\d{{1,6}}(?:-?[A-Z])?[ \t]+(?:{_DIRECTION}\.?[ \t]+)?(?:{_ROUTE}|{_NAME}(?:[ \t]+{_NAME}){{0,4}}"
             rf"[ \t]+{_STREET_TYPE}\.?(?:[ \t]+{_DIRECTION}\.?(?=[ \t,;]|$))?)(?![\w])"
+            rf"|(?<![\w.,$#/-])\d{{1,6}}(?:[ \t]+[A-Z]{{3,}}){{1,4}}[ \t]+(?:DR|CT|WAY)(?=[ \t]*(?:[,;]|\.?$))"  # "318 LAKESHORE DR,": shouted, at the line's end or before a comma
             rf"|(?<![\w.,$#/-])\d{{1,6}}[ \t]+{_DIRECTION}\.?[ \t]+[A-Z][a-z]+(?:[ \t]+{_DIRECTION}\.?)?(?=,|[ \t]+#)"  # "4021 N. Broadway, Chicago", "2600 S. Loop W, Houston"
             rf"|(?<![\w.,$#/-])\d{{1,6}}(?:[ \t]+[nsew])?(?:[ \t]+(?:[a-z][a-z']+|\d{{1,3}}(?:st|nd|rd|th))){{1,3}}"
             rf"[ \t]+(?:st|ave|blvd|rd|ln)\.?(?![\w])")  # "88 cedar ave", "55 w 14th st", all in small letters
@@ -127,6 +130,8 @@ def _address(match: re.Match[str]) -> str:
             said.append(DIRECTIONS[bare])
         elif word.isdigit():  # a route's number, as a house number is said: "Highway two ninety"
             said.append(house_number(word))
+        elif bare in _SHOUTED_TYPES and i == len(words) - 1 and rest.isupper():
+            said.append(_SHOUTED_TYPES[bare])
         elif bare in STREET_TYPES and i >= len(words) - 2 and (i == len(words) - 1 or words[-1].rstrip(".") in DIRECTIONS):
             said.append(STREET_TYPES[bare])
         elif i == len(words) - 1 and bare in DIRECTIONS:

@@ -125,7 +125,10 @@ def _flight(match: re.Match[str]) -> str:
 
 def _number_code(match: re.Match[str]) -> str:
     """"#A7-4402": an order or item code after a number sign."""
-    return "number " + " slash ".join(spell_code(part.upper()) for part in match.group()[1:].strip().split("/"))
+    code = match.group()[1:].strip()
+    if re.fullmatch(r"\d+(?:[ \t]\d+)+", code):  # "#7712 3456 7890": groups of digits, group by group
+        return "number " + ", ".join(w.digits(group) for group in code.split())
+    return "number " + " slash ".join(spell_code(part.upper()) for part in code.split("/"))
 
 
 # Before a run of digits, words that make it a code to read digit by digit: "member ID is 884 211 907", "ends in 4821".
@@ -295,12 +298,27 @@ _COUNTED = re.compile(r"[ \t]+(?!(?:now|immediately|instead|again|first|right|st
                       r"but|for|from|at|on|in|to|with|when|as|so|then|before|after)\b)[a-z]{2,}\b")
 
 
+_DRAW_CUE = re.compile(r"(?i:\b(?:lottery|lotto|powerball|mega[ \t]?millions|euromillions|keno|winning[ \t]+numbers"
+                       r"|numbers[ \t]+drawn|draw|drawing|drawn)\b)[^.!?\n]{0,40}\Z")
+
+
+def _lottery(match: re.Match[str]) -> str | None:
+    """"Powerball ticket: 07 19 33 41 60": a lottery's numbers, rising, each a number ("seven nineteen thirty-three
+    ..."), after a word about a draw in the same sentence."""
+    numbers = [int(n) for n in match.group().split()]
+    if any(b <= a for a, b in zip(numbers, numbers[1:])) or not 1 <= numbers[0] or numbers[-1] > 99 \
+            or not (cue := _DRAW_CUE.search(match.string, max(0, match.start() - 80), match.start())) \
+            or re.search(r"(?i:\b(?:call|phone|tel|dial|fax|hotline|helpline|text|sms)\b)", cue.group()):
+        return None  # "lottery hotline: 01 23 45 67 89": a phone number
+    return " ".join(w.cardinal(str(n)) for n in numbers)
+
+
 def _short_code(match: re.Match[str]) -> str | None:
     """"Text HELP to 72345", "text us at 20555": a texting short code, digit by digit."""
     before = match.string[max(0, match.start() - 40):match.start()]
-    texted = re.search(r"(?i:\btext|\btxt|\bsms)\b.*\bto[ \t]+$", before) or re.search(  # "text us at 20555" too
+    texted = re.search(r"(?i:\btext|\btxt|\bsms)\b.*\b(?i:to)[ \t]+$", before) or re.search(  # "text us at 20555" too
         r"(?i:\b(?:text|txt|sms)(?:[ \t]+(?:us|me|them|him|her))?[ \t]+at)[ \t]+$", before)
-    return w.digits(match.group()) if texted else None
+    return ", ".join(w.digits(group) for group in match.group().split("-")) if texted else None
 
 
 def _hex(match: re.Match[str]) -> str:
@@ -801,7 +819,8 @@ RULES: list[Rule] = [
     ("service_code", r"(?<![\w.$#-])(?:[2-9]11|988|000|10[01]|11[0-9]|999|(?<=[Dd]ial[ \t])\d{3}|(?<=[Dd]ialed[ \t])\d{3}"
                      r"|(?<=[Dd]ialled[ \t])\d{3}|(?<=[Dd]ialing[ \t])\d{3}|(?<=[Dd]ialling[ \t])\d{3})(?![\w.]\d|[\w-])",
      _service_code),
-    ("short_code", r"(?<![\w.$#-])\d{5,6}(?![\w-])", _short_code),
+    ("lottery", r"(?<![\w.+$#-])\d\d?(?:[ \t]\d\d?){4,6}(?![\w-]|[ \t]\d|[.,]\d)", _lottery),
+    ("short_code", r"(?<![\w.$#-])(?:\d{5,6}|\d{2,3}-\d{3})(?![\w-]|[.,]\d)", _short_code),  # "TO 33-444": dashed too
     # "Boeing 747-400", "Boeing 787-9": an airliner's model and its variant, as they are called
     ("airliner", r"(?<=Boeing[ \t])7[0-8]7(?:-\d{1,3}(?:[A-Z]{1,2})?)?(?![\w-])",
      lambda match: " ".join(w.paired(part) if part.isdigit() else spell_code(part)
@@ -834,8 +853,8 @@ RULES: list[Rule] = [
     ("flight", rf"(?<![\w])(?:{'|'.join(AIRLINES)})[ \t]?\d{{1,4}}(?![\w])"
      r"|(?:(?<=[Ff]light )|(?<=Amtrak )|(?<=[Tt]rain )|(?<=[Bb]us ))(?:[A-Z]{2,3}[ \t]\d{1,4}|\d{3,4})(?![\w]|[.,]\d)",
      _flight),  # "Train ICE 597": a train's or a flight's code after its word, spelled
-    ("number_code", r"(?<![\w&#])#[ \t]?(?:(?=[A-Za-z0-9-]*[A-Za-z])(?=[A-Za-z0-9-]*\d)[A-Za-z0-9]+(?:-[A-Za-z0-9]+)*|\d+(?:-\d+)+)"
-                    r"(?:/[A-Z0-9]+(?:-[A-Z0-9]+)*)*(?![\w/-])", _number_code),  # "#A7-4402", "#100-4432-9981", "#B-12/34"
+    ("number_code", r"(?<![\w&#])#[ \t]?(?:(?=[A-Za-z0-9-]*[A-Za-z])(?=[A-Za-z0-9-]*\d)[A-Za-z0-9]+(?:-[A-Za-z0-9]+)*|\d+(?:-\d+)+|\d{3,}(?:[ \t]\d{3,}){1,4}(?![.,]\d))"
+                    r"(?:/[A-Z0-9]+(?:-[A-Z0-9]+)*)*(?![\w/-])", _number_code),  # "#7712 3456 7890": spaced groups  # "#A7-4402", "#100-4432-9981", "#B-12/34"
     # "*611", "*67", "*#06#", "##002#": keyed on a phone, every key said ("star pound zero six pound")
     ("star_code", r"(?<![\w*#])[*#][*#\d]{0,18}\d[*#\d]{0,18}(?![\w*#])|(?<![\w*#.,$-])\d{1,12}#(?![\w*#])", _star_code),
     ("bare_phone", r"(?<![\w.,$#-])1?\d{10}(?![\w%]|[.,:/-]\d)", _bare_phone),
