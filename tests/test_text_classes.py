@@ -923,6 +923,9 @@ SAID = [
     ("Area = 20 ft × 15 ft = 300 sq ft", "Area equals twenty feet times fifteen feet equals three hundred square feet"),
     ("Throughput ≈ 1,200 req/s", "Throughput approximately one thousand two hundred requests per second"),
     ("15–30 min for P1s", "fifteen to thirty minutes for P ones"),
+    ("Air quality index PM2.5 reading", "Air quality index P M two point five reading"),
+    ("WATCH LIVE AT CBSNEWS.COM/LIVE", "watch live at C B S NEWS dot COM slash LIVE"),
+    ("Read nytimes.com today", "Read N Y times dot com today"),
 ]
 
 
