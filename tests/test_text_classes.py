@@ -926,6 +926,7 @@ SAID = [
     ("Air quality index PM2.5 reading", "Air quality index P M two point five reading"),
     ("WATCH LIVE AT CBSNEWS.COM/LIVE", "watch live at C B S NEWS dot COM slash LIVE"),
     ("Read nytimes.com today", "Read N Y times dot com today"),
+    ("please rsvp by friday, hmm", "please R S V P by friday, hmm"),
 ]
 
 
