@@ -927,6 +927,7 @@ SAID = [
     ("WATCH LIVE AT CBSNEWS.COM/LIVE", "watch live at C B S NEWS dot COM slash LIVE"),
     ("Read nytimes.com today", "Read N Y times dot com today"),
     ("please rsvp by friday, hmm", "please R S V P by friday, hmm"),
+    ("see shop.com/deals?sku=6501 or imdb.com", "see shop dot com slash deals question mark S K U equals six five zero one or I M D B dot com"),
 ]
 
 

@@ -21,7 +21,7 @@ TLDS = ("com org net io dev ai co edu gov app uk de fr ca au us info biz me tv l
 _SPELLED_NAMES = frozenset(
     {name.lower() for name in SPELLED} - COMMON_WORDS
     | set("irs ups dmv dhl faq hbo bbc cnn nbc abc cbs npr ibm aws nyc cdc fda nih mit nyu usps ssa fbi cia usda epa faa "
-          "tsa ap ar qa".split())  # (and offices': accounts payable, receivable, quality: "ap@", "ap.org")
+          "tsa sku imdb ap ar qa".split())  # (and offices': accounts payable, receivable, quality: "ap@", "ap.org")
 )
 _SAID_DOMAINS = frozenset({"co", "me"})
 _SAID_NAMES = frozenset({"gmail", "hotmail", "ymail", "icloud"})  # said as words, whatever their first letters
