@@ -930,6 +930,11 @@ SAID = [
     ("Text JOIN to 22-333 now", "Text join to two two, three three three now"),  # a dashed short code
     ("Winning numbers: 04 11 23 38 52 tonight", "Winning numbers, four eleven twenty-three thirty-eight fifty-two tonight"),
     ("lottery hotline: 01 23 45 67 89", "lottery hotline, zero one, two three, four five, six seven, eight nine"),
+    ("Air quality index PM2.5 reading", "Air quality index P M two point five reading"),
+    ("WATCH LIVE AT CBSNEWS.COM/LIVE", "watch live at C B S NEWS dot COM slash LIVE"),
+    ("Read nytimes.com today", "Read N Y times dot com today"),
+    ("please rsvp by friday, hmm", "please R S V P by friday, hmm"),
+    ("see shop.com/deals?sku=6501 or imdb.com", "see shop dot com slash deals question mark S K U equals six five zero one or I M D B dot com"),
 ]
 
 

@@ -425,6 +425,21 @@ _SHOUTED_TITLE = "(?:%s)(?=[ \t]+[A-Z]{2})" % _pattern({k.upper(): v for k, v in
 _SHOUTED_NO = r"(?<=[A-Z][ \t])NO(?:\.|(?=:))(?=:?[ \t]?(?:#?\d|[A-Z]{1,4}-?\d))"
 
 
+# small-letter words with no vowel that are no acronym: interjections, a writer's shorthand for a word
+_NO_VOWEL_WORDS = frozenset("tsk pfft hmph nth psst pst pls plz thx txt msg pkg hrs pts lbs tsp tbsp pcs wks mths blvd bldg "
+                            "mgmt mfg ctrl cmd sth smth ppl cnt xmas nvm "
+                            "tbh smh brb btw ttyl lmk ngl tbf".split())  # (chat shorthand left as written)
+
+
+def _small_initials(match: re.Match[str]) -> str | None:
+    """"rsvp", "tbd": an acronym written in small letters, no vowel in it: spelled (not an interjection, "hmm",
+    "shh", "brr", nor a shorthand, "pls", "hrs")."""
+    text = match.group()
+    if text in _NO_VOWEL_WORDS or re.search(r"([a-z])\1", text):
+        return None
+    return " ".join(text.upper())
+
+
 RULES: list[Rule] = [
     ("title", rf"(?<![\w.])(?:St\.|(?:{_pattern({k: v for k, v in TITLES.items() if k != 'No.'})})|{_SHOUTED_TITLE}|No\.(?=:?[ \t]?(?:\d|[A-Z]{{1,4}}-?\d)|[ \t]of\b)|no\.(?=:?[ \t]?(?:\d|[A-Z][A-Z\d-]*\d))|{_NUMBERED_NO}|{_SHOUTED_NO})",
      _title),
@@ -466,6 +481,7 @@ RULES: list[Rule] = [
     # "Pt. must fast": a clinical note's patient before a small word ("Pt. Reyes" is a point, "PT." a time zone)
     ("abbreviation", r"(?<![\w.])Pts?\.(?=[ \t]+[a-z])", lambda match: "Patients" if match.group() == "Pts." else "Patient"),
     # "NVMe", "PCIe": capitals spelled and a small letter after them, spelled with them (not a plural's "s")
+    ("caps", r"(?<![\w'’.@/#:=&?~+-])[b-df-hj-np-tv-xz]{3,5}(?![\w'’@/=+]|[.:-]\w)", _small_initials),
     ("caps", r"(?<![\w'’])[A-Z]{2,5}[a-rt-y](?![\w'’])",
      lambda match: " ".join(match.group().upper()) if " " in caps(match.group()[:-1]) else None),
 ]

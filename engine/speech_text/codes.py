@@ -840,8 +840,11 @@ RULES: list[Rule] = [
      lambda match: " point ".join(" ".join(w.digits(c) if c.isdigit() else c for c in part)
                                   for part in match.group().split("."))),
     # "A1.B2", "2RS.9": a code's parts by full stops (a letter in its first), each spelled, "dot" between them
+    # (capitals run into a decimal number, "PM2.5", are the name and its number: "P M two point five")
     ("dotted_serial", r"(?<![\w.])(?=[A-Z0-9.]*\d)(?=\d*[A-Z])[A-Z0-9]+(?:\.[A-Z0-9]+)+(?![\w]|\.\w)",
      lambda match: None if re.fullmatch(r"[A-Z]\.\d{1,3}", match.group())
+     else " ".join(match.group()[:len(named[1])]) + " " + w.number(named[2])
+     if (named := re.fullmatch(r"([A-Z]{2,3})([1-9]\d?\.\d)", match.group()))
      else " dot ".join(spell_code(part) for part in match.group().split("."))),
     # "H.264", "V.92": a standard's letter and number (a codec's, a modem's), "H two sixty-four"
     ("dotted_code", r"(?<![\w.])[A-Z]\.\d{1,3}(?![\w]|\.\d)",

@@ -21,7 +21,7 @@ TLDS = ("com org net io dev ai co edu gov app uk de fr ca au us info biz me tv l
 _SPELLED_NAMES = frozenset(
     {name.lower() for name in SPELLED} - COMMON_WORDS
     | set("irs ups dmv dhl faq hbo bbc cnn nbc abc cbs npr ibm aws nyc cdc fda nih mit nyu usps ssa fbi cia usda epa faa "
-          "tsa ap ar qa".split())  # (and offices': accounts payable, receivable, quality: "ap@", "ap.org")
+          "tsa sku imdb ap ar qa".split())  # (and offices': accounts payable, receivable, quality: "ap@", "ap.org")
 )
 _SAID_DOMAINS = frozenset({"co", "me"})
 _SAID_NAMES = frozenset({"gmail", "hotmail", "ymail", "icloud"})  # said as words, whatever their first letters
@@ -70,12 +70,16 @@ def _name(part: str, domain: bool, host: bool = False) -> str:
             # a short name that opens no English syllable: "cmu", "nyu" ("mit", "abc" do: listed)
             or len(part) <= 3 and not SAYABLE_START.match(lower)):
         return " ".join(part.upper())
+    if host and re.fullmatch(r"ny[b-df-hj-np-tv-z][a-z]{3,}", lower) and SAYABLE_START.match(lower[2:]):
+        return "N Y " + part[2:]  # New York's initials run into a name: "nytimes" "N Y times", "nypost"
     if len(part) >= 4 and re.match(r"[^aeiouy]{2}", lower) and lower[:2] not in _ONSETS and lower not in _SAID_NAMES:
         # initials before a name: each consonant that no syllable opens with ("jsmith" "J smith", "sfbart" "S F
         # bart"); a rest of two letters is spelled too ("kqed" "K Q E D")
         peeled = 1
         while peeled < 3 and not SAYABLE_START.match(lower[peeled:]) and re.match(r"[^aeiouy]", lower[peeled]):
             peeled += 1
+        if lower[:peeled + 1] in _SPELLED_NAMES and len(part) - peeled > 4 and SAYABLE_START.match(lower[peeled + 1:]):
+            peeled += 1  # a known acronym run into a word: "cbsnews" "C B S news" (not "C B snews")
         if len(part) - peeled <= 2:
             return " ".join(part.upper())
         return " ".join(part[:peeled].upper()) + " " + part[peeled:]
