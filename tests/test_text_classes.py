@@ -923,6 +923,10 @@ SAID = [
     ("Area = 20 ft × 15 ft = 300 sq ft", "Area equals twenty feet times fifteen feet equals three hundred square feet"),
     ("Throughput ≈ 1,200 req/s", "Throughput approximately one thousand two hundred requests per second"),
     ("15–30 min for P1s", "fifteen to thirty minutes for P ones"),
+    ("12 × 8 is 96.", "twelve times eight is ninety-six."),
+    ("Pregame starts at 6:30 ET/3:30 PT.", "Pregame starts at six thirty E T, three thirty P T."),
+    ("PM2.5 is at 35 µg/m³", "P M two point five is at thirty-five micrograms per cubic meter"),
+    ("π × 3² ≈ 28.27", "pi times three squared is approximately twenty-eight point two seven"),
 ]
 
 

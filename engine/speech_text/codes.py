@@ -823,6 +823,9 @@ RULES: list[Rule] = [
     # "A1.B2", "2RS.9": a code's parts by full stops (a letter in its first), each spelled, "dot" between them
     ("dotted_serial", r"(?<![\w.])(?=[A-Z0-9.]*\d)(?=\d*[A-Z])[A-Z0-9]+(?:\.[A-Z0-9]+)+(?![\w]|\.\w)",
      lambda match: None if re.fullmatch(r"[A-Z]\.\d{1,3}", match.group())
+     # "PM2.5": letters and a decimal number, its full stop a decimal point, "P M two point five"
+     else " point ".join(spell_code(part) for part in match.group().split("."))
+     if re.fullmatch(r"[A-Z]{1,3}\d{1,2}\.\d{1,2}", match.group())
      else " dot ".join(spell_code(part) for part in match.group().split("."))),
     # "H.264", "V.92": a standard's letter and number (a codec's, a modem's), "H two sixty-four"
     ("dotted_code", r"(?<![\w.])[A-Z]\.\d{1,3}(?![\w]|\.\d)",

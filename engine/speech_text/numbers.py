@@ -788,8 +788,10 @@ def _dimensions(match: re.Match[str]) -> str:
     if len(sizes) == 2 and all(re.fullmatch(r"[1-9]\d{2,3}", size) and unit in ("", "px") for size, unit in sizes):
         # "1920×1080": a screen's pixels, "nineteen twenty by ten eighty"; "1920x1080px" and "pixels"
         return " by ".join(w.paired(size) for size, _ in sizes) + (" pixels" if sizes[1][1] else "")
-    # "Area = 20 ft × 15 ft = 300 sq ft": sizes with their units before "=" are multiplied, "times"
-    joint = " times " if re.match(r"[ \t]*=", match.string[match.end():match.end() + 3]) else " by "
+    # "Area = 20 ft × 15 ft = 300 sq ft": sizes with their units before "=" are multiplied, "times"; so are sizes
+    # before "is" and a number, a product stated ("12 × 8 is 96")
+    joint = " times " if re.match(r"[ \t]*(?:=|(?:is|equals)[ \t]+[-−]?\d)", match.string[match.end():match.end() + 12]) \
+        else " by "
     return joint.join(w.number(size.replace(",", "")) + (" " + UNITS[unit][1] if unit else "") for size, unit in sizes)
 
 
