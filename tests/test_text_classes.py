@@ -927,6 +927,7 @@ SAID = [
     ("Pregame starts at 6:30 ET/3:30 PT.", "Pregame starts at six thirty E T, three thirty P T."),
     ("PM2.5 is at 35 µg/m³", "P M two point five is at thirty-five micrograms per cubic meter"),
     ("π × 3² ≈ 28.27", "pi times three squared is approximately twenty-eight point two seven"),
+    ("SNOWFALL UP TO 18 IN. EXPECTED", "snowfall up to eighteen inches. expected"),
 ]
 
 
