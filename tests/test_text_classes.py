@@ -928,6 +928,7 @@ SAID = [
     ("PM2.5 is at 35 µg/m³", "P M two point five is at thirty-five micrograms per cubic meter"),
     ("π × 3² ≈ 28.27", "pi times three squared is approximately twenty-eight point two seven"),
     ("SNOWFALL UP TO 18 IN. EXPECTED", "snowfall up to eighteen inches. expected"),
+    ("They signed a 3-year, $12M contract.", "They signed a three-year, twelve million dollar contract."),
 ]
 
 

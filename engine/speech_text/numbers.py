@@ -289,7 +289,8 @@ _DURATION_END = re.compile(r"(?i:min|mins|minutes?|hrs?|hours?|secs?|seconds?|da
 
 
 # "a"/"an", and perhaps one word ("a brisk"), before a measure: the noun after it is the one thing it describes.
-_A_BEFORE = re.compile(r"(?:^|\s)(?i:an?)[ \t]+(?:[a-z]+[ \t]+)?\Z")
+# (a term before a comma too: "a 5-year, $275M extension")
+_A_BEFORE = re.compile(r"(?:^|\s)(?i:an?)[ \t]+(?:[a-z]+[ \t]+|\d{1,3}-[a-z]+,[ \t]+)?\Z")
 _NOUNS_AFTER_A = frozenset({"can"})  # words of _NOT_DESCRIBED that are nouns after "a": "a 12 oz can" ("12 oz can be")
 _NOUN_AFTER_A_END = re.compile(r"(?![ \t]+[a-z])|[ \t]+(?:of\b|[a-z]+(?:s|ed)\b)")  # "can of soda", "can holds", "can."
 
