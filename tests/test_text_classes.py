@@ -935,6 +935,12 @@ SAID = [
     ("Read nytimes.com today", "Read N Y times dot com today"),
     ("please rsvp by friday, hmm", "please R S V P by friday, hmm"),
     ("see shop.com/deals?sku=6501 or imdb.com", "see shop dot com slash deals question mark S K U equals six five zero one or I M D B dot com"),
+    ("12 × 8 is 96.", "twelve times eight is ninety-six."),
+    ("Pregame starts at 6:30 ET/3:30 PT.", "Pregame starts at six thirty E T, three thirty P T."),
+    ("PM2.5 is at 35 µg/m³", "P M two point five is at thirty-five micrograms per cubic meter"),
+    ("π × 3² ≈ 28.27", "pi times three squared is approximately twenty-eight point two seven"),
+    ("SNOWFALL UP TO 18 IN. EXPECTED", "snowfall up to eighteen inches. expected"),
+    ("They signed a 3-year, $12M contract.", "They signed a three-year, twelve million dollar contract."),
 ]
 
 

@@ -438,6 +438,10 @@ def rules(day_first: bool = False) -> list[Rule]:
         ("time_ish", r"(?<![\w:.])(?:[01]?\d|2[0-4]):[0-5]\d-?ish(?![\w])",
          lambda match: re.sub(r" o'clock\Z", "", clock(re.sub(r"-?ish\Z", "", match.group()))) + "ish"),
         ("time", _TIME, _time),
+        # "6:30 ET/3:30 PT": a time's zone, a slash, the same time in another zone: the zone spelled, a pause for the
+        # slash, the second time ("six thirty E T, three thirty P T")
+        ("zone_slash", r"(?<=[\dmM.][ \t])(?:[ECMP][SD]?T|UTC|GMT)/(?:1[0-2]|0?[1-9]):[0-5]\d(?:[ \t]?(?:[AP]M|[ap]m)(?![\w]))?(?![\d:])",
+         lambda match: " ".join(match.group().split("/")[0]) + ", " + clock(match.group().split("/")[1])),
         ("tv_time", r"(?<![\w:./])(?:1[0-2]|[1-9])(?::[0-5]\d)?/(?:1[0-2]|[1-9])(?::[0-5]\d)?c(?![\w/])", _tv_time),
         ("split_time", r"(?<![\w:.])(?:\d{1,2}:)?\d{1,2}:[0-5]\d\.\d{1,3}(?![\w:]|\.\d)", _split_time),  # "1:23.456"
         # "at 3.30" (a time written with a full stop after "at"), "10h30" (an hour and its minutes, as much of the

@@ -218,7 +218,7 @@ _COMPOUND = rf"(?:{_UNIT}/(?:\d{{1,4}}[ \t]?)?{_DENOMINATOR}(?:/{_DENOMINATOR})?
 _SIGN = r"(?:[-−+](?=\d))?"
 _QUANTITY = (
     rf"{_START}{_SIGN}{NUM}(?:(?:-|–|[ \t]–[ \t]?)[-−]?{NUM})?"
-    rf"(?:st|nd|rd|th|ST|ND|RD|TH|(?:[ \t]?(?:°[ \t]?[FCK]?|[℃℉]))|[ \t]?{_COMPOUND}|(?:{_UNIT}|[ \t]{_SPACED_UNIT}|[ \t]in(?=\.(?:\s|\Z)))(?:(?<=[a-z])\.(?=[ \t]+[a-z]))?|(?<![\d,]\d{{3}})(?:k|K|M|bn|B)(?![\w]))?"
+    rf"(?:st|nd|rd|th|ST|ND|RD|TH|(?:[ \t]?(?:°[ \t]?[FCK]?|[℃℉]))|[ \t]?{_COMPOUND}|(?:{_UNIT}|[ \t]{_SPACED_UNIT}|[ \t]in(?=\.(?:\s|\Z))|[ \t]IN(?=\.(?:\s|\Z)))(?:(?<=[a-z])\.(?=[ \t]+[a-z]))?|(?<![\d,]\d{{3}})(?:k|K|M|bn|B)(?![\w]))?"
     rf"{_END}"
 )
 
@@ -289,7 +289,8 @@ _DURATION_END = re.compile(r"(?i:min|mins|minutes?|hrs?|hours?|secs?|seconds?|da
 
 
 # "a"/"an", and perhaps one word ("a brisk"), before a measure: the noun after it is the one thing it describes.
-_A_BEFORE = re.compile(r"(?:^|\s)(?i:an?)[ \t]+(?:[a-z]+[ \t]+)?\Z")
+# (a term before a comma too: "a 5-year, $275M extension")
+_A_BEFORE = re.compile(r"(?:^|\s)(?i:an?)[ \t]+(?:[a-z]+[ \t]+|\d{1,3}-[a-z]+,[ \t]+)?\Z")
 _NOUNS_AFTER_A = frozenset({"can"})  # words of _NOT_DESCRIBED that are nouns after "a": "a 12 oz can" ("12 oz can be")
 _NOUN_AFTER_A_END = re.compile(r"(?![ \t]+[a-z])|[ \t]+(?:of\b|[a-z]+(?:s|ed)\b)")  # "can of soda", "can holds", "can."
 
@@ -370,6 +371,10 @@ def _quantity(match: re.Match[str]) -> str | None:
     parts = _QUANTITY_PARTS.fullmatch(match.group())
     assert parts
     sign, a, b, suffix = parts["sign"], parts["a"], parts["b"], parts["suffix"].strip()
+    if suffix == "IN":
+        if not re.search(r"\b[A-Z]{2,}[ \t]+\Z", match.string[max(0, match.start() - 16):match.start()]):
+            return None
+        suffix = "in"  # "SNOWFALL UP TO 18 IN. EXPECTED": a shouted "in." after a number (a shouted word before it)
     if suffix.endswith(".") and suffix[:-1] in UNITS:
         suffix = suffix[:-1]  # "12 oz. of water": the unit's own full stop, not a sentence's
     if suffix == "t" and match.string[match.end():match.end() + 1] in ("-", "'", "’"):
@@ -788,8 +793,10 @@ def _dimensions(match: re.Match[str]) -> str:
     if len(sizes) == 2 and all(re.fullmatch(r"[1-9]\d{2,3}", size) and unit in ("", "px") for size, unit in sizes):
         # "1920×1080": a screen's pixels, "nineteen twenty by ten eighty"; "1920x1080px" and "pixels"
         return " by ".join(w.paired(size) for size, _ in sizes) + (" pixels" if sizes[1][1] else "")
-    # "Area = 20 ft × 15 ft = 300 sq ft": sizes with their units before "=" are multiplied, "times"
-    joint = " times " if re.match(r"[ \t]*=", match.string[match.end():match.end() + 3]) else " by "
+    # "Area = 20 ft × 15 ft = 300 sq ft": sizes with their units before "=" are multiplied, "times"; so are sizes
+    # before "is" and a number, a product stated ("12 × 8 is 96")
+    joint = " times " if re.match(r"[ \t]*(?:=|(?:is|equals)[ \t]+[-−]?\d)", match.string[match.end():match.end() + 12]) \
+        else " by "
     return joint.join(w.number(size.replace(",", "")) + (" " + UNITS[unit][1] if unit else "") for size, unit in sizes)
 
 

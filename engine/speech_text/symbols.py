@@ -195,7 +195,7 @@ def _formula(match: re.Match[str]) -> str | None:
 
 RULES: list[Rule] = [
     ("sharp", r"(?<![\w])[CF]#(?![\w#])", _sharp),
-    ("compare", r"(?:(?<=[\d)π])|(?<=[\d)π][ \t])|(?<=(?<!\w)[A-Za-zα-ωΔΣΩ])|(?<=(?<!\w)[A-Za-zα-ωΔΣΩ][ \t]))[≈≥≤≠]",
+    ("compare", r"(?:(?<=[\d)π²³])|(?<=[\d)π²³][ \t])|(?<=(?<!\w)[A-Za-zα-ωΔΣΩ])|(?<=(?<!\w)[A-Za-zα-ωΔΣΩ][ \t]))[≈≥≤≠]",
      _related),  # after a number or a variable: "π ≈ 3.14", "x ≥ 10", "φ ≈ 1.618"; "takes ≈ 5 min" is the word's
     ("compare", r"(?:(?<=[a-z])|(?<=[a-z][ \t]))[≥≤](?=[ \t]?[-−]?\d)", _conditioned),  # "if age ≥ 18"
     ("compare", r"(?<=[\w²³][ \t])[≈≥≤≠]", _measure_related),  # "1 km ≈ 0.62 mi": after a measure
