@@ -128,7 +128,8 @@ def test_the_listening_page_plays_from_the_folder_with_no_network_and_keeps_the_
     with sync_playwright() as p:
         browser = p.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox", "--disable-gpu"])
         try:
-            page = browser.new_page()
+            context = browser.new_context()
+            page = context.new_page()
             page.route("**/*", lambda route: route.continue_() if route.request.url.startswith("file://")
                        else (refused.append(route.request.url), route.abort()))
             page.goto((report_dir / "index.html").as_uri())
@@ -136,6 +137,12 @@ def test_the_listening_page_plays_from_the_folder_with_no_network_and_keeps_the_
                 new Promise((ok, fail) => { a.onloadedmetadata = () => ok(a.duration); a.onerror = fail; a.load(); })))""")
             page.check("input[name=p1][value=y]")
             page.check("input[name=p3][value=same]")
+            # the page's localStorage reaches the browser's store over its own channel: a reload at once may read the
+            # store before it has them (seen once in CI), so a second page on the same file first waits to see them
+            other = context.new_page()
+            other.goto((report_dir / "index.html").as_uri())
+            other.wait_for_function("""() => JSON.parse(localStorage.getItem("cbf-gate-choices:" + location.pathname)
+                || "{}")["3"] === 'same'""", timeout=10_000)
             page.reload()
             assert page.is_checked("input[name=p1][value=y]")
             choices = json.loads(page.input_value("#choices"))
