@@ -1084,7 +1084,8 @@ def _streamed(parts: list[str]) -> str:
                                   "heldout14.tsv", "heldout15.tsv", "dev16.tsv", "heldout16.tsv",
                                   "heldout17.tsv", "heldout18.tsv", "heldout19.tsv", "heldout20.tsv",
                                   "dev17.tsv", "heldout21.tsv", "heldout22.tsv",
-                                  "heldout23.tsv", "heldout24.tsv", "heldout25.tsv"])
+                                  "heldout23.tsv", "heldout24.tsv", "heldout25.tsv",
+                                  "heldout26.tsv", "heldout27.tsv"])
 def test_every_case_reads_the_same_streamed_in_random_pieces(half: str) -> None:
     rng = random.Random(46)
     for case in text_cases.load(CASES / half):
