@@ -231,8 +231,9 @@ class CallerSide:
             self._to_vad.process(pcm.astype("<i2").tobytes()), "<i2")
         self._window_at = start_ms - self._window.size * 1000 / self._vad.rate
         self._window = np.concatenate([self._window, samples.astype(np.float32) / 32768])
-        self._echo_level = self.echo.level(now) if self._echo_guard else 0.0
-        self._residue_level = self.echo.level(now) if self.aec is not None and not self.aec.passed else 0.0
+        level = self.echo.level(now)
+        self._echo_level = level if self._echo_guard else 0.0
+        self._residue_level = level if self.aec is not None and not self.aec.passed else 0.0
 
     def next_due(self) -> np.ndarray | None:
         """The next window the model must hear for this call (then ``decided`` with what it said), or None: none is.
