@@ -167,6 +167,28 @@ async def test_the_drain_endpoint_needs_a_key_and_past_the_grace_closes_the_rest
         assert await asyncio.to_thread(proc.wait, 30) == 0
 
 
+async def test_a_connection_accepted_as_a_drain_in_place_ends_gets_its_refusal_not_a_closed_socket() -> None:
+    """The race a soak met: a client connected just before the process exits. The port closes first, then the
+    connections it accepted are answered before the exit."""
+    with _server("--drain-grace", "30") as (url, proc):
+        port = int(url.rsplit(":", 1)[1])
+        reader, writer = await asyncio.open_connection("127.0.0.1", port)  # accepted; its request not yet sent
+        await asyncio.sleep(0.2)
+        proc.send_signal(signal.SIGTERM)  # no session: the drain ends at once
+        while True:  # until the port is closed
+            try:
+                _, probe = await asyncio.open_connection("127.0.0.1", port)
+            except ConnectionRefusedError:
+                break
+            probe.close()
+            await asyncio.sleep(0.02)
+        writer.write(b"GET /health HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n")
+        reply = await asyncio.wait_for(reader.read(), 10)
+        writer.close()
+        assert reply.startswith(b"HTTP/1.1 503") and b'"draining"' in reply, reply[:200]
+        assert await asyncio.to_thread(proc.wait, 30) == 0
+
+
 async def test_a_rolling_restart_of_two_processes_loses_no_call() -> None:
     with local_server(["--processes", "2", "--engine", "espeak", "--drain-grace", "30", "--log-level", "warning"],
                       env=dict(os.environ)) as (url, supervisor):

@@ -60,7 +60,7 @@ from urllib.parse import urlsplit
 
 import httpx
 from websockets.asyncio.client import ClientConnection, connect
-from websockets.exceptions import ConnectionClosed, InvalidStatus
+from websockets.exceptions import ConnectionClosed, InvalidMessage, InvalidStatus
 
 from cbf_tools.bench import caller_voices
 from cbf_tools.bench.chaos import Chaos, Served
@@ -290,14 +290,14 @@ async def _opened(ws: ClientConnection, tally: Tally) -> bool:
 @contextlib.contextmanager
 def _counted(tally: Tally, what: str) -> Iterator[None]:
     """How a caller's connection ended, when not well: a timeout, a close (by its code), any other socket failure a
-    drop (``what`` names it)."""
+    drop (``what`` names it), a handshake the server cut short (its socket closed with no reply) among them."""
     try:
         yield
     except TimeoutError:
         tally.timeouts += 1
     except ConnectionClosed as exc:
         tally.closed(exc)
-    except OSError as exc:
+    except (OSError, InvalidMessage) as exc:
         tally.drop(f"{what}: {exc!r}")
 
 

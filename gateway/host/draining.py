@@ -27,8 +27,9 @@ from gateway.sessions.registry import SessionRegistry
 
 log = logging.getLogger("chatterbox_fast.gateway")
 CLOSE_WAIT_S = 1.0  # past the grace: how long the sessions let go then get to send their close frames
-# A handover waits this long after closing its listening socket before it may end: a connection accepted just before
-# has sent its request by then, and its session (or stream) is registered and waited for, not cut by the exit.
+# After closing its listening socket a drain waits this long (a handover before it may end, one in place while any
+# connection is open): a connection accepted just before has sent its request by then, and its session (or stream) is
+# registered and waited for, or it is refused, not cut unanswered by the exit.
 HANDOVER_LINGER_S = 1.0
 
 
@@ -92,8 +93,7 @@ class Draining:
         log.info("draining (%s): %d sessions, for at most %g s", "the port handed over" if rules.handover else
                     "new sessions refused", len(sessions), rules.grace_s)
         if rules.handover:
-            for listener in [*(self.server.servers if self.server is not None else ()), *self.listeners]:
-                listener.close()
+            self._stop_listening()
         self.begun.set()
         if rules.handover:
             await asyncio.sleep(HANDOVER_LINGER_S)
@@ -103,8 +103,21 @@ class Draining:
             await self._close_calls(CLOSING)
             await _within(sessions.until_empty(), CLOSE_WAIT_S)
         log.info("drained")
+        if not rules.handover:  # the port was kept: a connection accepted in its last moment gets its answer (a
+            self._stop_listening()  # refusal) rather than being closed unanswered by the exit
+            await _within(self._until_unconnected(), HANDOVER_LINGER_S)
         if self.server is not None:
             self.server.should_exit = True
+
+    def _stop_listening(self) -> None:
+        """Close every listening socket: new connections go to the other processes on the port (or are refused)."""
+        for listener in [*(self.server.servers if self.server is not None else ()), *self.listeners]:
+            listener.close()
+
+    async def _until_unconnected(self) -> None:
+        """Until uvicorn holds no connection (none open, or none accepted whose request is still to come)."""
+        while self.server is not None and self.server.server_state.connections:
+            await asyncio.sleep(0.05)
 
     async def until_released(self, idle: asyncio.Event) -> None:
         """Returns once a drain lets a session go: when ``idle`` is set (it has nothing left to say), or at the end
