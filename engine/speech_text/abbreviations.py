@@ -431,6 +431,11 @@ _NO_VOWEL_WORDS = frozenset("tsk pfft hmph nth psst pst pls plz thx txt msg pkg 
                             "tbh smh brb btw ttyl lmk ngl tbf".split())  # (chat shorthand left as written)
 
 
+# Chat shorthand in small letters that stands for a phrase, said as the phrase ("lmk" "let me know"); "asap" by its
+# letters, as its capitals are
+_CHAT = {"lmk": "let me know", "idk": "I don't know", "asap": "A S A P"}  # (others, "tbh", "btw", stay as written)
+
+
 def _small_initials(match: re.Match[str]) -> str | None:
     """"rsvp", "tbd": an acronym written in small letters, no vowel in it: spelled (not an interjection, "hmm",
     "shh", "brr", nor a shorthand, "pls", "hrs")."""
@@ -475,6 +480,10 @@ RULES: list[Rule] = [
     ("abbreviation", r"(?<=[\w).][ \t])(?:req\.|REQ\.)(?=[ \t]*(?:[,;)]|\n|\Z)|[ \t]+[A-Z])",
      lambda match: "required" + ("." if ends_sentence_after(match) else "")),
     ("abbreviation", r"(?<![\w'’])DO[EQ](?![\w'’])", _pay_depends),
+    ("abbreviation", r"(?<![\w'’@/#.-])(?:%s)(?![\w'’@/-])" % "|".join(_CHAT), lambda match: _CHAT[match.group()]),
+    # "PASSID", "USERID": a common word in capitals run into "ID", the word, then the letters
+    ("caps", r"(?<![\w'’])[A-Z]{4,8}ID(?![\w'’])",
+     lambda match: match.group()[:-2] + " I D" if match.group()[:-2].lower() in COMMON_WORDS else None),
     ("caps", r"(?<![\w'’])[A-Z][A-Z'’]*[A-Z]s?(?![\w'’]|[²³])|(?<![\w'’])[A-Z]{2,3}(?=[²³])", _caps),  # "MC²"
     # "Brown v. Board", "Roe v. Wade": a case's "v." between two capitalised names, "versus"
     ("abbreviation", r"(?<=[A-Za-z.][ \t])v\.(?=[ \t]+[A-Z])", _case_versus),

@@ -145,12 +145,17 @@ def _address(match: re.Match[str]) -> str:
     return " ".join(said) + ("." if text.endswith(".") and ends_sentence_after(match) else "")
 
 
+_SMALL_WORDS = frozenset("to of in on at by or an is it as up so no do go be we me my us if he".split())
+
+
 def _unit(match: re.Match[str]) -> str | None:
     word, code = re.fullmatch(r"(.+?)\.?[ \t]*#?[ \t]*(\S+)", match.group()).groups()  # type: ignore[union-attr]
     if re.fullmatch(r"[IVXLC]{2,}", code) or (code in ("I", "V", "X") and word.title() in NUMBERING):
         return None  # "Level IV", "Level I": a roman numeral (codes.py)
     if word in STATES and re.fullmatch(r"\d{5}", code):  # "Miami, FL 33139": a state and its ZIP code
         return None
+    if word.isupper() and code.isalpha() and code.lower() in _SMALL_WORDS:
+        return None  # "RETURN CAR TO: ...": a shouted line's next word, not a car's letters
     if code[-1].islower() and not (word.islower() and word in ("apt", "ste", "unit", "rm", "suite", "apartment", "room")):
         return None  # "apt 3b": a flat's letter in small letters, only in an address typed so
     if word.lower() in _PLURAL_UNITS and code.isdigit():

@@ -152,7 +152,7 @@ def _named_number(match: re.Match[str], before: int) -> bool:
 
 
 # A word earlier in the sentence that names a long run of digits as a code: "The IMEI on that phone is 356938035643809."
-_SENTENCE_CODE_WORD = re.compile(r"(?:\b(?:ID|IMEI|MEID|ICCID|IMSI|ESN|VIN|SKU|UPC|EAN)|(?i:\b(?:serial|account|acct|"
+_SENTENCE_CODE_WORD = re.compile(r"(?:\b(?:(?:PASS|USER|CARD|MEMBER|GUEST|LOGIN|CUSTOMER|STUDENT|EMPLOYEE|TRAVELER)?ID|IMEI|MEID|ICCID|IMSI|ESN|VIN|SKU|UPC|EAN)|(?i:\b(?:serial|account|acct|"
                                  r"tracking|order|policy|member|confirmation|reference|invoice|claim|receipt|"
                                  r"routing|booking|reservation)))\b[^.!?\n]*\Z")
 
@@ -165,6 +165,18 @@ def _long_code(match: re.Match[str]) -> bool:
         return False  # "1500000000 points": a count of things
     return digits.isdigit() and (len(digits) >= 12 or len(digits) >= 9 and _SENTENCE_CODE_WORD.search(
         match.string, max(0, match.start() - 80), match.start()) is not None)
+
+
+# "Your cabin on deck 9 is 9214": a room's or a cabin's number given after "is", said in pairs as a door's number
+_ROOM_IS_BEFORE = re.compile(r"(?i:\b(?:your|my|our|the|his|her|their)[ \t]+(?:cabin|room|stateroom|suite))\b"
+                             r"[^.!?\n]{0,24}[ \t](?:is|was|will[ \t]be):?[ \t]+\Z")
+
+
+def _room_number(match: re.Match[str]) -> str | None:
+    if not _ROOM_IS_BEFORE.search(match.string, max(0, match.start() - 48), match.start()) \
+            or re.match(r"[ \t]+[a-z]", match.string[match.end():match.end() + 2]):
+        return None  # "the room is 1200 square feet": a size
+    return w.paired(match.group())
 
 
 def _cued_digits(match: re.Match[str]) -> str | None:
@@ -362,7 +374,7 @@ NUMBERING = ("Rule Rules Chapter Chapters Part Parts Volume Vol. vol. ch. Ch. pt
              "Article Appendix Class Type Grade Round Season Episode Step Schedule Category Division Annex Title Clause "
              "Page Pages Psalm Fig. Figure Table Exhibit Lesson Module Unit Auto Rocky Fantasy Bowl War Wars Mark Mk. Model Series Gen "
              "Generation Apollo iPhone Sections Articles Steps Phases Stages Levels Tiers Books Acts Scenes Units Modules Lessons "
-             "Appendices Volumes Titles Clauses").split()
+             "Appendices Volumes Titles Clauses Canto Cantos Dynasty Dynasties").split()
 # A school subject or course before its level ("Spanish V", "Algebra II", "Chemistry I"). A lone "I" after one, or
 # after a plural numbering word ("Sections I, II"), is a numeral only before a stop, a list's next word or a word
 # about the course ("took French I, then...", "Parts I and II"; not "in French I learned", "the Lessons I learned")
@@ -413,6 +425,20 @@ def _numbered(match: re.Match[str]) -> str | None:
     # "Vol. XXI": the numbering word said in full, "Volume twenty-one"
     said = words[:-len(word)] + (_SHORT_NUMBERING.get(word) or TITLES.get(word) or ABBREVIATIONS.get(word) or word)
     return f"{said} {w.cardinal(str(roman_value(numeral.upper())))}"
+
+
+_NUMBERED_BEFORE = re.compile(
+    rf"(?:(?<![\w]){_NUMBERING}|(?<![\w])(?i:chapters|volumes|books|acts|cantos|dynasty|dynasties|parts|sections|"
+    rf"scenes|steps|phases|stages|levels|tiers|articles|clauses|seasons|episodes))"
+    rf"[ \t]+(?P<first>{_ROMAN}|{_ROMAN_LOWER})[ \t]*(?:to|and|or|through|[–-])[ \t]*\Z")
+
+
+def _second_numeral(match: re.Match[str]) -> str | None:
+    first = _NUMBERED_BEFORE.search(match.string, max(0, match.start() - 40), match.start())
+    numeral = match.group()
+    if not first or first["first"].isupper() != numeral.isupper() or numeral == "I":
+        return None
+    return w.cardinal(str(roman_value(numeral.upper())))
 
 
 _PAGE = rf"(?:{_ROMAN_LOWER}|[ivx])"
@@ -518,12 +544,12 @@ _OPERATOR = r"(?:[ \t]?[-−+*×÷/^=·][ \t]?|[ \t]x[ \t]|(?<=\))(?=\())"  # "(
 # (a term in small letters is at most two of them or starts with a function's name: a longer word fails at once, not
 # after every kind of term was tried at it; the rule is tried at every word)
 _MATH = (rf"(?<![\w.,/:$-])(?:(?![a-z]{{3}})|(?=sin|cos|tan|log|exp|sqrt)){_TERM}(?:{_OPERATOR}{_TERM}){{1,12}}"
-         r"(?![\w]|\.\d|[-+*/^=]\w)")
+         r"(?![\w]|\.\d|[-+*/^=]\w|/[ \t])")
 _OPERATORS = {" x": "times", "·": "times", "√": "the square root of", "∛": "the cube root of", "∜": "the fourth root of", "sqrt": "the square root of", "!": "factorial", "-": "minus", "−": "minus",
               "+": "plus", "*": "times", "×": "times", "÷": "divided by", "/": "divided by", "=": "equals"}
 _MATH_PARTS = re.compile(
     rf"{_FUNCTION}|°|(?<=\d)/[a-z](?![a-z])|(?<![\d.])\d{{1,2}}/\d{{1,2}}(?![\d.])|"
-    r"(?<=[\d)])\((?=[\w√-])|(?<=(?<![\w])[a-z])\((?=[\w√-])|(?<=[\w)²³])[ \t]x(?=[ \t]+[\w(])|[√∛∜]|sqrt|[A-Z]|(?<=\d)!|(?<![\d\w])[-−](?=[\d\w])|[a-z]\([a-z]\)|[fgh]\(\d+(?:\.\d+)?\)|\d{1,3}(?:,\d{3})+(?:\.\d+)?|\d+(?:\.\d+)?|\^[ \t]?[-−]?(?:\d+(?:\.\d+)?|[a-z](?![a-z]))|[a-z]|[²³]|[-−+*×÷/=·]")
+    r"(?<=[\d)])\((?=[\w√-])|(?<=(?<![\w])[a-z])\((?=[\w√-])|(?<=[\w)²³])[ \t]x(?=[ \t]+[\w(])|[√∛∜]|sqrt|[A-Z]|(?<=\d)!|(?<![\d\w])[-−](?=[\d\w])|[a-z]\([a-z]\)|[fgh]\(\d+(?:\.\d+)?\)|\d{1,3}(?:,\d{3})+(?:\.\d+)?|\d+(?:\.\d+)?|\^[ \t]?[-−]?(?:\d+(?:\.\d+)?|[a-z](?![a-z]))|(?<![a-z\d])(?:km|mi|cm|mm|kg|lbs?|ft|yd|oz)(?![a-z])|[a-z]|[²³]|[-−+*×÷/=·]")
 
 
 _UNIT_LETTERS = frozenset(unit for unit in UNITS if len(unit) == 1 and unit != "x")
@@ -577,6 +603,28 @@ def _function(part: str) -> str:
     return _FUNCTIONS[name].removeprefix("the ").removesuffix(" of") if part[-1] in " \t" else _FUNCTIONS[name]
 
 
+# A unit's symbol standing for its quantity in a conversion, by its name in the plural: beside a formula's operator
+# with no number of its own ("mi × 1.609 = km" "miles times ... equals kilometers"), or named against a unit's word
+# ("Miles to km")
+_CONVERTED_UNITS = ("km", "mi", "cm", "mm", "kg", "mg", "lb", "lbs", "ft", "yd", "gal", "oz", "ml", "mph", "kph", "qt")
+_CONVERTED = "(?:%s)" % "|".join(sorted(_CONVERTED_UNITS, key=len, reverse=True))
+_FORMULA_UNIT = (rf"(?<![\w°./]){_CONVERTED}(?=[ \t]?[×*÷=](?!=))|(?:(?<=[×*÷=][ \t])|(?<=[×*÷=])){_CONVERTED}(?![\w/])"
+                 rf"|(?<=[a-z][ \t]to[ \t]){_CONVERTED}(?![\w/])")
+_UNIT_NAMES = frozenset(name for unit in _CONVERTED_UNITS for name in UNITS[unit][:2])
+_UNIT_WORD_TO = re.compile(r"(?i:([a-z]+)[ \t]to[ \t])\Z")
+
+
+def _formula_unit(match: re.Match[str]) -> str | None:
+    text, start = match.string, match.start()
+    if text[start - 3:start] == "to " or text[start - 3:start] == "to\t":
+        named = _UNIT_WORD_TO.search(text, max(0, start - 24), start)
+        if not named or named.group(1).lower() not in _UNIT_NAMES:
+            return None  # "Miles to km": a unit's word before
+    elif re.search(r"\d[ \t]?\Z", text[max(0, start - 2):start]):
+        return None  # "5 km = ...": the unit of its number (numbers.py)
+    return UNITS[match.group()][1]
+
+
 def _math(match: re.Match[str]) -> str | None:
     """An expression with "=" or an operator no range, date or fraction uses: "1-2=5", "2+2", "x^2"."""
     text = match.group()
@@ -612,7 +660,10 @@ def _math(match: re.Match[str]) -> str | None:
             said.append("over " + part[1])
         elif "/" in part and len(part) > 2:  # "1/2 + 1/4 = 3/4": a proper fraction is a fraction, "6/3" a division
             a, b = (int(n) for n in part.split("/"))
-            said.append(fraction_words(a, b) if 0 < a < b else f"{w.cardinal(str(a))} divided by {w.cardinal(str(b))}")
+            factor = 0 < a and b > 1 and (parts[i - 1] in ("×", "*") if i else bool(  # "°C × 9/5": a factor,
+                re.search(r"[×*][ \t]?\Z", match.string[max(0, match.start() - 2):match.start()])))  # "nine fifths"
+            said.append(fraction_words(a, b) if 0 < a < b or factor else
+                        f"{w.cardinal(str(a))} divided by {w.cardinal(str(b))}")
         elif part in "²³":
             said.append("squared" if part == "²" else "cubed")
         elif part[1:2] == "(":  # "f(x)"; a function letter before a number: "f(3)" "f of three"
@@ -630,7 +681,8 @@ def _math(match: re.Match[str]) -> str | None:
         elif part in "-−":
             said.append("minus")
         else:
-            said.append(w.number(part.replace(",", "")) if part[0].isdigit() else part)
+            said.append(w.number(part.replace(",", "")) if part[0].isdigit() else
+                        UNITS[part][1] if part in UNITS and len(part) > 1 else part)  # "= km": a unit, "kilometers"
     return " ".join(said)
 
 
@@ -854,13 +906,14 @@ RULES: list[Rule] = [
                r"[A-Za-z0-9#$!@%^&*_+=?~.-]{4,64}(?<![.!?-])(?![\w#$@%^&*_+=~])", _secret),
     ("hex", r"(?<![\w])0x[0-9A-Fa-f]{1,16}(?![\w])", _hex),
     ("flight", rf"(?<![\w])(?:{'|'.join(AIRLINES)})[ \t]?\d{{1,4}}(?![\w])"
-     r"|(?:(?<=[Ff]light )|(?<=Amtrak )|(?<=[Tt]rain )|(?<=[Bb]us ))(?:[A-Z]{2,3}[ \t]\d{1,4}|\d{3,4})(?![\w]|[.,]\d)",
-     _flight),  # "Train ICE 597": a train's or a flight's code after its word, spelled
+     r"|(?:(?<=[Ff]light )|(?<=FLIGHT )|(?<=Amtrak )|(?<=AMTRAK )|(?<=[Tt]rain )|(?<=TRAIN )|(?<=[Bb]us )|(?<=BUS ))(?:[A-Z]{2,3}[ \t]\d{1,4}|\d{3,4})(?![\w]|[.,]\d)",
+     _flight),  # "Train ICE 597": a train's or a flight's code after its word, spelled ("TRAIN ICE 578" too)
     ("number_code", r"(?<![\w&#])#[ \t]?(?:(?=[A-Za-z0-9-]*[A-Za-z])(?=[A-Za-z0-9-]*\d)[A-Za-z0-9]+(?:-[A-Za-z0-9]+)*|\d+(?:-\d+)+|\d{3,}(?:[ \t]\d{3,}){1,4}(?![.,]\d))"
                     r"(?:/[A-Z0-9]+(?:-[A-Z0-9]+)*)*(?![\w/-])", _number_code),  # "#7712 3456 7890": spaced groups  # "#A7-4402", "#100-4432-9981", "#B-12/34"
     # "*611", "*67", "*#06#", "##002#": keyed on a phone, every key said ("star pound zero six pound")
     ("star_code", r"(?<![\w*#])[*#][*#\d]{0,18}\d[*#\d]{0,18}(?![\w*#])|(?<![\w*#.,$-])\d{1,12}#(?![\w*#])", _star_code),
     ("bare_phone", r"(?<![\w.,$#-])1?\d{10}(?![\w%]|[.,:/-]\d)", _bare_phone),
+    ("serial", r"(?<![\w.,$#-])\d{3,4}(?![\w%]|[.,:/-]\d)", _room_number),
     ("cued_digits", r"(?<![\w.,$#-])(?:\d{3,}(?:[ \t-]\d{2,}){0,4}|\d\d(?:[ \t-]\d{2,}){1,4})(?![\w%]|[.,:/-]\d)",
      _cued_digits),
     ("grouped_digits", r"(?<![\w.+-])\d+(?:-\d+){2,}(?:-X)?(?![\w-])|(?<![\w.+$-])(?:0\d{3,}-\d{3,}|\d{5,}-(?:\d{4,}|\d{1,2}))(?![\w-])"
@@ -922,9 +975,13 @@ RULES: list[Rule] = [
     # "stage IV lymphoma", "note iii", "act ii": a small-letter numbering word before a numeral of two letters or
     # more, only I, V and X (not "stage mix", "type CD", nor a lone "I", the pronoun)
     ("roman", r"(?<![\w])(?:stage|phase|level|tier|grade|chapter|volume|act|scene|note|footnote|article|appendix|"
-              r"schedule|figure|table|lesson|module|unit|round|season|episode|series|type|class|book)"
+              r"schedule|figure|table|lesson|module|unit|round|season|episode|series|type|class|book|canto|"
+              r"dynasty|dynasties|chapters|volumes|books|acts|cantos)"
               r"[ \t](?:(?=[IVX]{2,}(?![\w]))%s|(?=[ivx]{2,}(?![\w]))%s)(?![\w])" % (_ROMAN, _ROMAN.lower()),
      _numbered),
+    # "dynasties XVIII to XX", "Chapters II and IV": a range's or a list's second numeral after a numbered first
+    ("roman", rf"(?:(?<=\bto[ \t])|(?<=\band[ \t])|(?<=\bor[ \t])|(?<=\bthrough[ \t])|(?<=[–-])|(?<=[–-][ \t]))"
+              rf"(?:{_ROMAN}|{_ROMAN_LOWER})(?![\w'’-])", _second_numeral),
     # "the XXI century", "the XXXIII Olympiad", "V Corps": a numeral before a century, a millennium, a dynasty, or
     # before a numbered gathering or unit (capitalised) is its ordinal
     ("roman_century", rf"(?<![\w]){_ROMAN}(?=[ \t]+(?:(?i:century|centuries|millennium|dynasty)|Olympiad|Olympic|"
@@ -951,6 +1008,7 @@ RULES: list[Rule] = [
     # "iron(III) oxide", "copper(II)": a roman numeral in brackets glued to a small-letter word, an oxidation state
     ("roman", rf"(?<![\w'’])[a-z]+\((?=[IV]{{1,4}}\))(?:{_ROMAN})\)(?![\w'’])",
      lambda match: match.group().split("(")[0] + " " + w.cardinal(str(roman_value(match.group().split("(")[1][:-1])))),
+    ("formula_unit", _FORMULA_UNIT, _formula_unit),
     ("math", _MATH, _math),
     ("factorial", r"(?<![\w.,!])(?:\d{1,3}|[b-hj-z])!(?![\w!=])", _factorial),
 ]

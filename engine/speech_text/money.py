@@ -241,7 +241,16 @@ def _after(match: re.Match[str]) -> str | None:
         said = w.number(parts["a"]) + (" to " + w.number(parts["b"]) if parts["b"] else "")
         one = parts["a"] == "1" and not parts["b"] or attributive(match) and not parts["b"]
         return ("minus " if parts["sign"] else "") + said + (" cent" if one else " cents")
-    return _said(parts, CURRENCIES[parts["cur"]])
+    names = CURRENCIES[parts["cur"]]
+    if _RATE_BEFORE.search(match.string, max(0, match.start() - 3), match.start()) and not parts["b"] \
+            and re.fullmatch(r"0\.\d+", parts["a"]) and not parts["am"] and not parts["per"] and not parts["pp"]:
+        return w.number(parts["a"]) + " " + names[1]  # "1 USD ≈ 0.92 EUR": a rate, "zero point nine two euros"
+    return _said(parts, names)
+
+
+# A relation before an amount under one: a conversion's rate ("1 USD ≈ 0.92 EUR"), its currency kept ("ninety-two
+# cents" would lose the euro)
+_RATE_BEFORE = re.compile(r"[=≈][ \t]?\Z")
 
 
 def _pair(match: re.Match[str]) -> str:

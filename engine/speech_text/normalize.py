@@ -21,7 +21,7 @@ from engine.speech_text.addresses import open_address
 from engine.speech_text.codes import open_math, open_service, open_tracking
 from engine.speech_text.dates import open_time_range
 from engine.speech_text.money import open_range
-from engine.speech_text.numbers import open_phone
+from engine.speech_text.numbers import open_duration, open_phone
 from engine.speech_text.markdown import markdown
 from engine.speech_text.spans import Piece, compose, spoken, substitute
 from engine.text import TURBO_PUNCTUATION
@@ -33,10 +33,11 @@ def open_tail(text: str) -> int | None:
     """Where an unfinished construct at the end of ``text`` starts (a code fence, a link, an address, an expression,
     a phone number in spaced groups, an ALL-CAPS word whose next words are not there yet, a tracking number's groups,
     a range of amounts whose scale may follow, a time range not yet ended, a service number whose next words may
-    name an emergency), or None: the streaming front end holds it until it is finished."""
+    name an emergency, a duration's hours before its minutes), or None: the streaming front end holds it until it
+    is finished."""
     starts = [at for at in (marks.open_tail(text), open_address(text), open_math(text), open_phone(text),
                             open_caps(text), open_counted(text), open_tracking(text), open_range(text),
-                            open_time_range(text), open_service(text))
+                            open_time_range(text), open_service(text), open_duration(text))
               if at is not None]
     return min(starts) if starts else None
 

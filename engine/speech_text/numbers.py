@@ -43,6 +43,7 @@ UNITS = {
     "ml": ("milliliter", "milliliters", True), "mL": ("milliliter", "milliliters", True),
     "gal": ("gallon", "gallons", True), "km/h": ("kilometer per hour", "kilometers per hour", True),
     "kph": ("kilometer per hour", "kilometers per hour", True), "mph": ("mile per hour", "miles per hour", True),
+    "kn": ("knot", "knots", True), "kts": ("knot", "knots", True),  # "21 kn": a ship's or the wind's speed
     "m/s": ("meter per second", "meters per second", True), "KB": ("kilobyte", "kilobytes", True),
     "MB": ("megabyte", "megabytes", True), "GB": ("gigabyte", "gigabytes", True), "TB": ("terabyte", "terabytes", True),
     "PB": ("petabyte", "petabytes", True), "kbps": ("kilobit per second", "kilobits per second", True),
@@ -367,6 +368,18 @@ _NAMED_AFTER = re.compile(r"[ \t]*(?:[.,;:!?)]|\Z)|[ \t]+(?:and|or)\b")
 _PLURAL_AFTER = re.compile(r"[ \t]+(?:[a-z]{2,}[^su']s|people|men|women|children|feet)\b")
 
 
+# A length named before a number on its line ("DEPTH: 4.6 M", "clearance 3.2 M"): a capital "M" after it is meters
+_LENGTH_BEFORE = re.compile(r"(?i:\b(?:depth|height|length|width|distance|elevation|altitude|clearance|draft|"
+                            r"headroom|span))\b[^\n\d]{0,24}\Z")
+
+
+def _spaced_meters(match: re.Match[str]) -> str | None:
+    number = re.search(r"(?<![\w.,])(\d+(?:\.\d+)?)[ \t]\Z", match.string[max(0, match.start() - 16):match.start()])
+    if not number or not _LENGTH_BEFORE.search(match.string, max(0, match.start() - 48), match.start() - len(number[0])):
+        return None
+    return "meter" if number[1] == "1" else "meters"
+
+
 def _quantity(match: re.Match[str]) -> str | None:
     parts = _QUANTITY_PARTS.fullmatch(match.group())
     assert parts
@@ -444,6 +457,17 @@ _DIGIT_GROUP = re.compile(r"\d+")
 # The end of a text that may yet become a phone number written in spaced groups ("1 800 273" before "8255").
 _OPEN_PHONE = re.compile(r"(?<![\w.,+-])(?:(?:\+\d{1,3}[ \t]+|1[ \t]+)?(?:\(\d{3}\)|\d{3})(?:[ \t]+\d{1,4}){0,2}"
                          r"|0[1-9](?:[ ]\d\d){0,3}(?:[ ]\d)?|0[1-9](?:\.\d\d){0,3}(?:\.\d?)?)[ \t]*\Z")
+
+
+# The end of a text that may yet become a compound duration ("2 h 15" before " min"): held, so its hours are read with
+# the minutes that follow
+_OPEN_DURATION = re.compile(r"(?<![\w.])\d{1,3}[ \t]?h[ \t]?\d{1,2}(?:[ \t]?(?:m|mi))?[ \t]*\Z")
+
+
+def open_duration(text: str) -> int | None:
+    """Where a compound duration that later text may finish starts at the end of ``text``, or None."""
+    tail = _OPEN_DURATION.search(text, max(0, len(text) - 16))
+    return tail.start() if tail else None
 
 
 def open_phone(text: str) -> int | None:
@@ -566,7 +590,7 @@ def _pressure(match: re.Match[str]) -> str:
     return f"{w.paired(high)} over {w.paired(low)} millimeters of mercury"
 
 
-_DETERMINER_BEFORE = re.compile(r"(?i:\b(?:the|this|that|my|your|our|their|his|her|its|an?))[ \t]+\Z")
+_DETERMINER_BEFORE = re.compile(r"(?i:\b(?:the|this|that|my|your|our|their|his|her|its|an?|every|each))[ \t]+\Z")  # "every ½ hour"
 _HALF_PRICE = re.compile(r"[ \t]+(?i:off|price|priced)\b")  # "½ off", "1/2 price": "half off", "half price"
 _HALF_OF = re.compile(r"[ \t]+(?i:of)\b|" + _HALF_PRICE.pattern)  # "½ of customers" too ("1/2 of" stays "one half of")
 _HALVED_BEFORE = re.compile(r"(?i:\b(?:by|in))[ \t]+\Z")  # "reduce by ½", "cut in ½": "by half", "in half"
@@ -820,7 +844,7 @@ def _military(match: re.Match[str]) -> str:
 
 def _duration(match: re.Match[str]) -> str:
     """"1h 30m" -> "one hour thirty minutes", "45m 30s": a compound duration (a lone "5m" is meters)."""
-    parts = re.findall(r"(\d+)[ \t]?([hms])", match.group())
+    parts = re.findall(r"(\d+)[ \t]?([hms])", match.group())  # "2 h 15 min" too
     names = {"h": "hour", "m": "minute", "s": "second"}
     return " ".join(f"{w.cardinal(n)} {names[u]}{'' if n == '1' else 's'}" for n, u in parts)
 
@@ -926,6 +950,7 @@ RULES: list[Rule] = [
     ("inches_tall", r"(?<![\w.])\d{1,3}(?:\.\d+)?[ \t]in(?=[ \t]+(?:tall|wide|long|deep|high|thick|across|diagonal)\b)",
      lambda match: w.number(match.group().split()[0]) + " inches"),  # "22 in tall": inches, not the word "in"
     ("hyphen_unit", rf"{_START}{NUM}-(?:{_SPACED_UNIT}|in\.?)(?=[ \t]+[A-Za-z])", _hyphen_unit),  # "a 12-in. skillet"
+    ("unit_alone", r"(?<=\d[ \t])M(?![\w'’/])", _spaced_meters),  # "DEPTH: 4.6 M": meters after a length's name
     ("unit_alone", r"(?<=\d[ \t])(?:%s)(?![\w/])" % "|".join(re.escape(u) for u in sorted(UNITS, key=len, reverse=True)
                                                        if re.search(r"[/ ²³^]", u)),
      lambda match: UNITS[match.group()][1]),  # "3 × 10^8 m/s", "= 120 sq ft": a unit after a number another rule read
@@ -943,7 +968,7 @@ RULES: list[Rule] = [
      _superscript_power),
     ("times_range", r"(?<![\w.])\d{1,3}x[ \t]?[-–][ \t]?\d{1,3}x(?![\w])",  # "3x–4x faster"
      lambda match: " to ".join(w.cardinal(n) for n in re.findall(r"\d+", match.group())) + " times"),
-    ("duration", r"(?<![\w.])\d{1,3}[ \t]?h(?:[ \t]?\d{1,2}[ \t]?m)(?:[ \t]?\d{1,2}[ \t]?s)?(?![\w])"
+    ("duration", r"(?<![\w.])\d{1,3}[ \t]?h(?:[ \t]?\d{1,2}[ \t]?m(?:in)?)(?:[ \t]?\d{1,2}[ \t]?s(?:ec)?)?(?![\w])"
                  r"|(?<![\w.])\d{1,3}[ \t]?m[ \t]?\d{1,2}[ \t]?s(?![\w])", _duration),
     ("fraction_unit", r"(?:(?<=\d/\d[ \t])|(?<=\d/\d\d[ \t])|(?<=\d/\d{3}[ \t])|(?<=\d/\d{4}[ \t])"
                       r"|(?<=[½⅓⅔¼¾⅕⅖⅗⅘⅙⅚⅛⅜⅝⅞][ \t]))(?:(?:%s)(?![\w/])"  # "1/1000 s": a second, after a fraction

@@ -125,7 +125,7 @@ _RULES_OF_CLASS = {
     "telephone": "vanity extension local_phone local_digits service_code short_code star_code keypad bare_phone grouped_digits phone",
     "serial": "lottery court_case secret tracking video_lines lower_code uuid round_the_clock dotted_serial dotted_code airliner standard model hex flight number_code cued_digits tax_form serial slashed_code small_code leftover",
     "roman": "roman roman_page roman_century roman_year roman_item regnal name_numeral",
-    "math": "formula yields approaches subscript trig math factorial absolute applied ratio words compare minus power squared cubed product",
+    "math": "formula_unit formula yields approaches subscript trig math factorial absolute applied ratio words compare minus power squared cubed product",
     "date": "year_month quarter month_dash_year short_year month_year iso_date slash_date dotted_date dashed_date fiscal_year month_date day_month weekday_pair weekday month decade month_day",
     "ordinal": "d_ordinal",
     "time": "time time_ish tv_time zone_slash split_time dotted_clock dotted_time hour military duration iso_datetime",

@@ -94,8 +94,37 @@ def _conditioned(match: re.Match[str]) -> str | None:
     return _related(match) if _CONDITION_BEFORE.search(match.string, max(0, match.start() - 24), match.start()) else None
 
 
+# "Children < 2 fly free", "Kids > 12": a bound on the people a noun names, before an age, is "under" or "over"
+_PEOPLE_BEFORE = re.compile(r"(?<![\w'])(?i:children|kids|infants|babies|toddlers|guests|passengers|travell?ers|"
+                            r"adults|seniors|people|persons|ages?|aged)[ \t]*\Z")
+_AGE_AFTER = re.compile(r"[ \t]*\d{1,2}(?![\d.,%])")
+
+
 def _compare(match: re.Match[str]) -> str:
+    if _PEOPLE_BEFORE.search(match.string, max(0, match.start() - 16), match.start()) \
+            and _AGE_AFTER.match(match.string, match.end()):
+        return " under " if match.group().strip() == "<" else " over "
     return _verb(match) + (" less than " if match.group().strip() == "<" else " greater than ")
+
+
+_COUNT_BEFORE = re.compile(r"(?<![\w.,])\d[\d,]*[ \t]+[a-z]{2,}[ \t]?\Z")
+
+
+def _counts_times(match: re.Match[str]) -> str | None:
+    """"6 nights x 2 rooms = 12 room-nights": an "x" between two counts of things is "times"."""
+    return " times" if _COUNT_BEFORE.search(match.string, max(0, match.start() - 24), match.start() + 1) else None
+
+
+_TIME_BEFORE = re.compile(r"\d(?:[:.]\d\d)?[ \t]?(?i:[ap]\.?m\.?)?\Z")
+_TIME_AFTER = re.compile(r"\d{1,2}(?:[:.]\d\d)?[ \t]?(?i:[ap]\.?m\b)")
+
+
+def _time_to(match: re.Match[str]) -> str | None:
+    """"3pm–midnight", "noon–2pm": a dash between a time and "midnight" or "noon" is "to"."""
+    text, start, end = match.string, match.start(), match.end()
+    if text[start - 1:start].isalpha() and text[max(0, start - 8):start].lower().endswith(("midnight", "noon")):
+        return " to " if _TIME_AFTER.match(text, end) else None
+    return " to " if _TIME_BEFORE.search(text, max(0, start - 10), start) else None
 
 
 def _sharp(match: re.Match[str]) -> str:
@@ -211,12 +240,16 @@ RULES: list[Rule] = [
     ("applied", r"(?<![\w(])[A-Z]\([A-Z]\)(?=[ \t]?[-−+=<>≤≥≈≠×])", lambda match: f"{match.group()[0]} of {match.group()[2]}"),
     ("formula", r"(?<=[\d)])[ \t]/[ \t](?=[$€£¥(]?\d|\(|[a-z])|(?<=[a-z)])[ \t]/[ \t](?=[$€£¥(]?\d|\()"
      r"|(?<=[a-z)])[ \t]-[ \t](?=[$€£¥(]?\d)", _formula),
+    # "°F = °C × 9/5 + 32": a scale's sign with no number, the scale named ("degrees Fahrenheit")
+    ("words", r"(?<![\w°])°[CF](?![\w])",
+     lambda match: "degrees " + ("Celsius" if match.group()[1] == "C" else "Fahrenheit")),
     ("words", "|".join(re.escape(s) for s in sorted(_WORDS, key=len, reverse=True)), _said),
     ("compare", r"(?<=\s)[<>](?=\s)", _compare),
     ("minus", r"(?<=[\w)])[ \t]?−[ \t]?(?=[\w($€£¥])", _saying(" minus ")),  # "revenue − cost": the minus sign, U+2212
     ("about", r"~(?=(?:[A-Z]{0,3}[$£€¥₹])?\d)", _saying("about ")),  # "~5 km", "~$5", "~US$5"
     ("power", r"(?<=[A-Za-z0-9)])\^(?=[-A-Za-z0-9(])", _saying(" to the power of ")),  # "2^10", "x^y", "e^(-x)"
     ("product", r"(?<=\d)[ \t]x(?=[ \t]+[$€£¥]\d)", _saying(" times")),  # "3 x $15 = $45"
+    ("product", r"(?<=[a-z])[ \t]x(?=[ \t]+\d)", _counts_times),  # "6 nights x 2 rooms": counts multiplied
     # "sin²θ", "cos θ": a trigonometric function before a power or a Greek letter, by its name
     ("trig", r"(?<![\w])(?:sin|cos|tan|cot|sec|csc)(?=[²³]|[ \t]?[αβγδθφωτ])",
      lambda match: {"sin": "sine", "cos": "cosine", "tan": "tangent", "cot": "cotangent", "sec": "secant",
@@ -226,6 +259,8 @@ RULES: list[Rule] = [
     ("per_slash", r"(?<=[^\W\d_])/(?=(?:hour|day|night|week|month|year|person|user|unit|page|shift)(?![\w/]))", _per),
     ("per_slash", rf"(?<=[^\W\d_])/{trie(_SLASH_UNITS)}(?![\w/²³])", _per_unit),
     ("slash", r"(?<=[^\W\d_])(?:[ \t]/[ \t]|/)(?=[^\W\d_])", _slash),  # not "edit /usr": a path
+    ("dash", r"[ \t]*[—–-][ \t]*(?=(?i:midnight|noon)\b)|(?<=(?i:midnight))[ \t]*[—–-][ \t]*(?=\d)"
+             r"|(?<=(?i:noon))[ \t]*[—–-][ \t]*(?=\d)", _time_to),  # "3pm–midnight": a range of times, "to"
     ("dash", r"[ \t]*[—–][ \t]*", _saying(" - ")),
     ("emoji", rf"[{EMOJI}]+", _saying("")),
     ("keypad", r"(?<![\w#*])[#*](?![\w#*])", _keypad),
