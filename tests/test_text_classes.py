@@ -959,6 +959,19 @@ SAID = [
     ("Your cabin on deck 9 is 9214.", "Your cabin on deck nine is ninety-two fourteen."),
     ("TRAIN ICE 578", "train I C E five seventy-eight"),
     ("RETURN CAR TO: DESK 4", "return car to, Desk four"),
+    ("A $5 monthly fee applies.", "A five dollar monthly fee applies."),
+    ("in the $2,000-$5,000 range", "in the two thousand to five thousand dollar range"),
+    ("Your rate is 14.2¢/kWh.", "Your rate is fourteen point two cents per kilowatt hour."),
+    ("Log in to benefits.adp.com now", "Log in to benefits dot A D P dot com now"),
+    ("Order ref: AB12", "Order reference, A B twelve"),
+    ("Use SWIFT code BOFAUS3N.", "Use swift code B O F A U S three N."),
+    ("We need the LLC's EIN.", "We need the L L C's E I N."),
+    ("FICO scores vary.", "Fico scores vary."),
+    ("you need a credit score > 700.", "you need a credit score greater than seven hundred."),
+    ("Complete Form 8962.", "Complete Form eighty-nine sixty-two."),
+    ("Pmt. rec'd, thanks. Int'l fee. Bal. fwd. from May. Est. amt. due", "Payment received, thanks. International fee. Balance forward from May. Estimated amount due"),
+    ("Ask the Mgr. Then go.", "Ask the Manager. Then go."),
+    ("$2,400/12 = $200 per month", "two thousand four hundred dollars divided by twelve equals two hundred dollars per month"),
 ]
 
 

@@ -59,6 +59,13 @@ ABBREVIATIONS = {"e.g.": "for example", "i.e.": "that is", "etc.": "et cetera", 
                  "ppl": "people", "qtr.": "quarter", "qtr": "quarter", "Qtr.": "Quarter", "qtrs.": "quarters",
                  "Asst.": "Assistant", "asst.": "assistant", "Accts.": "Accounts", "accts.": "accounts",
                  "Conf.": "Conference",
+                 # a statement's and a receipt's shorthand: "Pmt. rec'd", "Int'l wire fee", "Bal. fwd.", "amt. due"
+                 "Pmt.": "Payment", "pmt.": "payment", "Pmts.": "Payments", "pmts.": "payments", "pmt": "payment",
+                 "rec'd": "received", "rec’d": "received", "Rec'd": "Received", "Rec’d": "Received",
+                 "Int'l": "International", "int'l": "international", "Int’l": "International",
+                 "int’l": "international", "Bal.": "Balance", "bal.": "balance", "fwd.": "forward", "Fwd.": "Forward",
+                 "amt.": "amount", "Amt.": "Amount", "amt": "amount", "Amt": "Amount", "Exp. Date": "Expiration Date",
+                 "exp. date": "expiration date",
                  "max.": "maximum", "gov't": "government", "gov’t": "government", "blks": "blocks", "blk.": "block"}
 # Capitalised or shouted on a label or a form ("Avg: 3", "MGR APPROVAL REQ'D", "QTY: 4"): the word (a shouted one in
 # small letters, as the caps rule says shouted words)
@@ -67,11 +74,11 @@ _LABEL_WORDS = [(key, said) for key, said in ABBREVIATIONS.items()
 ABBREVIATIONS |= {key.upper(): said for key, said in _LABEL_WORDS}
 ABBREVIATIONS |= {key.capitalize(): said.capitalize() for key, said in _LABEL_WORDS
                   if key.capitalize() not in ABBREVIATIONS}
-ENDINGS = frozenset({"wk.", "wks.", "qtr.", "qtrs.", "intl.", "avail.", "pt.", "ins.", "avg.", "misc.", "appt.", "appts.", "ref.", "Ref.", "dept.", "tel.", "Tel.", "Apt.", "Ste.", "etc.", "Inc.", "Ltd.", "Corp.", "Co.", "Ave.", "Blvd.", "Rd.", "Ph.D.", "Dept.", "govt.", "max.", "blk.", "Sta.", "Bldg.", "bldg.", "Bldgs."})
+ENDINGS = frozenset({"mgr.", "Mgr.", "fwd.", "Fwd.", "amt.", "bal.", "pmt.", "wk.", "wks.", "qtr.", "qtrs.", "intl.", "avail.", "pt.", "ins.", "avg.", "misc.", "appt.", "appts.", "ref.", "Ref.", "dept.", "tel.", "Tel.", "Apt.", "Ste.", "etc.", "Inc.", "Ltd.", "Corp.", "Co.", "Ave.", "Blvd.", "Rd.", "Ph.D.", "Dept.", "govt.", "max.", "blk.", "Sta.", "Bldg.", "bldg.", "Bldgs."})
 
 WORD_ACRONYMS = frozenset(
     "ZIP NASA NATO FIFA OPEC AIDS JPEG JSON YAML GIF PIN RAM ROM SIM LAN SARS FEMA OSHA UEFA IKEA LEGO WASP NAFTA "
-    "UNESCO UNICEF SCUBA LASER RADAR SONAR COVID ASCII POSIX NASDAQ CAPTCHA FOMO YOLO SWAT TOEFL NAS JIRA".split()
+    "UNESCO UNICEF FICO SCUBA LASER RADAR SONAR COVID ASCII POSIX NASDAQ CAPTCHA FOMO YOLO SWAT TOEFL NAS JIRA".split()
 )
 SPELLED = frozenset("US UK EU UN TV PC AI ID IQ DJ OS UI UX PR HR CEO CTO CFO API URL CPU GPU SQL USB USA UTF HIV POW MIA".split())
 COMMON_WORDS = frozenset(
@@ -96,7 +103,7 @@ COMMON_WORDS = frozenset(
 )
 ROMAN = {"II": "two", "III": "three"}
 # A contact label before its colon or its number; a shouted one is the word ("FAX: 617-...": "fax", not "F A X").
-LABELS = {"Ph": "Phone", "Tel": "Telephone", "tel": "telephone", "TEL": "Telephone", "Mob": "Mobile", "Fx": "Fax", "Attn": "Attention",
+LABELS = {"ref": "reference", "Ref": "Reference", "Ph": "Phone", "Tel": "Telephone", "tel": "telephone", "TEL": "Telephone", "Mob": "Mobile", "Fx": "Fax", "Attn": "Attention",
           "ATTN": "Attention", "FAX": "fax", "PHONE": "phone", "CALL": "call", "MOBILE": "mobile", "CELL": "cell",
           "MOB": "mobile"}
 SPOKEN_CAPS = {"OK": "okay", "AAA": "triple A"}  # (the motor club, the battery's size)
@@ -484,7 +491,9 @@ RULES: list[Rule] = [
     # "PASSID", "USERID": a common word in capitals run into "ID", the word, then the letters
     ("caps", r"(?<![\w'’])[A-Z]{4,8}ID(?![\w'’])",
      lambda match: match.group()[:-2] + " I D" if match.group()[:-2].lower() in COMMON_WORDS else None),
-    ("caps", r"(?<![\w'’])[A-Z][A-Z'’]*[A-Z]s?(?![\w'’]|[²³])|(?<![\w'’])[A-Z]{2,3}(?=[²³])", _caps),  # "MC²"
+    ("caps", r"(?<![\w'’])[A-Z][A-Z'’]*[A-Z]s?(?![\w'’]|[²³])|(?<![\w'’])[A-Z]{2,3}(?=[²³])"
+             r"|(?<![\w'’])[B-DF-HJ-NP-TV-Z]{2,5}(?=['’]s(?![\w'’]))", _caps),  # "MC²"; "the LLC's EIN": its possessive's
+    # "'s" after it (capitals with no vowel, no word: spelled)
     # "Brown v. Board", "Roe v. Wade": a case's "v." between two capitalised names, "versus"
     ("abbreviation", r"(?<=[A-Za-z.][ \t])v\.(?=[ \t]+[A-Z])", _case_versus),
     # "Pt. must fast": a clinical note's patient before a small word ("Pt. Reyes" is a point, "PT." a time zone)

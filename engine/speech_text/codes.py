@@ -858,7 +858,20 @@ def _formula(match: re.Match[str]) -> str:
     return " ".join(said)
 
 
+# A bank's SWIFT (BIC) code after its label: four letters for the bank, two for its country, two for its place (and
+# three for a branch), spelled, its digits one by one ("SWIFT code BOFAUS3N" "B O F A U S three N")
+_SWIFT_LABEL = re.compile(r"(?:\bSWIFT|\bSwift|\bswift|\bBIC)(?:/BIC)?(?:[ \t]+(?i:code|no\.|number))?:?[ \t]+\Z")
+
+
+def _swift(match: re.Match[str]) -> str | None:
+    if not _SWIFT_LABEL.search(match.string, max(0, match.start() - 24), match.start()):
+        return None
+    return " ".join(w.cardinal(c) if c.isdigit() else c for c in match.group())
+
+
 RULES: list[Rule] = [
+    ("serial", r"(?<![\w-])(?<=[ \t])[A-Z]{6}[A-Z0-9]{2}(?:[A-Z0-9]{3})?(?![\w-])",
+     _swift),
     ("vanity", r"(?<![\w+-])(?:1[-. ])?\d{3}[-. ](?=[A-Z0-9-]*[A-Z]{3})[A-Z0-9]{2,}(?:-[A-Z0-9]+)*(?![\w-])",
      _vanity),
     ("extension", r"(?<![\w])(?:[Ee]xt|EXT)\.?[ \t]?#?\d{1,6}(?![\w])|(?:(?<=\d[ \t])|(?<=\d,[ \t]))x[ \t]?\d{2,6}(?![\w])"

@@ -201,6 +201,9 @@ _DESCRIBED_AFTER = re.compile(r"[ \t]+(?:deal|contract|budget|settlement|fine|bo
                               r"deficit|surplus|shortfall|loss|profit|windfall|tax[ \t]cut|tax[ \t]break)(?![\w'’-])")
 
 
+_DETERMINER_BEFORE = re.compile(r"(?:^|\s)(?i:an?|the|your|our|my|his|her|its|their|this|that)[ \t]\Z")
+
+
 def _money(match: re.Match[str]) -> str | None:
     parts = _MONEY_PARTS.fullmatch(_points(match.group()))
     if parts is None:  # "£ .100USD": a symbol whose amount another rule reads
@@ -212,8 +215,11 @@ def _money(match: re.Match[str]) -> str | None:
         if low and high:
             return f"{_said(low, names)} minus {_said(high, names)}"
     described = _DESCRIBED_AFTER.match(match.string, match.end()) and not parts["b"]  # "to $162M deal" (a headline)
-    if (attributive(match) or described) and not parts["b"] and "." not in parts["a"].rstrip("0").rstrip(".") or \
-            (attributive(match) or described) and parts["am"]:  # "a $5 fee": "a five dollar fee"
+    whole = all("." not in amount.rstrip("0").rstrip(".") for amount in (parts["a"], parts["b"] or ""))
+    if (attributive(match) or described) and (not parts["b"] and whole or parts["am"] or parts["b"] and whole and (
+            not parts["sign"] and _DETERMINER_BEFORE.search(match.string, max(0, match.start() - 8), match.start()))):
+        # "a $5 fee": "a five dollar fee"; "in the $2,000-$5,000 range": "two thousand to five thousand dollar range"
+        # (an amount with cents keeps its plurals: "a £4.50 sandwich")
         names = (names[0], names[0], names[2], names[2])
     return _said(parts, names)
 
@@ -240,7 +246,8 @@ def _after(match: re.Match[str]) -> str | None:
     if parts["cur"] == "¢":  # "10–20¢" "ten to twenty cents"; "a 50¢ bag fee" "a fifty cent bag fee"
         said = w.number(parts["a"]) + (" to " + w.number(parts["b"]) if parts["b"] else "")
         one = parts["a"] == "1" and not parts["b"] or attributive(match) and not parts["b"]
-        return ("minus " if parts["sign"] else "") + said + (" cent" if one else " cents")
+        per = " per " + _PER_WORDS[parts["per"]] if parts["per"] else " per person" if parts["pp"] else ""
+        return ("minus " if parts["sign"] else "") + said + (" cent" if one else " cents") + per  # "14.2¢/kWh"
     names = CURRENCIES[parts["cur"]]
     if _RATE_BEFORE.search(match.string, max(0, match.start() - 3), match.start()) and not parts["b"] \
             and re.fullmatch(r"0\.\d+", parts["a"]) and not parts["am"] and not parts["per"] and not parts["pp"]:

@@ -285,6 +285,7 @@ _NOT_PLURAL_NOUNS = frozenset("""towards afterwards always sometimes besides per
 
 
 # Singular nouns a duration describes without a determiner before it ("20 min wait", "10 min walk")
+_HOW_OFTEN = frozenset("daily weekly monthly yearly annual quarterly hourly nightly".split())
 _TIMED_NOUNS = frozenset("wait walk drive ride commute delay nap workout flight layover".split())
 _DURATION_END = re.compile(r"(?i:min|mins|minutes?|hrs?|hours?|secs?|seconds?|days?|weeks?|months?|years?)\.?\Z")
 
@@ -309,6 +310,11 @@ def attributive(match: re.Match[str]) -> bool:
         return match.group().endswith(("L", "cc")) and _LAYOUT_AFTER.match(match.string, match.end(),
                                                                             match.end() + 8) is not None
     article = _A_BEFORE.search(match.string, max(0, match.start() - 24), match.start()) is not None
+    if after[1] in _HOW_OFTEN and (article or _DETERMINER.search(match.string, max(0, match.start() - 8),
+                                                                 match.start())):
+        # "a $5 monthly fee", "your 10 km daily walk": how often, then the noun it describes
+        noun = _NOUN_AFTER.match(match.string, after.end(), after.end() + 24)
+        return noun is not None and noun[1].islower() and noun[1] not in _NOT_DESCRIBED
     if after[1].lower() in _NOT_DESCRIBED and not (article and after[1] in _NOUNS_AFTER_A
                                                    and _NOUN_AFTER_A_END.match(match.string, after.end())):
         return False
@@ -362,6 +368,7 @@ CODE_NOUN = re.compile(r"(?i:\b(?:model|room|rm\.?|unit|lot|case|docket|exit|inv
 
 # A range of rooms, suites, gates by their numbers ("Rooms 301–310", "suites 1204-1210")
 _ROOMS_BEFORE = re.compile(r"(?i:\b(?:rooms?|rms?\.?|suites?|ste\.?|apartments?|apts?\.?|gates?|berths?|cabins?))[ \t]*\Z")
+_FORM_BEFORE = re.compile(r"(?<![\w'’])(?:Form|form|FORM)[ \t]\Z")
 _THE_BEFORE = re.compile(r"(?<![\w'])(?i:the)[ \t]+(?:\d{1,2}s[ \t]+(?:and|or|&)[ \t]+)?\Z")  # "the 1s and 2s"
 _RACE_DISTANCES = frozenset("3 5 8 10 12 15 21 25".split())  # a race's kilometers: "a 5K", "the 10K"
 _NAMED_AFTER = re.compile(r"[ \t]*(?:[.,;:!?)]|\Z)|[ \t]+(?:and|or)\b")
@@ -408,6 +415,9 @@ def _quantity(match: re.Match[str]) -> str | None:
             and _DETERMINER.search(match.string, max(0, match.start() - 8), match.start()) and not _PLURAL_AFTER.match(
                 match.string, match.end()):
         return w.cardinal(a) + " K"  # "the 10K start", "run a 5K": a race by its distance ("the 10K steps" counts)
+    if not b and not suffix and not sign and re.fullmatch(r"[1-9]\d{2,3}", a) and _FORM_BEFORE.search(
+            match.string, max(0, match.start() - 8), match.start()):
+        return w.paired(a)  # "Form 8962", "Form 990": a form's number read in pairs, as a year is ("eighty-nine sixty-two")
     if b and a == b and not suffix and not sign and "-" in match.group():
         return f"{w.cardinal(a)}-{w.cardinal(b)}"  # "50-50": a tie, an even split
     if suffix.lower() in ("st", "nd", "rd", "th") and not b and "." not in a:

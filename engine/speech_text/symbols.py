@@ -51,7 +51,8 @@ _ASKED_BE_BEFORE = re.compile(r"(?:^|[.!?:][ \t]+|\n|(?i:\b(?:why|how|when|so|an
 
 
 # "with a credit score < 600", "for orders > $50": a noun after "with" or "for" that the relation narrows, no statement
-_NARROWED_BEFORE = re.compile(r"(?<![\w'])(?i:with|without|for|having)[ \t]+(?:(?i:a|an|the|any|your|their|its|all)[ \t]+)?"
+_NARROWED_BEFORE = re.compile(r"(?<![\w'])(?i:with|without|for|having|(?:need|needs|require|requires|want|wants)"
+                              r"(?=[ \t]+(?i:a|an|any|your|their|its|all)[ \t]))[ \t]+(?:(?i:a|an|the|any|your|their|its|all)[ \t]+)?"
                               r"(?:[a-z]+[ \t]+)?[a-z]{3,}[ \t]*\Z")
 
 
@@ -258,6 +259,8 @@ RULES: list[Rule] = [
     ("cubed", r"(?<=[A-Za-z0-9)])³", _saying(" cubed")),
     ("per_slash", r"(?<=[^\W\d_])/(?=(?:hour|day|night|week|month|year|person|user|unit|page|shift)(?![\w/]))", _per),
     ("per_slash", rf"(?<=[^\W\d_])/{trie(_SLASH_UNITS)}(?![\w/²³])", _per_unit),
+    # "$2,400/12 = $200": a slash between an amount and a number before "=" divides
+    ("formula", r"(?<=\d)[ \t]?/[ \t]?(?=\d[\d,]*(?:\.\d+)?[ \t]*=)", _saying(" divided by ")),
     ("slash", r"(?<=[^\W\d_])(?:[ \t]/[ \t]|/)(?=[^\W\d_])", _slash),  # not "edit /usr": a path
     ("dash", r"[ \t]*[—–-][ \t]*(?=(?i:midnight|noon)\b)|(?<=(?i:midnight))[ \t]*[—–-][ \t]*(?=\d)"
              r"|(?<=(?i:noon))[ \t]*[—–-][ \t]*(?=\d)", _time_to),  # "3pm–midnight": a range of times, "to"

@@ -23,6 +23,8 @@ _SPELLED_NAMES = frozenset(
     | set("irs ups dmv dhl faq hbo bbc cnn nbc abc cbs npr ibm aws nyc cdc fda nih mit nyu usps ssa fbi cia usda epa faa "
           "tsa sku imdb ap ar qa".split())  # (and offices': accounts payable, receivable, quality: "ap@", "ap.org")
 )
+_CODAS = frozenset("ck ct ft ld lf lk lm lp lt mp nd ng nk nt pt rb rd rk rm rn rp rt sh sk sp st th ch ff ll ss "
+                   "ks ps ts gs ds ns ms ls rs bs rg rl rf rv lb lv lg wl wn ws xt".split())
 _SAID_DOMAINS = frozenset({"co", "me"})
 _SAID_NAMES = frozenset({"gmail", "hotmail", "ymail", "icloud"})  # said as words, whatever their first letters
 # Two consonants that can open an English syllable; any other pair opening a name marks an initial ("jsmith").
@@ -68,7 +70,10 @@ def _name(part: str, domain: bool, host: bool = False) -> str:
             # "y" its only vowel, after two consonants no word opens with: "qty" ("dry", "gym" are words)
             or re.fullmatch(r"[^aeiouy]{2}[^aeiou]*", lower) and lower[:2] not in _ONSETS
             # a short name that opens no English syllable: "cmu", "nyu" ("mit", "abc" do: listed)
-            or len(part) <= 3 and not SAYABLE_START.match(lower)):
+            or len(part) <= 3 and not SAYABLE_START.match(lower)
+            # in a host, a vowel and two consonants that close no English syllable: "adp", "aig" ("act", "ant" do)
+            or host and re.fullmatch(r"[aeiou]([^aeiouy])(?!\1)[^aeiouy]", lower) and lower[1:] not in _CODAS
+            and lower not in COMMON_WORDS and lower not in TLDS):
         return " ".join(part.upper())
     if host and re.fullmatch(r"ny[b-df-hj-np-tv-z][a-z]{3,}", lower) and SAYABLE_START.match(lower[2:]):
         return "N Y " + part[2:]  # New York's initials run into a name: "nytimes" "N Y times", "nypost"
