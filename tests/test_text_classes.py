@@ -972,6 +972,14 @@ SAID = [
     ("Pmt. rec'd, thanks. Int'l fee. Bal. fwd. from May. Est. amt. due", "Payment received, thanks. International fee. Balance forward from May. Estimated amount due"),
     ("Ask the Mgr. Then go.", "Ask the Manager. Then go."),
     ("$2,400/12 = $200 per month", "two thousand four hundred dollars divided by twelve equals two hundred dollars per month"),
+    ("He is hitting .305 with a .300 average.", "He is hitting three oh five with a three hundred average."),
+    ("They improved to 42-20 with a win; it fell to 3-5 degrees.", "They improved to forty-two and twenty with a win; it fell to three to five degrees."),
+    ("Cole (12-4, 2.45 ERA) starts.", "Cole (twelve and four, two point four five E R A) starts."),
+    ("Atty. Gen. Smith met adm. grace hopper.", "Attorney General Smith met Admiral grace hopper."),
+    ("He had a +/- of +18; x = 5 +/- 2", "He had a plus minus of plus eighteen; x equals five plus or minus two"),
+    ("A Saturn V rocket and a Category V storm.", "A Saturn five rocket and a Category five storm."),
+    ("The WHO says so. WHO did it? The VIX rose.", "The W H O says so. who did it? The Vix rose."),
+    ("Doors 6:30 PM / Show 8:00 PM", "Doors six thirty PM, Show eight PM"),
 ]
 
 

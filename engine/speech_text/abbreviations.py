@@ -17,7 +17,10 @@ TITLES = {"Col.": "Colonel", "Maj.": "Major", "Cpl.": "Corporal", "Adm.": "Admir
           "Rev.": "Reverend", "Hon.": "Honorable", "Supt.": "Superintendent", "Insp.": "Inspector", "Dr.": "Doctor", "Mr.": "Mister", "Mrs.": "Missus", "Ms.": "Miz", "Prof.": "Professor", "Jr.": "Junior",
           "Sr.": "Senior", "Mt.": "Mount", "Fig.": "Figure", "Eq.": "Equation", "Eqn.": "Equation", "No.": "number", "Gen.": "General", "Gov.": "Governor",
           "Sen.": "Senator", "Rep.": "Representative", "Capt.": "Captain", "Lt.": "Lieutenant", "Ft.": "Fort", "Hwy.": "Highway", "Sgt.": "Sergeant",
-          "Cmdr.": "Commander", "Cdr.": "Commander"}
+          "Cmdr.": "Commander", "Cdr.": "Commander", "Atty.": "Attorney"}
+# Titles that stand for nothing else in small letters, said before a name written in small letters too ("adm. grace
+# hopper"): not "gen." (a generation), "col." (a column), "rep." (a repetition), "ft." (feet)...
+_SMALL_TITLES = r"(?:adm|capt|sgt|lt|cmdr|cdr|cpl|supt|insp|atty|prof)\.(?=[ \t]+[a-z])"
 # Said in place; the full stop of those in ENDINGS also ends a sentence where one ends ("... and so on, etc.").
 ABBREVIATIONS = {"e.g.": "for example", "i.e.": "that is", "etc.": "et cetera", "vs.": "versus", "vs": "versus",
                  "approx.": "approximately", "a.k.a.": "also known as", "cf.": "compare", "incl.": "including",
@@ -78,7 +81,7 @@ ENDINGS = frozenset({"mgr.", "Mgr.", "fwd.", "Fwd.", "amt.", "bal.", "pmt.", "wk
 
 WORD_ACRONYMS = frozenset(
     "ZIP NASA NATO FIFA OPEC AIDS JPEG JSON YAML GIF PIN RAM ROM SIM LAN SARS FEMA OSHA UEFA IKEA LEGO WASP NAFTA "
-    "UNESCO UNICEF FICO SCUBA LASER RADAR SONAR COVID ASCII POSIX NASDAQ CAPTCHA FOMO YOLO SWAT TOEFL NAS JIRA".split()
+    "VIX UNESCO UNICEF FICO SCUBA LASER RADAR SONAR COVID ASCII POSIX NASDAQ CAPTCHA FOMO YOLO SWAT TOEFL NAS JIRA".split()
 )
 SPELLED = frozenset("US UK EU UN TV PC AI ID IQ DJ OS UI UX PR HR CEO CTO CFO API URL CPU GPU SQL USB USA UTF HIV POW MIA".split())
 COMMON_WORDS = frozenset(
@@ -260,7 +263,8 @@ def one_syllable(token: str) -> bool:
 
 
 _SHOUTED = re.compile(r"[A-Z][A-Z'’]+")
-_ACRONYM_WORDS = frozenset({"IT"})  # a word when shouted ("CALL IT A DAY"), the acronym in mixed text ("the IT dept.")
+_ACRONYM_WORDS = frozenset({"IT", "WHO"})  # a word when shouted ("CALL IT A DAY", "WHO IS IT?"), the acronym in mixed
+# text ("the IT dept.", "WHO declares a pandemic")
 
 
 # A shouted "US" after one of these is the pronoun: "CONTACT US ANYTIME", "JOIN US", "WORK WITH US"
@@ -288,6 +292,11 @@ def _caps(match: re.Match[str]) -> str:
     if token in _ACRONYM_WORDS and common and (
             len(shouted) >= 2 or not re.search(r"[a-z]", "".join(_sentence_around(match)))):
         return token.lower()  # "IS IT STILL UNDER WARRANTY?", "I DID IT!"
+    if token == "WHO":
+        before, after = _sentence_around(match)
+        if re.match(r"\s*(?i:it|he|she|they|you|we|i|did|does|do|is|was|are|were|else|cares|knows)\b", after) or \
+                match.string[match.end() + len(after):match.end() + len(after) + 1] == "?":
+            return "who"  # "WHO did this?", "guess WHO it was": the word stressed, not the organisation
     if len(common) >= 2 and (token == "US" or (len(token) >= 4 and _VOWELS & set(token) and token not in WORD_ACRONYMS)
                              or (len(token) == 3 and token not in SPELLED and one_syllable(token))):  # "THE GYM"
         return token.lower()
@@ -453,7 +462,7 @@ def _small_initials(match: re.Match[str]) -> str | None:
 
 
 RULES: list[Rule] = [
-    ("title", rf"(?<![\w.])(?:St\.|(?:{_pattern({k: v for k, v in TITLES.items() if k != 'No.'})})|{_SHOUTED_TITLE}|No\.(?=:?[ \t]?(?:\d|[A-Z]{{1,4}}-?\d)|[ \t]of\b)|no\.(?=:?[ \t]?(?:\d|[A-Z][A-Z\d-]*\d))|{_NUMBERED_NO}|{_SHOUTED_NO})",
+    ("title", rf"(?<![\w.])(?:St\.|(?:{_pattern({k: v for k, v in TITLES.items() if k != 'No.'})})|{_SHOUTED_TITLE}|{_SMALL_TITLES}|No\.(?=:?[ \t]?(?:\d|[A-Z]{{1,4}}-?\d)|[ \t]of\b)|no\.(?=:?[ \t]?(?:\d|[A-Z][A-Z\d-]*\d))|{_NUMBERED_NO}|{_SHOUTED_NO})",
      _title),
     ("abbreviation",
      rf"(?<![\w.])(?:{_pattern(ABBREVIATIONS)}|(?i:{_pattern(_LOWER_ABBREVIATIONS)}))(?![\w])", _abbreviation),

@@ -523,8 +523,9 @@ def _after_name(match: re.Match[str]) -> str | None:
         return "the " + w.ordinal(str(value))  # "Robert Lee Smith III", "Mr. Thurston Howell IV"; "Street Fighter II"
         #                                        is a title's number
     titled = _TITLED.search(before)
-    if titled is None or (len(numeral) == 1 and not titled.group().strip().isupper()):  # "Model X": a letter
-        return None
+    if titled is None or (len(numeral) == 1 and not titled.group().strip().isupper()  # "Model X": a letter
+                          and (numeral != "V" or re.match(r"\.|[ \t]+[A-Z]", match.string[match.end():match.end() + 2]))):
+        return None  # ("Saturn V rocket", "Category V": "V" is no letter a name is given, before a name's next word)
     return w.cardinal(str(value))
 
 

@@ -911,6 +911,20 @@ def _counted_by(match: re.Match[str]) -> str | None:
     return w.plural(w.cardinal(match.group()[:-1]))
 
 
+_BATTING_BEFORE = re.compile(r"(?i:\b(?P<cue>hitting|batting|batted|bats|hit|hits|average[ \t]+of|avg\.?)[ \t]+\Z)"
+                             r"|(?:\b(?:an?|his|her|their)[ \t]+\Z)")
+_BATTING_AFTER = re.compile(r"[ \t]+(?:average|avg|batting|hitter|clip|mark|OBP|slugging|on-base)\b")
+
+
+def _batting_average(match: re.Match[str]) -> str | None:
+    """".310" after "hitting", "batting", or ("a .285 average") before "average": three figures read in pairs."""
+    before = match.string[max(0, match.start() - 24):match.start()]
+    cue = _BATTING_BEFORE.search(before)
+    if cue and (cue["cue"] or _BATTING_AFTER.match(match.string, match.end())):
+        return w.paired(match.group()[1:])
+    return None
+
+
 def _newtons(match: re.Match[str]) -> str | None:
     if not _FORCE_BEFORE.search(match.string, max(0, match.start() - 40), match.start()):
         return None
@@ -990,6 +1004,8 @@ RULES: list[Rule] = [
     ("suffix_range", r"(?<![\w.,/-])\d{1,3}(?:\.\d{1,2})?[kKMB][ \t]?[-–][ \t]?\d{1,3}(?:\.\d{1,2})?[kKMB](?![\w-])",
      lambda match: " to ".join(f"{w.number(n)} {MULTIPLIERS[scale]}"
                                for n, scale in re.findall(r"([\d.]+)([kKMB])", match.group()))),
+    # "hitting .310", "a .285 average": a batting average, said as a number of thousandths in pairs ("three ten")
+    ("batting_average", r"(?<![\w.,])\.[1-9]\d\d(?![\w]|[.,]\d)", _batting_average),
     ("quantity", _QUANTITY, _quantity),
     # "per kWh", "per sq ft": a unit named after "per" with no number before it, singular
     ("per_unit", r"(?<=\bper[ \t])(?:%s)(?![\w/²³])" % "|".join(

@@ -133,7 +133,7 @@ _RULES_OF_CLASS = {
     "money": "pence money coded_money currency_pair money_plural scaled_range unit_price",
     "fraction": "mixed_fraction fraction signed_fraction vulgar_fraction",
     "measure": "molar viscosity scaled_unit spaced_hour newtons per_unit per_slash pressure rooms feet_inches feet dimensions inches inches_tall hyphen_unit unit_alone fraction_unit fraction_inches power_unit",
-    "cardinal": "counted_by time_signature number_ers number_sign quantity grouped_thousands scientific superscript_power",
+    "cardinal": "batting_average counted_by time_signature number_ers number_sign quantity grouped_thousands scientific superscript_power",
     "abbreviation": "party_state letters_word initials_and title abbreviation before_number label copied sig dose_form dotted caps",
     "plain": "sharp about slash dash emoji number_word stray bar",
 }
@@ -172,10 +172,28 @@ def classify(text: str, locale: str | None = None) -> list[Reading]:
                 break
         else:
             at = start + 1
-    return _between(text, _ranges(text, readings))
+    return _records(text, _between(text, _ranges(text, readings)))
 
 
 _BETWEEN_WORD = re.compile(r"\b[Bb]etween[ \t]+\Z")
+# A team's or a pitcher's won-lost record, "42-20", is "forty-two and twenty": after a verb that moves a record
+# ("improved to 42-20", "fell to 3-5"), before "record", or in a pitcher's line ("(12-4, 2.45 ERA)")
+_RECORD = re.compile(r"\d{1,3}-\d{1,3}")
+_RECORD_BEFORE = re.compile(r"\b(?:improv|fall|fell|drop|slip|mov|climb|even)\w*[ \t]+to[ \t]+\Z")
+_NOUN_AFTER = re.compile(r"[ \t]+(?!(?:with|in|on|after|and|at|for|since|this|overall|against|under|to|but|while|as|"
+                         r"heading|entering|going|before|when|following|thanks|despite|behind|by)\b)[A-Za-z%]")
+_RECORD_AFTER = re.compile(r"[ \t]+record\b|,[ \t]*\d?\.\d\d[ \t]+ERA\b")
+
+
+def _records(text: str, readings: list[Reading]) -> list[Reading]:
+    """"improved to 42-20", "a 12-4 record", "(12-4, 2.45 ERA)": wins and losses, "twelve and four"."""
+    for i, reading in enumerate(readings):
+        if (reading.said.count(" to ") == 1 and _RECORD.fullmatch(text, reading.start, reading.end)
+                and ((_RECORD_BEFORE.search(text, max(0, reading.start - 16), reading.start)
+                      and not _NOUN_AFTER.match(text, reading.end))  # "fell to 3-5 degrees" is a range
+                     or _RECORD_AFTER.match(text, reading.end))):
+            readings[i] = Reading(reading.start, reading.end, reading.kind, reading.said.replace(" to ", " and "))
+    return readings
 
 
 def _between(text: str, readings: list[Reading]) -> list[Reading]:

@@ -190,7 +190,8 @@ _FIELD_BEFORE = re.compile(r"[^\W\d_]:[ \t]+[^:/\n]{1,40}\Z")
 _FIELD_AFTER = re.compile(r"[ \t]*[^\W\d_]+(?:[ \t][^\W\d_]+)?:")
 # "Doors 7pm / Show 8pm", "Adults 10am / Kids 2pm": a capitalised label and its value (with a digit) on each side of a
 # spaced slash, two listed items, a pause
-_ITEM_BEFORE = re.compile(r"(?<![\w'’])[A-Z][a-z]+[ \t]+[^\s/]*\d[^\s/]*[ \t]\Z")
+_ITEM_BEFORE = re.compile(r"(?<![\w'’])[A-Z][a-z]+[ \t]+[^\s/]*\d[^\s/]*(?:[ \t](?:[AaPp]\.?[Mm]\.?|[A-Z]{2,3}))?[ \t]\Z")
+# (its value may end with a time's half or zone: "Doors 6:30 PM / Show 8:00 PM")
 _ITEM_AFTER = re.compile(r"[ \t]*[A-Z][a-z]+[ \t]+[^\s/]*\d")
 
 
@@ -244,6 +245,9 @@ RULES: list[Rule] = [
     # "°F = °C × 9/5 + 32": a scale's sign with no number, the scale named ("degrees Fahrenheit")
     ("words", r"(?<![\w°])°[CF](?![\w])",
      lambda match: "degrees " + ("Celsius" if match.group()[1] == "C" else "Fahrenheit")),
+    # "a +/- of +18", "his +/- rating": the sports statistic named after the sign, "plus minus" (a noun, no operands)
+    ("words", r"(?:(?<=\b[Aa][ \t])|(?<=\b[Tt]he[ \t])|(?<=\bhis[ \t])|(?<=\bher[ \t])|(?<=\btheir[ \t])"
+              r"|(?<=\bits[ \t]))\+/-(?![ \t]?[-−+]?[\d.])|\+/-(?=[ \t]+rating\b)", _saying("plus minus")),
     ("words", "|".join(re.escape(s) for s in sorted(_WORDS, key=len, reverse=True)), _said),
     ("compare", r"(?<=\s)[<>](?=\s)", _compare),
     ("minus", r"(?<=[\w)])[ \t]?−[ \t]?(?=[\w($€£¥])", _saying(" minus ")),  # "revenue − cost": the minus sign, U+2212
