@@ -980,6 +980,14 @@ SAID = [
     ("A Saturn V rocket and a Category V storm.", "A Saturn five rocket and a Category five storm."),
     ("The WHO says so. WHO did it? The VIX rose.", "The W H O says so. who did it? The Vix rose."),
     ("Doors 6:30 PM / Show 8:00 PM", "Doors six thirty PM, Show eight PM"),
+    ("cut rates by 1/4 point.", "cut rates by a quarter point."), ("rise 1/2 meter by May", "rise half a meter by May"),
+    ("Seas could rise by 2100, it says.", "Seas could rise by twenty-one hundred, it says."),
+    ("The 7'4\" rookie", "The seven-foot-four rookie"), ("It is 1/2 inch thick.", "It is half an inch thick."),
+    ("at apnews.com and espn.com, usgs.gov, apps.io", "at A P news dot com and E S P N dot com, U S G S dot gov, apps dot I O"),
+    ("the 4500 block of S. Halsted St.", "the forty-five hundred block of South Halsted Street."),
+    ("on Sunrise Hwy near", "on Sunrise Highway near"), ("along 10th Ave. S (near", "along Tenth Avenue South (near"),
+    ("passed H.R. 815 and S.J.Res. 7", "passed H R eight fifteen and S J Res seven"),
+    ("Invest 91L could form.", "Invest ninety-one L could form."), ("hunter N42RF flew", "hunter N four two R F flew"),
 ]
 
 

@@ -195,11 +195,15 @@ def _zip(match: re.Match[str]) -> str:
 
 
 def _ordinal_street(match: re.Match[str]) -> str:
-    *direction, number, kind = match.group().split()
+    *direction, number, kind = match.group().split()[:3] if match.group()[0].isalpha() else match.group().split()[:2]
+    after = match.group().split()[len(direction) + 2:]
     said = f"{w.ordinal(number[:-2]).capitalize()} {STREET_TYPES[kind.rstrip('.')]}"
     if direction:
         said = f"{DIRECTIONS[direction[0].rstrip('.')]} {said}"
-    return said + ("." if kind.endswith(".") and ends_sentence_after(match) else "")
+    if after:
+        said += " " + DIRECTIONS[after[0].rstrip(".")]
+    last = after[0] if after else kind
+    return said + ("." if last.endswith(".") and ends_sentence_after(match) else "")
 
 
 _NAME_BEFORE = re.compile(r"(?:^|[^\w.'’])((?:St\.[ \t]+)?[A-Z][a-z']+|[A-Z]{2,}|Saint[ \t]+[A-Z][a-z']+)[ \t]\Z")
@@ -228,6 +232,15 @@ def _street_type(match: re.Match[str]) -> str | None:
         if kind == "St" and re.match(r"[ \t]+[A-Z][a-z]", after):
             return None  # "St Kilda": Saint before a name
     return STREET_TYPES[kind] + ("." if match.group().endswith(".") and ends_sentence_after(match) else "")
+
+
+_INITIAL_BEFORE = re.compile(r"(?:^|[^\w])[A-Z][a-z]*\.?[ \t]\Z")
+
+
+def _street_direction(match: re.Match[str]) -> str | None:
+    if _INITIAL_BEFORE.search(match.string, max(0, match.start() - 20), match.start()):
+        return None  # "John S. Park Dr.": a middle initial after a name, or the sentence's first word
+    return DIRECTIONS[match.group().rstrip(".")]
 
 
 def _route(match: re.Match[str]) -> str:
@@ -365,13 +378,18 @@ RULES: list[Rule] = [
     ("state", _STATE, _state),
     ("address", _ADDRESS, _address), ("unit", _UNIT, _unit),
     # "the 3500 block of Oak Blvd." "thirty-five hundred": a block's number said as a house number is
+    # "the 4500 block of S. Halsted St.", "on N. Clark St": a direction before a street's name and type
+    ("street_direction", r"(?<![\w.'’-])(?:NE|NW|SE|SW|[NSEW])\.?(?=[ \t]+[A-Z][a-z]+(?:[ \t]+[A-Z][a-z]+)?[ \t]+"
+     r"(?:St|Ave|Blvd|Rd|Dr|Ln|Pkwy|Hwy|Street|Avenue|Boulevard|Road|Drive|Lane|Parkway|Highway)(?![\w'’-]))",
+     _street_direction),
     ("block", r"(?<![\w.,$#/-])\d{3,4}(?=[ \t]+block[ \t]+(?:of|on)(?![\w]))", lambda m: house_number(m.group())),
     ("unit", r"(?<=[ \t])(?:[A-Z]\d{1,4}[A-Z]?|\d{1,4}[A-Z])(?![\w–-]|:\d)", _more_units), ("zip", _ZIP, _zip), ("postal", _POSTAL, _postal),
     ("route", _ROUTE_ALONE, _route), ("compass", _COMPASS, _compass),
     ("ordinal_street", r"(?<![\w.])(?:[NSEW]\.?[ \t]+)?\d{1,3}(?:(?:st|nd|rd|th)[ \t]+(?:St|Ave|Av|Blvd|Rd|Dr|Ln|Pl|Pkwy|Ter)"
-     r"|(?:ST|ND|RD|TH)[ \t]+(?:ST|AVE|BLVD|RD|LN|PL|PKWY|TER))\.?(?![\w])",
-     _ordinal_street),  # "the 42nd St entrance", "1st Ave", "E 60th St", shouted "AT 3RD ST"
-    ("street_type", r"(?<=[A-Za-z][ \t])(?:St|Ave|Blvd|Rd|Ln|Pkwy|(?:ST|AVE|BLVD|RD|LN|PKWY)\.?)(?![\w.'’&/-])",
+     r"|(?:ST|ND|RD|TH)[ \t]+(?:ST|AVE|BLVD|RD|LN|PL|PKWY|TER))\.?(?![\w])"
+     r"(?:[ \t]+(?:NE|NW|SE|SW|[NSEW])\.?(?=[ \t]*[,;:()]|[ \t]*$|[ \t]+[a-z(]|(?<=\.)[ \t]|[!?]))?",
+     _ordinal_street),  # "10th Ave. S (between", "5th St NW,": a direction after the type  # "the 42nd St entrance", "1st Ave", "E 60th St", shouted "AT 3RD ST"
+    ("street_type", r"(?<=[A-Za-z][ \t])(?:St|Ave|Blvd|Rd|Ln|Pkwy|Hwy|(?:ST|AVE|BLVD|RD|LN|PKWY|HWY)\.?)(?![\w.'’&/-]|[ \t]+\d)",
      _street_type),  # "Main St toward", "St. Charles Ave", shouted "CLOSES MAIN ST": no house number before
     # "15 Rue de Rivoli, 75001 Paris": a postcode before its town, digit by digit
     ("postcode", r"(?<=,[ \t])\d{5}(?=[ \t]+[A-Z][a-z]+(?:[ \t]+[A-Z][a-z]+)?(?:[,.;]|[ \t]*$))", lambda m: w.digits(m.group())),

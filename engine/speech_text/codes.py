@@ -963,6 +963,14 @@ RULES: list[Rule] = [
     # "for P1s", "the P2s and P3s": a priority's or a grade's code in the plural after a word that counts or picks them,
     # "P ones" (elsewhere a model's small-letter suffix: "A7s")
     ("serial", r"(?<![\w-])[A-Z]\d{1,2}s(?![\w-])", _plural_code),
+    # a bill's number in Congress, in pairs as bills are said: "H.R. 815" "H R eight fifteen", "S.J.Res. 12"
+    ("serial", r"(?<![\w.])(?:H\.[ \t]?R\.|(?:H|S)\.(?:J\.|Con\.)?[ \t]?Res\.)[ \t]?\d{1,4}(?![\w]|[.,]\d)",
+     lambda match: " ".join([*re.findall(r"[A-Za-z]+", match.group()), w.paired(re.search(r"\d+", match.group())[0])])),
+    # a storm's invest number and its basin's letter: "Invest 91L" "ninety-one L"
+    ("serial", r"(?<=Invest[ \t])\d{2}[A-Z](?![\w-])", lambda match: f"{w.cardinal(match.group()[:2])} {match.group()[2]}"),
+    # an American aircraft's tail number, digit by digit: "N42RF" "N four two R F"
+    ("serial", r"(?<![\w-])N[1-9]\d{1,4}[A-Z]{1,2}(?![\w-])",
+     lambda match: " ".join(char if char.isalpha() else w.digits(char) for char in match.group())),
     ("serial", r"(?<![\w-])[A-Z]\d{1,2}–[A-Z]\d{1,2}(?![\w-])"  # "Q1–Q3" (with a hyphen: the second alternative)
                r"|(?<![\w$£€¥₹#.-])(?=[A-Z0-9-]*[A-Z])(?=[A-Z0-9-]*\d)[A-Z0-9]+(?:-[A-Z0-9]+)*(?:(?<=\d)[a-z])?(?![\w-])",
      _serial),  # "SN8842-KD19", "M404n" (a model's lower-case suffix)

@@ -122,6 +122,20 @@ def fiscal_year(match: re.Match[str]) -> str:
     return "fiscal year " + (w.year(int(year)) if len(year) == 4 else w.cardinal(year))
 
 
+_FORETOLD = re.compile(r"(?i:\b(?:could|will|would|may|might|should|expected|projected|forecasts?|forecasted|predicted|"
+                       r"predicts?|estimated|likely|warns?|warned|set[ \t]to|is[ \t]to|are[ \t]to|plans?|aims?|goals?|target))"
+                       r"\b[^.!?\n]*\Z")
+
+
+def _future_year(match: re.Match[str]) -> str | None:
+    if not _FORETOLD.search(match.string, max(0, match.start() - 100), match.start()) or re.match(
+            r"[ \t]+(?!(?:and|or|the|to|if|when|as|unless|but|at|in|from|than|compared|levels?)\b)[a-z]",
+            match.string[match.end():match.end() + 16]):  # "by 2100 meters": a count
+
+        return None
+    return w.year(int(match.group()))
+
+
 def _since_year(match: re.Match[str]) -> str:
     """"1990-present" -> "nineteen ninety to present"."""
     year, rest = re.split(r"[ \t]?[-–—][ \t]?", match.group(), maxsplit=1)
@@ -406,6 +420,9 @@ def rules(day_first: bool = False) -> list[Rule]:
         ("dotted_date", r"(?<![\w.])(?:\d{1,2}\.\d{1,2}\.\d{4}|\d\d\.\d\d\.\d\d)(?![\w]|\.\d)", _dotted_date),
         ("dashed_date", rf"(?<![\w-])(?:(?:[12]\d|3[01]|0?[1-9])[-–]{_MONTH}\.?|{_MONTH}\.?[-–](?:[12]\d|3[01]|0?[1-9]))"
                         rf"[-–](?:\d{{4}}|\d\d)(?![\w-])", _dashed_date),
+        # "could rise ... by 2100": a year past 2099 after by, until, before, in, when the sentence foretells
+        ("future_year", r"(?:(?<=\bby[ \t])|(?<=\buntil[ \t])|(?<=\bbefore[ \t])|(?<=\bin[ \t])|(?<=\bthrough[ \t]))"
+                        r"2[1-9]\d\d(?![\w%'’-]|[.,:/]\d)", _future_year),
         ("since_year", r"(?<![\w.-])(?:1[89]\d\d|20\d\d)[ \t]?[-–—][ \t]?(?:present|now|today|date)\b", _since_year),
         ("month_date",
          rf"(?<![\w]){_MONTH_DAY}\.?,?[ \t](?:(?:the[ \t])?{_DAY}(?:,?[ \t]\d{{4}})?|\d{{4}})(?![\w])", _month_date),

@@ -558,6 +558,9 @@ def _odd_denominator_date(match: re.Match[str], day: int) -> bool:
 _SLASHED = re.compile(r"(?<![\w./,])\d{1,2}/\d{1,2}(?![\w/])")  # the month_day rule's pattern
 
 
+_UNIT_AFTER = re.compile(r"[ \t]+(?:percentage[ \t]+)?([a-z]+)\b(?![.'’-]\w)")
+
+
 def _month_day(match: re.Match[str]) -> str | None:
     """"11/29" after a word about when ("starts 11/29") is a date; "08/27" (a leading zero) always is."""
     a, b = match.group().split("/")
@@ -576,6 +579,9 @@ def _month_day(match: re.Match[str]) -> str | None:
     # "is 10/6.": a month over a day that no one writes as a fraction (improper and reducible: ten sixths is five
     # thirds), a date; halves stay ("4/2", a home's beds and baths)
     reducible = int(a) > int(b) > 2 and math.gcd(int(a), int(b)) > 1 and not _OF_AFTER.match(match.string, match.end())
+    unit = _UNIT_AFTER.match(match.string, match.end())
+    if int(a) < int(b) and unit and (unit[1] in _UNIT_WORDS or unit[1] == "point") and not listed:
+        return None  # "by 1/4 point", "rise 1/2 meter": a proper fraction before a unit it measures, no date
     if a[0] != "0" and not listed and not reducible and not _odd_denominator_date(match, int(b)) and \
             (not _DATE_CUES.search(before) or _CHANGED_BY.search(before) or _OF_AFTER.match(match.string, match.end())):
         return None
@@ -715,11 +721,23 @@ def _of_a(after: str) -> str:
     return " of an" if name[0] in "aeiou" or name.startswith("hour") else " of a"
 
 
+# a singular unit after a fraction, and whether a word of where or how, or a clause's end, follows it
+_LONE_UNIT = re.compile(r"[ \t]+([a-z]+)\b(?![.'’-]\w)((?=[ \t]+(?:by|from|away|in|to|per|each|deep|long|tall|wide|thick|high|"
+                        r"higher|lower|more|less|farther|further|closer)\b)|(?=[ \t]*(?:[,;:!?)]|\.(?![ \t]*[a-z])|\Z)))?")
+
+
 def _fraction_of(numerator: int, denominator: int, match: re.Match[str]) -> str:
     """A fraction's words; a lone unit after one is "of a" unit ("3/4 mile away" "three quarters of a mile away",
     "1/1000 s." "a thousandth of a second."), though not after an article ("a ⅓ share") nor after a half or a
     quarter, said as one word with its unit ("1/4 acre." "one quarter acre.")."""
     said = fraction_words(numerator, denominator)
+    unit = _LONE_UNIT.match(match.string, match.end())
+    if "/" in match.group() and numerator == 1 and denominator in (2, 4) and unit and (unit[1] in _UNIT_WORDS or unit[1] == "point") \
+            and not unit[1].endswith("s") and not _DETERMINER_BEFORE.search(match.string, max(0, match.start() - 8), match.start()):
+        if unit[2] is not None:  # "by 1/4 point." "a quarter point", "rise 1/2 meter by" "half a meter by": an amount
+            if denominator == 4:  # alone, not a recipe's ("1/4 cup of butter" "one quarter cup")
+                return "a quarter"
+            return "half an" if unit[1][0] in "aeio" or unit[1].startswith("hour") else "half a"
     of = _of_a(match.string[match.end():match.end() + 40])
     if not of or _DETERMINER_BEFORE.search(match.string, max(0, match.start() - 8), match.start()) \
             or numerator == 1 and denominator in (2, 4):
@@ -740,10 +758,17 @@ _ARTICLE_BEFORE = re.compile(r"(?i:\b(?:an?|the))[ \t]+\Z")
 _MEASURED_AFTER = re.compile(r"[ \t]+(?!(?:of|and|or|to|by|from|in|on|at|with|x|is|was)\b)[a-z]")
 
 
+_NOT_A_NOUN_AFTER = re.compile(r"[ \t]+(?:tall|high|long|wide|deep|thick|now|ago|then|but|so|yet|as|for|when|while|"
+                               r"barefoot|and|or)\b")
+
+
 def _feet(match: re.Match[str]) -> str:
     feet, inches = re.findall(r"\d+", match.group()) + [""] * (2 - len(re.findall(r"\d+", match.group())))
     attributive = _ARTICLE_BEFORE.search(match.string, max(0, match.start() - 6), match.start()) \
         and _MEASURED_AFTER.match(match.string, match.end())
+    if inches and _MEASURED_AFTER.match(match.string, match.end()) \
+            and not _NOT_A_NOUN_AFTER.match(match.string, match.end()):
+        return f"{w.cardinal(feet)}-foot-{w.cardinal(inches)}"  # "the 7'4\" rookie": a height before its noun
     said = w.cardinal(feet) + (" foot" if feet == "1" or attributive else " feet")
     return said + (f" {w.cardinal(inches)} inch" + ("" if inches == "1" or attributive else "es") if inches else "")
 
@@ -943,7 +968,7 @@ RULES: list[Rule] = [
     ("version", r"(?<![\w.])(?:[vV]\d+(?:\.\d+)*|\d+\.\d+\.\d+(?:\.\d+)*)(?::\d{2,5}(?![\d:])|/\d{1,2}(?![\w/.]))?(?![\w]|\.\d)", _version),
     ("mixed_fraction", r"(?<![\w./,])\d{1,3}[ \t]\d{1,2}/\d{1,2}(?![\w/])", _mixed_fraction),
     # "in 4/4 time", "6/8 meter": a time signature, each number said ("four four"), not a fraction or a date
-    ("time_signature", r"(?<![\w./,])\d{1,2}/(?:2|4|8|16)(?=[ \t]+(?:time|meter|metre|signature|time[ \t]signature)\b)",
+    ("time_signature", r"(?<![\w./,])(?!1/)\d{1,2}/(?:2|4|8|16)(?=[ \t]+(?:time|meter|metre|signature|time[ \t]signature)\b)",
      lambda match: " ".join(w.cardinal(n) for n in match.group().split("/"))),
     ("month_day", r"(?<![\w./,])\d{1,2}/\d{1,2}(?![\w/])", _month_day),
     ("month_year", r"(?<![\w./,])(?:0?[1-9]|1[0-2])/(?:19|20)\d\d(?![\w/])", _month_year),

@@ -58,6 +58,16 @@ EMAIL = (r"(?<![\w.+'-])(?:mailto:)?[\w+'-]{1,64}+(?:\.[\w+'-]{1,64}+){0,8}@[A-Z
 _PART = re.compile(r"[A-Za-z]+|\d+|.", re.S)
 
 
+def _coda(cluster: str) -> bool:
+    """Whether consonants close an English syllable: "rts", "nds", "lps", "rst" ("spn", "sgs" do not)."""
+    cluster = re.sub(r"(.)\1", r"\1", cluster)  # a doubled letter is one sound: "apps", "adds"
+    if len(cluster) == 1:
+        return True
+    if len(cluster) == 2:
+        return cluster in _CODAS
+    return (cluster[:2] in _CODAS and cluster[2] in "st") or (cluster[0] in "lnmr" and cluster[1:] in _CODAS)
+
+
 def _name(part: str, domain: bool, host: bool = False) -> str:
     """One name of a URL or address: "irs" -> "I R S", "jsmith" -> "J smith", "io" at the end -> "I O"; in a host,
     two letters that are no word are spelled ("aa.com", "511ny.org", "ev-charging": "A A", "N Y", "E V")."""
@@ -73,8 +83,20 @@ def _name(part: str, domain: bool, host: bool = False) -> str:
             or len(part) <= 3 and not SAYABLE_START.match(lower)
             # in a host, a vowel and two consonants that close no English syllable: "adp", "aig" ("act", "ant" do)
             or host and re.fullmatch(r"[aeiou]([^aeiouy])(?!\1)[^aeiouy]", lower) and lower[1:] not in _CODAS
-            and lower not in COMMON_WORDS and lower not in TLDS):
+            and lower not in COMMON_WORDS and lower not in TLDS
+            # in a host, a short name opening with its only vowel whose consonants after close no English syllable:
+            # "espn", "usgs" ("arts", "ends", "alps" do)
+            or host and len(part) == 4 and re.fullmatch(r"[aeiou][^aeiouy]{3}", lower) and not _coda(lower[1:])
+            and lower not in COMMON_WORDS):
         return " ".join(part.upper())
+    if host and len(part) >= 6 and lower[0] in "aeiou":
+        # a known acronym run into a word in a host, where the two consonants at the seam neither close nor open a
+        # syllable: "apnews" "A P news" ("pn")
+        for cut in (2, 3):
+            seam = lower[cut - 1:cut + 1]
+            if (lower[:cut] in _SPELLED_NAMES and re.fullmatch(r"[^aeiouy]{2}", seam) and seam not in _CODAS
+                    and seam not in _ONSETS and SAYABLE_START.match(lower[cut:]) and len(part) - cut >= 4):
+                return " ".join(part[:cut].upper()) + " " + part[cut:]
     if host and re.fullmatch(r"ny[b-df-hj-np-tv-z][a-z]{3,}", lower) and SAYABLE_START.match(lower[2:]):
         return "N Y " + part[2:]  # New York's initials run into a name: "nytimes" "N Y times", "nypost"
     if len(part) >= 4 and re.match(r"[^aeiouy]{2}", lower) and lower[:2] not in _ONSETS and lower not in _SAID_NAMES:
