@@ -988,6 +988,15 @@ SAID = [
     ("on Sunrise Hwy near", "on Sunrise Highway near"), ("along 10th Ave. S (near", "along Tenth Avenue South (near"),
     ("passed H.R. 815 and S.J.Res. 7", "passed H R eight fifteen and S J Res seven"),
     ("Invest 91L could form.", "Invest ninety-one L could form."), ("hunter N42RF flew", "hunter N four two R F flew"),
+    ("new eta 2:40pm, what's the eta?", "new E T A two forty PM, what's the E T A?"), ("eta = 0.3", "eta equals zero point three"),
+    ("Use the hashtag #StormReady now", "Use the hashtag storm ready now"),
+    ("see a.gov/rebates-2025 and a.gov/form-1040.pdf", "see A dot gov slash rebates dash twenty twenty-five and A dot gov slash form dash ten forty dot P D F"),
+    ("send the tech to 16 maple ct", "send the tech to sixteen maple Court"),
+    ("HOUSE AT 10250 HWY 61 S FLOODED", "house at ten two fifty Highway sixty-one South flooded"),
+    ("Spark plug NGK ILKAR7B11", "Spark plug N G K I L K A R seven B one one"),
+    ("Approx. wait: 2 hrs, the approx. cost", "Approximate wait, two hours, the approximate cost"),
+    ("approx. 2 hrs", "approximately two hours"), ("Attach proof of res. today", "Attach proof of residence today"),
+    ("Apply for WIC or SNAP. MERV 11", "Apply for Wic or snap. Merv eleven"),
 ]
 
 

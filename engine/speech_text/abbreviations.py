@@ -81,7 +81,8 @@ ENDINGS = frozenset({"mgr.", "Mgr.", "fwd.", "Fwd.", "amt.", "bal.", "pmt.", "wk
 
 WORD_ACRONYMS = frozenset(
     "ZIP NASA NATO FIFA OPEC AIDS JPEG JSON YAML GIF PIN RAM ROM SIM LAN SARS FEMA OSHA UEFA IKEA LEGO WASP NAFTA "
-    "VIX UNESCO UNICEF FICO SCUBA LASER RADAR SONAR COVID ASCII POSIX NASDAQ CAPTCHA FOMO YOLO SWAT TOEFL NAS JIRA".split()
+    "VIX UNESCO UNICEF FICO SCUBA LASER RADAR SONAR COVID ASCII POSIX NASDAQ CAPTCHA FOMO YOLO SWAT TOEFL NAS JIRA "
+    "WIC MERV".split()  # (the nutrition program, a filter's rating)
 )
 SPELLED = frozenset("US UK EU UN TV PC AI ID IQ DJ OS UI UX PR HR CEO CTO CFO API URL CPU GPU SQL USB USA UTF HIV POW MIA".split())
 COMMON_WORDS = frozenset(
@@ -161,11 +162,18 @@ def _in_context(match: re.Match[str], said: str) -> str:
         return "minimum"
     if key == "est." and _BEFORE_YEAR.match(match.string, match.end()):
         return "established"
+    if key in ("approx.", "approx") and (_LABEL_NOUN_AFTER.match(match.string, match.end())
+                                         or _DETERMINER_BEFORE.search(match.string, max(0, match.start() - 8), match.start())):
+        return "approximate"  # before a label's noun ("Approx. wait: 2 hrs") or after "the": an adjective
     if key == "lic." and _INSURED_AFTER.match(match.string, match.end()):
         return "licensed"  # a contractor's "Lic. & ins.", "Lic. & bonded"
     if key == "ins." and _LICENSED_BEFORE.search(match.string, max(0, match.start() - 24), match.start()):
         return "insured"  # "Lic. & ins.", "bonded and ins."
     return said
+
+
+_LABEL_NOUN_AFTER = re.compile(r"[ \t]+[A-Za-z]+(?:[ \t][A-Za-z]+)?:(?![^\s])")
+_DETERMINER_BEFORE = re.compile(r"(?i:\b(?:the|an?|your|our|its|their|his|her|my))[ \t]+\Z")
 
 
 # A contractor's listing: licensed, bonded and insured ("Lic. & ins.", "Licensed, bonded & ins.")
@@ -215,6 +223,16 @@ _NAME_BEFORE = re.compile(r"(?<![\w.])[A-Z][\w'’.&-]*[ \t]\Z")
 def _case_versus(match: re.Match[str]) -> str | None:
     """"Brown v. Board": "v." after a capitalised name and before another is a court case's "versus"."""
     return "versus" if _NAME_BEFORE.search(match.string, max(0, match.start() - 40), match.start()) else None
+
+
+_RESIDED_BEFORE = re.compile(r"(?i:\b(?:proof|place|country|state|county|city|address|certificate|length))[ \t]of[ \t]\Z")
+
+
+def _residence(match: re.Match[str]) -> str | None:
+    """"proof of res.", "place of res.": where one lives, "residence"."""
+    if not _RESIDED_BEFORE.search(match.string, max(0, match.start() - 20), match.start()):
+        return None
+    return "residence" + ("." if ends_sentence_after(match) else "")
 
 
 def _dotted(match: re.Match[str]) -> str:
@@ -497,6 +515,9 @@ RULES: list[Rule] = [
      lambda match: "required" + ("." if ends_sentence_after(match) else "")),
     ("abbreviation", r"(?<![\w'’])DO[EQ](?![\w'’])", _pay_depends),
     ("abbreviation", r"(?<![\w'’@/#.-])(?:%s)(?![\w'’@/-])" % "|".join(_CHAT), lambda match: _CHAT[match.group()]),
+    # "new eta 2:40pm", "what's the eta?": an estimated time of arrival in small letters, spelled as its capitals are
+    # (not the Greek letter of a formula: "eta = 0.3")
+    ("abbreviation", r"(?<![\w'’@/#.=\\-])(?<!=[ \t])eta(?![\w'’@/=-]|[ \t]*[=<>^_(])", lambda match: "E T A"),
     # "PASSID", "USERID": a common word in capitals run into "ID", the word, then the letters
     ("caps", r"(?<![\w'’])[A-Z]{4,8}ID(?![\w'’])",
      lambda match: match.group()[:-2] + " I D" if match.group()[:-2].lower() in COMMON_WORDS else None),
@@ -505,6 +526,8 @@ RULES: list[Rule] = [
     # "'s" after it (capitals with no vowel, no word: spelled)
     # "Brown v. Board", "Roe v. Wade": a case's "v." between two capitalised names, "versus"
     ("abbreviation", r"(?<=[A-Za-z.][ \t])v\.(?=[ \t]+[A-Z])", _case_versus),
+    # "proof of res.", "place of res.": where one lives, "residence"
+    ("abbreviation", r"(?<=[ \t]of[ \t])res\.", _residence),
     # "Pt. must fast": a clinical note's patient before a small word ("Pt. Reyes" is a point, "PT." a time zone)
     ("abbreviation", r"(?<![\w.])Pts?\.(?=[ \t]+[a-z])", lambda match: "Patients" if match.group() == "Pts." else "Patient"),
     # "NVMe", "PCIe": capitals spelled and a small letter after them, spelled with them (not a plural's "s")

@@ -27,6 +27,8 @@ STREET_TYPES = {"St": "Street", "Ave": "Avenue", "Av": "Avenue", "Blvd": "Boulev
 _NO_WORD = "St Ave Blvd Rd Ln Pkwy Hwy".split()
 STREET_TYPES |= {kind.upper(): STREET_TYPES[kind] for kind in _NO_WORD + "Ter Cir Pl Trl Plz Expy Fwy Sq".split()}
 STREET_TYPES |= {kind.lower(): STREET_TYPES[kind] for kind in _NO_WORD}
+# ... and in small letters after a house number and small-letter names, last: "16 maple ct", "9 birch cir"
+_SMALL_TYPES = {"ct": "Court", "cir": "Circle", "pkwy": "Parkway", "trl": "Trail"}
 # ... and the types that are words or other abbreviations too, only after a house number and a shouted name, last
 _SHOUTED_TYPES = {"DR": "Drive", "CT": "Court", "WAY": "Way"}
 DIRECTIONS = {"N": "North", "S": "South", "E": "East", "W": "West", "NE": "Northeast", "NW": "Northwest",
@@ -53,6 +55,7 @@ STATES = dict(zip(
 NAME_WORDS = {"Mt.": "Mount", "Mt": "Mount", "Ft.": "Fort", "Ft": "Fort", "St.": "Saint", "Pt.": "Point",
               "Ctr": "Center", "Ctr.": "Center", "Hts": "Heights", "Hts.": "Heights", "Jct": "Junction", "Lk": "Lake",
               "Rte": "Route", "Rte.": "Route", "Rt": "Route", "Rt.": "Route", "Hwy": "Highway", "Hwy.": "Highway",
+              "HWY": "Highway", "RTE": "Route",
               "Dr.": "Doctor", "Jr.": "Junior", "Jr": "Junior"}  # "705 Dr. Martin Luther King Jr. Blvd."
 PROVINCES = {"AB": "Alberta", "BC": "British Columbia", "MB": "Manitoba", "NB": "New Brunswick",
              "NL": "Newfoundland and Labrador", "NS": "Nova Scotia", "NT": "Northwest Territories", "NU": "Nunavut",
@@ -61,19 +64,19 @@ PROVINCES = {"AB": "Alberta", "BC": "British Columbia", "MB": "Manitoba", "NB": 
 _NAME = r"(?:(?:Mt|Ft|St|Pt|Ctr|Hts|Jr)\.?(?=[ \t])|Dr\.(?=[ \t])|[A-Z][a-z']+(?:[A-Z][a-z']+)?|\d{1,3}(?:st|nd|rd|th)|[A-Z]{2,})"
 _STREET_TYPE = r"(?:%s)" % "|".join(sorted((k for k in STREET_TYPES if not k.endswith(".")), key=len, reverse=True))
 _DIRECTION = r"(?:%s)" % "|".join(sorted(DIRECTIONS, key=len, reverse=True))
-_ROUTE = (r"(?:Highway|Hwy\.?|Route|Rte\.?|Rt\.?|County[ \t]Road|State[ \t]Route)[ \t]+\d{1,4}"
+_ROUTE = (r"(?:Highway|Hwy\.?|HWY|RTE|Route|Rte\.?|Rt\.?|County[ \t]Road|State[ \t]Route)[ \t]+\d{1,4}"
           r"(?:[ \t]+[NSEW](?![\w]))?")  # "2500 N. Highway 1", "2250 Hwy 101 S"
 _ADDRESS = (rf"(?<![\w.,$#/-])\d{{1,6}}(?:-?[A-Z])?[ \t]+(?:{_DIRECTION}\.?[ \t]+)?(?:{_ROUTE}|{_NAME}(?:[ \t]+{_NAME}){{0,4}}"
             rf"[ \t]+{_STREET_TYPE}\.?(?:[ \t]+{_DIRECTION}\.?(?=[ \t,;]|$))?)(?![\w])"
             rf"|(?<![\w.,$#/-])\d{{1,6}}(?:[ \t]+[A-Z]{{3,}}){{1,4}}[ \t]+(?:DR|CT|WAY)(?=[ \t]*(?:[,;]|\.?$))"  # "318 LAKESHORE DR,": shouted, at the line's end or before a comma
             rf"|(?<![\w.,$#/-])\d{{1,6}}[ \t]+{_DIRECTION}\.?[ \t]+[A-Z][a-z]+(?:[ \t]+{_DIRECTION}\.?)?(?=,|[ \t]+#)"  # "4021 N. Broadway, Chicago", "2600 S. Loop W, Houston"
             rf"|(?<![\w.,$#/-])\d{{1,6}}(?:[ \t]+[nsew])?(?:[ \t]+(?:[a-z][a-z']+|\d{{1,3}}(?:st|nd|rd|th))){{1,3}}"
-            rf"[ \t]+(?:st|ave|blvd|rd|ln)\.?(?![\w])")  # "88 cedar ave", "55 w 14th st", all in small letters
+            rf"[ \t]+(?:st|ave|blvd|rd|ln|ct|cir|pkwy|trl)\.?(?![\w])")  # "88 cedar ave", "55 w 14th st", all in small letters
 _UNIT = (r"(?<![\w])(?i:%s)(?:\.?[ \t]*#[ \t]*|\.?[ \t]+|\.)(?!1Z(?:[ \t]?[0-9A-Z]){16}(?![\w-]))(?:[A-Z]?\d+[A-Z]?|[A-Z]{1,2}\d*|\d+[a-z])(?![\w–-]|:\d)"
          % trie(list(UNITS)).replace(r"\ ", r"[ \t]"))  # a trie: tried at every small word; not before a range's dash
 # ("train 2–3 times" is a range, not "Train 2")
 _ROUTE_ALONE = (r"(?<![\w.])(?:(?:County|State|Farm|Forest)[ \t](?:Rd\.?|Road|Hwy\.?|Highway|Rte\.?|Route)|Hwy\.?|Highway"
-                r"|Rte\.?|Rt\.?|Route|Interstate)[ \t]+\d{1,4}(?:[A-Z](?![\w]))?(?:[ \t]+[NSEW](?![\w]))?"
+                r"|Rte\.?|Rt\.?|Route|Interstate|HWY|RTE)[ \t]+\d{1,4}(?:[A-Z](?![\w]))?(?:[ \t]+[NSEW](?![\w]))?"
                 r"(?![\w:/-]|[.,]\d)")  # "Take Hwy 101", "Hwy 101 S", "Rt 66", "County Rd 12", "Rte 9W" (a letter)
 _POSTAL = r"(?<![\w])(?:%s),?[ \t]+[A-Z]\d[A-Z][ \t]?\d[A-Z]\d(?![\w-])" % "|".join(PROVINCES)  # "ON M5V 1J5"
 # A state's code in small letters that is no word (not "in", "or", "me", "la", "co", "pa"): before a ZIP code only
@@ -89,7 +92,7 @@ _OPEN_ADDRESS = re.compile(rf"(?<![\w.,$#/-])\d{{1,6}}(?:-?[A-Z])?(?:[ \t]+(?:(?
 
 # ... or one in small letters whose street type has begun ("900 w olympic b" before "lvd"; the last form of _ADDRESS)
 _OPEN_SMALL_ADDRESS = re.compile(r"(?<![\w.,$#/-])\d{1,6}(?:[ \t]+[nsew])?(?:[ \t]+(?:[a-z][a-z']+|\d{1,3}(?:st|nd|rd|th)))"
-                                 r"{1,3}[ \t]+(?:st?|a(?:ve?)?|b(?:lv?d?)?|rd?|ln?)\.?\s*\Z")
+                                 r"{1,3}[ \t]+(?:st?|a(?:ve?)?|b(?:lv?d?)?|rd?|ln?|c(?:t|ir?)?|p(?:kw?y?)?|t(?:rl?)?)\.?\s*\Z")
 
 
 def open_address(text: str) -> int | None:
@@ -134,6 +137,8 @@ def _address(match: re.Match[str]) -> str:
             said.append(_SHOUTED_TYPES[bare])
         elif bare in STREET_TYPES and i >= len(words) - 2 and (i == len(words) - 1 or words[-1].rstrip(".") in DIRECTIONS):
             said.append(STREET_TYPES[bare])
+        elif i == len(words) - 1 and bare in _SMALL_TYPES and rest.islower():
+            said.append(_SMALL_TYPES[bare])
         elif i == len(words) - 1 and bare in DIRECTIONS:
             said.append(DIRECTIONS[bare])
         elif word in NAME_WORDS or bare in NAME_WORDS:

@@ -13,7 +13,8 @@ from __future__ import annotations
 import re
 
 from engine.speech_text import words as w
-from engine.speech_text.abbreviations import ABBREVIATIONS, COMMON_WORDS, SAYABLE_START, SPELLED, SPOKEN_CAPS, TITLES, caps
+from engine.speech_text.abbreviations import (ABBREVIATIONS, COMMON_WORDS, SAYABLE_START, SPELLED, SPOKEN_CAPS, TITLES,
+                                              WORD_ACRONYMS, caps)
 from engine.speech_text.dates import MONTHS, WEEKDAYS, date_words, fiscal_year
 from engine.speech_text.money import CURRENCIES
 from engine.speech_text.numbers import UNITS, Rule, fraction_words
@@ -43,6 +44,11 @@ def spell_code(text: str) -> str:
         else:
             sayable = len(part) == 1 or SAYABLE_START.match(part) or part.lower() in COMMON_WORDS
             if len(part) == 2 and part not in SPOKEN_CAPS:  # "SO-7741", "PO": two capitals in a code are initials
+                sayable = False
+            # "ILKAR7B11": letters among four runs or more of letters and digits in one piece are a part number's,
+            # spelled unless a word ("PRO", "MAX")
+            piece = re.search(r"[A-Z0-9]*\Z", text[:run.start()]).group() + re.match(r"[A-Z0-9]*", text[run.start():]).group()
+            if len(_RUN.findall(piece)) >= 4 and part.lower() not in COMMON_WORDS and part not in WORD_ACRONYMS:
                 sayable = False
             said += part if len(part) == 1 else caps(part) if sayable else " ".join(part)  # "6TRWQA": no word
     return said

@@ -145,9 +145,11 @@ def _spoken_parts(text: str, domain_at: int = -1, by_digit: bool = False) -> str
     for found in _PART.finditer(text):
         part = found.group()
         if part.isdigit():  # in an address's name before its "@", digit by digit ("doe_92": nine two)
-            if len(part) == 4 and w.is_year(part) and found.start() and text[found.start() - 1].isalpha() \
-                    and "/" in text[:found.start()]:
-                said.append(w.year(int(part)))  # a year run into a word in a path: "r/travel2025" "travel twenty twenty-five"
+            if len(part) == 4 and w.is_year(part) and "/" in text[:found.start()] and (
+                    text[found.start() - 1].isalpha() or re.search(r"[A-Za-z]-\Z", text[:found.start()])):
+                # a year run into a word in a path, or hyphened to one: "r/travel2025" "travel twenty twenty-five",
+                # "rebates-2025", "form-1040" "form dash ten forty"
+                said.append(w.year(int(part)))
                 continue
             said.append(w.cardinal(part) if len(part) <= 2 and found.start() >= host_start and not by_digit
                         else w.digits(part))
@@ -369,11 +371,13 @@ def _handle(match: re.Match[str]) -> str:
 
 
 def _hashtag(match: re.Match[str]) -> str | None:
-    """"#SummerSale" -> "hashtag summer sale"; "#A7" is a code, not a tag."""
+    """"#SummerSale" -> "hashtag summer sale" (after the word "hashtag", its words only); "#A7" is a code, not a
+    tag."""
     if re.fullmatch(r"#[A-Z0-9]*\d[A-Z0-9]*|#(?:[A-Za-z]{1,2}\d+)+[A-Za-z]{0,2}", match.group()) \
             and not _tag_with_year(match):
         return None  # "#a7x9": short runs of letters between digits are a code's
-    return "hashtag " + " dash ".join(" ".join(_tag_word(word) for word in re.findall(
+    named = re.search(r"(?i:\bhashtag)[ \t]+\Z", match.string[max(0, match.start() - 10):match.start()])
+    return ("" if named else "hashtag ") + " dash ".join(" ".join(_tag_word(word) for word in re.findall(
         r"[A-Z]+(?![a-z])|[A-Z]?[a-z]+|\d+", piece)) for piece in match.group()[1:].split("-"))  # "#it-outages": a channel
 
 
