@@ -393,12 +393,14 @@ def test_a_bad_keys_file_refuses_the_start_with_its_line(tmp_path: Path) -> None
 def test_bench_tenants_prints_the_checks_and_the_flood(capsys: pytest.CaptureFixture[str]) -> None:
     from gateway.cli import build_parser
 
+    # One utterance a phase: steady's /v1/tts streams play out in real time (~3 s each here), and what is asserted is
+    # that each phase spoke what was asked and that the flood was accepted (1x) and refused (10x) beside it
     args = build_parser().parse_args(["bench", "tenants", "--checks", "500", "--rounds", "1", "--sessions", "1",
-                                      "--utterances", "2"])
+                                      "--utterances", "1"])
     assert args.run(args) == 0
     summary = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
     checks, flood = summary["checks"], summary["flood"]
     assert checks["request_us_8_keys"] > 0 and checks["request_us_1000_keys"] > 0  # figures: which is the more is
     # the machine's to say (CI once: 62.8 us with 1000 keys, 77.9 with 8, under load), not an assertion's
-    assert all(flood[phase]["utterances"] == 2 for phase in ("alone", "flood_1x", "flood_10x"))
+    assert all(flood[phase]["utterances"] == 1 for phase in ("alone", "flood_1x", "flood_10x"))
     assert flood["flood_10x"]["flood"]["refused"] > 0 and flood["flood_1x"]["flood"]["accepted"] > 0

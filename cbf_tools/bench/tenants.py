@@ -140,10 +140,12 @@ async def _steady(url: str, sessions: int, utterances: int) -> list[float]:
     return [t for run in runs for t in run]
 
 
-async def _flood(url: str, chars_per_minute: float, streams: int, stop: Any, honour: bool) -> dict[str, int]:
+async def _flood(url: str, chars_per_minute: float, streams: int, stop: Any, honour: bool,
+                 answered: Any = None) -> dict[str, int]:
     """Until ``stop`` is set: ``honour``, ``streams`` clients speaking back to back that wait out each refusal's
     Retry-After (a tenant using all its limits allow); else POST /v1/tts paced at ``chars_per_minute`` characters
-    of text, ``streams`` at once, Retry-After ignored. How many were accepted and refused."""
+    of text, ``streams`` at once, Retry-After ignored. How many were accepted and refused. ``answered`` (an event)
+    is set once the server has answered the first of them."""
     counts = {"accepted": 0, "refused": 0}
     gate = asyncio.Semaphore(streams)
     async with httpx.AsyncClient(base_url=url, headers={"Authorization": f"Bearer {FLOOD_KEY}"},
@@ -151,6 +153,8 @@ async def _flood(url: str, chars_per_minute: float, streams: int, stop: Any, hon
         async def one(text: str) -> float:
             async with gate:
                 async with http.stream("POST", "/v1/tts", json={"text": text, "format": "pcm"}) as reply:
+                    if answered is not None:
+                        answered.set()
                     await reply.aread()
             counts["accepted" if reply.status_code == 200 else "refused"] += 1
             return float(reply.headers.get("retry-after", 0)) if reply.status_code == 429 else 0.0
@@ -181,10 +185,11 @@ async def _flood(url: str, chars_per_minute: float, streams: int, stop: Any, hon
     return counts
 
 
-def _flooder(url: str, chars_per_minute: float, streams: int, stop: Any, out: Any, honour: bool) -> None:
+def _flooder(url: str, chars_per_minute: float, streams: int, stop: Any, out: Any, honour: bool,
+             answered: Any = None) -> None:
     """The flood in a process of its own: its client's CPU is not the steady tenant's measuring loop's."""
     quiet_client_logs()
-    out.put(asyncio.run(_flood(url, chars_per_minute, streams, stop, honour)))
+    out.put(asyncio.run(_flood(url, chars_per_minute, streams, stop, honour, answered)))
 
 
 async def _phase(url: str, phase: str, args: argparse.Namespace, counts: dict[str, int]) -> list[float]:
@@ -192,12 +197,16 @@ async def _phase(url: str, phase: str, args: argparse.Namespace, counts: dict[st
     if not times:
         return await _steady(url, args.sessions, args.utterances)
     context = multiprocessing.get_context("spawn")
-    stop, out = context.Event(), context.Queue()
+    stop, out, answered = context.Event(), context.Queue(), context.Event()
     flooder = context.Process(target=_flooder, args=(url, times * args.flood_cpm, times * args.flood_limit, stop,
-                                                     out, times == 1), daemon=True)
+                                                     out, times == 1, answered), daemon=True)
     flooder.start()
     try:
-        await asyncio.sleep(2.0)  # the flood under way (the process started) before steady speaks
+        # the flood under way before steady speaks: its process started (a spawned Python: seconds on a busy
+        # machine) and the server answering it, and 2 s of it
+        await asyncio.sleep(2.0)
+        if not await asyncio.to_thread(answered.wait, 60):
+            raise BenchError("the flooding tenant's first request was not answered within 60 s")
         return await _steady(url, args.sessions, args.utterances)
     finally:
         stop.set()
