@@ -988,6 +988,17 @@ SAID = [
     ("on Sunrise Hwy near", "on Sunrise Highway near"), ("along 10th Ave. S (near", "along Tenth Avenue South (near"),
     ("passed H.R. 815 and S.J.Res. 7", "passed H R eight fifteen and S J Res seven"),
     ("Invest 91L could form.", "Invest ninety-one L could form."), ("hunter N42RF flew", "hunter N four two R F flew"),
+    ("Courtroom 4B", "Courtroom four B"), ("Classroom 2B today", "Classroom two B today"),
+    ("John V. Smith signed.", "John V. Smith signed."), ("Henry V. The war", "Henry the fifth. The war"),
+    ("The panel is rated for 200 A.", "The panel is rated for two hundred amps."),
+    ("on a 20 A breaker", "on a twenty amp breaker"), ("Grade: 90 A", "Grade, ninety A"),
+    ("120 × 15 = 1,800 W.", "one hundred twenty times fifteen equals one thousand eight hundred watts."),
+    ("842 − 790 = 52 kWh over", "eight hundred forty-two minus seven hundred ninety equals fifty-two kilowatt hours over"),
+    ("Homes with < 5 outages", "Homes with less than five outages"),
+    ("Open 8:30–5:00.", "Open eight thirty to five."), ("from 9:00–5:00", "from nine to five o'clock"),
+    ("between $30,000 and $45,000 qualifies.", "between thirty thousand dollars and forty-five thousand dollars qualifies."),
+    ("The tank is ½ full.", "The tank is half full."), ("Tire size: 225/65R17", "Tire size, two twenty-five sixty-five R seventeen"),
+    ("P215/60R16 tires", "P two fifteen sixty R sixteen tires"),
 ]
 
 
