@@ -997,6 +997,17 @@ SAID = [
     ("Approx. wait: 2 hrs, the approx. cost", "Approximate wait, two hours, the approximate cost"),
     ("approx. 2 hrs", "approximately two hours"), ("Attach proof of res. today", "Attach proof of residence today"),
     ("Apply for WIC or SNAP. MERV 11", "Apply for Wic or snap. Merv eleven"),
+    ("Courtroom 4B", "Courtroom four B"), ("Classroom 2B today", "Classroom two B today"),
+    ("John V. Smith signed.", "John V. Smith signed."), ("Henry V. The war", "Henry the fifth. The war"),
+    ("The panel is rated for 200 A.", "The panel is rated for two hundred amps."),
+    ("on a 20 A breaker", "on a twenty amp breaker"), ("Grade: 90 A", "Grade, ninety A"),
+    ("120 × 15 = 1,800 W.", "one hundred twenty times fifteen equals one thousand eight hundred watts."),
+    ("842 − 790 = 52 kWh over", "eight hundred forty-two minus seven hundred ninety equals fifty-two kilowatt hours over"),
+    ("Homes with < 5 outages", "Homes with less than five outages"),
+    ("Open 8:30–5:00.", "Open eight thirty to five."), ("from 9:00–5:00", "from nine to five o'clock"),
+    ("between $30,000 and $45,000 qualifies.", "between thirty thousand dollars and forty-five thousand dollars qualifies."),
+    ("The tank is ½ full.", "The tank is half full."), ("Tire size: 225/65R17", "Tire size, two twenty-five sixty-five R seventeen"),
+    ("P215/60R16 tires", "P two fifteen sixty R sixteen tires"),
 ]
 
 

@@ -78,7 +78,8 @@ def _serial(match: re.Match[str]) -> str | None:
 # billion (numbers.CODE_NOUN and a build's, a release's, a firmware's, a ticket's).
 _CODE_CUE_WORD = re.compile(r"(?i:\b(?:build|builds|model|part|unit|ref\.?|reference|version|ver\.?|rev\.?|revision|serial|sku|"
                             r"firmware|release|patch|ticket|item|product|code|id|no\.|type|variant|batch|lot|catalog|"
-                            r"cat\.|style|mk\.?|mark|series|chassis|engine|board|chip|kit|form))[ \t]*(?:#|no\.|number)?[ \t]*:?[ \t]*\Z")
+                            r"cat\.|style|mk\.?|mark|series|chassis|engine|board|chip|kit|form|\w*room|seat|gate|row|section|ward|wing|"
+                            r"terminal|concourse|platform|dock|bay|berth|cabin|stall|booth|locker|aisle|suite|apt\.?))[ \t]*(?:#|no\.|number)?[ \t]*:?[ \t]*\Z")
 
 
 def _quarter(match: re.Match[str]) -> str:
@@ -482,6 +483,9 @@ def _regnal(match: re.Match[str]) -> str | None:
     if _pronoun(match) and not _reign_starts(match) or (
             numeral == "I" and name in ("King", "Queen", "Pope")):
         return None
+    initial = re.match(r"\.[ \t]+([A-Z][a-z]+)\b", match.string[match.end():match.end() + 24])
+    if len(numeral) == 1 and name in FIRST_NAMES and initial and initial[1].lower() not in COMMON_WORDS:
+        return None  # "John V. Smith": a middle initial between a given name and a surname, not "the fifth"
     return f"{name.title() if name.isupper() else name} the {w.ordinal(str(roman_value(numeral)))}"  # "LOUIS XVI"
 
 
@@ -993,6 +997,7 @@ RULES: list[Rule] = [
      lambda match: spell_code(match.group().upper())),
     ("slashed_code", r"(?<![\w/-])(?=[A-Z0-9/-]*[A-Z])(?=[A-Z0-9/-]*\d)[A-Z0-9]+(?:-[A-Z0-9]+)*(?:/[A-Z0-9]+(?:-[A-Z0-9]+)*)+(?![\w/-])",
      lambda match: None if (re.fullmatch(r"\d+(?:\.\d+)?(\D.*)", match.group()) or [None, None])[1] in UNITS
+     or re.fullmatch(r"(?:P|LT|ST|T)?[1-3]\d\d/[2-9]\dZ?R[12]\d", match.group())  # a tire's size (numbers.py)
      else " slash ".join(spell_code(part) for part in match.group().split("/"))),  # "100KM/H" is a speed
     # "cd-38", "ab-cd-12-34": a small-letter code with digits, its letter parts that make no word spelled
     ("small_code", r"(?<![\w-])(?=[a-z-]*+\d)[a-z]{1,3}(?:-(?:[a-z]{1,6}|\d{1,6})){1,4}(?![\w-]|[.,]\d)"

@@ -365,7 +365,10 @@ def _time_range(match: re.Match[str]) -> str:
     if re.fullmatch(rf"{_CLOCK}[ \t]?[-–][ \t]?{_CLOCK}", match.group()) and max(
             int(first.split(":")[0].split(".")[0]), int(second.split(":")[0].split(".")[0])) > 12:
         first, second = _twelve_hour(first), _twelve_hour(second)
-    return clock(first).removesuffix(" o'clock") + " to " + clock(second, ends_sentence_after(match))
+    end = clock(second, ends_sentence_after(match))
+    if re.search(r"[:.](?!00)\d\d", first):  # "8:30–5:00": "eight thirty to five", an end on the hour said bare
+        end = end.removesuffix(" o'clock")
+    return clock(first).removesuffix(" o'clock") + " to " + end
 
 
 def _twelve_hour(text: str) -> str:

@@ -279,7 +279,8 @@ _VERBS_IN_S = frozenset("""takes means makes costs gives needs uses lasts weighs
     looks goes comes keeps provides allows lets helps adds saves burns feels sounds works stays remains includes
     contains equals becomes produces delivers offers supports buys pays gets earns brings leaves puts sets runs
     moves turns shows tells asks wants beats feeds serves charges yields lowers raises reduces increases
-    grows rises falls drops doubles triples shrinks accrues""".split())
+    grows rises falls drops doubles triples shrinks accrues qualifies applies suffices exceeds meets triggers
+    entitles""".split())
 _NOT_PLURAL_NOUNS = frozenset("""towards afterwards always sometimes besides perhaps across thus does goes its
     hers ours yours theirs whereas lengthwise tops""".split())  # "$5k tops": at most
 
@@ -607,7 +608,8 @@ def _pressure(match: re.Match[str]) -> str:
 
 
 _DETERMINER_BEFORE = re.compile(r"(?i:\b(?:the|this|that|my|your|our|their|his|her|its|an?|every|each))[ \t]+\Z")  # "every ½ hour"
-_HALF_PRICE = re.compile(r"[ \t]+(?i:off|price|priced)\b")  # "½ off", "1/2 price": "half off", "half price"
+_HALF_PRICE = re.compile(r"[ \t]+(?i:off|price|priced|full|empty|done|open|closed|finished|complete|cooked|filled|"
+                         r"charged|loaded|frozen|melted|asleep)\b")  # "½ off", "1/2 price", "½ full": "half full"
 _HALF_OF = re.compile(r"[ \t]+(?i:of)\b|" + _HALF_PRICE.pattern)  # "½ of customers" too ("1/2 of" stays "one half of")
 _HALVED_BEFORE = re.compile(r"(?i:\b(?:by|in))[ \t]+\Z")  # "reduce by ½", "cut in ½": "by half", "in half"
 
@@ -930,6 +932,43 @@ _FORCE_BEFORE = re.compile(r"(?i:\b(?:force|forces|weight|tension|thrust|drag|fr
                            r"newtons?)\b)[^.;:!?\n]{0,24}\Z")
 
 
+# "rated for 200 A", "a 20 A breaker": a spaced capital "A" after a number is amps where electricity is the subject
+# (elsewhere it may be a grade, a letter, a label)
+_ELECTRIC_BEFORE = re.compile(r"(?i:\b(?:rated|rating|breakers?|panels?|circuits?|fuses?|amps?|amperage|service|"
+                              r"current|volts?|electrical|wiring|wires?|outlets?|chargers?|draws?|drawing))\b"
+                              r"[^.;:!?\n]{0,40}\Z")
+_ELECTRIC_AFTER = re.compile(r"[ \t]+(?i:(breaker|circuit|fuse|service|panel|outlet|charger|receptacle|plug|load|"
+                             r"supply|main|disconnect)s?)\b")
+
+
+def _amps(match: re.Match[str]) -> str | None:
+    text, start = match.string, match.start()
+    after = _ELECTRIC_AFTER.match(text, match.end())
+    if not after and not _ELECTRIC_BEFORE.search(text, max(0, start - 64), start - 1):
+        return None
+    return "amp" if after or re.search(r"(?<![\d.,])1[ \t]\Z", text[max(0, start - 4):start]) else "amps"
+
+
+# "842 − 790 = 52 kWh", "120 × 15 = 1,800 W": a unit after a formula's result (which the formula's rule read)
+_RESULT_BEFORE = re.compile(r"[=×][ \t]?[\d,]+(?:\.\d+)?[ \t]\Z")
+
+
+def _result_unit(match: re.Match[str]) -> str | None:
+    if not _RESULT_BEFORE.search(match.string, max(0, match.start() - 24), match.start()):
+        return None
+    one = re.search(r"(?<![\d.,])1[ \t]\Z", match.string[max(0, match.start() - 4):match.start()])
+    return UNITS[match.group()][0 if one else 1]
+
+
+def _tire_size(match: re.Match[str]) -> str:
+    """"225/65R17" "two twenty-five sixty-five R seventeen", "P215/60R16" "P two fifteen sixty R sixteen": a tire's
+    width (in pairs, as a year), its aspect ratio and its rim's diameter, the construction's letters spelled."""
+    kind, width, ratio, build, rim = re.fullmatch(r"(P|LT|ST|T)?(\d{3})/(\d{2})(Z?R)(\d{2})",
+                                                  match.group()).groups()  # type: ignore[union-attr]
+    said = [" ".join(kind)] if kind else []
+    return " ".join(said + [w.paired(width), w.cardinal(ratio), " ".join(build), w.number(rim)])
+
+
 def _counted_by(match: re.Match[str]) -> str | None:
     if not _COUNTED_BY.search(match.string, max(0, match.start() - 40), match.start()):
         return None
@@ -1025,6 +1064,11 @@ RULES: list[Rule] = [
      % "|".join(re.escape(u) for u in sorted(UNITS, key=len, reverse=True) if (UNITS[u][2] or u == "s") and u.isalpha()),
      _fraction_unit),
     ("spaced_hour", r"(?<=\d[ \t])h(?![\w/'’-])", _spaced_hour),
+    ("dimensions", r"(?<![\w/.-])(?:P|LT|ST|T)?[1-3]\d\d/[2-9]\dZ?R[12]\d(?![\w/-])", _tire_size),
+    ("unit_alone", r"(?<=\d[ \t])A(?![\w'’/-])", _amps),  # "a 20 A breaker", "rated for 200 A"
+    ("unit_alone", r"(?<=\d[ \t])(?:%s)(?![\w/²³])" % "|".join(
+        re.escape(u) for u in sorted(UNITS, key=len, reverse=True)
+        if UNITS[u][2] and u not in _WORDLIKE_UNITS and not re.fullmatch(r"[a-z]", u)), _result_unit),
     # "10K-20K followers", "1.5M–2M": a range of numbers each with its scale's letter, "ten thousand to twenty thousand"
     ("suffix_range", r"(?<![\w.,/-])\d{1,3}(?:\.\d{1,2})?[kKMB][ \t]?[-–][ \t]?\d{1,3}(?:\.\d{1,2})?[kKMB](?![\w-])",
      lambda match: " to ".join(f"{w.number(n)} {MULTIPLIERS[scale]}"

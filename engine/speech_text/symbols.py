@@ -57,7 +57,8 @@ _NARROWED_BEFORE = re.compile(r"(?<![\w'])(?i:with|without|for|having|(?:need|ne
 
 
 # "Set the threshold to < 5 errors": a relation with no term before it (after a preposition) has no verb
-_NO_SUBJECT_BEFORE = re.compile(r"(?<![\w'])(?i:to|at|of|by|from|under|over|into|than)[ \t]*\Z")
+_NO_SUBJECT_BEFORE = re.compile(r"(?<![\w'])(?i:to|at|of|by|from|under|over|into|than|with|without|within|for|among)"
+                                r"[ \t]*\Z")  # "Homes with < 5 outages": "with less than five"
 # "We need n ≥ 30 responses": a variable's bound given as a count of a noun names a size, no statement
 _ONE_LETTER_BEFORE = re.compile(r"(?<![\w'])(?i:need|needs|want|wants|require|requires|with)[ \t]+[A-Za-z][ \t]*\Z")
 _COUNT_AFTER = re.compile(r"[ \t]*\d[\d,]*[ \t]+[a-z]{3,}s\b")
