@@ -443,7 +443,7 @@ _LOWER_ABBREVIATIONS = {k: v for k, v in ABBREVIATIONS.items() if k.islower() an
 # "serial no. on the unit": "no." after what is numbered is "number" whatever follows.
 _NUMBERED_NO = "|".join(rf"(?<=\b{noun}[ \t])no\." for noun in (
     "serial model part account policy order item invoice case claim ticket flight room phone lot batch ref reference "
-    "tracking confirmation patient member contract routing acct\\.").split())
+    "tracking confirmation patient member contract routing acct\\. ref\\. inv\\. conf\\.").split())  # "ref. no." too
 _COUNTER_WORDS = sorted((k for k, v in {**TITLES, **ABBREVIATIONS}.items() if v.lower() in _COUNTERS), key=len,
                         reverse=True)
 _OPEN_COUNTED = re.compile(r"(?<![\w.])(?:%s)[ \t]*(?:%s(?:,[ \t]?%s)*,?(?:[ \t]+(?:and|&|to|through|thru)?)?)?[ \t]*\Z"

@@ -415,6 +415,8 @@ _FILE = (rf"(?<![\w@/.-])[A-Za-z0-9][\w-]{{0,60}}+(?:\.[\w-]{{1,30}}+){{0,2}}\.(
 
 RULES: list[Rule] = [
     ("mac", MAC, _mac), ("ipv6", IPV6, _ipv6),
+    # "port 8080", "ports 80 and 443": a network port's number after the word, as developers say it (digit by digit; "port 80" is eighty)
+    ("port", r"(?<=(?<![\w])[Pp]ort[ \t])[1-9]\d{2,4}(?![\w:%]|[.,]\d)", lambda match: port(match.group())),
     ("doi", r"(?<![\w])(?i:doi):?[ \t]?10\.\d{4,9}/[^\s\"<>]*[\w/]", _doi),
     ("email", EMAIL, _email), ("url", URL, _url), ("file_name", _FILE, _file_name),
     ("windows_path", rf"(?<![\w])[A-Za-z]:\\(?:{_FOLDER}\\){{0,11}}(?:{_PATH_PART})?", _windows_path),
