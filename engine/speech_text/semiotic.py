@@ -132,7 +132,7 @@ _RULES_OF_CLASS = {
     "range": "suffix_range slash_date_range since_year weekday_range month_range day_range days_month noon_range time_range letter_time_range percent_range grades sizes times_range letter_range",
     "money": "pence money coded_money currency_pair money_plural scaled_range unit_price",
     "fraction": "mixed_fraction fraction signed_fraction vulgar_fraction",
-    "measure": "molar viscosity scaled_unit spaced_hour newtons per_unit per_slash pressure rooms feet_inches feet dimensions inches inches_tall hyphen_unit unit_alone fraction_unit fraction_inches power_unit",
+    "measure": "molar viscosity scaled_unit spaced_hour newtons per_unit per_slash aperture pressure rooms feet_inches feet dimensions inches inches_tall hyphen_unit unit_alone fraction_unit fraction_inches power_unit",
     "cardinal": "batting_average counted_by time_signature number_ers number_sign quantity grouped_thousands scientific superscript_power",
     "abbreviation": "party_state letters_word initials_and title abbreviation before_number label copied sig dose_form dotted caps",
     "plain": "sharp about slash dash emoji number_word stray bar",

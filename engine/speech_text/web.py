@@ -415,6 +415,9 @@ _FILE = (rf"(?<![\w@/.-])[A-Za-z0-9][\w-]{{0,60}}+(?:\.[\w-]{{1,30}}+){{0,2}}\.(
 
 RULES: list[Rule] = [
     ("mac", MAC, _mac), ("ipv6", IPV6, _ipv6),
+    # "the f/1.8 lens", "shot at f/11": a lens's aperture, "f" and its number ("f one point eight")
+    ("aperture", r"(?<![\w/.])f/(?:[1-9]\d?(?:\.\d)?|0\.\d{1,2})(?![\w/]|\.\d)",
+     lambda match: "f " + w.number(match.group()[2:])),
     # "port 8080", "ports 80 and 443": a network port's number after the word, as developers say it (digit by digit; "port 80" is eighty)
     ("port", r"(?<=(?<![\w])[Pp]ort[ \t])[1-9]\d{2,4}(?![\w:%]|[.,]\d)", lambda match: port(match.group())),
     ("doi", r"(?<![\w])(?i:doi):?[ \t]?10\.\d{4,9}/[^\s\"<>]*[\w/]", _doi),
