@@ -399,8 +399,19 @@ def _label(match: re.Match[str]) -> str:
 _DOSE_FORMS = {"tab": "tablet", "cap": "capsule"}
 
 
-def _dose_form(match: re.Match[str]) -> str:
+# A dose's context: a verb of taking or giving before the count, or how or how often after the form ("40 tabs open"
+# are a browser's, "2 caps" on their own a hat's)
+_DOSE_VERB_BEFORE = re.compile(r"(?i:\b(?:take|takes|taking|took|give|given|giving|chew|chewed|swallow|swallowed|dose|"
+                               r"dosage|dispense|dispensed|sig|rx|prescribed|administer))\b[^.!?\n]{0,24}\Z")
+_DOSE_AFTER = re.compile(r"\.?[ \t]+(?i:daily|twice|once|three|four|every|a[ \t]day|per[ \t]day|by[ \t]mouth|po|bid|"
+                         r"tid|qid|qd|qhs|prn|q\d|at[ \t]bedtime|with[ \t](?:food|water|meals?)|as[ \t]needed|of)\b")
+
+
+def _dose_form(match: re.Match[str]) -> str | None:
     """"1 tab. twice daily" -> "one tablet", "2 caps" -> "two capsules": a dose form after its count."""
+    if not (_DOSE_VERB_BEFORE.search(match.string, max(0, match.start() - 40), match.start())
+            or _DOSE_AFTER.match(match.string, match.end() - match.group().endswith("."))):
+        return None
     word = match.group().rstrip(".")
     one = re.search(r"(?<![\d.])1[ \t]\Z", match.string[max(0, match.start() - 3):match.start()]) is not None
     name = _DOSE_FORMS[word.rstrip("s")]

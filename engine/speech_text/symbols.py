@@ -248,7 +248,7 @@ RULES: list[Rule] = [
     ("sharp", r"(?<![\w])[CF]#(?![\w#])", _sharp),
     ("compare", r"(?:(?<=[\d)π²³])|(?<=[\d)π²³][ \t])|(?<=(?<!\w)[A-Za-zα-ωΔΣΩ])|(?<=(?<!\w)[A-Za-zα-ωΔΣΩ][ \t]))[≈≥≤≠]",
      _related),  # after a number or a variable: "π ≈ 3.14", "x ≥ 10", "φ ≈ 1.618"; "takes ≈ 5 min" is the word's
-    ("compare", r"(?:(?<=[a-z])|(?<=[a-z][ \t]))[≥≤](?=[ \t]?[-−]?\d)", _conditioned),  # "if age ≥ 18"
+    ("compare", r"(?:(?<=[a-z])|(?<=[a-z][ \t]))(?:[≥≤]|[<>]=)(?=[ \t]?[-−]?\d)", _conditioned),  # "if age ≥ 18", "if score <= 10"
     ("compare", r"(?<=[\w²³][ \t])[≈≥≤≠]", _measure_related),  # "1 km ≈ 0.62 mi": after a measure
     # "2H₂ + O₂ → 2H₂O": an arrow after or before a chemical formula (a subscript count beside it) is a reaction's "yields"
     ("yields", r"(?:(?<=[₀-₉])|(?<=[₀-₉][ \t]))→|→(?=[ \t]?\d*[A-Z][a-z]?[₀-₉])", _saying(" yields ")),
