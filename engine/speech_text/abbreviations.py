@@ -289,6 +289,11 @@ _ACRONYM_WORDS = frozenset({"IT", "WHO"})  # a word when shouted ("CALL IT A DAY
 _US_OBJECT_BEFORE = re.compile(
     r"(?<![\w'’])(?:CONTACT|CALL|EMAIL|E-MAIL|TEXT|MESSAGE|JOIN|TELL|HELP|LET|GIVE|SEND|ASK|VISIT|FOLLOW|FIND|WRITE|"
     r"REACH|LIKE|TRUST|SHOW|WITH|ABOUT)[ \t]+\Z")
+# "THANKS FOR CONTACTING US", "YOU'VE HELPED US!": after a verb in -ING or -ED, where its phrase ends ("SHIPPING US
+# ONLY" is the country)
+_US_DONE_BEFORE = re.compile(r"(?:(?<![\w'’])(?:FOR|BY)[ \t]+[A-Z]{3,}ING|(?:\b(?:YOU|THEY|HE|SHE|WHO|HAVE|HAS)|['’]VE)"
+                             r"[ \t]+[A-Z]{3,}ED)[ \t]+\Z")
+_US_END_AFTER = re.compile(r"[ \t]*(?:[.,;:!?)]|\Z)|[ \t]+(?:TODAY|AGAIN|ANYTIME|NOW|SO|WHEN|FOR|TODAY)\b")
 
 
 def _sentence_around(match: re.Match[str]) -> tuple[str, str]:
@@ -300,7 +305,9 @@ def _sentence_around(match: re.Match[str]) -> tuple[str, str]:
 def _caps(match: re.Match[str]) -> str:
     """A token in a shouted sentence (its neighbours capitals too) is a word unless it is a known acronym."""
     token = match.group()
-    if token == "US" and _US_OBJECT_BEFORE.search(match.string, max(0, match.start() - 10), match.start()):
+    if token == "US" and (_US_OBJECT_BEFORE.search(match.string, max(0, match.start() - 10), match.start()) or (
+            _US_DONE_BEFORE.search(match.string, max(0, match.start() - 32), match.start())
+            and _US_END_AFTER.match(match.string, match.end()))):
         return "us"
     around = match.string[max(0, match.start() - 40):match.start()].split()[-4:] + \
         match.string[match.end():match.end() + 40].split()[:4]
