@@ -21,7 +21,7 @@ TLDS = ("com org net io dev ai co edu gov app uk de fr ca au us info biz me tv l
 _SPELLED_NAMES = frozenset(
     {name.lower() for name in SPELLED} - COMMON_WORDS
     | set("irs ups dmv dhl faq hbo bbc cnn nbc abc cbs npr ibm aws nyc cdc fda nih mit nyu usps ssa fbi cia usda epa faa "
-          "tsa sku imdb ap ar qa".split())  # (and offices': accounts payable, receivable, quality: "ap@", "ap.org")
+          "tsa sku imdb ap ar qa ios".split())  # (and offices': accounts payable, receivable, quality: "ap@", "ap.org")
 )
 _CODAS = frozenset("ck ct ft ld lf lk lm lp lt mp nd ng nk nt pt rb rd rk rm rn rp rt sh sk sp st th ch ff ll ss "
                    "ks ps ts gs ds ns ms ls rs bs rg rl rf rv lb lv lg wl wn ws xt".split())
