@@ -1008,6 +1008,19 @@ SAID = [
     ("between $30,000 and $45,000 qualifies.", "between thirty thousand dollars and forty-five thousand dollars qualifies."),
     ("The tank is ½ full.", "The tank is half full."), ("Tire size: 225/65R17", "Tire size, two twenty-five sixty-five R seventeen"),
     ("P215/60R16 tires", "P two fifteen sixty R sixteen tires"),
+    ('Go to Settings > Privacy > Location Services.', 'Go to Settings, Privacy, Location Services.'),
+    ('if Revenue > Cost then', 'if Revenue is greater than Cost then'),
+    ('Shoot with the f/1.8 lens.', 'Shoot with the f one point eight lens.'),
+    ('Films are shown in 2.39:1 here.', 'Films are shown in two point three nine to one here.'),
+    ("Make sure port 8080 isn't blocked.", "Make sure port eight zero eight zero isn't blocked."),
+    ('Hold it for 5 to 10 s until it blinks.', 'Hold it for five to ten seconds until it blinks.'),
+    ('1 in = 2.54 cm', 'one inch equals two point five four centimeters'),
+    ('phone # on file', 'phone number on file'), ('Your ref. no. is below.', 'Your reference number is below.'),
+    ('THANKS FOR CONTACTING US', 'thanks for contacting us'), ('SHIPPING US ONLY', 'shipping U S only'),
+    ("i have like 40 tabs open", "i have like forty tabs open"), ('Pixel density: 460 ppi', 'Pixel density, four hundred sixty pixels per inch'),
+    ('Get it at example.com/ios', 'Get it at example dot com slash I O S'),
+    ('if score <= 10 show it', 'if score is less than or equal to ten show it'),
+    ('Subtotal $40 − $10 coupon', 'Subtotal forty dollars minus ten dollar coupon'),
 ]
 
 

@@ -289,6 +289,11 @@ _ACRONYM_WORDS = frozenset({"IT", "WHO"})  # a word when shouted ("CALL IT A DAY
 _US_OBJECT_BEFORE = re.compile(
     r"(?<![\w'’])(?:CONTACT|CALL|EMAIL|E-MAIL|TEXT|MESSAGE|JOIN|TELL|HELP|LET|GIVE|SEND|ASK|VISIT|FOLLOW|FIND|WRITE|"
     r"REACH|LIKE|TRUST|SHOW|WITH|ABOUT)[ \t]+\Z")
+# "THANKS FOR CONTACTING US", "YOU'VE HELPED US!": after a verb in -ING or -ED, where its phrase ends ("SHIPPING US
+# ONLY" is the country)
+_US_DONE_BEFORE = re.compile(r"(?:(?<![\w'’])(?:FOR|BY)[ \t]+[A-Z]{3,}ING|(?:\b(?:YOU|THEY|HE|SHE|WHO|HAVE|HAS)|['’]VE)"
+                             r"[ \t]+[A-Z]{3,}ED)[ \t]+\Z")
+_US_END_AFTER = re.compile(r"[ \t]*(?:[.,;:!?)]|\Z)|[ \t]+(?:TODAY|AGAIN|ANYTIME|NOW|SO|WHEN|FOR|TODAY)\b")
 
 
 def _sentence_around(match: re.Match[str]) -> tuple[str, str]:
@@ -300,7 +305,9 @@ def _sentence_around(match: re.Match[str]) -> tuple[str, str]:
 def _caps(match: re.Match[str]) -> str:
     """A token in a shouted sentence (its neighbours capitals too) is a word unless it is a known acronym."""
     token = match.group()
-    if token == "US" and _US_OBJECT_BEFORE.search(match.string, max(0, match.start() - 10), match.start()):
+    if token == "US" and (_US_OBJECT_BEFORE.search(match.string, max(0, match.start() - 10), match.start()) or (
+            _US_DONE_BEFORE.search(match.string, max(0, match.start() - 32), match.start())
+            and _US_END_AFTER.match(match.string, match.end()))):
         return "us"
     around = match.string[max(0, match.start() - 40):match.start()].split()[-4:] + \
         match.string[match.end():match.end() + 40].split()[:4]
@@ -399,8 +406,19 @@ def _label(match: re.Match[str]) -> str:
 _DOSE_FORMS = {"tab": "tablet", "cap": "capsule"}
 
 
-def _dose_form(match: re.Match[str]) -> str:
+# A dose's context: a verb of taking or giving before the count, or how or how often after the form ("40 tabs open"
+# are a browser's, "2 caps" on their own a hat's)
+_DOSE_VERB_BEFORE = re.compile(r"(?i:\b(?:take|takes|taking|took|give|given|giving|chew|chewed|swallow|swallowed|dose|"
+                               r"dosage|dispense|dispensed|sig|rx|prescribed|administer))\b[^.!?\n]{0,24}\Z")
+_DOSE_AFTER = re.compile(r"\.?[ \t]+(?i:daily|twice|once|three|four|every|a[ \t]day|per[ \t]day|by[ \t]mouth|po|bid|"
+                         r"tid|qid|qd|qhs|prn|q\d|at[ \t]bedtime|with[ \t](?:food|water|meals?)|as[ \t]needed|of)\b")
+
+
+def _dose_form(match: re.Match[str]) -> str | None:
     """"1 tab. twice daily" -> "one tablet", "2 caps" -> "two capsules": a dose form after its count."""
+    if not (_DOSE_VERB_BEFORE.search(match.string, max(0, match.start() - 40), match.start())
+            or _DOSE_AFTER.match(match.string, match.end() - match.group().endswith("."))):
+        return None
     word = match.group().rstrip(".")
     one = re.search(r"(?<![\d.])1[ \t]\Z", match.string[max(0, match.start() - 3):match.start()]) is not None
     name = _DOSE_FORMS[word.rstrip("s")]
@@ -443,7 +461,7 @@ _LOWER_ABBREVIATIONS = {k: v for k, v in ABBREVIATIONS.items() if k.islower() an
 # "serial no. on the unit": "no." after what is numbered is "number" whatever follows.
 _NUMBERED_NO = "|".join(rf"(?<=\b{noun}[ \t])no\." for noun in (
     "serial model part account policy order item invoice case claim ticket flight room phone lot batch ref reference "
-    "tracking confirmation patient member contract routing acct\\.").split())
+    "tracking confirmation patient member contract routing acct\\. ref\\. inv\\. conf\\.").split())  # "ref. no." too
 _COUNTER_WORDS = sorted((k for k, v in {**TITLES, **ABBREVIATIONS}.items() if v.lower() in _COUNTERS), key=len,
                         reverse=True)
 _OPEN_COUNTED = re.compile(r"(?<![\w.])(?:%s)[ \t]*(?:%s(?:,[ \t]?%s)*,?(?:[ \t]+(?:and|&|to|through|thru)?)?)?[ \t]*\Z"

@@ -477,6 +477,9 @@ def rules(day_first: bool = False) -> list[Rule]:
         ("letter_time_range", r"(?<![\w:.$])(?:1[0-2]|0?[1-9])[ap][ \t]?[-–][ \t]?(?:1[0-2]|0?[1-9])[ap](?![\w])",
          _letter_time_range),
         ("ratio", r"(?<![\w:.])\d{1,2}:\d(?![\w:])", _ratio),
+        # "2.39:1", "1.85:1": an aspect ratio with a decimal, "to" between its numbers (no time has a decimal hour)
+        ("ratio", r"(?<![\w:.,])\d{1,2}\.\d{1,3}:\d{1,2}(?![\w:]|[.,]\d)",
+         lambda match: " to ".join(w.number(part) for part in match.group().split(":"))),
         ("decade", r"(?<![\w.])(?:['’]?[1-9]0['’]?s|1[1-9]\d0['’]?s|20\d0['’]?s)(?![\w])", _decade),  # "1990's" too
         ("short_year", r"(?<![\w'’])['’]\d\d(?![\w'’%]|[.,:/-]\d)", _short_year),  # "Class of '98"
     ]

@@ -67,7 +67,8 @@ UNITS = {
     "μg": ("microgram", "micrograms", True), "IU": ("international unit", "international units", True),
     "kcal": ("kilocalorie", "kilocalories", True), "cal": ("calorie", "calories", True),
     "bpm": ("beat per minute", "beats per minute", True), "rpm": ("revolution per minute", "revolutions per minute", True),
-    "ppm": ("part per million", "parts per million", True), "mmHg": ("millimeter of mercury", "millimeters of mercury", True),
+    "ppm": ("part per million", "parts per million", True), "ppi": ("pixel per inch", "pixels per inch", True),
+    "dpi": ("dot per inch", "dots per inch", True), "mmHg": ("millimeter of mercury", "millimeters of mercury", True),
     "sq ft": ("square foot", "square feet", True), "sq. ft.": ("square foot", "square feet", True), "sqft": ("square foot", "square feet", True),
     "ft²": ("square foot", "square feet", True), "m²": ("square meter", "square meters", True),
     "km²": ("square kilometer", "square kilometers", True), "tsp": ("teaspoon", "teaspoons", True),
@@ -913,6 +914,22 @@ _HOURS_BEFORE = re.compile(r"(?:(?i:\b(?:every|within|for|after|over|in|q))[ \t]
 _HOURS_AFTER = re.compile(r"[ \t]*(?:[.,;:!?)=×÷]|\Z)|[ \t]+(?:of|after|before|later|ago|apart|or|and|to|for|per|each|daily)\b")
 
 
+# "Hold for 5 to 10 s", "wait 30 s until": a spaced "s" after a number (or a range's end) is seconds after a word of
+# how long, or where a phrase ends or goes on with how long after it
+_SECONDS_BEFORE = re.compile(r"(?i:\b(?:every|within|for|after|over|in|wait|hold|holds|lasts?|takes?|took|about|"
+                             r"around|under))[ \t]+(?:\d+(?:\.\d+)?[ \t]?(?:to|-|–)[ \t]?)?\d+(?:\.\d+)?[ \t]\Z")
+_SECONDS_AFTER = re.compile(r"[ \t]*(?:[.,;:!?)=×÷]|\Z)|[ \t]+(?:of|after|before|later|ago|apart|or|and|to|for|per|each|"
+                            r"until|till|then|while|when)\b")
+
+
+def _spaced_second(match: re.Match[str]) -> str | None:
+    text, start, end = match.string, match.start(), match.end()
+    before = text[max(0, start - 32):start]
+    if not (_SECONDS_BEFORE.search(before) and _SECONDS_AFTER.match(text, end)):
+        return None
+    return "second" if re.search(r"(?<![\d.])1[ \t]\Z", before) else "seconds"
+
+
 def _spaced_hour(match: re.Match[str]) -> str | None:
     """"every 8 h", "within 24 h of onset", "lasts 1.5 h.": a spaced "h" after a number is hours after a word of how
     long or how often, or where a phrase ends after it (not "the 5 h mark", a letter's label maybe)."""
@@ -1064,6 +1081,11 @@ RULES: list[Rule] = [
      % "|".join(re.escape(u) for u in sorted(UNITS, key=len, reverse=True) if (UNITS[u][2] or u == "s") and u.isalpha()),
      _fraction_unit),
     ("spaced_hour", r"(?<=\d[ \t])h(?![\w/'’-])", _spaced_hour),
+    ("spaced_hour", r"(?<=\d[ \t])s(?![\w/'’-])", _spaced_second),
+    # "1 in = 2.54 cm": a spaced "in" after a number, before a conversion's "=", is inches
+    ("inches_tall", r"(?<=\d[ \t])in(?=[ \t]?[=≈])",
+     lambda match: "inch" if re.search(r"(?<![\d.])1[ \t]\Z", match.string[max(0, match.start() - 4):match.start()])
+     else "inches"),
     ("dimensions", r"(?<![\w/.-])(?:P|LT|ST|T)?[1-3]\d\d/[2-9]\dZ?R[12]\d(?![\w/-])", _tire_size),
     ("unit_alone", r"(?<=\d[ \t])A(?![\w'’/-])", _amps),  # "a 20 A breaker", "rated for 200 A"
     ("unit_alone", r"(?<=\d[ \t])(?:%s)(?![\w/²³])" % "|".join(

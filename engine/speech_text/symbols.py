@@ -102,7 +102,17 @@ _PEOPLE_BEFORE = re.compile(r"(?<![\w'])(?i:children|kids|infants|babies|toddler
 _AGE_AFTER = re.compile(r"[ \t]*\d{1,2}(?![\d.,%])")
 
 
+# "Settings > Privacy > Location Services": a ">" between capitalised names (a menu's or a folder's) is a path, a pause
+_MENU_BEFORE = re.compile(r"(?<![\w'])[A-Z][a-z]+[ \t]\Z")
+_IF_BEFORE = re.compile(r"(?i:\b(?:if|when|whenever|while|unless|until|where)[ \t]+)[A-Z][a-z]+[ \t]\Z")  # "if Revenue > Cost"
+_MENU_AFTER = re.compile(r"[ \t]*[A-Z][a-z]+\b")
+
+
 def _compare(match: re.Match[str]) -> str:
+    if match.group().strip() == ">" and _MENU_BEFORE.search(match.string, max(0, match.start() - 24), match.start()) \
+            and _MENU_AFTER.match(match.string, match.end()) \
+            and not _IF_BEFORE.search(match.string, max(0, match.start() - 32), match.start()):
+        return ","
     if _PEOPLE_BEFORE.search(match.string, max(0, match.start() - 16), match.start()) \
             and _AGE_AFTER.match(match.string, match.end()):
         return " under " if match.group().strip() == "<" else " over "
@@ -127,6 +137,15 @@ def _time_to(match: re.Match[str]) -> str | None:
     if text[start - 1:start].isalpha() and text[max(0, start - 8):start].lower().endswith(("midnight", "noon")):
         return " to " if _TIME_AFTER.match(text, end) else None
     return " to " if _TIME_BEFORE.search(text, max(0, start - 10), start) else None
+
+
+# "phone # on file", "your account # below": a number sign after a noun that names a number is "number"
+_NUMBERED_BEFORE = re.compile(r"(?<![\w'])(?i:phone|cell|fax|account|order|ticket|case|member|tracking|confirmation|"
+                              r"policy|invoice|reference|ref|claim|serial|part|model|room|item|ID)[ \t]\Z")
+
+
+def _named_number(match: re.Match[str]) -> str | None:
+    return "number" if _NUMBERED_BEFORE.search(match.string, max(0, match.start() - 16), match.start()) else None
 
 
 def _sharp(match: re.Match[str]) -> str:
@@ -229,7 +248,7 @@ RULES: list[Rule] = [
     ("sharp", r"(?<![\w])[CF]#(?![\w#])", _sharp),
     ("compare", r"(?:(?<=[\d)π²³])|(?<=[\d)π²³][ \t])|(?<=(?<!\w)[A-Za-zα-ωΔΣΩ])|(?<=(?<!\w)[A-Za-zα-ωΔΣΩ][ \t]))[≈≥≤≠]",
      _related),  # after a number or a variable: "π ≈ 3.14", "x ≥ 10", "φ ≈ 1.618"; "takes ≈ 5 min" is the word's
-    ("compare", r"(?:(?<=[a-z])|(?<=[a-z][ \t]))[≥≤](?=[ \t]?[-−]?\d)", _conditioned),  # "if age ≥ 18"
+    ("compare", r"(?:(?<=[a-z])|(?<=[a-z][ \t]))(?:[≥≤]|[<>]=)(?=[ \t]?[-−]?\d)", _conditioned),  # "if age ≥ 18", "if score <= 10"
     ("compare", r"(?<=[\w²³][ \t])[≈≥≤≠]", _measure_related),  # "1 km ≈ 0.62 mi": after a measure
     # "2H₂ + O₂ → 2H₂O": an arrow after or before a chemical formula (a subscript count beside it) is a reaction's "yields"
     ("yields", r"(?:(?<=[₀-₉])|(?<=[₀-₉][ \t]))→|→(?=[ \t]?\d*[A-Z][a-z]?[₀-₉])", _saying(" yields ")),
@@ -271,6 +290,8 @@ RULES: list[Rule] = [
              r"|(?<=(?i:noon))[ \t]*[—–-][ \t]*(?=\d)", _time_to),  # "3pm–midnight": a range of times, "to"
     ("dash", r"[ \t]*[—–][ \t]*", _saying(" - ")),
     ("emoji", rf"[{EMOJI}]+", _saying("")),
+    # "phone # on file", "your account # below": a number sign after a noun that names a number is "number"
+    ("number_word", r"(?<=[A-Za-z][ \t])#(?![\w#*])", _named_number),
     ("keypad", r"(?<![\w#*])[#*](?![\w#*])", _keypad),
     # "the office # is 415...", "Order #: 4411", "Rx# 6012345": a number sign after a noun, before "is", a colon or
     # (glued to the noun) a number, is "number"

@@ -21,7 +21,7 @@ TLDS = ("com org net io dev ai co edu gov app uk de fr ca au us info biz me tv l
 _SPELLED_NAMES = frozenset(
     {name.lower() for name in SPELLED} - COMMON_WORDS
     | set("irs ups dmv dhl faq hbo bbc cnn nbc abc cbs npr ibm aws nyc cdc fda nih mit nyu usps ssa fbi cia usda epa faa "
-          "tsa sku imdb ap ar qa".split())  # (and offices': accounts payable, receivable, quality: "ap@", "ap.org")
+          "tsa sku imdb ap ar qa ios".split())  # (and offices': accounts payable, receivable, quality: "ap@", "ap.org")
 )
 _CODAS = frozenset("ck ct ft ld lf lk lm lp lt mp nd ng nk nt pt rb rd rk rm rn rp rt sh sk sp st th ch ff ll ss "
                    "ks ps ts gs ds ns ms ls rs bs rg rl rf rv lb lv lg wl wn ws xt".split())
@@ -415,6 +415,11 @@ _FILE = (rf"(?<![\w@/.-])[A-Za-z0-9][\w-]{{0,60}}+(?:\.[\w-]{{1,30}}+){{0,2}}\.(
 
 RULES: list[Rule] = [
     ("mac", MAC, _mac), ("ipv6", IPV6, _ipv6),
+    # "the f/1.8 lens", "shot at f/11": a lens's aperture, "f" and its number ("f one point eight")
+    ("aperture", r"(?<![\w/.])f/(?:[1-9]\d?(?:\.\d)?|0\.\d{1,2})(?![\w/]|\.\d)",
+     lambda match: "f " + w.number(match.group()[2:])),
+    # "port 8080", "ports 80 and 443": a network port's number after the word, as developers say it (digit by digit; "port 80" is eighty)
+    ("port", r"(?<=(?<![\w])[Pp]ort[ \t])[1-9]\d{2,4}(?![\w:%]|[.,]\d)", lambda match: port(match.group())),
     ("doi", r"(?<![\w])(?i:doi):?[ \t]?10\.\d{4,9}/[^\s\"<>]*[\w/]", _doi),
     ("email", EMAIL, _email), ("url", URL, _url), ("file_name", _FILE, _file_name),
     ("windows_path", rf"(?<![\w])[A-Za-z]:\\(?:{_FOLDER}\\){{0,11}}(?:{_PATH_PART})?", _windows_path),
