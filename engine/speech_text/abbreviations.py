@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 
 from engine.speech_text import words as w
-from engine.speech_text.numbers import Rule, ends_sentence_after, trie
+from engine.speech_text.numbers import Rule, ends_sentence_after, one_before, trie
 
 TITLES = {"Col.": "Colonel", "Maj.": "Major", "Cpl.": "Corporal", "Adm.": "Admiral", "Pres.": "President",
           "Rev.": "Reverend", "Hon.": "Honorable", "Supt.": "Superintendent", "Insp.": "Inspector", "Dr.": "Doctor", "Mr.": "Mister", "Mrs.": "Missus", "Ms.": "Miz", "Prof.": "Professor", "Jr.": "Junior",
@@ -420,9 +420,8 @@ def _dose_form(match: re.Match[str]) -> str | None:
             or _DOSE_AFTER.match(match.string, match.end() - match.group().endswith("."))):
         return None
     word = match.group().rstrip(".")
-    one = re.search(r"(?<![\d.])1[ \t]\Z", match.string[max(0, match.start() - 3):match.start()]) is not None
     name = _DOSE_FORMS[word.rstrip("s")]
-    return name if one and not word.endswith("s") else name + "s"
+    return name if one_before(match) and not word.endswith("s") else name + "s"
 
 
 # A prescription's sig codes after its dose ("Take 1 tab PO BID", "500 mg po q6h prn"): how and how often

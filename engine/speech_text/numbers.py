@@ -225,6 +225,14 @@ _QUANTITY = (
 )
 
 
+_ONE_BEFORE = re.compile(r"(?<![\d.,])1[ \t]\Z")
+
+
+def one_before(match: re.Match[str]) -> bool:
+    """Whether the number just before ``match`` (a spaced unit's: "1 h", "1 A") is one, not "21" or "0.1"."""
+    return _ONE_BEFORE.search(match.string, max(0, match.start() - 4), match.start()) is not None
+
+
 def ends_sentence_after(match: re.Match[str]) -> bool:
     """Whether the text after ``match`` starts a new sentence (the end, a line break, or a capital next)."""
     rest = match.string[match.end(): match.end() + 3]
@@ -927,7 +935,7 @@ def _spaced_second(match: re.Match[str]) -> str | None:
     before = text[max(0, start - 32):start]
     if not (_SECONDS_BEFORE.search(before) and _SECONDS_AFTER.match(text, end)):
         return None
-    return "second" if re.search(r"(?<![\d.])1[ \t]\Z", before) else "seconds"
+    return "second" if one_before(match) else "seconds"
 
 
 def _spaced_hour(match: re.Match[str]) -> str | None:
@@ -937,7 +945,7 @@ def _spaced_hour(match: re.Match[str]) -> str | None:
     before = text[max(0, start - 24):start]
     if not (_HOURS_BEFORE.search(before) or _HOURS_AFTER.match(text, end)):
         return None
-    return "hour" if re.search(r"(?<![\d.])1[ \t]\Z", before) else "hours"
+    return "hour" if one_before(match) else "hours"
 
 
 # "Counting by 7s", "grouped in 3s": numbers in the plural after a word of counting or grouping, not seconds
@@ -963,7 +971,7 @@ def _amps(match: re.Match[str]) -> str | None:
     after = _ELECTRIC_AFTER.match(text, match.end())
     if not after and not _ELECTRIC_BEFORE.search(text, max(0, start - 64), start - 1):
         return None
-    return "amp" if after or re.search(r"(?<![\d.,])1[ \t]\Z", text[max(0, start - 4):start]) else "amps"
+    return "amp" if after or one_before(match) else "amps"
 
 
 # "842 − 790 = 52 kWh", "120 × 15 = 1,800 W": a unit after a formula's result (which the formula's rule read)
@@ -973,8 +981,7 @@ _RESULT_BEFORE = re.compile(r"[=×][ \t]?[\d,]+(?:\.\d+)?[ \t]\Z")
 def _result_unit(match: re.Match[str]) -> str | None:
     if not _RESULT_BEFORE.search(match.string, max(0, match.start() - 24), match.start()):
         return None
-    one = re.search(r"(?<![\d.,])1[ \t]\Z", match.string[max(0, match.start() - 4):match.start()])
-    return UNITS[match.group()][0 if one else 1]
+    return UNITS[match.group()][0 if one_before(match) else 1]
 
 
 def _tire_size(match: re.Match[str]) -> str:
@@ -1009,7 +1016,7 @@ def _batting_average(match: re.Match[str]) -> str | None:
 def _newtons(match: re.Match[str]) -> str | None:
     if not _FORCE_BEFORE.search(match.string, max(0, match.start() - 40), match.start()):
         return None
-    return "newton" if re.search(r"(?<![\d.])1[ \t]\Z", match.string[max(0, match.start() - 4):match.start()]) else "newtons"
+    return "newton" if one_before(match) else "newtons"
 
 
 RULES: list[Rule] = [
@@ -1084,8 +1091,7 @@ RULES: list[Rule] = [
     ("spaced_hour", r"(?<=\d[ \t])s(?![\w/'’-])", _spaced_second),
     # "1 in = 2.54 cm": a spaced "in" after a number, before a conversion's "=", is inches
     ("inches_tall", r"(?<=\d[ \t])in(?=[ \t]?[=≈])",
-     lambda match: "inch" if re.search(r"(?<![\d.])1[ \t]\Z", match.string[max(0, match.start() - 4):match.start()])
-     else "inches"),
+     lambda match: "inch" if one_before(match) else "inches"),
     ("dimensions", r"(?<![\w/.-])(?:P|LT|ST|T)?[1-3]\d\d/[2-9]\dZ?R[12]\d(?![\w/-])", _tire_size),
     ("unit_alone", r"(?<=\d[ \t])A(?![\w'’/-])", _amps),  # "a 20 A breaker", "rated for 200 A"
     ("unit_alone", r"(?<=\d[ \t])(?:%s)(?![\w/²³])" % "|".join(
