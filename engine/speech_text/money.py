@@ -109,14 +109,15 @@ _GROUPED = r"\d{1,2}(?:,\d\d)+,\d{3}(?![\d,])|[1-9]\d{0,2}(?:(?:[\u00a0\u202f\u2
 # read from its pattern's first characters, semiotic.py, and an empty amount would let "100 USD"'s rule start anywhere)
 _AMOUNT = rf"(?:{_DECIMAL_COMMA}|(?:{_GROUPED}|\d{{1,3}}(?:,\d{{3}})+(?!\d)|\d+)(?:\.\d+)?|\.\d+)"
 # a scale after an amount: "$1.5k", "£2m", "$5MM" (finance's thousand thousands), "€3.5 mln", "$4 mil"
+_SCALE_WORDS = ("thousand", "million", "billion", "trillion")
 _SCALES = {**MULTIPLIERS, "MM": "million", "mil": "million", "mln": "million", "mio": "million", "Mio": "million",
            "bln": "billion", "Bn": "billion", "BN": "billion",
            # a scale's word in a headline's or a shouted text's capitals: "US$7.5 MILLION", "$2 Billion"
-           **{cased(scale): scale for scale in ("thousand", "million", "billion", "trillion")
-              for cased in (str.upper, str.title)}}
+           **{cased(scale): scale for scale in _SCALE_WORDS for cased in (str.upper, str.title)}}
+_SCALE_WORD = "(?:%s)" % "|".join(_SCALE_WORDS)
 _MULTIPLIER = (r"(?:[ \t]?(?:MM|Mio|mio|mln|bln|Bn|BN|k|K|M|m|mn|bn|B|b|tn|T)(?![\w])"
-               r"|[ \t](?:thousand|million|billion|trillion|lakh|lakhs|crore|crores|mil"
-               r"|THOUSAND|MILLION|BILLION|TRILLION|Thousand|Million|Billion|Trillion)(?![\w]))")
+               r"|[ \t](?:%s|lakh|lakhs|crore|crores|mil)(?![\w]))" % "|".join(
+                   cased(scale) for scale in _SCALE_WORDS for cased in (str, str.upper, str.title)))
 # What a price is per: a span of time, a count ("/person"), or a unit of measure ("$3.49/gal", "$12/kg").
 _PER_WORDS = {**{unit: names[0] for unit, names in UNITS.items() if unit.isalpha() and len(unit) > 1}, **PER,
               "L": "liter", "l": "liter", "g": "gram", "h": "hour",
@@ -281,7 +282,7 @@ def _pence(match: re.Match[str]) -> str | None:
 # "$10 to $15 million", "between $2 and $3 billion": a range whose scale is written once, after its high end ("ten to
 # fifteen million dollars")
 _SCALED_RANGE = (rf"(?<![\w.])(?:{_CURRENCY})[ \t]?{_AMOUNT}[ \t]+(?:to|and)[ \t]+(?:{_CURRENCY})[ \t]?{_AMOUNT}"
-                 rf"[ \t](?:thousand|million|billion|trillion){_END}")
+                 rf"[ \t]{_SCALE_WORD}{_END}")
 _SCALED_RANGE_PARTS = re.compile(rf"(?P<cur>{_CURRENCY})[ \t]?(?P<a>{_AMOUNT})[ \t]+(?P<by>to|and)[ \t]+(?:{_CURRENCY})[ \t]?"
                                  rf"(?P<b>{_AMOUNT})[ \t](?P<scale>\w+)")
 
