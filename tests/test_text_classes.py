@@ -1021,6 +1021,7 @@ SAID = [
     ('Get it at example.com/ios', 'Get it at example dot com slash I O S'),
     ('if score <= 10 show it', 'if score is less than or equal to ten show it'),
     ('Subtotal $40 − $10 coupon', 'Subtotal forty dollars minus ten dollar coupon'),
+    ('Send it to HR.', 'Send it to H R.'), ('Launch moved to 11/4.', 'Launch moved to November fourth.'),
 ]
 
 

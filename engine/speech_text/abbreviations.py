@@ -195,6 +195,9 @@ def _abbreviation(match: re.Match[str]) -> str | None:
     if text == "Max." and _SENTENCE_ENDS_AFTER.match(match.string, match.end()) and \
             _NAME_AFTER_WORD.search(match.string, max(0, match.start() - 20), match.start()):
         return None
+    if text.isupper() and text not in ABBREVIATIONS and text.rstrip(".") in SPELLED and \
+            not re.search(r"\d[ \t]?\Z", match.string[max(0, match.start() - 3):match.start()]):
+        return None  # "for HR.": a shouted name spelled out (the department), not "hr." (hour) after no number
     said = _in_context(match, ABBREVIATIONS.get(text) or ABBREVIATIONS[text.lower()])
     if text.isalpha() and match.string[:match.start()].rstrip().lower().endswith(said.lower()):
         return " ".join(text.upper())  # "your prescription Rx": the word is there already, so the letters
