@@ -1021,6 +1021,16 @@ SAID = [
     ('Get it at example.com/ios', 'Get it at example dot com slash I O S'),
     ('if score <= 10 show it', 'if score is less than or equal to ten show it'),
     ('Subtotal $40 − $10 coupon', 'Subtotal forty dollars minus ten dollar coupon'),
+    ('Send it to HR.', 'Send it to H R.'), ('Launch moved to 11/4.', 'Launch moved to November fourth.'),
+    ('CTR = clicks / views', 'C T R equals clicks divided by views'), ('Mode = on / off', 'Mode equals on or off'),
+    ('Sum B2:B10 now.', 'Sum B two to B ten now.'), ('TANKS HOLD 3 GAL', 'tanks hold three gallons'),
+    ('Shelf width: 30 in (76 cm)', 'Shelf width, thirty inches (seventy-six centimeters)'),
+    ('Width 12 in, depth 8 in.', 'Width twelve inches, depth eight inches.'),
+    ('See subsection iv below.', 'See subsection four below.'),
+    ('PARIS SYNC 09:30 CET', 'paris sync nine thirty C E T'),
+    ('Mail help@it-desk.org', 'Mail help at I T dash desk dot org'),
+    ('From noreply@acme.com', 'From no reply at acme dot com'),
+    ('Make sure the count ≤ 20.', 'Make sure the count is less than or equal to twenty.'),
 ]
 
 

@@ -195,6 +195,9 @@ def _abbreviation(match: re.Match[str]) -> str | None:
     if text == "Max." and _SENTENCE_ENDS_AFTER.match(match.string, match.end()) and \
             _NAME_AFTER_WORD.search(match.string, max(0, match.start() - 20), match.start()):
         return None
+    if text.isupper() and text not in ABBREVIATIONS and text.rstrip(".") in SPELLED and \
+            not re.search(r"\d[ \t]?\Z", match.string[max(0, match.start() - 3):match.start()]):
+        return None  # "for HR.": a shouted name spelled out (the department), not "hr." (hour) after no number
     said = _in_context(match, ABBREVIATIONS.get(text) or ABBREVIATIONS[text.lower()])
     if text.isalpha() and match.string[:match.start()].rstrip().lower().endswith(said.lower()):
         return " ".join(text.upper())  # "your prescription Rx": the word is there already, so the letters
@@ -272,7 +275,7 @@ _CODA = ("ck ct ft ld lf lk lm lp lt mp nd ng nk nt pt rb rd rk rm rn rp rt sh s
 SAYABLE_START = re.compile(rf"(?:{'|'.join(sorted(_ONSET, key=len, reverse=True))})?(?:[aeiou]|y(?![aeiou]))", re.I)
 _SYLLABLE = re.compile(rf"(?:{'|'.join(sorted(_ONSET, key=len, reverse=True))})"
                        rf"(?:ee|oo|ea|ai|oa|ou|[aeo][wy]|[aeiou]|y(?![a-z]e))"
-                       rf"(?:(?:{'|'.join(sorted(_CODA, key=len, reverse=True))})e?)?", re.I)
+                       rf"(?:(?:{'|'.join(sorted(_CODA + ['nc'], key=len, reverse=True))})e?)?", re.I)  # "sync", "zinc"
 
 
 def one_syllable(token: str) -> bool:
@@ -327,11 +330,12 @@ def _caps(match: re.Match[str]) -> str:
         return token.lower()
     if len(token) >= 4 and token not in SPELLED | WORD_ACRONYMS and (
             token[0] not in _VOWELS and SAYABLE_START.match(token) or _ALTERNATING.fullmatch(token)) and (
-            len(worded) >= 2 or worded and _ALTERNATING.fullmatch(token)
+            len(worded) >= 2 or worded and (_ALTERNATING.fullmatch(token) or one_syllable(token))
             and not re.search(r"[a-z]", "".join(_sentence_around(match)))):
         # "FUEL" among words that read as words; "HVAC" is no word's start, and one opening with its vowel ("ESPN",
         # "USAA", "UCLA") is as often an acronym, unless its vowels and consonants alternate ("OVEN", "EDIT", "AREA":
-        # a word of them one among words on a line all in capitals, "BAY AREA TRAFFIC")
+        # a word of them one among words on a line all in capitals, "BAY AREA TRAFFIC"; so is one of one syllable,
+        # "LONDON SYNC 16:30")
         return token.lower()
     if len(token) == 3 and token not in SPELLED and token not in _SYLLABLE_ACRONYMS and token not in WORD_ACRONYMS \
             and token.lower() not in COMMON_WORDS and (one_syllable(token) or _VOWEL_SYLLABLE.fullmatch(token)):
@@ -348,7 +352,7 @@ def _caps(match: re.Match[str]) -> str:
 
 _ALTERNATING = re.compile(r"[AEIOU](?:[B-DF-HJ-NP-TV-Z](?:EA|IA|[AEIOUY]))+[B-DF-HJ-NP-TV-Z]?")  # "IDEA", "AREA"
 _SENTENCE_END = re.compile(r"[.!?](?:\s|\Z)|\n")
-_SYLLABLE_ACRONYMS = frozenset("SAT MIT CAT PET LED VIN DOB POS BOT EST EDT ACT APT ACC ATT IDE ICE".split())  # spelled,
+_SYLLABLE_ACRONYMS = frozenset("SAT MIT CAT PET LED VIN DOB POS BOT EST EDT CET ACT APT ACC ATT IDE ICE".split())  # spelled,
 # though of one syllable's shape
 # A shouted word of one syllable that opens with its vowel: a doubled consonant or a coda after it ("ADD", "APP", "ASK",
 # "END"; acronyms seldom double a letter), or a consonant and a silent "E" ("OWE", "USE", "ATE")

@@ -880,7 +880,16 @@ def _swift(match: re.Match[str]) -> str | None:
     return " ".join(w.cardinal(c) if c.isdigit() else c for c in match.group())
 
 
+def _cell_range(match: re.Match[str]) -> str:
+    """"A1:A20", "B2:D10": a spreadsheet's range of cells, each its column's letters and row's number, "to" between."""
+    def cell(text: str) -> str:
+        letters = text.rstrip("0123456789")
+        return f"{' '.join(letters)} {w.cardinal(text[len(letters):])}"
+    return " to ".join(cell(side) for side in match.group().split(":"))
+
+
 RULES: list[Rule] = [
+    ("cell_range", r"(?<![\w:$.])[A-Z]{1,3}[1-9]\d{0,6}:[A-Z]{1,3}[1-9]\d{0,6}(?![\w:])", _cell_range),
     ("serial", r"(?<![\w-])(?<=[ \t])[A-Z]{6}[A-Z0-9]{2}(?:[A-Z0-9]{3})?(?![\w-])",
      _swift),
     ("vanity", r"(?<![\w+-])(?:1[-. ])?\d{3}[-. ](?=[A-Z0-9-]*[A-Z]{3})[A-Z0-9]{2,}(?:-[A-Z0-9]+)*(?![\w-])",
@@ -1009,7 +1018,8 @@ RULES: list[Rule] = [
     # more, only I, V and X (not "stage mix", "type CD", nor a lone "I", the pronoun)
     ("roman", r"(?<![\w])(?:stage|phase|level|tier|grade|chapter|volume|act|scene|note|footnote|article|appendix|"
               r"schedule|figure|table|lesson|module|unit|round|season|episode|series|type|class|book|canto|"
-              r"dynasty|dynasties|chapters|volumes|books|acts|cantos)"
+              r"dynasty|dynasties|chapters|volumes|books|acts|cantos|subsection|subsections|subclause|subparagraph|sections|"
+              r"clauses|paragraphs|items)"
               r"[ \t](?:(?=[IVX]{2,}(?![\w]))%s|(?=[ivx]{2,}(?![\w]))%s)(?![\w])" % (_ROMAN, _ROMAN.lower()),
      _numbered),
     # "dynasties XVIII to XX", "Chapters II and IV": a range's or a list's second numeral after a numbered first

@@ -171,7 +171,7 @@ def _si_units() -> dict[str, tuple[str, str, bool]]:
                           "Tbsp": "tbsp", "TBSP": "tbsp", "tbs": "tbsp", "Tbs": "tbsp", "Tsp": "tsp", "TSP": "tsp",
                           "ltr": "L", "ltrs": "L", "Ltr": "L", "lt": "L", "YDS": "yd", "yds": "yd", "Yds": "yd",
                           # times in capitals, as a work order or an invoice writes them: "4 HRS", "30 MIN"
-                          "HR": "hr", "HRS": "hrs", "Hr": "hr", "Hrs": "hrs", "MIN": "min", "MINS": "mins",
+                          "GAL": "gal", "GALS": "gal", "HR": "hr", "HRS": "hrs", "Hr": "hr", "Hrs": "hrs", "MIN": "min", "MINS": "mins",
                           "Mins": "mins", "SECS": "secs", "Secs": "secs"}.items():  # not "SEC": "the 2 SEC schools"
         units[written] = units.get(unit) or UNITS[unit]
     return units
@@ -534,7 +534,8 @@ def fraction_words(numerator: int, denominator: int) -> str:
 
 _DATE_CUES = re.compile(r"(?:(?i:\b(?:on|by|starts?|starting|due|until|till|thru|through|from|since|before|after|"
                         r"expires?|expiring|exp|dated?|effective|ends?|ending|week of|as of|open|opens|closed|closes|closing|delivered|available|avail\.?|"
-                        r"scheduled|arrives?|arriving|shipped|ships))"
+                        r"scheduled|arrives?|arriving|shipped|ships|"
+                        r"(?:moved|pushed|postponed|rescheduled|delayed|bumped|shifted)(?:[ \t]+(?:back|up|out))?[ \t]+(?:to|for|until)))"
                         r"|\b(?:Mon|Tues?|Wed(?:nes)?|Thu(?:rs?)?|Fri|Sat(?:ur)?|Sun)(?:day)?"
                         r"|\b(?:mon|tues?|wed|thu(?:rs?)?|fri|sat|sun)\.?|\b(?:mon|tues|wednes|thurs|fri|satur|sun)day"
                         r"|\b(?:MON|TUES?|WED|THU(?:RS?)?|FRI|SAT|SUN)\.?)\W*$")  # "Monday 9/22", "tues 11/12", "DUE FRI 11/8"
@@ -1019,6 +1020,10 @@ def _newtons(match: re.Match[str]) -> str | None:
     return "newton" if one_before(match) else "newtons"
 
 
+_LENGTH_NAMED = re.compile(r"(?i:\b(?:height|width|length|depth|thickness|diameter|wide|tall|long|deep|high))"
+                           r"[ \t]*[:=]?[ \t]*\d[\d.,]*[ \t]\Z")
+
+
 RULES: list[Rule] = [
     ("counted_by", r"(?<![\w.,])\d{1,3}s(?![\w'’])", _counted_by),
     ("newtons", r"(?<=\d[ \t])N(?![\w/'’°-])", _newtons),
@@ -1090,8 +1095,12 @@ RULES: list[Rule] = [
     ("spaced_hour", r"(?<=\d[ \t])h(?![\w/'’-])", _spaced_hour),
     ("spaced_hour", r"(?<=\d[ \t])s(?![\w/'’-])", _spaced_second),
     # "1 in = 2.54 cm": a spaced "in" after a number, before a conversion's "=", is inches
-    ("inches_tall", r"(?<=\d[ \t])in(?=[ \t]?[=≈])",
+    ("inches_tall", r"(?<=\d[ \t])in(?=[ \t]?[=≈]|[ \t]?\([ \t]?\d)",  # "29 in (74 cm)": before its conversion too
      lambda match: "inch" if one_before(match) else "inches"),
+    # "Desk height: 29 in", "Width 12 in,": after a word that names a length, the number, no word after
+    ("inches_tall", r"(?<=\d[ \t])in(?![\w'’-]|[ \t]+[A-Za-z(])",
+     lambda match: ("inch" if one_before(match) else "inches")
+     if _LENGTH_NAMED.search(match.string, max(0, match.start() - 32), match.start()) else None),
     ("dimensions", r"(?<![\w/.-])(?:P|LT|ST|T)?[1-3]\d\d/[2-9]\dZ?R[12]\d(?![\w/-])", _tire_size),
     ("unit_alone", r"(?<=\d[ \t])A(?![\w'’/-])", _amps),  # "a 20 A breaker", "rated for 200 A"
     ("unit_alone", r"(?<=\d[ \t])(?:%s)(?![\w/²³])" % "|".join(

@@ -129,7 +129,7 @@ _RULES_OF_CLASS = {
     "date": "future_year year_month quarter month_dash_year short_year month_year iso_date slash_date dotted_date dashed_date fiscal_year month_date day_month weekday_pair weekday month decade month_day",
     "ordinal": "d_ordinal",
     "time": "time time_ish tv_time zone_slash split_time dotted_clock dotted_time hour military duration iso_datetime",
-    "range": "suffix_range slash_date_range since_year weekday_range month_range day_range days_month noon_range time_range letter_time_range percent_range grades sizes times_range letter_range",
+    "range": "cell_range suffix_range slash_date_range since_year weekday_range month_range day_range days_month noon_range time_range letter_time_range percent_range grades sizes times_range letter_range",
     "money": "pence money coded_money currency_pair money_plural scaled_range unit_price",
     "fraction": "mixed_fraction fraction signed_fraction vulgar_fraction",
     "measure": "molar viscosity scaled_unit spaced_hour newtons per_unit per_slash aperture pressure rooms feet_inches feet dimensions inches inches_tall hyphen_unit unit_alone fraction_unit fraction_inches power_unit",

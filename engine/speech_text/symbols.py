@@ -88,7 +88,10 @@ def _measure_related(match: re.Match[str]) -> str | None:
     return _related(match) if _MEASURE_BEFORE.search(match.string, max(0, match.start() - 20), match.start()) else None
 
 
-_CONDITION_BEFORE = re.compile(r"(?i:\b(?:if|when|whenever|while|unless|until|where))[ \t]+[a-z_]+[a-rt-z_][ \t]?\Z")  # not a plural
+_CONDITION_BEFORE = re.compile(r"(?i:\b(?:if|when|whenever|while|unless|until|where|"
+                               r"(?:make|making|makes)[ \t]+sure(?:[ \t]+that)?|ensure|ensures|verify|confirm)"
+                               r"(?:[ \t]+(?:the|that|this|your|its))?)[ \t]+[a-z_]+[a-rt-z_][ \t]?\Z")  # not a plural;
+# "make sure the total ≤ 500": a that-clause's subject, its relation said with its verb
 
 
 def _conditioned(match: re.Match[str]) -> str | None:
@@ -237,7 +240,15 @@ _FORMULA_BEFORE = re.compile(r"=[^=\n.!?;]{1,48}\Z")
 _FORMULA_AFTER = re.compile(r"[ \t]*[$€£¥]?\d[\d,.]*[ \t]*=")
 
 
+# "ROI = gain / cost", "x = a / b": two bare words either side of a spaced slash make a ratio only right after a formula's
+# "=" whose left side is one variable (a letter or an acronym); "Mode = on / off" after a word stays "or"
+_WORD_RATIO_BEFORE = re.compile(r"(?<!\w)(?:[A-Z]{2,5}|[A-Za-z])[ \t]?=[ \t]?[a-z]+\Z")
+
+
 def _formula(match: re.Match[str]) -> str | None:
+    if match.string[match.end():match.end() + 1].isalpha() and match.string[match.start() - 1:match.start()].isalpha() \
+            and not _WORD_RATIO_BEFORE.search(match.string, max(0, match.start() - 32), match.start()):
+        return None
     before = _FORMULA_BEFORE.search(match.string, max(0, match.start() - 50), match.start())
     if not (before or match.group().strip() == "/" and _FORMULA_AFTER.match(match.string, match.end())):
         return None
@@ -261,7 +272,7 @@ RULES: list[Rule] = [
     # "P(A) = 0.25", "P(B) + P(C)": a capital function letter applied to a capital letter before an operator, "P of A"
     ("applied", r"(?<![\w(])[A-Z]\([A-Z]\)(?=[ \t]?[-−+=<>≤≥≈≠×])", lambda match: f"{match.group()[0]} of {match.group()[2]}"),
     ("formula", r"(?<=[\d)])[ \t]/[ \t](?=[$€£¥(]?\d|\(|[a-z])|(?<=[a-z)])[ \t]/[ \t](?=[$€£¥(]?\d|\()"
-     r"|(?<=[a-z)])[ \t]-[ \t](?=[$€£¥(]?\d)", _formula),
+     r"|(?<=[a-z)])[ \t]-[ \t](?=[$€£¥(]?\d)|(?<=[a-z])[ \t]/[ \t](?=[a-z]+\b)", _formula),
     # "°F = °C × 9/5 + 32": a scale's sign with no number, the scale named ("degrees Fahrenheit")
     ("words", r"(?<![\w°])°[CF](?![\w])",
      lambda match: "degrees " + ("Celsius" if match.group()[1] == "C" else "Fahrenheit")),

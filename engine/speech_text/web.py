@@ -26,6 +26,7 @@ _SPELLED_NAMES = frozenset(
 _CODAS = frozenset("ck ct ft ld lf lk lm lp lt mp nd ng nk nt pt rb rd rk rm rn rp rt sh sk sp st th ch ff ll ss "
                    "ks ps ts gs ds ns ms ls rs bs rg rl rf rv lb lv lg wl wn ws xt".split())
 _SAID_DOMAINS = frozenset({"co", "me"})
+_RUN_TOGETHER = {"noreply": "no reply", "donotreply": "do not reply", "dontreply": "don't reply"}
 _SAID_NAMES = frozenset({"gmail", "hotmail", "ymail", "icloud"})  # said as words, whatever their first letters
 # Two consonants that can open an English syllable; any other pair opening a name marks an initial ("jsmith").
 _ONSETS = frozenset("bl br ch cl cr dr dw fl fr gh gl gn gr kl kn kr ph pl pr ps qu rh sc sh sk sl sm sn sp sq st sw "
@@ -166,8 +167,12 @@ def _spoken_parts(text: str, domain_at: int = -1, by_digit: bool = False) -> str
             if trailing:  # "facebook.com/RiversideHS": a name run into its initials, "Riverside H S"
                 said.append(_name(trailing[1], False) + " " + " ".join(trailing[2]))
                 continue
-            if part.lower() == "it" and start < host_start and text[end:end + 1] in "-._":  # "it-help@": I T
-                said.append("I T")
+            if part.lower() == "it" and text[end:end + 1] in "-._" and (start < host_start or start != domain_at
+                                                                         and text[start - 1:start] in "@."):
+                said.append("I T")  # "it-help@", "@it-services.net", "it.example.edu": the department, I T
+                continue
+            if part.lower() in _RUN_TOGETHER:  # "noreply@": the words run together, said apart
+                said.append(_RUN_TOGETHER[part.lower()])
                 continue
             said.append(" ".join(part) if initials else _name(part, start == domain_at or country,
                                                               host_start <= start < host_end and domain_at >= 0))
