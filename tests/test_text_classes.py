@@ -1021,6 +1021,10 @@ SAID = [
     ('Get it at example.com/ios', 'Get it at example dot com slash I O S'),
     ('if score <= 10 show it', 'if score is less than or equal to ten show it'),
     ('Subtotal $40 − $10 coupon', 'Subtotal forty dollars minus ten dollar coupon'),
+    ('Her due date is 6/30.', 'Her due date is June thirtieth.'),
+    ('Please update your ZIP to 10027.', 'Please update your ZIP to one zero zero two seven.'),
+    ('Your TSH came back at 2.45, which is normal.', 'Your T S H came back at two point four five, which is normal.'),
+    ('A ¼-lb patty', 'A quarter-pound patty'),
 ]
 
 

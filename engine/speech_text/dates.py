@@ -341,7 +341,7 @@ def _split_time(match: re.Match[str]) -> str:
 
 
 # A value's verb before "at": "came in at 1.25", "closed at 12.50" are a ratio and a price, not times.
-_VALUE_AT = re.compile(r"(?i:\b(?:came[ \t]in|comes[ \t]in|closed|closes|opened|priced|valued|rated|trad(?:ed|es|ing)|"
+_VALUE_AT = re.compile(r"(?i:\b(?:came[ \t]in|comes[ \t]in|c[oa]mes?[ \t]back|closed|closes|opened|priced|valued|rated|trad(?:ed|es|ing)|"
                        r"stands?|stood|peaked|sits?|sat|ended|finished|settled|fell|rose|quoted|capped|pegged|is|was|"
                        r"are|were|be))[ \t]+at[ \t]\Z")
 
