@@ -1025,6 +1025,9 @@ SAID = [
     ('Please update your ZIP to 10027.', 'Please update your ZIP to one zero zero two seven.'),
     ('Your TSH came back at 2.45, which is normal.', 'Your T S H came back at two point four five, which is normal.'),
     ('A ¼-lb patty', 'A quarter-pound patty'),
+    ('Stage IIIB cancer', 'Stage three B cancer'), ("Bell's palsy affects cranial nerve VII.", "Bell's palsy affects cranial nerve seven."),
+    ('Collagen types I and III', 'Collagen types one and three'),
+    ('Dilute bleach 1:10 with water.', 'Dilute bleach one to ten with water.'),
 ]
 
 

@@ -436,8 +436,17 @@ def _numbered(match: re.Match[str]) -> str | None:
 
 _NUMBERED_BEFORE = re.compile(
     rf"(?:(?<![\w]){_NUMBERING}|(?<![\w])(?i:chapters|volumes|books|acts|cantos|dynasty|dynasties|parts|sections|"
-    rf"scenes|steps|phases|stages|levels|tiers|articles|clauses|seasons|episodes))"
+    rf"scenes|steps|phases|stages|levels|tiers|articles|clauses|seasons|episodes|types|classes|grades|nerves))"
     rf"[ \t]+(?P<first>{_ROMAN}|{_ROMAN_LOWER})[ \t]*(?:to|and|or|through|[–-])[ \t]*\Z")
+
+
+_LIST_OWNER = re.compile(r"(?<![\w])(?i:types|classes|grades|stages|phases|levels|tiers|parts|nerves)[ \t]\Z")
+
+
+def _numbered_letter(match: re.Match[str]) -> str:
+    """"Stage IIIB" -> "Stage three B": the numeral, then its sub-stage's letter, said as a capital."""
+    words, code = match.group().rsplit(None, 1)
+    return f"{words} {w.cardinal(str(roman_value(code[:-1])))} {code[-1].upper()}"
 
 
 def _second_numeral(match: re.Match[str]) -> str | None:
@@ -1009,9 +1018,16 @@ RULES: list[Rule] = [
     # more, only I, V and X (not "stage mix", "type CD", nor a lone "I", the pronoun)
     ("roman", r"(?<![\w])(?:stage|phase|level|tier|grade|chapter|volume|act|scene|note|footnote|article|appendix|"
               r"schedule|figure|table|lesson|module|unit|round|season|episode|series|type|class|book|canto|"
-              r"dynasty|dynasties|chapters|volumes|books|acts|cantos)"
+              r"dynasty|dynasties|chapters|volumes|books|acts|cantos|nerve)"
               r"[ \t](?:(?=[IVX]{2,}(?![\w]))%s|(?=[ivx]{2,}(?![\w]))%s)(?![\w])" % (_ROMAN, _ROMAN.lower()),
      _numbered),
+    # "Stage IIIB", "grade IIa": a stage's numeral with its sub-stage's letter, "three B"
+    ("roman", r"(?<![\w])(?i:stage|phase|grade|class|type)[ \t](?=[IVX]+[A-Da-d](?![\w]))%s[A-Da-d](?![\w])" % _ROMAN,
+     lambda match: _numbered_letter(match)),
+    # "types I and III", "classes I–IV": a list's or a range's first numeral, a lone "I", after a plural numbering
+    # word, when a numeral follows it
+    ("roman", r"(?<=[sS][ \t])I(?=[ \t]*(?:,|and|or|to|through|[–-])[ \t]*%s(?![\w]))" % _ROMAN,
+     lambda match: "one" if _LIST_OWNER.search(match.string, max(0, match.start() - 12), match.start()) else None),
     # "dynasties XVIII to XX", "Chapters II and IV": a range's or a list's second numeral after a numbered first
     ("roman", rf"(?:(?<=\bto[ \t])|(?<=\band[ \t])|(?<=\bor[ \t])|(?<=\bthrough[ \t])|(?<=[–-])|(?<=[–-][ \t]))"
               rf"(?:{_ROMAN}|{_ROMAN_LOWER})(?![\w'’-])", _second_numeral),
