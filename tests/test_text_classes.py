@@ -1028,6 +1028,9 @@ SAID = [
     ('Stage IIIB cancer', 'Stage three B cancer'), ("Bell's palsy affects cranial nerve VII.", "Bell's palsy affects cranial nerve seven."),
     ('Collagen types I and III', 'Collagen types one and three'),
     ('Dilute bleach 1:10 with water.', 'Dilute bleach one to ten with water.'),
+    ('4 × 25 g = 100 g of protein', 'four times twenty-five grams equals one hundred grams of protein'),
+    ('Net carbs = 30 − 12 = 18 g', 'Net carbs equals thirty minus twelve equals eighteen grams'),
+    ('BMI = weight (kg) ÷ height (m)²', 'B M I equals weight (kilograms) divided by height (meters) squared'),
 ]
 
 
