@@ -1031,6 +1031,8 @@ SAID = [
     ('4 × 25 g = 100 g of protein', 'four times twenty-five grams equals one hundred grams of protein'),
     ('Net carbs = 30 − 12 = 18 g', 'Net carbs equals thirty minus twelve equals eighteen grams'),
     ('BMI = weight (kg) ÷ height (m)²', 'B M I equals weight (kilograms) divided by height (meters) squared'),
+    ('Zone 2 = 60–70% of max', 'Zone two equals sixty to seventy percent of max'),
+    ('WALK 20 MIN, 3X A WEEK', 'walk twenty minutes, three times A week'),
 ]
 
 

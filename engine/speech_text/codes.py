@@ -656,6 +656,8 @@ def _math(match: re.Match[str]) -> str | None:
     lead = re.match(r"[a-z]{2,3}(?=[ \t]?=)", text)
     if lead and lead.group() in UNITS and re.search(r"\d[ \t]\Z", match.string[max(0, match.start() - 2):match.start()]):
         return None  # "15 ft = 300 sq ft": the unit of the number before it, not a two-letter variable
+    if re.fullmatch(r"[\d.]+[ \t]*=[ \t]*[\d.]+", text) and re.match(r"–[ \t]?\d", match.string[match.end():match.end() + 3]):
+        return None  # "Zone 2 = 60–70%": "=", then a range that starts there ("sixty to seventy percent")
     if re.search(r"\d[eE][-+−]?\d", text):
         return None  # "k = 1.38e-23": a number in E notation, not "1.38 e" minus 23
     asked = _ASKED.search(match.string, max(0, match.start() - 20), match.start())
@@ -890,6 +892,9 @@ def _swift(match: re.Match[str]) -> str | None:
 
 
 RULES: list[Rule] = [
+    # "3X A WEEK", "2X DAILY": a shouted count of times (as "3x a week"), not a code
+    ("serial", r"(?<![\w.])\d{1,2}X(?=[ \t]+(?:A|AN|PER|EVERY|DAILY|WEEKLY|MONTHLY)\b)",
+     lambda match: w.cardinal(match.group()[:-1]) + " times"),
     ("serial", r"(?<![\w-])(?<=[ \t])[A-Z]{6}[A-Z0-9]{2}(?:[A-Z0-9]{3})?(?![\w-])",
      _swift),
     ("vanity", r"(?<![\w+-])(?:1[-. ])?\d{3}[-. ](?=[A-Z0-9-]*[A-Z]{3})[A-Z0-9]{2,}(?:-[A-Z0-9]+)*(?![\w-])",
