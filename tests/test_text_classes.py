@@ -1031,6 +1031,18 @@ SAID = [
     ('Mail help@it-desk.org', 'Mail help at I T dash desk dot org'),
     ('From noreply@acme.com', 'From no reply at acme dot com'),
     ('Make sure the count ≤ 20.', 'Make sure the count is less than or equal to twenty.'),
+    ('Her due date is 6/30.', 'Her due date is June thirtieth.'),
+    ('Please update your ZIP to 10027.', 'Please update your ZIP to one zero zero two seven.'),
+    ('Your TSH came back at 2.45, which is normal.', 'Your T S H came back at two point four five, which is normal.'),
+    ('A ¼-lb patty', 'A quarter-pound patty'),
+    ('Stage IIIB cancer', 'Stage three B cancer'), ("Bell's palsy affects cranial nerve VII.", "Bell's palsy affects cranial nerve seven."),
+    ('Collagen types I and III', 'Collagen types one and three'),
+    ('Dilute bleach 1:10 with water.', 'Dilute bleach one to ten with water.'),
+    ('4 × 25 g = 100 g of protein', 'four times twenty-five grams equals one hundred grams of protein'),
+    ('Net carbs = 30 − 12 = 18 g', 'Net carbs equals thirty minus twelve equals eighteen grams'),
+    ('BMI = weight (kg) ÷ height (m)²', 'B M I equals weight (kilograms) divided by height (meters) squared'),
+    ('Zone 2 = 60–70% of max', 'Zone two equals sixty to seventy percent of max'),
+    ('WALK 20 MIN, 3X A WEEK', 'walk twenty minutes, three times A week'),
 ]
 
 
@@ -1176,7 +1188,7 @@ def _streamed(parts: list[str]) -> str:
                                   "dev17.tsv", "heldout21.tsv", "heldout22.tsv",
                                   "heldout23.tsv", "heldout24.tsv", "heldout25.tsv",
                                   "heldout26.tsv", "heldout27.tsv", "heldout28.tsv",
-                                  "heldout29.tsv", "heldout30.tsv"])
+                                  "heldout29.tsv", "heldout30.tsv", "heldout31.tsv", "heldout32.tsv"])
 def test_every_case_reads_the_same_streamed_in_random_pieces(half: str) -> None:
     rng = random.Random(46)
     for case in text_cases.load(CASES / half):

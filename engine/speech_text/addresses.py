@@ -81,7 +81,7 @@ _ROUTE_ALONE = (r"(?<![\w.])(?:(?:County|State|Farm|Forest)[ \t](?:Rd\.?|Road|Hw
 _POSTAL = r"(?<![\w])(?:%s),?[ \t]+[A-Z]\d[A-Z][ \t]?\d[A-Z]\d(?![\w-])" % "|".join(PROVINCES)  # "ON M5V 1J5"
 # A state's code in small letters that is no word (not "in", "or", "me", "la", "co", "pa"): before a ZIP code only
 _SMALL_STATES = "ny nj tx fl nv az nm nc sc nd wv wi wy vt ut tn ky ks ia ak mn nh ri mi".split()
-_ZIP = (r"(?<![\w])(?:(?:%s),?[ \t]+|(?i:zip|zip[ \t]code|postal[ \t]code|zipcode)(?:[ \t]+(?:is|was|still|now|as|on[ \t]file)){0,3}:?[ \t]+)\d{5}(?:-\d{4})?(?![\w-])"
+_ZIP = (r"(?<![\w])(?:(?:%s),?[ \t]+|(?i:zip|zip[ \t]code|postal[ \t]code|zipcode)(?:[ \t]+(?:is|was|still|now|as|to|on[ \t]file)){0,3}:?[ \t]+)\d{5}(?:-\d{4})?(?![\w-])"
         % "|".join(STATES)
         + r"|(?<=[a-z][ \t])(?:%s)[ \t]+\d{5}(?:-\d{4})?(?![\w-])" % "|".join(_SMALL_STATES))
 

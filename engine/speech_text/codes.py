@@ -436,8 +436,17 @@ def _numbered(match: re.Match[str]) -> str | None:
 
 _NUMBERED_BEFORE = re.compile(
     rf"(?:(?<![\w]){_NUMBERING}|(?<![\w])(?i:chapters|volumes|books|acts|cantos|dynasty|dynasties|parts|sections|"
-    rf"scenes|steps|phases|stages|levels|tiers|articles|clauses|seasons|episodes))"
+    rf"scenes|steps|phases|stages|levels|tiers|articles|clauses|seasons|episodes|types|classes|grades|nerves))"
     rf"[ \t]+(?P<first>{_ROMAN}|{_ROMAN_LOWER})[ \t]*(?:to|and|or|through|[–-])[ \t]*\Z")
+
+
+_LIST_OWNER = re.compile(r"(?<![\w])(?i:types|classes|grades|stages|phases|levels|tiers|parts|nerves)[ \t]\Z")
+
+
+def _numbered_letter(match: re.Match[str]) -> str:
+    """"Stage IIIB" -> "Stage three B": the numeral, then its sub-stage's letter, said as a capital."""
+    words, code = match.group().rsplit(None, 1)
+    return f"{words} {w.cardinal(str(roman_value(code[:-1])))} {code[-1].upper()}"
 
 
 def _second_numeral(match: re.Match[str]) -> str | None:
@@ -647,6 +656,8 @@ def _math(match: re.Match[str]) -> str | None:
     lead = re.match(r"[a-z]{2,3}(?=[ \t]?=)", text)
     if lead and lead.group() in UNITS and re.search(r"\d[ \t]\Z", match.string[max(0, match.start() - 2):match.start()]):
         return None  # "15 ft = 300 sq ft": the unit of the number before it, not a two-letter variable
+    if re.fullmatch(r"[\d.]+[ \t]*=[ \t]*[\d.]+", text) and re.match(r"–[ \t]?\d", match.string[match.end():match.end() + 3]):
+        return None  # "Zone 2 = 60–70%": "=", then a range that starts there ("sixty to seventy percent")
     if re.search(r"\d[eE][-+−]?\d", text):
         return None  # "k = 1.38e-23": a number in E notation, not "1.38 e" minus 23
     asked = _ASKED.search(match.string, max(0, match.start() - 20), match.start())
@@ -890,6 +901,9 @@ def _cell_range(match: re.Match[str]) -> str:
 
 RULES: list[Rule] = [
     ("cell_range", r"(?<![\w:$.])[A-Z]{1,3}[1-9]\d{0,6}:[A-Z]{1,3}[1-9]\d{0,6}(?![\w:])", _cell_range),
+    # "3X A WEEK", "2X DAILY": a shouted count of times (as "3x a week"), not a code
+    ("serial", r"(?<![\w.])\d{1,2}X(?=[ \t]+(?:A|AN|PER|EVERY|DAILY|WEEKLY|MONTHLY)\b)",
+     lambda match: w.cardinal(match.group()[:-1]) + " times"),
     ("serial", r"(?<![\w-])(?<=[ \t])[A-Z]{6}[A-Z0-9]{2}(?:[A-Z0-9]{3})?(?![\w-])",
      _swift),
     ("vanity", r"(?<![\w+-])(?:1[-. ])?\d{3}[-. ](?=[A-Z0-9-]*[A-Z]{3})[A-Z0-9]{2,}(?:-[A-Z0-9]+)*(?![\w-])",
@@ -1019,9 +1033,16 @@ RULES: list[Rule] = [
     ("roman", r"(?<![\w])(?:stage|phase|level|tier|grade|chapter|volume|act|scene|note|footnote|article|appendix|"
               r"schedule|figure|table|lesson|module|unit|round|season|episode|series|type|class|book|canto|"
               r"dynasty|dynasties|chapters|volumes|books|acts|cantos|subsection|subsections|subclause|subparagraph|sections|"
-              r"clauses|paragraphs|items)"
+              r"clauses|paragraphs|items|nerve)"
               r"[ \t](?:(?=[IVX]{2,}(?![\w]))%s|(?=[ivx]{2,}(?![\w]))%s)(?![\w])" % (_ROMAN, _ROMAN.lower()),
      _numbered),
+    # "Stage IIIB", "grade IIa": a stage's numeral with its sub-stage's letter, "three B"
+    ("roman", r"(?<![\w])(?i:stage|phase|grade|class|type)[ \t](?=[IVX]+[A-Da-d](?![\w]))%s[A-Da-d](?![\w])" % _ROMAN,
+     lambda match: _numbered_letter(match)),
+    # "types I and III", "classes I–IV": a list's or a range's first numeral, a lone "I", after a plural numbering
+    # word, when a numeral follows it
+    ("roman", r"(?<=[sS][ \t])I(?=[ \t]*(?:,|and|or|to|through|[–-])[ \t]*%s(?![\w]))" % _ROMAN,
+     lambda match: "one" if _LIST_OWNER.search(match.string, max(0, match.start() - 12), match.start()) else None),
     # "dynasties XVIII to XX", "Chapters II and IV": a range's or a list's second numeral after a numbered first
     ("roman", rf"(?:(?<=\bto[ \t])|(?<=\band[ \t])|(?<=\bor[ \t])|(?<=\bthrough[ \t])|(?<=[–-])|(?<=[–-][ \t]))"
               rf"(?:{_ROMAN}|{_ROMAN_LOWER})(?![\w'’-])", _second_numeral),

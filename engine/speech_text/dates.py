@@ -341,7 +341,7 @@ def _split_time(match: re.Match[str]) -> str:
 
 
 # A value's verb before "at": "came in at 1.25", "closed at 12.50" are a ratio and a price, not times.
-_VALUE_AT = re.compile(r"(?i:\b(?:came[ \t]in|comes[ \t]in|closed|closes|opened|priced|valued|rated|trad(?:ed|es|ing)|"
+_VALUE_AT = re.compile(r"(?i:\b(?:came[ \t]in|comes[ \t]in|c[oa]mes?[ \t]back|closed|closes|opened|priced|valued|rated|trad(?:ed|es|ing)|"
                        r"stands?|stood|peaked|sits?|sat|ended|finished|settled|fell|rose|quoted|capped|pegged|is|was|"
                        r"are|were|be))[ \t]+at[ \t]\Z")
 
@@ -397,7 +397,14 @@ def _scale_ratio(match: re.Match[str]) -> str | None:
     grouped = re.search(r"\d[, \u00a0\u202f]\d", match.group())
     named = re.match(r"[ \t]+(?i:scale|ratio)\b", match.string[match.end():match.end() + 8]) \
         or _RATIO_CUE.search(match.string, max(0, match.start() - 20), match.start())
-    return _ratio(match) if grouped or named else None
+    diluted = _DILUTED.search(match.string, max(0, match.start() - 40), match.start())
+    return _ratio(match) if grouped or named or diluted else None
+
+
+# "Dilute bleach 1:10", "mix the concentrate 1:4 with water": a dilution's or a mix's parts, "one to ten" (not "mix
+# it at 1:30", a time)
+_DILUTED = re.compile(r"(?i:\b(?:dilut(?:e|ed|es|ing|ion)|mix(?:ed|es|ing)?)\b"
+                      r"(?:[ \t]+(?!(?:at|by|until|till|from|before|after|around|about)\b)[\w'’-]+){0,3})[ \t]+\Z")
 
 
 def _tv_time(match: re.Match[str]) -> str | None:

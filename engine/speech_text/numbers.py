@@ -535,7 +535,7 @@ def fraction_words(numerator: int, denominator: int) -> str:
 _DATE_CUES = re.compile(r"(?:(?i:\b(?:on|by|starts?|starting|due|until|till|thru|through|from|since|before|after|"
                         r"expires?|expiring|exp|dated?|effective|ends?|ending|week of|as of|open|opens|closed|closes|closing|delivered|available|avail\.?|"
                         r"scheduled|arrives?|arriving|shipped|ships|"
-                        r"(?:moved|pushed|postponed|rescheduled|delayed|bumped|shifted)(?:[ \t]+(?:back|up|out))?[ \t]+(?:to|for|until)))"
+                        r"(?:moved|pushed|postponed|rescheduled|delayed|bumped|shifted)(?:[ \t]+(?:back|up|out))?[ \t]+(?:to|for|until)|date[ \t]+(?:is|was|will[ \t]+be)))"
                         r"|\b(?:Mon|Tues?|Wed(?:nes)?|Thu(?:rs?)?|Fri|Sat(?:ur)?|Sun)(?:day)?"
                         r"|\b(?:mon|tues?|wed|thu(?:rs?)?|fri|sat|sun)\.?|\b(?:mon|tues|wednes|thurs|fri|satur|sun)day"
                         r"|\b(?:MON|TUES?|WED|THU(?:RS?)?|FRI|SAT|SUN)\.?)\W*$")  # "Monday 9/22", "tues 11/12", "DUE FRI 11/8"
@@ -871,6 +871,11 @@ def _dimensions(match: re.Match[str]) -> str:
     return joint.join(w.number(size.replace(",", "")) + (" " + UNITS[unit][1] if unit else "") for size, unit in sizes)
 
 
+def _count_times(match: re.Match[str]) -> str:
+    count, size, unit = re.fullmatch(rf"(\d+)[ \t]*[x×][ \t]*({NUM})[ \t]?(\w+)", match.group()).groups()
+    return f"{w.cardinal(count)} times {w.number(size.replace(',', ''))} {UNITS[unit][0 if size == '1' else 1]}"
+
+
 def _hyphen_unit(match: re.Match[str]) -> str:
     """"a 10-min walk" -> "a ten minute walk": a measure that describes what follows, its unit singular."""
     size, unit = match.group().split("-", 1)
@@ -1052,6 +1057,10 @@ RULES: list[Rule] = [
     ("feet", r"(?<![\w'’])\d{1,2}['’′][ \t]?\d{1,2}(?:[\"”″]|'')?(?![\w])|(?<![\w'’])\d{1,3}['’′](?=[ \t,.;]|$)", _feet),
     ("number_sign", r"(?<![\w&#])#[ \t]?(?:\d{1,3}(?:,\d{3})+|\d+)(?![\w]|,\d)", _number_sign),
     ("vulgar_fraction", r"(?<![\w.])(?:\d{1,3}[ \t]?)?[½⅓⅔¼¾⅕⅖⅗⅘⅙⅚⅛⅜⅝⅞](?:[\"”″](?=[ \t]+[\w-]))?", _vulgar),  # "1½", "1 ½"
+    # "4 × 25 g": a count times a measure that is no length (a mass, a volume, energy), "four times twenty-five grams"
+    ("dimensions", rf"{_START}\d{{1,3}}(?:[ \t]*×[ \t]*|[ \t]x[ \t]){NUM}[ \t]?(?:mg|mcg|g|kg|ml|mL|L|oz|lbs?|kcal|cal|IU)(?![\w])"
+                    r"(?=[ \t]*(?:[=≈]|[,.;:)]|\Z|(?:is|equals|of)\b))",  # a product: before "=", "of", a stop
+     _count_times),
     ("dimensions", rf"{_START}{NUM}{_SIZE_UNIT_AT}?(?:[ \t]*[x×][ \t]*{NUM}{_SIZE_UNIT_AT}?){{1,2}}"
      rf"(?![\w'’′\"”″⁻])(?!(?<=\d)[ \t]*=)",  # a unit after every size too: "40 cm × 30 cm × 20 cm"
      _dimensions),
@@ -1088,7 +1097,7 @@ RULES: list[Rule] = [
     ("duration", r"(?<![\w.])\d{1,3}[ \t]?h(?:[ \t]?\d{1,2}[ \t]?m(?:in)?)(?:[ \t]?\d{1,2}[ \t]?s(?:ec)?)?(?![\w])"
                  r"|(?<![\w.])\d{1,3}[ \t]?m[ \t]?\d{1,2}[ \t]?s(?![\w])", _duration),
     ("fraction_unit", r"(?:(?<=\d/\d[ \t])|(?<=\d/\d\d[ \t])|(?<=\d/\d{3}[ \t])|(?<=\d/\d{4}[ \t])"
-                      r"|(?<=[½⅓⅔¼¾⅕⅖⅗⅘⅙⅚⅛⅜⅝⅞][ \t]))(?:(?:%s)(?![\w/])"  # "1/1000 s": a second, after a fraction
+                      r"|(?<=[½⅓⅔¼¾⅕⅖⅗⅘⅙⅚⅛⅜⅝⅞][ \t])|(?<=[½⅓⅔¼¾⅕⅖⅗⅘⅙⅚⅛⅜⅝⅞]-))(?:(?:%s)(?![\w/])"  # "a ¼-lb patty": a quarter-pound  # "1/1000 s": a second, after a fraction
                       r"|in\.(?=[ \t]+[a-z])|in(?=\.))"  # "a 3/8 in. drill bit", "to ¾ in.": inches (the sentence's stop kept)
      % "|".join(re.escape(u) for u in sorted(UNITS, key=len, reverse=True) if (UNITS[u][2] or u == "s") and u.isalpha()),
      _fraction_unit),
@@ -1106,6 +1115,11 @@ RULES: list[Rule] = [
     ("unit_alone", r"(?<=\d[ \t])(?:%s)(?![\w/²³])" % "|".join(
         re.escape(u) for u in sorted(UNITS, key=len, reverse=True)
         if UNITS[u][2] and u not in _WORDLIKE_UNITS and not re.fullmatch(r"[a-z]", u)), _result_unit),
+    # "= 30 − 12 = 18 g": a one-letter unit after a result, at a phrase's end ("= 18 g.")
+    ("unit_alone", r"(?<=\d[ \t])[gm](?![\w/²³'’-])(?=[ \t]*(?:[,.;:!?)]|\Z))", _result_unit),
+    # "BMI = weight (kg) ÷ height (m)²": a unit alone in brackets after a quantity's name, in a formula
+    ("unit_alone", r"(?<=[a-z][ \t]\()(?:kg|g|mg|m|cm|mm|km|lbs?|ft|in|s|min|h|hr|L|mL)(?=\)(?:[²³]|[ \t]*[=÷×/*]))",
+     lambda match: UNITS[match.group()][1]),
     # "10K-20K followers", "1.5M–2M": a range of numbers each with its scale's letter, "ten thousand to twenty thousand"
     ("suffix_range", r"(?<![\w.,/-])\d{1,3}(?:\.\d{1,2})?[kKMB][ \t]?[-–][ \t]?\d{1,3}(?:\.\d{1,2})?[kKMB](?![\w-])",
      lambda match: " to ".join(f"{w.number(n)} {MULTIPLIERS[scale]}"
