@@ -956,7 +956,7 @@ RULES: list[Rule] = [
      r"|(?:(?<=[Ff]light )|(?<=FLIGHT )|(?<=Amtrak )|(?<=AMTRAK )|(?<=[Tt]rain )|(?<=TRAIN )|(?<=[Bb]us )|(?<=BUS ))(?:[A-Z]{2,3}[ \t]\d{1,4}|\d{3,4})(?![\w]|[.,]\d)",
      _flight),  # "Train ICE 597": a train's or a flight's code after its word, spelled ("TRAIN ICE 578" too)
     ("number_code", r"(?<![\w&#])#[ \t]?(?:(?=[A-Za-z0-9-]*[A-Za-z])(?=[A-Za-z0-9-]*\d)[A-Za-z0-9]+(?:-[A-Za-z0-9]+)*|\d+(?:-\d+)+|\d{3,}(?:[ \t]\d{3,}){1,4}(?![.,]\d))"
-                    r"(?:/[A-Z0-9]+(?:-[A-Z0-9]+)*)*(?![\w/-])", _number_code),  # "#7712 3456 7890": spaced groups  # "#A7-4402", "#100-4432-9981", "#B-12/34"
+                    r"(?:/[A-Z0-9]+(?:-[A-Z0-9]+)*)*(?![\w/-])", _number_code),  # "#A7-4402", "#100-4432-9981", "#7712 3456 7890", "#B-12/34"
     # "*611", "*67", "*#06#", "##002#": keyed on a phone, every key said ("star pound zero six pound")
     ("star_code", r"(?<![\w*#])[*#][*#\d]{0,18}\d[*#\d]{0,18}(?![\w*#])|(?<![\w*#.,$-])\d{1,12}#(?![\w*#])", _star_code),
     ("bare_phone", r"(?<![\w.,$#-])1?\d{10}(?![\w%]|[.,:/-]\d)", _bare_phone),
@@ -1038,7 +1038,7 @@ RULES: list[Rule] = [
      _numbered),
     # "Stage IIIB", "grade IIa": a stage's numeral with its sub-stage's letter, "three B"
     ("roman", r"(?<![\w])(?i:stage|phase|grade|class|type)[ \t](?=[IVX]+[A-Da-d](?![\w]))%s[A-Da-d](?![\w])" % _ROMAN,
-     lambda match: _numbered_letter(match)),
+     _numbered_letter),
     # "types I and III", "classes I–IV": a list's or a range's first numeral, a lone "I", after a plural numbering
     # word, when a numeral follows it
     ("roman", r"(?<=[sS][ \t])I(?=[ \t]*(?:,|and|or|to|through|[–-])[ \t]*%s(?![\w]))" % _ROMAN,

@@ -131,7 +131,6 @@ def _future_year(match: re.Match[str]) -> str | None:
     if not _FORETOLD.search(match.string, max(0, match.start() - 100), match.start()) or re.match(
             r"[ \t]+(?!(?:and|or|the|to|if|when|as|unless|but|at|in|from|than|compared|levels?)\b)[a-z]",
             match.string[match.end():match.end() + 16]):  # "by 2100 meters": a count
-
         return None
     return w.year(int(match.group()))
 

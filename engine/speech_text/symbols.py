@@ -88,7 +88,8 @@ def _measure_related(match: re.Match[str]) -> str | None:
     return _related(match) if _MEASURE_BEFORE.search(match.string, max(0, match.start() - 20), match.start()) else None
 
 
-_CONDITION_BEFORE = re.compile(r"(?i:\b(?:if|when|whenever|while|unless|until|where|"
+_CONDITIONS = r"if|when|whenever|while|unless|until|where"  # the words a condition opens with
+_CONDITION_BEFORE = re.compile(rf"(?i:\b(?:{_CONDITIONS}|"
                                r"(?:make|making|makes)[ \t]+sure(?:[ \t]+that)?|ensure|ensures|verify|confirm)"
                                r"(?:[ \t]+(?:the|that|this|your|its))?)[ \t]+[a-z_]+[a-rt-z_][ \t]?\Z")  # not a plural;
 # "make sure the total ≤ 500": a that-clause's subject, its relation said with its verb
@@ -107,7 +108,7 @@ _AGE_AFTER = re.compile(r"[ \t]*\d{1,2}(?![\d.,%])")
 
 # "Settings > Privacy > Location Services": a ">" between capitalised names (a menu's or a folder's) is a path, a pause
 _MENU_BEFORE = re.compile(r"(?<![\w'])[A-Z][a-z]+[ \t]\Z")
-_IF_BEFORE = re.compile(r"(?i:\b(?:if|when|whenever|while|unless|until|where)[ \t]+)[A-Z][a-z]+[ \t]\Z")  # "if Revenue > Cost"
+_IF_BEFORE = re.compile(rf"(?i:\b(?:{_CONDITIONS})[ \t]+)[A-Z][a-z]+[ \t]\Z")  # "if Revenue > Cost"
 _MENU_AFTER = re.compile(r"[ \t]*[A-Z][a-z]+\b")
 
 
