@@ -118,6 +118,10 @@ class Chaos:
             self._signalled.add(victim)
             self.gateways_signalled += 1
 
+    def whole(self) -> bool:
+        """As many gateway processes as at the start (a drained one's replacement may come after the run ends)."""
+        return not self.restart_gateway_every or len(self.observe()) >= len(self._first_children)
+
     def figures(self) -> dict[str, int]:
         self.observe()
         figures = {}

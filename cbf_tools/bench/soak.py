@@ -932,7 +932,7 @@ async def measure(url: str, args: argparse.Namespace, wyoming_port: int | None, 
         await asyncio.gather(*runs)
         stop.set()
         await watching
-        health = await _settled(http)
+        health = await _settled(http, chaos.whole if chaos is not None else lambda: True)
     left, in_flight = open_in_every_process(health, "sessions"), _in_flight(health)
     warm_up_s = args.warm_up * 60
     restarted = {"worker": args.kill_worker_every, "gateway": args.restart_gateway_every}  # growth: the restarts'
@@ -959,16 +959,16 @@ def _in_flight(health: dict[str, Any]) -> int:
     return sum(engine.get("in_flight") or 0 for engine in health.get("engines", []))
 
 
-async def _settled(http: httpx.AsyncClient) -> dict[str, Any]:
-    """/health once no session or client connection (but the bench's) is open, no engine utterance is in flight and it
-    says ok, or its last answer after SETTLE_S."""
+async def _settled(http: httpx.AsyncClient, whole: Callable[[], bool]) -> dict[str, Any]:
+    """/health once no session or client connection (but the bench's) is open, no engine utterance is in flight, it
+    says ok and the server is ``whole`` again (under chaos: its processes back), or its last answer after SETTLE_S."""
     deadline, health = time.monotonic() + SETTLE_S, None
     while True:
         with contextlib.suppress(httpx.TransportError):
             health = (await http.get("/health")).json()
         settled = (health is not None and health["status"] == "ok"
                    and not (open_in_every_process(health, "sessions") or _in_flight(health)
-                            or leaked_connections(health)))
+                            or leaked_connections(health)) and whole())
         if settled or (health is not None and time.monotonic() > deadline):
             return health
         if time.monotonic() > deadline:
