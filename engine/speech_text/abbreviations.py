@@ -69,7 +69,14 @@ ABBREVIATIONS = {"e.g.": "for example", "i.e.": "that is", "etc.": "et cetera", 
                  "int’l": "international", "Bal.": "Balance", "bal.": "balance", "fwd.": "forward", "Fwd.": "Forward",
                  "amt.": "amount", "Amt.": "Amount", "amt": "amount", "Amt": "Amount", "Exp. Date": "Expiration Date",
                  "exp. date": "expiration date",
-                 "max.": "maximum", "gov't": "government", "gov’t": "government", "blks": "blocks", "blk.": "block"}
+                 "max.": "maximum", "gov't": "government", "gov’t": "government", "blks": "blocks", "blk.": "block",
+                 # a lease's, a listing's and a court filing's shorthand: "utils. incl.", "sep. entrance", "water htr.",
+                 # "detached gar.", "mgmt. co.", "Hrg. continued per stip.", "Maria Lin, Esq.", "Wt. 40 lbs, Qty. 12"
+                 "utils.": "utilities", "util.": "utility", "sep.": "separate", "htr.": "heater", "gar.": "garage",
+                 "mgmt.": "management", "mgmt": "management", "Mgmt.": "Management", "co.": "company",
+                 "Hrg.": "Hearing", "hrg.": "hearing", "stip.": "stipulation", "Esq.": "Esquire",
+                 "Civ.": "Civil", "Wt.": "Weight", "wt.": "weight", "Qty.": "quantity", "qty.": "quantity",
+                 "Assocs.": "Associates"}
 # Capitalised or shouted on a label or a form ("Avg: 3", "MGR APPROVAL REQ'D", "QTY: 4"): the word (a shouted one in
 # small letters, as the caps rule says shouted words)
 _LABEL_WORDS = [(key, said) for key, said in ABBREVIATIONS.items()
@@ -77,7 +84,7 @@ _LABEL_WORDS = [(key, said) for key, said in ABBREVIATIONS.items()
 ABBREVIATIONS |= {key.upper(): said for key, said in _LABEL_WORDS}
 ABBREVIATIONS |= {key.capitalize(): said.capitalize() for key, said in _LABEL_WORDS
                   if key.capitalize() not in ABBREVIATIONS}
-ENDINGS = frozenset({"mgr.", "Mgr.", "fwd.", "Fwd.", "amt.", "bal.", "pmt.", "wk.", "wks.", "qtr.", "qtrs.", "intl.", "avail.", "pt.", "ins.", "avg.", "misc.", "appt.", "appts.", "ref.", "Ref.", "dept.", "tel.", "Tel.", "Apt.", "Ste.", "etc.", "Inc.", "Ltd.", "Corp.", "Co.", "Ave.", "Blvd.", "Rd.", "Ph.D.", "Dept.", "govt.", "max.", "blk.", "Sta.", "Bldg.", "bldg.", "Bldgs."})
+ENDINGS = frozenset({"utils.", "util.", "htr.", "gar.", "mgmt.", "co.", "stip.", "Esq.", "qty.", "mgr.", "Mgr.", "fwd.", "Fwd.", "amt.", "bal.", "pmt.", "wk.", "wks.", "qtr.", "qtrs.", "intl.", "avail.", "pt.", "ins.", "avg.", "misc.", "appt.", "appts.", "ref.", "Ref.", "dept.", "tel.", "Tel.", "Apt.", "Ste.", "etc.", "Inc.", "Ltd.", "Corp.", "Co.", "Ave.", "Blvd.", "Rd.", "Ph.D.", "Dept.", "govt.", "max.", "blk.", "Sta.", "Bldg.", "bldg.", "Bldgs."})
 
 WORD_ACRONYMS = frozenset(
     "ZIP NASA NATO FIFA OPEC AIDS JPEG JSON YAML GIF PIN RAM ROM SIM LAN SARS FEMA OSHA UEFA IKEA LEGO WASP NAFTA "
@@ -146,6 +153,8 @@ def _title(match: re.Match[str]) -> str:
         return "Street" + ("." if ends_sentence_after(match) else "")
     if text == "Rev." and re.match(r"[ \t]?\d", match.string[match.end():match.end() + 2]):
         return "Revision"  # "Rev. 3" is a document's revision, "Rev. Smith" a reverend
+    if text == "Rev." and re.match(r"[ \t]+(?:Stat\.|Statutes\b|Code\b)", match.string[match.end():match.end() + 10]):
+        return "Revised"  # "Ohio Rev. Code", "Nev. Rev. Stat.": a state's revised code or statutes
     said = _counted(match, TITLES.get(text) or TITLES[text.title().rstrip(".") + "."])  # "NO" before its colon too
     return said + " " if match.string[match.end():match.end() + 1].isalnum() else said  # "No.1": "number one"
 
@@ -162,6 +171,15 @@ def _in_context(match: re.Match[str], said: str) -> str:
         return "minimum"
     if key == "est." and _BEFORE_YEAR.match(match.string, match.end()):
         return "established"
+    if match.group() == "Est." and _OF_NAME_AFTER.match(match.string, match.end()):
+        return _cased(match, "estate")  # "the Est. of J. Reyes": a dead person's estate
+    if key == "sec." and _NUMBER_NEXT.match(match.string, match.end()) and not _AFTER_COUNT.search(
+            match.string, max(0, match.start() - 3), match.start()):
+        return _cased(match, "section")  # "Sec. 4.2", "sec. 12", "Sec. B": a section before its number or letter ("30 sec." is seconds)
+    if key == "assoc." and _AND_BEFORE.search(match.string, max(0, match.start() - 6), match.start()):
+        return _cased(match, "associates")  # "Reyes & Assoc.": a firm's partners
+    if key in ("mtg.", "mtg") and _MORTGAGE_AFTER.match(match.string, match.end()):
+        return _cased(match, "mortgage")  # "Mtg. pmt.", "mtg rate": a home loan's, not a meeting's
     if key in ("approx.", "approx") and (_LABEL_NOUN_AFTER.match(match.string, match.end())
                                          or _DETERMINER_BEFORE.search(match.string, max(0, match.start() - 8), match.start())):
         return "approximate"  # before a label's noun ("Approx. wait: 2 hrs") or after "the": an adjective
@@ -172,6 +190,15 @@ def _in_context(match: re.Match[str], said: str) -> str:
     return said
 
 
+def _cased(match: re.Match[str], said: str) -> str:
+    return said.capitalize() if match.group()[0].isupper() else said
+
+
+_OF_NAME_AFTER = re.compile(r"[ \t]+of[ \t]+[A-Z]")
+_NUMBER_NEXT = re.compile(r"[ \t]?\d|[ \t][A-Z](?![\w])")  # "Sec. 4.2", "Sec. B"
+_AND_BEFORE = re.compile(r"(?:&|\band)[ \t]+\Z")
+_MORTGAGE_AFTER = re.compile(r"[ \t]+(?i:pmts?\b|payments?\b|rates?\b|loan|lender|broker|escrow|insurance|ins\b|"
+                             r"interest|principal|servicer|statement|bal(?:ance)?\b|refi)")
 _LABEL_NOUN_AFTER = re.compile(r"[ \t]+[A-Za-z]+(?:[ \t][A-Za-z]+)?:(?![^\s])")
 _DETERMINER_BEFORE = re.compile(r"(?i:\b(?:the|an?|your|our|its|their|his|her|my))[ \t]+\Z")
 
@@ -198,6 +225,9 @@ def _abbreviation(match: re.Match[str]) -> str | None:
     if text.isupper() and text not in ABBREVIATIONS and text.rstrip(".") in SPELLED and \
             not re.search(r"\d[ \t]?\Z", match.string[max(0, match.start() - 3):match.start()]):
         return None  # "for HR.": a shouted name spelled out (the department), not "hr." (hour) after no number
+    if text == "sep." and not _SEPARATE.match(match.string, match.end()) or text == "sep." and _IN_MONTH_BEFORE.search(
+            match.string, max(0, match.start() - 8), match.start()):
+        return None  # "sep. entrance" is separate, "in sep." September
     said = _in_context(match, ABBREVIATIONS.get(text) or ABBREVIATIONS[text.lower()])
     if text.isalpha() and match.string[:match.start()].rstrip().lower().endswith(said.lower()):
         return " ".join(text.upper())  # "your prescription Rx": the word is there already, so the letters
@@ -207,6 +237,10 @@ def _abbreviation(match: re.Match[str]) -> str | None:
         said = said[0].upper() + said[1:]  # (a shouted one keeps its own: "REQ'D" "required")
     ends = text in ENDINGS or text.lower() in ENDINGS
     return _counted(match, said) + ("." if ends and ends_sentence_after(match) else "")
+
+
+_SEPARATE = re.compile(r"[ \t]+[a-z]{2,}")  # before the noun it describes
+_IN_MONTH_BEFORE = re.compile(r"\b(?:in|by|since|until|till|through|thru|of|early|late|mid|next|last|this|from)[ \t]+\Z")
 
 
 _PAY_BEFORE = re.compile(r"(?i:\$|\b(?:salary|pay|wages?|rate|compensation|comp)\b|/hr\b|/hour\b|per[ \t]hour\b)"
@@ -337,6 +371,8 @@ def _caps(match: re.Match[str]) -> str:
         # a word of them one among words on a line all in capitals, "BAY AREA TRAFFIC"; so is one of one syllable,
         # "LONDON SYNC 16:30")
         return token.lower()
+    if token in _SYLLABLE_ACRONYMS and re.search(r"[a-z]", "".join(_sentence_around(match))):
+        return " ".join(token)  # "The SAT and ACT", "a PET scan": in mixed text the acronym, not "sat", "pet"
     if len(token) == 3 and token not in SPELLED and token not in _SYLLABLE_ACRONYMS and token not in WORD_ACRONYMS \
             and token.lower() not in COMMON_WORDS and (one_syllable(token) or _VOWEL_SYLLABLE.fullmatch(token)):
         # "MAX LOAD PER SHELF", "LOG IN AGAIN": among shouted words of its own sentence (as far as open_caps holds a
@@ -459,8 +495,9 @@ def _pattern(words: dict[str, str]) -> str:
     return trie(list(words))
 
 
-# Said in any case ("ETC.", "Incl."), but for "est." and "pt." ("EST.", "PT." are time zones).
-_LOWER_ABBREVIATIONS = {k: v for k, v in ABBREVIATIONS.items() if k.islower() and "." in k and k not in ("est.", "pt.")}
+# Said in any case ("ETC.", "Incl."), but for "est." and "pt." ("EST.", "PT." are time zones), "sep." ("Sep." is
+# September) and "co." ("CO." is Colorado).
+_LOWER_ABBREVIATIONS = {k: v for k, v in ABBREVIATIONS.items() if k.islower() and "." in k and k not in ("est.", "pt.", "sep.", "co.")}
 # "serial no. on the unit": "no." after what is numbered is "number" whatever follows.
 _NUMBERED_NO = "|".join(rf"(?<=\b{noun}[ \t])no\." for noun in (
     "serial model part account policy order item invoice case claim ticket flight room phone lot batch ref reference "
@@ -488,7 +525,8 @@ _NO_VOWEL_WORDS = frozenset("tsk pfft hmph nth psst pst pls plz thx txt msg pkg 
 
 # Chat shorthand in small letters that stands for a phrase, said as the phrase ("lmk" "let me know"); "asap" by its
 # letters, as its capitals are
-_CHAT = {"lmk": "let me know", "idk": "I don't know", "asap": "A S A P"}  # (others, "tbh", "btw", stay as written)
+_CHAT = {"lmk": "let me know", "idk": "I don't know", "asap": "A S A P", "fyi": "F Y I", "btw": "by the way"}
+# (others, "tbh", "smh", stay as written)
 
 
 def _small_initials(match: re.Match[str]) -> str | None:
@@ -500,7 +538,62 @@ def _small_initials(match: re.Match[str]) -> str | None:
     return " ".join(text.upper())
 
 
+# --- a court's citations: a statute's section, a reporter's volume and page, a circuit ---------------------------
+
+# The states' abbreviations in a statute's or a code's citation that the AP's (addresses.py) do not shorten so:
+# "Cal. Civ. Code", "Tex. Prop. Code", "Haw. Rev. Stat."
+_LAW_STATES = {"Cal.": "California", "Tex.": "Texas", "Haw.": "Hawaii"}
+
+
+def _law_state(match: re.Match[str]) -> str:
+    return _LAW_STATES[match.group()]
+
+
+def _statutes(match: re.Match[str]) -> str | None:
+    """"Fla. Stat. § 83.56", "Nev. Rev. Stat.", "Stat. §": a state's statutes (after its abbreviation, before a
+    section's sign)."""
+    before = match.string[max(0, match.start() - 12):match.start()]
+    if _STATUTE_BEFORE.search(before) or re.match(r"[ \t]*§", match.string[match.end():match.end() + 3]):
+        return "Statutes"
+    return None
+
+
+_STATUTE_BEFORE = re.compile(r"(?<![\w.])(?:[A-Z][a-z]{1,4}|[A-Z]\.[A-Z])\.[ \t]+\Z")  # "Fla. ", "Rev. ", "N.Y. "
+
+
+def _section_number(match: re.Match[str]) -> str:
+    """"§ 3604" "section thirty-six oh four", "§ 1950.5" "section nineteen fifty point five": a code's section
+    number of three or four digits as people say it, in pairs (one of two digits is a plain number)."""
+    number = match.group().lstrip("§ \t")
+    whole, dot, part = number.partition(".")
+    return "section " + w.paired(whole) + (" point " + w.digits(part) if dot else "")
+
+
+# A law report's citation: its volume, the reporter's name (its series), the first page: "412 F.3d 88" "four twelve F
+# third eighty-eight", "347 U.S. 483" "three forty-seven U S four eighty-three", "550 F. Supp. 2d 100"
+_SERIES = {"2d": "second", "3d": "third", "4th": "fourth"}
+_REPORTER = (r"(?:U\.S\.|F\.(?:[ \t]?Supp\.)?(?:[ \t]?(?:2d|3d|4th))?"
+             r"|(?:P|A|[NS]\.[ \t]?[EW])\.[ \t]?(?:2d|3d|4th))")
+
+
+def _reporter(match: re.Match[str]) -> str:
+    volume, *name, page = match.group().split()
+    words = []
+    for part in re.findall(r"Supp|2d|3d|4th|[A-Z]", " ".join(name)):
+        words.append(_SERIES.get(part, part))
+    return f"{w.paired(volume)} {' '.join(words)} {w.paired(page)}"
+
+
 RULES: list[Rule] = [
+    ("abbreviation", r"(?<![\w.])(?:Cal|Tex|Haw)\.(?=[ \t]+(?:Civ|Penal|Code|Stat|Gov|Bus|Fam|Evid|Veh|Lab|Health|Prop|"
+                     r"Ins|Educ|Admin|Rev|Const|Fin|Pub|Prob|Water|Elec|Loc|Util|Crim|Transp)\b)", _law_state),
+    ("abbreviation", r"(?<![\w.])Stat\.(?![\w])", _statutes),
+    ("abbreviation", r"§[ \t]?\d{3,4}(?:\.\d{1,3})?(?![\w]|[.,]\d|[ \t]?[-–][ \t]?\d)", _section_number),
+    ("abbreviation", rf"(?<![\w.,$#/-])\d{{1,4}}[ \t]+{_REPORTER}[ \t]+\d{{1,5}}(?![\w]|[.,]\d)", _reporter),
+    # "(2d Cir. 2005)", "9th Cir.", "Fed. Cir.": a federal court of appeals by its circuit
+    ("abbreviation", r"(?:(?<=\d[dD][ \t])|(?<=\d(?:st|nd|rd|th)[ \t])|(?<=\bD\.C\.[ \t]))Cir\.(?=[ \t]*(?:\d{4}\b|[),]))"
+                     r"|(?<![\w.])Fed\.[ \t]Cir\.(?=[ \t]*(?:\d{4}\b|[),]))",
+     lambda match: "Federal Circuit" if match.group().startswith("Fed") else "Circuit"),
     ("title", rf"(?<![\w.])(?:St\.|(?:{_pattern({k: v for k, v in TITLES.items() if k != 'No.'})})|{_SHOUTED_TITLE}|{_SMALL_TITLES}|No\.(?=:?[ \t]?(?:\d|[A-Z]{{1,4}}-?\d)|[ \t]of\b)|no\.(?=:?[ \t]?(?:\d|[A-Z][A-Z\d-]*\d))|{_NUMBERED_NO}|{_SHOUTED_NO})",
      _title),
     ("abbreviation",
@@ -536,6 +629,12 @@ RULES: list[Rule] = [
      lambda match: "required" + ("." if ends_sentence_after(match) else "")),
     ("abbreviation", r"(?<![\w'’])DO[EQ](?![\w'’])", _pay_depends),
     ("abbreviation", r"(?<![\w'’@/#.-])(?:%s)(?![\w'’@/-])" % "|".join(_CHAT), lambda match: _CHAT[match.group()]),
+    # "Exp: 11/2026", "EXP 03/27": a card's or a package's label before the date it expires
+    ("abbreviation", r"(?<![\w.'’@/#-])(?:Exp|EXP|exp)(?:\.?:?)(?=[ \t]*\d{1,2}[/-](?:\d{4}|\d\d)(?![\w/]))",
+     lambda match: "expires" if match.group()[0] == "e" else "Expires"),
+    # "re: deposit returns", "RE: your lease": regarding, before what is written about
+    ("abbreviation", r"(?<![\w.'’@/#-])(?:re|Re|RE):(?=[ \t]+[\w\"“'‘])",
+     lambda match: "regarding" if match.group()[0] == "r" else "Regarding"),
     # "new eta 2:40pm", "what's the eta?": an estimated time of arrival in small letters, spelled as its capitals are
     # (not the Greek letter of a formula: "eta = 0.3")
     ("abbreviation", r"(?<![\w'’@/#.=\\-])(?<!=[ \t])eta(?![\w'’@/=-]|[ \t]*[=<>^_(])", lambda match: "E T A"),

@@ -364,10 +364,17 @@ _AP_STATE = r"(?<![\w.])(?:(?:%s)|%s(?:%s))(?![\w.-])" % (
     "|".join(re.escape(k) for k in sorted(AP_STATES, key=len, reverse=True) if k in _WORDLIKE_STATES or k.count(".") > 1))
 
 
+# A state's statutes or code after its abbreviation: "Fla. Stat. § 83.56", "Cal. Civ. Code", "Ohio Rev. Code" (the
+# abbreviation's full stop is no sentence's end)
+LAW_AFTER = re.compile(r"[ \t]+(?:Stat|Code|Civ|Penal|Rev|Admin|Gen|Comp|Const|Ann|Gov['’]t|Fam|Evid|Veh|Lab|Prop|"
+                       r"Health|Ins|Educ|Bus|Crim|Proc|Pub|Prob|Consol|Laws|R\.[ \t]?Civ)\b")
+
+
 def _ap_state(match: re.Match[str]) -> str | None:
     if match.group() == "Mass." and not re.search(r"[a-z],[ \t]\Z", match.string[:match.start()]):
         return None  # "to Mass.": the church's
-    return AP_STATES[match.group()] + ("." if ends_sentence_after(match) else "")
+    return AP_STATES[match.group()] + ("." if ends_sentence_after(match) and not LAW_AFTER.match(
+        match.string, match.end()) else "")
 
 
 def _party_state(match: re.Match[str]) -> str:

@@ -537,7 +537,7 @@ def _after_name(match: re.Match[str]) -> str | None:
     if numeral.lower() in COMMON_WORDS or not 2 <= value <= 89 or _SIZE_WORDS.search(before) or _pronoun(match):
         return None
     person = _PERSON.search(before)
-    if numeral in ("II", "III", "IV") and person and (person.group().split()[0] in FIRST_NAMES
+    if numeral in ("II", "III", "IV", "V") and person and (person.group().split()[0] in FIRST_NAMES
                                                       or _HONORIFIC.search(before, 0, person.start())):
         return "the " + w.ordinal(str(value))  # "Robert Lee Smith III", "Mr. Thurston Howell IV"; "Street Fighter II"
         #                                        is a title's number

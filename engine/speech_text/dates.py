@@ -205,10 +205,19 @@ _SUN_AMONG_WORDS = re.compile(r",[ \t]+(?!(?:mon|tue|wed|thu|fri|sat|sun|jan|feb
                               r"[a-z]*\b)[a-z]")
 
 
+# The college test, not Saturday: after "the", beside the ACT or the PSAT, before a score, a test's word
+_SAT_TEST = re.compile(r"(?i:\bthe)[ \t]+SAT\b|\b(?:P?SAT|ACT)(?:[ \t]+(?:and|or|&|/)[ \t]+|/)(?:P?SAT|ACT)\b"
+                       r"|\bSAT[ \t]+(?i:scores?|prep|tests?|exam|school|subject|math|reading|essay|registration|"
+                       r"practice|tutor\w*|results?|code|requirements?|optional)\b")
+
+
 def _weekday(match: re.Match[str]) -> str | None:
     if match.group().rstrip(".").isupper() and _WORD_DAY_BEFORE.search(
             match.string, max(0, match.start() - 12), match.start()):
         return None
+    if match.group().rstrip(".") == "SAT" and _SAT_TEST.search(
+            match.string, max(0, match.start() - 12), min(len(match.string), match.end() + 16)):
+        return None  # "the SAT", "SAT and ACT", "SAT score": the test, spelled (abbreviations.py), not Saturday
     if match.group().rstrip(".") == "Sun" and re.search(r"\b[Tt]he[ \t]\Z", match.string[max(0, match.start() - 5):match.start()]):
         return None  # "from the Sun": the star (no day is "the Sun")
     if match.group() == "Sun" and _SUN_AMONG_WORDS.match(match.string, match.end()) and not re.search(
