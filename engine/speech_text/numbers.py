@@ -426,6 +426,8 @@ def _quantity(match: re.Match[str]) -> str | None:
         suffix = "in"  # "SNOWFALL UP TO 18 IN. EXPECTED": a shouted "in." after a number (a shouted word before it)
     if suffix.endswith(".") and suffix[:-1] in UNITS:
         suffix = suffix[:-1]  # "12 oz. of water": the unit's own full stop, not a sentence's
+    if suffix == "x" and not b and not sign and re.match(r"[ \t]*(?:[<>=≤≥≠]|[+−][ \t]*\d)", match.string[match.end():match.end() + 4]):
+        return w.number(a) + " x"  # "If 2x < 10", "2x + 3 = 7": a coefficient of the variable x in a formula, not "times"
     if suffix == "t" and match.string[match.end():match.end() + 1] in ("-", "'", "’"):
         return None  # "2 t-shirts": a word's letter, not tonnes
     if b and not suffix and not sign and "-" in match.group() and "." not in a + b and "," not in a + b and (
