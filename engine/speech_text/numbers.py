@@ -722,6 +722,8 @@ def _fraction(match: re.Match[str]) -> str:
     after = match.string[match.end():match.end() + 40]
     if a == "1" and after[:1] == "-" and _DETERMINER_BEFORE.search(match.string, before, match.start()):
         return _before_hyphen(1, int(b))  # "a 1/4-inch bolt": "a quarter-inch bolt"
+    if int(a) > 1 and b == "4" and re.match(r"-[a-z]", after):
+        return fraction_words(int(a), 4).removesuffix("s")  # "3/4-inch copper": "three quarter inch", as "three-quarter"
     if match.group() == "1/2" and _HALF_PRICE.match(after):
         return "half"  # "1/2 price", "1/2 off": "half price", as "½ price" is
     counted = _COUNTED.match(after)
@@ -903,8 +905,13 @@ def _hyphen_unit(match: re.Match[str]) -> str:
     return f"{w.number(size.replace(',', ''))} {UNITS[unit.rstrip('.')][0]}"
 
 
+_HOW_BIG_AFTER = re.compile(r"[ \t]+(?:wide|long|tall|deep|high|thick|across|diagonal|apart|of|in)\b")
+
+
 def _inches(match: re.Match[str]) -> str:
     size = match.group()[:-1]
+    if _HOW_BIG_AFTER.match(match.string, match.end()):  # "18\" wide", "6\" of snow": the plural, no noun described
+        return w.number(size) + (" inch" if size == "1" else " inches")
     return w.number(size) + " inch"  # before what it measures: "a 65\" TV" "a sixty-five inch TV"
 
 
@@ -1098,6 +1105,9 @@ RULES: list[Rule] = [
      rf"(?![\w'’′\"”″⁻])(?!(?<=\d)[ \t]*=)",  # a unit after every size too: "40 cm × 30 cm × 20 cm"
      _dimensions),
     ("inches", r"(?<![\w\"“”'.])\d{1,3}(?:\.\d)?[\"”″](?=[ \t]+[\w-])", _inches),
+    # "2 × 48\" = 96\"": a formula's result in inches, at its end
+    ("inches", r"(?<=[=×][ \t])\d{1,3}(?:\.\d)?[\"”″](?=[ \t]*(?:[,.;)]|\Z|\n))",
+     lambda match: w.number(match.group()[:-1]) + (" inch" if match.group()[:-1] == "1" else " inches")),
     ("fraction_inches", r"(?<![\w./,])\d{1,2}/\d{1,2}[\"”″](?=[ \t]+[\w-]|[ \t]*[,.;]|$)",  # "1/4\" drywall screws"
      lambda match: fraction_words(*(int(x) for x in match.group()[:-1].split("/")))
      + (" inch" if re.match(r"[ \t]+[\w-]", match.string[match.end():match.end() + 2]) else " of an inch")),
@@ -1162,6 +1172,8 @@ RULES: list[Rule] = [
     # "hitting .310", "a .285 average": a batting average, said as a number of thousandths in pairs ("three ten")
     ("batting_average", r"(?<![\w.,])\.[1-9]\d\d(?![\w]|[.,]\d)", _batting_average),
     ("quantity", _QUANTITY, _quantity),
+    # "price ÷ sq ft", "the sq ft of a home": the area's abbreviated pair with no number is its name, "square feet"
+    ("per_unit", r"(?<![\w./])(?<!\bper[ \t])(?<!\d[ \t])(?:sq\.?[ \t]?ft|SQ\.?[ \t]?FT)(?![\w])", lambda match: "square feet"),
     # "per kWh", "per sq ft": a unit named after "per" with no number before it, singular
     ("per_unit", r"(?<=\bper[ \t])(?:%s)(?![\w/²³])" % "|".join(
         re.escape(u) for u in sorted(UNITS, key=len, reverse=True) if len(u) > 1 and UNITS[u][2] and u not in (
