@@ -555,7 +555,7 @@ def fraction_words(numerator: int, denominator: int) -> str:
 
 _DATE_CUES = re.compile(r"(?:(?i:\b(?:on|by|starts?|starting|due|until|till|thru|through|from|since|before|after|"
                         r"expires?|expiring|exp|dated?|effective|ends?|ending|week of|as of|open|opens|closed|closes|closing|delivered|available|avail\.?|"
-                        r"scheduled|arrives?|arriving|shipped|ships|"
+                        r"scheduled|arrives?|arriving|shipped|ships|move[- ]?in|move[- ]?out|check[- ]?in|check[- ]?out|deadline|"
                         r"(?:moved|pushed|postponed|rescheduled|delayed|bumped|shifted)(?:[ \t]+(?:back|up|out))?[ \t]+(?:to|for|until)|date[ \t]+(?:is|was|will[ \t]+be)))"
                         r"|\b(?:Mon|Tues?|Wed(?:nes)?|Thu(?:rs?)?|Fri|Sat(?:ur)?|Sun)(?:day)?"
                         r"|\b(?:mon|tues?|wed|thu(?:rs?)?|fri|sat|sun)\.?|\b(?:mon|tues|wednes|thurs|fri|satur|sun)day"
@@ -915,6 +915,15 @@ def _inches(match: re.Match[str]) -> str:
     return w.number(size) + " inch"  # before what it measures: "a 65\" TV" "a sixty-five inch TV"
 
 
+_COMPASS = {"N": "north", "S": "south", "E": "east", "W": "west", "NE": "northeast", "NW": "northwest",
+            "SE": "southeast", "SW": "southwest"}
+
+
+def _land_part(match: re.Match[str]) -> str:
+    point, fraction = match.group().split()
+    return _COMPASS[point] + (" quarter" if fraction.endswith("4") else " half")
+
+
 def _military(match: re.Match[str]) -> str:
     hours, minutes = match.group()[:2], match.group()[2:4]
     said = w.cardinal(str(int(hours))) if hours[0] != "0" else "zero " + w.cardinal(hours[1])
@@ -1083,6 +1092,9 @@ RULES: list[Rule] = [
     # "in 4/4 time", "6/8 meter": a time signature, each number said ("four four"), not a fraction or a date
     ("time_signature", r"(?<![\w./,])(?!1/)\d{1,2}/(?:2|4|8|16)(?=[ \t]+(?:time|meter|metre|signature|time[ \t]signature)\b)",
      lambda match: " ".join(w.cardinal(n) for n in match.group().split("/"))),
+    # "the SW 1/4 of the NE 1/4 of Section 12": a land description's part of a section, a compass point's quarter or half
+    ("fraction", r"(?<![\w/])(?:NE|NW|SE|SW|N|S|E|W)[ \t]1/[24](?![\w/])(?=[ \t]+of\b|,)", _land_part),
+    ("fraction", r"(?<=\bof[ \t]the[ \t])(?:NE|NW|SE|SW|N|S|E|W)[ \t]1/[24](?![\w/])", _land_part),
     ("month_day", r"(?<![\w./,])\d{1,2}/\d{1,2}(?![\w/])", _month_day),
     ("month_year", r"(?<![\w./,])(?:0?[1-9]|1[0-2])/(?:19|20)\d\d(?![\w/])", _month_year),
     ("pressure", r"(?<![\w./,])\d{2,3}/\d{2,3}[ \t]?mmHg(?![\w])", _pressure),  # "120/80 mmHg": a blood pressure
