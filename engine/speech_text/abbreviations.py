@@ -364,7 +364,8 @@ def _caps(match: re.Match[str]) -> str:
         return token.lower()
     if len(token) >= 4 and token not in SPELLED | WORD_ACRONYMS and (
             token[0] not in _VOWELS and SAYABLE_START.match(token) or _ALTERNATING.fullmatch(token)) and (
-            len(worded) >= 2 or worded and (_ALTERNATING.fullmatch(token) or one_syllable(token))
+            len(worded) >= 2 or worded and (_ALTERNATING.fullmatch(token) or one_syllable(token)
+                                            or _CONSONANT_ALTERNATING.fullmatch(token))
             and not re.search(r"[a-z]", "".join(_sentence_around(match)))):
         # "FUEL" among words that read as words; "HVAC" is no word's start, and one opening with its vowel ("ESPN",
         # "USAA", "UCLA") is as often an acronym, unless its vowels and consonants alternate ("OVEN", "EDIT", "AREA":
@@ -387,6 +388,8 @@ def _caps(match: re.Match[str]) -> str:
 
 
 _ALTERNATING = re.compile(r"[AEIOU](?:[B-DF-HJ-NP-TV-Z](?:EA|IA|[AEIOUY]))+[B-DF-HJ-NP-TV-Z]?")  # "IDEA", "AREA"
+# "BODY", "CITY", "LADY": a consonant and a vowel by turns, a word's shape (an acronym of that shape, "NASA", is said as one)
+_CONSONANT_ALTERNATING = re.compile(r"(?:[B-DF-HJ-NP-TV-XZ][AEIOU])+[B-DF-HJ-NP-TV-XZ][AEIOUY]?")
 _SENTENCE_END = re.compile(r"[.!?](?:\s|\Z)|\n")
 _SYLLABLE_ACRONYMS = frozenset("SAT MIT CAT PET LED VIN DOB POS BOT EST EDT CET ACT APT ACC ATT IDE ICE".split())  # spelled,
 # though of one syllable's shape

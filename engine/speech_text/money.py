@@ -124,6 +124,9 @@ _PER_WORDS = {**{unit: names[0] for unit, names in UNITS.items() if unit.isalpha
               **{noun: noun for noun in "share head ticket guest room license seat visit session class lesson pack "
                                         "box bottle page word call trade order piece pair dozen mile trip".split()},
               "pp": "person"}
+# a rate's unit named in full and shouted, as a rate sheet writes it: "$2.10/MILE", "$95/HOUR"
+_PER_WORDS.update({word.upper(): word for word in set(_PER_WORDS.values())
+                   if word.isalpha() and word.islower() and len(word) > 2 and word.upper() not in _PER_WORDS})
 _PER = (r"(?:[ \t]?/[ \t]?(?:%s)(?![\w])|[ \t]?(?:pp|p\.p\.)(?![\w]))"  # "£20pp", "£20 p.p.": per person
         % "|".join(sorted(_PER_WORDS, key=len, reverse=True)))
 _PER_PARTS = r"(?:[ \t]?/[ \t]?(?P<per>\w+)|[ \t]?(?P<pp>pp|p\.p\.))?"

@@ -85,6 +85,8 @@ UNITS = {
     "m³": ("cubic meter", "cubic meters", True), "cm³": ("cubic centimeter", "cubic centimeters", True),
     "ft³": ("cubic foot", "cubic feet", True), "dL": ("deciliter", "deciliters", True), "sq. ft": ("square foot", "square feet", True), "mmol": ("millimole", "millimoles", True),
     "mEq": ("milliequivalent", "milliequivalents", True),
+    "ac": ("acre", "acres", True),  # "a 0.5 ac lot": a land's area
+    "pCi": ("picocurie", "picocuries", True), "Ci": ("curie", "curies", True),  # "4.6 pCi/L": radon's activity
 }
 def _si_units() -> dict[str, tuple[str, str, bool]]:
     """The SI (and common metric) units with their prefixes, as unit tables of TN grammars (NeMo's, Sparrowhawk's)
@@ -172,7 +174,7 @@ def _si_units() -> dict[str, tuple[str, str, bool]]:
                           "ltr": "L", "ltrs": "L", "Ltr": "L", "lt": "L", "YDS": "yd", "yds": "yd", "Yds": "yd",
                           # times in capitals, as a work order or an invoice writes them: "4 HRS", "30 MIN"
                           "GAL": "gal", "GALS": "gal", "HR": "hr", "HRS": "hrs", "Hr": "hr", "Hrs": "hrs", "MIN": "min", "MINS": "mins",
-                          "Mins": "mins", "SECS": "secs", "Secs": "secs"}.items():  # not "SEC": "the 2 SEC schools"
+                          "Mins": "mins", "SECS": "secs", "Secs": "secs", "YRS": "yrs", "Yrs": "yrs", "YR": "yr"}.items():  # not "SEC": "the 2 SEC schools"
         units[written] = units.get(unit) or UNITS[unit]
     return units
 
@@ -216,7 +218,8 @@ def _depth(node: dict) -> int:
 _UNIT = trie(set(UNITS))
 _SPACED_UNIT = trie({u for u in UNITS if UNITS[u][2]})
 _DENOMINATOR = trie(set(UNITS) - {"%", "¢", "x"} | set(_PER_UNIT))
-_COMPOUND = rf"(?:{_UNIT}/(?:\d{{1,4}}[ \t]?)?{_DENOMINATOR}(?:/{_DENOMINATOR})?(?![\w/]))"  # "mg/mL", "mcg/kg/min"
+_NUMERATOR_ONLY = {"J": ("joule", "joules"), "kJ": ("kilojoule", "kilojoules"), "N": ("newton", "newtons")}
+_COMPOUND = rf"(?:(?:{_UNIT}|J|N)/(?:\d{{1,4}}[ \t]?)?{_DENOMINATOR}(?:/{_DENOMINATOR})?(?![\w/]))"  # "mg/mL", "mcg/kg/min"
 _SIGN = r"(?:[-−+](?=\d))?"
 _QUANTITY = (
     rf"{_START}{_SIGN}{NUM}(?:(?:-|–|[ \t]–[ \t]?)[-−]?{NUM})?"
@@ -390,7 +393,23 @@ _LENGTH_BEFORE = re.compile(r"(?i:\b(?:depth|height|length|width|distance|elevat
                             r"headroom|span))\b[^\n\d]{0,24}\Z")
 
 
+# "a 0.1 M solution", "Prepare 500 mL of 2 M HCl": a spaced capital "M" after a number is molar where a solution
+# is the subject (a volume, moles, a solution named on the line)
+_MOLAR_NEAR = re.compile(r"\b(?:mL|ml|µL|L|mol|mmol|moles?|molar|molarity|solutions?|concentrations?|dilut\w*|titrat\w*|"
+                         r"buffers?|HCl|NaOH|NaCl|H2SO4|stock)\b")
+
+
+def _molar(match: re.Match[str]) -> bool:
+    line_start = match.string.rfind("\n", 0, match.start()) + 1
+    before = match.string[max(line_start, match.start() - 48):match.start()]
+    after = match.string[match.end():match.end() + 24].split("\n")[0]
+    return _MOLAR_NEAR.search(before) is not None or re.match(r"[ \t]+(?:solutions?|HCl|NaOH|NaCl|H2SO4|buffer|stock)\b",
+                                                                   after) is not None
+
+
 def _spaced_meters(match: re.Match[str]) -> str | None:
+    if _molar(match):
+        return "molar"
     number = re.search(r"(?<![\w.,])(\d+(?:\.\d+)?)[ \t]\Z", match.string[max(0, match.start() - 16):match.start()])
     if not number or not _LENGTH_BEFORE.search(match.string, max(0, match.start() - 48), match.start() - len(number[0])):
         return None
@@ -407,6 +426,8 @@ def _quantity(match: re.Match[str]) -> str | None:
         suffix = "in"  # "SNOWFALL UP TO 18 IN. EXPECTED": a shouted "in." after a number (a shouted word before it)
     if suffix.endswith(".") and suffix[:-1] in UNITS:
         suffix = suffix[:-1]  # "12 oz. of water": the unit's own full stop, not a sentence's
+    if suffix == "x" and not b and not sign and re.match(r"[ \t]*(?:[<>=≤≥≠]|[+−][ \t]*\d)", match.string[match.end():match.end() + 4]):
+        return w.number(a) + " x"  # "If 2x < 10", "2x + 3 = 7": a coefficient of the variable x in a formula, not "times"
     if suffix == "t" and match.string[match.end():match.end() + 1] in ("-", "'", "’"):
         return None  # "2 t-shirts": a word's letter, not tonnes
     if b and not suffix and not sign and "-" in match.group() and "." not in a + b and "," not in a + b and (
@@ -453,7 +474,7 @@ def _quantity(match: re.Match[str]) -> str | None:
             said += (" degree" if one else " degrees") + (" " + _DEGREES[scale] if scale else "")
         elif suffix:
             unit, _, per = suffix.partition("/") if suffix not in UNITS else (suffix, "", "")
-            one, many, _ = UNITS[unit]
+            one, many = UNITS[unit][:2] if unit in UNITS else _NUMERATOR_ONLY[unit]
             said += " " + (one if (a == "1" and not b) or attributive(match) else many)
             if per:
                 count, per = re.fullmatch(r"(\d*)[ \t]?(.+)", per).groups()  # type: ignore[union-attr]
@@ -534,7 +555,7 @@ def fraction_words(numerator: int, denominator: int) -> str:
 
 _DATE_CUES = re.compile(r"(?:(?i:\b(?:on|by|starts?|starting|due|until|till|thru|through|from|since|before|after|"
                         r"expires?|expiring|exp|dated?|effective|ends?|ending|week of|as of|open|opens|closed|closes|closing|delivered|available|avail\.?|"
-                        r"scheduled|arrives?|arriving|shipped|ships|"
+                        r"scheduled|arrives?|arriving|shipped|ships|move[- ]?in|move[- ]?out|check[- ]?in|check[- ]?out|deadline|"
                         r"(?:moved|pushed|postponed|rescheduled|delayed|bumped|shifted)(?:[ \t]+(?:back|up|out))?[ \t]+(?:to|for|until)|date[ \t]+(?:is|was|will[ \t]+be)))"
                         r"|\b(?:Mon|Tues?|Wed(?:nes)?|Thu(?:rs?)?|Fri|Sat(?:ur)?|Sun)(?:day)?"
                         r"|\b(?:mon|tues?|wed|thu(?:rs?)?|fri|sat|sun)\.?|\b(?:mon|tues|wednes|thurs|fri|satur|sun)day"
@@ -701,6 +722,8 @@ def _fraction(match: re.Match[str]) -> str:
     after = match.string[match.end():match.end() + 40]
     if a == "1" and after[:1] == "-" and _DETERMINER_BEFORE.search(match.string, before, match.start()):
         return _before_hyphen(1, int(b))  # "a 1/4-inch bolt": "a quarter-inch bolt"
+    if int(a) > 1 and b == "4" and re.match(r"-[a-z]", after):
+        return fraction_words(int(a), 4).removesuffix("s")  # "3/4-inch copper": "three quarter inch", as "three-quarter"
     if match.group() == "1/2" and _HALF_PRICE.match(after):
         return "half"  # "1/2 price", "1/2 off": "half price", as "½ price" is
     counted = _COUNTED.match(after)
@@ -882,16 +905,30 @@ def _hyphen_unit(match: re.Match[str]) -> str:
     return f"{w.number(size.replace(',', ''))} {UNITS[unit.rstrip('.')][0]}"
 
 
+_HOW_BIG_AFTER = re.compile(r"[ \t]+(?:wide|long|tall|deep|high|thick|across|diagonal|apart|of|in)\b")
+
+
 def _inches(match: re.Match[str]) -> str:
     size = match.group()[:-1]
+    if _HOW_BIG_AFTER.match(match.string, match.end()):  # "18\" wide", "6\" of snow": the plural, no noun described
+        return w.number(size) + (" inch" if size == "1" else " inches")
     return w.number(size) + " inch"  # before what it measures: "a 65\" TV" "a sixty-five inch TV"
+
+
+_COMPASS = {"N": "north", "S": "south", "E": "east", "W": "west", "NE": "northeast", "NW": "northwest",
+            "SE": "southeast", "SW": "southwest"}
+
+
+def _land_part(match: re.Match[str]) -> str:
+    point, fraction = match.group().split()
+    return _COMPASS[point] + (" quarter" if fraction.endswith("4") else " half")
 
 
 def _military(match: re.Match[str]) -> str:
     hours, minutes = match.group()[:2], match.group()[2:4]
     said = w.cardinal(str(int(hours))) if hours[0] != "0" else "zero " + w.cardinal(hours[1])
     said += " hundred" if minutes == "00" else " " + w.cardinal(minutes)
-    return said + (" hours" if match.group().endswith(("hr", "hrs")) else "")  # "1100 hrs": the unit with its time
+    return said + (" hours" if match.group().lower().endswith(("hr", "hrs")) else "")  # "1100 hrs": the unit with its time
 
 
 def _duration(match: re.Match[str]) -> str:
@@ -967,7 +1004,7 @@ _FORCE_BEFORE = re.compile(r"(?i:\b(?:force|forces|weight|tension|thrust|drag|fr
 # (elsewhere it may be a grade, a letter, a label)
 _ELECTRIC_BEFORE = re.compile(r"(?i:\b(?:rated|rating|breakers?|panels?|circuits?|fuses?|amps?|amperage|service|"
                               r"current|volts?|electrical|wiring|wires?|outlets?|chargers?|draws?|drawing))\b"
-                              r"[^.;:!?\n]{0,40}\Z")
+                              r"(?:[^.;:!?\n]|\.(?=\d)){0,40}\Z")  # "draws 0.5 A": a decimal point inside
 _ELECTRIC_AFTER = re.compile(r"[ \t]+(?i:(breaker|circuit|fuse|service|panel|outlet|charger|receptacle|plug|load|"
                              r"supply|main|disconnect)s?)\b")
 
@@ -1019,6 +1056,18 @@ def _batting_average(match: re.Match[str]) -> str | None:
     return None
 
 
+# "0 K", "at 77 K": a spaced capital "K" after a number is kelvin where a temperature is the subject (elsewhere, after
+# money, "50 K" may be thousands)
+_TEMPERATURE_NEAR = re.compile(r"(?i:\b(?:temperatures?|temp|absolute|zero|kelvin|cool\w*|cold\w*|heat\w*|warm\w*|"
+                               r"boil\w*|freez\w*|melt\w*|thermal|cryo\w*|degrees?|hot|°))")
+
+
+def _kelvin(match: re.Match[str]) -> str | None:
+    if not _TEMPERATURE_NEAR.search(match.string, max(0, match.start() - 48), match.start()):
+        return None
+    return "kelvin"
+
+
 def _newtons(match: re.Match[str]) -> str | None:
     if not _FORCE_BEFORE.search(match.string, max(0, match.start() - 40), match.start()):
         return None
@@ -1043,6 +1092,9 @@ RULES: list[Rule] = [
     # "in 4/4 time", "6/8 meter": a time signature, each number said ("four four"), not a fraction or a date
     ("time_signature", r"(?<![\w./,])(?!1/)\d{1,2}/(?:2|4|8|16)(?=[ \t]+(?:time|meter|metre|signature|time[ \t]signature)\b)",
      lambda match: " ".join(w.cardinal(n) for n in match.group().split("/"))),
+    # "the SW 1/4 of the NE 1/4 of Section 12": a land description's part of a section, a compass point's quarter or half
+    ("fraction", r"(?<![\w/])(?:NE|NW|SE|SW|N|S|E|W)[ \t]1/[24](?![\w/])(?=[ \t]+of\b|,)", _land_part),
+    ("fraction", r"(?<=\bof[ \t]the[ \t])(?:NE|NW|SE|SW|N|S|E|W)[ \t]1/[24](?![\w/])", _land_part),
     ("month_day", r"(?<![\w./,])\d{1,2}/\d{1,2}(?![\w/])", _month_day),
     ("month_year", r"(?<![\w./,])(?:0?[1-9]|1[0-2])/(?:19|20)\d\d(?![\w/])", _month_year),
     ("pressure", r"(?<![\w./,])\d{2,3}/\d{2,3}[ \t]?mmHg(?![\w])", _pressure),  # "120/80 mmHg": a blood pressure
@@ -1065,10 +1117,13 @@ RULES: list[Rule] = [
      rf"(?![\w'’′\"”″⁻])(?!(?<=\d)[ \t]*=)",  # a unit after every size too: "40 cm × 30 cm × 20 cm"
      _dimensions),
     ("inches", r"(?<![\w\"“”'.])\d{1,3}(?:\.\d)?[\"”″](?=[ \t]+[\w-])", _inches),
+    # "2 × 48\" = 96\"": a formula's result in inches, at its end
+    ("inches", r"(?<=[=×][ \t])\d{1,3}(?:\.\d)?[\"”″](?=[ \t]*(?:[,.;)]|\Z|\n))",
+     lambda match: w.number(match.group()[:-1]) + (" inch" if match.group()[:-1] == "1" else " inches")),
     ("fraction_inches", r"(?<![\w./,])\d{1,2}/\d{1,2}[\"”″](?=[ \t]+[\w-]|[ \t]*[,.;]|$)",  # "1/4\" drywall screws"
      lambda match: fraction_words(*(int(x) for x in match.group()[:-1].split("/")))
      + (" inch" if re.match(r"[ \t]+[\w-]", match.string[match.end():match.end() + 2]) else " of an inch")),
-    ("military", r"(?<![\w.,:])(?:(?:[01]\d|2[0-3])[0-5]\d(?=[ \t]hours\b)|(?:[01]\d|2[0-3])[0-5]\d[ \t]hrs?(?![\w])|(?:(?<=\bat[ \t])|(?<=arrival[ \t])|(?<=departure[ \t])|(?<=departs[ \t])|(?<=arrives[ \t]))"
+    ("military", r"(?<![\w.,:])(?:(?:[01]\d|2[0-3])[0-5]\d(?=[ \t](?:hours|HOURS)\b)|(?:[01]\d|2[0-3])[0-5]\d[ \t](?:hrs?|HRS?)(?![\w])|(?:(?<=\bat[ \t])|(?<=arrival[ \t])|(?<=departure[ \t])|(?<=departs[ \t])|(?<=arrives[ \t]))"
                  r"0\d[0-5]\d(?![\w:-]|[.,]\d)"
                  r"|(?:(?<=\bat[ \t]0\d[0-5]\d[ \t]and[ \t])|(?<=\bat[ \t]0\d[0-5]\d[ \t]or[ \t]))"
                  r"(?:[01]\d|2[0-3])[0-5]\d(?![\w:-]|[.,]\d))",
@@ -1076,7 +1131,8 @@ RULES: list[Rule] = [
     ("inches_tall", r"(?<![\w.])\d{1,3}(?:\.\d+)?[ \t]in(?=[ \t]+(?:tall|wide|long|deep|high|thick|across|diagonal)\b)",
      lambda match: w.number(match.group().split()[0]) + " inches"),  # "22 in tall": inches, not the word "in"
     ("hyphen_unit", rf"{_START}{NUM}-(?:{_SPACED_UNIT}|in\.?)(?=[ \t]+[A-Za-z])", _hyphen_unit),  # "a 12-in. skillet"
-    ("unit_alone", r"(?<=\d[ \t])M(?![\w'’/])", _spaced_meters),  # "DEPTH: 4.6 M": meters after a length's name
+    ("unit_alone", r"(?<=\d[ \t])M(?![\w'’/])", _spaced_meters),
+    ("unit_alone", r"(?<![$€£¥]\d[ \t])(?<![$€£¥]\d\d[ \t])(?<![$€£¥]\d{3}[ \t])(?<=\d[ \t])K(?![\w'’/])", _kelvin),  # "absolute zero is 0 K"  # "DEPTH: 4.6 M": meters after a length's name
     ("unit_alone", r"(?<=\d[ \t])(?:%s)(?![\w/])" % "|".join(re.escape(u) for u in sorted(UNITS, key=len, reverse=True)
                                                        if re.search(r"[/ ²³^]", u)),
      lambda match: UNITS[match.group()][1]),  # "3 × 10^8 m/s", "= 120 sq ft": a unit after a number another rule read
@@ -1104,7 +1160,8 @@ RULES: list[Rule] = [
     ("spaced_hour", r"(?<=\d[ \t])h(?![\w/'’-])", _spaced_hour),
     ("spaced_hour", r"(?<=\d[ \t])s(?![\w/'’-])", _spaced_second),
     # "1 in = 2.54 cm": a spaced "in" after a number, before a conversion's "=", is inches
-    ("inches_tall", r"(?<=\d[ \t])in(?=[ \t]?[=≈]|[ \t]?\([ \t]?\d)",  # "29 in (74 cm)": before its conversion too
+    # "18 in of clearance": "in" before "of" is no preposition ("in of" is no English), inches
+    ("inches_tall", r"(?<=\d[ \t])in(?=[ \t]?[=≈]|[ \t]?\([ \t]?\d|[ \t]+of\b)",  # "29 in (74 cm)": before its conversion too
      lambda match: "inch" if one_before(match) else "inches"),
     # "Desk height: 29 in", "Width 12 in,": after a word that names a length, the number, no word after
     ("inches_tall", r"(?<=\d[ \t])in(?![\w'’-]|[ \t]+[A-Za-z(])",
@@ -1127,6 +1184,8 @@ RULES: list[Rule] = [
     # "hitting .310", "a .285 average": a batting average, said as a number of thousandths in pairs ("three ten")
     ("batting_average", r"(?<![\w.,])\.[1-9]\d\d(?![\w]|[.,]\d)", _batting_average),
     ("quantity", _QUANTITY, _quantity),
+    # "price ÷ sq ft", "the sq ft of a home": the area's abbreviated pair with no number is its name, "square feet"
+    ("per_unit", r"(?<![\w./])(?<!\bper[ \t])(?<!\d[ \t])(?:sq\.?[ \t]?ft|SQ\.?[ \t]?FT)(?![\w])", lambda match: "square feet"),
     # "per kWh", "per sq ft": a unit named after "per" with no number before it, singular
     ("per_unit", r"(?<=\bper[ \t])(?:%s)(?![\w/²³])" % "|".join(
         re.escape(u) for u in sorted(UNITS, key=len, reverse=True) if len(u) > 1 and UNITS[u][2] and u not in (

@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 
 from engine.speech_text import words as w
-from engine.speech_text.numbers import UNITS, Rule, trie
+from engine.speech_text.numbers import _VERBS_IN_S, UNITS, Rule, trie
 
 EMOJI = (
     "\u00a9\u00ae\u203c\u2049\u2122\u2139\u2194-\u21ff\u2300-\u23ff\u2460-\u24ff\u2500-\u27bf\u2900-\u297f"
@@ -38,7 +38,13 @@ def _said(match: re.Match[str]) -> str:
     return _WORDS[match.group()]
 
 
-_BE_BEFORE = re.compile(r"(?<![\w'])(?:is|are|was|were|be|been|being|isn't|aren't|wasn't|weren't)[ \t]*\Z", re.I)
+_BE_BEFORE = re.compile(r"(?<![\w'])(?:is|are|was|were|be|been|being|isn't|aren't|wasn't|weren't|"
+                        r"stays?|stayed|staying|remains?|remained|remaining|kept|keeps?|held|holds?|"
+                        r"becomes?|became|gets?|got|falls?|fell|rises?|rose|drops?|dropped)[ \t]*\Z", re.I)
+# "LTV < 80% means no PMI", "Temp > 40°F triggers an alert": a relation whose term after it is followed by the sentence's
+# verb is the subject's description, no statement of its own ("L T V less than eighty percent means")
+_VERB_AFTER = re.compile(r"[ \t]*[-−]?[$€£¥]?\d[\d,]*(?:\.\d+)?[ \t]?(?:%|°[ \t]?[FCK]?|[A-Za-z]{1,4}(?=[ \t]))?[ \t]+"
+                         r"([a-z]+)\b")
 
 
 # "for every n ≥ 1", "for all x > 0": a quantified variable's bound is no statement, so it has no verb
@@ -71,8 +77,9 @@ def _verb(match: re.Match[str]) -> str:
     asked = _ASKED_BE_BEFORE.search(match.string, max(0, match.start() - 24), match.start())
     narrowed = _NARROWED_BEFORE.search(match.string, max(0, match.start() - 40), match.start())
     counted = _ONE_LETTER_BEFORE.search(before) and _COUNT_AFTER.match(match.string, match.end())
+    verb_after = _VERB_AFTER.match(match.string, match.end())
     return "" if _BE_BEFORE.search(before) or _QUANTIFIED_BEFORE.search(before) or asked or narrowed \
-        or _NO_SUBJECT_BEFORE.search(before) or counted else " is"
+        or _NO_SUBJECT_BEFORE.search(before) or counted or (verb_after and verb_after[1] in _VERBS_IN_S) else " is"
 
 
 def _related(match: re.Match[str]) -> str:
@@ -256,6 +263,19 @@ def _formula(match: re.Match[str]) -> str | None:
     return " divided by " if match.group().strip() == "/" else " minus "
 
 
+_FORMULA_TOKEN = re.compile(r"\d*(?=[A-Za-z\d]*\d)(?:[A-Z][a-z]?\d*){2,}")  # "CaCl2", "H2O", "2HCl" (no "NY", "A1")
+
+
+def _formula_arrow(match: re.Match[str]) -> str | None:
+    text = match.string
+    left = re.search(r"(\S+)[ \t]*\Z", text[max(0, match.start() - 16):match.start()])
+    right = re.match(r"[ \t]*(\S+)", text[match.end():match.end() + 16])
+    formula = [side is not None and _FORMULA_TOKEN.fullmatch(side[1]) is not None for side in (left, right)]
+    if not (formula[0] or formula[1]) or not (left and right):
+        return None
+    return " yields "
+
+
 RULES: list[Rule] = [
     ("sharp", r"(?<![\w])[CF]#(?![\w#])", _sharp),
     ("compare", r"(?:(?<=[\d)π²³])|(?<=[\d)π²³][ \t])|(?<=(?<!\w)[A-Za-zα-ωΔΣΩ])|(?<=(?<!\w)[A-Za-zα-ωΔΣΩ][ \t]))[≈≥≤≠]",
@@ -264,6 +284,8 @@ RULES: list[Rule] = [
     ("compare", r"(?<=[\w²³][ \t])[≈≥≤≠]", _measure_related),  # "1 km ≈ 0.62 mi": after a measure
     # "2H₂ + O₂ → 2H₂O": an arrow after or before a chemical formula (a subscript count beside it) is a reaction's "yields"
     ("yields", r"(?:(?<=[₀-₉])|(?<=[₀-₉][ \t]))→|→(?=[ \t]?\d*[A-Z][a-z]?[₀-₉])", _saying(" yields ")),
+    # "CaCO3 + 2HCl → CaCl2 + H2O": an arrow beside a formula written with plain digits (two elements' capitals, a count)
+    ("yields", r"→(?=[ \t]?\d*[A-Z][A-Za-z\d]*(?![\w]))|(?<=[A-Z][a-z\d])(?<=[\w][A-Za-z\d])[ \t]?→", _formula_arrow),
     # "n → ∞", "x → 0": a variable's limit, "approaches" (an arrow elsewhere is "to")
     ("approaches", r"(?<=(?<![\w])[a-z][ \t])→(?=[ \t]?(?:[-−+]?∞|[-−]?\d))", _saying(" approaches ")),
     # a single letter's subscript is an index (digits only after a small letter: "CO₂", "H₂O" are formulas)
