@@ -1087,6 +1087,25 @@ SAID = [
     ('ARRIVAL 1430 HRS', 'arrival fourteen thirty hours'),
     ('ROOF AGE: 8-10 YRS', 'roof age, eight to ten years'),
     ('Move-in: 9/1', 'Move-in, September first'),
+    # a number and a capital after a place's noun or a course's subject: a code, not a scale or a unit
+    ('Check in at desk 4B by noon.', 'Check in at desk four B by noon.'),
+    ('EE 16A meets on Tuesday.', 'E E sixteen A meets on Tuesday.'),
+    ('Sign up for PHYS 212 next term.', 'Sign up for phys two twelve next term.'),
+    # five digits or more after a number sign or "no.", or after an initialism for a number: digit by digit
+    ('Listing MLS# 5519027 is pending.', 'Listing M L S number five five one nine zero two seven is pending.'),
+    ('License no. 8830162 expires soon.', 'License number eight eight three zero one six two expires soon.'),
+    ('Use your EIN 41735 here.', 'Use your E I N four one seven three five here.'),
+    ('The door code is #4417.', 'The door code is pound four four one seven.'),
+    ('ICD code 250.01 was billed.', 'I C D code two five zero point zero one was billed.'),
+    ('USPS 9400 1118 9922 3856', 'U S P S nine four zero zero, one one one eight, nine nine two two, three eight five six'),
+    ('INSTALL GFCI OUTLET NOW', 'install G F C I outlet now'),
+    ('Read §§ 3-7 first.', 'Read sections three to seven first.'),
+    # an address's, a host's or a file's small-letter name the text writes in capitals before it, spelled
+    ('The EDI team is at edi-ops@acme.com', 'The E D I team is at E D I dash ops at acme dot com'),
+    ('Email the TA at ta_office@school.edu', 'Email the T A at T A underscore office at school dot edu'),
+    ('Submit hw2_jones.pdf today.', 'Submit H W two underscore jones dot P D F today.'),
+    ('Scan the BOLs now.', 'Scan the B O Ls now.'),
+    ('see docs/2024-report.pdf', 'see docs slash twenty twenty-four report dot P D F'),
 ]
 
 

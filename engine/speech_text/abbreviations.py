@@ -296,7 +296,9 @@ def caps(token: str) -> str:
         return token.lower()
     if base in SPELLED or base in _ACRONYM_WORDS or (len(base) <= 4 and not (len(base) == 4 and one_syllable(base))) \
             or not _VOWELS & set(base):
-        return " ".join(base) + ("'s" if plural else "")
+        # a plural's "s" run into its last letter ("PODs" "P O Ds"); after A, I, O or U, whose "s" would make a word
+        # ("KPIs" "K P I's")
+        return " ".join(base) + (("'s" if base[-1] in "AIOU" else "s") if plural else "")
     return base.lower() + plural
 
 
@@ -359,7 +361,11 @@ def _caps(match: re.Match[str]) -> str:
         if re.match(r"\s*(?i:it|he|she|they|you|we|i|did|does|do|is|was|are|were|else|cares|knows)\b", after) or \
                 match.string[match.end() + len(after):match.end() + len(after) + 1] == "?":
             return "who"  # "WHO did this?", "guess WHO it was": the word stressed, not the organisation
-    if len(common) >= 2 and (token == "US" or (len(token) >= 4 and _VOWELS & set(token) and token not in WORD_ACRONYMS)
+    # (not a short one that opens with three consonants no English syllable opens with: "REPLACE GFCI IN KITCHEN")
+    if len(common) >= 2 and (token == "US" or (len(token) >= 4 and _VOWELS & set(token) and token not in WORD_ACRONYMS
+                                               and not (len(token) <= 5 and re.match(r"[^AEIOUY]{3}", token)
+                                                        and token[:3] not in ("CHR", "PHR")
+                                                        and not SAYABLE_START.match(token)))
                              or (len(token) == 3 and token not in SPELLED and one_syllable(token))):  # "THE GYM"
         return token.lower()
     if len(token) >= 4 and token not in SPELLED | WORD_ACRONYMS and (

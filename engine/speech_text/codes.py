@@ -74,12 +74,24 @@ def _serial(match: re.Match[str]) -> str | None:
     return spell_code(text.upper())
 
 
+# A university course's subject as catalogues write it in capitals before the course's number ("CHEM 101", "MATH
+# 2413", "CS 61A"): the number is a code, said as a course is ("one oh one", "twenty-four thirteen", "sixty-one A")
+COURSE_SUBJECTS = ("CS|EE|ME|CE|ECE|EECS|CSE|CHE|CHEM|MATH|PHYS|BIO|BIOL|STAT|STATS|ECON|PSYC|PSYCH|PHIL|HIST|ENGL|SOC|"
+                   "ANTH|GEOG|GEOL|ASTR|LING|SPAN|FREN|GERM|COMM|ACCT|MGMT|MKTG|NURS|EDUC|ENGR|GOVT|POLS|MCB|ORGO|"
+                   "CALC|KINE|HLTH|MUSIC|MUS|THEA|ARTH|CHIN|JAPN|LATN|ITAL|RELI|PHYSICS|BIOCHEM|NEURO")
+
+
 # A noun that names a thing by its code: after one, "4417A" is a build, not 4,417 amps; "2B" a version, not two
 # billion (numbers.CODE_NOUN and a build's, a release's, a firmware's, a ticket's).
 _CODE_CUE_WORD = re.compile(r"(?i:\b(?:build|builds|model|part|unit|ref\.?|reference|version|ver\.?|rev\.?|revision|serial|sku|"
                             r"firmware|release|patch|ticket|item|product|code|id|no\.|type|variant|batch|lot|catalog|"
                             r"cat\.|style|mk\.?|mark|series|chassis|engine|board|chip|kit|form|\w*room|seat|gate|row|section|ward|wing|"
-                            r"terminal|concourse|platform|dock|bay|berth|cabin|stall|booth|locker|aisle|suite|apt\.?))[ \t]*(?:#|no\.|number)?[ \t]*:?[ \t]*\Z")
+                            r"terminal|concourse|platform|dock|bay|berth|cabin|stall|booth|locker|aisle|suite|apt\.?|"
+                            r"station|workstation|lab|bed|desk|pod|table|lane|slot|pier|pump|counter|cubicle|bench|"
+                            r"carrel|level|deck))[ \t]*(?:#|no\.|number)?[ \t]*:?[ \t]*\Z"
+                            # a course's code: a subject's capitals before its number and section's letter ("CS 61A",
+                            # "EE 16B": not sixty-one amps)
+                            rf"|(?<![\w.])(?:{COURSE_SUBJECTS})[ \t]+\Z")
 
 
 def _quarter(match: re.Match[str]) -> str:
@@ -148,14 +160,22 @@ _PHONE_CUE = re.compile(r"(?i:\b(?:call|phone|tel|dial|fax|mobile|cell|landline|
                         r"|(?:support|help|service|customer|sales|info|enquiries|inquiries|contact|phone)[ \t]+line))\b\.?:?[ \t]+\Z")
 
 
-_ACRONYM_BEFORE = re.compile(r"(?<![\w.])([A-Z]{2,5})(?:[ \t]+(?:is|was|number|no\.|#))?:?[ \t]+\Z")
+_ACRONYM_BEFORE = re.compile(r"(?<![\w.])([A-Z]{2,5})(?:#|[ \t]+(?:is|was|number|no\.|#))?:?[ \t]+\Z")
+# A number sign or "no." after a word: what follows is a number that names, not counts ("Bar no. 2104417")
+_NUMBER_SIGN_BEFORE = re.compile(r"(?:\b[Nn][Oo]\.|#):?[ \t]*\Z")
 
 
 def _named_number(match: re.Match[str], before: int) -> bool:
-    """Six or more digits, unbroken, after an acronym that names them ("Your MRN is 48213077", "NPI: 1234567893"):
-    an identifier, not a quantity (a currency's code names an amount)."""
+    """Six or more digits, unbroken, after an acronym that names them ("Your MRN is 48213077", "NPI: 1234567893"),
+    five after one for a number ("CRN 40517") or after a number sign ("MLS# 6204481", "Bar no. 2104417"): an
+    identifier, not a quantity (a currency's code names an amount)."""
     named = _ACRONYM_BEFORE.search(match.string, before, match.start())
-    return named is not None and named[1] not in CURRENCIES and match.group().isdigit() and len(match.group()) >= 6
+    digits = match.group()
+    if digits.isdigit() and len(digits) >= 5 and _NUMBER_SIGN_BEFORE.search(match.string, before, match.start()):
+        return True  # "Bar no. 2104417", "MLS# 6204481": five digits or more after a number sign name a thing
+    # (an initialism for a "... number", "CRN 40517", "EIN 12345": from five digits)
+    return named is not None and named[1] not in CURRENCIES and digits.isdigit() and (
+        len(digits) >= 6 or len(digits) == 5 and named[1].endswith("N") and not digits.endswith("000"))
 
 
 # A word earlier in the sentence that names a long run of digits as a code: "The IMEI on that phone is 356938035643809."
@@ -829,7 +849,7 @@ def _standard(match: re.Match[str]) -> str:
 # ninety-three forty"): the number names the model, said in pairs; not after a currency's code, a word, a month or a
 # weekday ("JAN 15 2026"), nor before a unit or a counted noun ("PTO 120 hours"; "RTX 4090 draws 450 W": a verb,
 # its object a number or after "the")
-_LINE_COUNTED = re.compile(r"[ \t]*%|[ \t]+(?!(?:is|was|has|does)\b)[a-z]+s\b(?![ \t]+(?:[$€£¥]?\d|the\b|about\b|up[ \t]to\b))"
+_LINE_COUNTED = re.compile(r"[ \t]*%|[ \t]+(?!(?:is|was|has|does|this|his|its|thus|plus|less|unless|across)\b)[a-z]+s\b(?![ \t]+(?:[$€£¥]?\d|the\b|about\b|up[ \t]to\b))"
                            r"|[ \t]?([A-Za-z]+)\b")
 
 
@@ -839,7 +859,10 @@ def _model(match: re.Match[str]) -> str | None:
     named_day = line.title() in WEEKDAYS or line.title() in (month[:3] for month in MONTHS) or line == "SEPT"
     if re.fullmatch(r"TTY|TDD", line) and re.fullmatch(r"[2-9]11", numbers[-1]):
         return None  # "TTY 711": a number a text telephone calls (the service code's rule), not a model
-    if line in CURRENCIES or line == "FY" or named_day or " " not in caps(line) or counted and (
+    if re.match(r"[ \t]\d{4}[ \t]\d{4}", match.string[match.end():match.end() + 10]):
+        return None  # "USPS 9400 1118 9922 ...": the first of a tracking number's groups (grouped_digits), no model
+    course = re.fullmatch(COURSE_SUBJECTS, line) and len(numbers) == 1  # "CHEM 101": a course, its subject a word
+    if line in CURRENCIES or line == "FY" or named_day or " " not in caps(line) and not course or counted and (
             counted[1] is None or counted[1] in UNITS and counted[1] not in COMMON_WORDS):  # "in": a word
         return None
     return " ".join([caps(line), *(identifier_number(number) for number in numbers)])
@@ -963,6 +986,10 @@ RULES: list[Rule] = [
     ("serial", r"(?<![\w.,$#-])\d{3,4}(?![\w%]|[.,:/-]\d)", _room_number),
     ("cued_digits", r"(?<![\w.,$#-])(?:\d{3,}(?:[ \t-]\d{2,}){0,4}|\d\d(?:[ \t-]\d{2,}){1,4})(?![\w%]|[.,:/-]\d)",
      _cued_digits),
+    # "HS code 8471.30", "ICD code 250.00": a code with a full stop after its cue, digit by digit, "point" between
+    ("cued_digits", r"(?<![\w.,$#-])\d{2,}\.\d{1,4}(?![\w%]|[.,:/-]\d)",
+     lambda match: " point ".join(w.digits(part) for part in match.group().split("."))
+     if _CODE_CUE.search(match.string, max(0, match.start() - 40), match.start()) else None),
     ("grouped_digits", r"(?<![\w.+-])\d+(?:-\d+){2,}(?:-X)?(?![\w-])|(?<![\w.+$-])(?:0\d{3,}-\d{3,}|\d{5,}-(?:\d{4,}|\d{1,2}))(?![\w-])"
                        r"|(?<![\w.,+$-])\d{4}(?:[ \t]\d{4}){2,}(?:[ \t]\d{1,3})?(?![\w-]|[.,]\d|[ \t]\d)",
      _grouped_digits),  # "04465-33471", "452187-3" (a check digit): a part number, not a range; "9405 5036 9930 ..."

@@ -871,7 +871,8 @@ def _number_sign(match: re.Match[str]) -> str:
     return "number " + (w.cardinal(digits) if "," in digits else w.paired(digits))
 
 
-_KEYED = re.compile(r"(?i:\b(?:dial|dialing|press|key|punch|enter)(?:[ \t]+in)?)[ \t]+\Z")
+# (or after a code's word: "Gate code is #5823", a code keyed on a pad, its pound key first)
+_KEYED = re.compile(r"(?i:\b(?:dial|dialing|press|key|punch|enter)(?:[ \t]+in)?|\b(?:pass)?code(?:[ \t]+is)?:?)[ \t]+\Z")
 
 
 _SIZE_UNIT = r"(?:in|ft|cm|mm|m|yd|px|['’′]|[\"”″])"  # "10' x 12'": feet and inches by their marks too

@@ -22,7 +22,7 @@ _WORDS = {
     "&": " and ", "@": " at ", "%": " percent", "+": " plus ", "=": " equals ", "==": " equals ", "===": " equals ",
     "!=": " does not equal ", "≠": " does not equal ", "<=": " less than or equal to ", "≤": " less than or equal to ",
     ">=": " greater than or equal to ", "≥": " greater than or equal to ", "->": " to ", "=>": " to ", "→": " to ",
-    "⟶": " to ", "×": " times ", "÷": " divided by ", "±": " plus or minus ", "+/-": " plus or minus ", "+-": " plus or minus ", "≈": " approximately ", "§": " section ",
+    "⟶": " to ", "×": " times ", "÷": " divided by ", "±": " plus or minus ", "+/-": " plus or minus ", "+-": " plus or minus ", "≈": " approximately ", "§": " section ", "§§": " sections ",
     "№": " number ", "°": " degrees", "√": " square root of ", "π": " pi ", "∠": " angle ",
     "©": " copyright ", "®": "", "™": "", "‰": " per mille", "‱": " per ten thousand", "¶": " paragraph ",
     "∞": " infinity ", "Δ": " delta ", "∆": " delta ", "∛": " cube root of ", "∜": " fourth root of ", "∓": " minus or plus ", "∑": " the sum of ",

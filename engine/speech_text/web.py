@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 
 from engine.speech_text import words as w
-from engine.speech_text.abbreviations import COMMON_WORDS, SAYABLE_START, SPELLED, caps
+from engine.speech_text.abbreviations import COMMON_WORDS, SAYABLE_START, SPELLED, caps, one_syllable
 from engine.speech_text.numbers import CODE_NOUN, Rule, ip, ipv4, port
 
 TLDS = ("com org net io dev ai co edu gov app uk de fr ca au us info biz me tv ly gg xyz tech cloud sh travel shop "
@@ -21,7 +21,8 @@ TLDS = ("com org net io dev ai co edu gov app uk de fr ca au us info biz me tv l
 _SPELLED_NAMES = frozenset(
     {name.lower() for name in SPELLED} - COMMON_WORDS
     | set("irs ups dmv dhl faq hbo bbc cnn nbc abc cbs npr ibm aws nyc cdc fda nih mit nyu usps ssa fbi cia usda epa faa "
-          "tsa sku imdb ap ar qa ios".split())  # (and offices': accounts payable, receivable, quality: "ap@", "ap.org")
+          "tsa sku imdb ap ar qa ios ta".split())  # (and offices': accounts payable, receivable, quality, a teaching
+    # assistant's: "ap@", "ap.org", "ta_help@")
 )
 _CODAS = frozenset("ck ct ft ld lf lk lm lp lt mp nd ng nk nt pt rb rd rk rm rn rp rt sh sk sp st th ch ff ll ss "
                    "ks ps ts gs ds ns ms ls rs bs rg rl rf rv lb lv lg wl wn ws xt".split())
@@ -136,7 +137,19 @@ def _key_chord(match: re.Match[str]) -> str | None:
     return " ".join([*said, _KEYS.get(key.lower()) or (w.cardinal(key) if key.isdigit() else key.upper())])
 
 
-def _spoken_parts(text: str, domain_at: int = -1, by_digit: bool = False) -> str:
+_CAPITALS = re.compile(r"(?<![\w'’])[A-Z]{2,5}(?=s?(?![\w'’]))")
+
+
+def capitals_before(match: re.Match[str]) -> frozenset[str]:
+    """The initialisms the text writes in capitals just before ``match`` (as far as a streamed text's context holds:
+    64 characters), in small letters: "the HOA docs to board@pinecrest-hoa.org" reads "hoa" as "H O A"."""
+    return frozenset(found.group().lower() for found in _CAPITALS.finditer(match.string, max(0, match.start() - 64),
+                                                                              match.start())
+                     if " " in caps(found.group()))
+
+
+def _spoken_parts(text: str, domain_at: int = -1, by_digit: bool = False,
+                  spelled: frozenset[str] = frozenset()) -> str:
     """Say ``text`` part by part; the name that starts at ``domain_at`` is the top-level domain, and a two-letter name
     between dots of the host before it a country's ("dmv.ca.gov"); numbers digit by digit if ``by_digit``."""
     said = []
@@ -147,9 +160,10 @@ def _spoken_parts(text: str, domain_at: int = -1, by_digit: bool = False) -> str
         part = found.group()
         if part.isdigit():  # in an address's name before its "@", digit by digit ("doe_92": nine two)
             if len(part) == 4 and w.is_year(part) and "/" in text[:found.start()] and (
-                    text[found.start() - 1].isalpha() or re.search(r"[A-Za-z]-\Z", text[:found.start()])):
+                    text[found.start() - 1].isalpha() or re.search(r"[A-Za-z]-\Z", text[:found.start()])
+                    or text[found.start() - 1] == "/" and re.match(r"[-_][A-Za-z]", text[found.end():found.end() + 2])):
                 # a year run into a word in a path, or hyphened to one: "r/travel2025" "travel twenty twenty-five",
-                # "rebates-2025", "form-1040" "form dash ten forty"
+                # "rebates-2025", "form-1040" "form dash ten forty", "docs/2025-budget.pdf" (a year before a word)
                 said.append(w.year(int(part)))
                 continue
             said.append(w.cardinal(part) if len(part) <= 2 and found.start() >= host_start and not by_digit
@@ -170,6 +184,10 @@ def _spoken_parts(text: str, domain_at: int = -1, by_digit: bool = False) -> str
             if part.lower() == "it" and text[end:end + 1] in "-._" and (start < host_start or start != domain_at
                                                                          and text[start - 1:start] in "@."):
                 said.append("I T")  # "it-help@", "@it-services.net", "it.example.edu": the department, I T
+                continue
+            if part.islower() and part in spelled and start != domain_at and not (
+                    one_syllable(part) and part[-1] not in "aeiouy"):  # ("PODs ... pod.dockside.us": a word, "pod")
+                said.append(" ".join(part.upper()))  # "HOA ... hoa.lakeside.org": initials the text writes in capitals
                 continue
             if part.lower() in _RUN_TOGETHER:  # "noreply@": the words run together, said apart
                 said.append(_RUN_TOGETHER[part.lower()])
@@ -199,11 +217,11 @@ def _url(match: re.Match[str]) -> str:
     text = text.rstrip("/")
     host, *path = text.split("/")
     if any(_slug(part) for part in path):  # "bit.ly/3xYz9Q": a short link's code, character by character
-        said = " slash ".join([_spoken_parts(host, _domain_at(host))] + [
+        said = " slash ".join([_spoken_parts(host, _domain_at(host), spelled=capitals_before(match))] + [
             " ".join(w.digits(run) if run.isdigit() else " ".join(run.upper()) for run in _RUNS.findall(part))
             if _slug(part) else _spoken_parts(part) for part in path])
     else:
-        said = _spoken_parts(text, _domain_at(text))
+        said = _spoken_parts(text, _domain_at(text), spelled=capitals_before(match))
     said = _port(said, text)
     if trailing:
         said += " slash"
@@ -317,7 +335,7 @@ def _email(match: re.Match[str]) -> str:
     at = address.index("@") + 1
     if (parts := ipv4(address[at:])) is not None:  # "user@192.168.0.10": a host by its IP address, read as one
         return _spoken_parts(address[:at - 1]) + " at " + ip(parts) + (" colon " + _spoken_parts(path) if colon else "")
-    return _spoken_parts(address, at + _domain_at(address[at:])) + (" colon " + _spoken_parts(path) if colon else "")
+    return _spoken_parts(address, at + _domain_at(address[at:]), spelled=capitals_before(match)) + (" colon " + _spoken_parts(path) if colon else "")
 
 
 def _file_name(match: re.Match[str]) -> str:
@@ -330,7 +348,11 @@ def _file_name(match: re.Match[str]) -> str:
             said.append(w.year(int(part)) if len(part) == 4 and w.is_year(part) else
                         w.cardinal(part) if len(part) <= 2 else w.digits(part))
         elif part.isalpha():
-            said.append(part if part.islower() or part.istitle() and len(part) > 1 else
+            # "hw3_smith.pdf" "H W three": small letters with no vowel run into a number ("nb.ipynb" stays "nb")
+            said.append(" ".join(part.upper()) if part.islower() and len(part) >= 2 and (
+                            not re.search(r"[aeiouy]", part) and name[found.end():found.end() + 1].isdigit()
+                            or part in _SPELLED_NAMES) else
+                        part if part.islower() or part.istitle() and len(part) > 1 else
                         caps(part) if part.isupper() and len(part) >= 4 else " ".join(part.upper()))  # "README"
         else:
             said.append({"-": " ", " ": " "}.get(part) or _SEPARATORS.get(part, " "))
