@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from typing import Callable
 
 from engine.speech_text import abbreviations, addresses, codes, dates, money, numbers, symbols, web
-from engine.speech_text.first_chars import after_word, first_chars
+from engine.speech_text.first_chars import after_word, first_chars, token_chars
 from engine.speech_text.joined import hole, joined
 from engine.speech_text.spans import Piece, rewrite
 
@@ -42,7 +42,7 @@ class _Locale:
         for name, pattern, _ in self.rules:  # joined into one pattern below, a back-reference would name another group
             if pattern.groups or pattern.groupindex:
                 raise ValueError(f"rule {name!r}: a capturing group; its match is read whole (use (?:...))")
-        self._firsts, self._after_word = _starts(tuple(pattern for _, pattern, _ in self.rules))
+        self._firsts, self._after_word, self._tokens = _starts(tuple(pattern for _, pattern, _ in self.rules))
         self._at: dict[tuple[str, bool], tuple[int, ...]] = {}
         self._asked: dict[tuple[str, bool, int], tuple[int, ...]] = {}
         self._alternatives = {(kind, after_word): self._asked_in_order(kind, after_word)
@@ -75,15 +75,16 @@ class _Locale:
     def _asked_in_order(self, kind: str | None, after_word: bool) -> list[tuple[int, str]]:
         """The rules that can start with a character of ``kind`` (None: any), after a word character if
         ``after_word``, in the order the search asks them, each with the look-ahead that narrows it to the characters
-        of the kind it starts with; the last resort's first: it matches at once at any digit, where most constructs
-        start, so such a place is found without first trying every other rule (which rules match is asked later)."""
+        of the kind it starts with (``_guard``); the last resort's first: it matches at once at any digit, where most
+        constructs start, so such a place is found without first trying every other rule (which rules match is asked
+        later)."""
         asked = []
-        rules = [*enumerate(zip(self._firsts, self._after_word))]
+        rules = [*enumerate(zip(self._firsts, self._after_word, self._tokens))]
         last_resort = len(rules) - len(codes.LAST_RESORT)
-        for order, (first, may) in rules[last_resort:] + rules[:last_resort]:
+        for order, (first, may, token) in rules[last_resort:] + rules[:last_resort]:
             starts = kind if kind is None or first is None else "".join(char for char in kind if first.match(char))
             if (may or not after_word) and starts != "":
-                asked.append((order, "" if starts == kind else f"(?=[{re.escape(starts)}])"))
+                asked.append((order, _guard(kind, starts, token)))
         return asked
 
     def _asking(self, kind: str | None, after_word: bool, frame: bool = False) -> str:
@@ -128,12 +129,29 @@ class _Locale:
         return orders
 
 
+def _guard(kind: str | None, starts: str | None, token: frozenset[str] | None) -> str:
+    """The look-aheads a rule stands behind in the search: for the characters of ``kind`` it starts with, when not
+    all of them, and for one of the characters its first run of non-space characters holds (``token``), where it may
+    start with another character (a plain word is no "url": it holds no "." or ":"); a run of ``_LONG_RUN`` or more
+    is not looked through (the look-ahead's cost stays bounded at every place of a 100 KB run)."""
+    guard = "" if starts == kind else f"(?=[{re.escape(starts)}])"  # type: ignore[arg-type]
+    if token and (starts is None or not set(starts) <= token):
+        guard += rf"(?=\S{{0,{_LONG_RUN - 1}}}?[{re.escape(''.join(sorted(token)))}]|\S{{{_LONG_RUN}}})"
+    return guard
+
+
+_LONG_RUN = 32
+
+
 @functools.cache
-def _starts(patterns: tuple[re.Pattern[str], ...]) -> tuple[list[re.Pattern[str] | None], list[bool]]:
-    """Each pattern's first characters and whether it may start after a word character (first_chars.py): worked out
-    once for the locales' patterns (they differ in their readers only; each pattern parsed again per locale was
-    ~0.07 s of CPU in every process that imports this module, engine workers included)."""
-    return [first_chars(pattern) for pattern in patterns], [after_word(pattern) for pattern in patterns]
+def _starts(patterns: tuple[re.Pattern[str], ...]) -> tuple[list[re.Pattern[str] | None], list[bool],
+                                                            list[frozenset[str] | None]]:
+    """Each pattern's first characters, whether it may start after a word character, and what its first run of
+    non-space characters holds (first_chars.py): worked out once for the locales' patterns (they differ in their
+    readers only; each pattern parsed again per locale was ~0.07 s of CPU in every process that imports this module,
+    engine workers included)."""
+    return ([first_chars(pattern) for pattern in patterns], [after_word(pattern) for pattern in patterns],
+            [token_chars(pattern) for pattern in patterns])
 
 
 @functools.cache
