@@ -11,7 +11,7 @@ import pytest
 
 from cbf_tools.bench import text_cases
 from engine.speech_text import markdown, semiotic
-from engine.speech_text.first_chars import after_word, first_chars, required_chars
+from engine.speech_text.first_chars import after_word, first_chars, required_chars, token_chars
 
 DATA = Path(__file__).parent / "data"
 
@@ -52,13 +52,14 @@ def test_every_place_a_rule_matches_is_found_and_the_rule_asked_there(locale: st
     missed, unfound = [], []
     for text in _texts():
         for at in range(len(text)):
-            asked = set(rules.rules_at(text[at], at > 0 and (text[at - 1].isalnum() or text[at - 1] == "_")))
+            found = rules.next_start(text, at)
+            asked = set(found[1]) if found and found[0] == at else set()
             for order, (name, pattern, _) in enumerate(rules.rules):
                 match = pattern.match(text, at)
                 if match and match.end() > at:
                     if order not in asked:
                         missed.append((name, text, at))
-                    if rules.next_start(text, at) != at:
+                    if not found or found[0] != at:
                         unfound.append((name, text, at))
     assert not missed, missed[:5]
     assert not unfound, unfound[:5]
@@ -96,6 +97,26 @@ def test_the_characters_every_match_of_a_pattern_holds(pattern: str, held: str, 
     assert not any(required.match(char) for char in never), required.pattern
 
 
+@pytest.mark.parametrize(
+    "pattern, held",
+    [
+        (r"\w+@x", "@"),  # the rarest of the characters the first word holds
+        (r"(?:a|ab)\.c|x:", ".:"),  # a branch: one of each alternative's
+        (r"(?<![\w.])[\w.]+:", ":"),  # look-arounds hold nothing
+        (r"(?i:ab\.)", "."),  # a letter read in either case is not one character
+        (r"ab[-/]", "-/"),
+    ],
+)
+def test_the_characters_every_match_holds_in_its_first_word(pattern: str, held: str) -> None:
+    assert token_chars(re.compile(pattern)) == frozenset(held)
+
+
+@pytest.mark.parametrize("pattern", [r"ab? \.", r"x y\.", r"\d+", r"[^x]@", r".\.", r"(?i:ab)", r"\.?a"])
+def test_what_may_stand_after_white_space_or_be_left_out_is_not_held(pattern: str) -> None:
+    held = token_chars(re.compile(pattern))
+    assert held is None or not held & set(" .@"), held
+
+
 @pytest.mark.parametrize("pattern", [r"a?", r"a|b?", r".", r"(?=x)", r"\bx*"])
 def test_a_pattern_that_may_match_without_a_known_character_holds_none(pattern: str) -> None:
     assert required_chars(re.compile(pattern)) is None
@@ -128,5 +149,8 @@ def test_a_joined_pattern_is_its_source_compiled() -> None:
         made = joined(source, frame, parts)
         assert made == re.compile(source) and made is not re.compile(source)
         assert [m.group() for m in made.finditer("1st ab Xz 22nd")] == re.findall(source, "1st ab Xz 22nd")
-    repeated = "(?:(?:a|ab))*b"  # a repeat in the frame: its width is not worked out again, so re.compile makes it
+    repeated = "(?:(?:a|ab))*b"  # a part repeated in the frame: its width is not worked out again, re.compile makes it
     assert joined(repeated, f"(?:{hole(1)})*b", parts) is re.compile(repeated)
+    beside = r"(?=\S*?x)(?:a|ab)"  # a repeat beside the parts is the frame's own
+    made = joined(beside, rf"(?=\S*?x){hole(1)}", parts)
+    assert made == re.compile(beside) and made is not re.compile(beside)

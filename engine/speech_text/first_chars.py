@@ -61,6 +61,79 @@ def required_chars(pattern: re.Pattern[str]) -> re.Pattern[str] | None:
     return re.compile("|".join(sorted(fragments)))
 
 
+def token_chars(pattern: re.Pattern[str]) -> frozenset[str] | None:
+    """Characters one of which every match of ``pattern`` holds before any white space (in its first run of non-space
+    characters), or None when the walk finds no such set of characters written plainly: a place whose run of
+    non-space characters holds none of them starts no match ("url" needs a "." or ":" in its first word, so it is not
+    asked at the start of a plain word)."""
+    try:
+        return _token(parsed(pattern), bool(pattern.flags & re.IGNORECASE))[0]
+    except re.error:
+        return None
+
+
+def _token(items: object, ignore_case: bool) -> tuple[frozenset[str] | None, bool]:
+    """Characters one of which every match of a sequence holds before its first white space (None: none known), and
+    whether the sequence never matches white space."""
+    found: list[frozenset[str]] = []
+    for op, av in items:  # type: ignore[attr-defined]
+        if op in _ZERO_WIDTH:
+            continue
+        chars, spaceless = _token_item(op, av, ignore_case)
+        if chars is not None:
+            found.append(chars)
+        if not spaceless:
+            return _least_wordy(found), False
+    return _least_wordy(found), True
+
+
+def _token_item(op: object, av: object, ignore_case: bool) -> tuple[frozenset[str] | None, bool]:
+    if op is c.LITERAL:
+        char = chr(av)  # type: ignore[arg-type]
+        if char.isspace():
+            return None, False
+        return (None if ignore_case and char.lower() != char.upper() else frozenset(char)), True
+    if op is c.IN:
+        if _holds_space(av):
+            return None, False
+        literals = [chr(value) for kind, value in av if kind is c.LITERAL]  # type: ignore[attr-defined]
+        cased = ignore_case and any(char.lower() != char.upper() for char in literals)
+        return (frozenset(literals) if len(literals) == len(av) and not cased else None), True  # type: ignore[arg-type]
+    if op is c.BRANCH:
+        branches = [_token(branch, ignore_case) for branch in av[1]]  # type: ignore[index]
+        held = [chars for chars, _ in branches]
+        spaceless = all(spaceless for _, spaceless in branches)
+        return (None if None in held else frozenset().union(*held)), spaceless  # type: ignore[arg-type]
+    if op is c.SUBPATTERN:
+        _, add_flags, del_flags, sub = av  # type: ignore[misc]
+        return _token(sub, (ignore_case or bool(add_flags & re.IGNORECASE)) and not del_flags & re.IGNORECASE)
+    if op is getattr(c, "ATOMIC_GROUP", None):
+        return _token(av, ignore_case)
+    if op in _REPEATS:
+        chars, spaceless = _token(av[2], ignore_case)  # type: ignore[index]
+        return (chars if av[0] >= 1 else None), spaceless  # type: ignore[index]
+    return None, False  # NOT_LITERAL, ANY, a back reference...: it may match white space
+
+
+def _least_wordy(found: list[frozenset[str]]) -> frozenset[str] | None:
+    """Of sets of characters, the one with the fewest letters and digits (a word holds those), then the smallest."""
+    return min(found, key=lambda chars: (sum(char.isalnum() for char in chars), len(chars))) if found else None
+
+
+def _holds_space(items: object) -> bool:
+    """Whether a character class may match white space (a negated one, or one the walk does not know: yes)."""
+    for op, av in items:  # type: ignore[attr-defined]
+        if op is c.LITERAL:
+            holds = chr(av).isspace()  # type: ignore[arg-type]
+        elif op is c.RANGE:
+            holds = any(chr(code).isspace() for code in range(av[0], min(av[1], 0x3000) + 1))  # type: ignore[index]
+        else:  # a category: \w, \d and \S hold none
+            holds = not (op is c.CATEGORY and av in (c.CATEGORY_WORD, c.CATEGORY_DIGIT, c.CATEGORY_NOT_SPACE))
+        if holds:
+            return True
+    return False
+
+
 def _required(items: object, ignore_case: bool) -> set[str]:
     """Fragments one of which every match of a sequence holds: those of one of its items, a literal's first."""
     found: list[set[str]] = []

@@ -56,9 +56,18 @@ def joined(source: str, frame: str, parts: Sequence[re.Pattern[str]]) -> re.Patt
                     fill(av[3])
                 elif op in (c.ASSERT, c.ASSERT_NOT):
                     fill(av[1])
-                elif op in (c.MAX_REPEAT, c.MIN_REPEAT):
-                    raise ValueError("a repeat in the frame")  # its width was worked out with the placeholder
+                elif op in (c.MAX_REPEAT, c.MIN_REPEAT) and holds_hole(av[2]):
+                    raise ValueError("a part repeated in the frame")  # its width was worked out with the placeholder
                 at += 1
+
+        def holds_hole(items: object) -> bool:
+            for op, av in items:  # type: ignore[attr-defined]
+                if (op is c.LITERAL and av >= _HOLE) or (op is c.BRANCH and any(map(holds_hole, av[1]))) or (
+                        op is c.SUBPATTERN and holds_hole(av[3])) or (
+                        op in (c.ASSERT, c.ASSERT_NOT) and holds_hole(av[1])) or (
+                        op in (c.MAX_REPEAT, c.MIN_REPEAT) and holds_hole(av[2])):
+                    return True
+            return False
 
         fill(tree)
         code = compiler._code(tree, 0)

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from typing import Callable
 
 from engine.speech_text import abbreviations, addresses, codes, dates, money, numbers, symbols, web
-from engine.speech_text.first_chars import after_word, first_chars
+from engine.speech_text.first_chars import after_word, first_chars, token_chars
 from engine.speech_text.joined import hole, joined
 from engine.speech_text.spans import Piece, rewrite
 
@@ -42,8 +42,11 @@ class _Locale:
         for name, pattern, _ in self.rules:  # joined into one pattern below, a back-reference would name another group
             if pattern.groups or pattern.groupindex:
                 raise ValueError(f"rule {name!r}: a capturing group; its match is read whole (use (?:...))")
-        self._firsts, self._after_word = _starts(tuple(pattern for _, pattern, _ in self.rules))
+        self._firsts, self._after_word, self._tokens = _starts(tuple(pattern for _, pattern, _ in self.rules))
         self._at: dict[tuple[str, bool], tuple[int, ...]] = {}
+        self._asked: dict[tuple[str, bool, int], tuple[int, ...]] = {}
+        self._alternatives = {(kind, after_word): self._asked_in_order(kind, after_word)
+                              for after_word in (False, True) for kind in (*_KINDS, None)}
         # Where a rule may start, found in one search: at a character some rule starts with (after a word character,
         # one of the few rules that may start inside a word), where one of the rules that can start with a character
         # of its kind (a small letter, a capital, a digit, a space; any rule at any other character) matches. A rule
@@ -53,6 +56,7 @@ class _Locale:
         self._next = _search(rf"(?<!\w){self._asking_at(False)}|(?<=\w){self._asking_at(True)}",
                              rf"(?<!\w){self._asking_at(False, True)}|(?<=\w){self._asking_at(True, True)}",
                              tuple(pattern for _, pattern, _ in self.rules))
+        self._from_group = self._untried()
 
     def _asking_at(self, after_word: bool, frame: bool = False) -> str:
         """One pattern of the rules that can start at a place (after a word character, if ``after_word``); with
@@ -68,24 +72,52 @@ class _Locale:
         other = f"(?![{re.escape(''.join(_KINDS))}])(?:{self._asking(None, after_word, frame)})"
         return f"(?=(?:{starts}))(?:{'|'.join([*of_kind, other])})"
 
-    def _asking(self, kind: str | None, after_word: bool, frame: bool = False) -> str:
+    def _asked_in_order(self, kind: str | None, after_word: bool) -> list[tuple[int, str]]:
         """The rules that can start with a character of ``kind`` (None: any), after a word character if
-        ``after_word``, one pattern; the last resort's first: it matches at once at any digit, where most constructs
-        start, so such a place is found without first trying every other rule (which rules match is asked later)."""
+        ``after_word``, in the order the search asks them, each with the look-ahead that narrows it to the characters
+        of the kind it starts with (``_guard``); the last resort's first: it matches at once at any digit, where most
+        constructs start, so such a place is found without first trying every other rule (which rules match is asked
+        later)."""
         asked = []
-        rules = [*enumerate(zip(self.rules, self._firsts, self._after_word))]
+        rules = [*enumerate(zip(self._firsts, self._after_word, self._tokens))]
         last_resort = len(rules) - len(codes.LAST_RESORT)
-        for order, ((_, pattern, _), first, may) in rules[last_resort:] + rules[:last_resort]:
+        for order, (first, may, token) in rules[last_resort:] + rules[:last_resort]:
             starts = kind if kind is None or first is None else "".join(char for char in kind if first.match(char))
             if (may or not after_word) and starts != "":
-                guard = "" if starts == kind else f"(?=[{re.escape(starts)}])"
-                asked.append(f"{guard}{hole(order)}" if frame else f"{guard}(?:{pattern.pattern})")
-        return "|".join(asked) or "(?!)"
+                asked.append((order, _guard(kind, starts, token)))
+        return asked
 
-    def next_start(self, text: str, at: int) -> int | None:
-        """The first place from ``at`` where some rule matches ``text``, or None."""
+    def _asking(self, kind: str | None, after_word: bool, frame: bool = False) -> str:
+        """One pattern of ``_asked_in_order``, each rule followed by an empty group: the group that closes names the
+        first rule asked that matched (``_untried``)."""
+        return "|".join(f"{guard}{hole(order) if frame else f'(?:{self.rules[order][1].pattern})'}()"
+                        for order, guard in self._alternatives[kind, after_word]) or "(?!)"
+
+    def _untried(self) -> list[frozenset[int]]:
+        """For each group of the search (by its number, less one), the rules asked from its rule on: where the search
+        stops, it asked the ones before it, and none of them matched there."""
+        untried = []
+        for asked in self._alternatives.values():  # in the order _asking_at writes them into the search
+            orders = [order for order, _ in asked]
+            untried += [frozenset(orders[i:]) for i in range(len(orders))]
+        if len(untried) != self._next.groups:
+            raise RuntimeError("the search's groups are not its rules'")
+        return untried
+
+    def next_start(self, text: str, at: int) -> tuple[int, tuple[int, ...]] | None:
+        """The first place from ``at`` where some rule matches ``text`` and the rules (by order) to ask there: those
+        that can start with its character (``rules_at``) less those the search found not matching, or None."""
         found = self._next.search(text, at)
-        return None if found is None else found.start()
+        if found is None:
+            return None
+        start = found.start()
+        key = (text[start:start + 1], start > 0 and _WORD.match(text, start - 1) is not None, found.lastindex)
+        if (orders := self._asked.get(key)) is None:
+            untried = self._from_group[found.lastindex - 1]
+            orders = tuple(order for order in self.rules_at(key[0], key[1]) if order in untried)
+            if len(self._asked) < 16384:  # bounded as _at is
+                self._asked[key] = orders
+        return start, orders
 
     def rules_at(self, char: str, after_word: bool) -> tuple[int, ...]:
         """The rules (by order) whose match can start with ``char`` (after a word character, if ``after_word``)."""
@@ -97,12 +129,29 @@ class _Locale:
         return orders
 
 
+def _guard(kind: str | None, starts: str | None, token: frozenset[str] | None) -> str:
+    """The look-aheads a rule stands behind in the search: for the characters of ``kind`` it starts with, when not
+    all of them, and for one of the characters its first run of non-space characters holds (``token``), where it may
+    start with another character (a plain word is no "url": it holds no "." or ":"); a run of ``_LONG_RUN`` or more
+    is not looked through (the look-ahead's cost stays bounded at every place of a 100 KB run)."""
+    guard = "" if starts == kind else f"(?=[{re.escape(starts)}])"  # type: ignore[arg-type]
+    if token and (starts is None or not set(starts) <= token):
+        guard += rf"(?=\S{{0,{_LONG_RUN - 1}}}?[{re.escape(''.join(sorted(token)))}]|\S{{{_LONG_RUN}}})"
+    return guard
+
+
+_LONG_RUN = 32
+
+
 @functools.cache
-def _starts(patterns: tuple[re.Pattern[str], ...]) -> tuple[list[re.Pattern[str] | None], list[bool]]:
-    """Each pattern's first characters and whether it may start after a word character (first_chars.py): worked out
-    once for the locales' patterns (they differ in their readers only; each pattern parsed again per locale was
-    ~0.07 s of CPU in every process that imports this module, engine workers included)."""
-    return [first_chars(pattern) for pattern in patterns], [after_word(pattern) for pattern in patterns]
+def _starts(patterns: tuple[re.Pattern[str], ...]) -> tuple[list[re.Pattern[str] | None], list[bool],
+                                                            list[frozenset[str] | None]]:
+    """Each pattern's first characters, whether it may start after a word character, and what its first run of
+    non-space characters holds (first_chars.py): worked out once for the locales' patterns (they differ in their
+    readers only; each pattern parsed again per locale was ~0.07 s of CPU in every process that imports this module,
+    engine workers included)."""
+    return ([first_chars(pattern) for pattern in patterns], [after_word(pattern) for pattern in patterns],
+            [token_chars(pattern) for pattern in patterns])
 
 
 @functools.cache
@@ -154,9 +203,9 @@ def classify(text: str, locale: str | None = None) -> list[Reading]:
     rules = rules_of.rules
     readings: list[Reading] = []
     at = 0
-    while (start := rules_of.next_start(text, at)) is not None:
-        after = start > 0 and _WORD.match(text, start - 1) is not None
-        found = [(match, order) for order in rules_of.rules_at(text[start:start + 1], after)
+    while (next_start := rules_of.next_start(text, at)) is not None:
+        start, orders = next_start
+        found = [(match, order) for order in orders
                  if (match := rules[order][1].match(text, start)) is not None and match.end() > start]
         found.sort(key=lambda f: (-f[0].end(), f[1]))
         for match, order in found:
