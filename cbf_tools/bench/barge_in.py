@@ -536,8 +536,9 @@ def render_all(s: dict[str, Any]) -> str:
 async def _bench(args: argparse.Namespace) -> dict[str, Any]:
     from cbf_tools.bench import barge_in_lines as lines
 
+    # the level rule's server is for the line models' comparison alone: with --line-trials 0 none is started for it
     servers = [("as configured", [])] if args.url else [("canceller", ["--echo-canceller", "true"]), ("level rule", [
-        "--echo-canceller", "false"])][:1 + args.line_compare]
+        "--echo-canceller", "false"])][:1 + (args.line_compare and args.line_trials > 0)]
     summary: dict[str, Any] = {}
     runs: dict[str, Any] = {}
     errors: list[str] = []
