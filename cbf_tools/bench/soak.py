@@ -354,7 +354,8 @@ async def _webrtc_caller(line: Line, rng: random.Random, tally: Tally, codec: st
                 continue
             await listener.accept(reply.json()["sdp"])
             await listener.wait_for(lambda: listener.channel.readyState == "open" and listener.events, 15)
-            while await line.turn_due() and await _webrtc_turn(listener, rng, tally):
+            # a call set up takes its turn even when setting it up outlasted the run (DTLS on a loaded machine)
+            while await _webrtc_turn(listener, rng, tally) and await line.turn_due():
                 await asyncio.sleep(DECODE_TAIL_S)  # its last frames: not the next turn's first audio
         except TimeoutError:
             tally.timeouts += 1
