@@ -1106,6 +1106,9 @@ SAID = [
     ('Submit hw2_jones.pdf today.', 'Submit H W two underscore jones dot P D F today.'),
     ('Scan the BOLs now.', 'Scan the B O Ls now.'),
     ('see docs/2024-report.pdf', 'see docs slash twenty twenty-four report dot P D F'),
+    # a version's part of four digits or more (a build's number) digit by digit; a release's letter after its last part
+    ('Now on build 2.0.3307', 'Now on build two point zero point three three zero seven'),
+    ('Fixed in 4.0.2b.', 'Fixed in four point zero point two B.'),
 ]
 
 

@@ -838,7 +838,9 @@ def _version(match: re.Match[str]) -> str | None:
     if digits:  # an address and its port: "10.0.0.12:8080"
         parts = ipv4(text)
         return None if parts is None else ip(parts) + " colon " + port(digits)
-    prefix = ""
+    prefix = letter = ""
+    if text[-1].isalpha():  # "7.2.1a": a release's letter after its last part, said as a capital
+        text, letter = text[:-1], " " + text[-1].upper()
     if text[0] in "vV":
         prefix, text = "version ", text[1:]
     parts = text.split(".")
@@ -849,7 +851,8 @@ def _version(match: re.Match[str]) -> str | None:
     if not prefix and len(parts) == 3 and len(parts[0]) <= 3 and all(len(p) == 3 for p in parts[1:]) \
             and parts[0] != "0" and (parts[1:] == ["000", "000"] or len(parts[0]) < 3):
         return w.cardinal("".join(parts))  # "1.000.000": thousands grouped by full stops, as much of Europe writes
-    return prefix + " point ".join(w.cardinal(p) for p in parts)
+    # "1.0.4521": a build's number of four digits or more, digit by digit
+    return prefix + " point ".join(w.digits(p) if len(p) >= 4 else w.cardinal(p) for p in parts) + letter
 
 
 def ip(parts: list[str]) -> str:
@@ -1088,7 +1091,7 @@ RULES: list[Rule] = [
      _grouped_thousands),
     ("scientific", r"(?<![\w.])\d+(?:\.\d+)?[eE][-+−]?\d{1,3}(?![\w.])", _scientific),
     ("phone", _PHONE, _phone),
-    ("version", r"(?<![\w.])(?:[vV]\d+(?:\.\d+)*|\d+\.\d+\.\d+(?:\.\d+)*)(?::\d{2,5}(?![\d:])|/\d{1,2}(?![\w/.]))?(?![\w]|\.\d)", _version),
+    ("version", r"(?<![\w.])(?:[vV]\d+(?:\.\d+)*|\d+\.\d+\.\d+(?:\.\d+)*(?:[a-z](?![\w]|\.\w))?)(?::\d{2,5}(?![\d:])|/\d{1,2}(?![\w/.]))?(?![\w]|\.\d)", _version),
     ("mixed_fraction", r"(?<![\w./,])\d{1,3}[ \t]\d{1,2}/\d{1,2}(?![\w/])", _mixed_fraction),
     # "in 4/4 time", "6/8 meter": a time signature, each number said ("four four"), not a fraction or a date
     ("time_signature", r"(?<![\w./,])(?!1/)\d{1,2}/(?:2|4|8|16)(?=[ \t]+(?:time|meter|metre|signature|time[ \t]signature)\b)",
