@@ -1109,8 +1109,8 @@ SAID = [
     # a version's part of four digits or more (a build's number) digit by digit; a release's letter after its last part
     ('Now on build 2.0.3307', 'Now on build two point zero point three three zero seven'),
     ('Fixed in 4.0.2b.', 'Fixed in four point zero point two B.'),
-    # a lone X or V after Model or Series: a product's letter
-    ('The Series X console and a Model V kit', 'The Series X console and a Model V kit'),
+    # a lone X after Model or Series: a product's letter
+    ('The Series X console and a Model X', 'The Series X console and a Model X'),
 ]
 
 
