@@ -1111,6 +1111,10 @@ SAID = [
     ('Fixed in 4.0.2b.', 'Fixed in four point zero point two B.'),
     # a lone X after Model or Series: a product's letter
     ('The Series X console and a Model X', 'The Series X console and a Model X'),
+    # digits after a group number, a billing code set's code, a small letter's long code
+    ('Your group number is 55120.', 'Your group number is five five one two zero.'),
+    ('Bill it as HCPCS 97110.', 'Bill it as H C P C S nine seven one one zero.'),
+    ('the ref is k-4471902', 'the ref is K-four four seven one nine zero two'),
 ]
 
 

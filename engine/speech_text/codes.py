@@ -153,7 +153,7 @@ def _number_code(match: re.Match[str]) -> str:
 # Before a run of digits, words that make it a code to read digit by digit: "member ID is 884 211 907", "ends in 4821".
 _CODE_CUE = re.compile(
     r"(?:\b(?:ID|PIN|VIN|OTP|IMEI|MEID|ICCID|IMSI|ESN|SKU|UPC|EAN|S/N|[Cc]ode|[Pp]asscode|[Pp]ager|[Ss]erial)|(?i:\b(?:account|acct|policy|member|reference|ref|confirmation|"
-    r"tracking|case|ticket|invoice|claim|receipt|booking|reservation|order|serial|card|routing|rx|prescription)(?:[ \t]+(?:number|no\.|#|"
+    r"tracking|case|ticket|invoice|claim|receipt|booking|reservation|order|serial|card|routing|rx|prescription|group)(?:[ \t]+(?:number|no\.|#|"
     r"ID|code)|#))|\b(?:ends?|ending)[ \t]+(?:in|with)|(?i:\b(?:card|account|acct\.?|number))[ \t]+ending|\b[Ll]ast[ \t]+(?:four|4)(?:[ \t]+digits)?)"
     r"(?:[ \t]+(?:is|was|are|reads))?:?[ \t]+\Z")
 _PHONE_CUE = re.compile(r"(?i:\b(?:call|phone|tel|dial|fax|mobile|cell|landline|hotline|helpline"
@@ -163,6 +163,10 @@ _PHONE_CUE = re.compile(r"(?i:\b(?:call|phone|tel|dial|fax|mobile|cell|landline|
 _ACRONYM_BEFORE = re.compile(r"(?<![\w.])([A-Z]{2,5})(?:#|[ \t]+(?:is|was|number|no\.|#))?:?[ \t]+\Z")
 # A number sign or "no." after a word: what follows is a number that names, not counts ("Bar no. 2104417")
 _NUMBER_SIGN_BEFORE = re.compile(r"(?:\b[Nn][Oo]\.|#):?[ \t]*\Z")
+
+
+# Medical and billing code sets whose five-digit codes are read digit by digit ("CPT 99213", "HCPCS 97110")
+_CODE_SETS = frozenset("CPT HCPCS NDC DRG CDT".split())
 
 
 def _named_number(match: re.Match[str], before: int) -> bool:
@@ -175,7 +179,8 @@ def _named_number(match: re.Match[str], before: int) -> bool:
         return True  # "Bar no. 2104417", "MLS# 6204481": five digits or more after a number sign name a thing
     # (an initialism for a "... number", "CRN 40517", "EIN 12345": from five digits)
     return named is not None and named[1] not in CURRENCIES and digits.isdigit() and (
-        len(digits) >= 6 or len(digits) == 5 and named[1].endswith("N") and not digits.endswith("000"))
+        len(digits) >= 6 or len(digits) == 5 and (named[1].endswith("N") or named[1] in _CODE_SETS)
+        and not digits.endswith("000"))
 
 
 # A word earlier in the sentence that names a long run of digits as a code: "The IMEI on that phone is 356938035643809."
@@ -1052,7 +1057,7 @@ RULES: list[Rule] = [
      or re.fullmatch(r"(?:P|LT|ST|T)?[1-3]\d\d/[2-9]\dZ?R[12]\d", match.group())  # a tire's size (numbers.py)
      else " slash ".join(spell_code(part) for part in match.group().split("/"))),  # "100KM/H" is a speed
     # "cd-38", "ab-cd-12-34": a small-letter code with digits, its letter parts that make no word spelled
-    ("small_code", r"(?<![\w-])(?=[a-z-]*+\d)[a-z]{1,3}(?:-(?:[a-z]{1,6}|\d{1,6})){1,4}(?![\w-]|[.,]\d)"
+    ("small_code", r"(?<![\w-])(?=[a-z-]*+\d)[a-z]{1,3}(?:-(?:[a-z]{1,6}|\d{1,10})){1,4}(?![\w-]|[.,]\d)"
                    r"|(?<![\w-])(?=[a-z0-9-]*[a-z])\d{1,6}(?:-(?:[a-z]{1,6}|\d{1,6})){2,4}(?![\w-]|[.,]\d)", _small_code),
     ("roman", rf"(?<![\w])(?:Super[ \t]Bowl|World[ \t]War|{_NUMBERING}|{_SUBJECT}|item|clause|paragraph|section|part|step|page|pages)"
               rf"[ \t](?:{_ROMAN}|{_ROMAN_LOWER})(?![\w])",
