@@ -1115,6 +1115,15 @@ SAID = [
     ('Your group number is 55120.', 'Your group number is five five one two zero.'),
     ('Bill it as HCPCS 97110.', 'Bill it as H C P C S nine seven one one zero.'),
     ('the ref is k-4471902', 'the ref is K-four four seven one nine zero two'),
+    # inches before a preposition, a hyphened unit's stop, a glued unit opening a line before a noun, km by km, a count before three capitals
+    ('Mark it at 24" from the floor', 'Mark it at twenty-four inches from the floor'),
+    ('Buy a 5-lb. bag of rice.', 'Buy a five pound bag of rice.'),
+    ('650W power supply included', 'six hundred fifty watt power supply included'),
+    ('Motor: 1.5L diesel', 'Motor, one point five liter diesel'),
+    ('The plot is 3 km × 2 km.', 'The plot is three kilometers by two kilometers.'),
+    ('Print it at 600 DPI.', 'Print it at six hundred D P I.'),
+    # a video's lines and frame rate
+    ('Record in 2160p30 today.', 'Record in twenty-one sixty p thirty today.'),
 ]
 
 

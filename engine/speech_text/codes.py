@@ -382,8 +382,9 @@ def _vanity(match: re.Match[str]) -> str | None:
     groups = re.split(r"[-. ]", match.group())
     if groups[-1] in CURRENCIES:
         return None
-    if re.fullmatch(r"\d{3} [A-Z]+", match.group()) and not re.fullmatch(r"8(?:00|33|44|55|66|77|88)", groups[0]):
-        return None  # "500 BCE", "300 MPH": a count and its word; "800 FLOWERS" is toll free
+    if re.fullmatch(r"\d{3} [A-Z]+", match.group()) and not (
+            re.fullmatch(r"8(?:00|33|44|55|66|77|88)", groups[0]) and len(groups[1]) >= 4):
+        return None  # "500 BCE", "300 MPH", "800 DPI": a count and its word; "800 FLOWERS" is toll free
     said = []
     for group in groups:
         if group.isdigit():

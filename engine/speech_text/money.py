@@ -335,8 +335,9 @@ RULES: list[Rule] = [
     ("money_plural", r"(?<![\w.])(?:%s)(?:1,000,000|1000000|1,000|1000|100)s(?![\w'’])"
      % "|".join(re.escape(s) for s in _SYMBOLS), _round_plural),
     ("pence", r"(?<![\w.,$£€-])\d{1,2}p(?![\w'’-])", _pence),
-    # "1080p", "720p": a video's lines, "ten eighty p"
-    ("video_lines", r"(?<![\w.,-])(?:240|360|480|576|720|1080|1440|2160|4320)p(?![\w'’-])",
-     lambda match: w.paired(match.group()[:-1]) + " p"),
+    # "1080p", "720p": a video's lines, "ten eighty p"; "1080p60": and its frame rate, "ten eighty p sixty"
+    ("video_lines", r"(?<![\w.,-])(?:240|360|480|576|720|1080|1440|2160|4320)p(?:24|25|30|48|50|60|90|120|144|240)?(?![\w'’-])",
+     lambda match: w.paired(match.group().partition("p")[0]) + " p"
+     + (" " + w.cardinal(match.group().partition("p")[2]) if match.group().partition("p")[2] else "")),
     ("money", _MONEY, _money), ("coded_money", _AFTER, _after), ("currency_pair", _PAIR, _pair),
 ]

@@ -310,6 +310,7 @@ _NOUNS_AFTER_A = frozenset({"can"})  # words of _NOT_DESCRIBED that are nouns af
 _NOUN_AFTER_A_END = re.compile(r"(?![ \t]+[a-z])|[ \t]+(?:of\b|[a-z]+(?:s|ed)\b)")  # "can of soda", "can holds", "can."
 
 
+_LINE_START = re.compile(r"(?:^|\n|\b[A-Za-z]+:)[ \t]*\Z")
 _LAYOUT_AFTER = re.compile(r"[ \t]+[A-Z]\d{1,2}(?![\w%°/-]|[.,:]\d)")
 
 
@@ -323,6 +324,10 @@ def attributive(match: re.Match[str]) -> bool:
         return match.group().endswith(("L", "cc")) and _LAYOUT_AFTER.match(match.string, match.end(),
                                                                             match.end() + 8) is not None
     article = _A_BEFORE.search(match.string, max(0, match.start() - 24), match.start()) is not None
+    if (_LINE_START.search(match.string, max(0, match.start() - 24), match.start()) and re.fullmatch(
+            r"\d+(?:\.\d+)?[A-Za-z]+", match.group()) and after[1].islower() and after[1] not in _NOT_DESCRIBED
+            and after[1] not in _VERBS_IN_S and not after[1].endswith("ed")):
+        return True  # "850W power supply", "Engine: 2.0L turbo": a measure run into its unit opening a line or a label's value
     if after[1] in _HOW_OFTEN and (article or _DETERMINER.search(match.string, max(0, match.start() - 8),
                                                                  match.start())):
         # "a $5 monthly fee", "your 10 km daily walk": how often, then the noun it describes
@@ -878,8 +883,8 @@ def _number_sign(match: re.Match[str]) -> str:
 _KEYED = re.compile(r"(?i:\b(?:dial|dialing|press|key|punch|enter)(?:[ \t]+in)?|\b(?:pass)?code(?:[ \t]+is)?:?)[ \t]+\Z")
 
 
-_SIZE_UNIT = r"(?:in|ft|cm|mm|m|yd|px|['’′]|[\"”″])"  # "10' x 12'": feet and inches by their marks too
-_SIZE_UNIT_AT = r"(?:[ \t]?(?:in|ft|cm|mm|m|yd|px)(?![\w])|['’′\"”″])"  # a size's unit where it stands
+_SIZE_UNIT = r"(?:in|ft|cm|mm|km|mi|m|yd|px|['’′]|[\"”″])"  # "10' x 12'": feet and inches by their marks too
+_SIZE_UNIT_AT = r"(?:[ \t]?(?:in|ft|cm|mm|km|mi|m|yd|px)(?![\w])|['’′\"”″])"  # a size's unit where it stands
 _SIZE_MARKS = {"'": "ft", "’": "ft", "′": "ft", '"': "in", "”": "in", "″": "in"}
 
 
@@ -909,7 +914,7 @@ def _hyphen_unit(match: re.Match[str]) -> str:
     return f"{w.number(size.replace(',', ''))} {UNITS[unit.rstrip('.')][0]}"
 
 
-_HOW_BIG_AFTER = re.compile(r"[ \t]+(?:wide|long|tall|deep|high|thick|across|diagonal|apart|of|in)\b")
+_HOW_BIG_AFTER = re.compile(r"[ \t]+(?:wide|long|tall|deep|high|thick|across|diagonal|apart|of|in|on|at|from|above|below|under|off|up|down|or|and|for)\b")
 
 
 def _inches(match: re.Match[str]) -> str:
@@ -1134,7 +1139,7 @@ RULES: list[Rule] = [
      _military),  # "1400 hours", "1100 hrs", "at 0800", "at 0800 and 2000" (a second time in the list)
     ("inches_tall", r"(?<![\w.])\d{1,3}(?:\.\d+)?[ \t]in(?=[ \t]+(?:tall|wide|long|deep|high|thick|across|diagonal)\b)",
      lambda match: w.number(match.group().split()[0]) + " inches"),  # "22 in tall": inches, not the word "in"
-    ("hyphen_unit", rf"{_START}{NUM}-(?:{_SPACED_UNIT}|in\.?)(?=[ \t]+[A-Za-z])", _hyphen_unit),  # "a 12-in. skillet"
+    ("hyphen_unit", rf"{_START}{NUM}-(?:{_SPACED_UNIT}(?:\.(?=[ \t]+[a-z]))?|in\.?)(?=[ \t]+[A-Za-z])", _hyphen_unit),  # "a 12-in. skillet", "a 50-gal. tank"
     ("unit_alone", r"(?<=\d[ \t])M(?![\w'’/])", _spaced_meters),
     ("unit_alone", r"(?<![$€£¥]\d[ \t])(?<![$€£¥]\d\d[ \t])(?<![$€£¥]\d{3}[ \t])(?<=\d[ \t])K(?![\w'’/])", _kelvin),  # "absolute zero is 0 K"  # "DEPTH: 4.6 M": meters after a length's name
     ("unit_alone", r"(?<=\d[ \t])(?:%s)(?![\w/])" % "|".join(re.escape(u) for u in sorted(UNITS, key=len, reverse=True)
