@@ -1124,6 +1124,11 @@ SAID = [
     ('Print it at 600 DPI.', 'Print it at six hundred D P I.'),
     # a video's lines and frame rate
     ('Record in 2160p30 today.', 'Record in twenty-one sixty p thirty today.'),
+    # the sentence's verb after a compared value; per square foot; minus after a percent; ≈ after a formula's left side
+    ('Yearly income < 40,000 gets the credit.', 'Yearly income less than forty thousand gets the credit.'),
+    ('Tile costs $12/sq ft here.', 'Tile costs twelve dollars per square foot here.'),
+    ('Coverage: 90% − 10% = 80%', 'Coverage, ninety percent minus ten percent equals eighty percent'),
+    ('$1,200 ÷ 12 months ≈ $100', 'one thousand two hundred dollars divided by twelve months is approximately one hundred dollars'),
 ]
 
 

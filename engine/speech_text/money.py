@@ -123,13 +123,17 @@ _PER_WORDS = {**{unit: names[0] for unit, names in UNITS.items() if unit.isalpha
               "L": "liter", "l": "liter", "g": "gram", "h": "hour",
               **{noun: noun for noun in "share head ticket guest room license seat visit session class lesson pack "
                                         "box bottle page word call trade order piece pair dozen mile trip".split()},
-              "pp": "person"}
+              "pp": "person",
+              # "$150/sq ft": per square foot (an area's unit after a price's slash)
+              **{f"sq{gap}{unit}": f"square {name}" for unit, name in (("ft", "foot"), ("m", "meter"), ("yd", "yard"),
+                                                                     ("mi", "mile"), ("km", "kilometer"), ("in", "inch"))
+                 for gap in (" ", "")}}
 # a rate's unit named in full and shouted, as a rate sheet writes it: "$2.10/MILE", "$95/HOUR"
 _PER_WORDS.update({word.upper(): word for word in set(_PER_WORDS.values())
                    if word.isalpha() and word.islower() and len(word) > 2 and word.upper() not in _PER_WORDS})
 _PER = (r"(?:[ \t]?/[ \t]?(?:%s)(?![\w])|[ \t]?(?:pp|p\.p\.)(?![\w]))"  # "£20pp", "£20 p.p.": per person
         % "|".join(sorted(_PER_WORDS, key=len, reverse=True)))
-_PER_PARTS = r"(?:[ \t]?/[ \t]?(?P<per>\w+)|[ \t]?(?P<pp>pp|p\.p\.))?"
+_PER_PARTS = r"(?:[ \t]?/[ \t]?(?P<per>sq[ \t]?(?:ft|m|yd|mi|km|in)(?![\w])|\w+)|[ \t]?(?P<pp>pp|p\.p\.))?"
 # "$5 USD", "$20 CAD": an ISO code after a symbol's amount names the currency ("twenty Canadian dollars"), not said again
 _ISO = trie([code for code in CURRENCIES if len(code) == 3 and code.isupper()])
 _ISO_AFTER = rf"(?:[ \t](?P<iso>{_ISO})(?![\w]))?"
