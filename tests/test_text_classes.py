@@ -1129,6 +1129,9 @@ SAID = [
     ('Tile costs $12/sq ft here.', 'Tile costs twelve dollars per square foot here.'),
     ('Coverage: 90% − 10% = 80%', 'Coverage, ninety percent minus ten percent equals eighty percent'),
     ('$1,200 ÷ 12 months ≈ $100', 'one thousand two hundred dollars divided by twelve months is approximately one hundred dollars'),
+    # a video's place in hours, minutes, seconds; a long zone after a time spelled
+    ('Jump to 2:15:30 in the stream.', 'Jump to two hours fifteen minutes thirty seconds in the stream.'),
+    ('Launch at 9:00 AEST', "Launch at nine o'clock A E S T"),
 ]
 
 

@@ -313,6 +313,8 @@ def clock(text: str, sentence_ends: bool = False) -> str:
 # Before "3:45:12": a word about how long ("her time was", "finished in", "clocked"), not a time of day ("at").
 _DURATION_CUE = re.compile(r"(?i:\b(?:took|takes|lasted|lasts|duration|elapsed|finish(?:ed|es|ing)?|won|ran|completed|"
                            r"run[ \t]?time|time[ \t]of|clocked|record|split|lap|race|marathon|timer|length|"
+                           # a place in a video or a stream: "skip to 1:02:45", "timestamp: 3:47:10"
+                           r"skip|skipped|jump|jumped|seek|scrub|rewind|fast[- ]?forward|time[ \t]?stamps?|"
                            # "her time was", "winning time": whose time, or a race's, is how long it took
                            r"(?:my|his|her|their|our|your|winning|finishing|best|fastest|total|official|chip|gun)"
                            r"[ \t]+times?)\b"
@@ -477,6 +479,9 @@ def rules(day_first: bool = False) -> list[Rule]:
         # slash, the second time ("six thirty E T, three thirty P T")
         ("zone_slash", r"(?<=[\dmM.][ \t])(?:[ECMP][SD]?T|UTC|GMT)/(?:1[0-2]|0?[1-9]):[0-5]\d(?:[ \t]?(?:[AP]M|[ap]m)(?![\w]))?(?![\d:])",
          lambda match: " ".join(match.group().split("/")[0]) + ", " + clock(match.group().split("/")[1])),
+        # "10:00 CEST", "9 pm AEDT": a zone of four or five capitals after a time, spelled (not read as a word)
+        ("zone_slash", r"(?:(?<=\d[ \t])|(?<=[mM][ \t])|(?<=[mM]\.[ \t]))(?:CEST|EEST|WEST|AEST|AEDT|ACST|ACDT|AWST|"
+                       r"NZST|NZDT|AKST|AKDT|HAST|HADT|SAST)(?![\w])", lambda match: " ".join(match.group())),
         ("tv_time", r"(?<![\w:./])(?:1[0-2]|[1-9])(?::[0-5]\d)?/(?:1[0-2]|[1-9])(?::[0-5]\d)?c(?![\w/])", _tv_time),
         ("split_time", r"(?<![\w:.])(?:\d{1,2}:)?\d{1,2}:[0-5]\d\.\d{1,3}(?![\w:]|\.\d)", _split_time),  # "1:23.456"
         # "at 3.30" (a time written with a full stop after "at"), "10h30" (an hour and its minutes, as much of the
