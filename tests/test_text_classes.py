@@ -1132,6 +1132,11 @@ SAID = [
     # a video's place in hours, minutes, seconds; a long zone after a time spelled
     ('Jump to 2:15:30 in the stream.', 'Jump to two hours fifteen minutes thirty seconds in the stream.'),
     ('Launch at 9:00 AEST', "Launch at nine o'clock A E S T"),
+    # a full score, a score given as a thing
+    ('The ending was a 10/10.', 'The ending was a ten out of ten.'),
+    ('I give it a 7/10, honestly.', 'I give it a seven out of ten, honestly.'),
+    # a unit's letter hyphened to a capitalised word is a name
+    ('Earn 500 V-Bucks today.', 'Earn five hundred V-Bucks today.'),
 ]
 
 

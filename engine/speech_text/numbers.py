@@ -223,7 +223,7 @@ _COMPOUND = rf"(?:(?:{_UNIT}|J|N)/(?:\d{{1,4}}[ \t]?)?{_DENOMINATOR}(?:/{_DENOMI
 _SIGN = r"(?:[-−+](?=\d))?"
 _QUANTITY = (
     rf"{_START}{_SIGN}{NUM}(?:(?:-|–|[ \t]–[ \t]?)[-−]?{NUM})?"
-    rf"(?:st|nd|rd|th|ST|ND|RD|TH|(?:[ \t]?(?:°[ \t]?[FCK]?|[℃℉]))|[ \t]?{_COMPOUND}|(?:{_UNIT}|[ \t]{_SPACED_UNIT}|[ \t]in(?=\.(?:\s|\Z))|[ \t]IN(?=\.(?:\s|\Z)))(?:(?<=[a-z])\.(?=[ \t]+[a-z]))?|(?<![\d,]\d{{3}})(?:k|K|M|bn|B)(?![\w]))?"
+    rf"(?:st|nd|rd|th|ST|ND|RD|TH|(?:[ \t]?(?:°[ \t]?[FCK]?|[℃℉]))|[ \t]?{_COMPOUND}|(?:{_UNIT}|[ \t]{_SPACED_UNIT}(?!-[A-Z][a-z])|[ \t]in(?=\.(?:\s|\Z))|[ \t]IN(?=\.(?:\s|\Z)))(?:(?<=[a-z])\.(?=[ \t]+[a-z]))?|(?<![\d,]\d{{3}})(?:k|K|M|bn|B)(?![\w]))?"
     rf"{_END}"
 )
 
@@ -719,7 +719,10 @@ def _fraction(match: re.Match[str]) -> str:
         and not re.match(r"[ \t]+of\b", match.string[match.end():match.end() + 4])  # "scored 3/4 of the goals"
     rated = marked and _RATED.search(match.string, before, match.start())
     got = marked and int(a) > 1 and _GOT.search(match.string, before, match.start())
-    if rated or got:
+    # "a 10/10", "5/5": a full score (no one says "ten tenths"); "a 9/10." a score given as a thing, ending its phrase
+    full = marked and (a == b or b == "10" and int(a) > 1 and re.search(r"\b[Aa][ \t]\Z", match.string[before:match.start()])
+                       and re.match(r"[ \t]*(?:[.,;:!?)]|\Z)", match.string[match.end():match.end() + 2]))
+    if rated or got or full:
         return f"{w.cardinal(a)} out of {w.cardinal(b)}"  # "rated 8/10", "got 17/20 on the quiz": a score
     if not b.isdigit():  # "1/4th": "one fourth"
         b = b.rstrip("thsrdn")
