@@ -438,7 +438,7 @@ SAID = [
     # a model's or a road's letter and three digits paired; a scale letter only after three digits or fewer; a
     # retirement plan's name
     ("an F-250 pickup", "an F-two fifty pickup"), ("flew an A320", "flew an A three twenty"),
-    ("the i9-13900K chip", "the I nine-one three nine zero zero K chip"), ("a 403k", "a four oh three K"),
+    ("the i9-13900K chip", "the I nine-thirteen nine hundred K chip"), ("a 403k", "a four oh three K"),
     ("torque of 40 Nm", "torque of forty newton meters"), ("at 90KM/H", "at ninety kilometers per hour"),
     ("add 2 Tbsp", "add two tablespoons"), ("pour 8 oz. of milk", "pour eight ounces of milk"), ("It is 8 oz. Then", "It is eight ounces. Then"), ("at 12 kts", "at twelve knots"), ("ran 40 yds", "ran forty yards"),
     ("a 4 qt pot", "a four quart pot"), ("at 80 kmph", "at eighty kilometers per hour"), ("set to 90 deg F", "set to ninety degrees Fahrenheit"),
@@ -1137,6 +1137,9 @@ SAID = [
     ('I give it a 7/10, honestly.', 'I give it a seven out of ten, honestly.'),
     # a unit's letter hyphened to a capitalised word is a name
     ('Earn 500 V-Bucks today.', 'Earn five hundred V-Bucks today.'),
+    # a processor's model number after its tier
+    ('Intel i7-12700K inside', 'Intel I seven-twelve seven hundred K inside'),
+    ('a Ryzen 5 5600X build', 'a Ryzen five fifty-six hundred X build'),
 ]
 
 

@@ -142,6 +142,12 @@ def _flight(match: re.Match[str]) -> str:
     return ((" ".join(code) if code.isalpha() else spell_code(code)) + " " if code else "") + w.paired(number)
 
 
+def _processor(match: re.Match[str]) -> str:
+    number, suffix = re.fullmatch(r"(\d+)(\w+)", match.group()).groups()  # type: ignore[union-attr]
+    said = w.paired(number) if len(number) == 4 else f"{w.cardinal(number[:2])} {w.paired(number[2:])}"
+    return f"{said} {spell_code(suffix)}"
+
+
 def _number_code(match: re.Match[str]) -> str:
     """"#A7-4402": an order or item code after a number sign."""
     code = match.group()[1:].strip()
@@ -933,6 +939,10 @@ def _cell_range(match: re.Match[str]) -> str:
 RULES: list[Rule] = [
     ("cell_range", r"(?<![\w:$.])[A-Z]{1,3}[1-9]\d{0,6}:[A-Z]{1,3}[1-9]\d{0,6}(?![\w:])", _cell_range),
     # "3X A WEEK", "2X DAILY": a shouted count of times (as "3x a week"), not a code
+    # "i9-14900K", "Ryzen 7 7800X3D": a processor's model number after its tier, as the chips are called: four digits
+    # in pairs ("seventy-eight hundred"), five as the generation and the rest ("fourteen nine hundred"), then the suffix
+    ("serial", r"(?:(?<=\b[iI][3579]-)|(?<=\bRyzen[ \t][3579][ \t])|(?<=\bRyzen[ \t]Threadripper[ \t]))"
+               r"\d{4,5}[A-Z][A-Z0-9]{0,3}(?![\w-])", _processor),
     ("serial", r"(?<![\w.])\d{1,2}X(?=[ \t]+(?:A|AN|PER|EVERY|DAILY|WEEKLY|MONTHLY)\b)",
      lambda match: w.cardinal(match.group()[:-1]) + " times"),
     ("serial", r"(?<![\w-])(?<=[ \t])[A-Z]{6}[A-Z0-9]{2}(?:[A-Z0-9]{3})?(?![\w-])",
