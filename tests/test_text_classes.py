@@ -1140,6 +1140,9 @@ SAID = [
     # a processor's model number after its tier
     ('Intel i7-12700K inside', 'Intel I seven-twelve seven hundred K inside'),
     ('a Ryzen 5 5600X build', 'a Ryzen five fifty-six hundred X build'),
+    # acronyms said in part or whole as words
+    ('Bring your CPAP mask.', 'Bring your C PAP mask.'),
+    ('Rx BIN: 610014', 'prescription bin, six one zero zero one four'),
 ]
 
 
