@@ -438,7 +438,7 @@ SAID = [
     # a model's or a road's letter and three digits paired; a scale letter only after three digits or fewer; a
     # retirement plan's name
     ("an F-250 pickup", "an F-two fifty pickup"), ("flew an A320", "flew an A three twenty"),
-    ("the i9-13900K chip", "the I nine-one three nine zero zero K chip"), ("a 403k", "a four oh three K"),
+    ("the i9-13900K chip", "the I nine-thirteen nine hundred K chip"), ("a 403k", "a four oh three K"),
     ("torque of 40 Nm", "torque of forty newton meters"), ("at 90KM/H", "at ninety kilometers per hour"),
     ("add 2 Tbsp", "add two tablespoons"), ("pour 8 oz. of milk", "pour eight ounces of milk"), ("It is 8 oz. Then", "It is eight ounces. Then"), ("at 12 kts", "at twelve knots"), ("ran 40 yds", "ran forty yards"),
     ("a 4 qt pot", "a four quart pot"), ("at 80 kmph", "at eighty kilometers per hour"), ("set to 90 deg F", "set to ninety degrees Fahrenheit"),
@@ -1106,6 +1106,43 @@ SAID = [
     ('Submit hw2_jones.pdf today.', 'Submit H W two underscore jones dot P D F today.'),
     ('Scan the BOLs now.', 'Scan the B O Ls now.'),
     ('see docs/2024-report.pdf', 'see docs slash twenty twenty-four report dot P D F'),
+    # a version's part of four digits or more (a build's number) digit by digit; a release's letter after its last part
+    ('Now on build 2.0.3307', 'Now on build two point zero point three three zero seven'),
+    ('Fixed in 4.0.2b.', 'Fixed in four point zero point two B.'),
+    # a lone X after Model or Series: a product's letter
+    ('The Series X console and a Model X', 'The Series X console and a Model X'),
+    # digits after a group number, a billing code set's code, a small letter's long code
+    ('Your group number is 55120.', 'Your group number is five five one two zero.'),
+    ('Bill it as HCPCS 97110.', 'Bill it as H C P C S nine seven one one zero.'),
+    ('the ref is k-4471902', 'the ref is K-four four seven one nine zero two'),
+    # inches before a preposition, a hyphened unit's stop, a glued unit opening a line before a noun, km by km, a count before three capitals
+    ('Mark it at 24" from the floor', 'Mark it at twenty-four inches from the floor'),
+    ('Buy a 5-lb. bag of rice.', 'Buy a five pound bag of rice.'),
+    ('650W power supply included', 'six hundred fifty watt power supply included'),
+    ('Motor: 1.5L diesel', 'Motor, one point five liter diesel'),
+    ('The plot is 3 km × 2 km.', 'The plot is three kilometers by two kilometers.'),
+    ('Print it at 600 DPI.', 'Print it at six hundred D P I.'),
+    # a video's lines and frame rate
+    ('Record in 2160p30 today.', 'Record in twenty-one sixty p thirty today.'),
+    # the sentence's verb after a compared value; per square foot; minus after a percent; ≈ after a formula's left side
+    ('Yearly income < 40,000 gets the credit.', 'Yearly income less than forty thousand gets the credit.'),
+    ('Tile costs $12/sq ft here.', 'Tile costs twelve dollars per square foot here.'),
+    ('Coverage: 90% − 10% = 80%', 'Coverage, ninety percent minus ten percent equals eighty percent'),
+    ('$1,200 ÷ 12 months ≈ $100', 'one thousand two hundred dollars divided by twelve months is approximately one hundred dollars'),
+    # a video's place in hours, minutes, seconds; a long zone after a time spelled
+    ('Jump to 2:15:30 in the stream.', 'Jump to two hours fifteen minutes thirty seconds in the stream.'),
+    ('Launch at 9:00 AEST', "Launch at nine o'clock A E S T"),
+    # a full score, a score given as a thing
+    ('The ending was a 10/10.', 'The ending was a ten out of ten.'),
+    ('I give it a 7/10, honestly.', 'I give it a seven out of ten, honestly.'),
+    # a unit's letter hyphened to a capitalised word is a name
+    ('Earn 500 V-Bucks today.', 'Earn five hundred V-Bucks today.'),
+    # a processor's model number after its tier
+    ('Intel i7-12700K inside', 'Intel I seven-twelve seven hundred K inside'),
+    ('a Ryzen 5 5600X build', 'a Ryzen five fifty-six hundred X build'),
+    # acronyms said in part or whole as words
+    ('Bring your CPAP mask.', 'Bring your C PAP mask.'),
+    ('Rx BIN: 610014', 'prescription bin, six one zero zero one four'),
 ]
 
 

@@ -118,6 +118,8 @@ LABELS = {"ref": "reference", "Ref": "Reference", "Ph": "Phone", "Tel": "Telepho
           "ATTN": "Attention", "FAX": "fax", "PHONE": "phone", "CALL": "call", "MOBILE": "mobile", "CELL": "cell",
           "MOB": "mobile"}
 SPOKEN_CAPS = {"OK": "okay", "AAA": "triple A"}  # (the motor club, the battery's size)
+# acronyms said as a word or part word, as their users say them: "see-pap", a pharmacy's "bin number"
+SPOKEN_CAPS |= {"CPAP": "C PAP", "BIPAP": "bi PAP", "APAP": "A PAP", "BIN": "bin"}
 _VOWELS = frozenset("AEIOUY")
 
 

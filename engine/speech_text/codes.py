@@ -142,6 +142,12 @@ def _flight(match: re.Match[str]) -> str:
     return ((" ".join(code) if code.isalpha() else spell_code(code)) + " " if code else "") + w.paired(number)
 
 
+def _processor(match: re.Match[str]) -> str:
+    number, suffix = re.fullmatch(r"(\d+)(\w+)", match.group()).groups()  # type: ignore[union-attr]
+    said = w.paired(number) if len(number) == 4 else f"{w.cardinal(number[:2])} {w.paired(number[2:])}"
+    return f"{said} {spell_code(suffix)}"
+
+
 def _number_code(match: re.Match[str]) -> str:
     """"#A7-4402": an order or item code after a number sign."""
     code = match.group()[1:].strip()
@@ -153,7 +159,7 @@ def _number_code(match: re.Match[str]) -> str:
 # Before a run of digits, words that make it a code to read digit by digit: "member ID is 884 211 907", "ends in 4821".
 _CODE_CUE = re.compile(
     r"(?:\b(?:ID|PIN|VIN|OTP|IMEI|MEID|ICCID|IMSI|ESN|SKU|UPC|EAN|S/N|[Cc]ode|[Pp]asscode|[Pp]ager|[Ss]erial)|(?i:\b(?:account|acct|policy|member|reference|ref|confirmation|"
-    r"tracking|case|ticket|invoice|claim|receipt|booking|reservation|order|serial|card|routing|rx|prescription)(?:[ \t]+(?:number|no\.|#|"
+    r"tracking|case|ticket|invoice|claim|receipt|booking|reservation|order|serial|card|routing|rx|prescription|group)(?:[ \t]+(?:number|no\.|#|"
     r"ID|code)|#))|\b(?:ends?|ending)[ \t]+(?:in|with)|(?i:\b(?:card|account|acct\.?|number))[ \t]+ending|\b[Ll]ast[ \t]+(?:four|4)(?:[ \t]+digits)?)"
     r"(?:[ \t]+(?:is|was|are|reads))?:?[ \t]+\Z")
 _PHONE_CUE = re.compile(r"(?i:\b(?:call|phone|tel|dial|fax|mobile|cell|landline|hotline|helpline"
@@ -163,6 +169,10 @@ _PHONE_CUE = re.compile(r"(?i:\b(?:call|phone|tel|dial|fax|mobile|cell|landline|
 _ACRONYM_BEFORE = re.compile(r"(?<![\w.])([A-Z]{2,5})(?:#|[ \t]+(?:is|was|number|no\.|#))?:?[ \t]+\Z")
 # A number sign or "no." after a word: what follows is a number that names, not counts ("Bar no. 2104417")
 _NUMBER_SIGN_BEFORE = re.compile(r"(?:\b[Nn][Oo]\.|#):?[ \t]*\Z")
+
+
+# Medical and billing code sets whose five-digit codes are read digit by digit ("CPT 99213", "HCPCS 97110")
+_CODE_SETS = frozenset("CPT HCPCS NDC DRG CDT".split())
 
 
 def _named_number(match: re.Match[str], before: int) -> bool:
@@ -175,7 +185,8 @@ def _named_number(match: re.Match[str], before: int) -> bool:
         return True  # "Bar no. 2104417", "MLS# 6204481": five digits or more after a number sign name a thing
     # (an initialism for a "... number", "CRN 40517", "EIN 12345": from five digits)
     return named is not None and named[1] not in CURRENCIES and digits.isdigit() and (
-        len(digits) >= 6 or len(digits) == 5 and named[1].endswith("N") and not digits.endswith("000"))
+        len(digits) >= 6 or len(digits) == 5 and (named[1].endswith("N") or named[1] in _CODE_SETS)
+        and not digits.endswith("000"))
 
 
 # A word earlier in the sentence that names a long run of digits as a code: "The IMEI on that phone is 356938035643809."
@@ -377,8 +388,9 @@ def _vanity(match: re.Match[str]) -> str | None:
     groups = re.split(r"[-. ]", match.group())
     if groups[-1] in CURRENCIES:
         return None
-    if re.fullmatch(r"\d{3} [A-Z]+", match.group()) and not re.fullmatch(r"8(?:00|33|44|55|66|77|88)", groups[0]):
-        return None  # "500 BCE", "300 MPH": a count and its word; "800 FLOWERS" is toll free
+    if re.fullmatch(r"\d{3} [A-Z]+", match.group()) and not (
+            re.fullmatch(r"8(?:00|33|44|55|66|77|88)", groups[0]) and len(groups[1]) >= 4):
+        return None  # "500 BCE", "300 MPH", "800 DPI": a count and its word; "800 FLOWERS" is toll free
     said = []
     for group in groups:
         if group.isdigit():
@@ -448,6 +460,8 @@ def _numbered(match: re.Match[str]) -> str | None:
             and not _LISTED_I.match(match.string, match.end()):
         return None  # "in French I learned", "the Lessons I learned": the pronoun
     if numeral in ("C", "D", "L", "M"):  # "Medicare Part D", "Schedule C": a letter
+        return None
+    if word in ("Model", "Series") and numeral == "X":  # "Xbox Series X", "Tesla Model X": a product's letter
         return None
     # "Vol. XXI": the numbering word said in full, "Volume twenty-one"
     said = words[:-len(word)] + (_SHORT_NUMBERING.get(word) or TITLES.get(word) or ABBREVIATIONS.get(word) or word)
@@ -925,6 +939,10 @@ def _cell_range(match: re.Match[str]) -> str:
 RULES: list[Rule] = [
     ("cell_range", r"(?<![\w:$.])[A-Z]{1,3}[1-9]\d{0,6}:[A-Z]{1,3}[1-9]\d{0,6}(?![\w:])", _cell_range),
     # "3X A WEEK", "2X DAILY": a shouted count of times (as "3x a week"), not a code
+    # "i9-14900K", "Ryzen 7 7800X3D": a processor's model number after its tier, as the chips are called: four digits
+    # in pairs ("seventy-eight hundred"), five as the generation and the rest ("fourteen nine hundred"), then the suffix
+    ("serial", r"(?:(?<=\b[iI][3579]-)|(?<=\bRyzen[ \t][3579][ \t])|(?<=\bRyzen[ \t]Threadripper[ \t]))"
+               r"\d{4,5}[A-Z][A-Z0-9]{0,3}(?![\w-])", _processor),
     ("serial", r"(?<![\w.])\d{1,2}X(?=[ \t]+(?:A|AN|PER|EVERY|DAILY|WEEKLY|MONTHLY)\b)",
      lambda match: w.cardinal(match.group()[:-1]) + " times"),
     ("serial", r"(?<![\w-])(?<=[ \t])[A-Z]{6}[A-Z0-9]{2}(?:[A-Z0-9]{3})?(?![\w-])",
@@ -1050,7 +1068,7 @@ RULES: list[Rule] = [
      or re.fullmatch(r"(?:P|LT|ST|T)?[1-3]\d\d/[2-9]\dZ?R[12]\d", match.group())  # a tire's size (numbers.py)
      else " slash ".join(spell_code(part) for part in match.group().split("/"))),  # "100KM/H" is a speed
     # "cd-38", "ab-cd-12-34": a small-letter code with digits, its letter parts that make no word spelled
-    ("small_code", r"(?<![\w-])(?=[a-z-]*+\d)[a-z]{1,3}(?:-(?:[a-z]{1,6}|\d{1,6})){1,4}(?![\w-]|[.,]\d)"
+    ("small_code", r"(?<![\w-])(?=[a-z-]*+\d)[a-z]{1,3}(?:-(?:[a-z]{1,6}|\d{1,10})){1,4}(?![\w-]|[.,]\d)"
                    r"|(?<![\w-])(?=[a-z0-9-]*[a-z])\d{1,6}(?:-(?:[a-z]{1,6}|\d{1,6})){2,4}(?![\w-]|[.,]\d)", _small_code),
     ("roman", rf"(?<![\w])(?:Super[ \t]Bowl|World[ \t]War|{_NUMBERING}|{_SUBJECT}|item|clause|paragraph|section|part|step|page|pages)"
               rf"[ \t](?:{_ROMAN}|{_ROMAN_LOWER})(?![\w])",

@@ -313,10 +313,16 @@ def clock(text: str, sentence_ends: bool = False) -> str:
 # Before "3:45:12": a word about how long ("her time was", "finished in", "clocked"), not a time of day ("at").
 _DURATION_CUE = re.compile(r"(?i:\b(?:took|takes|lasted|lasts|duration|elapsed|finish(?:ed|es|ing)?|won|ran|completed|"
                            r"run[ \t]?time|time[ \t]of|clocked|record|split|lap|race|marathon|timer|length|"
+                           # a place in a video or a stream: "skip to 1:02:45"
+                           r"(?:skip|jump|seek|scrub|rewind|fast[- ]?forward)[ \t]+(?:ahead[ \t]+|back[ \t]+)?to|"
                            # "her time was", "winning time": whose time, or a race's, is how long it took
                            r"(?:my|his|her|their|our|your|winning|finishing|best|fastest|total|official|chip|gun)"
                            r"[ \t]+times?)\b"
                            r"[^.!?\n]{0,20}|\bin[ \t]+)(?<!\bat[ \t])$")
+
+
+# "Clip timestamp: 3:47:10": a video's timestamp with an unpadded hour is a place in it (a log's "14:32:10" is a time)
+_VIDEO_STAMP = re.compile(r"(?i:\btime[ \t]?stamps?\b)[^.!?\n]{0,20}\Z")
 
 
 def _elapsed(match: re.Match[str]) -> bool:
@@ -327,7 +333,8 @@ def _time(match: re.Match[str]) -> str:
     """A time of day; "3:45:12" after a word about how long ("finishing time was"), or "00:15:00", is hours, minutes
     and seconds."""
     parts = re.fullmatch(r"(\d{1,2}):(\d\d):(\d\d)", match.group())
-    if parts and (parts[1] == "00" or _elapsed(match)):
+    if parts and (parts[1] == "00" or _elapsed(match) or len(parts[1]) == 1 and _VIDEO_STAMP.search(
+            match.string, max(0, match.start() - 40), match.start())):
         return " ".join(f"{w.cardinal(str(int(n)))} {unit if int(n) == 1 else unit + 's'}"
                         for n, unit in zip(parts.groups(), ("hour", "minute", "second")) if int(n)) or "zero seconds"
     zoned = _ZONE_AFTER.match(match.string, match.end())  # "5:30 a.m. EST": the zone goes on, no sentence ends
@@ -477,6 +484,9 @@ def rules(day_first: bool = False) -> list[Rule]:
         # slash, the second time ("six thirty E T, three thirty P T")
         ("zone_slash", r"(?<=[\dmM.][ \t])(?:[ECMP][SD]?T|UTC|GMT)/(?:1[0-2]|0?[1-9]):[0-5]\d(?:[ \t]?(?:[AP]M|[ap]m)(?![\w]))?(?![\d:])",
          lambda match: " ".join(match.group().split("/")[0]) + ", " + clock(match.group().split("/")[1])),
+        # "10:00 CEST", "9 pm AEDT": a zone of four or five capitals after a time, spelled (not read as a word)
+        ("zone_slash", r"(?:(?<=\d[ \t])|(?<=[mM][ \t])|(?<=[mM]\.[ \t]))(?:CEST|EEST|WEST|AEST|AEDT|ACST|ACDT|AWST|"
+                       r"NZST|NZDT|AKST|AKDT|HAST|HADT|SAST)(?![\w])", lambda match: " ".join(match.group())),
         ("tv_time", r"(?<![\w:./])(?:1[0-2]|[1-9])(?::[0-5]\d)?/(?:1[0-2]|[1-9])(?::[0-5]\d)?c(?![\w/])", _tv_time),
         ("split_time", r"(?<![\w:.])(?:\d{1,2}:)?\d{1,2}:[0-5]\d\.\d{1,3}(?![\w:]|\.\d)", _split_time),  # "1:23.456"
         # "at 3.30" (a time written with a full stop after "at"), "10h30" (an hour and its minutes, as much of the

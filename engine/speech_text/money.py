@@ -123,13 +123,17 @@ _PER_WORDS = {**{unit: names[0] for unit, names in UNITS.items() if unit.isalpha
               "L": "liter", "l": "liter", "g": "gram", "h": "hour",
               **{noun: noun for noun in "share head ticket guest room license seat visit session class lesson pack "
                                         "box bottle page word call trade order piece pair dozen mile trip".split()},
-              "pp": "person"}
+              "pp": "person",
+              # "$150/sq ft": per square foot (an area's unit after a price's slash)
+              **{f"sq{gap}{unit}": f"square {name}" for unit, name in (("ft", "foot"), ("m", "meter"), ("yd", "yard"),
+                                                                     ("mi", "mile"), ("km", "kilometer"), ("in", "inch"))
+                 for gap in (" ", "")}}
 # a rate's unit named in full and shouted, as a rate sheet writes it: "$2.10/MILE", "$95/HOUR"
 _PER_WORDS.update({word.upper(): word for word in set(_PER_WORDS.values())
                    if word.isalpha() and word.islower() and len(word) > 2 and word.upper() not in _PER_WORDS})
 _PER = (r"(?:[ \t]?/[ \t]?(?:%s)(?![\w])|[ \t]?(?:pp|p\.p\.)(?![\w]))"  # "£20pp", "£20 p.p.": per person
         % "|".join(sorted(_PER_WORDS, key=len, reverse=True)))
-_PER_PARTS = r"(?:[ \t]?/[ \t]?(?P<per>\w+)|[ \t]?(?P<pp>pp|p\.p\.))?"
+_PER_PARTS = r"(?:[ \t]?/[ \t]?(?P<per>sq[ \t]?(?:ft|m|yd|mi|km|in)(?![\w])|\w+)|[ \t]?(?P<pp>pp|p\.p\.))?"
 # "$5 USD", "$20 CAD": an ISO code after a symbol's amount names the currency ("twenty Canadian dollars"), not said again
 _ISO = trie([code for code in CURRENCIES if len(code) == 3 and code.isupper()])
 _ISO_AFTER = rf"(?:[ \t](?P<iso>{_ISO})(?![\w]))?"
@@ -335,8 +339,9 @@ RULES: list[Rule] = [
     ("money_plural", r"(?<![\w.])(?:%s)(?:1,000,000|1000000|1,000|1000|100)s(?![\w'’])"
      % "|".join(re.escape(s) for s in _SYMBOLS), _round_plural),
     ("pence", r"(?<![\w.,$£€-])\d{1,2}p(?![\w'’-])", _pence),
-    # "1080p", "720p": a video's lines, "ten eighty p"
-    ("video_lines", r"(?<![\w.,-])(?:240|360|480|576|720|1080|1440|2160|4320)p(?![\w'’-])",
-     lambda match: w.paired(match.group()[:-1]) + " p"),
+    # "1080p", "720p": a video's lines, "ten eighty p"; "1080p60": and its frame rate, "ten eighty p sixty"
+    ("video_lines", r"(?<![\w.,-])(?:240|360|480|576|720|1080|1440|2160|4320)p(?:24|25|30|48|50|60|90|120|144|240)?(?![\w'’-])",
+     lambda match: w.paired(match.group().partition("p")[0]) + " p"
+     + (" " + w.cardinal(match.group().partition("p")[2]) if match.group().partition("p")[2] else "")),
     ("money", _MONEY, _money), ("coded_money", _AFTER, _after), ("currency_pair", _PAIR, _pair),
 ]

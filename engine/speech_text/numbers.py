@@ -223,7 +223,7 @@ _COMPOUND = rf"(?:(?:{_UNIT}|J|N)/(?:\d{{1,4}}[ \t]?)?{_DENOMINATOR}(?:/{_DENOMI
 _SIGN = r"(?:[-−+](?=\d))?"
 _QUANTITY = (
     rf"{_START}{_SIGN}{NUM}(?:(?:-|–|[ \t]–[ \t]?)[-−]?{NUM})?"
-    rf"(?:st|nd|rd|th|ST|ND|RD|TH|(?:[ \t]?(?:°[ \t]?[FCK]?|[℃℉]))|[ \t]?{_COMPOUND}|(?:{_UNIT}|[ \t]{_SPACED_UNIT}|[ \t]in(?=\.(?:\s|\Z))|[ \t]IN(?=\.(?:\s|\Z)))(?:(?<=[a-z])\.(?=[ \t]+[a-z]))?|(?<![\d,]\d{{3}})(?:k|K|M|bn|B)(?![\w]))?"
+    rf"(?:st|nd|rd|th|ST|ND|RD|TH|(?:[ \t]?(?:°[ \t]?[FCK]?|[℃℉]))|[ \t]?{_COMPOUND}|(?:{_UNIT}|[ \t]{_SPACED_UNIT}(?!-[A-Z][a-z])|[ \t]in(?=\.(?:\s|\Z))|[ \t]IN(?=\.(?:\s|\Z)))(?:(?<=[a-z])\.(?=[ \t]+[a-z]))?|(?<![\d,]\d{{3}})(?:k|K|M|bn|B)(?![\w]))?"
     rf"{_END}"
 )
 
@@ -310,6 +310,7 @@ _NOUNS_AFTER_A = frozenset({"can"})  # words of _NOT_DESCRIBED that are nouns af
 _NOUN_AFTER_A_END = re.compile(r"(?![ \t]+[a-z])|[ \t]+(?:of\b|[a-z]+(?:s|ed)\b)")  # "can of soda", "can holds", "can."
 
 
+_LINE_START = re.compile(r"(?:^|\n|\b[A-Za-z]+:)[ \t]*\Z")
 _LAYOUT_AFTER = re.compile(r"[ \t]+[A-Z]\d{1,2}(?![\w%°/-]|[.,:]\d)")
 
 
@@ -323,6 +324,10 @@ def attributive(match: re.Match[str]) -> bool:
         return match.group().endswith(("L", "cc")) and _LAYOUT_AFTER.match(match.string, match.end(),
                                                                             match.end() + 8) is not None
     article = _A_BEFORE.search(match.string, max(0, match.start() - 24), match.start()) is not None
+    if (_LINE_START.search(match.string, max(0, match.start() - 24), match.start()) and re.fullmatch(
+            r"\d+(?:\.\d+)?[A-Za-z]+", match.group()) and after[1].islower() and after[1] not in _NOT_DESCRIBED
+            and after[1] not in _VERBS_IN_S and not after[1].endswith("ed")):
+        return True  # "850W power supply", "Engine: 2.0L turbo": a measure run into its unit opening a line or a label's value
     if after[1] in _HOW_OFTEN and (article or _DETERMINER.search(match.string, max(0, match.start() - 8),
                                                                  match.start())):
         # "a $5 monthly fee", "your 10 km daily walk": how often, then the noun it describes
@@ -714,7 +719,10 @@ def _fraction(match: re.Match[str]) -> str:
         and not re.match(r"[ \t]+of\b", match.string[match.end():match.end() + 4])  # "scored 3/4 of the goals"
     rated = marked and _RATED.search(match.string, before, match.start())
     got = marked and int(a) > 1 and _GOT.search(match.string, before, match.start())
-    if rated or got:
+    # "a 10/10", "5/5": a full score (no one says "ten tenths"); "a 9/10." a score given as a thing, ending its phrase
+    full = marked and (a == b or b == "10" and int(a) > 1 and re.search(r"\b[Aa][ \t]\Z", match.string[before:match.start()])
+                       and re.match(r"[ \t]*(?:[.,;:!?)]|\Z)", match.string[match.end():match.end() + 2]))
+    if rated or got or full:
         return f"{w.cardinal(a)} out of {w.cardinal(b)}"  # "rated 8/10", "got 17/20 on the quiz": a score
     if not b.isdigit():  # "1/4th": "one fourth"
         b = b.rstrip("thsrdn")
@@ -838,7 +846,9 @@ def _version(match: re.Match[str]) -> str | None:
     if digits:  # an address and its port: "10.0.0.12:8080"
         parts = ipv4(text)
         return None if parts is None else ip(parts) + " colon " + port(digits)
-    prefix = ""
+    prefix = letter = ""
+    if text[-1].isalpha():  # "7.2.1a": a release's letter after its last part, said as a capital
+        text, letter = text[:-1], " " + text[-1].upper()
     if text[0] in "vV":
         prefix, text = "version ", text[1:]
     parts = text.split(".")
@@ -849,7 +859,8 @@ def _version(match: re.Match[str]) -> str | None:
     if not prefix and len(parts) == 3 and len(parts[0]) <= 3 and all(len(p) == 3 for p in parts[1:]) \
             and parts[0] != "0" and (parts[1:] == ["000", "000"] or len(parts[0]) < 3):
         return w.cardinal("".join(parts))  # "1.000.000": thousands grouped by full stops, as much of Europe writes
-    return prefix + " point ".join(w.cardinal(p) for p in parts)
+    # "1.0.4521": a build's number of four digits or more, digit by digit
+    return prefix + " point ".join(w.digits(p) if len(p) >= 4 else w.cardinal(p) for p in parts) + letter
 
 
 def ip(parts: list[str]) -> str:
@@ -875,8 +886,8 @@ def _number_sign(match: re.Match[str]) -> str:
 _KEYED = re.compile(r"(?i:\b(?:dial|dialing|press|key|punch|enter)(?:[ \t]+in)?|\b(?:pass)?code(?:[ \t]+is)?:?)[ \t]+\Z")
 
 
-_SIZE_UNIT = r"(?:in|ft|cm|mm|m|yd|px|['’′]|[\"”″])"  # "10' x 12'": feet and inches by their marks too
-_SIZE_UNIT_AT = r"(?:[ \t]?(?:in|ft|cm|mm|m|yd|px)(?![\w])|['’′\"”″])"  # a size's unit where it stands
+_SIZE_UNIT = r"(?:in|ft|cm|mm|km|mi|m|yd|px|['’′]|[\"”″])"  # "10' x 12'": feet and inches by their marks too
+_SIZE_UNIT_AT = r"(?:[ \t]?(?:in|ft|cm|mm|km|mi|m|yd|px)(?![\w])|['’′\"”″])"  # a size's unit where it stands
 _SIZE_MARKS = {"'": "ft", "’": "ft", "′": "ft", '"': "in", "”": "in", "″": "in"}
 
 
@@ -906,7 +917,7 @@ def _hyphen_unit(match: re.Match[str]) -> str:
     return f"{w.number(size.replace(',', ''))} {UNITS[unit.rstrip('.')][0]}"
 
 
-_HOW_BIG_AFTER = re.compile(r"[ \t]+(?:wide|long|tall|deep|high|thick|across|diagonal|apart|of|in)\b")
+_HOW_BIG_AFTER = re.compile(r"[ \t]+(?:wide|long|tall|deep|high|thick|across|diagonal|apart|of|in|on|at|from|above|below|under|off|up|down|or|and|for)\b")
 
 
 def _inches(match: re.Match[str]) -> str:
@@ -1088,7 +1099,7 @@ RULES: list[Rule] = [
      _grouped_thousands),
     ("scientific", r"(?<![\w.])\d+(?:\.\d+)?[eE][-+−]?\d{1,3}(?![\w.])", _scientific),
     ("phone", _PHONE, _phone),
-    ("version", r"(?<![\w.])(?:[vV]\d+(?:\.\d+)*|\d+\.\d+\.\d+(?:\.\d+)*)(?::\d{2,5}(?![\d:])|/\d{1,2}(?![\w/.]))?(?![\w]|\.\d)", _version),
+    ("version", r"(?<![\w.])(?:[vV]\d+(?:\.\d+)*|\d+\.\d+\.\d+(?:\.\d+)*(?:[a-z](?![\w]|\.\w))?)(?::\d{2,5}(?![\d:])|/\d{1,2}(?![\w/.]))?(?![\w]|\.\d)", _version),
     ("mixed_fraction", r"(?<![\w./,])\d{1,3}[ \t]\d{1,2}/\d{1,2}(?![\w/])", _mixed_fraction),
     # "in 4/4 time", "6/8 meter": a time signature, each number said ("four four"), not a fraction or a date
     ("time_signature", r"(?<![\w./,])(?!1/)\d{1,2}/(?:2|4|8|16)(?=[ \t]+(?:time|meter|metre|signature|time[ \t]signature)\b)",
@@ -1131,7 +1142,7 @@ RULES: list[Rule] = [
      _military),  # "1400 hours", "1100 hrs", "at 0800", "at 0800 and 2000" (a second time in the list)
     ("inches_tall", r"(?<![\w.])\d{1,3}(?:\.\d+)?[ \t]in(?=[ \t]+(?:tall|wide|long|deep|high|thick|across|diagonal)\b)",
      lambda match: w.number(match.group().split()[0]) + " inches"),  # "22 in tall": inches, not the word "in"
-    ("hyphen_unit", rf"{_START}{NUM}-(?:{_SPACED_UNIT}|in\.?)(?=[ \t]+[A-Za-z])", _hyphen_unit),  # "a 12-in. skillet"
+    ("hyphen_unit", rf"{_START}{NUM}-(?:{_SPACED_UNIT}(?:\.(?=[ \t]+[a-z]))?|in\.?)(?=[ \t]+[A-Za-z])", _hyphen_unit),  # "a 12-in. skillet", "a 50-gal. tank"
     ("unit_alone", r"(?<=\d[ \t])M(?![\w'’/])", _spaced_meters),
     ("unit_alone", r"(?<![$€£¥]\d[ \t])(?<![$€£¥]\d\d[ \t])(?<![$€£¥]\d{3}[ \t])(?<=\d[ \t])K(?![\w'’/])", _kelvin),  # "absolute zero is 0 K"  # "DEPTH: 4.6 M": meters after a length's name
     ("unit_alone", r"(?<=\d[ \t])(?:%s)(?![\w/])" % "|".join(re.escape(u) for u in sorted(UNITS, key=len, reverse=True)

@@ -43,6 +43,7 @@ _BE_BEFORE = re.compile(r"(?<![\w'])(?:is|are|was|were|be|been|being|isn't|aren'
                         r"becomes?|became|gets?|got|falls?|fell|rises?|rose|drops?|dropped)[ \t]*\Z", re.I)
 # "LTV < 80% means no PMI", "Temp > 40°F triggers an alert": a relation whose term after it is followed by the sentence's
 # verb is the subject's description, no statement of its own ("L T V less than eighty percent means")
+_BARE_VERB_AFTER = re.compile(r"[ \t]*[-−]?[$€£¥]?\d[\d,]*(?:\.\d+)?%?[ \t]+([a-z]+)\b")
 _VERB_AFTER = re.compile(r"[ \t]*[-−]?[$€£¥]?\d[\d,]*(?:\.\d+)?[ \t]?(?:%|°[ \t]?[FCK]?|[A-Za-z]{1,4}(?=[ \t]))?[ \t]+"
                          r"([a-z]+)\b")
 
@@ -78,6 +79,8 @@ def _verb(match: re.Match[str]) -> str:
     narrowed = _NARROWED_BEFORE.search(match.string, max(0, match.start() - 40), match.start())
     counted = _ONE_LETTER_BEFORE.search(before) and _COUNT_AFTER.match(match.string, match.end())
     verb_after = _VERB_AFTER.match(match.string, match.end())
+    if verb_after and verb_after[1] not in _VERBS_IN_S:  # "< 7,500 gets the rate": the verb, not a unit, after it
+        verb_after = _BARE_VERB_AFTER.match(match.string, match.end()) or verb_after
     return "" if _BE_BEFORE.search(before) or _QUANTIFIED_BEFORE.search(before) or asked or narrowed \
         or _NO_SUBJECT_BEFORE.search(before) or counted or (verb_after and verb_after[1] in _VERBS_IN_S) else " is"
 
@@ -302,9 +305,12 @@ RULES: list[Rule] = [
     # "a +/- of +18", "his +/- rating": the sports statistic named after the sign, "plus minus" (a noun, no operands)
     ("words", r"(?:(?<=\b[Aa][ \t])|(?<=\b[Tt]he[ \t])|(?<=\bhis[ \t])|(?<=\bher[ \t])|(?<=\btheir[ \t])"
               r"|(?<=\bits[ \t]))\+/-(?![ \t]?[-−+]?[\d.])|\+/-(?=[ \t]+rating\b)", _saying("plus minus")),
+    # "$6,550 ÷ 26 pay periods ≈ $251.92": "≈" after a formula's left side (an operator before it on its line)
+    ("compare", r"(?<=[\w%)])[ \t]≈[ \t]", lambda match: " is approximately " if re.search(
+        r"[=+×÷−*][^\n≈=]*\Z", match.string[max(0, match.start() - 60):match.start()]) else None),
     ("words", "|".join(re.escape(s) for s in sorted(_WORDS, key=len, reverse=True)), _said),
     ("compare", r"(?<=\s)[<>](?=\s)", _compare),
-    ("minus", r"(?<=[\w)])[ \t]?−[ \t]?(?=[\w($€£¥])", _saying(" minus ")),  # "revenue − cost": the minus sign, U+2212
+    ("minus", r"(?<=[\w)%])[ \t]?−[ \t]?(?=[\w($€£¥])", _saying(" minus ")),  # "revenue − cost", "100% − 20%": U+2212
     ("about", r"~(?=(?:[A-Z]{0,3}[$£€¥₹])?\d)", _saying("about ")),  # "~5 km", "~$5", "~US$5"
     ("power", r"(?<=[A-Za-z0-9)])\^(?=[-A-Za-z0-9(])", _saying(" to the power of ")),  # "2^10", "x^y", "e^(-x)"
     ("product", r"(?<=\d)[ \t]x(?=[ \t]+[$€£¥]\d)", _saying(" times")),  # "3 x $15 = $45"
