@@ -1106,6 +1106,9 @@ SAID = [
     ('Submit hw2_jones.pdf today.', 'Submit H W two underscore jones dot P D F today.'),
     ('Scan the BOLs now.', 'Scan the B O Ls now.'),
     ('see docs/2024-report.pdf', 'see docs slash twenty twenty-four report dot P D F'),
+    # chat and gamer shorthand in small letters, by its letters
+    ('gg wp everyone, brb', 'G G W P everyone, B R B'),
+    ('idk what happened tbh', "I don't know what happened T B H"),
 ]
 
 

@@ -529,12 +529,13 @@ _SHOUTED_NO = r"(?<=[A-Z][ \t])NO(?:\.|(?=:))(?=:?[ \t]?(?:#?\d|[A-Z]{1,4}-?\d))
 # small-letter words with no vowel that are no acronym: interjections, a writer's shorthand for a word
 _NO_VOWEL_WORDS = frozenset("tsk pfft hmph nth psst pst pls plz thx txt msg pkg hrs pts lbs tsp tbsp pcs wks mths blvd bldg "
                             "mgmt mfg ctrl cmd sth smth ppl cnt xmas nvm "
-                            "tbh smh brb btw ttyl lmk ngl tbf".split())  # (chat shorthand left as written)
+                            "smh btw ttyl lmk ngl tbf".split())  # (chat shorthand left as written; "tbh", "brb" are spelled)
 
 
 # Chat shorthand in small letters that stands for a phrase, said as the phrase ("lmk" "let me know"); "asap" by its
 # letters, as its capitals are
-_CHAT = {"lmk": "let me know", "idk": "I don't know", "asap": "A S A P", "fyi": "F Y I", "btw": "by the way"}
+_CHAT = {"lmk": "let me know", "idk": "I don't know", "asap": "A S A P", "fyi": "F Y I", "btw": "by the way",
+         "gg": "G G", "wp": "W P", "ggwp": "G G W P"}  # a game's end: "good game", "well played", by their letters
 # (others, "tbh", "smh", stay as written)
 
 
