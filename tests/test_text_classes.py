@@ -1108,7 +1108,12 @@ SAID = [
     ('see docs/2024-report.pdf', 'see docs slash twenty twenty-four report dot P D F'),
     # chat and gamer shorthand in small letters, by its letters
     ('gg wp everyone, brb', 'G G W P everyone, B R B'),
-    ('idk what happened tbh', "I don't know what happened T B H"),
+    ('Ranked PvP and QoL changes', 'Ranked P V P and Q O L changes'),
+    ('Ep. 12, Pt. 2, Lv. 60 required', 'Episode twelve, Part two, Level sixty required'),
+    ('new vid ft. Jay and Mo', 'new vid featuring Jay and Mo'),
+    ("Kelly's Auto Body dba KAB Collision", "Kelly's Auto Body doing business as K A B Collision"),
+    ('This MMORPG has twelve classes.', 'This M M O R P G has twelve classes.'),
+    ('on the CLUE report, minus FICA', 'on the clue report, minus Fica'),
 ]
 
 
