@@ -1114,6 +1114,8 @@ SAID = [
     ("Kelly's Auto Body dba KAB Collision", "Kelly's Auto Body doing business as K A B Collision"),
     ('This MMORPG has twelve classes.', 'This M M O R P G has twelve classes.'),
     ('on the CLUE report, minus FICA', 'on the clue report, minus Fica'),
+    ('Your K/D this season is 1.85.', 'Your K D this season is one point eight five.'),
+    ('Send it to RR 2 Box 45, Harlan', 'Send it to Rural Route two Box forty-five, Harlan'),
 ]
 
 
