@@ -1116,6 +1116,9 @@ SAID = [
     ('on the CLUE report, minus FICA', 'on the clue report, minus Fica'),
     ('Your K/D this season is 1.85.', 'Your K D this season is one point eight five.'),
     ('Send it to RR 2 Box 45, Harlan', 'Send it to Rural Route two Box forty-five, Harlan'),
+    ('Report it at nicb.org or itch.io', 'Report it at N I C B dot org or itch dot I O'),
+    ('Press: press@arcadia.io, x.com/ign', 'Press, press at arcadia dot I O, X dot com slash I G N'),
+    ('Posted the clip on r/gaming', 'Posted the clip on R slash gaming'),
 ]
 
 
