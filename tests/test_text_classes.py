@@ -1119,6 +1119,7 @@ SAID = [
     ('Report it at nicb.org or itch.io', 'Report it at N I C B dot org or itch dot I O'),
     ('Press: press@arcadia.io, x.com/ign', 'Press, press at arcadia dot I O, X dot com slash I G N'),
     ('Posted the clip on r/gaming', 'Posted the clip on R slash gaming'),
+    ('comp w/ $250 ded, collision w/o rental', 'comp with two hundred fifty dollar deductible, collision without rental'),
 ]
 
 

@@ -247,6 +247,16 @@ _PAY_BEFORE = re.compile(r"(?i:\$|\b(?:salary|pay|wages?|rate|compensation|comp)
                          r"[^\n]{0,30}\Z")
 
 
+_AMOUNT_BEFORE = re.compile(r"[$€£][\d,]*\d(?:\.\d\d)?[kK]?[ \t]\Z")
+
+
+def _deductible(match: re.Match[str]) -> str | None:
+    """"$250 ded", "$1,000 ded.": after an amount of money, an insurance deductible."""
+    if not _AMOUNT_BEFORE.search(match.string, max(0, match.start() - 16), match.start()):
+        return None
+    return "deductible" + ("." if match.group().endswith(".") and ends_sentence_after(match) else "")
+
+
 def _pay_depends(match: re.Match[str]) -> str | None:
     """"$65K–$75K DOE", "Pay: DOQ": after pay on its line, "depending on experience" (qualifications)."""
     if not _PAY_BEFORE.search(match.string, max(0, match.start() - 40), match.start()):
@@ -661,6 +671,8 @@ RULES: list[Rule] = [
     ("abbreviation", r"(?<![\w.\d])(?<!\d[ \t])(?:ft|feat)\.(?=[ \t]+[A-Z][a-z])", lambda match: "featuring"),
     # "Kelly's Auto Body dba KAB Collision": doing business as, between two names
     ("abbreviation", r"(?<=[\w.'’][ \t])(?:dba|DBA|d/b/a|D/B/A)(?=[ \t]+[A-Z\d\"“])", lambda match: "doing business as"),
+    # "comp w/ $250 ded": an insurance policy's deductible, after an amount of money
+    ("abbreviation", r"(?<=\d[ \t])ded\.?(?![\w'’-])", _deductible),
     # "PASSID", "USERID": a common word in capitals run into "ID", the word, then the letters
     ("caps", r"(?<![\w'’])[A-Z]{4,8}ID(?![\w'’])",
      lambda match: match.group()[:-2] + " I D" if match.group()[:-2].lower() in COMMON_WORDS else None),
