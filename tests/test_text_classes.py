@@ -1143,6 +1143,20 @@ SAID = [
     # acronyms said in part or whole as words
     ('Bring your CPAP mask.', 'Bring your C PAP mask.'),
     ('Rx BIN: 610014', 'prescription bin, six one zero zero one four'),
+    # chat and gamer shorthand in small letters, by its letters
+    ('gg wp everyone, brb', 'G G W P everyone, B R B'),
+    ('Ranked PvP and QoL changes', 'Ranked P V P and Q O L changes'),
+    ('Ep. 12, Pt. 2, Lv. 60 required', 'Episode twelve, Part two, Level sixty required'),
+    ('new vid ft. Jay and Mo', 'new vid featuring Jay and Mo'),
+    ("Kelly's Auto Body dba KAB Collision", "Kelly's Auto Body doing business as K A B Collision"),
+    ('This MMORPG has twelve classes.', 'This M M O R P G has twelve classes.'),
+    ('on the CLUE report, minus FICA', 'on the clue report, minus Fica'),
+    ('Your K/D this season is 1.85.', 'Your K D this season is one point eight five.'),
+    ('Send it to RR 2 Box 45, Harlan', 'Send it to Rural Route two Box forty-five, Harlan'),
+    ('Report it at nicb.org or itch.io', 'Report it at N I C B dot org or itch dot I O'),
+    ('Press: press@arcadia.io, x.com/ign', 'Press, press at arcadia dot I O, X dot com slash I G N'),
+    ('Posted the clip on r/gaming', 'Posted the clip on R slash gaming'),
+    ('comp w/ $250 ded, collision w/o rental', 'comp with two hundred fifty dollar deductible, collision without rental'),
 ]
 
 

@@ -89,7 +89,7 @@ ENDINGS = frozenset({"utils.", "util.", "htr.", "gar.", "mgmt.", "co.", "stip.",
 WORD_ACRONYMS = frozenset(
     "ZIP NASA NATO FIFA OPEC AIDS JPEG JSON YAML GIF PIN RAM ROM SIM LAN SARS FEMA OSHA UEFA IKEA LEGO WASP NAFTA "
     "VIX UNESCO UNICEF FICO SCUBA LASER RADAR SONAR COVID ASCII POSIX NASDAQ CAPTCHA FOMO YOLO SWAT TOEFL NAS JIRA "
-    "WIC MERV".split()  # (the nutrition program, a filter's rating)
+    "WIC MERV FICA".split()  # (the nutrition program, a filter's rating)
 )
 SPELLED = frozenset("US UK EU UN TV PC AI ID IQ DJ OS UI UX PR HR CEO CTO CFO API URL CPU GPU SQL USB USA UTF HIV POW MIA".split())
 COMMON_WORDS = frozenset(
@@ -249,6 +249,16 @@ _PAY_BEFORE = re.compile(r"(?i:\$|\b(?:salary|pay|wages?|rate|compensation|comp)
                          r"[^\n]{0,30}\Z")
 
 
+_AMOUNT_BEFORE = re.compile(r"[$€£][\d,]*\d(?:\.\d\d)?[kK]?[ \t]\Z")
+
+
+def _deductible(match: re.Match[str]) -> str | None:
+    """"$250 ded", "$1,000 ded.": after an amount of money, an insurance deductible."""
+    if not _AMOUNT_BEFORE.search(match.string, max(0, match.start() - 16), match.start()):
+        return None
+    return "deductible" + ("." if match.group().endswith(".") and ends_sentence_after(match) else "")
+
+
 def _pay_depends(match: re.Match[str]) -> str | None:
     """"$65K–$75K DOE", "Pay: DOQ": after pay on its line, "depending on experience" (qualifications)."""
     if not _PAY_BEFORE.search(match.string, max(0, match.start() - 40), match.start()):
@@ -301,6 +311,8 @@ def caps(token: str) -> str:
         # a plural's "s" run into its last letter ("PODs" "P O Ds"); after A, I, O or U, whose "s" would make a word
         # ("KPIs" "K P I's")
         return " ".join(base) + (("'s" if base[-1] in "AIOU" else "s") if plural else "")
+    if len(base) >= 5 and not SAYABLE_START.match(base) and base[:2] not in ("PS", "PT", "PN", "TS", "GN", "MN"):
+        return " ".join(base) + (("'s" if base[-1] in "AIOU" else "s") if plural else "")  # "MMORPG": no word opens so
     return base.lower() + plural
 
 
@@ -312,7 +324,7 @@ _CODA = ("ck ct ft ld lf lk lm lp lt mp nd ng nk nt pt rb rd rk rm rn rp rt sh s
          "b c d f g k l m n p r s t x z").split()
 SAYABLE_START = re.compile(rf"(?:{'|'.join(sorted(_ONSET, key=len, reverse=True))})?(?:[aeiou]|y(?![aeiou]))", re.I)
 _SYLLABLE = re.compile(rf"(?:{'|'.join(sorted(_ONSET, key=len, reverse=True))})"
-                       rf"(?:ee|oo|ea|ai|oa|ou|[aeo][wy]|[aeiou]|y(?![a-z]e))"
+                       rf"(?:ee|oo|ea|ai|oa|ou|ue(?![a-z])|[aeo][wy]|[aeiou]|y(?![a-z]e))"
                        rf"(?:(?:{'|'.join(sorted(_CODA + ['nc'], key=len, reverse=True))})e?)?", re.I)  # "sync", "zinc"
 
 
@@ -531,12 +543,13 @@ _SHOUTED_NO = r"(?<=[A-Z][ \t])NO(?:\.|(?=:))(?=:?[ \t]?(?:#?\d|[A-Z]{1,4}-?\d))
 # small-letter words with no vowel that are no acronym: interjections, a writer's shorthand for a word
 _NO_VOWEL_WORDS = frozenset("tsk pfft hmph nth psst pst pls plz thx txt msg pkg hrs pts lbs tsp tbsp pcs wks mths blvd bldg "
                             "mgmt mfg ctrl cmd sth smth ppl cnt xmas nvm "
-                            "tbh smh brb btw ttyl lmk ngl tbf".split())  # (chat shorthand left as written)
+                            "tbh smh btw ttyl lmk ngl tbf".split())  # (chat shorthand left as written; "brb" is spelled)
 
 
 # Chat shorthand in small letters that stands for a phrase, said as the phrase ("lmk" "let me know"); "asap" by its
 # letters, as its capitals are
-_CHAT = {"lmk": "let me know", "idk": "I don't know", "asap": "A S A P", "fyi": "F Y I", "btw": "by the way"}
+_CHAT = {"lmk": "let me know", "idk": "I don't know", "asap": "A S A P", "fyi": "F Y I", "btw": "by the way",
+         "gg": "G G", "wp": "W P", "ggwp": "G G W P"}  # a game's end: "good game", "well played", by their letters
 # (others, "tbh", "smh", stay as written)
 
 
@@ -649,6 +662,19 @@ RULES: list[Rule] = [
     # "new eta 2:40pm", "what's the eta?": an estimated time of arrival in small letters, spelled as its capitals are
     # (not the Greek letter of a formula: "eta = 0.3")
     ("abbreviation", r"(?<![\w'’@/#.=\\-])(?<!=[ \t])eta(?![\w'’@/=-]|[ \t]*[=<>^_(])", lambda match: "E T A"),
+    # "PvP", "QoL", "PvE": an initialism with its small middle word's letter (player versus player), spelled (not
+    # one that reads as a syllable: "NaN")
+    ("caps", r"(?<![\w'’@/#.-])[A-Z][a-z][A-Z]s?(?![\w'’@/-])",
+     lambda match: None if one_syllable(match.group()[:3]) else " ".join(match.group()[:3].upper()) + match.group()[3:]),
+    # "Ep. 12", "Pt. 2", "Lv. 60": an episode, a part, a level before its number
+    ("abbreviation", r"(?<![\w.])(?:Ep|Pt|Lv|Lvl|ep|lv|lvl)\.(?=[ \t]?\d)",
+     lambda match: _cased(match, {"ep": "episode", "pt": "part", "lv": "level", "lvl": "level"}[match.group()[:-1].lower()])),
+    # "ft. Jay and Mo": a song's or a video's guest, "featuring", before a capitalised name (not after a count: feet)
+    ("abbreviation", r"(?<![\w.\d])(?<!\d[ \t])(?:ft|feat)\.(?=[ \t]+[A-Z][a-z])", lambda match: "featuring"),
+    # "Kelly's Auto Body dba KAB Collision": doing business as, between two names
+    ("abbreviation", r"(?<=[\w.'’][ \t])(?:dba|DBA|d/b/a|D/B/A)(?=[ \t]+[A-Z\d\"“])", lambda match: "doing business as"),
+    # "comp w/ $250 ded": an insurance policy's deductible, after an amount of money
+    ("abbreviation", r"(?<=\d[ \t])ded\.?(?![\w'’-])", _deductible),
     # "PASSID", "USERID": a common word in capitals run into "ID", the word, then the letters
     ("caps", r"(?<![\w'’])[A-Z]{4,8}ID(?![\w'’])",
      lambda match: match.group()[:-2] + " I D" if match.group()[:-2].lower() in COMMON_WORDS else None),

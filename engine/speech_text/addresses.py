@@ -384,6 +384,8 @@ def _party_state(match: re.Match[str]) -> str:
 
 RULES: list[Rule] = [
     ("party_state", _PARTY_STATE, _party_state),
+    # "RR 2 Box 45": a rural route's number and its box, "Rural Route two Box forty-five"
+    ("rural_route", r"(?<![\w.'’-])(?:RR|R\.R\.)(?=[ \t]*#?\d{1,3},?[ \t]+(?:Box|BOX)(?![\w]))", lambda match: "Rural Route"),
     ("county", _COUNTY, lambda match: "County"),
     ("ap_state", _AP_STATE, _ap_state),
     ("state_list", _STATE_LIST, _state_list),

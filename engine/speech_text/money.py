@@ -207,7 +207,8 @@ _DESCRIBED_AFTER = re.compile(r"[ \t]+(?:deal|contract|budget|settlement|fine|bo
                               r"fund|acquisition|merger|mortgage|bill|check|cheque|fee|price[ \t]tag|raise|prize|"
                               r"jackpot|purse|stadium|facility|plant|campus|overhaul|bailout|penalty|verdict|judgment|"
                               r"deficit|surplus|shortfall|loss|profit|windfall|tax[ \t]cut|tax[ \t]break|"
-                              r"coupon|voucher|discount|rebate|surcharge|gift[ \t]card)(?![\w'’-])")  # "a $10 coupon"
+                              r"coupon|voucher|discount|rebate|surcharge|gift[ \t]card|deductible|ded)(?![\w'’-])")  # "a $10 coupon",
+# "w/ $250 ded" (an insurance deductible)
 
 
 _DETERMINER_BEFORE = re.compile(r"(?:^|\s)(?i:an?|the|your|our|my|his|her|its|their|this|that)[ \t]\Z")

@@ -169,8 +169,8 @@ _LOCALES = {"en-US": _Locale(day_first=False), "en-GB": _Locale(day_first=True)}
 # (cardinal, decimal or measure) is decided by numbers.quantity_kind.
 _RULES_OF_CLASS = {
     "tag": "tag",
-    "electronic": "key_chord http_status mac ipv6 port doi email url file_name windows_path unc_path unix_path web_route identifier dot_file handle hashtag host_name hash_in_word flag version",
-    "address": "county ap_state state_list state address street_direction block unit zip postal route postcode floor ordinal_street street_type compass",
+    "electronic": "key_chord http_status mac ipv6 port doi email url file_name windows_path unc_path unix_path web_route identifier dot_file handle subreddit hashtag host_name hash_in_word flag version",
+    "address": "rural_route county ap_state state_list state address street_direction block unit zip postal route postcode floor ordinal_street street_type compass",
     "telephone": "vanity extension local_phone local_digits service_code short_code star_code keypad bare_phone grouped_digits phone",
     "serial": "lottery court_case secret tracking video_lines lower_code uuid round_the_clock dotted_serial dotted_code airliner standard model hex flight number_code cued_digits tax_form serial slashed_code small_code leftover",
     "roman": "roman roman_page roman_century roman_year roman_item regnal name_numeral",

@@ -233,11 +233,18 @@ _ITEM_AFTER = re.compile(r"[ \t]*[A-Z][a-z]+[ \t]+[^\s/]*\d")
 _FLAG_BEFORE = re.compile(r"(?:^|[ \t`])--?[A-Za-z][\w-]*[ \t]+[\w.-]*\Z", re.M)
 
 
+_LONE_CAPITAL_BEFORE = re.compile(r"(?<![\w'’./-])[A-Z]\Z")
+_LONE_CAPITAL_AFTER = re.compile(r"[A-Z](?![\w'’/-])")
+
+
 def _slash(match: re.Match[str]) -> str:
     """"wet/dry", "Mr. / Ms.": "or"; a pause between two labelled fields ("A: x / B: y"); "slash" in a command's
     argument after a flag ("-b feature/login")."""
     if match.group() == "/" and _FLAG_BEFORE.search(match.string, max(0, match.start() - 48), match.start()):
         return " slash "
+    if match.group() == "/" and _LONE_CAPITAL_BEFORE.search(match.string, max(0, match.start() - 2), match.start()) \
+            and _LONE_CAPITAL_AFTER.match(match.string, match.end()):
+        return " "  # "K/D", "A/B testing", "P/E": two initials of a ratio or a pair, said as letters
     fields = " " in match.group() and _FIELD_BEFORE.search(match.string, max(0, match.start() - 48), match.start()) \
         and _FIELD_AFTER.match(match.string, match.end())
     items = " " in match.group() and _ITEM_BEFORE.search(match.string, max(0, match.start() - 32), match.start() + 1) \

@@ -25,7 +25,7 @@ _SPELLED_NAMES = frozenset(
     # assistant's: "ap@", "ap.org", "ta_help@")
 )
 _CODAS = frozenset("ck ct ft ld lf lk lm lp lt mp nd ng nk nt pt rb rd rk rm rn rp rt sh sk sp st th ch ff ll ss "
-                   "ks ps ts gs ds ns ms ls rs bs rg rl rf rv lb lv lg wl wn ws xt".split())
+                   "ks ps ts gs ds ns ms ls rs bs rg rl rf rv lb lv lg wl wn ws xt rc".split())  # ("arc", "arcadia")
 _SAID_DOMAINS = frozenset({"co", "me"})
 _RUN_TOGETHER = {"noreply": "no reply", "donotreply": "do not reply", "dontreply": "don't reply"}
 _SAID_NAMES = frozenset({"gmail", "hotmail", "ymail", "icloud"})  # said as words, whatever their first letters
@@ -67,10 +67,11 @@ def _coda(cluster: str) -> bool:
         return True
     if len(cluster) == 2:
         return cluster in _CODAS
-    return (cluster[:2] in _CODAS and cluster[2] in "st") or (cluster[0] in "lnmr" and cluster[1:] in _CODAS)
+    return (cluster[:2] in _CODAS and cluster[2] in "st") or (cluster[0] in "lnmr" and cluster[1:] in _CODAS) \
+        or cluster == "tch"  # "itch", "notch"
 
 
-def _name(part: str, domain: bool, host: bool = False) -> str:
+def _name(part: str, domain: bool, host: bool = False, url_path: bool = False) -> str:
     """One name of a URL or address: "irs" -> "I R S", "jsmith" -> "J smith", "io" at the end -> "I O"; in a host,
     two letters that are no word are spelled ("aa.com", "511ny.org", "ev-charging": "A A", "N Y", "E V")."""
     lower = part.lower()
@@ -84,12 +85,16 @@ def _name(part: str, domain: bool, host: bool = False) -> str:
             # a short name that opens no English syllable: "cmu", "nyu" ("mit", "abc" do: listed)
             or len(part) <= 3 and not SAYABLE_START.match(lower)
             # in a host, a vowel and two consonants that close no English syllable: "adp", "aig" ("act", "ant" do)
-            or host and re.fullmatch(r"[aeiou]([^aeiouy])(?!\1)[^aeiouy]", lower) and lower[1:] not in _CODAS
+            or (host or url_path) and re.fullmatch(r"[aeiou]([^aeiouy])(?!\1)[^aeiouy]", lower) and lower[1:] not in _CODAS
             and lower not in COMMON_WORDS and lower not in TLDS
             # in a host, a short name opening with its only vowel whose consonants after close no English syllable:
             # "espn", "usgs" ("arts", "ends", "alps" do)
             or host and len(part) == 4 and re.fullmatch(r"[aeiou][^aeiouy]{3}", lower) and not _coda(lower[1:])
-            and lower not in COMMON_WORDS):
+            and lower not in COMMON_WORDS
+            # in a host, a short name ending in two consonants, no liquid, nasal or "s" among them, that close no
+            # English syllable: "nicb" ("bank", "yelp", "hertz" do)
+            or host and 4 <= len(part) <= 5 and re.fullmatch(r"[a-z]*[aeiouy]([b-df-hj-kp-qtv-xz])(?!\1)[b-df-gj-np-rtv-xz]", lower)
+            and lower[-2:] not in _CODAS and lower not in COMMON_WORDS):
         return " ".join(part.upper())
     if host and len(part) >= 6 and lower[0] in "aeiou":
         # a known acronym run into a word in a host, where the two consonants at the seam neither close nor open a
@@ -193,7 +198,8 @@ def _spoken_parts(text: str, domain_at: int = -1, by_digit: bool = False,
                 said.append(_RUN_TOGETHER[part.lower()])
                 continue
             said.append(" ".join(part) if initials else _name(part, start == domain_at or country,
-                                                              host_start <= start < host_end and domain_at >= 0))
+                                                              host_start <= start < host_end and domain_at >= 0,
+                                                              domain_at >= 0 and start > host_end))
         else:
             said.append(_SEPARATORS.get(part, " "))
     return " ".join("".join(s if s.startswith(" ") else f" {s} " for s in said).split())
@@ -460,6 +466,9 @@ RULES: list[Rule] = [
     ("dot_file", r"(?<!\w)(?<![^\s(\"'`|<\[\]])\.[a-z][a-z0-9_-]{1,30}(?:\.[a-z0-9]{1,8})?(?![\w./-])",
      lambda match: "dot " + _spoken_parts(match.group()[1:])),
     ("handle", r"(?<![\w@.])@[A-Za-z_][\w.-]{0,29}[\w](?![\w@])", _handle),
+    # "r/gaming", "u/spez": a subreddit's or a Reddit user's name, "R slash gaming"
+    ("subreddit", r"(?<![\w/.@-])[ru]/[A-Za-z0-9][A-Za-z0-9_]{1,20}(?![\w/.-]|\.\w)",
+     lambda match: match.group()[0].upper() + " slash " + _spoken_parts(match.group()[2:])),
     # a Unix path: from the root, the home folder ("~/") or here ("./"), or folders down to a file of a known type
     ("unix_path", rf"(?<![\w/.:~\\])(?:(?:~|\.{{1,2}})?/{_PATH_PART}(?:/{_PATH_PART}){{1,11}}/?|(?:~|\.{{1,2}})/{_PATH_PART}"
      rf"(?:/{_PATH_PART}){{0,11}}/?|(?=[\w.-]{{1,64}}+/){_PATH_PART}(?:/{_PATH_PART}){{1,11}}\.(?i:{'|'.join(FILE_TYPES)}))(?![\w/]|\.\w)",
