@@ -1303,7 +1303,8 @@ def _streamed(parts: list[str]) -> str:
                                   "heldout23.tsv", "heldout24.tsv", "heldout25.tsv",
                                   "heldout26.tsv", "heldout27.tsv", "heldout28.tsv",
                                   "heldout29.tsv", "heldout30.tsv", "heldout31.tsv", "heldout32.tsv",
-                                  "heldout33.tsv", "heldout34.tsv", "heldout35.tsv"])
+                                  "heldout33.tsv", "heldout34.tsv", "heldout35.tsv", "heldout36.tsv",
+                                  "heldout37.tsv", "heldout38.tsv", "heldout39.tsv", "heldout40.tsv"])
 def test_every_case_reads_the_same_streamed_in_random_pieces(half: str) -> None:
     rng = random.Random(46)
     for case in text_cases.load(CASES / half):
