@@ -34,7 +34,7 @@ SAID = [
     ("at 1.59 p.m. today", "at one fifty-nine PM today"), ("from 2-4pm", "from two to four PM"),
     ("9am-5pm", "nine AM to five PM"), ("at 2200 hours", "at twenty-two hundred hours"),
     # dates
-    ("on 01.10.2010", "on October first, twenty ten"), ("june 20 2014", "June twentieth, twenty fourteen"),
+    ("on 01.10.2010", "on the first of October, twenty ten"), ("june 20 2014", "June twentieth, twenty fourteen"),
     ("JAN 15 2020", "January fifteenth, twenty twenty"), ("on the 26th May", "on the twenty-sixth of May"),
     ("June 20, 2014", "June twentieth, twenty fourteen"), ("starts 11/29.", "starts November twenty-ninth."),
     ("open Mon-Fri", "open Monday to Friday"), ("Tue, Mar 4", "Tuesday, March fourth"),
@@ -1157,6 +1157,8 @@ SAID = [
     ('Press: press@arcadia.io, x.com/ign', 'Press, press at arcadia dot I O, X dot com slash I G N'),
     ('Posted the clip on r/gaming', 'Posted the clip on R slash gaming'),
     ('comp w/ $250 ded, collision w/o rental', 'comp with two hundred fifty dollar deductible, collision without rental'),
+    ('The deadline for entries is 11/28', 'The deadline for entries is November twenty-eighth'),
+    ('The menu changes 02.03.2025.', 'The menu changes the second of March, twenty twenty-five.'),
 ]
 
 

@@ -101,7 +101,7 @@ def _dotted_date(match: re.Match[str]) -> str | None:
     day, month, year = match.group().split(".")
     if not _valid(int(month), int(day)):
         return None
-    return date_words(int(month), int(day), _full_year(year))
+    return date_words(int(month), int(day), _full_year(year), "the ")  # day first, said so: "the first of April"
 
 
 _MONTH_DATE_PARTS = re.compile(
