@@ -1159,6 +1159,10 @@ SAID = [
     ('comp w/ $250 ded, collision w/o rental', 'comp with two hundred fifty dollar deductible, collision without rental'),
     ('The deadline for entries is 11/28', 'The deadline for entries is November twenty-eighth'),
     ('The menu changes 02.03.2025.', 'The menu changes the second of March, twenty twenty-five.'),
+    ('Text JOIN to 48213 for deals.', 'Text join to four eight two one three for deals.'),
+    ('Her meter number is 5501234.', 'Her meter number is five five zero one two three four.'),
+    ('The IMEI ends 3321.', 'The I M E I ends three three two one.'),
+    ('Est. MCMLXX', 'Established nineteen seventy'),
 ]
 
 
