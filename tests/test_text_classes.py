@@ -1004,7 +1004,7 @@ SAID = [
     ("120 × 15 = 1,800 W.", "one hundred twenty times fifteen equals one thousand eight hundred watts."),
     ("842 − 790 = 52 kWh over", "eight hundred forty-two minus seven hundred ninety equals fifty-two kilowatt hours over"),
     ("Homes with < 5 outages", "Homes with less than five outages"),
-    ("Open 8:30–5:00.", "Open eight thirty to five."), ("from 9:00–5:00", "from nine to five o'clock"),
+    ("Open 8:30–5:00.", "Open eight thirty to five."), ("from 9:00–5:00", "from nine to five"),
     ("between $30,000 and $45,000 qualifies.", "between thirty thousand dollars and forty-five thousand dollars qualifies."),
     ("The tank is ½ full.", "The tank is half full."), ("Tire size: 225/65R17", "Tire size, two twenty-five sixty-five R seventeen"),
     ("P215/60R16 tires", "P two fifteen sixty R sixteen tires"),
@@ -1163,6 +1163,8 @@ SAID = [
     ('Her meter number is 5501234.', 'Her meter number is five five zero one two three four.'),
     ('The IMEI ends 3321.', 'The I M E I ends three three two one.'),
     ('Est. MCMLXX', 'Established nineteen seventy'),
+    ('Lunch Mon-Fri, 11:00-3:00', 'Lunch Monday to Friday, eleven to three'),
+    ('Meet at: Oak Ave & 3rd St', 'Meet at, Oak Avenue and Third Street'),
 ]
 
 
