@@ -1165,6 +1165,8 @@ SAID = [
     ('Est. MCMLXX', 'Established nineteen seventy'),
     ('Lunch Mon-Fri, 11:00-3:00', 'Lunch Monday to Friday, eleven to three'),
     ('Meet at: Oak Ave & 3rd St', 'Meet at, Oak Avenue and Third Street'),
+    ('Funding comes in phases (I, II and III).', 'Funding comes in phases (one, two and three).'),
+    ('USE CODE BOGO25', 'use code Bogo twenty-five'),
 ]
 
 

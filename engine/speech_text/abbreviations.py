@@ -89,7 +89,7 @@ ENDINGS = frozenset({"utils.", "util.", "htr.", "gar.", "mgmt.", "co.", "stip.",
 WORD_ACRONYMS = frozenset(
     "ZIP NASA NATO FIFA OPEC AIDS JPEG JSON YAML GIF PIN RAM ROM SIM LAN SARS FEMA OSHA UEFA IKEA LEGO WASP NAFTA "
     "VIX UNESCO UNICEF FICO SCUBA LASER RADAR SONAR COVID ASCII POSIX NASDAQ CAPTCHA FOMO YOLO SWAT TOEFL NAS JIRA "
-    "WIC MERV FICA".split()  # (the nutrition program, a filter's rating)
+    "WIC MERV FICA BOGO NEMA".split()  # (the nutrition program, a filter's rating)
 )
 SPELLED = frozenset("ICCID IMSI US UK EU UN TV PC AI ID IQ DJ OS UI UX PR HR CEO CTO CFO API URL CPU GPU SQL USB USA UTF HIV POW MIA".split())
 COMMON_WORDS = frozenset(

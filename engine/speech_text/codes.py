@@ -1092,6 +1092,8 @@ RULES: list[Rule] = [
     # word, when a numeral follows it
     ("roman", r"(?<=[sS][ \t])I(?=[ \t]*(?:,|and|or|to|through|[–-])[ \t]*%s(?![\w]))" % _ROMAN,
      lambda match: "one" if _LIST_OWNER.search(match.string, max(0, match.start() - 12), match.start()) else None),
+    # "(I, II and III)": a bracketed list opening with a lone "I" whose next item is "II": the numeral one
+    ("roman", r"(?<=\()I(?=[ \t]*(?:,|and|or|&)[ \t]*II(?![\w'’]))", lambda match: "one"),
     # "dynasties XVIII to XX", "Chapters II and IV": a range's or a list's second numeral after a numbered first
     ("roman", rf"(?:(?<=\bto[ \t])|(?<=\band[ \t])|(?<=\bor[ \t])|(?<=\bthrough[ \t])|(?<=[–-])|(?<=[–-][ \t]))"
               rf"(?:{_ROMAN}|{_ROMAN_LOWER})(?![\w'’-])", _second_numeral),
