@@ -1167,6 +1167,7 @@ SAID = [
     ('Meet at: Oak Ave & 3rd St', 'Meet at, Oak Avenue and Third Street'),
     ('Funding comes in phases (I, II and III).', 'Funding comes in phases (one, two and three).'),
     ('USE CODE BOGO25', 'use code Bogo twenty-five'),
+    ("Add'l fees may apply.", 'Additional fees may apply.'),
 ]
 
 
