@@ -34,7 +34,7 @@ SAID = [
     ("at 1.59 p.m. today", "at one fifty-nine PM today"), ("from 2-4pm", "from two to four PM"),
     ("9am-5pm", "nine AM to five PM"), ("at 2200 hours", "at twenty-two hundred hours"),
     # dates
-    ("on 01.10.2010", "on October first, twenty ten"), ("june 20 2014", "June twentieth, twenty fourteen"),
+    ("on 01.10.2010", "on the first of October, twenty ten"), ("june 20 2014", "June twentieth, twenty fourteen"),
     ("JAN 15 2020", "January fifteenth, twenty twenty"), ("on the 26th May", "on the twenty-sixth of May"),
     ("June 20, 2014", "June twentieth, twenty fourteen"), ("starts 11/29.", "starts November twenty-ninth."),
     ("open Mon-Fri", "open Monday to Friday"), ("Tue, Mar 4", "Tuesday, March fourth"),
@@ -1004,7 +1004,7 @@ SAID = [
     ("120 × 15 = 1,800 W.", "one hundred twenty times fifteen equals one thousand eight hundred watts."),
     ("842 − 790 = 52 kWh over", "eight hundred forty-two minus seven hundred ninety equals fifty-two kilowatt hours over"),
     ("Homes with < 5 outages", "Homes with less than five outages"),
-    ("Open 8:30–5:00.", "Open eight thirty to five."), ("from 9:00–5:00", "from nine to five o'clock"),
+    ("Open 8:30–5:00.", "Open eight thirty to five."), ("from 9:00–5:00", "from nine to five"),
     ("between $30,000 and $45,000 qualifies.", "between thirty thousand dollars and forty-five thousand dollars qualifies."),
     ("The tank is ½ full.", "The tank is half full."), ("Tire size: 225/65R17", "Tire size, two twenty-five sixty-five R seventeen"),
     ("P215/60R16 tires", "P two fifteen sixty R sixteen tires"),
@@ -1157,6 +1157,17 @@ SAID = [
     ('Press: press@arcadia.io, x.com/ign', 'Press, press at arcadia dot I O, X dot com slash I G N'),
     ('Posted the clip on r/gaming', 'Posted the clip on R slash gaming'),
     ('comp w/ $250 ded, collision w/o rental', 'comp with two hundred fifty dollar deductible, collision without rental'),
+    ('The deadline for entries is 11/28', 'The deadline for entries is November twenty-eighth'),
+    ('The menu changes 02.03.2025.', 'The menu changes the second of March, twenty twenty-five.'),
+    ('Text JOIN to 48213 for deals.', 'Text join to four eight two one three for deals.'),
+    ('Her meter number is 5501234.', 'Her meter number is five five zero one two three four.'),
+    ('The IMEI ends 3321.', 'The I M E I ends three three two one.'),
+    ('Est. MCMLXX', 'Established nineteen seventy'),
+    ('Lunch Mon-Fri, 11:00-3:00', 'Lunch Monday to Friday, eleven to three'),
+    ('Meet at: Oak Ave & 3rd St', 'Meet at, Oak Avenue and Third Street'),
+    ('Funding comes in phases (I, II and III).', 'Funding comes in phases (one, two and three).'),
+    ('USE CODE BOGO25', 'use code Bogo twenty-five'),
+    ("Add'l fees may apply.", 'Additional fees may apply.'),
 ]
 
 

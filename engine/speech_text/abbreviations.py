@@ -66,7 +66,8 @@ ABBREVIATIONS = {"e.g.": "for example", "i.e.": "that is", "etc.": "et cetera", 
                  "Pmt.": "Payment", "pmt.": "payment", "Pmts.": "Payments", "pmts.": "payments", "pmt": "payment",
                  "rec'd": "received", "rec’d": "received", "Rec'd": "Received", "Rec’d": "Received",
                  "Int'l": "International", "int'l": "international", "Int’l": "International",
-                 "int’l": "international", "Bal.": "Balance", "bal.": "balance", "fwd.": "forward", "Fwd.": "Forward",
+                 "int’l": "international", "Add'l": "Additional", "add'l": "additional", "Add’l": "Additional",
+                 "add’l": "additional", "Bal.": "Balance", "bal.": "balance", "fwd.": "forward", "Fwd.": "Forward",
                  "amt.": "amount", "Amt.": "Amount", "amt": "amount", "Amt": "Amount", "Exp. Date": "Expiration Date",
                  "exp. date": "expiration date",
                  "max.": "maximum", "gov't": "government", "gov’t": "government", "blks": "blocks", "blk.": "block",
@@ -89,9 +90,9 @@ ENDINGS = frozenset({"utils.", "util.", "htr.", "gar.", "mgmt.", "co.", "stip.",
 WORD_ACRONYMS = frozenset(
     "ZIP NASA NATO FIFA OPEC AIDS JPEG JSON YAML GIF PIN RAM ROM SIM LAN SARS FEMA OSHA UEFA IKEA LEGO WASP NAFTA "
     "VIX UNESCO UNICEF FICO SCUBA LASER RADAR SONAR COVID ASCII POSIX NASDAQ CAPTCHA FOMO YOLO SWAT TOEFL NAS JIRA "
-    "WIC MERV FICA".split()  # (the nutrition program, a filter's rating)
+    "WIC MERV FICA BOGO NEMA".split()  # (the nutrition program, a filter's rating)
 )
-SPELLED = frozenset("US UK EU UN TV PC AI ID IQ DJ OS UI UX PR HR CEO CTO CFO API URL CPU GPU SQL USB USA UTF HIV POW MIA".split())
+SPELLED = frozenset("ICCID IMSI US UK EU UN TV PC AI ID IQ DJ OS UI UX PR HR CEO CTO CFO API URL CPU GPU SQL USB USA UTF HIV POW MIA".split())
 COMMON_WORDS = frozenset(
     """mix dim hi bye per a am an and any are as at be big but by can do did does done dont each else even ever far few fine for from
     get go goes good got had has have he her here hers him his how huge i if in into is it its just keep kind last
@@ -162,7 +163,7 @@ def _title(match: re.Match[str]) -> str:
 
 
 _AFTER_COUNT = re.compile(r"\d[ \t]?\Z")
-_BEFORE_YEAR = re.compile(r"[ \t]+(?:in[ \t]+)?(?:1[5-9]|20)\d\d\b")
+_BEFORE_YEAR = re.compile(r"[ \t]+(?:in[ \t]+)?(?:(?:1[5-9]|20)\d\d\b|M{1,2}(?:CM|D?C{0,3})(?:XC|XL|L?X{0,3})(?:IX|IV|V?I{0,3})\b)")  # "Est. MCMXCV"
 
 
 def _in_context(match: re.Match[str], said: str) -> str:

@@ -232,7 +232,8 @@ def _street_type(match: re.Match[str]) -> str | None:
                 not re.match(r"[ \t]+(?:[NSEW]|NE|NW|SE|SW)\b", after):
             return None  # "ST LOUIS": Saint, or a word the shouted text goes on with
     else:
-        if name[1].isupper() or _SENTENCE_OPENS.search(before) and not name[1].startswith(("St.", "Saint")):
+        cross = re.match(r"[ \t]+(?:&|and)[ \t]+(?:\d{1,3}(?:st|nd|rd|th)|[A-Z][a-z]+)[ \t]", after)  # "Magnolia Ave & 5th St"
+        if name[1].isupper() or _SENTENCE_OPENS.search(before) and not cross and not name[1].startswith(("St.", "Saint")):
             return None
         if kind == "St" and re.match(r"[ \t]+[A-Z][a-z]", after):
             return None  # "St Kilda": Saint before a name

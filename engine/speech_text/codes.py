@@ -159,9 +159,10 @@ def _number_code(match: re.Match[str]) -> str:
 # Before a run of digits, words that make it a code to read digit by digit: "member ID is 884 211 907", "ends in 4821".
 _CODE_CUE = re.compile(
     r"(?:\b(?:ID|PIN|VIN|OTP|IMEI|MEID|ICCID|IMSI|ESN|SKU|UPC|EAN|S/N|[Cc]ode|[Pp]asscode|[Pp]ager|[Ss]erial)|(?i:\b(?:account|acct|policy|member|reference|ref|confirmation|"
-    r"tracking|case|ticket|invoice|claim|receipt|booking|reservation|order|serial|card|routing|rx|prescription|group)(?:[ \t]+(?:number|no\.|#|"
-    r"ID|code)|#))|\b(?:ends?|ending)[ \t]+(?:in|with)|(?i:\b(?:card|account|acct\.?|number))[ \t]+ending|\b[Ll]ast[ \t]+(?:four|4)(?:[ \t]+digits)?)"
+    r"tracking|case|ticket|invoice|claim|receipt|booking|reservation|order|serial|card|routing|rx|prescription|group|meter)(?:[ \t]+(?:number|no\.|#|"
+    r"ID|code)|#))|\b(?:ends?|ending)[ \t]+(?:in|with)|(?:\b(?:ICCID|IMEI|IMSI|MEID|SIM|ID)|(?i:\b(?:card|account)))[ \t]+(?:ends|ending)|(?i:\b(?:card|account|acct\.?|number))[ \t]+ending|\b[Ll]ast[ \t]+(?:four|4)(?:[ \t]+digits)?)"
     r"(?:[ \t]+(?:is|was|are|reads))?:?[ \t]+\Z")
+_SHORT_CODE_CUE = re.compile(r"(?i:\b(?:reply|text|txt))(?:[ \t]+[A-Z]{2,})?[ \t]+to[ \t]+\Z")
 _PHONE_CUE = re.compile(r"(?i:\b(?:call|phone|tel|dial|fax|mobile|cell|landline|hotline|helpline"
                         r"|(?:support|help|service|customer|sales|info|enquiries|inquiries|contact|phone)[ \t]+line))\b\.?:?[ \t]+\Z")
 
@@ -227,8 +228,11 @@ def _cued_digits(match: re.Match[str]) -> str | None:
         or len(groups) == 3 and groups[0] in ("1300", "1800") and len("".join(groups)) == 10  # "1300 655 506": Australia's
     phone = trunk or len(groups) > 1 and (groups[0][0] == "0" or len("".join(groups)) >= 7) and _PHONE_CUE.search(
         match.string, before, match.start())
-    if not phone and not _CODE_CUE.search(match.string, before, match.start()) and not _named_number(match, before) \
-            and not _long_code(match):
+    short_code = len(match.group()) in (5, 6) and match.group().isdigit() and _SHORT_CODE_CUE.search(
+        match.string, before, match.start()) and not re.match(r"[ \t]+[a-z]+s\b", match.string[match.end():])
+    # "Reply STOP to 72345": a texting short code, digit by digit (not "reply to 20000 emails", a count)
+    if not phone and not short_code and not _CODE_CUE.search(match.string, before, match.start()) \
+            and not _named_number(match, before) and not _long_code(match):
         return None
     return ", ".join(w.digits(group) for group in groups)
 
@@ -1088,6 +1092,8 @@ RULES: list[Rule] = [
     # word, when a numeral follows it
     ("roman", r"(?<=[sS][ \t])I(?=[ \t]*(?:,|and|or|to|through|[–-])[ \t]*%s(?![\w]))" % _ROMAN,
      lambda match: "one" if _LIST_OWNER.search(match.string, max(0, match.start() - 12), match.start()) else None),
+    # "(I, II and III)": a bracketed list opening with a lone "I" whose next item is "II": the numeral one
+    ("roman", r"(?<=\()I(?=[ \t]*(?:,|and|or|&)[ \t]*II(?![\w'’]))", lambda match: "one"),
     # "dynasties XVIII to XX", "Chapters II and IV": a range's or a list's second numeral after a numbered first
     ("roman", rf"(?:(?<=\bto[ \t])|(?<=\band[ \t])|(?<=\bor[ \t])|(?<=\bthrough[ \t])|(?<=[–-])|(?<=[–-][ \t]))"
               rf"(?:{_ROMAN}|{_ROMAN_LOWER})(?![\w'’-])", _second_numeral),

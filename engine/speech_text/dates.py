@@ -101,7 +101,7 @@ def _dotted_date(match: re.Match[str]) -> str | None:
     day, month, year = match.group().split(".")
     if not _valid(int(month), int(day)):
         return None
-    return date_words(int(month), int(day), _full_year(year))
+    return date_words(int(month), int(day), _full_year(year), "the ")  # day first, said so: "the first of April"
 
 
 _MONTH_DATE_PARTS = re.compile(
@@ -381,7 +381,7 @@ def _time_range(match: re.Match[str]) -> str:
             int(first.split(":")[0].split(".")[0]), int(second.split(":")[0].split(".")[0])) > 12:
         first, second = _twelve_hour(first), _twelve_hour(second)
     end = clock(second, ends_sentence_after(match))
-    if re.search(r"[:.](?!00)\d\d", first):  # "8:30–5:00": "eight thirty to five", an end on the hour said bare
+    if re.search(r"[:.]\d\d", first):  # "8:30–5:00", "9:00–2:00": "eight thirty to five", an end on the hour said bare
         end = end.removesuffix(" o'clock")
     return clock(first).removesuffix(" o'clock") + " to " + end
 

@@ -619,7 +619,12 @@ def _month_day(match: re.Match[str]) -> str | None:
     unit = _UNIT_AFTER.match(match.string, match.end())
     if int(a) < int(b) and unit and (unit[1] in _UNIT_WORDS or unit[1] == "point") and not listed:
         return None  # "by 1/4 point", "rise 1/2 meter": a proper fraction before a unit it measures, no date
-    if a[0] != "0" and not listed and not reducible and not _odd_denominator_date(match, int(b)) and \
+    # "pumpkin spice is 10/31": a day no fraction is said over ("thirty-firsts"; not 25, 16's inches) after "is" and
+    # ending its phrase, a date
+    stated = 21 <= int(b) <= 31 and int(b) != 25 and int(a) < int(b) and re.search(
+        r"(?i:\b(?:is|was|are|were|be))[ \t]+\Z", before) is not None and re.match(
+        r"(?:[.!?;,)]|[ \t]*(?:\n|\Z))", match.string[match.end():]) is not None
+    if a[0] != "0" and not listed and not reducible and not stated and not _odd_denominator_date(match, int(b)) and \
             (not _DATE_CUES.search(before) or _CHANGED_BY.search(before) or _OF_AFTER.match(match.string, match.end())):
         return None
     from engine.speech_text.dates import date_words  # dates.py builds on this module
