@@ -1157,6 +1157,7 @@ SAID = [
     ('Press: press@arcadia.io, x.com/ign', 'Press, press at arcadia dot I O, X dot com slash I G N'),
     ('Posted the clip on r/gaming', 'Posted the clip on R slash gaming'),
     ('comp w/ $250 ded, collision w/o rental', 'comp with two hundred fifty dollar deductible, collision without rental'),
+    ('100 wings / 4 people = 25 each', 'one hundred wings divided by four people equals twenty-five each'),
 ]
 
 

@@ -255,7 +255,7 @@ def _slash(match: re.Match[str]) -> str:
 # A spaced slash or hyphen in a formula (an "=" before it on its line, or after the term it divides by): "ROI = (gain −
 # cost) / cost", "$9,000 / 30 = $300" "divided by"; "Net = gross - 15%" "minus"
 _FORMULA_BEFORE = re.compile(r"=[^=\n.!?;]{1,48}\Z")
-_FORMULA_AFTER = re.compile(r"[ \t]*[$€£¥]?\d[\d,.]*[ \t]*=")
+_FORMULA_AFTER = re.compile(r"[ \t]*[$€£¥]?\d[\d,.]*(?:[ \t]+[a-z]+)?[ \t]*=")  # "/ 24 months = $10": a count
 
 
 # "ROI = gain / cost", "x = a / b": two bare words either side of a spaced slash make a ratio only right after a formula's
