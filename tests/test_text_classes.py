@@ -1158,6 +1158,10 @@ SAID = [
     ('Posted the clip on r/gaming', 'Posted the clip on R slash gaming'),
     ('comp w/ $250 ded, collision w/o rental', 'comp with two hundred fifty dollar deductible, collision without rental'),
     ('100 wings / 4 people = 25 each', 'one hundred wings divided by four people equals twenty-five each'),
+    ('Speed in MB/s = Mbps ÷ 8', 'Speed in megabytes per second equals megabits per second divided by eight'),
+    ('kWh = kW × hours', 'kilowatt hours equals kilowatts times hours'),
+    ('x = 125 MB/s', 'x equals one hundred twenty-five megabytes per second'),
+    ('240 V × 32 A = 7,680 W', 'two hundred forty volts times thirty-two amps equals seven thousand six hundred eighty watts'),
 ]
 
 
