@@ -1162,6 +1162,9 @@ SAID = [
     ('kWh = kW × hours', 'kilowatt hours equals kilowatts times hours'),
     ('x = 125 MB/s', 'x equals one hundred twenty-five megabytes per second'),
     ('240 V × 32 A = 7,680 W', 'two hundred forty volts times thirty-two amps equals seven thousand six hundred eighty watts'),
+    ('Orders < 10 items can use the express lane.', 'Orders less than ten items can use the express lane.'),
+    ('Your savings ≈ 30% of the bill', 'Your savings are approximately thirty percent of the bill'),
+    ('1 half tray ≈ 10 servings', 'one half tray is approximately ten servings'),
 ]
 
 
