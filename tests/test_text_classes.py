@@ -1165,6 +1165,10 @@ SAID = [
     ('Orders < 10 items can use the express lane.', 'Orders less than ten items can use the express lane.'),
     ('Your savings ≈ 30% of the bill', 'Your savings are approximately thirty percent of the bill'),
     ('1 half tray ≈ 10 servings', 'one half tray is approximately ten servings'),
+    ('The $0.99 premium text charge was refunded.', 'The ninety-nine cent premium text charge was refunded.'),
+    ('A $0.50 service charge applies', 'A fifty-cent service charge applies'),
+    ('$8 meal + $2 tip = $10', 'eight dollar meal plus two dollar tip equals ten dollars'),
+    ('Net sales = $4,200 − $350 refunds', 'Net sales equals four thousand two hundred dollars minus three hundred fifty dollars refunds'),
 ]
 
 
