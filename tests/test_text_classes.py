@@ -1169,6 +1169,7 @@ SAID = [
     ('A $0.50 service charge applies', 'A fifty-cent service charge applies'),
     ('$8 meal + $2 tip = $10', 'eight dollar meal plus two dollar tip equals ten dollars'),
     ('Net sales = $4,200 − $350 refunds', 'Net sales equals four thousand two hundred dollars minus three hundred fifty dollars refunds'),
+    ("so it's 4 lines x $25 = $100 total", "so it's four lines times twenty-five dollars equals one hundred dollars total"),
 ]
 
 

@@ -342,7 +342,7 @@ RULES: list[Rule] = [
     ("about", r"~(?=(?:[A-Z]{0,3}[$£€¥₹])?\d)", _saying("about ")),  # "~5 km", "~$5", "~US$5"
     ("power", r"(?<=[A-Za-z0-9)])\^(?=[-A-Za-z0-9(])", _saying(" to the power of ")),  # "2^10", "x^y", "e^(-x)"
     ("product", r"(?<=\d)[ \t]x(?=[ \t]+[$€£¥]\d)", _saying(" times")),  # "3 x $15 = $45"
-    ("product", r"(?<=[a-z])[ \t]x(?=[ \t]+\d)", _counts_times),  # "6 nights x 2 rooms": counts multiplied
+    ("product", r"(?<=[a-z])[ \t]x(?=[ \t]+[$€£¥]?\d)", _counts_times),  # "4 lines x $25 = $100" too  # "6 nights x 2 rooms": counts multiplied
     # "sin²θ", "cos θ": a trigonometric function before a power or a Greek letter, by its name
     ("trig", r"(?<![\w])(?:sin|cos|tan|cot|sec|csc)(?=[²³]|[ \t]?[αβγδθφωτ])",
      lambda match: {"sin": "sine", "cos": "cosine", "tan": "tangent", "cot": "cotangent", "sec": "secant",
