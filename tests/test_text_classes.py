@@ -1168,6 +1168,19 @@ SAID = [
     ('Funding comes in phases (I, II and III).', 'Funding comes in phases (one, two and three).'),
     ('USE CODE BOGO25', 'use code Bogo twenty-five'),
     ("Add'l fees may apply.", 'Additional fees may apply.'),
+    ('100 wings / 4 people = 25 each', 'one hundred wings divided by four people equals twenty-five each'),
+    ('Speed in MB/s = Mbps ÷ 8', 'Speed in megabytes per second equals megabits per second divided by eight'),
+    ('kWh = kW × hours', 'kilowatt hours equals kilowatts times hours'),
+    ('x = 125 MB/s', 'x equals one hundred twenty-five megabytes per second'),
+    ('240 V × 32 A = 7,680 W', 'two hundred forty volts times thirty-two amps equals seven thousand six hundred eighty watts'),
+    ('Orders < 10 items can use the express lane.', 'Orders less than ten items can use the express lane.'),
+    ('Your savings ≈ 30% of the bill', 'Your savings are approximately thirty percent of the bill'),
+    ('1 half tray ≈ 10 servings', 'one half tray is approximately ten servings'),
+    ('The $0.99 premium text charge was refunded.', 'The ninety-nine cent premium text charge was refunded.'),
+    ('A $0.50 service charge applies', 'A fifty-cent service charge applies'),
+    ('$8 meal + $2 tip = $10', 'eight dollar meal plus two dollar tip equals ten dollars'),
+    ('Net sales = $4,200 − $350 refunds', 'Net sales equals four thousand two hundred dollars minus three hundred fifty dollars refunds'),
+    ("so it's 4 lines x $25 = $100 total", "so it's four lines times twenty-five dollars equals one hundred dollars total"),
 ]
 
 

@@ -664,11 +664,13 @@ def _function(part: str) -> str:
 # A unit's symbol standing for its quantity in a conversion, by its name in the plural: beside a formula's operator
 # with no number of its own ("mi × 1.609 = km" "miles times ... equals kilometers"), or named against a unit's word
 # ("Miles to km")
-_CONVERTED_UNITS = ("km", "mi", "cm", "mm", "kg", "mg", "lb", "lbs", "ft", "yd", "gal", "oz", "ml", "mph", "kph", "qt")
+_CONVERTED_UNITS = ("km", "mi", "cm", "mm", "kg", "mg", "lb", "lbs", "ft", "yd", "gal", "oz", "ml", "mph", "kph", "qt",
+                    "kW", "kWh", "MW", "MWh", "Wh", "Mbps", "Gbps", "Kbps", "MB/s", "GB/s")  # "kWh = kW × hours"
+_RATES = {"MB/s": "megabytes per second", "GB/s": "gigabytes per second"}  # (no symbol of their own in UNITS)
 _CONVERTED = "(?:%s)" % "|".join(sorted(_CONVERTED_UNITS, key=len, reverse=True))
 _FORMULA_UNIT = (rf"(?<![\w°./]){_CONVERTED}(?=[ \t]?[×*÷=](?!=))|(?:(?<=[×*÷=][ \t])|(?<=[×*÷=])){_CONVERTED}(?![\w/])"
                  rf"|(?<=[a-z][ \t]to[ \t]){_CONVERTED}(?![\w/])")
-_UNIT_NAMES = frozenset(name for unit in _CONVERTED_UNITS for name in UNITS[unit][:2])
+_UNIT_NAMES = frozenset(name for unit in _CONVERTED_UNITS if unit in UNITS for name in UNITS[unit][:2])
 _UNIT_WORD_TO = re.compile(r"(?i:([a-z]+)[ \t]to[ \t])\Z")
 
 
@@ -680,7 +682,7 @@ def _formula_unit(match: re.Match[str]) -> str | None:
             return None  # "Miles to km": a unit's word before
     elif re.search(r"\d[ \t]?\Z", text[max(0, start - 2):start]):
         return None  # "5 km = ...": the unit of its number (numbers.py)
-    return UNITS[match.group()][1]
+    return _RATES.get(match.group()) or UNITS[match.group()][1]
 
 
 def _math(match: re.Match[str]) -> str | None:
@@ -696,6 +698,8 @@ def _math(match: re.Match[str]) -> str | None:
         return None  # "15 ft = 300 sq ft": the unit of the number before it, not a two-letter variable
     if re.fullmatch(r"[\d.]+[ \t]*=[ \t]*[\d.]+", text) and re.match(r"–[ \t]?\d", match.string[match.end():match.end() + 3]):
         return None  # "Zone 2 = 60–70%": "=", then a range that starts there ("sixty to seventy percent")
+    if re.match(r"[ \t][KMGT]B/s(?![\w/])", match.string[match.end():match.end() + 7]) and text[-1].isdigit():
+        return None  # "8 = 125 MB/s": the last number's rate after it ("megabytes per second"), numbers.py's
     if re.search(r"\d[eE][-+−]?\d", text):
         return None  # "k = 1.38e-23": a number in E notation, not "1.38 e" minus 23
     asked = _ASKED.search(match.string, max(0, match.start() - 20), match.start())

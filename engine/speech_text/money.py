@@ -11,7 +11,7 @@ import re
 
 from engine.speech_text import words as w
 from engine.speech_text.numbers import _END, MULTIPLIERS, PER, UNITS, Rule, trie
-from engine.speech_text.numbers import attributive
+from engine.speech_text.numbers import _NOT_DESCRIBED, attributive
 
 # A currency -> (one, many, one hundredth, hundredths).
 _DOLLARS = ("dollar", "dollars", "cent", "cents")
@@ -213,6 +213,10 @@ _DESCRIBED_AFTER = re.compile(r"[ \t]+(?:deal|contract|budget|settlement|fine|bo
 
 _DETERMINER_BEFORE = re.compile(r"(?:^|\s)(?i:an?|the|your|our|my|his|her|its|their|this|that)[ \t]\Z")
 
+# "$8 meal + $2 tip = $10", "= $4,200 − $350 refunds": an amount and the noun that names it in a formula (an operator
+# after the noun, or the line's end after an operator before the amount)
+_TERM_AFTER = re.compile(r"[ \t]+([a-z]{3,})(?:[ \t]*([=+−×÷])|[ \t]*(?=\n|\Z))")
+_SINGULAR_AFTER = re.compile(r"[ \t]+(?:[a-z]+[ \t]+){0,2}[a-z]+[^s\W][ \t.,!?]|[ \t]+(?:[a-z]+[ \t]+){0,2}[a-z]+[^s\W]\Z")
 
 def _money(match: re.Match[str]) -> str | None:
     parts = _MONEY_PARTS.fullmatch(_points(match.group()))
@@ -226,6 +230,21 @@ def _money(match: re.Match[str]) -> str | None:
             return f"{_said(low, names)} minus {_said(high, names)}"
     described = _DESCRIBED_AFTER.match(match.string, match.end()) and not parts["b"]  # "to $162M deal" (a headline)
     whole = all("." not in amount.rstrip("0").rstrip(".") for amount in (parts["a"], parts["b"] or ""))
+    formula = _TERM_AFTER.match(match.string, match.end())
+    operated = re.search(r"[=+−×÷][ \t]*\Z", match.string[max(0, match.start() - 3):match.start()])
+    if formula and formula[2] is None and not operated:
+        formula = None  # "a $5 fee": no formula's operator either side
+    if formula and not parts["b"] and formula[1].endswith("s") and operated:
+        return _said(parts, names)  # "= $4,200 − $350 refunds": a formula's term named by a plural, "dollars"
+    if formula and formula[2] and not parts["b"] and whole and formula[1] not in _NOT_DESCRIBED and (
+            formula[2] == "+" or re.search(r"\+[ \t]*\Z", match.string[max(0, match.start() - 3):match.start()])) \
+            and formula[1] not in ("extra", "only", "flat", "net", "back", "cash", "now", "upfront", "down", "due"):
+        return _said(parts, (names[0], names[0], names[2], names[2]))  # "$8 meal + $2 tip = $10": "eight dollar meal"
+    if not parts["b"] and not whole and not parts["am"] and names[2] == "cent" and attributive(match) and _DETERMINER_BEFORE.search(
+            match.string, max(0, match.start() - 8), match.start()) and _SINGULAR_AFTER.match(match.string, match.end()):
+        # "a $7.99 charge" "a seven dollar and ninety-nine cent charge", "A $0.50 service charge" "a fifty-cent" (dollars' cents; "a £4.50 sandwich" keeps its plurals)
+        said = _said(parts, (names[0], names[0], names[2], names[2]))
+        return said.replace(" cent", "-cent") if " " not in said[:-5] and "-" not in said and said.endswith(" cent") else said
     if (attributive(match) or described) and (not parts["b"] and whole or parts["am"] or parts["b"] and whole and (
             not parts["sign"] and _DETERMINER_BEFORE.search(match.string, max(0, match.start() - 8), match.start()))):
         # "a $5 fee": "a five dollar fee"; "in the $2,000-$5,000 range": "two thousand to five thousand dollar range"

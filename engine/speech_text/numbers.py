@@ -1021,6 +1021,7 @@ _FORCE_BEFORE = re.compile(r"(?i:\b(?:force|forces|weight|tension|thrust|drag|fr
 # (elsewhere it may be a grade, a letter, a label)
 _ELECTRIC_BEFORE = re.compile(r"(?i:\b(?:rated|rating|breakers?|panels?|circuits?|fuses?|amps?|amperage|service|"
                               r"current|volts?|electrical|wiring|wires?|outlets?|chargers?|draws?|drawing))\b"
+                              r"|\d[ \t]?(?:[kM]?W|k?V|kVA)(?![\w/])"  # "240 V × 32 A", "11.5 kW (48 A)": beside power
                               r"(?:[^.;:!?\n]|\.(?=\d)){0,40}\Z")  # "draws 0.5 A": a decimal point inside
 _ELECTRIC_AFTER = re.compile(r"[ \t]+(?i:(breaker|circuit|fuse|service|panel|outlet|charger|receptacle|plug|load|"
                              r"supply|main|disconnect)s?)\b")

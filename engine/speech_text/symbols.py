@@ -46,6 +46,9 @@ _BE_BEFORE = re.compile(r"(?<![\w'])(?:is|are|was|were|be|been|being|isn't|aren'
 _BARE_VERB_AFTER = re.compile(r"[ \t]*[-−]?[$€£¥]?\d[\d,]*(?:\.\d+)?%?[ \t]+([a-z]+)\b")
 _VERB_AFTER = re.compile(r"[ \t]*[-−]?[$€£¥]?\d[\d,]*(?:\.\d+)?[ \t]?(?:%|°[ \t]?[FCK]?|[A-Za-z]{1,4}(?=[ \t]))?[ \t]+"
                          r"([a-z]+)\b")
+# "Orders < 10 items can use the lane": the compared value (a count of a noun), then the sentence's modal verb
+_MODAL_AFTER = re.compile(r"[ \t]*[-−]?[$€£¥]?\d[\d,]*(?:\.\d+)?%?(?:[ \t]+[a-z]+)?[ \t]+"
+                          r"(?:can|cannot|can't|will|won't|should|must|may|might|could|would|need|get|qualify)\b")
 
 
 # "for every n ≥ 1", "for all x > 0": a quantified variable's bound is no statement, so it has no verb
@@ -82,7 +85,8 @@ def _verb(match: re.Match[str]) -> str:
     if verb_after and verb_after[1] not in _VERBS_IN_S:  # "< 7,500 gets the rate": the verb, not a unit, after it
         verb_after = _BARE_VERB_AFTER.match(match.string, match.end()) or verb_after
     return "" if _BE_BEFORE.search(before) or _QUANTIFIED_BEFORE.search(before) or asked or narrowed \
-        or _NO_SUBJECT_BEFORE.search(before) or counted or (verb_after and verb_after[1] in _VERBS_IN_S) else " is"
+        or _NO_SUBJECT_BEFORE.search(before) or counted or (verb_after and verb_after[1] in _VERBS_IN_S) \
+        or _MODAL_AFTER.match(match.string, match.end()) else " is"
 
 
 def _related(match: re.Match[str]) -> str:
@@ -255,7 +259,7 @@ def _slash(match: re.Match[str]) -> str:
 # A spaced slash or hyphen in a formula (an "=" before it on its line, or after the term it divides by): "ROI = (gain −
 # cost) / cost", "$9,000 / 30 = $300" "divided by"; "Net = gross - 15%" "minus"
 _FORMULA_BEFORE = re.compile(r"=[^=\n.!?;]{1,48}\Z")
-_FORMULA_AFTER = re.compile(r"[ \t]*[$€£¥]?\d[\d,.]*[ \t]*=")
+_FORMULA_AFTER = re.compile(r"[ \t]*[$€£¥]?\d[\d,.]*(?:[ \t]+[a-z]+)?[ \t]*=")  # "/ 24 months = $10": a count
 
 
 # "ROI = gain / cost", "x = a / b": two bare words either side of a spaced slash make a ratio only right after a formula's
@@ -286,6 +290,24 @@ def _formula_arrow(match: re.Match[str]) -> str | None:
     return " yields "
 
 
+
+# "Your savings ≈ 30% of the bill", "1 half tray ≈ 10 servings": "≈" after a noun its determiner or count names (the
+# sentence's subject), before a number, is its verb ("are approximately" after a plural); "takes ≈ 5 min" keeps the word
+_SUBJECT_BEFORE = re.compile(r"(?:(?<![\w'])(?i:your|the|my|our|their|this|that|each|every|one)[ \t]"
+                             r"|(?<![\w.,])\d+[ \t])[ \t]*(?:[a-z]+[ \t]+){0,2}([a-z]{3,})\Z", re.IGNORECASE)
+
+
+def _approximately(match: re.Match[str]) -> str | None:
+    before = match.string[max(0, match.start() - 60):match.start()]
+    if re.search(r"[=+×÷−*][^\n≈=]*\Z", before):
+        return " is approximately "  # "$6,550 ÷ 26 pay periods ≈ $251.92": after a formula's left side
+    subject = _SUBJECT_BEFORE.search(before)
+    if not subject or not re.match(r"[-−]?[$€£¥]?\d", match.string[match.end():match.end() + 3]) \
+            or subject[1].lower() in _VERBS_IN_S or subject[1].lower().endswith(("ed", "ing")):
+        return None
+    plural = subject[1].endswith("s") and not subject[1].endswith(("ss", "us", "is"))
+    return " are approximately " if plural else " is approximately "
+
 RULES: list[Rule] = [
     ("sharp", r"(?<![\w])[CF]#(?![\w#])", _sharp),
     ("compare", r"(?:(?<=[\d)π²³])|(?<=[\d)π²³][ \t])|(?<=(?<!\w)[A-Za-zα-ωΔΣΩ])|(?<=(?<!\w)[A-Za-zα-ωΔΣΩ][ \t]))[≈≥≤≠]",
@@ -313,15 +335,14 @@ RULES: list[Rule] = [
     ("words", r"(?:(?<=\b[Aa][ \t])|(?<=\b[Tt]he[ \t])|(?<=\bhis[ \t])|(?<=\bher[ \t])|(?<=\btheir[ \t])"
               r"|(?<=\bits[ \t]))\+/-(?![ \t]?[-−+]?[\d.])|\+/-(?=[ \t]+rating\b)", _saying("plus minus")),
     # "$6,550 ÷ 26 pay periods ≈ $251.92": "≈" after a formula's left side (an operator before it on its line)
-    ("compare", r"(?<=[\w%)])[ \t]≈[ \t]", lambda match: " is approximately " if re.search(
-        r"[=+×÷−*][^\n≈=]*\Z", match.string[max(0, match.start() - 60):match.start()]) else None),
+    ("compare", r"(?<=[\w%)])[ \t]≈[ \t]", _approximately),
     ("words", "|".join(re.escape(s) for s in sorted(_WORDS, key=len, reverse=True)), _said),
     ("compare", r"(?<=\s)[<>](?=\s)", _compare),
     ("minus", r"(?<=[\w)%])[ \t]?−[ \t]?(?=[\w($€£¥])", _saying(" minus ")),  # "revenue − cost", "100% − 20%": U+2212
     ("about", r"~(?=(?:[A-Z]{0,3}[$£€¥₹])?\d)", _saying("about ")),  # "~5 km", "~$5", "~US$5"
     ("power", r"(?<=[A-Za-z0-9)])\^(?=[-A-Za-z0-9(])", _saying(" to the power of ")),  # "2^10", "x^y", "e^(-x)"
     ("product", r"(?<=\d)[ \t]x(?=[ \t]+[$€£¥]\d)", _saying(" times")),  # "3 x $15 = $45"
-    ("product", r"(?<=[a-z])[ \t]x(?=[ \t]+\d)", _counts_times),  # "6 nights x 2 rooms": counts multiplied
+    ("product", r"(?<=[a-z])[ \t]x(?=[ \t]+[$€£¥]?\d)", _counts_times),  # "4 lines x $25 = $100" too  # "6 nights x 2 rooms": counts multiplied
     # "sin²θ", "cos θ": a trigonometric function before a power or a Greek letter, by its name
     ("trig", r"(?<![\w])(?:sin|cos|tan|cot|sec|csc)(?=[²³]|[ \t]?[αβγδθφωτ])",
      lambda match: {"sin": "sine", "cos": "cosine", "tan": "tangent", "cot": "cotangent", "sec": "secant",
