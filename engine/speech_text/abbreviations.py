@@ -308,12 +308,11 @@ def caps(token: str) -> str:
     if len(token) > 3 and token.endswith("S") and token[:-1].lower() in COMMON_WORDS:  # shouted with its "S": "ENDS"
         return token.lower()
     if base in SPELLED or base in _ACRONYM_WORDS or (len(base) <= 4 and not (len(base) == 4 and one_syllable(base))) \
-            or not _VOWELS & set(base):
+            or not _VOWELS & set(base) or (  # or "MMORPG": no word opens so
+                len(base) >= 5 and not SAYABLE_START.match(base) and base[:2] not in ("PS", "PT", "PN", "TS", "GN", "MN")):
         # a plural's "s" run into its last letter ("PODs" "P O Ds"); after A, I, O or U, whose "s" would make a word
         # ("KPIs" "K P I's")
         return " ".join(base) + (("'s" if base[-1] in "AIOU" else "s") if plural else "")
-    if len(base) >= 5 and not SAYABLE_START.match(base) and base[:2] not in ("PS", "PT", "PN", "TS", "GN", "MN"):
-        return " ".join(base) + (("'s" if base[-1] in "AIOU" else "s") if plural else "")  # "MMORPG": no word opens so
     return base.lower() + plural
 
 
