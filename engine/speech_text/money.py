@@ -11,7 +11,7 @@ import re
 
 from engine.speech_text import words as w
 from engine.speech_text.numbers import _END, MULTIPLIERS, PER, UNITS, Rule, trie
-from engine.speech_text.numbers import _NOT_DESCRIBED, attributive
+from engine.speech_text.numbers import NOT_DESCRIBED, attributive
 
 # A currency -> (one, many, one hundredth, hundredths).
 _DOLLARS = ("dollar", "dollars", "cent", "cents")
@@ -236,7 +236,7 @@ def _money(match: re.Match[str]) -> str | None:
         formula = None  # "a $5 fee": no formula's operator either side
     if formula and not parts["b"] and formula[1].endswith("s") and operated:
         return _said(parts, names)  # "= $4,200 − $350 refunds": a formula's term named by a plural, "dollars"
-    if formula and formula[2] and not parts["b"] and whole and formula[1] not in _NOT_DESCRIBED and (
+    if formula and formula[2] and not parts["b"] and whole and formula[1] not in NOT_DESCRIBED and (
             formula[2] == "+" or re.search(r"\+[ \t]*\Z", match.string[max(0, match.start() - 3):match.start()])) \
             and formula[1] not in ("extra", "only", "flat", "net", "back", "cash", "now", "upfront", "down", "due"):
         return _said(parts, (names[0], names[0], names[2], names[2]))  # "$8 meal + $2 tip = $10": "eight dollar meal"

@@ -272,7 +272,7 @@ _NOUN_AFTER = re.compile(r"[ \t]+([A-Za-z][a-z]*|[A-Z]{2,})\b")
 _COMPOUND_AFTER = re.compile(r"[ \t]+([a-z]+)[ \t]+([a-z]+)\b")  # "support calls"
 _WORD_BEFORE = re.compile(r"\b[a-z]+[ \t]+\Z")
 # What follows a measure without it describing that word: "20 GB of data", "10 km a day", "5 kg left", "2 mi away".
-_NOT_DESCRIBED = frozenset(
+NOT_DESCRIBED = frozenset(
     """of in on at to for from and or but per each a an the is are was were be been will would can could should may
     must with by as than left remaining total more less over under up down off out away ago later long tall wide high
     deep thick old apart ahead behind before after into onto daily weekly monthly yearly i you he she it we they
@@ -306,7 +306,7 @@ _DURATION_END = re.compile(r"(?i:min|mins|minutes?|hrs?|hours?|secs?|seconds?|da
 # "a"/"an", and perhaps one word ("a brisk"), before a measure: the noun after it is the one thing it describes.
 # (a term before a comma too: "a 5-year, $275M extension")
 _A_BEFORE = re.compile(r"(?:^|\s)(?i:an?)[ \t]+(?:[a-z]+[ \t]+|\d{1,3}-[a-z]+,[ \t]+)?\Z")
-_NOUNS_AFTER_A = frozenset({"can"})  # words of _NOT_DESCRIBED that are nouns after "a": "a 12 oz can" ("12 oz can be")
+_NOUNS_AFTER_A = frozenset({"can"})  # words of NOT_DESCRIBED that are nouns after "a": "a 12 oz can" ("12 oz can be")
 _NOUN_AFTER_A_END = re.compile(r"(?![ \t]+[a-z])|[ \t]+(?:of\b|[a-z]+(?:s|ed)\b)")  # "can of soda", "can holds", "can."
 
 
@@ -325,15 +325,15 @@ def attributive(match: re.Match[str]) -> bool:
                                                                             match.end() + 8) is not None
     article = _A_BEFORE.search(match.string, max(0, match.start() - 24), match.start()) is not None
     if (_LINE_START.search(match.string, max(0, match.start() - 24), match.start()) and re.fullmatch(
-            r"\d+(?:\.\d+)?[A-Za-z]+", match.group()) and after[1].islower() and after[1] not in _NOT_DESCRIBED
+            r"\d+(?:\.\d+)?[A-Za-z]+", match.group()) and after[1].islower() and after[1] not in NOT_DESCRIBED
             and after[1] not in _VERBS_IN_S and not after[1].endswith("ed")):
         return True  # "850W power supply", "Engine: 2.0L turbo": a measure run into its unit opening a line or a label's value
     if after[1] in _HOW_OFTEN and (article or _DETERMINER.search(match.string, max(0, match.start() - 8),
                                                                  match.start())):
         # "a $5 monthly fee", "your 10 km daily walk": how often, then the noun it describes
         noun = _NOUN_AFTER.match(match.string, after.end(), after.end() + 24)
-        return noun is not None and noun[1].islower() and noun[1] not in _NOT_DESCRIBED
-    if after[1].lower() in _NOT_DESCRIBED and not (article and after[1] in _NOUNS_AFTER_A
+        return noun is not None and noun[1].islower() and noun[1] not in NOT_DESCRIBED
+    if after[1].lower() in NOT_DESCRIBED and not (article and after[1] in _NOUNS_AFTER_A
                                                    and _NOUN_AFTER_A_END.match(match.string, after.end())):
         return False
     if article and after[1] not in _VERBS_IN_S:
@@ -371,7 +371,7 @@ def _counts(match: re.Match[str]) -> bool:
     if after and not _PLURAL_NOUN.fullmatch(noun) and _WORD_BEFORE.search(match.string, max(0, match.start() - 20),
                                                                           match.start()):
         pair = _COMPOUND_AFTER.match(match.string, match.end(), match.end() + 32)
-        noun = pair[2] if pair and pair[1] not in _NOT_DESCRIBED else noun
+        noun = pair[2] if pair and pair[1] not in NOT_DESCRIBED else noun
     if not _PLURAL_NOUN.fullmatch(noun) or noun in _NOT_PLURAL_NOUNS or noun in _VERBS_IN_S or noun in _YEAR_NOUNS:
         return False
     return _YEAR_BEFORE.search(match.string, max(0, match.start() - 12), match.start()) is None
