@@ -287,7 +287,7 @@ NOT_DESCRIBED = frozenset(
 _HAVING = re.compile(r"(?:^|\s)(?i:with|without|has|have|had)[ \t]\Z")
 _PLURAL_NOUN = re.compile(r"[a-z]{2,}[^su]s")
 # Verbs in -s that follow a measure or a price as its subject ("11 kW takes", "$5 buys", "5 kg costs").
-_VERBS_IN_S = frozenset("""takes means makes costs gives needs uses lasts weighs holds gets covers fits requires seems
+VERBS_IN_S = frozenset("""takes means makes costs gives needs uses lasts weighs holds gets covers fits requires seems
     looks goes comes keeps provides allows lets helps adds saves burns feels sounds works stays remains includes
     contains equals becomes produces delivers offers supports buys pays gets earns brings leaves puts sets runs
     moves turns shows tells asks wants beats feeds serves charges yields lowers raises reduces increases
@@ -326,7 +326,7 @@ def attributive(match: re.Match[str]) -> bool:
     article = _A_BEFORE.search(match.string, max(0, match.start() - 24), match.start()) is not None
     if (_LINE_START.search(match.string, max(0, match.start() - 24), match.start()) and re.fullmatch(
             r"\d+(?:\.\d+)?[A-Za-z]+", match.group()) and after[1].islower() and after[1] not in NOT_DESCRIBED
-            and after[1] not in _VERBS_IN_S and not after[1].endswith("ed")):
+            and after[1] not in VERBS_IN_S and not after[1].endswith("ed")):
         return True  # "850W power supply", "Engine: 2.0L turbo": a measure run into its unit opening a line or a label's value
     if after[1] in _HOW_OFTEN and (article or _DETERMINER.search(match.string, max(0, match.start() - 8),
                                                                  match.start())):
@@ -336,9 +336,9 @@ def attributive(match: re.Match[str]) -> bool:
     if after[1].lower() in NOT_DESCRIBED and not (article and after[1] in _NOUNS_AFTER_A
                                                    and _NOUN_AFTER_A_END.match(match.string, after.end())):
         return False
-    if article and after[1] not in _VERBS_IN_S:
+    if article and after[1] not in VERBS_IN_S:
         return True  # "a brisk 10 km walk", "A 12 oz can of soda": "a" (and a word) before, a noun after
-    if _PLURAL_NOUN.fullmatch(after[1]) and after[1] not in _NOT_PLURAL_NOUNS and after[1] not in _VERBS_IN_S:
+    if _PLURAL_NOUN.fullmatch(after[1]) and after[1] not in _NOT_PLURAL_NOUNS and after[1] not in VERBS_IN_S:
         return True  # "with 9 ft ceilings", "2–4 kg weights", "$5 bills": a plural noun, not a verb ("11 kW takes")
     if after[1] in _TIMED_NOUNS and _DURATION_END.search(match.group()):
         return True  # "a 20 min wait", "approx. 20 min wait": a duration before the thing it times
@@ -372,7 +372,7 @@ def _counts(match: re.Match[str]) -> bool:
                                                                           match.start()):
         pair = _COMPOUND_AFTER.match(match.string, match.end(), match.end() + 32)
         noun = pair[2] if pair and pair[1] not in NOT_DESCRIBED else noun
-    if not _PLURAL_NOUN.fullmatch(noun) or noun in _NOT_PLURAL_NOUNS or noun in _VERBS_IN_S or noun in _YEAR_NOUNS:
+    if not _PLURAL_NOUN.fullmatch(noun) or noun in _NOT_PLURAL_NOUNS or noun in VERBS_IN_S or noun in _YEAR_NOUNS:
         return False
     return _YEAR_BEFORE.search(match.string, max(0, match.start() - 12), match.start()) is None
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 
 from engine.speech_text import words as w
-from engine.speech_text.numbers import _VERBS_IN_S, UNITS, Rule, trie
+from engine.speech_text.numbers import VERBS_IN_S, UNITS, Rule, trie
 
 EMOJI = (
     "\u00a9\u00ae\u203c\u2049\u2122\u2139\u2194-\u21ff\u2300-\u23ff\u2460-\u24ff\u2500-\u27bf\u2900-\u297f"
@@ -43,11 +43,11 @@ _BE_BEFORE = re.compile(r"(?<![\w'])(?:is|are|was|were|be|been|being|isn't|aren'
                         r"becomes?|became|gets?|got|falls?|fell|rises?|rose|drops?|dropped)[ \t]*\Z", re.I)
 # "LTV < 80% means no PMI", "Temp > 40°F triggers an alert": a relation whose term after it is followed by the sentence's
 # verb is the subject's description, no statement of its own ("L T V less than eighty percent means")
-_BARE_VERB_AFTER = re.compile(r"[ \t]*[-−]?[$€£¥]?\d[\d,]*(?:\.\d+)?%?[ \t]+([a-z]+)\b")
-_VERB_AFTER = re.compile(r"[ \t]*[-−]?[$€£¥]?\d[\d,]*(?:\.\d+)?[ \t]?(?:%|°[ \t]?[FCK]?|[A-Za-z]{1,4}(?=[ \t]))?[ \t]+"
-                         r"([a-z]+)\b")
+_TERM = r"[ \t]*[-−]?[$€£¥]?\d[\d,]*(?:\.\d+)?"  # the relation's term: a number, signed, priced
+_BARE_VERB_AFTER = re.compile(_TERM + r"%?[ \t]+([a-z]+)\b")
+_VERB_AFTER = re.compile(_TERM + r"[ \t]?(?:%|°[ \t]?[FCK]?|[A-Za-z]{1,4}(?=[ \t]))?[ \t]+([a-z]+)\b")
 # "Orders < 10 items can use the lane": the compared value (a count of a noun), then the sentence's modal verb
-_MODAL_AFTER = re.compile(r"[ \t]*[-−]?[$€£¥]?\d[\d,]*(?:\.\d+)?%?(?:[ \t]+[a-z]+)?[ \t]+"
+_MODAL_AFTER = re.compile(_TERM + r"%?(?:[ \t]+[a-z]+)?[ \t]+"
                           r"(?:can|cannot|can't|will|won't|should|must|may|might|could|would|need|get|qualify)\b")
 
 
@@ -82,10 +82,10 @@ def _verb(match: re.Match[str]) -> str:
     narrowed = _NARROWED_BEFORE.search(match.string, max(0, match.start() - 40), match.start())
     counted = _ONE_LETTER_BEFORE.search(before) and _COUNT_AFTER.match(match.string, match.end())
     verb_after = _VERB_AFTER.match(match.string, match.end())
-    if verb_after and verb_after[1] not in _VERBS_IN_S:  # "< 7,500 gets the rate": the verb, not a unit, after it
+    if verb_after and verb_after[1] not in VERBS_IN_S:  # "< 7,500 gets the rate": the verb, not a unit, after it
         verb_after = _BARE_VERB_AFTER.match(match.string, match.end()) or verb_after
     return "" if _BE_BEFORE.search(before) or _QUANTIFIED_BEFORE.search(before) or asked or narrowed \
-        or _NO_SUBJECT_BEFORE.search(before) or counted or (verb_after and verb_after[1] in _VERBS_IN_S) \
+        or _NO_SUBJECT_BEFORE.search(before) or counted or (verb_after and verb_after[1] in VERBS_IN_S) \
         or _MODAL_AFTER.match(match.string, match.end()) else " is"
 
 
@@ -303,7 +303,7 @@ def _approximately(match: re.Match[str]) -> str | None:
         return " is approximately "  # "$6,550 ÷ 26 pay periods ≈ $251.92": after a formula's left side
     subject = _SUBJECT_BEFORE.search(before)
     if not subject or not re.match(r"[-−]?[$€£¥]?\d", match.string[match.end():match.end() + 3]) \
-            or subject[1].lower() in _VERBS_IN_S or subject[1].lower().endswith(("ed", "ing")):
+            or subject[1].lower() in VERBS_IN_S or subject[1].lower().endswith(("ed", "ing")):
         return None
     plural = subject[1].endswith("s") and not subject[1].endswith(("ss", "us", "is"))
     return " are approximately " if plural else " is approximately "
