@@ -151,9 +151,8 @@ GATEWAY_OPTIONS = (
            "where --echo-guard is)", number, 15.0),
     Option("--echo-canceller", "CBF_ECHO_CANCELLER", "take the gateway's own voice coming back on a call (a phone "
            "line, a WebRTC peer's loudspeaker) out of the caller's audio (WebRTC's AEC3) before the VAD hears it "
-           "and, unless its listen says \"aec\": false, the controller: for lines that echo (it hears callers far "
-           "quieter than the level rule does, but holds back short sounds in its first seconds of the gateway's "
-           "speech)", boolean, False),
+           "and, unless its listen says \"aec\": false, the controller; false leaves the level rule "
+           "(--echo-margin-db) alone, which cannot hear a caller quieter than its margin", boolean, True),
     Option("--echo-guard", "CBF_ECHO_GUARD", "with the echo canceller on, also hold the caller to --echo-margin-db "
            "below the gateway's voice (a last guard; it misses callers quieter than that)", boolean, False),
     Option("--vad-batch", "CBF_VAD_BATCH", "hear every call's VAD windows that fall due in one pass of the event "
@@ -910,7 +909,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--line-trials", type=whole, default=10, help="trials of each phone line model "
                    "(cbf_tools/bench/line.py); 0: none")
     p.add_argument("--line-compare", type=boolean, default=True, help="the line models on a server with "
-                   "--echo-canceller false too (today's level rule), where the bench starts its own")
+                   "--echo-canceller false too (the level rule), where the bench starts its own")
     p.add_argument("--webrtc-trials", type=whole, default=5, help="trials of each of the WebRTC line models (a "
                    "peer on a loudspeaker: a loud caller, callers 17 and 20 dB below the gateway, the echo alone), "
                    "with the line models; 0: none")

@@ -23,7 +23,7 @@ class GatewaySettings:
     client_lead_s: float = 3.0  # audio generated ahead of what a client has taken, past what the longest chunk needs
     barge_in: str = "vad"  # what a caller's speech does to the gateway's (gateway/listen/barge_in.py)
     vad: VadConfig = field(default_factory=VadConfig)  # the caller's voice activity (gateway/listen/detector.py)
-    echo_canceller: bool = False  # the gateway's voice taken out of the caller's audio (gateway/listen/aec.py)
+    echo_canceller: bool = True  # the gateway's voice taken out of the caller's audio (gateway/listen/aec.py)
     echo_guard: bool = False  # the level rule (gateway/listen/echo.py) judges too; without the canceller it always does
     vad_batch: bool = False  # callers' VAD windows due together heard in one model run (gateway/listen/tick.py)
     wyoming_zeroconf: str | None = None  # the Wyoming port's zeroconf name (gateway/wyoming/announce.py)

@@ -320,16 +320,26 @@ async def test_telnyx_and_asterisk_callers_are_heard_and_barge_in(url, stack, en
     await no_sessions_left(url)
 
 
+@pytest.fixture(scope="module")
+def level_rule_url():
+    """A gateway with the echo canceller off (``--echo-canceller false``): the level rule alone guards."""
+    from tests.server import PHONE_KEY, running_server
 
-async def test_the_canceller_off_a_webrtc_peers_loudspeaker_echo_is_set_aside_by_the_level_rule(url, monkeypatch):
-    """``--echo-canceller`` off (the default), as before it ran on WebRTC peers: a peer whose loudspeaker echoes the
-    gateway (-12 dB, 150 ms after it played, band-passed, clipped; cbf_tools/peers/loudspeaker.py) does not stop it
-    (the level rule takes that for the gateway's own voice), and a caller as loud as the gateway does."""
+    with running_server("--api-key", PHONE_KEY, "--echo-canceller", "false") as started:
+        yield started
+
+
+async def test_the_canceller_off_a_webrtc_peers_loudspeaker_echo_is_set_aside_by_the_level_rule(level_rule_url,
+                                                                                                  monkeypatch):
+    """``--echo-canceller false``: a peer whose loudspeaker echoes the gateway (-12 dB, 150 ms after it played,
+    band-passed, clipped; cbf_tools/peers/loudspeaker.py) does not stop it (the level rule takes that for the
+    gateway's own voice), and a caller as loud as the gateway does."""
     from cbf_tools.bench import caller_voices as voices
     from cbf_tools.bench import line
     from tests.rtc_helpers import speaking_to_a_loudspeaker
 
-    peer = await speaking_to_a_loudspeaker(url, monkeypatch, line.LineModel("a loudspeaker", -12, 150, None), KEY)
+    echo = line.LineModel("a loudspeaker", -12, 150, None)
+    peer = await speaking_to_a_loudspeaker(level_rule_url, monkeypatch, echo, KEY)
     try:
         played = peer.speaker.loud_seconds()
         assert await peer.wait_for(lambda: peer.speaker.loud_seconds() >= played + 2.5, 30)
@@ -340,4 +350,4 @@ async def test_the_canceller_off_a_webrtc_peers_loudspeaker_echo_is_set_aside_by
         assert kinds.index("cancelled") < kinds.index("interrupted"), kinds
     finally:
         await peer.close()
-    await no_sessions_left(url)
+    await no_sessions_left(level_rule_url)

@@ -16,7 +16,6 @@ from cbf_tools.peers.polling import until
 from gateway.listen.aec import REACH_S, TAIL_S, EchoCanceller
 from gateway.listen.apm import WebRtcApm
 from tests.server import PHONE_KEY as KEY
-from tests.server import running_server
 from tests.test_telephony import no_sessions_left
 
 RATE = line.RATE
@@ -222,16 +221,16 @@ def test_a_webrtc_peers_echo_delay_that_shortens_mid_speech_is_followed_and_what
 
 
 @pytest.fixture(scope="module")
-def aec_url():
-    with running_server("--api-key", KEY, "--max-text-chars", "1000", "--echo-canceller", "true") as url:
-        yield url
+def aec_url(phone_server: str) -> str:
+    """The shared phone server (tests/conftest.py): the canceller is on by default."""
+    return phone_server
 
 
 async def test_on_a_line_that_echoes_a_quiet_caller_is_heard_and_the_echo_alone_is_not(aec_url):
     """The bench's phone line (cbf_tools/bench/line.py) on a Twilio call: the gateway's own voice comes back 12 dB
     down, 150 ms late, band-passed and softly clipped. The echo canceller takes it out: alone, for 4 s of the
     gateway's speech, it stops nothing; a caller 10 dB below the gateway's speech level, talking over it, is
-    cleared. (A server of its own, ``--echo-canceller true``: the canceller is off by default.)"""
+    cleared."""
     url = aec_url
     from cbf_tools.bench import barge_in as bench
     from cbf_tools.bench import caller_voices as voices

@@ -3,7 +3,7 @@ wire, cbf_tools/peers/phone_callers.py) whose line sends the gateway's own voice
 softly clipped) and, on the speech models, a caller ``caller_db`` below the gateway's speech level, 1-3 s into its
 speech (double talk: 0.2 s in). Per model: clears and onset to clear (p50, p95) for speech, false barge-ins for echo
 alone. Run on the server as it is configured (``--url``) or, where the bench starts its own, on one with
-``--echo-canceller true`` and one with ``false`` (the level rule, the default).
+``--echo-canceller true`` (the default) and one with ``false`` (the level rule).
 
 And the per-call CPU of the caller's side (canceller + VAD, in this process: gateway/listen/caller.py's
 ``CallerSide``) on the target line, with 1, 4 and 16 calls heard frame by frame, their due windows in one batched run
