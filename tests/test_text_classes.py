@@ -1181,6 +1181,13 @@ SAID = [
     ('$8 meal + $2 tip = $10', 'eight dollar meal plus two dollar tip equals ten dollars'),
     ('Net sales = $4,200 − $350 refunds', 'Net sales equals four thousand two hundred dollars minus three hundred fifty dollars refunds'),
     ("so it's 4 lines x $25 = $100 total", "so it's four lines times twenty-five dollars equals one hundred dollars total"),
+    ('Only the last ¼ mile is uphill.', 'Only the last quarter mile is uphill.'),
+    ('EST. MCMXCV', 'ESTABLISHED nineteen ninety-five'),
+    ('at 5 PM EST. 2024 will', 'at five PM E S T. twenty twenty-four will'),
+    ('Our call line: 212-555-0147 x4', 'Our call line, two one two, five five five, zero one four seven extension four'),
+    ('Doors open 6-6:45 tonight', 'Doors open six to six forty-five tonight'),
+    ('Install a 30 A, 240 V outlet.', 'Install a thirty amp, two hundred forty volt outlet.'),
+    ('The Remix feat. DJ Vale', 'The Remix featuring D J Vale'),
 ]
 
 

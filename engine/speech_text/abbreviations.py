@@ -670,7 +670,12 @@ RULES: list[Rule] = [
     ("abbreviation", r"(?<![\w.])(?:Ep|Pt|Lv|Lvl|ep|lv|lvl)\.(?=[ \t]?\d)",
      lambda match: _cased(match, {"ep": "episode", "pt": "part", "lv": "level", "lvl": "level"}[match.group()[:-1].lower()])),
     # "ft. Jay and Mo": a song's or a video's guest, "featuring", before a capitalised name (not after a count: feet)
-    ("abbreviation", r"(?<![\w.\d])(?<!\d[ \t])(?:ft|feat)\.(?=[ \t]+[A-Z][a-z])", lambda match: "featuring"),
+    ("abbreviation", r"(?<![\w.\d])(?<!\d[ \t])(?:ft\.(?=[ \t]+[A-Z][a-z])|feat\.(?=[ \t]+[A-Z]))", lambda match: "featuring"),
+    # "feat. MC Lark": "feat." before any capitalised name, initials too (no unit is "feat.")
+    # "EST. 1998", "EST MCMXXVI": a shouted "Est." before a year, established (not after a time: the time zone)
+    ("abbreviation", r"(?<![\w.])(?<![\d.][ \t])(?<![mM][ \t])(?<![mM]\.[ \t])EST\.?"
+                     r"(?=[ \t]+(?:in[ \t]+)?(?:(?:1[5-9]|20)\d\d\b|M{1,2}(?:CM|D?C{0,3})(?:XC|XL|L?X{0,3})(?:IX|IV|V?I{0,3})\b))",
+     lambda match: "ESTABLISHED"),
     # "Kelly's Auto Body dba KAB Collision": doing business as, between two names
     ("abbreviation", r"(?<=[\w.'’][ \t])(?:dba|DBA|d/b/a|D/B/A)(?=[ \t]+[A-Z\d\"“])", lambda match: "doing business as"),
     # "comp w/ $250 ded": an insurance policy's deductible, after an amount of money

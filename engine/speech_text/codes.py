@@ -958,6 +958,7 @@ RULES: list[Rule] = [
     ("vanity", r"(?<![\w+-])(?:1[-. ])?\d{3}[-. ](?=[A-Z0-9-]*[A-Z]{3})[A-Z0-9]{2,}(?:-[A-Z0-9]+)*(?![\w-])",
      _vanity),
     ("extension", r"(?<![\w])(?:[Ee]xt|EXT)\.?[ \t]?#?\d{1,6}(?![\w])|(?:(?<=\d[ \t])|(?<=\d,[ \t]))x[ \t]?\d{2,6}(?![\w])"
+     r"|(?<=\d{3}[-.]\d{4}[ \t])x\d(?![\w])"  # "404.555.0181 x3": a one-digit extension after a phone's last four
      r"|(?:(?<=\b[Aa]t[ \t])|(?<=\b[Dd]ial[ \t])|(?<=\b[Cc]all[ \t])|(?<=\bto[ \t]))x\d{3,6}(?![\w])",
      _extension),
     ("local_phone", r"(?<![\w.+-])\d{3}[-. ]\d{4}(?![\w-]|[. ]\d)", _local_phone),  # "call 555 0199" too
