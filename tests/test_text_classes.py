@@ -1188,6 +1188,10 @@ SAID = [
     ('Doors open 6-6:45 tonight', 'Doors open six to six forty-five tonight'),
     ('Install a 30 A, 240 V outlet.', 'Install a thirty amp, two hundred forty volt outlet.'),
     ('The Remix feat. DJ Vale', 'The Remix featuring D J Vale'),
+    ('Loyalty card no. TX 4410 2298', 'Loyalty card number T X four four one zero, two two nine eight'),
+    ('Your user id is k9m2', 'Your user I D is K nine M two'),
+    ('the id and the ego', 'the id and the ego'),
+    ('Write to it@acme.com or VIP@ACME.COM', 'Write to I T at acme dot com or V I P at ACME dot COM'),
 ]
 
 
