@@ -1181,6 +1181,17 @@ SAID = [
     ('$8 meal + $2 tip = $10', 'eight dollar meal plus two dollar tip equals ten dollars'),
     ('Net sales = $4,200 − $350 refunds', 'Net sales equals four thousand two hundred dollars minus three hundred fifty dollars refunds'),
     ("so it's 4 lines x $25 = $100 total", "so it's four lines times twenty-five dollars equals one hundred dollars total"),
+    ('Only the last ¼ mile is uphill.', 'Only the last quarter mile is uphill.'),
+    ('EST. MCMXCV', 'ESTABLISHED nineteen ninety-five'),
+    ('at 5 PM EST. 2024 will', 'at five PM E S T. twenty twenty-four will'),
+    ('Our call line: 212-555-0147 x4', 'Our call line, two one two, five five five, zero one four seven extension four'),
+    ('Doors open 6-6:45 tonight', 'Doors open six to six forty-five tonight'),
+    ('Install a 30 A, 240 V outlet.', 'Install a thirty amp, two hundred forty volt outlet.'),
+    ('The Remix feat. DJ Vale', 'The Remix featuring D J Vale'),
+    ('Loyalty card no. TX 4410 2298', 'Loyalty card number T X four four one zero, two two nine eight'),
+    ('Your user id is k9m2', 'Your user I D is K nine M two'),
+    ('the id and the ego', 'the id and the ego'),
+    ('Write to it@acme.com or VIP@ACME.COM', 'Write to I T at acme dot com or V I P at ACME dot COM'),
 ]
 
 

@@ -524,7 +524,7 @@ _LOWER_ABBREVIATIONS = {k: v for k, v in ABBREVIATIONS.items() if k.islower() an
 # "serial no. on the unit": "no." after what is numbered is "number" whatever follows.
 _NUMBERED_NO = "|".join(rf"(?<=\b{noun}[ \t])no\." for noun in (
     "serial model part account policy order item invoice case claim ticket flight room phone lot batch ref reference "
-    "tracking confirmation patient member contract routing acct\\. ref\\. inv\\. conf\\.").split())  # "ref. no." too
+    "tracking confirmation patient member contract routing card acct\\. ref\\. inv\\. conf\\.").split())  # "ref. no." too
 _COUNTER_WORDS = sorted((k for k, v in {**TITLES, **ABBREVIATIONS}.items() if v.lower() in _COUNTERS), key=len,
                         reverse=True)
 _OPEN_COUNTED = re.compile(r"(?<![\w.])(?:%s)[ \t]*(?:%s(?:,[ \t]?%s)*,?(?:[ \t]+(?:and|&|to|through|thru)?)?)?[ \t]*\Z"
@@ -670,7 +670,16 @@ RULES: list[Rule] = [
     ("abbreviation", r"(?<![\w.])(?:Ep|Pt|Lv|Lvl|ep|lv|lvl)\.(?=[ \t]?\d)",
      lambda match: _cased(match, {"ep": "episode", "pt": "part", "lv": "level", "lvl": "level"}[match.group()[:-1].lower()])),
     # "ft. Jay and Mo": a song's or a video's guest, "featuring", before a capitalised name (not after a count: feet)
-    ("abbreviation", r"(?<![\w.\d])(?<!\d[ \t])(?:ft|feat)\.(?=[ \t]+[A-Z][a-z])", lambda match: "featuring"),
+    ("abbreviation", r"(?<![\w.\d])(?<!\d[ \t])(?:ft\.(?=[ \t]+[A-Z][a-z])|feat\.(?=[ \t]+[A-Z]))", lambda match: "featuring"),
+    # "feat. MC Lark": "feat." before any capitalised name, initials too (no unit is "feat.")
+    # "your pass id is", "user id": a small-letter "id" after a word it identifies, spelled (Freud's "id" stays)
+    ("abbreviation", "(?:%s)id(?![\\w'’@.-])" % "|".join(rf"(?<=\b{noun}[ \t])" for noun in (
+        "pass user card member guest login customer student employee traveler account device session").split()),
+     lambda match: "I D"),
+    # "EST. 1998", "EST MCMXXVI": a shouted "Est." before a year, established (not after a time: the time zone)
+    ("abbreviation", r"(?<![\w.])(?<![\d.][ \t])(?<![mM][ \t])(?<![mM]\.[ \t])EST\.?"
+                     r"(?=[ \t]+(?:in[ \t]+)?(?:(?:1[5-9]|20)\d\d\b|M{1,2}(?:CM|D?C{0,3})(?:XC|XL|L?X{0,3})(?:IX|IV|V?I{0,3})\b))",
+     lambda match: "ESTABLISHED"),
     # "Kelly's Auto Body dba KAB Collision": doing business as, between two names
     ("abbreviation", r"(?<=[\w.'’][ \t])(?:dba|DBA|d/b/a|D/B/A)(?=[ \t]+[A-Z\d\"“])", lambda match: "doing business as"),
     # "comp w/ $250 ded": an insurance policy's deductible, after an amount of money

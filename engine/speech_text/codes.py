@@ -803,6 +803,10 @@ _HEX_STRING = re.compile(r"(?=.*\d[a-f]+\d)(?=.*[a-f]\d+[a-f])[0-9a-f]{7,}")
 _SYMBOL_NAMES = {"$": "dollars", "€": "euros", "£": "pounds", "¥": "yen", "₹": "rupees", "₩": "won", "¢": "cents"}
 
 
+# "your pass id is ab12cd", "ID: x7k2": an identifier named just before a code that mixes letters and digits
+_ID_IS_BEFORE = re.compile(r"(?i:\bid)(?:[ \t]+(?:is|was))?[ \t]*:?[ \t]*\Z")
+
+
 def _leftover(match: re.Match[str]) -> str:
     """What no other rule read but holds digits or a currency symbol: never handed to the model raw. Digits as a
     number (up to four) or digit by digit, short letter runs spelled unless a capitalised word ("Blue7Fox"), symbols
@@ -815,7 +819,8 @@ def _leftover(match: re.Match[str]) -> str:
     # "8f3a-77c2": an ID of letters and digits mixed on both sides of its hyphen, its digits one by one
     # ("a3f9-22bc": a mixed piece beside another, however few its runs)
     code = (len(runs) >= 3 or _MIXED.fullmatch(match.group()) is not None) and \
-        any(side and _MIXED.fullmatch(side[1]) for side in (before, after)) or _HEX_STRING.fullmatch(match.group())
+        any(side and _MIXED.fullmatch(side[1]) for side in (before, after)) or _HEX_STRING.fullmatch(match.group()) \
+        or _MIXED.fullmatch(match.group()) is not None and _ID_IS_BEFORE.search(text, max(0, start - 24), start) is not None
     for run in runs:
         if run.isdigit():
             said.append(w.cardinal(run) if len(run) <= 4 and run[0] != "0" and not code else w.digits(run))
@@ -873,6 +878,16 @@ def _standard(match: re.Match[str]) -> str:
 # its object a number or after "the")
 _LINE_COUNTED = re.compile(r"[ \t]*%|[ \t]+(?!(?:is|was|has|does|this|his|its|thus|plus|less|unless|across)\b)[a-z]+s\b(?![ \t]+(?:[$€£¥]?\d|the\b|about\b|up[ \t]to\b))"
                            r"|[ \t]?([A-Za-z]+)\b")
+
+
+_CARD_NUMBER_BEFORE = re.compile(r"(?i:\bcard)[ \t]*(?:no\.|number|#)[ \t]*:?[ \t]*\Z")
+
+
+def _card_groups(match: re.Match[str]) -> str | None:
+    if not _CARD_NUMBER_BEFORE.search(match.string, max(0, match.start() - 20), match.start()):
+        return None
+    line, *groups = match.group().split()
+    return " ".join(line) + " " + ", ".join(w.digits(group) for group in groups)
 
 
 def _model(match: re.Match[str]) -> str | None:
@@ -958,6 +973,7 @@ RULES: list[Rule] = [
     ("vanity", r"(?<![\w+-])(?:1[-. ])?\d{3}[-. ](?=[A-Z0-9-]*[A-Z]{3})[A-Z0-9]{2,}(?:-[A-Z0-9]+)*(?![\w-])",
      _vanity),
     ("extension", r"(?<![\w])(?:[Ee]xt|EXT)\.?[ \t]?#?\d{1,6}(?![\w])|(?:(?<=\d[ \t])|(?<=\d,[ \t]))x[ \t]?\d{2,6}(?![\w])"
+     r"|(?<=\d{3}[-.]\d{4}[ \t])x\d(?![\w])"  # "404.555.0181 x3": a one-digit extension after a phone's last four
      r"|(?:(?<=\b[Aa]t[ \t])|(?<=\b[Dd]ial[ \t])|(?<=\b[Cc]all[ \t])|(?<=\bto[ \t]))x\d{3,6}(?![\w])",
      _extension),
     ("local_phone", r"(?<![\w.+-])\d{3}[-. ]\d{4}(?![\w-]|[. ]\d)", _local_phone),  # "call 555 0199" too
@@ -1034,6 +1050,9 @@ RULES: list[Rule] = [
     ("standard", rf"(?<![\w/-]){_BODY}(?:(?:/{_BODY})*[ \t]{_STANDARD_NUMBER}|(?:/{_BODY})+(?![\w/-]))", _standard),
     ("standard", r"(?<![\w.])802\.\d{1,2}[A-Za-z]{0,3}(?![\w]|\.\d)", lambda match: _standard_number(match.group())),  # Wi-Fi's
     ("model", r"(?<![\w/-])[A-Z]{2,4}(?:[ \t]\d{1,2})?[ \t]\d{3,4}(?![\w]|[.,:/-]\d)", _model),
+    # "Gift card no. GC 5521 0093": a card's letters and its groups of four digits after its number's word, the
+    # letters spelled, the digits one by one group by group
+    ("grouped_digits", r"(?<![\w/-])[A-Z]{1,4}(?:[ \t]\d{4}){2,3}(?![\w-]|[.,]\d|[ \t]\d)", _card_groups),
     # "a 404 error", "503 Service Unavailable", "status 404": an HTTP status code, in pairs ("four oh four")
     ("http_status", r"(?<![\w.,$#-])(?:[1-5]\d\d(?=[ \t]+(?:Not[ \t]Found|Forbidden|Unauthorized|Bad[ \t]Request|Bad[ \t]Gateway|"
                     r"Internal[ \t]Server[ \t]Error|Service[ \t]Unavailable|Gateway[ \t]Timeout|Too[ \t]Many[ \t]Requests|"

@@ -269,7 +269,9 @@ _HOUR_AMPM = rf"(?<![\w:.]){_HOUR}[ \t]?(?:{_AMPM}|noon|midnight)(?![\w])"
 _QUARTER_CLOCK = r"(?:[01]?\d|2[0-4])(?::[0-5]\d|\.(?:00|15|30|45))(?::[0-5]\d)?"
 _ONE_TIME = rf"(?:{_CLOCK}|{_HOUR})(?:[ \t]?{_AMPM})?"
 _TIME_RANGE = (rf"(?<![\w:.$])(?:{_ONE_TIME}[ \t]?[-–][ \t]?{_ONE_TIME}[ \t]?{_AMPM}"
-               rf"|{_QUARTER_CLOCK}[ \t]?[-–][ \t]?{_QUARTER_CLOCK})(?![\w:])")
+               rf"|{_QUARTER_CLOCK}[ \t]?[-–][ \t]?{_QUARTER_CLOCK}"
+               # "around 7-7:30": an hour, then a time with its minutes (a colon's), no AM or PM
+               rf"|{_HOUR}[ \t]?[-–][ \t]?{_HOUR}:[0-5]\d)(?![\w:])")
 # A time and a dash at the end of streamed text, maybe an hour after it: the range it may start ("9 am – 5" before
 # "pm": "nine AM to five PM") reaches more words past "am" than a stream looks ahead, so it is held until finished.
 _OPEN_TIME_RANGE = re.compile(rf"(?<![\w:.$]){_ONE_TIME}[ \t]?[-–][ \t]?(?:(?:{_CLOCK}|{_HOUR})(?:[ \t]?[aApP]\.?)?)?[ \t]*\Z")

@@ -305,7 +305,8 @@ _DURATION_END = re.compile(r"(?i:min|mins|minutes?|hrs?|hours?|secs?|seconds?|da
 
 # "a"/"an", and perhaps one word ("a brisk"), before a measure: the noun after it is the one thing it describes.
 # (a term before a comma too: "a 5-year, $275M extension")
-_A_BEFORE = re.compile(r"(?:^|\s)(?i:an?)[ \t]+(?:[a-z]+[ \t]+|\d{1,3}-[a-z]+,[ \t]+)?\Z")
+_A_BEFORE = re.compile(r"(?:^|\s)(?i:an?)[ \t]+(?:[a-z]+[ \t]+|\d{1,3}-[a-z]+,[ \t]+|\d{1,4}[ \t][A-Za-z]{1,3},[ \t]+)?\Z")
+# (and a spaced measure before a comma: "a 20 A, 120 V circuit")
 _NOUNS_AFTER_A = frozenset({"can"})  # words of NOT_DESCRIBED that are nouns after "a": "a 12 oz can" ("12 oz can be")
 _NOUN_AFTER_A_END = re.compile(r"(?![ \t]+[a-z])|[ \t]+(?:of\b|[a-z]+(?:s|ed)\b)")  # "can of soda", "can holds", "can."
 
@@ -649,6 +650,8 @@ def _pressure(match: re.Match[str]) -> str:
 
 
 _DETERMINER_BEFORE = re.compile(r"(?i:\b(?:the|this|that|my|your|our|their|his|her|its|an?|every|each))[ \t]+\Z")  # "every ½ hour"
+# "the first ½ hour", "another ¼ mile": a word of order or addition before a lone fraction, which takes no article
+_ORDER_BEFORE = re.compile(r"(?i:\b(?:first|last|next|final|another|extra))[ \t]+\Z")
 _HALF_PRICE = re.compile(r"[ \t]+(?i:off|price|priced|full|empty|done|open|closed|finished|complete|cooked|filled|"
                          r"charged|loaded|frozen|melted|asleep)\b")  # "½ off", "1/2 price", "½ full": "half full"
 _HALF_OF = re.compile(r"[ \t]+(?i:of)\b|" + _HALF_PRICE.pattern)  # "½ of customers" too ("1/2 of" stays "one half of")
@@ -678,7 +681,8 @@ def _vulgar(match: re.Match[str]) -> str:
         said = "half"  # "reduce the stock by ½.": "by half", as the amount alone
     elif numerator == 1:
         said = said.split(" ", 1)[-1]
-        if not whole and _DETERMINER_BEFORE.search(match.string, max(0, match.start() - 8), match.start()):
+        if not whole and (_DETERMINER_BEFORE.search(match.string, max(0, match.start() - 8), match.start())
+                          or _ORDER_BEFORE.search(match.string, max(0, match.start() - 8), match.start())):
             return said  # "the ¼ lb burger": "the quarter pound"; "a ⅓ share": "a third share", one article
         said = ("an " if said.startswith("e") else "a ") + said  # "an eighth"
     return f"{w.cardinal(whole)} and {said}" if whole else said
@@ -1027,12 +1031,20 @@ _ELECTRIC_AFTER = re.compile(r"[ \t]+(?i:(breaker|circuit|fuse|service|panel|out
                              r"supply|main|disconnect)s?)\b")
 
 
+_A_BEFORE_NUMBER = re.compile(r"(?:^|\s)(?i:an?)[ \t]+\d+(?:\.\d+)?[ \t]\Z")
+# "a 20 A, 120 V circuit": amps and then volts, both describing the noun after them
+_VOLTS_AFTER = re.compile(r",[ \t]*\d+(?:\.\d+)?[ \t]?k?V(?:[ \t]+([a-z]+))?(?![\w/])")
+
+
 def _amps(match: re.Match[str]) -> str | None:
     text, start = match.string, match.start()
     after = _ELECTRIC_AFTER.match(text, match.end())
-    if not after and not _ELECTRIC_BEFORE.search(text, max(0, start - 64), start - 1):
+    volts = _VOLTS_AFTER.match(text, match.end(), match.end() + 24)
+    if not after and not volts and not _ELECTRIC_BEFORE.search(text, max(0, start - 64), start - 1):
         return None
-    return "amp" if after or one_before(match) else "amps"
+    described = volts is not None and volts[1] is not None and volts[1] not in NOT_DESCRIBED \
+        and volts[1] not in VERBS_IN_S and _A_BEFORE_NUMBER.search(text, max(0, start - 32), start) is not None
+    return "amp" if after or described or one_before(match) else "amps"
 
 
 # "842 − 790 = 52 kWh", "120 × 15 = 1,800 W": a unit after a formula's result (which the formula's rule read)

@@ -21,7 +21,7 @@ TLDS = ("com org net io dev ai co edu gov app uk de fr ca au us info biz me tv l
 _SPELLED_NAMES = frozenset(
     {name.lower() for name in SPELLED} - COMMON_WORDS
     | set("irs ups dmv dhl faq hbo bbc cnn nbc abc cbs npr ibm aws nyc cdc fda nih mit nyu usps ssa fbi cia usda epa faa "
-          "tsa sku imdb ap ar qa ios ta".split())  # (and offices': accounts payable, receivable, quality, a teaching
+          "tsa sku imdb ap ar qa ios ta vip".split())  # (a venue's VIP desk: "vip@")  # (and offices': accounts payable, receivable, quality, a teaching
     # assistant's: "ap@", "ap.org", "ta_help@")
 )
 _CODAS = frozenset("ck ct ft ld lf lk lm lp lt mp nd ng nk nt pt rb rd rk rm rn rp rt sh sk sp st th ch ff ll ss "
@@ -341,7 +341,15 @@ def _email(match: re.Match[str]) -> str:
     at = address.index("@") + 1
     if (parts := ipv4(address[at:])) is not None:  # "user@192.168.0.10": a host by its IP address, read as one
         return _spoken_parts(address[:at - 1]) + " at " + ip(parts) + (" colon " + _spoken_parts(path) if colon else "")
-    return _spoken_parts(address, at + _domain_at(address[at:]), spelled=capitals_before(match)) + (" colon " + _spoken_parts(path) if colon else "")
+    said = _spoken_parts(address, at + _domain_at(address[at:]), spelled=capitals_before(match))
+    if address[:at - 1].lower() in _DESK_MAILBOXES:  # "ada@arena.com": a desk's initials, the whole mailbox's name
+        said = " ".join(address[:at - 1].upper()) + said[said.index(" at "):]
+    return said + (" colon " + _spoken_parts(path) if colon else "")
+
+
+# A whole mailbox's name that is a department's or a desk's initialism, though a name or a word elsewhere: "ada@" (the
+# accessibility desk, after the ADA), "it@" (information technology)
+_DESK_MAILBOXES = frozenset({"ada", "it"})
 
 
 def _file_name(match: re.Match[str]) -> str:
