@@ -1181,6 +1181,10 @@ SAID = [
     ('$8 meal + $2 tip = $10', 'eight dollar meal plus two dollar tip equals ten dollars'),
     ('Net sales = $4,200 − $350 refunds', 'Net sales equals four thousand two hundred dollars minus three hundred fifty dollars refunds'),
     ("so it's 4 lines x $25 = $100 total", "so it's four lines times twenty-five dollars equals one hundred dollars total"),
+    ('Approx. wait time is 20 min.', 'Approximate wait time is twenty minutes.'),
+    ('1 lg. pizza, 2 med. drinks', 'one large pizza, two medium drinks'),
+    ('can i get 1/2 cheese 1/2 pepperoni?', 'can i get half cheese half pepperoni?'),
+    ('Turn the valve a 1/4 turn clockwise.', 'Turn the valve a quarter turn clockwise.'),
 ]
 
 

@@ -202,7 +202,13 @@ _NUMBER_NEXT = re.compile(r"[ \t]?\d|[ \t][A-Z](?![\w])")  # "Sec. 4.2", "Sec. B
 _AND_BEFORE = re.compile(r"(?:&|\band)[ \t]+\Z")
 _MORTGAGE_AFTER = re.compile(r"[ \t]+(?i:pmts?\b|payments?\b|rates?\b|loan|lender|broker|escrow|insurance|ins\b|"
                              r"interest|principal|servicer|statement|bal(?:ance)?\b|refi)")
-_LABEL_NOUN_AFTER = re.compile(r"[ \t]+[A-Za-z]+(?:[ \t][A-Za-z]+)?:(?![^\s])")
+# before a label's noun and its colon ("Approx. wait: 2 hrs") or a two-word noun, no number nor quantity ("Approx. wait
+# time is 20 min."): an adjective
+_LABEL_NOUN_AFTER = re.compile(r"[ \t]+[A-Za-z]+(?:[ \t][A-Za-z]+)?:(?![^\s])|[ \t]+(?!(?:the|an?|one|two|three|four|five|"
+                               r"six|seven|eight|nine|ten|half|twice|once|every|each|per|at|in|on|from|to|for|by|"
+                               r"between|up|over|under|around|as|same|double|triple|"
+                               r"eleven|twelve|\w*teen|twenty|thirty|forty|fifty|sixty|seventy|eighty|ninety|hundred|"
+                               r"dozen|few|several|many|more|less)\b)[a-z]{3,}(?<!ly)[ \t]+[a-z]{3,}\b")
 _DETERMINER_BEFORE = re.compile(r"(?i:\b(?:the|an?|your|our|its|their|his|her|my))[ \t]+\Z")
 
 
@@ -635,6 +641,9 @@ RULES: list[Rule] = [
     ("label", rf"(?<![\w.])(?:{_pattern(LABELS)})(?:(?=:)|\.?(?=[ \t]*[+(]?\d))", _label),
     ("copied", r"(?<![\w.@'’])(?i:b?cc)(?=:|[ \t]+(?:me|us|them|him|her|[\w.+-]+@))", _copied),
     ("sig", _SIG, _sig),
+    # "1 lg. pizza, 2 med. drinks": an order's size after its count, before the thing ordered
+    ("abbreviation", r"(?<=\d[ \t])(?:lg|lrg|med|sm|reg)\.(?=[ \t]+[a-z])",
+     lambda match: {"lg": "large", "lrg": "large", "med": "medium", "sm": "small", "reg": "regular"}[match.group()[:-1]]),
     ("dose_form", r"(?<=\d[ \t])(?:tab|cap)s?(?:\.(?=[ \t]+[a-z])|(?![\w]))", _dose_form),
     ("letters_word", r"(?<![\w'’-])[A-Z]-[A-Z]{1,2}[A-Z][a-z]{2,}(?![\w'’-])",  # "E-ZPass": its letters, then its word
      lambda match: " ".join(match.group()[:-len(re.search(r"[A-Z][a-z]+\Z", match.group())[0])].replace("-", ""))

@@ -737,8 +737,12 @@ def _fraction(match: re.Match[str]) -> str:
         return _before_hyphen(1, int(b))  # "a 1/4-inch bolt": "a quarter-inch bolt"
     if int(a) > 1 and b == "4" and re.match(r"-[a-z]", after):
         return fraction_words(int(a), 4).removesuffix("s")  # "3/4-inch copper": "three quarter inch", as "three-quarter"
-    if match.group() == "1/2" and _HALF_PRICE.match(after):
-        return "half"  # "1/2 price", "1/2 off": "half price", as "½ price" is
+    if match.group() == "1/2" and (_HALF_PRICE.match(after) or _HALVES_AFTER.match(after)
+                                   or _HALVES_BEFORE.search(match.string, max(0, match.start() - 24), match.start())):
+        return "half"  # "1/2 price", "1/2 off": "half price", as "½ price" is; "1/2 cheese 1/2 pepperoni": halves
+    if a == "1" and b in ("2", "3", "4", "8") and re.match(r"[ \t]+[a-z]{2,}\b(?![.'’-]\w)", after) \
+            and re.search(r"\b[Aa][ \t]\Z", match.string[before:match.start()]):
+        return fraction_words(1, int(b)).removeprefix("one ")  # "a 1/4 turn": "a quarter turn", one article
     counted = _COUNTED.match(after)
     if counted and counted[1] not in _UNIT_WORDS and counted[1] not in _MATH_VERBS and int(a) > 1:
         if b in ("2", "4", "8", "16"):  # "3/4 sleeves", "5/8 studs": a size in halves, quarters, eighths, what it sizes
@@ -746,6 +750,11 @@ def _fraction(match: re.Match[str]) -> str:
             return said.removesuffix("s") if b == "4" else said  # "three quarter sleeves", as "three-quarter" is
         return f"{w.cardinal(a)} out of {w.cardinal(b)}"  # "7/10 customers", "17/20 questions": so many of so many
     return _fraction_of(int(a), int(b), match)
+
+
+# A thing split in halves, one named after the other ("1/2 cheese 1/2 pepperoni", "1/2 plain, 1/2 salted")
+_HALVES_AFTER = re.compile(r"[ \t]+[a-z]+,?[ \t]+(?:and[ \t]+)?1/2(?![\w/])")
+_HALVES_BEFORE = re.compile(r"(?<![\w/])1/2[ \t]+[a-z]+,?[ \t]+(?:and[ \t]+)?\Z")
 
 
 # Units and the measures a recipe or a distance is counted in, singular and plural (not a count of things).
