@@ -1185,6 +1185,12 @@ SAID = [
     ('1 lg. pizza, 2 med. drinks', 'one large pizza, two medium drinks'),
     ('can i get 1/2 cheese 1/2 pepperoni?', 'can i get half cheese half pepperoni?'),
     ('Turn the valve a 1/4 turn clockwise.', 'Turn the valve a quarter turn clockwise.'),
+    ('Open http://192.168.1.50 now', 'Open one nine two dot one six eight dot one dot five zero now'),
+    ('See app.example.com/ev/charge-now', 'See app dot example dot com slash E V slash charge dash now'),
+    ('Email ev_support@example.com', 'Email E V underscore support at example dot com'),
+    ('pickup code is hx92', 'pickup code is H X nine two'),
+    ('Our kitchen is at 31-15 Steinway St, Astoria.', 'Our kitchen is at thirty-one fifteen Steinway Street, Astoria.'),
+    ('The store is at 800 K St NW, Washington.', 'The store is at eight hundred K Street Northwest, Washington.'),
 ]
 
 

@@ -800,6 +800,8 @@ _MIXED = re.compile(r"(?=.*\d)(?=.*[A-Za-z])[A-Za-z0-9]+")
 _LEFTOVER_RUN = re.compile(r"[A-Z][a-z]+|[A-Z]+(?![a-z])|[a-z]+|\d+")
 # "e3b0c442": a hash, a commit (its letters and digits interleaved, not "12feb2024"), its digits one by one
 _HEX_STRING = re.compile(r"(?=.*\d[a-f]+\d)(?=.*[a-f]\d+[a-f])[0-9a-f]{7,}")
+# "pickup code is hx92", "password: ab123": a code named before it, its digits one by one
+_CODE_IS = re.compile(r"(?i:\b(?:code|pin|passcode|password|id)(?:[ \t]+(?:is|was)|:)?)[ \t]+\Z")
 _SYMBOL_NAMES = {"$": "dollars", "€": "euros", "£": "pounds", "¥": "yen", "₹": "rupees", "₩": "won", "¢": "cents"}
 
 
@@ -815,7 +817,8 @@ def _leftover(match: re.Match[str]) -> str:
     # "8f3a-77c2": an ID of letters and digits mixed on both sides of its hyphen, its digits one by one
     # ("a3f9-22bc": a mixed piece beside another, however few its runs)
     code = (len(runs) >= 3 or _MIXED.fullmatch(match.group()) is not None) and \
-        any(side and _MIXED.fullmatch(side[1]) for side in (before, after)) or _HEX_STRING.fullmatch(match.group())
+        any(side and _MIXED.fullmatch(side[1]) for side in (before, after)) or _HEX_STRING.fullmatch(match.group()) \
+        or _MIXED.fullmatch(match.group()) and _CODE_IS.search(text, max(0, start - 24), start)
     for run in runs:
         if run.isdigit():
             said.append(w.cardinal(run) if len(run) <= 4 and run[0] != "0" and not code else w.digits(run))

@@ -57,6 +57,7 @@ URL = (
 # an address, or an SSH remote's ("git@github.com:user/repo.git": its path after a colon, with a slash)
 EMAIL = (r"(?<![\w.+'-])(?:mailto:)?[\w+'-]{1,64}+(?:\.[\w+'-]{1,64}+){0,8}@[A-Za-z0-9-]{1,63}(?:\.[A-Za-z0-9-]{1,63}){1,8}"
          r"(?::(?=[\w.~-]*/)[\w~-][\w./~-]{0,120}[\w/](?![\w@])|(?![\w-]))")
+_IPV4 = re.compile(r"\d{1,3}(?:\.\d{1,3}){3}(?::\d{1,5})?")  # a host by its address: "192.168.1.50", digit by digit
 _PART = re.compile(r"[A-Za-z]+|\d+|.", re.S)
 
 
@@ -172,6 +173,7 @@ def _spoken_parts(text: str, domain_at: int = -1, by_digit: bool = False,
                 said.append(w.year(int(part)))
                 continue
             said.append(w.cardinal(part) if len(part) <= 2 and found.start() >= host_start and not by_digit
+                        and not (found.start() < host_end and _IPV4.fullmatch(text, host_start, host_end))
                         else w.digits(part))
         elif part.isalpha():
             start, end = found.start(), found.end()
@@ -194,6 +196,11 @@ def _spoken_parts(text: str, domain_at: int = -1, by_digit: bool = False,
                     one_syllable(part) and part[-1] not in "aeiouy"):  # ("PODs ... pod.dockside.us": a word, "pod")
                 said.append(" ".join(part.upper()))  # "HOA ... hoa.lakeside.org": initials the text writes in capitals
                 continue
+            if len(part) == 2 and part.islower() and part not in COMMON_WORDS and part not in _SAID_DOMAINS and (
+                    domain_at >= 0 and start > host_end and text[start - 1] == "/" and text[end:end + 1] in ("/", "")
+                    or start < host_start and text[end:end + 1] in ("_", "-") and text[start - 1:start] in ("", "_", "-", ".")):
+                said.append(" ".join(part.upper()))  # "/ev/charge-now", "ev_support@": a two-letter folder or
+                continue  # department that is no word, its letters
             if part.lower() in _RUN_TOGETHER:  # "noreply@": the words run together, said apart
                 said.append(_RUN_TOGETHER[part.lower()])
                 continue
