@@ -1191,6 +1191,14 @@ SAID = [
     ('pickup code is hx92', 'pickup code is H X nine two'),
     ('Our kitchen is at 31-15 Steinway St, Astoria.', 'Our kitchen is at thirty-one fifteen Steinway Street, Astoria.'),
     ('The store is at 800 K St NW, Washington.', 'The store is at eight hundred K Street Northwest, Washington.'),
+    ('Power should be within ±10 dBmV.', 'Power should be within plus or minus ten D B M V.'),
+    ('10³ W = 1 kW', 'ten cubed watts equals one kilowatt'),
+    ('Your 250th kWh this month', 'Your two hundred fiftieth kilowatt hour this month'),
+    ('Temperature coefficient: −0.35%/°C', 'Temperature coefficient, minus zero point three five percent per degree Celsius'),
+    ('SSID: ACME-Guest', 'S S I D, Acme dash Guest'),
+    ('MAC address: 00:1A:2B:3C:4D:5E', 'Mac address, zero zero one A two B three C four D five E'),
+    ("You'll need a NEMA 14-50 outlet.", "You'll need a Nema fourteen fifty outlet."),
+    ('WORLD WAR II ERA HOMES OFTEN HAVE OLD WIRING.', 'world war two era homes often have old wiring.'),
 ]
 
 

@@ -68,8 +68,8 @@ _ROUTE = (r"(?:Highway|Hwy\.?|HWY|RTE|Route|Rte\.?|Rt\.?|County[ \t]Road|State[ 
           r"(?:[ \t]+[NSEW](?![\w]))?")  # "2500 N. Highway 1", "2250 Hwy 101 S"
 # a Queens house number, its cross street's and its own joined by a hyphen ("31-15 Steinway St"); a street named by
 # one letter ("800 K St NW")
-_ADDRESS = (rf"(?<![\w.,$#/-])(?:\d{{1,6}}(?:-?[A-Z])?|\d{{2,3}}-\d{{2}})[ \t]+(?:{_DIRECTION}\.?[ \t]+)?(?:{_ROUTE}|{_NAME}(?:[ \t]+{_NAME}){{0,4}}"
-            rf"[ \t]+{_STREET_TYPE}|[A-Z][ \t]+(?:St|Street)\.?(?:[ \t]+{_DIRECTION}\.?(?=[ \t,;]|$))?)(?![\w])"
+_ADDRESS = (rf"(?<![\w.,$#/-])(?:\d{{1,6}}(?:-?[A-Z])?|\d{{2,3}}-\d{{2}})[ \t]+(?:{_DIRECTION}\.?[ \t]+)?(?:{_ROUTE}|(?:{_NAME}(?:[ \t]+{_NAME}){{0,4}}"
+            rf"[ \t]+{_STREET_TYPE}|[A-Z][ \t]+(?:St|Street))\.?(?:[ \t]+{_DIRECTION}\.?(?=[ \t,;]|$))?)(?![\w])"
             rf"|(?<![\w.,$#/-])\d{{1,6}}(?:[ \t]+[A-Z]{{3,}}){{1,4}}[ \t]+(?:DR|CT|WAY)(?=[ \t]*(?:[,;]|\.?$))"  # "318 LAKESHORE DR,": shouted, at the line's end or before a comma
             rf"|(?<![\w.,$#/-])\d{{1,6}}[ \t]+{_DIRECTION}\.?[ \t]+[A-Z][a-z]+(?:[ \t]+{_DIRECTION}\.?)?(?=,|[ \t]+#)"  # "4021 N. Broadway, Chicago", "2600 S. Loop W, Houston"
             rf"|(?<![\w.,$#/-])\d{{1,6}}(?:[ \t]+[nsew])?(?:[ \t]+(?:[a-z][a-z']+|\d{{1,3}}(?:st|nd|rd|th))){{1,3}}"

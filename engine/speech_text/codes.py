@@ -691,8 +691,8 @@ def _math(match: re.Match[str]) -> str | None:
     if text in UNITS and re.search(r"\d[ \t]?\Z", match.string[max(0, match.start() - 2):match.start()]):
         return None  # "g = 9.8 m/s²": a unit after its number ("meters per second squared"), not a division
     if text[0] in _UNIT_LETTERS and not text[1:2].isalpha() and re.search(
-            r"\d[ \t]\Z", match.string[max(0, match.start() - 2):match.start()]):
-        return None  # "2.5 h = 150 mi": the unit of the number before it, not a variable
+            r"[\d²³⁰¹⁴-⁹][ \t]\Z", match.string[max(0, match.start() - 2):match.start()]):
+        return None  # "2.5 h = 150 mi", "10³ W = 1 kW": the unit of the number before it, not a variable
     lead = re.match(r"[a-z]{2,3}(?=[ \t]?=)", text)
     if lead and lead.group() in UNITS and re.search(r"\d[ \t]\Z", match.string[max(0, match.start() - 2):match.start()]):
         return None  # "15 ft = 300 sq ft": the unit of the number before it, not a two-letter variable
@@ -1049,6 +1049,9 @@ RULES: list[Rule] = [
     ("tax_form", rf"(?<![\w$#.-])(?:{_TAX_FORMS})-[A-Z]{{1,4}}(?![\w-])",
      lambda match: "{} {}".format(*(w.paired(part) if part.isdigit() else " ".join(part)
                                      for part in match.group().split("-")))),
+    # "a NEMA 14-50 outlet", "NEMA L6-30": a plug's or a socket's configuration, its two numbers said apart, no range
+    ("serial", r"(?<=NEMA[ \t])L?\d{1,2}-\d{2}[PR]?(?![\w-])",
+     lambda match: " ".join(w.cardinal(part) if part.isdigit() else part for part in re.findall(r"\d+|[A-Z]", match.group()))),
     # "for P1s", "the P2s and P3s": a priority's or a grade's code in the plural after a word that counts or picks them,
     # "P ones" (elsewhere a model's small-letter suffix: "A7s")
     ("serial", r"(?<![\w-])[A-Z]\d{1,2}s(?![\w-])", _plural_code),

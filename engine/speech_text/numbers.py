@@ -138,7 +138,7 @@ def _si_units() -> dict[str, tuple[str, str, bool]]:
     units["gm"] = ("gram", "grams", True)
     units["Nm"] = ("newton meter", "newton meters", True)
     for written, names in {"kmph": ("kilometer per hour", "kilometers per hour"), "kgf": ("kilogram-force", "kilograms-force"),
-                           "dBm": ("D B M", "D B M"), "dBA": ("decibel", "decibels"), "ppb": ("part per billion", "parts per billion"),
+                           "dBm": ("D B M", "D B M"), "dBmV": ("D B M V", "D B M V"), "dBA": ("decibel", "decibels"), "ppb": ("part per billion", "parts per billion"),
                            "yds": ("yard", "yards"), "qt": ("quart", "quarts"), "qts": ("quart", "quarts"),
                            "kts": ("knot", "knots"), "kt": ("knot", "knots"), "nmi": ("nautical mile", "nautical miles"),
                            "doz": ("dozen", "dozen"), "deg": ("degree", "degrees"), "deg C": ("degree Celsius", "degrees Celsius"),
@@ -1049,6 +1049,8 @@ _RESULT_BEFORE = re.compile(r"[=×][ \t]?[\d,]+(?:\.\d+)?[ \t]\Z")
 
 
 def _result_unit(match: re.Match[str]) -> str | None:
+    if not match.string[match.start() - 2:match.start()].strip().isdigit():
+        return UNITS[match.group()][0]  # "your 250th kWh": one unit, counted by its ordinal
     if not _RESULT_BEFORE.search(match.string, max(0, match.start() - 24), match.start()):
         return None
     return UNITS[match.group()][0 if one_before(match) else 1]
@@ -1196,7 +1198,7 @@ RULES: list[Rule] = [
      if _LENGTH_NAMED.search(match.string, max(0, match.start() - 32), match.start()) else None),
     ("dimensions", r"(?<![\w/.-])(?:P|LT|ST|T)?[1-3]\d\d/[2-9]\dZ?R[12]\d(?![\w/-])", _tire_size),
     ("unit_alone", r"(?<=\d[ \t])A(?![\w'’/-])", _amps),  # "a 20 A breaker", "rated for 200 A"
-    ("unit_alone", r"(?<=\d[ \t])(?:%s)(?![\w/²³])" % "|".join(
+    ("unit_alone", r"(?:(?<=\d[ \t])|(?<=\dst[ \t])|(?<=\dnd[ \t])|(?<=\drd[ \t])|(?<=\dth[ \t]))(?:%s)(?![\w/²³])" % "|".join(
         re.escape(u) for u in sorted(UNITS, key=len, reverse=True)
         if UNITS[u][2] and u not in _WORDLIKE_UNITS and not re.fullmatch(r"[a-z]", u)), _result_unit),
     # "= 30 − 12 = 18 g": a one-letter unit after a result, at a phrase's end ("= 18 g.")

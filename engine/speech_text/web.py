@@ -472,6 +472,11 @@ RULES: list[Rule] = [
     # after a space, a bracket, a quote, or what starts a streamed text's context: stream.py)
     ("dot_file", r"(?<!\w)(?<![^\s(\"'`|<\[\]])\.[a-z][a-z0-9_-]{1,30}(?:\.[a-z0-9]{1,8})?(?![\w./-])",
      lambda match: "dot " + _spoken_parts(match.group()[1:])),
+    # "SSID: ACME-Guest", "Wi-Fi name: Cafe-5G": a network's name after its label, its words kept, "dash" between
+    ("network_name", r"(?:(?<=SSID:[ \t])|(?<=(?i:network[ \t]name):[ \t])|(?<=(?i:wi-fi[ \t]name):[ \t]))"
+                     r"[A-Za-z][A-Za-z0-9]*(?:-[A-Za-z0-9]+)+(?![\w@/.-]|\.\w)",
+     lambda match: " dash ".join(part.capitalize() if part.isupper() and len(part) > 3 and SAYABLE_START.match(part.lower())
+                                 else _spoken_parts(part, by_digit=True) for part in match.group().split("-"))),
     ("handle", r"(?<![\w@.])@[A-Za-z_][\w.-]{0,29}[\w](?![\w@])", _handle),
     # "r/gaming", "u/spez": a subreddit's or a Reddit user's name, "R slash gaming"
     ("subreddit", r"(?<![\w/.@-])[ru]/[A-Za-z0-9][A-Za-z0-9_]{1,20}(?![\w/.-]|\.\w)",
