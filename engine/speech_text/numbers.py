@@ -740,7 +740,7 @@ def _fraction(match: re.Match[str]) -> str:
     if match.group() == "1/2" and (_HALF_PRICE.match(after) or _HALVES_AFTER.match(after)
                                    or _HALVES_BEFORE.search(match.string, max(0, match.start() - 24), match.start())):
         return "half"  # "1/2 price", "1/2 off": "half price", as "½ price" is; "1/2 cheese 1/2 pepperoni": halves
-    if a == "1" and b in ("2", "3", "4", "8") and re.match(r"[ \t]+[a-z]{2,}\b(?![.'’-]\w)", after) \
+    if a == "1" and b == "4" and re.match(r"[ \t]+[a-z]{2,}\b(?![.'’-]\w)", after) \
             and re.search(r"\b[Aa][ \t]\Z", match.string[before:match.start()]):
         return fraction_words(1, int(b)).removeprefix("one ")  # "a 1/4 turn": "a quarter turn", one article
     counted = _COUNTED.match(after)
