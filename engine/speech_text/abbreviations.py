@@ -202,7 +202,13 @@ _NUMBER_NEXT = re.compile(r"[ \t]?\d|[ \t][A-Z](?![\w])")  # "Sec. 4.2", "Sec. B
 _AND_BEFORE = re.compile(r"(?:&|\band)[ \t]+\Z")
 _MORTGAGE_AFTER = re.compile(r"[ \t]+(?i:pmts?\b|payments?\b|rates?\b|loan|lender|broker|escrow|insurance|ins\b|"
                              r"interest|principal|servicer|statement|bal(?:ance)?\b|refi)")
-_LABEL_NOUN_AFTER = re.compile(r"[ \t]+[A-Za-z]+(?:[ \t][A-Za-z]+)?:(?![^\s])")
+# before a label's noun and its colon ("Approx. wait: 2 hrs") or a two-word noun, no number nor quantity ("Approx. wait
+# time is 20 min."): an adjective
+_LABEL_NOUN_AFTER = re.compile(r"[ \t]+[A-Za-z]+(?:[ \t][A-Za-z]+)?:(?![^\s])|[ \t]+(?!(?:the|an?|one|two|three|four|five|"
+                               r"six|seven|eight|nine|ten|half|twice|once|every|each|per|at|in|on|from|to|for|by|"
+                               r"between|up|over|under|around|as|same|double|triple|"
+                               r"eleven|twelve|\w*teen|twenty|thirty|forty|fifty|sixty|seventy|eighty|ninety|hundred|"
+                               r"dozen|few|several|many|more|less)\b)[a-z]{3,}(?<!ly)[ \t]+[a-z]{3,}\b")
 _DETERMINER_BEFORE = re.compile(r"(?i:\b(?:the|an?|your|our|its|their|his|her|my))[ \t]+\Z")
 
 
@@ -395,7 +401,8 @@ def _caps(match: re.Match[str]) -> str:
     if token in _SYLLABLE_ACRONYMS and re.search(r"[a-z]", "".join(_sentence_around(match))):
         return " ".join(token)  # "The SAT and ACT", "a PET scan": in mixed text the acronym, not "sat", "pet"
     if len(token) == 3 and token not in SPELLED and token not in _SYLLABLE_ACRONYMS and token not in WORD_ACRONYMS \
-            and token.lower() not in COMMON_WORDS and (one_syllable(token) or _VOWEL_SYLLABLE.fullmatch(token)):
+            and token.lower() not in COMMON_WORDS and (one_syllable(token) or _VOWEL_SYLLABLE.fullmatch(token)
+                                                        or token in _SHOUTED_SHORT_WORDS):
         # "MAX LOAD PER SHELF", "LOG IN AGAIN": among shouted words of its own sentence (as far as open_caps holds a
         # token while streaming) that read as words, two of them or one on a line all in capitals ("MAX LOAD: 300
         # LBS."), a word of one syllable
@@ -407,6 +414,9 @@ def _caps(match: re.Match[str]) -> str:
     return caps(token)
 
 
+# words of two syllables, three letters, that a shouted line means as words ("WORLD WAR II ERA HOMES", "2 DAYS AGO");
+# in mixed text the acronym ("a 2.45 ERA")
+_SHOUTED_SHORT_WORDS = frozenset("ERA AGO AHA".split())
 _ALTERNATING = re.compile(r"[AEIOU](?:[B-DF-HJ-NP-TV-Z](?:EA|IA|[AEIOUY]))+[B-DF-HJ-NP-TV-Z]?")  # "IDEA", "AREA"
 # "BODY", "CITY", "LADY": a consonant and a vowel by turns, a word's shape (an acronym of that shape, "NASA", is said as one)
 _CONSONANT_ALTERNATING = re.compile(r"(?:[B-DF-HJ-NP-TV-XZ][AEIOU])+[B-DF-HJ-NP-TV-XZ][AEIOUY]?")
@@ -635,6 +645,9 @@ RULES: list[Rule] = [
     ("label", rf"(?<![\w.])(?:{_pattern(LABELS)})(?:(?=:)|\.?(?=[ \t]*[+(]?\d))", _label),
     ("copied", r"(?<![\w.@'’])(?i:b?cc)(?=:|[ \t]+(?:me|us|them|him|her|[\w.+-]+@))", _copied),
     ("sig", _SIG, _sig),
+    # "1 lg. pizza, 2 med. drinks": an order's size after its count, before the thing ordered
+    ("abbreviation", r"(?<=\d[ \t])(?:lg|lrg|med|sm|reg)\.(?=[ \t]+[a-z])",
+     lambda match: {"lg": "large", "lrg": "large", "med": "medium", "sm": "small", "reg": "regular"}[match.group()[:-1]]),
     ("dose_form", r"(?<=\d[ \t])(?:tab|cap)s?(?:\.(?=[ \t]+[a-z])|(?![\w]))", _dose_form),
     ("letters_word", r"(?<![\w'’-])[A-Z]-[A-Z]{1,2}[A-Z][a-z]{2,}(?![\w'’-])",  # "E-ZPass": its letters, then its word
      lambda match: " ".join(match.group()[:-len(re.search(r"[A-Z][a-z]+\Z", match.group())[0])].replace("-", ""))
@@ -687,6 +700,8 @@ RULES: list[Rule] = [
     # "PASSID", "USERID": a common word in capitals run into "ID", the word, then the letters
     ("caps", r"(?<![\w'’])[A-Z]{4,8}ID(?![\w'’])",
      lambda match: match.group()[:-2] + " I D" if match.group()[:-2].lower() in COMMON_WORDS else None),
+    ("caps", r"(?<![\w'’])MAC(?=[ \t]+(?:address|addresses|ADDRESS)\b)", lambda match: "Mac"),  # a network card's
+    # "MAC address", said as a word
     ("caps", r"(?<![\w'’])[A-Z][A-Z'’]*[A-Z]s?(?![\w'’]|[²³])|(?<![\w'’])[A-Z]{2,3}(?=[²³])"
              r"|(?<![\w'’])[B-DF-HJ-NP-TV-Z]{2,5}(?=['’]s(?![\w'’]))", _caps),  # "MC²"; "the LLC's EIN": its possessive's
     # "'s" after it (capitals with no vowel, no word: spelled)

@@ -691,8 +691,8 @@ def _math(match: re.Match[str]) -> str | None:
     if text in UNITS and re.search(r"\d[ \t]?\Z", match.string[max(0, match.start() - 2):match.start()]):
         return None  # "g = 9.8 m/s²": a unit after its number ("meters per second squared"), not a division
     if text[0] in _UNIT_LETTERS and not text[1:2].isalpha() and re.search(
-            r"\d[ \t]\Z", match.string[max(0, match.start() - 2):match.start()]):
-        return None  # "2.5 h = 150 mi": the unit of the number before it, not a variable
+            r"[\d²³⁰¹⁴-⁹][ \t]\Z", match.string[max(0, match.start() - 2):match.start()]):
+        return None  # "2.5 h = 150 mi", "10³ W = 1 kW": the unit of the number before it, not a variable
     lead = re.match(r"[a-z]{2,3}(?=[ \t]?=)", text)
     if lead and lead.group() in UNITS and re.search(r"\d[ \t]\Z", match.string[max(0, match.start() - 2):match.start()]):
         return None  # "15 ft = 300 sq ft": the unit of the number before it, not a two-letter variable
@@ -800,11 +800,10 @@ _MIXED = re.compile(r"(?=.*\d)(?=.*[A-Za-z])[A-Za-z0-9]+")
 _LEFTOVER_RUN = re.compile(r"[A-Z][a-z]+|[A-Z]+(?![a-z])|[a-z]+|\d+")
 # "e3b0c442": a hash, a commit (its letters and digits interleaved, not "12feb2024"), its digits one by one
 _HEX_STRING = re.compile(r"(?=.*\d[a-f]+\d)(?=.*[a-f]\d+[a-f])[0-9a-f]{7,}")
+# "pickup code is hx92", "password: ab123": a code named before it, its digits one by one
+# "your pass id is ab12cd", "ID: x7k2", "pickup code is hx92": a code named just before one that mixes letters and digits
+_CODE_IS = re.compile(r"(?i:\b(?:code|pin|passcode|password|id))(?:[ \t]+(?:is|was))?[ \t]*:?[ \t]*\Z")
 _SYMBOL_NAMES = {"$": "dollars", "€": "euros", "£": "pounds", "¥": "yen", "₹": "rupees", "₩": "won", "¢": "cents"}
-
-
-# "your pass id is ab12cd", "ID: x7k2": an identifier named just before a code that mixes letters and digits
-_ID_IS_BEFORE = re.compile(r"(?i:\bid)(?:[ \t]+(?:is|was))?[ \t]*:?[ \t]*\Z")
 
 
 def _leftover(match: re.Match[str]) -> str:
@@ -820,7 +819,7 @@ def _leftover(match: re.Match[str]) -> str:
     # ("a3f9-22bc": a mixed piece beside another, however few its runs)
     code = (len(runs) >= 3 or _MIXED.fullmatch(match.group()) is not None) and \
         any(side and _MIXED.fullmatch(side[1]) for side in (before, after)) or _HEX_STRING.fullmatch(match.group()) \
-        or _MIXED.fullmatch(match.group()) is not None and _ID_IS_BEFORE.search(text, max(0, start - 24), start) is not None
+        or _MIXED.fullmatch(match.group()) is not None and _CODE_IS.search(text, max(0, start - 24), start) is not None
     for run in runs:
         if run.isdigit():
             said.append(w.cardinal(run) if len(run) <= 4 and run[0] != "0" and not code else w.digits(run))
@@ -1065,6 +1064,9 @@ RULES: list[Rule] = [
     ("tax_form", rf"(?<![\w$#.-])(?:{_TAX_FORMS})-[A-Z]{{1,4}}(?![\w-])",
      lambda match: "{} {}".format(*(w.paired(part) if part.isdigit() else " ".join(part)
                                      for part in match.group().split("-")))),
+    # "a NEMA 14-50 outlet", "NEMA L6-30": a plug's or a socket's configuration, its two numbers said apart, no range
+    ("serial", r"(?<=NEMA[ \t])L?\d{1,2}-\d{2}[PR]?(?![\w-])",
+     lambda match: " ".join(w.cardinal(part) if part.isdigit() else part for part in re.findall(r"\d+|[A-Z]", match.group()))),
     # "for P1s", "the P2s and P3s": a priority's or a grade's code in the plural after a word that counts or picks them,
     # "P ones" (elsewhere a model's small-letter suffix: "A7s")
     ("serial", r"(?<![\w-])[A-Z]\d{1,2}s(?![\w-])", _plural_code),

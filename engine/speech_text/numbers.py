@@ -138,7 +138,7 @@ def _si_units() -> dict[str, tuple[str, str, bool]]:
     units["gm"] = ("gram", "grams", True)
     units["Nm"] = ("newton meter", "newton meters", True)
     for written, names in {"kmph": ("kilometer per hour", "kilometers per hour"), "kgf": ("kilogram-force", "kilograms-force"),
-                           "dBm": ("D B M", "D B M"), "dBA": ("decibel", "decibels"), "ppb": ("part per billion", "parts per billion"),
+                           "dBm": ("D B M", "D B M"), "dBmV": ("D B M V", "D B M V"), "dBA": ("decibel", "decibels"), "ppb": ("part per billion", "parts per billion"),
                            "yds": ("yard", "yards"), "qt": ("quart", "quarts"), "qts": ("quart", "quarts"),
                            "kts": ("knot", "knots"), "kt": ("knot", "knots"), "nmi": ("nautical mile", "nautical miles"),
                            "doz": ("dozen", "dozen"), "deg": ("degree", "degrees"), "deg C": ("degree Celsius", "degrees Celsius"),
@@ -741,8 +741,12 @@ def _fraction(match: re.Match[str]) -> str:
         return _before_hyphen(1, int(b))  # "a 1/4-inch bolt": "a quarter-inch bolt"
     if int(a) > 1 and b == "4" and re.match(r"-[a-z]", after):
         return fraction_words(int(a), 4).removesuffix("s")  # "3/4-inch copper": "three quarter inch", as "three-quarter"
-    if match.group() == "1/2" and _HALF_PRICE.match(after):
-        return "half"  # "1/2 price", "1/2 off": "half price", as "½ price" is
+    if match.group() == "1/2" and (_HALF_PRICE.match(after) or _HALVES_AFTER.match(after)
+                                   or _HALVES_BEFORE.search(match.string, max(0, match.start() - 24), match.start())):
+        return "half"  # "1/2 price", "1/2 off": "half price", as "½ price" is; "1/2 cheese 1/2 pepperoni": halves
+    if a == "1" and b == "4" and re.match(r"[ \t]+[a-z]{2,}\b(?![.'’-]\w)", after) \
+            and re.search(r"\b[Aa][ \t]\Z", match.string[before:match.start()]):
+        return fraction_words(1, int(b)).removeprefix("one ")  # "a 1/4 turn": "a quarter turn", one article
     counted = _COUNTED.match(after)
     if counted and counted[1] not in _UNIT_WORDS and counted[1] not in _MATH_VERBS and int(a) > 1:
         if b in ("2", "4", "8", "16"):  # "3/4 sleeves", "5/8 studs": a size in halves, quarters, eighths, what it sizes
@@ -750,6 +754,11 @@ def _fraction(match: re.Match[str]) -> str:
             return said.removesuffix("s") if b == "4" else said  # "three quarter sleeves", as "three-quarter" is
         return f"{w.cardinal(a)} out of {w.cardinal(b)}"  # "7/10 customers", "17/20 questions": so many of so many
     return _fraction_of(int(a), int(b), match)
+
+
+# A thing split in halves, one named after the other ("1/2 cheese 1/2 pepperoni", "1/2 plain, 1/2 salted")
+_HALVES_AFTER = re.compile(r"[ \t]+[a-z]+,?[ \t]+(?:and[ \t]+)?1/2(?![\w/])")
+_HALVES_BEFORE = re.compile(r"(?<![\w/])1/2[ \t]+[a-z]+,?[ \t]+(?:and[ \t]+)?\Z")
 
 
 # Units and the measures a recipe or a distance is counted in, singular and plural (not a count of things).
@@ -1052,6 +1061,8 @@ _RESULT_BEFORE = re.compile(r"[=×][ \t]?[\d,]+(?:\.\d+)?[ \t]\Z")
 
 
 def _result_unit(match: re.Match[str]) -> str | None:
+    if not match.string[match.start() - 2:match.start()].strip().isdigit():
+        return UNITS[match.group()][0]  # "your 250th kWh": one unit, counted by its ordinal
     if not _RESULT_BEFORE.search(match.string, max(0, match.start() - 24), match.start()):
         return None
     return UNITS[match.group()][0 if one_before(match) else 1]
@@ -1199,7 +1210,7 @@ RULES: list[Rule] = [
      if _LENGTH_NAMED.search(match.string, max(0, match.start() - 32), match.start()) else None),
     ("dimensions", r"(?<![\w/.-])(?:P|LT|ST|T)?[1-3]\d\d/[2-9]\dZ?R[12]\d(?![\w/-])", _tire_size),
     ("unit_alone", r"(?<=\d[ \t])A(?![\w'’/-])", _amps),  # "a 20 A breaker", "rated for 200 A"
-    ("unit_alone", r"(?<=\d[ \t])(?:%s)(?![\w/²³])" % "|".join(
+    ("unit_alone", r"(?:(?<=\d[ \t])|(?<=\dst[ \t])|(?<=\dnd[ \t])|(?<=\drd[ \t])|(?<=\dth[ \t]))(?:%s)(?![\w/²³])" % "|".join(
         re.escape(u) for u in sorted(UNITS, key=len, reverse=True)
         if UNITS[u][2] and u not in _WORDLIKE_UNITS and not re.fullmatch(r"[a-z]", u)), _result_unit),
     # "= 30 − 12 = 18 g": a one-letter unit after a result, at a phrase's end ("= 18 g.")

@@ -185,7 +185,7 @@ _LOCALES = {"en-US": _Locale(day_first=False), "en-GB": _Locale(day_first=True)}
 # (cardinal, decimal or measure) is decided by numbers.quantity_kind.
 _RULES_OF_CLASS = {
     "tag": "tag",
-    "electronic": "key_chord http_status mac ipv6 port doi email url file_name windows_path unc_path unix_path web_route identifier dot_file handle subreddit hashtag host_name hash_in_word flag version",
+    "electronic": "key_chord http_status mac network_name ipv6 port doi email url file_name windows_path unc_path unix_path web_route identifier dot_file handle subreddit hashtag host_name hash_in_word flag version",
     "address": "rural_route county ap_state state_list state address street_direction block unit zip postal route postcode floor ordinal_street street_type compass",
     "telephone": "vanity extension local_phone local_digits service_code short_code star_code keypad bare_phone grouped_digits phone",
     "serial": "lottery court_case secret tracking video_lines lower_code uuid round_the_clock dotted_serial dotted_code airliner standard model hex flight number_code cued_digits tax_form serial slashed_code small_code leftover",
@@ -197,7 +197,7 @@ _RULES_OF_CLASS = {
     "range": "cell_range suffix_range slash_date_range since_year weekday_range month_range day_range days_month noon_range time_range letter_time_range percent_range grades sizes times_range letter_range",
     "money": "pence money coded_money currency_pair money_plural scaled_range unit_price",
     "fraction": "mixed_fraction fraction signed_fraction vulgar_fraction",
-    "measure": "molar viscosity scaled_unit spaced_hour newtons per_unit per_slash aperture pressure rooms feet_inches feet dimensions inches inches_tall hyphen_unit unit_alone fraction_unit fraction_inches power_unit",
+    "measure": "molar viscosity per_degree scaled_unit spaced_hour newtons per_unit per_slash aperture pressure rooms feet_inches feet dimensions inches inches_tall hyphen_unit unit_alone fraction_unit fraction_inches power_unit",
     "cardinal": "batting_average counted_by time_signature number_ers number_sign quantity grouped_thousands scientific superscript_power",
     "abbreviation": "party_state letters_word initials_and title abbreviation before_number label copied sig dose_form dotted caps",
     "plain": "sharp about slash dash emoji number_word stray bar",

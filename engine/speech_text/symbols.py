@@ -371,5 +371,8 @@ RULES: list[Rule] = [
     # (a sign just inside it is the number's: "|−5|" "the absolute value of negative five")
     ("absolute", r"(?<![\w|])\|(?=[-−]?\w[^|\s]{0,15}\|(?![\w|]))(?:[-−](?=\d))?",
      lambda match: "the absolute value of " + ("negative " if len(match.group()) > 1 else "")),
+    # "−0.35%/°C": a share of a quantity per degree of temperature ("percent per degree Celsius")
+    ("per_degree", r"(?<=%)/°[CF](?![\w])",
+     lambda match: " per degree " + ("Celsius" if match.group()[-1] == "C" else "Fahrenheit")),
     ("bar", r"[|/]", _saying(" ")),
 ]

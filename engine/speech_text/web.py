@@ -57,6 +57,9 @@ URL = (
 # an address, or an SSH remote's ("git@github.com:user/repo.git": its path after a colon, with a slash)
 EMAIL = (r"(?<![\w.+'-])(?:mailto:)?[\w+'-]{1,64}+(?:\.[\w+'-]{1,64}+){0,8}@[A-Za-z0-9-]{1,63}(?:\.[A-Za-z0-9-]{1,63}){1,8}"
          r"(?::(?=[\w.~-]*/)[\w~-][\w./~-]{0,120}[\w/](?![\w@])|(?![\w-]))")
+# a host by an address with a three-digit octet, every octet digit by digit ("192.168.1.50": "five zero"; "10.0.0.1"
+# keeps "ten", as its readers say it)
+_IPV4 = re.compile(r"(?=[\d.]*\d{3})\d{1,3}(?:\.\d{1,3}){3}(?::\d{1,5})?")
 _PART = re.compile(r"[A-Za-z]+|\d+|.", re.S)
 
 
@@ -172,6 +175,7 @@ def _spoken_parts(text: str, domain_at: int = -1, by_digit: bool = False,
                 said.append(w.year(int(part)))
                 continue
             said.append(w.cardinal(part) if len(part) <= 2 and found.start() >= host_start and not by_digit
+                        and not (found.start() < host_end and _IPV4.fullmatch(text, host_start, host_end))
                         else w.digits(part))
         elif part.isalpha():
             start, end = found.start(), found.end()
@@ -194,6 +198,11 @@ def _spoken_parts(text: str, domain_at: int = -1, by_digit: bool = False,
                     one_syllable(part) and part[-1] not in "aeiouy"):  # ("PODs ... pod.dockside.us": a word, "pod")
                 said.append(" ".join(part.upper()))  # "HOA ... hoa.lakeside.org": initials the text writes in capitals
                 continue
+            if len(part) == 2 and part.islower() and part not in COMMON_WORDS and part not in _SAID_DOMAINS and (
+                    domain_at >= 0 and start > host_end and text[start - 1] == "/" and text[end:end + 1] in ("/", "")
+                    or start < host_start and text[end:end + 1] in ("_", "-") and text[start - 1:start] in ("", "_", "-", ".")):
+                said.append(" ".join(part.upper()))  # "/ev/charge-now", "ev_support@": a two-letter folder or
+                continue  # department that is no word, its letters
             if part.lower() in _RUN_TOGETHER:  # "noreply@": the words run together, said apart
                 said.append(_RUN_TOGETHER[part.lower()])
                 continue
@@ -473,6 +482,11 @@ RULES: list[Rule] = [
     # after a space, a bracket, a quote, or what starts a streamed text's context: stream.py)
     ("dot_file", r"(?<!\w)(?<![^\s(\"'`|<\[\]])\.[a-z][a-z0-9_-]{1,30}(?:\.[a-z0-9]{1,8})?(?![\w./-])",
      lambda match: "dot " + _spoken_parts(match.group()[1:])),
+    # "SSID: ACME-Guest", "Wi-Fi name: Cafe-5G": a network's name after its label, its words kept, "dash" between
+    ("network_name", r"(?:(?<=SSID:[ \t])|(?<=(?i:network[ \t]name):[ \t])|(?<=(?i:wi-fi[ \t]name):[ \t]))"
+                     r"[A-Za-z][A-Za-z0-9]*(?:-[A-Za-z0-9]+)+(?![\w@/.-]|\.\w)",
+     lambda match: " dash ".join(part.capitalize() if part.isupper() and len(part) > 3 and SAYABLE_START.match(part.lower())
+                                 else _spoken_parts(part, by_digit=True) for part in match.group().split("-"))),
     ("handle", r"(?<![\w@.])@[A-Za-z_][\w.-]{0,29}[\w](?![\w@])", _handle),
     # "r/gaming", "u/spez": a subreddit's or a Reddit user's name, "R slash gaming"
     ("subreddit", r"(?<![\w/.@-])[ru]/[A-Za-z0-9][A-Za-z0-9_]{1,20}(?![\w/.-]|\.\w)",
