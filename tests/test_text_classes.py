@@ -1193,6 +1193,7 @@ SAID = [
     ('Glucose < 60 mg/dL is too low.', 'Glucose less than sixty milligrams per deciliter is too low.'),
     ('He stands 22 in at the shoulder.', 'He stands twenty-two inches at the shoulder.'),
     ('Weekly food: 7 × 2 cups = 14 cups', 'Weekly food, seven times two cups equals fourteen cups'),
+    ('ISO chip: 900 164 000 123 456', 'I S O chip, nine zero zero, one six four, zero zero zero, one two three, four five six'),
 ]
 
 

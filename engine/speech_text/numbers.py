@@ -965,8 +965,17 @@ def _fraction_unit(match: re.Match[str]) -> str:
     return UNITS[match.group().rstrip(".")][1 if whole and not attributive(match) else 0]
 
 
+# "ISO chip: 900 164 000 123 456", "Microchip # 985 112 003 456 789": an identifier's digits in groups after its noun
+_ID_NOUN_BEFORE = re.compile(r"(?<![\w'])(?i:chip|microchip|serial|ID|IMEI|account|acct)\.?(?:[ \t]*(?:#|no\.|number))?"
+                             r":?[ \t]*\Z")
+
+
 def _grouped_thousands(match: re.Match[str]) -> str:
     """"1 000 000" (thousands grouped by spaces, as SI and ISO 31-0 write them) -> "one million"."""
+    groups = match.group().split(" ")
+    if len(groups) >= 4 and all(len(group) == 3 for group in groups) and _ID_NOUN_BEFORE.search(
+            match.string, max(0, match.start() - 24), match.start()):
+        return ", ".join(w.digits(group) for group in groups)
     return w.cardinal(re.sub(r"\D", "", match.group()))
 
 
