@@ -1210,6 +1210,19 @@ SAID = [
     ('MAC address: 00:1A:2B:3C:4D:5E', 'Mac address, zero zero one A two B three C four D five E'),
     ("You'll need a NEMA 14-50 outlet.", "You'll need a Nema fourteen fifty outlet."),
     ('WORLD WAR II ERA HOMES OFTEN HAVE OLD WIRING.', 'world war two era homes often have old wiring.'),
+    ('Murmur: grade IV/VI', 'Murmur, grade four out of six'),
+    ('We named her Bella II after our first cat.', 'We named her Bella the second after our first cat.'),
+    ('Ch. Rosewood Duke III won Best in Show.', 'Champion Rosewood Duke the third won Best in Show.'),
+    ('Reg. price $42, now $35', 'Regular price forty-two dollars, now thirty-five dollars'),
+    ('S/N 88C-2047 is printed on the heater.', 'Serial number eight eight C-two zero four seven is printed on the heater.'),
+    ('ph: 617 555 0143', 'phone, six one seven, five five five, zero one four three'),
+    ('pls call 646-555-0111 when u can', 'please call six four six, five five five, zero one one one when you can'),
+    ('Keep nitrate < 20 ppm.', 'Keep nitrate less than twenty parts per million.'),
+    ('WBC > 17,000/µL suggests infection.', 'W B C greater than seventeen thousand per microliter suggests infection.'),
+    ('Glucose < 60 mg/dL is too low.', 'Glucose less than sixty milligrams per deciliter is too low.'),
+    ('He stands 22 in at the shoulder.', 'He stands twenty-two inches at the shoulder.'),
+    ('Weekly food: 7 × 2 cups = 14 cups', 'Weekly food, seven times two cups equals fourteen cups'),
+    ('ISO chip: 900 164 000 123 456', 'I S O chip, nine zero zero, one six four, zero zero zero, one two three, four five six'),
 ]
 
 

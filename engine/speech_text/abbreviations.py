@@ -563,6 +563,9 @@ _CHAT = {"lmk": "let me know", "idk": "I don't know", "asap": "A S A P", "fyi": 
 # (others, "tbh", "smh", stay as written)
 
 
+_CHAT_BEFORE = re.compile(r"(?<![\w'’@/#.-])(?:pls|plz|Pls|Plz)(?![\w'’@/-])[^.!?\n]*\Z")
+
+
 def _small_initials(match: re.Match[str]) -> str | None:
     """"rsvp", "tbd": an acronym written in small letters, no vowel in it: spelled (not an interjection, "hmm",
     "shh", "brr", nor a shorthand, "pls", "hrs")."""
@@ -630,6 +633,14 @@ RULES: list[Rule] = [
      lambda match: "Federal Circuit" if match.group().startswith("Fed") else "Circuit"),
     ("title", rf"(?<![\w.])(?:St\.|(?:{_pattern({k: v for k, v in TITLES.items() if k != 'No.'})})|{_SHOUTED_TITLE}|{_SMALL_TITLES}|No\.(?=:?[ \t]?(?:\d|[A-Z]{{1,4}}-?\d)|[ \t]of\b)|no\.(?=:?[ \t]?(?:\d|[A-Z][A-Z\d-]*\d))|{_NUMBERED_NO}|{_SHOUTED_NO})",
      _title),
+    # "Ch. Rosewood Duke III": a show title before a registered name of two capitalised words (a chapter has a number)
+    ("abbreviation", r"(?<![\w.])Ch\.(?=[ \t]+[A-Z][a-z]+[ \t]+[A-Z][a-z])", lambda match: "Champion"),
+    # "Reg. price $42", "reg. rate": the regular price before what it prices
+    ("abbreviation", r"(?<![\w.])(?:Reg|reg)\.(?=[ \t]+(?i:price|prices|rate|rates|fee|retail|cost)\b)",
+     lambda match: _cased(match, "regular")),
+    # "S/N 88C-2047", "s/n: 4471": a serial number before its code (not a signal-to-noise ratio, no digit after it)
+    ("abbreviation", r"(?<![\w/])(?:S/N|s/n|SN#)(?=:?[ \t]*#?[A-Z]{0,4}\d)",
+     lambda match: _cased(match, "serial number")),
     ("abbreviation",
      rf"(?<![\w.])(?:{_pattern(ABBREVIATIONS)}|(?i:{_pattern(_LOWER_ABBREVIATIONS)}))(?![\w])", _abbreviation),
     # "2BR apt available", "studio apt for rent": a listing's home after its rooms, "apartment" (not the word "apt")
@@ -643,6 +654,14 @@ RULES: list[Rule] = [
      lambda match: ("revised " if match.group()[0] in "Rr" else "") + "edition" + (
          "." if match.group().endswith(".") and ends_sentence_after(match) else "")),
     ("label", rf"(?<![\w.])(?:{_pattern(LABELS)})(?:(?=:)|\.?(?=[ \t]*[+(]?\d))", _label),
+    # "ph: 617 555 0143": a phone's label in small letters before a phone number's area code (not a pH value, "ph 7.2")
+    ("label", r"(?<![\w.])ph(?=[.:]?[ \t]*(?:\+?1[ \t.-])?\(?\d{3}(?![\d.,]))",
+     lambda match: "phone"),
+    # "pls call when u can", "thx, lmk if u need": a chat's "u", you, before a verb it is the subject of, after a
+    # chat word earlier in its sentence
+    ("abbreviation", r"(?<=[a-z][ \t])u(?=[ \t]+(?:can|could|will|would|are|were|need|want|get|got|have|know|think|"
+                     r"should|might|may|did|do|don't|see)\b)",
+     lambda match: "you" if _CHAT_BEFORE.search(match.string, max(0, match.start() - 60), match.start()) else None),
     ("copied", r"(?<![\w.@'’])(?i:b?cc)(?=:|[ \t]+(?:me|us|them|him|her|[\w.+-]+@))", _copied),
     ("sig", _SIG, _sig),
     # "1 lg. pizza, 2 med. drinks": an order's size after its count, before the thing ordered

@@ -556,7 +556,11 @@ _NAME_PART = r"(?:[A-Z][a-z]+(?:[-'’][A-Z]?[a-z]+)?|[A-Z]\.?)"
 _PERSON = re.compile(rf"(?<![\w.])[A-Z][a-z]+(?:[ \t]+{_NAME_PART})+,?[ \t]+\Z")  # "Robert Lee Smith ", "Richard J. Whitman "
 _TITLED = re.compile(r"(?<![\w.])(?:[A-Z][a-z]+[A-Z]?[a-z]*|[A-Z]{2,})[ \t]+\Z")  # "Civilization ", "WrestleMania ", "GTA "
 _SIZE_WORDS = re.compile(r"(?i:\bsizes?)[ \t]+\Z")
-_HONORIFIC = re.compile(r"(?<![\w])(?:Mr|Mrs|Ms|Mx|Dr|Sir|Mister|Madam)\.?[ \t]+\Z")  # before a person's name
+_HONORIFIC = re.compile(r"(?<![\w])(?:Mr|Mrs|Ms|Mx|Dr|Sir|Mister|Madam|Ch|Champion)\.?[ \t]+\Z")  # before a person's name
+# (or a show dog's registered name after its title, "Ch. Rosewood Duke III")
+# "We named her Bella II", "called him Max III": a given name after a naming verb, its numeral the name's ordinal
+_NAMED = re.compile(r"(?<![\w'’])(?i:named|called|name[ \t]+is|name's|name’s)[ \t]+(?:(?i:her|him|it|them)[ \t]+)?"
+                    r"[A-Z][a-z]+[ \t]+\Z")
 
 
 def _bible_book(match: re.Match[str]) -> str:
@@ -575,6 +579,8 @@ def _after_name(match: re.Match[str]) -> str | None:
     if numeral.lower() in COMMON_WORDS or not 2 <= value <= 89 or _SIZE_WORDS.search(before) or _pronoun(match):
         return None
     person = _PERSON.search(before)
+    if numeral in ("II", "III", "IV", "V") and _NAMED.search(before):
+        return "the " + w.ordinal(str(value))
     if numeral in ("II", "III", "IV", "V") and person and (person.group().split()[0] in FIRST_NAMES
                                                       or _HONORIFIC.search(before, 0, person.start())):
         return "the " + w.ordinal(str(value))  # "Robert Lee Smith III", "Mr. Thurston Howell IV"; "Street Fighter II"
@@ -1099,6 +1105,10 @@ RULES: list[Rule] = [
     # "cd-38", "ab-cd-12-34": a small-letter code with digits, its letter parts that make no word spelled
     ("small_code", r"(?<![\w-])(?=[a-z-]*+\d)[a-z]{1,3}(?:-(?:[a-z]{1,6}|\d{1,10})){1,4}(?![\w-]|[.,]\d)"
                    r"|(?<![\w-])(?=[a-z0-9-]*[a-z])\d{1,6}(?:-(?:[a-z]{1,6}|\d{1,6})){2,4}(?![\w-]|[.,]\d)", _small_code),
+    # "grade IV/VI", "Grade II/VI murmur": a grade over its scale's top, "four out of six"
+    ("roman", rf"(?<![\w])(?i:grade)[ \t](?=[IV]{{1,3}}/[IV]{{1,3}}(?![\w/]))(?:{_ROMAN})/(?:{_ROMAN})(?![\w/])",
+     lambda match: "%s %s out of %s" % (match.group()[:5], *(w.cardinal(str(roman_value(part)))
+                                                           for part in match.group()[6:].split("/")))),
     ("roman", rf"(?<![\w])(?:Super[ \t]Bowl|World[ \t]War|{_NUMBERING}|{_SUBJECT}|item|clause|paragraph|section|part|step|page|pages)"
               rf"[ \t](?:{_ROMAN}|{_ROMAN_LOWER})(?![\w])",
      _numbered),

@@ -919,7 +919,9 @@ def _dimensions(match: re.Match[str]) -> str:
         return " by ".join(w.paired(size) for size, _ in sizes) + (" pixels" if sizes[1][1] else "")
     # "Area = 20 ft × 15 ft = 300 sq ft": sizes with their units before "=" are multiplied, "times"; so are sizes
     # before "is" and a number, a product stated ("12 × 8 is 96")
-    joint = " times " if re.match(r"[ \t]*(?:=|(?:is|equals)[ \t]+[-−]?\d)", match.string[match.end():match.end() + 12]) \
+    # ("7 × 2 cups = 14 cups": a count of a thing before "=", too)
+    joint = " times " if re.match(r"[ \t]*(?:[a-z]{2,12}[ \t]*)?(?:=|(?:is|equals)[ \t]+[-−]?\d)",
+                                  match.string[match.end():match.end() + 26]) \
         else " by "
     return joint.join(w.number(size.replace(",", "")) + (" " + UNITS[unit][1] if unit else "") for size, unit in sizes)
 
@@ -976,8 +978,17 @@ def _fraction_unit(match: re.Match[str]) -> str:
     return UNITS[match.group().rstrip(".")][1 if whole and not attributive(match) else 0]
 
 
+# "ISO chip: 900 164 000 123 456", "Microchip # 985 112 003 456 789": an identifier's digits in groups after its noun
+_ID_NOUN_BEFORE = re.compile(r"(?<![\w'])(?i:chip|microchip|serial|ID|IMEI|account|acct)\.?(?:[ \t]*(?:#|no\.|number))?"
+                             r":?[ \t]*\Z")
+
+
 def _grouped_thousands(match: re.Match[str]) -> str:
     """"1 000 000" (thousands grouped by spaces, as SI and ISO 31-0 write them) -> "one million"."""
+    groups = match.group().split(" ")
+    if len(groups) >= 4 and all(len(group) == 3 for group in groups) and _ID_NOUN_BEFORE.search(
+            match.string, max(0, match.start() - 24), match.start()):
+        return ", ".join(w.digits(group) for group in groups)
     return w.cardinal(re.sub(r"\D", "", match.group()))
 
 
@@ -1119,6 +1130,9 @@ _LENGTH_NAMED = re.compile(r"(?i:\b(?:height|width|length|depth|thickness|diamet
                            r"[ \t]*[:=]?[ \t]*\d[\d.,]*[ \t]\Z")
 
 
+_STOOD_BEFORE = re.compile(r"(?<![\w'])(?i:stands|stood|standing|measures|measured|measuring)[ \t]+\Z")
+
+
 RULES: list[Rule] = [
     ("counted_by", r"(?<![\w.,])\d{1,3}s(?![\w'’])", _counted_by),
     ("newtons", r"(?<=\d[ \t])N(?![\w/'’°-])", _newtons),
@@ -1136,6 +1150,10 @@ RULES: list[Rule] = [
     # "the SW 1/4 of the NE 1/4 of Section 12": a land description's part of a section, a compass point's quarter or half
     ("fraction", r"(?<![\w/])(?:NE|NW|SE|SW|N|S|E|W)[ \t]1/[24](?![\w/])(?=[ \t]+of\b|,)", _land_part),
     ("fraction", r"(?<=\bof[ \t]the[ \t])(?:NE|NW|SE|SW|N|S|E|W)[ \t]1/[24](?![\w/])", _land_part),
+    # "17,000/µL", "250/mL": a count per a volume (a blood count, a concentration), "per microliter"
+    ("per_unit", r"(?<![\w./,$])(?:\d{1,3}(?:,\d{3})+|\d+)(?:\.\d+)?/(?:[µμu]L|mL|dL)(?![\w/])",
+     lambda match: "%s per %s" % (w.number(match.group().split("/")[0].replace(",", "")),
+                                  UNITS[match.group().split("/")[1]][0])),
     ("month_day", r"(?<![\w./,])\d{1,2}/\d{1,2}(?![\w/])", _month_day),
     ("month_year", r"(?<![\w./,])(?:0?[1-9]|1[0-2])/(?:19|20)\d\d(?![\w/])", _month_year),
     ("pressure", r"(?<![\w./,])\d{2,3}/\d{2,3}[ \t]?mmHg(?![\w])", _pressure),  # "120/80 mmHg": a blood pressure
@@ -1171,6 +1189,10 @@ RULES: list[Rule] = [
      _military),  # "1400 hours", "1100 hrs", "at 0800", "at 0800 and 2000" (a second time in the list)
     ("inches_tall", r"(?<![\w.])\d{1,3}(?:\.\d+)?[ \t]in(?=[ \t]+(?:tall|wide|long|deep|high|thick|across|diagonal)\b)",
      lambda match: w.number(match.group().split()[0]) + " inches"),  # "22 in tall": inches, not the word "in"
+    # "He stands 22 in at the shoulder": a height stood or measured, then where it is taken
+    ("inches_tall", r"(?<![\w.])\d{1,3}(?:\.\d+)?[ \t]in(?=[ \t]+at\b)",
+     lambda match: w.number(match.group().split()[0]) + " inches" if _STOOD_BEFORE.search(
+         match.string, max(0, match.start() - 16), match.start()) else None),
     ("hyphen_unit", rf"{_START}{NUM}-(?:{_SPACED_UNIT}(?:\.(?=[ \t]+[a-z]))?|in\.?)(?=[ \t]+[A-Za-z])", _hyphen_unit),  # "a 12-in. skillet", "a 50-gal. tank"
     ("unit_alone", r"(?<=\d[ \t])M(?![\w'’/])", _spaced_meters),
     ("unit_alone", r"(?<![$€£¥]\d[ \t])(?<![$€£¥]\d\d[ \t])(?<![$€£¥]\d{3}[ \t])(?<=\d[ \t])K(?![\w'’/])", _kelvin),  # "absolute zero is 0 K"  # "DEPTH: 4.6 M": meters after a length's name

@@ -45,7 +45,13 @@ _BE_BEFORE = re.compile(r"(?<![\w'])(?:is|are|was|were|be|been|being|isn't|aren'
 # verb is the subject's description, no statement of its own ("L T V less than eighty percent means")
 _TERM = r"[ \t]*[-−]?[$€£¥]?\d[\d,]*(?:\.\d+)?"  # the relation's term: a number, signed, priced
 _BARE_VERB_AFTER = re.compile(_TERM + r"%?[ \t]+([a-z]+)\b")
-_VERB_AFTER = re.compile(_TERM + r"[ \t]?(?:%|°[ \t]?[FCK]?|[A-Za-z]{1,4}(?=[ \t]))?[ \t]+([a-z]+)\b")
+_VERB_AFTER = re.compile(_TERM + r"[ \t]?(?:%|°[ \t]?[FCK]?|(?:[A-Za-zµμ]{1,4}(?:/[A-Za-zµμ]{1,4})?|/[A-Za-zµμ]{1,4})"
+                                  r"(?=[ \t]))?[ \t]+([a-z]+)\b")  # "mg/dL", "/µL": a unit per a unit
+# "WBC > 17,000/µL suggests infection", "Glucose < 60 mg/dL is too low": a lab value's bound, then the sentence's verb
+_FINDING_VERBS = frozenset("is are was suggests indicates signals warrants implies".split())
+# "Keep nitrate < 20 ppm": what is kept, then its bound (the verb is "keep"), no verb added
+_KEEP_BEFORE = re.compile(r"(?<![\w'])(?i:keep|keeps|keeping|kept|maintain|maintains)[ \t]+(?:(?i:the|your|its)[ \t]+)?"
+                          r"[a-z]+[ \t]*\Z")
 # "Orders < 10 items can use the lane": the compared value (a count of a noun), then the sentence's modal verb
 _MODAL_AFTER = re.compile(_TERM + r"%?(?:[ \t]+[a-z]+)?[ \t]+"
                           r"(?:can|cannot|can't|will|won't|should|must|may|might|could|would|need|get|qualify)\b")
@@ -82,10 +88,13 @@ def _verb(match: re.Match[str]) -> str:
     narrowed = _NARROWED_BEFORE.search(match.string, max(0, match.start() - 40), match.start())
     counted = _ONE_LETTER_BEFORE.search(before) and _COUNT_AFTER.match(match.string, match.end())
     verb_after = _VERB_AFTER.match(match.string, match.end())
+    finding = verb_after is not None and verb_after[1] in _FINDING_VERBS
     if verb_after and verb_after[1] not in VERBS_IN_S:  # "< 7,500 gets the rate": the verb, not a unit, after it
         verb_after = _BARE_VERB_AFTER.match(match.string, match.end()) or verb_after
     return "" if _BE_BEFORE.search(before) or _QUANTIFIED_BEFORE.search(before) or asked or narrowed \
         or _NO_SUBJECT_BEFORE.search(before) or counted or (verb_after and verb_after[1] in VERBS_IN_S) \
+        or finding \
+        or _KEEP_BEFORE.search(match.string, max(0, match.start() - 32), match.start()) \
         or _MODAL_AFTER.match(match.string, match.end()) else " is"
 
 
