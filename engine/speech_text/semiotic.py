@@ -44,10 +44,11 @@ class _Locale:
                 raise ValueError(f"rule {name!r}: a capturing group; its match is read whole (use (?:...))")
         self._firsts, self._after_word, self._tokens = _starts(tuple(pattern for _, pattern, _ in self.rules))
         self._at: dict[tuple[str, bool], tuple[int, ...]] = {}
-        self._asked: dict[tuple[str, bool, int], tuple[int, ...]] = {}
+        self._asked: dict[tuple[str, bool, int, frozenset[str] | None], tuple[int, ...]] = {}
+        self._marks = frozenset().union(*filter(_marks_only, self._tokens))
         # a place whose first run of non-space characters (a plain word) holds none of the marks that some rules' runs
         # must hold (_marks_only) asks none of those rules
-        marks = re.escape("".join(sorted(set().union(*filter(_marks_only, self._tokens)))))
+        marks = re.escape("".join(sorted(self._marks)))
         self._holds_mark = rf"(?![^\s{marks}]{{0,{_LONG_RUN - 1}}}+(?!\S))"
         self._alternatives = {(kind, after_word): self._asked_in_order(kind, after_word)
                               for after_word in (False, True) for kind in (*_KINDS, None)}
@@ -116,15 +117,20 @@ class _Locale:
 
     def next_start(self, text: str, at: int) -> tuple[int, tuple[int, ...]] | None:
         """The first place from ``at`` where some rule matches ``text`` and the rules (by order) to ask there: those
-        that can start with its character (``rules_at``) less those the search found not matching, or None."""
+        that can start with its character (``rules_at``), less those the search found not matching and those whose
+        first run of non-space characters must hold a mark its run lacks (``_may_hold``: at a plain number ~40 of a
+        digit's ~100 rules need a ".", ":", "/"...), or None."""
         found = self._next.search(text, at)
         if found is None:
             return None
         start = found.start()
-        key = (text[start:start + 1], start > 0 and _WORD.match(text, start - 1) is not None, found.lastindex)
+        run = _RUN.match(text, start).group()  # type: ignore[union-attr]
+        key = (text[start:start + 1], start > 0 and _WORD.match(text, start - 1) is not None, found.lastindex,
+               None if len(run) == _LONG_RUN else self._marks.intersection(run))
         if (orders := self._asked.get(key)) is None:
             untried = self._from_group[found.lastindex - 1]
-            orders = tuple(order for order in self.rules_at(key[0], key[1]) if order in untried)
+            orders = tuple(order for order in self.rules_at(key[0], key[1])
+                           if order in untried and _may_hold(self._tokens[order], key[3]))
             if len(self._asked) < 16384:  # bounded as _at is
                 self._asked[key] = orders
         return start, orders
@@ -153,6 +159,13 @@ def _guard(kind: str | None, starts: str | None, token: frozenset[str] | None) -
 _LONG_RUN = 32
 
 
+def _may_hold(token: frozenset[str] | None, marks: frozenset[str] | None) -> bool:
+    """Whether a first run of non-space characters that holds the marks ``marks`` (None: a run of ``_LONG_RUN`` or
+    more, not looked through) may be a rule's whose run holds one of ``token``'s: the search's look-ahead
+    (``_guard``), for a rule whose run must hold a mark (``_marks_only``)."""
+    return marks is None or not _marks_only(token) or not token.isdisjoint(marks)  # type: ignore[union-attr]
+
+
 def _marks_only(token: frozenset[str] | None) -> bool:
     """Whether a rule's first run of non-space characters must hold one of ``token``'s, none a letter or digit
     ("." for a host, "/" for a path, "@" for an e-mail): a plain word holds none."""
@@ -177,6 +190,7 @@ def _search(source: str, frame: str, patterns: tuple[re.Pattern[str], ...]) -> r
 
 
 _WORD = re.compile(r"\w")
+_RUN = re.compile(rf"\S{{0,{_LONG_RUN}}}")
 _KINDS = (string.ascii_lowercase, string.ascii_uppercase, string.digits, " \t")
 _LOCALES = {"en-US": _Locale(day_first=False), "en-GB": _Locale(day_first=True)}
 
