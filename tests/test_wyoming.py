@@ -106,6 +106,13 @@ def test_silent_socket_pieces_and_where_wyoming_listens() -> None:
     clock.touch()
     now[0] += 19.9
     assert not clock.idle() and clock.idle(now[0] + 0.1)
+    working = [True]
+    busy = IdleClock(20, clock=lambda: now[0], busy=lambda: working[0])  # a synthesis under way for the client
+    now[0] += 60
+    assert not busy.idle()
+    working[0] = False
+    now[0] += 19.9
+    assert not busy.idle() and busy.idle(now[0] + 0.1)  # its clock runs from when the work ended
     assert listen_host("0.0.0.0", None, ("k",)) == "127.0.0.1"  # Wyoming has no keys: loopback when HTTP has some
     assert listen_host("0.0.0.0", None, ()) == "0.0.0.0"
     assert listen_host("0.0.0.0", "192.168.1.5", ("k",)) == "192.168.1.5"

@@ -50,17 +50,24 @@ class Admission:
 
 
 class IdleClock:
-    """The last time a connection received or sent something; ``timeout`` seconds later it is idle."""
+    """The last time a connection received or sent something; ``timeout`` seconds later it is idle. While ``busy``
+    says work is under way for it (a synthesis whose first audio a loaded engine has not yet given), it is not: the
+    client is waiting on us, and its clock runs from when that work ends."""
 
-    def __init__(self, timeout: float, clock: Callable[[], float] = time.monotonic) -> None:
-        self.timeout, self._clock = timeout, clock
+    def __init__(self, timeout: float, clock: Callable[[], float] = time.monotonic,
+                 busy: Callable[[], bool] = lambda: False) -> None:
+        self.timeout, self._clock, self._busy = timeout, clock, busy
         self._last = clock()
 
     def touch(self) -> None:
         self._last = self._clock()
 
     def idle(self, now: float | None = None) -> bool:
-        return (self._clock() if now is None else now) - self._last >= self.timeout
+        now = self._clock() if now is None else now
+        if self._busy():
+            self._last = now
+            return False
+        return now - self._last >= self.timeout
 
     @property
     def reason(self) -> str:

@@ -7,8 +7,9 @@ buffers and the kernel's send queue: gateway/playout.py), so it generates no mor
 and a connection whose client takes nothing of what waits for it for the stall timeout is closed.
 
 Wyoming has no authentication: with API keys set the port listens on loopback unless ``--wyoming-host`` says
-otherwise (``listen_host``). A connection that shows nothing for the idle timeout is closed, and one that has sent
-no event yet holds a place among the connections not yet authenticated (gateway/guard/silent_sockets.py).
+otherwise (``listen_host``). A connection that shows nothing for the idle timeout is closed (never while a
+synthesis for it is under way: under load its first audio can take longer), and one that has sent no event yet
+holds a place among the connections not yet authenticated (gateway/guard/silent_sockets.py).
 """
 
 from __future__ import annotations
@@ -63,12 +64,16 @@ class _Connection:
     def __init__(self, state: GatewayState, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         self.state, self.reader, self.writer = state, reader, writer
         self.conversation = translate.Conversation(state.settings.max_text_chars)
-        self.idle = IdleClock(state.settings.idle_timeout_s)
         self.outbound = Outbound.on(writer.transport)
         self._writing = asyncio.Lock()
         self._speaking: asyncio.Task[None] | None = None
+        self.idle = IdleClock(state.settings.idle_timeout_s, busy=self.speaking)
         self._texts: asyncio.Queue[str | None] = asyncio.Queue()  # a stream's text; None: its end
         self._ended = False  # our side ended (``close_gently``): nothing more is written
+
+    def speaking(self) -> bool:
+        """Whether a synthesis is under way for this client."""
+        return self._speaking is not None and not self._speaking.done()
 
     async def send(self, event: Event) -> None:
         """``ConnectionResetError`` once our side has ended or the connection is closing (asyncio's writer would
