@@ -178,7 +178,8 @@ GATEWAY_OPTIONS = (
            "AudioSocket port, comma-separated (10.0.0.5,192.168.1.0/24); others are closed at once; none: any",
            _networks, ()),
     Option("--idle-timeout", "CBF_IDLE_TIMEOUT", "seconds a Wyoming connection, or an ElevenLabs socket without an "
-           "inactivity_timeout query, may receive and send nothing before it is closed", number, 20.0),
+           "inactivity_timeout query, may receive and send nothing before it is closed (not counting time its speech "
+           "is under way and its audio not yet sent)", number, 20.0),
     Option("--max-unauthenticated", "CBF_MAX_UNAUTHENTICATED", "connections at once whose key may still come in a "
            "message (ElevenLabs sockets without a key header; phone media streams before their start; Wyoming "
            "connections before their first event); more "

@@ -129,7 +129,8 @@ SLOWEST_FIRST = ("test_gpu_bench.py",
                  "test_prompt_cache_server.py", "test_fleet.py", "test_gate_quality.py", "test_s3gen_graphs.py",
                  "test_http_engine.py", "test_playout_websocket.py", "test_slow_reader.py", "test_worker_lifeline.py",
                  "test_bench_barge_in.py", "test_turbo.py", "test_bench_faults.py", "test_planner_simulation.py",
-                 "test_graph_check.py", "test_revoked_http_streams.py", "test_voice_sync.py", "test_turn.py", "test_page_barge_in.py", "test_page_echo.py", "test_deploy_gate.py", "test_wyoming_zeroconf.py", "test_signalling.py",
+                 "test_graph_check.py", "test_revoked_http_streams.py", "test_voice_sync.py", "test_turn.py", "test_page_barge_in.py", "test_page_echo.py", "test_deploy_gate.py", "test_wyoming_zeroconf.py", "test_idle_while_speaking.py",
+                 "test_signalling.py",
                  "test_whep.py", "test_processes.py", "test_discovery.py", "test_gst_bridge.py")
 
 

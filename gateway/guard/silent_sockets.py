@@ -56,7 +56,7 @@ class IdleClock:
 
     def __init__(self, timeout: float, clock: Callable[[], float] = time.monotonic,
                  busy: Callable[[], bool] = lambda: False) -> None:
-        self.timeout, self._clock, self._busy = timeout, clock, busy
+        self.timeout, self._clock, self.busy = timeout, clock, busy
         self._last = clock()
 
     def touch(self) -> None:
@@ -64,7 +64,7 @@ class IdleClock:
 
     def idle(self, now: float | None = None) -> bool:
         now = self._clock() if now is None else now
-        if self._busy():
+        if self.busy():
             self._last = now
             return False
         return now - self._last >= self.timeout

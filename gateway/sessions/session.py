@@ -56,6 +56,11 @@ class Session:
     def id(self) -> str:
         return self.core.session_id
 
+    @property
+    def speaking(self) -> bool:
+        """Whether a turn is queued or playing."""
+        return not self._idle.is_set()
+
     async def open(self) -> None:
         """Register (raises ``SessionLimitReached``) and greet the client."""
         self.state.sessions.add(self, self.transport, self.tenant)

@@ -74,11 +74,16 @@ class ContextSocket:
 
     def __init__(self, ws: WebSocket, state: GatewayState, idle: IdleClock, transport: str) -> None:
         self.ws, self.state, self.idle, self.transport = ws, state, idle, transport  # idle: touched in and out
+        idle.busy = self.speaking  # and never idle while a context speaks: its client waits on us
         self.contexts: dict[str | None, Context] = {}  # by id: the context now taking that id's messages
         self.live: set[Context] = set()  # every context not yet ended (an id used again may leave one finishing)
         self._watch = SendWatch(state.settings.stall_timeout_s)
         self.outbound = Outbound(ws.scope)  # what its client has taken of the bytes sent to it
         self._ending: set[asyncio.Task[None]] = set()  # sessions being closed after their context ended
+
+    def speaking(self) -> bool:
+        """Whether any context has a turn queued or playing."""
+        return any(entry.session is not None and entry.session.speaking for entry in self.live)
 
     async def send(self, reply: dict[str, Any]) -> None:
         text = json.dumps(reply, separators=(",", ":"), ensure_ascii=False)  # as send_json, its size known
