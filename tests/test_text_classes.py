@@ -1223,6 +1223,16 @@ SAID = [
     ('He stands 22 in at the shoulder.', 'He stands twenty-two inches at the shoulder.'),
     ('Weekly food: 7 × 2 cups = 14 cups', 'Weekly food, seven times two cups equals fourteen cups'),
     ('ISO chip: 900 164 000 123 456', 'I S O chip, nine zero zero, one six four, zero zero zero, one two three, four five six'),
+    ('Fuel burn: 2.5 h × 10 gph = 25 gal', 'Fuel burn, two point five hours times ten gallons per hour equals twenty-five gallons'),
+    ('Visibility 5 SM', 'Visibility five statute miles'),
+    ('Begin descent 4 × 5 = 20 nm out', 'Begin descent four times five equals twenty nautical miles out'),
+    ('a 5 nm process', 'a five nanometer process'),
+    ('Arm = 8,000 ÷ 200 = 40 in', 'Arm equals eight thousand divided by two hundred equals forty inches'),
+    ('2 × 1,000 = −100 ft', 'two times one thousand equals minus one hundred feet'),
+    ('Tailwind > 10 kt? Use the long runway.', 'Tailwind greater than ten knots? Use the long runway.'),
+    ('Lift ≈ air density × sin(alpha)', 'Lift is approximately air density times sine of alpha'),
+    ('Weight/100 = 24.5', 'Weight divided by one hundred equals twenty-four point five'),
+    ('Quiz: 18/20 = 90%', 'Quiz, eighteen out of twenty equals ninety percent'),
 ]
 
 

@@ -732,6 +732,9 @@ def _math(match: re.Match[str]) -> str | None:
             a, b = (int(n) for n in part.split("/"))
             factor = 0 < a and b > 1 and (parts[i - 1] in ("×", "*") if i else bool(  # "°C × 9/5": a factor,
                 re.search(r"[×*][ \t]?\Z", match.string[max(0, match.start() - 2):match.start()])))  # "nine fifths"
+            if i == 0 and parts[1:2] == ["="] and 0 < a <= b and b >= 10 and match.string[match.end():match.end() + 1] == "%":
+                said.append(f"{w.cardinal(str(a))} out of {w.cardinal(str(b))}")  # "45/50 = 90%": a score, its share
+                continue
             said.append(fraction_words(a, b) if 0 < a < b or factor else
                         f"{w.cardinal(str(a))} divided by {w.cardinal(str(b))}")
         elif part in "²³":
