@@ -1233,6 +1233,16 @@ SAID = [
     ('Lift ≈ air density × sin(alpha)', 'Lift is approximately air density times sine of alpha'),
     ('Weight/100 = 24.5', 'Weight divided by one hundred equals twenty-four point five'),
     ('Quiz: 18/20 = 90%', 'Quiz, eighteen out of twenty equals ninety percent'),
+    ('Dep. 8:30, Arr. 11:05', 'Departure eight thirty, Arrival eleven oh five'),
+    ('Taxi to Rwy 27.', 'Taxi to Runway twenty-seven.'),
+    ("INT'L DEPARTURES", 'international departures'),
+    ('Msg frequency varies.', 'Message frequency varies.'),
+    ('Passport number 5512093', 'Passport number five five one two zero nine three'),
+    ('Rewards number: AB 1234 5678', 'Rewards number, A B one two three four five six seven eight'),
+    ('We fly the Cessna 182T and the Airbus A320neo.', 'We fly the Cessna one eighty-two T and the Airbus A three twenty neo.'),
+    ('Our Piper PA-44-180 is in the hangar.', 'Our Piper P A forty-four one eighty is in the hangar.'),
+    ('The 747 lands at noon.', 'The seven forty-seven lands at noon.'),
+    ('It cruises at Mach 0.78.', 'It cruises at Mach point seven eight.'),
 ]
 
 
