@@ -1243,6 +1243,9 @@ SAID = [
     ('Our Piper PA-44-180 is in the hangar.', 'Our Piper P A forty-four one eighty is in the hangar.'),
     ('The 747 lands at noon.', 'The seven forty-seven lands at noon.'),
     ('It cruises at Mach 0.78.', 'It cruises at Mach point seven eight.'),
+    ('Cleared to land Runway 27L.', 'Cleared to land Runway two seven left.'),
+    ('The Supermarine Mk V flew here.', 'The Supermarine Mark five flew here.'),
+    ('Seats 2C–3D have extra legroom.', 'Seats two C to three D have extra legroom.'),
 ]
 
 

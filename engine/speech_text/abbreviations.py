@@ -641,6 +641,8 @@ RULES: list[Rule] = [
     # "Reg. price $42", "reg. rate": the regular price before what it prices
     ("abbreviation", r"(?<![\w.])(?:Reg|reg)\.(?=[ \t]+(?i:price|prices|rate|rates|fee|retail|cost)\b)",
      lambda match: _cased(match, "regular")),
+    # "Spitfire Mk IX", "Mk. 2": a model's mark before its numeral
+    ("abbreviation", r"(?<![\w.])Mk\.?(?=[ \t]?(?:[IVX]{1,5}|\d{1,2})(?![\w]))", lambda match: "Mark"),
     # "Dep. 10:15, Arr. 12:40": a flight's departure and arrival before their times
     ("abbreviation", r"(?<![\w.])(?:Dep|DEP|Arr|ARR)\.(?=:?[ \t]*\d{1,2}(?::\d\d|[ \t]?[AaPp]\.?[Mm]\b))",
      lambda match: _cased(match, "departure" if match.group()[0] == "D" else "arrival")),

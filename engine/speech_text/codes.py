@@ -1002,6 +1002,13 @@ RULES: list[Rule] = [
     ("lottery", r"(?<![\w.+$#-])\d\d?(?:[ \t]\d\d?){4,6}(?![\w-]|[ \t]\d|[.,]\d)", _lottery),
     ("short_code", r"(?<![\w.$#-])(?:\d{5,6}|\d{2,3}-\d{3})(?![\w-]|[.,]\d)", _short_code),  # "TO 33-444": dashed too
     # "Boeing 747-400", "Boeing 787-9": an airliner's model and its variant, as they are called
+    # "Seats 1A–4F", "rows 10C-12D": a range of seats by their codes, "one A to four F" (not amps)
+    ("airliner", r"(?:(?<=[Ss]eats[ \t])|(?<=SEATS[ \t]))\d{1,2}[A-K][ \t]?[–-][ \t]?\d{1,2}[A-K](?![\w-])",
+     lambda match: " to ".join(w.cardinal(code[:-1]) + " " + code[-1]
+                               for code in re.findall(r"\d+[A-K]", match.group()))),
+    # "Runway 16R", "Rwy 9L": a runway's number with its side, digit by digit as a controller says it, "one six right"
+    ("airliner", r"(?:(?<=Runway[ \t])|(?<=runway[ \t])|(?<=RUNWAY[ \t])|(?<=Rwy[ \t])|(?<=RWY[ \t]))(?:0?[1-9]|[12]\d|3[0-6])[LRC](?![\w-])",
+     lambda match: w.digits(match.group()[:-1]) + " " + {"L": "left", "R": "right", "C": "center"}[match.group()[-1]]),
     # "Mach 0.85": a speed under the speed of sound as pilots say it, "Mach point eight five"
     ("airliner", r"(?<=\bMach[ \t])0?\.\d{1,3}(?![\w]|[.,]\d)", lambda match: "point " + w.digits(match.group().split(".")[1])),
     # "Airbus A321neo", "Cessna 172S", "Piper PA-28-181", "Embraer E175": an aircraft's model after its maker, as pilots
