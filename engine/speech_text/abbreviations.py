@@ -77,7 +77,10 @@ ABBREVIATIONS = {"e.g.": "for example", "i.e.": "that is", "etc.": "et cetera", 
                  "mgmt.": "management", "mgmt": "management", "Mgmt.": "Management", "co.": "company",
                  "Hrg.": "Hearing", "hrg.": "hearing", "stip.": "stipulation", "Esq.": "Esquire",
                  "Civ.": "Civil", "Wt.": "Weight", "wt.": "weight", "Qty.": "quantity", "qty.": "quantity",
-                 "Assocs.": "Associates"}
+                 "Assocs.": "Associates",
+                 # an airport's, a text alert's shorthand: "Rwy 9", "INT'L ARRIVALS", "Msg & data rates may apply"
+                 "Rwy": "Runway", "rwy": "runway", "INT'L": "international", "INT’L": "international",
+                 "Msg": "Message", "Msgs": "Messages"}
 # Capitalised or shouted on a label or a form ("Avg: 3", "MGR APPROVAL REQ'D", "QTY: 4"): the word (a shouted one in
 # small letters, as the caps rule says shouted words)
 _LABEL_WORDS = [(key, said) for key, said in ABBREVIATIONS.items()
@@ -638,6 +641,11 @@ RULES: list[Rule] = [
     # "Reg. price $42", "reg. rate": the regular price before what it prices
     ("abbreviation", r"(?<![\w.])(?:Reg|reg)\.(?=[ \t]+(?i:price|prices|rate|rates|fee|retail|cost)\b)",
      lambda match: _cased(match, "regular")),
+    # "Spitfire Mk IX", "Mk. 2": a model's mark before its numeral
+    ("abbreviation", r"(?<![\w.])Mk\.?(?=[ \t]?(?:[IVX]{1,5}|\d{1,2})(?![\w]))", lambda match: "Mark"),
+    # "Dep. 10:15, Arr. 12:40": a flight's departure and arrival before their times
+    ("abbreviation", r"(?<![\w.])(?:Dep|DEP|Arr|ARR)\.(?=:?[ \t]*\d{1,2}(?::\d\d|[ \t]?[AaPp]\.?[Mm]\b))",
+     lambda match: _cased(match, "departure" if match.group()[0] == "D" else "arrival")),
     # "S/N 88C-2047", "s/n: 4471": a serial number before its code (not a signal-to-noise ratio, no digit after it)
     ("abbreviation", r"(?<![\w/])(?:S/N|s/n|SN#)(?=:?[ \t]*#?[A-Z]{0,4}\d)",
      lambda match: _cased(match, "serial number")),

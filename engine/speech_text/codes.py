@@ -218,6 +218,13 @@ def _room_number(match: re.Match[str]) -> str | None:
     return w.paired(match.group())
 
 
+# "Known Traveler Number: 98765432", "Redress number 2201947": five digits or more after a kind of number named by a
+# noun before "number" (not "the number", "a large number", "number of")
+_KIND_NUMBER_BEFORE = re.compile(r"(?<![\w'’])(?!(?i:the|a|an|any|this|that|same|total|large|small|big|huge|great|"
+                                 r"lucky|magic|prime|even|odd|whole|round|random|high|low|record|growing)\b)"
+                                 r"[A-Za-z]{3,}[ \t]+(?:Number|number|NUMBER)(?:[ \t]+(?:is|was))?:?[ \t]+\Z")
+
+
 def _cued_digits(match: re.Match[str]) -> str | None:
     """Digits after a word that makes them a code or a phone number, group by group, digit by digit; a national
     number with its trunk zero ("07700 900123") is a phone number wherever it stands, and seven digits or more in
@@ -232,7 +239,8 @@ def _cued_digits(match: re.Match[str]) -> str | None:
         match.string, before, match.start()) and not re.match(r"[ \t]+[a-z]+s\b", match.string[match.end():])
     # "Reply STOP to 72345": a texting short code, digit by digit (not "reply to 20000 emails", a count)
     if not phone and not short_code and not _CODE_CUE.search(match.string, before, match.start()) \
-            and not _named_number(match, before) and not _long_code(match):
+            and not _named_number(match, before) and not _long_code(match) \
+            and not (len("".join(groups)) >= 5 and _KIND_NUMBER_BEFORE.search(match.string, before, match.start())):
         return None
     return ", ".join(w.digits(group) for group in groups)
 
@@ -732,6 +740,9 @@ def _math(match: re.Match[str]) -> str | None:
             a, b = (int(n) for n in part.split("/"))
             factor = 0 < a and b > 1 and (parts[i - 1] in ("×", "*") if i else bool(  # "°C × 9/5": a factor,
                 re.search(r"[×*][ \t]?\Z", match.string[max(0, match.start() - 2):match.start()])))  # "nine fifths"
+            if i == 0 and parts[1:2] == ["="] and 0 < a <= b and b >= 10 and match.string[match.end():match.end() + 1] == "%":
+                said.append(f"{w.cardinal(str(a))} out of {w.cardinal(str(b))}")  # "45/50 = 90%": a score, its share
+                continue
             said.append(fraction_words(a, b) if 0 < a < b or factor else
                         f"{w.cardinal(str(a))} divided by {w.cardinal(str(b))}")
         elif part in "²³":
@@ -991,6 +1002,24 @@ RULES: list[Rule] = [
     ("lottery", r"(?<![\w.+$#-])\d\d?(?:[ \t]\d\d?){4,6}(?![\w-]|[ \t]\d|[.,]\d)", _lottery),
     ("short_code", r"(?<![\w.$#-])(?:\d{5,6}|\d{2,3}-\d{3})(?![\w-]|[.,]\d)", _short_code),  # "TO 33-444": dashed too
     # "Boeing 747-400", "Boeing 787-9": an airliner's model and its variant, as they are called
+    # "Seats 1A–4F", "rows 10C-12D": a range of seats by their codes, "one A to four F" (not amps)
+    ("airliner", r"(?:(?<=[Ss]eats[ \t])|(?<=SEATS[ \t]))\d{1,2}[A-K][ \t]?[–-][ \t]?\d{1,2}[A-K](?![\w-])",
+     lambda match: " to ".join(w.cardinal(code[:-1]) + " " + code[-1]
+                               for code in re.findall(r"\d+[A-K]", match.group()))),
+    # "Runway 16R", "Rwy 9L": a runway's number with its side, digit by digit as a controller says it, "one six right"
+    ("airliner", r"(?:(?<=Runway[ \t])|(?<=runway[ \t])|(?<=RUNWAY[ \t])|(?<=Rwy[ \t])|(?<=RWY[ \t]))(?:0?[1-9]|[12]\d|3[0-6])[LRC](?![\w-])",
+     lambda match: w.digits(match.group()[:-1]) + " " + {"L": "left", "R": "right", "C": "center"}[match.group()[-1]]),
+    # "Mach 0.85": a speed under the speed of sound as pilots say it, "Mach point eight five"
+    ("airliner", r"(?<=\bMach[ \t])0?\.\d{1,3}(?![\w]|[.,]\d)", lambda match: "point " + w.digits(match.group().split(".")[1])),
+    # "Airbus A321neo", "Cessna 172S", "Piper PA-28-181", "Embraer E175": an aircraft's model after its maker, as pilots
+    # name it (digit groups in pairs, letters spelled, "neo" a word); "The 787 cruises": a Boeing by its number
+    ("airliner", r"(?:(?<=Airbus[ \t])|(?<=Cessna[ \t])|(?<=Piper[ \t])|(?<=Embraer[ \t])|(?<=Beechcraft[ \t])"
+                 r"|(?<=Cirrus[ \t])|(?<=Diamond[ \t])|(?<=Bombardier[ \t])|(?<=Mooney[ \t]))"
+                 r"(?=[A-Z]{0,3}-?\d)[A-Z]{0,3}-?\d{2,3}(?:-\d{2,3})?(?:neo|ceo|[A-Z]{1,3})?(?![\w-])"
+                 r"|(?:(?<=\b[Tt]he[ \t])|(?<=\b[Oo]ur[ \t])|(?<=\b[Tt]his[ \t]))7[0-8]7(?=[ \t]+[a-z]+s\b|[ \t]*[.,!?])",
+     lambda match: " ".join(part if part.islower() else w.paired(part) if part.isdigit() and len(part) == 3
+                            else w.cardinal(part) if part.isdigit() else spell_code(part)
+                            for part in re.findall(r"\d+|[A-Z]+|[a-z]+", match.group()))),
     ("airliner", r"(?<=Boeing[ \t])7[0-8]7(?:-\d{1,3}(?:[A-Z]{1,2})?)?(?![\w-])",
      lambda match: " ".join(w.paired(part) if part.isdigit() else spell_code(part)
                             for part in re.findall(r"\d+|[A-Z]+", match.group()))),
@@ -1022,6 +1051,12 @@ RULES: list[Rule] = [
     ("secret", r"(?<![\w#$!@%^&*_+=?~.-])(?=[A-Za-z.-]*+[0-9#$!@%^&*_+=?~])(?=[0-9#$!@%^&*_+=?~.-]*+[A-Za-z])"
                r"[A-Za-z0-9#$!@%^&*_+=?~.-]{4,64}(?<![.!?-])(?![\w#$@%^&*_+=~])", _secret),
     ("hex", r"(?<![\w])0x[0-9A-Fa-f]{1,16}(?![\w])", _hex),
+    # "Frequent flyer number: ZP 4471 9082": a program's letters and digit groups after a kind of number, spelled
+    ("cued_digits", r"(?:(?<=[Nn]umber[ \t])|(?<=[Nn]umber:[ \t])|(?<=NUMBER[ \t])|(?<=NUMBER:[ \t]))[A-Z]{1,3}[ \t]?\d{3,}"
+                    r"(?:[ \t]\d{3,}){0,3}(?![\w%]|[.,:/-]\d)",
+     lambda match: " ".join(" ".join(part) if part.isalpha() else w.digits(part)
+                            for part in re.findall(r"[A-Z]+|\d+", match.group()))
+     if _KIND_NUMBER_BEFORE.search(match.string, max(0, match.start() - 40), match.start()) else None),
     ("flight", rf"(?<![\w])(?:{'|'.join(AIRLINES)})[ \t]?\d{{1,4}}(?![\w])"
      r"|(?:(?<=[Ff]light )|(?<=FLIGHT )|(?<=Amtrak )|(?<=AMTRAK )|(?<=[Tt]rain )|(?<=TRAIN )|(?<=[Bb]us )|(?<=BUS ))(?:[A-Z]{2,3}[ \t]\d{1,4}|\d{3,4})(?![\w]|[.,]\d)",
      _flight),  # "Train ICE 597": a train's or a flight's code after its word, spelled ("TRAIN ICE 578" too)

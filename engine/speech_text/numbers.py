@@ -80,7 +80,9 @@ UNITS = {
     "mos": ("month", "months", True), "pcs": ("piece", "pieces", True), "GiB": ("gibibyte", "gibibytes", True),
     "MiB": ("mebibyte", "mebibytes", True), "Kbps": ("kilobit per second", "kilobits per second", True),
     "Tbps": ("terabit per second", "terabits per second", True), "mph": ("mile per hour", "miles per hour", True),
-    "mpg": ("mile per gallon", "miles per gallon", True), "psi": ("P S I", "P S I", True),
+    "mpg": ("mile per gallon", "miles per gallon", True),
+    "gph": ("gallon per hour", "gallons per hour", True),  # "9 gph": an engine's fuel burn
+    "psi": ("P S I", "P S I", True),
     "cu ft": ("cubic foot", "cubic feet", True), "cu. ft.": ("cubic foot", "cubic feet", True),
     "m³": ("cubic meter", "cubic meters", True), "cm³": ("cubic centimeter", "cubic centimeters", True),
     "ft³": ("cubic foot", "cubic feet", True), "dL": ("deciliter", "deciliters", True), "sq. ft": ("square foot", "square feet", True), "mmol": ("millimole", "millimoles", True),
@@ -413,6 +415,9 @@ def _molar(match: re.Match[str]) -> bool:
                                                                    after) is not None
 
 
+_VISIBILITY_BEFORE = re.compile(r"(?i:\b(?:visibility|vis|vsby))\b[^\n\d]{0,12}\d[\d./ ]*[ \t]\Z")
+
+
 def _spaced_meters(match: re.Match[str]) -> str | None:
     if _molar(match):
         return "molar"
@@ -420,6 +425,20 @@ def _spaced_meters(match: re.Match[str]) -> str | None:
     if not number or not _LENGTH_BEFORE.search(match.string, max(0, match.start() - 48), match.start() - len(number[0])):
         return None
     return "meter" if number[1] == "1" else "meters"
+
+
+# "24 nm out", "120 kt ÷ 60 = 2 nm": "nm" where a flight's or a boat's speed, fuel or distance is the subject (a knot,
+# a statute mile, a descent on its line, "out"/"away" after it) is a nautical mile; a chip's or light's a nanometer
+_NAUTICAL_BEFORE = re.compile(r"(?i:\b(?:kts?|knots?|nautical|statute|fuel|descent|descend|climb|runway|rwy|airport|"
+                              r"flight|fly|flying|heading|gph|vfr|ifr|nm|nmi)\b)[^\n]*\Z")
+_NAUTICAL_AFTER = re.compile(r"[ \t]+(?:out|away|offshore|from|final|north|south|east|west)\b")
+
+
+def nautical(match: re.Match[str]) -> bool:
+    """Whether an "nm" after a number (``match`` ending with it) is a nautical mile, by the words around it."""
+    line = match.string.rfind("\n", 0, match.start()) + 1
+    return _NAUTICAL_BEFORE.search(match.string, max(line, match.start() - 64), match.start()) is not None \
+        or _NAUTICAL_AFTER.match(match.string, match.end()) is not None
 
 
 def _quantity(match: re.Match[str]) -> str | None:
@@ -481,6 +500,8 @@ def _quantity(match: re.Match[str]) -> str | None:
         elif suffix:
             unit, _, per = suffix.partition("/") if suffix not in UNITS else (suffix, "", "")
             one, many = UNITS[unit][:2] if unit in UNITS else _NUMERATOR_ONLY[unit]
+            if unit == "nm" and nautical(match):
+                one, many = "nautical mile", "nautical miles"
             said += " " + (one if (a == "1" and not b) or attributive(match) else many)
             if per:
                 count, per = re.fullmatch(r"(\d*)[ \t]?(.+)", per).groups()  # type: ignore[union-attr]
@@ -1068,7 +1089,7 @@ def _amps(match: re.Match[str]) -> str | None:
 
 
 # "842 − 790 = 52 kWh", "120 × 15 = 1,800 W": a unit after a formula's result (which the formula's rule read)
-_RESULT_BEFORE = re.compile(r"[=×][ \t]?[\d,]+(?:\.\d+)?[ \t]\Z")
+_RESULT_BEFORE = re.compile(r"[=×][ \t]?[-−]?[\d,]+(?:\.\d+)?[ \t]\Z")
 
 
 def _result_unit(match: re.Match[str]) -> str | None:
@@ -1076,6 +1097,8 @@ def _result_unit(match: re.Match[str]) -> str | None:
         return UNITS[match.group()][0]  # "your 250th kWh": one unit, counted by its ordinal
     if not _RESULT_BEFORE.search(match.string, max(0, match.start() - 24), match.start()):
         return None
+    if match.group() == "nm" and nautical(match):
+        return "nautical mile" if one_before(match) else "nautical miles"
     return UNITS[match.group()][0 if one_before(match) else 1]
 
 
@@ -1195,6 +1218,9 @@ RULES: list[Rule] = [
          match.string, max(0, match.start() - 16), match.start()) else None),
     ("hyphen_unit", rf"{_START}{NUM}-(?:{_SPACED_UNIT}(?:\.(?=[ \t]+[a-z]))?|in\.?)(?=[ \t]+[A-Za-z])", _hyphen_unit),  # "a 12-in. skillet", "a 50-gal. tank"
     ("unit_alone", r"(?<=\d[ \t])M(?![\w'’/])", _spaced_meters),
+    # "Visibility 10 SM", "vis 3 SM": a capital "SM" after a visibility's number is statute miles (a weather report's)
+    ("unit_alone", r"(?<=\d[ \t])SM(?![\w'’/-])", lambda match: ("statute mile" if one_before(match) else "statute miles")
+     if _VISIBILITY_BEFORE.search(match.string, max(0, match.start() - 32), match.start()) else None),
     ("unit_alone", r"(?<![$€£¥]\d[ \t])(?<![$€£¥]\d\d[ \t])(?<![$€£¥]\d{3}[ \t])(?<=\d[ \t])K(?![\w'’/])", _kelvin),  # "absolute zero is 0 K"  # "DEPTH: 4.6 M": meters after a length's name
     ("unit_alone", r"(?<=\d[ \t])(?:%s)(?![\w/])" % "|".join(re.escape(u) for u in sorted(UNITS, key=len, reverse=True)
                                                        if re.search(r"[/ ²³^]", u)),
@@ -1236,7 +1262,7 @@ RULES: list[Rule] = [
         re.escape(u) for u in sorted(UNITS, key=len, reverse=True)
         if UNITS[u][2] and u not in _WORDLIKE_UNITS and not re.fullmatch(r"[a-z]", u)), _result_unit),
     # "= 30 − 12 = 18 g": a one-letter unit after a result, at a phrase's end ("= 18 g.")
-    ("unit_alone", r"(?<=\d[ \t])[gm](?![\w/²³'’-])(?=[ \t]*(?:[,.;:!?)]|\Z))", _result_unit),
+    ("unit_alone", r"(?<=\d[ \t])(?:[gm]|in)(?![\w/²³'’-])(?=[ \t]*(?:[,.;:!?)]|\Z))", _result_unit),  # "= 40.65 in"
     # "BMI = weight (kg) ÷ height (m)²": a unit alone in brackets after a quantity's name, in a formula
     ("unit_alone", r"(?<=[a-z][ \t]\()(?:kg|g|mg|m|cm|mm|km|lbs?|ft|in|s|min|h|hr|L|mL)(?=\)(?:[²³]|[ \t]*[=÷×/*]))",
      lambda match: UNITS[match.group()][1]),

@@ -79,6 +79,10 @@ _NO_SUBJECT_BEFORE = re.compile(r"(?<![\w'])(?i:to|at|of|by|from|under|over|into
 _ONE_LETTER_BEFORE = re.compile(r"(?<![\w'])(?i:need|needs|want|wants|require|requires|with)[ \t]+[A-Za-z][ \t]*\Z")
 _COUNT_AFTER = re.compile(r"[ \t]*\d[\d,]*[ \t]+[a-z]{3,}s\b")
 
+# "Headwind > 20 kt? The solo is cancelled.": a bound asked of a noun, its question mark right after the value, is a
+# condition (no verb is said)
+_ASKED_AFTER = re.compile(r"[ \t]*[-−]?[$€£¥]?\d[\d,.]*(?:[ \t]?[A-Za-z%°]{1,4})?\?")
+
 
 def _verb(match: re.Match[str]) -> str:
     """The relation's verb, unless the writer wrote one ("your score is < 600", "Is 5 > 3?") or it narrows a noun
@@ -95,7 +99,7 @@ def _verb(match: re.Match[str]) -> str:
         or _NO_SUBJECT_BEFORE.search(before) or counted or (verb_after and verb_after[1] in VERBS_IN_S) \
         or finding \
         or _KEEP_BEFORE.search(match.string, max(0, match.start() - 32), match.start()) \
-        or _MODAL_AFTER.match(match.string, match.end()) else " is"
+        or _MODAL_AFTER.match(match.string, match.end()) or _ASKED_AFTER.match(match.string, match.end()) else " is"
 
 
 def _related(match: re.Match[str]) -> str:
@@ -305,11 +309,16 @@ def _formula_arrow(match: re.Match[str]) -> str | None:
 _SUBJECT_BEFORE = re.compile(r"(?:(?<![\w'])(?i:your|the|my|our|their|this|that|each|every|one)[ \t]"
                              r"|(?<![\w.,])\d+[ \t])[ \t]*(?:[a-z]+[ \t]+){0,2}([a-z]{3,})\Z", re.IGNORECASE)
 
+_LINE_SUBJECT_BEFORE = re.compile(r"(?:\A|\n)[ \t]*[A-Z]?[a-z]{2,}\Z")
+
 
 def _approximately(match: re.Match[str]) -> str | None:
     before = match.string[max(0, match.start() - 60):match.start()]
     if re.search(r"[=+×÷−*][^\n≈=]*\Z", before):
         return " is approximately "  # "$6,550 ÷ 26 pay periods ≈ $251.92": after a formula's left side
+    if _LINE_SUBJECT_BEFORE.search(before) and re.match(r"[a-z]{2,}[ \t]+[a-z]", match.string[match.end():match.end() + 24]):
+        return " is approximately "  # "Crosswind ≈ wind speed × sin(angle)": a formula's one-word left side, opening its
+        #                              line, equated to named quantities ("Arrival ≈ 4:50 PM" labels a value)
     subject = _SUBJECT_BEFORE.search(before)
     if not subject or not re.match(r"[-−]?[$€£¥]?\d", match.string[match.end():match.end() + 3]) \
             or subject[1].lower() in VERBS_IN_S or subject[1].lower().endswith(("ed", "ing")):
@@ -356,12 +365,16 @@ RULES: list[Rule] = [
     ("trig", r"(?<![\w])(?:sin|cos|tan|cot|sec|csc)(?=[²³]|[ \t]?[αβγδθφωτ])",
      lambda match: {"sin": "sine", "cos": "cosine", "tan": "tangent", "cot": "cotangent", "sec": "secant",
                     "csc": "cosecant"}[match.group()]),
+    # "sin(angle)", "cos(heading)": a trigonometric function applied to a named quantity in brackets, "sine of angle"
+    ("trig", r"(?<![\w])(?:sin|cos|tan)\([a-z]{3,}\)",
+     lambda match: {"sin": "sine", "cos": "cosine", "tan": "tangent"}[match.group()[:3]] + " of " + match.group()[4:-1]),
     ("squared", r"(?<=[A-Za-z0-9)])²", _saying(" squared")),
     ("cubed", r"(?<=[A-Za-z0-9)])³", _saying(" cubed")),
     ("per_slash", r"(?<=[^\W\d_])/(?=(?:hour|day|night|week|month|year|person|user|unit|page|shift)(?![\w/]))", _per),
     ("per_slash", rf"(?<=[^\W\d_])/{trie(_SLASH_UNITS)}(?![\w/²³])", _per_unit),
     # "$2,400/12 = $200": a slash between an amount and a number before "=" divides
-    ("formula", r"(?<=\d)[ \t]?/[ \t]?(?=\d[\d,]*(?:\.\d+)?[ \t]*=)", _saying(" divided by ")),
+    ("formula", r"(?<=\d)[ \t]?/[ \t]?(?=\d[\d,]*(?:\.\d+)?[ \t]*=)|(?<=[a-z])/(?=\d[\d,]*(?:\.\d+)?[ \t]*=[ \t]*[-−]?\d)",
+     _saying(" divided by ")),  # "Moment/1000 = 86.4": a named quantity divided by a number, its result after
     ("slash", r"(?<=[^\W\d_])(?:[ \t]/[ \t]|/)(?=[^\W\d_])", _slash),  # not "edit /usr": a path
     ("dash", r"[ \t]*[—–-][ \t]*(?=(?i:midnight|noon)\b)|(?<=(?i:midnight))[ \t]*[—–-][ \t]*(?=\d)"
              r"|(?<=(?i:noon))[ \t]*[—–-][ \t]*(?=\d)", _time_to),  # "3pm–midnight": a range of times, "to"
