@@ -1223,6 +1223,10 @@ SAID = [
     ('He stands 22 in at the shoulder.', 'He stands twenty-two inches at the shoulder.'),
     ('Weekly food: 7 × 2 cups = 14 cups', 'Weekly food, seven times two cups equals fourteen cups'),
     ('ISO chip: 900 164 000 123 456', 'I S O chip, nine zero zero, one six four, zero zero zero, one two three, four five six'),
+    ('It is 90 °F outdoors.', 'It is ninety degrees Fahrenheit outdoors.'),
+    ('The shelf adjusts from 12" to 30".', 'The shelf adjusts from twelve inches to thirty inches.'),
+    ('She works 3/4 time now.', 'She works three quarters time now.'),
+    ('The song is in 7/8 time.', 'The song is in seven eight time.'),
 ]
 
 

@@ -294,7 +294,8 @@ VERBS_IN_S = frozenset("""takes means makes costs gives needs uses lasts weighs 
     grows rises falls drops doubles triples shrinks accrues qualifies applies suffices exceeds meets triggers
     entitles""".split())
 _NOT_PLURAL_NOUNS = frozenset("""towards afterwards always sometimes besides perhaps across thus does goes its
-    hers ours yours theirs whereas lengthwise tops""".split())  # "$5k tops": at most
+    hers ours yours theirs whereas lengthwise tops outdoors indoors upstairs downstairs overseas
+    backwards forwards nowadays""".split())  # "$5k tops": at most
 
 
 # Singular nouns a duration describes without a determiner before it ("20 min wait", "10 min walk")
@@ -571,6 +572,8 @@ _CHANGED_BY = re.compile(r"(?i:\b(?:cut|cuts|reduced?|reduces|lowers?|lowered|ra
                          r"discounted|multiply|multiplies|multiplied|divide|divides|divided|scale|scales|scaled|up|down)\b[^.!?]{0,30}\b(?:by|from)\W*)$")  # "cuts it by 1/4", "down from 3/4":
 #                                                                                   a change of a quantity, a fraction
 
+# "each work 5/8 time", "employed at 3/4 time": a share of a full-time job, a fraction (no time signature)
+_WORKED_BEFORE = re.compile(r"(?i:\b(?:work|works|worked|working|employed|paid|scheduled|hired)(?:[ \t]+at)?)[ \t]+\Z")
 _OF_AFTER = re.compile(r"[ \t]+of\b")  # "sat 3/4 of the way": a part of something, a fraction
 _NOT_A_DAY_AFTER = re.compile(r"[ \t]+(?:[a-z]+s|of|out|scale|in|on|per|a|an|the|and|or|to|inch|mile|cup|[^a-z])\b")
 _NOT_A_DAY_BEFORE = re.compile(r"(?i:\b(?:scored?|got|gets|rated|about|only|just|of|by|over|under|than|is|was|are|were|"
@@ -937,7 +940,9 @@ def _hyphen_unit(match: re.Match[str]) -> str:
     return f"{w.number(size.replace(',', ''))} {UNITS[unit.rstrip('.')][0]}"
 
 
-_HOW_BIG_AFTER = re.compile(r"[ \t]+(?:wide|long|tall|deep|high|thick|across|diagonal|apart|of|in|on|at|from|above|below|under|off|up|down|or|and|for)\b")
+_HOW_BIG_AFTER = re.compile(r"[ \t]+(?:wide|long|tall|deep|high|thick|across|diagonal|apart|of|in|on|at|from|above|below|under|off|up|down|or|and|for)\b"
+                            r"|[ \t]+(?:to|through|thru)[ \t]+\d{1,3}(?:\.\d)?[\"”″]")  # "from 25\" to 50\"": a range's
+# start, in inches as its end is
 
 
 def _inches(match: re.Match[str]) -> str:
@@ -1146,7 +1151,8 @@ RULES: list[Rule] = [
     ("mixed_fraction", r"(?<![\w./,])\d{1,3}[ \t]\d{1,2}/\d{1,2}(?![\w/])", _mixed_fraction),
     # "in 4/4 time", "6/8 meter": a time signature, each number said ("four four"), not a fraction or a date
     ("time_signature", r"(?<![\w./,])(?!1/)\d{1,2}/(?:2|4|8|16)(?=[ \t]+(?:time|meter|metre|signature|time[ \t]signature)\b)",
-     lambda match: " ".join(w.cardinal(n) for n in match.group().split("/"))),
+     lambda match: None if _WORKED_BEFORE.search(match.string, max(0, match.start() - 16), match.start())
+     else " ".join(w.cardinal(n) for n in match.group().split("/"))),
     # "the SW 1/4 of the NE 1/4 of Section 12": a land description's part of a section, a compass point's quarter or half
     ("fraction", r"(?<![\w/])(?:NE|NW|SE|SW|N|S|E|W)[ \t]1/[24](?![\w/])(?=[ \t]+of\b|,)", _land_part),
     ("fraction", r"(?<=\bof[ \t]the[ \t])(?:NE|NW|SE|SW|N|S|E|W)[ \t]1/[24](?![\w/])", _land_part),
@@ -1176,8 +1182,8 @@ RULES: list[Rule] = [
      rf"(?![\w'’′\"”″⁻])(?!(?<=\d)[ \t]*=)",  # a unit after every size too: "40 cm × 30 cm × 20 cm"
      _dimensions),
     ("inches", r"(?<![\w\"“”'.])\d{1,3}(?:\.\d)?[\"”″](?=[ \t]+[\w-])", _inches),
-    # "2 × 48\" = 96\"": a formula's result in inches, at its end
-    ("inches", r"(?<=[=×][ \t])\d{1,3}(?:\.\d)?[\"”″](?=[ \t]*(?:[,.;)]|\Z|\n))",
+    # "2 × 48\" = 96\"": a formula's result in inches, at its end; "from 25\" to 50\"": a range's end
+    ("inches", r"(?:(?<=[=×][ \t])|(?<=\d[\"”″][ \t]to[ \t]))\d{1,3}(?:\.\d)?[\"”″](?=[ \t]*(?:[,.;)]|\Z|\n))",
      lambda match: w.number(match.group()[:-1]) + (" inch" if match.group()[:-1] == "1" else " inches")),
     ("fraction_inches", r"(?<![\w./,])\d{1,2}/\d{1,2}[\"”″](?=[ \t]+[\w-]|[ \t]*[,.;]|$)",  # "1/4\" drywall screws"
      lambda match: fraction_words(*(int(x) for x in match.group()[:-1].split("/")))
