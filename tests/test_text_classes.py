@@ -1227,6 +1227,11 @@ SAID = [
     ('The shelf adjusts from 12" to 30".', 'The shelf adjusts from twelve inches to thirty inches.'),
     ('She works 3/4 time now.', 'She works three quarters time now.'),
     ('The song is in 7/8 time.', 'The song is in seven eight time.'),
+    ("Her extension is x2210.", "Her extension is extension two two one zero."),
+    ('Call 212/555-0148 today.', 'Call two one two, five five five, zero one four eight today.'),
+    ('Collect the I-9s today.', 'Collect the I nines today.'),
+    ('slammed rn, will call later', 'slammed right now, will call later'),
+    ('i reset your pw, check email', 'i reset your password, check email'),
 ]
 
 

@@ -685,6 +685,12 @@ RULES: list[Rule] = [
      lambda match: "required" + ("." if ends_sentence_after(match) else "")),
     ("abbreviation", r"(?<![\w'’])DO[EQ](?![\w'’])", _pay_depends),
     ("abbreviation", r"(?<![\w'’@/#.-])(?:%s)(?![\w'’@/-])" % "|".join(_CHAT), lambda match: _CHAT[match.group()]),
+    # chat in small letters: "in sales rn" (right now, ending its clause after a small word; not "an rn", a nurse) and
+    # "the temp pw" (a password, after a word that owns or describes it)
+    ("abbreviation", r"(?<=[a-z][ \t])(?<!\ban[ \t])(?<!\bthe[ \t])(?<!\ba[ \t])(?<!\bmy[ \t])(?<!\byour[ \t])rn"
+                     r"(?=[ \t]*(?:[.!?,;)]|\n|\Z))", lambda match: "right now"),
+    ("abbreviation", "(?:%s)pw(?![\\w'’@/.-]|\\.\\w)" % "|".join(rf"(?<=\b{word}[ \t])" for word in (
+        "temp temporary new old your my the wifi default reset his her our their").split()), lambda match: "password"),
     # "Exp: 11/2026", "EXP 03/27": a card's or a package's label before the date it expires
     ("abbreviation", r"(?<![\w.'’@/#-])(?:Exp|EXP|exp)(?:\.?:?)(?=[ \t]*\d{1,2}[/-](?:\d{4}|\d\d)(?![\w/]))",
      lambda match: "expires" if match.group()[0] == "e" else "Expires"),

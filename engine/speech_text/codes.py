@@ -979,7 +979,8 @@ RULES: list[Rule] = [
      _vanity),
     ("extension", r"(?<![\w])(?:[Ee]xt|EXT)\.?[ \t]?#?\d{1,6}(?![\w])|(?:(?<=\d[ \t])|(?<=\d,[ \t]))x[ \t]?\d{2,6}(?![\w])"
      r"|(?<=\d{3}[-.]\d{4}[ \t])x\d(?![\w])"  # "404.555.0181 x3": a one-digit extension after a phone's last four
-     r"|(?:(?<=\b[Aa]t[ \t])|(?<=\b[Dd]ial[ \t])|(?<=\b[Cc]all[ \t])|(?<=\bto[ \t]))x\d{3,6}(?![\w])",
+     r"|(?:(?<=\b[Aa]t[ \t])|(?<=\b[Dd]ial[ \t])|(?<=\b[Cc]all[ \t])|(?<=\bto[ \t])|(?<=\bextension[ \t]is[ \t])"
+     r"|(?<=\bextension:[ \t])|(?<=\bextension[ \t]))x\d{3,6}(?![\w])",  # "extension is x4417"
      _extension),
     ("local_phone", r"(?<![\w.+-])\d{3}[-. ]\d{4}(?![\w-]|[. ]\d)", _local_phone),  # "call 555 0199" too
     ("local_digits", r"(?<![\w.,$#-])[2-9]\d{6}(?![\w%]|[.,:/-]\d)",  # "phone 5550199": seven digits after a cue
@@ -1076,6 +1077,10 @@ RULES: list[Rule] = [
     # "for P1s", "the P2s and P3s": a priority's or a grade's code in the plural after a word that counts or picks them,
     # "P ones" (elsewhere a model's small-letter suffix: "A7s")
     ("serial", r"(?<![\w-])[A-Z]\d{1,2}s(?![\w-])", _plural_code),
+    # "W-2s", "I-9s", "B-52s": a form's or a model's name of a capital, a hyphen and its number, in the plural ("W twos")
+    ("serial", r"(?<![\w-])[A-Z]{1,2}-\d{1,3}s(?![\w'’-])",
+     lambda match: " ".join(match.group().split("-")[0]) + " " + w.plural(
+         (w.cardinal if len(match.group().split("-")[1]) <= 3 else w.paired)(match.group().split("-")[1][:-1]))),
     # a bill's number in Congress, in pairs as bills are said: "H.R. 815" "H R eight fifteen", "S.J.Res. 12"
     ("serial", r"(?<![\w.])(?:H\.[ \t]?R\.|(?:H|S)\.(?:J\.|Con\.)?[ \t]?Res\.)[ \t]?\d{1,4}(?![\w]|[.,]\d)",
      lambda match: " ".join([*re.findall(r"[A-Za-z]+", match.group()), w.paired(re.search(r"\d+", match.group())[0])])),

@@ -498,13 +498,14 @@ _PHONE = (
     r"|\+\d{1,3}(?:[ \t]?\(0\)[ \t]?\d{1,5}(?!\d))?(?:[-. \t]\(?\d{1,8}\)?(?![\d])){1,5}|\+\d{1,3}[-. \t]\d{10}(?!\d)"
     r"|00[1-9]\d{0,2}(?:[-. \t]\d{1,8}(?!\d)){2,5}"  # "+44 (0)20 ...", "0044 20 ...": a trunk zero, a dialled prefix
     r"|\(\+\d{1,3}\)[ \t]?\d{2,4}(?:[-. \t]\d{2,4}){1,3}"
-    r"|(?:1[-. ])?\d{3}[-. ]\d{3}[-. ]\d{4}|0\d{1,4}[ -]\d{3,4}[ -]\d{3,4}"
+    r"|(?:1[-. ])?\d{3}[-. ]\d{3}[-. ]\d{4}|\d{3}/\d{3}-\d{4}|0\d{1,4}[ -]\d{3,4}[ -]\d{3,4}"
     r"|0[1-9](?:[ ]\d\d){4}(?![ .]\d)|0[1-9](?:\.\d\d){4}(?![ .]\d))(?![\w-])"  # "06 12 34 56 78": France's, in pairs
 )
 _DIGIT_GROUP = re.compile(r"\d+")
 # The end of a text that may yet become a phone number written in spaced groups ("1 800 273" before "8255").
 _OPEN_PHONE = re.compile(r"(?<![\w.,+-])(?:(?:\+\d{1,3}[ \t]+|1[ \t]+)?(?:\(\d{3}\)|\d{3})(?:[ \t]+\d{1,4}){0,2}"
-                         r"|0[1-9](?:[ ]\d\d){0,3}(?:[ ]\d)?|0[1-9](?:\.\d\d){0,3}(?:\.\d?)?)[ \t]*\Z")
+                         r"|0[1-9](?:[ ]\d\d){0,3}(?:[ ]\d)?|0[1-9](?:\.\d\d){0,3}(?:\.\d?)?"
+                         r"|\d{3}/(?:\d{1,3}(?:-\d{0,3})?)?)[ \t]*\Z")  # "503/555-0174": an area code and a slash
 
 
 # The end of a text that may yet become a compound duration ("2 h 15" before " min"): held, so its hours are read with
