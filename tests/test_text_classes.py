@@ -1232,6 +1232,13 @@ SAID = [
     ('Collect the I-9s today.', 'Collect the I nines today.'),
     ('slammed rn, will call later', 'slammed right now, will call later'),
     ('i reset your pw, check email', 'i reset your password, check email'),
+    ('Margin = profit / revenue = 0.2', 'Margin equals profit divided by revenue equals zero point two'),
+    ('Overtime applies when weekly hours > 40.', 'Overtime applies when weekly hours are greater than forty.'),
+    ('He moved from Engineer I to Engineer II.', 'He moved from Engineer one to Engineer two.'),
+    ('Read chapters I through IV.', 'Read chapters one through four.'),
+    ("The EPA's rules apply.", "The E P A's rules apply."),
+    ('Your title is Admin. Assistant.', 'Your title is Administrative Assistant.'),
+    ('Now hiring PT cashiers, M-F.', 'Now hiring part-time cashiers, Monday to Friday.'),
 ]
 
 

@@ -478,7 +478,21 @@ _NUMBERED_BEFORE = re.compile(
     rf"[ \t]+(?P<first>{_ROMAN}|{_ROMAN_LOWER})[ \t]*(?:to|and|or|through|[–-])[ \t]*\Z")
 
 
-_LIST_OWNER = re.compile(r"(?<![\w])(?i:types|classes|grades|stages|phases|levels|tiers|parts|nerves)[ \t]\Z")
+_LIST_OWNER = re.compile(r"(?<![\w])(?i:types|classes|grades|stages|phases|levels|tiers|parts|nerves|volumes|chapters|"
+                         r"sections|books|acts|articles|titles|units|modules|lessons|seasons|episodes|steps)[ \t]\Z")
+# A job title before its level ("Analyst I", "Engineer II"): a lone "I" after one is the level one where it ends its
+# phrase or a word about the job follows ("from Analyst I to Analyst II", "an Engineer I role"), not "the Engineer I met"
+JOB_TITLES = ("Analyst Engineer Specialist Technician Coordinator Associate Clerk Assistant Developer Administrator "
+              "Accountant Consultant Designer Scientist Representative Officer Nurse Programmer Manager Director "
+              "Generalist Recruiter Auditor Underwriter Adjuster Planner Buyer Therapist Teacher Librarian").split()
+_JOB_LEVEL_AFTER = re.compile(r"[ \t]+(?:position|positions|role|roles|level|title|pay|salary|band|job|jobs|opening|openings)\b")
+
+
+def _job_level(match: re.Match[str]) -> str | None:
+    if not (_LISTED_I.match(match.string, match.end()) or _JOB_LEVEL_AFTER.match(match.string, match.end())):
+        return None
+    return match.group()[:-1] + "one"
+
 
 
 def _numbered_letter(match: re.Match[str]) -> str:
@@ -1132,6 +1146,7 @@ RULES: list[Rule] = [
     # word, when a numeral follows it
     ("roman", r"(?<=[sS][ \t])I(?=[ \t]*(?:,|and|or|to|through|[–-])[ \t]*%s(?![\w]))" % _ROMAN,
      lambda match: "one" if _LIST_OWNER.search(match.string, max(0, match.start() - 12), match.start()) else None),
+    ("roman", r"(?<![\w])(?:%s)[ \t]I(?![\w'’])" % "|".join(JOB_TITLES), _job_level),
     # "(I, II and III)": a bracketed list opening with a lone "I" whose next item is "II": the numeral one
     ("roman", r"(?<=\()I(?=[ \t]*(?:,|and|or|&)[ \t]*II(?![\w'’]))", lambda match: "one"),
     # "dynasties XVIII to XX", "Chapters II and IV": a range's or a list's second numeral after a numbered first
