@@ -1239,6 +1239,8 @@ SAID = [
     ("The EPA's rules apply.", "The E P A's rules apply."),
     ('Your title is Admin. Assistant.', 'Your title is Administrative Assistant.'),
     ('Now hiring PT cashiers, M-F.', 'Now hiring part-time cashiers, Monday to Friday.'),
+    ('File at sec.gov/edgar today.', 'File at S E C dot gov slash edgar today.'),
+    ('See example.com/flsa for rules.', 'See example dot com slash F L S A for rules.'),
 ]
 
 
