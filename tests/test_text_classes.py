@@ -1241,6 +1241,7 @@ SAID = [
     ('Now hiring PT cashiers, M-F.', 'Now hiring part-time cashiers, Monday to Friday.'),
     ('File at sec.gov/edgar today.', 'File at S E C dot gov slash edgar today.'),
     ('See example.com/flsa for rules.', 'See example dot com slash F L S A for rules.'),
+    ('If x = 3, y = 2x.', 'If x equals three, y equals two x.'),
 ]
 
 

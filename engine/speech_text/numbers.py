@@ -423,6 +423,11 @@ def _spaced_meters(match: re.Match[str]) -> str | None:
     return "meter" if number[1] == "1" else "meters"
 
 
+# "If x = hours over 40, OT = 1.5x": after a formula's "=", in a sentence that has set the variable x, "1.5x" is
+# a coefficient of x, not "times"
+_X_DEFINED_BEFORE = re.compile(r"(?<![\w'’])x[ \t]?[=<>≤≥][^.!?\n]*=[ \t]?\Z")
+
+
 def _quantity(match: re.Match[str]) -> str | None:
     parts = _QUANTITY_PARTS.fullmatch(match.group())
     assert parts
@@ -433,7 +438,8 @@ def _quantity(match: re.Match[str]) -> str | None:
         suffix = "in"  # "SNOWFALL UP TO 18 IN. EXPECTED": a shouted "in." after a number (a shouted word before it)
     if suffix.endswith(".") and suffix[:-1] in UNITS:
         suffix = suffix[:-1]  # "12 oz. of water": the unit's own full stop, not a sentence's
-    if suffix == "x" and not b and not sign and re.match(r"[ \t]*(?:[<>=≤≥≠]|[+−][ \t]*\d)", match.string[match.end():match.end() + 4]):
+    if suffix == "x" and not b and not sign and (re.match(r"[ \t]*(?:[<>=≤≥≠]|[+−][ \t]*\d)", match.string[match.end():match.end() + 4])
+                                                 or _X_DEFINED_BEFORE.search(match.string, max(0, match.start() - 80), match.start())):
         return w.number(a) + " x"  # "If 2x < 10", "2x + 3 = 7": a coefficient of the variable x in a formula, not "times"
     if suffix == "t" and match.string[match.end():match.end() + 1] in ("-", "'", "’"):
         return None  # "2 t-shirts": a word's letter, not tonnes
