@@ -1230,7 +1230,6 @@ SAID = [
     ("Her extension is x2210.", "Her extension is extension two two one zero."),
     ('Call 212/555-0148 today.', 'Call two one two, five five five, zero one four eight today.'),
     ('Collect the I-9s today.', 'Collect the I nines today.'),
-    ('slammed rn, will call later', 'slammed right now, will call later'),
     ('i reset your pw, check email', 'i reset your password, check email'),
     ('Margin = profit / revenue = 0.2', 'Margin equals profit divided by revenue equals zero point two'),
     ('Overtime applies when weekly hours > 40.', 'Overtime applies when weekly hours are greater than forty.'),

@@ -566,7 +566,6 @@ _CHAT = {"lmk": "let me know", "idk": "I don't know", "asap": "A S A P", "fyi": 
 _CHAT_BEFORE = re.compile(r"(?<![\w'’@/#.-])(?:pls|plz|Pls|Plz)(?![\w'’@/-])[^.!?\n]*\Z")
 
 
-_RIGHT_NOW_BEFORE = re.compile(r"(?<![\w'’])(?!(?:an|a|the|my|your|our|his|her|their)[ \t])[a-z]+[ \t]\Z")
 _PASSWORD_BEFORE = re.compile(r"(?<![\w'’])(?:temp|temporary|new|old|your|my|the|wifi|default|reset|his|her|our|their)"
                               r"[ \t]\Z")
 _JOB_NEAR = re.compile(r"(?i:\b(?:job|jobs|position|positions|role|roles|schedule|employment|hiring|hire|shift|shifts|"
@@ -705,11 +704,7 @@ RULES: list[Rule] = [
      lambda match: "required" + ("." if ends_sentence_after(match) else "")),
     ("abbreviation", r"(?<![\w'’])DO[EQ](?![\w'’])", _pay_depends),
     ("abbreviation", r"(?<![\w'’@/#.-])(?:%s)(?![\w'’@/-])" % "|".join(_CHAT), lambda match: _CHAT[match.group()]),
-    # chat in small letters: "in sales rn" (right now, ending its clause after a small word; not "an rn", a nurse) and
-    # "the temp pw" (a password, after a word that owns or describes it)
-    ("abbreviation", r"(?<![\w'’@/#.-])rn(?=[ \t]*(?:[.!?,;)]|\n|\Z))",
-     lambda match: "right now" if _RIGHT_NOW_BEFORE.search(match.string, max(0, match.start() - 16), match.start())
-     else None),
+    # chat in small letters: "the temp pw" (a password, after a word that owns or describes it)
     ("abbreviation", r"(?<![\w'’@/#.-])pw(?![\w'’@/.-]|\.\w)",
      lambda match: "password" if _PASSWORD_BEFORE.search(match.string, max(0, match.start() - 16), match.start())
      else None),
@@ -750,7 +745,7 @@ RULES: list[Rule] = [
     ("caps", r"(?<![\w'’])MAC(?=[ \t]+(?:address|addresses|ADDRESS)\b)", lambda match: "Mac"),  # a network card's
     # "MAC address", said as a word
     ("caps", r"(?<![\w'’])[A-Z][A-Z'’]*[A-Z]s?(?![\w'’]|[²³])|(?<![\w'’])[A-Z]{2,3}(?=[²³])"
-             r"|(?<![\w'’])[A-Z]{2,5}(?=['’]s(?![\w'’]))", _caps),  # "MC²"; "the LLC's EIN": its possessive's
+             r"|(?<![\w'’])[A-Z]{2,3}(?=['’]s(?![\w'’]))", _caps),  # "MC²"; "the LLC's EIN": its possessive's
     # "'s" after it (capitals with no vowel, no word: spelled; "the ADA's": as the capitals are read alone)
     # "Brown v. Board", "Roe v. Wade": a case's "v." between two capitalised names, "versus"
     ("abbreviation", r"(?<=[A-Za-z.][ \t])v\.(?=[ \t]+[A-Z])", _case_versus),

@@ -205,10 +205,11 @@ def _spoken_parts(text: str, domain_at: int = -1, by_digit: bool = False,
                     or start < host_start and text[end:end + 1] in ("_", "-") and text[start - 1:start] in ("", "_", "-", ".")):
                 said.append(" ".join(part.upper()))  # "/ev/charge-now", "ev_support@": a two-letter folder or
                 continue  # department that is no word, its letters
-            if host_start <= start < host_end and len(part) == 3 and part.islower() \
-                    and re.match(r"\.gov(?![a-z])", text[end:end + 5]):
-                said.append(" ".join(part.upper()))  # "dol.gov", "sec.gov": a government agency's initials
-                continue
+            if host_start <= start < host_end and len(part) == 3 and part.islower() and part not in COMMON_WORDS \
+                    and re.match(r"\.gov(?![a-z])", text[end:end + 5]) \
+                    and re.fullmatch(r"(?:[a-z]+://)?(?:www\.)?", text[host_start:start], re.I):
+                said.append(" ".join(part.upper()))  # "dol.gov", "sec.gov": a government agency's initials, the
+                continue  # host's own name (not a subdomain's word: "nhtsa.dot.gov")
             if part.lower() in _RUN_TOGETHER:  # "noreply@": the words run together, said apart
                 said.append(_RUN_TOGETHER[part.lower()])
                 continue
