@@ -745,8 +745,9 @@ RULES: list[Rule] = [
     ("caps", r"(?<![\w'’])MAC(?=[ \t]+(?:address|addresses|ADDRESS)\b)", lambda match: "Mac"),  # a network card's
     # "MAC address", said as a word
     ("caps", r"(?<![\w'’])[A-Z][A-Z'’]*[A-Z]s?(?![\w'’]|[²³])|(?<![\w'’])[A-Z]{2,3}(?=[²³])"
-             r"|(?<![\w'’])[A-Z]{2,3}(?=['’]s(?![\w'’]))", _caps),  # "MC²"; "the LLC's EIN": its possessive's
-    # "'s" after it (capitals with no vowel, no word: spelled; "the ADA's": as the capitals are read alone)
+             r"|(?<![\w'’])(?:[B-DF-HJ-NP-TV-Z]{2,5}|[AEIOU][A-Z]{1,2})(?=['’]s(?![\w'’]))", _caps),  # "MC²"; "the LLC's EIN": its possessive's
+    # "'s" after it (capitals with no vowel, no word: spelled; "the ADA's", "EPA's": a vowel
+    # opening two or three capitals, heard as a name, "Ada's", as the capitals are read alone)
     # "Brown v. Board", "Roe v. Wade": a case's "v." between two capitalised names, "versus"
     ("abbreviation", r"(?<=[A-Za-z.][ \t])v\.(?=[ \t]+[A-Z])", _case_versus),
     # "proof of res.", "place of res.": where one lives, "residence"
