@@ -60,7 +60,7 @@ ABBREVIATIONS = {"e.g.": "for example", "i.e.": "that is", "etc.": "et cetera", 
                  "mtg": "meeting", "mtg.": "meeting", "mtgs": "meetings", "Mtg": "Meeting", "Mtg.": "Meeting",
                  "Lic.": "License", "lic.": "license",
                  "ppl": "people", "qtr.": "quarter", "qtr": "quarter", "Qtr.": "Quarter", "qtrs.": "quarters",
-                 "Asst.": "Assistant", "asst.": "assistant", "Accts.": "Accounts", "accts.": "accounts",
+                 "Asst.": "Assistant", "asst.": "assistant", "Coord.": "Coordinator", "Accts.": "Accounts", "accts.": "accounts",
                  "Conf.": "Conference",
                  # a statement's and a receipt's shorthand: "Pmt. rec'd", "Int'l wire fee", "Bal. fwd.", "amt. due"
                  "Pmt.": "Payment", "pmt.": "payment", "Pmts.": "Payments", "pmts.": "payments", "pmt": "payment",
@@ -569,6 +569,19 @@ _CHAT = {"lmk": "let me know", "idk": "I don't know", "asap": "A S A P", "fyi": 
 _CHAT_BEFORE = re.compile(r"(?<![\w'’@/#.-])(?:pls|plz|Pls|Plz)(?![\w'’@/-])[^.!?\n]*\Z")
 
 
+_PASSWORD_BEFORE = re.compile(r"(?<![\w'’])(?:temp|temporary|new|old|your|my|the|wifi|default|reset|his|her|our|their)"
+                              r"[ \t]\Z")
+_JOB_NEAR = re.compile(r"(?i:\b(?:job|jobs|position|positions|role|roles|schedule|employment|hiring|hire|shift|shifts|"
+                       r"employees?|staff|openings?|status|benefits|hours|opportunity|work)\b)")
+
+
+def _job_time(match: re.Match[str]) -> str | None:
+    around = match.string[max(0, match.start() - 32):match.end() + 32]
+    if not _JOB_NEAR.search(around):
+        return None
+    return "full-time" if match.group() == "FT" else "part-time"
+
+
 def _small_initials(match: re.Match[str]) -> str | None:
     """"rsvp", "tbd": an acronym written in small letters, no vowel in it: spelled (not an interjection, "hmm",
     "shh", "brr", nor a shorthand, "pls", "hrs")."""
@@ -638,6 +651,8 @@ RULES: list[Rule] = [
      _title),
     # "Ch. Rosewood Duke III": a show title before a registered name of two capitalised words (a chapter has a number)
     ("abbreviation", r"(?<![\w.])Ch\.(?=[ \t]+[A-Z][a-z]+[ \t]+[A-Z][a-z])", lambda match: "Champion"),
+    # "Admin. Coord. II", "Admin. Assistant": a job title's "Admin." before the capitalised word it describes
+    ("abbreviation", r"(?<![\w.])Admin\.(?=[ \t]+(?:Coord\.|[A-Z][a-z]{3,}))", lambda match: "Administrative"),
     # "Reg. price $42", "reg. rate": the regular price before what it prices
     ("abbreviation", r"(?<![\w.])(?:Reg|reg)\.(?=[ \t]+(?i:price|prices|rate|rates|fee|retail|cost)\b)",
      lambda match: _cased(match, "regular")),
@@ -688,11 +703,19 @@ RULES: list[Rule] = [
     # (depending on experience, after pay)
     ("abbreviation", r"(?<![\w/])(?:FT/PT|PT/FT)(?![\w/])",
      lambda match: " or ".join({"FT": "full time", "PT": "part time"}[part] for part in match.group().split("/"))),
+    # "Job type: FT, M–F": full-time or part-time where a job's words are near it (not feet after a number, nor
+    # a physical therapist elsewhere), and "M–F" a week's working days, "Monday to Friday"
+    ("abbreviation", r"(?<![\w/.-])(?<!\d[ \t])(?:FT|PT)(?![\w/'’-])", _job_time),
+    ("abbreviation", r"(?<![\w/.-])M[ \t]?[–-][ \t]?F(?![\w/'’-])", lambda match: "Monday to Friday"),
     ("abbreviation", r"(?<![\w/])W/D(?=[ \t]+(?:in\b|hook|incl|included\b|on[ \t-]site\b|provided\b))", lambda match: "washer and dryer"),
     ("abbreviation", r"(?<=[\w).][ \t])(?:req\.|REQ\.)(?=[ \t]*(?:[,;)]|\n|\Z)|[ \t]+[A-Z])",
      lambda match: "required" + ("." if ends_sentence_after(match) else "")),
     ("abbreviation", r"(?<![\w'’])DO[EQ](?![\w'’])", _pay_depends),
     ("abbreviation", r"(?<![\w'’@/#.-])(?:%s)(?![\w'’@/-])" % "|".join(_CHAT), lambda match: _CHAT[match.group()]),
+    # chat in small letters: "the temp pw" (a password, after a word that owns or describes it)
+    ("abbreviation", r"(?<![\w'’@/#.-])pw(?![\w'’@/.-]|\.\w)",
+     lambda match: "password" if _PASSWORD_BEFORE.search(match.string, max(0, match.start() - 16), match.start())
+     else None),
     # "Exp: 11/2026", "EXP 03/27": a card's or a package's label before the date it expires
     ("abbreviation", r"(?<![\w.'’@/#-])(?:Exp|EXP|exp)(?:\.?:?)(?=[ \t]*\d{1,2}[/-](?:\d{4}|\d\d)(?![\w/]))",
      lambda match: "expires" if match.group()[0] == "e" else "Expires"),
@@ -730,8 +753,9 @@ RULES: list[Rule] = [
     ("caps", r"(?<![\w'’])MAC(?=[ \t]+(?:address|addresses|ADDRESS)\b)", lambda match: "Mac"),  # a network card's
     # "MAC address", said as a word
     ("caps", r"(?<![\w'’])[A-Z][A-Z'’]*[A-Z]s?(?![\w'’]|[²³])|(?<![\w'’])[A-Z]{2,3}(?=[²³])"
-             r"|(?<![\w'’])[B-DF-HJ-NP-TV-Z]{2,5}(?=['’]s(?![\w'’]))", _caps),  # "MC²"; "the LLC's EIN": its possessive's
-    # "'s" after it (capitals with no vowel, no word: spelled)
+             r"|(?<![\w'’])(?:[B-DF-HJ-NP-TV-Z]{2,5}|[AEIOU][A-Z]{1,2})(?=['’]s(?![\w'’]))", _caps),  # "MC²"; "the LLC's EIN": its possessive's
+    # "'s" after it (capitals with no vowel, no word: spelled; "the ADA's", "EPA's": a vowel
+    # opening two or three capitals, heard as a name, "Ada's", as the capitals are read alone)
     # "Brown v. Board", "Roe v. Wade": a case's "v." between two capitalised names, "versus"
     ("abbreviation", r"(?<=[A-Za-z.][ \t])v\.(?=[ \t]+[A-Z])", _case_versus),
     # "proof of res.", "place of res.": where one lives, "residence"

@@ -486,7 +486,21 @@ _NUMBERED_BEFORE = re.compile(
     rf"[ \t]+(?P<first>{_ROMAN}|{_ROMAN_LOWER})[ \t]*(?:to|and|or|through|[–-])[ \t]*\Z")
 
 
-_LIST_OWNER = re.compile(r"(?<![\w])(?i:types|classes|grades|stages|phases|levels|tiers|parts|nerves)[ \t]\Z")
+_LIST_OWNER = re.compile(r"(?<![\w])(?i:types|classes|grades|stages|phases|levels|tiers|parts|nerves|volumes|chapters|"
+                         r"sections|books|acts|articles|titles|units|modules|lessons|seasons|episodes|steps)[ \t]\Z")
+# A job title before its level ("Analyst I", "Engineer II"): a lone "I" after one is the level one where it ends its
+# phrase or a word about the job follows ("from Analyst I to Analyst II", "an Engineer I role"), not "the Engineer I met"
+JOB_TITLES = ("Analyst Engineer Specialist Technician Coordinator Associate Clerk Assistant Developer Administrator "
+              "Accountant Consultant Designer Scientist Representative Officer Nurse Programmer Manager Director "
+              "Generalist Recruiter Auditor Underwriter Adjuster Planner Buyer Therapist Teacher Librarian").split()
+_JOB_LEVEL_AFTER = re.compile(r"[ \t]+(?:position|positions|role|roles|level|title|pay|salary|band|job|jobs|opening|openings)\b")
+
+
+def _job_level(match: re.Match[str]) -> str | None:
+    if not (_LISTED_I.match(match.string, match.end()) or _JOB_LEVEL_AFTER.match(match.string, match.end())):
+        return None
+    return match.group()[:-1] + "one"
+
 
 
 def _numbered_letter(match: re.Match[str]) -> str:
@@ -990,7 +1004,8 @@ RULES: list[Rule] = [
      _vanity),
     ("extension", r"(?<![\w])(?:[Ee]xt|EXT)\.?[ \t]?#?\d{1,6}(?![\w])|(?:(?<=\d[ \t])|(?<=\d,[ \t]))x[ \t]?\d{2,6}(?![\w])"
      r"|(?<=\d{3}[-.]\d{4}[ \t])x\d(?![\w])"  # "404.555.0181 x3": a one-digit extension after a phone's last four
-     r"|(?:(?<=\b[Aa]t[ \t])|(?<=\b[Dd]ial[ \t])|(?<=\b[Cc]all[ \t])|(?<=\bto[ \t]))x\d{3,6}(?![\w])",
+     r"|(?:(?<=\b[Aa]t[ \t])|(?<=\b[Dd]ial[ \t])|(?<=\b[Cc]all[ \t])|(?<=\bto[ \t])|(?<=\bextension[ \t]is[ \t])"
+     r"|(?<=\bextension:[ \t])|(?<=\bextension[ \t]))x\d{3,6}(?![\w])",  # "extension is x4417"
      _extension),
     ("local_phone", r"(?<![\w.+-])\d{3}[-. ]\d{4}(?![\w-]|[. ]\d)", _local_phone),  # "call 555 0199" too
     ("local_digits", r"(?<![\w.,$#-])[2-9]\d{6}(?![\w%]|[.,:/-]\d)",  # "phone 5550199": seven digits after a cue
@@ -1111,6 +1126,10 @@ RULES: list[Rule] = [
     # "for P1s", "the P2s and P3s": a priority's or a grade's code in the plural after a word that counts or picks them,
     # "P ones" (elsewhere a model's small-letter suffix: "A7s")
     ("serial", r"(?<![\w-])[A-Z]\d{1,2}s(?![\w-])", _plural_code),
+    # "W-2s", "I-9s", "B-52s": a form's or a model's name of a capital, a hyphen and its number, in the plural ("W twos")
+    ("serial", r"(?<![\w-])[A-Z]{1,2}-\d{1,3}s(?![\w'’-])",
+     lambda match: " ".join(match.group().split("-")[0]) + " " + w.plural(
+         (w.cardinal if len(match.group().split("-")[1]) <= 3 else w.paired)(match.group().split("-")[1][:-1]))),
     # a bill's number in Congress, in pairs as bills are said: "H.R. 815" "H R eight fifteen", "S.J.Res. 12"
     ("serial", r"(?<![\w.])(?:H\.[ \t]?R\.|(?:H|S)\.(?:J\.|Con\.)?[ \t]?Res\.)[ \t]?\d{1,4}(?![\w]|[.,]\d)",
      lambda match: " ".join([*re.findall(r"[A-Za-z]+", match.group()), w.paired(re.search(r"\d+", match.group())[0])])),
@@ -1162,6 +1181,7 @@ RULES: list[Rule] = [
     # word, when a numeral follows it
     ("roman", r"(?<=[sS][ \t])I(?=[ \t]*(?:,|and|or|to|through|[–-])[ \t]*%s(?![\w]))" % _ROMAN,
      lambda match: "one" if _LIST_OWNER.search(match.string, max(0, match.start() - 12), match.start()) else None),
+    ("roman", r"(?<![\w])(?:%s)[ \t]I(?![\w'’])" % "|".join(JOB_TITLES), _job_level),
     # "(I, II and III)": a bracketed list opening with a lone "I" whose next item is "II": the numeral one
     ("roman", r"(?<=\()I(?=[ \t]*(?:,|and|or|&)[ \t]*II(?![\w'’]))", lambda match: "one"),
     # "dynasties XVIII to XX", "Chapters II and IV": a range's or a list's second numeral after a numbered first

@@ -296,7 +296,8 @@ VERBS_IN_S = frozenset("""takes means makes costs gives needs uses lasts weighs 
     grows rises falls drops doubles triples shrinks accrues qualifies applies suffices exceeds meets triggers
     entitles""".split())
 _NOT_PLURAL_NOUNS = frozenset("""towards afterwards always sometimes besides perhaps across thus does goes its
-    hers ours yours theirs whereas lengthwise tops""".split())  # "$5k tops": at most
+    hers ours yours theirs whereas lengthwise tops outdoors indoors upstairs downstairs overseas
+    backwards forwards nowadays""".split())  # "$5k tops": at most
 
 
 # Singular nouns a duration describes without a determiner before it ("20 min wait", "10 min walk")
@@ -441,6 +442,11 @@ def nautical(match: re.Match[str]) -> bool:
         or _NAUTICAL_AFTER.match(match.string, match.end()) is not None
 
 
+# "If x = hours over 40, OT = 1.5x": after a formula's "=", in a sentence that has set the variable x, "1.5x" is
+# a coefficient of x, not "times"
+_X_DEFINED_BEFORE = re.compile(r"(?<![\w'’])x[ \t]?[=<>≤≥][^.!?\n]*=[ \t]?\Z")
+
+
 def _quantity(match: re.Match[str]) -> str | None:
     parts = _QUANTITY_PARTS.fullmatch(match.group())
     assert parts
@@ -451,7 +457,8 @@ def _quantity(match: re.Match[str]) -> str | None:
         suffix = "in"  # "SNOWFALL UP TO 18 IN. EXPECTED": a shouted "in." after a number (a shouted word before it)
     if suffix.endswith(".") and suffix[:-1] in UNITS:
         suffix = suffix[:-1]  # "12 oz. of water": the unit's own full stop, not a sentence's
-    if suffix == "x" and not b and not sign and re.match(r"[ \t]*(?:[<>=≤≥≠]|[+−][ \t]*\d)", match.string[match.end():match.end() + 4]):
+    if suffix == "x" and not b and not sign and (re.match(r"[ \t]*(?:[<>=≤≥≠]|[+−][ \t]*\d)", match.string[match.end():match.end() + 4])
+                                                 or _X_DEFINED_BEFORE.search(match.string, max(0, match.start() - 80), match.start())):
         return w.number(a) + " x"  # "If 2x < 10", "2x + 3 = 7": a coefficient of the variable x in a formula, not "times"
     if suffix == "t" and match.string[match.end():match.end() + 1] in ("-", "'", "’"):
         return None  # "2 t-shirts": a word's letter, not tonnes
@@ -518,13 +525,14 @@ _PHONE = (
     r"|\+\d{1,3}(?:[ \t]?\(0\)[ \t]?\d{1,5}(?!\d))?(?:[-. \t]\(?\d{1,8}\)?(?![\d])){1,5}|\+\d{1,3}[-. \t]\d{10}(?!\d)"
     r"|00[1-9]\d{0,2}(?:[-. \t]\d{1,8}(?!\d)){2,5}"  # "+44 (0)20 ...", "0044 20 ...": a trunk zero, a dialled prefix
     r"|\(\+\d{1,3}\)[ \t]?\d{2,4}(?:[-. \t]\d{2,4}){1,3}"
-    r"|(?:1[-. ])?\d{3}[-. ]\d{3}[-. ]\d{4}|0\d{1,4}[ -]\d{3,4}[ -]\d{3,4}"
+    r"|(?:1[-. ])?\d{3}[-. ]\d{3}[-. ]\d{4}|\d{3}/\d{3}-\d{4}|0\d{1,4}[ -]\d{3,4}[ -]\d{3,4}"
     r"|0[1-9](?:[ ]\d\d){4}(?![ .]\d)|0[1-9](?:\.\d\d){4}(?![ .]\d))(?![\w-])"  # "06 12 34 56 78": France's, in pairs
 )
 _DIGIT_GROUP = re.compile(r"\d+")
 # The end of a text that may yet become a phone number written in spaced groups ("1 800 273" before "8255").
 _OPEN_PHONE = re.compile(r"(?<![\w.,+-])(?:(?:\+\d{1,3}[ \t]+|1[ \t]+)?(?:\(\d{3}\)|\d{3})(?:[ \t]+\d{1,4}){0,2}"
-                         r"|0[1-9](?:[ ]\d\d){0,3}(?:[ ]\d)?|0[1-9](?:\.\d\d){0,3}(?:\.\d?)?)[ \t]*\Z")
+                         r"|0[1-9](?:[ ]\d\d){0,3}(?:[ ]\d)?|0[1-9](?:\.\d\d){0,3}(?:\.\d?)?"
+                         r"|\d{3}/(?:\d{1,3}(?:-\d{0,3})?)?)[ \t]*\Z")  # "503/555-0174": an area code and a slash
 
 
 # The end of a text that may yet become a compound duration ("2 h 15" before " min"): held, so its hours are read with
@@ -592,6 +600,8 @@ _CHANGED_BY = re.compile(r"(?i:\b(?:cut|cuts|reduced?|reduces|lowers?|lowered|ra
                          r"discounted|multiply|multiplies|multiplied|divide|divides|divided|scale|scales|scaled|up|down)\b[^.!?]{0,30}\b(?:by|from)\W*)$")  # "cuts it by 1/4", "down from 3/4":
 #                                                                                   a change of a quantity, a fraction
 
+# "each work 5/8 time", "employed at 3/4 time": a share of a full-time job, a fraction (no time signature)
+_WORKED_BEFORE = re.compile(r"(?i:\b(?:work|works|worked|working|employed|paid|scheduled|hired)(?:[ \t]+at)?)[ \t]+\Z")
 _OF_AFTER = re.compile(r"[ \t]+of\b")  # "sat 3/4 of the way": a part of something, a fraction
 _NOT_A_DAY_AFTER = re.compile(r"[ \t]+(?:[a-z]+s|of|out|scale|in|on|per|a|an|the|and|or|to|inch|mile|cup|[^a-z])\b")
 _NOT_A_DAY_BEFORE = re.compile(r"(?i:\b(?:scored?|got|gets|rated|about|only|just|of|by|over|under|than|is|was|are|were|"
@@ -958,7 +968,9 @@ def _hyphen_unit(match: re.Match[str]) -> str:
     return f"{w.number(size.replace(',', ''))} {UNITS[unit.rstrip('.')][0]}"
 
 
-_HOW_BIG_AFTER = re.compile(r"[ \t]+(?:wide|long|tall|deep|high|thick|across|diagonal|apart|of|in|on|at|from|above|below|under|off|up|down|or|and|for)\b")
+_HOW_BIG_AFTER = re.compile(r"[ \t]+(?:wide|long|tall|deep|high|thick|across|diagonal|apart|of|in|on|at|from|above|below|under|off|up|down|or|and|for)\b"
+                            r"|[ \t]+(?:to|through|thru)[ \t]+\d{1,3}(?:\.\d)?[\"”″]")  # "from 25\" to 50\"": a range's
+# start, in inches as its end is
 
 
 def _inches(match: re.Match[str]) -> str:
@@ -1169,7 +1181,8 @@ RULES: list[Rule] = [
     ("mixed_fraction", r"(?<![\w./,])\d{1,3}[ \t]\d{1,2}/\d{1,2}(?![\w/])", _mixed_fraction),
     # "in 4/4 time", "6/8 meter": a time signature, each number said ("four four"), not a fraction or a date
     ("time_signature", r"(?<![\w./,])(?!1/)\d{1,2}/(?:2|4|8|16)(?=[ \t]+(?:time|meter|metre|signature|time[ \t]signature)\b)",
-     lambda match: " ".join(w.cardinal(n) for n in match.group().split("/"))),
+     lambda match: None if _WORKED_BEFORE.search(match.string, max(0, match.start() - 16), match.start())
+     else " ".join(w.cardinal(n) for n in match.group().split("/"))),
     # "the SW 1/4 of the NE 1/4 of Section 12": a land description's part of a section, a compass point's quarter or half
     ("fraction", r"(?<![\w/])(?:NE|NW|SE|SW|N|S|E|W)[ \t]1/[24](?![\w/])(?=[ \t]+of\b|,)", _land_part),
     ("fraction", r"(?<=\bof[ \t]the[ \t])(?:NE|NW|SE|SW|N|S|E|W)[ \t]1/[24](?![\w/])", _land_part),
@@ -1199,8 +1212,8 @@ RULES: list[Rule] = [
      rf"(?![\w'’′\"”″⁻])(?!(?<=\d)[ \t]*=)",  # a unit after every size too: "40 cm × 30 cm × 20 cm"
      _dimensions),
     ("inches", r"(?<![\w\"“”'.])\d{1,3}(?:\.\d)?[\"”″](?=[ \t]+[\w-])", _inches),
-    # "2 × 48\" = 96\"": a formula's result in inches, at its end
-    ("inches", r"(?<=[=×][ \t])\d{1,3}(?:\.\d)?[\"”″](?=[ \t]*(?:[,.;)]|\Z|\n))",
+    # "2 × 48\" = 96\"": a formula's result in inches, at its end; "from 25\" to 50\"": a range's end
+    ("inches", r"(?:(?<=[=×][ \t])|(?<=\d[\"”″][ \t]to[ \t]))\d{1,3}(?:\.\d)?[\"”″](?=[ \t]*(?:[,.;)]|\Z|\n))",
      lambda match: w.number(match.group()[:-1]) + (" inch" if match.group()[:-1] == "1" else " inches")),
     ("fraction_inches", r"(?<![\w./,])\d{1,2}/\d{1,2}[\"”″](?=[ \t]+[\w-]|[ \t]*[,.;]|$)",  # "1/4\" drywall screws"
      lambda match: fraction_words(*(int(x) for x in match.group()[:-1].split("/")))

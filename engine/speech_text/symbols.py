@@ -99,7 +99,12 @@ def _verb(match: re.Match[str]) -> str:
         or _NO_SUBJECT_BEFORE.search(before) or counted or (verb_after and verb_after[1] in VERBS_IN_S) \
         or finding \
         or _KEEP_BEFORE.search(match.string, max(0, match.start() - 32), match.start()) \
-        or _MODAL_AFTER.match(match.string, match.end()) or _ASKED_AFTER.match(match.string, match.end()) else " is"
+        or _MODAL_AFTER.match(match.string, match.end()) or _ASKED_AFTER.match(match.string, match.end()) else \
+        " are" if _PLURAL_BEFORE.search(before) else " is"
+
+
+# "when weekly hours < 30": a plural noun (not "status", "basis", "this") before a relation takes "are"
+_PLURAL_BEFORE = re.compile(r"(?<![\w'’])[a-z]{2,}(?<![siu'’])s[ \t]*\Z")
 
 
 def _related(match: re.Match[str]) -> str:
@@ -277,12 +282,15 @@ _FORMULA_AFTER = re.compile(r"[ \t]*[$€£¥]?\d[\d,.]*(?:[ \t]+[a-z]+)?[ \t]*=
 
 # "ROI = gain / cost", "x = a / b": two bare words either side of a spaced slash make a ratio only right after a formula's
 # "=" whose left side is one variable (a letter or an acronym); "Mode = on / off" after a word stays "or"
+# "= salary / midpoint = 1.07": a word between the slash and a further "=" (a formula on both sides), "divided by"
+_TERM_EQUALS_AFTER = re.compile(r"[a-z]+[ \t]*=")
 _WORD_RATIO_BEFORE = re.compile(r"(?<!\w)(?:[A-Z]{2,5}|[A-Za-z])[ \t]?=[ \t]?[a-z]+\Z")
 
 
 def _formula(match: re.Match[str]) -> str | None:
     if match.string[match.end():match.end() + 1].isalpha() and match.string[match.start() - 1:match.start()].isalpha() \
-            and not _WORD_RATIO_BEFORE.search(match.string, max(0, match.start() - 32), match.start()):
+            and not _WORD_RATIO_BEFORE.search(match.string, max(0, match.start() - 32), match.start()) \
+            and not _TERM_EQUALS_AFTER.match(match.string, match.end()):
         return None
     before = _FORMULA_BEFORE.search(match.string, max(0, match.start() - 50), match.start())
     if not (before or match.group().strip() == "/" and _FORMULA_AFTER.match(match.string, match.end())):

@@ -87,6 +87,8 @@ def _name(part: str, domain: bool, host: bool = False, url_path: bool = False) -
             or re.fullmatch(r"[^aeiouy]{2}[^aeiou]*", lower) and lower[:2] not in _ONSETS
             # a short name that opens no English syllable: "cmu", "nyu" ("mit", "abc" do: listed)
             or len(part) <= 3 and not SAYABLE_START.match(lower)
+            # a short name whose only vowel ends it after consonants no English syllable opens with: "flsa" ("spa" does)
+            or len(part) <= 5 and re.fullmatch(r"[^aeiouy]{2,}[aeiou]", lower) and not SAYABLE_START.match(lower)
             # in a host, a vowel and two consonants that close no English syllable: "adp", "aig" ("act", "ant" do)
             or (host or url_path) and re.fullmatch(r"[aeiou]([^aeiouy])(?!\1)[^aeiouy]", lower) and lower[1:] not in _CODAS
             and lower not in COMMON_WORDS and lower not in TLDS
@@ -203,6 +205,11 @@ def _spoken_parts(text: str, domain_at: int = -1, by_digit: bool = False,
                     or start < host_start and text[end:end + 1] in ("_", "-") and text[start - 1:start] in ("", "_", "-", ".")):
                 said.append(" ".join(part.upper()))  # "/ev/charge-now", "ev_support@": a two-letter folder or
                 continue  # department that is no word, its letters
+            if host_start <= start < host_end and len(part) == 3 and part.islower() and part not in COMMON_WORDS \
+                    and re.match(r"\.gov(?![a-z])", text[end:end + 5]) \
+                    and re.fullmatch(r"(?:[a-z]+://)?(?:www\.)?", text[host_start:start], re.I):
+                said.append(" ".join(part.upper()))  # "dol.gov", "sec.gov": a government agency's initials, the
+                continue  # host's own name (not a subdomain's word: "nhtsa.dot.gov")
             if part.lower() in _RUN_TOGETHER:  # "noreply@": the words run together, said apart
                 said.append(_RUN_TOGETHER[part.lower()])
                 continue
