@@ -465,7 +465,8 @@ def _numbered(match: re.Match[str]) -> str | None:
         return None  # "in French I learned", "the Lessons I learned": the pronoun
     if numeral in ("C", "D", "L", "M"):  # "Medicare Part D", "Schedule C": a letter
         return None
-    if word in ("Model", "Series") and numeral == "X":  # "Xbox Series X", "Tesla Model X": a product's letter
+    if word in ("Model", "Series", "Type", "Generation", "Gen") and numeral == "X":  # "Xbox Series X", "Tesla Model X",
+        # "Type X drywall" (fire-rated), "Generation X": a product's or a kind's letter
         return None
     # "Vol. XXI": the numbering word said in full, "Volume twenty-one"
     said = words[:-len(word)] + (_SHORT_NUMBERING.get(word) or TITLES.get(word) or ABBREVIATIONS.get(word) or word)
