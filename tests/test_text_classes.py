@@ -1234,7 +1234,12 @@ SAID = [
     ('Run a ¾″ PEX line to the sink.', 'Run a three quarter inch Pex line to the sink.'),
     ('Box of 3/8" x 4" lag screws', 'Box of three eighths by four inch lag screws'),
     ('The drain line is 1-1/4" PVC.', 'The drain line is one and a quarter inch P V C.'),
-    ('ACME HOMES', 'Acme homes'),
+    ('ACME HOMES', 'Acme homes'),    ('An 8-ft 2x4 is on sale.', 'An eight foot two by four is on sale.'),
+    ('Order 3 cu. yd. of mulch.', 'Order three cubic yards of mulch.'),
+    ('need a 250 ft roll of 12/2 for the basement', 'need a two hundred fifty foot roll of twelve two for the basement'),
+    ('The replacement filter is part 4396841.', 'The replacement filter is part four three nine six eight four one.'),
+    ('The rear cottage is 123 1/2 Pine Ln.', 'The rear cottage is one twenty-three and a half Pine Lane.'),
+    ('Showroom: 201 Broadway, Fl 3', 'Showroom, two oh one Broadway, Floor three'),
 ]
 
 

@@ -231,12 +231,14 @@ def _cued_digits(match: re.Match[str]) -> str | None:
     short_code = len(match.group()) in (5, 6) and match.group().isdigit() and _SHORT_CODE_CUE.search(
         match.string, before, match.start()) and not re.match(r"[ \t]+[a-z]+s\b", match.string[match.end():])
     # "Reply STOP to 72345": a texting short code, digit by digit (not "reply to 20000 emails", a count)
-    if not phone and not short_code and not _CODE_CUE.search(match.string, before, match.start()) \
+    part = len(match.group()) >= 5 and match.group().isdigit() and _PART_CUE.search(match.string, before, match.start())
+    if not phone and not short_code and not part and not _CODE_CUE.search(match.string, before, match.start()) \
             and not _named_number(match, before) and not _long_code(match):
         return None
     return ", ".join(w.digits(group) for group in groups)
 
 
+_PART_CUE = re.compile(r"(?i:\bpart)[ \t]+\Z")  # "the filter is part 4396841": a part's number, digit by digit
 _NEAR_PHONE_CUE = re.compile(r"(?i:\b(?:call|calls|called|phone|tel|dial|fax|mobile|cell|text|reach|contact|number"
                              r")\b)")
 

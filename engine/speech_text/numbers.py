@@ -82,6 +82,7 @@ UNITS = {
     "Tbps": ("terabit per second", "terabits per second", True), "mph": ("mile per hour", "miles per hour", True),
     "mpg": ("mile per gallon", "miles per gallon", True), "psi": ("P S I", "P S I", True),
     "cu ft": ("cubic foot", "cubic feet", True), "cu. ft.": ("cubic foot", "cubic feet", True),
+    "cu yd": ("cubic yard", "cubic yards", True), "cu. yd.": ("cubic yard", "cubic yards", True),  # "3 cu. yd. of mulch"
     "m³": ("cubic meter", "cubic meters", True), "cm³": ("cubic centimeter", "cubic centimeters", True),
     "ft³": ("cubic foot", "cubic feet", True), "dL": ("deciliter", "deciliters", True), "sq. ft": ("square foot", "square feet", True), "mmol": ("millimole", "millimoles", True),
     "mEq": ("milliequivalent", "milliequivalents", True),
@@ -718,10 +719,18 @@ def _odds(match: re.Match[str], a: str, b: str) -> bool:
     return cue is not None and (not cue.group().lower().startswith("at") or int(a) > int(b))
 
 
+# A cable's gauge over its conductors ("12/2 NM", "a roll of 14/3"): beside a word about wire, never "twelve halves"
+_WIRE_AFTER = re.compile(r"[ \t]+(?i:wire|cable|romex|nm(?:-b)?|uf(?:-b)?|w/|with[ \t]+ground)\b")
+_WIRE_BEFORE = re.compile(r"(?i:\b(?:roll|rolls|spool|spools|coil|wire|wiring|cable|romex|run|gauge|awg)\b)(?:[ \t]+[a-z]+){0,2}[ \t]+\Z")
+
+
 def _fraction(match: re.Match[str]) -> str:
     if match.group() in _SPECIAL_FRACTIONS:
         return _SPECIAL_FRACTIONS[match.group()]
     a, b = match.group().split("/")
+    if a in ("14", "12", "10", "8", "6") and b in ("2", "3") and (_WIRE_AFTER.match(match.string, match.end())
+                                                                 or _WIRE_BEFORE.search(match.string, max(0, match.start() - 30), match.start())):
+        return f"{w.cardinal(a)} {w.cardinal(b)}"  # "a roll of 12/2", "14/3 wire": a cable's gauge and conductors
     if b.isdigit() and _odds(match, a, b):
         return f"{w.cardinal(a)} to {w.cardinal(b)}"
     before = max(0, match.start() - 20)
@@ -1246,7 +1255,7 @@ RULES: list[Rule] = [
     ("inches_tall", r"(?<![\w.])\d{1,3}(?:\.\d+)?[ \t]in(?=[ \t]+at\b)",
      lambda match: w.number(match.group().split()[0]) + " inches" if _STOOD_BEFORE.search(
          match.string, max(0, match.start() - 16), match.start()) else None),
-    ("hyphen_unit", rf"{_START}{NUM}-(?:{_SPACED_UNIT}(?:\.(?=[ \t]+[a-z]))?|in\.?)(?=[ \t]+[A-Za-z])", _hyphen_unit),  # "a 12-in. skillet", "a 50-gal. tank"
+    ("hyphen_unit", rf"{_START}{NUM}-(?:{_SPACED_UNIT}(?:\.(?=[ \t]+[a-z]))?|in\.?)(?=[ \t]+(?:[A-Za-z]|\d{{1,2}}x\d{{1,2}}(?![\w])))", _hyphen_unit),  # "an 8-ft 2x4": a length before a board's size  # "a 12-in. skillet", "a 50-gal. tank"
     ("unit_alone", r"(?<=\d[ \t])M(?![\w'’/])", _spaced_meters),
     ("unit_alone", r"(?<![$€£¥]\d[ \t])(?<![$€£¥]\d\d[ \t])(?<![$€£¥]\d{3}[ \t])(?<=\d[ \t])K(?![\w'’/])", _kelvin),  # "absolute zero is 0 K"  # "DEPTH: 4.6 M": meters after a length's name
     ("unit_alone", r"(?<=\d[ \t])(?:%s)(?![\w/])" % "|".join(re.escape(u) for u in sorted(UNITS, key=len, reverse=True)
