@@ -80,7 +80,10 @@ ABBREVIATIONS = {"e.g.": "for example", "i.e.": "that is", "etc.": "et cetera", 
                  "Assocs.": "Associates",
                  # an airport's, a text alert's shorthand: "Rwy 9", "INT'L ARRIVALS", "Msg & data rates may apply"
                  "Rwy": "Runway", "rwy": "runway", "INT'L": "international", "INT’L": "international",
-                 "Msg": "Message", "Msgs": "Messages"}
+                 "Msg": "Message", "Msgs": "Messages",
+                 # a contractor's and a supplier's shorthand: "4 ea.", "10-yr mfr. warranty", "16\" o.c."
+                 "ea.": "each", "mfr.": "manufacturer", "Mfr.": "Manufacturer", "mfrs.": "manufacturers",
+                 "o.c.": "on center", "O.C.": "on center"}
 # Capitalised or shouted on a label or a form ("Avg: 3", "MGR APPROVAL REQ'D", "QTY: 4"): the word (a shouted one in
 # small letters, as the caps rule says shouted words)
 _LABEL_WORDS = [(key, said) for key, said in ABBREVIATIONS.items()
@@ -88,12 +91,12 @@ _LABEL_WORDS = [(key, said) for key, said in ABBREVIATIONS.items()
 ABBREVIATIONS |= {key.upper(): said for key, said in _LABEL_WORDS}
 ABBREVIATIONS |= {key.capitalize(): said.capitalize() for key, said in _LABEL_WORDS
                   if key.capitalize() not in ABBREVIATIONS}
-ENDINGS = frozenset({"utils.", "util.", "htr.", "gar.", "mgmt.", "co.", "stip.", "Esq.", "qty.", "mgr.", "Mgr.", "fwd.", "Fwd.", "amt.", "bal.", "pmt.", "wk.", "wks.", "qtr.", "qtrs.", "intl.", "avail.", "pt.", "ins.", "avg.", "misc.", "appt.", "appts.", "ref.", "Ref.", "dept.", "tel.", "Tel.", "Apt.", "Ste.", "etc.", "Inc.", "Ltd.", "Corp.", "Co.", "Ave.", "Blvd.", "Rd.", "Ph.D.", "Dept.", "govt.", "max.", "blk.", "Sta.", "Bldg.", "bldg.", "Bldgs."})
+ENDINGS = frozenset({"ea.", "o.c.", "O.C.", "utils.", "util.", "htr.", "gar.", "mgmt.", "co.", "stip.", "Esq.", "qty.", "mgr.", "Mgr.", "fwd.", "Fwd.", "amt.", "bal.", "pmt.", "wk.", "wks.", "qtr.", "qtrs.", "intl.", "avail.", "pt.", "ins.", "avg.", "misc.", "appt.", "appts.", "ref.", "Ref.", "dept.", "tel.", "Tel.", "Apt.", "Ste.", "etc.", "Inc.", "Ltd.", "Corp.", "Co.", "Ave.", "Blvd.", "Rd.", "Ph.D.", "Dept.", "govt.", "max.", "blk.", "Sta.", "Bldg.", "bldg.", "Bldgs."})
 
 WORD_ACRONYMS = frozenset(
     "ZIP NASA NATO FIFA OPEC AIDS JPEG JSON YAML GIF PIN RAM ROM SIM LAN SARS FEMA OSHA UEFA IKEA LEGO WASP NAFTA "
     "VIX UNESCO UNICEF FICO SCUBA LASER RADAR SONAR COVID ASCII POSIX NASDAQ CAPTCHA FOMO YOLO SWAT TOEFL NAS JIRA "
-    "WIC MERV FICA BOGO NEMA".split()  # (the nutrition program, a filter's rating)
+    "WIC MERV FICA BOGO NEMA PEX ACME".split()  # (the nutrition program, a filter's rating; plumbing's pipe, a firm's name)
 )
 SPELLED = frozenset("ICCID IMSI US UK EU UN TV PC AI ID IQ DJ OS UI UX PR HR CEO CTO CFO API URL CPU GPU SQL USB USA UTF HIV POW MIA".split())
 COMMON_WORDS = frozenset(
@@ -747,6 +750,13 @@ RULES: list[Rule] = [
     ("abbreviation", r"(?<=[\w.'’][ \t])(?:dba|DBA|d/b/a|D/B/A)(?=[ \t]+[A-Z\d\"“])", lambda match: "doing business as"),
     # "comp w/ $250 ded": an insurance policy's deductible, after an amount of money
     ("abbreviation", r"(?<=\d[ \t])ded\.?(?![\w'’-])", _deductible),
+    # "ext. paint", "int. doors": a finish's or a part's side of a building before what it names (not "ext. 214")
+    ("abbreviation", r"(?<![\w.])(?:[Ee]xt|EXT|[Ii]nt|INT)\.(?=[ \t]+(?i:paint|primer|stain|walls?|doors?|siding|trim|"
+                     r"finish|grade|latex|enamel|lighting|lights|outlets?|surfaces?|use|sheathing)\b)",
+     lambda match: _cased(match, "exterior" if match.group()[0] in "Ee" else "interior")),
+    # "ref no. A7-339-B", "Ref #: 4471": a reference's number (the label "ref" is "reference" before its number's name)
+    ("abbreviation", r"(?<![\w.])(?:ref|Ref|REF)(?=[ \t]+(?:no\.|No\.|NO\.|#|number)(?![\w]))",
+     lambda match: _cased(match, "reference")),
     # "PASSID", "USERID": a common word in capitals run into "ID", the word, then the letters
     ("caps", r"(?<![\w'’])[A-Z]{4,8}ID(?![\w'’])",
      lambda match: match.group()[:-2] + " I D" if match.group()[:-2].lower() in COMMON_WORDS else None),

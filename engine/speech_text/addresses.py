@@ -68,10 +68,12 @@ _ROUTE = (r"(?:Highway|Hwy\.?|HWY|RTE|Route|Rte\.?|Rt\.?|County[ \t]Road|State[ 
           r"(?:[ \t]+[NSEW](?![\w]))?")  # "2500 N. Highway 1", "2250 Hwy 101 S"
 # a Queens house number, its cross street's and its own joined by a hyphen ("31-15 Steinway St"); a street named by
 # one letter ("800 K St NW")
-_ADDRESS = (rf"(?<![\w.,$#/-])(?:\d{{1,6}}(?:-?[A-Z])?|\d{{2,3}}-\d{{2}})[ \t]+(?:{_DIRECTION}\.?[ \t]+)?(?:{_ROUTE}|(?:{_NAME}(?:[ \t]+{_NAME}){{0,4}}"
+_ADDRESS = (rf"(?<![\w.,$#/-])(?:\d{{1,6}}(?:-?[A-Z]|[ \t]1/2)?|\d{{2,3}}-\d{{2}})[ \t]+(?:{_DIRECTION}\.?[ \t]+)?(?:{_ROUTE}|(?:{_NAME}(?:[ \t]+{_NAME}){{0,4}}"
             rf"[ \t]+{_STREET_TYPE}|[A-Z][ \t]+(?:St|Street))\.?(?:[ \t]+{_DIRECTION}\.?(?=[ \t,;]|$))?)(?![\w])"
             rf"|(?<![\w.,$#/-])\d{{1,6}}(?:[ \t]+[A-Z]{{3,}}){{1,4}}[ \t]+(?:DR|CT|WAY)(?=[ \t]*(?:[,;]|\.?$))"  # "318 LAKESHORE DR,": shouted, at the line's end or before a comma
-            rf"|(?<![\w.,$#/-])\d{{1,6}}[ \t]+{_DIRECTION}\.?[ \t]+[A-Z][a-z]+(?:[ \t]+{_DIRECTION}\.?)?(?=,|[ \t]+#)"  # "4021 N. Broadway, Chicago", "2600 S. Loop W, Houston"
+            rf"|(?<![\w.,$#/-])\d{{1,6}}[ \t]+{_DIRECTION}\.?[ \t]+[A-Z][a-z]+(?:[ \t]+{_DIRECTION}\.?)?(?=,|[ \t]+#)"
+            # "201 Broadway, Fl 3": a house number and a one-word street's name before a floor, suite or unit
+            rf"|(?<![\w.,$#/-])\d{{2,5}}[ \t]+[A-Z][a-z]{{3,}}(?=,?[ \t]+(?:Fl|Floor|Ste|Suite|Apt|Unit)\.?[ \t]*#?\d)"  # "4021 N. Broadway, Chicago", "2600 S. Loop W, Houston"
             rf"|(?<![\w.,$#/-])\d{{1,6}}(?:[ \t]+[nsew])?(?:[ \t]+(?:[a-z][a-z']+|\d{{1,3}}(?:st|nd|rd|th))){{1,3}}"
             rf"[ \t]+(?:st|ave|blvd|rd|ln|ct|cir|pkwy|trl)\.?(?![\w])")  # "88 cedar ave", "55 w 14th st", all in small letters
 _UNIT = (r"(?<![\w])(?i:%s)(?:\.?[ \t]*#[ \t]*|\.?[ \t]+|\.)(?!1Z(?:[ \t]?[0-9A-Z]){16}(?![\w-]))(?:[A-Z]?\d+[A-Z]?|[A-Z]{1,2}\d*|\d+[a-z])(?![\w–-]|:\d)"
@@ -89,7 +91,7 @@ _ZIP = (r"(?<![\w])(?:(?:%s),?[ \t]+|(?i:zip|zip[ \t]code|postal[ \t]code|zipcod
 
 
 # The end of a text that may yet become an address: a house number and, so far, only what a street's name may hold.
-_OPEN_ADDRESS = re.compile(rf"(?<![\w.,$#/-])(?:\d{{1,6}}(?:-?[A-Z])?|\d{{2,3}}-\d{{0,2}})(?:[ \t]+(?:(?:{_DIRECTION}|[nsew])\.?|{_NAME})){{0,5}}(?:[ \t]+[A-Za-z.]{{1,12}})?(?:[ \t]+#)?\s*\Z")  # the last word may be unfinished; a unit's "#" may follow
+_OPEN_ADDRESS = re.compile(rf"(?<![\w.,$#/-])(?:\d{{1,6}}(?:-?[A-Z]|[ \t]1/?2?)?|\d{{2,3}}-\d{{0,2}})(?:[ \t]+(?:(?:{_DIRECTION}|[nsew])\.?|{_NAME})){{0,5}}(?:,?[ \t]+[A-Za-z.]{{1,12}})?(?:[ \t]+#)?\s*\Z")  # the last word may be unfinished; a unit's "#" may follow
 
 
 # ... or one in small letters whose street type has begun ("900 w olympic b" before "lvd"; the last form of _ADDRESS)
@@ -124,12 +126,14 @@ def house_number(text: str) -> str:
 def _address(match: re.Match[str]) -> str:
     text = match.group()
     number, rest = text.split(None, 1)
+    half = rest.startswith("1/2")  # "123 1/2 Pine Ln": a house number and a half, "one twenty-three and a half"
+    rest = rest[3:].lstrip() if half else rest
     queens = re.fullmatch(r"(\d{2,3})-(\d{2})", number)
     if queens:  # "31-15": "thirty-one fifteen", "45-07": "forty-five oh seven"
         said = [house_number(queens[1]) + " " + (w.cardinal(queens[2]) if queens[2][0] != "0" else "oh " + w.cardinal(queens[2][1]))]
     else:
         digits, letter = re.fullmatch(r"(\d+)-?([A-Z]?)", number).groups()  # type: ignore[union-attr]
-        said = [house_number(digits) + (" " + letter if letter else "")]
+        said = [house_number(digits) + (" " + letter if letter else "") + (" and a half" if half else "")]
     words = rest.split()
     for i, word in enumerate(words):
         bare = word.rstrip(".")

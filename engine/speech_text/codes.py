@@ -235,16 +235,18 @@ def _cued_digits(match: re.Match[str]) -> str | None:
         or len(groups) == 3 and groups[0] in ("1300", "1800") and len("".join(groups)) == 10  # "1300 655 506": Australia's
     phone = trunk or len(groups) > 1 and (groups[0][0] == "0" or len("".join(groups)) >= 7) and _PHONE_CUE.search(
         match.string, before, match.start())
+    # "Reply STOP to 72345": a texting short code, digit by digit (not "reply to 20000 emails", a count)
     short_code = len(match.group()) in (5, 6) and match.group().isdigit() and _SHORT_CODE_CUE.search(
         match.string, before, match.start()) and not re.match(r"[ \t]+[a-z]+s\b", match.string[match.end():])
-    # "Reply STOP to 72345": a texting short code, digit by digit (not "reply to 20000 emails", a count)
-    if not phone and not short_code and not _CODE_CUE.search(match.string, before, match.start()) \
+    part = len(match.group()) >= 5 and match.group().isdigit() and _PART_CUE.search(match.string, before, match.start())
+    if not phone and not short_code and not part and not _CODE_CUE.search(match.string, before, match.start()) \
             and not _named_number(match, before) and not _long_code(match) \
             and not (len("".join(groups)) >= 5 and _KIND_NUMBER_BEFORE.search(match.string, before, match.start())):
         return None
     return ", ".join(w.digits(group) for group in groups)
 
 
+_PART_CUE = re.compile(r"(?i:\bpart)[ \t]+\Z")  # "the filter is part 4396841": a part's number, digit by digit
 _NEAR_PHONE_CUE = re.compile(r"(?i:\b(?:call|calls|called|phone|tel|dial|fax|mobile|cell|text|reach|contact|number"
                              r")\b)")
 
@@ -473,7 +475,8 @@ def _numbered(match: re.Match[str]) -> str | None:
         return None  # "in French I learned", "the Lessons I learned": the pronoun
     if numeral in ("C", "D", "L", "M"):  # "Medicare Part D", "Schedule C": a letter
         return None
-    if word in ("Model", "Series") and numeral == "X":  # "Xbox Series X", "Tesla Model X": a product's letter
+    if word in ("Model", "Series", "Type", "Generation", "Gen") and numeral == "X":  # "Xbox Series X", "Tesla Model X",
+        # "Type X drywall" (fire-rated), "Generation X": a product's or a kind's letter
         return None
     # "Vol. XXI": the numbering word said in full, "Volume twenty-one"
     said = words[:-len(word)] + (_SHORT_NUMBERING.get(word) or TITLES.get(word) or ABBREVIATIONS.get(word) or word)

@@ -84,6 +84,7 @@ UNITS = {
     "gph": ("gallon per hour", "gallons per hour", True),  # "9 gph": an engine's fuel burn
     "psi": ("P S I", "P S I", True),
     "cu ft": ("cubic foot", "cubic feet", True), "cu. ft.": ("cubic foot", "cubic feet", True),
+    "cu yd": ("cubic yard", "cubic yards", True), "cu. yd.": ("cubic yard", "cubic yards", True),  # "3 cu. yd. of mulch"
     "m³": ("cubic meter", "cubic meters", True), "cm³": ("cubic centimeter", "cubic centimeters", True),
     "ft³": ("cubic foot", "cubic feet", True), "dL": ("deciliter", "deciliters", True), "sq. ft": ("square foot", "square feet", True), "mmol": ("millimole", "millimoles", True),
     "mEq": ("milliequivalent", "milliequivalents", True),
@@ -694,7 +695,8 @@ def _vulgar(match: re.Match[str]) -> str:
     if match.group()[-1] in "\"”″":  # an inch mark, before what it measures
         whole, symbol = match.group()[:-2].strip(" \t"), match.group()[-2]
         if not whole:
-            return _before_hyphen(*_VULGAR[symbol]) + " inch"  # "a ½\" bit": "a half inch bit"
+            said = _before_hyphen(*_VULGAR[symbol])  # "a ½\" bit": "a half inch bit", "a ¾″ line": "three quarter"
+            return (said.removesuffix("s") if said.endswith("quarters") else said) + " inch"
         said = fraction_words(*_VULGAR[symbol])
         said = ("an " if said[4] == "e" else "a ") + said[4:] if said.startswith("one ") else said
         return f"{w.cardinal(whole)} and {said} inch"  # "a 1½\" pipe": "a one and a half inch pipe"
@@ -748,10 +750,18 @@ def _odds(match: re.Match[str], a: str, b: str) -> bool:
     return cue is not None and (not cue.group().lower().startswith("at") or int(a) > int(b))
 
 
+# A cable's gauge over its conductors ("12/2 NM", "a roll of 14/3"): beside a word about wire, never "twelve halves"
+_WIRE_AFTER = re.compile(r"[ \t]+(?i:wire|cable|romex|nm(?:-b)?|uf(?:-b)?|w/|with[ \t]+ground)\b")
+_WIRE_BEFORE = re.compile(r"(?i:\b(?:roll|rolls|spool|spools|coil|wire|wiring|cable|romex|run|gauge|awg)\b)(?:[ \t]+[a-z]+){0,2}[ \t]+\Z")
+
+
 def _fraction(match: re.Match[str]) -> str:
     if match.group() in _SPECIAL_FRACTIONS:
         return _SPECIAL_FRACTIONS[match.group()]
     a, b = match.group().split("/")
+    if a in ("14", "12", "10", "8", "6") and b in ("2", "3") and (_WIRE_AFTER.match(match.string, match.end())
+                                                                 or _WIRE_BEFORE.search(match.string, max(0, match.start() - 30), match.start())):
+        return f"{w.cardinal(a)} {w.cardinal(b)}"  # "a roll of 12/2", "14/3 wire": a cable's gauge and conductors
     if b.isdigit() and _odds(match, a, b):
         return f"{w.cardinal(a)} to {w.cardinal(b)}"
     before = max(0, match.start() - 20)
@@ -775,9 +785,13 @@ def _fraction(match: re.Match[str]) -> str:
     if match.group() == "1/2" and (_HALF_PRICE.match(after) or _HALVES_AFTER.match(after)
                                    or _HALVES_BEFORE.search(match.string, max(0, match.start() - 24), match.start())):
         return "half"  # "1/2 price", "1/2 off": "half price", as "½ price" is; "1/2 cheese 1/2 pepperoni": halves
-    if a == "1" and b == "4" and re.match(r"[ \t]+[a-z]{2,}\b(?![.'’-]\w)", after) \
+    if a == "1" and b in ("2", "4") and re.match(r"[ \t]+(?:[a-z]{2,}|HP)\b(?![.'’-]\w)", after) \
             and re.search(r"\b[Aa][ \t]\Z", match.string[before:match.start()]):
-        return fraction_words(1, int(b)).removeprefix("one ")  # "a 1/4 turn": "a quarter turn", one article
+        return fraction_words(1, int(b)).removeprefix("one ")  # "a 1/4 turn": "a quarter turn", "a 1/2 HP motor": "a half"
+    if int(a) > 1 and b == "4" and (noun := _MATERIAL_AFTER.match(after)) and noun[1] not in _UNIT_WORDS \
+            and not _AMOUNT_BEFORE.search(match.string, before, match.start()) \
+            and noun[1] not in _NOT_A_MATERIAL and not noun[1].endswith(("ly", "ed", "ing")):
+        return fraction_words(int(a), 4).removesuffix("s")  # "3/4 plywood": a size before what it sizes, "three-quarter"
     counted = _COUNTED.match(after)
     if counted and counted[1] not in _UNIT_WORDS and counted[1] not in _MATH_VERBS and int(a) > 1:
         if b in ("2", "4", "8", "16"):  # "3/4 sleeves", "5/8 studs": a size in halves, quarters, eighths, what it sizes
@@ -785,6 +799,16 @@ def _fraction(match: re.Match[str]) -> str:
             return said.removesuffix("s") if b == "4" else said  # "three quarter sleeves", as "three-quarter" is
         return f"{w.cardinal(a)} out of {w.cardinal(b)}"  # "7/10 customers", "17/20 questions": so many of so many
     return _fraction_of(int(a), int(b), match)
+
+
+# A singular noun after a fraction in quarters, the thing it sizes ("3/4 plywood", "3/4 conduit"), not a word that
+# takes the fraction as an amount ("3/4 of", "3/4 full", "3/4 is")
+_MATERIAL_AFTER = re.compile(r"[ \t]+([a-z]{3,})\b(?![.'’-]\w)(?![ \t]+(?:of|is|was|are|were)\b)")
+_AMOUNT_BEFORE = re.compile(r"(?i:\b(?:at|is|was|are|were|be|been|being|about|nearly|almost|only|just|over|under|"
+                            r"around|roughly|now|already))[ \t]+\Z")  # "at 3/4 health", "is 3/4 met": how much, "three quarters"
+_NOT_A_MATERIAL = frozenset("""and the for but not are was were has had have off price full empty done open closed
+    finished complete cooked filled charged loaded frozen melted asleep way time more less than then that this with
+    from into onto over under per each what which who when where while who""".split())
 
 
 # A thing split in halves, one named after the other ("1/2 cheese 1/2 pepperoni", "1/2 plain, 1/2 salted")
@@ -863,6 +887,29 @@ def _feet(match: re.Match[str]) -> str:
         return f"{w.cardinal(feet)}-foot-{w.cardinal(inches)}"  # "the 7'4\" rookie": a height before its noun
     said = w.cardinal(feet) + (" foot" if feet == "1" or attributive else " feet")
     return said + (f" {w.cardinal(inches)} inch" + ("" if inches == "1" or attributive else "es") if inches else "")
+
+
+def _mixed_words(text: str) -> str:
+    """"4" -> "four", "1 1/4" -> "one and a quarter": a whole number or a mixed number's words."""
+    text = text.strip().replace("-", " ")
+    if " " not in text:
+        return w.cardinal(text)
+    whole, fraction = text.split()
+    a, b = (int(x) for x in fraction.split("/"))
+    said = fraction_words(a, b)
+    if a == 1:
+        rest = said.split(" ", 1)[1]
+        said = ("an " if rest[0] in "aeio" else "a ") + rest
+    return f"{w.cardinal(whole)} and {said}"
+
+
+def _hyphen_mixed(match: re.Match[str]) -> str:
+    """"1-1/4\"" -> "one and a quarter inch" before what it sizes, "inches" where it ends a phrase."""
+    said = _mixed_words(match.group().rstrip("\"”″").replace("-", " "))
+    if match.group()[-1] not in "\"”″":
+        return said
+    sized = re.match(r"[ \t]+[\w-]", match.string[match.end():]) and not _HOW_BIG_AFTER.match(match.string, match.end())
+    return said + (" inch" if sized else " inches")
 
 
 def _mixed_fraction(match: re.Match[str]) -> str:
@@ -968,7 +1015,7 @@ def _hyphen_unit(match: re.Match[str]) -> str:
     return f"{w.number(size.replace(',', ''))} {UNITS[unit.rstrip('.')][0]}"
 
 
-_HOW_BIG_AFTER = re.compile(r"[ \t]+(?:wide|long|tall|deep|high|thick|across|diagonal|apart|of|in|on|at|from|above|below|under|off|up|down|or|and|for)\b"
+_HOW_BIG_AFTER = re.compile(r"[ \t]+(?:[oO]\.[cC](?=\.)|wide|long|tall|deep|high|thick|across|diagonal|apart|of|in|on|at|from|above|below|under|off|up|down|or|and|for)\b"
                             r"|[ \t]+(?:to|through|thru)[ \t]+\d{1,3}(?:\.\d)?[\"”″]")  # "from 25\" to 50\"": a range's
 # start, in inches as its end is
 
@@ -1179,6 +1226,8 @@ RULES: list[Rule] = [
     ("phone", _PHONE, _phone),
     ("version", r"(?<![\w.])(?:[vV]\d+(?:\.\d+)*|\d+\.\d+\.\d+(?:\.\d+)*(?:[a-z](?![\w]|\.\w))?)(?::\d{2,5}(?![\d:])|/\d{1,2}(?![\w/.]))?(?![\w]|\.\d)", _version),
     ("mixed_fraction", r"(?<![\w./,])\d{1,3}[ \t]\d{1,2}/\d{1,2}(?![\w/])", _mixed_fraction),
+    # "1-1/4\" PVC", "a 2-1/2 inch nail": a mixed number joined by a hyphen, as the trades write sizes (never a minus)
+    ("mixed_fraction", r"(?<![\w./,-])\d{1,2}-(?:1/2|[13]/4|[1357]/8|(?:[13579]|1[135])/16)(?![\w/-])[\"”″]?", _hyphen_mixed),
     # "in 4/4 time", "6/8 meter": a time signature, each number said ("four four"), not a fraction or a date
     ("time_signature", r"(?<![\w./,])(?!1/)\d{1,2}/(?:2|4|8|16)(?=[ \t]+(?:time|meter|metre|signature|time[ \t]signature)\b)",
      lambda match: None if _WORKED_BEFORE.search(match.string, max(0, match.start() - 16), match.start())
@@ -1201,7 +1250,7 @@ RULES: list[Rule] = [
      lambda match: "minus " + fraction_words(*(int(x) for x in match.group()[1:].split("/")))),
     ("percent_range", rf"{_START}{NUM}%[ \t]?[-–][ \t]?[-−]?{NUM}%", _percent_range),
     ("feet_inches", r"(?<![\w.])\d{1,2}[ \t]?ft[ \t]\d{1,2}[ \t]?in(?![\w])", _feet),
-    ("feet", r"(?<![\w'’])\d{1,2}['’′][ \t]?\d{1,2}(?:[\"”″]|'')?(?![\w])|(?<![\w'’])\d{1,3}['’′](?=[ \t,.;]|$)", _feet),
+    ("feet", r"(?<![\w'’])\d{1,2}['’′](?:[ \t]?\d{1,2}(?:[\"”″]|'')?|-\d{1,2}(?:[\"”″]|''))(?![\w])|(?<![\w'’])\d{1,3}['’′](?=[ \t,.;]|$)", _feet),
     ("number_sign", r"(?<![\w&#])#[ \t]?(?:\d{1,3}(?:,\d{3})+|\d+)(?![\w]|,\d)", _number_sign),
     ("vulgar_fraction", r"(?<![\w.])(?:\d{1,3}[ \t]?)?[½⅓⅔¼¾⅕⅖⅗⅘⅙⅚⅛⅜⅝⅞](?:[\"”″](?=[ \t]+[\w-]))?", _vulgar),  # "1½", "1 ½"
     # "4 × 25 g": a count times a measure that is no length (a mass, a volume, energy), "four times twenty-five grams"
@@ -1212,12 +1261,25 @@ RULES: list[Rule] = [
      rf"(?![\w'’′\"”″⁻])(?!(?<=\d)[ \t]*=)",  # a unit after every size too: "40 cm × 30 cm × 20 cm"
      _dimensions),
     ("inches", r"(?<![\w\"“”'.])\d{1,3}(?:\.\d)?[\"”″](?=[ \t]+[\w-])", _inches),
+    # "joists 12–16\" o.c.", "a 2-4\" gap": a range of inches, the mark after its second number
+    ("inches", r"(?<![\w\"“”'.,/-])\d{1,3}[ \t]?[-–][ \t]?\d{1,3}[\"”″](?=[ \t]+[\w-]|[ \t]*(?:[,.;:)]|\Z))",
+     lambda match: " to ".join(w.cardinal(n) for n in re.findall(r"\d+", match.group())) + (
+         " inch" if re.match(r"[ \t]+[\w-]", match.string[match.end():]) and not _HOW_BIG_AFTER.match(
+             match.string, match.end()) else " inches")),
     # "2 × 48\" = 96\"": a formula's result in inches, at its end; "from 25\" to 50\"": a range's end
     ("inches", r"(?:(?<=[=×][ \t])|(?<=\d[\"”″][ \t]to[ \t]))\d{1,3}(?:\.\d)?[\"”″](?=[ \t]*(?:[,.;)]|\Z|\n))",
      lambda match: w.number(match.group()[:-1]) + (" inch" if match.group()[:-1] == "1" else " inches")),
+    # "3/8\" x 4\" lag screws": a fastener's width by its length, inches each ("three eighths by four inch")
+    ("fraction_inches", r"(?<![\w./,])\d{1,2}/\d{1,2}[\"”″][ \t]*[x×][ \t]*\d{1,3}(?:[ \t-]\d{1,2}/\d{1,2})?[\"”″](?![\w])",
+     lambda match: "%s by %s inch" % (fraction_words(*(int(x) for x in re.findall(r"\d+", match.group())[:2])),
+                                      " and ".join(_mixed_words(part) for part in re.split(r"[ \t]*[x×][ \t]*", match.group()[:-1])[1:]))
+     + ("" if re.match(r"[ \t]+[a-z]", match.string[match.end():]) and not _HOW_BIG_AFTER.match(match.string, match.end()) else "es")),
     ("fraction_inches", r"(?<![\w./,])\d{1,2}/\d{1,2}[\"”″](?=[ \t]+[\w-]|[ \t]*[,.;]|$)",  # "1/4\" drywall screws"
-     lambda match: fraction_words(*(int(x) for x in match.group()[:-1].split("/")))
-     + (" inch" if re.match(r"[ \t]+[\w-]", match.string[match.end():match.end() + 2]) else " of an inch")),
+     lambda match: (fraction_words(*(int(x) for x in match.group()[:-1].split("/"))) + " inch").replace("quarters inch", "quarter inch")
+     if re.match(r"[ \t]+[\w-]", match.string[match.end():match.end() + 2]) and not _HOW_BIG_AFTER.match(match.string, match.end())
+     else fraction_words(*(int(x) for x in match.group()[:-1].split("/"))) + " inch"
+     if re.match(r"[ \t]+[\w-]", match.string[match.end():match.end() + 2])  # "3/4\" plywood": "three quarter inch"
+     else fraction_words(*(int(x) for x in match.group()[:-1].split("/"))) + " of an inch"),
     ("military", r"(?<![\w.,:])(?:(?:[01]\d|2[0-3])[0-5]\d(?=[ \t](?:hours|HOURS)\b)|(?:[01]\d|2[0-3])[0-5]\d[ \t](?:hrs?|HRS?)(?![\w])|(?:(?<=\bat[ \t])|(?<=arrival[ \t])|(?<=departure[ \t])|(?<=departs[ \t])|(?<=arrives[ \t]))"
                  r"0\d[0-5]\d(?![\w:-]|[.,]\d)"
                  r"|(?:(?<=\bat[ \t]0\d[0-5]\d[ \t]and[ \t])|(?<=\bat[ \t]0\d[0-5]\d[ \t]or[ \t]))"
@@ -1229,7 +1291,7 @@ RULES: list[Rule] = [
     ("inches_tall", r"(?<![\w.])\d{1,3}(?:\.\d+)?[ \t]in(?=[ \t]+at\b)",
      lambda match: w.number(match.group().split()[0]) + " inches" if _STOOD_BEFORE.search(
          match.string, max(0, match.start() - 16), match.start()) else None),
-    ("hyphen_unit", rf"{_START}{NUM}-(?:{_SPACED_UNIT}(?:\.(?=[ \t]+[a-z]))?|in\.?)(?=[ \t]+[A-Za-z])", _hyphen_unit),  # "a 12-in. skillet", "a 50-gal. tank"
+    ("hyphen_unit", rf"{_START}{NUM}-(?:{_SPACED_UNIT}(?:\.(?=[ \t]+[a-z]))?|in\.?)(?=[ \t]+(?:[A-Za-z]|\d{{1,2}}x\d{{1,2}}(?![\w])))", _hyphen_unit),  # "an 8-ft 2x4": a length before a board's size  # "a 12-in. skillet", "a 50-gal. tank"
     ("unit_alone", r"(?<=\d[ \t])M(?![\w'’/])", _spaced_meters),
     # "Visibility 10 SM", "vis 3 SM": a capital "SM" after a visibility's number is statute miles (a weather report's)
     ("unit_alone", r"(?<=\d[ \t])SM(?![\w'’/-])", lambda match: ("statute mile" if one_before(match) else "statute miles")
@@ -1259,6 +1321,11 @@ RULES: list[Rule] = [
                       r"|in\.(?=[ \t]+[a-z])|in(?=\.))"  # "a 3/8 in. drill bit", "to ¾ in.": inches (the sentence's stop kept)
      % "|".join(re.escape(u) for u in sorted(UNITS, key=len, reverse=True) if (UNITS[u][2] or u == "s") and u.isalpha()),
      _fraction_unit),
+    # "a 1/2 HP motor", "a 5 HP pump": capital "HP" after a fraction, or before a machine, is horsepower (a game's
+    # "-20 HP per second" is hit points, spelled)
+    ("unit_alone", r"(?:(?<=\d/\d[ \t])|(?<=[\d½¼¾][ \t])(?=HP[ \t]+(?:motors?|pumps?|engines?|outboards?|compressors?|"
+                   r"blowers?|mowers?|tractors?|generators?|disposals?|boats?|vac|vacuums?|router|saw|fans?|heat[ \t]pumps?)\b))HP(?![\w/'’-])",
+     lambda match: "horsepower"),
     ("spaced_hour", r"(?<=\d[ \t])h(?![\w/'’-])", _spaced_hour),
     ("spaced_hour", r"(?<=\d[ \t])s(?![\w/'’-])", _spaced_second),
     # "1 in = 2.54 cm": a spaced "in" after a number, before a conversion's "=", is inches
