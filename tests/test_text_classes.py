@@ -1282,6 +1282,7 @@ SAID = [
     ('The replacement filter is part 4396841.', 'The replacement filter is part four three nine six eight four one.'),
     ('The rear cottage is 123 1/2 Pine Ln.', 'The rear cottage is one twenty-three and a half Pine Lane.'),
     ('Showroom: 201 Broadway, Fl 3', 'Showroom, two oh one Broadway, Floor three'),
+    ('3/4 people like it', 'three quarters people like it'),  # a share of people, not a size: no adjective form
 ]
 
 
