@@ -1430,7 +1430,9 @@ def _streamed(parts: list[str]) -> str:
                                   "heldout26.tsv", "heldout27.tsv", "heldout28.tsv",
                                   "heldout29.tsv", "heldout30.tsv", "heldout31.tsv", "heldout32.tsv",
                                   "heldout33.tsv", "heldout34.tsv", "heldout35.tsv", "heldout36.tsv",
-                                  "heldout37.tsv", "heldout38.tsv", "heldout39.tsv", "heldout40.tsv"])
+                                  "heldout37.tsv", "heldout38.tsv", "heldout39.tsv", "heldout40.tsv",
+                                  "heldout41.tsv", "heldout42.tsv", "heldout43.tsv", "heldout44.tsv",
+                                  "heldout45.tsv", "heldout46.tsv"])
 def test_every_case_reads_the_same_streamed_in_random_pieces(half: str) -> None:
     rng = random.Random(46)
     for case in text_cases.load(CASES / half):
