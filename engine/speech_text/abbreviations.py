@@ -91,7 +91,9 @@ _LABEL_WORDS = [(key, said) for key, said in ABBREVIATIONS.items()
 ABBREVIATIONS |= {key.upper(): said for key, said in _LABEL_WORDS}
 ABBREVIATIONS |= {key.capitalize(): said.capitalize() for key, said in _LABEL_WORDS
                   if key.capitalize() not in ABBREVIATIONS}
-ENDINGS = frozenset({"ea.", "o.c.", "O.C.", "utils.", "util.", "htr.", "gar.", "mgmt.", "co.", "stip.", "Esq.", "qty.", "mgr.", "Mgr.", "fwd.", "Fwd.", "amt.", "bal.", "pmt.", "wk.", "wks.", "qtr.", "qtrs.", "intl.", "avail.", "pt.", "ins.", "avg.", "misc.", "appt.", "appts.", "ref.", "Ref.", "dept.", "tel.", "Tel.", "Apt.", "Ste.", "etc.", "Inc.", "Ltd.", "Corp.", "Co.", "Ave.", "Blvd.", "Rd.", "Ph.D.", "Dept.", "govt.", "max.", "blk.", "Sta.", "Bldg.", "bldg.", "Bldgs."})
+ENDINGS = frozenset("""ea. o.c. O.C. utils. util. htr. gar. mgmt. co. stip. Esq. qty. mgr. Mgr. fwd. Fwd. amt. bal. pmt. wk. wks. qtr.
+    qtrs. intl. avail. pt. ins. avg. misc. appt. appts. ref. Ref. dept. tel. Tel. Apt. Ste. etc. Inc. Ltd. Corp. Co.
+    Ave. Blvd. Rd. Ph.D. Dept. govt. max. blk. Sta. Bldg. bldg. Bldgs.""".split())
 
 WORD_ACRONYMS = frozenset(
     "ZIP NASA NATO FIFA OPEC AIDS JPEG JSON YAML GIF PIN RAM ROM SIM LAN SARS FEMA OSHA UEFA IKEA LEGO WASP NAFTA "

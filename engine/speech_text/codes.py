@@ -500,6 +500,8 @@ _JOB_LEVEL_AFTER = re.compile(r"[ \t]+(?:position|positions|role|roles|level|tit
 
 
 def _job_level(match: re.Match[str]) -> str | None:
+    """A job title's level "I" read "one" where a list or a word about the job follows ("Analyst I to Analyst II",
+    "an Engineer I role"); None elsewhere ("the Engineer I met": the pronoun)."""
     if not (_LISTED_I.match(match.string, match.end()) or _JOB_LEVEL_AFTER.match(match.string, match.end())):
         return None
     return match.group()[:-1] + "one"
@@ -917,6 +919,8 @@ _CARD_NUMBER_BEFORE = re.compile(r"(?i:\bcard)[ \t]*(?:no\.|number|#)[ \t]*:?[ \
 
 
 def _card_groups(match: re.Match[str]) -> str | None:
+    """A card's letters and groups of four digits after "card no." ("GC 5521 0093": "G C five five two one, zero zero
+    nine three"); None after anything else."""
     if not _CARD_NUMBER_BEFORE.search(match.string, max(0, match.start() - 20), match.start()):
         return None
     line, *groups = match.group().split()

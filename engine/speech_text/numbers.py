@@ -808,7 +808,7 @@ _AMOUNT_BEFORE = re.compile(r"(?i:\b(?:at|is|was|are|were|be|been|being|about|ne
                             r"around|roughly|now|already))[ \t]+\Z")  # "at 3/4 health", "is 3/4 met": how much, "three quarters"
 _NOT_A_MATERIAL = frozenset("""and the for but not are was were has had have off price full empty done open closed
     finished complete cooked filled charged loaded frozen melted asleep way time more less than then that this with
-    from into onto over under per each what which who when where while who people men women children folks""".split())
+    from into onto over under per each what which who when where while people men women children folks""".split())
 
 
 # A thing split in halves, one named after the other ("1/2 cheese 1/2 pepperoni", "1/2 plain, 1/2 salted")
