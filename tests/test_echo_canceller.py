@@ -16,6 +16,7 @@ from cbf_tools.peers.polling import until
 from gateway.listen.aec import REACH_S, TAIL_S, EchoCanceller
 from gateway.listen.apm import WebRtcApm
 from tests.server import PHONE_KEY as KEY
+from tests.server import running_server
 from tests.test_telephony import no_sessions_left
 
 RATE = line.RATE
@@ -221,9 +222,11 @@ def test_a_webrtc_peers_echo_delay_that_shortens_mid_speech_is_followed_and_what
 
 
 @pytest.fixture(scope="module")
-def aec_url(phone_server: str) -> str:
-    """The shared phone server (tests/conftest.py): the canceller is on by default."""
-    return phone_server
+def aec_url():
+    """A server of this file's own (the canceller on, as by default): the shared phone server's files run as one unit
+    on one test process (tests/conftest.py), and this file's live calls would lengthen it."""
+    with running_server("--api-key", KEY, "--max-text-chars", "1000") as url:
+        yield url
 
 
 async def test_on_a_line_that_echoes_a_quiet_caller_is_heard_and_the_echo_alone_is_not(aec_url):
