@@ -133,7 +133,9 @@ async def test_garbage_and_a_server_that_dies_mid_utterance_are_clear_errors(gat
     stand_in.mode = "ok"
     async with connect(gateway.replace("http://", "ws://") + "/v1/stream") as ws:
         await ws.recv()
-        await ws.send(json.dumps({"type": "speak", "text": PARAGRAPH, "voice": "rtf-2"}))
+        # the paragraph four times: chunks still to ask for once the first has come (the paragraph alone is two
+        # chunks, and the second's request was sometimes made before the test saw the first: the utterance ended "done")
+        await ws.send(json.dumps({"type": "speak", "text": " ".join([PARAGRAPH] * 4), "voice": "rtf-2"}))
         while isinstance(frame := await ws.recv(), bytes) or json.loads(frame)["type"] != "chunk":
             pass
         stand_in.mode = "dying"  # the next chunk's reply is cut off, and then the server answers 503
